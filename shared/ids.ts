@@ -44,7 +44,8 @@ export function uuidToUlid(uuid: string): string {
 
 /** A new ULID for `time` (ms since epoch): 48-bit time, 80 random bits. */
 export function newUlid(time: number = Date.now()): string {
-  if (!Number.isInteger(time) || time < 0 || time > 2 ** 48 - 1) throw new RangeError(`bad ULID time ${time}`);
+  if (!Number.isInteger(time) || time < 0 || time > 2 ** 48 - 1)
+    throw new RangeError(`bad ULID time ${time}`);
   let out = '';
   let t = time;
   for (let i = 0; i < 10; i++) {
@@ -88,7 +89,8 @@ export function uuidV5(name: string, namespace: string = SWITCHBOARD_NAMESPACE):
  * provider), and a new attempt gets a new one.
  */
 export function attemptKey(jobId: string, taskId: string, attempt: number): string {
-  if (!Number.isInteger(attempt) || attempt < 1) throw new RangeError(`attempt must be an integer ≥ 1, got ${attempt}`);
+  if (!Number.isInteger(attempt) || attempt < 1)
+    throw new RangeError(`attempt must be an integer ≥ 1, got ${attempt}`);
   return uuidV5(`task-attempt:${jobId}:${taskId}:${attempt}`);
 }
 

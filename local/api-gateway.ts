@@ -1,0 +1,265 @@
+/**
+ * The API Gateway stand-in: an HTTP server that turns each request into an API Gateway HTTP API
+ * (payload format 2.0) event, calls the Lambda handler of the matching route from the shared
+ * route table, and writes the handler's result back as API Gateway would.
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { type HttpFunctionId, matchRoute, type RouteSpec, routeKey } from '#shared/routes.ts';
+import { type Handler, invokeHandler } from './lambda.ts';
+
+/** API Gateway HTTP API's request payload limit. */
+export const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** Lambda's synchronous invocation payload limit (the whole event, after base64). */
+export const LAMBDA_MAX_EVENT_BYTES = 6 * 1024 * 1024;
+/** HTTP API's integration timeout. */
+export const API_GATEWAY_TIMEOUT_MS = 30_000;
+
+export interface HttpFunction {
+  readonly handler: Handler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>;
+  readonly timeoutMs: number;
+}
+
+export interface ApiGatewayOptions {
+  readonly routes: readonly RouteSpec[];
+  readonly functions: Partial<Record<HttpFunctionId, HttpFunction>>;
+  readonly port?: number;
+  readonly host?: string;
+  /** Called with every failed invocation (API Gateway logs them; the caller sees a bare 500). */
+  readonly onError?: (error: unknown, routeKey: string) => void;
+}
+
+export interface ApiGatewayServer {
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Content types API Gateway passes as text; anything else (and a missing content type) arrives
+ * base64-encoded with `isBase64Encoded: true`.
+ */
+export function isTextContentType(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  return (
+    type.startsWith('text/') ||
+    type === 'application/json' ||
+    type.endsWith('+json') ||
+    type === 'application/xml' ||
+    type.endsWith('+xml') ||
+    type === 'application/javascript'
+  );
+}
+
+/** Builds the payload v2 event for a request whose body has been read in full. */
+export function buildEventV2(
+  req: Pick<http.IncomingMessage, 'method' | 'url' | 'rawHeaders' | 'httpVersion' | 'socket'>,
+  body: Buffer,
+  route: RouteSpec,
+  pathParameters: Record<string, string>,
+  now: Date = new Date(),
+): APIGatewayProxyEventV2 {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const headers: Record<string, string> = {};
+  const cookies: string[] = [];
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!.toLowerCase();
+    const value = req.rawHeaders[i + 1]!;
+    if (name === 'cookie') {
+      cookies.push(
+        ...value
+          .split(';')
+          .map((c) => c.trim())
+          .filter(Boolean),
+      );
+      continue;
+    }
+    headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
+  }
+  const query: Record<string, string> = {};
+  for (const [key, value] of url.searchParams) {
+    query[key] = query[key] === undefined ? value : `${query[key]},${value}`;
+  }
+  const rawQueryString = (req.url ?? '').includes('?')
+    ? (req.url ?? '').slice((req.url ?? '').indexOf('?') + 1)
+    : '';
+  const requestId = randomUUID();
+  const hasBody = body.length > 0;
+  const text = isTextContentType(headers['content-type']);
+  const event: APIGatewayProxyEventV2 = {
+    version: '2.0',
+    routeKey: routeKey(route),
+    rawPath: url.pathname,
+    rawQueryString,
+    headers,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: (headers.host ?? 'localhost').split('.')[0]!,
+      http: {
+        method: (req.method ?? 'GET').toUpperCase(),
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId,
+      routeKey: routeKey(route),
+      stage: '$default',
+      time: formatClf(now),
+      timeEpoch: now.getTime(),
+    },
+    isBase64Encoded: hasBody ? !text : false,
+  };
+  if (cookies.length > 0) event.cookies = cookies;
+  if (Object.keys(query).length > 0) event.queryStringParameters = query;
+  if (Object.keys(pathParameters).length > 0) event.pathParameters = pathParameters;
+  if (hasBody) event.body = text ? body.toString('utf8') : body.toString('base64');
+  return event;
+}
+
+interface WrittenResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[]>;
+  readonly body: Buffer;
+}
+
+/** Maps a handler's result to the HTTP response, with payload v2's rules for bare results. */
+export function toHttpResponse(result: APIGatewayProxyResultV2): WrittenResponse {
+  if (
+    typeof result === 'object' &&
+    result !== null &&
+    'statusCode' in result &&
+    result.statusCode !== undefined
+  ) {
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(result.headers ?? {})) headers[k.toLowerCase()] = String(v);
+    if (result.cookies && result.cookies.length > 0) headers['set-cookie'] = result.cookies;
+    const body = result.body
+      ? result.isBase64Encoded
+        ? Buffer.from(result.body, 'base64')
+        : Buffer.from(result.body, 'utf8')
+      : Buffer.alloc(0);
+    return { status: result.statusCode, headers, body };
+  }
+  // A result without statusCode is taken as a 200 JSON body (payload format 2.0's inference).
+  const body = typeof result === 'string' ? result : JSON.stringify(result);
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: Buffer.from(body ?? '', 'utf8'),
+  };
+}
+
+const jsonMessage = (status: number, message: string): WrittenResponse => ({
+  status,
+  headers: { 'content-type': 'application/json' },
+  body: Buffer.from(JSON.stringify({ message })),
+});
+
+/** Starts the stand-in on 127.0.0.1 (a free port unless one is given). */
+export async function startApiGateway(options: ApiGatewayOptions): Promise<ApiGatewayServer> {
+  const server = http.createServer((req, res) => {
+    void handle(req, options).then(
+      (out) => {
+        const apigwHeaders = { 'apigw-requestid': randomUUID() };
+        res.writeHead(out.status, {
+          ...apigwHeaders,
+          ...out.headers,
+          'content-length': String(out.body.length),
+        });
+        res.end(out.body);
+      },
+      (error: unknown) => {
+        options.onError?.(error, `${req.method} ${req.url}`);
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ message: 'Internal Server Error' }));
+      },
+    );
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) =>
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve),
+  );
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function handle(req: http.IncomingMessage, options: ApiGatewayOptions): Promise<WrittenResponse> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > API_GATEWAY_MAX_BODY_BYTES) {
+    req.resume();
+    return {
+      status: 413,
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      body: Buffer.from(`HTTP content length exceeded ${API_GATEWAY_MAX_BODY_BYTES} bytes.`),
+    };
+  }
+  const body = await readBody(req, API_GATEWAY_MAX_BODY_BYTES);
+  if (body === 'too-large') {
+    return {
+      status: 413,
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      body: Buffer.from(`HTTP content length exceeded ${API_GATEWAY_MAX_BODY_BYTES} bytes.`),
+    };
+  }
+  const path = (req.url ?? '/').split('?')[0]!;
+  const match = matchRoute(options.routes, req.method ?? 'GET', path);
+  if (!match) return jsonMessage(404, 'Not Found');
+  const fn = options.functions[match.route.functionId];
+  if (!fn) return jsonMessage(404, 'Not Found');
+  if (match.route.auth === 'iam' && !/^AWS4-HMAC-SHA256 /.test(req.headers.authorization ?? '')) {
+    return jsonMessage(403, 'Forbidden');
+  }
+  const event = buildEventV2(req, body, match.route, match.pathParameters);
+  if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_MAX_EVENT_BYTES) {
+    return jsonMessage(413, 'Request Too Long');
+  }
+  try {
+    const result = await invokeHandler(fn.handler, event, {
+      functionName: match.route.functionId,
+      timeoutMs: Math.min(fn.timeoutMs, API_GATEWAY_TIMEOUT_MS),
+    });
+    return toHttpResponse(result);
+  } catch (error) {
+    options.onError?.(error, routeKey(match.route));
+    if (error instanceof Error && error.name === 'LambdaTimeoutError')
+      return jsonMessage(503, 'Service Unavailable');
+    return jsonMessage(500, 'Internal Server Error');
+  }
+}
+
+function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** API Gateway's `requestContext.time` format: `12/Mar/2020:19:03:58 +0000`. */
+function formatClf(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${p(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000`;
+}

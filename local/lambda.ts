@@ -1,0 +1,67 @@
+/**
+ * Invoking a Lambda handler in process, the way the Lambda runtime does: a fresh context per
+ * invocation with a request id and a deadline the handler can read.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'aws-lambda';
+
+/** Any Lambda handler: what middy produces, and what the runtime calls. */
+export type Handler<TEvent = unknown, TResult = unknown> = (
+  event: TEvent,
+  context: Context,
+) => Promise<TResult>;
+
+export interface InvokeOptions {
+  readonly functionName: string;
+  /** The function's timeout, as configured in CDK. */
+  readonly timeoutMs: number;
+  readonly memoryMb?: number;
+}
+
+/** A Lambda context for one invocation. */
+export function lambdaContext(options: InvokeOptions): Context {
+  const deadline = Date.now() + options.timeoutMs;
+  const requestId = randomUUID();
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: options.functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${options.functionName}`,
+    memoryLimitInMB: String(options.memoryMb ?? 1024),
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${options.functionName}`,
+    logStreamName: `local/${requestId}`,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}
+
+export class LambdaTimeoutError extends Error {
+  override name = 'LambdaTimeoutError';
+}
+
+/**
+ * Runs a handler with its context, failing with {@link LambdaTimeoutError} when it outlives the
+ * function's timeout (Lambda would freeze and kill it; here the result is simply dropped).
+ */
+export async function invokeHandler<TEvent, TResult>(
+  handler: Handler<TEvent, TResult>,
+  event: TEvent,
+  options: InvokeOptions,
+): Promise<TResult> {
+  const context = lambdaContext(options);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new LambdaTimeoutError(`${options.functionName} timed out after ${options.timeoutMs} ms`)),
+      options.timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([handler(event, context), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_GATEWAY_MAX_BODY_BYTES, type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import type { RouteSpec } from '#shared/routes.ts';
+
+const routes: RouteSpec[] = [
+  { method: 'POST', path: '/webhooks/line/{channelId}', functionId: 'webhook-receiver', auth: 'none' },
+];
+let seen: APIGatewayProxyEventV2 | undefined;
+let gateway: ApiGatewayServer;
+
+beforeAll(async () => {
+  gateway = await startApiGateway({
+    routes,
+    functions: {
+      'webhook-receiver': {
+        timeoutMs: 5_000,
+        handler: async (event): Promise<APIGatewayProxyResultV2> => {
+          seen = event;
+          if (event.rawQueryString === 'fail=1') throw new Error('secret internals');
+          return { statusCode: 202, headers: { 'X-Echo': 'yes' }, body: JSON.stringify({ ok: true }) };
+        },
+      },
+    },
+  });
+});
+afterAll(() => gateway.stop());
+
+describe('the API Gateway stand-in (HTTP API, payload v2)', () => {
+  it('passes a binary body base64-encoded and byte-exact, with v2 fields', async () => {
+    const bytes = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 37 + 11) % 256));
+    const res = await fetch(`${gateway.url}/webhooks/line/ch%201?a=1&a=2&b=x`, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/octet-stream',
+        'X-Line-Signature': 'abc',
+        Cookie: 'c1=v1; c2=v2',
+      },
+      body: bytes,
+    });
+    expect(res.status).toBe(202);
+    expect(res.headers.get('x-echo')).toBe('yes');
+    const event = seen!;
+    expect(event.version).toBe('2.0');
+    expect(event.routeKey).toBe('POST /webhooks/line/{channelId}');
+    expect(event.rawPath).toBe('/webhooks/line/ch%201');
+    expect(event.rawQueryString).toBe('a=1&a=2&b=x');
+    expect(event.queryStringParameters).toEqual({ a: '1,2', b: 'x' });
+    expect(event.pathParameters).toEqual({ channelId: 'ch 1' });
+    expect(event.headers['x-line-signature']).toBe('abc');
+    expect(event.cookies).toEqual(['c1=v1', 'c2=v2']);
+    expect(event.requestContext.http.method).toBe('POST');
+    expect(event.isBase64Encoded).toBe(true);
+    const decoded = Buffer.from(event.body!, 'base64');
+    expect(createHash('sha256').update(decoded).digest('hex')).toBe(
+      createHash('sha256').update(bytes).digest('hex'),
+    );
+  });
+
+  it('passes JSON with emoji as text, unchanged', async () => {
+    const body = '{"destination":"U1","events":[],"note":"こんにちは 👋"}';
+    await fetch(`${gateway.url}/webhooks/line/c1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(seen!.isBase64Encoded).toBe(false);
+    expect(seen!.body).toBe(body);
+  });
+
+  it('answers 404 for an unknown route and a bare 500 when the handler throws', async () => {
+    expect((await fetch(`${gateway.url}/nope`, { method: 'POST' })).status).toBe(404);
+    const res = await fetch(`${gateway.url}/webhooks/line/c1?fail=1`, { method: 'POST', body: '{}' });
+    expect(res.status).toBe(500);
+    expect(await res.text()).toBe('{"message":"Internal Server Error"}');
+  });
+
+  it('refuses bodies over the API Gateway and Lambda limits as AWS does', async () => {
+    const tooBig = Buffer.alloc(API_GATEWAY_MAX_BODY_BYTES + 1, 97);
+    const res = await fetch(`${gateway.url}/webhooks/line/c1`, { method: 'POST', body: tooBig });
+    expect(res.status).toBe(413);
+    // 5 MB of binary becomes ~6.7 MB of base64: over Lambda's 6 MB event limit.
+    const big = Buffer.alloc(5 * 1024 * 1024, 1);
+    const res2 = await fetch(`${gateway.url}/webhooks/line/c1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: big,
+    });
+    expect(res2.status).toBe(413);
+    expect(await res2.json()).toEqual({ message: 'Request Too Long' });
+  });
+});

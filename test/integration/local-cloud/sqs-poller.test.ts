@@ -1,0 +1,169 @@
+import {
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createQueueWithDlq } from '#local/cloud.ts';
+import { type SqsPoller, startSqsPoller } from '#local/sqs-poller.ts';
+import { queueSpec } from '#shared/resources.ts';
+import { testCloud, uniqueName } from '../../support/cloud.ts';
+
+const cloud = testCloud();
+let poller: SqsPoller | undefined;
+afterEach(async () => {
+  await poller?.stop();
+  poller = undefined;
+});
+
+async function until<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function depth(url: string): Promise<number> {
+  const out = await cloud.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(out.Attributes?.ApproximateNumberOfMessages) +
+    Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible)
+  );
+}
+
+describe('the SQS event-source poller', () => {
+  it('drops a FIFO duplicate (same dedupe id) and keeps order within a group', async () => {
+    const q = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('webhook-events'), {
+      name: `${uniqueName('fifo')}.fifo`,
+      visibilityTimeoutSeconds: 5,
+    });
+    const entries = ['e1', 'e2', 'e1', 'e3'].map((id, i) => ({
+      Id: String(i),
+      MessageBody: id,
+      MessageGroupId: 'user-1',
+      MessageDeduplicationId: id,
+    }));
+    await cloud.sqs.send(new SendMessageBatchCommand({ QueueUrl: q.url, Entries: entries }));
+    const seen: string[] = [];
+    poller = startSqsPoller({
+      sqs: cloud.sqs,
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'fifo-test',
+      functionTimeoutMs: 5_000,
+      batchSize: 10,
+      handler: async (event: SQSEvent) => {
+        for (const r of event.Records) seen.push(r.body);
+        expect(event.Records[0]?.attributes.MessageGroupId).toBe('user-1');
+        return { batchItemFailures: [] };
+      },
+    });
+    await until(() => (seen.length >= 3 ? true : undefined));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(seen).toEqual(['e1', 'e2', 'e3']);
+  });
+
+  it('returns only the failed records of a batch, which come back after the visibility timeout', async () => {
+    const q = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('ingest'), {
+      name: uniqueName('partial'),
+      visibilityTimeoutSeconds: 1,
+      maxReceiveCount: 5,
+    });
+    await cloud.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: q.url,
+        Entries: ['ok-1', 'fail-once', 'ok-2'].map((b, i) => ({ Id: String(i), MessageBody: b })),
+      }),
+    );
+    const deliveries: { body: string; receiveCount: string; at: number }[] = [];
+    let failedOnce = false;
+    poller = startSqsPoller({
+      sqs: cloud.sqs,
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'partial-test',
+      functionTimeoutMs: 5_000,
+      batchSize: 10,
+      maxBatchingWindowMs: 200,
+      handler: async (event: SQSEvent): Promise<SQSBatchResponse> => {
+        const failures: { itemIdentifier: string }[] = [];
+        for (const r of event.Records) {
+          deliveries.push({
+            body: r.body,
+            receiveCount: r.attributes.ApproximateReceiveCount,
+            at: Date.now(),
+          });
+          if (r.body === 'fail-once' && !failedOnce) {
+            failedOnce = true;
+            failures.push({ itemIdentifier: r.messageId });
+          }
+        }
+        return { batchItemFailures: failures };
+      },
+    });
+    await until(() => (deliveries.filter((d) => d.body === 'fail-once').length === 2 ? true : undefined));
+    const again = deliveries.filter((d) => d.body === 'fail-once');
+    expect(again[1]!.receiveCount).toBe('2');
+    expect(again[1]!.at - again[0]!.at).toBeGreaterThanOrEqual(900);
+    expect(
+      deliveries
+        .filter((d) => d.body.startsWith('ok'))
+        .map((d) => d.body)
+        .sort(),
+    ).toEqual(['ok-1', 'ok-2']);
+    await until(async () => ((await depth(q.url)) === 0 ? true : undefined));
+  });
+
+  it('treats an unknown itemIdentifier as a failure of the whole batch', async () => {
+    const { failedRecordIds } = await import('#local/sqs-poller.ts');
+    const records = [{ messageId: 'a' }, { messageId: 'b' }] as never;
+    expect(failedRecordIds(records, { batchItemFailures: [{ itemIdentifier: 'zzz' }] }, true)).toEqual(
+      new Set(['a', 'b']),
+    );
+    expect(failedRecordIds(records, { batchItemFailures: [{ itemIdentifier: '' }] }, true)).toEqual(
+      new Set(['a', 'b']),
+    );
+    expect(failedRecordIds(records, { batchItemFailures: [{ itemIdentifier: 'b' }] }, true)).toEqual(
+      new Set(['b']),
+    );
+    expect(failedRecordIds(records, { batchItemFailures: [] }, true)).toEqual(new Set());
+  });
+
+  it('moves a message that keeps failing to the DLQ after maxReceiveCount receives', async () => {
+    const q = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('ingest'), {
+      name: uniqueName('poison'),
+      visibilityTimeoutSeconds: 1,
+      maxReceiveCount: 2,
+    });
+    await cloud.sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: 'poison' }));
+    let attempts = 0;
+    poller = startSqsPoller({
+      sqs: cloud.sqs,
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'dlq-test',
+      functionTimeoutMs: 5_000,
+      batchSize: 1,
+      handler: async () => {
+        attempts++;
+        throw new Error('cannot process');
+      },
+    });
+    const moved = await until(async () => {
+      const out = await cloud.sqs.send(new ReceiveMessageCommand({ QueueUrl: q.dlqUrl, WaitTimeSeconds: 0 }));
+      return out.Messages?.[0];
+    });
+    expect(moved.Body).toBe('poison');
+    expect(attempts).toBe(2);
+  });
+});
