@@ -1,6 +1,6 @@
 /**
- * `npm test`: typecheck, lint, then every vitest project (unit, integration, e2e, infra), and a
- * closing `N passed, N failed` line. Typecheck and lint count as one check each.
+ * `npm test`: typecheck, lint, `cdk synth`, then every vitest project (unit, integration, e2e, infra), and a
+ * closing `N passed, N failed` line. Typecheck, lint and synth count as one check each.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -14,6 +14,8 @@ interface Step {
 const steps: Step[] = [
   { name: 'typecheck', command: 'tsc', args: ['-p', 'tsconfig.json'] },
   { name: 'lint', command: 'biome', args: ['check', '.'] },
+  // The CLI path a user deploys with: `cdk synth` offline, no credentials, no Docker.
+  { name: 'synth', command: 'cdk', args: ['synth', '--quiet', '--no-notices'] },
 ];
 
 let passed = 0;

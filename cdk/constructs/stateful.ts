@@ -1,0 +1,155 @@
+/**
+ * Switchboard's stateful resources — tables, queues with their DLQs, the upload bucket — built
+ * from the same specs (`shared/resources.ts`) that the local cloud provisions.
+ */
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import {
+  type BucketId,
+  buckets,
+  dlqName,
+  type QueueId,
+  type QueueSpec,
+  queueName,
+  queues,
+  resourceName,
+  type TableId,
+  type TableSpec,
+  tables,
+} from '#shared/resources.ts';
+
+export interface StatefulResourcesProps {
+  readonly stage: string;
+  /** Keep tables and the bucket when the stack is deleted (production: yes). */
+  readonly retain: boolean;
+}
+
+export interface QueuePair {
+  readonly spec: QueueSpec;
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+}
+
+export class StatefulResources extends Construct {
+  readonly tables: Record<TableId, dynamodb.TableV2>;
+  readonly queues: Record<QueueId, QueuePair>;
+  readonly buckets: Record<BucketId, s3.Bucket>;
+  readonly accessLogs: s3.Bucket;
+
+  constructor(scope: Construct, id: string, props: StatefulResourcesProps) {
+    super(scope, id);
+    const removalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+
+    this.tables = Object.fromEntries(
+      tables.map((spec) => [spec.id, this.table(spec, props.stage, removalPolicy)]),
+    ) as Record<TableId, dynamodb.TableV2>;
+
+    this.queues = Object.fromEntries(
+      queues.map((spec) => [spec.id, this.queuePair(spec, props.stage)]),
+    ) as Record<QueueId, QueuePair>;
+
+    this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+      lifecycleRules: [{ expiration: Duration.days(365) }],
+      removalPolicy,
+      autoDeleteObjects: !props.retain,
+    });
+    NagSuppressions.addResourceSuppressions(this.accessLogs, [
+      {
+        id: 'AwsSolutions-S1',
+        reason: 'This is the access-log bucket itself; logging it into itself would loop.',
+      },
+    ]);
+
+    this.buckets = Object.fromEntries(
+      buckets.map((spec) => [
+        spec.id,
+        new s3.Bucket(this, `Bucket-${spec.id}`, {
+          bucketName: undefined,
+          blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+          encryption: s3.BucketEncryption.S3_MANAGED,
+          enforceSSL: true,
+          versioned: false,
+          serverAccessLogsBucket: this.accessLogs,
+          serverAccessLogsPrefix: `${spec.id}/`,
+          cors: [
+            {
+              // Browsers upload call lists straight to S3 with the presigned URL the job API returns.
+              allowedMethods: [s3.HttpMethods.PUT],
+              allowedOrigins: ['*'],
+              allowedHeaders: ['*'],
+              maxAge: 3000,
+            },
+          ],
+          lifecycleRules: [
+            { prefix: 'incoming/', expiration: Duration.days(spec.expireUploadsAfterDays) },
+            { prefix: 'uploads/', expiration: Duration.days(spec.expireUploadsAfterDays) },
+            { abortIncompleteMultipartUploadAfter: Duration.days(1) },
+          ],
+          removalPolicy,
+          autoDeleteObjects: !props.retain,
+        }),
+      ]),
+    ) as Record<BucketId, s3.Bucket>;
+  }
+
+  private table(spec: TableSpec, stage: string, removalPolicy: RemovalPolicy): dynamodb.TableV2 {
+    const attr = (k: { name: string; type: 'S' | 'N' }) => ({
+      name: k.name,
+      type: k.type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER,
+    });
+    const table = new dynamodb.TableV2(this, `Table-${spec.id}`, {
+      tableName: resourceName(stage, spec.id),
+      partitionKey: attr(spec.partitionKey),
+      ...(spec.sortKey ? { sortKey: attr(spec.sortKey) } : {}),
+      billing: dynamodb.Billing.onDemand(),
+      encryption: dynamodb.TableEncryptionV2.awsManagedKey(),
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: spec.pointInTimeRecovery },
+      ...(spec.ttlAttribute ? { timeToLiveAttribute: spec.ttlAttribute } : {}),
+      globalSecondaryIndexes: spec.globalIndexes.map((index) => ({
+        indexName: index.name,
+        partitionKey: attr(index.partitionKey),
+        ...(index.sortKey ? { sortKey: attr(index.sortKey) } : {}),
+      })),
+      deletionProtection: removalPolicy === RemovalPolicy.RETAIN,
+      removalPolicy,
+    });
+    if (!spec.pointInTimeRecovery) {
+      NagSuppressions.addResourceSuppressions(table, [
+        {
+          id: 'AwsSolutions-DDB3',
+          reason: `The ${spec.id} table holds short-lived idempotency records (TTL); nothing in it needs restoring.`,
+        },
+      ]);
+    }
+    return table;
+  }
+
+  private queuePair(spec: QueueSpec, stage: string): QueuePair {
+    const deadLetterQueue = new sqs.Queue(this, `Dlq-${spec.id}`, {
+      queueName: dlqName(stage, spec),
+      fifo: spec.fifo || undefined,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    const queue = new sqs.Queue(this, `Queue-${spec.id}`, {
+      queueName: queueName(stage, spec),
+      fifo: spec.fifo || undefined,
+      ...(spec.fifo && spec.contentBasedDeduplication ? { contentBasedDeduplication: true } : {}),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),
+      retentionPeriod: Duration.seconds(spec.retentionSeconds),
+      deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: spec.maxReceiveCount },
+    });
+    return { spec, queue, deadLetterQueue };
+  }
+}

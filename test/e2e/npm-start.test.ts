@@ -1,0 +1,103 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+/** Runs `npm start`'s entry point and collects its output until `ready`. */
+function start(args: string[]): Promise<{ child: ChildProcess; output: () => string; dynamo: string }> {
+  const child = spawn(process.execPath, ['local/start.ts', '--port', '0', '--no-demo', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready in time:\n${out}`)), 90_000);
+    const check = () => {
+      if (out.includes('ready — press Ctrl-C')) {
+        clearTimeout(timer);
+        const dynamo = /DynamoDB Local\s+(\S+)/.exec(out)![1]!;
+        resolve({ child, output: () => out, dynamo });
+      }
+    };
+    child.stdout!.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before ready:\n${out}`));
+    });
+  });
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) resolve(child.exitCode);
+    else child.once('exit', (code) => resolve(code));
+  });
+}
+
+describe('npm start', () => {
+  it('prints what runs where and stops cleanly on Ctrl-C (SIGINT)', async () => {
+    const { child, output } = await start([]);
+    expect(output()).toMatch(/SQS \+ S3\s+http:\/\/127\.0\.0\.1:\d+/);
+    expect(output()).toMatch(/HTTP API\s+http:\/\/127\.0\.0\.1:\d+/);
+    child.kill('SIGINT');
+    expect(await exited(child)).toBe(0);
+    expect(output()).toContain('stopped cleanly');
+  });
+
+  it('keeps DynamoDB data between runs with --data-dir', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'switchboard-data-'));
+    try {
+      const first = await start(['--data-dir', dir]);
+      const doc = (endpoint: string) =>
+        makeDocumentClient(
+          new DynamoDBClient({ region: 'us-east-1', endpoint, credentials: LOCAL_CREDENTIALS }),
+        );
+      await doc(first.dynamo).send(
+        new PutCommand({
+          TableName: 'switchboard-local-control',
+          Item: { pk: 'CLIENT#kept', sk: 'PROFILE', n: 1 },
+        }),
+      );
+      first.child.kill('SIGINT');
+      expect(await exited(first.child)).toBe(0);
+
+      const second = await start(['--data-dir', dir]);
+      const got = await doc(second.dynamo).send(
+        new GetCommand({ TableName: 'switchboard-local-control', Key: { pk: 'CLIENT#kept', sk: 'PROFILE' } }),
+      );
+      expect(got.Item?.n).toBe(1);
+      second.child.kill('SIGINT');
+      expect(await exited(second.child)).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('explains a bad option instead of starting', async () => {
+    const child = spawn(process.execPath, ['local/start.ts', '--port', 'abc'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    expect(await exited(child)).toBe(2);
+    expect(err).toContain('--port must be a port number');
+  });
+});

@@ -1,0 +1,109 @@
+import { App } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '#cdk/app.ts';
+import type { SwitchboardStack } from '#cdk/stack.ts';
+
+let stack: SwitchboardStack;
+let template: Template;
+
+beforeAll(() => {
+  const built = buildApp(new App({ context: { stage: 'prod' } }));
+  stack = built.stack;
+  built.app.synth();
+  template = Template.fromStack(stack);
+});
+
+describe('the stack passes cdk-nag (AwsSolutions)', () => {
+  it('has no unsuppressed errors or warnings', () => {
+    const errors = Annotations.fromStack(stack).findError('*', Match.stringLikeRegexp('AwsSolutions-.*'));
+    const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*'));
+    expect(errors.map((e) => `${e.id}: ${String(e.entry.data).slice(0, 160)}`)).toEqual([]);
+    expect(warnings.map((e) => `${e.id}: ${String(e.entry.data).slice(0, 160)}`)).toEqual([]);
+  });
+});
+
+describe('stateful resources', () => {
+  it('creates the three tables from the shared specs, with PITR where it fits and TTL', () => {
+    template.resourceCountIs('AWS::DynamoDB::GlobalTable', 3);
+    template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      TableName: 'switchboard-prod-tasks',
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+      GlobalSecondaryIndexes: [
+        Match.objectLike({
+          IndexName: 'outstanding',
+          KeySchema: [
+            { AttributeName: 'openPk', KeyType: 'HASH' },
+            { AttributeName: 'openSk', KeyType: 'RANGE' },
+          ],
+        }),
+      ],
+      Replicas: [
+        Match.objectLike({ PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true } }),
+      ],
+    });
+    template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      TableName: 'switchboard-prod-events',
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+    });
+  });
+
+  it('creates SSE queues with DLQs and redrive, FIFO for webhook events', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      QueueName: 'switchboard-prod-webhook-events.fifo',
+      FifoQueue: true,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: 12 },
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      QueueName: 'switchboard-prod-webhook-events-dlq.fifo',
+      FifoQueue: true,
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      QueueName: 'switchboard-prod-ingest',
+      RedrivePolicy: Match.objectLike({ maxReceiveCount: 5 }),
+    });
+    // Every queue refuses plain HTTP.
+    const policies = template.findResources('AWS::SQS::QueuePolicy');
+    expect(Object.keys(policies).length).toBe(4);
+  });
+
+  it('blocks public access to the upload bucket and enforces SSL', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      LoggingConfiguration: Match.objectLike({ LogFilePrefix: 'uploads/' }),
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+});
+
+describe('the nag check itself', () => {
+  it('flags a resource that breaks a rule (so a clean result means something)', async () => {
+    const { Aspects, Stack } = await import('aws-cdk-lib');
+    const sqs = await import('aws-cdk-lib/aws-sqs');
+    const { AwsSolutionsChecks } = await import('cdk-nag');
+    const app = new App();
+    const bad = new Stack(app, 'Bad');
+    new sqs.Queue(bad, 'NoDlqNoSsl', { encryption: sqs.QueueEncryption.UNENCRYPTED });
+    Aspects.of(app).add(new AwsSolutionsChecks());
+    app.synth();
+    const ids = Annotations.fromStack(bad)
+      .findError('*', Match.stringLikeRegexp('AwsSolutions-.*'))
+      .map((e) => String(e.entry.data).split(':')[0]);
+    expect(ids).toEqual(expect.arrayContaining(['AwsSolutions-SQS3', 'AwsSolutions-SQS4']));
+  });
+});
