@@ -19,7 +19,7 @@ export interface SqsPollerOptions {
   readonly queueUrl: string;
   readonly queueArn: string;
   readonly functionName: string;
-  readonly handler: Handler<SQSEvent, SQSBatchResponse | undefined | void>;
+  readonly handler: Handler<SQSEvent, unknown>;
   readonly functionTimeoutMs: number;
   /** Records per invocation (Lambda: 1-10 for FIFO, up to 10,000 for standard queues). */
   readonly batchSize?: number;

@@ -13,7 +13,7 @@
  * | a job by id                                    | control | pk=CLIENT#{clientId}, sk=JOB#{jobId}                |
  * | jobs due / running (job manager, every minute) | control | GSI byStatus: statusKey=JOBSTATUS#{status}, dueKey  |
  * | a client's lease (owner, expiry, fencing)      | control | pk=LEASE#{clientId}, sk=LEASE                       |
- * | a LINE channel (secrets, mode, rules)          | control | pk=CHANNEL#{channelId}, sk=CHANNEL                  |
+ * | a LINE channel (secrets, mode, rules)          | channels| channelId (own KMS key: only its readers decrypt)   |
  * | is a recipient opted out                       | control | pk=OPTOUT#{clientId}, sk={recipient}                |
  * | a task by job + task id                        | tasks   | pk={jobId}#{shard}, sk={taskId}                     |
  * | a job's report (every row)                     | tasks   | pk={jobId}#{shard} for each shard, in parallel      |
@@ -53,6 +53,11 @@ export interface TableSpec {
   /** Attribute holding an epoch-seconds expiry, when items expire on their own. */
   readonly ttlAttribute?: string;
   readonly pointInTimeRecovery: boolean;
+  /**
+   * `customer-managed`: encrypted with a KMS key of its own, so only roles granted that key can
+   * read it (channel secrets and access tokens); otherwise an AWS-managed key.
+   */
+  readonly encryption: 'aws-managed' | 'customer-managed';
   /** The environment variable handlers read the table name from. */
   readonly envVar: string;
 }
@@ -76,7 +81,7 @@ export interface BucketSpec {
   readonly expireUploadsAfterDays: number;
 }
 
-export type TableId = 'control' | 'tasks' | 'events';
+export type TableId = 'control' | 'tasks' | 'events' | 'channels';
 export type QueueId = 'webhook-events' | 'ingest';
 export type BucketId = 'uploads';
 
@@ -94,6 +99,7 @@ export const tables: readonly TableSpec[] = [
     ],
     ttlAttribute: 'expiresAt',
     pointInTimeRecovery: true,
+    encryption: 'aws-managed',
     envVar: 'CONTROL_TABLE',
   },
   {
@@ -108,6 +114,7 @@ export const tables: readonly TableSpec[] = [
       },
     ],
     pointInTimeRecovery: true,
+    encryption: 'aws-managed',
     envVar: 'TASKS_TABLE',
   },
   {
@@ -117,7 +124,18 @@ export const tables: readonly TableSpec[] = [
     ttlAttribute: 'expiresAt',
     // Idempotency records live for days and can be rebuilt from nothing: a restore is not needed.
     pointInTimeRecovery: false,
+    encryption: 'aws-managed',
     envVar: 'EVENTS_TABLE',
+  },
+  {
+    // LINE channels: secrets and access tokens, under a KMS key only the Lambdas that need them
+    // may use. Kept apart from `control` so reading a job never means being able to read secrets.
+    id: 'channels',
+    partitionKey: { name: 'channelId', type: 'S' },
+    globalIndexes: [],
+    pointInTimeRecovery: true,
+    encryption: 'customer-managed',
+    envVar: 'CHANNELS_TABLE',
   },
 ];
 

@@ -4,6 +4,7 @@
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
@@ -35,18 +36,25 @@ export interface QueuePair {
 }
 
 export class StatefulResources extends Construct {
-  readonly tables: Record<TableId, dynamodb.TableV2>;
+  readonly tables: Record<TableId, dynamodb.Table>;
   readonly queues: Record<QueueId, QueuePair>;
   readonly buckets: Record<BucketId, s3.Bucket>;
   readonly accessLogs: s3.Bucket;
+  /** The key of the tables holding secrets: granting it is granting access to the secrets. */
+  readonly secretsKey: kms.Key;
 
   constructor(scope: Construct, id: string, props: StatefulResourcesProps) {
     super(scope, id);
     const removalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    this.secretsKey = new kms.Key(this, 'SecretsKey', {
+      description: 'Switchboard: encrypts LINE channel secrets and access tokens at rest',
+      enableKeyRotation: true,
+      removalPolicy,
+    });
 
     this.tables = Object.fromEntries(
       tables.map((spec) => [spec.id, this.table(spec, props.stage, removalPolicy)]),
-    ) as Record<TableId, dynamodb.TableV2>;
+    ) as Record<TableId, dynamodb.Table>;
 
     this.queues = Object.fromEntries(
       queues.map((spec) => [spec.id, this.queuePair(spec, props.stage)]),
@@ -100,27 +108,31 @@ export class StatefulResources extends Construct {
     ) as Record<BucketId, s3.Bucket>;
   }
 
-  private table(spec: TableSpec, stage: string, removalPolicy: RemovalPolicy): dynamodb.TableV2 {
+  private table(spec: TableSpec, stage: string, removalPolicy: RemovalPolicy): dynamodb.Table {
     const attr = (k: { name: string; type: 'S' | 'N' }) => ({
       name: k.name,
       type: k.type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER,
     });
-    const table = new dynamodb.TableV2(this, `Table-${spec.id}`, {
+    const table = new dynamodb.Table(this, `Table-${spec.id}`, {
       tableName: resourceName(stage, spec.id),
       partitionKey: attr(spec.partitionKey),
       ...(spec.sortKey ? { sortKey: attr(spec.sortKey) } : {}),
-      billing: dynamodb.Billing.onDemand(),
-      encryption: dynamodb.TableEncryptionV2.awsManagedKey(),
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      ...(spec.encryption === 'customer-managed'
+        ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: this.secretsKey }
+        : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: spec.pointInTimeRecovery },
       ...(spec.ttlAttribute ? { timeToLiveAttribute: spec.ttlAttribute } : {}),
-      globalSecondaryIndexes: spec.globalIndexes.map((index) => ({
-        indexName: index.name,
-        partitionKey: attr(index.partitionKey),
-        ...(index.sortKey ? { sortKey: attr(index.sortKey) } : {}),
-      })),
       deletionProtection: removalPolicy === RemovalPolicy.RETAIN,
       removalPolicy,
     });
+    for (const index of spec.globalIndexes) {
+      table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: attr(index.partitionKey),
+        ...(index.sortKey ? { sortKey: attr(index.sortKey) } : {}),
+      });
+    }
     if (!spec.pointInTimeRecovery) {
       NagSuppressions.addResourceSuppressions(table, [
         {

@@ -24,9 +24,14 @@ describe('the stack passes cdk-nag (AwsSolutions)', () => {
 });
 
 describe('stateful resources', () => {
-  it('creates the three tables from the shared specs, with PITR where it fits and TTL', () => {
-    template.resourceCountIs('AWS::DynamoDB::GlobalTable', 3);
-    template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+  it('creates the four tables from the shared specs, with PITR where it fits and TTL', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 4);
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      TableName: 'switchboard-prod-channels',
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: Match.anyValue() },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
       TableName: 'switchboard-prod-tasks',
       KeySchema: [
         { AttributeName: 'pk', KeyType: 'HASH' },
@@ -41,11 +46,9 @@ describe('stateful resources', () => {
           ],
         }),
       ],
-      Replicas: [
-        Match.objectLike({ PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true } }),
-      ],
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });
-    template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
       TableName: 'switchboard-prod-events',
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
     });

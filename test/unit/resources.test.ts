@@ -15,6 +15,6 @@ describe('resource names', () => {
 
   it('shards tasks so a million-task job stays within per-partition write limits', () => {
     expect(TASK_SHARDS * 1000).toBeGreaterThanOrEqual(10_000);
-    expect(tables.map((t) => t.id).sort()).toEqual(['control', 'events', 'tasks']);
+    expect(tables.map((t) => t.id).sort()).toEqual(['channels', 'control', 'events', 'tasks']);
   });
 });
