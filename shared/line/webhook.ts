@@ -1,0 +1,263 @@
+/**
+ * LINE webhook bodies: `{ destination, events[] }`. Parsing checks what Switchboard relies on (the
+ * common properties of every event, and the few fields of the event types it acts on) and keeps
+ * everything else as it came: unknown fields and unknown event types pass through untouched, since
+ * LINE adds both without notice and the processor decides what to ignore.
+ *
+ * Parse only after the signature was verified on the raw bytes (see `signature.ts`).
+ */
+import { z } from 'zod';
+import { isUlid } from '#shared/ids.ts';
+
+export class InvalidWebhookBodyError extends Error {
+  override name = 'InvalidWebhookBodyError';
+  /** Where the first problem is, e.g. `events[0].webhookEventId`; empty for the body itself. */
+  readonly path: string;
+
+  constructor(path: string, problem: string, options?: ErrorOptions & { subject?: 'body' | 'event' }) {
+    super(
+      `invalid webhook ${options?.subject ?? 'body'}: ${path === '' ? '' : `${path} `}${problem}`,
+      options,
+    );
+    this.path = path;
+  }
+}
+
+const userSourceSchema = z.looseObject({ type: z.literal('user'), userId: z.string().min(1) });
+const groupSourceSchema = z.looseObject({
+  type: z.literal('group'),
+  groupId: z.string().min(1),
+  userId: z.string().optional(),
+});
+const roomSourceSchema = z.looseObject({
+  type: z.literal('room'),
+  roomId: z.string().min(1),
+  userId: z.string().optional(),
+});
+const sourceSchema = z.discriminatedUnion('type', [userSourceSchema, groupSourceSchema, roomSourceSchema], {
+  error: 'must be "user", "group" or "room"',
+});
+
+const webhookEventSchema = z.looseObject({
+  type: z.string().min(1),
+  timestamp: z.number(),
+  mode: z.enum(['active', 'standby']),
+  webhookEventId: z.string().refine(isUlid, 'must be a ULID'),
+  deliveryContext: z.looseObject({ isRedelivery: z.boolean() }),
+  // LINE leaves `source` out of a failed account-link event, so it cannot be required of all.
+  source: sourceSchema.optional(),
+  // Absent in standby mode and on events that cannot be replied to.
+  replyToken: z.string().min(1).optional(),
+});
+
+const bodySchema = z.looseObject({
+  destination: z.string(),
+  events: z.array(z.unknown()),
+});
+
+export type UserSource = z.infer<typeof userSourceSchema>;
+export type GroupSource = z.infer<typeof groupSourceSchema>;
+export type RoomSource = z.infer<typeof roomSourceSchema>;
+export type EventSource = z.infer<typeof sourceSchema>;
+
+/** One webhook event: the common properties, checked, plus whatever else LINE sent, kept. */
+export type WebhookEvent = z.infer<typeof webhookEventSchema>;
+
+export interface WebhookBody {
+  /** The user ID of the bot the events are for. */
+  readonly destination: string;
+  /** Empty for the console's "Verify" request, which must still be answered 200. */
+  readonly events: readonly WebhookEvent[];
+}
+
+// The event types Switchboard acts on, with the fields it reads. Other types are only checked for
+// the common properties.
+const knownEventSchemas = {
+  follow: webhookEventSchema.extend({
+    type: z.literal('follow'),
+    follow: z.looseObject({ isUnblocked: z.boolean() }).optional(),
+  }),
+  unfollow: webhookEventSchema.extend({ type: z.literal('unfollow') }),
+  message: webhookEventSchema.extend({
+    type: z.literal('message'),
+    message: z
+      .looseObject({ id: z.string().min(1), type: z.string().min(1), text: z.string().optional() })
+      .refine((m) => m.type !== 'text' || m.text !== undefined, {
+        message: 'is a text message without text',
+      }),
+  }),
+  postback: webhookEventSchema.extend({
+    type: z.literal('postback'),
+    postback: z.looseObject({ data: z.string(), params: z.record(z.string(), z.unknown()).optional() }),
+  }),
+  join: webhookEventSchema.extend({ type: z.literal('join') }),
+  leave: webhookEventSchema.extend({ type: z.literal('leave') }),
+  memberJoined: webhookEventSchema.extend({
+    type: z.literal('memberJoined'),
+    joined: z.looseObject({ members: z.array(userSourceSchema) }),
+  }),
+  memberLeft: webhookEventSchema.extend({
+    type: z.literal('memberLeft'),
+    left: z.looseObject({ members: z.array(userSourceSchema) }),
+  }),
+  unsend: webhookEventSchema.extend({
+    type: z.literal('unsend'),
+    unsend: z.looseObject({ messageId: z.string().min(1) }),
+  }),
+} as const;
+
+type KnownEventSchemas = typeof knownEventSchemas;
+export type KnownEventType = keyof KnownEventSchemas;
+export type FollowEvent = z.infer<KnownEventSchemas['follow']>;
+export type UnfollowEvent = z.infer<KnownEventSchemas['unfollow']>;
+export type MessageEvent = z.infer<KnownEventSchemas['message']>;
+export type PostbackEvent = z.infer<KnownEventSchemas['postback']>;
+export type JoinEvent = z.infer<KnownEventSchemas['join']>;
+export type LeaveEvent = z.infer<KnownEventSchemas['leave']>;
+export type MemberJoinedEvent = z.infer<KnownEventSchemas['memberJoined']>;
+export type MemberLeftEvent = z.infer<KnownEventSchemas['memberLeft']>;
+export type UnsendEvent = z.infer<KnownEventSchemas['unsend']>;
+
+/** The event types Switchboard understands, as a union a processor can `switch (event.type)` on. */
+export type KnownWebhookEvent =
+  | FollowEvent
+  | UnfollowEvent
+  | MessageEvent
+  | PostbackEvent
+  | JoinEvent
+  | LeaveEvent
+  | MemberJoinedEvent
+  | MemberLeftEvent
+  | UnsendEvent;
+
+function isKnownType(type: string): type is KnownEventType {
+  return Object.hasOwn(knownEventSchemas, type);
+}
+
+/**
+ * Parses and checks a webhook request body (the raw bytes, after the signature check). Throws
+ * {@link InvalidWebhookBodyError} naming the path of the first problem. Events of unknown types
+ * and fields Switchboard does not know are kept as they came.
+ */
+export function parseWebhookBody(rawBody: Uint8Array | string): WebhookBody {
+  let text: string;
+  try {
+    text = typeof rawBody === 'string' ? rawBody : new TextDecoder('utf-8', { fatal: true }).decode(rawBody);
+  } catch (cause) {
+    throw new InvalidWebhookBodyError('', 'is not UTF-8', { cause });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (cause) {
+    throw new InvalidWebhookBodyError('', `is not JSON (${(cause as Error).message})`, { cause });
+  }
+  const body = check(bodySchema, json, []);
+  return {
+    destination: body.destination,
+    events: body.events.map((event, i) => checkEvent(event, ['events', i])),
+  };
+}
+
+/**
+ * Checks one event on its own, e.g. when it comes back from a queue. Throws
+ * {@link InvalidWebhookBodyError} with a path relative to the event.
+ */
+export function parseWebhookEvent(value: unknown): WebhookEvent {
+  return checkEvent(value, [], 'event');
+}
+
+/**
+ * The event typed by its `type` when it is one Switchboard acts on, otherwise undefined (an event
+ * type LINE added since, which the processor should skip).
+ */
+export function knownEvent(event: WebhookEvent): KnownWebhookEvent | undefined {
+  if (!isKnownType(event.type)) return undefined;
+  const result = knownEventSchemas[event.type].safeParse(event);
+  return result.success ? result.data : undefined;
+}
+
+/**
+ * The conversation an event belongs to: the user, group or room ID. Events of one conversation
+ * share it (the FIFO group), so they are handled in order. An event without a source belongs to no
+ * conversation and gets its own key, its webhook event ID.
+ */
+export function sourceKey(event: WebhookEvent): string {
+  const source = event.source;
+  if (source === undefined) return event.webhookEventId;
+  switch (source.type) {
+    case 'user':
+      return source.userId;
+    case 'group':
+      return source.groupId;
+    case 'room':
+      return source.roomId;
+  }
+}
+
+function checkEvent(
+  value: unknown,
+  at: readonly PropertyKey[],
+  subject: 'body' | 'event' = 'body',
+): WebhookEvent {
+  const common = check(webhookEventSchema, value, at, subject);
+  if (isKnownType(common.type)) check(knownEventSchemas[common.type], value, at, subject);
+  // The common schema's output, not the known one's: both keep every field, and the caller
+  // should not depend on which schema happened to check it.
+  return common;
+}
+
+function check<T extends z.ZodType>(
+  schema: T,
+  value: unknown,
+  at: readonly PropertyKey[],
+  subject: 'body' | 'event' = 'body',
+): z.output<T> {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw new InvalidWebhookBodyError(formatPath([...at, ...issue.path]), describe(issue), { subject });
+}
+
+function describe(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.input === undefined
+        ? 'is missing'
+        : `must be ${article(issue.expected)}, got ${typeName(issue.input)}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(issue.input)}`;
+    case 'too_small':
+      return issue.origin === 'string' ? 'must not be empty' : issue.message;
+    case 'custom':
+    case 'invalid_union':
+      return isPrimitive(issue.input)
+        ? `${issue.message}, got ${JSON.stringify(issue.input)}`
+        : issue.message;
+    default:
+      return issue.message;
+  }
+}
+
+function isPrimitive(value: unknown): value is string | number | boolean | null {
+  return value === null || ['string', 'number', 'boolean'].includes(typeof value);
+}
+
+function article(expected: string): string {
+  return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return article(typeof value);
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}
