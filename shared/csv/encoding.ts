@@ -1,0 +1,167 @@
+/**
+ * How a customer's file is encoded, and whether it is text at all. Spreadsheet exports arrive
+ * as UTF-8 (with or without Excel's BOM), as Shift_JIS in its Windows form CP932 (Excel's
+ * "CSV" on Japanese Windows), and now and then as UTF-16 with a BOM. Detection looks only at
+ * the first bytes of the file, so it works on a stream.
+ */
+import { isUtf8 } from 'node:buffer';
+import iconv from 'iconv-lite';
+
+/**
+ * The encoding of a file. `ascii` means "not decided yet": nothing but ASCII was seen so far,
+ * which UTF-8 and CP932 read alike; the first record with other bytes decides between them.
+ */
+export type TextEncodingName = 'ascii' | 'utf-8' | 'cp932' | 'utf-16le' | 'utf-16be';
+
+/** How many leading bytes detection looks at. */
+export const SNIFF_BYTES = 64 * 1024;
+
+export interface Sniffed {
+  readonly encoding: TextEncodingName;
+  /** Bytes of byte-order mark at the start of the file (skipped before parsing). */
+  readonly bomLength: number;
+}
+
+/** Why a file cannot be a CSV, in words an operator understands. */
+export interface NotText {
+  readonly notText: string;
+}
+
+const SIGNATURES: readonly { readonly bytes: readonly number[]; readonly what: string }[] = [
+  { bytes: [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], what: 'a PNG image' },
+  { bytes: [0xff, 0xd8, 0xff], what: 'a JPEG image' },
+  { bytes: [0x47, 0x49, 0x46, 0x38], what: 'a GIF image' },
+  { bytes: [0x25, 0x50, 0x44, 0x46, 0x2d], what: 'a PDF document' },
+  {
+    bytes: [0x50, 0x4b, 0x03, 0x04],
+    what: 'an Excel workbook (.xlsx) or another zip archive; save it as "CSV UTF-8" first',
+  },
+  { bytes: [0x50, 0x4b, 0x05, 0x06], what: 'an empty zip archive' },
+  {
+    bytes: [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1],
+    what: 'an Excel 97-2003 workbook (.xls); save it as "CSV UTF-8" first',
+  },
+  { bytes: [0x1f, 0x8b], what: 'a gzip archive' },
+];
+
+/**
+ * Decides the encoding of a file from its first bytes (`window`, up to {@link SNIFF_BYTES};
+ * `complete` when the window is the whole file), or says why it is not text.
+ *
+ * A BOM decides outright. Otherwise bytes that are not valid UTF-8 mean CP932 (Excel's
+ * Shift_JIS), and pure ASCII leaves the choice open. A file with NUL bytes or many control
+ * characters is not a CSV, whatever its name says.
+ */
+export function sniffEncoding(window: Uint8Array, complete: boolean): Sniffed | NotText {
+  for (const { bytes, what } of SIGNATURES) {
+    if (startsWith(window, bytes)) return { notText: `it is ${what}, not a CSV file` };
+  }
+  if (startsWith(window, [0xff, 0xfe]) || startsWith(window, [0xfe, 0xff])) {
+    const encoding = window[0] === 0xff ? 'utf-16le' : 'utf-16be';
+    const text = iconv.decode(Buffer.from(window.subarray(2, window.length & ~1)), encoding);
+    const notText = controlCharacterVerdict(text);
+    return notText ? { notText } : { encoding, bomLength: 2 };
+  }
+  const bomLength = startsWith(window, [0xef, 0xbb, 0xbf]) ? 3 : 0;
+  const body = window.subarray(bomLength);
+  const notText = controlByteVerdict(body);
+  if (notText) return { notText };
+  if (bomLength > 0) return { encoding: 'utf-8', bomLength };
+  if (isAscii(body)) return { encoding: 'ascii', bomLength: 0 };
+  const checked = complete ? body : body.subarray(0, completeUtf8Length(body));
+  return { encoding: isUtf8(checked) ? 'utf-8' : 'cp932', bomLength: 0 };
+}
+
+/**
+ * Turns the raw bytes of a record's cells into text. CSV parsing runs on bytes (read as latin1,
+ * one character per byte) because the structural characters `,` `"` CR LF are single bytes that
+ * never occur inside a multi-byte character in UTF-8 or CP932: so record boundaries are exact
+ * byte offsets in the original file, which is what lets a later run resume by byte range.
+ */
+export interface CellDecoder {
+  /** The encoding decided so far (still `ascii` until a non-ASCII record is seen). */
+  readonly encoding: TextEncodingName;
+  /** Decodes one record's cells, each given as a latin1 string of its raw bytes. */
+  decodeRecord(rawCells: readonly string[]): string[];
+}
+
+/**
+ * A decoder for a file in `encoding`. UTF-16 files are transcoded to UTF-8 before parsing, so
+ * their cells are decoded as UTF-8 while {@link CellDecoder.encoding} still names the file's own.
+ */
+export function makeCellDecoder(encoding: TextEncodingName): CellDecoder {
+  let current = encoding;
+  return {
+    get encoding() {
+      return current;
+    },
+    decodeRecord(rawCells) {
+      if (current === 'ascii') {
+        const nonAscii = rawCells.filter((cell) => !ASCII_RE.test(cell));
+        if (nonAscii.length === 0) return [...rawCells];
+        current = isUtf8(Buffer.from(nonAscii.join(','), 'latin1')) ? 'utf-8' : 'cp932';
+      }
+      const cp932 = current === 'cp932';
+      return rawCells.map((cell) => {
+        if (ASCII_RE.test(cell)) return cell;
+        const bytes = Buffer.from(cell, 'latin1');
+        return cp932 ? iconv.decode(bytes, 'cp932') : bytes.toString('utf8');
+      });
+    },
+  };
+}
+
+const ASCII_RE = /^[\x00-\x7f]*$/;
+
+function startsWith(bytes: Uint8Array, prefix: readonly number[]): boolean {
+  if (bytes.length < prefix.length) return false;
+  return prefix.every((byte, i) => bytes[i] === byte);
+}
+
+function isAscii(bytes: Uint8Array): boolean {
+  for (const byte of bytes) if (byte > 0x7f) return false;
+  return true;
+}
+
+/** Bytes that no text file has: NUL, C0 controls other than TAB/LF/VT/FF/CR, DEL. */
+function isControlByte(byte: number): boolean {
+  return (byte < 0x20 && (byte < 0x09 || byte > 0x0d)) || byte === 0x7f;
+}
+
+function controlByteVerdict(bytes: Uint8Array): string | undefined {
+  let controls = 0;
+  for (const byte of bytes) {
+    if (byte === 0) return 'it contains NUL bytes, so it is a binary file, not a CSV file';
+    if (isControlByte(byte)) controls++;
+  }
+  return tooManyControls(controls, bytes.length);
+}
+
+function controlCharacterVerdict(text: string): string | undefined {
+  let controls = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === 0) return 'it contains NUL characters, so it is a binary file, not a CSV file';
+    if (isControlByte(code)) controls++;
+  }
+  return tooManyControls(controls, text.length);
+}
+
+// A stray control character or two happens in real exports; a binary file has them everywhere.
+function tooManyControls(controls: number, total: number): string | undefined {
+  return controls > 8 && controls > total / 100
+    ? 'it is full of control characters, so it is a binary file, not a CSV file'
+    : undefined;
+}
+
+/** Length of `bytes` without a UTF-8 sequence cut off at the end of the window. */
+function completeUtf8Length(bytes: Uint8Array): number {
+  const end = bytes.length;
+  for (let back = 1; back <= 3 && back <= end; back++) {
+    const byte = bytes[end - back]!;
+    if ((byte & 0xc0) === 0x80) continue; // a continuation byte: keep looking for the lead
+    const needed = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return needed > back ? end - back : end;
+  }
+  return end;
+}

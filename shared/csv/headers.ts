@@ -1,0 +1,128 @@
+/**
+ * Which column of a customer's header row holds what. Headers are matched in English and
+ * Japanese, ignoring case, spaces, `_ - . ・ :` and full-/half-width differences
+ * (`ＰＨＯＮＥ　ＮＵＭＢＥＲ` = `phone_number`). Every column that is not the recipient or the
+ * name is kept as a per-row variable for the scenario or message template, keyed by its header
+ * text as written.
+ */
+
+/** How a job reaches its recipients: an outbound call, or a LINE push message. */
+export type Channel = 'call' | 'message';
+
+const PHONE_HEADERS = [
+  'phone',
+  'phonenumber',
+  'phoneno',
+  'tel',
+  'telno',
+  'telephone',
+  'telephonenumber',
+  'mobile',
+  'mobilephone',
+  'mobilenumber',
+  'cell',
+  'cellphone',
+  '電話番号',
+  '電話',
+  'tel番号',
+  '携帯電話番号',
+  '携帯電話',
+  '携帯番号',
+  '携帯',
+];
+
+const LINE_USER_ID_HEADERS = ['userid', 'lineuserid', 'lineユーザーid', 'ユーザーid'];
+
+const NAME_HEADERS = [
+  'name',
+  'fullname',
+  'customername',
+  '氏名',
+  '名前',
+  'お名前',
+  '顧客名',
+  'お客様名',
+  '宛名',
+];
+
+/** The comparable form of a header: NFKC (full-width → half-width), lower case, no separators. */
+export function normalizeHeader(header: string): string {
+  return header
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[\s_\-.・:]/g, '');
+}
+
+export interface HeaderMap {
+  /** The header cells as written (trimmed). */
+  readonly headers: readonly string[];
+  /** Column index of the recipient (phone number for calls, LINE user id for messages). */
+  readonly recipient: number;
+  readonly name: number | undefined;
+  /** The other columns, each with the (unique) key its values are stored under. */
+  readonly variables: readonly { readonly index: number; readonly key: string }[];
+}
+
+export type HeaderMapping =
+  | { readonly ok: true; readonly map: HeaderMap }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * Finds the recipient and name columns of a header row for a job on `channel`. When several
+ * columns could be the recipient, the leftmost wins and the others stay variables; an explicit
+ * `recipientColumn` (header text, compared like the aliases) overrides the aliases.
+ */
+export function mapHeader(
+  headerCells: readonly string[],
+  channel: Channel,
+  options: { readonly recipientColumn?: string } = {},
+): HeaderMapping {
+  const headers = headerCells.map((cell) => cell.trim());
+  const normalized = headers.map(normalizeHeader);
+  const wanted = options.recipientColumn
+    ? [normalizeHeader(options.recipientColumn)]
+    : channel === 'call'
+      ? PHONE_HEADERS
+      : LINE_USER_ID_HEADERS;
+  const recipient = normalized.findIndex((header) => wanted.includes(header));
+  if (recipient < 0)
+    return { ok: false, reason: missingRecipientReason(headers, channel, options.recipientColumn) };
+  const nameIndex = normalized.findIndex((header, i) => i !== recipient && NAME_HEADERS.includes(header));
+  const name = nameIndex < 0 ? undefined : nameIndex;
+
+  const used = new Set<string>();
+  const variables: { index: number; key: string }[] = [];
+  headers.forEach((header, index) => {
+    if (index === recipient || index === name) return;
+    const base = header === '' ? columnLetter(index) : header;
+    let key = base;
+    for (let n = 2; used.has(key); n++) key = `${base} (${n})`;
+    used.add(key);
+    variables.push({ index, key });
+  });
+  return { ok: true, map: { headers, recipient, name, variables } };
+}
+
+function missingRecipientReason(
+  headers: readonly string[],
+  channel: Channel,
+  explicit: string | undefined,
+): string {
+  const found = headers.filter((header) => header !== '');
+  const listed = found.length === 0 ? 'the header row is empty' : `the header row has ${found.join(', ')}`;
+  if (explicit) return `no column named "${explicit}": ${listed}`;
+  const what =
+    channel === 'call'
+      ? 'no phone number column (name it 電話番号, 携帯電話番号, TEL or phone)'
+      : 'no LINE user id column (name it userId or line_user_id)';
+  return `${what}: ${listed}`;
+}
+
+/** The spreadsheet letter of a 0-based column index: 0 → A, 26 → AA. */
+export function columnLetter(index: number): string {
+  let letters = '';
+  for (let n = index + 1; n > 0; n = Math.floor((n - 1) / 26)) {
+    letters = String.fromCharCode(65 + ((n - 1) % 26)) + letters;
+  }
+  return letters;
+}

@@ -1,0 +1,363 @@
+/**
+ * Use case: turn a customer's call or message list (a CSV, uploaded or dropped in S3) into task
+ * drafts, row by row, in bounded memory, resumable across Lambda invocations.
+ *
+ * Input: the file as a byte stream, the job's channel and default phone region, and ports:
+ * the opt-out lookup, the duplicate filter, and the sinks for tasks and report entries.
+ * Output: counts (accepted + rejected + skipped = data rows), and either completion, a pause
+ * with a cursor to resume from, or a job-level failure reason.
+ *
+ * Main course:
+ * 1. Detect the encoding (UTF-8 with/without BOM, CP932, UTF-16) and refuse non-text files.
+ * 2. Parse records as a stream; the first non-blank record is the header: find the recipient
+ *    column for the channel, or fail the job naming the headers found.
+ * 3. Check each data row (shape, size, recipient) and collect a page of `batchSize` rows.
+ * 4. Per page: drop opted-out recipients (one lookup per 100), then duplicates (within the page,
+ *    then through the duplicate filter), then hand the accepted drafts to `onBatch` and the
+ *    report entries to `onReport`, both awaited, so everything before the cursor is stored.
+ * 5. Between pages, pause when `shouldPause` says so, returning the cursor.
+ *
+ * Rows: see `records.ts` — spreadsheet row numbers, the header being row 1. Blank rows (every
+ * cell empty or whitespace, e.g. `,,,` rows Excel leaves below the data) are skipped silently
+ * and are not data rows. `onBatch` and `onReport` must be idempotent per row: after a crash,
+ * a retry from the last cursor hands the same page again.
+ */
+import { type DuplicateFilter, DuplicateFilterStateError } from './duplicates.ts';
+import type { TextEncodingName } from './encoding.ts';
+import { type Channel, type HeaderMap, mapHeader } from './headers.ts';
+import {
+  type CountryCode,
+  isKnownRegion,
+  normalizeLineUserId,
+  normalizePhoneNumber,
+  type RecipientCheck,
+} from './recipients.ts';
+import { type CsvEvent, type CsvLimits, type CsvPosition, DEFAULT_CSV_LIMITS, openCsv } from './records.ts';
+import { type ReportEntry, reportValue } from './report.ts';
+
+/** What one accepted row becomes: the caller adds job id, task id, status and timings. */
+export interface TaskDraft {
+  readonly row: number;
+  /** E.164 phone number (`call`) or LINE user id (`message`). */
+  readonly recipient: string;
+  readonly name?: string;
+  /** The other columns of the row, keyed by header text as written, for the scenario/template. */
+  readonly variables: Readonly<Record<string, string>>;
+}
+
+export interface IngestCounts {
+  readonly dataRows: number;
+  readonly accepted: number;
+  readonly rejected: number;
+  readonly skipped: number;
+}
+
+/**
+ * Where a paused ingest continues. JSON-serialisable. When `byteOffset` > 0 the next run reads
+ * the file from that offset (S3 `Range: bytes=<byteOffset>-`); when it is 0 (UTF-16 files) the
+ * next run reads the whole file again and skips through `row`.
+ */
+export interface IngestCursor extends CsvPosition {
+  /** The header row as written, since a read from mid-file does not see it. */
+  readonly header: readonly string[];
+  /** Totals so far; a resumed run continues them, so its result covers the whole file. */
+  readonly counts: IngestCounts;
+}
+
+export type IngestFailureCode =
+  | 'empty-file'
+  | 'not-csv'
+  | 'bad-header'
+  | 'no-recipient-column'
+  | 'no-data-rows'
+  | 'no-usable-rows'
+  | 'unreadable-row';
+
+export interface IngestFailure {
+  readonly code: IngestFailureCode;
+  readonly reason: string;
+}
+
+export type IngestResult =
+  | { readonly status: 'completed'; readonly counts: IngestCounts; readonly encoding: TextEncodingName }
+  | { readonly status: 'paused'; readonly counts: IngestCounts; readonly cursor: IngestCursor }
+  | { readonly status: 'failed'; readonly counts: IngestCounts; readonly failure: IngestFailure };
+
+export interface IngestRowsInput {
+  /** The file's bytes (S3 GetObject Body, fs stream), from `resumeFrom.byteOffset` when resuming. */
+  readonly source: AsyncIterable<Uint8Array>;
+  readonly channel: Channel;
+  /** Region for phone numbers written without a country code, e.g. `JP`. Required for `call`. */
+  readonly defaultRegion?: string;
+  /** Returns which of the given recipients (at most 100) opted out of this client's contacts. */
+  readonly isOptedOut: (recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Remembers this job's recipients; restored from its snapshot when resuming. */
+  readonly duplicates: DuplicateFilter;
+  /** Stores a page of accepted drafts (in row order, at most `batchSize`). */
+  readonly onBatch: (tasks: readonly TaskDraft[]) => Promise<void>;
+  /** Stores a page of report entries (in row order). */
+  readonly onReport: (entries: readonly ReportEntry[]) => Promise<void>;
+  /** Data rows per page; 500 by default. */
+  readonly batchSize?: number;
+  readonly resumeFrom?: IngestCursor;
+  /** Asked between pages (after a page is stored): true stops with a cursor, e.g. when the Lambda runs out of time. */
+  readonly shouldPause?: (counts: IngestCounts) => boolean;
+  readonly limits?: Partial<CsvLimits>;
+  /** The recipient column's header, when the job names it instead of relying on the aliases. */
+  readonly recipientColumn?: string;
+}
+
+/** Invalid arguments: a programming or configuration error, not a problem of the file. */
+export class IngestInputError extends Error {
+  override name = 'IngestInputError';
+}
+
+/** Recipients per opt-out lookup: DynamoDB's BatchGetItem takes up to 100 keys. */
+export const OPT_OUT_BATCH = 100;
+
+const ZERO: IngestCounts = { dataRows: 0, accepted: 0, rejected: 0, skipped: 0 };
+
+type Checked =
+  | { readonly kind: 'entry'; readonly entry: ReportEntry }
+  | {
+      readonly kind: 'candidate';
+      readonly draft: TaskDraft;
+      readonly column: string;
+      readonly value: string;
+    };
+
+/** Streams a CSV into task drafts and report entries. See the module comment for the steps. */
+export async function ingestRows(input: IngestRowsInput): Promise<IngestResult> {
+  const { channel, resumeFrom } = input;
+  const batchSize = input.batchSize ?? 500;
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new IngestInputError(`bad batchSize ${batchSize}`);
+  const checkRecipient = recipientChecker(channel, input.defaultRegion);
+  const limits: CsvLimits = { ...DEFAULT_CSV_LIMITS, ...input.limits };
+  let counts: IngestCounts = resumeFrom?.counts ?? ZERO;
+  if (input.duplicates.size !== counts.accepted) {
+    throw new DuplicateFilterStateError(
+      `the duplicate filter remembers ${input.duplicates.size} recipients but ${counts.accepted} tasks were accepted ` +
+        'before this point: restore it from the snapshot taken with the cursor',
+    );
+  }
+
+  let map: HeaderMap | undefined;
+  let header: readonly string[] = [];
+  if (resumeFrom) {
+    const mapping = mapHeader(resumeFrom.header, channel, { recipientColumn: input.recipientColumn });
+    if (!mapping.ok)
+      throw new IngestInputError(`the cursor's header does not fit this job: ${mapping.reason}`);
+    map = mapping.map;
+    header = resumeFrom.header;
+  }
+
+  const opened = await openCsv(input.source, { resume: resumeFrom, limits });
+  if (!opened.ok) return fail(opened.code, opened.reason);
+
+  let page: Checked[] = [];
+  let pagesStored = 0;
+  let byteOffset = resumeFrom?.byteOffset ?? 0;
+  let row = resumeFrom?.row ?? 0;
+  const advance = (event: { readonly row: number; readonly end?: number }): void => {
+    row = event.row;
+    byteOffset = event.end ?? byteOffset;
+  };
+
+  const storePage = async (): Promise<void> => {
+    if (page.length === 0) return;
+    const { tasks, entries } = await settlePage(page, input);
+    if (tasks.length > 0) await input.onBatch(tasks);
+    if (entries.length > 0) await input.onReport(entries);
+    const rejected = entries.filter((entry) => entry.outcome === 'rejected').length;
+    counts = {
+      dataRows: counts.dataRows + page.length,
+      accepted: counts.accepted + tasks.length,
+      rejected: counts.rejected + rejected,
+      skipped: counts.skipped + entries.length - rejected,
+    };
+    page = [];
+    pagesStored++;
+  };
+
+  for await (const event of opened.events) {
+    if (event.kind === 'runaway') {
+      await storePage();
+      const reason = `row ${event.row} is longer than ${limits.maxRecordBytes} bytes: a quote is probably never closed, so the rest of the file cannot be read`;
+      return fail(map ? 'unreadable-row' : 'bad-header', reason);
+    }
+    if (!map) {
+      if (event.kind === 'unclosed-quote')
+        return fail('bad-header', 'the header row has a quote that is never closed');
+      if (event.kind === 'too-long') {
+        return fail('bad-header', `the header row is longer than ${limits.maxRowBytes} bytes`);
+      }
+      if (isBlank(event.cells)) {
+        advance(event);
+        continue;
+      }
+      const mapping = mapHeader(event.cells, channel, { recipientColumn: input.recipientColumn });
+      if (!mapping.ok) {
+        const looksLikeData = event.cells.some((cell) => checkRecipient(cell).ok);
+        const hint = looksLikeData ? '; the first row looks like data: the file needs a header row' : '';
+        return fail('no-recipient-column', mapping.reason + hint);
+      }
+      map = mapping.map;
+      header = mapping.map.headers;
+      advance(event);
+      continue;
+    }
+    if (event.kind === 'record' && isBlank(event.cells)) {
+      advance(event);
+      continue;
+    }
+    // Pause only where more data follows, and only after progress, so a run never ends idle.
+    if (page.length === 0 && pagesStored > 0 && input.shouldPause?.(counts)) {
+      return {
+        status: 'paused',
+        counts,
+        cursor: { byteOffset, row, encoding: opened.decoder.encoding, header, counts },
+      };
+    }
+    page.push(checkRow(event, map, limits, checkRecipient));
+    if (event.kind !== 'unclosed-quote') advance(event);
+    if (page.length >= batchSize) await storePage();
+  }
+  await storePage();
+
+  if (!map) return fail('empty-file', 'the file has only blank lines');
+  if (counts.dataRows === 0) return fail('no-data-rows', 'the file has a header row but no data rows');
+  if (counts.accepted === 0) {
+    return fail(
+      'no-usable-rows',
+      `none of the ${counts.dataRows} data rows can be used: ${counts.rejected} rejected, ${counts.skipped} skipped`,
+    );
+  }
+  return { status: 'completed', counts, encoding: opened.decoder.encoding };
+
+  function fail(code: IngestFailureCode, reason: string): IngestResult {
+    return { status: 'failed', counts, failure: { code, reason } };
+  }
+}
+
+function recipientChecker(
+  channel: Channel,
+  defaultRegion: string | undefined,
+): (cell: string) => RecipientCheck {
+  if (channel === 'message') return normalizeLineUserId;
+  if (channel !== 'call') throw new IngestInputError(`unknown channel ${JSON.stringify(channel)}`);
+  if (defaultRegion === undefined || !isKnownRegion(defaultRegion)) {
+    throw new IngestInputError(
+      `a call job needs a known default region, got ${JSON.stringify(defaultRegion)}`,
+    );
+  }
+  const region: CountryCode = defaultRegion;
+  return (cell) => normalizePhoneNumber(cell, region);
+}
+
+function isBlank(cells: readonly string[]): boolean {
+  return cells.every((cell) => cell.trim() === '');
+}
+
+function checkRow(
+  event: Exclude<CsvEvent, { kind: 'runaway' }>,
+  map: HeaderMap,
+  limits: CsvLimits,
+  checkRecipient: (cell: string) => RecipientCheck,
+): Checked {
+  const { row } = event;
+  const reject = (entry: Omit<ReportEntry, 'row' | 'outcome'>): Checked => ({
+    kind: 'entry',
+    entry: { row, outcome: 'rejected', ...entry },
+  });
+  if (event.kind === 'unclosed-quote') {
+    return reject({
+      code: 'unclosed-quote',
+      reason: 'a quoted cell is never closed: the row runs to the end of the file',
+    });
+  }
+  if (event.kind === 'too-long') {
+    return reject({
+      code: 'row-too-long',
+      reason: `row too long (${event.bytes} bytes; the limit is ${limits.maxRowBytes})`,
+    });
+  }
+  const { cells } = event;
+  const expected = map.headers.length;
+  // Trailing empty cells past the header are what Excel writes when its used range is wider
+  // than the header: no data is lost, so they are not an error. Missing cells are.
+  if (cells.length < expected || cells.slice(expected).some((cell) => cell.trim() !== '')) {
+    return reject({ code: 'ragged-row', reason: `expected ${expected} columns, got ${cells.length}` });
+  }
+  const cell = cells[map.recipient]!;
+  const checked = checkRecipient(cell);
+  if (!checked.ok) {
+    const value = cell.trim();
+    return reject({
+      code: checked.code,
+      reason: checked.reason,
+      column: map.headers[map.recipient],
+      ...(value === '' ? {} : { value: reportValue(value) }),
+    });
+  }
+  const name = map.name === undefined ? '' : cells[map.name]!.trim();
+  const variables = Object.fromEntries(map.variables.map(({ index, key }) => [key, cells[index]!.trim()]));
+  const draft: TaskDraft = { row, recipient: checked.recipient, ...(name === '' ? {} : { name }), variables };
+  return { kind: 'candidate', draft, column: map.headers[map.recipient]!, value: reportValue(cell.trim()) };
+}
+
+/** Opt-outs, then duplicates: what is left of a page becomes tasks. */
+async function settlePage(
+  page: readonly Checked[],
+  ports: Pick<IngestRowsInput, 'isOptedOut' | 'duplicates'>,
+): Promise<{ tasks: TaskDraft[]; entries: ReportEntry[] }> {
+  const entries: ReportEntry[] = [];
+  const candidates: Extract<Checked, { kind: 'candidate' }>[] = [];
+  for (const item of page) {
+    if (item.kind === 'entry') entries.push(item.entry);
+    else candidates.push(item);
+  }
+
+  const distinct = [...new Set(candidates.map((c) => c.draft.recipient))];
+  const optedOut = new Set<string>();
+  for (let i = 0; i < distinct.length; i += OPT_OUT_BATCH) {
+    const chunk = distinct.slice(i, i + OPT_OUT_BATCH);
+    const answer = await ports.isOptedOut(chunk);
+    for (const recipient of chunk) if (answer.has(recipient)) optedOut.add(recipient);
+  }
+
+  const skip = (
+    c: (typeof candidates)[number],
+    code: 'duplicate' | 'opted-out',
+    reason: string,
+  ): ReportEntry => ({
+    row: c.draft.row,
+    outcome: 'skipped',
+    code,
+    reason,
+    column: c.column,
+    value: c.value,
+  });
+
+  const firstInPage = new Map<string, (typeof candidates)[number]>();
+  const repeats: (typeof candidates)[number][] = [];
+  for (const c of candidates) {
+    if (optedOut.has(c.draft.recipient)) entries.push(skip(c, 'opted-out', 'opted out'));
+    else if (firstInPage.has(c.draft.recipient)) repeats.push(c);
+    else firstInPage.set(c.draft.recipient, c);
+  }
+  const earlier = await ports.duplicates.admit(
+    [...firstInPage.values()].map((c) => ({ recipient: c.draft.recipient, row: c.draft.row })),
+  );
+  const tasks: TaskDraft[] = [];
+  for (const c of firstInPage.values()) {
+    const first = earlier.get(c.draft.recipient);
+    if (first === undefined) tasks.push(c.draft);
+    else entries.push(skip(c, 'duplicate', `duplicate of row ${first}`));
+  }
+  for (const c of repeats) {
+    const first = earlier.get(c.draft.recipient) ?? firstInPage.get(c.draft.recipient)!.draft.row;
+    entries.push(skip(c, 'duplicate', `duplicate of row ${first}`));
+  }
+  entries.sort((a, b) => a.row - b.row);
+  return { tasks, entries };
+}

@@ -1,0 +1,242 @@
+/**
+ * Reads a customer's CSV as a stream of records, each with the spreadsheet row it sits on and
+ * the byte offset right after it, in bounded memory whatever the file's size.
+ *
+ * Row numbers are the ones Excel and Google Sheets show when the file is opened: each record is
+ * one row, even when a quoted cell spans several lines, and a blank line is a row too (they
+ * show it as an empty row). The first record is row 1 (normally the header).
+ */
+import { pipeline, Readable } from 'node:stream';
+import { type Options, Parser } from 'csv-parse';
+import iconv from 'iconv-lite';
+import {
+  type CellDecoder,
+  makeCellDecoder,
+  SNIFF_BYTES,
+  sniffEncoding,
+  type TextEncodingName,
+} from './encoding.ts';
+
+export interface CsvLimits {
+  /** A record longer than this (bytes, line ending included) is rejected as "row too long". */
+  readonly maxRowBytes: number;
+  /**
+   * Past this many bytes without the end of a record, the file cannot be read further (a quote
+   * that is never closed swallows the rest of the file): this bounds the memory of one record.
+   */
+  readonly maxRecordBytes: number;
+}
+
+export const DEFAULT_CSV_LIMITS: CsvLimits = { maxRowBytes: 8 * 1024, maxRecordBytes: 1024 * 1024 };
+
+/** Where a read starts again: the state a {@link CsvEvent} stream needs to pick up mid-file. */
+export interface CsvPosition {
+  /** Offset in the file of the next record; 0 re-reads from the start and skips through `row`. */
+  readonly byteOffset: number;
+  /** Spreadsheet row of the last record already read. */
+  readonly row: number;
+  readonly encoding: TextEncodingName;
+}
+
+export type CsvEvent =
+  | {
+      readonly kind: 'record';
+      readonly row: number;
+      readonly cells: readonly string[];
+      /** Offset in the file right after this record (0 when the file can only be re-read). */
+      readonly end: number;
+    }
+  | { readonly kind: 'too-long'; readonly row: number; readonly bytes: number; readonly end: number }
+  /** The file ends inside a quoted cell: the record starting at `row` is broken. Always last. */
+  | { readonly kind: 'unclosed-quote'; readonly row: number }
+  /** The record at `row` exceeds {@link CsvLimits.maxRecordBytes}: nothing after it can be read. Always last. */
+  | { readonly kind: 'runaway'; readonly row: number };
+
+export type OpenedCsv =
+  | { readonly ok: false; readonly code: 'empty-file' | 'not-csv'; readonly reason: string }
+  | {
+      readonly ok: true;
+      /** Tells the file's encoding as decided so far (see {@link TextEncodingName}). */
+      readonly decoder: CellDecoder;
+      readonly events: AsyncGenerator<CsvEvent, void, undefined>;
+    };
+
+/** Source chunks are cut to this size so that one huge chunk cannot defeat the record limit. */
+const SLICE_BYTES = 64 * 1024;
+
+/**
+ * Opens `source` (the whole file, or — when `resume.byteOffset` > 0 — the file from that offset
+ * on, e.g. an S3 ranged GET) and returns its records as events. A fresh read detects the
+ * encoding and rejects files that are not text; a resumed one trusts `resume`.
+ *
+ * UTF-16 files are transcoded before parsing, so their records have no byte offset in the file:
+ * their events carry `end: 0`, and a resume re-reads from the start, skipping through `resume.row`.
+ */
+export async function openCsv(
+  source: AsyncIterable<Uint8Array>,
+  options: { readonly resume?: CsvPosition; readonly limits?: Partial<CsvLimits> } = {},
+): Promise<OpenedCsv> {
+  const limits = { ...DEFAULT_CSV_LIMITS, ...options.limits };
+  const { resume } = options;
+  const iterator = source[Symbol.asyncIterator]();
+
+  if (resume && resume.byteOffset > 0) {
+    if (isUtf16(resume.encoding)) {
+      throw new RangeError('a UTF-16 file can only be resumed from byte 0 (records have no byte offset)');
+    }
+    const decoder = makeCellDecoder(resume.encoding);
+    const bytes = continueWith(Buffer.alloc(0), iterator, false);
+    const events = parseRecords(bytes, decoder, limits, {
+      rowBase: resume.row,
+      offsetBase: resume.byteOffset,
+      skipThroughRow: 0,
+    });
+    return { ok: true, decoder, events };
+  }
+
+  const head: Buffer[] = [];
+  let headLength = 0;
+  let done = false;
+  while (headLength < SNIFF_BYTES) {
+    const next = await iterator.next();
+    if (next.done) {
+      done = true;
+      break;
+    }
+    const chunk = toBuffer(next.value);
+    head.push(chunk);
+    headLength += chunk.length;
+  }
+  if (headLength === 0) return { ok: false, code: 'empty-file', reason: 'the file is empty' };
+  const window = Buffer.concat(head);
+  const sniffed = sniffEncoding(done ? window : window.subarray(0, SNIFF_BYTES), done);
+  if ('notText' in sniffed) {
+    await iterator.return?.();
+    return { ok: false, code: 'not-csv', reason: sniffed.notText };
+  }
+  const raw = continueWith(window.subarray(sniffed.bomLength), iterator, done);
+  const utf16 = isUtf16(sniffed.encoding);
+  const decoder = makeCellDecoder(resume && resume.encoding !== 'ascii' ? resume.encoding : sniffed.encoding);
+  const events = parseRecords(utf16 ? transcodeToUtf8(raw, sniffed.encoding) : raw, decoder, limits, {
+    rowBase: 0,
+    offsetBase: utf16 ? null : sniffed.bomLength,
+    skipThroughRow: resume?.row ?? 0,
+  });
+  return { ok: true, decoder, events };
+}
+
+function isUtf16(encoding: TextEncodingName): boolean {
+  return encoding === 'utf-16le' || encoding === 'utf-16be';
+}
+
+function toBuffer(chunk: Uint8Array): Buffer {
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+async function* continueWith(
+  first: Buffer,
+  iterator: AsyncIterator<Uint8Array>,
+  exhausted: boolean,
+): AsyncGenerator<Buffer, void, undefined> {
+  let finished = exhausted;
+  try {
+    if (first.length > 0) yield first;
+    while (!finished) {
+      const next = await iterator.next();
+      if (next.done) finished = true;
+      else yield toBuffer(next.value);
+    }
+  } finally {
+    // Stopped early (a pause, a failure): close the source, e.g. release the S3 socket.
+    if (!finished) await iterator.return?.();
+  }
+}
+
+async function* transcodeToUtf8(
+  bytes: AsyncIterable<Buffer>,
+  encoding: TextEncodingName,
+): AsyncGenerator<Buffer, void, undefined> {
+  const decoder = iconv.getDecoder(encoding);
+  for await (const chunk of bytes) {
+    const text = decoder.write(chunk);
+    if (text) yield Buffer.from(text, 'utf8');
+  }
+  const rest = decoder.end();
+  if (rest) yield Buffer.from(rest, 'utf8');
+}
+
+interface ParsedRecord {
+  readonly cells: string[];
+  readonly end: number;
+}
+
+async function* parseRecords(
+  bytes: AsyncIterable<Buffer>,
+  decoder: CellDecoder,
+  limits: CsvLimits,
+  at: { readonly rowBase: number; readonly offsetBase: number | null; readonly skipThroughRow: number },
+): AsyncGenerator<CsvEvent, void, undefined> {
+  // What the parser has emitted so far, updated synchronously as it parses, so the guard below
+  // measures the record being parsed, not how far behind the consumer happens to be.
+  let parsedRecords = 0;
+  let parsedEnd = 0;
+  let runawayAfter: number | undefined;
+  let unclosedQuote = false;
+  let fed = 0;
+
+  async function* guarded(): AsyncGenerator<Buffer, void, undefined> {
+    for await (const chunk of bytes) {
+      for (let from = 0; from < chunk.length; from += SLICE_BYTES) {
+        if (fed - parsedEnd > limits.maxRecordBytes) {
+          runawayAfter = parsedRecords;
+          return;
+        }
+        const slice = chunk.subarray(from, from + SLICE_BYTES);
+        fed += slice.length;
+        yield slice;
+      }
+    }
+  }
+
+  const options: Options = {
+    // latin1 maps each byte to one character, so offsets are file offsets and cells can be
+    // turned back into their exact bytes for the real decoding.
+    encoding: 'latin1',
+    bom: false,
+    record_delimiter: ['\r\n', '\n', '\r'],
+    relax_quotes: true,
+    relax_column_count: true,
+    // The only error left with the options above is a quote still open at the end of the file;
+    // it is reported as a broken row, not a broken job.
+    skip_records_with_error: true,
+    max_record_size: 0,
+    on_record: ((cells: string[], context: { bytes: number }): ParsedRecord => {
+      parsedRecords++;
+      parsedEnd = context.bytes;
+      return { cells, end: context.bytes };
+    }) as unknown as Options['on_record'],
+    on_skip: () => {
+      unclosedQuote = true;
+      return undefined;
+    },
+  };
+  const parser = new Parser(options);
+  // Errors of the source (a dropped connection) surface through the parser's iterator.
+  pipeline(Readable.from(guarded(), { highWaterMark: 1 }), parser, () => {});
+
+  let seen = 0;
+  let start = 0;
+  for await (const record of parser as AsyncIterable<ParsedRecord>) {
+    seen++;
+    if (runawayAfter !== undefined && seen > runawayAfter) break;
+    const row = at.rowBase + seen;
+    const length = record.end - start;
+    start = record.end;
+    if (row <= at.skipThroughRow) continue;
+    const end = at.offsetBase === null ? 0 : at.offsetBase + record.end;
+    if (length > limits.maxRowBytes) yield { kind: 'too-long', row, bytes: length, end };
+    else yield { kind: 'record', row, cells: decoder.decodeRecord(record.cells), end };
+  }
+  if (runawayAfter !== undefined) yield { kind: 'runaway', row: at.rowBase + runawayAfter + 1 };
+  else if (unclosedQuote) yield { kind: 'unclosed-quote', row: at.rowBase + seen + 1 };
+}
