@@ -226,9 +226,10 @@ export function makeMessagingClient(options: MessagingClientOptions): MessagingC
   }
 
   return {
-    reply: (replyToken, messages, opts = {}) => send(prepareReply(replyToken, messages, opts), opts),
-    push: (to, messages, retryKey, opts = {}) => send(preparePush(to, messages, retryKey, opts), opts),
-    multicast: (to, messages, retryKey, opts = {}) =>
+    // async, so that a bad argument rejects the promise like every other failure.
+    reply: async (replyToken, messages, opts = {}) => send(prepareReply(replyToken, messages, opts), opts),
+    push: async (to, messages, retryKey, opts = {}) => send(preparePush(to, messages, retryKey, opts), opts),
+    multicast: async (to, messages, retryKey, opts = {}) =>
       send(prepareMulticast(to, messages, retryKey, opts), opts),
     send,
   };
