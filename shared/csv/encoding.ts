@@ -54,7 +54,7 @@ const SIGNATURES: readonly { readonly bytes: readonly number[]; readonly what: s
  */
 export function sniffEncoding(window: Uint8Array, complete: boolean): Sniffed | NotText {
   for (const { bytes, what } of SIGNATURES) {
-    if (startsWith(window, bytes)) return { notText: `it is ${what}, not a CSV file` };
+    if (startsWith(window, bytes)) return { notText: `not a CSV file: it is ${what}` };
   }
   if (startsWith(window, [0xff, 0xfe]) || startsWith(window, [0xfe, 0xff])) {
     const encoding = window[0] === 0xff ? 'utf-16le' : 'utf-16be';
@@ -131,7 +131,7 @@ function isControlByte(byte: number): boolean {
 function controlByteVerdict(bytes: Uint8Array): string | undefined {
   let controls = 0;
   for (const byte of bytes) {
-    if (byte === 0) return 'it contains NUL bytes, so it is a binary file, not a CSV file';
+    if (byte === 0) return 'not a CSV file: it contains NUL bytes (a binary file)';
     if (isControlByte(byte)) controls++;
   }
   return tooManyControls(controls, bytes.length);
@@ -141,7 +141,7 @@ function controlCharacterVerdict(text: string): string | undefined {
   let controls = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code === 0) return 'it contains NUL characters, so it is a binary file, not a CSV file';
+    if (code === 0) return 'not a CSV file: it contains NUL characters (a binary file)';
     if (isControlByte(code)) controls++;
   }
   return tooManyControls(controls, text.length);
@@ -150,7 +150,7 @@ function controlCharacterVerdict(text: string): string | undefined {
 // A stray control character or two happens in real exports; a binary file has them everywhere.
 function tooManyControls(controls: number, total: number): string | undefined {
   return controls > 8 && controls > total / 100
-    ? 'it is full of control characters, so it is a binary file, not a CSV file'
+    ? 'not a CSV file: it is full of control characters (a binary file)'
     : undefined;
 }
 
