@@ -23,7 +23,7 @@
  * a retry from the last cursor hands the same page again.
  */
 import { type DuplicateFilter, DuplicateFilterStateError } from './duplicates.ts';
-import type { TextEncodingName } from './encoding.ts';
+import type { CellDecoder, TextEncodingName } from './encoding.ts';
 import { type Channel, type HeaderMap, mapHeader } from './headers.ts';
 import {
   type CountryCode,
@@ -128,114 +128,166 @@ type Checked =
 
 /** Streams a CSV into task drafts and report entries. See the module comment for the steps. */
 export async function ingestRows(input: IngestRowsInput): Promise<IngestResult> {
-  const { channel, resumeFrom } = input;
   const batchSize = input.batchSize ?? 500;
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new IngestInputError(`bad batchSize ${batchSize}`);
-  const checkRecipient = recipientChecker(channel, input.defaultRegion);
+  const checkRecipient = recipientChecker(input.channel, input.defaultRegion);
   const limits: CsvLimits = { ...DEFAULT_CSV_LIMITS, ...input.limits };
-  let counts: IngestCounts = resumeFrom?.counts ?? ZERO;
+  const { resumeFrom } = input;
+  const counts = resumeFrom?.counts ?? ZERO;
   if (input.duplicates.size !== counts.accepted) {
     throw new DuplicateFilterStateError(
       `the duplicate filter remembers ${input.duplicates.size} recipients but ${counts.accepted} tasks were accepted ` +
         'before this point: restore it from the snapshot taken with the cursor',
     );
   }
-
   let map: HeaderMap | undefined;
-  let header: readonly string[] = [];
   if (resumeFrom) {
-    const mapping = mapHeader(resumeFrom.header, channel, { recipientColumn: input.recipientColumn });
+    const mapping = mapHeader(resumeFrom.header, input.channel, { recipientColumn: input.recipientColumn });
     if (!mapping.ok)
       throw new IngestInputError(`the cursor's header does not fit this job: ${mapping.reason}`);
     map = mapping.map;
-    header = resumeFrom.header;
   }
 
   const opened = await openCsv(input.source, { resume: resumeFrom, limits });
-  if (!opened.ok) return fail(opened.code, opened.reason);
+  if (!opened.ok) return { status: 'failed', counts, failure: { code: opened.code, reason: opened.reason } };
+  const run = new IngestRun(input, { batchSize, checkRecipient, limits, counts, map }, opened.decoder);
+  try {
+    return await run.readAll(opened.events);
+  } finally {
+    await opened.close();
+  }
+}
 
-  let page: Checked[] = [];
-  let pagesStored = 0;
-  let byteOffset = resumeFrom?.byteOffset ?? 0;
-  let row = resumeFrom?.row ?? 0;
-  const advance = (event: { readonly row: number; readonly end?: number }): void => {
-    row = event.row;
-    byteOffset = event.end ?? byteOffset;
-  };
+/** The state of one invocation: the page being filled and the position of the last record read. */
+class IngestRun {
+  readonly #input: IngestRowsInput;
+  readonly #batchSize: number;
+  readonly #checkRecipient: (cell: string) => RecipientCheck;
+  readonly #limits: CsvLimits;
+  readonly #decoder: CellDecoder;
+  #counts: IngestCounts;
+  #map: HeaderMap | undefined;
+  #page: Checked[] = [];
+  #pagesStored = 0;
+  #byteOffset: number;
+  #row: number;
 
-  const storePage = async (): Promise<void> => {
+  constructor(
+    input: IngestRowsInput,
+    setup: {
+      readonly batchSize: number;
+      readonly checkRecipient: (cell: string) => RecipientCheck;
+      readonly limits: CsvLimits;
+      readonly counts: IngestCounts;
+      readonly map: HeaderMap | undefined;
+    },
+    decoder: CellDecoder,
+  ) {
+    this.#input = input;
+    this.#batchSize = setup.batchSize;
+    this.#checkRecipient = setup.checkRecipient;
+    this.#limits = setup.limits;
+    this.#counts = setup.counts;
+    this.#map = setup.map;
+    this.#decoder = decoder;
+    this.#byteOffset = input.resumeFrom?.byteOffset ?? 0;
+    this.#row = input.resumeFrom?.row ?? 0;
+  }
+
+  async readAll(events: AsyncIterable<CsvEvent>): Promise<IngestResult> {
+    for await (const event of events) {
+      if (event.kind === 'runaway') {
+        await this.#storePage();
+        const reason = `row ${event.row} is longer than ${this.#limits.maxRecordBytes} bytes: a quote is probably never closed, so the rest of the file cannot be read`;
+        return this.#fail(this.#map ? 'unreadable-row' : 'bad-header', reason);
+      }
+      const map = this.#map;
+      if (!map) {
+        const failure = this.#readHeader(event);
+        if (failure) return failure;
+        continue;
+      }
+      if (event.kind === 'record' && isBlank(event.cells)) {
+        this.#advance(event);
+        continue;
+      }
+      // Pause only where more data follows, and only after progress, so a run never ends idle.
+      if (this.#page.length === 0 && this.#pagesStored > 0 && this.#input.shouldPause?.(this.#counts)) {
+        const cursor: IngestCursor = {
+          byteOffset: this.#byteOffset,
+          row: this.#row,
+          encoding: this.#decoder.encoding,
+          header: map.headers,
+          counts: this.#counts,
+        };
+        return { status: 'paused', counts: this.#counts, cursor };
+      }
+      this.#page.push(checkRow(event, map, this.#limits, this.#checkRecipient));
+      if (event.kind !== 'unclosed-quote') this.#advance(event);
+      if (this.#page.length >= this.#batchSize) await this.#storePage();
+    }
+    await this.#storePage();
+
+    const counts = this.#counts;
+    if (!this.#map) return this.#fail('empty-file', 'the file has only blank lines');
+    if (counts.dataRows === 0)
+      return this.#fail('no-data-rows', 'the file has a header row but no data rows');
+    if (counts.accepted === 0) {
+      return this.#fail(
+        'no-usable-rows',
+        `none of the ${counts.dataRows} data rows can be used: ${counts.rejected} rejected, ${counts.skipped} skipped`,
+      );
+    }
+    return { status: 'completed', counts, encoding: this.#decoder.encoding };
+  }
+
+  /** Takes the first non-blank record as the header; returns a failure when it cannot be one. */
+  #readHeader(event: Exclude<CsvEvent, { kind: 'runaway' }>): IngestResult | undefined {
+    if (event.kind === 'unclosed-quote')
+      return this.#fail('bad-header', 'the header row has a quote that is never closed');
+    if (event.kind === 'too-long') {
+      return this.#fail('bad-header', `the header row is longer than ${this.#limits.maxRowBytes} bytes`);
+    }
+    if (!isBlank(event.cells)) {
+      const mapping = mapHeader(event.cells, this.#input.channel, {
+        recipientColumn: this.#input.recipientColumn,
+      });
+      if (!mapping.ok) {
+        const looksLikeData = event.cells.some((cell) => this.#checkRecipient(cell).ok);
+        const hint = looksLikeData ? '; the first row looks like data: the file needs a header row' : '';
+        return this.#fail('no-recipient-column', mapping.reason + hint);
+      }
+      this.#map = mapping.map;
+    }
+    this.#advance(event);
+    return undefined;
+  }
+
+  #advance(event: { readonly row: number; readonly end: number }): void {
+    this.#row = event.row;
+    this.#byteOffset = event.end;
+  }
+
+  async #storePage(): Promise<void> {
+    const page = this.#page;
     if (page.length === 0) return;
-    const { tasks, entries } = await settlePage(page, input);
-    if (tasks.length > 0) await input.onBatch(tasks);
-    if (entries.length > 0) await input.onReport(entries);
+    const { tasks, entries } = await settlePage(page, this.#input);
+    if (tasks.length > 0) await this.#input.onBatch(tasks);
+    if (entries.length > 0) await this.#input.onReport(entries);
     const rejected = entries.filter((entry) => entry.outcome === 'rejected').length;
-    counts = {
+    const counts = this.#counts;
+    this.#counts = {
       dataRows: counts.dataRows + page.length,
       accepted: counts.accepted + tasks.length,
       rejected: counts.rejected + rejected,
       skipped: counts.skipped + entries.length - rejected,
     };
-    page = [];
-    pagesStored++;
-  };
-
-  for await (const event of opened.events) {
-    if (event.kind === 'runaway') {
-      await storePage();
-      const reason = `row ${event.row} is longer than ${limits.maxRecordBytes} bytes: a quote is probably never closed, so the rest of the file cannot be read`;
-      return fail(map ? 'unreadable-row' : 'bad-header', reason);
-    }
-    if (!map) {
-      if (event.kind === 'unclosed-quote')
-        return fail('bad-header', 'the header row has a quote that is never closed');
-      if (event.kind === 'too-long') {
-        return fail('bad-header', `the header row is longer than ${limits.maxRowBytes} bytes`);
-      }
-      if (isBlank(event.cells)) {
-        advance(event);
-        continue;
-      }
-      const mapping = mapHeader(event.cells, channel, { recipientColumn: input.recipientColumn });
-      if (!mapping.ok) {
-        const looksLikeData = event.cells.some((cell) => checkRecipient(cell).ok);
-        const hint = looksLikeData ? '; the first row looks like data: the file needs a header row' : '';
-        return fail('no-recipient-column', mapping.reason + hint);
-      }
-      map = mapping.map;
-      header = mapping.map.headers;
-      advance(event);
-      continue;
-    }
-    if (event.kind === 'record' && isBlank(event.cells)) {
-      advance(event);
-      continue;
-    }
-    // Pause only where more data follows, and only after progress, so a run never ends idle.
-    if (page.length === 0 && pagesStored > 0 && input.shouldPause?.(counts)) {
-      return {
-        status: 'paused',
-        counts,
-        cursor: { byteOffset, row, encoding: opened.decoder.encoding, header, counts },
-      };
-    }
-    page.push(checkRow(event, map, limits, checkRecipient));
-    if (event.kind !== 'unclosed-quote') advance(event);
-    if (page.length >= batchSize) await storePage();
+    this.#page = [];
+    this.#pagesStored++;
   }
-  await storePage();
 
-  if (!map) return fail('empty-file', 'the file has only blank lines');
-  if (counts.dataRows === 0) return fail('no-data-rows', 'the file has a header row but no data rows');
-  if (counts.accepted === 0) {
-    return fail(
-      'no-usable-rows',
-      `none of the ${counts.dataRows} data rows can be used: ${counts.rejected} rejected, ${counts.skipped} skipped`,
-    );
-  }
-  return { status: 'completed', counts, encoding: opened.decoder.encoding };
-
-  function fail(code: IngestFailureCode, reason: string): IngestResult {
-    return { status: 'failed', counts, failure: { code, reason } };
+  #fail(code: IngestFailureCode, reason: string): IngestResult {
+    return { status: 'failed', counts: this.#counts, failure: { code, reason } };
   }
 }
 

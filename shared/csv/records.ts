@@ -59,6 +59,11 @@ export type OpenedCsv =
       /** Tells the file's encoding as decided so far (see {@link TextEncodingName}). */
       readonly decoder: CellDecoder;
       readonly events: AsyncGenerator<CsvEvent, void, undefined>;
+      /**
+       * Closes the source now (e.g. releases an S3 body's socket) when reading stops early; a
+       * no-op once the file was read to its end. Call it in a `finally`.
+       */
+      readonly close: () => Promise<void>;
     };
 
 /** Source chunks are cut to this size so that one huge chunk cannot defeat the record limit. */
@@ -79,19 +84,25 @@ export async function openCsv(
   const limits = { ...DEFAULT_CSV_LIMITS, ...options.limits };
   const { resume } = options;
   const iterator = source[Symbol.asyncIterator]();
+  const reading = { finished: false, closing: undefined as Promise<unknown> | undefined };
+  const close = async (): Promise<void> => {
+    if (reading.finished) return;
+    reading.closing ??= Promise.resolve(iterator.return?.());
+    await reading.closing;
+  };
 
   if (resume && resume.byteOffset > 0) {
     if (isUtf16(resume.encoding)) {
       throw new RangeError('a UTF-16 file can only be resumed from byte 0 (records have no byte offset)');
     }
     const decoder = makeCellDecoder(resume.encoding);
-    const bytes = continueWith(Buffer.alloc(0), iterator, false);
+    const bytes = continueWith(Buffer.alloc(0), iterator, reading, close);
     const events = parseRecords(bytes, decoder, limits, {
       rowBase: resume.row,
       offsetBase: resume.byteOffset,
       skipThroughRow: 0,
     });
-    return { ok: true, decoder, events };
+    return { ok: true, decoder, events, close };
   }
 
   const head: Buffer[] = [];
@@ -101,6 +112,7 @@ export async function openCsv(
     const next = await iterator.next();
     if (next.done) {
       done = true;
+      reading.finished = true;
       break;
     }
     const chunk = toBuffer(next.value);
@@ -111,10 +123,10 @@ export async function openCsv(
   const window = Buffer.concat(head);
   const sniffed = sniffEncoding(done ? window : window.subarray(0, SNIFF_BYTES), done);
   if ('notText' in sniffed) {
-    await iterator.return?.();
+    await close();
     return { ok: false, code: 'not-csv', reason: sniffed.notText };
   }
-  const raw = continueWith(window.subarray(sniffed.bomLength), iterator, done);
+  const raw = continueWith(window.subarray(sniffed.bomLength), iterator, reading, close);
   const utf16 = isUtf16(sniffed.encoding);
   const decoder = makeCellDecoder(resume && resume.encoding !== 'ascii' ? resume.encoding : sniffed.encoding);
   const events = parseRecords(utf16 ? transcodeToUtf8(raw, sniffed.encoding) : raw, decoder, limits, {
@@ -122,7 +134,7 @@ export async function openCsv(
     offsetBase: utf16 ? null : sniffed.bomLength,
     skipThroughRow: resume?.row ?? 0,
   });
-  return { ok: true, decoder, events };
+  return { ok: true, decoder, events, close };
 }
 
 function isUtf16(encoding: TextEncodingName): boolean {
@@ -136,19 +148,18 @@ function toBuffer(chunk: Uint8Array): Buffer {
 async function* continueWith(
   first: Buffer,
   iterator: AsyncIterator<Uint8Array>,
-  exhausted: boolean,
+  reading: { finished: boolean },
+  close: () => Promise<void>,
 ): AsyncGenerator<Buffer, void, undefined> {
-  let finished = exhausted;
   try {
     if (first.length > 0) yield first;
-    while (!finished) {
+    while (!reading.finished) {
       const next = await iterator.next();
-      if (next.done) finished = true;
+      if (next.done) reading.finished = true;
       else yield toBuffer(next.value);
     }
   } finally {
-    // Stopped early (a pause, a failure): close the source, e.g. release the S3 socket.
-    if (!finished) await iterator.return?.();
+    await close();
   }
 }
 
@@ -165,6 +176,20 @@ async function* transcodeToUtf8(
   if (rest) yield Buffer.from(rest, 'utf8');
 }
 
+/** csv-parse's stream parser, counting the bytes it has been handed. */
+class CountingParser extends Parser {
+  bytesRead = 0;
+
+  override _transform(
+    chunk: Buffer,
+    encoding: BufferEncoding,
+    callback: (error?: Error | null) => void,
+  ): void {
+    this.bytesRead += chunk.length;
+    super._transform(chunk, encoding, callback);
+  }
+}
+
 interface ParsedRecord {
   readonly cells: string[];
   readonly end: number;
@@ -176,24 +201,21 @@ async function* parseRecords(
   limits: CsvLimits,
   at: { readonly rowBase: number; readonly offsetBase: number | null; readonly skipThroughRow: number },
 ): AsyncGenerator<CsvEvent, void, undefined> {
-  // What the parser has emitted so far, updated synchronously as it parses, so the guard below
-  // measures the record being parsed, not how far behind the consumer happens to be.
+  // What the parser has read and emitted so far, updated synchronously as it parses, so the
+  // guard below measures the record being parsed, not how far behind the consumer happens to be.
   let parsedRecords = 0;
   let parsedEnd = 0;
   let runawayAfter: number | undefined;
   let unclosedQuote = false;
-  let fed = 0;
 
   async function* guarded(): AsyncGenerator<Buffer, void, undefined> {
     for await (const chunk of bytes) {
       for (let from = 0; from < chunk.length; from += SLICE_BYTES) {
-        if (fed - parsedEnd > limits.maxRecordBytes) {
+        if (parser.bytesRead - parsedEnd > limits.maxRecordBytes) {
           runawayAfter = parsedRecords;
           return;
         }
-        const slice = chunk.subarray(from, from + SLICE_BYTES);
-        fed += slice.length;
-        yield slice;
+        yield chunk.subarray(from, from + SLICE_BYTES);
       }
     }
   }
@@ -220,7 +242,7 @@ async function* parseRecords(
       return undefined;
     },
   };
-  const parser = new Parser(options);
+  const parser = new CountingParser(options);
   // Errors of the source (a dropped connection) surface through the parser's iterator.
   pipeline(Readable.from(guarded(), { highWaterMark: 1 }), parser, () => {});
 
