@@ -329,7 +329,22 @@ export async function createQueueWithDlq(
       },
     }),
   );
-  return { url: main.QueueUrl!, arn: await queueArn(sqs, main.QueueUrl!), dlqUrl: dlq.QueueUrl!, dlqArn };
+  return {
+    url: reachableQueueUrl(main.QueueUrl!),
+    arn: await queueArn(sqs, main.QueueUrl!),
+    dlqUrl: reachableQueueUrl(dlq.QueueUrl!),
+    dlqArn,
+  };
+}
+
+/**
+ * fauxqs names queues `http://sqs.{region}.localhost:{port}/…`, a host that does not resolve
+ * everywhere, and the SDK sends to the QueueUrl's host: point it at 127.0.0.1 instead.
+ */
+function reachableQueueUrl(url: string): string {
+  const parsed = new URL(url);
+  parsed.hostname = '127.0.0.1';
+  return parsed.toString();
 }
 
 async function queueArn(sqs: SQSClient, url: string): Promise<string> {

@@ -1,27 +1,81 @@
 /**
  * The whole of Switchboard on the local cloud: what `npm start` runs and what end-to-end tests
- * and benchmarks start. Handlers are the very modules deployed to Lambda; they read the same
- * environment variables, here pointed at the emulators.
+ * and benchmarks start. Handlers are the very modules deployed to Lambda (each `main.ts`); they
+ * read the same environment variables, here pointed at the emulators and sandboxes.
  */
-
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from 'aws-lambda';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
+import { type FunctionId, functions } from '#shared/functions.ts';
 import { routes } from '#shared/routes.ts';
 import { type ApiGatewayServer, startApiGateway } from './api-gateway.ts';
-import { type LocalCloud, startLocalCloud } from './cloud.ts';
+import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from './cloud.ts';
+import type { Handler } from './lambda.ts';
+import { type LineSandbox, startLineSandbox } from './line-sandbox.ts';
+import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
+
+/** The demo channel `npm start` creates, wired to the LINE sandbox. */
+export const DEMO_CHANNEL = {
+  channelId: 'demo',
+  clientId: 'demo-client',
+  channelSecret: 'demo-channel-secret',
+  accessToken: 'demo-channel-access-token',
+  autoAnswer: 'push',
+  greeting: 'Thanks for adding us! Send "hours" or "help".',
+  rules: [
+    {
+      match: 'exact',
+      pattern: 'hours',
+      answer: 'We are open 9:00-18:00, Monday to Friday.',
+      ignoreCase: true,
+    },
+    {
+      match: 'contains',
+      pattern: 'help',
+      answer: 'An operator will get back to you shortly.',
+      ignoreCase: true,
+    },
+  ],
+  fallback: 'Sorry, I did not understand. Send "help" to reach an operator.',
+} as const;
 
 export interface LocalStackOptions {
   readonly dataDir?: string;
   /** HTTP API port (0: a free one). */
   readonly port?: number;
-  /** Create the demo channel and play a few webhooks through it. */
-  readonly demo?: boolean;
   readonly stage?: string;
+  /** Parallel pollers of the webhook queue (Lambda scales these with the FIFO groups). */
+  readonly processorConcurrency?: number;
+  /** Options for the LINE sandbox (rate limit, faults). */
+  readonly lineRateLimitPerSecond?: number;
   readonly log?: (line: string) => void;
 }
 
 export interface LocalStack {
   readonly cloud: LocalCloud;
   readonly api: ApiGatewayServer;
+  readonly line: LineSandbox;
+  readonly processor: SqsPoller;
+  /** The webhook URL of a channel on the local HTTP API. */
+  webhookUrl(channelId: string): string;
+  /** Creates or replaces a channel (and tells the LINE sandbox its token). */
+  putChannel(input: unknown): Promise<Channel>;
   stop(): Promise<void>;
+}
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Imports a Lambda's `main.ts` (after the environment is set) and returns its handler. */
+async function loadHandler<E, R>(id: FunctionId): Promise<Handler<E, R>> {
+  const module = (await import(pathToFileURL(path.join(ROOT, functions[id].entry)).href)) as {
+    handler: Handler<E, R>;
+  };
+  return module.handler;
 }
 
 /** Starts the local cloud, then everything that runs on it. */
@@ -32,13 +86,45 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stage: options.stage ?? 'local',
     log,
   });
-  // Handlers read their configuration from the environment once, at import: set it first.
-  Object.assign(process.env, cloud.env());
-  const stoppers: (() => Promise<void>)[] = [];
+  const stoppers: (() => Promise<void>)[] = [() => cloud.stop()];
+  const stopAll = async () => {
+    for (const stop of stoppers.reverse()) await stop().catch(() => {});
+  };
   try {
+    const line = await startLineSandbox({
+      channels: [{ channelId: DEMO_CHANNEL.channelId, accessToken: DEMO_CHANNEL.accessToken }],
+      ...(options.lineRateLimitPerSecond ? { rateLimitPerSecond: options.lineRateLimitPerSecond } : {}),
+    });
+    stoppers.push(() => line.stop());
+    log(`LINE sandbox    ${line.url} (Messaging API stand-in: retry keys, rate limit, faults)`);
+
+    // Handlers read their configuration once, at import: set the environment first.
+    Object.assign(process.env, cloud.env(), {
+      LINE_API_URL: line.url,
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+      METRICS_DISABLED: process.env.METRICS_DISABLED ?? 'true',
+    });
+
+    const base = { region: cloud.region, credentials: LOCAL_CREDENTIALS };
+    const doc = makeDocumentClient(new DynamoDBClient({ ...base, endpoint: cloud.dynamoEndpoint }));
+    const channels = makeDynamoChannelStore(doc, cloud.tableNames.channels!);
+    const putChannel = async (input: unknown): Promise<Channel> => {
+      const channel = channelFromInput(input, Date.now());
+      await channels.put(channel);
+      line.addChannel({ channelId: channel.channelId, accessToken: channel.accessToken });
+      return channel;
+    };
+    await putChannel(DEMO_CHANNEL);
+
+    const receiver = await loadHandler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>('webhook-receiver');
     const api = await startApiGateway({
       routes,
-      functions: {},
+      functions: {
+        'webhook-receiver': {
+          handler: receiver,
+          timeoutMs: functions['webhook-receiver'].timeoutSeconds * 1000,
+        },
+      },
       port: options.port ?? 0,
       onError: (error, route) => log(`${route} failed: ${(error as Error).stack ?? String(error)}`),
     });
@@ -46,17 +132,35 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     log(`HTTP API        ${api.url} (API Gateway stand-in, payload v2)`);
     for (const route of routes) log(`  ${route.method.padEnd(5)} ${api.url}${route.path}`);
 
+    const processorSpec = functions['webhook-processor'];
+    const webhookQueue = cloud.queues[processorSpec.queueSource!.queue]!;
+    const sqs = new SQSClient({ ...base, endpoint: cloud.sqsEndpoint });
+    stoppers.push(async () => sqs.destroy());
+    const processor = startSqsPoller({
+      sqs,
+      queueUrl: webhookQueue.url,
+      queueArn: webhookQueue.arn,
+      functionName: processorSpec.id,
+      handler: await loadHandler<SQSEvent, unknown>('webhook-processor'),
+      functionTimeoutMs: processorSpec.timeoutSeconds * 1000,
+      batchSize: processorSpec.queueSource!.batchSize,
+      concurrency: options.processorConcurrency ?? 4,
+      onError: (error) => log(`webhook-processor: ${(error as Error).message}`),
+    });
+    stoppers.push(() => processor.stop());
+    log(`SQS → Lambda    webhook-processor polls ${webhookQueue.url}`);
+
     return {
       cloud,
       api,
-      stop: async () => {
-        for (const stop of stoppers.reverse()) await stop().catch(() => {});
-        await cloud.stop();
-      },
+      line,
+      processor,
+      webhookUrl: (channelId) => `${api.url}/webhooks/line/${encodeURIComponent(channelId)}`,
+      putChannel,
+      stop: stopAll,
     };
   } catch (error) {
-    for (const stop of stoppers.reverse()) await stop().catch(() => {});
-    await cloud.stop();
+    await stopAll();
     throw error;
   }
 }

@@ -3,6 +3,7 @@
  * Gateway stand-in, the SQS pollers and the sandboxes — until Ctrl-C, which stops it cleanly.
  */
 import { parseArgs } from 'node:util';
+import { playWebhookDemo } from './demo.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 
 const HELP = `Usage: npm start -- [options]
@@ -12,7 +13,7 @@ Runs Switchboard on your machine: the same handlers AWS runs, against DynamoDB L
 Options:
   --data-dir DIR   keep DynamoDB data in DIR between runs (default: in memory)
   --port N         serve the HTTP API on port N (default: 3000; 0 picks a free port)
-  --no-demo        do not create the demo channel and send demo webhooks
+  --no-demo        do not play the demo webhooks (the demo channel is still created)
   --exit-after S   stop by itself after S seconds (for scripts and CI)
   -h, --help       show this help
 `;
@@ -66,7 +67,6 @@ async function main(): Promise<void> {
     stack = await startLocalStack({
       ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
       port,
-      demo: !values['no-demo'],
       log,
     });
   } catch (error) {
@@ -87,6 +87,12 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('Ctrl-C'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   if (exitAfter !== undefined) setTimeout(() => void stop(`--exit-after ${exitAfter}s`), exitAfter * 1000);
+  log(`demo channel "demo": webhook URL ${stack.webhookUrl('demo')}, channel secret "demo-channel-secret"`);
+  if (!values['no-demo']) {
+    await playWebhookDemo(stack, log).catch((error: unknown) =>
+      log(`demo failed: ${(error as Error).message}`),
+    );
+  }
   log('ready — press Ctrl-C to stop');
 }
 

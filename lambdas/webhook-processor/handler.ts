@@ -1,0 +1,95 @@
+/**
+ * The webhook event processor (SQS FIFO → Lambda, partial batch failures): each record is one
+ * LINE event, handled in its conversation's order. A record that must be retried is handed back
+ * with a backoff (its visibility timeout), and the later records of its conversation in this
+ * batch are handed back untouched, so a conversation is never answered out of order.
+ */
+import middy from '@middy/core';
+import type { SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { parseWebhookEvent } from '#shared/line/webhook.ts';
+import type { Logger } from '#shared/log.ts';
+import type { ProcessResult } from '#shared/webhooks/process.ts';
+import type { QueuedWebhookEvent } from '#shared/webhooks/receive.ts';
+
+/** Longest backoff the queue can carry out (SQS caps visibility at 12 h). */
+const MAX_VISIBILITY_SECONDS = 12 * 3600;
+
+export interface ProcessorDeps {
+  readonly process: (event: QueuedWebhookEvent, receiveCount: number) => Promise<ProcessResult>;
+  /** Hands a record back to the queue after `seconds` (ChangeMessageVisibility). */
+  readonly retryLater: (receiptHandle: string, seconds: number) => Promise<void>;
+  readonly log: Logger;
+}
+
+export class MalformedQueueMessageError extends Error {
+  override name = 'MalformedQueueMessageError';
+}
+
+function parseRecord(record: SQSRecord): QueuedWebhookEvent {
+  let body: Partial<QueuedWebhookEvent>;
+  try {
+    body = JSON.parse(record.body) as Partial<QueuedWebhookEvent>;
+  } catch {
+    throw new MalformedQueueMessageError('queue message is not JSON');
+  }
+  if (body.v !== 1 || typeof body.channelId !== 'string') {
+    throw new MalformedQueueMessageError('queue message is not a webhook event (v1)');
+  }
+  return { ...(body as QueuedWebhookEvent), event: parseWebhookEvent(body.event) };
+}
+
+export function makeProcessorHandler(deps: ProcessorDeps) {
+  return middy(async (event: SQSEvent): Promise<SQSBatchResponse> => {
+    const failures: SQSBatchItemFailure[] = [];
+    const blockedGroups = new Set<string>();
+    const counts: Record<string, number> = { Done: 0, Skipped: 0, Failed: 0, Retried: 0, RateLimited: 0 };
+    for (const record of event.Records) {
+      const group = record.attributes.MessageGroupId ?? record.messageId;
+      if (blockedGroups.has(group)) {
+        failures.push({ itemIdentifier: record.messageId });
+        continue;
+      }
+      try {
+        const queued = parseRecord(record);
+        const result = await deps.process(queued, Number(record.attributes.ApproximateReceiveCount ?? 1));
+        const fields = {
+          eventId: queued.event.webhookEventId,
+          channelId: queued.channelId,
+          type: queued.event.type,
+        };
+        switch (result.kind) {
+          case 'done':
+            counts.Done!++;
+            deps.log.info('event handled', { ...fields, outcome: result.outcome });
+            break;
+          case 'skipped':
+            counts.Skipped!++;
+            deps.log.info('event skipped', { ...fields, reason: result.reason });
+            break;
+          case 'failed':
+            counts.Failed!++;
+            deps.log.error('event failed permanently', { ...fields, reason: result.reason });
+            break;
+          case 'retry': {
+            counts.Retried!++;
+            if (result.rateLimited) counts.RateLimited!++;
+            const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(result.delayMs / 1000));
+            deps.log.warn('event retried later', { ...fields, reason: result.reason, inSeconds: seconds });
+            await deps.retryLater(record.receiptHandle, seconds).catch((error: unknown) => {
+              deps.log.warn('could not set the retry delay; the queue visibility timeout applies', { error });
+            });
+            blockedGroups.add(group);
+            failures.push({ itemIdentifier: record.messageId });
+            break;
+          }
+        }
+      } catch (error) {
+        deps.log.error('event processing error', { messageId: record.messageId, error });
+        blockedGroups.add(group);
+        failures.push({ itemIdentifier: record.messageId });
+      }
+    }
+    deps.log.metrics(counts, { service: 'webhook-processor' });
+    return { batchItemFailures: failures };
+  });
+}

@@ -1,0 +1,65 @@
+/** Wires the webhook processor to the real AWS clients; configuration is read once, at start. */
+import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import {
+  makeDynamoChannelStore,
+  makeDynamoOptOutStore,
+  makeDynamoProcessedEventStore,
+} from '#shared/adapters/dynamo-webhooks.ts';
+import { cachedChannels } from '#shared/channels/cache.ts';
+import type { Channel } from '#shared/channels/channel.ts';
+import { getStringFromEnv } from '#shared/config.ts';
+import {
+  DEFAULT_LINE_API_URL,
+  type MessagingClient,
+  makeMessagingClient,
+} from '#shared/line/messaging-client.ts';
+import { makeLogger } from '#shared/log.ts';
+import { makeProcessWebhookEvent } from '#shared/webhooks/process.ts';
+import { makeProcessorHandler } from './handler.ts';
+
+const channelsTable = getStringFromEnv('CHANNELS_TABLE');
+const eventsTable = getStringFromEnv('EVENTS_TABLE');
+const controlTable = getStringFromEnv('CONTROL_TABLE');
+const queueUrl = getStringFromEnv('WEBHOOK_EVENTS_QUEUE_URL');
+const lineApiUrl = process.env.LINE_API_URL || DEFAULT_LINE_API_URL;
+
+const doc = makeDocumentClient();
+const sqs = new SQSClient({});
+const clock = { now: () => Date.now() };
+
+// One client per channel (and access token), kept for the container's life: keep-alive pays off.
+const clients = new Map<string, MessagingClient>();
+function messagingFor(channel: Channel): MessagingClient {
+  const key = `${channel.channelId}:${channel.updatedAt}`;
+  let client = clients.get(key);
+  if (!client) {
+    client = makeMessagingClient({
+      channelAccessToken: channel.accessToken,
+      baseUrl: lineApiUrl,
+      timeoutMs: 5_000,
+    });
+    clients.set(key, client);
+  }
+  return client;
+}
+
+export const handler = makeProcessorHandler({
+  process: makeProcessWebhookEvent({
+    channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
+    events: makeDynamoProcessedEventStore(doc, eventsTable),
+    optOuts: makeDynamoOptOutStore(doc, controlTable),
+    messagingFor,
+    clock,
+  }),
+  retryLater: async (receiptHandle, seconds) => {
+    await sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: queueUrl,
+        ReceiptHandle: receiptHandle,
+        VisibilityTimeout: seconds,
+      }),
+    );
+  },
+  log: makeLogger('webhook-processor'),
+});

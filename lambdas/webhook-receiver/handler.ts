@@ -1,0 +1,61 @@
+/**
+ * The webhook receiver (API Gateway HTTP API → Lambda): parse the request, call the receive use
+ * case, map its result and typed errors to HTTP. Nothing here talks to AWS directly.
+ */
+import middy from '@middy/core';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { decodeRequestBody } from '#shared/line/signature.ts';
+import { InvalidWebhookBodyError } from '#shared/line/webhook.ts';
+import type { Logger } from '#shared/log.ts';
+import {
+  PayloadTooLargeError,
+  type ReceiveRequest,
+  SignatureError,
+  UnknownChannelError,
+} from '#shared/webhooks/receive.ts';
+
+const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
+  statusCode,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
+/** The one mapping from the receive use case's typed errors to HTTP statuses. */
+export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
+  if (error instanceof UnknownChannelError) return json(404, { message: 'unknown channel' });
+  if (error instanceof SignatureError) return json(401, { message: error.message });
+  if (error instanceof InvalidWebhookBodyError) return json(400, { message: error.message });
+  if (error instanceof PayloadTooLargeError) return json(413, { message: error.message });
+  return undefined;
+}
+
+export function makeReceiverHandler(deps: {
+  receive: (request: ReceiveRequest) => Promise<{ accepted: number }>;
+  log: Logger;
+}) {
+  return middy(async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
+    const channelId = event.pathParameters?.channelId ?? '';
+    try {
+      const { accepted } = await deps.receive({
+        channelId,
+        headers: event.headers,
+        rawBody: decodeRequestBody(event),
+      });
+      if (accepted > 0) deps.log.metrics({ WebhookEventsAccepted: accepted }, { channelId });
+      return json(200, { accepted });
+    } catch (error) {
+      const mapped = toHttpError(error);
+      if (mapped) {
+        deps.log.warn('webhook refused', {
+          channelId,
+          status: mapped.statusCode,
+          reason: (error as Error).message,
+        });
+        return mapped;
+      }
+      // LINE redelivers on a 5xx (when redelivery is on): the dedupe id makes that safe.
+      deps.log.error('webhook not stashed', { channelId, error });
+      return json(500, { message: 'internal error' });
+    }
+  });
+}

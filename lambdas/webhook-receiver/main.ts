@@ -1,0 +1,29 @@
+/** Wires the webhook receiver to the real AWS clients; configuration is read once, at start. */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
+import { cachedChannels } from '#shared/channels/cache.ts';
+import { getStringFromEnv } from '#shared/config.ts';
+import { makeLogger } from '#shared/log.ts';
+import { makeReceiveWebhook } from '#shared/webhooks/receive.ts';
+import { makeReceiverHandler } from './handler.ts';
+
+const channelsTable = getStringFromEnv('CHANNELS_TABLE');
+const queueUrl = getStringFromEnv('WEBHOOK_EVENTS_QUEUE_URL');
+
+// LINE waits 2 seconds: every call on the way gets a short timeout and few retries.
+const fast = () => new NodeHttpHandler({ connectionTimeout: 300, requestTimeout: 800 });
+const doc = makeDocumentClient(new DynamoDBClient({ requestHandler: fast(), maxAttempts: 2 }));
+const sqs = new SQSClient({ requestHandler: fast(), maxAttempts: 2 });
+
+export const handler = makeReceiverHandler({
+  receive: makeReceiveWebhook({
+    channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
+    queue: makeSqsEventQueue(sqs, queueUrl),
+    clock: { now: () => Date.now() },
+  }),
+  log: makeLogger('webhook-receiver'),
+});

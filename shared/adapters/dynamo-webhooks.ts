@@ -1,0 +1,154 @@
+/**
+ * DynamoDB adapters for the webhook side: channels (their own KMS-encrypted table), processed
+ * webhook events (idempotency records with a TTL) and opt-outs (the control table).
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { Channel } from '#shared/channels/channel.ts';
+import type {
+  ChannelStore,
+  OptOutStore,
+  ProcessedEventRecord,
+  ProcessedEventStore,
+} from '#shared/webhooks/ports.ts';
+
+/** How long an event is remembered: well past LINE's redelivery and SQS's retention (4 days). */
+export const PROCESSED_EVENT_TTL_SECONDS = 7 * 24 * 3600;
+
+export function makeDynamoChannelStore(doc: DynamoDBDocumentClient, tableName: string): ChannelStore {
+  return {
+    async get(channelId) {
+      const out = await doc.send(
+        new GetCommand({ TableName: tableName, Key: { channelId }, ConsistentRead: false }),
+      );
+      return out.Item as Channel | undefined;
+    },
+    async put(channel) {
+      await doc.send(new PutCommand({ TableName: tableName, Item: channel }));
+    },
+  };
+}
+
+export function makeDynamoProcessedEventStore(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+): ProcessedEventStore {
+  const key = (eventId: string) => ({ pk: `EVENT#${eventId}` });
+  return {
+    async claim(eventId, now) {
+      try {
+        await doc.send(
+          new PutCommand({
+            TableName: tableName,
+            Item: {
+              ...key(eventId),
+              eventId,
+              state: 'processing',
+              firstAttemptAt: now,
+              replyAttempted: false,
+              expiresAt: Math.floor(now / 1000) + PROCESSED_EVENT_TTL_SECONDS,
+            },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        );
+        return { eventId, state: 'processing', firstAttemptAt: now, replyAttempted: false };
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
+      const out = await doc.send(
+        new GetCommand({ TableName: tableName, Key: key(eventId), ConsistentRead: true }),
+      );
+      const item = out.Item!;
+      return {
+        eventId,
+        state: item.state,
+        firstAttemptAt: item.firstAttemptAt,
+        replyAttempted: item.replyAttempted === true,
+        ...(item.outcome ? { outcome: item.outcome } : {}),
+        ...(item.reason ? { reason: item.reason } : {}),
+      } satisfies ProcessedEventRecord;
+    },
+    async markReplyAttempted(eventId) {
+      try {
+        await doc.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: key(eventId),
+            UpdateExpression: 'SET replyAttempted = :t',
+            ConditionExpression: 'attribute_exists(pk) AND replyAttempted = :f',
+            ExpressionAttributeValues: { ':t': true, ':f': false },
+          }),
+        );
+        return true;
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return false;
+        throw error;
+      }
+    },
+    async finish(eventId, state, outcome, reason) {
+      await doc.send(
+        new UpdateCommand({
+          TableName: tableName,
+          Key: key(eventId),
+          UpdateExpression:
+            reason === undefined ? 'SET #s = :s, outcome = :o' : 'SET #s = :s, outcome = :o, reason = :r',
+          ExpressionAttributeNames: { '#s': 'state' },
+          ExpressionAttributeValues: {
+            ':s': state,
+            ':o': outcome,
+            ...(reason === undefined ? {} : { ':r': reason }),
+          },
+        }),
+      );
+    },
+  };
+}
+
+export function makeDynamoOptOutStore(doc: DynamoDBDocumentClient, tableName: string): OptOutStore {
+  const pk = (clientId: string) => `OPTOUT#${clientId}`;
+  return {
+    async record(clientId, recipient, optedOut, eventTimestamp) {
+      try {
+        await doc.send(
+          new PutCommand({
+            TableName: tableName,
+            Item: { pk: pk(clientId), sk: recipient, optedOut, eventTimestamp },
+            ConditionExpression: 'attribute_not_exists(eventTimestamp) OR eventTimestamp < :ts',
+            ExpressionAttributeValues: { ':ts': eventTimestamp },
+          }),
+        );
+      } catch (error) {
+        // A later follow/unfollow of this recipient is already recorded: this one is stale.
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
+    },
+    async optedOut(clientId, recipients) {
+      const result = new Set<string>();
+      const unique = [...new Set(recipients)];
+      for (let i = 0; i < unique.length; i += 100) {
+        let keys: Record<string, unknown>[] | undefined = unique
+          .slice(i, i + 100)
+          .map((sk) => ({ pk: pk(clientId), sk }));
+        for (let attempt = 0; keys && keys.length > 0; attempt++) {
+          if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
+          const out: BatchGetCommandOutput = await doc.send(
+            new BatchGetCommand({
+              RequestItems: { [tableName]: { Keys: keys, ProjectionExpression: 'sk, optedOut' } },
+            }),
+          );
+          for (const item of out.Responses?.[tableName] ?? [])
+            if (item.optedOut === true) result.add(item.sk);
+          keys = out.UnprocessedKeys?.[tableName]?.Keys;
+        }
+      }
+      return result;
+    },
+  };
+}

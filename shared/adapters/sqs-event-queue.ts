@@ -1,0 +1,71 @@
+/**
+ * The receiver's queue: SQS FIFO, filled with as few `SendMessageBatch` calls as possible (10
+ * entries and 256 KiB a call), failed entries retried a few times within the webhook's budget.
+ */
+import {
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { EventQueue, QueueEntry } from '#shared/webhooks/receive.ts';
+
+const MAX_ENTRIES = 10;
+const MAX_BATCH_BYTES = 256 * 1024;
+
+export class EnqueueError extends Error {
+  override name = 'EnqueueError';
+}
+
+/** Splits entries into SendMessageBatch-sized chunks (count and total body size). */
+export function batchEntries(entries: readonly QueueEntry[]): QueueEntry[][] {
+  const batches: QueueEntry[][] = [];
+  let current: QueueEntry[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    const size = Buffer.byteLength(entry.body);
+    if (current.length > 0 && (current.length === MAX_ENTRIES || bytes + size > MAX_BATCH_BYTES)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(entry);
+    bytes += size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+export function makeSqsEventQueue(
+  sqs: SQSClient,
+  queueUrl: string,
+  options: { attempts?: number } = {},
+): EventQueue {
+  const attempts = options.attempts ?? 3;
+  async function sendBatch(batch: readonly QueueEntry[]): Promise<void> {
+    let pending: SendMessageBatchRequestEntry[] = batch.map((e, i) => ({
+      Id: String(i),
+      MessageBody: e.body,
+      MessageGroupId: e.groupId,
+      MessageDeduplicationId: e.dedupeId,
+    }));
+    let lastError = '';
+    for (let attempt = 0; attempt < attempts && pending.length > 0; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      const out = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: pending }));
+      const failed = new Set((out.Failed ?? []).map((f) => f.Id));
+      lastError = (out.Failed ?? []).map((f) => `${f.Code}: ${f.Message}`).join('; ');
+      // A sender fault (bad entry) will not get better by retrying.
+      if ((out.Failed ?? []).some((f) => f.SenderFault))
+        throw new EnqueueError(`SQS refused entries: ${lastError}`);
+      pending = pending.filter((e) => failed.has(e.Id));
+    }
+    if (pending.length > 0)
+      throw new EnqueueError(`SQS did not take ${pending.length} entries: ${lastError}`);
+  }
+  return {
+    async enqueue(entries) {
+      // In order, one batch after another: a conversation's events must enter its group in order.
+      for (const batch of batchEntries(entries)) await sendBatch(batch);
+    },
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * A LINE channel as Switchboard serves it: who owns it, how webhooks are verified (one secret, or
+ * two during a rotation), how it sends (access token), and how it answers automatically.
+ */
+import { z } from 'zod';
+
+/** How automatic answers are sent: `reply` (free, at most once) or `push` (exactly once, quota). */
+export type AutoAnswerMode = 'reply' | 'push';
+
+export interface KeywordRule {
+  readonly match: 'exact' | 'contains' | 'regex';
+  readonly pattern: string;
+  readonly answer: string;
+  readonly ignoreCase?: boolean;
+}
+
+export interface ChannelSecret {
+  readonly value: string;
+  /** A previous secret stays valid until then (epoch ms), so a rotation drops no webhook. */
+  readonly retiresAt?: number;
+}
+
+export interface Channel {
+  readonly channelId: string;
+  readonly clientId: string;
+  readonly secrets: readonly ChannelSecret[];
+  readonly accessToken: string;
+  readonly autoAnswer: AutoAnswerMode;
+  readonly greeting?: string;
+  readonly rules: readonly KeywordRule[];
+  /** The answer when no rule matches; no answer at all when absent. */
+  readonly fallback?: string;
+  readonly updatedAt: number;
+}
+
+/** Longest regex pattern a rule may carry: patterns run on every message of the channel. */
+export const MAX_REGEX_LENGTH = 200;
+/** Message text longer than this is matched on its first part only (LINE allows 5,000). */
+export const MAX_MATCHED_TEXT = 2_000;
+
+const text = z.string().min(1).max(5_000);
+
+const ruleSchema = z
+  .object({
+    match: z.enum(['exact', 'contains', 'regex']),
+    pattern: z.string().min(1).max(500),
+    answer: text,
+    ignoreCase: z.boolean().optional(),
+  })
+  .superRefine((rule, ctx) => {
+    if (rule.match !== 'regex') return;
+    if (rule.pattern.length > MAX_REGEX_LENGTH) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pattern'],
+        message: `a regex may have at most ${MAX_REGEX_LENGTH} characters`,
+      });
+      return;
+    }
+    try {
+      new RegExp(rule.pattern, 'u');
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pattern'],
+        message: `not a valid regex: ${(error as Error).message}`,
+      });
+    }
+  });
+
+const idSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"');
+
+/** What an operator gives to create or replace a channel. */
+export const channelInputSchema = z.object({
+  channelId: idSchema,
+  clientId: idSchema,
+  channelSecret: z.string().min(8, 'looks too short for a LINE channel secret').max(256),
+  accessToken: z.string().min(8, 'looks too short for a channel access token').max(1_024),
+  autoAnswer: z.enum(['reply', 'push']).default('push'),
+  greeting: text.optional(),
+  rules: z.array(ruleSchema).max(200).default([]),
+  fallback: text.optional(),
+});
+
+export type ChannelInput = z.input<typeof channelInputSchema>;
+
+export class InvalidChannelError extends Error {
+  override name = 'InvalidChannelError';
+  readonly fieldErrors: Record<string, string[]>;
+  constructor(fieldErrors: Record<string, string[]>) {
+    super(
+      `invalid channel: ${Object.entries(fieldErrors)
+        .map(([field, messages]) => `${field}: ${messages.join('; ')}`)
+        .join(', ')}`,
+    );
+    this.fieldErrors = fieldErrors;
+  }
+}
+
+/** Validates operator input into a channel (a new secret replaces all previous ones). */
+export function channelFromInput(input: unknown, now: number): Channel {
+  const parsed = channelInputSchema.safeParse(input);
+  if (!parsed.success) {
+    const fieldErrors: Record<string, string[]> = {};
+    for (const issue of parsed.error.issues) {
+      const field = issue.path.join('.') || '(body)';
+      (fieldErrors[field] ??= []).push(issue.message);
+    }
+    throw new InvalidChannelError(fieldErrors);
+  }
+  const { channelSecret, ...rest } = parsed.data;
+  return { ...rest, secrets: [{ value: channelSecret }], updatedAt: now };
+}
+
+/**
+ * The channel after a secret rotation: the new secret verifies from now on, the old one until
+ * `graceMs` from now (LINE may still deliver webhooks signed with it).
+ */
+export function rotateSecret(
+  channel: Channel,
+  newSecret: string,
+  now: number,
+  graceMs = 24 * 3600_000,
+): Channel {
+  if (newSecret.length < 8)
+    throw new InvalidChannelError({ channelSecret: ['looks too short for a LINE channel secret'] });
+  const current = channel.secrets.find((s) => s.retiresAt === undefined) ?? channel.secrets[0];
+  const secrets: ChannelSecret[] = [{ value: newSecret }];
+  if (current && current.value !== newSecret)
+    secrets.push({ value: current.value, retiresAt: now + graceMs });
+  return { ...channel, secrets, updatedAt: now };
+}
+
+/** The secrets a webhook may be signed with at `now`: the current one, and a retiring one. */
+export function liveSecrets(channel: Channel, now: number): string[] {
+  return channel.secrets.filter((s) => s.retiresAt === undefined || s.retiresAt > now).map((s) => s.value);
+}
+
+/** The automatic answer to a text message: the first matching rule, else the fallback. */
+export function answerFor(channel: Channel, messageText: string): string | undefined {
+  const textToMatch = messageText.slice(0, MAX_MATCHED_TEXT);
+  for (const rule of channel.rules) {
+    if (ruleMatches(rule, textToMatch)) return rule.answer;
+  }
+  return channel.fallback;
+}
+
+function ruleMatches(rule: KeywordRule, value: string): boolean {
+  const fold = (s: string) => (rule.ignoreCase ? s.toLocaleLowerCase() : s);
+  switch (rule.match) {
+    case 'exact':
+      return fold(value.trim()) === fold(rule.pattern.trim());
+    case 'contains':
+      return fold(value).includes(fold(rule.pattern));
+    case 'regex':
+      return new RegExp(rule.pattern, rule.ignoreCase ? 'iu' : 'u').test(value);
+  }
+}
+
+/** A channel with its secrets and token masked, for printing and logs. */
+export function redactChannel(channel: Channel): Record<string, unknown> {
+  return {
+    ...channel,
+    secrets: channel.secrets.map((s) => ({
+      value: mask(s.value),
+      ...(s.retiresAt ? { retiresAt: s.retiresAt } : {}),
+    })),
+    accessToken: mask(channel.accessToken),
+  };
+}
+
+function mask(value: string): string {
+  return `${value.slice(0, 2)}…(${value.length} chars)`;
+}

@@ -1,0 +1,193 @@
+/**
+ * Acting on one webhook event, exactly once.
+ *
+ * Input: a queued event and how many times the queue has delivered it.
+ * Output: what the queue should do with it — forget it (`done`, `skipped`, `failed`, all
+ * recorded) or hand it back later (`retry` after a backoff).
+ * Steps: claim the event's idempotency record (a redelivery or duplicate is recognised and
+ * skipped) → in standby mode, nothing → follow: opt back in + greeting; unfollow: opt out;
+ * text message: first matching keyword rule, else the fallback → send: `push` with the event's
+ * ULID as retry key (a retry can never deliver twice; 409 = delivered), or `reply` with the reply
+ * token at most once → record the outcome.
+ */
+
+import type { ChannelLookup } from '#shared/channels/cache.ts';
+import { answerFor, type Channel } from '#shared/channels/channel.ts';
+import { backoffDelay, type OutgoingMessage, type SendOutcome } from '#shared/line/messaging-client.ts';
+import { retryKeyStillSafe, webhookRetryKey } from '#shared/line/retry-key.ts';
+import { knownEvent, type WebhookEvent } from '#shared/line/webhook.ts';
+import type { Clock, MessagingFor, OptOutStore, ProcessedEventStore } from './ports.ts';
+import type { QueuedWebhookEvent } from './receive.ts';
+
+export type ProcessResult =
+  | { readonly kind: 'done'; readonly outcome: string }
+  | { readonly kind: 'skipped'; readonly reason: string }
+  | { readonly kind: 'failed'; readonly reason: string }
+  | {
+      readonly kind: 'retry';
+      readonly delayMs: number;
+      readonly reason: string;
+      readonly rateLimited: boolean;
+    };
+
+export interface ProcessDeps {
+  readonly channels: ChannelLookup;
+  readonly events: ProcessedEventStore;
+  readonly optOuts: OptOutStore;
+  readonly messagingFor: MessagingFor;
+  readonly clock: Clock;
+  /** Backoff of a retried send (full jitter); the queue's visibility timeout carries it out. */
+  readonly backoff?: { baseMs: number; capMs: number; random?: () => number };
+}
+
+/** What to send for an event, if anything, and who it concerns. */
+interface Action {
+  readonly messages: readonly OutgoingMessage[];
+  readonly outcome: string;
+}
+
+export function makeProcessWebhookEvent(deps: ProcessDeps) {
+  const backoff = deps.backoff ?? { baseMs: 2_000, capMs: 15 * 60_000 };
+
+  return async function processWebhookEvent(
+    queued: QueuedWebhookEvent,
+    receiveCount: number,
+  ): Promise<ProcessResult> {
+    const { event } = queued;
+    const eventId = event.webhookEventId;
+    const record = await deps.events.claim(eventId, deps.clock.now());
+    if (record.state !== 'processing') {
+      return {
+        kind: 'skipped',
+        reason: `already ${record.state}${record.outcome ? ` (${record.outcome})` : ''}`,
+      };
+    }
+    const finish = async (
+      state: 'done' | 'failed',
+      outcome: string,
+      reason?: string,
+    ): Promise<ProcessResult> => {
+      await deps.events.finish(eventId, state, outcome, reason);
+      return state === 'done' ? { kind: 'done', outcome } : { kind: 'failed', reason: reason ?? outcome };
+    };
+
+    const channel = await deps.channels.get(queued.channelId);
+    if (!channel) return finish('failed', 'unknown-channel', `channel ${queued.channelId} no longer exists`);
+    if (event.mode === 'standby') return finish('done', 'standby: nothing sent');
+
+    const action = await decide(channel, event, deps.optOuts);
+    if (!action) return finish('done', 'no answer');
+
+    const recipient = conversationOf(event);
+    if (channel.autoAnswer === 'push') {
+      if (!recipient) return finish('failed', 'no-recipient', 'event has no source to push to');
+      if (!retryKeyStillSafe(record.firstAttemptAt, deps.clock.now())) {
+        return finish(
+          'failed',
+          'retry-window-expired',
+          'first attempt over 23 h ago: the retry key could deliver twice',
+        );
+      }
+      const outcome = await deps
+        .messagingFor(channel)
+        .push(recipient, action.messages, webhookRetryKey(eventId));
+      return settlePush(outcome, action, receiveCount);
+    }
+
+    // Reply mode: a reply token works once and a reply is never retried after an ambiguous failure.
+    if (!event.replyToken)
+      return finish('failed', 'no-reply-token', `a ${event.type} event carries no reply token`);
+    if (record.replyAttempted || !(await deps.events.markReplyAttempted(eventId))) {
+      return finish(
+        'failed',
+        'reply-not-retried',
+        'a reply was already attempted for this event (at most once)',
+      );
+    }
+    const outcome = await deps.messagingFor(channel).reply(event.replyToken, action.messages);
+    switch (outcome.kind) {
+      case 'delivered':
+      case 'already-delivered':
+        return finish('done', action.outcome);
+      case 'retryable':
+        return finish(
+          'failed',
+          'reply-ambiguous',
+          `reply ${outcome.reason}: not retried, it may have been delivered`,
+        );
+      case 'rate-limited':
+        return finish(
+          'failed',
+          'reply-rate-limited',
+          `reply refused (${outcome.reason}): ${outcome.message}`,
+        );
+      case 'rejected':
+        return finish('failed', 'reply-rejected', `reply rejected ${outcome.status}: ${outcome.message}`);
+    }
+
+    async function settlePush(outcome: SendOutcome, act: Action, attempt: number): Promise<ProcessResult> {
+      switch (outcome.kind) {
+        case 'delivered':
+          return finish('done', act.outcome);
+        case 'already-delivered':
+          return finish('done', `${act.outcome} (already delivered)`);
+        case 'rejected':
+          return finish('failed', 'push-rejected', `push rejected ${outcome.status}: ${outcome.message}`);
+        case 'rate-limited':
+        case 'retryable': {
+          const base = backoffDelay(Math.max(0, attempt - 1), backoff);
+          const floor = outcome.kind === 'rate-limited' ? (outcome.retryAfterMs ?? 0) : 0;
+          return {
+            kind: 'retry',
+            delayMs: Math.max(base, floor, 1_000),
+            reason:
+              outcome.kind === 'rate-limited' ? `rate limited (${outcome.reason})` : `push ${outcome.reason}`,
+            rateLimited: outcome.kind === 'rate-limited',
+          };
+        }
+      }
+    }
+  };
+}
+
+/** Decides what an event calls for; records follows and unfollows on the way. */
+async function decide(
+  channel: Channel,
+  event: WebhookEvent,
+  optOuts: OptOutStore,
+): Promise<Action | undefined> {
+  const known = knownEvent(event);
+  if (!known) return undefined;
+  const userId = event.source?.type === 'user' ? event.source.userId : undefined;
+  switch (known.type) {
+    case 'follow':
+      if (userId) await optOuts.record(channel.clientId, userId, false, event.timestamp);
+      return channel.greeting
+        ? { messages: [{ type: 'text', text: channel.greeting }], outcome: 'greeted' }
+        : undefined;
+    case 'unfollow':
+      if (userId) await optOuts.record(channel.clientId, userId, true, event.timestamp);
+      return undefined;
+    case 'message': {
+      if (known.message.type !== 'text' || known.message.text === undefined) return undefined;
+      const answer = answerFor(channel, known.message.text);
+      return answer ? { messages: [{ type: 'text', text: answer }], outcome: 'answered' } : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Where a push answer goes: the group or room the event came from, else the user. */
+function conversationOf(event: WebhookEvent): string | undefined {
+  const source = event.source;
+  if (!source) return undefined;
+  switch (source.type) {
+    case 'user':
+      return source.userId;
+    case 'group':
+      return source.groupId;
+    case 'room':
+      return source.roomId;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Receiving a webhook: verify, stash, acknowledge.
+ *
+ * Input: the channel id from the path, the request headers and the raw body bytes.
+ * Output: 200 once every event is in the queue (or none came), else a typed error.
+ * Steps: size check → channel lookup (cached) → signature on the raw bytes (either live secret)
+ * → parse → enqueue each event in its conversation's FIFO group, deduplicated by webhookEventId.
+ */
+
+import type { ChannelLookup } from '#shared/channels/cache.ts';
+import { liveSecrets } from '#shared/channels/channel.ts';
+import { getHeader, type HttpHeaders, SIGNATURE_HEADER, verifySignature } from '#shared/line/signature.ts';
+import { parseWebhookBody, sourceKey, type WebhookEvent } from '#shared/line/webhook.ts';
+import type { Clock } from './ports.ts';
+
+/** Largest webhook body accepted. LINE's bodies are a few KB; anything this big is not LINE. */
+export const MAX_WEBHOOK_BODY_BYTES = 1024 * 1024;
+
+export class UnknownChannelError extends Error {
+  override name = 'UnknownChannelError';
+}
+export class SignatureError extends Error {
+  override name = 'SignatureError';
+}
+export class PayloadTooLargeError extends Error {
+  override name = 'PayloadTooLargeError';
+}
+
+/** A webhook event as it travels through the queue to the processor. */
+export interface QueuedWebhookEvent {
+  readonly v: 1;
+  readonly channelId: string;
+  readonly destination: string;
+  readonly receivedAt: number;
+  readonly event: WebhookEvent;
+}
+
+export interface QueueEntry {
+  /** FIFO group: one conversation of one channel, handled in order. */
+  readonly groupId: string;
+  /** FIFO deduplication id: the webhookEventId. */
+  readonly dedupeId: string;
+  readonly body: string;
+}
+
+/** The queue the receiver stashes events in; resolves once every entry is accepted. */
+export interface EventQueue {
+  enqueue(entries: readonly QueueEntry[]): Promise<void>;
+}
+
+export interface ReceiveRequest {
+  readonly channelId: string;
+  readonly headers: HttpHeaders;
+  readonly rawBody: Uint8Array;
+}
+
+export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: EventQueue; clock: Clock }) {
+  return async function receiveWebhook(request: ReceiveRequest): Promise<{ accepted: number }> {
+    if (request.rawBody.length > MAX_WEBHOOK_BODY_BYTES) {
+      throw new PayloadTooLargeError(
+        `webhook body of ${request.rawBody.length} bytes is over ${MAX_WEBHOOK_BODY_BYTES}`,
+      );
+    }
+    const channel = await deps.channels.get(request.channelId);
+    if (!channel) throw new UnknownChannelError(`no channel ${request.channelId}`);
+    const signature = getHeader(request.headers, SIGNATURE_HEADER);
+    if (signature === undefined || signature === '')
+      throw new SignatureError('missing x-line-signature header');
+    if (!verifySignature(request.rawBody, signature, liveSecrets(channel, deps.clock.now()))) {
+      throw new SignatureError('x-line-signature does not match the body');
+    }
+    const body = parseWebhookBody(request.rawBody);
+    if (body.events.length === 0) return { accepted: 0 };
+    const receivedAt = deps.clock.now();
+    await deps.queue.enqueue(
+      body.events.map((event) => ({
+        groupId: `${channel.channelId}:${sourceKey(event)}`,
+        dedupeId: event.webhookEventId,
+        body: JSON.stringify({
+          v: 1,
+          channelId: channel.channelId,
+          destination: body.destination,
+          receivedAt,
+          event,
+        } satisfies QueuedWebhookEvent),
+      })),
+    );
+    return { accepted: body.events.length };
+  };
+}
