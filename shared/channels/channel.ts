@@ -104,7 +104,7 @@ export function channelFromInput(input: unknown, now: number): Channel {
     const fieldErrors: Record<string, string[]> = {};
     for (const issue of parsed.error.issues) {
       const field = issue.path.join('.') || '(body)';
-      (fieldErrors[field] ??= []).push(issue.message);
+      fieldErrors[field] = [...(fieldErrors[field] ?? []), issue.message];
     }
     throw new InvalidChannelError(fieldErrors);
   }
