@@ -52,7 +52,8 @@ export interface TakeRequest {
  */
 export function take(lease: Lease | undefined, request: TakeRequest): Lease {
   const { clientId, owner, now, leaseMs } = request;
-  if (lease && lease.clientId !== clientId) throw new RangeError(`lease of ${lease.clientId}, not ${clientId}`);
+  if (lease && lease.clientId !== clientId)
+    throw new RangeError(`lease of ${lease.clientId}, not ${clientId}`);
   if (!canTake(lease, owner, now)) {
     throw new LeaseHeldError(`client ${clientId} is leased to ${lease?.owner} until ${lease?.expiresAt}`);
   }
@@ -150,7 +151,11 @@ export interface LeaseStore {
    */
   tryRenew(request: RenewRequest): Promise<Lease | undefined>;
   /** Expires the lease at once if `owner` holds it with `token`; true when it did. */
-  release(request: { readonly clientId: string; readonly owner: string; readonly token: number }): Promise<boolean>;
+  release(request: {
+    readonly clientId: string;
+    readonly owner: string;
+    readonly token: number;
+  }): Promise<boolean>;
 }
 
 export type LeaseLostReason = 'refused' | 'expired' | 'released';
@@ -219,7 +224,7 @@ export class LeaseKeeper {
    * A store that does not answer rejects, and the keeper stays idle.
    */
   async acquire(): Promise<boolean> {
-    if (this.#state.kind === 'held') return true;
+    if (this.currentToken() !== undefined) return true;
     const sentAt = this.#clock.now();
     const lease = await this.#store.tryTake({
       clientId: this.clientId,
@@ -284,10 +289,13 @@ export class LeaseKeeper {
     this.#clearTimers();
     this.#state = { kind: 'held', lease, renewing: false };
     const now = this.#clock.now();
-    this.#deadline = this.#timers.setTimeout(() => {
-      this.#deadline = undefined;
-      this.currentToken();
-    }, Math.max(0, this.#giveUpAt(lease) - now));
+    this.#deadline = this.#timers.setTimeout(
+      () => {
+        this.#deadline = undefined;
+        this.currentToken();
+      },
+      Math.max(0, this.#giveUpAt(lease) - now),
+    );
     this.#scheduleRenew(heartbeatInterval(this.leaseMs));
   }
 

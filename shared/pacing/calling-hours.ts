@@ -195,7 +195,8 @@ export function firstInstantAtWallTime(timeZone: string, wall: number): number {
   let first: number | undefined;
   for (const offset of offsets) {
     const candidate = wall - offset;
-    if (wallTimeAt(timeZone, candidate) === wall && (first === undefined || candidate < first)) first = candidate;
+    if (wallTimeAt(timeZone, candidate) === wall && (first === undefined || candidate < first))
+      first = candidate;
   }
   if (first !== undefined) return first;
   // In a gap: between these bounds the wall clock rises monotonically past `wall`.

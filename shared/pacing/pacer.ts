@@ -5,7 +5,7 @@
  * decisions into something the broker awaits: it wakes the moment a call ends (an event) or when
  * the rate or hours timer is due, never on a polling loop.
  */
-import { type CallingHours, isOpen, nextOpening } from './calling-hours.ts';
+import { type CallingHours, isOpen, nextOpening, parseCallingHours } from './calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from './clock.ts';
 import { MAX_TIMER_MS } from './clock.ts';
 import { TokenBucket } from './token-bucket.ts';
@@ -45,8 +45,12 @@ export class Pacer {
       );
     }
     if (!Number.isFinite(contract.callsPerSecond) || contract.callsPerSecond <= 0) {
-      throw new InvalidContractError(`callsPerSecond must be a positive number, got ${contract.callsPerSecond}`);
+      throw new InvalidContractError(
+        `callsPerSecond must be a positive number, got ${contract.callsPerSecond}`,
+      );
     }
+    // Fail at start-up, not at the first decision (throws InvalidCallingHoursError).
+    if (contract.callingHours) parseCallingHours(contract.callingHours);
     this.contract = contract;
     this.#bucket = new TokenBucket({
       ratePerSecond: contract.callsPerSecond,
@@ -85,7 +89,7 @@ export interface PacingGateOptions {
   readonly pacer: Pacer;
   readonly clock: Clock;
   readonly timers: Timers;
-  /** Told every change of the number of calls in flight (e.g. to drive task protection). */
+  /** Told every change of the number of calls in flight (e.g. to drive task protection); must not throw. */
   readonly onInFlightChange?: (inFlight: number) => void;
 }
 

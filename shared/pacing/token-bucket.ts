@@ -41,7 +41,8 @@ export class TokenBucket {
     if (!Number.isFinite(ratePerSecond) || ratePerSecond <= 0) {
       throw new RangeError(`ratePerSecond must be a positive number, got ${ratePerSecond}`);
     }
-    if (!Number.isInteger(burst) || burst < 1) throw new RangeError(`burst must be an integer >= 1, got ${burst}`);
+    if (!Number.isInteger(burst) || burst < 1)
+      throw new RangeError(`burst must be an integer >= 1, got ${burst}`);
     if (!Number.isFinite(marginMs) || marginMs < 0) {
       throw new RangeError(`marginMs must be >= 0, got ${marginMs}`);
     }

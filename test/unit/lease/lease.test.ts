@@ -1,13 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import {
   canTake,
   heartbeatInterval,
   type Lease,
   LeaseHeldError,
   LeaseKeeper,
-  type LeaseLostReason,
   LeaseLostError,
+  type LeaseLostReason,
   type LeaseStore,
   passesFence,
   release,
@@ -15,6 +14,7 @@ import {
   take,
 } from '#shared/lease/lease.ts';
 import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
+import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { FakeTime } from '../pacing/fake-time.ts';
 
 const LEASE_MS = 30_000;
@@ -274,7 +274,15 @@ describe('lease keeper', () => {
     const store = new MemoryLeaseStore();
     expect(
       () =>
-        new LeaseKeeper({ clientId: client, owner: 'A', leaseMs: 30_000, marginMs: 20_000, store, clock: time, timers: time }),
+        new LeaseKeeper({
+          clientId: client,
+          owner: 'A',
+          leaseMs: 30_000,
+          marginMs: 20_000,
+          store,
+          clock: time,
+          timers: time,
+        }),
     ).toThrow(RangeError);
   });
 });

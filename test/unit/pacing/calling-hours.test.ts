@@ -49,7 +49,10 @@ describe('calling hours in the client’s time zone', () => {
   });
 
   it('gives a window across midnight to the day it starts', () => {
-    const lateFriday: CallingHours = { timeZone: 'Asia/Tokyo', weekly: { fri: [{ start: '22:00', end: '02:00' }] } };
+    const lateFriday: CallingHours = {
+      timeZone: 'Asia/Tokyo',
+      weekly: { fri: [{ start: '22:00', end: '02:00' }] },
+    };
     expect(isOpen(lateFriday, at('2025-06-06T16:00:00Z'))).toBe(true); // Sat 01:00 JST
     expect(isOpen(lateFriday, at('2025-06-05T16:00:00Z'))).toBe(false); // Fri 01:00 JST
     expect(closesAt(lateFriday, at('2025-06-06T13:00:00Z'))).toBe(at('2025-06-06T17:00:00Z'));
@@ -57,7 +60,10 @@ describe('calling hours in the client’s time zone', () => {
   });
 
   it('treats a Sunday-night window as running into Monday', () => {
-    const sundayNight: CallingHours = { timeZone: 'UTC', weekly: { sun: [{ start: '23:00', end: '01:00' }] } };
+    const sundayNight: CallingHours = {
+      timeZone: 'UTC',
+      weekly: { sun: [{ start: '23:00', end: '01:00' }] },
+    };
     expect(isOpen(sundayNight, at('2025-06-09T00:30:00Z'))).toBe(true); // Monday 00:30
     expect(closesAt(sundayNight, at('2025-06-08T23:00:00Z'))).toBe(at('2025-06-09T01:00:00Z'));
   });
@@ -83,7 +89,10 @@ describe('calling hours in the client’s time zone', () => {
   });
 
   it('lets a job’s own hours replace the client’s', () => {
-    const evenings: CallingHours = { timeZone: 'Asia/Tokyo', weekly: { mon: [{ start: '18:00', end: '21:00' }] } };
+    const evenings: CallingHours = {
+      timeZone: 'Asia/Tokyo',
+      weekly: { mon: [{ start: '18:00', end: '21:00' }] },
+    };
     expect(effectiveCallingHours(tokyoOffice)).toBe(tokyoOffice);
     const hours = effectiveCallingHours(tokyoOffice, evenings);
     expect(isOpen(hours, at('2025-06-02T03:00:00Z'))).toBe(false);
@@ -93,7 +102,10 @@ describe('calling hours in the client’s time zone', () => {
 
 describe('calling hours across daylight-saving changes', () => {
   it('New York spring forward: a start inside the skipped hour opens when the clock jumps', () => {
-    const hours: CallingHours = { timeZone: 'America/New_York', weekly: { sun: [{ start: '02:30', end: '04:00' }] } };
+    const hours: CallingHours = {
+      timeZone: 'America/New_York',
+      weekly: { sun: [{ start: '02:30', end: '04:00' }] },
+    };
     // 2025-03-09: 02:00 EST becomes 03:00 EDT at 07:00Z.
     expect(isOpen(hours, at('2025-03-09T06:59:59.999Z'))).toBe(false);
     expect(nextOpening(hours, at('2025-03-09T05:00:00Z'))).toBe(at('2025-03-09T07:00:00Z'));
@@ -101,7 +113,10 @@ describe('calling hours across daylight-saving changes', () => {
   });
 
   it('New York spring forward: an end inside the skipped hour closes when the clock jumps', () => {
-    const hours: CallingHours = { timeZone: 'America/New_York', weekly: { sat: [{ start: '22:00', end: '02:30' }] } };
+    const hours: CallingHours = {
+      timeZone: 'America/New_York',
+      weekly: { sat: [{ start: '22:00', end: '02:30' }] },
+    };
     expect(closesAt(hours, at('2025-03-09T03:00:00Z'))).toBe(at('2025-03-09T07:00:00Z'));
     expect(isOpen(hours, at('2025-03-09T06:59:00Z'))).toBe(true); // 01:59 EST
     expect(isOpen(hours, at('2025-03-09T07:00:00Z'))).toBe(false); // 03:00 EDT
@@ -114,7 +129,10 @@ describe('calling hours across daylight-saving changes', () => {
   });
 
   it('New York fall back: a window ending at 01:30 does not reopen when 01:00–02:00 repeats', () => {
-    const hours: CallingHours = { timeZone: 'America/New_York', weekly: { sat: [{ start: '22:00', end: '01:30' }] } };
+    const hours: CallingHours = {
+      timeZone: 'America/New_York',
+      weekly: { sat: [{ start: '22:00', end: '01:30' }] },
+    };
     // 2025-11-02: 02:00 EDT becomes 01:00 EST at 06:00Z.
     expect(closesAt(hours, at('2025-11-02T02:00:00Z'))).toBe(at('2025-11-02T05:30:00Z')); // 01:30 EDT
     expect(isOpen(hours, at('2025-11-02T06:15:00Z'))).toBe(false); // 01:15 EST, second time round
@@ -122,7 +140,10 @@ describe('calling hours across daylight-saving changes', () => {
   });
 
   it('New York fall back: a window starting in the repeated hour opens at its first occurrence', () => {
-    const hours: CallingHours = { timeZone: 'America/New_York', weekly: { sun: [{ start: '01:30', end: '03:00' }] } };
+    const hours: CallingHours = {
+      timeZone: 'America/New_York',
+      weekly: { sun: [{ start: '01:30', end: '03:00' }] },
+    };
     expect(nextOpening(hours, at('2025-11-02T00:00:00Z'))).toBe(at('2025-11-02T05:30:00Z'));
     expect(closesAt(hours, at('2025-11-02T05:30:00Z'))).toBe(at('2025-11-02T08:00:00Z')); // 03:00 EST
   });
@@ -141,7 +162,10 @@ describe('calling hours across daylight-saving changes', () => {
   });
 
   it('London fall back: a late window closes at the first 01:30', () => {
-    const hours: CallingHours = { timeZone: 'Europe/London', weekly: { sat: [{ start: '23:00', end: '01:30' }] } };
+    const hours: CallingHours = {
+      timeZone: 'Europe/London',
+      weekly: { sat: [{ start: '23:00', end: '01:30' }] },
+    };
     // 2025-10-26: 02:00 BST becomes 01:00 GMT at 01:00Z.
     expect(nextOpening(hours, at('2025-10-25T12:00:00Z'))).toBe(at('2025-10-25T22:00:00Z'));
     expect(closesAt(hours, at('2025-10-25T22:00:00Z'))).toBe(at('2025-10-26T00:30:00Z'));
@@ -173,7 +197,13 @@ describe('calling hours validation', () => {
     expect(() =>
       parseCallingHours({
         timeZone: 'Europe/London',
-        weekly: { mon: [{ start: '09:00', end: '12:00' }, { start: '12:00', end: '24:00' }], tue: [] },
+        weekly: {
+          mon: [
+            { start: '09:00', end: '12:00' },
+            { start: '12:00', end: '24:00' },
+          ],
+          tue: [],
+        },
       }),
     ).not.toThrow();
   });
@@ -190,19 +220,19 @@ describe('calling hours validation', () => {
   });
 
   it('rejects a window whose start equals its end', () => {
-    expect(issuesOf({ timeZone: 'Asia/Tokyo', weekly: { tue: [{ start: '09:00', end: '09:00' }] } })).toEqual([
-      { path: 'weekly.tue[0].end', message: expect.stringContaining('00:00–24:00') },
-    ]);
+    expect(issuesOf({ timeZone: 'Asia/Tokyo', weekly: { tue: [{ start: '09:00', end: '09:00' }] } })).toEqual(
+      [{ path: 'weekly.tue[0].end', message: expect.stringContaining('00:00–24:00') }],
+    );
   });
 
   it('rejects overlapping windows, on the same day, past midnight and from Sunday into Monday', () => {
     const w = (start: string, end: string): CallingWindow => ({ start, end });
-    expect(issuesOf({ timeZone: 'UTC', weekly: { wed: [w('09:00', '12:00'), w('11:00', '13:00')] } })).toEqual([
-      { path: 'weekly.wed[1]', message: 'overlaps weekly.wed[0] (09:00–12:00)' },
-    ]);
-    expect(issuesOf({ timeZone: 'UTC', weekly: { mon: [w('22:00', '02:00')], tue: [w('01:00', '05:00')] } })).toEqual(
-      [{ path: 'weekly.tue[0]', message: 'overlaps weekly.mon[0] (22:00–02:00)' }],
-    );
+    expect(
+      issuesOf({ timeZone: 'UTC', weekly: { wed: [w('09:00', '12:00'), w('11:00', '13:00')] } }),
+    ).toEqual([{ path: 'weekly.wed[1]', message: 'overlaps weekly.wed[0] (09:00–12:00)' }]);
+    expect(
+      issuesOf({ timeZone: 'UTC', weekly: { mon: [w('22:00', '02:00')], tue: [w('01:00', '05:00')] } }),
+    ).toEqual([{ path: 'weekly.tue[0]', message: 'overlaps weekly.mon[0] (22:00–02:00)' }]);
     expect(
       issuesOf({ timeZone: 'UTC', weekly: { mon: [w('00:30', '05:00')], sun: [w('23:00', '01:00')] } }).map(
         (i) => i.path,
@@ -237,7 +267,8 @@ const weeklyHours = fc
       const start = from - day * 1440;
       const end = to - day * 1440;
       const window = { start: hhmm(start), end: end === 1440 ? '24:00' : hhmm(end % 1440) };
-      (weekly[WEEKDAYS[day]!] ??= []).push(window);
+      const weekday = WEEKDAYS[day]!;
+      weekly[weekday] = [...(weekly[weekday] ?? []), window];
     }
     return weekly;
   });

@@ -47,7 +47,8 @@ export class FakeTime implements Clock, Timers {
   async step(until = Number.POSITIVE_INFINITY): Promise<boolean> {
     await this.settle();
     let next: Pending | undefined;
-    for (const t of this.#pending) if (!next || t.at < next.at || (t.at === next.at && t.id < next.id)) next = t;
+    for (const t of this.#pending)
+      if (!next || t.at < next.at || (t.at === next.at && t.id < next.id)) next = t;
     if (!next || next.at > until) return false;
     this.#pending = this.#pending.filter((t) => t !== next);
     this.#now = Math.max(this.#now, next.at);
@@ -74,7 +75,8 @@ export class FakeTime implements Clock, Timers {
     const limit = this.#now + maxMs;
     await this.settle();
     while (!done()) {
-      if (!(await this.step(limit))) throw new Error(`simulation stuck at ${new Date(this.#now).toISOString()}`);
+      if (!(await this.step(limit)))
+        throw new Error(`simulation stuck at ${new Date(this.#now).toISOString()}`);
     }
   }
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type CallingHours, isOpen } from '#shared/pacing/calling-hours.ts';
+import { type CallingHours, InvalidCallingHoursError, isOpen } from '#shared/pacing/calling-hours.ts';
 import { InvalidContractError, Pacer, type PacingContract, PacingGate } from '#shared/pacing/pacer.ts';
 import { FakeTime } from './fake-time.ts';
 
@@ -38,18 +38,30 @@ describe('pacing decision', () => {
       until: at('2025-06-09T00:00:00Z'),
       reason: 'closed',
     });
-    const never = new Pacer({ maxConcurrentCalls: 6, callsPerSecond: 1, callingHours: { timeZone: 'UTC', weekly: {} } });
+    const never = new Pacer({
+      maxConcurrentCalls: 6,
+      callsPerSecond: 1,
+      callingHours: { timeZone: 'UTC', weekly: {} },
+    });
     expect(never.decide(0, 0)).toEqual({ kind: 'wait', until: Number.POSITIVE_INFINITY, reason: 'closed' });
   });
 
-  it('rejects a contract without a positive limit and rate', () => {
+  it('rejects a contract without a positive limit and rate, or with bad hours', () => {
     expect(() => new Pacer({ maxConcurrentCalls: 0, callsPerSecond: 1 })).toThrow(InvalidContractError);
     expect(() => new Pacer({ maxConcurrentCalls: 1.5, callsPerSecond: 1 })).toThrow(InvalidContractError);
     expect(() => new Pacer({ maxConcurrentCalls: 1, callsPerSecond: 0 })).toThrow(InvalidContractError);
+    const badHours = { timeZone: 'Asia/Tokio', weekly: {} };
+    expect(() => new Pacer({ maxConcurrentCalls: 1, callsPerSecond: 1, callingHours: badHours })).toThrow(
+      InvalidCallingHoursError,
+    );
   });
 });
 
-function gateFor(contract: PacingContract, time: FakeTime, onInFlightChange?: (n: number) => void): PacingGate {
+function gateFor(
+  contract: PacingContract,
+  time: FakeTime,
+  onInFlightChange?: (n: number) => void,
+): PacingGate {
   return new PacingGate({ pacer: new Pacer(contract), clock: time, timers: time, onInFlightChange });
 }
 
@@ -88,7 +100,11 @@ describe('pacing gate', () => {
     const startedAt: number[] = [];
     for (let i = 0; i < 3; i++) void gate.acquire().then(() => startedAt.push(time.now()));
     await time.runUntil(() => startedAt.length === 3);
-    expect(startedAt).toEqual([at('2025-06-06T08:59:58Z'), at('2025-06-06T08:59:59Z'), at('2025-06-09T00:00:00Z')]);
+    expect(startedAt).toEqual([
+      at('2025-06-06T08:59:58Z'),
+      at('2025-06-06T08:59:59Z'),
+      at('2025-06-09T00:00:00Z'),
+    ]);
   });
 
   it('gives up a wait when its signal aborts, and serves the others', async () => {
