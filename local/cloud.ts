@@ -22,6 +22,7 @@ import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import {
   buckets,
   dlqName,
+  type QueueId,
   type QueueSpec,
   queueName,
   queues,
@@ -42,6 +43,8 @@ export interface LocalCloudOptions {
   readonly dataDir?: string;
   /** Progress lines (`npm start` prints them; tests stay quiet). */
   readonly log?: (line: string) => void;
+  /** Shorter visibility timeouts for tests that wait for a crashed batch to come back. */
+  readonly visibilityTimeoutSeconds?: Partial<Record<QueueId, number>>;
 }
 
 export interface QueueEndpoints {
@@ -141,7 +144,13 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
     }
     const queueEndpoints: Record<string, QueueEndpoints> = {};
     for (const spec of queues) {
-      queueEndpoints[spec.id] = await createQueueWithDlq(sqs, stage, spec);
+      const visibility = options.visibilityTimeoutSeconds?.[spec.id];
+      queueEndpoints[spec.id] = await createQueueWithDlq(
+        sqs,
+        stage,
+        spec,
+        visibility === undefined ? {} : { visibilityTimeoutSeconds: visibility },
+      );
     }
     const bucketNames: Record<string, string> = {};
     for (const spec of buckets) {

@@ -14,7 +14,7 @@ import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
 import { routes } from '#shared/routes.ts';
 import { type ApiGatewayServer, startApiGateway } from './api-gateway.ts';
-import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from './cloud.ts';
+import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
 import type { Handler } from './lambda.ts';
 import { type LineSandbox, startLineSandbox } from './line-sandbox.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
@@ -53,6 +53,10 @@ export interface LocalStackOptions {
   readonly processorConcurrency?: number;
   /** Options for the LINE sandbox (rate limit, faults). */
   readonly lineRateLimitPerSecond?: number;
+  /** Queue visibility timeouts (tests shorten them to see crashed batches come back sooner). */
+  readonly visibilityTimeoutSeconds?: LocalCloudOptions['visibilityTimeoutSeconds'];
+  /** Wraps the processor handler (fault tests make it crash mid-batch). */
+  readonly wrapProcessor?: (handler: Handler<SQSEvent, unknown>) => Handler<SQSEvent, unknown>;
   readonly log?: (line: string) => void;
 }
 
@@ -84,6 +88,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const cloud = await startLocalCloud({
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     stage: options.stage ?? 'local',
+    ...(options.visibilityTimeoutSeconds
+      ? { visibilityTimeoutSeconds: options.visibilityTimeoutSeconds }
+      : {}),
     log,
   });
   const stoppers: (() => Promise<void>)[] = [() => cloud.stop()];
@@ -141,7 +148,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       queueUrl: webhookQueue.url,
       queueArn: webhookQueue.arn,
       functionName: processorSpec.id,
-      handler: await loadHandler<SQSEvent, unknown>('webhook-processor'),
+      handler: (options.wrapProcessor ?? ((h) => h))(
+        await loadHandler<SQSEvent, unknown>('webhook-processor'),
+      ),
       functionTimeoutMs: processorSpec.timeoutSeconds * 1000,
       batchSize: processorSpec.queueSource!.batchSize,
       concurrency: options.processorConcurrency ?? 4,
