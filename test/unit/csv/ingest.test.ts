@@ -1,0 +1,116 @@
+/** ingestRows: line endings, options, and the page contract the DynamoDB-backed ports rely on. */
+import { describe, expect, it } from 'vitest';
+import { type DuplicateFilter, inMemoryDuplicateFilter } from '#shared/csv/duplicates.ts';
+import { IngestInputError, ingestRows } from '#shared/csv/ingest.ts';
+import { chunked, ingestBytes } from './support.ts';
+
+describe('line endings', () => {
+  it('reads old Mac CR-only files and files mixing CRLF and LF', async () => {
+    for (const csv of [
+      'phone,name\r090-1111-0001,A\r\r090-1111-0002,"B\rb"\r090-1111-0003,C',
+      'phone,name\r\n090-1111-0001,A\n\r\n090-1111-0002,"B\rb"\n090-1111-0003,C\r\n',
+    ]) {
+      const { result, tasks } = await ingestBytes(Buffer.from(csv));
+      expect(result.counts).toEqual({ dataRows: 3, accepted: 3, rejected: 0, skipped: 0 });
+      expect(tasks.map((task) => [task.row, task.name])).toEqual([
+        [2, 'A'],
+        [4, 'B\rb'],
+        [5, 'C'],
+      ]);
+    }
+  });
+});
+
+describe('options', () => {
+  it('uses the recipient column the job names, keeping the alias-matching column as a variable', async () => {
+    const csv = Buffer.from('電話番号,自宅の番号\n090-1111-0001,03-1234-5678\n');
+    const { tasks } = await ingestBytes(csv, { recipientColumn: '自宅の番号' });
+    expect(tasks).toEqual([{ row: 2, recipient: '+81312345678', variables: { 電話番号: '090-1111-0001' } }]);
+  });
+
+  it('keeps a column named __proto__ as an ordinary variable', async () => {
+    const { tasks } = await ingestBytes(Buffer.from('phone,__proto__\n090-1111-0001,x\n'));
+    expect(Object.getPrototypeOf(tasks[0]!.variables)).toBe(Object.prototype);
+    expect(Object.entries(tasks[0]!.variables)).toEqual([['__proto__', 'x']]);
+  });
+
+  it.each([
+    [
+      { channel: 'call' as const, defaultRegion: undefined },
+      'a call job needs a known default region, got undefined',
+    ],
+    [{ channel: 'call' as const, defaultRegion: 'XX' }, 'a call job needs a known default region, got "XX"'],
+    [{ channel: 'fax' as never, defaultRegion: 'JP' }, 'unknown channel "fax"'],
+    [{ channel: 'call' as const, defaultRegion: 'JP', batchSize: 0 }, 'bad batchSize 0'],
+  ])('refuses bad arguments before reading: %j', async (options, message) => {
+    const run = ingestRows({
+      source: chunked(Buffer.from('phone\n090-1111-0001\n')),
+      isOptedOut: async () => new Set(),
+      duplicates: inMemoryDuplicateFilter(),
+      onBatch: async () => {},
+      onReport: async () => {},
+      ...options,
+    });
+    await expect(run).rejects.toThrow(IngestInputError);
+    await expect(run).rejects.toThrow(message);
+  });
+});
+
+describe('the page contract', () => {
+  const rows = (n: number, repeatEvery: number): Buffer =>
+    Buffer.from(
+      `phone\n${Array.from({ length: n }, (_, i) => `090-1${String(i % repeatEvery).padStart(3, '0')}-0000`).join('\n')}\n`,
+    );
+
+  it('asks about opt-outs for at most 100 distinct recipients at a time, each recipient once per page', async () => {
+    const asked: string[][] = [];
+    const tasks: number[] = [];
+    await ingestRows({
+      source: chunked(rows(1200, 400), 999),
+      channel: 'call',
+      defaultRegion: 'JP',
+      duplicates: inMemoryDuplicateFilter(),
+      batchSize: 500,
+      isOptedOut: async (recipients) => {
+        asked.push([...recipients]);
+        return new Set();
+      },
+      onBatch: async (page) => {
+        tasks.push(page.length);
+      },
+      onReport: async () => {},
+    });
+    expect(asked.map((batch) => batch.length)).toEqual([100, 100, 100, 100, 100, 100, 100, 100, 100, 100]);
+    for (const batch of asked) expect(new Set(batch).size).toBe(batch.length);
+    expect(tasks).toEqual([400]);
+  });
+
+  it("stores a page's tasks before checking the next page's duplicates (what keeps the Bloom filter exact)", async () => {
+    const log: string[] = [];
+    const inner = inMemoryDuplicateFilter();
+    const duplicates: DuplicateFilter = {
+      admit: async (candidates) => {
+        log.push(`admit ${candidates[0]?.row}`);
+        return inner.admit(candidates);
+      },
+      get size() {
+        return inner.size;
+      },
+      snapshot: () => inner.snapshot(),
+    };
+    await ingestRows({
+      source: chunked(rows(9, 100), 5),
+      channel: 'call',
+      defaultRegion: 'JP',
+      duplicates,
+      batchSize: 4,
+      isOptedOut: async () => new Set(),
+      onBatch: async (page) => {
+        await new Promise((resolve) => setImmediate(resolve));
+        log.push(`stored ${page[0]?.row}..${page.at(-1)?.row}`);
+      },
+      onReport: async () => {},
+    });
+    expect(log).toEqual(['admit 2', 'stored 2..5', 'admit 6', 'stored 6..9', 'admit 10', 'stored 10..10']);
+  });
+});
