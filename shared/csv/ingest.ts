@@ -357,13 +357,19 @@ function checkRow(
   return { kind: 'candidate', draft, column: map.headers[map.recipient]!, value: reportValue(cell.trim()) };
 }
 
-/** Opt-outs, then duplicates: what is left of a page becomes tasks. */
+type Candidate = Extract<Checked, { kind: 'candidate' }>;
+
+/**
+ * Opt-outs, then duplicates: what is left of a page becomes tasks. Opt-outs go first so that
+ * the duplicate filter only ever holds recipients that became tasks, which is what a Bloom
+ * filter's confirm lookup can find among the stored tasks.
+ */
 async function settlePage(
   page: readonly Checked[],
   ports: Pick<IngestRowsInput, 'isOptedOut' | 'duplicates'>,
 ): Promise<{ tasks: TaskDraft[]; entries: ReportEntry[] }> {
   const entries: ReportEntry[] = [];
-  const candidates: Extract<Checked, { kind: 'candidate' }>[] = [];
+  const candidates: Candidate[] = [];
   for (const item of page) {
     if (item.kind === 'entry') entries.push(item.entry);
     else candidates.push(item);
@@ -377,11 +383,7 @@ async function settlePage(
     for (const recipient of chunk) if (answer.has(recipient)) optedOut.add(recipient);
   }
 
-  const skip = (
-    c: (typeof candidates)[number],
-    code: 'duplicate' | 'opted-out',
-    reason: string,
-  ): ReportEntry => ({
+  const skip = (c: Candidate, code: 'duplicate' | 'opted-out', reason: string): ReportEntry => ({
     row: c.draft.row,
     outcome: 'skipped',
     code,
@@ -390,8 +392,8 @@ async function settlePage(
     value: c.value,
   });
 
-  const firstInPage = new Map<string, (typeof candidates)[number]>();
-  const repeats: (typeof candidates)[number][] = [];
+  const firstInPage = new Map<string, Candidate>();
+  const repeats: Candidate[] = [];
   for (const c of candidates) {
     if (optedOut.has(c.draft.recipient)) entries.push(skip(c, 'opted-out', 'opted out'));
     else if (firstInPage.has(c.draft.recipient)) repeats.push(c);
