@@ -76,7 +76,7 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
       body.events.map((event) => ({
         groupId: `${channel.channelId}:${sourceKey(event)}`,
         dedupeId: event.webhookEventId,
-        body: JSON.stringify({
+        body: asciiJson({
           v: 1,
           channelId: channel.channelId,
           destination: body.destination,
@@ -87,4 +87,17 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
     );
     return { accepted: body.events.length };
   };
+}
+
+/**
+ * JSON with every non-ASCII character escaped (`\uXXXX`). SQS refuses message bodies holding
+ * characters outside its allowed set (U+FFFE, U+FFFF, lone surrogates, and — in some emulators —
+ * emoji); user text from LINE can hold any of them. Escaped, the body is plain ASCII and parses
+ * back to the very same strings.
+ */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

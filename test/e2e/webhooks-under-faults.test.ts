@@ -91,7 +91,8 @@ describe('webhooks under faults', () => {
       const base = { channelId: DEMO_CHANNEL.channelId, from };
       const kind = i % 10;
       let event: WebhookEvent;
-      if (kind < 6) event = line.events.text({ ...base, text: i % 3 === 0 ? 'hours' : `question ${i}` });
+      if (kind < 6)
+        event = line.events.text({ ...base, text: i % 3 === 0 ? 'hours' : `question ${i} 👋 ｶﾅ \uFFFE` });
       else if (kind < 8) event = line.events.follow(base);
       else if (kind === 8) event = line.events.postback({ ...base, data: `action=${i}` });
       else event = line.events.text({ ...base, text: 'help', mode: 'standby' });
