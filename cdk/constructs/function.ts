@@ -1,0 +1,218 @@
+/**
+ * The one construct for Switchboard's Lambda functions: runtime, architecture, tracing, logs,
+ * bundling and timeouts are fixed here, once, from the specs the local cloud also runs
+ * (`shared/functions.ts`). Access to a table or a queue is given with `bindTable` / `bindQueue`,
+ * which set the environment variable and grant IAM in the same call.
+ */
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { NagSuppressions } from 'cdk-nag';
+import type { Construct } from 'constructs';
+import type { FunctionSpec } from '#shared/functions.ts';
+import type { QueueSpec } from '#shared/resources.ts';
+
+/** The repository root: spec entries, the lockfile and `package.json` `imports` live there. */
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+// Bundled ESM has no `require`; a CommonJS dependency that calls it (iconv-lite, parts of the
+// SDK) would throw "Dynamic require of ... is not supported" without this shim.
+const ESM_REQUIRE_BANNER =
+  "import { createRequire as __switchboardCreateRequire } from 'node:module';" +
+  'const require = __switchboardCreateRequire(import.meta.url);';
+
+// Nothing in Switchboard scans a table (see the access patterns in shared/resources.ts), so
+// `read` does not include Scan; index access is granted per index, by name.
+const TABLE_READ_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
+  'dynamodb:Query',
+  'dynamodb:ConditionCheckItem',
+  'dynamodb:DescribeTable',
+];
+const TABLE_WRITE_ACTIONS = [
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:BatchWriteItem',
+];
+// Spelled out rather than `kms:ReEncrypt*` / `kms:GenerateDataKey*`, so no wildcard action
+// reaches a key that guards secrets.
+const KEY_READ_ACTIONS = ['kms:Decrypt', 'kms:DescribeKey'];
+const KEY_WRITE_ACTIONS = [
+  'kms:Encrypt',
+  'kms:ReEncryptFrom',
+  'kms:ReEncryptTo',
+  'kms:GenerateDataKey',
+  'kms:GenerateDataKeyWithoutPlaintext',
+];
+
+export type TableAccess = 'read' | 'readwrite';
+export type QueueAccess = 'send' | 'consume';
+
+export interface SwitchboardFunctionProps {
+  readonly spec: FunctionSpec;
+  /** Plain settings (not resource names: those come from `bindTable` / `bindQueue`). */
+  readonly environment?: Record<string, string>;
+  /** Days the function's logs are kept. Default: one month. */
+  readonly logRetention?: logs.RetentionDays;
+  /** What happens to the log group when the stack is deleted. Default: retained. */
+  readonly logRemovalPolicy?: RemovalPolicy;
+}
+
+/**
+ * A Switchboard Lambda: Node.js 24 on arm64, X-Ray active tracing, an explicit log group with a
+ * retention, an ESM bundle with source maps, timeout and memory from its spec, and a role of its
+ * own that holds only what `bindTable` / `bindQueue` / `consumeQueue` grant (plus its logs and
+ * X-Ray).
+ */
+export class SwitchboardFunction extends nodejs.NodejsFunction {
+  readonly spec: FunctionSpec;
+
+  constructor(scope: Construct, id: string, props: SwitchboardFunctionProps) {
+    const { spec } = props;
+    const logGroup = new logs.LogGroup(scope, `${id}Logs`, {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    // An own role instead of the default one: the default attaches the AWS-managed
+    // AWSLambdaBasicExecutionRole, which may write to any log group in the account.
+    const role = new iam.Role(scope, `${id}Role`, {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Switchboard ${spec.id}: only the tables, queues and key it is bound to`,
+    });
+    logGroup.grantWrite(role);
+
+    super(scope, id, {
+      entry: `${REPO_ROOT}${spec.entry}`,
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: `${REPO_ROOT}package-lock.json`,
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      tracing: lambda.Tracing.ACTIVE,
+      timeout: Duration.seconds(spec.timeoutSeconds),
+      memorySize: spec.memoryMb,
+      role,
+      logGroup,
+      description: `Switchboard ${spec.id}`,
+      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      bundling: {
+        format: nodejs.OutputFormat.ESM,
+        target: 'node24',
+        mainFields: ['module', 'main'],
+        banner: ESM_REQUIRE_BANNER,
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+        // Deploy the SDK version the lockfile pins and the tests ran against, not whichever
+        // the runtime happens to ship; a bundled, tree-shaken SDK also loads as fast.
+        bundleAwsSDK: true,
+      },
+    });
+    this.spec = spec;
+
+    // Active tracing adds X-Ray's PutTraceSegments/PutTelemetryRecords, which take no resource.
+    NagSuppressions.addResourceSuppressions(
+      role,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'X-Ray active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions, so AWS requires Resource "*" for them; every other statement of this role names its table, index, queue, key or log group.',
+          appliesTo: ['Resource::*'],
+        },
+      ],
+      true,
+    );
+  }
+
+  /**
+   * Lets the function use a table: sets `envVar` to the table's name and grants `read`
+   * (get, batch-get, query, condition checks) or `readwrite` (also put, update, delete). A table
+   * under a customer-managed key also gets the key, usable only through DynamoDB.
+   */
+  bindTable(
+    table: dynamodb.ITable,
+    access: TableAccess,
+    envVar: string,
+    options: { indexes?: readonly string[] } = {},
+  ): this {
+    this.addEnvironment(envVar, table.tableName);
+    const actions =
+      access === 'readwrite' ? [...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS] : TABLE_READ_ACTIONS;
+    this.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [table.tableArn] }));
+    if (options.indexes?.length) {
+      this.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['dynamodb:Query'],
+          resources: options.indexes.map((name) => `${table.tableArn}/index/${name}`),
+        }),
+      );
+    }
+    if (table.encryptionKey) {
+      const stack = Stack.of(this);
+      this.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: access === 'readwrite' ? [...KEY_READ_ACTIONS, ...KEY_WRITE_ACTIONS] : KEY_READ_ACTIONS,
+          resources: [table.encryptionKey.keyArn],
+          // The key decrypts table items for this function, never arbitrary ciphertext.
+          conditions: {
+            StringEquals: {
+              'kms:ViaService': `dynamodb.${stack.region}.${stack.urlSuffix}`,
+              'kms:CallerAccount': stack.account,
+            },
+          },
+        }),
+      );
+    }
+    return this;
+  }
+
+  /**
+   * Lets the function use a queue: sets `envVar` to the queue's URL and grants `send`
+   * (send, batch send) or `consume` (receive, delete, change visibility).
+   */
+  bindQueue(queue: sqs.IQueue, access: QueueAccess, envVar: string): this {
+    this.addEnvironment(envVar, queue.queueUrl);
+    if (access === 'send') queue.grantSendMessages(this);
+    else queue.grantConsumeMessages(this);
+    return this;
+  }
+
+  /**
+   * Makes the function the consumer of its spec's queue: binds the queue (`consume`, so the
+   * handler can also change a message's visibility to back off) and adds the event source
+   * mapping with the spec's batch size and maximum concurrency, reporting partial batch failures.
+   */
+  consumeQueue(queue: sqs.IQueue, queueSpec: QueueSpec): SqsEventSource {
+    const source = this.spec.queueSource;
+    if (!source) throw new Error(`${this.spec.id} has no queueSource in shared/functions.ts`);
+    if (source.queue !== queueSpec.id) {
+      throw new Error(`${this.spec.id} consumes ${source.queue}, not ${queueSpec.id}`);
+    }
+    // Lambda refuses a mapping whose queue hides messages for less than the function may run.
+    if (queueSpec.visibilityTimeoutSeconds < this.spec.timeoutSeconds) {
+      throw new Error(
+        `${queueSpec.id}'s visibility timeout (${queueSpec.visibilityTimeoutSeconds} s) is shorter than ${this.spec.id}'s timeout (${this.spec.timeoutSeconds} s)`,
+      );
+    }
+    this.bindQueue(queue, 'consume', queueSpec.envVar);
+    const eventSource = new SqsEventSource(queue, {
+      batchSize: source.batchSize,
+      maxConcurrency: source.maxConcurrency,
+      reportBatchItemFailures: true,
+      ...(source.maxBatchingWindowSeconds !== undefined
+        ? { maxBatchingWindow: Duration.seconds(source.maxBatchingWindowSeconds) }
+        : {}),
+    });
+    this.addEventSource(eventSource);
+    return eventSource;
+  }
+}

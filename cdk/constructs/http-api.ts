@@ -1,0 +1,150 @@
+/**
+ * Switchboard's HTTP API (API Gateway v2). Its routes are the route table in `shared/routes.ts`,
+ * the same table the local API Gateway stand-in serves, so what runs locally is what is deployed.
+ */
+import { CfnOutput, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { resourceName } from '#shared/resources.ts';
+import { type HttpFunctionId, type RouteSpec, routeKey, routes as sharedRoutes } from '#shared/routes.ts';
+
+export interface SwitchboardHttpApiProps {
+  readonly stage: string;
+  /** The Lambda behind each function id the route table names. */
+  readonly handlers: Readonly<Record<HttpFunctionId, lambda.IFunction>>;
+  /** Where the API's alarms notify. */
+  readonly alarmTopic: sns.ITopic;
+  /** Steady requests per second and burst for every route. Default: 1,000/s, burst 2,000. */
+  readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /** Default: the shared route table. */
+  readonly routes?: readonly RouteSpec[];
+  /** What happens to the access-log group when the stack is deleted. Default: retained. */
+  readonly logRemovalPolicy?: RemovalPolicy;
+}
+
+// One JSON object per request: what Logs Insights queries. No headers, no body: a webhook's
+// body is a customer's message, and its signature header is a credential.
+const ACCESS_LOG_FIELDS = {
+  requestId: '$context.requestId',
+  requestTime: '$context.requestTimeEpoch',
+  routeKey: '$context.routeKey',
+  httpMethod: '$context.httpMethod',
+  path: '$context.path',
+  protocol: '$context.protocol',
+  status: '$context.status',
+  responseLength: '$context.responseLength',
+  responseLatency: '$context.responseLatency',
+  integrationStatus: '$context.integrationStatus',
+  integrationLatency: '$context.integrationLatency',
+  integrationError: '$context.integrationErrorMessage',
+  error: '$context.error.message',
+  sourceIp: '$context.identity.sourceIp',
+  userAgent: '$context.identity.userAgent',
+};
+
+// Why a route is open at the gateway, per function. A new `auth: 'none'` route whose function is
+// not listed here stays flagged by cdk-nag (AwsSolutions-APIG4) until its reason is written down.
+const PUBLIC_ROUTE_REASONS: Partial<Record<HttpFunctionId, string>> = {
+  'webhook-receiver':
+    "called by LINE's webhook delivery, which cannot sign with SigV4 or present a token; every request is authenticated in the handler by the x-line-signature HMAC-SHA256 of the raw body under the channel secret, and rejected with 401 before anything is stored.",
+};
+
+/**
+ * The HTTP API: one Lambda proxy integration (payload format 2.0) per function, a route per
+ * entry of the route table (`auth: 'iam'` routes need SigV4), a `$default` stage that deploys
+ * itself, throttles every route and writes JSON access logs, and an alarm on 5xx answers.
+ */
+export class SwitchboardHttpApi extends Construct {
+  readonly api: apigw.HttpApi;
+  readonly stage: apigw.HttpStage;
+  readonly accessLogs: logs.LogGroup;
+  /** Fires when the API answers any 5xx (a Lambda error, timeout or a handler's 500). */
+  readonly serverErrorsAlarm: cloudwatch.Alarm;
+
+  constructor(scope: Construct, id: string, props: SwitchboardHttpApiProps) {
+    super(scope, id);
+    const throttle = props.throttle ?? { rateLimit: 1_000, burstLimit: 2_000 };
+
+    this.api = new apigw.HttpApi(this, 'HttpApi', {
+      apiName: resourceName(props.stage, 'api'),
+      description: 'Switchboard: LINE webhooks and operator calls',
+      createDefaultStage: false,
+    });
+
+    this.accessLogs = new logs.LogGroup(this, 'AccessLogs', {
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    this.stage = new apigw.HttpStage(this, 'DefaultStage', {
+      httpApi: this.api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle,
+      accessLogSettings: {
+        destination: new apigw.LogGroupLogDestination(this.accessLogs),
+        format: AccessLogFormat.custom(JSON.stringify(ACCESS_LOG_FIELDS)),
+      },
+    });
+
+    const integrations = new Map<HttpFunctionId, HttpLambdaIntegration>();
+    const integrationFor = (functionId: HttpFunctionId): HttpLambdaIntegration => {
+      let integration = integrations.get(functionId);
+      if (!integration) {
+        integration = new HttpLambdaIntegration(`${functionId}-integration`, props.handlers[functionId], {
+          payloadFormatVersion: apigw.PayloadFormatVersion.VERSION_2_0,
+        });
+        integrations.set(functionId, integration);
+      }
+      return integration;
+    };
+
+    for (const route of props.routes ?? sharedRoutes) {
+      const [httpRoute] = this.api.addRoutes({
+        path: route.path,
+        methods: [apigw.HttpMethod[route.method]],
+        integration: integrationFor(route.functionId),
+        ...(route.auth === 'iam' ? { authorizer: new HttpIamAuthorizer() } : {}),
+      });
+      const publicBecause = PUBLIC_ROUTE_REASONS[route.functionId];
+      if (route.auth === 'none' && httpRoute && publicBecause) {
+        NagSuppressions.addResourceSuppressions(httpRoute, [
+          { id: 'AwsSolutions-APIG4', reason: `${routeKey(route)}: ${publicBecause}` },
+        ]);
+      }
+    }
+
+    this.serverErrorsAlarm = this.api
+      .metricServerError({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM })
+      .createAlarm(this, 'ServerErrors', {
+        // Named under the stage's prefix: the alarm topic admits only alarms named so.
+        alarmName: resourceName(props.stage, 'api-5xx'),
+        alarmDescription:
+          'The HTTP API answered 5xx: LINE counts these as failed deliveries and may never redeliver. Check the receiver logs.',
+        threshold: 0,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    this.serverErrorsAlarm.addAlarmAction(new actions.SnsAction(props.alarmTopic));
+
+    new CfnOutput(this, 'Url', {
+      key: 'HttpApiUrl',
+      description: 'Base URL of the Switchboard HTTP API ($default stage)',
+      value: this.api.apiEndpoint,
+    });
+  }
+
+  /** The full URL of a route path, e.g. `https://{id}.execute-api.{region}.amazonaws.com/webhooks/line/{channelId}`. */
+  urlOf(path: string): string {
+    return `${this.api.apiEndpoint}${path}`;
+  }
+}
