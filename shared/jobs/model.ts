@@ -1,0 +1,152 @@
+/**
+ * Clients, jobs and tasks: the records and their keys (see `shared/resources.ts` for the access
+ * patterns). Pure: no AWS SDK. The DynamoDB adapters map these one to one.
+ *
+ * A client's contract (concurrent calls, calls per second of the line, calling hours in its time
+ * zone) bounds how its tasks start. A job is one uploaded list; each usable row is a task. A task
+ * is outstanding (in the sparse `outstanding` index) while it may be started: `pending`, or
+ * `retry-wait` once its retry delay has passed.
+ */
+import { createHash } from 'node:crypto';
+import type { CallingHours } from '#shared/pacing/calling-hours.ts';
+import { TASK_SHARDS } from '#shared/resources.ts';
+
+export type JobChannel = 'call' | 'message';
+
+export interface ClientSettings {
+  readonly clientId: string;
+  /** Most calls in flight at once (the contract). */
+  readonly maxConcurrentCalls: number;
+  /** Most call starts per second (the phone line). */
+  readonly callsPerSecond: number;
+  /** IANA zone the calling hours are in, e.g. `Asia/Tokyo`. */
+  readonly timeZone: string;
+  readonly callingHours: CallingHours;
+  /** ISO 3166 region for numbers written without a country code, e.g. `JP`. */
+  readonly defaultRegion: string;
+  /** The LINE channel message jobs send through. */
+  readonly messageChannelId?: string;
+  readonly updatedAt: number;
+}
+
+/** uploading → validating → scheduled → running → completed; paused, cancelled, failed. */
+export type JobStatus =
+  | 'uploading'
+  | 'validating'
+  | 'scheduled'
+  | 'running'
+  | 'paused'
+  | 'completed'
+  | 'cancelled'
+  | 'failed';
+
+/** Legal job transitions; anything else is a 409. */
+export const JOB_TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
+  uploading: ['validating', 'cancelled', 'failed'],
+  validating: ['scheduled', 'failed', 'cancelled'],
+  scheduled: ['running', 'paused', 'cancelled'],
+  running: ['completed', 'paused', 'cancelled'],
+  paused: ['scheduled', 'running', 'cancelled'],
+  completed: [],
+  cancelled: [],
+  failed: [],
+};
+
+export function canTransition(from: JobStatus, to: JobStatus): boolean {
+  return JOB_TRANSITIONS[from].includes(to);
+}
+
+export interface JobCounts {
+  /** Data rows read from the file. */
+  readonly rows: number;
+  readonly rejected: number;
+  readonly skipped: number;
+  /** Tasks written (= accepted rows). */
+  readonly tasks: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly cancelled: number;
+}
+
+export interface Job {
+  readonly clientId: string;
+  /** A ULID: jobs of a client sort by creation. */
+  readonly jobId: string;
+  readonly name: string;
+  readonly channel: JobChannel;
+  /** The call scenario or message template the tasks run. */
+  readonly scenarioId: string;
+  /** Epoch ms: not started before. */
+  readonly startAt: number;
+  /** Overrides the client's calling hours for this job. */
+  readonly callingHours?: CallingHours;
+  /** Attempts per task, including the first (busy / no-answer are retried). */
+  readonly maxAttempts: number;
+  readonly retryDelaySeconds: number;
+  readonly status: JobStatus;
+  readonly counts: JobCounts;
+  /** Why the job failed (file unusable…), when it did. */
+  readonly failureReason?: string;
+  /** Where the uploaded list is. */
+  readonly source?: { readonly bucket: string; readonly key: string };
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export type TaskState = 'pending' | 'in-flight' | 'retry-wait' | 'completed' | 'failed' | 'cancelled';
+
+export const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'cancelled'];
+
+export interface Task {
+  readonly clientId: string;
+  readonly jobId: string;
+  /** Deterministic from job + recipient (`recipientTaskId`): a re-run writes the same task. */
+  readonly taskId: string;
+  /** The spreadsheet row it came from. */
+  readonly row: number;
+  readonly channel: JobChannel;
+  /** E.164 number for calls, LINE user id for messages. */
+  readonly recipient: string;
+  readonly name?: string;
+  readonly variables: Readonly<Record<string, string>>;
+  readonly state: TaskState;
+  /** Attempts started so far. */
+  readonly attempts: number;
+  /** Epoch ms from which the task may start (job start, or after a retry delay). */
+  readonly readyAt: number;
+  /** busy, no-answer, answered, delivered, … */
+  readonly lastResult?: string;
+  readonly reason?: string;
+  readonly callId?: string;
+  readonly updatedAt: number;
+}
+
+/** The shard of a task: a stable hash of its id, spread over {@link TASK_SHARDS}. */
+export function taskShard(taskId: string): number {
+  return createHash('sha1').update(taskId).digest().readUInt16BE(0) % TASK_SHARDS;
+}
+
+export const keys = {
+  client: (clientId: string) => ({ pk: `CLIENT#${clientId}`, sk: 'PROFILE' }),
+  job: (clientId: string, jobId: string) => ({ pk: `CLIENT#${clientId}`, sk: `JOB#${jobId}` }),
+  jobsOf: (clientId: string) => ({ pk: `CLIENT#${clientId}`, skPrefix: 'JOB#' }),
+  lease: (clientId: string) => ({ pk: `LEASE#${clientId}`, sk: 'LEASE' }),
+  optOut: (clientId: string, recipient: string) => ({ pk: `OPTOUT#${clientId}`, sk: recipient }),
+  task: (jobId: string, taskId: string) => ({ pk: `${jobId}#${taskShard(taskId)}`, sk: taskId }),
+  /** The byStatus index entry of a job that the job manager must look at. */
+  jobStatusIndex: (job: Pick<Job, 'status' | 'startAt' | 'jobId'>) =>
+    job.status === 'scheduled' || job.status === 'running'
+      ? {
+          statusKey: `JOBSTATUS#${job.status}`,
+          dueKey: `${new Date(job.startAt).toISOString()}#${job.jobId}`,
+        }
+      : undefined,
+  /** The outstanding index entry of a task that may be started. */
+  outstandingIndex: (task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'state' | 'readyAt'>) =>
+    task.state === 'pending' || task.state === 'retry-wait'
+      ? {
+          openPk: `${task.clientId}#${taskShard(task.taskId)}`,
+          openSk: `${new Date(task.readyAt).toISOString()}#${task.jobId}#${task.taskId}`,
+        }
+      : undefined,
+} as const;
