@@ -1,0 +1,269 @@
+/**
+ * `npm run channel`: the operator's tool for the LINE channels Switchboard serves. It creates or
+ * replaces a channel from a JSON file, rotates a channel's secret (the old one keeps verifying
+ * webhooks for a grace period), and shows a channel with its secrets and token masked. It never
+ * prints a secret or a token, not even in an error.
+ *
+ * It talks to DynamoDB with the SDK's default credentials, region and endpoint, so the same tool
+ * works against AWS and against `npm start`'s local cloud (see HELP).
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
+import {
+  type Channel,
+  channelFromInput,
+  InvalidChannelError,
+  redactChannel,
+  rotateSecret,
+} from '#shared/channels/channel.ts';
+
+const HELP = `Usage: npm run channel -- <command> [options]
+
+Manages the LINE channels Switchboard serves. Secrets and access tokens are never printed.
+
+Commands:
+  put --file FILE
+      Creates or replaces a channel from a JSON file (its secret replaces all previous ones):
+        { "channelId": "1656000001", "clientId": "acme",
+          "channelSecret": "…", "accessToken": "…",
+          "autoAnswer": "push",            (or "reply": free, but at most once)
+          "greeting": "Thanks for adding us!",
+          "rules": [ { "match": "exact", "pattern": "hours", "answer": "9:00-18:00",
+                       "ignoreCase": true } ],     ("exact", "contains" or "regex")
+          "fallback": "Sorry, send \\"help\\"." }
+  rotate-secret --channel ID --secret S [--grace-hours H]
+      Makes S the channel secret. Webhooks signed with the previous one are still accepted for
+      H hours (default 24), so none is refused while LINE switches over. S may be "-" to read
+      it from standard input, which keeps it out of your shell history.
+  show --channel ID
+      Prints the channel, secrets and token masked.
+
+Options:
+  --table NAME   the channels table (default: the CHANNELS_TABLE environment variable)
+  -h, --help     shows this help
+
+Credentials, region and endpoint are the AWS SDK's defaults (AWS_PROFILE, AWS_REGION, …).
+Against the local cloud of \`npm start\`, use the DynamoDB Local URL it prints at start-up:
+
+  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:<port> AWS_REGION=us-east-1 \\
+  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \\
+  CHANNELS_TABLE=switchboard-local-channels npm run channel -- show --channel demo
+
+Exit status: 0 done; 1 failed (no such channel, DynamoDB error); 2 bad usage or invalid channel.
+`;
+
+/** Bad command line or input: exit 2. */
+class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** The command could not be carried out: exit 1. */
+class CommandFailedError extends Error {
+  override name = 'CommandFailedError';
+}
+
+type Command = 'put' | 'rotate-secret' | 'show';
+
+const OPTIONS_OF: Record<Command, readonly string[]> = {
+  put: ['file'],
+  'rotate-secret': ['channel', 'secret', 'grace-hours'],
+  show: ['channel'],
+};
+
+interface Values {
+  file?: string;
+  channel?: string;
+  secret?: string;
+  'grace-hours'?: string;
+  table?: string;
+  help?: boolean;
+}
+
+function parseCommandLine(argv: readonly string[]): { command: Command; values: Values } | 'help' {
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: {
+        file: { type: 'string' },
+        channel: { type: 'string' },
+        secret: { type: 'string' },
+        'grace-hours': { type: 'string' },
+        table: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+  const [command, ...extra] = positionals;
+  if (command === undefined) throw new UsageError('which command? put, rotate-secret or show');
+  if (!Object.hasOwn(OPTIONS_OF, command)) {
+    throw new UsageError(`unknown command "${command}": use put, rotate-secret or show`);
+  }
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  const allowed = OPTIONS_OF[command as Command];
+  for (const name of Object.keys(values)) {
+    if (name !== 'table' && !allowed.includes(name)) {
+      throw new UsageError(`${command} takes no --${name}`);
+    }
+  }
+  return { command: command as Command, values };
+}
+
+function required(values: Values, name: 'file' | 'channel' | 'secret', command: Command): string {
+  const value = values[name];
+  if (value === undefined || value === '') throw new UsageError(`${command} needs --${name}`);
+  return value;
+}
+
+/** The table from --table, else CHANNELS_TABLE; never a guessed default. */
+function tableName(values: Values, env: NodeJS.ProcessEnv): string {
+  const table = values.table ?? env.CHANNELS_TABLE;
+  if (table === undefined || table === '') {
+    throw new UsageError('no channels table: pass --table NAME or set CHANNELS_TABLE');
+  }
+  return table;
+}
+
+/** The channel file's JSON. Parse errors say where, never what: the text holds a secret. */
+function readChannelFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  try {
+    return JSON.parse(text.replace(/^\uFEFF/, ''));
+  } catch (error) {
+    const where = /line \d+ column \d+|position \d+/.exec((error as Error).message)?.[0];
+    throw new UsageError(`${file} is not valid JSON${where ? ` (${where})` : ''}`);
+  }
+}
+
+function readSecret(value: string): string {
+  if (value !== '-') return value;
+  try {
+    return readFileSync(0, 'utf8').replace(/\r?\n$/, '');
+  } catch {
+    throw new UsageError('could not read the secret from standard input');
+  }
+}
+
+function graceMs(values: Values): number {
+  const raw = values['grace-hours'];
+  if (raw === undefined) return 24 * 3600_000;
+  const hours = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(hours) || hours < 0) {
+    throw new UsageError(`--grace-hours must be a number of hours ≥ 0, got ${JSON.stringify(raw)}`);
+  }
+  return Math.round(hours * 3600_000);
+}
+
+function printChannel(channel: Channel): void {
+  process.stdout.write(`${JSON.stringify(redactChannel(channel), null, 2)}\n`);
+}
+
+async function run(command: Command, values: Values, doc: DynamoDBDocumentClient, table: string) {
+  const store = makeDynamoChannelStore(doc, table);
+  switch (command) {
+    case 'put': {
+      const file = required(values, 'file', command);
+      const channel = channelFromInput(readChannelFile(file), Date.now());
+      await store.put(channel);
+      console.error(`channel ${channel.channelId} saved in ${table}`);
+      printChannel(channel);
+      return;
+    }
+    case 'rotate-secret': {
+      const channelId = required(values, 'channel', command);
+      const secret = readSecret(required(values, 'secret', command));
+      const grace = graceMs(values);
+      const current = await store.get(channelId);
+      if (!current) throw new CommandFailedError(`no channel ${channelId} in ${table}`);
+      const rotated = rotateSecret(current, secret, Date.now(), grace);
+      try {
+        // Only over the version read: a change made meanwhile (another operator) is not lost.
+        await doc.send(
+          new PutCommand({
+            TableName: table,
+            Item: rotated,
+            ConditionExpression: 'updatedAt = :seen',
+            ExpressionAttributeValues: { ':seen': current.updatedAt },
+          }),
+        );
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) {
+          throw new CommandFailedError(
+            `channel ${channelId} changed while rotating its secret: run it again`,
+          );
+        }
+        throw error;
+      }
+      const retiring = rotated.secrets.find((s) => s.retiresAt !== undefined);
+      console.error(
+        `channel ${channelId}: new secret in use` +
+          (retiring
+            ? `; the previous one is accepted until ${new Date(retiring.retiresAt!).toISOString()}`
+            : ''),
+      );
+      printChannel(rotated);
+      return;
+    }
+    case 'show': {
+      const channelId = required(values, 'channel', command);
+      const channel = await store.get(channelId);
+      if (!channel) throw new CommandFailedError(`no channel ${channelId} in ${table}`);
+      printChannel(channel);
+      return;
+    }
+  }
+}
+
+async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let doc: DynamoDBDocumentClient | undefined;
+  try {
+    const parsed = parseCommandLine(argv);
+    if (parsed === 'help') {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    const table = tableName(parsed.values, env);
+    doc = makeDocumentClient();
+    await run(parsed.command, parsed.values, doc, table);
+    return 0;
+  } catch (error) {
+    if (error instanceof InvalidChannelError) {
+      console.error('invalid channel:');
+      for (const [field, messages] of Object.entries(error.fieldErrors)) {
+        for (const message of messages) console.error(`  ${field}: ${message}`);
+      }
+      return 2;
+    }
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n(npm run channel -- --help for usage)`);
+      return 2;
+    }
+    if (error instanceof CommandFailedError) {
+      console.error(error.message);
+      return 1;
+    }
+    // SDK errors (no credentials, no region, no table…) name the problem without any item value.
+    const e = error as Error;
+    console.error(`failed: ${e.name}: ${e.message}`);
+    return 1;
+  } finally {
+    doc?.destroy();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2), process.env);
