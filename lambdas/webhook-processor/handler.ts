@@ -6,7 +6,7 @@
  */
 import middy from '@middy/core';
 import type { SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { parseWebhookEvent } from '#shared/line/webhook.ts';
+import { InvalidWebhookBodyError, parseWebhookEvent } from '#shared/line/webhook.ts';
 import type { Logger } from '#shared/log.ts';
 import type { ProcessResult } from '#shared/webhooks/process.ts';
 import type { QueuedWebhookEvent } from '#shared/webhooks/receive.ts';
@@ -85,7 +85,11 @@ export function makeProcessorHandler(deps: ProcessorDeps) {
         }
       } catch (error) {
         deps.log.error('event processing error', { messageId: record.messageId, error });
-        blockedGroups.add(group);
+        // A message that cannot be parsed never will: it goes its way to the DLQ alone, without
+        // holding back the rest of its conversation. Anything else may pass on a retry, in order.
+        if (!(error instanceof MalformedQueueMessageError || error instanceof InvalidWebhookBodyError)) {
+          blockedGroups.add(group);
+        }
         failures.push({ itemIdentifier: record.messageId });
       }
     }

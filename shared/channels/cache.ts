@@ -6,7 +6,11 @@
 import type { Channel } from './channel.ts';
 
 export interface ChannelLookup {
-  get(channelId: string): Promise<Channel | undefined>;
+  /**
+   * The channel; with `maxAgeMs`, a cached copy older than that is read again (a secret may have
+   * been rotated since: the receiver asks so once before refusing a signature).
+   */
+  get(channelId: string, options?: { readonly maxAgeMs?: number }): Promise<Channel | undefined>;
 }
 
 export interface ChannelCacheOptions {
@@ -22,21 +26,27 @@ export function cachedChannels(store: ChannelLookup, options: ChannelCacheOption
   const negativeTtlMs = options.negativeTtlMs ?? 10_000;
   const maxEntries = options.maxEntries ?? 1_000;
   const clock = options.clock ?? { now: () => Date.now() };
-  const entries = new Map<string, { channel: Channel | undefined; expiresAt: number }>();
+  const entries = new Map<string, { channel: Channel | undefined; loadedAt: number; expiresAt: number }>();
   const pending = new Map<string, Promise<Channel | undefined>>();
 
   return {
-    async get(channelId) {
+    async get(channelId, getOptions) {
       const now = clock.now();
       const hit = entries.get(channelId);
-      if (hit && hit.expiresAt > now) return hit.channel;
+      const fresh = getOptions?.maxAgeMs === undefined || now - (hit?.loadedAt ?? 0) <= getOptions.maxAgeMs;
+      if (hit && hit.expiresAt > now && fresh) return hit.channel;
       const inFlight = pending.get(channelId);
       if (inFlight) return inFlight;
       const load = store
         .get(channelId)
         .then((channel) => {
           entries.delete(channelId);
-          entries.set(channelId, { channel, expiresAt: clock.now() + (channel ? ttlMs : negativeTtlMs) });
+          const loadedAt = clock.now();
+          entries.set(channelId, {
+            channel,
+            loadedAt,
+            expiresAt: loadedAt + (channel ? ttlMs : negativeTtlMs),
+          });
           while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
           return channel;
         })

@@ -38,6 +38,13 @@ export const MAX_REGEX_LENGTH = 200;
 /** Message text longer than this is matched on its first part only (LINE allows 5,000). */
 export const MAX_MATCHED_TEXT = 2_000;
 
+/**
+ * A group that holds a quantifier and is itself quantified (`(a+)+`, `(\w*)*`, `(x{2,})+`): the
+ * shape of catastrophic backtracking. Node's regex engine has no time limit, and a rule runs on
+ * every message of the channel, so such patterns are refused up front.
+ */
+const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)(?:[+*]|\{\d+,\d*\})/;
+
 const text = z.string().min(1).max(5_000);
 
 const ruleSchema = z
@@ -57,6 +64,15 @@ const ruleSchema = z
       });
       return;
     }
+    if (NESTED_QUANTIFIER.test(rule.pattern)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pattern'],
+        message:
+          'a quantified group holding a quantifier (like "(a+)+") can take exponential time: rewrite it',
+      });
+      return;
+    }
     try {
       new RegExp(rule.pattern, 'u');
     } catch (error) {
@@ -68,7 +84,10 @@ const ruleSchema = z
     }
   });
 
-const idSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"');
+/** Channel and client ids: 1-64 letters, digits, `_` or `-`. */
+export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+const idSchema = z.string().regex(ID_PATTERN, 'must be 1-64 letters, digits, "_" or "-"');
 
 /** What an operator gives to create or replace a channel. */
 export const channelInputSchema = z.object({

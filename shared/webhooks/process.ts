@@ -30,6 +30,9 @@ export type ProcessResult =
       readonly rateLimited: boolean;
     };
 
+/** Wait between tries while the channel's monthly message quota is used up. */
+export const MONTHLY_QUOTA_RETRY_MS = 3600_000;
+
 export interface ProcessDeps {
   readonly channels: ChannelLookup;
   readonly events: ProcessedEventStore;
@@ -73,9 +76,9 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
 
     const channel = await deps.channels.get(queued.channelId);
     if (!channel) return finish('failed', 'unknown-channel', `channel ${queued.channelId} no longer exists`);
-    if (event.mode === 'standby') return finish('done', 'standby: nothing sent');
-
+    // Standby forbids sending, not knowing: follows and unfollows are still recorded.
     const action = await decide(channel, event, deps.optOuts);
+    if (event.mode === 'standby') return finish('done', 'standby: nothing sent');
     if (!action) return finish('done', 'no answer');
 
     const recipient = conversationOf(event);
@@ -135,7 +138,10 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
           return finish('failed', 'push-rejected', `push rejected ${outcome.status}: ${outcome.message}`);
         case 'rate-limited':
         case 'retryable': {
-          const base = backoffDelay(Math.max(0, attempt - 1), backoff);
+          // A used-up monthly quota is not lifted in seconds: wait an hour between tries (the
+          // queue's 12 receives stay within the retry key's 24 h), and say so in the reason.
+          const monthly = outcome.kind === 'rate-limited' && outcome.reason === 'monthly-quota';
+          const base = monthly ? MONTHLY_QUOTA_RETRY_MS : backoffDelay(Math.max(0, attempt - 1), backoff);
           const floor = outcome.kind === 'rate-limited' ? (outcome.retryAfterMs ?? 0) : 0;
           return {
             kind: 'retry',

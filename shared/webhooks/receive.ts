@@ -8,13 +8,16 @@
  */
 
 import type { ChannelLookup } from '#shared/channels/cache.ts';
-import { liveSecrets } from '#shared/channels/channel.ts';
+import { ID_PATTERN, liveSecrets } from '#shared/channels/channel.ts';
 import { getHeader, type HttpHeaders, SIGNATURE_HEADER, verifySignature } from '#shared/line/signature.ts';
 import { parseWebhookBody, sourceKey, type WebhookEvent } from '#shared/line/webhook.ts';
 import type { Clock } from './ports.ts';
 
 /** Largest webhook body accepted. LINE's bodies are a few KB; anything this big is not LINE. */
 export const MAX_WEBHOOK_BODY_BYTES = 1024 * 1024;
+
+/** A cached channel older than this is read again before a signature is refused. */
+export const SECRET_RECHECK_AFTER_MS = 5_000;
 
 export class UnknownChannelError extends Error {
   override name = 'UnknownChannelError';
@@ -61,13 +64,24 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
         `webhook body of ${request.rawBody.length} bytes is over ${MAX_WEBHOOK_BODY_BYTES}`,
       );
     }
-    const channel = await deps.channels.get(request.channelId);
+    // An id no channel can have never reaches the table (DynamoDB would refuse an oversized key).
+    const channel = ID_PATTERN.test(request.channelId)
+      ? await deps.channels.get(request.channelId)
+      : undefined;
     if (!channel) throw new UnknownChannelError(`no channel ${request.channelId}`);
     const signature = getHeader(request.headers, SIGNATURE_HEADER);
     if (signature === undefined || signature === '')
       throw new SignatureError('missing x-line-signature header');
     if (!verifySignature(request.rawBody, signature, liveSecrets(channel, deps.clock.now()))) {
-      throw new SignatureError('x-line-signature does not match the body');
+      // The secret may have been rotated since the channel was cached: look once more, fresh.
+      const reloaded = await deps.channels.get(channel.channelId, { maxAgeMs: SECRET_RECHECK_AFTER_MS });
+      if (
+        !reloaded ||
+        reloaded === channel ||
+        !verifySignature(request.rawBody, signature, liveSecrets(reloaded, deps.clock.now()))
+      ) {
+        throw new SignatureError('x-line-signature does not match the body');
+      }
     }
     const body = parseWebhookBody(request.rawBody);
     if (body.events.length === 0) return { accepted: 0 };

@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import { cachedChannels } from '#shared/channels/cache.ts';
+import {
+  type Channel,
+  channelFromInput,
+  InvalidChannelError,
+  rotateSecret,
+} from '#shared/channels/channel.ts';
+import { signBody } from '#shared/line/signature.ts';
+import { MONTHLY_QUOTA_RETRY_MS, makeProcessWebhookEvent } from '#shared/webhooks/process.ts';
+import { makeReceiveWebhook, type QueuedWebhookEvent, SignatureError } from '#shared/webhooks/receive.ts';
+import {
+  channel,
+  eventBuilders,
+  FakeMessaging,
+  ManualClock,
+  MemoryEventStore,
+  MemoryOptOuts,
+  MemoryQueue,
+  SECRET,
+  USER,
+} from './fakes.ts';
+
+const NEW_SECRET = 'feedface0000feedface0000feedface';
+const body = Buffer.from('{"destination":"U1","events":[]}');
+
+describe('a secret rotated while the channel is cached', () => {
+  it('is picked up by reading the channel again once, not after the cache expires', async () => {
+    const clock = new ManualClock();
+    let stored: Channel = channel();
+    let reads = 0;
+    const receive = makeReceiveWebhook({
+      channels: cachedChannels(
+        {
+          async get() {
+            reads++;
+            return stored;
+          },
+        },
+        { clock, ttlMs: 60_000 },
+      ),
+      queue: new MemoryQueue(),
+      clock,
+    });
+    const request = (secret: string) => ({
+      channelId: stored.channelId,
+      headers: { 'x-line-signature': signBody(body, secret) },
+      rawBody: body,
+    });
+    expect(await receive(request(SECRET))).toEqual({ accepted: 0 });
+    // LINE issues a new secret; the operator stores it; the cached copy still has the old one.
+    stored = { ...channel({ channelSecret: NEW_SECRET }), updatedAt: clock.now() + 1 };
+    clock.advance(10_000);
+    expect(await receive(request(NEW_SECRET))).toEqual({ accepted: 0 });
+    expect(reads).toBe(2);
+    // A forged signature still fails, and does not make every request read the table.
+    await expect(receive(request('not-the-secret'))).rejects.toBeInstanceOf(SignatureError);
+    await expect(receive(request('not-the-secret'))).rejects.toBeInstanceOf(SignatureError);
+    expect(reads).toBe(2);
+    expect(rotateSecret(stored, SECRET, clock.now()).secrets).toHaveLength(2);
+  });
+});
+
+describe('keyword rules that could stall the processor', () => {
+  it('refuses nested quantifiers with a field error, and keeps ordinary patterns', () => {
+    const input = (pattern: string) => ({
+      channelId: 'c1',
+      clientId: 'k1',
+      channelSecret: SECRET,
+      accessToken: 'token-123456',
+      rules: [{ match: 'regex', pattern, answer: 'x' }],
+    });
+    for (const bad of ['(a+)+$', '(\\w*)*x', '(x{2,})+']) {
+      const error = (() => {
+        try {
+          channelFromInput(input(bad), 0);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(InvalidChannelError);
+      expect((error as InvalidChannelError).fieldErrors['rules.0.pattern']?.[0]).toMatch(/exponential time/);
+    }
+    for (const good of ['^(ab|cd)+$', 'hours?', '(予約|よやく)', '\\(a+\\)+']) {
+      expect(() => channelFromInput(input(good), 0)).not.toThrow();
+    }
+  });
+});
+
+describe('a used-up monthly quota', () => {
+  it('is retried an hour later, not in seconds', async () => {
+    const clock = new ManualClock();
+    const messaging = new FakeMessaging();
+    messaging.outcomes.push({
+      kind: 'rate-limited',
+      reason: 'monthly-quota',
+      retryAfterMs: undefined,
+      message: 'You have reached your monthly limit.',
+      requestId: undefined,
+    });
+    const ch = channel();
+    const process = makeProcessWebhookEvent({
+      channels: { get: async () => ch },
+      events: new MemoryEventStore(),
+      optOuts: new MemoryOptOuts(),
+      messagingFor: () => messaging,
+      clock,
+    });
+    const event = eventBuilders(clock).text({ channelId: ch.channelId, from: USER, text: 'hours' });
+    const queued: QueuedWebhookEvent = {
+      v: 1,
+      channelId: ch.channelId,
+      destination: 'U1',
+      receivedAt: clock.now(),
+      event,
+    };
+    const result = await process(queued, 1);
+    expect(result).toMatchObject({ kind: 'retry', rateLimited: true });
+    expect(result.kind === 'retry' && result.delayMs).toBeGreaterThanOrEqual(MONTHLY_QUOTA_RETRY_MS);
+    expect(result.kind === 'retry' && result.reason).toContain('monthly-quota');
+  });
+});
