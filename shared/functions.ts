@@ -5,7 +5,7 @@
  */
 import type { QueueId } from './resources.ts';
 
-export type FunctionId = 'webhook-receiver' | 'webhook-processor';
+export type FunctionId = 'webhook-receiver' | 'webhook-processor' | 'job-manager';
 
 export interface FunctionSpec {
   readonly id: FunctionId;
@@ -38,5 +38,12 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     timeoutSeconds: 10,
     memoryMb: 512,
     queueSource: { queue: 'webhook-events', batchSize: 10, maxConcurrency: 20 },
+  },
+  'job-manager': {
+    id: 'job-manager',
+    entry: 'lambdas/job-manager/main.ts',
+    // Runs every minute: it must end well within one, so two runs rarely overlap (they may).
+    timeoutSeconds: 50,
+    memoryMb: 512,
   },
 };

@@ -1,0 +1,188 @@
+/**
+ * DynamoDB adapter of the job manager's {@link FleetStore}: jobs through the control table's
+ * `byStatus` index, tasks through the tasks table and its `outstanding` index, the fleet's work
+ * list as one control-table item.
+ *
+ * "Does this job have an open task?" reads the job's {@link TASK_SHARDS} partitions in parallel
+ * with a filter on the state and stops at the first open task. While a job has many open tasks
+ * the first page answers; the whole job is read only in its last minutes, when nearly every task
+ * is final — a few reads of the job per job, instead of a counter every broker would have to
+ * update on every task (a hot item at 1,000 writes/s per client).
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { FleetWork } from '#shared/broker/fleet.ts';
+import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
+import { type ClientSettings, type Job, keys } from '#shared/jobs/model.ts';
+import { TASK_SHARDS } from '#shared/resources.ts';
+
+export interface DynamoFleetStoreOptions {
+  readonly controlTable: string;
+  readonly tasksTable: string;
+}
+
+/** Sorts after every job and task id suffix, so `<= iso + HIGH` takes the whole millisecond. */
+const HIGH = '#\uffff';
+const iso = (ms: number) => new Date(ms).toISOString();
+const shards = Array.from({ length: TASK_SHARDS }, (_, i) => i);
+
+export function makeDynamoFleetStore(doc: DynamoDBDocumentClient, options: DynamoFleetStoreOptions): FleetStore {
+  const { controlTable, tasksTable } = options;
+
+  async function queryAll(input: QueryCommandInput): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+      items.push(...(out.Items ?? []));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  /** Pages through each shard's query until `found` says yes; every shard stops once one has. */
+  async function anyShard(
+    inputFor: (shard: number) => QueryCommandInput,
+    found: (items: readonly Record<string, unknown>[]) => boolean,
+  ): Promise<boolean> {
+    let hit = false;
+    await Promise.all(
+      shards.map(async (shard) => {
+        let start: Record<string, unknown> | undefined;
+        do {
+          const out = await doc.send(new QueryCommand({ ...inputFor(shard), ExclusiveStartKey: start }));
+          if (found(out.Items ?? [])) hit = true;
+          start = out.LastEvaluatedKey;
+        } while (start && !hit);
+      }),
+    );
+    return hit;
+  }
+
+  async function transition(
+    job: JobRef,
+    from: 'scheduled' | 'running',
+    to: 'running' | 'completed',
+    now: number,
+  ): Promise<boolean> {
+    const index = keys.jobStatusIndex({ status: to, startAt: job.startAt, jobId: job.jobId });
+    try {
+      await doc.send(
+        new UpdateCommand({
+          TableName: controlTable,
+          Key: keys.job(job.clientId, job.jobId),
+          UpdateExpression: index
+            ? 'SET #status = :to, updatedAt = :now, statusKey = :statusKey, dueKey = :dueKey'
+            : 'SET #status = :to, updatedAt = :now REMOVE statusKey, dueKey',
+          // A job is started only once its time has come, even if it was rescheduled meanwhile.
+          ConditionExpression:
+            from === 'scheduled' ? '#status = :from AND startAt <= :now' : '#status = :from',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':from': from,
+            ':to': to,
+            ':now': now,
+            ...(index ? { ':statusKey': index.statusKey, ':dueKey': index.dueKey } : {}),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  return {
+    async dueScheduledJobs(now) {
+      const items = await queryAll({
+        TableName: controlTable,
+        IndexName: 'byStatus',
+        KeyConditionExpression: 'statusKey = :s AND dueKey <= :due',
+        ExpressionAttributeValues: { ':s': 'JOBSTATUS#scheduled', ':due': `${iso(now)}${HIGH}` },
+      });
+      return items as unknown as Job[];
+    },
+
+    async runningJobs() {
+      const items = await queryAll({
+        TableName: controlTable,
+        IndexName: 'byStatus',
+        KeyConditionExpression: 'statusKey = :s',
+        ExpressionAttributeValues: { ':s': 'JOBSTATUS#running' },
+      });
+      return items as unknown as Job[];
+    },
+
+    startJob: (job, now) => transition(job, 'scheduled', 'running', now),
+    completeJob: (job, now) => transition(job, 'running', 'completed', now),
+
+    hasOpenTask(jobId) {
+      return anyShard(
+        (shard) => ({
+          TableName: tasksTable,
+          KeyConditionExpression: 'pk = :pk',
+          FilterExpression: '#state IN (:pending, :inFlight, :retryWait)',
+          ProjectionExpression: 'pk',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':pk': `${jobId}#${shard}`,
+            ':pending': 'pending',
+            ':inFlight': 'in-flight',
+            ':retryWait': 'retry-wait',
+          },
+          // Consistent: an open task just written must never be missed, or the job would
+          // complete with work left.
+          ConsistentRead: true,
+        }),
+        (items) => items.length > 0,
+      );
+    },
+
+    hasReadyTask(clientId, jobIds, readyBy) {
+      const wanted = new Set(jobIds);
+      return anyShard(
+        (shard) => ({
+          TableName: tasksTable,
+          IndexName: 'outstanding',
+          KeyConditionExpression: 'openPk = :pk AND openSk <= :ready',
+          ProjectionExpression: 'jobId',
+          ExpressionAttributeValues: { ':pk': `${clientId}#${shard}`, ':ready': `${iso(readyBy)}${HIGH}` },
+          Limit: 1000,
+        }),
+        (items) => items.some((item) => wanted.has(item.jobId as string)),
+      );
+    },
+
+    async client(clientId) {
+      const out = await doc.send(new GetCommand({ TableName: controlTable, Key: keys.client(clientId) }));
+      if (!out.Item) return undefined;
+      const { pk: _pk, sk: _sk, paused, ...settings } = out.Item;
+      return { settings: settings as ClientSettings, paused: paused === true } satisfies ClientProfile;
+    },
+
+    async putFleetWork(work: FleetWork) {
+      try {
+        await doc.send(
+          new PutCommand({
+            TableName: controlTable,
+            Item: work,
+            ConditionExpression: 'attribute_not_exists(pk) OR updatedAt <= :at',
+            ExpressionAttributeValues: { ':at': work.updatedAt },
+          }),
+        );
+        return true;
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return false;
+        throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * The job manager: run every minute (EventBridge on AWS, `local/scheduler.ts` locally).
+ *
+ * Input: the time of the run. Output: what it started, completed and asked of the fleet.
+ * Main course:
+ * 1. start due jobs: every `scheduled` job whose `startAt` has come moves to `running`
+ *    (a conditional write: of two runs at once, one starts it, the other sees it started);
+ * 2. complete running jobs with no open task (`pending`, `in-flight` or `retry-wait`), again
+ *    conditionally on `running`, so a job paused or cancelled meanwhile is left alone;
+ * 3. find the clients with work they may do now: a running job inside its calling hours (the
+ *    job's own, else the client's), the client not paused, and an outstanding task ready now
+ *    (or within `lookaheadMs`, so a retry due before the next run finds a broker waiting);
+ * 4. write the fleet's work list (those clients and the broker version that should serve),
+ *    unless a newer run already wrote one;
+ * 5. set the broker service's desired count to the number of those clients, at most
+ *    `maxBrokers`. Scale-in only ever removes unprotected (idle) brokers, so lowering it never
+ *    cuts a call.
+ *
+ * Every write is conditional or whole-item and idempotent: running twice at once, or the same
+ * run twice (EventBridge delivers at least once), ends in the same state.
+ */
+import { fleetWorkItem } from '#shared/broker/fleet.ts';
+import type { Job } from '#shared/jobs/model.ts';
+import { effectiveCallingHours, isOpen } from '#shared/pacing/calling-hours.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
+import type { EcsServiceScaler, FleetStore } from './ports.ts';
+
+export interface JobManagerOptions {
+  readonly store: FleetStore;
+  readonly scaler: EcsServiceScaler;
+  readonly clock: Clock;
+  /** Most brokers the service may run (a cost and quota ceiling). */
+  readonly maxBrokers: number;
+  /** The broker version that should serve: brokers of any other version drain and exit. */
+  readonly desiredVersion: () => string;
+  /** Tasks ready this much later still count as work now. Default: one minute (one run). */
+  readonly lookaheadMs?: number;
+  /** Store calls in flight at once (per step). Default 8. */
+  readonly concurrency?: number;
+}
+
+export interface JobManagerProblem {
+  readonly step: 'start' | 'complete' | 'client';
+  /** The job or client the step was about. */
+  readonly id: string;
+  readonly error: unknown;
+}
+
+export interface JobManagerResult {
+  readonly at: number;
+  /** Job ids this run moved to `running`. */
+  readonly started: readonly string[];
+  /** Job ids this run moved to `completed`. */
+  readonly completed: readonly string[];
+  /** Clients with work now (sorted). */
+  readonly clients: readonly string[];
+  /** The desired count set, or undefined when a newer run's work list was found and kept. */
+  readonly desiredCount: number | undefined;
+  readonly desiredVersion: string;
+  /** Steps that failed for one job or client; the rest of the run went on. */
+  readonly problems: readonly JobManagerProblem[];
+}
+
+export class InvalidJobManagerOptionsError extends Error {
+  override name = 'InvalidJobManagerOptionsError';
+}
+
+/** Builds the job manager's run; each call of the returned function is one scheduled run. */
+export function makeRunJobManager(options: JobManagerOptions): () => Promise<JobManagerResult> {
+  const { store, scaler, clock } = options;
+  if (!Number.isInteger(options.maxBrokers) || options.maxBrokers < 0) {
+    throw new InvalidJobManagerOptionsError(
+      `maxBrokers must be a whole number ≥ 0, got ${options.maxBrokers}`,
+    );
+  }
+  const lookaheadMs = options.lookaheadMs ?? 60_000;
+  const concurrency = options.concurrency ?? 8;
+
+  return async () => {
+    const now = clock.now();
+    const desiredVersion = options.desiredVersion();
+    const problems: JobManagerProblem[] = [];
+
+    // 1. Due jobs. The index is eventually consistent: the conditional write is the truth.
+    const due = (await store.dueScheduledJobs(now)).filter((job) => job.startAt <= now);
+    const started: Job[] = [];
+    await forEachLimited(due, concurrency, async (job) => {
+      try {
+        if (await store.startJob(job, now)) started.push({ ...job, status: 'running', updatedAt: now });
+      } catch (error) {
+        problems.push({ step: 'start', id: job.jobId, error });
+      }
+    });
+
+    // 2. Running jobs, including the ones just started (the index may not show them yet).
+    const running = new Map<string, Job>();
+    for (const job of await store.runningJobs()) if (job.status === 'running') running.set(job.jobId, job);
+    for (const job of started) running.set(job.jobId, job);
+    const completed: string[] = [];
+    const active: Job[] = [];
+    await forEachLimited([...running.values()], concurrency, async (job) => {
+      try {
+        if (await store.hasOpenTask(job.jobId)) active.push(job);
+        else if (await store.completeJob(job, now)) completed.push(job.jobId);
+      } catch (error) {
+        problems.push({ step: 'complete', id: job.jobId, error });
+      }
+    });
+
+    // 3. Clients with work they may do now.
+    const jobsByClient = new Map<string, Job[]>();
+    for (const job of active) jobsByClient.set(job.clientId, [...(jobsByClient.get(job.clientId) ?? []), job]);
+    const clients: string[] = [];
+    await forEachLimited([...jobsByClient], concurrency, async ([clientId, jobs]) => {
+      try {
+        const profile = await store.client(clientId);
+        if (!profile || profile.paused) return;
+        const open = jobs.filter((job) =>
+          isOpen(effectiveCallingHours(profile.settings.callingHours, job.callingHours), now),
+        );
+        if (open.length === 0) return;
+        const ids = open.map((job) => job.jobId);
+        if (await store.hasReadyTask(clientId, ids, now + lookaheadMs)) clients.push(clientId);
+      } catch (error) {
+        problems.push({ step: 'client', id: clientId, error });
+      }
+    });
+    clients.sort();
+
+    // 4 and 5. A run that finds a newer work list leaves the fleet to the run that wrote it.
+    const written = await store.putFleetWork(fleetWorkItem({ clients, desiredVersion, updatedAt: now }));
+    let desiredCount: number | undefined;
+    if (written) {
+      desiredCount = Math.min(clients.length, options.maxBrokers);
+      await scaler.setDesiredCount(desiredCount);
+    }
+
+    return {
+      at: now,
+      started: started.map((job) => job.jobId).sort(),
+      completed: completed.sort(),
+      clients,
+      desiredCount,
+      desiredVersion,
+      problems,
+    };
+  };
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time. */
+async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}

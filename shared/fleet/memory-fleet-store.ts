@@ -1,0 +1,92 @@
+/**
+ * An in-memory {@link FleetStore} with the DynamoDB adapter's semantics (conditional job
+ * transitions, newest work list wins). Every call yields to the event loop first, so two runs
+ * of the job manager interleave as they would against the real table.
+ */
+import type { FleetWork } from '#shared/broker/fleet.ts';
+import { type Job, keys, type Task } from '#shared/jobs/model.ts';
+import type { ClientProfile, FleetStore, JobRef } from './ports.ts';
+
+const OPEN_STATES = new Set<Task['state']>(['pending', 'in-flight', 'retry-wait']);
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export class MemoryFleetStore implements FleetStore {
+  readonly jobs = new Map<string, Job>();
+  readonly tasks = new Map<string, Task>();
+  readonly clients = new Map<string, ClientProfile>();
+  work: FleetWork | undefined;
+  /** Job transitions that were written (not refused), in order. */
+  readonly transitions: { jobId: string; to: Job['status'] }[] = [];
+
+  putJob(job: Job): void {
+    this.jobs.set(job.jobId, job);
+  }
+
+  putTask(task: Task): void {
+    this.tasks.set(`${task.jobId}/${task.taskId}`, task);
+  }
+
+  async dueScheduledJobs(now: number): Promise<Job[]> {
+    await tick();
+    return [...this.jobs.values()].filter(
+      (job) => keys.jobStatusIndex(job)?.statusKey === 'JOBSTATUS#scheduled' && job.startAt <= now,
+    );
+  }
+
+  async runningJobs(): Promise<Job[]> {
+    await tick();
+    return [...this.jobs.values()].filter((job) => job.status === 'running');
+  }
+
+  async startJob(ref: JobRef, now: number): Promise<boolean> {
+    await tick();
+    return this.transition(ref.jobId, 'scheduled', 'running', now, (job) => job.startAt <= now);
+  }
+
+  async completeJob(ref: JobRef, now: number): Promise<boolean> {
+    await tick();
+    return this.transition(ref.jobId, 'running', 'completed', now);
+  }
+
+  async hasOpenTask(jobId: string): Promise<boolean> {
+    await tick();
+    return [...this.tasks.values()].some((task) => task.jobId === jobId && OPEN_STATES.has(task.state));
+  }
+
+  async hasReadyTask(clientId: string, jobIds: readonly string[], readyBy: number): Promise<boolean> {
+    await tick();
+    return [...this.tasks.values()].some(
+      (task) =>
+        task.clientId === clientId &&
+        jobIds.includes(task.jobId) &&
+        keys.outstandingIndex(task) !== undefined &&
+        task.readyAt <= readyBy,
+    );
+  }
+
+  async client(clientId: string): Promise<ClientProfile | undefined> {
+    await tick();
+    return this.clients.get(clientId);
+  }
+
+  async putFleetWork(work: FleetWork): Promise<boolean> {
+    await tick();
+    if (this.work && this.work.updatedAt > work.updatedAt) return false;
+    this.work = work;
+    return true;
+  }
+
+  private transition(
+    jobId: string,
+    from: Job['status'],
+    to: Job['status'],
+    now: number,
+    also: (job: Job) => boolean = () => true,
+  ): boolean {
+    const job = this.jobs.get(jobId);
+    if (!job || job.status !== from || !also(job)) return false;
+    this.jobs.set(jobId, { ...job, status: to, updatedAt: now });
+    this.transitions.push({ jobId, to });
+    return true;
+  }
+}
