@@ -15,7 +15,7 @@ import type { ChannelLookup } from '#shared/channels/cache.ts';
 import { answerFor, type Channel } from '#shared/channels/channel.ts';
 import { backoffDelay, type OutgoingMessage, type SendOutcome } from '#shared/line/messaging-client.ts';
 import { retryKeyStillSafe, webhookRetryKey } from '#shared/line/retry-key.ts';
-import { knownEvent, type WebhookEvent } from '#shared/line/webhook.ts';
+import { knownEvent, sourceKey, type WebhookEvent } from '#shared/line/webhook.ts';
 import type { Clock, MessagingFor, OptOutStore, ProcessedEventStore } from './ports.ts';
 import type { QueuedWebhookEvent } from './receive.ts';
 
@@ -81,7 +81,8 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
     if (event.mode === 'standby') return finish('done', 'standby: nothing sent');
     if (!action) return finish('done', 'no answer');
 
-    const recipient = conversationOf(event);
+    // A push answer goes to the group or room the event came from, else the user.
+    const recipient = event.source ? sourceKey(event) : undefined;
     if (channel.autoAnswer === 'push') {
       if (!recipient) return finish('failed', 'no-recipient', 'event has no source to push to');
       if (!retryKeyStillSafe(record.firstAttemptAt, deps.clock.now())) {
@@ -181,19 +182,5 @@ async function decide(
     }
     default:
       return undefined;
-  }
-}
-
-/** Where a push answer goes: the group or room the event came from, else the user. */
-function conversationOf(event: WebhookEvent): string | undefined {
-  const source = event.source;
-  if (!source) return undefined;
-  switch (source.type) {
-    case 'user':
-      return source.userId;
-    case 'group':
-      return source.groupId;
-    case 'room':
-      return source.roomId;
   }
 }
