@@ -33,7 +33,10 @@ const HIGH = '#\uffff';
 const iso = (ms: number) => new Date(ms).toISOString();
 const shards = Array.from({ length: TASK_SHARDS }, (_, i) => i);
 
-export function makeDynamoFleetStore(doc: DynamoDBDocumentClient, options: DynamoFleetStoreOptions): FleetStore {
+export function makeDynamoFleetStore(
+  doc: DynamoDBDocumentClient,
+  options: DynamoFleetStoreOptions,
+): FleetStore {
   const { controlTable, tasksTable } = options;
 
   async function queryAll(input: QueryCommandInput): Promise<Record<string, unknown>[]> {

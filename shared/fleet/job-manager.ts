@@ -109,7 +109,8 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
 
     // 3. Clients with work they may do now.
     const jobsByClient = new Map<string, Job[]>();
-    for (const job of active) jobsByClient.set(job.clientId, [...(jobsByClient.get(job.clientId) ?? []), job]);
+    for (const job of active)
+      jobsByClient.set(job.clientId, [...(jobsByClient.get(job.clientId) ?? []), job]);
     const clients: string[] = [];
     await forEachLimited([...jobsByClient], concurrency, async ([clientId, jobs]) => {
       try {

@@ -1,0 +1,291 @@
+import { readFileSync } from 'node:fs';
+import type { ScheduledEvent } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { JobManagerRunError, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
+import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
+import { InvalidJobManagerOptionsError, makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import { MemoryFleetStore } from '#shared/fleet/memory-fleet-store.ts';
+import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
+import { makeLogger } from '#shared/log.ts';
+import { client, job, MINUTE, NOW, task, weekdays } from './fakes.ts';
+
+const scheduledEvent = JSON.parse(
+  readFileSync(new URL('../../fixtures/fleet/scheduled-event.json', import.meta.url), 'utf8'),
+) as ScheduledEvent;
+
+function recordingScaler(): EcsServiceScaler & { counts: number[] } {
+  const counts: number[] = [];
+  return { counts, setDesiredCount: async (n) => void counts.push(n) };
+}
+
+function setup(options: { maxBrokers?: number; now?: number; version?: string } = {}) {
+  const store = new MemoryFleetStore();
+  const scaler = recordingScaler();
+  const clock = { now: () => options.now ?? NOW };
+  const run = makeRunJobManager({
+    store,
+    scaler,
+    clock,
+    maxBrokers: options.maxBrokers ?? 10,
+    desiredVersion: () => options.version ?? 'v1',
+  });
+  const addClient = (id: string, hours = weekdays('Asia/Tokyo', '09:00', '18:00'), paused = false) =>
+    store.clients.set(id, { settings: client(id, hours), paused });
+  return { store, scaler, run, addClient };
+}
+
+describe('the job manager', () => {
+  it('starts a due scheduled job exactly once, even when two runs overlap', async () => {
+    const { store, run, addClient } = setup();
+    addClient('acme');
+    const due = job('acme', { status: 'scheduled', startAt: NOW - MINUTE });
+    store.putJob(due);
+    store.putTask(task(due));
+
+    const [a, b] = await Promise.all([run(), run()]);
+
+    expect([...a.started, ...b.started]).toEqual([due.jobId]);
+    expect(store.transitions.filter((t) => t.to === 'running')).toHaveLength(1);
+    expect(store.jobs.get(due.jobId)?.status).toBe('running');
+  });
+
+  it('leaves a job whose start time has not come yet scheduled', async () => {
+    const { store, run, addClient } = setup();
+    addClient('acme');
+    const later = job('acme', { status: 'scheduled', startAt: NOW + MINUTE });
+    store.putJob(later);
+    store.putTask(task(later, { readyAt: later.startAt }));
+
+    const result = await run();
+
+    expect(result.started).toEqual([]);
+    expect(store.jobs.get(later.jobId)?.status).toBe('scheduled');
+  });
+
+  it('a job started in this run already counts: its client gets a broker in the same run', async () => {
+    const { store, run, addClient } = setup();
+    addClient('acme');
+    const due = job('acme', { status: 'scheduled', startAt: NOW });
+    store.putJob(due);
+    store.putTask(task(due));
+
+    const result = await run();
+
+    expect(result.clients).toEqual(['acme']);
+    expect(result.desiredCount).toBe(1);
+  });
+
+  it('completes a running job once every task is final, and only once across overlapping runs', async () => {
+    const { store, run, addClient } = setup();
+    addClient('acme');
+    const done = job('acme');
+    store.putJob(done);
+    store.putTask(task(done, { state: 'completed' }));
+    store.putTask(task(done, { state: 'failed', reason: 'invalid number' }));
+    store.putTask(task(done, { state: 'cancelled' }));
+
+    const [a, b] = await Promise.all([run(), run()]);
+
+    expect([...a.completed, ...b.completed]).toEqual([done.jobId]);
+    expect(store.jobs.get(done.jobId)?.status).toBe('completed');
+    expect(a.clients).toEqual([]);
+  });
+
+  it.each(['pending', 'in-flight', 'retry-wait'] as const)(
+    'keeps a job running while a task is %s',
+    async (state) => {
+      const { store, run, addClient } = setup();
+      addClient('acme');
+      const busy = job('acme');
+      store.putJob(busy);
+      store.putTask(task(busy, { state: 'completed' }));
+      store.putTask(task(busy, { state, readyAt: NOW + 3 * 3600_000 }));
+
+      const result = await run();
+
+      expect(result.completed).toEqual([]);
+      expect(store.jobs.get(busy.jobId)?.status).toBe('running');
+    },
+  );
+
+  it('gives no broker to a client outside its calling hours, nor to a paused client', async () => {
+    const { store, run, addClient } = setup();
+    addClient('tokyo'); // 12:00 on Monday in Tokyo: open
+    addClient('new-york', weekdays('America/New_York', '09:00', '18:00')); // 22:00 on Sunday: closed
+    addClient('paused', weekdays('Asia/Tokyo', '09:00', '18:00'), true);
+    for (const id of ['tokyo', 'new-york', 'paused']) {
+      const j = job(id);
+      store.putJob(j);
+      store.putTask(task(j));
+    }
+
+    const result = await run();
+
+    expect(result.clients).toEqual(['tokyo']);
+    expect(result.desiredCount).toBe(1);
+    // The closed client's job is not completed: its work is only waiting for the morning.
+    expect(result.completed).toEqual([]);
+  });
+
+  it("uses a job's own calling hours over its client's", async () => {
+    const { store, run, addClient } = setup();
+    addClient('night-owl', weekdays('America/New_York', '09:00', '18:00'));
+    const evening = job('night-owl', {
+      callingHours: { timeZone: 'America/New_York', weekly: { sun: [{ start: '20:00', end: '23:00' }] } },
+    });
+    store.putJob(evening);
+    store.putTask(task(evening));
+
+    expect((await run()).clients).toEqual(['night-owl']);
+  });
+
+  it('counts a task ready within the next minute as work now, and one ready later as none', async () => {
+    const { store, run, addClient } = setup();
+    addClient('soon');
+    addClient('later');
+    const soon = job('soon');
+    store.putJob(soon);
+    store.putTask(task(soon, { state: 'retry-wait', readyAt: NOW + 30_000 }));
+    const later = job('later');
+    store.putJob(later);
+    store.putTask(task(later, { state: 'retry-wait', readyAt: NOW + 10 * MINUTE }));
+
+    const result = await run();
+
+    expect(result.clients).toEqual(['soon']);
+  });
+
+  it('gives no broker to a client whose only open tasks are in flight (its broker is protected)', async () => {
+    const { store, run, addClient } = setup();
+    addClient('acme');
+    const j = job('acme');
+    store.putJob(j);
+    store.putTask(task(j, { state: 'in-flight' }));
+
+    const result = await run();
+
+    expect(result.clients).toEqual([]);
+    expect(result.desiredCount).toBe(0);
+  });
+
+  it('bounds the desired count by the maximum, but lists every client with work', async () => {
+    const { store, run, addClient, scaler } = setup({ maxBrokers: 3, version: 'build-42' });
+    for (const id of ['a', 'b', 'c', 'd', 'e']) {
+      addClient(id);
+      const j = job(id);
+      store.putJob(j);
+      store.putTask(task(j));
+    }
+
+    const result = await run();
+
+    expect(result.desiredCount).toBe(3);
+    expect(scaler.counts).toEqual([3]);
+    expect(store.work).toEqual({
+      pk: 'FLEET',
+      sk: 'WORK',
+      clients: ['a', 'b', 'c', 'd', 'e'],
+      desiredVersion: 'build-42',
+      updatedAt: NOW,
+    });
+  });
+
+  it('scales to zero when nothing is left to do', async () => {
+    const { run, scaler } = setup();
+    await run();
+    expect(scaler.counts).toEqual([0]);
+  });
+
+  it('a late run leaves a newer work list and the fleet size to the run that wrote it', async () => {
+    const { store, run, scaler } = setup();
+    store.work = {
+      pk: 'FLEET',
+      sk: 'WORK',
+      clients: ['acme'],
+      desiredVersion: 'v2',
+      updatedAt: NOW + MINUTE,
+    };
+
+    const result = await run();
+
+    expect(result.desiredCount).toBeUndefined();
+    expect(scaler.counts).toEqual([]);
+    expect(store.work.desiredVersion).toBe('v2');
+  });
+
+  it('one broken client does not keep the others from their brokers', async () => {
+    const { store, run, addClient } = setup();
+    addClient('ok');
+    store.clients.set('broken', {
+      settings: client('broken', {
+        timeZone: 'Not/AZone',
+        weekly: { mon: [{ start: '09:00', end: '18:00' }] },
+      }),
+      paused: false,
+    });
+    for (const id of ['ok', 'broken']) {
+      const j = job(id);
+      store.putJob(j);
+      store.putTask(task(j));
+    }
+
+    const result = await run();
+
+    expect(result.clients).toEqual(['ok']);
+    expect(result.problems).toEqual([expect.objectContaining({ step: 'client', id: 'broken' })]);
+  });
+
+  it('refuses a maximum that is not a whole number', () => {
+    expect(() => setup({ maxBrokers: 2.5 })).toThrow(InvalidJobManagerOptionsError);
+  });
+});
+
+describe('the job manager handler', () => {
+  const quiet = makeLogger('job-manager', { write: () => {} });
+
+  it('runs once per scheduled event and returns what it did', async () => {
+    const { store, run, addClient } = setup();
+    addClient('acme');
+    const j = job('acme');
+    store.putJob(j);
+    store.putTask(task(j));
+    const handler = makeJobManagerHandler({ run, log: quiet });
+
+    const result = await handler(scheduledEvent, {} as never);
+
+    expect(result.clients).toEqual(['acme']);
+  });
+
+  it('fails the invocation after sizing the fleet when a step failed, so the error alarm fires', async () => {
+    const { store, run, scaler } = setup();
+    store.clients.set('broken', {
+      settings: client('broken', { timeZone: 'Not/AZone', weekly: {} }),
+      paused: false,
+    });
+    const j = job('broken');
+    store.putJob(j);
+    store.putTask(task(j));
+    const lines: string[] = [];
+    const handler = makeJobManagerHandler({
+      run,
+      log: makeLogger('job-manager', { write: (l) => lines.push(l) }),
+    });
+
+    await expect(handler(scheduledEvent, {} as never)).rejects.toThrow(JobManagerRunError);
+    expect(scaler.counts).toEqual([0]);
+    expect(lines.some((l) => l.includes('"job manager step failed"') && l.includes('broken'))).toBe(true);
+  });
+});
+
+describe('the ECS service scaler', () => {
+  it('sets the desired count of its one service', async () => {
+    const sent: unknown[] = [];
+    const scaler = makeEcsServiceScaler({ cluster: 'switchboard-prod', service: 'brokers' }, {
+      send: async (command: { input: unknown }) => void sent.push(command.input),
+    } as never);
+
+    await scaler.setDesiredCount(4);
+
+    expect(sent).toEqual([{ cluster: 'switchboard-prod', service: 'brokers', desiredCount: 4 }]);
+  });
+});
