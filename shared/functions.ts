@@ -5,7 +5,7 @@
  */
 import type { QueueId } from './resources.ts';
 
-export type FunctionId = 'webhook-receiver' | 'webhook-processor' | 'job-manager';
+export type FunctionId = 'webhook-receiver' | 'webhook-processor' | 'job-manager' | 'call-status';
 
 export interface FunctionSpec {
   readonly id: FunctionId;
@@ -44,6 +44,13 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     entry: 'lambdas/job-manager/main.ts',
     // Runs every minute: it must end well within one, so two runs rarely overlap (they may).
     timeoutSeconds: 50,
+    memoryMb: 512,
+  },
+  'call-status': {
+    id: 'call-status',
+    entry: 'lambdas/call-status/main.ts',
+    // Provider callbacks: a few DynamoDB writes and a best-effort nudge to the broker.
+    timeoutSeconds: 10,
     memoryMb: 512,
   },
 };

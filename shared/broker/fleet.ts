@@ -35,7 +35,7 @@ export function fleetWorkItem(input: {
 
 /** Reads a stored item as a work list; anything malformed reads as "no work, no drain". */
 export function parseFleetWork(item: Record<string, unknown> | undefined): FleetWork | undefined {
-  if (!item || item.pk !== 'FLEET' || item.sk !== 'WORK') return undefined;
+  if (item?.pk !== 'FLEET' || item.sk !== 'WORK') return undefined;
   const clients = Array.isArray(item.clients)
     ? item.clients.filter((c): c is string => typeof c === 'string')
     : [];

@@ -83,6 +83,8 @@ export interface Job {
   /** Attempts per task, including the first (busy / no-answer are retried). */
   readonly maxAttempts: number;
   readonly retryDelaySeconds: number;
+  /** Longest a call of this job may last (the provider hangs up then); the broker's default when absent. */
+  readonly maxCallDurationSeconds?: number;
   readonly status: JobStatus;
   readonly counts: JobCounts;
   /** Why the job failed (file unusable…), when it did. */
@@ -118,6 +120,8 @@ export interface Task {
   readonly lastResult?: string;
   readonly reason?: string;
   readonly callId?: string;
+  /** Epoch ms the current attempt started (set when it goes in flight). */
+  readonly startedAt?: number;
   readonly updatedAt: number;
 }
 

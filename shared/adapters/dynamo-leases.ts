@@ -1,0 +1,178 @@
+/**
+ * Client leases in the control table (pk=LEASE#{clientId}, sk=LEASE), with the conditions of
+ * `LEASE_CONDITIONS`. Besides owner, token and expiry, the item carries the holder's `endpoint`
+ * (where the call-status route nudges it) and `inFlight`, the set of the client's calls in flight
+ * (`{jobId}|{taskId}`), kept by the task store in the same transactions that start and settle
+ * tasks. A takeover therefore updates owner, token, expiry and endpoint in place rather than
+ * replacing the item, so the in-flight set survives for the new holder to adopt.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { FLEET_WORK_KEY, parseFleetWork } from '#shared/broker/fleet.ts';
+import type { FleetWorkReader, LeaseEndpointReader } from '#shared/broker/ports.ts';
+import { keys } from '#shared/jobs/model.ts';
+import {
+  canTake,
+  isLive,
+  LEASE_CONDITIONS,
+  type Lease,
+  type LeaseStore,
+  type RenewRequest,
+  type TakeRequest,
+  take,
+} from '#shared/lease/lease.ts';
+
+const NAMES = { '#pk': 'pk', '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' } as const;
+
+export interface DynamoLeaseStoreOptions {
+  /** Where this broker can be reached; written on every take (brokers only). */
+  readonly endpoint?: string;
+}
+
+function leaseOf(item: Record<string, unknown> | undefined): Lease | undefined {
+  if (!item || typeof item.owner !== 'string') return undefined;
+  return {
+    clientId: String(item.clientId),
+    owner: item.owner,
+    expiresAt: Number(item.expiresAt),
+    token: Number(item.token),
+  };
+}
+
+function isConditionFailure(error: unknown): boolean {
+  return error instanceof ConditionalCheckFailedException;
+}
+
+export type DynamoLeaseStore = LeaseStore &
+  LeaseEndpointReader & {
+    /** The stored lease (a consistent read), for tests and operators. */
+    get(clientId: string): Promise<Lease | undefined>;
+  };
+
+/** A {@link LeaseStore} over the control table. */
+export function makeDynamoLeaseStore(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: DynamoLeaseStoreOptions = {},
+): DynamoLeaseStore {
+  const read = async (clientId: string) => {
+    const out = await doc.send(
+      new GetCommand({ TableName: tableName, Key: keys.lease(clientId), ConsistentRead: true }),
+    );
+    return out.Item;
+  };
+  const endpoint = options.endpoint === undefined ? {} : { endpoint: options.endpoint };
+
+  return {
+    async get(clientId) {
+      return leaseOf(await read(clientId));
+    },
+
+    async tryTake(request: TakeRequest) {
+      const seen = leaseOf(await read(request.clientId));
+      if (!canTake(seen, request.owner, request.now)) return undefined;
+      const next = take(seen, request);
+      try {
+        if (!seen) {
+          await doc.send(
+            new PutCommand({
+              TableName: tableName,
+              Item: { ...keys.lease(request.clientId), ...next, ...endpoint },
+              ConditionExpression: LEASE_CONDITIONS.takeAbsent,
+              ExpressionAttributeNames: { '#pk': NAMES['#pk'] },
+            }),
+          );
+        } else {
+          // A holder without an endpoint must not inherit the previous holder's.
+          const endpointUpdate =
+            options.endpoint === undefined ? ' REMOVE endpoint' : ', endpoint = :endpoint';
+          await doc.send(
+            new UpdateCommand({
+              TableName: tableName,
+              Key: keys.lease(request.clientId),
+              UpdateExpression: `SET #owner = :owner, #token = :token, #expiresAt = :expiresAt, clientId = :clientId${endpointUpdate}`,
+              ConditionExpression: LEASE_CONDITIONS.takeSeen,
+              ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
+              ExpressionAttributeValues: {
+                ':owner': next.owner,
+                ':token': next.token,
+                ':expiresAt': next.expiresAt,
+                ':clientId': next.clientId,
+                ':seenOwner': seen.owner,
+                ':seenToken': seen.token,
+                ':seenExpiresAt': seen.expiresAt,
+                ...(options.endpoint === undefined ? {} : { ':endpoint': options.endpoint }),
+              },
+            }),
+          );
+        }
+        return next;
+      } catch (error) {
+        if (isConditionFailure(error)) return undefined;
+        throw error;
+      }
+    },
+
+    async tryRenew(request: RenewRequest) {
+      const expiresAt = request.now + request.leaseMs;
+      try {
+        const out = await doc.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: keys.lease(request.clientId),
+            UpdateExpression: 'SET #expiresAt = :expiresAt',
+            ConditionExpression: LEASE_CONDITIONS.renew,
+            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
+            ExpressionAttributeValues: {
+              ':expiresAt': expiresAt,
+              ':owner': request.owner,
+              ':token': request.token,
+              ':now': request.now,
+            },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return leaseOf(out.Attributes);
+      } catch (error) {
+        if (isConditionFailure(error)) return undefined;
+        throw error;
+      }
+    },
+
+    async release(request) {
+      try {
+        await doc.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: keys.lease(request.clientId),
+            UpdateExpression: 'SET #expiresAt = :zero',
+            ConditionExpression: LEASE_CONDITIONS.release,
+            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
+            ExpressionAttributeValues: { ':zero': 0, ':owner': request.owner, ':token': request.token },
+          }),
+        );
+        return true;
+      } catch (error) {
+        if (isConditionFailure(error)) return false;
+        throw error;
+      }
+    },
+
+    async endpointOf(clientId, now) {
+      const item = await read(clientId);
+      const lease = leaseOf(item);
+      if (!isLive(lease, now) || typeof item?.endpoint !== 'string') return undefined;
+      return item.endpoint;
+    },
+  };
+}
+
+/** Reads the fleet's work list (control table, pk=FLEET, sk=WORK) the job manager writes. */
+export function makeDynamoFleetWorkReader(doc: DynamoDBDocumentClient, tableName: string): FleetWorkReader {
+  return {
+    async read() {
+      const out = await doc.send(new GetCommand({ TableName: tableName, Key: FLEET_WORK_KEY }));
+      return parseFleetWork(out.Item);
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * Task protection through the ECS agent's endpoint inside a Fargate task:
+ * `PUT $ECS_AGENT_URI/task-protection/v1/state` with `{"ProtectionEnabled", "ExpiresInMinutes"}`.
+ * Each request has its own deadline, so a hung agent cannot hold up a shutdown. Without an agent
+ * (a broker run outside ECS) protection is a logged no-op.
+ */
+import type { TaskProtectionPort } from '#shared/pacing/protection.ts';
+
+export class TaskProtectionError extends Error {
+  override name = 'TaskProtectionError';
+}
+
+export interface EcsAgentProtectionOptions {
+  /** `ECS_AGENT_URI`; undefined outside ECS. */
+  readonly agentUri: string | undefined;
+  /** Per-request deadline, ms. Default 2,000. */
+  readonly timeoutMs?: number;
+  readonly fetch?: typeof fetch;
+  /** Told once when there is no agent to ask. */
+  readonly onNoAgent?: () => void;
+}
+
+/** A {@link TaskProtectionPort} over the ECS agent endpoint. */
+export function makeEcsAgentProtection(options: EcsAgentProtectionOptions): TaskProtectionPort {
+  const { agentUri } = options;
+  if (!agentUri) {
+    let told = false;
+    return {
+      async set() {
+        if (!told) options.onNoAgent?.();
+        told = true;
+      },
+    };
+  }
+  const url = `${agentUri.replace(/\/+$/, '')}/task-protection/v1/state`;
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const timeoutMs = options.timeoutMs ?? 2_000;
+  return {
+    async set(enabled, expiresInMinutes) {
+      const body = enabled
+        ? { ProtectionEnabled: true, ExpiresInMinutes: expiresInMinutes }
+        : { ProtectionEnabled: false };
+      const response = await doFetch(url, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const text = await response.text();
+      if (!response.ok) {
+        throw new TaskProtectionError(`task protection answered ${response.status}: ${text.slice(0, 300)}`);
+      }
+      // The agent answers 200 with a `failure` object when ECS refused (e.g. TASK_NOT_VALID).
+      try {
+        const parsed = JSON.parse(text) as { failure?: { Reason?: string; reason?: string } };
+        if (parsed.failure) {
+          throw new TaskProtectionError(
+            `task protection refused: ${parsed.failure.Reason ?? parsed.failure.reason ?? 'unknown'}`,
+          );
+        }
+      } catch (error) {
+        if (error instanceof TaskProtectionError) throw error;
+      }
+    },
+  };
+}

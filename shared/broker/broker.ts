@@ -1,0 +1,246 @@
+/**
+ * The broker: one process of the fleet, serving one client at a time. It reads the fleet's work
+ * list, takes the lease of a client with work, serves it ({@link ClientServer}), releases it
+ * when the client has no work left, and claims the next. With nothing to claim it waits idle and
+ * unprotected, so a scale-in removes it rather than a busy broker.
+ *
+ * Shutdown: on {@link Broker.stop} (SIGTERM) or a drain request (the work list names another
+ * broker version, checked on every lease heartbeat and every idle turn) it stops starting calls,
+ * lets the calls in flight end (bounded by the grace period on SIGTERM: Fargate kills at 120 s),
+ * then releases the lease and task protection; {@link Broker.run} then resolves.
+ */
+import { heartbeatInterval, LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
+import type { Logger } from '#shared/log.ts';
+import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import type { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
+import type { TelephonyProvider } from '#shared/telephony/port.ts';
+import type { BrokerTaskStore, CallEnded, FleetWorkReader } from './ports.ts';
+import { ClientServer, type ServeSettings } from './serve-client.ts';
+
+export interface BrokerSettings extends ServeSettings {
+  readonly brokerId: string;
+  readonly version: string;
+  readonly leaseMs: number;
+  /** Idle turn: how long to wait before reading the work list again, ms. Default 2,000. */
+  readonly idleWaitMs: number;
+  /** Longest wait for calls in flight to end after SIGTERM, ms. Default 100,000 (< Fargate's 120 s). */
+  readonly stopGraceMs: number;
+  /** Do not claim a released client again before this long, when it said nothing of its next task, ms. Default 30,000. */
+  readonly noWorkBackoffMs: number;
+}
+
+export interface BrokerDeps {
+  readonly leases: LeaseStore;
+  readonly tasks: BrokerTaskStore;
+  readonly provider: TelephonyProvider;
+  readonly fleet: FleetWorkReader;
+  readonly protection: Pick<TaskProtectionKeeper, 'update' | 'release'>;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly logger: Logger;
+  readonly settings: BrokerSettings;
+  /** Picks the order to try clients in; shuffled by default so brokers spread over clients. */
+  readonly order?: (clients: readonly string[]) => string[];
+}
+
+export type StopReason = 'sigterm' | 'drain';
+
+function shuffled(clients: readonly string[]): string[] {
+  const out = [...clients];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+export class Broker {
+  readonly #deps: BrokerDeps;
+  readonly #notBefore = new Map<string, number>();
+  #server: ClientServer | undefined;
+  #stopReason: StopReason | undefined;
+  #wakeIdle: (() => void) | undefined;
+  #stopped: Promise<void> | undefined;
+  #onSigterm: (() => void) | undefined;
+
+  constructor(deps: BrokerDeps) {
+    this.#deps = deps;
+  }
+
+  /** The client being served, if any. */
+  get clientId(): string | undefined {
+    return this.#server?.clientId;
+  }
+
+  /** Why the broker is stopping, once it is. */
+  get stopReason(): StopReason | undefined {
+    return this.#stopReason;
+  }
+
+  /** Calls in flight now. */
+  get inFlight(): number {
+    return this.#server?.inFlight ?? 0;
+  }
+
+  /** Stops starting calls and winds down; {@link run} resolves when done. */
+  stop(reason: StopReason): void {
+    // A SIGTERM during a drain still bounds the wait.
+    if (this.#stopReason && !(reason === 'sigterm' && this.#stopReason === 'drain')) return;
+    this.#stopReason = reason;
+    this.#deps.logger.info('broker stopping', { reason, inFlight: this.inFlight });
+    this.#server?.stop();
+    if (reason === 'sigterm') this.#onSigterm?.();
+    this.#wakeIdle?.();
+  }
+
+  /** A call of the served client ended (the status route's nudge). */
+  async callEnded(ended: CallEnded): Promise<void> {
+    await this.#server?.callEnded(ended);
+  }
+
+  /** Runs until stopped or drained, then releases protection. Never rejects. */
+  async run(): Promise<void> {
+    this.#stopped ??= this.#run();
+    return this.#stopped;
+  }
+
+  async #run(): Promise<void> {
+    const { logger, protection, clock } = this.#deps;
+    while (!this.#stopReason) {
+      let claimed = false;
+      try {
+        claimed = await this.#turn();
+      } catch (error) {
+        logger.error('broker turn failed', { error });
+      }
+      if (!claimed && !this.#stopReason) await this.#idle();
+    }
+    await protection.release();
+    logger.info('broker stopped', { reason: this.#stopReason, at: clock.now() });
+  }
+
+  /** One look at the work list: claims and serves one client; false when there was none to claim. */
+  async #turn(): Promise<boolean> {
+    const { fleet, clock, settings, logger } = this.#deps;
+    const work = await fleet.read();
+    if (this.#drainRequested(work?.desiredVersion)) return false;
+    const now = clock.now();
+    const order = this.#deps.order ?? shuffled;
+    const candidates = order(work?.clients ?? []).filter((c) => (this.#notBefore.get(c) ?? 0) <= now);
+    for (const clientId of candidates) {
+      if (this.#stopReason) return true;
+      const keeper = new LeaseKeeper({
+        clientId,
+        owner: settings.brokerId,
+        leaseMs: settings.leaseMs,
+        store: this.#deps.leases,
+        clock,
+        timers: this.#deps.timers,
+        logger,
+      });
+      let held = false;
+      try {
+        held = await keeper.acquire();
+      } catch (error) {
+        logger.warn('lease take did not answer', { clientId, error });
+      }
+      if (!held) continue;
+      await this.#serve(keeper);
+      return true;
+    }
+    return false;
+  }
+
+  #drainRequested(desiredVersion: string | undefined): boolean {
+    if (!desiredVersion || desiredVersion === this.#deps.settings.version) return false;
+    this.#deps.logger.info('drain requested', { desiredVersion, version: this.#deps.settings.version });
+    this.stop('drain');
+    return true;
+  }
+
+  async #serve(keeper: LeaseKeeper): Promise<void> {
+    const { clock, timers, logger, settings } = this.#deps;
+    const server = new ClientServer({
+      tasks: this.#deps.tasks,
+      provider: this.#deps.provider,
+      keeper,
+      clock,
+      timers,
+      logger,
+      settings,
+      onInFlightChange: (n) => this.#deps.protection.update(n),
+    });
+    this.#server = server;
+    logger.info('serving client', { clientId: server.clientId, token: keeper.lease?.token });
+    const drainCheck = this.#watchForDrain();
+    let graceTimer: TimerHandle | undefined;
+    try {
+      const served = server.serve();
+      const end = await Promise.race([
+        served,
+        new Promise<'grace-over'>((resolve) => {
+          const armGrace = () => {
+            graceTimer = timers.setTimeout(() => resolve('grace-over'), settings.stopGraceMs);
+          };
+          if (this.#stopReason === 'sigterm') armGrace();
+          else this.#onSigterm = armGrace;
+        }),
+      ]);
+      if (end === 'grace-over') {
+        logger.warn('stop grace over with calls in flight; the next holder adopts them', {
+          clientId: server.clientId,
+          inFlight: server.inFlight,
+        });
+      } else if (end.kind === 'no-work') {
+        const next = end.nextReadyAt ?? clock.now() + settings.noWorkBackoffMs;
+        this.#notBefore.set(server.clientId, next);
+      }
+      logger.info('client served', {
+        clientId: server.clientId,
+        end: end === 'grace-over' ? end : end.kind,
+      });
+    } finally {
+      this.#onSigterm = undefined;
+      if (graceTimer !== undefined) timers.clearTimeout(graceTimer);
+      drainCheck();
+      this.#server = undefined;
+      await keeper.release();
+    }
+  }
+
+  /** While serving, reads the work list on every lease heartbeat for a drain request. */
+  #watchForDrain(): () => void {
+    const { timers, fleet, settings, logger } = this.#deps;
+    let handle: TimerHandle | undefined;
+    let done = false;
+    const every = heartbeatInterval(settings.leaseMs);
+    const tick = async () => {
+      try {
+        const work = await fleet.read();
+        if (!done) this.#drainRequested(work?.desiredVersion);
+      } catch (error) {
+        logger.warn('work list not read', { error });
+      }
+      if (!done && !this.#stopReason) handle = timers.setTimeout(() => void tick(), every);
+    };
+    handle = timers.setTimeout(() => void tick(), every);
+    return () => {
+      done = true;
+      if (handle !== undefined) timers.clearTimeout(handle);
+    };
+  }
+
+  #idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const handle = this.#deps.timers.setTimeout(() => {
+        this.#wakeIdle = undefined;
+        resolve();
+      }, this.#deps.settings.idleWaitMs);
+      this.#wakeIdle = () => {
+        this.#wakeIdle = undefined;
+        this.#deps.timers.clearTimeout(handle);
+        resolve();
+      };
+    });
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * What the broker and the call-status route need from the outside world, as ports: the task
+ * store (claiming, starting and settling tasks, DynamoDB in production), the fleet's work list,
+ * and the nudge that tells a broker one of its calls has ended.
+ */
+import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import type { FleetWork } from './fleet.ts';
+
+/** A task by its keys. */
+export interface TaskRef {
+  readonly jobId: string;
+  readonly taskId: string;
+}
+
+/** The lease a start is fenced with: the holder and its token. */
+export interface Fence {
+  readonly clientId: string;
+  readonly owner: string;
+  readonly token: number;
+  /** The holder's clock; the lease must not have expired by then. */
+  readonly now: number;
+}
+
+/**
+ * - `started`: the task is `in-flight` with `attempts` + 1 (the returned task).
+ * - `fenced`: the lease check failed: this broker no longer holds the client; start nothing more.
+ * - `gone`: the task is no longer startable (already started, settled, or its job is not running).
+ */
+export type StartResult =
+  | { readonly kind: 'started'; readonly task: Task }
+  | { readonly kind: 'fenced' }
+  | { readonly kind: 'gone' };
+
+/** How a call's end leaves its task. */
+export type Settlement =
+  | { readonly state: 'completed'; readonly lastResult: string }
+  | { readonly state: 'retry-wait'; readonly lastResult: string; readonly readyAt: number }
+  | { readonly state: 'failed'; readonly lastResult: string; readonly reason: string };
+
+/** A task in flight, with the attempt whose call is being settled. */
+export interface SettleRequest {
+  readonly task: Task;
+  /** The attempt the status is about; nothing changes unless the task is still in flight on it. */
+  readonly attempt: number;
+  readonly settlement: Settlement;
+  readonly callId?: string;
+  readonly now: number;
+}
+
+export interface BrokerTaskStore {
+  getClient(clientId: string): Promise<ClientSettings | undefined>;
+  getJob(clientId: string, jobId: string): Promise<Job | undefined>;
+  /** The task as stored now (a strongly consistent read). */
+  getTask(ref: TaskRef): Promise<Task | undefined>;
+  /**
+   * Up to `limit` outstanding tasks of the client ready at `now`, earliest first (an index read:
+   * may be a little stale, which the conditional start absorbs).
+   */
+  outstanding(clientId: string, now: number, limit: number): Promise<Task[]>;
+  /** When the client's earliest outstanding task becomes ready, whatever `now` is; undefined if none. */
+  nextReadyAt(clientId: string): Promise<number | undefined>;
+  /**
+   * Starts `task` in one transaction: the lease passes the fence, the job is `running`, and the
+   * task is still `pending`/`retry-wait` with the attempts seen; it becomes `in-flight` with
+   * attempts + 1 and leaves the outstanding index.
+   */
+  start(task: Task, fence: Fence): Promise<StartResult>;
+  /** Records the provider's call id on an in-flight attempt (no-op if it moved on). */
+  recordCallId(ref: TaskRef, attempt: number, callId: string, now: number): Promise<void>;
+  /**
+   * Settles an in-flight attempt, once: true when this request did it, false when the task had
+   * already moved on (settled, or another attempt).
+   */
+  settle(request: SettleRequest): Promise<boolean>;
+  /** The client's tasks recorded in flight (a broker taking a client over adopts them). */
+  inFlight(clientId: string): Promise<TaskRef[]>;
+  /** Drops a stale in-flight record (its task is no longer in flight). */
+  forgetInFlight(clientId: string, ref: TaskRef): Promise<void>;
+}
+
+/** Reads the work list the job manager writes (undefined before its first run). */
+export interface FleetWorkReader {
+  read(): Promise<FleetWork | undefined>;
+}
+
+/** What a call's end tells the broker holding the client. */
+export interface CallEnded {
+  readonly jobId: string;
+  readonly taskId: string;
+  readonly callId?: string;
+}
+
+/** Tells the broker at `endpoint` that a call ended; best effort, never throws. */
+export interface BrokerNotifier {
+  callEnded(endpoint: string, ended: CallEnded): Promise<void>;
+}
+
+/** Where a lease's holder can be reached: read by the call-status route to nudge it. */
+export interface LeaseEndpointReader {
+  /** The live holder's endpoint, or undefined when the lease is free, expired or has none. */
+  endpointOf(clientId: string, now: number): Promise<string | undefined>;
+}

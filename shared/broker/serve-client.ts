@@ -1,0 +1,542 @@
+/**
+ * Serving one client under its lease: start the client's outstanding tasks as fast as its
+ * contract allows, free a call's slot the moment its end is reported, settle calls whose end was
+ * never reported, and stop starting at once when the lease is lost or the broker drains.
+ *
+ * Main course, per call: wait for a slot from the {@link PacingGate} (limit + line rate) → take
+ * the next ready task of a running job inside its calling hours → start it in one fenced
+ * transaction (lease token, job running, task still startable) → `initiate` with the attempt's
+ * idempotency key (a `retryable` answer is retried with the same key; the slot stays taken) →
+ * the slot is released by {@link ClientServer.callEnded} (the status route's nudge) or by
+ * reconciliation after the job's maximum call duration plus a margin.
+ */
+import { attemptKey } from '#shared/ids.ts';
+import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import type { LeaseKeeper } from '#shared/lease/lease.ts';
+import type { Logger } from '#shared/log.ts';
+import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
+import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import { type CallSlot, Pacer, PacingGate } from '#shared/pacing/pacer.ts';
+import type { CallRequest, InitiateOutcome, TelephonyProvider } from '#shared/telephony/port.ts';
+import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
+import type { BrokerTaskStore, CallEnded, Settlement } from './ports.ts';
+import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
+
+export interface ServeSettings {
+  /** The public status route; each attempt's callback URL adds the attempt to its query. */
+  readonly callbackUrl: string;
+  /** A job's maximum call duration when it sets none, seconds. Default 600. */
+  readonly defaultMaxCallSeconds: number;
+  /** Wait this long past a call's maximum duration before asking the provider, ms. Default 30,000. */
+  readonly reconcileMarginMs: number;
+  /** Times reconciliation asks again about a call still not final before failing it. Default 3. */
+  readonly reconcileTries: number;
+  /** Extra spacing between starts against jitter (see TokenBucket), ms. Default 50. */
+  readonly rateMarginMs: number;
+  /** Outstanding tasks fetched per query. Default 50. */
+  readonly batchSize: number;
+  /** Keep the lease while the next task is ready within this long, ms. Default 60,000. */
+  readonly holdMs: number;
+  /** With nothing startable but calls in flight, look again after this long, ms. Default 5,000. */
+  readonly recheckMs: number;
+  /** First retry delay of an ambiguous `initiate`, ms (doubles, up to 8 s). Default 250. */
+  readonly initiateRetryMs: number;
+  /** Tries of one `initiate` before leaving the call to reconciliation. Default 6. */
+  readonly initiateTries: number;
+  /** How long a cached job is trusted (its status is checked again at every start anyway), ms. Default 5,000. */
+  readonly jobCacheMs: number;
+}
+
+export const DEFAULT_SERVE_SETTINGS: Omit<ServeSettings, 'callbackUrl'> = {
+  defaultMaxCallSeconds: 600,
+  reconcileMarginMs: 30_000,
+  reconcileTries: 3,
+  rateMarginMs: 50,
+  batchSize: 50,
+  holdMs: 60_000,
+  recheckMs: 5_000,
+  initiateRetryMs: 250,
+  initiateTries: 6,
+  jobCacheMs: 5_000,
+};
+
+export interface ServeClientDeps {
+  readonly tasks: BrokerTaskStore;
+  readonly provider: TelephonyProvider;
+  /** Already holds the client's lease. */
+  readonly keeper: LeaseKeeper;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly logger: Logger;
+  readonly settings: ServeSettings;
+  /** Told every change of the calls in flight (task protection); must not throw. */
+  readonly onInFlightChange?: (inFlight: number) => void;
+}
+
+/**
+ * - `no-work`: nothing startable soon and no call in flight; `nextReadyAt` says when there is.
+ * - `lost`: the lease was lost; in-flight calls are left to the next holder, who adopts them.
+ * - `stopped`: asked to stop; every call in flight had ended (or the caller stopped waiting).
+ */
+export type ServeEnd =
+  | { readonly kind: 'no-work'; readonly nextReadyAt: number | undefined }
+  | { readonly kind: 'lost' }
+  | { readonly kind: 'stopped' };
+
+interface InFlightCall {
+  readonly task: Task;
+  readonly job: Job;
+  readonly attempt: number;
+  readonly slot: CallSlot;
+  callId: string | undefined;
+  timer: TimerHandle | undefined;
+  reconcileTries: number;
+  ended: boolean;
+}
+
+type NextTask =
+  | { readonly kind: 'task'; readonly task: Task; readonly job: Job }
+  | { readonly kind: 'wait'; readonly until: number | undefined };
+
+class StopWaiting extends Error {
+  override name = 'StopWaiting';
+}
+
+/** Serves one client while its lease is held. Make one per lease; {@link serve} runs it once. */
+export class ClientServer {
+  readonly clientId: string;
+  readonly #deps: ServeClientDeps;
+  readonly #calls = new Map<string, InFlightCall>();
+  readonly #jobs = new Map<string, { job: Job | undefined; at: number }>();
+  readonly #abort = new AbortController();
+  #gate: PacingGate | undefined;
+  #buffer: Task[] = [];
+  #stopping = false;
+  #lost = false;
+  #wake: (() => void) | undefined;
+  #allEnded: (() => void) | undefined;
+
+  constructor(deps: ServeClientDeps) {
+    this.#deps = deps;
+    this.clientId = deps.keeper.clientId;
+  }
+
+  /** Calls in flight now. */
+  get inFlight(): number {
+    return this.#calls.size;
+  }
+
+  /** Stops starting calls; {@link serve} resolves once the calls in flight have ended. */
+  stop(): void {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.#abort.abort(new StopWaiting('stopping'));
+    this.#poke();
+  }
+
+  /**
+   * A call ended, as the status route reports it: frees the call's slot once the store confirms
+   * the attempt is no longer in flight (the nudge itself is unauthenticated, so it is not trusted
+   * to free a slot on its own).
+   */
+  async callEnded(ended: CallEnded): Promise<void> {
+    const call = this.#calls.get(ended.taskId);
+    if (!call || call.task.jobId !== ended.jobId || call.ended) return;
+    const task = await this.#deps.tasks.getTask(ended);
+    if (task?.state !== 'in-flight' || task.attempts !== call.attempt) this.#end(call, 'reported');
+  }
+
+  /** Serves the client until there is no work, the lease is lost, or {@link stop} was called. */
+  async serve(): Promise<ServeEnd> {
+    const { keeper, tasks, logger } = this.#deps;
+    const unsubscribe = keeper.onLost((reason) => this.#loseLease(reason));
+    try {
+      const client = await tasks.getClient(this.clientId);
+      if (!client) {
+        logger.warn('leased client has no settings; giving it up', { clientId: this.clientId });
+        return { kind: 'no-work', nextReadyAt: undefined };
+      }
+      this.#gate = this.#makeGate(client);
+      await this.#adopt();
+      const end = await this.#startCalls(client);
+      if (end) return end;
+      await this.#callsEnded();
+      return this.#lost ? { kind: 'lost' } : { kind: 'stopped' };
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  #makeGate(client: ClientSettings): PacingGate {
+    const { clock, timers, settings, onInFlightChange } = this.#deps;
+    // Hours are checked per task, because a job's own hours replace the client's.
+    const pacer = new Pacer({
+      maxConcurrentCalls: client.maxConcurrentCalls,
+      callsPerSecond: client.callsPerSecond,
+      rateMarginMs: settings.rateMarginMs,
+    });
+    return new PacingGate({
+      pacer,
+      clock,
+      timers,
+      onInFlightChange: (n) => {
+        onInFlightChange?.(n);
+        if (n === 0) this.#allEnded?.();
+        this.#poke();
+      },
+    });
+  }
+
+  /** The loop that starts calls; returns an end when serving is over without a drain. */
+  async #startCalls(client: ClientSettings): Promise<ServeEnd | undefined> {
+    const { tasks, keeper, clock, settings, logger } = this.#deps;
+    const gate = this.#gate!;
+    while (!this.#stopping && !this.#lost) {
+      const next = await this.#nextTask(client);
+      if (this.#stopping || this.#lost) break;
+      if (next.kind === 'wait') {
+        const now = clock.now();
+        const soon = next.until !== undefined && next.until - now <= settings.holdMs;
+        if (this.#calls.size === 0 && !soon) return { kind: 'no-work', nextReadyAt: next.until };
+        const until = next.until ?? Number.POSITIVE_INFINITY;
+        await this.#sleep(Math.max(1, Math.min(until - now, settings.recheckMs)));
+        continue;
+      }
+      let slot: CallSlot;
+      try {
+        slot = await gate.acquire(this.#abort.signal);
+      } catch {
+        break;
+      }
+      const token = keeper.currentToken();
+      if (token === undefined || this.#stopping || this.#lost) {
+        slot.release();
+        break;
+      }
+      // Calling hours may have closed while the slot was awaited.
+      if (!isOpen(effectiveCallingHours(client.callingHours, next.job.callingHours), clock.now())) {
+        this.#buffer.unshift(next.task);
+        slot.release();
+        continue;
+      }
+      let result: Awaited<ReturnType<BrokerTaskStore['start']>>;
+      try {
+        result = await tasks.start(next.task, {
+          clientId: this.clientId,
+          owner: keeper.owner,
+          token,
+          now: clock.now(),
+        });
+      } catch (error) {
+        slot.release();
+        logger.warn('task start did not answer; trying the next', { clientId: this.clientId, error });
+        await this.#sleep(settings.initiateRetryMs);
+        continue;
+      }
+      if (result.kind === 'fenced') {
+        slot.release();
+        logger.warn('start refused by the lease fence; stopping', { clientId: this.clientId });
+        this.#loseLease('refused');
+        break;
+      }
+      if (result.kind === 'gone') {
+        slot.release();
+        continue;
+      }
+      void this.#launch(result.task, next.job, slot);
+    }
+    return this.#lost ? { kind: 'lost' } : undefined;
+  }
+
+  /** The next task to start, or how long to wait for one. */
+  async #nextTask(client: ClientSettings): Promise<NextTask> {
+    const { tasks, clock, settings } = this.#deps;
+    let refilled = false;
+    let closedUntil: number | undefined;
+    for (;;) {
+      if (this.#buffer.length === 0) {
+        if (refilled) break;
+        refilled = true;
+        const found = await tasks.outstanding(this.clientId, clock.now(), settings.batchSize);
+        this.#buffer = found.filter((t) => !this.#calls.has(t.taskId));
+        if (this.#buffer.length === 0) break;
+      }
+      const task = this.#buffer.shift()!;
+      const job = await this.#job(task.jobId);
+      if (job?.status !== 'running') continue;
+      const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+      const now = clock.now();
+      if (!isOpen(hours, now)) {
+        const opens = nextOpening(hours, now);
+        if (opens !== undefined) closedUntil = Math.min(closedUntil ?? opens, opens);
+        continue;
+      }
+      return { kind: 'task', task, job };
+    }
+    const nextReady = await tasks.nextReadyAt(this.clientId);
+    const now = clock.now();
+    // Ready now but closed: wait for the hours; ready later: wait for it.
+    const until =
+      nextReady === undefined
+        ? closedUntil
+        : nextReady <= now
+          ? (closedUntil ?? now + settings.recheckMs)
+          : nextReady;
+    return { kind: 'wait', until };
+  }
+
+  async #job(jobId: string): Promise<Job | undefined> {
+    const { tasks, clock, settings } = this.#deps;
+    const cached = this.#jobs.get(jobId);
+    if (cached && clock.now() - cached.at < settings.jobCacheMs) return cached.job;
+    const job = await tasks.getJob(this.clientId, jobId);
+    this.#jobs.set(jobId, { job, at: clock.now() });
+    return job;
+  }
+
+  /** Takes over the calls a previous holder left in flight: counts them, then settles them. */
+  async #adopt(): Promise<void> {
+    const { tasks, logger, clock } = this.#deps;
+    const refs = await tasks.inFlight(this.clientId);
+    for (const ref of refs) {
+      const task = await tasks.getTask(ref);
+      if (task?.state !== 'in-flight') {
+        await tasks.forgetInFlight(this.clientId, ref);
+        continue;
+      }
+      if (this.#calls.has(task.taskId)) continue;
+      const job = await this.#job(task.jobId);
+      if (!job) continue;
+      const call = this.#track(task, job, this.#gate!.adopt());
+      call.callId = task.callId;
+      logger.info('adopted a call in flight', {
+        clientId: this.clientId,
+        taskId: task.taskId,
+        callId: task.callId,
+      });
+      const startedAt = task.startedAt ?? task.updatedAt;
+      // A call never recorded may never have been placed: placing it again with the same key is
+      // safe (the provider returns the existing call) and gets its id.
+      if (call.callId === undefined) void this.#place(call);
+      else this.#armReconcile(call, Math.max(clock.now(), this.#deadline(job, startedAt)));
+    }
+  }
+
+  #track(task: Task, job: Job, slot: CallSlot): InFlightCall {
+    const call: InFlightCall = {
+      task,
+      job,
+      attempt: task.attempts,
+      slot,
+      callId: undefined,
+      timer: undefined,
+      reconcileTries: 0,
+      ended: false,
+    };
+    this.#calls.set(task.taskId, call);
+    return call;
+  }
+
+  /** When a call of `job` started at `startedAt` must have ended. */
+  #deadline(job: Job, startedAt: number): number {
+    const { settings } = this.#deps;
+    const maxSeconds = job.maxCallDurationSeconds ?? settings.defaultMaxCallSeconds;
+    return startedAt + maxSeconds * 1000 + settings.reconcileMarginMs;
+  }
+
+  async #launch(task: Task, job: Job, slot: CallSlot): Promise<void> {
+    const call = this.#track(task, job, slot);
+    this.#armReconcile(call, this.#deadline(job, task.startedAt ?? this.#deps.clock.now()));
+    await this.#place(call);
+  }
+
+  #request(call: InFlightCall): CallRequest {
+    const { task, job, attempt } = call;
+    return {
+      to: task.recipient,
+      clientId: task.clientId,
+      taskId: task.taskId,
+      attempt,
+      callbackUrl: callbackUrlFor(this.#deps.settings.callbackUrl, {
+        jobId: task.jobId,
+        taskId: task.taskId,
+        attempt,
+      }),
+      maxDurationSeconds: job.maxCallDurationSeconds ?? this.#deps.settings.defaultMaxCallSeconds,
+      variables: task.variables,
+    };
+  }
+
+  /** Places the call (or finds it again under its key), retrying ambiguous answers with the same key. */
+  async #place(call: InFlightCall): Promise<void> {
+    const { provider, settings, logger, tasks, clock } = this.#deps;
+    const key = attemptKey(call.task.jobId, call.task.taskId, call.attempt);
+    const request = this.#request(call);
+    let delay = settings.initiateRetryMs;
+    let outcome: InitiateOutcome = { kind: 'retryable', reason: 'not tried' };
+    for (let tryNo = 1; tryNo <= settings.initiateTries && !call.ended; tryNo++) {
+      try {
+        outcome = await provider.initiate(request, key);
+      } catch (error) {
+        outcome = { kind: 'retryable', reason: String(error) };
+      }
+      if (outcome.kind === 'accepted' || outcome.kind === 'rejected') break;
+      const wait = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : delay;
+      delay = Math.min(delay * 2, 8_000);
+      if (tryNo < settings.initiateTries) await this.#pause(wait);
+    }
+    if (call.ended) return;
+    if (outcome.kind === 'accepted') {
+      call.callId = outcome.callId;
+      try {
+        await tasks.recordCallId(call.task, call.attempt, outcome.callId, clock.now());
+      } catch (error) {
+        logger.warn('call id not recorded; reconciliation will find the call by its key', {
+          taskId: call.task.taskId,
+          error,
+        });
+      }
+      return;
+    }
+    if (outcome.kind === 'rejected') {
+      await this.#fail(call, `provider rejected the call: ${outcome.code} (${outcome.status})`);
+      return;
+    }
+    // Still ambiguous: the call may exist. Reconciliation asks again at the deadline.
+    logger.warn('call not confirmed; left to reconciliation', { taskId: call.task.taskId, outcome });
+  }
+
+  #armReconcile(call: InFlightCall, at: number): void {
+    const { timers, clock } = this.#deps;
+    if (call.timer !== undefined) timers.clearTimeout(call.timer);
+    call.timer = timers.setTimeout(
+      () => {
+        call.timer = undefined;
+        void this.#reconcile(call);
+      },
+      Math.max(0, at - clock.now()),
+    );
+  }
+
+  /** The slow path: a call with no reported end by its deadline is asked of the provider. */
+  async #reconcile(call: InFlightCall): Promise<void> {
+    const { provider, tasks, clock, settings, logger } = this.#deps;
+    if (call.ended || this.#lost) return;
+    call.reconcileTries += 1;
+    const lastTry = call.reconcileTries >= settings.reconcileTries;
+    try {
+      const stored = await tasks.getTask(call.task);
+      if (stored?.state !== 'in-flight' || stored.attempts !== call.attempt) {
+        this.#end(call, 'settled elsewhere');
+        return;
+      }
+      if (call.callId === undefined) {
+        await this.#place(call);
+        if (call.ended) return;
+      }
+      if (call.callId === undefined) {
+        if (lastTry) await this.#fail(call, 'the provider never confirmed the call');
+        else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
+        return;
+      }
+      const snapshot = await provider.getCall(call.callId);
+      if (snapshot === undefined) {
+        await this.#fail(call, 'the provider does not know the call');
+        return;
+      }
+      if (isFinal(snapshot.status)) {
+        await settleFromSnapshot(tasks, {
+          task: call.task,
+          job: call.job,
+          attempt: call.attempt,
+          snapshot,
+          now: clock.now(),
+        });
+        logger.info('call settled by reconciliation', { taskId: call.task.taskId, status: snapshot.status });
+        this.#end(call, 'reconciled');
+        return;
+      }
+      if (lastTry) await this.#fail(call, `no final status after the maximum duration (${snapshot.status})`);
+      else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
+    } catch (error) {
+      if (lastTry && error instanceof TelephonyUnavailableError) {
+        await this.#fail(call, 'the provider could not be asked about the call').catch(() => {});
+        return;
+      }
+      logger.warn('reconciliation failed; will try again', { taskId: call.task.taskId, error });
+      if (!call.ended) this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
+    }
+  }
+
+  async #fail(call: InFlightCall, reason: string): Promise<void> {
+    const settlement: Settlement = { state: 'failed', lastResult: 'failed', reason };
+    await this.#deps.tasks.settle({
+      task: call.task,
+      attempt: call.attempt,
+      settlement,
+      ...(call.callId === undefined ? {} : { callId: call.callId }),
+      now: this.#deps.clock.now(),
+    });
+    this.#deps.logger.warn('call failed', { taskId: call.task.taskId, reason });
+    this.#end(call, 'failed');
+  }
+
+  #end(call: InFlightCall, _why: string): void {
+    if (call.ended) return;
+    call.ended = true;
+    if (call.timer !== undefined) this.#deps.timers.clearTimeout(call.timer);
+    call.timer = undefined;
+    this.#calls.delete(call.task.taskId);
+    call.slot.release();
+  }
+
+  #loseLease(reason: string): void {
+    if (this.#lost) return;
+    this.#lost = true;
+    this.#deps.logger.warn('lease lost; starting nothing more', { clientId: this.clientId, reason });
+    this.#abort.abort(new StopWaiting('lease lost'));
+    // The next holder adopts these calls; their ends are reported to it, not to us.
+    for (const call of [...this.#calls.values()]) this.#end(call, 'lease lost');
+    this.#poke();
+  }
+
+  #callsEnded(): Promise<void> {
+    if (this.#calls.size === 0 || this.#lost) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#allEnded = () => {
+        if (this.#calls.size === 0 || this.#lost) resolve();
+      };
+    });
+  }
+
+  #poke(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  /** Sleeps up to `ms`, waking early on a call's end, a stop or a lost lease. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const handle = this.#deps.timers.setTimeout(() => {
+        this.#wake = undefined;
+        resolve();
+      }, ms);
+      this.#wake = () => {
+        this.#deps.timers.clearTimeout(handle);
+        resolve();
+      };
+    });
+  }
+
+  /** A plain wait that only a lost lease cuts short (for retries that belong to one call). */
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const handle = this.#deps.timers.setTimeout(resolve, ms);
+      if (this.#lost) {
+        this.#deps.timers.clearTimeout(handle);
+        resolve();
+      }
+    });
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * A call's end, recorded on its task: the rule (completed; busy / no-answer retried after the
+ * job's delay while attempts remain; failed with a reason otherwise) and the call-status use case
+ * behind `POST /providers/{provider}/calls/status`. The broker's reconciliation settles through
+ * the same rule, so a task ends the same way whichever path saw the call end first.
+ */
+import { attemptKey } from '#shared/ids.ts';
+import type { Job, Task } from '#shared/jobs/model.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
+import type { CallSnapshot, FinalCallStatus } from '#shared/telephony/port.ts';
+import { isFinal } from '#shared/telephony/port.ts';
+import { readSignedCallStatusEvent } from '#shared/telephony/status-event.ts';
+import type { BrokerNotifier, BrokerTaskStore, LeaseEndpointReader, Settlement, TaskRef } from './ports.ts';
+
+/** How a final call status leaves a task that made `attempts` attempts of `job`. */
+export function settlementFor(
+  status: FinalCallStatus,
+  detail: { readonly reason?: string; readonly attempts: number; readonly now: number },
+  job: Pick<Job, 'maxAttempts' | 'retryDelaySeconds'>,
+): Settlement {
+  switch (status) {
+    case 'completed':
+      return { state: 'completed', lastResult: 'completed' };
+    case 'failed':
+      return { state: 'failed', lastResult: 'failed', reason: detail.reason ?? 'call failed' };
+    default:
+      if (detail.attempts < job.maxAttempts) {
+        return {
+          state: 'retry-wait',
+          lastResult: status,
+          readyAt: detail.now + job.retryDelaySeconds * 1000,
+        };
+      }
+      return {
+        state: 'failed',
+        lastResult: status,
+        reason: `${status} on all ${detail.attempts} attempts`,
+      };
+  }
+}
+
+/**
+ * Settles `task`'s in-flight `attempt` from a final snapshot of its call. True when this settled
+ * it; false when it had already moved on (another path settled it first).
+ */
+export async function settleFromSnapshot(
+  tasks: BrokerTaskStore,
+  input: { task: Task; job: Job; attempt: number; snapshot: CallSnapshot; now: number },
+): Promise<boolean> {
+  const { task, job, attempt, snapshot, now } = input;
+  if (!isFinal(snapshot.status)) throw new RangeError(`not a final status: ${snapshot.status}`);
+  const settlement = settlementFor(
+    snapshot.status,
+    { attempts: attempt, now, ...(snapshot.reason === undefined ? {} : { reason: snapshot.reason }) },
+    job,
+  );
+  return tasks.settle({ task, attempt, settlement, callId: snapshot.callId, now });
+}
+
+/** The callback's idempotency key is not the attempt its URL names: it is not this task's call. */
+export class CallbackMismatchError extends Error {
+  override name = 'CallbackMismatchError';
+}
+
+/** Where a callback belongs: the attempt named in the callback URL Switchboard gave the provider. */
+export interface AttemptRef extends TaskRef {
+  readonly attempt: number;
+}
+
+/** The callback URL of one attempt: the status route with the attempt named in its query. */
+export function callbackUrlFor(base: string, ref: AttemptRef): string {
+  const url = new URL(base);
+  url.searchParams.set('job', ref.jobId);
+  url.searchParams.set('task', ref.taskId);
+  url.searchParams.set('attempt', String(ref.attempt));
+  return url.toString();
+}
+
+/** Reads the attempt a callback URL's query names; throws {@link CallbackMismatchError} if it names none. */
+export function attemptRefFromQuery(query: Readonly<Record<string, string | undefined>>): AttemptRef {
+  const jobId = query.job;
+  const taskId = query.task;
+  const attempt = Number(query.attempt);
+  if (!jobId || !taskId || !Number.isInteger(attempt) || attempt < 1) {
+    throw new CallbackMismatchError('callback URL names no task attempt (job, task, attempt)');
+  }
+  return { jobId, taskId, attempt };
+}
+
+export interface CallStatusRequest {
+  readonly signature: string | undefined;
+  readonly rawBody: string | Uint8Array;
+  /** From the callback URL's query (unsigned: checked against the signed idempotency key). */
+  readonly ref: AttemptRef;
+}
+
+/**
+ * - `settled`: this callback ended the attempt (the task is completed, retry-wait or failed).
+ * - `already-settled`: a final status was recorded before (duplicate, or reconciliation won).
+ * - `progress`: a non-final status (ringing, answered); the call id is recorded.
+ * - `stale`: about an attempt the task has moved past; nothing changes.
+ * - `unknown-task`: no such task; nothing changes.
+ */
+export type CallStatusOutcome = 'settled' | 'already-settled' | 'progress' | 'stale' | 'unknown-task';
+
+export interface RecordCallStatusDeps {
+  readonly tasks: BrokerTaskStore;
+  readonly leases: LeaseEndpointReader;
+  readonly notifier: BrokerNotifier;
+  readonly clock: Clock;
+  /** The callback secret(s); several during a rotation. */
+  readonly secrets: string | readonly string[];
+}
+
+/**
+ * The call-status use case. Input: a signed callback and the attempt its URL names. Steps: verify
+ * the signature on the raw body (401 on failure) and parse it (400); check its idempotency key is
+ * that attempt's key (400); record the status on the task durably — a final status settles the
+ * in-flight attempt once, anything later or older changes nothing (`mergeStatus`' rule: a final
+ * state never regresses); then nudge the broker holding the client's lease so it frees the
+ * call's slot at once. The nudge is best effort: reconciliation covers a lost one.
+ */
+export function makeRecordCallStatus(deps: RecordCallStatusDeps) {
+  return async (request: CallStatusRequest): Promise<CallStatusOutcome> => {
+    const event = readSignedCallStatusEvent({
+      header: request.signature,
+      rawBody: request.rawBody,
+      secrets: deps.secrets,
+      clock: deps.clock,
+    });
+    const { ref } = request;
+    if (event.idempotencyKey !== attemptKey(ref.jobId, ref.taskId, ref.attempt)) {
+      throw new CallbackMismatchError('the callback is not the call of the attempt its URL names');
+    }
+    const task = await deps.tasks.getTask(ref);
+    if (!task) return 'unknown-task';
+    if (task.attempts !== ref.attempt || task.state !== 'in-flight') {
+      if (task.attempts === ref.attempt && isFinal(event.status)) {
+        await nudge(deps, task, event.callId);
+        return 'already-settled';
+      }
+      return 'stale';
+    }
+    if (!isFinal(event.status)) {
+      if (task.callId === undefined) {
+        await deps.tasks.recordCallId(ref, ref.attempt, event.callId, deps.clock.now());
+      }
+      return 'progress';
+    }
+    const job = await deps.tasks.getJob(task.clientId, task.jobId);
+    if (!job) return 'unknown-task';
+    const now = deps.clock.now();
+    const settled = await settleFromSnapshot(deps.tasks, {
+      task,
+      job,
+      attempt: ref.attempt,
+      snapshot: event,
+      now,
+    });
+    await nudge(deps, task, event.callId);
+    return settled ? 'settled' : 'already-settled';
+  };
+}
+
+async function nudge(deps: RecordCallStatusDeps, task: Task, callId: string): Promise<void> {
+  try {
+    const endpoint = await deps.leases.endpointOf(task.clientId, deps.clock.now());
+    if (endpoint) await deps.notifier.callEnded(endpoint, { jobId: task.jobId, taskId: task.taskId, callId });
+  } catch {
+    // Best effort: the broker's reconciliation frees the slot without the nudge.
+  }
+}

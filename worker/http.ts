@@ -1,0 +1,85 @@
+/**
+ * The broker's small HTTP server: where the call-status route nudges it when a call ends
+ * (`POST /calls/ended {jobId, taskId, callId}`), and a health answer for operators. The nudge is
+ * only a hint: the broker frees a slot after confirming the task's end in the store.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { CallEnded } from '#shared/broker/ports.ts';
+
+const MAX_BODY_BYTES = 4096;
+
+export interface BrokerHttpServer {
+  /** `http://host:port` as bound. */
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export interface BrokerHttpHandlers {
+  callEnded(ended: CallEnded): Promise<void>;
+  health(): Record<string, unknown>;
+  onError?(error: unknown): void;
+}
+
+function parseCallEnded(text: string): CallEnded | undefined {
+  try {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    if (typeof body.jobId !== 'string' || typeof body.taskId !== 'string') return undefined;
+    return {
+      jobId: body.jobId,
+      taskId: body.taskId,
+      ...(typeof body.callId === 'string' ? { callId: body.callId } : {}),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts the server on `host:port` (port 0: a free one). */
+export async function startBrokerHttpServer(
+  handlers: BrokerHttpHandlers,
+  options: { host: string; port: number },
+): Promise<BrokerHttpServer> {
+  const server = http.createServer((req, res) => {
+    const reply = (status: number, body?: unknown) => {
+      if (res.headersSent) return;
+      res.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' });
+      res.end(body === undefined ? undefined : JSON.stringify(body));
+    };
+    if (req.method === 'GET' && req.url === '/health') return reply(200, handlers.health());
+    if (req.method !== 'POST' || req.url !== '/calls/ended') return reply(404, { message: 'not found' });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reply(413, { message: 'body too large' });
+        req.destroy();
+      } else chunks.push(chunk);
+    });
+    req.on('end', () => {
+      const ended = parseCallEnded(Buffer.concat(chunks).toString('utf8'));
+      if (!ended) return reply(400, { message: 'expected {jobId, taskId, callId}' });
+      // Answer at once: the route must not wait for our store read.
+      reply(202);
+      handlers.callEnded(ended).catch((error: unknown) => handlers.onError?.(error));
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

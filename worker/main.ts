@@ -1,0 +1,20 @@
+/**
+ * The broker process (`node worker/main.ts`; the container's entrypoint). Prints one JSON line
+ * `{"event":"ready","brokerId","version","httpUrl"}` on stdout when ready, JSON log lines after,
+ * and exits 0 once stopped: on SIGTERM (calls in flight get up to BROKER_STOP_GRACE_MS, default
+ * 100 s, inside Fargate's 120 s) or when the job manager asks its version to drain.
+ */
+import { makeLogger } from '#shared/log.ts';
+import { readBrokerConfig, startBrokerProcess } from './process.ts';
+
+const config = readBrokerConfig();
+const logger = makeLogger('broker');
+const running = await startBrokerProcess(config, { logger });
+process.stdout.write(
+  `${JSON.stringify({ event: 'ready', brokerId: running.brokerId, version: running.version, httpUrl: running.httpUrl })}\n`,
+);
+process.on('SIGTERM', () => running.stop('sigterm'));
+process.on('SIGINT', () => running.stop('sigterm'));
+await running.done;
+logger.info('broker exiting', { brokerId: running.brokerId });
+process.exit(0);

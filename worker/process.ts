@@ -1,0 +1,178 @@
+/**
+ * One broker process, wired: configuration from the environment (read once), the DynamoDB
+ * adapters, the telephony provider over HTTP, ECS task protection, the nudge server, and the
+ * {@link Broker} loop. `main.ts` runs it as a process; tests may run it in-process.
+ */
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
+import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
+import { Broker, type StopReason } from '#shared/broker/broker.ts';
+import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
+import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { type Logger, makeLogger } from '#shared/log.ts';
+import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
+import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
+import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
+import { startBrokerHttpServer } from './http.ts';
+
+export interface BrokerConfig {
+  readonly controlTable: string;
+  readonly tasksTable: string;
+  readonly telephonyApiUrl: string;
+  readonly telephonyApiToken: string;
+  /** The public call-status route, e.g. `https://api.example/providers/acme/calls/status`. */
+  readonly callStatusCallbackUrl: string;
+  /** Absent outside ECS: protection is then a logged no-op. */
+  readonly ecsAgentUri: string | undefined;
+  readonly version: string;
+  readonly brokerId: string;
+  readonly httpHost: string;
+  readonly httpPort: number;
+  /** How the call-status route reaches this broker; found from the ECS task metadata when unset. */
+  readonly advertiseUrl: string | undefined;
+  readonly leaseMs: number;
+  readonly idleWaitMs: number;
+  readonly stopGraceMs: number;
+  readonly reconcileMarginMs: number;
+  readonly defaultMaxCallSeconds: number;
+  readonly holdMs: number;
+  readonly recheckMs: number;
+}
+
+/** Reads the broker's configuration from the environment; throws `ConfigError` on a missing value. */
+export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerConfig {
+  const optional = (name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+  return {
+    controlTable: getStringFromEnv('CONTROL_TABLE', env),
+    tasksTable: getStringFromEnv('TASKS_TABLE', env),
+    telephonyApiUrl: getStringFromEnv('TELEPHONY_API_URL', env),
+    telephonyApiToken: getStringFromEnv('TELEPHONY_API_TOKEN', env),
+    callStatusCallbackUrl: getStringFromEnv('CALL_STATUS_CALLBACK_URL', env),
+    ecsAgentUri: optional('ECS_AGENT_URI'),
+    version: getStringFromEnv('BROKER_VERSION', env),
+    brokerId: optional('BROKER_ID') ?? `broker-${randomUUID()}`,
+    httpHost: optional('BROKER_HTTP_HOST') ?? '127.0.0.1',
+    httpPort: getNumberFromEnv('BROKER_HTTP_PORT', 0, env),
+    advertiseUrl: optional('BROKER_ADVERTISE_URL'),
+    leaseMs: getNumberFromEnv('LEASE_MS', 30_000, env),
+    idleWaitMs: getNumberFromEnv('BROKER_IDLE_WAIT_MS', 2_000, env),
+    stopGraceMs: getNumberFromEnv('BROKER_STOP_GRACE_MS', 100_000, env),
+    reconcileMarginMs: getNumberFromEnv('RECONCILE_MARGIN_MS', DEFAULT_SERVE_SETTINGS.reconcileMarginMs, env),
+    defaultMaxCallSeconds: getNumberFromEnv(
+      'DEFAULT_MAX_CALL_SECONDS',
+      DEFAULT_SERVE_SETTINGS.defaultMaxCallSeconds,
+      env,
+    ),
+    holdMs: getNumberFromEnv('BROKER_HOLD_MS', DEFAULT_SERVE_SETTINGS.holdMs, env),
+    recheckMs: getNumberFromEnv('BROKER_RECHECK_MS', DEFAULT_SERVE_SETTINGS.recheckMs, env),
+  };
+}
+
+export interface RunningBroker {
+  readonly broker: Broker;
+  readonly brokerId: string;
+  readonly version: string;
+  /** The nudge server as bound. */
+  readonly httpUrl: string;
+  /** What the lease item advertises to the call-status route. */
+  readonly endpoint: string;
+  /** Resolves once the broker has stopped and its server is closed. */
+  readonly done: Promise<void>;
+  stop(reason: StopReason): void;
+}
+
+/** In a Fargate task (awsvpc), the task's private address, from the task metadata endpoint. */
+async function taskAddress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const uri = env.ECS_CONTAINER_METADATA_URI_V4;
+  if (!uri) return undefined;
+  try {
+    const response = await fetch(uri, { signal: AbortSignal.timeout(2_000) });
+    const body = (await response.json()) as { Networks?: { IPv4Addresses?: string[] }[] };
+    return body.Networks?.[0]?.IPv4Addresses?.[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts a broker with `config`; its loop runs until {@link RunningBroker.stop} or a drain. */
+export async function startBrokerProcess(
+  config: BrokerConfig,
+  deps: { doc?: DynamoDBDocumentClient; logger?: Logger; clock?: Clock; timers?: Timers } = {},
+): Promise<RunningBroker> {
+  const logger = deps.logger ?? makeLogger('broker');
+  const clock = deps.clock ?? systemClock;
+  const timers = deps.timers ?? systemTimers;
+  const doc = deps.doc ?? makeDocumentClient();
+  let broker: Broker | undefined;
+  const server = await startBrokerHttpServer(
+    {
+      callEnded: (ended) => broker?.callEnded(ended) ?? Promise.resolve(),
+      health: () => ({
+        brokerId: config.brokerId,
+        version: config.version,
+        clientId: broker?.clientId ?? null,
+        inFlight: broker?.inFlight ?? 0,
+        stopping: broker?.stopReason ?? null,
+      }),
+      onError: (error) => logger.warn('call-ended nudge not handled', { error }),
+    },
+    { host: config.httpHost, port: config.httpPort },
+  );
+  const address = config.advertiseUrl ? undefined : await taskAddress(process.env);
+  const endpoint = config.advertiseUrl ?? (address ? `http://${address}:${server.port}` : server.url);
+  const protection = new TaskProtectionKeeper({
+    port: makeEcsAgentProtection({
+      agentUri: config.ecsAgentUri,
+      onNoAgent: () => logger.info('no ECS agent (ECS_AGENT_URI unset): task protection is off'),
+    }),
+    clock,
+    timers,
+    logger,
+  });
+  broker = new Broker({
+    leases: makeDynamoLeaseStore(doc, config.controlTable, { endpoint }),
+    tasks: makeDynamoBrokerTaskStore(doc, {
+      controlTable: config.controlTable,
+      tasksTable: config.tasksTable,
+      now: () => clock.now(),
+    }),
+    provider: makeHttpTelephonyProvider({
+      baseUrl: config.telephonyApiUrl,
+      apiToken: config.telephonyApiToken,
+      clock,
+    }),
+    fleet: makeDynamoFleetWorkReader(doc, config.controlTable),
+    protection,
+    clock,
+    timers,
+    logger,
+    settings: {
+      ...DEFAULT_SERVE_SETTINGS,
+      callbackUrl: config.callStatusCallbackUrl,
+      brokerId: config.brokerId,
+      version: config.version,
+      leaseMs: config.leaseMs,
+      idleWaitMs: config.idleWaitMs,
+      stopGraceMs: config.stopGraceMs,
+      noWorkBackoffMs: 30_000,
+      reconcileMarginMs: config.reconcileMarginMs,
+      defaultMaxCallSeconds: config.defaultMaxCallSeconds,
+      holdMs: config.holdMs,
+      recheckMs: config.recheckMs,
+    },
+  });
+  const running = broker;
+  const done = running.run().finally(() => server.stop());
+  return {
+    broker: running,
+    brokerId: config.brokerId,
+    version: config.version,
+    httpUrl: server.url,
+    endpoint,
+    done,
+    stop: (reason) => running.stop(reason),
+  };
+}
