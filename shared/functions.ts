@@ -5,7 +5,7 @@
  */
 import type { QueueId } from './resources.ts';
 
-export type FunctionId = 'webhook-receiver' | 'webhook-processor' | 'job-manager' | 'call-status';
+export type FunctionId = 'webhook-receiver' | 'webhook-processor' | 'job-manager' | 'call-status' | 'jobs-api' | 'ingest';
 
 export interface FunctionSpec {
   readonly id: FunctionId;
@@ -52,5 +52,22 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     // Provider callbacks: a few DynamoDB writes and a best-effort nudge to the broker.
     timeoutSeconds: 10,
     memoryMb: 512,
+  },
+  'jobs-api': {
+    id: 'jobs-api',
+    entry: 'lambdas/jobs-api/main.ts',
+    // API Gateway gives up at 30 s; a report larger than a response is written to S3 in that time.
+    timeoutSeconds: 29,
+    memoryMb: 1024,
+  },
+  ingest: {
+    id: 'ingest',
+    entry: 'lambdas/ingest/main.ts',
+    // A run pauses about a minute before this and continues in the next; the ingest queue's
+    // visibility timeout (90 min) is six times it, as AWS advises for SQS sources.
+    timeoutSeconds: 900,
+    memoryMb: 1024,
+    // One list per run: a run uses its whole time on one file.
+    queueSource: { queue: 'ingest', batchSize: 1, maxConcurrency: 10 },
   },
 };

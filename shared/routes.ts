@@ -4,7 +4,7 @@
  */
 
 /** Lambdas that sit behind the HTTP API. */
-export type HttpFunctionId = 'webhook-receiver';
+export type HttpFunctionId = 'webhook-receiver' | 'jobs-api';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -19,6 +19,16 @@ export interface RouteSpec {
 
 export const routes: readonly RouteSpec[] = [
   { method: 'POST', path: '/webhooks/line/{channelId}', functionId: 'webhook-receiver', auth: 'none' },
+  // Operator API: client settings and jobs (SigV4-signed calls only).
+  { method: 'PUT', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'POST', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'GET', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/pause', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/resume', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/cancel', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/report', functionId: 'jobs-api', auth: 'iam' },
 ];
 
 /** The API Gateway route key of a route, e.g. `POST /webhooks/line/{channelId}`. */

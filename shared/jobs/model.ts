@@ -26,7 +26,17 @@ export interface ClientSettings {
   readonly defaultRegion: string;
   /** The LINE channel message jobs send through. */
   readonly messageChannelId?: string;
+  /** Options for jobs that do not give them (e.g. a CSV dropped in S3 without a sidecar). */
+  readonly jobDefaults?: JobDefaults;
   readonly updatedAt: number;
+}
+
+/** A client's defaults for new jobs. */
+export interface JobDefaults {
+  readonly channel?: JobChannel;
+  readonly scenarioId?: string;
+  readonly maxAttempts?: number;
+  readonly retryDelaySeconds?: number;
 }
 
 /** uploading → validating → scheduled → running → completed; paused, cancelled, failed. */
@@ -91,6 +101,8 @@ export interface Job {
   readonly failureReason?: string;
   /** Where the uploaded list is. */
   readonly source?: { readonly bucket: string; readonly key: string };
+  /** The recipient column's header, when the job names it instead of relying on the aliases. */
+  readonly recipientColumn?: string;
   readonly createdAt: number;
   readonly updatedAt: number;
 }

@@ -1,0 +1,47 @@
+/** Wires the ingest to the real AWS clients; configuration is read once, at start. */
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { makeDocumentClient, makeS3Client } from '#shared/adapters/aws-clients.ts';
+import {
+  makeDynamoClientStore,
+  makeDynamoJobStore,
+  makeDynamoTaskStore,
+} from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { makeIngestJob } from '#shared/jobs/ingest.ts';
+import { makeLogger } from '#shared/log.ts';
+import { makeIngestHandler } from './handler.ts';
+
+const controlTable = getStringFromEnv('CONTROL_TABLE');
+const tasksTable = getStringFromEnv('TASKS_TABLE');
+const bucket = getStringFromEnv('UPLOAD_BUCKET');
+const queueUrl = getStringFromEnv('INGEST_QUEUE_URL');
+// 0 (unset): pause only when time runs low. Tests and benchmarks set it to force continuations.
+const maxRowsPerRun = getNumberFromEnv('INGEST_MAX_ROWS_PER_RUN', 0);
+
+const doc = makeDocumentClient();
+const s3 = makeS3Client();
+const sqs = new SQSClient({});
+const log = makeLogger('ingest');
+const optOuts = makeDynamoOptOutStore(doc, controlTable);
+
+export const handler = makeIngestHandler({
+  ingest: makeIngestJob({
+    clients: makeDynamoClientStore(doc, controlTable),
+    jobs: makeDynamoJobStore(doc, controlTable),
+    tasks: makeDynamoTaskStore(doc, tasksTable),
+    files: makeS3UploadFiles(s3, bucket),
+    validationReports: makeS3ValidationReportStore(s3, bucket),
+    queue: {
+      async send(message) {
+        await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
+      },
+    },
+    optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
+    clock: { now: () => Date.now() },
+    log,
+    ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
+  }),
+  log,
+});

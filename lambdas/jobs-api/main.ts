@@ -1,0 +1,32 @@
+/** Wires the operator API to the real AWS clients; configuration is read once, at start. */
+import { makeDocumentClient, makeS3Client } from '#shared/adapters/aws-clients.ts';
+import {
+  makeDynamoClientStore,
+  makeDynamoJobStore,
+  makeDynamoTaskStore,
+} from '#shared/adapters/dynamo-jobs.ts';
+import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { getStringFromEnv } from '#shared/config.ts';
+import { makeJobsApi } from '#shared/jobs/api.ts';
+import { makeLogger } from '#shared/log.ts';
+import { makeJobsApiHandler } from './handler.ts';
+
+const controlTable = getStringFromEnv('CONTROL_TABLE');
+const tasksTable = getStringFromEnv('TASKS_TABLE');
+const bucket = getStringFromEnv('UPLOAD_BUCKET');
+
+const doc = makeDocumentClient();
+const s3 = makeS3Client();
+
+export const handler = makeJobsApiHandler({
+  api: makeJobsApi({
+    clients: makeDynamoClientStore(doc, controlTable),
+    jobs: makeDynamoJobStore(doc, controlTable),
+    tasks: makeDynamoTaskStore(doc, tasksTable),
+    files: makeS3UploadFiles(s3, bucket),
+    validationReports: makeS3ValidationReportStore(s3, bucket),
+    bucket,
+    clock: { now: () => Date.now() },
+  }),
+  log: makeLogger('jobs-api'),
+});

@@ -1,0 +1,401 @@
+/**
+ * DynamoDB adapters for clients, jobs and tasks (see the access patterns in
+ * `shared/resources.ts`). Job status changes and the ingest's steps are conditional writes; tasks
+ * go in with BatchWriteItem, 25 a call, unprocessed items retried with backoff.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  BatchWriteCommand,
+  type BatchWriteCommandOutput,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type QueryCommandOutput,
+  UpdateCommand,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { recipientTaskId } from '#shared/csv/duplicates.ts';
+import type { IngestCursor } from '#shared/csv/ingest.ts';
+import { ValidationError } from '#shared/jobs/errors.ts';
+import { type ClientSettings, type Job, type JobStatus, keys, type Task } from '#shared/jobs/model.ts';
+import type { ClientStore, IngestClaim, IngestState, JobStore, TaskStore } from '#shared/jobs/ports.ts';
+
+export class UnprocessedWritesError extends Error {
+  override name = 'UnprocessedWritesError';
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Full-jitter backoff: 25 ms doubling, at most 2 s. */
+function backoffMs(attempt: number): number {
+  return Math.random() * Math.min(2_000, 25 * 2 ** attempt);
+}
+
+export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: string): ClientStore {
+  return {
+    async get(clientId) {
+      const out = await doc.send(new GetCommand({ TableName: tableName, Key: keys.client(clientId) }));
+      if (!out.Item) return undefined;
+      const { pk: _pk, sk: _sk, ...settings } = out.Item;
+      return settings as ClientSettings;
+    },
+    async put(settings) {
+      await doc.send(
+        new PutCommand({ TableName: tableName, Item: { ...keys.client(settings.clientId), ...settings } }),
+      );
+    },
+  };
+}
+
+const JOB_FIELDS = [
+  'clientId',
+  'jobId',
+  'name',
+  'channel',
+  'scenarioId',
+  'startAt',
+  'callingHours',
+  'maxAttempts',
+  'retryDelaySeconds',
+  'status',
+  'counts',
+  'failureReason',
+  'source',
+  'recipientColumn',
+  'createdAt',
+  'updatedAt',
+] as const;
+
+/** The job record of an item (without keys, index and ingest attributes). */
+function toJob(item: Record<string, unknown>): Job {
+  const job: Record<string, unknown> = {};
+  for (const field of JOB_FIELDS) if (item[field] !== undefined) job[field] = item[field];
+  return job as unknown as Job;
+}
+
+function toIngestState(item: Record<string, unknown>): IngestState {
+  return {
+    step: Number(item.ingestStep ?? 0),
+    ...(item.ingestCursor ? { cursor: item.ingestCursor as IngestCursor } : {}),
+    ...(typeof item.ingestFilterKey === 'string' ? { filterKey: item.ingestFilterKey } : {}),
+    ...(typeof item.ingestETag === 'string' ? { eTag: item.ingestETag } : {}),
+    ...(typeof item.ingestSize === 'number' ? { size: item.ingestSize } : {}),
+  };
+}
+
+/** SET / REMOVE clauses for the byStatus index entry of a job in `status`. */
+function statusIndexUpdate(
+  job: Job,
+  status: JobStatus,
+): { set: string; remove: string; values: Record<string, unknown> } {
+  const entry = keys.jobStatusIndex({ status, startAt: job.startAt, jobId: job.jobId });
+  return entry
+    ? {
+        set: ', statusKey = :statusKey, dueKey = :dueKey',
+        remove: '',
+        values: { ':statusKey': entry.statusKey, ':dueKey': entry.dueKey },
+      }
+    : { set: '', remove: ' REMOVE statusKey, dueKey', values: {} };
+}
+
+function isConditionFailure(error: unknown): boolean {
+  return (
+    error instanceof ConditionalCheckFailedException ||
+    (error as Error)?.name === 'ConditionalCheckFailedException'
+  );
+}
+
+/** Encodes a page's LastEvaluatedKey as an opaque token; refuses tokens of another client. */
+const pageToken = {
+  encode: (key: Record<string, unknown>) =>
+    Buffer.from(JSON.stringify({ sk: key.sk }), 'utf8').toString('base64url'),
+  decode(token: string, pk: string): Record<string, unknown> {
+    try {
+      const { sk } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { sk?: unknown };
+      if (typeof sk === 'string' && sk.startsWith('JOB#')) return { pk, sk };
+    } catch {
+      // reported below
+    }
+    throw new ValidationError('invalid query', { next: ['is not a token this API returned'] });
+  },
+};
+
+export function makeDynamoJobStore(doc: DynamoDBDocumentClient, tableName: string): JobStore {
+  const get = async (clientId: string, jobId: string) => {
+    const out = await doc.send(
+      new GetCommand({ TableName: tableName, Key: keys.job(clientId, jobId), ConsistentRead: true }),
+    );
+    return out.Item;
+  };
+  const conditional = async (input: Omit<UpdateCommandInput, 'TableName'>): Promise<boolean> => {
+    try {
+      await doc.send(new UpdateCommand({ ...input, TableName: tableName }));
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  };
+  return {
+    async create(job) {
+      const index = keys.jobStatusIndex(job);
+      try {
+        await doc.send(
+          new PutCommand({
+            TableName: tableName,
+            Item: { ...keys.job(job.clientId, job.jobId), ...job, ...index },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        );
+        return { job, created: true };
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+      const item = await get(job.clientId, job.jobId);
+      return { job: toJob(item!), created: false };
+    },
+    async get(clientId, jobId) {
+      const item = await get(clientId, jobId);
+      return item ? toJob(item) : undefined;
+    },
+    async list(clientId, page) {
+      const { pk, skPrefix } = keys.jobsOf(clientId);
+      const out = await doc.send(
+        new QueryCommand({
+          TableName: tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':pk': pk, ':prefix': skPrefix },
+          ScanIndexForward: false,
+          Limit: page.limit,
+          ...(page.next ? { ExclusiveStartKey: pageToken.decode(page.next, pk) } : {}),
+        }),
+      );
+      const jobs = (out.Items ?? []).map(toJob);
+      return { jobs, ...(out.LastEvaluatedKey ? { next: pageToken.encode(out.LastEvaluatedKey) } : {}) };
+    },
+    async transition(job, to, now) {
+      const index = statusIndexUpdate(job, to);
+      const ok = await conditional({
+        Key: keys.job(job.clientId, job.jobId),
+        UpdateExpression: `SET #status = :to, updatedAt = :now${index.set}${index.remove}`,
+        ConditionExpression: '#status = :from',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':to': to, ':from': job.status, ':now': now, ...index.values },
+      });
+      if (ok) return { ok: true, job: { ...job, status: to, updatedAt: now } };
+      const item = await get(job.clientId, job.jobId);
+      return { ok: false, ...(item ? { current: item.status as JobStatus } : {}) };
+    },
+    beginValidation(clientId, jobId, source, now) {
+      return conditional({
+        Key: keys.job(clientId, jobId),
+        UpdateExpression:
+          'SET #status = :validating, ingestStep = :zero, ingestETag = :etag, ingestSize = :size, updatedAt = :now',
+        ConditionExpression: '#status = :uploading',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':validating': 'validating',
+          ':uploading': 'uploading',
+          ':zero': 0,
+          ':etag': source.eTag,
+          ':size': source.size,
+          ':now': now,
+        },
+      });
+    },
+    async claimIngest(clientId, jobId, step, leaseId, until, now): Promise<IngestClaim> {
+      try {
+        const out = await doc.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: keys.job(clientId, jobId),
+            UpdateExpression: 'SET ingestLeaseId = :lease, ingestLeaseUntil = :until',
+            ConditionExpression:
+              '#status = :validating AND ingestStep = :step AND (attribute_not_exists(ingestLeaseUntil) OR ingestLeaseUntil < :now)',
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: {
+              ':lease': leaseId,
+              ':until': until,
+              ':validating': 'validating',
+              ':step': step,
+              ':now': now,
+            },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return { kind: 'claimed', job: toJob(out.Attributes!), state: toIngestState(out.Attributes!) };
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+      const item = await get(clientId, jobId);
+      if (item?.status !== 'validating') {
+        return { kind: 'not-validating', ...(item ? { status: item.status as JobStatus } : {}) };
+      }
+      const state = toIngestState(item);
+      if (state.step > step) {
+        return {
+          kind: 'stale',
+          state,
+          leased: typeof item.ingestLeaseUntil === 'number' && item.ingestLeaseUntil >= now,
+        };
+      }
+      return { kind: 'busy' };
+    },
+    async saveIngestProgress(clientId, jobId, leaseId, counts, now) {
+      await conditional({
+        Key: keys.job(clientId, jobId),
+        UpdateExpression: 'SET #counts = :counts, updatedAt = :now',
+        ConditionExpression: 'ingestLeaseId = :lease',
+        ExpressionAttributeNames: { '#counts': 'counts' },
+        ExpressionAttributeValues: { ':counts': counts, ':now': now, ':lease': leaseId },
+      });
+    },
+    advanceIngest(clientId, jobId, leaseId, next, counts, now) {
+      return conditional({
+        Key: keys.job(clientId, jobId),
+        UpdateExpression:
+          'SET ingestStep = :next, ingestCursor = :cursor, ingestFilterKey = :filter, #counts = :counts, updatedAt = :now REMOVE ingestLeaseId, ingestLeaseUntil',
+        ConditionExpression: '#status = :validating AND ingestLeaseId = :lease AND ingestStep = :prev',
+        ExpressionAttributeNames: { '#status': 'status', '#counts': 'counts' },
+        ExpressionAttributeValues: {
+          ':next': next.step,
+          ':prev': next.step - 1,
+          ':cursor': next.cursor,
+          ':filter': next.filterKey,
+          ':counts': counts,
+          ':now': now,
+          ':validating': 'validating',
+          ':lease': leaseId,
+        },
+      });
+    },
+    finishIngest(job, leaseId, outcome, counts, now) {
+      const index = statusIndexUpdate(job, outcome.status);
+      const remove = ['ingestLeaseId', 'ingestLeaseUntil', 'ingestCursor', 'ingestFilterKey'];
+      if (index.remove) remove.push('statusKey', 'dueKey');
+      return conditional({
+        Key: keys.job(job.clientId, job.jobId),
+        UpdateExpression: `SET #status = :to, #counts = :counts, updatedAt = :now${
+          outcome.status === 'failed' ? ', failureReason = :reason' : ''
+        }${index.set} REMOVE ${remove.join(', ')}`,
+        ConditionExpression: '#status = :validating AND ingestLeaseId = :lease',
+        ExpressionAttributeNames: { '#status': 'status', '#counts': 'counts' },
+        ExpressionAttributeValues: {
+          ':to': outcome.status,
+          ':counts': counts,
+          ':now': now,
+          ':validating': 'validating',
+          ':lease': leaseId,
+          ...(outcome.status === 'failed' ? { ':reason': outcome.reason } : {}),
+          ...index.values,
+        },
+      });
+    },
+    async releaseIngest(clientId, jobId, leaseId) {
+      await conditional({
+        Key: keys.job(clientId, jobId),
+        UpdateExpression: 'REMOVE ingestLeaseId, ingestLeaseUntil',
+        ConditionExpression: 'ingestLeaseId = :lease',
+        ExpressionAttributeValues: { ':lease': leaseId },
+      });
+    },
+  };
+}
+
+/** The task record of an item (without keys and index attributes). */
+function toTask(item: Record<string, unknown>): Task {
+  const { pk: _pk, sk: _sk, openPk: _openPk, openSk: _openSk, ...task } = item;
+  return task as unknown as Task;
+}
+
+/** The item of a task: its keys, the record, and its outstanding-index entry while it may start. */
+export function taskItem(task: Task): Record<string, unknown> {
+  return { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
+}
+
+export interface DynamoTaskStoreOptions {
+  /** BatchWriteItem calls in flight at once. */
+  readonly concurrency?: number;
+  /** Calls per batch before giving up on unprocessed items. */
+  readonly maxAttempts?: number;
+}
+
+export function makeDynamoTaskStore(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: DynamoTaskStoreOptions = {},
+): TaskStore {
+  const concurrency = options.concurrency ?? 8;
+  const maxAttempts = options.maxAttempts ?? 12;
+
+  async function writeBatch(items: readonly Record<string, unknown>[]): Promise<void> {
+    let requests = items.map((Item) => ({ PutRequest: { Item } }));
+    for (let attempt = 0; requests.length > 0; attempt++) {
+      if (attempt >= maxAttempts) {
+        throw new UnprocessedWritesError(
+          `${requests.length} tasks still unprocessed after ${maxAttempts} attempts`,
+        );
+      }
+      if (attempt > 0) await sleep(backoffMs(attempt));
+      const out: BatchWriteCommandOutput = await doc.send(
+        new BatchWriteCommand({ RequestItems: { [tableName]: requests } }),
+      );
+      requests = (out.UnprocessedItems?.[tableName] ?? []) as typeof requests;
+    }
+  }
+
+  return {
+    async put(tasks) {
+      const batches: Record<string, unknown>[][] = [];
+      for (let i = 0; i < tasks.length; i += 25) batches.push(tasks.slice(i, i + 25).map(taskItem));
+      let next = 0;
+      const worker = async () => {
+        while (next < batches.length) await writeBatch(batches[next++]!);
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
+    },
+    async storedRows(jobId, recipients) {
+      const rows = new Map<string, number>();
+      let pending: Record<string, unknown>[] | undefined = recipients.map((r) =>
+        keys.task(jobId, recipientTaskId(jobId, r)),
+      );
+      for (let attempt = 0; pending && pending.length > 0; attempt++) {
+        if (attempt > 0) await sleep(backoffMs(attempt));
+        const out: BatchGetCommandOutput = await doc.send(
+          new BatchGetCommand({
+            RequestItems: {
+              [tableName]: {
+                Keys: pending,
+                ProjectionExpression: 'recipient, #row',
+                ExpressionAttributeNames: { '#row': 'row' },
+                ConsistentRead: true,
+              },
+            },
+          }),
+        );
+        for (const item of out.Responses?.[tableName] ?? [])
+          rows.set(item.recipient as string, item.row as number);
+        pending = out.UnprocessedKeys?.[tableName]?.Keys;
+      }
+      return rows;
+    },
+    async *shard(jobId, shard) {
+      let start: Record<string, unknown> | undefined;
+      do {
+        const out: QueryCommandOutput = await doc.send(
+          new QueryCommand({
+            TableName: tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        );
+        for (const item of out.Items ?? []) yield toTask(item);
+        start = out.LastEvaluatedKey;
+      } while (start);
+    },
+  };
+}

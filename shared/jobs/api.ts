@@ -1,0 +1,244 @@
+/**
+ * Use cases of the operator API: client settings, and jobs (create with an upload URL or an
+ * inline file, read, list, pause / resume / cancel, report).
+ *
+ * Input: already-parsed requests (path ids, JSON bodies, raw CSV bytes). Output: plain records;
+ * problems are typed errors ({@link ValidationError}, {@link ClientNotFoundError},
+ * {@link JobNotFoundError}, {@link IllegalTransitionError}, {@link UploadTooLargeError}) that
+ * the HTTP handler maps to statuses in one place.
+ */
+import { newUlid } from '#shared/ids.ts';
+import {
+  ClientNotFoundError,
+  IllegalTransitionError,
+  JobNotFoundError,
+  UploadTooLargeError,
+  ValidationError,
+} from './errors.ts';
+import { type ClientSettings, canTransition, type Job, type JobCounts, type JobStatus } from './model.ts';
+import type { ClientStore, Clock, JobStore, TaskStore, UploadFiles, ValidationReportStore } from './ports.ts';
+import { jobReportCsv, tasksInShardOrder } from './report.ts';
+import { uploadKey } from './s3-events.ts';
+import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
+
+/** Largest inline CSV: API Gateway's body, base64-encoded into a 6 MB Lambda event, must fit. */
+export const INLINE_UPLOAD_MAX_BYTES = 4 * 1024 * 1024;
+/** Largest report answered in the response; a larger one is written to S3 and redirected to. */
+export const REPORT_INLINE_MAX_BYTES = 5 * 1024 * 1024;
+/** How long a presigned report URL works. */
+export const REPORT_URL_SECONDS = 15 * 60;
+/** How long a presigned upload URL works. */
+export const UPLOAD_URL_SECONDS = 15 * 60;
+
+export const ZERO_COUNTS: JobCounts = {
+  rows: 0,
+  rejected: 0,
+  skipped: 0,
+  tasks: 0,
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+};
+
+export type JobAction = 'pause' | 'resume' | 'cancel';
+
+/** The status each action moves a job to. */
+export const ACTION_TARGET: Readonly<Record<JobAction, JobStatus>> = {
+  pause: 'paused',
+  resume: 'scheduled',
+  cancel: 'cancelled',
+};
+
+/** A job as the API shows it: its record, with counts per task state. */
+export interface JobView extends Omit<Job, 'counts' | 'startAt' | 'createdAt' | 'updatedAt'> {
+  readonly startAt: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly counts: JobCounts & {
+    /** Tasks not yet ended: pending, in flight or waiting to retry. */
+    readonly outstanding: number;
+  };
+}
+
+export function jobView(job: Job): JobView {
+  const { counts } = job;
+  return {
+    ...job,
+    startAt: new Date(job.startAt).toISOString(),
+    createdAt: new Date(job.createdAt).toISOString(),
+    updatedAt: new Date(job.updatedAt).toISOString(),
+    counts: {
+      ...counts,
+      outstanding: Math.max(0, counts.tasks - counts.completed - counts.failed - counts.cancelled),
+    },
+  };
+}
+
+export interface CreatedJob {
+  readonly jobId: string;
+  readonly status: JobStatus;
+  /** Where to PUT the file (absent when it was posted inline). */
+  readonly upload?: { readonly url: string; readonly method: 'PUT'; readonly expiresAt: string };
+}
+
+export interface JobsApiDeps {
+  readonly clients: ClientStore;
+  readonly jobs: JobStore;
+  readonly tasks: TaskStore;
+  readonly files: UploadFiles;
+  readonly validationReports: ValidationReportStore;
+  /** The uploads bucket's name (recorded as the job's source). */
+  readonly bucket: string;
+  readonly clock: Clock;
+  readonly newJobId?: (now: number) => string;
+}
+
+/** Builds the operator API's use cases around their ports. */
+export function makeJobsApi(deps: JobsApiDeps) {
+  const newJobId = deps.newJobId ?? newUlid;
+
+  async function clientOf(clientId: string): Promise<ClientSettings> {
+    if (!isValidClientId(clientId)) throw new ClientNotFoundError(`no client ${clientId}`);
+    const client = await deps.clients.get(clientId);
+    if (!client) throw new ClientNotFoundError(`no client ${clientId}: PUT /clients/${clientId} first`);
+    return client;
+  }
+
+  async function jobOf(clientId: string, jobId: string): Promise<Job> {
+    const job = isValidClientId(clientId) ? await deps.jobs.get(clientId, jobId) : undefined;
+    if (!job) throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
+    return job;
+  }
+
+  return {
+    /** Creates or replaces a client's settings. */
+    async putClient(clientId: string, body: unknown): Promise<ClientSettings> {
+      const settings = parseClientSettings(clientId, body, deps.clock.now());
+      await deps.clients.put(settings);
+      return settings;
+    },
+
+    getClient: clientOf,
+
+    /**
+     * Creates a job in `uploading`. Without `inline`, returns a presigned PUT URL for the file;
+     * with it, stores the file at once. Either way the bucket notification starts the ingest.
+     */
+    async createJob(clientId: string, body: unknown, inline?: Uint8Array): Promise<CreatedJob> {
+      const client = await clientOf(clientId);
+      const now = deps.clock.now();
+      const options = parseJobOptions(body, client, now);
+      if (inline && inline.byteLength > INLINE_UPLOAD_MAX_BYTES) {
+        throw new UploadTooLargeError(
+          `an inline CSV may be at most ${INLINE_UPLOAD_MAX_BYTES} bytes; create the job without a body and PUT the file to its upload URL`,
+        );
+      }
+      if (inline && inline.byteLength === 0) {
+        throw new ValidationError('invalid upload', { body: ['the CSV is empty'] });
+      }
+      const jobId = newJobId(now);
+      const key = uploadKey(clientId, jobId);
+      const job: Job = {
+        clientId,
+        jobId,
+        ...options,
+        status: 'uploading',
+        counts: ZERO_COUNTS,
+        source: { bucket: deps.bucket, key },
+        createdAt: now,
+        updatedAt: now,
+      };
+      await deps.jobs.create(job);
+      if (inline) {
+        await deps.files.put(key, inline, 'text/csv');
+        return { jobId, status: job.status };
+      }
+      const url = await deps.files.presignPut(key, UPLOAD_URL_SECONDS);
+      return {
+        jobId,
+        status: job.status,
+        upload: { url, method: 'PUT', expiresAt: new Date(now + UPLOAD_URL_SECONDS * 1000).toISOString() },
+      };
+    },
+
+    async getJob(clientId: string, jobId: string): Promise<JobView> {
+      return jobView(await jobOf(clientId, jobId));
+    },
+
+    /** A page of a client's jobs, newest first. */
+    async listJobs(
+      clientId: string,
+      query: { readonly limit?: string; readonly next?: string },
+    ): Promise<{ jobs: JobView[]; next?: string }> {
+      await clientOf(clientId);
+      const limit = query.limit === undefined ? 20 : Number(query.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+        throw new ValidationError('invalid query', { limit: ['must be a whole number from 1 to 100'] });
+      }
+      const page = await deps.jobs.list(clientId, {
+        limit,
+        ...(query.next === undefined ? {} : { next: query.next }),
+      });
+      return { jobs: page.jobs.map(jobView), ...(page.next ? { next: page.next } : {}) };
+    },
+
+    /** Pauses, resumes or cancels a job; an illegal move is an {@link IllegalTransitionError}. */
+    async changeStatus(clientId: string, jobId: string, action: JobAction): Promise<JobView> {
+      const to = ACTION_TARGET[action];
+      let job = await jobOf(clientId, jobId);
+      // A concurrent change (the job manager starting it, the ingest finishing) is retried once
+      // against the new status; the write itself is conditional on the status it was read with.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        if (!canTransition(job.status, to)) {
+          throw new IllegalTransitionError(`cannot ${action} a job that is ${job.status}`, job.status);
+        }
+        const result = await deps.jobs.transition(job, to, deps.clock.now());
+        if (result.ok) return jobView(result.job);
+        if (result.current === undefined)
+          throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
+        job = await jobOf(clientId, jobId);
+      }
+      throw new IllegalTransitionError(`the job keeps changing; it is ${job.status}`, job.status);
+    },
+
+    /**
+     * The job's report CSV (see `report.ts` for its columns and order): in the response when it
+     * is small, else streamed into the bucket (`reports/{clientId}/{jobId}/report-{time}.csv`)
+     * and answered with a presigned URL, as a Lambda response cannot exceed 6 MB.
+     */
+    async report(
+      clientId: string,
+      jobId: string,
+    ): Promise<
+      { readonly kind: 'inline'; readonly csv: Buffer } | { readonly kind: 'redirect'; readonly url: string }
+    > {
+      await jobOf(clientId, jobId);
+      const chunks = jobReportCsv(
+        deps.validationReports.entries(clientId, jobId),
+        tasksInShardOrder((shard) => deps.tasks.shard(jobId, shard)),
+      )[Symbol.asyncIterator]();
+      const head: Uint8Array[] = [];
+      let size = 0;
+      for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+        head.push(next.value);
+        size += next.value.byteLength;
+        if (size > REPORT_INLINE_MAX_BYTES) {
+          const key = `reports/${clientId}/${jobId}/report-${deps.clock.now()}.csv`;
+          const rest = { [Symbol.asyncIterator]: () => chunks };
+          await deps.files.write(
+            key,
+            (async function* () {
+              yield* head;
+              yield* rest;
+            })(),
+            'text/csv; charset=utf-8',
+          );
+          return { kind: 'redirect', url: await deps.files.presignGet(key, REPORT_URL_SECONDS) };
+        }
+      }
+      return { kind: 'inline', csv: Buffer.concat(head) };
+    },
+  };
+}
+
+export type JobsApi = ReturnType<typeof makeJobsApi>;

@@ -1,0 +1,156 @@
+/**
+ * The ports of the jobs use cases (client settings, job API, ingest). The DynamoDB and S3
+ * adapters implement them (`shared/adapters/dynamo-jobs.ts`, `shared/adapters/s3-uploads.ts`);
+ * tests hand in their own.
+ */
+import type { IngestCounts, IngestCursor } from '#shared/csv/ingest.ts';
+import type { ReportEntry } from '#shared/csv/report.ts';
+import type { ClientSettings, Job, JobCounts, JobStatus, Task } from './model.ts';
+
+export interface Clock {
+  now(): number;
+}
+
+export interface ClientStore {
+  get(clientId: string): Promise<ClientSettings | undefined>;
+  put(settings: ClientSettings): Promise<void>;
+}
+
+export interface JobPage {
+  readonly jobs: readonly Job[];
+  /** Opaque: hand it back to get the next page; absent on the last page. */
+  readonly next?: string;
+}
+
+/** Where a paused ingest stands, kept on the job's item. */
+export interface IngestState {
+  /** Runs completed so far: a continuation message names the step it runs. */
+  readonly step: number;
+  readonly cursor?: IngestCursor;
+  /** Where the duplicate filter's snapshot taken with `cursor` is stored. */
+  readonly filterKey?: string;
+  /** The uploaded object's ETag, so a file replaced mid-ingest is noticed. */
+  readonly eTag?: string;
+  readonly size?: number;
+}
+
+export type IngestClaim =
+  | { readonly kind: 'claimed'; readonly job: Job; readonly state: IngestState }
+  /** Another run holds this step (a duplicate message): leave it to that run. */
+  | { readonly kind: 'busy' }
+  /** The ingest is already past this step. */
+  | { readonly kind: 'stale'; readonly state: IngestState; readonly leased: boolean }
+  /** The job is not being validated (any more): nothing to do. */
+  | { readonly kind: 'not-validating'; readonly status?: JobStatus };
+
+export interface JobStore {
+  /** Stores a new job unless one with its id exists; returns the stored job either way. */
+  create(job: Job): Promise<{ readonly job: Job; readonly created: boolean }>;
+  get(clientId: string, jobId: string): Promise<Job | undefined>;
+  /** A client's jobs, newest first. Throws {@link import('./errors.ts').ValidationError} for a bad `next`. */
+  list(clientId: string, page: { readonly limit: number; readonly next?: string }): Promise<JobPage>;
+  /**
+   * Moves the job to `to` if its status is still `from` (conditional write). Returns the new job,
+   * or the status it has now when that changed meanwhile (undefined when it does not exist).
+   */
+  transition(
+    job: Job,
+    to: JobStatus,
+    now: number,
+  ): Promise<{ readonly ok: true; readonly job: Job } | { readonly ok: false; readonly current?: JobStatus }>;
+  /** `uploading` → `validating` at step 0, remembering the object's ETag and size. */
+  beginValidation(
+    clientId: string,
+    jobId: string,
+    source: { readonly eTag: string; readonly size: number },
+    now: number,
+  ): Promise<boolean>;
+  /** Takes the ingest's lease for `step` until `until`, if the job is validating at that step. */
+  claimIngest(
+    clientId: string,
+    jobId: string,
+    step: number,
+    leaseId: string,
+    until: number,
+    now: number,
+  ): Promise<IngestClaim>;
+  /** Records the counts so far while the lease is held (progress for the operator). */
+  saveIngestProgress(
+    clientId: string,
+    jobId: string,
+    leaseId: string,
+    counts: JobCounts,
+    now: number,
+  ): Promise<void>;
+  /** Ends `step` with a cursor: the next run continues from it. False when the lease was lost. */
+  advanceIngest(
+    clientId: string,
+    jobId: string,
+    leaseId: string,
+    next: Required<Pick<IngestState, 'step' | 'cursor' | 'filterKey'>>,
+    counts: JobCounts,
+    now: number,
+  ): Promise<boolean>;
+  /** Ends the ingest: `validating` → `scheduled` or `failed`. False when the lease was lost or the job cancelled. */
+  finishIngest(
+    job: Job,
+    leaseId: string,
+    outcome: { readonly status: 'scheduled' } | { readonly status: 'failed'; readonly reason: string },
+    counts: JobCounts,
+    now: number,
+  ): Promise<boolean>;
+  /** Gives the lease up after a run that did not finish, so a retry need not wait for it to expire. */
+  releaseIngest(clientId: string, jobId: string, leaseId: string): Promise<void>;
+}
+
+export interface TaskStore {
+  /** Writes tasks (new ones: a re-run writes the very same items again). */
+  put(tasks: readonly Task[]): Promise<void>;
+  /** Of `recipients` (at most 100), those that already have a task in the job, with its row. */
+  storedRows(jobId: string, recipients: readonly string[]): Promise<ReadonlyMap<string, number>>;
+  /** Every task of one shard of a job, in pages. */
+  shard(jobId: string, shard: number): AsyncIterable<Task>;
+}
+
+/** The uploads bucket as the jobs use cases see it. */
+export interface UploadFiles {
+  /** A URL the operator's client PUTs the file to, valid for `expiresInSeconds`. */
+  presignPut(key: string, expiresInSeconds: number): Promise<string>;
+  presignGet(key: string, expiresInSeconds: number): Promise<string>;
+  put(key: string, body: Uint8Array, contentType: string): Promise<void>;
+  /**
+   * The object's bytes from `fromByte` on, streamed. With `eTag`, throws
+   * {@link import('./errors.ts').SourceChangedError} when the object is no longer that version.
+   */
+  read(
+    key: string,
+    options?: { readonly fromByte?: number; readonly eTag?: string },
+  ): AsyncIterable<Uint8Array>;
+  /** A small JSON object (a sidecar), or undefined when there is none. */
+  readJson(key: string): Promise<unknown>;
+  getBytes(key: string): Promise<Uint8Array | undefined>;
+  /** Streams `chunks` into one object (multipart when large). */
+  write(key: string, chunks: AsyncIterable<Uint8Array>, contentType: string): Promise<void>;
+}
+
+/** A job's validation report: the rejected and skipped rows, stored page by page. */
+export interface ValidationReportStore {
+  /** Stores one page of entries; storing the same page again replaces it (idempotent). */
+  putPage(clientId: string, jobId: string, entries: readonly ReportEntry[]): Promise<void>;
+  /** Every entry, in row order. */
+  entries(clientId: string, jobId: string): AsyncIterable<ReportEntry>;
+}
+
+/** A continuation: run `step` of a job's ingest from the cursor stored on the job. */
+export interface ContinueIngestMessage {
+  readonly kind: 'continue';
+  readonly clientId: string;
+  readonly jobId: string;
+  readonly step: number;
+}
+
+export interface IngestQueue {
+  send(message: ContinueIngestMessage): Promise<void>;
+}
+
+export type { IngestCounts };

@@ -1,0 +1,221 @@
+/**
+ * Validation of what operators send: client settings and job options. Every problem is reported
+ * at once, by field path (`callingHours.mon[0].start`), so a form can show each next to its field.
+ */
+import { z } from 'zod';
+import { isKnownRegion } from '#shared/csv/recipients.ts';
+import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
+import { type FieldErrors, ValidationError } from './errors.ts';
+import type { ClientSettings, JobChannel, JobDefaults } from './model.ts';
+
+const channelSchema = z.enum(['call', 'message']);
+const maxAttemptsSchema = z.number().int('must be a whole number').min(1).max(10);
+const retryDelaySchema = z
+  .number()
+  .int('must be a whole number of seconds')
+  .min(0)
+  .max(7 * 86400);
+const idSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(128, 'must be at most 128 characters')
+  .regex(/^[\w.:-]+$/, 'may hold only letters, digits and . _ : -');
+
+const jobDefaultsSchema = z.strictObject({
+  channel: channelSchema.optional(),
+  scenarioId: idSchema.optional(),
+  maxAttempts: maxAttemptsSchema.optional(),
+  retryDelaySeconds: retryDelaySchema.optional(),
+});
+
+const clientSettingsSchema = z.strictObject({
+  maxConcurrentCalls: z.number().int('must be a whole number').min(1).max(10_000),
+  callsPerSecond: z.number().positive('must be more than 0').max(1_000),
+  timeZone: z.string(),
+  /** Windows per weekday, in `timeZone`. */
+  callingHours: z.record(z.string(), z.unknown()),
+  defaultRegion: z.string().refine(isKnownRegion, 'must be a region code such as JP or US'),
+  messageChannelId: idSchema.optional(),
+  jobDefaults: jobDefaultsSchema.optional(),
+});
+
+/** Client ids and job ids as they may appear in a path and an S3 key. */
+export function isValidClientId(clientId: string): boolean {
+  return /^[A-Za-z0-9_-]{1,64}$/.test(clientId);
+}
+
+/** Validates a client's settings from an operator's request; throws {@link ValidationError}. */
+export function parseClientSettings(clientId: string, input: unknown, now: number): ClientSettings {
+  const errors: Record<string, string[]> = {};
+  if (!isValidClientId(clientId)) add(errors, 'clientId', 'must be 1-64 letters, digits, _ or -');
+  const parsed = clientSettingsSchema.safeParse(input);
+  if (!parsed.success) collect(errors, parsed.error.issues);
+  const raw = input as { timeZone?: unknown; callingHours?: unknown } | undefined;
+  const hours = parseHours(errors, raw?.timeZone, raw?.callingHours, 'callingHours');
+  if (!parsed.success || !hours || Object.keys(errors).length > 0) {
+    throw new ValidationError('invalid client settings', errors);
+  }
+  const data = parsed.data;
+  return {
+    clientId,
+    maxConcurrentCalls: data.maxConcurrentCalls,
+    callsPerSecond: data.callsPerSecond,
+    timeZone: hours.timeZone,
+    callingHours: hours,
+    defaultRegion: data.defaultRegion,
+    ...(data.messageChannelId === undefined ? {} : { messageChannelId: data.messageChannelId }),
+    ...(data.jobDefaults === undefined ? {} : { jobDefaults: data.jobDefaults }),
+    updatedAt: now,
+  };
+}
+
+/** What a new job is created with, after defaults. */
+export interface JobOptions {
+  readonly name: string;
+  readonly channel: JobChannel;
+  readonly scenarioId: string;
+  readonly startAt: number;
+  readonly callingHours?: CallingHours;
+  readonly maxAttempts: number;
+  readonly retryDelaySeconds: number;
+  /** The recipient column's header, when the aliases (`phone`, `電話番号`…) do not find it. */
+  readonly recipientColumn?: string;
+}
+
+const jobOptionsSchema = z.strictObject({
+  name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+  channel: channelSchema.optional(),
+  scenarioId: idSchema.optional(),
+  startAt: z
+    .union([
+      z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' }),
+      z.number().int().min(0),
+    ])
+    .optional(),
+  callingHours: z.record(z.string(), z.unknown()).optional(),
+  maxAttempts: maxAttemptsSchema.optional(),
+  retryDelaySeconds: retryDelaySchema.optional(),
+  recipientColumn: z.string().min(1).max(200).optional(),
+});
+
+/** Built-in defaults where neither the request nor the client's `jobDefaults` say. */
+export const JOB_DEFAULTS: Required<JobDefaults> = {
+  channel: 'call',
+  scenarioId: 'default',
+  maxAttempts: 3,
+  retryDelaySeconds: 1800,
+};
+
+/**
+ * Validates a job's options against its client (the calling hours override is in the client's
+ * zone); missing options come from the client's `jobDefaults`, then {@link JOB_DEFAULTS}.
+ */
+export function parseJobOptions(input: unknown, client: ClientSettings, now: number): JobOptions {
+  const errors: Record<string, string[]> = {};
+  const parsed = jobOptionsSchema.safeParse(input);
+  if (!parsed.success) collect(errors, parsed.error.issues);
+  const rawHours = (input as { callingHours?: unknown } | undefined)?.callingHours;
+  const hours =
+    rawHours === undefined ? undefined : parseHours(errors, client.timeZone, rawHours, 'callingHours');
+  const data = parsed.success ? parsed.data : undefined;
+  const channel = data?.channel ?? client.jobDefaults?.channel ?? JOB_DEFAULTS.channel;
+  if (channel === 'message' && !client.messageChannelId) {
+    add(errors, 'channel', 'a message job needs the client to have a messageChannelId');
+  }
+  if (!data || Object.keys(errors).length > 0) throw new ValidationError('invalid job options', errors);
+  const startAt =
+    data.startAt === undefined
+      ? now
+      : typeof data.startAt === 'number'
+        ? data.startAt
+        : Date.parse(data.startAt);
+  return {
+    name: data.name,
+    channel,
+    scenarioId: data.scenarioId ?? client.jobDefaults?.scenarioId ?? JOB_DEFAULTS.scenarioId,
+    startAt,
+    ...(hours ? { callingHours: hours } : {}),
+    maxAttempts: data.maxAttempts ?? client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
+    retryDelaySeconds:
+      data.retryDelaySeconds ?? client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
+    ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
+  };
+}
+
+/**
+ * Job options from a query string (an inline CSV upload carries its options there): numbers are
+ * read as numbers, `callingHours` as JSON; anything unreadable is left for validation to name.
+ */
+export function jobOptionsFromQuery(
+  query: Readonly<Record<string, string | undefined>>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    if (key === 'maxAttempts' || key === 'retryDelaySeconds') out[key] = numberOr(value);
+    else if (key === 'startAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
+    else if (key === 'callingHours') {
+      try {
+        out[key] = JSON.parse(value);
+      } catch {
+        out[key] = value;
+      }
+    } else out[key] = value;
+  }
+  return out;
+}
+
+function numberOr(value: string): unknown {
+  const n = Number(value);
+  return value.trim() !== '' && Number.isFinite(n) ? n : value;
+}
+
+function parseHours(
+  errors: Record<string, string[]>,
+  timeZone: unknown,
+  weekly: unknown,
+  field: string,
+): CallingHours | undefined {
+  const result = callingHoursSchema.safeParse({ timeZone, weekly });
+  if (result.success) return result.data;
+  for (const issue of result.error.issues) {
+    const [head, ...rest] = issue.path;
+    // The settings' `callingHours` is the schema's `weekly`; its zone is the settings' `timeZone`.
+    const path = head === 'weekly' ? [field, ...rest] : issue.path;
+    if (head === 'weekly' && rest.length === 0 && typeof weekly === 'object' && weekly !== null) {
+      const unknown = Object.keys(weekly).filter((k) => !(WEEKDAYS as readonly string[]).includes(k));
+      if (unknown.length > 0) {
+        for (const day of unknown) add(errors, `${field}.${day}`, 'is not a weekday (mon … sun)');
+        continue;
+      }
+    }
+    add(errors, formatPath(path), issue.message);
+  }
+  return undefined;
+}
+
+function collect(errors: Record<string, string[]>, issues: readonly z.core.$ZodIssue[]): void {
+  for (const issue of issues) {
+    // `callingHours` and `timeZone` are checked as a whole by the calling-hours schema.
+    if (issue.path[0] === 'callingHours' && issue.path.length > 1) continue;
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) add(errors, formatPath([...issue.path, key]), 'is not a known field');
+      continue;
+    }
+    add(errors, formatPath(issue.path) || '(body)', issue.message);
+  }
+}
+
+function add(errors: Record<string, string[]>, path: string, message: string): void {
+  const list = errors[path] ?? [];
+  if (!list.includes(message)) list.push(message);
+  errors[path] = list;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path
+    .map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i === 0 ? '' : '.'}${String(part)}`))
+    .join('');
+}
+
+export type { FieldErrors };

@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '#shared/jobs/errors.ts';
+import { jobOptionsFromQuery, parseClientSettings, parseJobOptions } from '#shared/jobs/validation.ts';
+import { TOKYO_CLIENT } from './fakes.ts';
+
+const NOW = Date.parse('2026-11-20T00:00:00Z');
+
+function fieldErrors(fn: () => unknown): Record<string, readonly string[]> {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ValidationError) return { ...error.fieldErrors };
+    throw error;
+  }
+  throw new Error('expected a ValidationError');
+}
+
+describe('client settings', () => {
+  it('accepts a complete contract and keeps the calling hours in the client zone', () => {
+    const settings = parseClientSettings('acme', { ...TOKYO_CLIENT, messageChannelId: 'line-main' }, NOW);
+    expect(settings).toMatchObject({
+      clientId: 'acme',
+      maxConcurrentCalls: 5,
+      callsPerSecond: 2,
+      timeZone: 'Asia/Tokyo',
+      defaultRegion: 'JP',
+      messageChannelId: 'line-main',
+      updatedAt: NOW,
+    });
+    expect(settings.callingHours).toEqual({ timeZone: 'Asia/Tokyo', weekly: TOKYO_CLIENT.callingHours });
+  });
+
+  it('names every wrong field at once', () => {
+    const errors = fieldErrors(() =>
+      parseClientSettings(
+        'acme',
+        {
+          maxConcurrentCalls: 0,
+          callsPerSecond: -1,
+          timeZone: 'Mars/Olympus',
+          callingHours: {
+            mon: [
+              { start: '09:00', end: '18:00' },
+              { start: '17:00', end: '19:00' },
+            ],
+            tue: [{ start: '9am', end: '18:00' }],
+          },
+          defaultRegion: 'XX',
+          colour: 'blue',
+        },
+        NOW,
+      ),
+    );
+    expect(Object.keys(errors).sort()).toEqual(
+      [
+        'callingHours.mon[1]',
+        'callingHours.tue[0].start',
+        'callsPerSecond',
+        'colour',
+        'defaultRegion',
+        'maxConcurrentCalls',
+        'timeZone',
+      ].sort(),
+    );
+    expect(errors.timeZone).toEqual(['must be an IANA time zone such as Asia/Tokyo']);
+    expect(errors['callingHours.mon[1]']![0]).toMatch(/overlaps weekly\.mon\[0\]/);
+    expect(errors.colour).toEqual(['is not a known field']);
+  });
+
+  it('says which required fields are missing, and rejects an unknown weekday', () => {
+    const errors = fieldErrors(() => parseClientSettings('acme', { callingHours: { funday: [] } }, NOW));
+    expect(errors).toHaveProperty('maxConcurrentCalls');
+    expect(errors).toHaveProperty('callsPerSecond');
+    expect(errors).toHaveProperty('defaultRegion');
+    expect(errors['callingHours.funday']).toEqual(['is not a weekday (mon … sun)']);
+  });
+
+  it('refuses a client id that cannot be part of a path and a key', () => {
+    expect(fieldErrors(() => parseClientSettings('a/b', TOKYO_CLIENT, NOW))).toHaveProperty('clientId');
+  });
+});
+
+describe('job options', () => {
+  const client = parseClientSettings('acme', TOKYO_CLIENT, NOW);
+
+  it('fills what is not given from the client defaults, then the built-in ones', () => {
+    expect(parseJobOptions({ name: 'March' }, client, NOW)).toEqual({
+      name: 'March',
+      channel: 'call',
+      scenarioId: 'default',
+      startAt: NOW,
+      maxAttempts: 3,
+      retryDelaySeconds: 1800,
+    });
+    const withDefaults = { ...client, jobDefaults: { scenarioId: 'renewal', maxAttempts: 5 } };
+    expect(parseJobOptions({ name: 'March', startAt: '2026-12-01T09:00:00+09:00' }, withDefaults, NOW)).toMatchObject({
+      scenarioId: 'renewal',
+      maxAttempts: 5,
+      startAt: Date.parse('2026-12-01T00:00:00Z'),
+    });
+  });
+
+  it('takes a calling hours override in the client zone and reports its field errors', () => {
+    const options = parseJobOptions({ name: 'x', callingHours: { sat: [{ start: '10:00', end: '12:00' }] } }, client, NOW);
+    expect(options.callingHours).toEqual({ timeZone: 'Asia/Tokyo', weekly: { sat: [{ start: '10:00', end: '12:00' }] } });
+    const errors = fieldErrors(() =>
+      parseJobOptions(
+        { name: '', channel: 'fax', maxAttempts: 0, startAt: 'tomorrow', callingHours: { sat: [{ start: '10:00', end: '25:00' }] } },
+        client,
+        NOW,
+      ),
+    );
+    expect(Object.keys(errors).sort()).toEqual(['callingHours.sat[0].end', 'channel', 'maxAttempts', 'name', 'startAt']);
+  });
+
+  it('needs a message channel on the client for a message job', () => {
+    expect(fieldErrors(() => parseJobOptions({ name: 'x', channel: 'message' }, client, NOW))).toEqual({
+      channel: ['a message job needs the client to have a messageChannelId'],
+    });
+  });
+
+  it('reads numbers and calling hours from an inline upload query string', () => {
+    expect(
+      jobOptionsFromQuery({ name: 'q', maxAttempts: '2', startAt: '1700000000000', callingHours: '{"mon":[]}' }),
+    ).toEqual({ name: 'q', maxAttempts: 2, startAt: 1700000000000, callingHours: { mon: [] } });
+  });
+});
