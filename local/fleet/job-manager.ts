@@ -1,0 +1,68 @@
+/**
+ * The job manager on the local cloud: the same use case, DynamoDB adapter and Lambda handler as
+ * deployed, with the local broker service as its scaler and the fleet's current version as the
+ * desired one (on AWS both come from the same deployment). `publishDesiredVersion` is the local
+ * fleet's `onDeploy`: it makes brokers of other versions drain at once, without waiting for the
+ * next run.
+ */
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { ScheduledEvent } from 'aws-lambda';
+import { makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
+import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { FLEET_WORK_KEY } from '#shared/broker/fleet.ts';
+import { type JobManagerResult, makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
+import { type Logger, makeLogger } from '#shared/log.ts';
+import type { Handler } from '../lambda.ts';
+
+export interface LocalJobManagerOptions {
+  readonly doc: DynamoDBDocumentClient;
+  readonly controlTable: string;
+  readonly tasksTable: string;
+  /** The local broker service (`LocalFleet`). */
+  readonly fleet: EcsServiceScaler & { readonly version: string };
+  readonly maxBrokers: number;
+  readonly lookaheadMs?: number;
+  readonly log?: Logger;
+}
+
+/** The job manager's handler wired to the local cloud and fleet; run it with `startScheduler`. */
+export function makeLocalJobManager(
+  options: LocalJobManagerOptions,
+): Handler<ScheduledEvent, JobManagerResult> {
+  return makeJobManagerHandler({
+    run: makeRunJobManager({
+      store: makeDynamoFleetStore(options.doc, {
+        controlTable: options.controlTable,
+        tasksTable: options.tasksTable,
+      }),
+      scaler: options.fleet,
+      clock: { now: () => Date.now() },
+      maxBrokers: options.maxBrokers,
+      desiredVersion: () => options.fleet.version,
+      ...(options.lookaheadMs === undefined ? {} : { lookaheadMs: options.lookaheadMs }),
+    }),
+    log: options.log ?? makeLogger('job-manager'),
+  });
+}
+
+/**
+ * Sets the work list's desired version now. `updatedAt` moves too, so a job manager run that
+ * began before the deploy (and read the old version) cannot write its older list over this one.
+ */
+export function publishDesiredVersion(
+  doc: DynamoDBDocumentClient,
+  controlTable: string,
+  now: () => number = Date.now,
+): (version: string) => Promise<void> {
+  return async (version) => {
+    await doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: FLEET_WORK_KEY,
+        UpdateExpression: 'SET desiredVersion = :v, updatedAt = :at, clients = if_not_exists(clients, :none)',
+        ExpressionAttributeValues: { ':v': version, ':at': now(), ':none': [] },
+      }),
+    );
+  };
+}

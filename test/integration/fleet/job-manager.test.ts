@@ -1,0 +1,247 @@
+/**
+ * The job manager against DynamoDB Local, on tables of its own (so jobs other suites create in
+ * the shared tables are never started or completed by these runs).
+ */
+import { readFileSync } from 'node:fs';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { ScheduledEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTable } from '#local/cloud.ts';
+import { type EcsAgentEndpoint, startEcsAgent } from '#local/ecs-agent.ts';
+import { makeLocalJobManager, publishDesiredVersion } from '#local/fleet/job-manager.ts';
+import { type LocalFleet, startLocalFleet } from '#local/fleet.ts';
+import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { parseFleetWork } from '#shared/broker/fleet.ts';
+import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import type { EcsServiceScaler, FleetStore } from '#shared/fleet/ports.ts';
+import { type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { makeLogger } from '#shared/log.ts';
+import { tableSpec } from '#shared/resources.ts';
+import { type TestCloud, testCloud } from '../../support/cloud.ts';
+import { client, job, MINUTE, task, weekdays } from '../../unit/fleet/fakes.ts';
+
+const scheduledEvent = JSON.parse(
+  readFileSync(new URL('../../fixtures/fleet/scheduled-event.json', import.meta.url), 'utf8'),
+) as ScheduledEvent;
+
+let cloud: TestCloud;
+let controlTable: string;
+let tasksTable: string;
+let store: FleetStore;
+/** A fixed instant inside Tokyo's Monday hours; jobs start relative to it. */
+const NOW = Date.parse('2026-01-05T03:00:00Z');
+
+beforeAll(async () => {
+  cloud = testCloud();
+  const stage = `fleet${process.pid % 100000}${Math.random().toString(36).slice(2, 6)}`;
+  controlTable = await createTable(cloud.ddb, stage, tableSpec('control'));
+  tasksTable = await createTable(cloud.ddb, stage, tableSpec('tasks'));
+  store = makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable });
+});
+
+afterAll(() => cloud?.ddb.destroy());
+
+async function putClient(id: string, hours = weekdays('Asia/Tokyo', '09:00', '18:00'), paused = false) {
+  await cloud.doc.send(
+    new PutCommand({ TableName: controlTable, Item: { ...keys.client(id), ...client(id, hours), paused } }),
+  );
+}
+async function putJob(j: Job) {
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: controlTable,
+      Item: { ...keys.job(j.clientId, j.jobId), ...j, ...keys.jobStatusIndex(j) },
+    }),
+  );
+}
+async function putTask(t: Task) {
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: tasksTable,
+      Item: { ...keys.task(t.jobId, t.taskId), ...t, ...keys.outstandingIndex(t) },
+    }),
+  );
+}
+async function storedJob(j: Job) {
+  const out = await cloud.doc.send(
+    new GetCommand({ TableName: controlTable, Key: keys.job(j.clientId, j.jobId) }),
+  );
+  return out.Item as (Job & { statusKey?: string; dueKey?: string }) | undefined;
+}
+async function workList() {
+  const out = await cloud.doc.send(
+    new GetCommand({ TableName: controlTable, Key: { pk: 'FLEET', sk: 'WORK' } }),
+  );
+  return parseFleetWork(out.Item);
+}
+async function jobsIndexed(status: string) {
+  const out = await cloud.doc.send(
+    new QueryCommand({
+      TableName: controlTable,
+      IndexName: 'byStatus',
+      KeyConditionExpression: 'statusKey = :s',
+      ExpressionAttributeValues: { ':s': `JOBSTATUS#${status}` },
+    }),
+  );
+  return (out.Items ?? []).map((i) => i.jobId as string);
+}
+
+function manager(now: number, maxBrokers = 10) {
+  const counts: number[] = [];
+  const scaler: EcsServiceScaler = { setDesiredCount: async (n) => void counts.push(n) };
+  const run = makeRunJobManager({
+    store,
+    scaler,
+    clock: { now: () => now },
+    maxBrokers,
+    desiredVersion: () => 'v7',
+  });
+  return { run, counts };
+}
+
+describe('the job manager on DynamoDB', () => {
+  it('starts a due job once under overlapping runs, moves it in the byStatus index, and lists its client', async () => {
+    await putClient('jm-start');
+    const due = job('jm-start', { status: 'scheduled', startAt: NOW - MINUTE });
+    const later = job('jm-start', { status: 'scheduled', startAt: NOW + 60 * MINUTE });
+    await putJob(due);
+    await putJob(later);
+    // 40 tasks spread over the shards, so the ready check looks beyond one partition.
+    for (let i = 0; i < 40; i++) await putTask(task(due));
+    await putTask(task(later));
+    const { run, counts } = manager(NOW);
+
+    const [a, b] = await Promise.all([run(), run()]);
+
+    expect([...a.started, ...b.started]).toEqual([due.jobId]);
+    expect((await storedJob(due))?.status).toBe('running');
+    expect((await storedJob(due))?.statusKey).toBe('JOBSTATUS#running');
+    expect((await storedJob(later))?.status).toBe('scheduled');
+    expect(await jobsIndexed('running')).toContain(due.jobId);
+    expect(await jobsIndexed('scheduled')).not.toContain(due.jobId);
+    const work = await workList();
+    expect(work?.clients).toContain('jm-start');
+    expect(work?.desiredVersion).toBe('v7');
+    expect(counts.every((n) => n >= 1)).toBe(true);
+  });
+
+  it('completes a job whose tasks are all final, across every shard, and takes it out of the index', async () => {
+    await putClient('jm-done');
+    const done = job('jm-done');
+    await putJob(done);
+    for (let i = 0; i < 40; i++) {
+      await putTask(task(done, { state: i % 3 === 0 ? 'failed' : 'completed', attempts: 1 }));
+    }
+
+    const result = await manager(NOW + 1).run();
+
+    expect(result.completed).toContain(done.jobId);
+    const stored = await storedJob(done);
+    expect(stored?.status).toBe('completed');
+    expect(stored?.statusKey).toBeUndefined();
+    expect(await jobsIndexed('running')).not.toContain(done.jobId);
+  });
+
+  it('keeps a job running while one task in one shard is in flight, without giving it a new broker', async () => {
+    await putClient('jm-busy');
+    const busy = job('jm-busy');
+    await putJob(busy);
+    for (let i = 0; i < 30; i++) await putTask(task(busy, { state: 'completed', attempts: 1 }));
+    await putTask(task(busy, { state: 'in-flight', attempts: 1 }));
+
+    const result = await manager(NOW + 2).run();
+
+    expect(result.completed).not.toContain(busy.jobId);
+    expect((await storedJob(busy))?.status).toBe('running');
+    expect(result.clients).not.toContain('jm-busy');
+  });
+
+  it('leaves out clients outside their calling hours and paused clients', async () => {
+    await putClient('jm-night', weekdays('America/New_York', '09:00', '18:00'));
+    await putClient('jm-paused', weekdays('Asia/Tokyo', '09:00', '18:00'), true);
+    await putClient('jm-open');
+    for (const id of ['jm-night', 'jm-paused', 'jm-open']) {
+      const j = job(id);
+      await putJob(j);
+      await putTask(task(j));
+    }
+
+    const result = await manager(NOW + 3).run();
+
+    expect(result.clients).toContain('jm-open');
+    expect(result.clients).not.toContain('jm-night');
+    expect(result.clients).not.toContain('jm-paused');
+  });
+
+  it('bounds the desired count by the maximum', async () => {
+    const { run, counts } = manager(NOW + 4, 1);
+    const result = await run();
+    expect(result.clients.length).toBeGreaterThan(1);
+    expect(counts).toEqual([1]);
+  });
+
+  it('never writes an older work list over a newer one', async () => {
+    const newer = manager(NOW + 10 * MINUTE);
+    await newer.run();
+    const late = manager(NOW + 5 * MINUTE);
+
+    const result = await late.run();
+
+    expect(result.desiredCount).toBeUndefined();
+    expect(late.counts).toEqual([]);
+    expect((await workList())?.updatedAt).toBe(NOW + 10 * MINUTE);
+  });
+});
+
+describe('the local job manager driving the local fleet', () => {
+  let agent: EcsAgentEndpoint;
+  let fleet: LocalFleet;
+
+  beforeAll(async () => {
+    agent = await startEcsAgent();
+  });
+  afterAll(async () => {
+    await fleet?.stop();
+    await agent?.stop();
+  });
+
+  it('sizes the fleet from the work it finds, and a deploy publishes the new desired version', async () => {
+    fleet = startLocalFleet({
+      agent,
+      env: {},
+      version: 'v1',
+      script: 'test/fixtures/fleet/fake-broker.ts',
+      reconcileIntervalMs: 50,
+      stopTimeoutMs: 5_000,
+      onDeploy: publishDesiredVersion(cloud.doc, controlTable, () => Date.now() + 365 * 24 * 3600_000),
+    });
+    // Real time: a client whose hours are always open, with a job ready now.
+    await putClient('jm-local', {
+      timeZone: 'UTC',
+      weekly: Object.fromEntries(
+        ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+      ),
+    });
+    const j = job('jm-local', { startAt: Date.now() - MINUTE });
+    await putJob(j);
+    await putTask(task(j, { readyAt: j.startAt }));
+    const handler = makeLocalJobManager({
+      doc: cloud.doc,
+      controlTable,
+      tasksTable,
+      fleet,
+      maxBrokers: 1,
+      log: makeLogger('job-manager', { write: () => {} }),
+    });
+
+    const result = await handler(scheduledEvent, {} as never);
+
+    expect(result.clients).toContain('jm-local');
+    expect(result.desiredCount).toBe(1);
+    await fleet.waitUntil((f) => f.running().filter((b) => b.state === 'ready').length === 1);
+
+    await fleet.deploy('v2');
+    expect((await workList())?.desiredVersion).toBe('v2');
+    await fleet.waitUntil((f) => f.running().length === 1 && f.running()[0]?.version === 'v2');
+  });
+});
