@@ -5,7 +5,8 @@
  * Order: rejected and skipped rows first, in row order; then the tasks shard by shard (a job's
  * tasks are spread over {@link TASK_SHARDS} partitions by a hash, so a row-ordered report would
  * mean holding a million rows in memory to sort them). The `row` column sorts it in a spreadsheet.
- * Cells are made safe from formula injection by {@link reportCell}.
+ * Cells are made safe from formula injection by {@link reportCell}: that also keeps E.164 numbers
+ * as text (`'+81…`), which Excel would otherwise turn into a number without its `+`.
  */
 import { type ReportEntry, reportCell } from '#shared/csv/report.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -59,7 +60,16 @@ export async function* jobReportCsv(
     yield* flush();
   }
   for await (const task of tasks) {
-    pending += line([task.row, task.recipient, task.state, task.attempts, task.lastResult, task.reason]);
+    pending += line([
+      task.row,
+      task.recipient,
+      task.state,
+      task.attempts,
+      task.lastResult,
+      task.reason,
+      undefined,
+      undefined,
+    ]);
     yield* flush();
   }
   yield Buffer.from(pending, 'utf8');

@@ -125,7 +125,8 @@ export function memoryTasks(): TaskStore & { all: Map<string, Task>; puts: numbe
     },
     async storedRows(jobId: string, recipients: readonly string[]) {
       const rows = new Map<string, number>();
-      for (const t of all.values()) if (t.jobId === jobId && recipients.includes(t.recipient)) rows.set(t.recipient, t.row);
+      for (const t of all.values())
+        if (t.jobId === jobId && recipients.includes(t.recipient)) rows.set(t.recipient, t.row);
       return rows;
     },
     async *shard(jobId: string, shard: number) {
@@ -146,7 +147,10 @@ export function memoryFiles(): UploadFiles & { objects: Map<string, Uint8Array> 
       const bytes = objects.get(key);
       if (!bytes) throw new Error(`no object ${key}`);
       // Small chunks, as a network stream delivers them.
-      yield* Readable.from(Buffer.from(bytes.subarray(options.fromByte ?? 0)), { objectMode: false, highWaterMark: 1024 });
+      yield* Readable.from(Buffer.from(bytes.subarray(options.fromByte ?? 0)), {
+        objectMode: false,
+        highWaterMark: 1024,
+      });
     },
     async readJson(key) {
       const bytes = objects.get(key);
@@ -165,7 +169,8 @@ export function memoryReports(): ValidationReportStore & { pages: Map<string, Re
   const pages = new Map<string, ReportEntry[]>();
   return {
     pages,
-    putPage: async (c, j, entries) => void pages.set(`${c}/${j}/${String(entries[0]!.row).padStart(10, '0')}`, [...entries]),
+    putPage: async (c, j, entries) =>
+      void pages.set(`${c}/${j}/${String(entries[0]!.row).padStart(10, '0')}`, [...entries]),
     async *entries(c, j) {
       const keys = [...pages.keys()].filter((k) => k.startsWith(`${c}/${j}/`)).sort();
       for (const k of keys) yield* pages.get(k)!;

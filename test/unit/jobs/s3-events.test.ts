@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { isUlid, ulidTime } from '#shared/ids.ts';
-import { decodeS3Key, dropJobId, MalformedS3EventError, parseS3Event, uploadTarget } from '#shared/jobs/s3-events.ts';
+import {
+  decodeS3Key,
+  dropJobId,
+  MalformedS3EventError,
+  parseS3Event,
+  uploadTarget,
+} from '#shared/jobs/s3-events.ts';
 
 const fixture = (name: string): unknown =>
   JSON.parse(readFileSync(new URL(`../../fixtures/jobs/${name}`, import.meta.url), 'utf8'));
@@ -30,7 +36,9 @@ describe('S3 event notifications', () => {
 
   it('refuses a body that is not an S3 event', () => {
     expect(() => parseS3Event({ hello: 'world' })).toThrow(MalformedS3EventError);
-    expect(() => parseS3Event({ Records: [{ eventName: 'ObjectCreated:Put', s3: {} }] })).toThrow(MalformedS3EventError);
+    expect(() => parseS3Event({ Records: [{ eventName: 'ObjectCreated:Put', s3: {} }] })).toThrow(
+      MalformedS3EventError,
+    );
   });
 
   it('tells an API upload from a drop, and ignores other keys', () => {
@@ -52,7 +60,12 @@ describe('S3 event notifications', () => {
 });
 
 describe('job ids of dropped files', () => {
-  const object = { bucket: 'b', key: 'incoming/acme/list.csv', eTag: 'abc', eventTime: Date.parse('2026-11-20T01:02:03Z') };
+  const object = {
+    bucket: 'b',
+    key: 'incoming/acme/list.csv',
+    eTag: 'abc',
+    eventTime: Date.parse('2026-11-20T01:02:03Z'),
+  };
 
   it('are ULIDs of the event time, the same for every delivery of one event', () => {
     const id = dropJobId(object);

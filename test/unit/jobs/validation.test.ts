@@ -93,7 +93,9 @@ describe('job options', () => {
       retryDelaySeconds: 1800,
     });
     const withDefaults = { ...client, jobDefaults: { scenarioId: 'renewal', maxAttempts: 5 } };
-    expect(parseJobOptions({ name: 'March', startAt: '2026-12-01T09:00:00+09:00' }, withDefaults, NOW)).toMatchObject({
+    expect(
+      parseJobOptions({ name: 'March', startAt: '2026-12-01T09:00:00+09:00' }, withDefaults, NOW),
+    ).toMatchObject({
       scenarioId: 'renewal',
       maxAttempts: 5,
       startAt: Date.parse('2026-12-01T00:00:00Z'),
@@ -101,16 +103,35 @@ describe('job options', () => {
   });
 
   it('takes a calling hours override in the client zone and reports its field errors', () => {
-    const options = parseJobOptions({ name: 'x', callingHours: { sat: [{ start: '10:00', end: '12:00' }] } }, client, NOW);
-    expect(options.callingHours).toEqual({ timeZone: 'Asia/Tokyo', weekly: { sat: [{ start: '10:00', end: '12:00' }] } });
+    const options = parseJobOptions(
+      { name: 'x', callingHours: { sat: [{ start: '10:00', end: '12:00' }] } },
+      client,
+      NOW,
+    );
+    expect(options.callingHours).toEqual({
+      timeZone: 'Asia/Tokyo',
+      weekly: { sat: [{ start: '10:00', end: '12:00' }] },
+    });
     const errors = fieldErrors(() =>
       parseJobOptions(
-        { name: '', channel: 'fax', maxAttempts: 0, startAt: 'tomorrow', callingHours: { sat: [{ start: '10:00', end: '25:00' }] } },
+        {
+          name: '',
+          channel: 'fax',
+          maxAttempts: 0,
+          startAt: 'tomorrow',
+          callingHours: { sat: [{ start: '10:00', end: '25:00' }] },
+        },
         client,
         NOW,
       ),
     );
-    expect(Object.keys(errors).sort()).toEqual(['callingHours.sat[0].end', 'channel', 'maxAttempts', 'name', 'startAt']);
+    expect(Object.keys(errors).sort()).toEqual([
+      'callingHours.sat[0].end',
+      'channel',
+      'maxAttempts',
+      'name',
+      'startAt',
+    ]);
   });
 
   it('needs a message channel on the client for a message job', () => {
@@ -121,7 +142,12 @@ describe('job options', () => {
 
   it('reads numbers and calling hours from an inline upload query string', () => {
     expect(
-      jobOptionsFromQuery({ name: 'q', maxAttempts: '2', startAt: '1700000000000', callingHours: '{"mon":[]}' }),
+      jobOptionsFromQuery({
+        name: 'q',
+        maxAttempts: '2',
+        startAt: '1700000000000',
+        callingHours: '{"mon":[]}',
+      }),
     ).toEqual({ name: 'q', maxAttempts: 2, startAt: 1700000000000, callingHours: { mon: [] } });
   });
 });

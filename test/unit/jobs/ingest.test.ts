@@ -1,0 +1,251 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { makeJobsApi } from '#shared/jobs/api.ts';
+import { type IngestMessage, makeIngestJob } from '#shared/jobs/ingest.ts';
+import type { UploadedObject } from '#shared/jobs/s3-events.ts';
+import { parseClientSettings } from '#shared/jobs/validation.ts';
+import { silentLogger } from '#shared/log.ts';
+import {
+  memoryClients,
+  memoryFiles,
+  memoryJobs,
+  memoryQueue,
+  memoryReports,
+  memoryTasks,
+  TOKYO_CLIENT,
+} from './fakes.ts';
+
+const NOW = Date.parse('2026-11-20T00:00:00Z');
+const BUCKET = 'uploads-bucket';
+const mixedList = readFileSync(new URL('../../fixtures/jobs/mixed-list.csv', import.meta.url));
+
+function world(options: { maxRowsPerRun?: number; batchSize?: number; optedOut?: string[] } = {}) {
+  const clients = memoryClients();
+  const jobs = memoryJobs();
+  const tasks = memoryTasks();
+  const files = memoryFiles();
+  const validationReports = memoryReports();
+  const queue = memoryQueue();
+  const clock = { now: () => NOW };
+  const optedOut = new Set(options.optedOut ?? []);
+  void clients.put(parseClientSettings('acme', TOKYO_CLIENT, NOW));
+  const api = makeJobsApi({ clients, jobs, tasks, files, validationReports, bucket: BUCKET, clock });
+  const ingest = makeIngestJob({
+    clients,
+    jobs,
+    tasks,
+    files,
+    validationReports,
+    queue,
+    clock,
+    log: silentLogger,
+    optOuts: async (_client, recipients) => new Set(recipients.filter((r) => optedOut.has(r))),
+    ...(options.maxRowsPerRun ? { maxRowsPerRun: options.maxRowsPerRun } : {}),
+    ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+  });
+  const ctx = { remainingMs: () => 600_000, receiveCount: 1 };
+  /** Delivers a message, then every continuation it leads to, as the queue would. */
+  const drain = async (first: IngestMessage) => {
+    const outcomes = [await ingest.handle(first, ctx)];
+    while (queue.sent.length > 0) outcomes.push(await ingest.handle(queue.sent.shift()!, ctx));
+    return outcomes;
+  };
+  const objectEvent = (key: string, eTag = 'etag-1'): IngestMessage => ({
+    kind: 'object',
+    object: {
+      bucket: BUCKET,
+      key,
+      eTag,
+      size: files.objects.get(key)?.byteLength ?? 0,
+      eventTime: NOW,
+    } satisfies UploadedObject,
+  });
+  return { clients, jobs, tasks, files, validationReports, queue, api, ingest, ctx, drain, objectEvent };
+}
+
+async function uploadedJob(w: ReturnType<typeof world>, bytes: Uint8Array = mixedList) {
+  const { jobId } = await w.api.createJob('acme', { name: 'March' });
+  const key = `uploads/acme/${jobId}.csv`;
+  await w.files.put(key, bytes, 'text/csv');
+  return { jobId, key };
+}
+
+describe('ingest of an uploaded list', () => {
+  it('schedules the job with the exact counts and one task per usable row', async () => {
+    const w = world({ optedOut: ['+819011110004'] });
+    const { jobId, key } = await uploadedJob(w);
+    const [outcome] = await w.drain(w.objectEvent(key));
+    expect(outcome).toMatchObject({ kind: 'scheduled', jobId });
+    const job = await w.api.getJob('acme', jobId);
+    expect(job.status).toBe('scheduled');
+    expect(job.counts).toEqual({
+      rows: 9,
+      rejected: 3,
+      skipped: 2,
+      tasks: 4,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+      outstanding: 4,
+    });
+    const tasks = [...w.tasks.all.values()].sort((a, b) => a.row - b.row);
+    expect(tasks.map((t) => [t.row, t.recipient, t.name, t.variables, t.state, t.readyAt])).toEqual([
+      [2, '+819011110001', 'Aiko', { plan: 'gold' }, 'pending', NOW],
+      [3, '+819011110002', 'Sato, Ken', { plan: 'silver' }, 'pending', NOW],
+      [7, '+819011110003', '=HYPERLINK("http://evil")', { plan: 'gold' }, 'pending', NOW],
+      [11, '+819011110006', 'Intl', { plan: 'bronze' }, 'pending', NOW],
+    ]);
+  });
+
+  it('writes a report of every row, rejected and skipped rows with their reasons, safe to open in Excel', async () => {
+    const w = world({ optedOut: ['+819011110004'] });
+    const { jobId, key } = await uploadedJob(w);
+    await w.drain(w.objectEvent(key));
+    const report = await w.api.report('acme', jobId);
+    if (report.kind !== 'inline') throw new Error('expected an inline report');
+    const text = report.csv.toString('utf8');
+    expect(text.startsWith('\ufeffrow,recipient,outcome,attempts,last_result,reason,column,value\r\n')).toBe(
+      true,
+    );
+    const lines = text.slice(1).trimEnd().split('\r\n').slice(1);
+    expect(lines.slice(0, 5)).toEqual([
+      '4,,rejected,0,,invalid phone number,phone,abc',
+      '5,,skipped,0,,duplicate of row 2,phone,090-1111-0001',
+      '6,,rejected,0,,phone is empty,phone,',
+      '8,,skipped,0,,opted out,phone,090-1111-0004',
+      '9,,rejected,0,,"expected 3 columns, got 2",,',
+    ]);
+    expect(lines.slice(5).sort()).toEqual(
+      [
+        "11,'+819011110006,pending,0,,,,",
+        "2,'+819011110001,pending,0,,,,",
+        "3,'+819011110002,pending,0,,,,",
+        "7,'+819011110003,pending,0,,,,",
+      ].sort(),
+    );
+  });
+
+  it('continues from its cursor across runs and ends with the same tasks as one pass', async () => {
+    const onePass = world({ batchSize: 2 });
+    const a = await uploadedJob(onePass);
+    await onePass.drain(onePass.objectEvent(a.key));
+
+    const paused = world({ batchSize: 2, maxRowsPerRun: 2 });
+    const b = await uploadedJob(paused);
+    const outcomes = await paused.drain(paused.objectEvent(b.key));
+    expect(outcomes.map((o) => o.kind)).toEqual(['paused', 'paused', 'paused', 'paused', 'scheduled']);
+    const rows = (w: ReturnType<typeof world>) =>
+      [...w.tasks.all.values()].map((t) => [t.row, t.recipient]).sort();
+    expect(rows(paused)).toEqual(rows(onePass));
+    expect((await paused.api.getJob('acme', b.jobId)).counts).toEqual(
+      (await onePass.api.getJob('acme', a.jobId)).counts,
+    );
+    // The duplicate in row 5 is found across runs: the filter snapshot travelled with the cursor.
+    expect([...paused.validationReports.pages.values()].flat().map((e) => [e.row, e.code])).toContainEqual([
+      5,
+      'duplicate',
+    ]);
+  });
+
+  it('repeats a step after a crash without writing a task twice', async () => {
+    const w = world({ batchSize: 2, maxRowsPerRun: 4 });
+    const { jobId, key } = await uploadedJob(w);
+    // A run that dies while writing: its step is retried from the same cursor.
+    let crash = true;
+    const put = w.tasks.put.bind(w.tasks);
+    w.tasks.put = async (tasks) => {
+      await put(tasks);
+      if (crash && tasks.some((t) => t.row === 3)) {
+        crash = false;
+        throw new Error('Lambda crashed');
+      }
+    };
+    await expect(w.ingest.handle(w.objectEvent(key), w.ctx)).rejects.toThrow('Lambda crashed');
+    await w.drain(w.objectEvent(key));
+    expect((await w.api.getJob('acme', jobId)).status).toBe('scheduled');
+    expect(w.tasks.all.size).toBe(5);
+  });
+
+  it('makes one job of a duplicated notification, and ignores one that arrives while a step runs', async () => {
+    const w = world();
+    const { jobId, key } = await uploadedJob(w);
+    const [first, second] = await Promise.all([
+      w.ingest.handle(w.objectEvent(key), w.ctx),
+      w.ingest.handle(w.objectEvent(key), w.ctx),
+    ]);
+    expect([first!.kind, second!.kind].sort()).toEqual(['ignored', 'scheduled']);
+    expect(await w.drain(w.objectEvent(key))).toEqual([
+      { kind: 'ignored', jobId, reason: 'the job is scheduled, not validating' },
+    ]);
+    expect(w.jobs.rows.size).toBe(1);
+  });
+
+  it('fails the job with one clear reason when the file is not a CSV or has no phone column', async () => {
+    const w = world();
+    const png = readFileSync(new URL('../../fixtures/csv/binary-png.csv', import.meta.url));
+    const a = await uploadedJob(w, png);
+    expect((await w.drain(w.objectEvent(a.key)))[0]).toMatchObject({ kind: 'failed' });
+    expect((await w.api.getJob('acme', a.jobId)).failureReason).toBe('not a CSV file: it is a PNG image');
+
+    const b = await uploadedJob(w, Buffer.from('email,name\r\na@example.com,A\r\n'));
+    await w.drain(w.objectEvent(b.key));
+    const job = await w.api.getJob('acme', b.jobId);
+    expect(job.status).toBe('failed');
+    expect(job.failureReason).toMatch(/phone/);
+  });
+
+  it('stops at the next step when the job is cancelled while it is validated', async () => {
+    const w = world({ batchSize: 2, maxRowsPerRun: 2 });
+    const { jobId, key } = await uploadedJob(w);
+    expect((await w.ingest.handle(w.objectEvent(key), w.ctx)).kind).toBe('paused');
+    await w.api.changeStatus('acme', jobId, 'cancel');
+    const next = w.queue.sent.shift()!;
+    expect(await w.ingest.handle(next, w.ctx)).toMatchObject({
+      kind: 'ignored',
+      reason: 'the job is cancelled, not validating',
+    });
+    expect(w.queue.sent).toEqual([]);
+  });
+});
+
+describe('a list dropped in incoming/', () => {
+  it('creates its job from the sidecar options, once for a redelivered event', async () => {
+    const w = world();
+    await w.files.put(
+      'incoming/acme/march list.json',
+      Buffer.from(JSON.stringify({ name: 'March drop', maxAttempts: 2 })),
+      'application/json',
+    );
+    await w.files.put('incoming/acme/march list.csv', mixedList, 'text/csv');
+    const event = w.objectEvent('incoming/acme/march list.csv', 'etag-drop');
+    const [outcome] = await w.drain(event);
+    expect(outcome).toMatchObject({ kind: 'scheduled' });
+    await w.drain(event);
+    expect(w.jobs.rows.size).toBe(1);
+    const [job] = [...w.jobs.rows.values()].map((r) => r.job);
+    expect(job).toMatchObject({ name: 'March drop', maxAttempts: 2, channel: 'call', status: 'scheduled' });
+    expect(job!.counts.tasks).toBe(5);
+  });
+
+  it('uses the client defaults without a sidecar, and fails the job on an invalid sidecar', async () => {
+    const w = world();
+    await w.files.put('incoming/acme/plain.csv', mixedList, 'text/csv');
+    await w.drain(w.objectEvent('incoming/acme/plain.csv'));
+    await w.files.put('incoming/acme/bad.json', Buffer.from('{"maxAttempts": 99}'), 'application/json');
+    await w.files.put('incoming/acme/bad.csv', mixedList, 'text/csv');
+    await w.drain(w.objectEvent('incoming/acme/bad.csv'));
+    const jobs = [...w.jobs.rows.values()].map((r) => r.job).sort((a, b) => a.name.localeCompare(b.name));
+    expect(jobs.map((j) => [j.name, j.status, j.scenarioId])).toEqual([
+      ['bad', 'failed', 'default'],
+      ['plain', 'scheduled', 'default'],
+    ]);
+    expect(jobs[0]!.failureReason).toMatch(/sidecar incoming\/acme\/bad\.json is invalid: maxAttempts/);
+  });
+
+  it('ignores a drop for a client without settings', async () => {
+    const w = world();
+    await w.files.put('incoming/nobody/list.csv', mixedList, 'text/csv');
+    expect((await w.drain(w.objectEvent('incoming/nobody/list.csv')))[0]).toMatchObject({ kind: 'ignored' });
+    expect(w.jobs.rows.size).toBe(0);
+  });
+});
