@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CallbackMismatchError,
+  callbackUrlFor,
+  makeRecordCallStatus,
+  settlementFor,
+} from '#shared/broker/settle.ts';
+import { attemptKey } from '#shared/ids.ts';
+import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
+import { SignatureMismatchError, signCallback } from '#shared/telephony/callback-signature.ts';
+import type { CallStatusEvent } from '#shared/telephony/port.ts';
+import { MalformedCallStatusError } from '#shared/telephony/status-event.ts';
+import { FakeTime } from '../pacing/fake-time.ts';
+import { clientSettings, job, MemoryTaskStore, SECRET, T0, tasksFor } from './fakes.ts';
+
+describe('settlementFor', () => {
+  const j = { maxAttempts: 3, retryDelaySeconds: 300 };
+  it('completes an answered call and fails a failed one with its reason', () => {
+    expect(settlementFor('completed', { attempts: 1, now: T0 }, j)).toEqual({
+      state: 'completed',
+      lastResult: 'completed',
+    });
+    expect(settlementFor('failed', { attempts: 1, now: T0, reason: 'unreachable' }, j)).toEqual({
+      state: 'failed',
+      lastResult: 'failed',
+      reason: 'unreachable',
+    });
+  });
+
+  it('retries busy and no-answer after the delay while attempts remain, then fails', () => {
+    expect(settlementFor('busy', { attempts: 2, now: T0 }, j)).toEqual({
+      state: 'retry-wait',
+      lastResult: 'busy',
+      readyAt: T0 + 300_000,
+    });
+    expect(settlementFor('no-answer', { attempts: 3, now: T0 }, j)).toEqual({
+      state: 'failed',
+      lastResult: 'no-answer',
+      reason: 'no-answer on all 3 attempts',
+    });
+  });
+});
+
+describe('recording a call status', () => {
+  async function setup() {
+    const time = new FakeTime(T0);
+    const store = new MemoryTaskStore(new MemoryLeaseStore(), time);
+    const j = job({ maxAttempts: 2, retryDelaySeconds: 60 });
+    const [task] = tasksFor(j, 1);
+    store.add(clientSettings(), j, [{ ...task!, state: 'in-flight', attempts: 1, startedAt: T0 }]);
+    store.flying.set('c1', new Set([`${j.jobId}/${task!.taskId}`]));
+    const nudges: string[] = [];
+    const record = makeRecordCallStatus({
+      tasks: store,
+      leases: { endpointOf: async () => 'http://broker' },
+      notifier: { callEnded: async (endpoint, ended) => void nudges.push(`${endpoint} ${ended.taskId}`) },
+      clock: time,
+      secrets: ['old-secret', SECRET],
+    });
+    const ref = { jobId: j.jobId, taskId: task!.taskId, attempt: 1 };
+    let sequence = 0;
+    const event = (
+      status: CallStatusEvent['status'],
+      over: Partial<CallStatusEvent> = {},
+    ): CallStatusEvent => ({
+      callId: 'call-1',
+      idempotencyKey: attemptKey(ref.jobId, ref.taskId, 1),
+      status,
+      at: new Date(time.now()).toISOString(),
+      sequence: ++sequence,
+      ...over,
+    });
+    const send = (e: CallStatusEvent, secret = SECRET, r = ref) => {
+      const body = JSON.stringify(e);
+      return record({
+        signature: signCallback(secret, body, Math.floor(time.now() / 1000)),
+        rawBody: body,
+        ref: r,
+      });
+    };
+    const stored = () => store.all()[0]!;
+    return { time, store, send, event, stored, nudges, ref, record };
+  }
+
+  it('settles the attempt once and nudges the lease holder; a duplicate changes nothing', async () => {
+    const s = await setup();
+    const completed = s.event('completed', { durationSeconds: 42 });
+    expect(await s.send(completed)).toBe('settled');
+    expect(s.stored()).toMatchObject({ state: 'completed', callId: 'call-1', attempts: 1 });
+    expect(await s.send(completed)).toBe('already-settled');
+    expect(s.stored()).toMatchObject({ state: 'completed' });
+    expect(s.nudges).toEqual(['http://broker task-0000', 'http://broker task-0000']);
+    expect(await s.store.inFlight('c1')).toEqual([]);
+  });
+
+  it('never lets a late or conflicting status regress a final one', async () => {
+    const s = await setup();
+    const ringing = s.event('ringing');
+    const answered = s.event('answered');
+    const completed = s.event('completed');
+    expect(await s.send(completed)).toBe('settled');
+    expect(await s.send(answered)).toBe('stale');
+    expect(await s.send(ringing)).toBe('stale');
+    expect(await s.send(s.event('failed', { reason: 'unreachable' }))).toBe('already-settled');
+    expect(s.stored()).toMatchObject({ state: 'completed', lastResult: 'completed' });
+  });
+
+  it('records the call id on progress and puts a busy attempt back for a retry after the delay', async () => {
+    const s = await setup();
+    expect(await s.send(s.event('ringing'))).toBe('progress');
+    expect(s.stored()).toMatchObject({ state: 'in-flight', callId: 'call-1' });
+    expect(await s.send(s.event('busy'))).toBe('settled');
+    expect(s.stored()).toMatchObject({ state: 'retry-wait', lastResult: 'busy', readyAt: T0 + 60_000 });
+  });
+
+  it('ignores a callback about an attempt the task has moved past', async () => {
+    const s = await setup();
+    const task = s.stored();
+    s.store.tasks.set(`${task.jobId}/${task.taskId}`, { ...task, attempts: 2 });
+    expect(await s.send(s.event('completed'))).toBe('stale');
+    expect(s.stored().state).toBe('in-flight');
+  });
+
+  it('refuses a wrong signature, a malformed body, and a callback whose key is not the attempt its URL names', async () => {
+    const s = await setup();
+    await expect(s.send(s.event('completed'), 'wrong')).rejects.toBeInstanceOf(SignatureMismatchError);
+    const body = '{"callId":';
+    await expect(
+      s.record({
+        signature: signCallback(SECRET, body, Math.floor(s.time.now() / 1000)),
+        rawBody: body,
+        ref: s.ref,
+      }),
+    ).rejects.toBeInstanceOf(MalformedCallStatusError);
+    await expect(s.send(s.event('completed'), SECRET, { ...s.ref, attempt: 2 })).rejects.toBeInstanceOf(
+      CallbackMismatchError,
+    );
+    expect(s.stored().state).toBe('in-flight');
+  });
+
+  it('builds callback URLs that name the attempt', () => {
+    const url = new URL(
+      callbackUrlFor('https://api.example/providers/acme/calls/status', {
+        jobId: 'J',
+        taskId: 't/1',
+        attempt: 3,
+      }),
+    );
+    expect(url.pathname).toBe('/providers/acme/calls/status');
+    expect(Object.fromEntries(url.searchParams)).toEqual({ job: 'J', task: 't/1', attempt: '3' });
+  });
+});
