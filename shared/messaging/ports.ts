@@ -1,0 +1,93 @@
+/**
+ * What the message pipeline needs from the broker that hosts it, as ports: a source of claimed
+ * tasks (claimed under the client's lease by the broker's adapter), the Messaging API send, and a
+ * sink for outcomes (the adapter writes them to the task table in batches).
+ */
+import type { PreparedSend, SendEndpoint, SendOutcome } from '#shared/line/messaging-client.ts';
+import type { MessageTemplate } from './template.ts';
+
+/** A `message` task the broker has claimed for this pipeline (it is `in-flight` in the store). */
+export interface ClaimedTask {
+  readonly jobId: string;
+  readonly taskId: string;
+  /** The LINE user id to push to. */
+  readonly recipient: string;
+  readonly variables: Readonly<Record<string, string>>;
+  /**
+   * The job's message. Tasks of one job should share one template object: it is compiled once
+   * per object, and tasks with equal templates can share a multicast.
+   */
+  readonly template: MessageTemplate;
+  /**
+   * The attempt this claim sends (1 = the first). Its retry key is
+   * `attemptKey(jobId, taskId, attempt)`; a task given back as `released` must be claimed again
+   * with the SAME attempt, so LINE answers 409 if the earlier send went through.
+   */
+  readonly attempt: number;
+  /** When this attempt was first started (ms since epoch); a resumed attempt keeps its first time. */
+  readonly attemptStartedAt: number;
+  /** The recipient opted out (unfollowed): nothing is sent, the task is reported `skipped`. */
+  readonly optedOut?: boolean;
+}
+
+/** Pages of claimable tasks. */
+export interface TaskSource {
+  /**
+   * Claims up to `limit` tasks and returns them (fewer, or none, when there are fewer to claim).
+   * An empty page means there is nothing to claim now: the pipeline finishes what it holds and
+   * resolves.
+   */
+  nextPage(limit: number): Promise<readonly ClaimedTask[]>;
+}
+
+/**
+ * What became of a claimed task:
+ * - `delivered`: LINE accepted it (`lastResult` `delivered`, or `already-delivered` for a 409);
+ * - `failed`: final, with a `reason` (a 4xx, a template variable missing, the retry key's window
+ *   passed);
+ * - `skipped`: the recipient opted out, nothing was sent;
+ * - `released`: not settled (the pipeline stopped, the monthly quota is used up, or retries ran
+ *   out). Give the task back for a later claim with the same attempt; `maybeSent` says an earlier
+ *   request may have reached LINE, which is why the attempt (and so the retry key) must not change.
+ */
+export interface TaskOutcome {
+  readonly jobId: string;
+  readonly taskId: string;
+  readonly attempt: number;
+  readonly kind: 'delivered' | 'failed' | 'skipped' | 'released';
+  readonly lastResult: string;
+  readonly reason?: string;
+  readonly maybeSent?: boolean;
+  /** For `released` after exhausted retries: wait at least this long before claiming it again. */
+  readonly retryAfterMs?: number;
+  /** The retry key of the request that settled it (the task's, or its multicast batch's). */
+  readonly retryKey?: string;
+  readonly requestId?: string;
+  readonly at: number;
+}
+
+/** Where outcomes are written, in batches (BatchWriteItem / TransactWriteItems in the adapter). */
+export interface ReportSink {
+  /** Writes the outcomes; a throw makes the pipeline write the same outcomes again. */
+  write(outcomes: readonly TaskOutcome[]): Promise<void>;
+}
+
+/** Sends (or resends, byte for byte) a prepared request: `MessagingClient.send`. */
+export type SendPort = (prepared: PreparedSend) => Promise<SendOutcome>;
+
+/** Counts written by the reporter since the previous progress call, per job. */
+export interface JobProgress {
+  readonly jobId: string;
+  readonly delivered: number;
+  readonly failed: number;
+  readonly skipped: number;
+  readonly released: number;
+}
+
+/** One HTTP request the pipeline made (for metrics and benchmarks). */
+export interface SendObservation {
+  readonly endpoint: SendEndpoint;
+  readonly recipients: number;
+  readonly outcome: SendOutcome['kind'];
+  readonly latencyMs: number;
+}
