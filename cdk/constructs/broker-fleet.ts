@@ -1,0 +1,380 @@
+/**
+ * The broker fleet: the brokers as the tasks of one Fargate service (task protection works only
+ * for service tasks), the job manager Lambda that sizes that service every minute, and the
+ * fleet's alarms.
+ *
+ * Network: a VPC of two AZs with public subnets only, brokers with a public IP and a security
+ * group that admits nothing from outside. No NAT gateway: brokers only make outbound calls
+ * (DynamoDB, the telephony provider, ECR and CloudWatch Logs), and a NAT gateway per AZ would cost
+ * more than the whole fleet at rest (~$65/month before traffic, against $0.005/hour per broker's
+ * public IPv4). DynamoDB traffic takes a free gateway endpoint and never leaves AWS's network.
+ *
+ * Deploys roll with protection: `minHealthyPercent` 100 and `maxHealthyPercent` 200 start the new
+ * version's brokers beside the old ones; ECS then stops old brokers only once unprotected, and the
+ * work list's `desiredVersion` (the image's hash, given to brokers and job manager alike) tells
+ * old brokers to drain: no new calls, in-flight calls end, protection and lease released, exit.
+ * The desired count is 0 in the template and CloudFormation only applies a changed template
+ * value, so a deploy never resets the count the job manager set.
+ */
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import { DockerImageAsset, Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import { IgnoreMode } from 'aws-cdk-lib/core';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { functions } from '#shared/functions.ts';
+import { resourceName, tableSpec } from '#shared/resources.ts';
+import { REPO_ROOT, SwitchboardFunction } from './function.ts';
+import type { StatefulResources } from './stateful.ts';
+
+/** The port of the broker's nudge server (call-ended notices from the call-status route). */
+export const BROKER_HTTP_PORT = 8080;
+/** Fargate's longest SIGTERM-to-SIGKILL wait; brokers are built to finish within it. */
+export const BROKER_STOP_TIMEOUT_SECONDS = 120;
+
+// Get/query/transactions on the broker's tables; no Scan, no DeleteItem (tasks are never deleted).
+const BROKER_TABLE_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
+  'dynamodb:Query',
+  'dynamodb:ConditionCheckItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DescribeTable',
+];
+
+export interface BrokerFleetProps {
+  readonly stage: string;
+  readonly stateful: StatefulResources;
+  /** Keep log groups and the telephony secret when the stack is deleted (production: yes). */
+  readonly retain: boolean;
+  /** The telephony provider's API base URL. */
+  readonly telephonyApiUrl: string;
+  /** Where the provider posts call status (the HTTP API's call-status route). */
+  readonly callStatusCallbackUrl: string;
+  /** Most brokers the job manager may ask for. Default 10. */
+  readonly maxBrokers?: number;
+  /** Broker size. Defaults: 0.5 vCPU, 1 GiB. */
+  readonly cpu?: number;
+  readonly memoryMiB?: number;
+  /** Alarms notify this topic. */
+  readonly alarmTopic?: sns.ITopic;
+}
+
+export class BrokerFleet extends Construct {
+  readonly vpc: ec2.Vpc;
+  readonly cluster: ecs.Cluster;
+  readonly taskDefinition: ecs.FargateTaskDefinition;
+  readonly container: ecs.ContainerDefinition;
+  readonly service: ecs.FargateService;
+  readonly securityGroup: ec2.SecurityGroup;
+  /** The telephony API token; set its value after the first deploy (`aws secretsmanager put-secret-value`). */
+  readonly telephonyToken: secretsmanager.Secret;
+  readonly jobManager: SwitchboardFunction;
+  readonly schedule: events.Rule;
+  /** The broker version: the image's content hash. */
+  readonly brokerVersion: string;
+  readonly alarms: {
+    readonly jobManagerErrors: cloudwatch.Alarm;
+    readonly jobManagerNotRunning: cloudwatch.Alarm;
+    readonly brokersMissing: cloudwatch.Alarm;
+  };
+
+  constructor(scope: Construct, id: string, props: BrokerFleetProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    const removalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    const { tables } = props.stateful;
+    const maxBrokers = props.maxBrokers ?? 10;
+
+    // --- network -------------------------------------------------------------------------
+    this.vpc = new ec2.Vpc(this, 'Vpc', {
+      maxAzs: 2,
+      natGateways: 0,
+      subnetConfiguration: [{ name: 'brokers', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 }],
+      gatewayEndpoints: { DynamoDb: { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB } },
+      flowLogs: {
+        rejected: {
+          destination: ec2.FlowLogDestination.toCloudWatchLogs(
+            new logs.LogGroup(this, 'FlowLogs', { retention: logs.RetentionDays.ONE_MONTH, removalPolicy }),
+          ),
+          trafficType: ec2.FlowLogTrafficType.REJECT,
+        },
+      },
+    });
+    this.securityGroup = new ec2.SecurityGroup(this, 'BrokerSecurityGroup', {
+      vpc: this.vpc,
+      description: 'Switchboard brokers: HTTPS out only; no inbound unless allowNudgesFrom is called',
+      allowAllOutbound: false,
+    });
+    this.securityGroup.addEgressRule(
+      ec2.Peer.anyIpv4(),
+      ec2.Port.tcp(443),
+      'DynamoDB, telephony API, ECR, logs',
+    );
+
+    // --- cluster and image -----------------------------------------------------------------
+    this.cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc: this.vpc,
+      clusterName: resourceName(props.stage, 'brokers'),
+      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+    });
+
+    // The build context is the repository (the broker imports shared/), staged at synth without
+    // Docker; only what the image needs is copied, so unrelated edits do not change the hash.
+    const image = new DockerImageAsset(this, 'BrokerImage', {
+      directory: REPO_ROOT,
+      file: 'worker/Dockerfile',
+      platform: Platform.LINUX_ARM64,
+      ignoreMode: IgnoreMode.DOCKER,
+      exclude: [
+        '*',
+        '!package.json',
+        '!package-lock.json',
+        '!worker/**',
+        '!shared/**',
+        '**/*.test.ts',
+        '**/node_modules',
+      ],
+    });
+    this.brokerVersion = image.assetHash;
+
+    this.telephonyToken = new secretsmanager.Secret(this, 'TelephonyApiToken', {
+      description: `Switchboard ${props.stage}: the telephony provider's API token, read by brokers`,
+      removalPolicy,
+    });
+
+    // --- task --------------------------------------------------------------------------------
+    const taskRole = new iam.Role(this, 'BrokerTaskRole', {
+      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      description: 'Switchboard broker: its two tables and its own task protection, nothing else',
+    });
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'BrokerTask', {
+      cpu: props.cpu ?? 512,
+      memoryLimitMiB: props.memoryMiB ?? 1024,
+      runtimePlatform: {
+        cpuArchitecture: ecs.CpuArchitecture.ARM64,
+        operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
+      },
+      taskRole,
+    });
+    const brokerLogs = new logs.LogGroup(this, 'BrokerLogs', {
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy,
+    });
+    this.container = this.taskDefinition.addContainer('broker', {
+      image: ecs.ContainerImage.fromDockerImageAsset(image),
+      essential: true,
+      stopTimeout: Duration.seconds(BROKER_STOP_TIMEOUT_SECONDS),
+      readonlyRootFilesystem: true,
+      logging: ecs.LogDrivers.awsLogs({ logGroup: brokerLogs, streamPrefix: 'broker' }),
+      environment: {
+        CONTROL_TABLE: tables.control.tableName,
+        TASKS_TABLE: tables.tasks.tableName,
+        TELEPHONY_API_URL: props.telephonyApiUrl,
+        CALL_STATUS_CALLBACK_URL: props.callStatusCallbackUrl,
+        BROKER_VERSION: this.brokerVersion,
+        BROKER_HTTP_HOST: '0.0.0.0',
+        BROKER_HTTP_PORT: String(BROKER_HTTP_PORT),
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      // Injected by the agent from Secrets Manager (execution role), never written in the template.
+      secrets: { TELEPHONY_API_TOKEN: ecs.Secret.fromSecretsManager(this.telephonyToken) },
+      portMappings: [{ containerPort: BROKER_HTTP_PORT, protocol: ecs.Protocol.TCP }],
+    });
+
+    for (const [table, indexes] of [
+      [tables.control, []],
+      [tables.tasks, tableSpec('tasks').globalIndexes.map((i) => i.name)],
+    ] as const) {
+      taskRole.addToPolicy(
+        new iam.PolicyStatement({ actions: BROKER_TABLE_ACTIONS, resources: [table.tableArn] }),
+      );
+      if (indexes.length > 0) {
+        taskRole.addToPolicy(
+          new iam.PolicyStatement({
+            actions: ['dynamodb:Query'],
+            resources: indexes.map((name) => `${table.tableArn}/index/${name}`),
+          }),
+        );
+      }
+    }
+    // The agent calls UpdateTaskProtection with the task role's credentials, for this task only;
+    // the pattern names this cluster's tasks (the task id is known only at run time).
+    const taskArnPattern = stack.formatArn({
+      service: 'ecs',
+      resource: 'task',
+      resourceName: `${this.cluster.clusterName}/*`,
+    });
+    taskRole.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['ecs:UpdateTaskProtection', 'ecs:GetTaskProtection'],
+        resources: [taskArnPattern],
+      }),
+    );
+
+    // --- service -----------------------------------------------------------------------------
+    this.service = new ecs.FargateService(this, 'Brokers', {
+      cluster: this.cluster,
+      serviceName: resourceName(props.stage, 'brokers'),
+      taskDefinition: this.taskDefinition,
+      desiredCount: 0,
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+      circuitBreaker: { enable: true, rollback: true },
+      assignPublicIp: true,
+      vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC },
+      securityGroups: [this.securityGroup],
+      propagateTags: ecs.PropagatedTagSource.SERVICE,
+      enableECSManagedTags: true,
+    });
+
+    // --- job manager ---------------------------------------------------------------------------
+    this.jobManager = new SwitchboardFunction(this, 'JobManager', {
+      spec: functions['job-manager'],
+      environment: {
+        BROKER_CLUSTER: this.cluster.clusterName,
+        BROKER_SERVICE: this.service.serviceName,
+        BROKER_VERSION: this.brokerVersion,
+        MAX_BROKERS: String(maxBrokers),
+      },
+      logRemovalPolicy: removalPolicy,
+    })
+      .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
+      .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar, { indexes: ['outstanding'] });
+    this.jobManager.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['ecs:UpdateService'], resources: [this.service.serviceArn] }),
+    );
+    this.schedule = new events.Rule(this, 'EveryMinute', {
+      description: 'Switchboard: run the job manager every minute',
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [
+        // A missed run is made good by the next one: retry briefly, never pile runs up.
+        new targets.LambdaFunction(this.jobManager, { retryAttempts: 2, maxEventAge: Duration.minutes(2) }),
+      ],
+    });
+
+    // --- alarms --------------------------------------------------------------------------------
+    const name = (suffix: string) => resourceName(props.stage, suffix);
+    const period = Duration.minutes(5);
+    this.alarms = {
+      jobManagerErrors: this.jobManager
+        .metricErrors({ period, statistic: 'Sum' })
+        .createAlarm(this, 'JobManagerErrorsAlarm', {
+          alarmName: name('job-manager-errors'),
+          alarmDescription:
+            'The job manager failed a run: jobs may not start or complete, brokers may not scale.',
+          threshold: 0,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+      jobManagerNotRunning: this.jobManager
+        .metricInvocations({ period, statistic: 'Sum' })
+        .createAlarm(this, 'JobManagerNotRunningAlarm', {
+          alarmName: name('job-manager-not-running'),
+          alarmDescription: 'The job manager has not run for 10 minutes: is the schedule disabled?',
+          threshold: 1,
+          comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+          evaluationPeriods: 2,
+          treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+        }),
+      brokersMissing: new cloudwatch.MathExpression({
+        expression: 'desired - running',
+        label: 'brokers wanted but not running',
+        period,
+        usingMetrics: {
+          desired: this.containerInsightsMetric('DesiredTaskCount', period),
+          running: this.containerInsightsMetric('RunningTaskCount', period),
+        },
+      }).createAlarm(this, 'BrokersMissingAlarm', {
+        alarmName: name('brokers-missing'),
+        alarmDescription:
+          'Fewer brokers run than the job manager asked for, for 15 minutes: image, quota or start-up failure (see the service events).',
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    };
+    if (props.alarmTopic) {
+      const notify = new actions.SnsAction(props.alarmTopic);
+      for (const alarm of Object.values(this.alarms)) alarm.addAlarmAction(notify);
+    }
+
+    this.suppressWithReasons();
+  }
+
+  /** Lets `peer` (e.g. the call-status Lambda's security group) reach the brokers' nudge port. */
+  allowNudgesFrom(peer: ec2.IPeer): void {
+    this.securityGroup.addIngressRule(peer, ec2.Port.tcp(BROKER_HTTP_PORT), 'call-ended nudges');
+  }
+
+  private containerInsightsMetric(metricName: string, period: Duration): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: 'ECS/ContainerInsights',
+      metricName,
+      dimensionsMap: { ClusterName: this.cluster.clusterName, ServiceName: this.service.serviceName },
+      statistic: 'Average',
+      period,
+    });
+  }
+
+  private suppressWithReasons(): void {
+    NagSuppressions.addResourceSuppressions(
+      this.taskDefinition,
+      [
+        {
+          id: 'AwsSolutions-ECS2',
+          reason:
+            'The environment holds table names, URLs and the version, none secret; the telephony token comes from Secrets Manager through `secrets`.',
+        },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.taskDefinition.taskRole,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            "Task protection is set by the ECS agent for the calling task, whose id exists only at run time: the resource is this cluster's tasks (task/{cluster}/*), the narrowest ARN IAM allows.",
+          appliesTo: [
+            {
+              regex: '/^Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task\\/.*\\/\\*$/g',
+            },
+          ],
+        },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.taskDefinition.obtainExecutionRole(),
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'The execution role pulls the image: ecr:GetAuthorizationToken supports no resource-level permission, so AWS requires Resource "*" for it; the pull itself, the logs and the secret are each granted on their ARN.',
+          appliesTo: ['Resource::*'],
+        },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(this.telephonyToken, [
+      {
+        id: 'AwsSolutions-SMG4',
+        reason:
+          "The token is issued by the telephony provider; it is rotated in the provider's console and then put here, which no rotation Lambda can do.",
+      },
+    ]);
+  }
+}
