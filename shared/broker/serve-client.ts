@@ -115,6 +115,9 @@ export class ClientServer {
   #lost = false;
   #wake: (() => void) | undefined;
   #allEnded: (() => void) | undefined;
+  #sendQueue: Promise<void> = Promise.resolve();
+  #lastSendAt = Number.NEGATIVE_INFINITY;
+  #sendIntervalMs = 0;
 
   constructor(deps: ServeClientDeps) {
     this.#deps = deps;
@@ -169,6 +172,7 @@ export class ClientServer {
 
   #makeGate(client: ClientSettings): PacingGate {
     const { clock, timers, settings, onInFlightChange } = this.#deps;
+    this.#sendIntervalMs = 1000 / client.callsPerSecond + settings.rateMarginMs;
     // Hours are checked per task, because a job's own hours replace the client's.
     const pacer = new Pacer({
       maxConcurrentCalls: client.maxConcurrentCalls,
@@ -376,6 +380,8 @@ export class ClientServer {
     let outcome: InitiateOutcome = { kind: 'retryable', reason: 'not tried' };
     for (let tryNo = 1; tryNo <= settings.initiateTries && !call.ended; tryNo++) {
       try {
+        await this.#spaceSend();
+        if (call.ended) return;
         outcome = await provider.initiate(request, key);
       } catch (error) {
         outcome = { kind: 'retryable', reason: String(error) };
@@ -404,6 +410,23 @@ export class ClientServer {
     }
     // Still ambiguous: the call may exist. Reconciliation asks again at the deadline.
     logger.warn('call not confirmed; left to reconciliation', { taskId: call.task.taskId, outcome });
+  }
+
+  /**
+   * Spaces every `initiate` request at the line's interval, measured when it is sent. The gate
+   * paces when a start is decided; the start transaction between decision and request takes a
+   * variable time, and the far side counts requests, so two decisions the full interval apart
+   * could otherwise arrive closer. Retries of an ambiguous request are spaced the same way: one
+   * may be the request that actually places the call.
+   */
+  #spaceSend(): Promise<void> {
+    const turn = this.#sendQueue.then(async () => {
+      const wait = this.#lastSendAt + this.#sendIntervalMs - this.#deps.clock.now();
+      if (wait > 0) await this.#pause(wait);
+      this.#lastSendAt = this.#deps.clock.now();
+    });
+    this.#sendQueue = turn;
+    return turn;
   }
 
   #armReconcile(call: InFlightCall, at: number): void {

@@ -1,0 +1,439 @@
+/**
+ * The broker on the local cloud: DynamoDB Local (its own control and tasks tables, so the fleet's
+ * work list is this suite's alone), the telephony sandbox as the far side, and the call-status
+ * Lambda behind the API Gateway stand-in. Invariants are read from the sandbox's records.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeCallStatusHandler } from '#lambdas/call-status/handler.ts';
+import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import { createTable } from '#local/cloud.ts';
+import {
+  startTelephonySandbox,
+  type TelephonySandbox,
+  type TelephonySandboxOptions,
+} from '#local/telephony-sandbox.ts';
+import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
+import { fleetWorkItem } from '#shared/broker/fleet.ts';
+import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
+import { makeRecordCallStatus } from '#shared/broker/settle.ts';
+import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { silentLogger } from '#shared/log.ts';
+import { TASK_SHARDS, tableSpec } from '#shared/resources.ts';
+import { routes } from '#shared/routes.ts';
+import { signCallback } from '#shared/telephony/callback-signature.ts';
+import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { testCloud } from '../../support/cloud.ts';
+
+const SECRET = 'integration-callback-secret';
+const PROVIDER = 'sandbox';
+const cloud = testCloud();
+const stage = `brk${process.pid}${Math.random().toString(36).slice(2, 6)}`.slice(0, 20);
+let controlTable: string;
+let tasksTable: string;
+let api: ApiGatewayServer;
+const running: RunningBroker[] = [];
+const sandboxes: TelephonySandbox[] = [];
+
+const ALWAYS = {
+  timeZone: 'Asia/Tokyo',
+  weekly: Object.fromEntries(
+    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+  ),
+};
+
+beforeAll(async () => {
+  [controlTable, tasksTable] = await Promise.all([
+    createTable(cloud.ddb, stage, tableSpec('control')),
+    createTable(cloud.ddb, stage, tableSpec('tasks')),
+  ]);
+  const record = makeRecordCallStatus({
+    tasks: makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable }),
+    leases: makeDynamoLeaseStore(cloud.doc, controlTable),
+    notifier: makeHttpBrokerNotifier(),
+    clock: { now: () => Date.now() },
+    secrets: SECRET,
+  });
+  api = await startApiGateway({
+    routes: routes.filter((r) => r.functionId === 'call-status'),
+    functions: {
+      'call-status': {
+        timeoutMs: 10_000,
+        handler: makeCallStatusHandler({ provider: PROVIDER, record, log: silentLogger }),
+      },
+    },
+  });
+});
+
+// A test that failed half-way must not leave its broker claiming the next test's clients.
+afterEach(async () => {
+  const left = running.splice(0);
+  for (const b of left) b.stop('sigterm');
+  await Promise.all(left.map((b) => b.done));
+});
+
+afterAll(async () => {
+  for (const b of running) b.stop('sigterm');
+  await Promise.all(running.map((b) => b.done));
+  await Promise.all(sandboxes.map((s) => s.stop()));
+  await api?.stop();
+});
+
+const callbackUrl = () => `${api.url}/providers/${PROVIDER}/calls/status`;
+
+async function sandbox(options: Partial<TelephonySandboxOptions>): Promise<TelephonySandbox> {
+  const s = await startTelephonySandbox({ callbackSecret: SECRET, seed: 7, ...options });
+  sandboxes.push(s);
+  return s;
+}
+
+async function seed(input: {
+  clientId: string;
+  limit: number;
+  rate: number;
+  tasks: number;
+  job?: Partial<Job>;
+}): Promise<Job> {
+  const now = Date.now();
+  const client: ClientSettings = {
+    clientId: input.clientId,
+    maxConcurrentCalls: input.limit,
+    callsPerSecond: input.rate,
+    timeZone: 'Asia/Tokyo',
+    callingHours: ALWAYS,
+    defaultRegion: 'JP',
+    updatedAt: now,
+  };
+  const job: Job = {
+    clientId: input.clientId,
+    jobId: `01JB${input.clientId.toUpperCase().replace(/[^0-9A-Z]/g, '')}${'0'.repeat(26)}`.slice(0, 26),
+    name: 'integration',
+    channel: 'call',
+    scenarioId: 's1',
+    startAt: now - 1000,
+    maxAttempts: 2,
+    retryDelaySeconds: 1,
+    status: 'running',
+    counts: {
+      rows: input.tasks,
+      rejected: 0,
+      skipped: 0,
+      tasks: input.tasks,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+    },
+    createdAt: now,
+    updatedAt: now,
+    ...input.job,
+  };
+  await cloud.doc.send(
+    new PutCommand({ TableName: controlTable, Item: { ...keys.client(client.clientId), ...client } }),
+  );
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: controlTable,
+      Item: { ...keys.job(job.clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
+    }),
+  );
+  await Promise.all(
+    Array.from({ length: input.tasks }, (_, i) => {
+      const task: Task = {
+        clientId: input.clientId,
+        jobId: job.jobId,
+        taskId: `t${String(i).padStart(4, '0')}`,
+        row: i + 2,
+        channel: 'call',
+        recipient: `+8190${String(20_000_000 + i)}`,
+        variables: { name: `n${i}` },
+        state: 'pending',
+        attempts: 0,
+        readyAt: now - 1000,
+        updatedAt: now,
+      };
+      return cloud.doc.send(
+        new PutCommand({
+          TableName: tasksTable,
+          Item: { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) },
+        }),
+      );
+    }),
+  );
+  return job;
+}
+
+async function tasksOf(jobId: string): Promise<Task[]> {
+  const all: Task[] = [];
+  for (let shard = 0; shard < TASK_SHARDS; shard++) {
+    const out = await cloud.doc.send(
+      new QueryCommand({
+        TableName: tasksTable,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
+        ConsistentRead: true,
+      }),
+    );
+    all.push(...((out.Items ?? []) as Task[]));
+  }
+  return all;
+}
+
+async function putWork(clients: string[], desiredVersion = 'v1') {
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: controlTable,
+      Item: fleetWorkItem({ clients, desiredVersion, updatedAt: Date.now() }),
+    }),
+  );
+}
+
+function brokerConfig(s: TelephonySandbox, over: Partial<BrokerConfig> = {}): BrokerConfig {
+  return {
+    controlTable,
+    tasksTable,
+    telephonyApiUrl: s.url,
+    telephonyApiToken: s.apiToken,
+    callStatusCallbackUrl: callbackUrl(),
+    ecsAgentUri: undefined,
+    version: 'v1',
+    brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,
+    httpHost: '127.0.0.1',
+    httpPort: 0,
+    advertiseUrl: undefined,
+    leaseMs: 30_000,
+    idleWaitMs: 200,
+    stopGraceMs: 100_000,
+    reconcileMarginMs: 30_000,
+    defaultMaxCallSeconds: 600,
+    holdMs: 60_000,
+    recheckMs: 1_000,
+    ...over,
+  };
+}
+
+async function startBroker(config: BrokerConfig): Promise<RunningBroker> {
+  const b = await startBrokerProcess(config, { doc: cloud.doc, logger: silentLogger });
+  running.push(b);
+  return b;
+}
+
+async function until(done: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const FINAL = new Set(['completed', 'failed', 'cancelled']);
+
+describe('a broker on the local cloud', () => {
+  it('runs 30 one-second calls at limit 3 and 2 calls/s: all completed, limits held on the far side, no ring repeated', async () => {
+    const s = await sandbox({
+      timeScale: 60,
+      durationSeconds: 54,
+      ringSeconds: 6,
+      outcomes: { answered: 1, busy: 0, noAnswer: 0, failed: 0 },
+    });
+    const job = await seed({ clientId: 'pace', limit: 3, rate: 2, tasks: 30 });
+    await putWork(['pace']);
+    const broker = await startBroker(brokerConfig(s));
+    await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 50_000);
+
+    const tasks = await tasksOf(job.jobId);
+    expect(tasks.map((t) => t.state)).toEqual(Array(30).fill('completed'));
+    expect(tasks.every((t) => t.attempts === 1 && typeof t.callId === 'string')).toBe(true);
+    const stats = s.stats('pace');
+    expect(stats.rings).toBe(30);
+    expect(stats.maxInFlight).toBeLessThanOrEqual(3);
+    expect(stats.maxStartsPerSecond).toBeLessThanOrEqual(2);
+    expect(stats.repeatedRings).toEqual([]);
+    // The client was released once its work was done.
+    await until(
+      async () => (await makeDynamoLeaseStore(cloud.doc, controlTable).get('pace'))?.expiresAt === 0,
+      5_000,
+    );
+    broker.stop('sigterm');
+    await broker.done;
+  }, 60_000);
+
+  it('settles lost and duplicated callbacks through reconciliation: every task ends, none rings twice', async () => {
+    const s = await sandbox({
+      timeScale: 1,
+      durationSeconds: 1,
+      ringSeconds: 0,
+      outcomes: { answered: 1, busy: 0, noAnswer: 0, failed: 0 },
+      faults: { callbackLossRate: 0.5, callbackDuplicateRate: 0.5 },
+    });
+    const job = await seed({
+      clientId: 'lossy',
+      limit: 3,
+      rate: 5,
+      tasks: 10,
+      job: { maxCallDurationSeconds: 2 },
+    });
+    await putWork(['lossy']);
+    const broker = await startBroker(brokerConfig(s, { reconcileMarginMs: 500 }));
+    await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 40_000);
+
+    const tasks = await tasksOf(job.jobId);
+    expect(tasks.map((t) => t.state)).toEqual(Array(10).fill('completed'));
+    const stats = s.stats('lossy');
+    expect(stats.callbacks.lost).toBeGreaterThan(0);
+    expect(stats.callbacks.duplicated).toBeGreaterThan(0);
+    expect(stats.rings).toBe(10);
+    expect(stats.repeatedRings).toEqual([]);
+    expect(stats.maxInFlight).toBeLessThanOrEqual(3);
+    broker.stop('sigterm');
+    await broker.done;
+  }, 60_000);
+
+  it('drains when the work list names a newer version, and its successor finishes the client', async () => {
+    const s = await sandbox({
+      timeScale: 1,
+      durationSeconds: 2,
+      ringSeconds: 0,
+      outcomes: { answered: 1, busy: 0, noAnswer: 0, failed: 0 },
+    });
+    const job = await seed({ clientId: 'roll', limit: 2, rate: 4, tasks: 12 });
+    await putWork(['roll'], 'v1');
+    const old = await startBroker(brokerConfig(s, { leaseMs: 3_000, version: 'v1' }));
+    await until(async () => s.stats('roll').rings >= 2, 10_000);
+    await putWork(['roll'], 'v2');
+    const successor = await startBroker(brokerConfig(s, { leaseMs: 3_000, version: 'v2' }));
+    await old.done;
+    expect(old.broker.stopReason).toBe('drain');
+    await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 40_000);
+    expect((await tasksOf(job.jobId)).map((t) => t.state)).toEqual(Array(12).fill('completed'));
+    const stats = s.stats('roll');
+    expect(stats.rings).toBe(12);
+    expect(stats.maxInFlight).toBeLessThanOrEqual(2);
+    expect(stats.repeatedRings).toEqual([]);
+    successor.stop('sigterm');
+    await successor.done;
+  }, 60_000);
+});
+
+describe('the DynamoDB fence', () => {
+  it('refuses a start with a stale token after a takeover, and keeps the calls in flight on the lease item', async () => {
+    const job = await seed({ clientId: 'fence', limit: 1, rate: 1, tasks: 1 });
+    const leases = makeDynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
+    const tasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const now = Date.now();
+    const first = await leases.tryTake({ clientId: 'fence', owner: 'old', now, leaseMs: 1_000 });
+    expect(first).toBeDefined();
+    expect(await leases.tryTake({ clientId: 'fence', owner: 'new', now, leaseMs: 1_000 })).toBeUndefined();
+    const second = await leases.tryTake({
+      clientId: 'fence',
+      owner: 'new',
+      now: now + 1_001,
+      leaseMs: 30_000,
+    });
+    expect(second!.token).toBe(first!.token + 1);
+
+    const [task] = await tasks.outstanding('fence', Date.now(), 10);
+    expect(task?.jobId).toBe(job.jobId);
+    const stale = await tasks.start(task!, {
+      clientId: 'fence',
+      owner: 'old',
+      token: first!.token,
+      now: now + 1_002,
+    });
+    expect(stale).toEqual({ kind: 'fenced' });
+    expect((await tasks.getTask(task!))!.state).toBe('pending');
+
+    const started = await tasks.start(task!, {
+      clientId: 'fence',
+      owner: 'new',
+      token: second!.token,
+      now: now + 1_003,
+    });
+    expect(started.kind).toBe('started');
+    expect(
+      await tasks.start(task!, { clientId: 'fence', owner: 'new', token: second!.token, now: now + 1_004 }),
+    ).toEqual({
+      kind: 'gone',
+    });
+    expect(await tasks.inFlight('fence')).toEqual([{ jobId: job.jobId, taskId: task!.taskId }]);
+    expect(await tasks.outstanding('fence', Date.now(), 10)).toEqual([]);
+
+    const settled = await tasks.settle({
+      task: task!,
+      attempt: 1,
+      settlement: { state: 'retry-wait', lastResult: 'busy', readyAt: now - 1 },
+      callId: 'c-1',
+      now,
+    });
+    expect(settled).toBe(true);
+    expect(await tasks.inFlight('fence')).toEqual([]);
+    // Back in the outstanding index for its next attempt.
+    expect((await tasks.outstanding('fence', Date.now(), 10)).map((t) => [t.taskId, t.attempts])).toEqual([
+      [task!.taskId, 1],
+    ]);
+  });
+
+  it('reads the fleet work list the job manager writes', async () => {
+    await putWork(['a', 'b'], 'v7');
+    const work = await makeDynamoFleetWorkReader(cloud.doc, controlTable).read();
+    expect(work).toMatchObject({ clients: ['a', 'b'], desiredVersion: 'v7' });
+  });
+});
+
+describe('the call-status route', () => {
+  it('answers 401 to a bad signature, 400 to a callback for another attempt, 404 to an unknown provider', async () => {
+    const body = JSON.stringify({
+      callId: 'x',
+      idempotencyKey: '00000000-0000-5000-8000-000000000000',
+      status: 'completed',
+      at: new Date().toISOString(),
+      sequence: 1,
+    });
+    const url = `${callbackUrl()}?job=J&task=T&attempt=1`;
+    const post = (u: string, signature: string) =>
+      fetch(u, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-switchboard-signature': signature },
+        body,
+      });
+    const good = signCallback(SECRET, body, Math.floor(Date.now() / 1000));
+    expect((await post(url, signCallback('wrong', body, Math.floor(Date.now() / 1000)))).status).toBe(401);
+    expect((await post(url, good)).status).toBe(400);
+    expect((await post(`${api.url}/providers/other/calls/status?job=J&task=T&attempt=1`, good)).status).toBe(
+      404,
+    );
+  });
+});
+
+describe('the broker process', () => {
+  it('prints its ready line, and exits 0 on SIGTERM', async () => {
+    const s = await sandbox({});
+    const child = spawn(process.execPath, ['worker/main.ts'], {
+      env: {
+        ...process.env,
+        ...cloud.env,
+        CONTROL_TABLE: controlTable,
+        TASKS_TABLE: tasksTable,
+        TELEPHONY_API_URL: s.url,
+        TELEPHONY_API_TOKEN: s.apiToken,
+        CALL_STATUS_CALLBACK_URL: callbackUrl(),
+        BROKER_VERSION: 'v1',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines = createInterface({ input: child.stdout! });
+    const [first] = (await once(lines, 'line')) as [string];
+    const ready = JSON.parse(first) as Record<string, unknown>;
+    expect(ready).toMatchObject({ event: 'ready', version: 'v1' });
+    expect(String(ready.brokerId)).toMatch(/^broker-/);
+    const health = await fetch(`${ready.httpUrl}/health`);
+    expect(health.status).toBe(200);
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+  }, 30_000);
+});
