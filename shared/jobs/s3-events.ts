@@ -111,11 +111,14 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  * The job id of a dropped file: a ULID whose time is the event's and whose other 80 bits hash
  * bucket, key and ETag. Every delivery of one S3 event carries the same `eventTime`, so a
  * redelivered notification names the same job, which a conditional put then creates only once.
+ * The time is cut to whole seconds, the precision every source of it (the event, a listing, a
+ * HEAD's Last-Modified) agrees on.
  */
 export function dropJobId(object: Pick<UploadedObject, 'bucket' | 'key' | 'eTag' | 'eventTime'>): string {
   const hash = createHash('sha256').update(`${object.bucket}\n${object.key}\n${object.eTag}`).digest();
   let time = '';
-  let t = Math.floor(object.eventTime);
+  // Whole seconds: every source of the time (event, listing, HEAD) agrees on those.
+  let t = Math.floor(object.eventTime / 1000) * 1000;
   for (let i = 0; i < 10; i++) {
     time = CROCKFORD[t % 32]! + time;
     t = Math.floor(t / 32);

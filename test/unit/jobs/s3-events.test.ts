@@ -81,3 +81,31 @@ describe('job ids of dropped files', () => {
     expect(dropJobId({ ...object, bucket: 'c' })).not.toBe(id);
   });
 });
+
+describe('the local notifier', () => {
+  it('sends what S3 sends: the parsed event gives back the object, key and all', async () => {
+    const { s3EventNotification } = await import('#local/s3-notifier.ts');
+    const key = 'incoming/acme/März list+1 (final)&more.csv';
+    const body = s3EventNotification({
+      bucket: 'b',
+      key,
+      eTag: '"abc-2"',
+      size: 10,
+      lastModified: new Date('2026-11-20T01:02:03.000Z'),
+      region: 'us-east-1',
+      sequencer: '01',
+    }) as { Records: { eventName: string; s3: { object: { key: string } } }[] };
+    expect(body.Records[0]!.eventName).toBe('ObjectCreated:CompleteMultipartUpload');
+    expect(body.Records[0]!.s3.object.key).not.toContain(' ');
+    expect(parseS3Event(JSON.parse(JSON.stringify(body)))).toEqual([
+      {
+        bucket: 'b',
+        key,
+        eTag: 'abc-2',
+        size: 10,
+        sequencer: '01',
+        eventTime: Date.parse('2026-11-20T01:02:03Z'),
+      },
+    ]);
+  });
+});

@@ -1,0 +1,382 @@
+/**
+ * The jobs flow on the local cloud: the operator API behind the API Gateway stand-in, uploads
+ * through presigned URLs, the S3 notifier, and the ingest Lambda polling its queue — the same
+ * handlers AWS runs — against DynamoDB Local and fauxqs.
+ */
+import { readFileSync } from 'node:fs';
+import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
+import { s3EventNotification } from '#local/s3-notifier.ts';
+import {
+  makeDynamoClientStore,
+  makeDynamoJobStore,
+  makeDynamoTaskStore,
+} from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { recipientTaskId } from '#shared/csv/duplicates.ts';
+import { newUlid } from '#shared/ids.ts';
+import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
+import { type IngestMessage, makeIngestJob } from '#shared/jobs/ingest.ts';
+import { keys, taskShard } from '#shared/jobs/model.ts';
+import type { ContinueIngestMessage } from '#shared/jobs/ports.ts';
+import { silentLogger } from '#shared/log.ts';
+import { TASK_SHARDS } from '#shared/resources.ts';
+import { routes } from '#shared/routes.ts';
+import { testCloud, uniqueName } from '../../support/cloud.ts';
+
+const cloud = testCloud();
+const bucket = cloud.info.bucketNames.uploads!;
+const controlTable = cloud.info.tableNames.control!;
+const tasksTable = cloud.info.tableNames.tasks!;
+const mixedList = readFileSync(new URL('../../fixtures/jobs/mixed-list.csv', import.meta.url));
+const SIGV4 = {
+  authorization: 'AWS4-HMAC-SHA256 Credential=local/20261120/us-east-1/execute-api/aws4_request',
+};
+const CLIENT = {
+  maxConcurrentCalls: 5,
+  callsPerSecond: 2,
+  timeZone: 'Asia/Tokyo',
+  callingHours: { mon: [{ start: '09:00', end: '18:00' }] },
+  defaultRegion: 'JP',
+};
+
+let jobs: JobsLocal;
+let api: ApiGatewayServer;
+
+beforeAll(async () => {
+  Object.assign(process.env, cloud.env, { LOG_LEVEL: 'warn', METRICS_DISABLED: 'true' });
+  jobs = await startJobsLocal({ cloud: cloud.info, notifyIntervalMs: 100 });
+  api = await startApiGateway({ routes, functions: { ...jobs.httpFunctions } });
+});
+
+afterAll(async () => {
+  await api?.stop();
+  await jobs?.stop();
+});
+
+async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(`${api.url}${path}`, {
+    method,
+    headers: { ...SIGV4, 'content-type': 'application/json', ...headers },
+    ...(body === undefined
+      ? {}
+      : { body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    body: response.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text,
+  };
+}
+
+/** Polls until `check` returns a value (the ingest runs asynchronously, as in AWS). */
+async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const jobIn = (clientId: string, jobId: string, statuses: string[]) =>
+  eventually(
+    async () => {
+      const job = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+      return statuses.includes(job.body.status) ? job.body : undefined;
+    },
+    `job ${jobId} to be ${statuses.join('|')}`,
+  );
+
+async function newClient(): Promise<string> {
+  const clientId = uniqueName('acme');
+  expect((await call('PUT', `/clients/${clientId}`, CLIENT)).status).toBe(200);
+  return clientId;
+}
+
+async function tasksOf(jobId: string) {
+  const items: Record<string, unknown>[] = [];
+  for (let shard = 0; shard < TASK_SHARDS; shard++) {
+    const out = await cloud.doc.send(
+      new QueryCommand({
+        TableName: tasksTable,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
+      }),
+    );
+    items.push(...(out.Items ?? []));
+  }
+  return items.sort((a, b) => Number(a.row) - Number(b.row));
+}
+
+describe('a list uploaded through the presigned URL', () => {
+  it('becomes a scheduled job with the exact counts, outstanding tasks and a report', async () => {
+    const clientId = await newClient();
+    await makeDynamoOptOutStore(cloud.doc, controlTable).record(clientId, '+819011110004', true, Date.now());
+    const created = await call('POST', `/clients/${clientId}/jobs`, { name: 'March', scenarioId: 'renewal' });
+    expect(created.status).toBe(201);
+    const { jobId, upload } = created.body;
+    const put = await fetch(upload.url, {
+      method: upload.method,
+      body: mixedList,
+      headers: { 'content-type': 'text/csv' },
+    });
+    expect(put.status).toBe(200);
+
+    const job = await jobIn(clientId, jobId, ['scheduled', 'failed']);
+    expect(job).toMatchObject({ status: 'scheduled', name: 'March', scenarioId: 'renewal' });
+    expect(job.counts).toEqual({
+      rows: 9,
+      rejected: 3,
+      skipped: 2,
+      tasks: 4,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+      outstanding: 4,
+    });
+
+    const tasks = await tasksOf(jobId);
+    expect(tasks.map((t) => [t.row, t.recipient, t.state])).toEqual([
+      [2, '+819011110001', 'pending'],
+      [3, '+819011110002', 'pending'],
+      [7, '+819011110003', 'pending'],
+      [11, '+819011110006', 'pending'],
+    ]);
+    for (const task of tasks) {
+      const taskId = recipientTaskId(jobId, task.recipient as string);
+      expect(task).toMatchObject({
+        ...keys.task(jobId, taskId),
+        taskId,
+        clientId,
+        jobId,
+        openPk: `${clientId}#${taskShard(taskId)}`,
+      });
+      expect(task.openSk).toBe(`${new Date(task.readyAt as number).toISOString()}#${jobId}#${taskId}`);
+    }
+
+    const report = await call('GET', `/clients/${clientId}/jobs/${jobId}/report`);
+    expect(report.status).toBe(200);
+    const lines = (report.body as string)
+      .replace(/^\ufeff/, '')
+      .trimEnd()
+      .split('\r\n');
+    expect(lines[0]).toBe('row,recipient,outcome,attempts,last_result,reason,column,value');
+    expect(lines.slice(1, 6)).toEqual([
+      '4,,rejected,0,,invalid phone number,phone,abc',
+      '5,,skipped,0,,duplicate of row 2,phone,090-1111-0001',
+      '6,,rejected,0,,phone is empty,phone,',
+      '8,,skipped,0,,opted out,phone,090-1111-0004',
+      '9,,rejected,0,,"expected 3 columns, got 2",,',
+    ]);
+    expect(lines.slice(6).sort()).toEqual([
+      "11,'+819011110006,pending,0,,,,",
+      "2,'+819011110001,pending,0,,,,",
+      "3,'+819011110002,pending,0,,,,",
+      "7,'+819011110003,pending,0,,,,",
+    ]);
+  });
+
+  it('makes no second job, and no second task, from a duplicated S3 notification', async () => {
+    const clientId = await newClient();
+    const inline = await call('POST', `/clients/${clientId}/jobs?name=inline`, mixedList, {
+      'content-type': 'text/csv',
+    });
+    expect(inline.status).toBe(201);
+    const { jobId } = inline.body;
+    const first = await jobIn(clientId, jobId, ['scheduled']);
+    const before = jobs.ingest.stats().deleted;
+    const duplicate = s3EventNotification({
+      bucket,
+      key: `uploads/${clientId}/${jobId}.csv`,
+      eTag: 'whatever-etag',
+      size: mixedList.length,
+      lastModified: new Date(),
+      region: cloud.info.region,
+      sequencer: '00000000000000000A',
+    });
+    await cloud.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: cloud.info.queues.ingest!.url,
+        MessageBody: JSON.stringify(duplicate),
+      }),
+    );
+    await eventually(
+      async () => (jobs.ingest.stats().deleted > before ? true : undefined),
+      'the duplicate to be consumed',
+    );
+    const after = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    expect(after.body).toEqual(first);
+    expect((await tasksOf(jobId)).length).toBe(5);
+  });
+
+  it('refuses an illegal transition with 409 and the current status', async () => {
+    const clientId = await newClient();
+    const { jobId } = (await call('POST', `/clients/${clientId}/jobs`, { name: 'never uploaded' })).body;
+    expect(await call('POST', `/clients/${clientId}/jobs/${jobId}/resume`)).toEqual({
+      status: 409,
+      body: { message: 'cannot resume a job that is uploading', status: 'uploading' },
+    });
+    expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`)).body.status).toBe('cancelled');
+    expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/pause`)).status).toBe(409);
+    expect(
+      (await call('GET', `/clients/${clientId}/jobs`)).body.jobs.map((j: { jobId: string }) => j.jobId),
+    ).toEqual([jobId]);
+  });
+
+  it('answers 403 without a SigV4 signature, as the IAM authoriser would', async () => {
+    const response = await fetch(`${api.url}/clients/anyone`, { method: 'GET' });
+    expect(response.status).toBe(403);
+  });
+});
+
+describe('a list dropped in incoming/', () => {
+  it('creates one job with the sidecar options, even when S3 notifies twice', async () => {
+    const clientId = await newClient();
+    const base = `incoming/${clientId}/march list`;
+    await cloud.s3.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: `${base}.json`,
+        Body: JSON.stringify({ name: 'Dropped March', maxAttempts: 2 }),
+      }),
+    );
+    const put = await cloud.s3.send(
+      new PutObjectCommand({ Bucket: bucket, Key: `${base}.csv`, Body: mixedList }),
+    );
+    const listed = await eventually(async () => {
+      const page = await call('GET', `/clients/${clientId}/jobs`);
+      return page.body.jobs.length === 1 && page.body.jobs[0].status === 'scheduled'
+        ? page.body.jobs
+        : undefined;
+    }, 'the dropped list to be scheduled');
+    expect(listed[0]).toMatchObject({
+      name: 'Dropped March',
+      maxAttempts: 2,
+      source: { bucket, key: `${base}.csv` },
+    });
+    expect(listed[0].counts).toMatchObject({ rows: 9, tasks: 5, rejected: 3, skipped: 1 });
+
+    // The same event again (S3 delivers at least once): same object version, same event time.
+    const head = await cloud.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: `${base}.csv` }));
+    const event = s3EventNotification({
+      bucket,
+      key: `${base}.csv`,
+      eTag: put.ETag!,
+      size: mixedList.length,
+      lastModified: head.LastModified!,
+      region: cloud.info.region,
+      sequencer: '00000000000000000B',
+    });
+    const before = jobs.ingest.stats().deleted;
+    await cloud.sqs.send(
+      new SendMessageCommand({ QueueUrl: cloud.info.queues.ingest!.url, MessageBody: JSON.stringify(event) }),
+    );
+    await eventually(
+      async () => (jobs.ingest.stats().deleted > before ? true : undefined),
+      'the duplicate to be consumed',
+    );
+    expect((await call('GET', `/clients/${clientId}/jobs`)).body.jobs).toHaveLength(1);
+  });
+});
+
+describe('the ingest across runs, on DynamoDB and S3', () => {
+  it('writes the same tasks and report when paused after every page as in one pass', async () => {
+    const clientId = await newClient();
+    const rows = ['電話番号,氏名,プラン'];
+    for (let i = 0; i < 120; i++) {
+      const n = i % 7 === 6 ? i - 3 : i; // a duplicate now and then
+      rows.push(
+        i % 11 === 10 ? `bad-${i},名前${i},A` : `090-2222-${String(n).padStart(4, '0')},名前${i},${i % 3}`,
+      );
+    }
+    const csv = Buffer.from(`\ufeff${rows.join('\r\n')}\r\n`, 'utf8');
+    const clients = makeDynamoClientStore(cloud.doc, controlTable);
+    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const tasks = makeDynamoTaskStore(cloud.doc, tasksTable);
+    const files = makeS3UploadFiles(cloud.s3, bucket);
+    const validationReports = makeS3ValidationReportStore(cloud.s3, bucket);
+    const clock = { now: () => Date.now() };
+    const jobsApi = makeJobsApi({ clients, jobs: store, tasks, files, validationReports, bucket, clock });
+
+    async function ingestOnce(maxRowsPerRun?: number) {
+      const sent: ContinueIngestMessage[] = [];
+      const ingest = makeIngestJob({
+        clients,
+        jobs: store,
+        tasks,
+        files,
+        validationReports,
+        queue: { send: async (m) => void sent.push(m) },
+        clock,
+        log: silentLogger,
+        batchSize: 10,
+        ...(maxRowsPerRun ? { maxRowsPerRun } : {}),
+      });
+      // Outside uploads/ and incoming/, so the notifier leaves this file to this test's runs.
+      const jobId = newUlid();
+      const key = `manual/${clientId}/${jobId}.csv`;
+      const uploaded = await cloud.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: csv }));
+      const now = Date.now();
+      await store.create({
+        clientId,
+        jobId,
+        name: `run ${maxRowsPerRun ?? 'once'}`,
+        channel: 'call',
+        scenarioId: 'default',
+        startAt: now,
+        maxAttempts: 3,
+        retryDelaySeconds: 60,
+        status: 'uploading',
+        counts: ZERO_COUNTS,
+        source: { bucket, key },
+        createdAt: now,
+        updatedAt: now,
+      });
+      expect(
+        await store.beginValidation(
+          clientId,
+          jobId,
+          { eTag: uploaded.ETag!.replaceAll('"', ''), size: csv.length },
+          now,
+        ),
+      ).toBe(true);
+      const ctx = { remainingMs: () => 600_000, receiveCount: 1 };
+      const kinds = [
+        (await ingest.handle({ kind: 'continue', clientId, jobId, step: 0 } satisfies IngestMessage, ctx))
+          .kind,
+      ];
+      while (sent.length > 0) kinds.push((await ingest.handle(sent.shift()!, ctx)).kind);
+      return { jobId, kinds };
+    }
+
+    const once = await ingestOnce();
+    const paused = await ingestOnce(10);
+    expect(once.kinds).toEqual(['scheduled']);
+    // 120 rows, 10 a run: 11 pauses, then the run that reaches the end.
+    expect(paused.kinds).toEqual([...Array(11).fill('paused'), 'scheduled']);
+    const view = async (jobId: string) => {
+      const job = await jobsApi.getJob(clientId, jobId);
+      const report = await jobsApi.report(clientId, jobId);
+      if (report.kind !== 'inline') throw new Error('expected an inline report');
+      const lines = report.csv.toString('utf8').split('\r\n').slice(1).sort();
+      return {
+        counts: job.counts,
+        status: job.status,
+        lines,
+        tasks: (await tasksOf(jobId)).map((t) => [t.row, t.recipient, t.name]),
+      };
+    };
+    const a = await view(once.jobId);
+    const b = await view(paused.jobId);
+    expect(b).toEqual(a);
+    expect(a.counts).toMatchObject({ rows: 120, rejected: 10 });
+    expect(a.counts.tasks + a.counts.skipped + a.counts.rejected).toBe(120);
+  });
+});
