@@ -4,7 +4,7 @@
  */
 
 /** Lambdas that sit behind the HTTP API. */
-export type HttpFunctionId = 'webhook-receiver' | 'jobs-api';
+export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'call-status';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -19,6 +19,7 @@ export interface RouteSpec {
 
 export const routes: readonly RouteSpec[] = [
   { method: 'POST', path: '/webhooks/line/{channelId}', functionId: 'webhook-receiver', auth: 'none' },
+  { method: 'POST', path: '/providers/{provider}/calls/status', functionId: 'call-status', auth: 'none' },
   // Operator API: client settings and jobs (SigV4-signed calls only).
   { method: 'PUT', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
