@@ -56,7 +56,9 @@ export function makeHttpSend(options: HttpSendOptions): HttpSend {
 
   function send(prepared: PreparedSend): Promise<SendOutcome> {
     if (prepared.endpoint === 'reply' || prepared.retryKey === undefined) {
-      return Promise.reject(new InvalidSendRequestError('the message pipeline sends push and multicast with a retry key'));
+      return Promise.reject(
+        new InvalidSendRequestError('the message pipeline sends push and multicast with a retry key'),
+      );
     }
     const body = Buffer.from(prepared.body, 'utf8');
     return new Promise<SendOutcome>((resolve) => {

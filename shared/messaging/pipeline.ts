@@ -294,7 +294,10 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
           page = await source.nextPage(limit);
         } catch (error) {
           log?.error('claiming message tasks failed', { error });
-          stop('aborted', new TaskSourceError(`nextPage failed: ${(error as Error)?.message}`, { cause: error }));
+          stop(
+            'aborted',
+            new TaskSourceError(`nextPage failed: ${(error as Error)?.message}`, { cause: error }),
+          );
           break;
         }
         totals.claimed += page.length;
@@ -347,10 +350,9 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
 
   async function sendUnit(unit: SendUnit): Promise<void> {
     const first = unit.tasks[0]!;
-    const compiled = compileTemplate(first.template);
     let prepared: PreparedSend;
     try {
-      const messages = compiled.render(first.variables);
+      const messages = compileTemplate(first.template).render(first.variables);
       const opts =
         first.template.notificationDisabled === undefined
           ? {}
@@ -403,7 +405,11 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
       switch (outcome.kind) {
         case 'delivered':
           pacer.succeeded();
-          return settleUnit(unit, { kind: 'delivered', lastResult: 'delivered', requestId: outcome.requestId });
+          return settleUnit(unit, {
+            kind: 'delivered',
+            lastResult: 'delivered',
+            requestId: outcome.requestId,
+          });
         case 'already-delivered':
           pacer.succeeded();
           return settleUnit(unit, {
@@ -551,7 +557,8 @@ function rejectionReason(outcome: Extract<SendOutcome, { kind: 'rejected' }>): s
 }
 
 function positiveInt(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be an integer ≥ 1, got ${value}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`${name} must be an integer ≥ 1, got ${value}`);
   return value;
 }
 
@@ -658,7 +665,10 @@ function makeReporter(options: {
   let timer: TimerHandle | undefined;
   let failed: ReportWriteError | undefined;
   const drained = makeSignal();
-  const progress = new Map<string, { delivered: number; failed: number; skipped: number; released: number }>();
+  const progress = new Map<
+    string,
+    { delivered: number; failed: number; skipped: number; released: number }
+  >();
   let lastProgressAt = clock.now();
   let closing = false;
 
@@ -699,18 +709,23 @@ function makeReporter(options: {
         if (attempt + 1 >= options.writeAttempts) {
           failed = new ReportWriteError(error, [...batch, ...buffer]);
           buffer = [];
-          options.log?.error('writing message outcomes failed', { error, unwritten: failed.unwritten.length });
+          options.log?.error('writing message outcomes failed', {
+            error,
+            unwritten: failed.unwritten.length,
+          });
           options.onFatal(failed);
           return;
         }
         options.log?.warn('writing message outcomes failed, retrying', { error });
-        await new Promise<void>((r) => timers.setTimeout(r, backoffDelay(attempt, { baseMs: 100, capMs: 5000 })));
+        await new Promise<void>((r) =>
+          timers.setTimeout(r, backoffDelay(attempt, { baseMs: 100, capMs: 5000 })),
+        );
       }
     }
     for (const o of batch) {
-      let counts = progress.get(o.jobId);
-      if (!counts) progress.set(o.jobId, (counts = { delivered: 0, failed: 0, skipped: 0, released: 0 }));
+      const counts = progress.get(o.jobId) ?? { delivered: 0, failed: 0, skipped: 0, released: 0 };
       counts[o.kind]++;
+      progress.set(o.jobId, counts);
     }
   }
 

@@ -83,7 +83,8 @@ export function fill(text: string, variables: Readonly<Record<string, string>>):
 function visitStrings(value: unknown, visit: (s: string) => void): void {
   if (typeof value === 'string') visit(value);
   else if (Array.isArray(value)) for (const v of value) visitStrings(v, visit);
-  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) visitStrings(v, visit);
+  else if (value !== null && typeof value === 'object')
+    for (const v of Object.values(value)) visitStrings(v, visit);
 }
 
 // Keys keep their order, so the same template and variables always serialise to the same bytes.

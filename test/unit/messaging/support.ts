@@ -49,7 +49,10 @@ export interface MemorySource extends TaskSource {
   readonly limits: number[];
 }
 
-export function memorySource(tasks: readonly ClaimedTask[], onPage?: (claimed: number) => void): MemorySource {
+export function memorySource(
+  tasks: readonly ClaimedTask[],
+  onPage?: (claimed: number) => void,
+): MemorySource {
   let next = 0;
   const source: MemorySource = {
     claimed: 0,

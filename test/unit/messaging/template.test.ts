@@ -22,7 +22,9 @@ describe('message templates', () => {
   });
 
   it('renders the same bytes every time (a resend after a crash is byte-identical)', () => {
-    const template = compileTemplate({ messages: [{ type: 'text', text: 'Hi {{a}}', quickReply: { b: '{{b}}' } }] });
+    const template = compileTemplate({
+      messages: [{ type: 'text', text: 'Hi {{a}}', quickReply: { b: '{{b}}' } }],
+    });
     const vars = { a: '1', b: '2' };
     expect(JSON.stringify(template.render(vars))).toBe(JSON.stringify(template.render({ b: '2', a: '1' })));
   });

@@ -1,0 +1,54 @@
+/**
+ * The LINE sandbox of bench/message-throughput, in its own process (one core for it, one for the
+ * contender). Commands arrive over IPC; each answer is a message back.
+ */
+import { startLineSandbox } from '#local/line-sandbox.ts';
+
+export const BENCH_CHANNEL = { channelId: '2000000099', accessToken: 'bench-message-throughput-token' };
+
+export type SandboxCommand =
+  | { readonly cmd: 'rate'; readonly perSecond: number | null }
+  | { readonly cmd: 'stats' }
+  | { readonly cmd: 'reset' }
+  | { readonly cmd: 'stop' };
+
+/** What the sandbox saw since the last reset. */
+export interface SandboxStats {
+  readonly requests: number;
+  readonly byStatus: Readonly<Record<string, number>>;
+  /** Recipients that got at least one message. */
+  readonly recipients: number;
+  /** Deliveries beyond the first to the same recipient (must be 0). */
+  readonly duplicates: number;
+}
+
+if (process.send) {
+  const sandbox = await startLineSandbox({ channels: [BENCH_CHANNEL] });
+  process.on('message', async (message: SandboxCommand) => {
+    switch (message.cmd) {
+      case 'rate':
+        // IPC is JSON: Infinity travels as null.
+        sandbox.setRateLimit(message.perSecond ?? Number.POSITIVE_INFINITY);
+        return process.send!({ ok: true });
+      case 'reset':
+        sandbox.resetRecords();
+        return process.send!({ ok: true });
+      case 'stats': {
+        const counters = sandbox.counters();
+        let total = 0;
+        for (const n of counters.perRecipient.values()) total += n;
+        return process.send!({
+          requests: counters.requests,
+          byStatus: counters.byStatus,
+          recipients: counters.perRecipient.size,
+          duplicates: total - counters.perRecipient.size,
+        } satisfies SandboxStats);
+      }
+      case 'stop':
+        await sandbox.stop();
+        process.send!({ ok: true });
+        return process.disconnect();
+    }
+  });
+  process.send({ url: sandbox.url });
+}
