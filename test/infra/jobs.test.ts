@@ -1,0 +1,150 @@
+/**
+ * The jobs construct in a stack built here (the lead wires it into SwitchboardStack): the two
+ * Lambdas, the bucket notification to the ingest queue, least-privilege IAM, and cdk-nag.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Aspects, type CfnResource, Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Jobs } from '#cdk/constructs/jobs.ts';
+import { StatefulResources } from '#cdk/constructs/stateful.ts';
+import { functions } from '#shared/functions.ts';
+
+type Json = Record<string, unknown>;
+interface Statement {
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: Json;
+}
+
+let outdir: string;
+let stack: Stack;
+let jobs: Jobs;
+let stateful: StatefulResources;
+let template: Template;
+let resources: Record<string, { Type: string; Properties: Json }>;
+
+beforeAll(() => {
+  outdir = mkdtempSync(join(tmpdir(), 'switchboard-jobs-cdk-'));
+  const app = new App({ outdir });
+  stack = new Stack(app, 'JobsTest');
+  stateful = new StatefulResources(stack, 'Stateful', { stage: 'test', retain: false });
+  jobs = new Jobs(stack, 'Jobs', { stateful, retain: false });
+  Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
+  app.synth();
+  template = Template.fromStack(stack);
+  resources = template.toJSON().Resources;
+});
+
+afterAll(() => {
+  if (outdir) rmSync(outdir, { recursive: true, force: true });
+});
+
+const idOf = (construct: IConstruct): string =>
+  stack.getLogicalId((construct.node.defaultChild ?? construct) as CfnResource);
+const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+
+function statementsOf(roleId: string): Statement[] {
+  return Object.values(resources)
+    .filter(
+      (r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(`"${roleId}"`),
+    )
+    .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+}
+
+/** The key prefixes a role may use an S3 action on, read from `arn/prefix*` resources. */
+function s3Prefixes(roleId: string, action: string): string[] {
+  return statementsOf(roleId)
+    .filter((s) => actionsOf(s).includes(action))
+    .flatMap((s) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]))
+    .map((r) => JSON.stringify(r).match(/"\/([a-z]+\/\*)"/)?.[1])
+    .filter((p): p is string => p !== undefined)
+    .sort();
+}
+
+describe('jobs infrastructure', () => {
+  it('runs the ingest on the ingest queue, one list per invocation, with partial batch failures', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [idOf(stateful.queues.ingest.queue), 'Arn'] },
+      FunctionName: { Ref: idOf(jobs.ingest) },
+      BatchSize: functions.ingest.queueSource!.batchSize,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      Timeout: functions.ingest.timeoutSeconds,
+    });
+  });
+
+  it('sends created .csv objects under uploads/ and incoming/ to the ingest queue', () => {
+    const notifications = template.findResources('Custom::S3BucketNotifications');
+    const config = Object.values(notifications)[0]!.Properties as {
+      NotificationConfiguration: {
+        QueueConfigurations: { Events: string[]; Filter: Json; QueueArn: unknown }[];
+      };
+    };
+    const queues = config.NotificationConfiguration.QueueConfigurations;
+    expect(queues.map((q) => q.Events)).toEqual([['s3:ObjectCreated:*'], ['s3:ObjectCreated:*']]);
+    expect(queues.map((q) => JSON.stringify(q.Filter)).sort()).toEqual(
+      [
+        {
+          Key: {
+            FilterRules: [
+              { Name: 'suffix', Value: '.csv' },
+              { Name: 'prefix', Value: 'incoming/' },
+            ],
+          },
+        },
+        {
+          Key: {
+            FilterRules: [
+              { Name: 'suffix', Value: '.csv' },
+              { Name: 'prefix', Value: 'uploads/' },
+            ],
+          },
+        },
+      ]
+        .map((f) => JSON.stringify(f))
+        .sort(),
+    );
+    for (const q of queues)
+      expect(q.QueueArn).toEqual({ 'Fn::GetAtt': [idOf(stateful.queues.ingest.queue), 'Arn'] });
+  });
+
+  it('gives each function only the key prefixes it uses', () => {
+    const api = idOf(jobs.api.role!);
+    const ingest = idOf(jobs.ingest.role!);
+    expect(s3Prefixes(api, 's3:PutObject')).toEqual(['reports/*', 'uploads/*']);
+    expect(s3Prefixes(api, 's3:GetObject')).toEqual(['reports/*']);
+    expect(s3Prefixes(ingest, 's3:GetObject')).toEqual(['incoming/*', 'state/*', 'uploads/*']);
+    expect(s3Prefixes(ingest, 's3:PutObject')).toEqual(['reports/*', 'state/*']);
+    for (const role of [api, ingest]) {
+      for (const s of statementsOf(role)) {
+        expect(actionsOf(s).some((a) => a.endsWith(':*') || a === '*')).toBe(false);
+      }
+    }
+    // The API never writes tasks; the ingest sends continuations to its own queue.
+    const apiTaskWrites = statementsOf(api).filter(
+      (s) =>
+        actionsOf(s).includes('dynamodb:BatchWriteItem') &&
+        JSON.stringify(s.Resource).includes(idOf(stateful.tables.tasks)),
+    );
+    expect(apiTaskWrites).toEqual([]);
+    expect(statementsOf(ingest).some((s) => actionsOf(s).includes('sqs:SendMessage'))).toBe(true);
+  });
+
+  it('is cdk-nag clean', () => {
+    const annotations = Annotations.fromStack(stack);
+    const findings = [
+      ...annotations.findError('*', Match.stringLikeRegexp('AwsSolutions-.*')),
+      ...annotations.findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*')),
+    ].map((f) => `${f.id}: ${String(f.entry.data).slice(0, 200)}`);
+    expect(findings).toEqual([]);
+  });
+});
