@@ -3,7 +3,7 @@
  * work list is this suite's alone), the telephony sandbox as the far side, and the call-status
  * Lambda behind the API Gateway stand-in. Invariants are read from the sandbox's records.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -37,6 +37,7 @@ let controlTable: string;
 let tasksTable: string;
 let api: ApiGatewayServer;
 const running: RunningBroker[] = [];
+const children: ChildProcess[] = [];
 const sandboxes: TelephonySandbox[] = [];
 
 const ALWAYS = {
@@ -77,6 +78,8 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const b of running) b.stop('sigterm');
   await Promise.all(running.map((b) => b.done));
   await Promise.all(sandboxes.map((s) => s.stop()));
@@ -318,6 +321,38 @@ describe('a broker on the local cloud', () => {
   }, 60_000);
 });
 
+describe('a broker killed mid-job', () => {
+  it('leaves its client to another broker after the lease expires: calls adopted, none rung twice, none lost', async () => {
+    const s = await sandbox({
+      timeScale: 1,
+      durationSeconds: 6,
+      ringSeconds: 0,
+      outcomes: { answered: 1, busy: 0, noAnswer: 0, failed: 0 },
+    });
+    const job = await seed({ clientId: 'killed', limit: 3, rate: 4, tasks: 15 });
+    await putWork(['killed']);
+    const child = spawnBroker(s, { LEASE_MS: '3000', BROKER_IDLE_WAIT_MS: '200' });
+    await readyLine(child);
+    // Calls outlive the lease: the successor must adopt the ones still ringing and count them.
+    await until(async () => s.stats('killed').rings >= 4, 20_000);
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    expect(s.stats('killed').rings).toBeLessThan(15);
+    expect(s.stats('killed').inFlight).toBeGreaterThan(0);
+
+    const successor = await startBroker(brokerConfig(s, { leaseMs: 3_000 }));
+    await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 45_000);
+    expect((await tasksOf(job.jobId)).map((t) => t.state)).toEqual(Array(15).fill('completed'));
+    const stats = s.stats('killed');
+    expect(stats.rings).toBe(15);
+    expect(stats.repeatedRings).toEqual([]);
+    expect(stats.maxInFlight).toBeLessThanOrEqual(3);
+    expect(stats.maxStartsPerSecond).toBeLessThanOrEqual(4);
+    successor.stop('sigterm');
+    await successor.done;
+  }, 70_000);
+});
+
 describe('the DynamoDB fence', () => {
   it('refuses a start with a stale token after a takeover, and keeps the calls in flight on the lease item', async () => {
     const job = await seed({ clientId: 'fence', limit: 1, rate: 1, tasks: 1 });
@@ -408,26 +443,37 @@ describe('the call-status route', () => {
   });
 });
 
+function spawnBroker(s: TelephonySandbox, env: Record<string, string> = {}): ChildProcess {
+  const child = spawn(process.execPath, ['worker/main.ts'], {
+    env: {
+      ...process.env,
+      ...cloud.env,
+      CONTROL_TABLE: controlTable,
+      TASKS_TABLE: tasksTable,
+      TELEPHONY_API_URL: s.url,
+      TELEPHONY_API_TOKEN: s.apiToken,
+      CALL_STATUS_CALLBACK_URL: callbackUrl(),
+      BROKER_VERSION: 'v1',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  return child;
+}
+
+async function readyLine(child: ChildProcess): Promise<Record<string, unknown>> {
+  const lines = createInterface({ input: child.stdout! });
+  const [first] = (await once(lines, 'line')) as [string];
+  return JSON.parse(first) as Record<string, unknown>;
+}
+
 describe('the broker process', () => {
   it('prints its ready line, and exits 0 on SIGTERM', async () => {
     const s = await sandbox({});
-    const child = spawn(process.execPath, ['worker/main.ts'], {
-      env: {
-        ...process.env,
-        ...cloud.env,
-        CONTROL_TABLE: controlTable,
-        TASKS_TABLE: tasksTable,
-        TELEPHONY_API_URL: s.url,
-        TELEPHONY_API_TOKEN: s.apiToken,
-        CALL_STATUS_CALLBACK_URL: callbackUrl(),
-        BROKER_VERSION: 'v1',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const lines = createInterface({ input: child.stdout! });
-    const [first] = (await once(lines, 'line')) as [string];
-    const ready = JSON.parse(first) as Record<string, unknown>;
+    const child = spawnBroker(s);
+    const ready = await readyLine(child);
     expect(ready).toMatchObject({ event: 'ready', version: 'v1' });
     expect(String(ready.brokerId)).toMatch(/^broker-/);
     const health = await fetch(`${ready.httpUrl}/health`);
