@@ -199,6 +199,10 @@ export class Broker {
         clientId: server.clientId,
         end: end === 'grace-over' ? end : end.kind,
       });
+    } catch (error) {
+      // E.g. settings the pacer refuses: do not take this client again at every idle turn.
+      this.#notBefore.set(server.clientId, clock.now() + settings.noWorkBackoffMs);
+      throw error;
     } finally {
       this.#onSigterm = undefined;
       if (graceTimer !== undefined) timers.clearTimeout(graceTimer);
