@@ -35,6 +35,7 @@ import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { systemTimers } from '#shared/pacing/clock.ts';
 import { TokenBucket } from '#shared/pacing/token-bucket.ts';
 import type {
+  BatchLedger,
   ClaimedTask,
   JobProgress,
   ReportSink,
@@ -72,6 +73,13 @@ export interface MessagePipelineOptions {
   readonly pageSize?: number;
   /** Group tasks of a template without placeholders into multicasts. Default true. */
   readonly multicast?: boolean;
+  /**
+   * Where a multicast's members and key are recorded before its first request, so that after a
+   * crash the same batch is resent with the same key (see {@link ClaimedTask}`.batch`). Without
+   * it, a crash between a multicast's acceptance and its outcomes' write may regroup the tasks
+   * under new keys and deliver to them again.
+   */
+  readonly batches?: BatchLedger;
   readonly clock: Clock;
   /** Default Node's timers. */
   readonly timers?: Timers;
@@ -137,8 +145,12 @@ export class TaskSourceError extends Error {
 
 /** One request's worth of tasks: a push (one task) or a multicast (up to 500). */
 interface SendUnit {
+  readonly endpoint: 'push' | 'multicast';
+  /** Sorted by task id for a multicast, so the same batch always serialises to the same bytes. */
   readonly tasks: readonly ClaimedTask[];
   readonly retryKey: string;
+  /** A multicast resumed from an earlier claim: already in the ledger. */
+  readonly recorded: boolean;
   /** The earliest first start of its tasks' attempts: the retry key's window counts from it. */
   readonly startedAt: number;
 }
@@ -259,6 +271,7 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
     const tasks = openBatches.get(key);
     if (!tasks) return;
     openBatches.delete(key);
+    // A batch of one goes as a push with the task's own key: nothing to record.
     enqueue(tasks.length === 1 ? pushUnit(tasks[0]!) : multicastUnit(tasks));
   }
 
@@ -301,12 +314,20 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
           break;
         }
         totals.claimed += page.length;
+        const resumed = new Map<string, ClaimedTask[]>();
         for (const task of page) {
           if (task.optedOut) {
             settle({ ...identity(task), kind: 'skipped', lastResult: 'opted-out' });
             continue;
           }
           ahead++;
+          if (task.batch !== undefined) {
+            // Resent as the batch it was recorded in: same key, same members, same bytes.
+            const members = resumed.get(task.batch.retryKey);
+            if (members) members.push(task);
+            else resumed.set(task.batch.retryKey, [task]);
+            continue;
+          }
           const key = multicastOn ? batchKey(task) : undefined;
           if (key === undefined) {
             enqueue(pushUnit(task));
@@ -317,6 +338,7 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
           else openBatches.set(key, [task]);
           if ((batch?.length ?? 1) >= batchLimit) seal(key);
         }
+        for (const [key, members] of resumed) enqueue(multicastUnit(members, key));
         totals.maxAhead = Math.max(totals.maxAhead, ahead);
         // A short page: the source is running dry, so waiting for fuller batches gains nothing.
         if (page.length < limit) sealAll();
@@ -358,7 +380,7 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
           ? {}
           : { notificationDisabled: first.template.notificationDisabled };
       prepared =
-        unit.tasks.length === 1
+        unit.endpoint === 'push'
           ? preparePush(first.recipient, messages, unit.retryKey, opts)
           : prepareMulticast(
               unit.tasks.map((t) => t.recipient),
@@ -374,6 +396,25 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
       return settleUnit(unit, { kind: 'failed', lastResult: 'not-sent', reason });
     }
 
+    if (unit.endpoint === 'multicast' && !unit.recorded && options.batches) {
+      if (stopping) return settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: false });
+      try {
+        await options.batches.record({
+          jobId: unit.tasks[0]!.jobId,
+          attempt: unit.tasks[0]!.attempt,
+          retryKey: unit.retryKey,
+          taskIds: unit.tasks.map((t) => t.taskId),
+        });
+      } catch (error) {
+        log?.warn('recording a multicast batch failed; its tasks are released unsent', { error });
+        return settleUnit(unit, {
+          kind: 'released',
+          lastResult: 'batch-not-recorded',
+          reason: (error as Error)?.message,
+          maybeSent: false,
+        });
+      }
+    }
     let maybeSent = false;
     let retries = 0;
     let sends = 0;
@@ -500,6 +541,8 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
 
 function pushUnit(task: ClaimedTask): SendUnit {
   return {
+    endpoint: 'push',
+    recorded: false,
     tasks: [task],
     retryKey: attemptKey(task.jobId, task.taskId, task.attempt),
     startedAt: task.attemptStartedAt,
@@ -514,16 +557,21 @@ export function multicastRetryKey(jobId: string, attempt: number, taskIds: reado
   return uuidV5(`multicast:${jobId}:${attempt}:${[...taskIds].sort().join(',')}`);
 }
 
-function multicastUnit(tasks: readonly ClaimedTask[]): SendUnit {
-  const first = tasks[0]!;
+function multicastUnit(tasks: readonly ClaimedTask[], recordedKey?: string): SendUnit {
+  const sorted = [...tasks].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
+  const first = sorted[0]!;
   return {
-    tasks,
-    retryKey: multicastRetryKey(
-      first.jobId,
-      first.attempt,
-      tasks.map((t) => t.taskId),
-    ),
-    startedAt: Math.min(...tasks.map((t) => t.attemptStartedAt)),
+    endpoint: 'multicast',
+    recorded: recordedKey !== undefined,
+    tasks: sorted,
+    retryKey:
+      recordedKey ??
+      multicastRetryKey(
+        first.jobId,
+        first.attempt,
+        sorted.map((t) => t.taskId),
+      ),
+    startedAt: Math.min(...sorted.map((t) => t.attemptStartedAt)),
   };
 }
 

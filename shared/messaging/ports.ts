@@ -28,6 +28,26 @@ export interface ClaimedTask {
   readonly attemptStartedAt: number;
   /** The recipient opted out (unfollowed): nothing is sent, the task is reported `skipped`. */
   readonly optedOut?: boolean;
+  /**
+   * The multicast this attempt was recorded in by {@link BatchLedger.record} (a resumed claim).
+   * The source must return every still-unsettled member of a recorded batch in the same page:
+   * they are resent together, under the recorded key.
+   */
+  readonly batch?: { readonly retryKey: string };
+}
+
+/** A multicast about to be sent: its key and members (all of one job and attempt). */
+export interface MulticastBatch {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly retryKey: string;
+  /** Sorted. */
+  readonly taskIds: readonly string[];
+}
+
+/** Records multicasts before their first request (the adapter marks each member task with the key). */
+export interface BatchLedger {
+  record(batch: MulticastBatch): Promise<void>;
 }
 
 /** Pages of claimable tasks. */

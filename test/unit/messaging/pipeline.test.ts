@@ -9,7 +9,7 @@ import {
   multicastRetryKey,
   runMessagePipeline,
 } from '#shared/messaging/pipeline.ts';
-import type { ClaimedTask, JobProgress } from '#shared/messaging/ports.ts';
+import type { BatchLedger, ClaimedTask, JobProgress } from '#shared/messaging/ports.ts';
 import { systemClock } from '#shared/pacing/clock.ts';
 import { CHANNEL, makeTasks, memorySink, memorySource, PERSONAL, SAME_FOR_ALL, userId } from './support.ts';
 
@@ -192,6 +192,47 @@ describe('runMessagePipeline: multicast', () => {
     expect(sandbox.deliveries()).toHaveLength(1);
     expect([...deliveredTo().values()].every((n) => n === 1)).toBe(true);
     expect(sink.outcomes.every((o) => o.retryKey === key && o.lastResult === 'already-delivered')).toBe(true);
+  });
+
+  it('after a crash, a recorded multicast is resent as the same batch even when claimed in another order', async () => {
+    const ledger = new Map<string, string>();
+    const batches: BatchLedger = {
+      async record(batch) {
+        for (const id of batch.taskIds) ledger.set(id, batch.retryKey);
+      },
+    };
+    const tasks = makeTasks(1000, SAME_FOR_ALL);
+    // The first broker: LINE accepts both multicasts, then the broker dies before its outcomes
+    // are written (this sink is thrown away).
+    await run(tasks, { batches }).result;
+    expect(ledger.size).toBe(1000);
+    expect(new Set(ledger.values()).size).toBe(2);
+
+    // The next broker claims the same tasks (still in flight, same attempt) in another order;
+    // each carries the batch it was recorded in.
+    const reordered = [...tasks.filter((_, i) => i % 2 === 1), ...tasks.filter((_, i) => i % 2 === 0)];
+    const resumed = reordered.map((t) => ({ ...t, batch: { retryKey: ledger.get(t.taskId)! } }));
+    const { sink, result } = run(resumed, { batches, pageSize: 1000 });
+    expect(await result).toMatchObject({ delivered: 1000, multicastRequests: 2 });
+    expect(sandbox.log().map((e) => e.status)).toEqual([200, 200, 409, 409]);
+    expect(sandbox.deliveries()).toHaveLength(2);
+    expect([...deliveredTo().values()].every((n) => n === 1)).toBe(true);
+    expect(sink.outcomes.every((o) => o.lastResult === 'already-delivered')).toBe(true);
+  });
+
+  it('releases a multicast unsent when its batch cannot be recorded', async () => {
+    const batches: BatchLedger = {
+      record: async () => {
+        throw new Error('TransactionCanceledException (test)');
+      },
+    };
+    const { sink, result } = run(makeTasks(600, SAME_FOR_ALL), { batches });
+    // 600 tasks: one batch of 500 (refused by the ledger) and one of 100 (likewise).
+    expect(await result).toMatchObject({ released: 600, requests: 0 });
+    expect(sink.outcomes.every((o) => o.lastResult === 'batch-not-recorded' && o.maybeSent === false)).toBe(
+      true,
+    );
+    expect(sandbox.counters().requests).toBe(0);
   });
 
   it('keeps jobs, attempts and messages apart, and pushes personalised messages', async () => {
