@@ -165,6 +165,10 @@ export class ClientServer {
       if (end) return end;
       await this.#callsEnded();
       return this.#lost ? { kind: 'lost' } : { kind: 'stopped' };
+    } catch (error) {
+      // Serving is over for this broker: nothing of it may keep acting (timers, retries).
+      this.#loseLease('serving failed');
+      throw error;
     } finally {
       unsubscribe();
     }
@@ -321,8 +325,8 @@ export class ClientServer {
       const startedAt = task.startedAt ?? task.updatedAt;
       // A call never recorded may never have been placed: placing it again with the same key is
       // safe (the provider returns the existing call) and gets its id.
-      if (call.callId === undefined) void this.#place(call);
-      else this.#armReconcile(call, Math.max(clock.now(), this.#deadline(job, startedAt)));
+      this.#armReconcile(call, Math.max(clock.now(), this.#deadline(job, startedAt)));
+      if (call.callId === undefined) void this.#placeSafely(call);
     }
   }
 
@@ -349,9 +353,27 @@ export class ClientServer {
   }
 
   async #launch(task: Task, job: Job, slot: CallSlot): Promise<void> {
+    // Started under a valid fence but the lease is gone since: the next holder adopts the task
+    // (recorded in flight) and places its call with the same key.
+    if (this.#lost) {
+      slot.release();
+      return;
+    }
     const call = this.#track(task, job, slot);
     this.#armReconcile(call, this.#deadline(job, task.startedAt ?? this.#deps.clock.now()));
-    await this.#place(call);
+    await this.#placeSafely(call);
+  }
+
+  /** {@link #place} for fire-and-forget callers: a failure is logged and left to reconciliation. */
+  async #placeSafely(call: InFlightCall): Promise<void> {
+    try {
+      await this.#place(call);
+    } catch (error) {
+      this.#deps.logger.warn('placing a call failed; left to reconciliation', {
+        taskId: call.task.taskId,
+        error,
+      });
+    }
   }
 
   #request(call: InFlightCall): CallRequest {
@@ -381,7 +403,7 @@ export class ClientServer {
     for (let tryNo = 1; tryNo <= settings.initiateTries && !call.ended; tryNo++) {
       try {
         await this.#spaceSend();
-        if (call.ended) return;
+        if (call.ended || this.#lost) return;
         outcome = await provider.initiate(request, key);
       } catch (error) {
         outcome = { kind: 'retryable', reason: String(error) };
