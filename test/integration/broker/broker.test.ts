@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeCallStatusHandler } from '#lambdas/call-status/handler.ts';
 import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
 import { createTable } from '#local/cloud.ts';
+import { startEcsAgent } from '#local/ecs-agent.ts';
 import {
   startTelephonySandbox,
   type TelephonySandbox,
@@ -319,6 +320,39 @@ describe('a broker on the local cloud', () => {
     successor.stop('sigterm');
     await successor.done;
   }, 60_000);
+});
+
+describe('task protection', () => {
+  it('is on while calls are in flight and off once the client is done, through agent failures', async () => {
+    const agent = await startEcsAgent();
+    try {
+      const s = await sandbox({
+        timeScale: 1,
+        durationSeconds: 2,
+        ringSeconds: 0,
+        outcomes: { answered: 1, busy: 0, noAnswer: 0, failed: 0 },
+      });
+      const job = await seed({ clientId: 'protected', limit: 2, rate: 4, tasks: 6 });
+      await putWork(['protected']);
+      agent.failNext(2, 503);
+      const config = brokerConfig(s);
+      const broker = await startBroker({ ...config, ecsAgentUri: agent.register(config.brokerId) });
+      await until(
+        async () => s.stats('protected').inFlight > 0 && agent.isProtected(config.brokerId),
+        10_000,
+      );
+      await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 30_000);
+      expect((await tasksOf(job.jobId)).map((t) => t.state)).toEqual(Array(6).fill('completed'));
+      await until(async () => !agent.isProtected(config.brokerId), 5_000);
+      const mine = agent.updates.filter((u) => u.brokerId === config.brokerId);
+      expect(mine[0]).toMatchObject({ enabled: true, expiresInMinutes: 10 });
+      expect(mine.at(-1)).toMatchObject({ enabled: false });
+      broker.stop('sigterm');
+      await broker.done;
+    } finally {
+      await agent.stop();
+    }
+  }, 45_000);
 });
 
 describe('a broker killed mid-job', () => {
