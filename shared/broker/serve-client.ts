@@ -116,7 +116,7 @@ export class ClientServer {
   #wake: (() => void) | undefined;
   #allEnded: (() => void) | undefined;
   #sendQueue: Promise<void> = Promise.resolve();
-  #lastSendAt = Number.NEGATIVE_INFINITY;
+  #lastAnsweredAt = Number.NEGATIVE_INFINITY;
   #sendIntervalMs = 0;
 
   constructor(deps: ServeClientDeps) {
@@ -176,7 +176,7 @@ export class ClientServer {
 
   #makeGate(client: ClientSettings): PacingGate {
     const { clock, timers, settings, onInFlightChange } = this.#deps;
-    this.#sendIntervalMs = 1000 / client.callsPerSecond + settings.rateMarginMs;
+    this.#sendIntervalMs = 1000 / client.callsPerSecond;
     // Hours are checked per task, because a job's own hours replace the client's.
     const pacer = new Pacer({
       maxConcurrentCalls: client.maxConcurrentCalls,
@@ -401,13 +401,9 @@ export class ClientServer {
     let delay = settings.initiateRetryMs;
     let outcome: InitiateOutcome = { kind: 'retryable', reason: 'not tried' };
     for (let tryNo = 1; tryNo <= settings.initiateTries && !call.ended; tryNo++) {
-      try {
-        await this.#spaceSend();
-        if (call.ended || this.#lost) return;
-        outcome = await provider.initiate(request, key);
-      } catch (error) {
-        outcome = { kind: 'retryable', reason: String(error) };
-      }
+      const answer = await this.#sendSpaced(() => provider.initiate(request, key), call);
+      if (answer === undefined) return;
+      outcome = answer;
       if (outcome.kind === 'accepted' || outcome.kind === 'rejected') break;
       const wait = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : delay;
       delay = Math.min(delay * 2, 8_000);
@@ -435,20 +431,40 @@ export class ClientServer {
   }
 
   /**
-   * Spaces every `initiate` request at the line's interval, measured when it is sent. The gate
-   * paces when a start is decided; the start transaction between decision and request takes a
-   * variable time, and the far side counts requests, so two decisions the full interval apart
-   * could otherwise arrive closer. Retries of an ambiguous request are spaced the same way: one
-   * may be the request that actually places the call.
+   * Sends one `initiate` request at least the line's interval after the previous one was
+   * *answered*, one request at a time. The far side counts a call when the request reaches it,
+   * which is somewhere between our send and its answer: anchoring on the previous answer is
+   * the only spacing that holds there whatever the latency (the gate's decision and the start
+   * transaction come before the send, so pacing decisions alone let two requests land closer
+   * than the interval; the sandbox caught it). It costs the request's round trip per start, only
+   * when the line rate is what limits the client. Retries of an ambiguous request are spaced the
+   * same way: one of them may be the request that places the call. Undefined when the call ended
+   * or the lease was lost before its turn.
    */
-  #spaceSend(): Promise<void> {
-    const turn = this.#sendQueue.then(async () => {
-      const wait = this.#lastSendAt + this.#sendIntervalMs - this.#deps.clock.now();
-      if (wait > 0) await this.#pause(wait);
-      this.#lastSendAt = this.#deps.clock.now();
+  async #sendSpaced(
+    send: () => Promise<InitiateOutcome>,
+    call: InFlightCall,
+  ): Promise<InitiateOutcome | undefined> {
+    const previous = this.#sendQueue;
+    let done: () => void = () => {};
+    this.#sendQueue = new Promise<void>((resolve) => {
+      done = resolve;
     });
-    this.#sendQueue = turn;
-    return turn;
+    try {
+      await previous;
+      const wait = this.#lastAnsweredAt + this.#sendIntervalMs - this.#deps.clock.now();
+      if (wait > 0) await this.#pause(wait);
+      if (call.ended || this.#lost) return undefined;
+      try {
+        return await send();
+      } catch (error) {
+        return { kind: 'retryable', reason: String(error) };
+      } finally {
+        this.#lastAnsweredAt = this.#deps.clock.now();
+      }
+    } finally {
+      done();
+    }
   }
 
   #armReconcile(call: InFlightCall, at: number): void {

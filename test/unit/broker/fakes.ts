@@ -222,7 +222,24 @@ export class FakeProvider implements TelephonyProvider {
     this.#clock = clock;
   }
 
+  /** Network delays of each initiate in fake time: until the far side sees it, then until we see the answer. */
+  latency: (() => { arriveMs: number; answerMs: number }) | undefined;
+  /** Timers for {@link latency}. */
+  timers: { setTimeout(callback: () => void, ms: number): unknown } | undefined;
+
+  async #delay(ms: number): Promise<void> {
+    if (ms > 0 && this.timers) await new Promise<void>((resolve) => this.timers!.setTimeout(resolve, ms));
+  }
+
   async initiate(request: CallRequest, idempotencyKey: string): Promise<InitiateOutcome> {
+    const latency = this.latency?.();
+    await this.#delay(latency?.arriveMs ?? 0);
+    const outcome = this.#arrive(request, idempotencyKey);
+    await this.#delay(latency?.answerMs ?? 0);
+    return outcome;
+  }
+
+  #arrive(request: CallRequest, idempotencyKey: string): InitiateOutcome {
     const scripted = this.script.shift();
     if (scripted === 'retryable') return { kind: 'retryable', reason: 'HTTP 503' };
     if (scripted === 'rejected')

@@ -118,6 +118,26 @@ describe('serving a client', () => {
     expect(h.time.now() - T0).toBeLessThan(17_000);
   });
 
+  it('holds the line rate where the far side counts it, whatever the network latency of each request', async () => {
+    const h = await harness({
+      client: { maxConcurrentCalls: 5, callsPerSecond: 2 },
+      tasks: (j) => tasksFor(j, 40),
+    });
+    let n = 0;
+    // Deterministic, uneven latencies: some requests take 300 ms to arrive, others none.
+    h.provider.timers = h.time;
+    h.provider.latency = () => {
+      n += 1;
+      return { arriveMs: n % 3 === 1 ? 300 : 0, answerMs: n % 4 === 0 ? 150 : 5 };
+    };
+    endCallsAfter(h, 1500);
+    const run = h.serve();
+    await h.time.runUntil(() => run.end() !== undefined);
+    expect(h.store.all().every((t) => t.state === 'completed')).toBe(true);
+    expect(h.provider.maxStartsPerSecond()).toBeLessThanOrEqual(2);
+    expect(h.provider.maxInFlight).toBeLessThanOrEqual(5);
+  });
+
   it('starts the next call in the same instant a call end is reported, without waiting for a timer', async () => {
     const h = await harness({ client: { maxConcurrentCalls: 1, callsPerSecond: 100 } });
     const run = h.serve();
