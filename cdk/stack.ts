@@ -1,7 +1,10 @@
 /** The Switchboard stack: one stack, a construct per capability. */
-import { Stack, type StackProps } from 'aws-cdk-lib';
+import { Lazy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { BrokerFleet } from './constructs/broker-fleet.ts';
+import { CallStatus } from './constructs/call-status.ts';
 import { SwitchboardHttpApi } from './constructs/http-api.ts';
+import { Jobs } from './constructs/jobs.ts';
 import { StatefulResources } from './constructs/stateful.ts';
 import { Webhooks } from './constructs/webhooks.ts';
 
@@ -13,17 +16,61 @@ export class SwitchboardStack extends Stack {
   readonly stateful: StatefulResources;
   readonly webhooks: Webhooks;
   readonly api: SwitchboardHttpApi;
+  readonly jobs: Jobs;
+  readonly fleet: BrokerFleet;
+  readonly callStatus: CallStatus;
 
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
     const retain = props.stage === 'prod';
     this.stateful = new StatefulResources(this, 'Stateful', { stage: props.stage, retain });
     this.webhooks = new Webhooks(this, 'Webhooks', { stage: props.stage, stateful: this.stateful, retain });
-    this.api = new SwitchboardHttpApi(this, 'Api', {
+    this.jobs = new Jobs(this, 'Jobs', { stateful: this.stateful, retain });
+    const provider = String(this.node.tryGetContext('telephonyProvider') ?? 'default');
+    // The brokers need the callback URL and the API needs the call-status function, which lives in
+    // the brokers' VPC: the URL is built from the API's endpoint, known only as a token here.
+    const apiUrl = new SwitchboardHttpApiUrl();
+    this.fleet = new BrokerFleet(this, 'Fleet', {
       stage: props.stage,
-      handlers: { 'webhook-receiver': this.webhooks.receiver },
+      stateful: this.stateful,
+      retain,
+      telephonyApiUrl: String(this.node.tryGetContext('telephonyApiUrl') ?? 'https://telephony.example.com'),
+      callStatusCallbackUrl: apiUrl.lazy(`/providers/${provider}/calls/status`),
+      maxBrokers: Number(this.node.tryGetContext('maxBrokers') ?? 10),
       alarmTopic: this.webhooks.alarmTopic,
     });
+    this.callStatus = new CallStatus(this, 'CallStatus', {
+      stateful: this.stateful,
+      fleet: this.fleet,
+      retain,
+      provider,
+    });
+    this.api = new SwitchboardHttpApi(this, 'Api', {
+      stage: props.stage,
+      handlers: {
+        'webhook-receiver': this.webhooks.receiver,
+        'jobs-api': this.jobs.api,
+        'call-status': this.callStatus.handler,
+      },
+      alarmTopic: this.webhooks.alarmTopic,
+    });
+    apiUrl.resolveWith(this.api);
     this.webhooks.publishWebhookUrl(this.api);
+  }
+}
+
+/** An API URL needed before the API exists: a lazy string resolved once the API is built. */
+class SwitchboardHttpApiUrl {
+  private api: SwitchboardHttpApi | undefined;
+  resolveWith(api: SwitchboardHttpApi): void {
+    this.api = api;
+  }
+  lazy(path: string): string {
+    return Lazy.string({
+      produce: () => {
+        if (!this.api) throw new Error('the HTTP API was never built');
+        return this.api.urlOf(path);
+      },
+    });
   }
 }

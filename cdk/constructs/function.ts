@@ -7,6 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -64,6 +65,16 @@ export interface SwitchboardFunctionProps {
   readonly logRetention?: logs.RetentionDays;
   /** What happens to the log group when the stack is deleted. Default: retained. */
   readonly logRemovalPolicy?: RemovalPolicy;
+  /**
+   * Runs the function in a VPC (to reach private addresses, e.g. a broker's nudge port). Its
+   * subnets may be public: the function then reaches only what the VPC's endpoints and private
+   * addresses offer, never the internet.
+   */
+  readonly network?: {
+    readonly vpc: ec2.IVpc;
+    readonly subnets: ec2.SubnetSelection;
+    readonly securityGroup: ec2.ISecurityGroup;
+  };
 }
 
 /**
@@ -103,6 +114,14 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       logGroup,
       description: `Switchboard ${spec.id}`,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      ...(props.network
+        ? {
+            vpc: props.network.vpc,
+            vpcSubnets: props.network.subnets,
+            securityGroups: [props.network.securityGroup],
+            allowPublicSubnet: true,
+          }
+        : {}),
       bundling: {
         format: nodejs.OutputFormat.ESM,
         target: 'node24',
@@ -117,6 +136,22 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       },
     });
     this.spec = spec;
+    if (props.network) {
+      NagSuppressions.addResourceSuppressions(
+        role,
+        [
+          {
+            id: 'AwsSolutions-IAM4',
+            reason:
+              'A Lambda in a VPC needs AWSLambdaVPCAccessExecutionRole to manage its network interfaces; CDK attaches it and it grants nothing beyond ENI actions and logs.',
+            appliesTo: [
+              'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole',
+            ],
+          },
+        ],
+        true,
+      );
+    }
 
     // Active tracing adds X-Ray's PutTraceSegments/PutTelemetryRecords, which take no resource.
     NagSuppressions.addResourceSuppressions(

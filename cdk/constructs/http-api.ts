@@ -56,6 +56,8 @@ const ACCESS_LOG_FIELDS = {
 const PUBLIC_ROUTE_REASONS: Partial<Record<HttpFunctionId, string>> = {
   'webhook-receiver':
     "called by LINE's webhook delivery, which cannot sign with SigV4 or present a token; every request is authenticated in the handler by the x-line-signature HMAC-SHA256 of the raw body under the channel secret, and rejected with 401 before anything is stored.",
+  'call-status':
+    'called by the telephony provider, which cannot sign with SigV4; every callback is authenticated in the handler by its X-Switchboard-Signature (HMAC-SHA256 over timestamp and raw body, 5-minute replay window) and rejected with 401 before anything is changed.',
 };
 
 /**
