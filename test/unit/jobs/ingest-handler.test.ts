@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { ingestMessages, makeIngestHandler } from '#lambdas/ingest/handler.ts';
+import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
+import { MalformedS3EventError } from '#shared/jobs/s3-events.ts';
+import { silentLogger } from '#shared/log.ts';
+
+const s3Event = readFileSync(new URL('../../fixtures/jobs/s3-event-put.json', import.meta.url), 'utf8');
+
+const record = (messageId: string, body: string, receiveCount = '1'): SQSRecord =>
+  ({
+    messageId,
+    body,
+    receiptHandle: messageId,
+    attributes: { ApproximateReceiveCount: receiveCount },
+  }) as unknown as SQSRecord;
+
+const context = { getRemainingTimeInMillis: () => 123_456 } as Context;
+
+describe('ingest queue messages', () => {
+  it('reads continuations and S3 notifications, and refuses anything else', () => {
+    expect(ingestMessages('{"kind":"continue","clientId":"acme","jobId":"J","step":3}')).toEqual([
+      { kind: 'continue', clientId: 'acme', jobId: 'J', step: 3 },
+    ]);
+    expect(ingestMessages(s3Event)).toMatchObject([
+      { kind: 'object', object: { key: 'incoming/acme/March list 電話(2).csv' } },
+    ]);
+    expect(() => ingestMessages('not json')).toThrow(MalformedS3EventError);
+    expect(() => ingestMessages('{"kind":"continue","clientId":"acme"}')).toThrow(MalformedS3EventError);
+  });
+});
+
+describe('ingest handler', () => {
+  it('hands each message over with the run time left, drops unreadable ones and retries failed ones', async () => {
+    const seen: { message: IngestMessage; remaining: number; receiveCount: number }[] = [];
+    const ingest: IngestJob = {
+      async handle(message, ctx) {
+        seen.push({ message, remaining: ctx.remainingMs(), receiveCount: ctx.receiveCount });
+        if (message.kind === 'continue' && message.jobId === 'boom') throw new Error('DynamoDB unavailable');
+        return { kind: 'ignored', reason: 'test' };
+      },
+    };
+    const handler = makeIngestHandler({ ingest, log: silentLogger });
+    const event: SQSEvent = {
+      Records: [
+        record('a', s3Event),
+        record('b', '{"kind":"continue","clientId":"acme","jobId":"J","step":1}', '2'),
+        record('c', 'garbage'),
+        record('d', '{"kind":"continue","clientId":"acme","jobId":"boom","step":0}'),
+      ],
+    };
+    expect(await handler(event, context)).toEqual({ batchItemFailures: [{ itemIdentifier: 'd' }] });
+    expect(seen.map((s) => [s.message.kind, s.remaining, s.receiveCount])).toEqual([
+      ['object', 123_456, 1],
+      ['continue', 123_456, 2],
+      ['continue', 123_456, 1],
+    ]);
+  });
+});
