@@ -103,6 +103,7 @@ async function contender(
       `!! ${name}: the sandbox counted ${stats.recipients} recipients (want ${count}), ${stats.duplicates} duplicates`,
     );
   }
+  console.error(`  … ${name}: ${fmt(count)} messages in ${fmt(result.seconds, 1)} s`);
   return { ...result, sandbox: stats };
 }
 
@@ -167,15 +168,15 @@ try {
   const pad = (s: string, n: number) => s.padEnd(n);
   const padL = (s: string, n: number) => s.padStart(n);
   console.log(
-    `${pad('contender', 50)} ${padL('messages', 10)} ${padL('requests', 10)} ${padL('msgs/s', 10)} ${padL('req/s', 8)} ${padL('p50 ms', 7)} ${padL('p99 ms', 7)} ${padL('peak RSS', 9)} dup`,
+    `${pad('contender', 50)} ${padL('messages', 10)} ${padL('requests', 10)} ${padL('msgs/s', 10)} ${padL('req/s', 8)} ${padL('p50 ms', 7)} ${padL('p99 ms', 7)} ${padL('peak RSS', 9)} ${padL('heap', 7)} dup`,
   );
   for (const r of rows) {
     console.log(
-      `${pad(r.name, 50)} ${padL(fmt(r.messages), 10)} ${padL(fmt(r.requests), 10)} ${padL(fmt(rate(r)), 10)} ${padL(fmt(r.requests / r.seconds), 8)} ${padL(fmt(r.p50Ms, 1), 7)} ${padL(fmt(r.p99Ms, 1), 7)} ${padL(`${fmt(r.peakRssMb)} MB`, 9)} ${r.sandbox.duplicates}`,
+      `${pad(r.name, 50)} ${padL(fmt(r.messages), 10)} ${padL(fmt(r.requests), 10)} ${padL(fmt(rate(r)), 10)} ${padL(fmt(r.requests / r.seconds), 8)} ${padL(fmt(r.p50Ms, 1), 7)} ${padL(fmt(r.p99Ms, 1), 7)} ${padL(`${fmt(r.peakRssMb)} MB`, 9)} ${padL(`${fmt(r.peakHeapUsedMb)} MB`, 7)} ${r.sandbox.duplicates}`,
     );
   }
   console.log(
-    `${pad('(c) sandbox ceiling: autocannon, 64 connections', 50)} ${padL('-', 10)} ${padL(fmt(cap.rps * ceilingSeconds), 10)} ${padL('-', 10)} ${padL(fmt(cap.rps), 8)} ${padL(fmt(cap.p50, 1), 7)} ${padL(fmt(cap.p99, 1), 7)} ${padL('-', 9)} (${cap.non2xx + cap.errors} non-2xx/errors)`,
+    `${pad('(c) sandbox ceiling: autocannon, 64 connections', 50)} ${padL('-', 10)} ${padL(fmt(cap.rps * ceilingSeconds), 10)} ${padL('-', 10)} ${padL(fmt(cap.rps), 8)} ${padL(fmt(cap.p50, 1), 7)} ${padL(fmt(cap.p99, 1), 7)} ${padL('-', 9)} ${padL('-', 7)} (${cap.non2xx + cap.errors} non-2xx/errors)`,
   );
   if (oneAtATimeMessages !== messages) {
     console.log(
@@ -200,8 +201,13 @@ try {
     ] as const) {
       const growth = big.peakRssMb / small.peakRssMb - 1;
       console.log(
-        `\npeak RSS ${small.name}: ${fmt(small.peakRssMb)} MB at ${fmt(small.messages)}, ${fmt(big.peakRssMb)} MB at ${fmt(big.messages)} → ${growth >= 0 ? '+' : ''}${fmt(100 * growth, 1)} % (${Math.abs(growth) <= 0.1 ? 'within' : 'NOT within'} 10 %)`,
+        `\npeak RSS ${small.name}: ${fmt(small.peakRssMb)} MB at ${fmt(small.messages)}, ${fmt(big.peakRssMb)} MB at ${fmt(big.messages)} → ${growth >= 0 ? '+' : ''}${fmt(100 * growth, 1)} % (${Math.abs(growth) <= 0.1 ? 'within' : 'NOT within'} 10 %); peak heap in use ${fmt(small.peakHeapUsedMb)} → ${fmt(big.peakHeapUsedMb)} MB`,
       );
+      if (small.seconds < 5) {
+        console.log(
+          `  (the ${fmt(small.messages)} run lasted ${fmt(small.seconds, 1)} s, ${fmt(small.requests)} requests: too short for V8's heap to reach the size it settles at under this allocation rate)`,
+        );
+      }
     }
   }
 

@@ -77,6 +77,11 @@ const http = makeHttpSend({
   maxSockets: concurrency,
 });
 const latency = new LatencyHistogram();
+// The JS heap's peak, sampled: tells live data and GC slack apart from the process's RSS.
+let peakHeapUsed = 0;
+const sampler = setInterval(() => {
+  peakHeapUsed = Math.max(peakHeapUsed, process.memoryUsage().heapUsed);
+}, 50);
 const t0 = preciseClock.now();
 let delivered = 0;
 let requests = 0;
@@ -115,5 +120,7 @@ process.send!({
   p50Ms: latency.quantile(0.5),
   p99Ms: latency.quantile(0.99),
   peakRssMb: process.resourceUsage().maxRSS / 1024,
+  peakHeapUsedMb: peakHeapUsed / 2 ** 20,
 } satisfies ContenderResult);
+clearInterval(sampler);
 process.disconnect();

@@ -38,6 +38,8 @@ export interface ContenderResult {
   readonly p99Ms: number;
   /** Peak resident set size of the contender's process, in MB. */
   readonly peakRssMb: number;
+  /** Peak V8 heap in use (sampled every 50 ms), in MB. */
+  readonly peakHeapUsedMb: number;
 }
 
 /** High-resolution wall clock in ms since the epoch (sub-millisecond latencies). */

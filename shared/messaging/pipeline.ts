@@ -69,6 +69,11 @@ export interface MessagePipelineOptions {
   readonly concurrency?: number;
   /** Most claimed tasks not yet taken by a sender. Default 2,000 (at least 1). */
   readonly queueCapacity?: number;
+  /**
+   * Most tasks in requests at once (a multicast holds up to 500), which bounds memory with
+   * multicasts as `queueCapacity` does before the senders. Default 10,000; at least `concurrency`.
+   */
+  readonly maxTasksInFlight?: number;
   /** Largest page asked of the source. Default 500. */
   readonly pageSize?: number;
   /** Group tasks of a template without placeholders into multicasts. Default true. */
@@ -181,6 +186,7 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
   const { source, send, report, clock, log } = options;
   const timers = options.timers ?? systemTimers;
   const concurrency = positiveInt(options.concurrency ?? 128, 'concurrency');
+  const maxInFlight = Math.max(concurrency, options.maxTasksInFlight ?? 10_000);
   const capacity = positiveInt(options.queueCapacity ?? 2000, 'queueCapacity');
   const pageSize = positiveInt(options.pageSize ?? 500, 'pageSize');
   const multicastOn = options.multicast ?? true;
@@ -207,9 +213,12 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
   const sleepers = new Set<() => void>();
 
   // The bounded queue: sealed units in FIFO order, and open multicast batches still filling.
-  let queue: SendUnit[] = [];
+  let queue: (SendUnit | undefined)[] = [];
   let head = 0;
   const openBatches = new Map<string, ClaimedTask[]>();
+  const groups: MulticastGroups = { messageIds: new Map(), templateKeys: new WeakMap() };
+  let inFlight = 0;
+  const inFlightFreed = makeSignal();
   let ahead = 0;
   let producerDone = false;
   const unitReady = makeSignal();
@@ -238,20 +247,22 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
     for (const wake of [...sleepers]) wake();
     unitReady.notify();
     roomFreed.notify();
+    inFlightFreed.notify();
   }
   const onAbort = () => stop('aborted');
   if (options.signal?.aborted) stop('aborted');
   else options.signal?.addEventListener('abort', onAbort, { once: true });
 
-  function settle(outcome: Omit<TaskOutcome, 'at'>): void {
+  function settle(outcome: TaskOutcome): void {
     totals[outcome.kind]++;
-    reporter.add({ ...outcome, at: clock.now() });
+    reporter.add(outcome);
   }
 
   function settleUnit(
     unit: SendUnit,
     outcome: Omit<TaskOutcome, 'at' | 'jobId' | 'taskId' | 'attempt' | 'retryKey'>,
   ): void {
+    const at = clock.now();
     for (const task of unit.tasks) {
       settle({
         jobId: task.jobId,
@@ -259,6 +270,7 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
         attempt: task.attempt,
         retryKey: unit.retryKey,
         ...outcome,
+        at,
       });
     }
   }
@@ -282,7 +294,9 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
 
   function take(): SendUnit | undefined {
     if (head >= queue.length) return undefined;
-    const unit = queue[head++]!;
+    const unit = queue[head]!;
+    // Drop the reference at once: a consumed multicast slot would otherwise keep 500 tasks alive.
+    queue[head++] = undefined;
     if (head > 1024 && head * 2 > queue.length) {
       queue = queue.slice(head);
       head = 0;
@@ -317,7 +331,7 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
         const resumed = new Map<string, ClaimedTask[]>();
         for (const task of page) {
           if (task.optedOut) {
-            settle({ ...identity(task), kind: 'skipped', lastResult: 'opted-out' });
+            settle({ ...identity(task), kind: 'skipped', lastResult: 'opted-out', at: clock.now() });
             continue;
           }
           ahead++;
@@ -328,7 +342,7 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
             else resumed.set(task.batch.retryKey, [task]);
             continue;
           }
-          const key = multicastOn ? batchKey(task) : undefined;
+          const key = multicastOn ? batchKey(task, groups) : undefined;
           if (key === undefined) {
             enqueue(pushUnit(task));
             continue;
@@ -354,8 +368,16 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
   async function nextUnit(): Promise<SendUnit | undefined> {
     for (;;) {
       if (stopping) return undefined;
+      const next = queue[head];
+      if (next && inFlight > 0 && inFlight + next.tasks.length > maxInFlight) {
+        await inFlightFreed.wait();
+        continue;
+      }
       const unit = take();
-      if (unit) return unit;
+      if (unit) {
+        inFlight += unit.tasks.length;
+        return unit;
+      }
       if (producerDone) return undefined;
       await unitReady.wait();
     }
@@ -366,7 +388,12 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
       await reporter.room();
       const unit = await nextUnit();
       if (!unit) return;
-      await sendUnit(unit);
+      try {
+        await sendUnit(unit);
+      } finally {
+        inFlight -= unit.tasks.length;
+        inFlightFreed.notify();
+      }
     }
   }
 
@@ -575,10 +602,14 @@ function multicastUnit(tasks: readonly ClaimedTask[], recordedKey?: string): Sen
   };
 }
 
-const templateKeys = new WeakMap<object, string | null>();
+/** The multicast groups of one run: each distinct message (by content) gets a small number. */
+interface MulticastGroups {
+  readonly messageIds: Map<string, number>;
+  readonly templateKeys: WeakMap<object, number | null>;
+}
 
 /** The multicast group of a task, or undefined when its message differs per recipient. */
-function batchKey(task: ClaimedTask): string | undefined {
+function batchKey(task: ClaimedTask, { messageIds, templateKeys }: MulticastGroups): string | undefined {
   let key = templateKeys.get(task.template);
   if (key === undefined) {
     let compiled: ReturnType<typeof compileTemplate> | undefined;
@@ -587,13 +618,14 @@ function batchKey(task: ClaimedTask): string | undefined {
     } catch {
       compiled = undefined; // sent alone, where the error becomes the task's reason
     }
-    key =
-      compiled && compiled.variables.length === 0
-        ? JSON.stringify([task.template.messages, task.template.notificationDisabled ?? null])
-        : null;
+    if (compiled && compiled.variables.length === 0) {
+      const content = JSON.stringify([task.template.messages, task.template.notificationDisabled ?? null]);
+      key = messageIds.get(content) ?? messageIds.size;
+      messageIds.set(content, key);
+    } else key = null;
     templateKeys.set(task.template, key);
   }
-  return key === null ? undefined : `${task.jobId}\n${task.attempt}\n${key}`;
+  return key === null ? undefined : `${task.jobId} ${task.attempt} ${key}`;
 }
 
 function rejectionReason(outcome: Extract<SendOutcome, { kind: 'rejected' }>): string {
@@ -735,8 +767,8 @@ function makeReporter(options: {
   async function writeLoop(all: boolean): Promise<void> {
     try {
       while (!failed && (buffer.length >= batchSize || (all && buffer.length > 0))) {
-        const batch = buffer.slice(0, batchSize);
-        buffer = buffer.slice(batch.length);
+        // splice, not slice: a multicast settles 500 at once, and copying the rest per batch churns.
+        const batch = buffer.splice(0, batchSize);
         await writeBatch(batch);
         drained.notify();
       }

@@ -194,6 +194,27 @@ describe('runMessagePipeline: multicast', () => {
     expect(sink.outcomes.every((o) => o.retryKey === key && o.lastResult === 'already-delivered')).toBe(true);
   });
 
+  it('keeps at most maxTasksInFlight recipients in requests at once', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const counting = async (p: PreparedSend) => {
+      inFlight += (JSON.parse(p.body) as { to: string[] }).to.length;
+      most = Math.max(most, inFlight);
+      await new Promise((r) => setTimeout(r, 5));
+      const outcome = await send(p);
+      inFlight -= (JSON.parse(p.body) as { to: string[] }).to.length;
+      return outcome;
+    };
+    const { result } = run(makeTasks(5000, SAME_FOR_ALL), {
+      send: counting,
+      concurrency: 8,
+      queueCapacity: 2000,
+      maxTasksInFlight: 1000,
+    });
+    expect(await result).toMatchObject({ delivered: 5000, multicastRequests: 10 });
+    expect(most).toBe(1000);
+  });
+
   it('after a crash, a recorded multicast is resent as the same batch even when claimed in another order', async () => {
     const ledger = new Map<string, string>();
     const batches: BatchLedger = {
