@@ -12,12 +12,20 @@ import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
+import { makeLogger } from '#shared/log.ts';
 import { routes } from '#shared/routes.ts';
 import { type ApiGatewayServer, startApiGateway } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
+import { startEcsAgent } from './ecs-agent.ts';
+import { makeLocalJobManager, publishDesiredVersion } from './fleet/job-manager.ts';
+import { type LocalFleet, startLocalFleet } from './fleet.ts';
+import { type JobsLocal, startJobsLocal } from './jobs-wiring.ts';
 import type { Handler } from './lambda.ts';
 import { type LineSandbox, startLineSandbox } from './line-sandbox.ts';
+import { makeOperatorClient, type OperatorRequest } from './operator-client.ts';
+import { startScheduler } from './scheduler.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
+import { startTelephonySandbox, type TelephonySandbox } from './telephony-sandbox.ts';
 
 /** The demo channel `npm start` creates, wired to the LINE sandbox. */
 export const DEMO_CHANNEL = {
@@ -57,14 +65,38 @@ export interface LocalStackOptions {
   readonly visibilityTimeoutSeconds?: LocalCloudOptions['visibilityTimeoutSeconds'];
   /** Wraps the processor handler (fault tests make it crash mid-batch). */
   readonly wrapProcessor?: (handler: Handler<SQSEvent, unknown>) => Handler<SQSEvent, unknown>;
+  /**
+   * Run the broker fleet: the ECS agent and service stand-ins with broker child processes, and
+   * the job manager on a short schedule. Off by default (webhook tests do not need it).
+   */
+  readonly fleet?: boolean;
+  /** Most brokers the job manager may ask for (default 2). */
+  readonly maxBrokers?: number;
+  /** Call seconds per wall second in the telephony sandbox (default 30: a minute's call in 2 s). */
+  readonly telephonyTimeScale?: number;
+  /** How often the job manager runs locally (AWS: every minute). Default 2 s. */
+  readonly jobManagerIntervalMs?: number;
   readonly log?: (line: string) => void;
 }
+
+/** The telephony sandbox's provider name in the status route, and its callback secret. */
+export const LOCAL_TELEPHONY = {
+  provider: 'sandbox',
+  callbackSecret: 'local-callback-secret',
+  apiToken: 'sandbox-token',
+};
 
 export interface LocalStack {
   readonly cloud: LocalCloud;
   readonly api: ApiGatewayServer;
   readonly line: LineSandbox;
   readonly processor: SqsPoller;
+  readonly telephony: TelephonySandbox;
+  readonly jobs: JobsLocal;
+  /** The broker service stand-in (when started with `fleet: true`). */
+  readonly fleet: LocalFleet | undefined;
+  /** The operator API, signed with SigV4 as on AWS. */
+  readonly operator: OperatorRequest;
   /** The webhook URL of a channel on the local HTTP API. */
   webhookUrl(channelId: string): string;
   /** Creates or replaces a channel (and tells the LINE sandbox its token). */
@@ -105,9 +137,19 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stoppers.push(() => line.stop());
     log(`LINE sandbox    ${line.url} (Messaging API stand-in: retry keys, rate limit, faults)`);
 
+    const telephony = await startTelephonySandbox({
+      callbackSecret: LOCAL_TELEPHONY.callbackSecret,
+      apiToken: LOCAL_TELEPHONY.apiToken,
+      timeScale: options.telephonyTimeScale ?? 30,
+    });
+    stoppers.push(() => telephony.stop());
+    log(`Telephony       ${telephony.url} (provider sandbox: answers, busy, no-answer, signed callbacks)`);
+
     // Handlers read their configuration once, at import: set the environment first.
     Object.assign(process.env, cloud.env(), {
       LINE_API_URL: line.url,
+      TELEPHONY_PROVIDER: LOCAL_TELEPHONY.provider,
+      TELEPHONY_CALLBACK_SECRET: LOCAL_TELEPHONY.callbackSecret,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
       METRICS_DISABLED: process.env.METRICS_DISABLED ?? 'true',
     });
@@ -123,14 +165,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     };
     await putChannel(DEMO_CHANNEL);
 
-    const receiver = await loadHandler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>('webhook-receiver');
+    const jobs = await startJobsLocal({ cloud, log });
+    stoppers.push(() => jobs.stop());
+    const httpFunction = async (id: 'webhook-receiver' | 'call-status') => ({
+      handler: await loadHandler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>(id),
+      timeoutMs: functions[id].timeoutSeconds * 1000,
+    });
     const api = await startApiGateway({
       routes,
       functions: {
-        'webhook-receiver': {
-          handler: receiver,
-          timeoutMs: functions['webhook-receiver'].timeoutSeconds * 1000,
-        },
+        'webhook-receiver': await httpFunction('webhook-receiver'),
+        'call-status': await httpFunction('call-status'),
+        ...jobs.httpFunctions,
       },
       port: options.port ?? 0,
       onError: (error, route) => log(`${route} failed: ${(error as Error).stack ?? String(error)}`),
@@ -159,11 +205,57 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stoppers.push(() => processor.stop());
     log(`SQS → Lambda    webhook-processor polls ${webhookQueue.url}`);
 
+    let fleet: LocalFleet | undefined;
+    if (options.fleet) {
+      const agent = await startEcsAgent();
+      stoppers.push(() => agent.stop());
+      fleet = startLocalFleet({
+        agent,
+        version: 'local-1',
+        env: {
+          ...cloud.env(),
+          TELEPHONY_API_URL: telephony.url,
+          TELEPHONY_API_TOKEN: LOCAL_TELEPHONY.apiToken,
+          CALL_STATUS_CALLBACK_URL: `${api.url}/providers/${LOCAL_TELEPHONY.provider}/calls/status`,
+          LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+        },
+        onDeploy: publishDesiredVersion(doc, cloud.tableNames.control!),
+        onOutput: (id, line) => log(`[broker ${id}] ${line}`),
+      });
+      const brokers = fleet;
+      stoppers.push(() => brokers.stop());
+      const scheduler = startScheduler({
+        intervalMs: options.jobManagerIntervalMs ?? 2_000,
+        timeoutMs: functions['job-manager'].timeoutSeconds * 1000,
+        handler: makeLocalJobManager({
+          doc,
+          controlTable: cloud.tableNames.control!,
+          tasksTable: cloud.tableNames.tasks!,
+          fleet: brokers,
+          maxBrokers: options.maxBrokers ?? 2,
+          log: makeLogger('job-manager', { level: 'warn' }),
+        }),
+        onError: (error) => log(`job-manager: ${(error as Error).message}`),
+      });
+      stoppers.push(() => scheduler.stop());
+      log(
+        `ECS service     local broker fleet (task protection at ${agent.url}), job manager every ${(options.jobManagerIntervalMs ?? 2_000) / 1000} s`,
+      );
+    }
+
     return {
       cloud,
       api,
       line,
       processor,
+      telephony,
+      jobs,
+      fleet,
+      operator: makeOperatorClient({
+        baseUrl: api.url,
+        region: cloud.region,
+        credentials: LOCAL_CREDENTIALS,
+      }),
       webhookUrl: (channelId) => `${api.url}/webhooks/line/${encodeURIComponent(channelId)}`,
       putChannel,
       stop: stopAll,

@@ -2,15 +2,32 @@
  * `npm start`: the local cloud running Switchboard — DynamoDB Local, fauxqs (SQS + S3), the API
  * Gateway stand-in, the SQS pollers and the sandboxes — until Ctrl-C, which stops it cleanly.
  */
+
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { playWebhookDemo } from './demo.ts';
+import { runDemoJob } from './demo-job.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 
 const HELP = `Usage: npm start -- [options]
 
-Runs Switchboard on your machine: the same handlers AWS runs, against DynamoDB Local and fauxqs.
+Runs Switchboard on your machine: the same handlers and brokers AWS runs, against DynamoDB Local,
+fauxqs (SQS + S3), a LINE Messaging API sandbox and a telephony provider sandbox. The main job: a
+demo client uploads a call list, it is validated row by row, the job manager starts it and sizes the
+broker fleet, and brokers call at the client's limits; progress is shown until the job completes.
+
+Bring your own call list: a CSV with a phone column (phone, tel, 電話番号, 携帯電話…; any other
+columns become per-row variables), UTF-8 (with or without BOM) or Shift_JIS, as Excel exports it:
+
+  npm start -- --csv ~/Downloads/list.csv --limit 6 --rate 1 --region JP
 
 Options:
+  --csv FILE       the call list to run (default: local/demo/call-list.csv, 63 rows, 3 of them bad)
+  --limit N        the client's concurrent-call limit (default 6)
+  --rate R         the client's calls per second (default 2)
+  --region CC      region for numbers without a country code (default JP)
+  --time-scale X   call seconds per wall second in the telephony sandbox (default 30)
+  --no-job         do not run the call job (the local cloud keeps running)
   --data-dir DIR   keep DynamoDB data in DIR between runs (default: in memory)
   --port N         serve the HTTP API on port N (default: 3000; 0 picks a free port)
   --no-demo        do not play the demo webhooks (the demo channel is still created)
@@ -22,6 +39,12 @@ async function main(): Promise<void> {
   let values: {
     'data-dir'?: string;
     port?: string;
+    csv?: string;
+    limit?: string;
+    rate?: string;
+    region?: string;
+    'time-scale'?: string;
+    'no-job'?: boolean;
     'no-demo'?: boolean;
     'exit-after'?: string;
     help?: boolean;
@@ -31,6 +54,12 @@ async function main(): Promise<void> {
       options: {
         'data-dir': { type: 'string' },
         port: { type: 'string' },
+        csv: { type: 'string' },
+        limit: { type: 'string' },
+        rate: { type: 'string' },
+        region: { type: 'string' },
+        'time-scale': { type: 'string' },
+        'no-job': { type: 'boolean' },
         'no-demo': { type: 'boolean' },
         'exit-after': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -61,12 +90,43 @@ async function main(): Promise<void> {
     return;
   }
 
+  const numberOption = (
+    name: string,
+    raw: string | undefined,
+    fallback: number,
+    ok: (n: number) => boolean,
+  ) => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!ok(n))
+      throw new Error(
+        `--${name} must be ${name === 'limit' ? 'a whole number ≥ 1' : 'a number > 0'}, got ${JSON.stringify(raw)}`,
+      );
+    return n;
+  };
+  let limit: number;
+  let rate: number;
+  let timeScale: number;
+  try {
+    limit = numberOption('limit', values.limit, 6, (n) => Number.isInteger(n) && n >= 1);
+    rate = numberOption('rate', values.rate, 2, (n) => n > 0);
+    timeScale = numberOption('time-scale', values['time-scale'], 30, (n) => n > 0);
+    if (values.csv !== undefined && !existsSync(values.csv))
+      throw new Error(`--csv: no such file ${values.csv}`);
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exitCode = 2;
+    return;
+  }
+
   const log = (line: string) => console.log(`[switchboard] ${line}`);
   let stack: LocalStack;
   try {
     stack = await startLocalStack({
       ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
       port,
+      fleet: !values['no-job'],
+      telephonyTimeScale: timeScale,
       log,
     });
   } catch (error) {
@@ -92,6 +152,21 @@ async function main(): Promise<void> {
     await playWebhookDemo(stack, log).catch((error: unknown) =>
       log(`demo failed: ${(error as Error).message}`),
     );
+  }
+  if (!values['no-job']) {
+    try {
+      const view = await runDemoJob(stack, log, {
+        ...(values.csv ? { csvPath: values.csv } : {}),
+        maxConcurrentCalls: limit,
+        callsPerSecond: rate,
+        ...(values.region ? { defaultRegion: values.region } : {}),
+      });
+      log(
+        `job: ${view.status}: ${view.counts.completed} completed, ${view.counts.failed} failed of ${view.counts.tasks} tasks`,
+      );
+    } catch (error) {
+      log(`job failed to run: ${(error as Error).message}`);
+    }
   }
   log('ready — press Ctrl-C to stop');
 }

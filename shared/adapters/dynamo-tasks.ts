@@ -131,6 +131,30 @@ export function makeDynamoBrokerTaskStore(
       .slice(0, limit);
   }
 
+  /**
+   * The job's progress counts, moved once the task's end is recorded (the transaction above is
+   * what makes a settle happen once). Progress only: a crash between the two leaves a count one
+   * short, while the tasks themselves — the report, completion — stay exact.
+   */
+  async function countSettled(task: { clientId: string; jobId: string }, state: string): Promise<true> {
+    if (state !== 'completed' && state !== 'failed') return true;
+    try {
+      await doc.send(
+        new UpdateCommand({
+          TableName: controlTable,
+          Key: keys.job(task.clientId, task.jobId),
+          UpdateExpression: 'ADD #counts.#state :one',
+          ConditionExpression: 'attribute_exists(#counts)',
+          ExpressionAttributeNames: { '#counts': 'counts', '#state': state },
+          ExpressionAttributeValues: { ':one': 1 },
+        }),
+      );
+    } catch {
+      // A job without counts (written by hand) or a throttled write: progress, not truth.
+    }
+    return true;
+  }
+
   async function transact(input: ConstructorParameters<typeof TransactWriteCommand>[0]) {
     for (let tryNo = 1; ; tryNo++) {
       try {
@@ -315,12 +339,12 @@ export function makeDynamoBrokerTaskStore(
           },
         ],
       });
-      if (codes === undefined) return true;
+      if (codes === undefined) return countSettled(task, settlement.state);
       if (codes[0] === 'ConditionalCheckFailed') return false;
       if (codes[1] === 'ConditionalCheckFailed') {
         // No lease item to keep the in-flight set on: the task's end matters, the set does not.
         const alone = await transact({ TransactItems: [taskUpdate] });
-        if (alone === undefined) return true;
+        if (alone === undefined) return countSettled(task, settlement.state);
         if (alone[0] === 'ConditionalCheckFailed') return false;
       }
       throw new Error(`task settle cancelled: ${codes.join(', ')}`);

@@ -15,7 +15,7 @@ afterAll(() => {
 
 /** Runs `npm start`'s entry point and collects its output until `ready`. */
 function start(args: string[]): Promise<{ child: ChildProcess; output: () => string; dynamo: string }> {
-  const child = spawn(process.execPath, ['local/start.ts', '--port', '0', '--no-demo', ...args], {
+  const child = spawn(process.execPath, ['local/start.ts', '--port', '0', '--no-demo', '--no-job', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

@@ -1,0 +1,113 @@
+/**
+ * The main job `npm start` runs: a demo client (6 calls at once, 2 calls/s, open all week) uploads
+ * a call list through the operator API (SigV4-signed, as on AWS) and its presigned S3 URL; the
+ * ingest validates it row by row, the job manager starts it and sizes the broker fleet, brokers
+ * call through the telephony sandbox, and the job's progress is shown live until it completes.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { LocalStack } from './stack.ts';
+
+export const DEMO_CLIENT = 'demo-client';
+const ALL_WEEK = Object.fromEntries(
+  ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+);
+
+export interface DemoJobOptions {
+  /** The CSV to call (default: the demo list). */
+  readonly csvPath?: string;
+  readonly clientId?: string;
+  readonly maxConcurrentCalls?: number;
+  readonly callsPerSecond?: number;
+  readonly timeZone?: string;
+  readonly defaultRegion?: string;
+  /** Stop waiting after this long (ms). */
+  readonly timeoutMs?: number;
+}
+
+interface JobView {
+  readonly jobId: string;
+  readonly name: string;
+  readonly status: string;
+  readonly failureReason?: string;
+  readonly counts: {
+    rows: number;
+    rejected: number;
+    skipped: number;
+    tasks: number;
+    completed: number;
+    failed: number;
+    outstanding: number;
+  };
+}
+
+const DEFAULT_CSV = path.join(import.meta.dirname, 'demo', 'call-list.csv');
+
+/** Runs a call job end to end on the local stack and prints its progress; resolves with its final view. */
+export async function runDemoJob(
+  stack: LocalStack,
+  log: (line: string) => void,
+  options: DemoJobOptions = {},
+): Promise<JobView> {
+  const clientId = options.clientId ?? DEMO_CLIENT;
+  const op = stack.operator;
+  const settings = {
+    maxConcurrentCalls: options.maxConcurrentCalls ?? 6,
+    callsPerSecond: options.callsPerSecond ?? 2,
+    timeZone: options.timeZone ?? 'Asia/Tokyo',
+    callingHours: ALL_WEEK,
+    defaultRegion: options.defaultRegion ?? 'JP',
+  };
+  const put = await op('PUT', `/clients/${clientId}`, { json: settings });
+  if (put.status !== 200) throw new Error(`client settings refused (${put.status}): ${put.body}`);
+  log(
+    `job: client ${clientId}: ${settings.maxConcurrentCalls} calls at once, ${settings.callsPerSecond} calls/s, ${settings.timeZone}`,
+  );
+
+  const csvPath = options.csvPath ?? DEFAULT_CSV;
+  const created = await op('POST', `/clients/${clientId}/jobs`, {
+    json: {
+      name: path.basename(csvPath),
+      channel: 'call',
+      scenarioId: 'reminder',
+      maxAttempts: 2,
+      retryDelaySeconds: 5,
+    },
+  });
+  if (created.status !== 201) throw new Error(`job refused (${created.status}): ${created.body}`);
+  const { jobId, upload } = created.json<{ jobId: string; upload: { url: string; method: string } }>();
+  const uploaded = await fetch(upload.url, { method: upload.method, body: readFileSync(csvPath) });
+  if (!uploaded.ok) throw new Error(`upload to S3 failed: ${uploaded.status} ${await uploaded.text()}`);
+  log(`job: ${jobId} created; ${csvPath} uploaded to its presigned S3 URL`);
+
+  const started = Date.now();
+  const deadline = started + (options.timeoutMs ?? 15 * 60_000);
+  let last = '';
+  let view: JobView | undefined;
+  for (;;) {
+    const got = await op('GET', `/clients/${clientId}/jobs/${jobId}`);
+    view = got.json<JobView>();
+    const c = view.counts;
+    const done = c.completed + c.failed;
+    const stats = stack.telephony.stats(clientId);
+    const seconds = Math.max(1, (Date.now() - started) / 1000);
+    const line =
+      `job: ${view.status.padEnd(10)} rows ${c.rows} (rejected ${c.rejected}, skipped ${c.skipped})  ` +
+      `done ${done}/${c.tasks}  in flight ${stats.inFlight}  failed ${c.failed}  ` +
+      `rate ${(stats.rings / seconds).toFixed(2)} calls/s  max in flight ${stats.maxInFlight}, max starts/s ${stats.maxStartsPerSecond}`;
+    if (line !== last) log(line);
+    last = line;
+    if (['completed', 'failed', 'cancelled'].includes(view.status)) break;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${view.status} after the timeout`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (view.status === 'failed') log(`job: failed — ${view.failureReason}`);
+  const report = await op('GET', `/clients/${clientId}/jobs/${jobId}/report`);
+  const lines = report.body
+    .replace(/^\uFEFF/, '')
+    .split(/\r?\n/)
+    .filter(Boolean);
+  log(`job: report (GET /clients/${clientId}/jobs/${jobId}/report): ${lines.length - 1} rows, first ones:`);
+  for (const l of lines.slice(0, 6)) log(`  ${l}`);
+  return view;
+}
