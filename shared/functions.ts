@@ -5,7 +5,13 @@
  */
 import type { QueueId } from './resources.ts';
 
-export type FunctionId = 'webhook-receiver' | 'webhook-processor' | 'job-manager' | 'call-status' | 'jobs-api' | 'ingest';
+export type FunctionId =
+  | 'webhook-receiver'
+  | 'webhook-processor'
+  | 'job-manager'
+  | 'call-status'
+  | 'jobs-api'
+  | 'ingest';
 
 export interface FunctionSpec {
   readonly id: FunctionId;
