@@ -99,6 +99,9 @@ export class StatefulResources extends Construct {
           lifecycleRules: [
             { prefix: 'incoming/', expiration: Duration.days(spec.expireUploadsAfterDays) },
             { prefix: 'uploads/', expiration: Duration.days(spec.expireUploadsAfterDays) },
+            // Ingest state (cursors' duplicate-filter snapshots) is needed only while a file ingests.
+            { prefix: 'state/', expiration: Duration.days(7) },
+            { prefix: 'reports/', expiration: Duration.days(spec.expireUploadsAfterDays) },
             { abortIncompleteMultipartUploadAfter: Duration.days(1) },
           ],
           removalPolicy,
