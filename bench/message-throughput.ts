@@ -17,6 +17,9 @@
  * ~15 s: the sends/s it holds and the 429s the sandbox answered.
  *
  *   npm run bench:message-throughput [-- --messages 100000 --one-at-a-time 5000 --million]
+ *     --latency-ms 50   every sandbox request waits 50 ms first (a round trip to LINE; default 0)
+ *     --concurrency N   Switchboard's senders (default 64)
+ *     --rate-only       only the 2,000/s scenario
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
@@ -36,6 +39,8 @@ const { values } = parseArgs({
     'ceiling-seconds': { type: 'string', default: '10' },
     'rate-seconds': { type: 'string', default: '15' },
     concurrency: { type: 'string', default: '64' },
+    'latency-ms': { type: 'string', default: '0' },
+    'rate-only': { type: 'boolean', default: false },
   },
 });
 const messages = Number(values.messages);
@@ -43,6 +48,9 @@ const oneAtATimeMessages = Number(values['one-at-a-time']);
 const ceilingSeconds = Number(values['ceiling-seconds']);
 const rateSeconds = Number(values['rate-seconds']);
 const concurrency = Number(values.concurrency);
+const latencyMs = Number(values['latency-ms']);
+// Enough connections that the sandbox, not the round trip, is what limits the load generator.
+const ceilingConnections = Math.max(64, concurrency);
 const LINE_RATE = 2000;
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -114,7 +122,7 @@ function ceiling(): Promise<CeilingResult> {
         url,
         accessToken: BENCH_CHANNEL.accessToken,
         seconds: ceilingSeconds,
-        connections: 64,
+        connections: ceilingConnections,
       } satisfies CeilingRequest,
     });
     worker.once('message', resolve);
@@ -128,85 +136,95 @@ const rate = (r: ContenderResult) => r.messages / r.seconds;
 
 try {
   console.log(
-    `message-throughput: ${fmt(messages)} messages to the local LINE sandbox (rate limit lifted), each contender in its own process, same keep-alive HTTP transport; ${availableParallelism()} cores\n`,
+    `message-throughput: ${fmt(messages)} messages to the local LINE sandbox (rate limit lifted${latencyMs > 0 ? `, ${latencyMs} ms added to every request` : ''}), each contender in its own process, same keep-alive HTTP transport; ${availableParallelism()} cores\n`,
   );
-  await sandbox({ cmd: 'rate', perSecond: null });
-  // Warm the sandbox (JIT, its maps) so the first contender does not pay for it.
-  await contender('warm-up', 'switchboard', 5000, 'personal');
+  if (!values['rate-only']) {
+    await sandbox({ cmd: 'rate', perSecond: null });
+    if (latencyMs > 0) await sandbox({ cmd: 'latency', ms: latencyMs });
+    // Warm the sandbox (JIT, its maps) so the first contender does not pay for it.
+    await contender('warm-up', 'switchboard', 5000, 'personal');
 
-  await sandbox({ cmd: 'reset' });
-  const cap = await ceiling();
-  const oneByOne = await contender(
-    '(a) one at a time (await each push)',
-    'one-at-a-time',
-    oneAtATimeMessages,
-    'personal',
-  );
-  const pool = await contender(
-    '(b) fixed pool: queue + 100 senders + reporter',
-    'fixed-pool',
-    messages,
-    'personal',
-    {
-      concurrency: 100,
-    },
-  );
-  const push = await contender('switchboard, personalised (push)', 'switchboard', messages, 'personal');
-  const multi = await contender('switchboard, same text (multicast ×500)', 'switchboard', messages, 'same');
-  let million: { push: Row; multi: Row } | undefined;
-  if (values.million) {
-    console.log(
-      '--million: 1,000,000 personalised messages (push) and 1,000,000 by multicast; the push run takes minutes…\n',
+    await sandbox({ cmd: 'reset' });
+    const cap = await ceiling();
+    // autocannon stops with requests still waiting in the sandbox: let them land before the next count.
+    await new Promise((r) => setTimeout(r, latencyMs + 1000));
+    const oneByOne = await contender(
+      '(a) one at a time (await each push)',
+      'one-at-a-time',
+      oneAtATimeMessages,
+      'personal',
     );
-    million = {
-      push: await contender('switchboard, personalised (push), 1M', 'switchboard', 1_000_000, 'personal'),
-      multi: await contender('switchboard, same text (multicast ×500), 1M', 'switchboard', 1_000_000, 'same'),
-    };
-  }
-
-  const rows: Row[] = [oneByOne, pool, push, multi, ...(million ? [million.push, million.multi] : [])];
-  const pad = (s: string, n: number) => s.padEnd(n);
-  const padL = (s: string, n: number) => s.padStart(n);
-  console.log(
-    `${pad('contender', 50)} ${padL('messages', 10)} ${padL('requests', 10)} ${padL('msgs/s', 10)} ${padL('req/s', 8)} ${padL('p50 ms', 7)} ${padL('p99 ms', 7)} ${padL('peak RSS', 9)} ${padL('heap', 7)} dup`,
-  );
-  for (const r of rows) {
-    console.log(
-      `${pad(r.name, 50)} ${padL(fmt(r.messages), 10)} ${padL(fmt(r.requests), 10)} ${padL(fmt(rate(r)), 10)} ${padL(fmt(r.requests / r.seconds), 8)} ${padL(fmt(r.p50Ms, 1), 7)} ${padL(fmt(r.p99Ms, 1), 7)} ${padL(`${fmt(r.peakRssMb)} MB`, 9)} ${padL(`${fmt(r.peakHeapUsedMb)} MB`, 7)} ${r.sandbox.duplicates}`,
+    const pool = await contender(
+      '(b) fixed pool: queue + 100 senders + reporter',
+      'fixed-pool',
+      messages,
+      'personal',
+      {
+        concurrency: 100,
+      },
     );
-  }
-  console.log(
-    `${pad('(c) sandbox ceiling: autocannon, 64 connections', 50)} ${padL('-', 10)} ${padL(fmt(cap.rps * ceilingSeconds), 10)} ${padL('-', 10)} ${padL(fmt(cap.rps), 8)} ${padL(fmt(cap.p50, 1), 7)} ${padL(fmt(cap.p99, 1), 7)} ${padL('-', 9)} ${padL('-', 7)} (${cap.non2xx + cap.errors} non-2xx/errors)`,
-  );
-  if (oneAtATimeMessages !== messages) {
-    console.log(
-      `\n(a) ran on ${fmt(oneAtATimeMessages)} messages only; EXTRAPOLATED at its measured rate, ${fmt(messages)} would take ${fmt(messages / rate(oneByOne))} s (vs ${fmt(push.seconds, 1)} s push, ${fmt(multi.seconds, 1)} s multicast).`,
-    );
-  }
-  console.log('\nratios (messages/s):');
-  console.log(`  switchboard push      / (a) one at a time: ×${fmt(rate(push) / rate(oneByOne), 1)}`);
-  console.log(`  switchboard push      / (b) fixed pool:    ×${fmt(rate(push) / rate(pool), 2)}`);
-  console.log(`  switchboard multicast / (a) one at a time: ×${fmt(rate(multi) / rate(oneByOne), 0)}`);
-  console.log(`  switchboard multicast / (b) fixed pool:    ×${fmt(rate(multi) / rate(pool), 0)}`);
-  console.log(
-    `  requests/s vs (c) the sandbox's ceiling: push ${fmt((100 * push.requests) / push.seconds / cap.rps)} %, fixed pool ${fmt((100 * pool.requests) / pool.seconds / cap.rps)} %, one at a time ${fmt((100 * oneByOne.requests) / oneByOne.seconds / cap.rps)} %`,
-  );
-  console.log(
-    `  multicast cut the requests ×${fmt(push.requests / multi.requests)} (${fmt(push.requests)} → ${fmt(multi.requests)})`,
-  );
-  if (million) {
-    for (const [small, big] of [
-      [push, million.push],
-      [multi, million.multi],
-    ] as const) {
-      const growth = big.peakRssMb / small.peakRssMb - 1;
+    const push = await contender('switchboard, personalised (push)', 'switchboard', messages, 'personal');
+    const multi = await contender('switchboard, same text (multicast ×500)', 'switchboard', messages, 'same');
+    let million: { push: Row; multi: Row } | undefined;
+    if (values.million) {
       console.log(
-        `\npeak RSS ${small.name}: ${fmt(small.peakRssMb)} MB at ${fmt(small.messages)}, ${fmt(big.peakRssMb)} MB at ${fmt(big.messages)} → ${growth >= 0 ? '+' : ''}${fmt(100 * growth, 1)} % (${Math.abs(growth) <= 0.1 ? 'within' : 'NOT within'} 10 %); peak heap in use ${fmt(small.peakHeapUsedMb)} → ${fmt(big.peakHeapUsedMb)} MB`,
+        '--million: 1,000,000 personalised messages (push) and 1,000,000 by multicast; the push run takes minutes…\n',
       );
-      if (small.seconds < 5) {
+      million = {
+        push: await contender('switchboard, personalised (push), 1M', 'switchboard', 1_000_000, 'personal'),
+        multi: await contender(
+          'switchboard, same text (multicast ×500), 1M',
+          'switchboard',
+          1_000_000,
+          'same',
+        ),
+      };
+    }
+
+    const rows: Row[] = [oneByOne, pool, push, multi, ...(million ? [million.push, million.multi] : [])];
+    const pad = (s: string, n: number) => s.padEnd(n);
+    const padL = (s: string, n: number) => s.padStart(n);
+    console.log(
+      `${pad('contender', 50)} ${padL('messages', 10)} ${padL('requests', 10)} ${padL('msgs/s', 10)} ${padL('req/s', 8)} ${padL('p50 ms', 7)} ${padL('p99 ms', 7)} ${padL('peak RSS', 9)} ${padL('heap', 7)} dup`,
+    );
+    for (const r of rows) {
+      console.log(
+        `${pad(r.name, 50)} ${padL(fmt(r.messages), 10)} ${padL(fmt(r.requests), 10)} ${padL(fmt(rate(r)), 10)} ${padL(fmt(r.requests / r.seconds), 8)} ${padL(fmt(r.p50Ms, 1), 7)} ${padL(fmt(r.p99Ms, 1), 7)} ${padL(`${fmt(r.peakRssMb)} MB`, 9)} ${padL(`${fmt(r.peakHeapUsedMb)} MB`, 7)} ${r.sandbox.duplicates}`,
+      );
+    }
+    console.log(
+      `${pad(`(c) sandbox ceiling: autocannon, ${ceilingConnections} connections`, 50)} ${padL('-', 10)} ${padL(fmt(cap.rps * ceilingSeconds), 10)} ${padL('-', 10)} ${padL(fmt(cap.rps), 8)} ${padL(fmt(cap.p50, 1), 7)} ${padL(fmt(cap.p99, 1), 7)} ${padL('-', 9)} ${padL('-', 7)} (${cap.non2xx + cap.errors} non-2xx/errors)`,
+    );
+    if (oneAtATimeMessages !== messages) {
+      console.log(
+        `\n(a) ran on ${fmt(oneAtATimeMessages)} messages only; EXTRAPOLATED at its measured rate, ${fmt(messages)} would take ${fmt(messages / rate(oneByOne))} s (vs ${fmt(push.seconds, 1)} s push, ${fmt(multi.seconds, 1)} s multicast).`,
+      );
+    }
+    console.log('\nratios (messages/s):');
+    console.log(`  switchboard push      / (a) one at a time: ×${fmt(rate(push) / rate(oneByOne), 1)}`);
+    console.log(`  switchboard push      / (b) fixed pool:    ×${fmt(rate(push) / rate(pool), 2)}`);
+    console.log(`  switchboard multicast / (a) one at a time: ×${fmt(rate(multi) / rate(oneByOne), 0)}`);
+    console.log(`  switchboard multicast / (b) fixed pool:    ×${fmt(rate(multi) / rate(pool), 0)}`);
+    console.log(
+      `  requests/s vs (c) the sandbox's ceiling: push ${fmt((100 * push.requests) / push.seconds / cap.rps)} %, fixed pool ${fmt((100 * pool.requests) / pool.seconds / cap.rps)} %, one at a time ${fmt((100 * oneByOne.requests) / oneByOne.seconds / cap.rps)} %`,
+    );
+    console.log(
+      `  multicast cut the requests ×${fmt(push.requests / multi.requests)} (${fmt(push.requests)} → ${fmt(multi.requests)})`,
+    );
+    if (million) {
+      for (const [small, big] of [
+        [push, million.push],
+        [multi, million.multi],
+      ] as const) {
+        const growth = big.peakRssMb / small.peakRssMb - 1;
         console.log(
-          `  (the ${fmt(small.messages)} run lasted ${fmt(small.seconds, 1)} s, ${fmt(small.requests)} requests: too short for V8's heap to reach the size it settles at under this allocation rate)`,
+          `\npeak RSS ${small.name}: ${fmt(small.peakRssMb)} MB at ${fmt(small.messages)}, ${fmt(big.peakRssMb)} MB at ${fmt(big.messages)} → ${growth >= 0 ? '+' : ''}${fmt(100 * growth, 1)} % (${Math.abs(growth) <= 0.1 ? 'within' : 'NOT within'} 10 %); peak heap in use ${fmt(small.peakHeapUsedMb)} → ${fmt(big.peakHeapUsedMb)} MB`,
         );
+        if (small.seconds < 5) {
+          console.log(
+            `  (the ${fmt(small.messages)} run lasted ${fmt(small.seconds, 1)} s, ${fmt(small.requests)} requests: too short for V8's heap to reach the size it settles at under this allocation rate)`,
+          );
+        }
       }
     }
   }

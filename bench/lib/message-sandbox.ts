@@ -9,6 +9,8 @@ export const BENCH_CHANNEL = { channelId: '2000000099', accessToken: 'bench-mess
 export type SandboxCommand =
   | { readonly cmd: 'rate'; readonly perSecond: number | null }
   | { readonly cmd: 'stats' }
+  /** Every request waits this long before it is handled, as a round trip to LINE would. */
+  | { readonly cmd: 'latency'; readonly ms: number }
   | { readonly cmd: 'reset' }
   | { readonly cmd: 'stop' };
 
@@ -29,6 +31,9 @@ if (process.send) {
       case 'rate':
         // IPC is JSON: Infinity travels as null.
         sandbox.setRateLimit(message.perSecond ?? Number.POSITIVE_INFINITY);
+        return process.send!({ ok: true });
+      case 'latency':
+        sandbox.faults.setProbabilities(message.ms > 0 ? { delay: { probability: 1, ms: message.ms } } : {});
         return process.send!({ ok: true });
       case 'reset':
         sandbox.resetRecords();
