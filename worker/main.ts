@@ -9,12 +9,21 @@ import { readBrokerConfig, startBrokerProcess } from './process.ts';
 
 const config = readBrokerConfig();
 const logger = makeLogger('broker');
-const running = await startBrokerProcess(config, { logger });
+// Listen before starting: ECS may stop a task while it is still starting, and a SIGTERM without a
+// listener would kill the process mid-write instead of letting it stop cleanly.
+let stopRequested = false;
+let running: Awaited<ReturnType<typeof startBrokerProcess>> | undefined;
+const onSignal = () => {
+  stopRequested = true;
+  void running?.stop('sigterm');
+};
+process.on('SIGTERM', onSignal);
+process.on('SIGINT', onSignal);
+running = await startBrokerProcess(config, { logger });
 process.stdout.write(
   `${JSON.stringify({ event: 'ready', brokerId: running.brokerId, version: running.version, httpUrl: running.httpUrl })}\n`,
 );
-process.on('SIGTERM', () => running.stop('sigterm'));
-process.on('SIGINT', () => running.stop('sigterm'));
+if (stopRequested) void running.stop('sigterm');
 await running.done;
 logger.info('broker exiting', { brokerId: running.brokerId });
 process.exit(0);
