@@ -85,6 +85,8 @@ const sampler = setInterval(() => {
 const t0 = preciseClock.now();
 let delivered = 0;
 let requests = 0;
+let firstSendAt = Number.POSITIVE_INFINITY;
+let lastSendAt = 0;
 if (request.kind === 'switchboard') {
   const totals = await runMessagePipeline({
     source,
@@ -94,7 +96,12 @@ if (request.kind === 'switchboard') {
     concurrency,
     queueCapacity: 2000,
     clock: preciseClock,
-    observe: (o) => latency.record(o.latencyMs),
+    observe: (o) => {
+      latency.record(o.latencyMs);
+      const startedAt = preciseClock.now() - o.latencyMs;
+      firstSendAt = Math.min(firstSendAt, startedAt);
+      lastSendAt = Math.max(lastSendAt, startedAt);
+    },
   });
   delivered = totals.delivered;
   requests = totals.requests;
@@ -121,6 +128,8 @@ process.send!({
   p99Ms: latency.quantile(0.99),
   peakRssMb: process.resourceUsage().maxRSS / 1024,
   peakHeapUsedMb: peakHeapUsed / 2 ** 20,
+  firstSendAt,
+  lastSendAt,
 } satisfies ContenderResult);
 clearInterval(sampler);
 process.disconnect();

@@ -38,6 +38,9 @@ export interface ContenderResult {
   readonly p99Ms: number;
   /** Peak resident set size of the contender's process, in MB. */
   readonly peakRssMb: number;
+  /** Start of the first and of the last request (ms, same clock): the rate held between them. */
+  readonly firstSendAt: number;
+  readonly lastSendAt: number;
   /** Peak V8 heap in use (sampled every 50 ms), in MB. */
   readonly peakHeapUsedMb: number;
 }
