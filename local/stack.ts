@@ -76,6 +76,8 @@ export interface LocalStackOptions {
   readonly telephonyTimeScale?: number;
   /** How often the job manager runs locally (AWS: every minute). Default 2 s. */
   readonly jobManagerIntervalMs?: number;
+  /** Extra environment for every broker (drills: a short `LEASE_MS`, a short call deadline). */
+  readonly brokerEnv?: Readonly<Record<string, string>>;
   readonly log?: (line: string) => void;
 }
 
@@ -218,6 +220,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           TELEPHONY_API_TOKEN: LOCAL_TELEPHONY.apiToken,
           CALL_STATUS_CALLBACK_URL: `${api.url}/providers/${LOCAL_TELEPHONY.provider}/calls/status`,
           LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+          ...options.brokerEnv,
         },
         onDeploy: publishDesiredVersion(doc, cloud.tableNames.control!),
         onOutput: (id, line) => log(`[broker ${id}] ${line}`),
