@@ -5,9 +5,7 @@
 import type { Channel } from '#shared/channels/channel.ts';
 import type { MessagingClient } from '#shared/line/messaging-client.ts';
 
-export interface Clock {
-  now(): number;
-}
+export type { Clock } from '#shared/pacing/clock.ts';
 
 export interface ChannelStore {
   get(channelId: string): Promise<Channel | undefined>;
