@@ -100,7 +100,11 @@ async function streamWrite(): Promise<Omit<PhaseResult, 'ms' | 'peakRssBytes'>> 
     tasks: makeDynamoTaskStore(doc, cloud.tableNames.tasks!),
     files: makeS3UploadFiles(s3, bucket),
     validationReports: makeS3ValidationReportStore(s3, bucket),
-    queue: { send: async (m) => void sent.push(m) },
+    queue: {
+      send: async (m) => {
+        if (m.kind === 'continue') sent.push(m);
+      },
+    },
     optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
     clock: { now: () => Date.now() },
     log: silentLogger,

@@ -44,10 +44,12 @@ export class Jobs extends Construct {
     const control = tableSpec('control');
     const tasks = tableSpec('tasks');
 
-    // Settings and jobs read and written; tasks only read (the report).
+    // Settings and jobs read and written; tasks only read (the report). A cancel queues the sweep
+    // that ends the job's waiting tasks on the ingest queue (the ingest runs it).
     this.api = new SwitchboardFunction(this, 'Api', { spec: functions['jobs-api'], logRemovalPolicy })
       .bindTable(tables.control, 'readwrite', control.envVar)
-      .bindTable(tables.tasks, 'read', tasks.envVar);
+      .bindTable(tables.tasks, 'read', tasks.envVar)
+      .bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
     this.api.addEnvironment(bucketEnv, bucket.bucketName);
     // Presigned PUTs are signed with this role: it may put lists under uploads/ only.
     this.allow(this.api, ['s3:PutObject'], bucket, ['uploads/*']);
@@ -58,7 +60,7 @@ export class Jobs extends Construct {
       .bindTable(tables.control, 'readwrite', control.envVar)
       .bindTable(tables.tasks, 'readwrite', tasks.envVar);
     this.ingest.consumeQueue(ingestQueue.queue, ingestQueue.spec);
-    // Continuations of a paused ingest go back on the queue it consumes.
+    // Continuations of a paused ingest or a cancel sweep go back on the queue it consumes.
     ingestQueue.queue.grantSendMessages(this.ingest);
     this.ingest.addEnvironment(bucketEnv, bucket.bucketName);
     this.allow(this.ingest, ['s3:GetObject'], bucket, ['uploads/*', 'incoming/*']);

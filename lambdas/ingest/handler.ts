@@ -1,16 +1,19 @@
 /**
  * The ingest (SQS standard queue → Lambda, partial batch failures): each record is an S3 event
- * notification for an uploaded list, or a continuation of a paused ingest. The run's remaining
- * time comes from the Lambda context, so a long file pauses in time and continues in a new run.
+ * notification for an uploaded list, a continuation of a paused ingest, or a step of a cancelled
+ * job's sweep. The run's remaining time comes from the Lambda context, so a long file (or a long
+ * sweep) pauses in time and continues in a new run.
  */
 import middy from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { type CancelSweep, MalformedCancelSweepError, parseCancelSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
+import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
 import { MalformedS3EventError, parseS3Event } from '#shared/jobs/s3-events.ts';
 import type { Logger } from '#shared/log.ts';
 
 /** The messages of one SQS record; throws {@link MalformedS3EventError} for a body that is neither. */
-export function ingestMessages(body: string): IngestMessage[] {
+export function ingestMessages(body: string): (IngestMessage | CancelSweepMessage)[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -18,6 +21,14 @@ export function ingestMessages(body: string): IngestMessage[] {
     throw new MalformedS3EventError('queue message is not JSON');
   }
   const message = parsed as Partial<Extract<IngestMessage, { kind: 'continue' }>>;
+  if ((parsed as { kind?: unknown })?.kind === 'cancel-sweep') {
+    try {
+      return [parseCancelSweep(parsed as Record<string, unknown>)];
+    } catch (error) {
+      if (error instanceof MalformedCancelSweepError) throw new MalformedS3EventError(error.message);
+      throw error;
+    }
+  }
   if (message?.kind === 'continue') {
     if (
       typeof message.clientId !== 'string' ||
@@ -31,11 +42,15 @@ export function ingestMessages(body: string): IngestMessage[] {
   return parseS3Event(parsed).map((object) => ({ kind: 'object', object }));
 }
 
-export function makeIngestHandler(deps: { readonly ingest: IngestJob; readonly log: Logger }) {
+export function makeIngestHandler(deps: {
+  readonly ingest: IngestJob;
+  readonly cancelSweep: CancelSweep;
+  readonly log: Logger;
+}) {
   return middy(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const failures: SQSBatchItemFailure[] = [];
     for (const record of event.Records) {
-      let messages: IngestMessage[];
+      let messages: (IngestMessage | CancelSweepMessage)[];
       try {
         messages = ingestMessages(record.body);
       } catch (error) {
@@ -48,6 +63,13 @@ export function makeIngestHandler(deps: { readonly ingest: IngestJob; readonly l
       }
       try {
         for (const message of messages) {
+          if (message.kind === 'cancel-sweep') {
+            const swept = await deps.cancelSweep.handle(message, {
+              remainingMs: () => context.getRemainingTimeInMillis(),
+            });
+            deps.log.info(`cancel sweep ${swept.kind}`, { ...swept });
+            continue;
+          }
           const outcome = await deps.ingest.handle(message, {
             remainingMs: () => context.getRemainingTimeInMillis(),
             receiveCount: Number(record.attributes.ApproximateReceiveCount ?? 1),

@@ -1,6 +1,7 @@
 /** Wires the ingest to the real AWS clients; configuration is read once, at start. */
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { makeDocumentClient, makeS3Client } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import {
   makeDynamoClientStore,
   makeDynamoJobStore,
@@ -9,7 +10,9 @@ import {
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
+import type { IngestQueue } from '#shared/jobs/ports.ts';
 import { makeLogger } from '#shared/log.ts';
 import { makeIngestHandler } from './handler.ts';
 
@@ -25,23 +28,31 @@ const s3 = makeS3Client();
 const sqs = new SQSClient({});
 const log = makeLogger('ingest');
 const optOuts = makeDynamoOptOutStore(doc, controlTable);
+const jobs = makeDynamoJobStore(doc, controlTable);
+const queue: IngestQueue = {
+  async send(message) {
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
+  },
+};
 
 export const handler = makeIngestHandler({
   ingest: makeIngestJob({
     clients: makeDynamoClientStore(doc, controlTable),
-    jobs: makeDynamoJobStore(doc, controlTable),
+    jobs,
     tasks: makeDynamoTaskStore(doc, tasksTable),
     files: makeS3UploadFiles(s3, bucket),
     validationReports: makeS3ValidationReportStore(s3, bucket),
-    queue: {
-      async send(message) {
-        await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
-      },
-    },
+    queue,
     optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
     clock: { now: () => Date.now() },
     log,
     ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
+  }),
+  cancelSweep: makeCancelSweep({
+    jobs,
+    tasks: makeDynamoTaskCanceller(doc, { controlTable, tasksTable }),
+    queue,
+    clock: { now: () => Date.now() },
   }),
   log,
 });

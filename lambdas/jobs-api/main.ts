@@ -1,4 +1,6 @@
 /** Wires the operator API to the real AWS clients; configuration is read once, at start. */
+
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { makeDocumentClient, makeS3Client } from '#shared/adapters/aws-clients.ts';
 import {
   makeDynamoClientStore,
@@ -14,9 +16,11 @@ import { makeJobsApiHandler } from './handler.ts';
 const controlTable = getStringFromEnv('CONTROL_TABLE');
 const tasksTable = getStringFromEnv('TASKS_TABLE');
 const bucket = getStringFromEnv('UPLOAD_BUCKET');
+const ingestQueueUrl = getStringFromEnv('INGEST_QUEUE_URL');
 
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
+const sqs = new SQSClient({});
 
 export const handler = makeJobsApiHandler({
   api: makeJobsApi({
@@ -25,6 +29,13 @@ export const handler = makeJobsApiHandler({
     tasks: makeDynamoTaskStore(doc, tasksTable),
     files: makeS3UploadFiles(s3, bucket),
     validationReports: makeS3ValidationReportStore(s3, bucket),
+    queue: {
+      async send(message) {
+        await sqs.send(
+          new SendMessageCommand({ QueueUrl: ingestQueueUrl, MessageBody: JSON.stringify(message) }),
+        );
+      },
+    },
     bucket,
     clock: { now: () => Date.now() },
   }),

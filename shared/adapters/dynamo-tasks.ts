@@ -137,7 +137,7 @@ export function makeDynamoBrokerTaskStore(
    * short, while the tasks themselves — the report, completion — stay exact.
    */
   async function countSettled(task: { clientId: string; jobId: string }, state: string): Promise<true> {
-    if (state !== 'completed' && state !== 'failed') return true;
+    if (state !== 'completed' && state !== 'failed' && state !== 'cancelled') return true;
     try {
       await doc.send(
         new UpdateCommand({
@@ -303,7 +303,7 @@ export function makeDynamoBrokerTaskStore(
         set.push('callId = :callId');
         values[':callId'] = callId;
       }
-      if (settlement.state === 'failed') {
+      if (settlement.state === 'failed' || settlement.state === 'cancelled') {
         set.push('reason = :reason');
         values[':reason'] = settlement.reason;
       } else remove.push('reason');

@@ -35,7 +35,9 @@ export type StartResult =
 export type Settlement =
   | { readonly state: 'completed'; readonly lastResult: string }
   | { readonly state: 'retry-wait'; readonly lastResult: string; readonly readyAt: number }
-  | { readonly state: 'failed'; readonly lastResult: string; readonly reason: string };
+  | { readonly state: 'failed'; readonly lastResult: string; readonly reason: string }
+  /** A busy / no-answer attempt of a job cancelled meanwhile: not retried. */
+  | { readonly state: 'cancelled'; readonly lastResult: string; readonly reason: string };
 
 /** A task in flight, with the attempt whose call is being settled. */
 export interface SettleRequest {

@@ -5,6 +5,7 @@
  * the same rule, so a task ends the same way whichever path saw the call end first.
  */
 import { attemptKey } from '#shared/ids.ts';
+import { JOB_CANCELLED_REASON } from '#shared/jobs/cancel.ts';
 import type { Job, Task } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import type { CallSnapshot, FinalCallStatus } from '#shared/telephony/port.ts';
@@ -12,11 +13,15 @@ import { isFinal } from '#shared/telephony/port.ts';
 import { readSignedCallStatusEvent } from '#shared/telephony/status-event.ts';
 import type { BrokerNotifier, BrokerTaskStore, LeaseEndpointReader, Settlement, TaskRef } from './ports.ts';
 
-/** How a final call status leaves a task that made `attempts` attempts of `job`. */
+/**
+ * How a final call status leaves a task that made `attempts` attempts of `job`. A job cancelled
+ * meanwhile retries nothing: the cancel sweep has passed (or will pass) its waiting tasks, so a
+ * retry written now would wait for ever.
+ */
 export function settlementFor(
   status: FinalCallStatus,
   detail: { readonly reason?: string; readonly attempts: number; readonly now: number },
-  job: Pick<Job, 'maxAttempts' | 'retryDelaySeconds'>,
+  job: Pick<Job, 'maxAttempts' | 'retryDelaySeconds'> & { readonly status?: Job['status'] },
 ): Settlement {
   switch (status) {
     case 'completed':
@@ -24,6 +29,9 @@ export function settlementFor(
     case 'failed':
       return { state: 'failed', lastResult: 'failed', reason: detail.reason ?? 'call failed' };
     default:
+      if (job.status === 'cancelled') {
+        return { state: 'cancelled', lastResult: status, reason: JOB_CANCELLED_REASON };
+      }
       if (detail.attempts < job.maxAttempts) {
         return {
           state: 'retry-wait',
@@ -47,13 +55,20 @@ export async function settleFromSnapshot(
   tasks: BrokerTaskStore,
   input: { task: Task; job: Job; attempt: number; snapshot: CallSnapshot; now: number },
 ): Promise<boolean> {
-  const { task, job, attempt, snapshot, now } = input;
+  const { task, attempt, snapshot, now } = input;
   if (!isFinal(snapshot.status)) throw new RangeError(`not a final status: ${snapshot.status}`);
-  const settlement = settlementFor(
-    snapshot.status,
-    { attempts: attempt, now, ...(snapshot.reason === undefined ? {} : { reason: snapshot.reason }) },
-    job,
-  );
+  const detail = {
+    attempts: attempt,
+    now,
+    ...(snapshot.reason === undefined ? {} : { reason: snapshot.reason }),
+  };
+  let settlement = settlementFor(snapshot.status, detail, input.job);
+  if (settlement.state === 'retry-wait') {
+    // The job the caller holds may predate a cancel (the broker keeps it from the start): a
+    // retry is only written for a job that is, as of now, not cancelled.
+    const job = (await tasks.getJob(task.clientId, task.jobId)) ?? input.job;
+    settlement = settlementFor(snapshot.status, detail, job);
+  }
   return tasks.settle({ task, attempt, settlement, callId: snapshot.callId, now });
 }
 

@@ -8,6 +8,7 @@
  * the HTTP handler maps to statuses in one place.
  */
 import { newUlid } from '#shared/ids.ts';
+import { cancelSweepStart } from './cancel.ts';
 import {
   ClientNotFoundError,
   IllegalTransitionError,
@@ -16,7 +17,15 @@ import {
   ValidationError,
 } from './errors.ts';
 import { type ClientSettings, canTransition, type Job, type JobCounts, type JobStatus } from './model.ts';
-import type { ClientStore, Clock, JobStore, TaskStore, UploadFiles, ValidationReportStore } from './ports.ts';
+import type {
+  ClientStore,
+  Clock,
+  IngestQueue,
+  JobStore,
+  TaskStore,
+  UploadFiles,
+  ValidationReportStore,
+} from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { uploadKey } from './s3-events.ts';
 import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
@@ -87,6 +96,8 @@ export interface JobsApiDeps {
   readonly tasks: TaskStore;
   readonly files: UploadFiles;
   readonly validationReports: ValidationReportStore;
+  /** The ingest queue: a cancel starts the sweep that ends the job's waiting tasks there. */
+  readonly queue: IngestQueue;
   /** The uploads bucket's name (recorded as the job's source). */
   readonly bucket: string;
   readonly clock: Clock;
@@ -182,10 +193,19 @@ export function makeJobsApi(deps: JobsApiDeps) {
       return { jobs: page.jobs.map(jobView), ...(page.next ? { next: page.next } : {}) };
     },
 
-    /** Pauses, resumes or cancels a job; an illegal move is an {@link IllegalTransitionError}. */
+    /**
+     * Pauses, resumes or cancels a job; an illegal move is an {@link IllegalTransitionError}. A
+     * cancel also starts the sweep that ends the job's tasks not yet started (`cancel.ts`);
+     * cancelling a cancelled job starts it again (harmless: the sweep is idempotent), so a cancel
+     * whose sweep could not be queued can simply be retried.
+     */
     async changeStatus(clientId: string, jobId: string, action: JobAction): Promise<JobView> {
       const to = ACTION_TARGET[action];
       let job = await jobOf(clientId, jobId);
+      if (action === 'cancel' && job.status === 'cancelled') {
+        await deps.queue.send(cancelSweepStart(clientId, jobId));
+        return jobView(job);
+      }
       // A concurrent change (the job manager starting it, the ingest finishing) is retried once
       // against the new status; the write itself is conditional on the status it was read with.
       for (let attempt = 0; attempt < 3; attempt++) {
@@ -193,7 +213,10 @@ export function makeJobsApi(deps: JobsApiDeps) {
           throw new IllegalTransitionError(`cannot ${action} a job that is ${job.status}`, job.status);
         }
         const result = await deps.jobs.transition(job, to, deps.clock.now());
-        if (result.ok) return jobView(result.job);
+        if (result.ok) {
+          if (to === 'cancelled') await deps.queue.send(cancelSweepStart(clientId, jobId));
+          return jobView(result.job);
+        }
         if (result.current === undefined)
           throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
         job = await jobOf(clientId, jobId);

@@ -20,11 +20,13 @@
  * and recipient and report pages are keyed by their first row, so nothing is written twice. Tasks
  * are only ever written while the job is `validating`, before any broker may start them.
  */
+
 import { randomUUID } from 'node:crypto';
 import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
 import { type IngestCounts, type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/ingest.ts';
 import type { Logger } from '#shared/log.ts';
 import { ZERO_COUNTS } from './api.ts';
+import { cancelSweepStart } from './cancel.ts';
 import { SourceChangedError, ValidationError } from './errors.ts';
 import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type {
@@ -193,6 +195,8 @@ export function makeIngestJob(deps: IngestJobDeps) {
     const claim = await deps.jobs.claimIngest(clientId, jobId, step, leaseId, now + leaseMs, now);
     switch (claim.kind) {
       case 'not-validating':
+        // A run that wrote tasks and then crashed leaves them for the sweep, which may have passed.
+        if (claim.status === 'cancelled') await deps.queue.send(cancelSweepStart(clientId, jobId));
         return { kind: 'ignored', jobId, reason: `the job is ${claim.status ?? 'gone'}, not validating` };
       case 'busy':
         return { kind: 'ignored', jobId, reason: `step ${step} is being run by another invocation` };
@@ -214,6 +218,15 @@ export function makeIngestJob(deps: IngestJobDeps) {
     }
   }
 
+  /**
+   * A job cancelled while this run wrote tasks: the sweep the cancel started may have passed the
+   * shards they went into, so sweep again now that this run writes no more.
+   */
+  async function sweepIfCancelled(clientId: string, jobId: string): Promise<void> {
+    const job = await deps.jobs.get(clientId, jobId);
+    if (job?.status === 'cancelled') await deps.queue.send(cancelSweepStart(clientId, jobId));
+  }
+
   async function ingest(
     job: Job,
     state: IngestState,
@@ -226,8 +239,10 @@ export function makeIngestJob(deps: IngestJobDeps) {
       counts: JobCounts,
     ): Promise<IngestOutcome> => {
       const done = await deps.jobs.finishIngest(job, leaseId, outcome, counts, deps.clock.now());
-      if (!done)
+      if (!done) {
+        await sweepIfCancelled(clientId, jobId);
         return { kind: 'ignored', jobId, reason: 'the job changed while it was validated (cancelled?)' };
+      }
       return outcome.status === 'failed'
         ? { kind: 'failed', jobId, counts, reason: outcome.reason }
         : { kind: 'scheduled', jobId, counts };
@@ -331,8 +346,10 @@ export function makeIngestJob(deps: IngestJobDeps) {
       counts,
       deps.clock.now(),
     );
-    if (!advanced)
+    if (!advanced) {
+      await sweepIfCancelled(clientId, jobId);
       return { kind: 'ignored', jobId, reason: 'lost the ingest lease (or the job was cancelled)' };
+    }
     await deps.queue.send({ kind: 'continue', clientId, jobId, step: next });
     return { kind: 'paused', jobId, counts };
   }

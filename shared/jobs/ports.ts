@@ -149,8 +149,50 @@ export interface ContinueIngestMessage {
   readonly step: number;
 }
 
+/**
+ * A continuation of a cancelled job's sweep: end the tasks still waiting in `shard` from
+ * `cursor` on (absent: from the shard's start), then the shards after it.
+ */
+export interface CancelSweepMessage {
+  readonly kind: 'cancel-sweep';
+  readonly clientId: string;
+  readonly jobId: string;
+  readonly shard: number;
+  readonly cursor?: string;
+}
+
+/** The ingest queue: continuations of paused ingests and of cancel sweeps. */
 export interface IngestQueue {
-  send(message: ContinueIngestMessage): Promise<void>;
+  send(message: ContinueIngestMessage | CancelSweepMessage): Promise<void>;
+}
+
+/** A task that has not started, as the sweep reads it. */
+export type WaitingTask = Pick<Task, 'taskId' | 'state'>;
+
+/** A page of a shard's tasks that have not started: `pending` or `retry-wait`. */
+export interface WaitingTaskPage {
+  readonly tasks: readonly WaitingTask[];
+  /** Opaque: where the next page starts; absent after the shard's last page. */
+  readonly next?: string;
+}
+
+/** The tasks table as the cancel sweep sees it. */
+export interface TaskCanceller {
+  /** One page of `shard`'s tasks still `pending` or `retry-wait`, from `cursor` on. */
+  waitingPage(jobId: string, shard: number, cursor: string | undefined): Promise<WaitingTaskPage>;
+  /**
+   * Ends each of `tasks` still `pending` or `retry-wait` as `cancelled` with `reason` (out of the
+   * outstanding index), and adds how many it ended to the job's `counts.cancelled` in the same
+   * write. A task that moved on meanwhile is left alone and not counted, so a page done twice
+   * counts once. Returns how many this call ended.
+   */
+  cancelWaiting(
+    clientId: string,
+    jobId: string,
+    tasks: readonly Pick<Task, 'taskId'>[],
+    reason: string,
+    now: number,
+  ): Promise<number>;
 }
 
 export type { IngestCounts };

@@ -139,6 +139,21 @@ describe('jobs infrastructure', () => {
     expect(statementsOf(ingest).some((s) => actionsOf(s).includes('sqs:SendMessage'))).toBe(true);
   });
 
+  it("lets the operator API queue a cancelled job's sweep on the ingest queue, and nothing more of it", () => {
+    const queue = stateful.queues.ingest;
+    const api = idOf(jobs.api.role!);
+    const apiFunction = resources[idOf(jobs.api)]!.Properties as {
+      Environment: { Variables: Record<string, unknown> };
+    };
+    expect(apiFunction.Environment.Variables[queue.spec.envVar]).toEqual({ Ref: idOf(queue.queue) });
+    const sqsActions = statementsOf(api)
+      .filter((s) => JSON.stringify(s.Resource).includes(idOf(queue.queue)))
+      .flatMap(actionsOf);
+    expect(sqsActions).toContain('sqs:SendMessage');
+    expect(sqsActions).not.toContain('sqs:ReceiveMessage');
+    expect(sqsActions).not.toContain('sqs:DeleteMessage');
+  });
+
   it('is cdk-nag clean', () => {
     const annotations = Annotations.fromStack(stack);
     const findings = [

@@ -175,7 +175,9 @@ export class MemoryTaskStore implements BrokerTaskStore {
       ...rest,
       state: settlement.state,
       lastResult: settlement.lastResult,
-      ...(settlement.state === 'failed' ? { reason: settlement.reason } : {}),
+      ...(settlement.state === 'failed' || settlement.state === 'cancelled'
+        ? { reason: settlement.reason }
+        : {}),
       ...(settlement.state === 'retry-wait' ? { readyAt: settlement.readyAt } : {}),
       ...(callId === undefined ? {} : { callId }),
       updatedAt: now,

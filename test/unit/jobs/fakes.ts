@@ -4,6 +4,7 @@ import type { ReportEntry } from '#shared/csv/report.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import { type ClientSettings, type Job, type JobStatus, type Task, taskShard } from '#shared/jobs/model.ts';
 import type {
+  CancelSweepMessage,
   ClientStore,
   ContinueIngestMessage,
   IngestQueue,
@@ -178,8 +179,8 @@ export function memoryReports(): ValidationReportStore & { pages: Map<string, Re
   };
 }
 
-export function memoryQueue(): IngestQueue & { sent: ContinueIngestMessage[] } {
-  const sent: ContinueIngestMessage[] = [];
+export function memoryQueue(): IngestQueue & { sent: (ContinueIngestMessage | CancelSweepMessage)[] } {
+  const sent: (ContinueIngestMessage | CancelSweepMessage)[] = [];
   return { sent, send: async (m) => void sent.push(m) };
 }
 

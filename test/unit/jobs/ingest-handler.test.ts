@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { ingestMessages, makeIngestHandler } from '#lambdas/ingest/handler.ts';
+import { makeCancelSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
 import { MalformedS3EventError } from '#shared/jobs/s3-events.ts';
 import { silentLogger } from '#shared/log.ts';
@@ -26,6 +27,12 @@ describe('ingest queue messages', () => {
     expect(ingestMessages(s3Event)).toMatchObject([
       { kind: 'object', object: { key: 'incoming/acme/March list 電話(2).csv' } },
     ]);
+    expect(
+      ingestMessages('{"kind":"cancel-sweep","clientId":"acme","jobId":"J","shard":4,"cursor":"t-9"}'),
+    ).toEqual([{ kind: 'cancel-sweep', clientId: 'acme', jobId: 'J', shard: 4, cursor: 't-9' }]);
+    expect(() => ingestMessages('{"kind":"cancel-sweep","clientId":"acme","jobId":"J","shard":99}')).toThrow(
+      MalformedS3EventError,
+    );
     expect(() => ingestMessages('not json')).toThrow(MalformedS3EventError);
     expect(() => ingestMessages('{"kind":"continue","clientId":"acme"}')).toThrow(MalformedS3EventError);
   });
@@ -41,7 +48,16 @@ describe('ingest handler', () => {
         return { kind: 'ignored', reason: 'test' };
       },
     };
-    const handler = makeIngestHandler({ ingest, log: silentLogger });
+    const cancelSweep = makeCancelSweep({
+      jobs: { get: async () => undefined },
+      tasks: {
+        waitingPage: async () => ({ tasks: [] }),
+        cancelWaiting: async () => 0,
+      },
+      queue: { send: async () => {} },
+      clock: { now: () => 0 },
+    });
+    const handler = makeIngestHandler({ ingest, cancelSweep, log: silentLogger });
     const event: SQSEvent = {
       Records: [
         record('a', s3Event),

@@ -4,7 +4,15 @@ import { makeJobsApiHandler } from '#lambdas/jobs-api/handler.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
 import { silentLogger } from '#shared/log.ts';
 import { matchRoute, routeKey, routes } from '#shared/routes.ts';
-import { memoryClients, memoryFiles, memoryJobs, memoryReports, memoryTasks, TOKYO_CLIENT } from './fakes.ts';
+import {
+  memoryClients,
+  memoryFiles,
+  memoryJobs,
+  memoryQueue,
+  memoryReports,
+  memoryTasks,
+  TOKYO_CLIENT,
+} from './fakes.ts';
 
 let now = Date.parse('2026-11-20T00:00:00Z');
 
@@ -17,6 +25,7 @@ function setup() {
     tasks: memoryTasks(),
     files,
     validationReports: memoryReports(),
+    queue: memoryQueue(),
     bucket: 'uploads-bucket',
     clock: { now: () => now++ },
   });
