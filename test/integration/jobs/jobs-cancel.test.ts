@@ -1,0 +1,242 @@
+/**
+ * Cancelling a job on the local cloud: the operator API behind the API Gateway stand-in, the
+ * ingest Lambda polling its queue (which runs the cancel sweep), DynamoDB Local. Every task that
+ * had not started ends `cancelled` and leaves the outstanding index; a call in flight is left
+ * to end, and ends without a retry.
+ */
+import { readFileSync } from 'node:fs';
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
+import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
+import { settleFromSnapshot } from '#shared/broker/settle.ts';
+import { attemptKey } from '#shared/ids.ts';
+import { JOB_CANCELLED_REASON, makeCancelSweep } from '#shared/jobs/cancel.ts';
+import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
+import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
+import { TASK_SHARDS } from '#shared/resources.ts';
+import { routes } from '#shared/routes.ts';
+import { testCloud, uniqueName } from '../../support/cloud.ts';
+
+const cloud = testCloud();
+const controlTable = cloud.info.tableNames.control!;
+const tasksTable = cloud.info.tableNames.tasks!;
+const mixedList = readFileSync(new URL('../../fixtures/jobs/mixed-list.csv', import.meta.url));
+const SIGV4 = {
+  authorization: 'AWS4-HMAC-SHA256 Credential=local/20261120/us-east-1/execute-api/aws4_request',
+};
+const CLIENT = {
+  maxConcurrentCalls: 5,
+  callsPerSecond: 2,
+  timeZone: 'Asia/Tokyo',
+  callingHours: { mon: [{ start: '09:00', end: '18:00' }] },
+  defaultRegion: 'JP',
+};
+
+let jobs: JobsLocal;
+let api: ApiGatewayServer;
+
+beforeAll(async () => {
+  Object.assign(process.env, cloud.env, { LOG_LEVEL: 'warn', METRICS_DISABLED: 'true' });
+  jobs = await startJobsLocal({ cloud: cloud.info, notifyIntervalMs: 100 });
+  api = await startApiGateway({ routes, functions: { ...jobs.httpFunctions } });
+});
+
+afterAll(async () => {
+  await api?.stop();
+  await jobs?.stop();
+});
+
+async function call(method: string, path: string, body?: unknown, contentType = 'application/json') {
+  const response = await fetch(`${api.url}${path}`, {
+    method,
+    headers: { ...SIGV4, 'content-type': contentType },
+    ...(body === undefined
+      ? {}
+      : { body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    body: response.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text,
+  };
+}
+
+async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function tasksOf(jobId: string): Promise<Task[]> {
+  const items: Record<string, unknown>[] = [];
+  for (let shard = 0; shard < TASK_SHARDS; shard++) {
+    const out = await cloud.doc.send(
+      new QueryCommand({
+        TableName: tasksTable,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
+        ConsistentRead: true,
+      }),
+    );
+    items.push(...(out.Items ?? []));
+  }
+  return items.sort((a, b) => Number(a.row) - Number(b.row)) as unknown as Task[];
+}
+
+/** The job's entries in the client's outstanding index, every shard. */
+async function outstandingOf(clientId: string, jobId: string): Promise<unknown[]> {
+  const found: unknown[] = [];
+  for (let shard = 0; shard < TASK_SHARDS; shard++) {
+    const out = await cloud.doc.send(
+      new QueryCommand({
+        TableName: tasksTable,
+        IndexName: 'outstanding',
+        KeyConditionExpression: 'openPk = :pk',
+        ExpressionAttributeValues: { ':pk': `${clientId}#${shard}` },
+      }),
+    );
+    found.push(...(out.Items ?? []).filter((item) => item.jobId === jobId));
+  }
+  return found;
+}
+
+/** A client with a scheduled job made of `csv`, uploaded inline through the operator API. */
+async function scheduledJob(csv: Uint8Array): Promise<{ clientId: string; jobId: string; tasks: Task[] }> {
+  const clientId = uniqueName('cancel');
+  expect((await call('PUT', `/clients/${clientId}`, CLIENT)).status).toBe(200);
+  const created = await call('POST', `/clients/${clientId}/jobs?name=list`, csv, 'text/csv');
+  expect(created.status).toBe(201);
+  const { jobId } = created.body;
+  const job = await eventually(async () => {
+    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    return ['scheduled', 'failed'].includes(body.status) ? body : undefined;
+  }, 'the ingest');
+  expect(job.status).toBe('scheduled');
+  return { clientId, jobId, tasks: await tasksOf(jobId) };
+}
+
+/** Puts a task where the broker would: in flight (out of the index) or waiting to retry (in it). */
+async function moveTask(task: Task, state: 'in-flight' | 'retry-wait', readyAt = Date.now()) {
+  const index = keys.outstandingIndex({ ...task, state: 'retry-wait', readyAt })!;
+  await cloud.doc.send(
+    new UpdateCommand({
+      TableName: tasksTable,
+      Key: keys.task(task.jobId, task.taskId),
+      UpdateExpression:
+        state === 'in-flight'
+          ? 'SET #state = :state, attempts = :one, startedAt = :now REMOVE openPk, openSk'
+          : 'SET #state = :state, attempts = :one, readyAt = :readyAt, openPk = :openPk, openSk = :openSk',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues:
+        state === 'in-flight'
+          ? { ':state': state, ':one': 1, ':now': Date.now() }
+          : {
+              ':state': state,
+              ':one': 1,
+              ':readyAt': readyAt,
+              ':openPk': index.openPk,
+              ':openSk': index.openSk,
+            },
+    }),
+  );
+}
+
+describe('cancelling a job', () => {
+  it('ends every task not started cancelled, through the ingest queue, and lets the call in flight end without a retry', async () => {
+    const { clientId, jobId, tasks } = await scheduledJob(mixedList);
+    expect(tasks.length).toBeGreaterThanOrEqual(4);
+    const [inFlight, retrying] = tasks as [Task, Task, ...Task[]];
+    await moveTask(inFlight, 'in-flight');
+    await moveTask(retrying, 'retry-wait');
+    expect((await outstandingOf(clientId, jobId)).length).toBe(tasks.length - 1);
+
+    const cancelled = await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`);
+    expect(cancelled).toMatchObject({ status: 200, body: { status: 'cancelled' } });
+
+    // The ingest poller runs the sweep the cancel queued.
+    const job = await eventually(async () => {
+      const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+      return body.counts.cancelled === tasks.length - 1 ? body : undefined;
+    }, 'the sweep');
+    expect(job.counts.outstanding).toBe(1);
+    const after = await tasksOf(jobId);
+    expect(after.map((t) => [t.taskId, t.state])).toEqual(
+      tasks.map((t) => [t.taskId, t.taskId === inFlight.taskId ? 'in-flight' : 'cancelled']),
+    );
+    for (const t of after) if (t.state === 'cancelled') expect(t.reason).toBe(JOB_CANCELLED_REASON);
+    expect(await outstandingOf(clientId, jobId)).toEqual([]);
+
+    // The call in flight ends busy; the broker that started it still holds the job as running.
+    const brokerTasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const settled = await settleFromSnapshot(brokerTasks, {
+      task: { ...inFlight, state: 'in-flight', attempts: 1 },
+      job: {
+        ...(await makeDynamoJobStore(cloud.doc, controlTable).get(clientId, jobId))!,
+        status: 'running',
+      },
+      attempt: 1,
+      snapshot: {
+        callId: 'call-1',
+        idempotencyKey: attemptKey(jobId, inFlight.taskId, 1),
+        status: 'busy',
+        at: new Date().toISOString(),
+        sequence: 2,
+      },
+      now: Date.now(),
+    });
+    expect(settled).toBe(true);
+    expect((await tasksOf(jobId)).every((t) => t.state === 'cancelled')).toBe(true);
+    expect(await outstandingOf(clientId, jobId)).toEqual([]);
+    const final = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    expect(final.body.counts).toMatchObject({ cancelled: tasks.length, outstanding: 0 });
+  });
+
+  it('sweeps page by page over continuations, each page safe to run twice', async () => {
+    const rows = Array.from({ length: 80 }, (_, i) => `090-3333-${String(1000 + i)},Name ${i}`);
+    const csv = Buffer.from(`phone,name\n${rows.join('\n')}\n`, 'utf8');
+    const { clientId, jobId, tasks } = await scheduledJob(csv);
+    expect(tasks.length).toBe(80);
+    const shardsUsed = new Set(tasks.map((t) => taskShard(t.taskId))).size;
+    // Cancelled in the store, so no sweep is queued: this test runs the sweep itself, in small pages.
+    const sent: CancelSweepMessage[] = [];
+    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const job = (await store.get(clientId, jobId))!;
+    expect((await store.transition(job, 'cancelled', Date.now())).ok).toBe(true);
+    const sweep = makeCancelSweep({
+      jobs: store,
+      tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
+      queue: {
+        send: async (m) => {
+          if (m.kind === 'cancel-sweep') sent.push(m);
+        },
+      },
+      clock: { now: () => Date.now() },
+      maxPagesPerRun: 3,
+    });
+    const ctx = { remainingMs: () => 600_000 };
+    let message: CancelSweepMessage | undefined = { kind: 'cancel-sweep', clientId, jobId, shard: 0 };
+    let runs = 0;
+    while (message) {
+      await sweep.handle(message, ctx);
+      // Redelivered: the same page again ends and counts nothing twice.
+      const next = sent.shift();
+      await sweep.handle(message, ctx);
+      sent.length = 0;
+      message = next;
+      runs++;
+    }
+    expect(runs).toBeGreaterThan(shardsUsed / 3);
+    const after = await tasksOf(jobId);
+    expect(after.every((t) => t.state === 'cancelled' && t.reason === JOB_CANCELLED_REASON)).toBe(true);
+    expect((await store.get(clientId, jobId))!.counts.cancelled).toBe(80);
+    expect(await outstandingOf(clientId, jobId)).toEqual([]);
+  });
+});
