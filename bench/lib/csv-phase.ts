@@ -48,6 +48,11 @@ export interface PhaseArgs {
    * stop after the run that reaches this many rows.
    */
   readonly writeRows?: number;
+  /**
+   * stream-parse: force a full GC (needs `--expose-gc`) every this many rows, while the run's
+   * state is alive, and report the largest heap left: what the run holds, without garbage.
+   */
+  readonly liveEvery?: number;
 }
 
 export interface PhaseResult {
@@ -58,6 +63,10 @@ export interface PhaseResult {
   readonly runs?: number;
   /** baseline-parse: rows with a valid number. */
   readonly valid?: number;
+  /** stream-parse with `liveEvery`: the largest V8 heap in use right after a forced full GC. */
+  readonly liveHeapBytes?: number;
+  /** stream-parse with `liveEvery`: the largest external memory (Buffers, the Bloom filter) then. */
+  readonly liveExternalBytes?: number;
 }
 
 const [phase, rawArgs] = process.argv.slice(2);
@@ -76,16 +85,36 @@ function clients(cloud: LocalCloudInfo) {
 }
 
 async function streamParse(): Promise<Omit<PhaseResult, 'ms' | 'peakRssBytes'>> {
+  const every = args.liveEvery;
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (every !== undefined && !gc) throw new Error('liveEvery needs node --expose-gc');
+  let rows = 0;
+  let liveHeapBytes = 0;
+  let liveExternalBytes = 0;
+  const measureLive = () => {
+    gc!();
+    const m = process.memoryUsage();
+    liveHeapBytes = Math.max(liveHeapBytes, m.heapUsed);
+    liveExternalBytes = Math.max(liveExternalBytes, m.external);
+  };
   const result = await ingestRows({
     source: createReadStream(args.file, { highWaterMark: 64 * 1024 }),
     channel: 'call',
     defaultRegion: 'JP',
     isOptedOut: async () => new Set(),
     duplicates: bloomDuplicateFilter({ expectedRows: args.rows, confirm: async () => new Map() }),
-    onBatch: async () => {},
+    onBatch: async (tasks) => {
+      const before = rows;
+      rows += tasks.length;
+      if (every !== undefined && Math.floor(rows / every) > Math.floor(before / every)) measureLive();
+    },
     onReport: async () => {},
   });
-  return { rows: result.counts.dataRows, written: 0 };
+  return {
+    rows: result.counts.dataRows,
+    written: 0,
+    ...(every === undefined ? {} : { liveHeapBytes, liveExternalBytes }),
+  };
 }
 
 async function streamWrite(): Promise<Omit<PhaseResult, 'ms' | 'peakRssBytes'>> {
