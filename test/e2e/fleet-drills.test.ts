@@ -1,0 +1,284 @@
+/**
+ * Drills (b), (c) and (d) of the broker fleet, on one local stack with real broker processes:
+ * a broker SIGKILLed mid-job, a rolling deploy mid-job, and lost and duplicated status callbacks.
+ * Each drill is its own client and job, and each checks invariants 1-4 (DESIGN.md) from the
+ * records: the telephony sandbox's rings (the provider's view), the job's report, the lease item.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { parse } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
+import { runDemoJob } from '#local/demo-job.ts';
+import type { LocalFleet } from '#local/fleet.ts';
+import { type LocalStack, startLocalStack } from '#local/stack.ts';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+
+const ROWS = 60;
+const LIMIT = 4;
+const RATE = 4;
+/** The demo job's `maxAttempts`: a busy or unanswered call is tried once more. */
+const MAX_ATTEMPTS = 2;
+
+let stack: LocalStack;
+let fleet: LocalFleet;
+let doc: DynamoDBDocumentClient;
+let dir: string;
+
+beforeAll(async () => {
+  process.env.LOG_LEVEL = 'error';
+  dir = mkdtempSync(path.join(tmpdir(), 'fleet-drills-'));
+  stack = await startLocalStack({
+    stage: 'e2edrills',
+    port: 0,
+    fleet: true,
+    // Ring 0.2-1 s and talk at most 0.6 s of wall time.
+    telephonyTimeScale: 10,
+    maxBrokers: 2,
+    jobManagerIntervalMs: 1_000,
+    brokerEnv: {
+      LEASE_MS: '3000',
+      BROKER_IDLE_WAIT_MS: '300',
+      BROKER_RECHECK_MS: '500',
+      // A call with no final callback is asked of the provider 5 s after it started.
+      DEFAULT_MAX_CALL_SECONDS: '4',
+      RECONCILE_MARGIN_MS: '1000',
+    },
+  });
+  fleet = stack.fleet!;
+  doc = makeDocumentClient(
+    new DynamoDBClient({
+      region: stack.cloud.region,
+      credentials: LOCAL_CREDENTIALS,
+      endpoint: stack.cloud.dynamoEndpoint,
+    }),
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  doc?.destroy();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A list of `ROWS` valid Japanese mobile numbers, distinct per drill. */
+function callList(drill: number): string {
+  const lines = ['電話番号,氏名'];
+  for (let i = 0; i < ROWS; i++) lines.push(`090-3${drill}00-${String(1000 + i)},顧客 ${i + 1}`);
+  const file = path.join(dir, `drill-${drill}.csv`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+interface Lease {
+  readonly owner: string;
+  readonly token: number;
+}
+
+async function readLease(clientId: string): Promise<Lease | undefined> {
+  const { Item } = await doc.send(
+    new GetCommand({
+      TableName: stack.cloud.tableNames.control!,
+      Key: { pk: `LEASE#${clientId}`, sk: 'LEASE' },
+    }),
+  );
+  if (!Item || typeof Item.owner !== 'string') return undefined;
+  return { owner: Item.owner, token: Number(Item.token) };
+}
+
+/** Samples the client's lease while a drill runs: every (owner, token) seen, in order. */
+function watchLease(clientId: string): { readonly seen: Lease[]; stop(): Promise<void> } {
+  const seen: Lease[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const lease = await readLease(clientId).catch(() => undefined);
+      const last = seen.at(-1);
+      if (lease && (last?.owner !== lease.owner || last.token !== lease.token)) seen.push(lease);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return {
+    seen,
+    async stop() {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+interface ReportTask {
+  readonly recipient: string;
+  readonly outcome: string;
+  readonly reason: string;
+}
+
+async function reportTasks(clientId: string, jobId: string): Promise<ReportTask[]> {
+  const report = await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}/report`);
+  expect(report.status).toBe(200);
+  const rows = parse(report.body.replace(/^\uFEFF/, ''), { columns: true }) as Record<string, string>[];
+  return rows
+    .filter((r) => r.recipient)
+    .map((r) => ({ recipient: r.recipient ?? '', outcome: r.outcome ?? '', reason: r.reason ?? '' }));
+}
+
+type JobView = Awaited<ReturnType<typeof runDemoJob>>;
+
+function startJob(clientId: string, drill: number): Promise<JobView> {
+  return runDemoJob(stack, () => {}, {
+    csvPath: callList(drill),
+    clientId,
+    maxConcurrentCalls: LIMIT,
+    callsPerSecond: RATE,
+    timeoutMs: 150_000,
+  });
+}
+
+/** Invariants 1-4 from the records, once the client's job is over. */
+async function expectInvariants(clientId: string, view: JobView, leases: readonly Lease[]) {
+  expect(view.status).toBe('completed');
+  expect(view.counts.tasks).toBe(ROWS);
+  expect(view.counts.completed + view.counts.failed).toBe(ROWS);
+
+  // Invariant 2: no task lost: each ends completed, or failed with a reason.
+  const tasks = await reportTasks(clientId, view.jobId);
+  expect(tasks).toHaveLength(ROWS);
+  const unsettled = tasks.filter((t) => !['completed', 'failed'].includes(t.outcome));
+  expect(unsettled).toEqual([]);
+  expect(tasks.filter((t) => t.outcome === 'failed' && t.reason === '')).toEqual([]);
+
+  const stats = stack.telephony.stats(clientId);
+  // Invariant 1: no recipient rang twice for one attempt, and no task rang more than it may.
+  expect(stats.repeatedRings).toEqual([]);
+  expect(Object.keys(stats.ringsPerRecipient)).toHaveLength(ROWS);
+  for (const perTask of Object.values(stats.ringsPerRecipient)) {
+    expect(Object.values(perTask).every((rings) => rings <= MAX_ATTEMPTS)).toBe(true);
+  }
+  // Invariant 3, measured by the provider over the whole job (a dead broker's calls included).
+  expect(stats.maxInFlight).toBeLessThanOrEqual(LIMIT);
+  expect(stats.maxStartsPerSecond).toBeLessThanOrEqual(RATE);
+  expect(stats.inFlight).toBe(0);
+
+  // Invariant 4: every change of holder came with a larger fencing token.
+  expect(leases.length).toBeGreaterThan(0);
+  for (let i = 1; i < leases.length; i++) {
+    const [before, after] = [leases[i - 1]!, leases[i]!];
+    if (after.owner !== before.owner) expect(after.token).toBeGreaterThan(before.token);
+    else expect(after.token).toBeGreaterThanOrEqual(before.token);
+  }
+  return stats;
+}
+
+const brokerOf = (brokerId: string) => fleet.list().find((b) => b.brokerId === brokerId);
+
+describe('broker fleet drills', () => {
+  it('(b) a broker SIGKILLed mid-job: the client resumes on another broker after the lease expires', async () => {
+    const clientId = 'drill-b';
+    const leases = watchLease(clientId);
+    try {
+      const job = startJob(clientId, 2);
+      let victim: Lease | undefined;
+      await waitFor(async () => {
+        if (stack.telephony.stats(clientId).inFlight < 2) return false;
+        victim = await readLease(clientId);
+        return victim !== undefined && brokerOf(victim.owner)?.state === 'ready';
+      }, 'calls in flight on a broker holding the lease');
+      const killed = victim!;
+      fleet.kill(killed.owner, 'SIGKILL');
+      const view = await job;
+      await leases.stop();
+
+      await expectInvariants(clientId, view, leases.seen);
+      const after = await readLease(clientId);
+      expect(after?.owner).not.toBe(killed.owner);
+      expect(after!.token).toBeGreaterThan(killed.token);
+      expect(fleet.exits.find((e) => e.brokerId === killed.owner)?.signal).toBe('SIGKILL');
+      // Work was started under the new holder: rings after the kill.
+      const killedAt = fleet.stops.find((s) => s.brokerId === killed.owner)!.at;
+      expect(stack.telephony.rings().some((r) => r.clientId === clientId && r.startedAt > killedAt)).toBe(
+        true,
+      );
+    } finally {
+      await leases.stop();
+    }
+  });
+
+  it('(c) a rolling deploy mid-job: no protected broker stopped, no call cut, the client moves to the new version', async () => {
+    const clientId = 'drill-c';
+    const leases = watchLease(clientId);
+    try {
+      const job = startJob(clientId, 3);
+      let before: Lease | undefined;
+      await waitFor(async () => {
+        if (stack.telephony.stats(clientId).inFlight < 2) return false;
+        before = await readLease(clientId);
+        return before !== undefined && brokerOf(before.owner)?.state === 'ready';
+      }, 'calls in flight on a broker holding the lease');
+      const oldVersion = brokerOf(before!.owner)!.version;
+      expect(oldVersion).not.toBe('local-2');
+      expect(fleet.running().find((b) => b.brokerId === before!.owner)).toBeDefined();
+      const stopsBefore = fleet.stops.length;
+      await fleet.deploy('local-2');
+      // The deploy came while the old broker had calls in flight (and so held protection).
+      const inFlightAtDeploy = stack.telephony.stats(clientId).inFlight;
+      const view = await job;
+      await leases.stop();
+
+      await expectInvariants(clientId, view, leases.seen);
+      expect(inFlightAtDeploy).toBeGreaterThan(0);
+      // The client was served by a new-version broker once the old one had drained.
+      const owners = leases.seen.map((l) => brokerOf(l.owner)?.version);
+      expect(owners.at(-1)).toBe('local-2');
+      await fleet.waitUntil((f) => f.running().every((b) => b.version === 'local-2'), 60_000);
+
+      // Zero calls cut: from the deploy on, the service never signalled a broker that held task protection, every
+      // old broker exited on its own terms (code 0, no SIGKILL), and every call the provider
+      // placed ran to a natural end.
+      expect(fleet.stops.slice(stopsBefore).filter((s) => s.protected)).toEqual([]);
+      const killed = new Set(fleet.stops.filter((s) => s.reason === 'kill').map((s) => s.brokerId));
+      const oldExits = fleet.exits.filter((e) => e.version === oldVersion && !killed.has(e.brokerId));
+      expect(oldExits.map((e) => e.brokerId)).toContain(before!.owner);
+      for (const exit of oldExits) expect(exit).toMatchObject({ code: 0, signal: null, forced: false });
+      const rings = stack.telephony.rings().filter((r) => r.clientId === clientId);
+      expect(rings.filter((r) => r.endedAt === undefined || r.outcome === undefined)).toEqual([]);
+      // …and every failed task failed for what the provider reported (busy, no answer, the
+      // sandbox's `unreachable`), none for a call that was abandoned or never confirmed.
+      const tasks = await reportTasks(clientId, view.jobId);
+      const unnatural = tasks.filter(
+        (t) =>
+          t.outcome === 'failed' && !/^(busy|no-answer) on all \d+ attempts$|^unreachable$/.test(t.reason),
+      );
+      expect(unnatural).toEqual([]);
+    } finally {
+      await leases.stop();
+    }
+  });
+
+  it('(d) lost and duplicated status callbacks: every task still settles, once, within the limits', async () => {
+    const clientId = 'drill-d';
+    const leases = watchLease(clientId);
+    stack.telephony.setFaults({ callbackLossRate: 0.3, callbackDuplicateRate: 0.3 });
+    try {
+      const view = await startJob(clientId, 4);
+      await leases.stop();
+      const stats = await expectInvariants(clientId, view, leases.seen);
+      // The faults did strike.
+      expect(stats.callbacks.lost).toBeGreaterThan(0);
+      expect(stats.callbacks.duplicated).toBeGreaterThan(0);
+    } finally {
+      stack.telephony.setFaults({ callbackLossRate: 0, callbackDuplicateRate: 0 });
+      await leases.stop();
+    }
+  });
+});
