@@ -18,6 +18,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { BrokerTaskStore, Fence, StartResult, TaskRef } from '#shared/broker/ports.ts';
+import { JOB_CANCELLED_REASON } from '#shared/jobs/cancel.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { LEASE_CONDITIONS } from '#shared/lease/lease.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -172,7 +173,7 @@ export function makeDynamoBrokerTaskStore(
     }
   }
 
-  return {
+  const store: BrokerTaskStore = {
     async getClient(clientId) {
       const out = await doc.send(new GetCommand({ TableName: controlTable, Key: keys.client(clientId) }));
       return strip<ClientSettings>(out.Item, ['pk', 'sk']);
@@ -289,7 +290,8 @@ export function makeDynamoBrokerTaskStore(
       }
     },
 
-    async settle({ task, attempt, settlement, callId, now }) {
+    async settle(request) {
+      const { task, attempt, settlement, callId, now } = request;
       const set = ['#state = :state', 'lastResult = :lastResult', 'updatedAt = :now'];
       const remove: string[] = [];
       const values: Record<string, unknown> = {
@@ -324,6 +326,27 @@ export function makeDynamoBrokerTaskStore(
           ExpressionAttributeValues: values,
         },
       };
+      // A retry is written only while the job is not cancelled: the cancel sweep may already have
+      // passed this task's shard, and a retry written after it would wait for ever.
+      const jobCheck =
+        settlement.state === 'retry-wait'
+          ? [
+              {
+                ConditionCheck: {
+                  TableName: controlTable,
+                  Key: keys.job(task.clientId, task.jobId),
+                  ConditionExpression: 'attribute_not_exists(#status) OR #status <> :cancelled',
+                  ExpressionAttributeNames: { '#status': 'status' },
+                  ExpressionAttributeValues: { ':cancelled': 'cancelled' },
+                },
+              },
+            ]
+          : [];
+      const cancelledInstead = () =>
+        store.settle({
+          ...request,
+          settlement: { state: 'cancelled', lastResult: settlement.lastResult, reason: JOB_CANCELLED_REASON },
+        });
       const codes = await transact({
         TransactItems: [
           taskUpdate,
@@ -337,15 +360,18 @@ export function makeDynamoBrokerTaskStore(
               ExpressionAttributeValues: { ':member': new Set([inFlightMember(task)]) },
             },
           },
+          ...jobCheck,
         ],
       });
       if (codes === undefined) return countSettled(task, settlement.state);
       if (codes[0] === 'ConditionalCheckFailed') return false;
+      if (codes[2] === 'ConditionalCheckFailed') return cancelledInstead();
       if (codes[1] === 'ConditionalCheckFailed') {
         // No lease item to keep the in-flight set on: the task's end matters, the set does not.
-        const alone = await transact({ TransactItems: [taskUpdate] });
+        const alone = await transact({ TransactItems: [taskUpdate, ...jobCheck] });
         if (alone === undefined) return countSettled(task, settlement.state);
         if (alone[0] === 'ConditionalCheckFailed') return false;
+        if (alone[1] === 'ConditionalCheckFailed') return cancelledInstead();
       }
       throw new Error(`task settle cancelled: ${codes.join(', ')}`);
     },
@@ -379,4 +405,5 @@ export function makeDynamoBrokerTaskStore(
         });
     },
   };
+  return store;
 }

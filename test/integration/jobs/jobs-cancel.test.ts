@@ -199,6 +199,35 @@ describe('cancelling a job', () => {
     expect(final.body.counts).toMatchObject({ cancelled: tasks.length, outstanding: 0 });
   });
 
+  it("writes no retry for a job cancelled between the settle's read and its write", async () => {
+    const { clientId, jobId, tasks } = await scheduledJob(mixedList);
+    const [inFlight] = tasks as [Task, ...Task[]];
+    await moveTask(inFlight, 'in-flight');
+    expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`)).status).toBe(200);
+    await eventually(async () => {
+      const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+      return body.counts.cancelled === tasks.length - 1 ? true : undefined;
+    }, 'the sweep');
+    // The settle decided on a retry while the job still looked running.
+    const brokerTasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const settled = await brokerTasks.settle({
+      task: { ...inFlight, state: 'in-flight', attempts: 1 },
+      attempt: 1,
+      settlement: { state: 'retry-wait', lastResult: 'no-answer', readyAt: Date.now() + 60_000 },
+      now: Date.now(),
+    });
+    expect(settled).toBe(true);
+    const [after] = (await tasksOf(jobId)).filter((t) => t.taskId === inFlight.taskId);
+    expect(after).toMatchObject({
+      state: 'cancelled',
+      lastResult: 'no-answer',
+      reason: JOB_CANCELLED_REASON,
+    });
+    expect(await outstandingOf(clientId, jobId)).toEqual([]);
+    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    expect(body.counts).toMatchObject({ cancelled: tasks.length, outstanding: 0 });
+  });
+
   it('sweeps page by page over continuations, each page safe to run twice', async () => {
     const rows = Array.from({ length: 80 }, (_, i) => `090-3333-${String(1000 + i)},Name ${i}`);
     const csv = Buffer.from(`phone,name\n${rows.join('\n')}\n`, 'utf8');
