@@ -20,6 +20,8 @@
  *
  *   npm run bench:pacing [-- --quick] [-- --scale 60]
  */
+import { availableParallelism, loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
@@ -377,13 +379,21 @@ console.log(
     `${timeScale} here against a call, so the ratios are pessimistic. Latencies are wall ms, unscaled.`,
 );
 console.log(
+  `Machine: ${availableParallelism()} cores, load average at start ${loadavg()
+    .map((x) => fmt(x, 2))
+    .join(' ')} (other work on the machine inflates every latency below).`,
+);
+console.log(
   'All contenders of a scenario run at once on the same sandbox (separate clients, the same calls in the same order).\n',
 );
 
 const summary: string[] = [];
 for (const [index, scenario] of scenarios.entries()) {
   const S = scenario.timeScale;
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
   const { bound, results, breakdown } = await runScenario(scenario);
+  loop.disable();
   const ideal = greedyMakespan(
     scenario.calls.map((c) => c.seconds),
     scenario.limit,
@@ -415,6 +425,21 @@ for (const [index, scenario] of scenarios.entries()) {
       `nudge → next start (broker: start transaction, initiate) p50 ${p(breakdown.nudgeToStartMs, 50)}, p99 ${p(breakdown.nudgeToStartMs, 99)}` +
       (breakdown.nudgesMissing > 0 ? `; ${breakdown.nudgesMissing} calls never nudged` : ''),
   );
+  console.log(
+    `    this process's event loop delay (every contender, the sandbox, the Lambda share it): p50 ${fmt(loop.percentile(50) / 1e6, 1)} ms, p99 ${fmt(loop.percentile(99) / 1e6, 1)} ms, max ${fmt(loop.max / 1e6, 1)} ms; load average ${loadavg()
+      .map((x) => fmt(x, 2))
+      .join(' ')}`,
+  );
+  if (!scenario.fixedDuration) {
+    console.log(
+      `    against a zero-latency broker taking the tasks in the same order (${fmt(ideal)} s; the bound above is not tight for mixed durations): ${results
+        .map(
+          (r) =>
+            `${r.name.replace('baseline, polls every ', 'every ').replace(' (event-driven)', '')} ${fmt((r.figures.makespanWallMs * S) / 1000 / ideal, 3)}`,
+        )
+        .join(', ')}`,
+    );
+  }
   const excessWallMs = oursResult.figures.makespanWallMs - (bound / S) * 1000;
   const realTime = 1 + excessWallMs / (bound * 1000);
   console.log(
