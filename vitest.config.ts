@@ -17,6 +17,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/local-cloud-setup.ts'],
+          // Generous: these share two cores with the e2e drills; a slow machine must not fail them.
+          testTimeout: 120_000,
         },
       },
       {

@@ -263,7 +263,7 @@ describe('a broker on the local cloud', () => {
     );
     broker.stop('sigterm');
     await broker.done;
-  }, 60_000);
+  }, 120_000);
 
   it('settles lost and duplicated callbacks through reconciliation: every task ends, none rings twice', async () => {
     const s = await sandbox({
@@ -294,7 +294,7 @@ describe('a broker on the local cloud', () => {
     expect(stats.maxInFlight).toBeLessThanOrEqual(3);
     broker.stop('sigterm');
     await broker.done;
-  }, 60_000);
+  }, 120_000);
 
   it('drains when the work list names a newer version, and its successor finishes the client', async () => {
     const s = await sandbox({
@@ -319,7 +319,7 @@ describe('a broker on the local cloud', () => {
     expect(stats.repeatedRings).toEqual([]);
     successor.stop('sigterm');
     await successor.done;
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('task protection', () => {
@@ -341,7 +341,7 @@ describe('task protection', () => {
         async () => s.stats('protected').inFlight > 0 && agent.isProtected(config.brokerId),
         10_000,
       );
-      await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 30_000);
+      await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 90_000);
       expect((await tasksOf(job.jobId)).map((t) => t.state)).toEqual(Array(6).fill('completed'));
       await until(async () => !agent.isProtected(config.brokerId), 5_000);
       const mine = agent.updates.filter((u) => u.brokerId === config.brokerId);
@@ -352,7 +352,7 @@ describe('task protection', () => {
     } finally {
       await agent.stop();
     }
-  }, 45_000);
+  }, 120_000);
 });
 
 describe('a broker killed mid-job', () => {
@@ -368,7 +368,7 @@ describe('a broker killed mid-job', () => {
     const child = spawnBroker(s, { LEASE_MS: '3000', BROKER_IDLE_WAIT_MS: '200' });
     await readyLine(child);
     // Calls outlive the lease: the successor must adopt the ones still ringing and count them.
-    await until(async () => s.stats('killed').rings >= 4, 20_000);
+    await until(async () => s.stats('killed').rings >= 4, 60_000);
     child.kill('SIGKILL');
     await once(child, 'exit');
     expect(s.stats('killed').rings).toBeLessThan(15);
@@ -384,7 +384,7 @@ describe('a broker killed mid-job', () => {
     expect(stats.maxStartsPerSecond).toBeLessThanOrEqual(4);
     successor.stop('sigterm');
     await successor.done;
-  }, 70_000);
+  }, 120_000);
 });
 
 describe('the DynamoDB fence', () => {
@@ -515,5 +515,5 @@ describe('the broker process', () => {
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).toBe(0);
-  }, 30_000);
+  }, 120_000);
 });

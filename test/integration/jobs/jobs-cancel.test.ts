@@ -66,7 +66,8 @@ async function call(method: string, path: string, body?: unknown, contentType = 
 }
 
 async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 30_000;
+  // A bound on a hang, not a speed requirement: the poller shares the machine with other suites.
+  const deadline = Date.now() + 100_000;
   while (Date.now() < deadline) {
     const value = await check();
     if (value !== undefined) return value;

@@ -76,7 +76,7 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 
 /** Polls until `check` returns a value (the ingest runs asynchronously, as in AWS). */
 async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
     const value = await check();
     if (value !== undefined) return value;
