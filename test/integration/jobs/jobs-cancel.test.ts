@@ -6,9 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
-import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
+import { describe, expect, it } from 'vitest';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
@@ -18,63 +16,16 @@ import { JOB_CANCELLED_REASON, makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import { routes } from '#shared/routes.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
+import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
 
 const cloud = testCloud();
 const controlTable = cloud.info.tableNames.control!;
 const tasksTable = cloud.info.tableNames.tasks!;
 const mixedList = readFileSync(new URL('../../fixtures/jobs/mixed-list.csv', import.meta.url));
-const SIGV4 = {
-  authorization: 'AWS4-HMAC-SHA256 Credential=local/20261120/us-east-1/execute-api/aws4_request',
-};
-const CLIENT = {
-  maxConcurrentCalls: 5,
-  callsPerSecond: 2,
-  timeZone: 'Asia/Tokyo',
-  callingHours: { mon: [{ start: '09:00', end: '18:00' }] },
-  defaultRegion: 'JP',
-};
-
-let jobs: JobsLocal;
-let api: ApiGatewayServer;
-
-beforeAll(async () => {
-  Object.assign(process.env, cloud.env, { LOG_LEVEL: 'warn', METRICS_DISABLED: 'true' });
-  jobs = await startJobsLocal({ cloud: cloud.info, notifyIntervalMs: 100 });
-  api = await startApiGateway({ routes, functions: { ...jobs.httpFunctions } });
-});
-
-afterAll(async () => {
-  await api?.stop();
-  await jobs?.stop();
-});
-
-async function call(method: string, path: string, body?: unknown, contentType = 'application/json') {
-  const response = await fetch(`${api.url}${path}`, {
-    method,
-    headers: { ...SIGV4, 'content-type': contentType },
-    ...(body === undefined
-      ? {}
-      : { body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    body: response.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text,
-  };
-}
-
-async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
-  // A bound on a hang, not a speed requirement: the poller shares the machine with other suites.
-  const deadline = Date.now() + 100_000;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const harness = useJobsApi(cloud);
+const call = (method: string, path: string, body?: unknown, contentType = 'application/json') =>
+  harness.call(method, path, body, { 'content-type': contentType });
 
 async function tasksOf(jobId: string): Promise<Task[]> {
   const items: Record<string, unknown>[] = [];

@@ -7,9 +7,7 @@ import { readFileSync } from 'node:fs';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
-import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
+import { describe, expect, it } from 'vitest';
 import { s3EventNotification } from '#local/s3-notifier.ts';
 import {
   makeDynamoClientStore,
@@ -26,64 +24,16 @@ import { keys, taskShard } from '#shared/jobs/model.ts';
 import type { ContinueIngestMessage } from '#shared/jobs/ports.ts';
 import { silentLogger } from '#shared/log.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import { routes } from '#shared/routes.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
+import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
 
 const cloud = testCloud();
 const bucket = cloud.info.bucketNames.uploads!;
 const controlTable = cloud.info.tableNames.control!;
 const tasksTable = cloud.info.tableNames.tasks!;
 const mixedList = readFileSync(new URL('../../fixtures/jobs/mixed-list.csv', import.meta.url));
-const SIGV4 = {
-  authorization: 'AWS4-HMAC-SHA256 Credential=local/20261120/us-east-1/execute-api/aws4_request',
-};
-const CLIENT = {
-  maxConcurrentCalls: 5,
-  callsPerSecond: 2,
-  timeZone: 'Asia/Tokyo',
-  callingHours: { mon: [{ start: '09:00', end: '18:00' }] },
-  defaultRegion: 'JP',
-};
-
-let jobs: JobsLocal;
-let api: ApiGatewayServer;
-
-beforeAll(async () => {
-  Object.assign(process.env, cloud.env, { LOG_LEVEL: 'warn', METRICS_DISABLED: 'true' });
-  jobs = await startJobsLocal({ cloud: cloud.info, notifyIntervalMs: 100 });
-  api = await startApiGateway({ routes, functions: { ...jobs.httpFunctions } });
-});
-
-afterAll(async () => {
-  await api?.stop();
-  await jobs?.stop();
-});
-
-async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(`${api.url}${path}`, {
-    method,
-    headers: { ...SIGV4, 'content-type': 'application/json', ...headers },
-    ...(body === undefined
-      ? {}
-      : { body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    body: response.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text,
-  };
-}
-
-/** Polls until `check` returns a value (the ingest runs asynchronously, as in AWS). */
-async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const harness = useJobsApi(cloud);
+const { call } = harness;
 
 const jobIn = (clientId: string, jobId: string, statuses: string[]) =>
   eventually(
@@ -191,7 +141,7 @@ describe('a list uploaded through the presigned URL', () => {
     expect(inline.status).toBe(201);
     const { jobId } = inline.body;
     const first = await jobIn(clientId, jobId, ['scheduled']);
-    const before = jobs.ingest.stats().deleted;
+    const before = harness.jobs().ingest.stats().deleted;
     const duplicate = s3EventNotification({
       bucket,
       key: `uploads/${clientId}/${jobId}.csv`,
@@ -208,7 +158,7 @@ describe('a list uploaded through the presigned URL', () => {
       }),
     );
     await eventually(
-      async () => (jobs.ingest.stats().deleted > before ? true : undefined),
+      async () => (harness.jobs().ingest.stats().deleted > before ? true : undefined),
       'the duplicate to be consumed',
     );
     const after = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
@@ -231,7 +181,7 @@ describe('a list uploaded through the presigned URL', () => {
   });
 
   it('answers 403 without a SigV4 signature, as the IAM authoriser would', async () => {
-    const response = await fetch(`${api.url}/clients/anyone`, { method: 'GET' });
+    const response = await fetch(`${harness.api().url}/clients/anyone`, { method: 'GET' });
     expect(response.status).toBe(403);
   });
 });
@@ -274,12 +224,12 @@ describe('a list dropped in incoming/', () => {
       region: cloud.info.region,
       sequencer: '00000000000000000B',
     });
-    const before = jobs.ingest.stats().deleted;
+    const before = harness.jobs().ingest.stats().deleted;
     await cloud.sqs.send(
       new SendMessageCommand({ QueueUrl: cloud.info.queues.ingest!.url, MessageBody: JSON.stringify(event) }),
     );
     await eventually(
-      async () => (jobs.ingest.stats().deleted > before ? true : undefined),
+      async () => (harness.jobs().ingest.stats().deleted > before ? true : undefined),
       'the duplicate to be consumed',
     );
     expect((await call('GET', `/clients/${clientId}/jobs`)).body.jobs).toHaveLength(1);

@@ -1,0 +1,82 @@
+/**
+ * The jobs part of the local cloud for integration tests: the operator API behind the API Gateway
+ * stand-in, the ingest poller and the S3 notifier, plus a request helper and a bounded poll.
+ */
+import { afterAll, beforeAll } from 'vitest';
+import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
+import { routes } from '#shared/routes.ts';
+import type { TestCloud } from './cloud.ts';
+
+/** The stand-in checks only that a request is SigV4-shaped; these tests do not sign. */
+export const SIGV4 = {
+  authorization: 'AWS4-HMAC-SHA256 Credential=local/20261120/us-east-1/execute-api/aws4_request',
+};
+
+/** Client settings valid for every test. */
+export const CLIENT = {
+  maxConcurrentCalls: 5,
+  callsPerSecond: 2,
+  timeZone: 'Asia/Tokyo',
+  callingHours: { mon: [{ start: '09:00', end: '18:00' }] },
+  defaultRegion: 'JP',
+};
+
+export interface JobsHarness {
+  readonly jobs: () => JobsLocal;
+  readonly api: () => ApiGatewayServer;
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+    // biome-ignore lint/suspicious/noExplicitAny: the JSON of any route, read by the tests' assertions
+  ): Promise<{ status: number; body: any }>;
+}
+
+/** Starts the jobs wiring for the file's tests (beforeAll) and stops it after (afterAll). */
+export function useJobsApi(cloud: TestCloud): JobsHarness {
+  let jobs: JobsLocal | undefined;
+  let api: ApiGatewayServer | undefined;
+  beforeAll(async () => {
+    Object.assign(process.env, cloud.env, { LOG_LEVEL: 'warn', METRICS_DISABLED: 'true' });
+    jobs = await startJobsLocal({ cloud: cloud.info, notifyIntervalMs: 100 });
+    api = await startApiGateway({ routes, functions: { ...jobs.httpFunctions } });
+  });
+  afterAll(async () => {
+    await api?.stop();
+    await jobs?.stop();
+  });
+  return {
+    jobs: () => jobs!,
+    api: () => api!,
+    async call(method, path, body, headers = {}) {
+      const response = await fetch(`${api!.url}${path}`, {
+        method,
+        headers: { ...SIGV4, 'content-type': 'application/json', ...headers },
+        ...(body === undefined
+          ? {}
+          : { body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body) }),
+      });
+      const text = await response.text();
+      return {
+        status: response.status,
+        body: response.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text,
+      };
+    },
+  };
+}
+
+/**
+ * Polls until `check` returns a value (the ingest runs asynchronously, as in AWS). The bound is
+ * against a hang, not a speed requirement: the poller shares the machine with other suites.
+ */
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 100_000;
+  while (Date.now() < deadline) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
