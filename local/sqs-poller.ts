@@ -6,6 +6,7 @@
  * fails the whole batch), and maxReceiveCount → DLQ through the queue's redrive policy.
  */
 import {
+  ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   type Message,
   ReceiveMessageCommand,
@@ -36,7 +37,7 @@ export interface SqsPollerOptions {
 export interface SqsPoller {
   /** Invocations so far, and how many failed as a whole. */
   stats(): { invocations: number; failedInvocations: number; records: number; deleted: number };
-  /** Stops polling and waits for in-flight invocations to settle. */
+  /** Stops polling (within a receive's 1 s wait), waits for in-flight invocations, and releases messages received meanwhile. */
   stop(): Promise<void>;
 }
 
@@ -107,7 +108,6 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
   const reportFailures = options.reportBatchItemFailures ?? true;
   const counters = { invocations: 0, failedInvocations: 0, records: 0, deleted: 0 };
   let stopping = false;
-  const abort = new AbortController();
 
   async function gather(): Promise<Message[]> {
     const batch: Message[] = [];
@@ -124,7 +124,6 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
           MessageSystemAttributeNames: ['All'],
           MessageAttributeNames: ['All'],
         }),
-        { abortSignal: abort.signal },
       );
       const received = out.Messages ?? [];
       batch.push(...received);
@@ -146,6 +145,27 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
     }
   }
 
+  /**
+   * Messages received after `stop()`: made visible again at once, so another poller (or the next
+   * run) takes them now rather than after the queue's visibility timeout. A receive is never
+   * aborted mid-flight for the same reason: the queue may already have handed its messages out.
+   */
+  async function release(messages: readonly Message[]): Promise<void> {
+    for (let i = 0; i < messages.length; i += 10) {
+      const chunk = messages.slice(i, i + 10);
+      await options.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: options.queueUrl,
+          Entries: chunk.map((m, j) => ({
+            Id: String(j),
+            ReceiptHandle: m.ReceiptHandle!,
+            VisibilityTimeout: 0,
+          })),
+        }),
+      );
+    }
+  }
+
   async function loop(): Promise<void> {
     while (!stopping) {
       let messages: Message[];
@@ -158,6 +178,10 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
         continue;
       }
       if (messages.length === 0) continue;
+      if (stopping) {
+        await release(messages).catch((error) => options.onError?.(error));
+        return;
+      }
       const records = messages.map((m) => toSqsRecord(m, options.queueArn, region));
       counters.invocations++;
       counters.records += records.length;
@@ -191,7 +215,6 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
     stats: () => ({ ...counters }),
     stop: async () => {
       stopping = true;
-      abort.abort();
       await Promise.allSettled(loops);
     },
   };

@@ -166,4 +166,29 @@ describe('the SQS event-source poller', () => {
     expect(moved.Body).toBe('poison');
     expect(attempts).toBe(2);
   });
+  it('hands a message received while stopping back to the queue at once, not after its visibility timeout', async () => {
+    const q = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('ingest'), {
+      name: uniqueName('stopping'),
+      visibilityTimeoutSeconds: 3_600,
+    });
+    const handled: string[] = [];
+    const first = startSqsPoller({
+      sqs: cloud.sqs,
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'stopping-test',
+      functionTimeoutMs: 5_000,
+      handler: async (event: SQSEvent) => {
+        for (const r of event.Records) handled.push(r.body);
+      },
+    });
+    // Let its long poll begin, then stop it and send while that receive is still waiting.
+    await new Promise((r) => setTimeout(r, 200));
+    const stopped = first.stop();
+    await cloud.sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: 'late' }));
+    await stopped;
+    expect(handled).toEqual([]);
+    const out = await cloud.sqs.send(new ReceiveMessageCommand({ QueueUrl: q.url, WaitTimeSeconds: 2 }));
+    expect(out.Messages?.map((m) => m.Body)).toEqual(['late']);
+  });
 });
