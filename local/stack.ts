@@ -219,6 +219,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           TELEPHONY_API_URL: telephony.url,
           TELEPHONY_API_TOKEN: LOCAL_TELEPHONY.apiToken,
           CALL_STATUS_CALLBACK_URL: `${api.url}/providers/${LOCAL_TELEPHONY.provider}/calls/status`,
+          LINE_API_URL: line.url,
+          ...(options.lineRateLimitPerSecond
+            ? { LINE_RATE_PER_SECOND: String(options.lineRateLimitPerSecond) }
+            : {}),
           LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
           ...options.brokerEnv,
         },

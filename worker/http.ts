@@ -1,7 +1,9 @@
 /**
  * The broker's small HTTP server: where the call-status route nudges it when a call ends
- * (`POST /calls/ended {jobId, taskId, callId}`), and a health answer for operators. The nudge is
- * only a hint: the broker frees a slot after confirming the task's end in the store.
+ * (`POST /calls/ended {jobId, taskId, callId}`), where the operator API tells it a job was paused
+ * or cancelled (`POST /jobs/changed {clientId, jobId}`: answered once no new send of the job will
+ * start), and a health answer for operators. Nudges are only hints: the broker acts on what the
+ * store says.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,8 +18,15 @@ export interface BrokerHttpServer {
   stop(): Promise<void>;
 }
 
+export interface JobChanged {
+  readonly clientId: string;
+  readonly jobId: string;
+}
+
 export interface BrokerHttpHandlers {
   callEnded(ended: CallEnded): Promise<void>;
+  /** Resolves once the job's status is read and, if it is not running, its sends are stopped. */
+  jobChanged?(changed: JobChanged): Promise<void>;
   health(): Record<string, unknown>;
   onError?(error: unknown): void;
 }
@@ -36,6 +45,16 @@ function parseCallEnded(text: string): CallEnded | undefined {
   }
 }
 
+function parseJobChanged(text: string): JobChanged | undefined {
+  try {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    if (typeof body.clientId !== 'string' || typeof body.jobId !== 'string') return undefined;
+    return { clientId: body.clientId, jobId: body.jobId };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Starts the server on `host:port` (port 0: a free one). */
 export async function startBrokerHttpServer(
   handlers: BrokerHttpHandlers,
@@ -48,7 +67,8 @@ export async function startBrokerHttpServer(
       res.end(body === undefined ? undefined : JSON.stringify(body));
     };
     if (req.method === 'GET' && req.url === '/health') return reply(200, handlers.health());
-    if (req.method !== 'POST' || req.url !== '/calls/ended') return reply(404, { message: 'not found' });
+    const route = req.method === 'POST' ? req.url : undefined;
+    if (route !== '/calls/ended' && route !== '/jobs/changed') return reply(404, { message: 'not found' });
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
@@ -59,7 +79,20 @@ export async function startBrokerHttpServer(
       } else chunks.push(chunk);
     });
     req.on('end', () => {
-      const ended = parseCallEnded(Buffer.concat(chunks).toString('utf8'));
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (route === '/jobs/changed') {
+        const changed = parseJobChanged(text);
+        if (!changed) return reply(400, { message: 'expected {clientId, jobId}' });
+        // Answered after the broker acted: the operator's pause returns once no new send starts.
+        return void (handlers.jobChanged?.(changed) ?? Promise.resolve()).then(
+          () => reply(204),
+          (error: unknown) => {
+            handlers.onError?.(error);
+            reply(500, { message: 'not handled' });
+          },
+        );
+      }
+      const ended = parseCallEnded(text);
       if (!ended) return reply(400, { message: 'expected {jobId, taskId, callId}' });
       // Answer at once: the route must not wait for our store read.
       reply(202);

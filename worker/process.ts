@@ -7,12 +7,17 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
+import { makeDynamoChannelStore, makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { Broker, type StopReason } from '#shared/broker/broker.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
+import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { DEFAULT_LINE_API_URL, makeMessagingClient } from '#shared/line/messaging-client.ts';
 import { type Logger, makeLogger } from '#shared/log.ts';
+import type { SendPort } from '#shared/messaging/ports.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
@@ -40,6 +45,12 @@ export interface BrokerConfig {
   readonly defaultMaxCallSeconds: number;
   readonly holdMs: number;
   readonly recheckMs: number;
+  /** The LINE channels (access tokens) message jobs send through; without it only calls are served. */
+  readonly channelsTable: string | undefined;
+  readonly lineApiUrl: string;
+  /** A channel's push + multicast requests per second (LINE: 2,000). */
+  readonly messageRatePerSecond: number;
+  readonly messageConcurrency: number;
 }
 
 /** Reads the broker's configuration from the environment; throws `ConfigError` on a missing value. */
@@ -68,6 +79,18 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
     ),
     holdMs: getNumberFromEnv('BROKER_HOLD_MS', DEFAULT_SERVE_SETTINGS.holdMs, env),
     recheckMs: getNumberFromEnv('BROKER_RECHECK_MS', DEFAULT_SERVE_SETTINGS.recheckMs, env),
+    channelsTable: optional('CHANNELS_TABLE'),
+    lineApiUrl: optional('LINE_API_URL') ?? DEFAULT_LINE_API_URL,
+    messageRatePerSecond: getNumberFromEnv(
+      'LINE_RATE_PER_SECOND',
+      DEFAULT_MESSAGE_SETTINGS.messageRatePerSecond,
+      env,
+    ),
+    messageConcurrency: getNumberFromEnv(
+      'MESSAGE_CONCURRENCY',
+      DEFAULT_MESSAGE_SETTINGS.messageConcurrency,
+      env,
+    ),
   };
 }
 
@@ -97,6 +120,47 @@ async function taskAddress(env: NodeJS.ProcessEnv): Promise<string | undefined> 
   }
 }
 
+/**
+ * What message jobs need: their tasks (claims fenced by the lease; opt-outs checked at claim) and a
+ * Messaging API client per channel, kept for the process's life (keep-alive connections).
+ */
+function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: Clock, logger: Logger) {
+  const channels = makeDynamoChannelStore(doc, config.channelsTable!);
+  const optOuts = makeDynamoOptOutStore(doc, config.controlTable);
+  const senders = new Map<string, SendPort>();
+  return {
+    store: makeDynamoMessageTasks(doc, {
+      controlTable: config.controlTable,
+      tasksTable: config.tasksTable,
+      clock,
+      optedOut: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
+    }),
+    async sendFor(channelId: string): Promise<SendPort> {
+      const channel = await channels.get(channelId);
+      if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
+      const key = `${channelId}:${channel.updatedAt}`;
+      let send = senders.get(key);
+      if (!send) {
+        const client = makeMessagingClient({
+          channelAccessToken: channel.accessToken,
+          baseUrl: config.lineApiUrl,
+          timeoutMs: 10_000,
+          clock,
+        });
+        send = (prepared) => client.send(prepared);
+        senders.set(key, send);
+        logger.info('messaging client ready', { channelId });
+      }
+      return send;
+    },
+    settings: {
+      ...DEFAULT_MESSAGE_SETTINGS,
+      messageRatePerSecond: config.messageRatePerSecond,
+      messageConcurrency: config.messageConcurrency,
+    },
+  };
+}
+
 /** Starts a broker with `config`; its loop runs until {@link RunningBroker.stop} or a drain. */
 export async function startBrokerProcess(
   config: BrokerConfig,
@@ -110,6 +174,7 @@ export async function startBrokerProcess(
   const server = await startBrokerHttpServer(
     {
       callEnded: (ended) => broker?.callEnded(ended) ?? Promise.resolve(),
+      jobChanged: (changed) => broker?.jobChanged(changed.clientId, changed.jobId) ?? Promise.resolve(),
       health: () => ({
         brokerId: config.brokerId,
         version: config.version,
@@ -133,6 +198,7 @@ export async function startBrokerProcess(
     logger,
   });
   broker = new Broker({
+    ...(config.channelsTable ? { messages: messageSide(config, doc, clock, logger) } : {}),
     leases: makeDynamoLeaseStore(doc, config.controlTable, { endpoint }),
     tasks: makeDynamoBrokerTaskStore(doc, {
       controlTable: config.controlTable,

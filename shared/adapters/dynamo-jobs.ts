@@ -65,6 +65,7 @@ const JOB_FIELDS = [
   'failureReason',
   'source',
   'recipientColumn',
+  'message',
   'createdAt',
   'updatedAt',
 ] as const;

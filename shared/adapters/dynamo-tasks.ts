@@ -85,7 +85,8 @@ export function makeDynamoBrokerTaskStore(
   async function isRunning(clientId: string, jobId: string): Promise<boolean> {
     const cached = jobs.get(`${clientId}/${jobId}`);
     const job = cached && clockNow() - cached.at < jobCacheMs ? cached.job : await getJob(clientId, jobId);
-    return job?.status === 'running';
+    // A message job's tasks are the message pipeline's (serve-messages.ts), not calls to start.
+    return job?.status === 'running' && job.channel !== 'message';
   }
 
   /** Tasks of running jobs from one shard's index partition, earliest first. */

@@ -11,11 +11,13 @@
  */
 import { heartbeatInterval, LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
+import type { SendPort } from '#shared/messaging/ports.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import type { TelephonyProvider } from '#shared/telephony/port.ts';
 import type { BrokerTaskStore, CallEnded, FleetWorkReader } from './ports.ts';
-import { ClientServer, type ServeSettings } from './serve-client.ts';
+import { ClientServer, type ServeEnd, type ServeSettings } from './serve-client.ts';
+import { MessageServer, type MessageServeSettings, type MessageTaskStore } from './serve-messages.ts';
 
 export interface BrokerSettings extends ServeSettings {
   readonly brokerId: string;
@@ -39,11 +41,25 @@ export interface BrokerDeps {
   readonly timers: Timers;
   readonly logger: Logger;
   readonly settings: BrokerSettings;
+  /** Message jobs: their tasks and the LINE channel to send through. Without it, only calls are served. */
+  readonly messages?: {
+    readonly store: MessageTaskStore;
+    readonly sendFor: (channelId: string) => Promise<SendPort>;
+    readonly settings: MessageServeSettings;
+  };
   /** Picks the order to try clients in; shuffled by default so brokers spread over clients. */
   readonly order?: (clients: readonly string[]) => string[];
 }
 
 export type StopReason = 'sigterm' | 'drain';
+
+/** One end for a client served by both servers: a lost lease wins, then a stop, then the earliest next work. */
+function bothEnded(calls: ServeEnd, messages: ServeEnd): ServeEnd {
+  if (calls.kind === 'lost' || messages.kind === 'lost') return { kind: 'lost' };
+  if (calls.kind === 'stopped' || messages.kind === 'stopped') return { kind: 'stopped' };
+  const next = [calls.nextReadyAt, messages.nextReadyAt].filter((t): t is number => t !== undefined);
+  return { kind: 'no-work', nextReadyAt: next.length > 0 ? Math.min(...next) : undefined };
+}
 
 function shuffled(clients: readonly string[]): string[] {
   const out = [...clients];
@@ -58,6 +74,8 @@ export class Broker {
   readonly #deps: BrokerDeps;
   readonly #notBefore = new Map<string, number>();
   #server: ClientServer | undefined;
+  #messages: MessageServer | undefined;
+  #sending = 0;
   #stopReason: StopReason | undefined;
   #wakeIdle: (() => void) | undefined;
   #stopped: Promise<void> | undefined;
@@ -89,6 +107,7 @@ export class Broker {
     this.#stopReason = reason;
     this.#deps.logger.info('broker stopping', { reason, inFlight: this.inFlight });
     this.#server?.stop();
+    this.#messages?.stop();
     if (reason === 'sigterm') this.#onSigterm?.();
     this.#wakeIdle?.();
   }
@@ -96,6 +115,11 @@ export class Broker {
   /** A call of the served client ended (the status route's nudge). */
   async callEnded(ended: CallEnded): Promise<void> {
     await this.#server?.callEnded(ended);
+  }
+
+  /** A job of the served client changed (pause / cancel): its sends stop at once. */
+  async jobChanged(clientId: string, jobId: string): Promise<void> {
+    if (this.#messages?.clientId === clientId) await this.#messages.jobChanged(jobId);
   }
 
   /** Runs until stopped or drained, then releases protection. Never rejects. */
@@ -168,14 +192,20 @@ export class Broker {
       timers,
       logger,
       settings,
-      onInFlightChange: (n) => this.#deps.protection.update(n),
+      onInFlightChange: (n) => this.#deps.protection.update(n + this.#sending),
     });
     this.#server = server;
     logger.info('serving client', { clientId: server.clientId, token: keeper.lease?.token });
     const drainCheck = this.#watchForDrain();
     let graceTimer: TimerHandle | undefined;
     try {
-      const served = server.serve();
+      const messages = await this.#messageServer(keeper);
+      this.#messages = messages;
+      // A stop that came while the client was read.
+      if (this.#stopReason) messages?.stop();
+      const served = messages
+        ? Promise.all([server.serve(), messages.serve()]).then(([calls, sent]) => bothEnded(calls, sent))
+        : server.serve();
       const end = await Promise.race([
         served,
         new Promise<'grace-over'>((resolve) => {
@@ -208,8 +238,31 @@ export class Broker {
       if (graceTimer !== undefined) timers.clearTimeout(graceTimer);
       drainCheck();
       this.#server = undefined;
+      this.#messages = undefined;
       await keeper.release();
     }
+  }
+
+  /** The message side of serving the client, when the broker sends messages and the client has a channel. */
+  async #messageServer(keeper: LeaseKeeper): Promise<MessageServer | undefined> {
+    const { messages, tasks, clock, timers, logger, protection } = this.#deps;
+    if (!messages) return undefined;
+    const client = await tasks.getClient(keeper.clientId);
+    if (!client?.messageChannelId) return undefined;
+    return new MessageServer({
+      store: messages.store,
+      sendFor: messages.sendFor,
+      keeper,
+      client,
+      clock,
+      timers,
+      logger,
+      settings: messages.settings,
+      onActiveChange: (active) => {
+        this.#sending = active;
+        protection.update(this.inFlight + active);
+      },
+    });
   }
 
   /** While serving, reads the work list on every lease heartbeat for a drain request. */

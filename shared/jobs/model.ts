@@ -8,6 +8,7 @@
  * `retry-wait` once its retry delay has passed.
  */
 import { createHash } from 'node:crypto';
+import type { MessageTemplate } from '#shared/messaging/template.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 
@@ -103,6 +104,8 @@ export interface Job {
   readonly source?: { readonly bucket: string; readonly key: string };
   /** The recipient column's header, when the job names it instead of relying on the aliases. */
   readonly recipientColumn?: string;
+  /** A `message` job's message (LINE message objects with `{{column}}` placeholders). */
+  readonly message?: MessageTemplate;
   readonly createdAt: number;
   readonly updatedAt: number;
 }

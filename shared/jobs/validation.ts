@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
+import { compileTemplate, type MessageTemplate } from '#shared/messaging/template.ts';
 import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
 import { type FieldErrors, ValidationError } from './errors.ts';
 import type { ClientSettings, JobChannel, JobDefaults } from './model.ts';
@@ -80,6 +81,49 @@ export interface JobOptions {
   readonly retryDelaySeconds: number;
   /** The recipient column's header, when the aliases (`phone`, `電話番号`…) do not find it. */
   readonly recipientColumn?: string;
+  /** A message job's message: LINE message objects, `{{column}}` filled per recipient. */
+  readonly message?: MessageTemplate;
+}
+
+/** LINE's longest text message, in characters. */
+const MAX_TEXT_LENGTH = 5000;
+
+/**
+ * A message job's message: a string (one text message) or `{ messages: [...], notificationDisabled? }`
+ * with 1 to 5 LINE message objects, each with a `type` (a `text` one with 1 to 5,000 characters).
+ */
+const messageSchema = z.union([
+  z
+    .string()
+    .min(1, 'must not be empty')
+    .max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`),
+  z.strictObject({
+    messages: z
+      .array(
+        z.looseObject({ type: z.string().min(1, 'must name the message type') }).superRefine((m, ctx) => {
+          if (m.type !== 'text') return;
+          const text = (m as { text?: unknown }).text;
+          if (typeof text !== 'string' || text.length === 0 || text.length > MAX_TEXT_LENGTH)
+            ctx.addIssue({
+              code: 'custom',
+              path: ['text'],
+              message: `must be 1 to ${MAX_TEXT_LENGTH} characters`,
+            });
+        }),
+      )
+      .min(1, 'must hold at least one message')
+      .max(5, 'LINE takes at most 5 messages in one push'),
+    notificationDisabled: z.boolean().optional(),
+  }),
+]);
+
+function toTemplate(message: z.infer<typeof messageSchema>): MessageTemplate {
+  const template: MessageTemplate =
+    typeof message === 'string'
+      ? { messages: [{ type: 'text', text: message }] }
+      : (message as MessageTemplate);
+  compileTemplate(template);
+  return template;
 }
 
 const jobOptionsSchema = z.strictObject({
@@ -96,6 +140,7 @@ const jobOptionsSchema = z.strictObject({
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
   recipientColumn: z.string().min(1).max(200).optional(),
+  message: messageSchema.optional(),
 });
 
 /** Built-in defaults where neither the request nor the client's `jobDefaults` say. */
@@ -122,6 +167,12 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
   if (channel === 'message' && !client.messageChannelId) {
     add(errors, 'channel', 'a message job needs the client to have a messageChannelId');
   }
+  if (channel === 'message' && parsed.success && data?.message === undefined) {
+    add(errors, 'message', 'a message job needs its message (text, or { messages: [...] })');
+  }
+  if (channel === 'call' && data?.message !== undefined) {
+    add(errors, 'message', 'only a message job sends a message; a call job runs its scenarioId');
+  }
   if (!data || Object.keys(errors).length > 0) throw new ValidationError('invalid job options', errors);
   const startAt =
     data.startAt === undefined
@@ -139,6 +190,7 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     retryDelaySeconds:
       data.retryDelaySeconds ?? client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
+    ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
   };
 }
 
@@ -154,7 +206,7 @@ export function jobOptionsFromQuery(
     if (value === undefined) continue;
     if (key === 'maxAttempts' || key === 'retryDelaySeconds') out[key] = numberOr(value);
     else if (key === 'startAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
-    else if (key === 'callingHours') {
+    else if (key === 'callingHours' || (key === 'message' && value.trimStart().startsWith('{'))) {
       try {
         out[key] = JSON.parse(value);
       } catch {

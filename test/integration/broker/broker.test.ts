@@ -215,6 +215,10 @@ function brokerConfig(s: TelephonySandbox, over: Partial<BrokerConfig> = {}): Br
     defaultMaxCallSeconds: 600,
     holdMs: 60_000,
     recheckMs: 1_000,
+    channelsTable: undefined,
+    lineApiUrl: 'http://127.0.0.1:9',
+    messageRatePerSecond: 2_000,
+    messageConcurrency: 128,
     ...over,
   };
 }

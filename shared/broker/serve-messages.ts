@@ -1,0 +1,225 @@
+/**
+ * Serving a client's `message` jobs under its lease: the message pipeline (producer → bounded
+ * queue → paced senders → batched reporter, see `shared/messaging/pipeline.ts`) over the tasks the
+ * lease holder claims, sending through the client's LINE channel.
+ *
+ * Main course: open a session on the store (claims fenced by the lease) → run the pipeline until
+ * the client's message tasks run dry → again while any is ready. A job that stops `running` (pause,
+ * cancel) stops the pipeline at once — no new request starts; requests in flight finish and are
+ * recorded; claimed tasks not sent go back with their attempt — and serving goes on with the
+ * client's other jobs. Losing the lease, or {@link MessageServer.stop}, stops it the same way.
+ */
+import type { ClientSettings, Job } from '#shared/jobs/model.ts';
+import type { LeaseKeeper } from '#shared/lease/lease.ts';
+import type { Logger } from '#shared/log.ts';
+import { type PipelineTotals, runMessagePipeline } from '#shared/messaging/pipeline.ts';
+import type { BatchLedger, JobProgress, ReportSink, SendPort, TaskSource } from '#shared/messaging/ports.ts';
+import { effectiveCallingHours, isOpen } from '#shared/pacing/calling-hours.ts';
+import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import type { ServeEnd } from './serve-client.ts';
+
+/** The store's side: a session per lease, and job reads. */
+export interface MessageTaskStore {
+  session(
+    lease: { clientId: string; owner: string; token(): number | undefined },
+    accept: (job: Job) => boolean,
+  ): {
+    readonly source: TaskSource;
+    readonly report: ReportSink;
+    readonly batches: BatchLedger;
+    fenced(): boolean;
+    jobs(): readonly string[];
+  };
+  getJob(clientId: string, jobId: string): Promise<Job | undefined>;
+}
+
+export interface MessageServeSettings {
+  /** The channel's request rate for push + multicast (LINE: 2,000/s). */
+  readonly messageRatePerSecond: number;
+  /** Senders (requests in flight). Default 128. */
+  readonly messageConcurrency: number;
+  /** Claimed tasks held ahead of the senders. Default 2,000. */
+  readonly messageQueueCapacity: number;
+  /** How often the jobs being sent are checked for pause / cancel, ms. Default 250. */
+  readonly jobCheckMs: number;
+  /** After LINE's monthly quota is used up, try the client again after this long, ms. Default 1 h. */
+  readonly quotaBackoffMs: number;
+}
+
+export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
+  messageRatePerSecond: 2_000,
+  messageConcurrency: 128,
+  messageQueueCapacity: 2_000,
+  jobCheckMs: 250,
+  quotaBackoffMs: 3_600_000,
+};
+
+export interface MessageServerDeps {
+  readonly store: MessageTaskStore;
+  /** The Messaging API send of a LINE channel (its access token, keep-alive connections). */
+  readonly sendFor: (channelId: string) => Promise<SendPort>;
+  readonly keeper: LeaseKeeper;
+  readonly client: ClientSettings;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly logger: Logger;
+  readonly settings: MessageServeSettings;
+  /** Told when sending starts (1) and ends (0): task protection. Must not throw. */
+  readonly onActiveChange?: (active: 0 | 1) => void;
+  /** Told the counts written, per job, at most once a second. */
+  readonly onProgress?: (progress: readonly JobProgress[]) => void;
+}
+
+/** Serves one client's message jobs while its lease is held; make one per lease. */
+export class MessageServer {
+  readonly clientId: string;
+  readonly #deps: MessageServerDeps;
+  #stopping = false;
+  #lost = false;
+  #current: AbortController | undefined;
+  #sessionJobs: (() => readonly string[]) | undefined;
+
+  constructor(deps: MessageServerDeps) {
+    this.#deps = deps;
+    this.clientId = deps.keeper.clientId;
+  }
+
+  /** Stops starting sends; {@link serve} resolves once the sends in flight are recorded. */
+  stop(): void {
+    this.#stopping = true;
+    this.#current?.abort();
+  }
+
+  /**
+   * A job of this client changed (the operator API's nudge on pause / cancel): if it is one being
+   * sent and no longer running, no new send of it starts from now on.
+   */
+  async jobChanged(jobId: string): Promise<void> {
+    if (!this.#sessionJobs?.().includes(jobId)) return;
+    const job = await this.#deps.store.getJob(this.clientId, jobId);
+    if (job?.status !== 'running') this.#current?.abort();
+  }
+
+  /** Sends until no message task is ready, the lease is lost, or {@link stop} was called. */
+  async serve(): Promise<ServeEnd> {
+    const { keeper, client, logger, clock } = this.#deps;
+    const unsubscribe = keeper.onLost(() => {
+      this.#lost = true;
+      this.#current?.abort();
+    });
+    try {
+      if (!client.messageChannelId) return { kind: 'no-work', nextReadyAt: undefined };
+      while (!this.#stopping && !this.#lost) {
+        const totals = await this.#round(client.messageChannelId);
+        if (this.#lost) return { kind: 'lost' };
+        if (this.#stopping) return { kind: 'stopped' };
+        if (totals.stoppedBy === 'monthly-quota') {
+          logger.error("LINE's monthly message quota is used up; message jobs wait", {
+            clientId: this.clientId,
+            channelId: client.messageChannelId,
+          });
+          return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaBackoffMs };
+        }
+        if (totals.stoppedBy === 'drained' && totals.claimed === 0) break;
+      }
+      if (this.#lost) return { kind: 'lost' };
+      return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: undefined };
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  /** One pipeline run over a fresh session; resolves once every claimed task is written. */
+  async #round(channelId: string): Promise<PipelineTotals> {
+    const { store, keeper, clock, timers, logger, settings } = this.#deps;
+    const session = store.session(
+      {
+        clientId: this.clientId,
+        owner: keeper.owner,
+        token: () => (this.#lost ? undefined : keeper.currentToken()),
+      },
+      (job) => this.#inHours(job),
+    );
+    const abort = new AbortController();
+    this.#current = abort;
+    this.#sessionJobs = () => session.jobs();
+    const stopWatch = this.#watchJobs(session.jobs, abort);
+    const send = await this.#deps.sendFor(channelId);
+    this.#deps.onActiveChange?.(1);
+    try {
+      const totals = await runMessagePipeline({
+        source: session.source,
+        report: session.report,
+        batches: session.batches,
+        send,
+        rate: { perSecond: settings.messageRatePerSecond },
+        concurrency: settings.messageConcurrency,
+        queueCapacity: settings.messageQueueCapacity,
+        clock,
+        timers,
+        signal: abort.signal,
+        log: logger,
+        ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
+      });
+      if (session.fenced()) this.#lost = true;
+      if (totals.claimed > 0) {
+        logger.info('message round done', {
+          clientId: this.clientId,
+          claimed: totals.claimed,
+          delivered: totals.delivered,
+          failed: totals.failed,
+          skipped: totals.skipped,
+          released: totals.released,
+          requests: totals.requests,
+          stoppedBy: totals.stoppedBy,
+        });
+      }
+      return totals;
+    } finally {
+      stopWatch();
+      this.#current = undefined;
+      this.#deps.onActiveChange?.(0);
+    }
+  }
+
+  /** Messages go out inside the job's (or the client's) calling hours too: nobody wants a 3 a.m. push. */
+  #inHours(job: Job): boolean {
+    return isOpen(
+      effectiveCallingHours(this.#deps.client.callingHours, job.callingHours),
+      this.#deps.clock.now(),
+    );
+  }
+
+  /** Polls the jobs being sent; one that is no longer running stops the round. */
+  #watchJobs(jobs: () => readonly string[], abort: AbortController): () => void {
+    const { store, timers, settings, logger } = this.#deps;
+    let handle: TimerHandle | undefined;
+    let done = false;
+    const tick = async () => {
+      try {
+        for (const jobId of jobs()) {
+          const job = await store.getJob(this.clientId, jobId);
+          const inHours = job !== undefined && this.#inHours(job);
+          if (job?.status !== 'running' || !inHours) {
+            logger.info('job no longer sending; stopping its sends', {
+              clientId: this.clientId,
+              jobId,
+              status: job?.status,
+              inHours,
+            });
+            abort.abort();
+            return;
+          }
+        }
+      } catch (error) {
+        logger.warn('job status not read', { clientId: this.clientId, error });
+      }
+      if (!done) handle = timers.setTimeout(() => void tick(), settings.jobCheckMs);
+    };
+    handle = timers.setTimeout(() => void tick(), settings.jobCheckMs);
+    return () => {
+      done = true;
+      if (handle !== undefined) timers.clearTimeout(handle);
+    };
+  }
+}

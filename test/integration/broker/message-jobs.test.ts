@@ -1,0 +1,393 @@
+/**
+ * Message jobs on the local cloud: DynamoDB Local (this suite's own tables), the LINE sandbox as
+ * the Messaging API, and the broker (in-process) claiming tasks under the client's lease and
+ * running the message pipeline. Every invariant is read from the sandbox's delivery log and the
+ * task table: each recipient gets the message once, under faults, across a takeover, a pause.
+ */
+import { BatchWriteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createTable } from '#local/cloud.ts';
+import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
+import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoMessageTasks, OPTED_OUT_REASON } from '#shared/adapters/dynamo-message-tasks.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { fleetWorkItem } from '#shared/broker/fleet.ts';
+import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { makeMessagingClient, prepareMulticast } from '#shared/line/messaging-client.ts';
+import { silentLogger } from '#shared/log.ts';
+import { multicastRetryKey, runMessagePipeline } from '#shared/messaging/pipeline.ts';
+import type { MessageTemplate } from '#shared/messaging/template.ts';
+import { TASK_SHARDS, tableSpec } from '#shared/resources.ts';
+import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { testCloud } from '../../support/cloud.ts';
+
+const cloud = testCloud();
+const stage = `msg${process.pid}${Math.random().toString(36).slice(2, 6)}`.slice(0, 20);
+const CHANNEL = { channelId: 'msg-channel', accessToken: 'msg-token' };
+let controlTable: string;
+let tasksTable: string;
+let channelsTable: string;
+let line: LineSandbox;
+const running: RunningBroker[] = [];
+
+const ALWAYS = {
+  timeZone: 'Asia/Tokyo',
+  weekly: Object.fromEntries(
+    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+  ),
+};
+const PERSONAL: MessageTemplate = { messages: [{ type: 'text', text: 'こんにちは {{name}} さん 🎉' }] };
+const SAME_FOR_ALL: MessageTemplate = { messages: [{ type: 'text', text: 'お知らせ: 明日は休業です' }] };
+
+beforeAll(async () => {
+  [controlTable, tasksTable, channelsTable] = await Promise.all([
+    createTable(cloud.ddb, stage, tableSpec('control')),
+    createTable(cloud.ddb, stage, tableSpec('tasks')),
+    createTable(cloud.ddb, stage, tableSpec('channels')),
+  ]);
+  line = await startLineSandbox({ channels: [CHANNEL] });
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: channelsTable,
+      Item: {
+        channelId: CHANNEL.channelId,
+        clientId: 'any',
+        accessToken: CHANNEL.accessToken,
+        secrets: [{ secret: 's', addedAt: 0 }],
+        autoAnswer: 'push',
+        rules: [],
+        updatedAt: 1,
+      },
+    }),
+  );
+});
+
+afterEach(async () => {
+  const left = running.splice(0);
+  for (const b of left) b.stop('sigterm');
+  await Promise.all(left.map((b) => b.done));
+  line.faults.clear();
+  line.setRateLimit(2_000);
+});
+
+afterAll(async () => {
+  await line?.stop();
+});
+
+function brokerConfig(over: Partial<BrokerConfig> = {}): BrokerConfig {
+  return {
+    controlTable,
+    tasksTable,
+    telephonyApiUrl: 'http://127.0.0.1:9',
+    telephonyApiToken: 'unused',
+    callStatusCallbackUrl: 'http://127.0.0.1:9/status',
+    ecsAgentUri: undefined,
+    version: 'v1',
+    brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,
+    httpHost: '127.0.0.1',
+    httpPort: 0,
+    advertiseUrl: undefined,
+    leaseMs: 30_000,
+    idleWaitMs: 200,
+    stopGraceMs: 100_000,
+    reconcileMarginMs: 30_000,
+    defaultMaxCallSeconds: 600,
+    holdMs: 60_000,
+    recheckMs: 1_000,
+    channelsTable,
+    lineApiUrl: line.url,
+    messageRatePerSecond: 2_000,
+    messageConcurrency: 64,
+    ...over,
+  };
+}
+
+async function startBroker(over: Partial<BrokerConfig> = {}): Promise<RunningBroker> {
+  const b = await startBrokerProcess(brokerConfig(over), { doc: cloud.doc, logger: silentLogger });
+  running.push(b);
+  return b;
+}
+
+async function putWork(clients: string[]) {
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: controlTable,
+      Item: fleetWorkItem({ clients, desiredVersion: 'v1', updatedAt: Date.now() }),
+    }),
+  );
+}
+
+const recipientOf = (clientId: string, i: number) =>
+  `U${clientId
+    .replace(/[^0-9a-f]/g, '')
+    .padEnd(8, '0')
+    .slice(0, 8)}${i.toString(16).padStart(24, '0')}`;
+
+/** A client with a running message job of `tasks` recipients, written as ingest would. */
+async function seed(clientId: string, tasks: number, message: MessageTemplate): Promise<Job> {
+  const now = Date.now();
+  const client: ClientSettings = {
+    clientId,
+    maxConcurrentCalls: 1,
+    callsPerSecond: 1,
+    timeZone: 'Asia/Tokyo',
+    callingHours: ALWAYS,
+    defaultRegion: 'JP',
+    messageChannelId: CHANNEL.channelId,
+    updatedAt: now,
+  };
+  const job: Job = {
+    clientId,
+    jobId: `01JM${clientId.toUpperCase().replace(/[^0-9A-Z]/g, '')}${'0'.repeat(26)}`.slice(0, 26),
+    name: 'campaign',
+    channel: 'message',
+    scenarioId: 'default',
+    message,
+    startAt: now - 1000,
+    maxAttempts: 1,
+    retryDelaySeconds: 0,
+    status: 'running',
+    counts: { rows: tasks, rejected: 0, skipped: 0, tasks, completed: 0, failed: 0, cancelled: 0 },
+    createdAt: now,
+    updatedAt: now,
+  };
+  await cloud.doc.send(
+    new PutCommand({ TableName: controlTable, Item: { ...keys.client(clientId), ...client } }),
+  );
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: controlTable,
+      Item: { ...keys.job(clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
+    }),
+  );
+  const items = Array.from({ length: tasks }, (_, i) => {
+    const task: Task = {
+      clientId,
+      jobId: job.jobId,
+      taskId: `t${String(i).padStart(5, '0')}`,
+      row: i + 2,
+      channel: 'message',
+      recipient: recipientOf(clientId, i),
+      variables: { name: `顧客${i}` },
+      state: 'pending',
+      attempts: 0,
+      readyAt: now - 1000,
+      updatedAt: now,
+    };
+    return { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
+  });
+  for (let i = 0; i < items.length; i += 25) {
+    await cloud.doc.send(
+      new BatchWriteCommand({
+        RequestItems: { [tasksTable]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) },
+      }),
+    );
+  }
+  return job;
+}
+
+async function tasksOf(jobId: string): Promise<(Task & { claimToken?: number })[]> {
+  const all: Task[] = [];
+  for (let shard = 0; shard < TASK_SHARDS; shard++) {
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const out = await cloud.doc.send(
+        new QueryCommand({
+          TableName: tasksTable,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
+          ConsistentRead: true,
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      all.push(...((out.Items ?? []) as Task[]));
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+  }
+  return all;
+}
+
+async function jobOf(job: Job): Promise<Job> {
+  const out = await makeDynamoMessageTasks(cloud.doc, {
+    controlTable,
+    tasksTable,
+    clock: { now: () => Date.now() },
+  }).getJob(job.clientId, job.jobId);
+  return out!;
+}
+
+async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function allFinal(job: Job): Promise<Task[]> {
+  return until(async () => {
+    const tasks = await tasksOf(job.jobId);
+    return tasks.every((t) => ['completed', 'failed', 'cancelled'].includes(t.state)) ? tasks : undefined;
+  }, `every task of ${job.jobId} to end`);
+}
+
+/** Deliveries per recipient of this job's recipients, from the sandbox's log. */
+function deliveredCounts(clientId: string, n: number): number[] {
+  return Array.from({ length: n }, (_, i) => line.deliveriesTo(recipientOf(clientId, i)).length);
+}
+
+describe('a message job served by the broker', () => {
+  it('pushes each recipient its own message once, through 500s, dropped responses and 429s, and skips who opted out', async () => {
+    const clientId = `push${Math.random().toString(36).slice(2, 6)}`;
+    const n = 1_200;
+    const job = await seed(clientId, n, PERSONAL);
+    const optOuts = makeDynamoOptOutStore(cloud.doc, controlTable);
+    const optedOut = [5, 600, 1_111];
+    for (const i of optedOut) await optOuts.record(clientId, recipientOf(clientId, i), true, Date.now());
+    line.faults.setProbabilities({ status500: 0.05, dropAfterDeliver: 0.05 });
+    line.faults.burst429(20);
+
+    await startBroker();
+    await putWork([clientId]);
+    const tasks = await allFinal(job);
+
+    const counts = deliveredCounts(clientId, n);
+    for (let i = 0; i < n; i++) expect(counts[i], `recipient ${i}`).toBe(optedOut.includes(i) ? 0 : 1);
+    const byState = Object.groupBy(tasks, (t) => t.state);
+    expect(byState.completed?.length).toBe(n - optedOut.length);
+    expect(byState.cancelled?.map((t) => t.reason)).toEqual(optedOut.map(() => OPTED_OUT_REASON));
+    const sample = line.deliveriesTo(recipientOf(clientId, 7))[0]!;
+    expect(sample.endpoint).toBe('push');
+    expect(sample.messages).toEqual([{ type: 'text', text: 'こんにちは 顧客7 さん 🎉' }]);
+    const stored = await jobOf(job);
+    expect(stored.counts).toMatchObject({
+      completed: n - optedOut.length,
+      failed: 0,
+      cancelled: optedOut.length,
+    });
+  });
+
+  it('multicasts a message without placeholders in batches of up to 500, each recipient once', async () => {
+    const clientId = `mc${Math.random().toString(36).slice(2, 6)}`;
+    const n = 1_300;
+    const job = await seed(clientId, n, SAME_FOR_ALL);
+    line.faults.enqueue(
+      { kind: 'status500', endpoint: 'multicast' },
+      { kind: 'dropAfterDeliver', endpoint: 'multicast' },
+    );
+    const before = line.counters().requests;
+
+    await startBroker();
+    await putWork([clientId]);
+    await allFinal(job);
+
+    expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
+    const multicasts = line.log().filter((e) => e.path.endsWith('/multicast') && e.status === 200);
+    expect(multicasts.length).toBeGreaterThanOrEqual(Math.ceil(n / 500));
+    expect(line.counters().requests - before).toBeLessThan(20);
+    expect((await jobOf(job)).counts.completed).toBe(n);
+  });
+
+  it('a broker taking over resends what a dead holder left in flight with the same keys: nobody gets it twice', async () => {
+    const clientId = `take${Math.random().toString(36).slice(2, 6)}`;
+    const n = 700;
+    const job = await seed(clientId, n, SAME_FOR_ALL);
+    const clock = { now: () => Date.now() };
+    const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
+    const store = makeDynamoMessageTasks(cloud.doc, { controlTable, tasksTable, clock });
+
+    // The first holder claims 500, records their multicast, sends it — and dies before writing outcomes.
+    const first = await leases.tryTake({ clientId, owner: 'dead', now: Date.now(), leaseMs: 1_000 });
+    const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
+    const page = await dead.source.nextPage(500);
+    expect(page).toHaveLength(500);
+    const ids = page.map((t) => t.taskId).sort();
+    const retryKey = multicastRetryKey(job.jobId, 1, ids);
+    await dead.batches.record({ jobId: job.jobId, attempt: 1, retryKey, taskIds: ids });
+    const sorted = [...page].sort((a, b) => (a.taskId < b.taskId ? -1 : 1));
+    const client = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
+    const sent = await client.send(
+      prepareMulticast(
+        sorted.map((t) => t.recipient),
+        SAME_FOR_ALL.messages,
+        retryKey,
+      ),
+    );
+    expect(sent.kind).toBe('delivered');
+
+    // The lease expires; another broker takes the client over and runs the job to its end.
+    await new Promise((r) => setTimeout(r, 1_100));
+    const second = await leases.tryTake({ clientId, owner: 'heir', now: Date.now(), leaseMs: 30_000 });
+    expect(second!.token).toBeGreaterThan(first!.token);
+    const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
+    const totals = await runMessagePipeline({
+      source: heir.source,
+      report: heir.report,
+      batches: heir.batches,
+      send: (prepared) => client.send(prepared),
+      rate: { perSecond: 2_000 },
+      clock,
+    });
+    expect(totals.delivered).toBe(n);
+    const tasks = await tasksOf(job.jobId);
+    expect(tasks.every((t) => t.state === 'completed')).toBe(true);
+    expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
+    // The 500 went out once: the heir's resend of the recorded batch was answered 409.
+    expect(line.log().some((e) => e.retryKey === retryKey && e.status === 409)).toBe(true);
+    expect((await jobOf(job)).counts.completed).toBe(n);
+  });
+
+  it('pause stops new sends before it returns; resume finishes the job without a gap or a repeat', async () => {
+    const clientId = `pause${Math.random().toString(36).slice(2, 6)}`;
+    const n = 3_000;
+    const job = await seed(clientId, n, PERSONAL);
+    line.setRateLimit(400);
+    const broker = await startBroker({ messageRatePerSecond: 400 });
+    await putWork([clientId]);
+    const sentSoFar = () => deliveredCounts(clientId, n).reduce((a, b) => a + b, 0);
+    await until(async () => (sentSoFar() > 300 ? true : undefined), 'the first sends');
+
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.job(clientId, job.jobId),
+        UpdateExpression: 'SET #status = :paused',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':paused': 'paused' },
+      }),
+    );
+    await broker.broker.jobChanged(clientId, job.jobId);
+    const started = line.log().length;
+    await new Promise((r) => setTimeout(r, 1_500));
+    // Requests already on the wire may still land; nothing new is started.
+    expect(line.log().length - started).toBeLessThanOrEqual(64);
+    const atPause = line.log().length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(line.log().length).toBe(atPause);
+    // The broker lets the client go; the one that serves the resumed job is another.
+    broker.stop('sigterm');
+    await broker.done;
+    const paused = await tasksOf(job.jobId);
+    expect(paused.filter((t) => t.state === 'in-flight')).toEqual([]);
+    const sentBefore = paused.filter((t) => t.state === 'completed').length;
+    expect(sentBefore).toBeGreaterThan(0);
+    expect(sentBefore).toBeLessThan(n);
+
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.job(clientId, job.jobId),
+        UpdateExpression: 'SET #status = :running',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':running': 'running' },
+      }),
+    );
+    await startBroker({ messageRatePerSecond: 400 });
+    await putWork([clientId]);
+    await allFinal(job);
+    expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
+    expect((await jobOf(job)).counts.completed).toBe(n);
+  });
+});
