@@ -1,7 +1,9 @@
 /**
  * The jobs part of the local cloud: the operator API's handler (for the API Gateway stand-in),
  * the ingest Lambda polling the ingest queue, and the S3 notifier that stands in for the bucket
- * notification. The handlers are the deployed modules (`main.ts`), configured by environment.
+ * notification. The handlers are the deployed modules (`main.ts`), configured by environment; so
+ * a pause or cancel of a message job nudges the local broker holding the client exactly as in AWS:
+ * through the endpoint its lease advertises (`http://127.0.0.1:{port}` here).
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';

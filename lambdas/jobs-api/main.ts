@@ -7,7 +7,9 @@ import {
   makeDynamoJobStore,
   makeDynamoTaskStore,
 } from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
 import { makeLogger } from '#shared/log.ts';
@@ -21,6 +23,7 @@ const ingestQueueUrl = getStringFromEnv('INGEST_QUEUE_URL');
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
 const sqs = new SQSClient({});
+const log = makeLogger('jobs-api');
 
 export const handler = makeJobsApiHandler({
   api: makeJobsApi({
@@ -38,6 +41,9 @@ export const handler = makeJobsApiHandler({
     },
     bucket,
     clock: { now: () => Date.now() },
+    // Leases live in the control table; the holder's endpoint is a private address in the fleet's
+    // VPC, which this function runs in (cdk/constructs/jobs.ts).
+    brokers: { leases: makeDynamoLeaseStore(doc, controlTable), notifier: makeHttpBrokerNotifier(), log },
   }),
-  log: makeLogger('jobs-api'),
+  log,
 });

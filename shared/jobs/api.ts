@@ -6,8 +6,15 @@
  * problems are typed errors ({@link ValidationError}, {@link ClientNotFoundError},
  * {@link JobNotFoundError}, {@link IllegalTransitionError}, {@link UploadTooLargeError}) that
  * the HTTP handler maps to statuses in one place.
+ *
+ * Pausing or cancelling a `message` job is exact: once the new status is written, the broker
+ * holding the client's lease (if any) is told, and the answer waits for it to confirm that no new
+ * send of the job starts. A broker that cannot be reached is logged and left to its own job
+ * watch (it stops the sends within a fraction of a second); the operator gets the answer anyway.
  */
+import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
 import { newUlid } from '#shared/ids.ts';
+import type { Logger } from '#shared/log.ts';
 import { cancelSweepStart } from './cancel.ts';
 import {
   ClientNotFoundError,
@@ -21,6 +28,7 @@ import type {
   ClientStore,
   Clock,
   IngestQueue,
+  JobChangeNotifier,
   JobStore,
   TaskStore,
   UploadFiles,
@@ -90,6 +98,15 @@ export interface CreatedJob {
   readonly upload?: { readonly url: string; readonly method: 'PUT'; readonly expiresAt: string };
 }
 
+/** How the operator API reaches the broker serving a client, to stop a message job's sends. */
+export interface BrokerNudgeDeps {
+  /** Where the client's live lease holder listens (the lease item's endpoint). */
+  readonly leases: LeaseEndpointReader;
+  readonly notifier: JobChangeNotifier;
+  /** A nudge that did not land is a warning: the broker's job watch stops the sends instead. */
+  readonly log: Pick<Logger, 'warn'>;
+}
+
 export interface JobsApiDeps {
   readonly clients: ClientStore;
   readonly jobs: JobStore;
@@ -102,6 +119,11 @@ export interface JobsApiDeps {
   readonly bucket: string;
   readonly clock: Clock;
   readonly newJobId?: (now: number) => string;
+  /**
+   * Tells the client's broker when a message job is paused or cancelled, and waits for it. Without
+   * it (no brokers to reach), the brokers' job watch alone stops the sends, a moment later.
+   */
+  readonly brokers?: BrokerNudgeDeps;
 }
 
 /** Builds the operator API's use cases around their ports. */
@@ -119,6 +141,40 @@ export function makeJobsApi(deps: JobsApiDeps) {
     const job = isValidClientId(clientId) ? await deps.jobs.get(clientId, jobId) : undefined;
     if (!job) throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
     return job;
+  }
+
+  /**
+   * After a message job left `running` (pause, cancel): nudges the lease holder and waits until it
+   * answers that no new send of the job starts. No live holder means nothing is sending. Never
+   * throws: the status is already written, and the operator must get the answer.
+   */
+  async function stopSends(job: Job): Promise<void> {
+    const brokers = deps.brokers;
+    if (!brokers || job.channel !== 'message') return;
+    const { clientId, jobId } = job;
+    let endpoint: string | undefined;
+    try {
+      endpoint = await brokers.leases.endpointOf(clientId, deps.clock.now());
+    } catch (error) {
+      brokers.log.warn("the client's broker could not be looked up; its job watch stops the sends", {
+        clientId,
+        jobId,
+        status: job.status,
+        error,
+      });
+      return;
+    }
+    if (endpoint === undefined) return;
+    const answer = await brokers.notifier.jobChanged(endpoint, { clientId, jobId });
+    if (!answer.ok) {
+      brokers.log.warn("the client's broker did not confirm the job change; its job watch stops the sends", {
+        clientId,
+        jobId,
+        status: job.status,
+        endpoint,
+        reason: answer.reason,
+      });
+    }
   }
 
   return {
@@ -195,14 +251,18 @@ export function makeJobsApi(deps: JobsApiDeps) {
 
     /**
      * Pauses, resumes or cancels a job; an illegal move is an {@link IllegalTransitionError}. A
-     * cancel also starts the sweep that ends the job's tasks not yet started (`cancel.ts`);
-     * cancelling a cancelled job starts it again (harmless: the sweep is idempotent), so a cancel
-     * whose sweep could not be queued can simply be retried.
+     * pause or cancel of a message job returns once its broker confirmed that no new send starts
+     * (or could not be reached: see {@link BrokerNudgeDeps}). A cancel also starts the sweep that
+     * ends the job's tasks not yet started (`cancel.ts`); cancelling a cancelled job starts it
+     * again (harmless: the sweep is idempotent), so a cancel whose sweep could not be queued can
+     * simply be retried.
      */
     async changeStatus(clientId: string, jobId: string, action: JobAction): Promise<JobView> {
       const to = ACTION_TARGET[action];
       let job = await jobOf(clientId, jobId);
       if (action === 'cancel' && job.status === 'cancelled') {
+        // A retried cancel confirms the stop again, as the first one did.
+        await stopSends(job);
         await deps.queue.send(cancelSweepStart(clientId, jobId));
         return jobView(job);
       }
@@ -214,6 +274,8 @@ export function makeJobsApi(deps: JobsApiDeps) {
         }
         const result = await deps.jobs.transition(job, to, deps.clock.now());
         if (result.ok) {
+          // Sends stop first: the sweep only ends tasks that have not started.
+          if (to === 'paused' || to === 'cancelled') await stopSends(result.job);
           if (to === 'cancelled') await deps.queue.send(cancelSweepStart(clientId, jobId));
           return jobView(result.job);
         }

@@ -195,4 +195,22 @@ export interface TaskCanceller {
   ): Promise<number>;
 }
 
+/** A job of a client that was paused or cancelled, as its broker is told. */
+export interface JobChanged {
+  readonly clientId: string;
+  readonly jobId: string;
+}
+
+/**
+ * How a nudge went: `ok` once the broker answered that it read the job and, if it is no longer
+ * running, stopped its sends; otherwise why not (unreachable, an error status, no answer in time).
+ */
+export type NudgeAnswer = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+/** Tells the broker at `endpoint` that a job changed and waits, briefly, for its answer. */
+export interface JobChangeNotifier {
+  /** Never throws: a failure is an answer with a reason. */
+  jobChanged(endpoint: string, changed: JobChanged): Promise<NudgeAnswer>;
+}
+
 export type { IngestCounts };
