@@ -135,7 +135,8 @@ describe('job options', () => {
   });
 
   it('needs a message channel on the client for a message job', () => {
-    expect(fieldErrors(() => parseJobOptions({ name: 'x', channel: 'message' }, client, NOW))).toEqual({
+    const job = { name: 'x', channel: 'message', message: 'Hello' };
+    expect(fieldErrors(() => parseJobOptions(job, client, NOW))).toEqual({
       channel: ['a message job needs the client to have a messageChannelId'],
     });
   });
