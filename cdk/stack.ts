@@ -25,7 +25,6 @@ export class SwitchboardStack extends Stack {
     const retain = props.stage === 'prod';
     this.stateful = new StatefulResources(this, 'Stateful', { stage: props.stage, retain });
     this.webhooks = new Webhooks(this, 'Webhooks', { stage: props.stage, stateful: this.stateful, retain });
-    this.jobs = new Jobs(this, 'Jobs', { stateful: this.stateful, retain });
     const provider = String(this.node.tryGetContext('telephonyProvider') ?? 'default');
     // The brokers need the callback URL and the API needs the call-status function, which lives in
     // the brokers' VPC: the URL is built from the API's endpoint, known only as a token here.
@@ -39,6 +38,8 @@ export class SwitchboardStack extends Stack {
       maxBrokers: Number(this.node.tryGetContext('maxBrokers') ?? 10),
       alarmTopic: this.webhooks.alarmTopic,
     });
+    // The operator API nudges brokers (pause / cancel of a message job): it lives in their VPC.
+    this.jobs = new Jobs(this, 'Jobs', { stateful: this.stateful, fleet: this.fleet, retain });
     this.callStatus = new CallStatus(this, 'CallStatus', {
       stateful: this.stateful,
       fleet: this.fleet,

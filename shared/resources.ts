@@ -113,6 +113,7 @@ export const tables: readonly TableSpec[] = [
         sortKey: { name: 'openSk', type: 'S' },
       },
     ],
+    ttlAttribute: 'expiresAt', // only multicast batch records ({jobId}#batch) carry it; tasks never
     pointInTimeRecovery: true,
     encryption: 'aws-managed',
     envVar: 'TASKS_TABLE',

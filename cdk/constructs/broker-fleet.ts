@@ -4,8 +4,9 @@
  * fleet's alarms.
  *
  * Network: a VPC of two AZs with public subnets only, brokers with a public IP and a security
- * group that admits nothing from outside. No NAT gateway: brokers only make outbound calls
- * (DynamoDB, the telephony provider, ECR and CloudWatch Logs), and a NAT gateway per AZ would cost
+ * group that admits nothing from outside (only the nudge port, from the Lambdas that nudge). No
+ * NAT gateway: brokers only make outbound calls (DynamoDB, the telephony provider, the LINE
+ * Messaging API, ECR and CloudWatch Logs), and a NAT gateway per AZ would cost
  * more than the whole fleet at rest (~$65/month before traffic, against $0.005/hour per broker's
  * public IPv4). DynamoDB traffic takes a free gateway endpoint and never leaves AWS's network.
  *
@@ -32,16 +33,21 @@ import { IgnoreMode } from 'aws-cdk-lib/core';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { functions } from '#shared/functions.ts';
+import { DEFAULT_LINE_API_URL } from '#shared/line/messaging-client.ts';
 import { resourceName, tableSpec } from '#shared/resources.ts';
 import { REPO_ROOT, SwitchboardFunction } from './function.ts';
 import type { StatefulResources } from './stateful.ts';
 
-/** The port of the broker's nudge server (call-ended notices from the call-status route). */
+/**
+ * The port of the broker's nudge server: call-ended notices from the call-status route, job
+ * changes (pause / cancel of a message job) from the operator API.
+ */
 export const BROKER_HTTP_PORT = 8080;
 /** Fargate's longest SIGTERM-to-SIGKILL wait; brokers are built to finish within it. */
 export const BROKER_STOP_TIMEOUT_SECONDS = 120;
 
-// Get/query/transactions on the broker's tables; no Scan, no DeleteItem (tasks are never deleted).
+// Get/query/transactions on the broker's tables; no Scan, no DeleteItem (tasks are never deleted:
+// only a settled multicast's record is, see BATCH_RECORD_KEYS).
 const BROKER_TABLE_ACTIONS = [
   'dynamodb:GetItem',
   'dynamodb:BatchGetItem',
@@ -51,6 +57,12 @@ const BROKER_TABLE_ACTIONS = [
   'dynamodb:UpdateItem',
   'dynamodb:DescribeTable',
 ];
+/**
+ * The partition keys of multicast batch records in the tasks table (`{jobId}#batch`, see
+ * shared/adapters/dynamo-message-tasks.ts): the broker deletes a record once every member settled.
+ * A task's partition is `{jobId}#{shard}` with a numeric shard, so this never matches a task.
+ */
+const BATCH_RECORD_KEYS = '*#batch';
 
 export interface BrokerFleetProps {
   readonly stage: string;
@@ -119,7 +131,7 @@ export class BrokerFleet extends Construct {
     this.securityGroup.addEgressRule(
       ec2.Peer.anyIpv4(),
       ec2.Port.tcp(443),
-      'DynamoDB, telephony API, ECR, logs',
+      'DynamoDB, telephony API, LINE Messaging API, ECR, logs',
     );
 
     // --- cluster and image -----------------------------------------------------------------
@@ -156,7 +168,8 @@ export class BrokerFleet extends Construct {
     // --- task --------------------------------------------------------------------------------
     const taskRole = new iam.Role(this, 'BrokerTaskRole', {
       assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
-      description: 'Switchboard broker: its two tables and its own task protection, nothing else',
+      description:
+        'Switchboard broker: its two tables, the LINE channels it sends through (read) and its own task protection',
     });
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'BrokerTask', {
       cpu: props.cpu ?? 512,
@@ -180,6 +193,9 @@ export class BrokerFleet extends Construct {
       environment: {
         CONTROL_TABLE: tables.control.tableName,
         TASKS_TABLE: tables.tasks.tableName,
+        // Message jobs: the channel's access token is read here; sends go to the Messaging API.
+        [tableSpec('channels').envVar]: tables.channels.tableName,
+        LINE_API_URL: DEFAULT_LINE_API_URL,
         TELEPHONY_API_URL: props.telephonyApiUrl,
         CALL_STATUS_CALLBACK_URL: props.callStatusCallbackUrl,
         BROKER_VERSION: this.brokerVersion,
@@ -208,6 +224,38 @@ export class BrokerFleet extends Construct {
         );
       }
     }
+    // A settled multicast's record, and nothing else of the tasks table, may be deleted.
+    taskRole.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:DeleteItem'],
+        resources: [tables.tasks.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [BATCH_RECORD_KEYS] } },
+      }),
+    );
+    // Message jobs send through the client's LINE channel: the broker reads the channel (its access
+    // token) by id, never writes it. The channels table is under the secrets key, whose key policy
+    // names only the account: IAM decides who may decrypt, so the grant is here, as for the webhook
+    // Lambdas (SwitchboardFunction.bindTable), and usable only through DynamoDB in this account —
+    // the role can decrypt channel items it reads, never arbitrary ciphertext.
+    const channels = tables.channels;
+    taskRole.addToPolicy(
+      new iam.PolicyStatement({ actions: ['dynamodb:GetItem'], resources: [channels.tableArn] }),
+    );
+    if (channels.encryptionKey) {
+      taskRole.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:Decrypt', 'kms:DescribeKey'],
+          resources: [channels.encryptionKey.keyArn],
+          conditions: {
+            StringEquals: {
+              'kms:ViaService': `dynamodb.${stack.region}.${stack.urlSuffix}`,
+              'kms:CallerAccount': stack.account,
+            },
+          },
+        }),
+      );
+    }
+
     // The agent calls UpdateTaskProtection with the task role's credentials, for this task only;
     // the pattern names this cluster's tasks (the task id is known only at run time).
     const taskArnPattern = stack.formatArn({
@@ -314,9 +362,12 @@ export class BrokerFleet extends Construct {
     this.suppressWithReasons();
   }
 
-  /** Lets `peer` (e.g. the call-status Lambda's security group) reach the brokers' nudge port. */
-  allowNudgesFrom(peer: ec2.IPeer): void {
-    this.securityGroup.addIngressRule(peer, ec2.Port.tcp(BROKER_HTTP_PORT), 'call-ended nudges');
+  /**
+   * Lets `peer` (the call-status or the operator API Lambda's security group) reach the brokers'
+   * nudge port.
+   */
+  allowNudgesFrom(peer: ec2.IPeer, description = 'call-ended nudges'): void {
+    this.securityGroup.addIngressRule(peer, ec2.Port.tcp(BROKER_HTTP_PORT), description);
   }
 
   private containerInsightsMetric(metricName: string, period: Duration): cloudwatch.Metric {
@@ -336,7 +387,7 @@ export class BrokerFleet extends Construct {
         {
           id: 'AwsSolutions-ECS2',
           reason:
-            'The environment holds table names, URLs and the version, none secret; the telephony token comes from Secrets Manager through `secrets`.',
+            'The environment holds table names, URLs and the version, none secret; the telephony token comes from Secrets Manager through `secrets`, LINE access tokens from the KMS-encrypted channels table at run time.',
         },
       ],
       true,

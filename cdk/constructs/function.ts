@@ -54,6 +54,18 @@ const KEY_WRITE_ACTIONS = [
   'kms:GenerateDataKeyWithoutPlaintext',
 ];
 
+// What Lambda needs, with the function's own role, to manage the function's network interfaces in a
+// VPC: the EC2 part of AWSLambdaVPCAccessExecutionRole. Describe* take no resource; the others act
+// on interfaces Lambda creates and names at run time.
+const VPC_INTERFACE_ACTIONS = [
+  'ec2:CreateNetworkInterface',
+  'ec2:DescribeNetworkInterfaces',
+  'ec2:DescribeSubnets',
+  'ec2:DeleteNetworkInterface',
+  'ec2:AssignPrivateIpAddresses',
+  'ec2:UnassignPrivateIpAddresses',
+];
+
 export type TableAccess = 'read' | 'readwrite';
 export type QueueAccess = 'send' | 'consume';
 
@@ -137,20 +149,10 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
     });
     this.spec = spec;
     if (props.network) {
-      NagSuppressions.addResourceSuppressions(
-        role,
-        [
-          {
-            id: 'AwsSolutions-IAM4',
-            reason:
-              'A Lambda in a VPC needs AWSLambdaVPCAccessExecutionRole to manage its network interfaces; CDK attaches it and it grants nothing beyond ENI actions and logs.',
-            appliesTo: [
-              'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole',
-            ],
-          },
-        ],
-        true,
-      );
+      // CDK attaches AWSLambdaVPCAccessExecutionRole only to a role it creates itself; without
+      // these, Lambda refuses the VPC configuration. That managed policy would also let the
+      // function write to any log group, so only its EC2 part is granted.
+      role.addToPolicy(new iam.PolicyStatement({ actions: VPC_INTERFACE_ACTIONS, resources: ['*'] }));
     }
 
     // Active tracing adds X-Ray's PutTraceSegments/PutTelemetryRecords, which take no resource.
@@ -159,8 +161,11 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       [
         {
           id: 'AwsSolutions-IAM5',
-          reason:
-            'X-Ray active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions, so AWS requires Resource "*" for them; every other statement of this role names its table, index, queue, key or log group.',
+          reason: `X-Ray active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions, so AWS requires Resource "*" for them${
+            props.network
+              ? '; so do the network-interface actions Lambda performs with this role for a function in a VPC (the EC2 part of AWSLambdaVPCAccessExecutionRole: the interfaces are created and named by Lambda at run time)'
+              : ''
+          }; every other statement of this role names its table, index, queue, key or log group.`,
           appliesTo: ['Resource::*'],
         },
       ],

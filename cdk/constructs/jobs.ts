@@ -4,12 +4,19 @@
  * notification that feeds that queue (`s3:ObjectCreated:*` under `uploads/` and `incoming/`,
  * `.csv` only). Each function gets only the tables, key prefixes and queue actions it uses.
  *
+ * The operator API runs in the brokers' VPC: a pause or cancel of a message job nudges the broker
+ * holding the client at its private address (`POST /jobs/changed` on the nudge port) and waits for
+ * it. With no NAT, it reaches DynamoDB and S3 through the VPC's free gateway endpoints and SQS (the
+ * cancel sweep) through an interface endpoint (about $15/month for two AZs, a quarter of the NAT
+ * gateways it replaces), whose policy lets only this function send, only to the ingest queue.
+ *
  * Bucket layout (all in the uploads bucket):
  * - `uploads/{clientId}/{jobId}.csv`, `incoming/{clientId}/….csv` (+ sidecar `.json`): lists;
  * - `state/{clientId}/{jobId}/filter-*.bin`: duplicate-filter snapshots of paused ingests;
  * - `reports/{clientId}/{jobId}/…`: validation report pages and large job reports.
  */
 import { RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3n from 'aws-cdk-lib/aws-s3-notifications';
@@ -17,11 +24,14 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { functions } from '#shared/functions.ts';
 import { buckets, tableSpec } from '#shared/resources.ts';
+import { BROKER_HTTP_PORT, type BrokerFleet } from './broker-fleet.ts';
 import { SwitchboardFunction } from './function.ts';
 import type { StatefulResources } from './stateful.ts';
 
 export interface JobsProps {
   readonly stateful: StatefulResources;
+  /** The brokers the operator API nudges: their VPC and nudge port. */
+  readonly fleet: BrokerFleet;
   /** Keep log groups when the stack is deleted (production: yes). */
   readonly retain: boolean;
 }
@@ -33,6 +43,10 @@ export class Jobs extends Construct {
   /** The operator API's function: pass it to the HTTP API as `handlers['jobs-api']`. */
   readonly api: SwitchboardFunction;
   readonly ingest: SwitchboardFunction;
+  /** The operator API's network interface in the brokers' VPC. */
+  readonly apiSecurityGroup: ec2.SecurityGroup;
+  /** SQS inside the VPC (no NAT): the operator API queues cancel sweeps through it. */
+  readonly sqsEndpoint: ec2.InterfaceVpcEndpoint;
 
   constructor(scope: Construct, id: string, props: JobsProps) {
     super(scope, id);
@@ -44,9 +58,28 @@ export class Jobs extends Construct {
     const control = tableSpec('control');
     const tasks = tableSpec('tasks');
 
-    // Settings and jobs read and written; tasks only read (the report). A cancel queues the sweep
-    // that ends the job's waiting tasks on the ingest queue (the ingest runs it).
-    this.api = new SwitchboardFunction(this, 'Api', { spec: functions['jobs-api'], logRemovalPolicy })
+    const { vpc } = props.fleet;
+    this.apiSecurityGroup = new ec2.SecurityGroup(this, 'ApiSecurityGroup', {
+      vpc,
+      description: 'Switchboard jobs API: HTTPS to DynamoDB, S3 and SQS; job-changed nudges to brokers',
+      allowAllOutbound: false,
+    });
+    this.apiSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'DynamoDB, S3, SQS endpoints');
+    this.apiSecurityGroup.addEgressRule(
+      props.fleet.securityGroup,
+      ec2.Port.tcp(BROKER_HTTP_PORT),
+      'job-changed nudges to brokers',
+    );
+    props.fleet.allowNudgesFrom(this.apiSecurityGroup, 'job-changed nudges from the jobs API');
+
+    // Settings and jobs read and written (leases read: where a client's broker listens); tasks only
+    // read (the report). A cancel queues the sweep that ends the job's waiting tasks on the ingest
+    // queue (the ingest runs it).
+    this.api = new SwitchboardFunction(this, 'Api', {
+      spec: functions['jobs-api'],
+      logRemovalPolicy,
+      network: { vpc, subnets: { subnetType: ec2.SubnetType.PUBLIC }, securityGroup: this.apiSecurityGroup },
+    })
       .bindTable(tables.control, 'readwrite', control.envVar)
       .bindTable(tables.tasks, 'read', tasks.envVar)
       .bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
@@ -55,6 +88,25 @@ export class Jobs extends Construct {
     this.allow(this.api, ['s3:PutObject'], bucket, ['uploads/*']);
     this.allow(this.api, ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], bucket, ['reports/*']);
     this.allowList(this.api, bucket, ['reports/*']);
+
+    // The VPC's way to S3 (inline uploads, reports) without a NAT: free, and brokers' image layers
+    // from ECR (stored in S3) take it too.
+    vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
+    this.sqsEndpoint = new ec2.InterfaceVpcEndpoint(this, 'SqsEndpoint', {
+      vpc,
+      service: ec2.InterfaceVpcEndpointAwsService.SQS,
+      subnets: { subnetType: ec2.SubnetType.PUBLIC },
+      privateDnsEnabled: true,
+      open: false,
+    });
+    this.sqsEndpoint.connections.allowDefaultPortFrom(this.apiSecurityGroup, 'jobs API: cancel sweeps');
+    this.sqsEndpoint.addToPolicy(
+      new iam.PolicyStatement({
+        principals: [this.api.role!],
+        actions: ['sqs:SendMessage'],
+        resources: [ingestQueue.queue.queueArn],
+      }),
+    );
 
     this.ingest = new SwitchboardFunction(this, 'Ingest', { spec: functions.ingest, logRemovalPolicy })
       .bindTable(tables.control, 'readwrite', control.envVar)

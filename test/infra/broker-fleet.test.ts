@@ -20,11 +20,13 @@ interface Statement {
   Effect: string;
   Action: string | string[];
   Resource: unknown;
+  Condition?: Json;
 }
 
 let outdir: string;
 let stack: Stack;
 let fleet: BrokerFleet;
+let stateful: StatefulResources;
 let template: Template;
 let resources: Record<string, { Type: string; Properties: Json }>;
 
@@ -32,7 +34,7 @@ beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'switchboard-fleet-cdk-'));
   const app = new App({ outdir });
   stack = new Stack(app, 'FleetTest');
-  const stateful = new StatefulResources(stack, 'Stateful', { stage: 'test', retain: false });
+  stateful = new StatefulResources(stack, 'Stateful', { stage: 'test', retain: false });
   const alarmTopic = new sns.Topic(stack, 'Alarms', { enforceSSL: true });
   fleet = new BrokerFleet(stack, 'Fleet', {
     stage: 'test',
@@ -57,6 +59,15 @@ const idOf = (construct: IConstruct): string =>
   stack.getLogicalId((construct.node.defaultChild ?? construct) as CfnResource);
 const propsOf = (construct: IConstruct): Json => resources[idOf(construct)]!.Properties;
 const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+const mentions = (s: Statement, construct: IConstruct): boolean =>
+  JSON.stringify(s.Resource).includes(`"${idOf(construct)}"`);
+/** The broker container's environment, by name. */
+function brokerEnv(): Record<string, unknown> {
+  const [container] = propsOf(fleet.taskDefinition).ContainerDefinitions as Json[];
+  return Object.fromEntries(
+    (container!.Environment as { Name: string; Value: unknown }[]).map((e) => [e.Name, e.Value]),
+  );
+}
 
 function statementsOf(roleId: string): Statement[] {
   return Object.values(resources)
@@ -104,17 +115,47 @@ describe('the broker service', () => {
     expect((container!.Secrets as { Name: string }[]).map((s) => s.Name)).toEqual(['TELEPHONY_API_TOKEN']);
   });
 
-  it('lets the broker task touch only its tables and its own cluster’s task protection', () => {
+  it('lets the broker task touch only its tables, the channels it sends through and its own cluster’s task protection', () => {
     const statements = statementsOf(idOf(fleet.taskDefinition.taskRole));
     const actions = statements.flatMap(actionsOf);
     expect(actions).toEqual(expect.arrayContaining(['ecs:UpdateTaskProtection', 'ecs:GetTaskProtection']));
-    expect(actions.filter((a) => !a.startsWith('dynamodb:') && !a.startsWith('ecs:'))).toEqual([]);
+    expect(actions.filter((a) => !a.startsWith('dynamodb:') && !a.startsWith('ecs:')).sort()).toEqual([
+      'kms:Decrypt',
+      'kms:DescribeKey',
+    ]);
     expect(actions).not.toContain('dynamodb:Scan');
-    expect(actions).not.toContain('dynamodb:DeleteItem');
+    // Only multicast batch records ({jobId}#batch) may be deleted; tasks never are.
+    const deletes = statements.filter((s) => actionsOf(s).includes('dynamodb:DeleteItem'));
+    expect(deletes).toEqual([
+      expect.objectContaining({
+        Action: 'dynamodb:DeleteItem',
+        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['*#batch'] } },
+      }),
+    ]);
+    expect(mentions(deletes[0]!, stateful.tables.tasks)).toBe(true);
     const protection = statements.find((s) => actionsOf(s).includes('ecs:UpdateTaskProtection'))!;
     expect(JSON.stringify(protection.Resource)).toContain(':task/');
     expect(JSON.stringify(protection.Resource)).toContain(idOf(fleet.cluster));
     expect(JSON.stringify(statements)).not.toContain(idOf(fleet.telephonyToken));
+  });
+
+  it('reads LINE channels (access tokens) to send message jobs, and can decrypt them only through DynamoDB', () => {
+    const statements = statementsOf(idOf(fleet.taskDefinition.taskRole));
+    expect(statements.filter((s) => mentions(s, stateful.tables.channels)).flatMap(actionsOf)).toEqual([
+      'dynamodb:GetItem',
+    ]);
+    const keyStatements = statements.filter((s) => mentions(s, stateful.secretsKey));
+    expect(keyStatements.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:DescribeKey']);
+    for (const s of keyStatements) {
+      expect(Object.keys(s.Condition?.StringEquals as Json).sort()).toEqual([
+        'kms:CallerAccount',
+        'kms:ViaService',
+      ]);
+    }
+    expect(brokerEnv()).toMatchObject({
+      CHANNELS_TABLE: { Ref: idOf(stateful.tables.channels) },
+      LINE_API_URL: 'https://api.line.me',
+    });
   });
 
   it('admits no inbound traffic and lets only HTTPS out', () => {

@@ -1,6 +1,7 @@
 /**
- * The jobs construct in a stack built here (the lead wires it into SwitchboardStack): the two
- * Lambdas, the bucket notification to the ingest queue, least-privilege IAM, and cdk-nag.
+ * The jobs construct in a stack built here, beside the broker fleet whose VPC the operator API
+ * runs in: the two Lambdas, the bucket notification to the ingest queue, least-privilege IAM, the
+ * network path to the brokers' nudge port, and cdk-nag.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BROKER_HTTP_PORT, BrokerFleet } from '#cdk/constructs/broker-fleet.ts';
 import { Jobs } from '#cdk/constructs/jobs.ts';
 import { StatefulResources } from '#cdk/constructs/stateful.ts';
 import { functions } from '#shared/functions.ts';
@@ -25,6 +27,7 @@ interface Statement {
 let outdir: string;
 let stack: Stack;
 let jobs: Jobs;
+let fleet: BrokerFleet;
 let stateful: StatefulResources;
 let template: Template;
 let resources: Record<string, { Type: string; Properties: Json }>;
@@ -34,7 +37,14 @@ beforeAll(() => {
   const app = new App({ outdir });
   stack = new Stack(app, 'JobsTest');
   stateful = new StatefulResources(stack, 'Stateful', { stage: 'test', retain: false });
-  jobs = new Jobs(stack, 'Jobs', { stateful, retain: false });
+  fleet = new BrokerFleet(stack, 'Fleet', {
+    stage: 'test',
+    stateful,
+    retain: false,
+    telephonyApiUrl: 'https://telephony.example.com',
+    callStatusCallbackUrl: 'https://api.example.com/providers/example/calls/status',
+  });
+  jobs = new Jobs(stack, 'Jobs', { stateful, fleet, retain: false });
   Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
   app.synth();
   template = Template.fromStack(stack);
@@ -152,6 +162,83 @@ describe('jobs infrastructure', () => {
     expect(sqsActions).toContain('sqs:SendMessage');
     expect(sqsActions).not.toContain('sqs:ReceiveMessage');
     expect(sqsActions).not.toContain('sqs:DeleteMessage');
+  });
+
+  it('runs the operator API in the brokers’ VPC, allowed into their nudge port', () => {
+    const api = resources[idOf(jobs.api)]!.Properties as {
+      VpcConfig: { SecurityGroupIds: unknown[]; SubnetIds: unknown[] };
+    };
+    const apiGroup = { 'Fn::GetAtt': [idOf(jobs.apiSecurityGroup), 'GroupId'] };
+    const brokerGroup = { 'Fn::GetAtt': [idOf(fleet.securityGroup), 'GroupId'] };
+    expect(api.VpcConfig.SecurityGroupIds).toEqual([apiGroup]);
+    expect(api.VpcConfig.SubnetIds).toHaveLength(2);
+    for (const subnet of api.VpcConfig.SubnetIds) expect(JSON.stringify(subnet)).toContain('FleetVpc');
+    template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', {
+      GroupId: brokerGroup,
+      SourceSecurityGroupId: apiGroup,
+      IpProtocol: 'tcp',
+      FromPort: BROKER_HTTP_PORT,
+      ToPort: BROKER_HTTP_PORT,
+    });
+    template.hasResourceProperties('AWS::EC2::SecurityGroupEgress', {
+      GroupId: apiGroup,
+      DestinationSecurityGroupId: brokerGroup,
+      FromPort: BROKER_HTTP_PORT,
+      ToPort: BROKER_HTTP_PORT,
+    });
+    // Otherwise HTTPS only (DynamoDB, S3, SQS), and the brokers still admit nothing else.
+    expect(resources[idOf(jobs.apiSecurityGroup)]!.Properties.SecurityGroupEgress).toEqual([
+      expect.objectContaining({ IpProtocol: 'tcp', FromPort: 443, ToPort: 443 }),
+    ]);
+    const brokerIngress = Object.values(resources).filter(
+      (r) =>
+        r.Type === 'AWS::EC2::SecurityGroupIngress' &&
+        JSON.stringify(r.Properties.GroupId) === JSON.stringify(brokerGroup),
+    );
+    expect(brokerIngress.map((r) => r.Properties.SourceSecurityGroupId)).toEqual([apiGroup]);
+  });
+
+  it('lets Lambda manage the operator API’s network interfaces, without a managed policy', () => {
+    const role = idOf(jobs.api.role!);
+    const actions = statementsOf(role).flatMap(actionsOf);
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        'ec2:CreateNetworkInterface',
+        'ec2:DescribeNetworkInterfaces',
+        'ec2:DeleteNetworkInterface',
+      ]),
+    );
+    expect(resources[role]!.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+
+  it('reaches S3 and SQS from the VPC without a NAT; only the operator API may send through the SQS endpoint, only to the ingest queue', () => {
+    template.resourceCountIs('AWS::EC2::NatGateway', 0);
+    const endpoints = Object.values(resources).filter((r) => r.Type === 'AWS::EC2::VPCEndpoint');
+    const service = (r: { Properties: Json }) =>
+      JSON.stringify(r.Properties.ServiceName).match(/\.(\w+)"\]\]/)?.[1];
+    expect(endpoints.map((r) => `${service(r)}:${r.Properties.VpcEndpointType}`).sort()).toEqual([
+      'dynamodb:Gateway',
+      's3:Gateway',
+      'sqs:Interface',
+    ]);
+    const sqs = resources[idOf(jobs.sqsEndpoint)]!.Properties as {
+      PrivateDnsEnabled: boolean;
+      PolicyDocument: { Statement: (Statement & { Principal: unknown })[] };
+    };
+    expect(sqs.PrivateDnsEnabled).toBe(true);
+    expect(sqs.PolicyDocument.Statement).toEqual([
+      {
+        Effect: 'Allow',
+        Principal: { AWS: { 'Fn::GetAtt': [idOf(jobs.api.role!), 'Arn'] } },
+        Action: 'sqs:SendMessage',
+        Resource: { 'Fn::GetAtt': [idOf(stateful.queues.ingest.queue), 'Arn'] },
+      },
+    ]);
+    template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', {
+      SourceSecurityGroupId: { 'Fn::GetAtt': [idOf(jobs.apiSecurityGroup), 'GroupId'] },
+      FromPort: 443,
+      ToPort: 443,
+    });
   });
 
   it('is cdk-nag clean', () => {

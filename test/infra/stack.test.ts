@@ -47,6 +47,8 @@ describe('stateful resources', () => {
         }),
       ],
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      // Multicast batch records expire (tasks carry no expiresAt, so they never do).
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
     });
     template.hasResourceProperties('AWS::DynamoDB::Table', {
       TableName: 'switchboard-prod-events',

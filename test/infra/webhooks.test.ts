@@ -266,7 +266,7 @@ describe('least privilege', () => {
     }
   });
 
-  it('only the receiver and the processor may decrypt with the channel secrets key, and only through DynamoDB', () => {
+  it('only the receiver, the processor and the broker task (message jobs) may decrypt with the channel secrets key, and only through DynamoDB', () => {
     const keyId = idOf(stack.stateful.secretsKey);
     const grantees = Object.values(resources)
       .filter((r) => r.Type === 'AWS::IAM::Policy')
@@ -279,9 +279,10 @@ describe('least privilege', () => {
         ),
       )
       .flatMap((r) => (r.Properties.Roles as Json[]).map((role) => role.Ref));
-    expect(grantees.sort()).toEqual([processorRole(), receiverRole()].sort());
+    const brokerRole = idOf(stack.fleet.taskDefinition.taskRole);
+    expect(grantees.sort()).toEqual([processorRole(), receiverRole(), brokerRole].sort());
 
-    for (const role of [receiverRole(), processorRole()]) {
+    for (const role of [receiverRole(), processorRole(), brokerRole]) {
       const keyStatements = statementsOf(role).filter((s) => mentions(s.Resource, keyId));
       expect(keyStatements.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:DescribeKey']);
       for (const s of keyStatements) {
