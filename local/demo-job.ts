@@ -6,21 +6,25 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { LocalStack } from './stack.ts';
+import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
 
 export const DEMO_CLIENT = 'demo-client';
 const ALL_WEEK = Object.fromEntries(
   ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
 );
 
-export interface DemoJobOptions {
-  /** The CSV to call (default: the demo list). */
-  readonly csvPath?: string;
+/** The demo client's contract: what `PUT /clients/{clientId}` is given. */
+export interface DemoClientOptions {
   readonly clientId?: string;
   readonly maxConcurrentCalls?: number;
   readonly callsPerSecond?: number;
   readonly timeZone?: string;
   readonly defaultRegion?: string;
+}
+
+export interface DemoJobOptions extends DemoClientOptions {
+  /** The CSV to call (default: the demo list). */
+  readonly csvPath?: string;
   /** Stop waiting after this long (ms). */
   readonly timeoutMs?: number;
 }
@@ -43,41 +47,76 @@ interface JobView {
 
 const DEFAULT_CSV = path.join(import.meta.dirname, 'demo', 'call-list.csv');
 
+/**
+ * The demo client's settings: its calls, and the demo LINE channel for its message jobs (the
+ * channel's opt-outs are this client's). The call job and the message campaign put the same ones.
+ */
+export function demoClientSettings(options: DemoClientOptions = {}) {
+  return {
+    maxConcurrentCalls: options.maxConcurrentCalls ?? 6,
+    callsPerSecond: options.callsPerSecond ?? 2,
+    timeZone: options.timeZone ?? 'Asia/Tokyo',
+    callingHours: ALL_WEEK,
+    defaultRegion: options.defaultRegion ?? 'JP',
+    messageChannelId: DEMO_CHANNEL.channelId,
+  };
+}
+
+/** Puts the demo client's settings through the operator API; resolves with them. */
+export async function putDemoClient(
+  stack: LocalStack,
+  options: DemoClientOptions = {},
+): Promise<ReturnType<typeof demoClientSettings> & { readonly clientId: string }> {
+  const clientId = options.clientId ?? DEMO_CLIENT;
+  const settings = demoClientSettings(options);
+  const put = await stack.operator('PUT', `/clients/${clientId}`, { json: settings });
+  if (put.status !== 200) throw new Error(`client settings refused (${put.status}): ${put.body}`);
+  return { clientId, ...settings };
+}
+
+/**
+ * Creates a job through the operator API and uploads its list to the presigned S3 URL the API
+ * answers with, as a client's tool does; resolves with the job id.
+ */
+export async function createJobWithList(
+  stack: LocalStack,
+  clientId: string,
+  jobOptions: Readonly<Record<string, unknown>>,
+  list: Uint8Array,
+): Promise<string> {
+  const created = await stack.operator('POST', `/clients/${clientId}/jobs`, { json: jobOptions });
+  if (created.status !== 201) throw new Error(`job refused (${created.status}): ${created.body}`);
+  const { jobId, upload } = created.json<{ jobId: string; upload: { url: string; method: string } }>();
+  const uploaded = await fetch(upload.url, { method: upload.method, body: list });
+  if (!uploaded.ok) throw new Error(`upload to S3 failed: ${uploaded.status} ${await uploaded.text()}`);
+  return jobId;
+}
+
 /** Runs a call job end to end on the local stack and prints its progress; resolves with its final view. */
 export async function runDemoJob(
   stack: LocalStack,
   log: (line: string) => void,
   options: DemoJobOptions = {},
 ): Promise<JobView> {
-  const clientId = options.clientId ?? DEMO_CLIENT;
   const op = stack.operator;
-  const settings = {
-    maxConcurrentCalls: options.maxConcurrentCalls ?? 6,
-    callsPerSecond: options.callsPerSecond ?? 2,
-    timeZone: options.timeZone ?? 'Asia/Tokyo',
-    callingHours: ALL_WEEK,
-    defaultRegion: options.defaultRegion ?? 'JP',
-  };
-  const put = await op('PUT', `/clients/${clientId}`, { json: settings });
-  if (put.status !== 200) throw new Error(`client settings refused (${put.status}): ${put.body}`);
+  const { clientId, ...settings } = await putDemoClient(stack, options);
   log(
     `job: client ${clientId}: ${settings.maxConcurrentCalls} calls at once, ${settings.callsPerSecond} calls/s, ${settings.timeZone}`,
   );
 
   const csvPath = options.csvPath ?? DEFAULT_CSV;
-  const created = await op('POST', `/clients/${clientId}/jobs`, {
-    json: {
+  const jobId = await createJobWithList(
+    stack,
+    clientId,
+    {
       name: path.basename(csvPath),
       channel: 'call',
       scenarioId: 'reminder',
       maxAttempts: 2,
       retryDelaySeconds: 5,
     },
-  });
-  if (created.status !== 201) throw new Error(`job refused (${created.status}): ${created.body}`);
-  const { jobId, upload } = created.json<{ jobId: string; upload: { url: string; method: string } }>();
-  const uploaded = await fetch(upload.url, { method: upload.method, body: readFileSync(csvPath) });
-  if (!uploaded.ok) throw new Error(`upload to S3 failed: ${uploaded.status} ${await uploaded.text()}`);
+    readFileSync(csvPath),
+  );
   log(`job: ${jobId} created; ${csvPath} uploaded to its presigned S3 URL`);
 
   const started = Date.now();

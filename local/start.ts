@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { playWebhookDemo } from './demo.ts';
 import { runDemoJob } from './demo-job.ts';
+import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 
 const HELP = `Usage: npm start -- [options]
@@ -15,6 +16,8 @@ Runs Switchboard on your machine: the same handlers and brokers AWS runs, agains
 fauxqs (SQS + S3), a LINE Messaging API sandbox and a telephony provider sandbox. The main job: a
 demo client uploads a call list, it is validated row by row, the job manager starts it and sizes the
 broker fleet, and brokers call at the client's limits; progress is shown until the job completes.
+Then a message campaign: the same client sends a LINE push to 2,000 recipients through the demo
+channel (one of them unfollowed first, so it is skipped), and the LINE sandbox counts deliveries.
 
 Bring your own call list: a CSV with a phone column (phone, tel, 電話番号, 携帯電話…; any other
 columns become per-row variables), UTF-8 (with or without BOM) or Shift_JIS, as Excel exports it:
@@ -28,6 +31,8 @@ Options:
   --region CC      region for numbers without a country code (default JP)
   --time-scale X   call seconds per wall second in the telephony sandbox (default 30)
   --no-job         do not run the call job (the local cloud keeps running)
+  --messages N     recipients of the message campaign (default ${DEMO_MESSAGE_COUNT}: local/demo/message-list.csv)
+  --no-messages    do not run the message campaign
   --data-dir DIR   keep DynamoDB data in DIR between runs (default: in memory)
   --port N         serve the HTTP API on port N (default: 3000; 0 picks a free port)
   --no-demo        do not play the demo webhooks (the demo channel is still created)
@@ -45,6 +50,8 @@ async function main(): Promise<void> {
     region?: string;
     'time-scale'?: string;
     'no-job'?: boolean;
+    messages?: string;
+    'no-messages'?: boolean;
     'no-demo'?: boolean;
     'exit-after'?: string;
     help?: boolean;
@@ -60,6 +67,8 @@ async function main(): Promise<void> {
         region: { type: 'string' },
         'time-scale': { type: 'string' },
         'no-job': { type: 'boolean' },
+        messages: { type: 'string' },
+        'no-messages': { type: 'boolean' },
         'no-demo': { type: 'boolean' },
         'exit-after': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -100,17 +109,24 @@ async function main(): Promise<void> {
     const n = Number(raw);
     if (!ok(n))
       throw new Error(
-        `--${name} must be ${name === 'limit' ? 'a whole number ≥ 1' : 'a number > 0'}, got ${JSON.stringify(raw)}`,
+        `--${name} must be ${name === 'limit' || name === 'messages' ? 'a whole number ≥ 1' : 'a number > 0'}, got ${JSON.stringify(raw)}`,
       );
     return n;
   };
   let limit: number;
   let rate: number;
   let timeScale: number;
+  let messages: number;
   try {
     limit = numberOption('limit', values.limit, 6, (n) => Number.isInteger(n) && n >= 1);
     rate = numberOption('rate', values.rate, 2, (n) => n > 0);
     timeScale = numberOption('time-scale', values['time-scale'], 30, (n) => n > 0);
+    messages = numberOption(
+      'messages',
+      values.messages,
+      DEMO_MESSAGE_COUNT,
+      (n) => Number.isInteger(n) && n >= 1,
+    );
     if (values.csv !== undefined && !existsSync(values.csv))
       throw new Error(`--csv: no such file ${values.csv}`);
   } catch (error) {
@@ -125,7 +141,7 @@ async function main(): Promise<void> {
     stack = await startLocalStack({
       ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
       port,
-      fleet: !values['no-job'],
+      fleet: !values['no-job'] || !values['no-messages'],
       telephonyTimeScale: timeScale,
       log,
     });
@@ -144,31 +160,48 @@ async function main(): Promise<void> {
     log('stopped cleanly');
     process.exit(0);
   };
+  // The demos' lines stop with the stack: a poll cut short by the stop is no news.
+  const demoLog = (line: string) => {
+    if (!stopping) log(line);
+  };
   process.on('SIGINT', () => void stop('Ctrl-C'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   if (exitAfter !== undefined) setTimeout(() => void stop(`--exit-after ${exitAfter}s`), exitAfter * 1000);
   log(`demo channel "demo": webhook URL ${stack.webhookUrl('demo')}, channel secret "demo-channel-secret"`);
   if (!values['no-demo']) {
-    await playWebhookDemo(stack, log).catch((error: unknown) =>
-      log(`demo failed: ${(error as Error).message}`),
+    await playWebhookDemo(stack, demoLog).catch((error: unknown) =>
+      demoLog(`demo failed: ${(error as Error).message}`),
     );
   }
   if (!values['no-job']) {
     try {
-      const view = await runDemoJob(stack, log, {
+      const view = await runDemoJob(stack, demoLog, {
         ...(values.csv ? { csvPath: values.csv } : {}),
         maxConcurrentCalls: limit,
         callsPerSecond: rate,
         ...(values.region ? { defaultRegion: values.region } : {}),
       });
-      log(
+      demoLog(
         `job: ${view.status}: ${view.counts.completed} completed, ${view.counts.failed} failed of ${view.counts.tasks} tasks`,
       );
     } catch (error) {
-      log(`job failed to run: ${(error as Error).message}`);
+      demoLog(`job failed to run: ${(error as Error).message}`);
     }
   }
-  log('ready — press Ctrl-C to stop');
+  if (!values['no-messages']) {
+    try {
+      const summary = await runDemoMessages(stack, demoLog, {
+        count: messages,
+        maxConcurrentCalls: limit,
+        callsPerSecond: rate,
+        ...(values.region ? { defaultRegion: values.region } : {}),
+      });
+      demoLog(summaryLine(summary));
+    } catch (error) {
+      demoLog(`message campaign failed to run: ${(error as Error).message}`);
+    }
+  }
+  demoLog('ready — press Ctrl-C to stop');
 }
 
 await main();

@@ -13,11 +13,17 @@ afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
 });
 
-/** Runs `npm start`'s entry point and collects its output until `ready`. */
+/**
+ * Runs `npm start`'s entry point and collects its output until `ready`; without the webhook demo
+ * and the call job, and without the message campaign unless `args` ask for it (`--messages N`).
+ */
 function start(args: string[]): Promise<{ child: ChildProcess; output: () => string; dynamo: string }> {
-  const child = spawn(process.execPath, ['local/start.ts', '--port', '0', '--no-demo', '--no-job', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const campaign = args.includes('--messages') ? [] : ['--no-messages'];
+  const child = spawn(
+    process.execPath,
+    ['local/start.ts', '--port', '0', '--no-demo', '--no-job', ...campaign, ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   children.push(child);
   let out = '';
   child.stdout!.on('data', (c: Buffer) => {
@@ -27,7 +33,7 @@ function start(args: string[]): Promise<{ child: ChildProcess; output: () => str
     out += c.toString();
   });
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not ready in time:\n${out}`)), 90_000);
+    const timer = setTimeout(() => reject(new Error(`not ready in time:\n${out}`)), 180_000);
     const check = () => {
       if (out.includes('ready — press Ctrl-C')) {
         clearTimeout(timer);
@@ -89,8 +95,34 @@ describe('npm start', () => {
     }
   });
 
-  it('explains a bad option instead of starting', async () => {
-    const child = spawn(process.execPath, ['local/start.ts', '--port', 'abc'], {
+  it('runs the message campaign: every recipient delivered once, the one who unfollowed skipped', async () => {
+    const { child, output } = await start(['--messages', '150']);
+    const summary =
+      /messages: (\w+): (\d+) completed, (\d+) failed, (\d+) cancelled of (\d+) tasks \((\d+) rows, (\d+) rejected, (\d+) skipped\); LINE delivered (\d+) \([^)]*\), duplicates (\d+)/.exec(
+        output(),
+      );
+    expect(summary, output()).not.toBeNull();
+    const [, status, completed, failed, cancelled, tasks, rows, rejected, skipped, delivered, duplicates] =
+      summary!;
+    expect(status).toBe('completed');
+    expect({ rows, rejected, skipped, tasks }).toEqual({
+      rows: '150',
+      rejected: '0',
+      skipped: '1',
+      tasks: '149',
+    });
+    expect({ completed, failed, cancelled }).toEqual({ completed: '149', failed: '0', cancelled: '0' });
+    expect({ delivered, duplicates }).toEqual({ delivered: '149', duplicates: '0' });
+    expect(output()).toMatch(/2,,skipped,0,,opted out,userId,U[d]{31}1/);
+    child.kill('SIGINT');
+    expect(await exited(child)).toBe(0);
+  });
+
+  it.each([
+    [['--port', 'abc'], '--port must be a port number'],
+    [['--messages', '0'], '--messages must be a whole number ≥ 1, got "0"'],
+  ])('explains a bad option (%j) instead of starting', async (args, explanation) => {
+    const child = spawn(process.execPath, ['local/start.ts', ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';
@@ -98,6 +130,6 @@ describe('npm start', () => {
       err += c.toString();
     });
     expect(await exited(child)).toBe(2);
-    expect(err).toContain('--port must be a port number');
+    expect(err).toContain(explanation);
   });
 });

@@ -1,0 +1,266 @@
+/**
+ * The message campaign `npm start` runs after the call job: the demo client sends a LINE push to
+ * every recipient of a list (2,000 by default, `local/demo/message-list.csv`) through the demo
+ * channel. The list is uploaded through the operator API as the call list is; brokers claim the
+ * tasks and send through the LINE sandbox, whose delivery log is the proof that each recipient got
+ * the message exactly once. One recipient unfollowed the channel first: the campaign skips them.
+ *
+ * The list file is `messageListCsv(DEMO_MESSAGE_COUNT)`; `npm exec -- node local/demo-messages.ts`
+ * writes it again.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { LOCAL_CREDENTIALS } from './cloud.ts';
+import { createJobWithList, type DemoClientOptions, putDemoClient } from './demo-job.ts';
+import type { Delivery } from './line-sandbox.ts';
+import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
+
+/** Recipients in the demo list file. */
+export const DEMO_MESSAGE_COUNT = 2_000;
+
+export const DEMO_MESSAGE_CSV = path.join(import.meta.dirname, 'demo', 'message-list.csv');
+
+/**
+ * The list's first recipient: the webhook demo's user, who unfollows the demo channel there (and
+ * again before the campaign, so the skip shows with `--no-demo` too).
+ */
+export const OPTED_OUT_RECIPIENT = `U${'d'.repeat(31)}1`;
+
+/** The campaign's message: `{{name}}` and `{{coupon}}` are the list's columns. */
+export const DEMO_MESSAGE =
+  '{{name}} 様、いつもご利用ありがとうございます。12月のクーポン {{coupon}} をお使いください。';
+
+const FAMILY_NAMES = ['佐藤', '鈴木', '高橋', '田中', '伊藤', '渡辺', '山本', '中村', '小林', '加藤'];
+const GIVEN_NAMES = ['陽翔', '結衣', '蓮', '葵', '湊', '陽菜', '大和', '凛', '悠真', '芽依', '樹'];
+
+/** The `i`-th (0-based) recipient of the demo list: a stable LINE user id (`U` + 32 hex digits). */
+export function demoLineUserId(i: number): string {
+  if (i === 0) return OPTED_OUT_RECIPIENT;
+  return `U${createHash('sha256').update(`switchboard demo recipient ${i}`).digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * The demo list of `count` recipients as CSV (`userId,name,coupon`); the same rows for the same
+ * `count`, and a longer list starts with a shorter one.
+ */
+export function messageListCsv(count: number): string {
+  const rows = ['userId,name,coupon'];
+  for (let i = 0; i < count; i++) {
+    const name =
+      i === 0
+        ? 'デモ ユーザー'
+        : `${FAMILY_NAMES[i % FAMILY_NAMES.length]} ${GIVEN_NAMES[Math.floor(i / FAMILY_NAMES.length) % GIVEN_NAMES.length]}`;
+    const coupon = `XMAS-${String(i + 1).padStart(5, '0')}`;
+    rows.push(`${demoLineUserId(i)},${name},${coupon}`);
+  }
+  return `${rows.join('\n')}\n`;
+}
+
+export interface DemoMessagesOptions extends DemoClientOptions {
+  /** Recipients (default {@link DEMO_MESSAGE_COUNT}: the list file; otherwise generated alike). */
+  readonly count?: number;
+  /** Stop waiting after this long (ms). */
+  readonly timeoutMs?: number;
+}
+
+export interface MessageJobView {
+  readonly jobId: string;
+  readonly status: string;
+  readonly failureReason?: string;
+  readonly counts: {
+    readonly rows: number;
+    readonly rejected: number;
+    readonly skipped: number;
+    readonly tasks: number;
+    readonly completed: number;
+    readonly failed: number;
+    readonly cancelled: number;
+    readonly outstanding: number;
+  };
+}
+
+/** The campaign's end, as the job and the LINE sandbox saw it. */
+export interface MessageCampaignSummary {
+  readonly job: MessageJobView;
+  /** Recipients of the list LINE delivered to (at least once). */
+  readonly delivered: number;
+  /** Deliveries beyond the first to a recipient: must be 0. */
+  readonly duplicates: number;
+  /** Sending time: first to last delivery, ms. */
+  readonly sendingMs: number;
+}
+
+/** What the LINE sandbox delivered to the campaign's recipients, read as its log grows. */
+function deliveryTally(stack: LocalStack, recipients: ReadonlySet<string>) {
+  let cursor = stack.line.deliveries().length;
+  const perRecipient = new Map<string, number>();
+  const times: number[] = [];
+  let duplicates = 0;
+  const counts = (d: Delivery) =>
+    d.channelId === DEMO_CHANNEL.channelId && (d.endpoint === 'push' || d.endpoint === 'multicast');
+  return {
+    read() {
+      const log = stack.line.deliveries();
+      for (; cursor < log.length; cursor++) {
+        const d = log[cursor]!;
+        if (!counts(d)) continue;
+        for (const to of d.to) {
+          if (!recipients.has(to)) continue;
+          const n = (perRecipient.get(to) ?? 0) + 1;
+          perRecipient.set(to, n);
+          if (n > 1) duplicates++;
+          times.push(d.at);
+        }
+      }
+      return {
+        deliveries: times.length,
+        delivered: perRecipient.size,
+        duplicates,
+        first: times[0],
+        last: times.at(-1),
+      };
+    },
+  };
+}
+
+/** Plays an unfollow of {@link OPTED_OUT_RECIPIENT} to the demo channel; resolves once it is recorded. */
+async function optOutOne(stack: LocalStack, clientId: string, log: (line: string) => void): Promise<void> {
+  const url = stack.webhookUrl(DEMO_CHANNEL.channelId);
+  const sent = await stack.line.sendWebhook({
+    url,
+    channelSecret: DEMO_CHANNEL.channelSecret,
+    events: [stack.line.events.unfollow({ channelId: DEMO_CHANNEL.channelId, from: OPTED_OUT_RECIPIENT })],
+  });
+  log(`messages: ${OPTED_OUT_RECIPIENT} (row 2 of the list) unfollows the demo channel → ${sent.status}`);
+  const ddb = new DynamoDBClient({
+    region: stack.cloud.region,
+    endpoint: stack.cloud.dynamoEndpoint,
+    credentials: LOCAL_CREDENTIALS,
+  });
+  try {
+    const optOuts = makeDynamoOptOutStore(makeDocumentClient(ddb), stack.cloud.tableNames.control!);
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      if ((await optOuts.optedOut(clientId, [OPTED_OUT_RECIPIENT])).size > 0) {
+        log(`messages: ${OPTED_OUT_RECIPIENT} is opted out of ${clientId}'s jobs: the campaign skips them`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    log(`messages: the unfollow of ${OPTED_OUT_RECIPIENT} is not recorded yet; they may get the message`);
+  } finally {
+    ddb.destroy();
+  }
+}
+
+/**
+ * Runs the demo message campaign end to end on the local stack (which must run the broker fleet),
+ * printing its progress; resolves with the job's final view and what LINE delivered.
+ */
+export async function runDemoMessages(
+  stack: LocalStack,
+  log: (line: string) => void,
+  options: DemoMessagesOptions = {},
+): Promise<MessageCampaignSummary> {
+  const count = options.count ?? DEMO_MESSAGE_COUNT;
+  const { clientId } = await putDemoClient(stack, options);
+  log(`messages: client ${clientId} sends through LINE channel "${DEMO_CHANNEL.channelId}"`);
+  if (count > 0) await optOutOne(stack, clientId, log);
+
+  const list =
+    count === DEMO_MESSAGE_COUNT ? readFileSync(DEMO_MESSAGE_CSV) : Buffer.from(messageListCsv(count));
+  const listName = count === DEMO_MESSAGE_COUNT ? DEMO_MESSAGE_CSV : `${count} generated demo recipients`;
+  const recipients = new Set(
+    list
+      .toString('utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split(',')[0]!)
+      .filter(Boolean),
+  );
+  const tally = deliveryTally(stack, recipients);
+  const jobId = await createJobWithList(
+    stack,
+    clientId,
+    {
+      name: count === DEMO_MESSAGE_COUNT ? path.basename(DEMO_MESSAGE_CSV) : `message-list-${count}.csv`,
+      channel: 'message',
+      message: DEMO_MESSAGE,
+    },
+    list,
+  );
+  log(`messages: job ${jobId} created; ${listName} uploaded to its presigned S3 URL`);
+  log(`messages: the message: "${DEMO_MESSAGE}"`);
+
+  const deadline = Date.now() + (options.timeoutMs ?? 10 * 60_000);
+  let last = '';
+  let before = { at: Date.now(), deliveries: 0 };
+  let job: MessageJobView;
+  for (;;) {
+    job = (await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}`)).json<MessageJobView>();
+    const c = job.counts;
+    const line = tally.read();
+    // Deliveries since the previous line: a poll can wait on a busy DynamoDB Local.
+    const now = Date.now();
+    const rate = ((line.deliveries - before.deliveries) * 1000) / Math.max(1, now - before.at);
+    before = { at: now, deliveries: line.deliveries };
+    const text =
+      `messages: ${job.status.padEnd(10)} rows ${c.rows} (rejected ${c.rejected}, skipped ${c.skipped})  ` +
+      `done ${c.completed + c.failed + c.cancelled}/${c.tasks}: completed ${c.completed}, failed ${c.failed}, ` +
+      `cancelled ${c.cancelled}  ${Math.round(rate)} msgs/s  ` +
+      `LINE delivered ${line.delivered}, duplicates ${line.duplicates}`;
+    if (text !== last) log(text);
+    last = text;
+    if (['completed', 'failed', 'cancelled'].includes(job.status)) break;
+    if (Date.now() > deadline) throw new Error(`message job ${jobId} still ${job.status} after the timeout`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (job.status === 'failed') log(`messages: failed — ${job.failureReason}`);
+
+  const report = await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}/report`);
+  const rows = report.body
+    .replace(/^\uFEFF/, '')
+    .split(/\r?\n/)
+    .filter(Boolean);
+  const notSent = rows.slice(1).filter((r) => !r.includes(',completed,'));
+  log(`messages: report (GET /clients/${clientId}/jobs/${jobId}/report): ${rows.length - 1} rows; not sent:`);
+  for (const r of [rows[0]!, ...notSent.slice(0, 5)]) log(`  ${r}`);
+  if (notSent.length > 5) log(`  … and ${notSent.length - 5} more`);
+
+  const sample = stack.line
+    .deliveries()
+    .find(
+      (d) => d.endpoint === 'push' && d.to.some((to) => to !== OPTED_OUT_RECIPIENT && recipients.has(to)),
+    );
+  if (sample) {
+    const text = (sample.messages[0] as { text?: string } | undefined)?.text;
+    log(`messages: LINE delivered to ${sample.to[0]} (retry key ${sample.retryKey ?? '-'}): "${text}"`);
+  }
+  const end = tally.read();
+  return {
+    job,
+    delivered: end.delivered,
+    duplicates: end.duplicates,
+    sendingMs: end.first === undefined || end.last === undefined ? 0 : end.last - end.first,
+  };
+}
+
+/** The one-line end of the campaign `npm start` prints. */
+export function summaryLine(summary: MessageCampaignSummary): string {
+  const { job, delivered, duplicates, sendingMs } = summary;
+  const c = job.counts;
+  const rate = sendingMs > 0 ? `${Math.round((delivered * 1000) / sendingMs)} msgs/s` : '-';
+  return (
+    `messages: ${job.status}: ${c.completed} completed, ${c.failed} failed, ${c.cancelled} cancelled of ${c.tasks} tasks ` +
+    `(${c.rows} rows, ${c.rejected} rejected, ${c.skipped} skipped); LINE delivered ${delivered} (${rate}), duplicates ${duplicates}`
+  );
+}
+
+if (import.meta.main) {
+  writeFileSync(DEMO_MESSAGE_CSV, messageListCsv(DEMO_MESSAGE_COUNT));
+  console.log(`wrote ${DEMO_MESSAGE_CSV} (${DEMO_MESSAGE_COUNT} recipients)`);
+}
