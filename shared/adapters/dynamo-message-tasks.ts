@@ -3,8 +3,11 @@
  * the client's lease: the {@link TaskSource} that claims pages of tasks, the {@link ReportSink}
  * that writes their outcomes, and the {@link BatchLedger} of multicasts.
  *
- * Claim = `TransactWriteItems` of up to {@link CLAIMS_PER_TRANSACTION} task updates, a
- * `ConditionCheck` that the lease passes the fence and one that the job is `running`. A claimed
+ * Claim = `TransactWriteItems` of up to {@link CLAIMS_PER_TRANSACTION} task updates and a
+ * `ConditionCheck` that the lease passes the fence. The job's status is read (≤ `jobCacheMs` old)
+ * rather than checked in the transaction: the reporter moves the job's counts in its own
+ * transactions, and the two would conflict on the job item at every page. Claiming is not sending:
+ * a pause stops sends in the broker (job watch, nudge), whatever was claimed goes back. A claimed
  * task is `in-flight` and stays in the `outstanding` index, re-sorted to when its hold ends
  * (`readyAt` = now + `holdMs`), with the lease token that claimed it (`claimToken`):
  * - a broker taking the client over reclaims at once every task an older token left in flight
@@ -50,8 +53,8 @@ import type { MessageTemplate } from '#shared/messaging/template.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 
-/** Task updates per claim transaction (+ the lease and job checks: 100 items, the service's limit). */
-export const CLAIMS_PER_TRANSACTION = 98;
+/** Task updates per claim transaction (+ the lease check: 100 items, the service's limit). */
+export const CLAIMS_PER_TRANSACTION = 99;
 /** Outcome updates per transaction (+ the job's counts). */
 export const OUTCOMES_PER_TRANSACTION = 99;
 /** How long a claim holds a task before the same lease holder may claim it again. Default 15 min. */
@@ -118,6 +121,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const iso = (ms: number) => new Date(ms).toISOString();
 const openSkOf = (readyAt: number, jobId: string, taskId: string) => `${iso(readyAt)}#${jobId}#${taskId}`;
 const batchPk = (jobId: string) => `${jobId}#batch`;
+
+/** A task's template variables: its own columns, and `name` for the list's name column (氏名, お名前…). */
+function variablesOf(item: Item): Record<string, string> {
+  const variables = (item.variables as Record<string, string> | undefined) ?? {};
+  return typeof item.name === 'string' && !Object.hasOwn(variables, 'name')
+    ? { name: item.name, ...variables }
+    : variables;
+}
 
 function cancellationCodes(error: TransactionCanceledException): (string | undefined)[] {
   return (error.CancellationReasons ?? []).map((r) => r.Code);
@@ -360,15 +371,6 @@ export function makeDynamoMessageTasks(
                 ExpressionAttributeValues: { ':owner': lease.owner, ':token': token, ':now': now },
               },
             },
-            {
-              ConditionCheck: {
-                TableName: controlTable,
-                Key: keys.job(clientId, jobId),
-                ConditionExpression: '#status = :running',
-                ExpressionAttributeNames: { '#status': 'status' },
-                ExpressionAttributeValues: { ':running': 'running' },
-              },
-            },
             ...group.map(({ item }) => ({
               Update: {
                 TableName: tasksTable,
@@ -405,13 +407,9 @@ export function makeDynamoMessageTasks(
             wasFenced = true;
             break;
           }
-          if (codes[1] === 'ConditionalCheckFailed') {
-            jobCache.delete(`${clientId}/${jobId}`);
-            return claimed;
-          }
           // Tasks that moved on since the index read: drop them, claim the rest.
           const moved = new Set(
-            codes.flatMap((code, j) => (j >= 2 && code === 'ConditionalCheckFailed' ? [j - 2] : [])),
+            codes.flatMap((code, j) => (j >= 1 && code === 'ConditionalCheckFailed' ? [j - 1] : [])),
           );
           if (moved.size === 0) throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
           group = group.filter((_, j) => !moved.has(j));
@@ -496,7 +494,7 @@ export function makeDynamoMessageTasks(
               jobId,
               taskId,
               recipient,
-              variables: (c.item.variables as Record<string, string>) ?? {},
+              variables: variablesOf(c.item),
               template,
               attempt: c.attempt,
               attemptStartedAt: c.startedAt,
