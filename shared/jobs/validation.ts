@@ -92,30 +92,47 @@ const MAX_TEXT_LENGTH = 5000;
  * A message job's message: a string (one text message) or `{ messages: [...], notificationDisabled? }`
  * with 1 to 5 LINE message objects, each with a `type` (a `text` one with 1 to 5,000 characters).
  */
-const messageSchema = z.union([
-  z
-    .string()
-    .min(1, 'must not be empty')
-    .max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`),
-  z.strictObject({
-    messages: z
-      .array(
-        z.looseObject({ type: z.string().min(1, 'must name the message type') }).superRefine((m, ctx) => {
-          if (m.type !== 'text') return;
-          const text = (m as { text?: unknown }).text;
-          if (typeof text !== 'string' || text.length === 0 || text.length > MAX_TEXT_LENGTH)
-            ctx.addIssue({
-              code: 'custom',
-              path: ['text'],
-              message: `must be 1 to ${MAX_TEXT_LENGTH} characters`,
-            });
-        }),
-      )
-      .min(1, 'must hold at least one message')
-      .max(5, 'LINE takes at most 5 messages in one push'),
-    notificationDisabled: z.boolean().optional(),
-  }),
-]);
+const textMessageSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`);
+const templateMessageSchema = z.strictObject({
+  messages: z
+    .array(
+      z.looseObject({ type: z.string().min(1, 'must name the message type') }).superRefine((m, ctx) => {
+        if (m.type !== 'text') return;
+        const text = (m as { text?: unknown }).text;
+        if (typeof text !== 'string' || text.length === 0 || text.length > MAX_TEXT_LENGTH)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['text'],
+            message: `must be 1 to ${MAX_TEXT_LENGTH} characters`,
+          });
+      }),
+    )
+    .min(1, 'must hold at least one message')
+    .max(5, 'LINE takes at most 5 messages in one push'),
+  notificationDisabled: z.boolean().optional(),
+});
+/** Chosen by the input's type, so each mistake is named where it is (not "Invalid input"). */
+const messageSchema = z.unknown().superRefine((value, ctx) => {
+  if (value instanceof UnreadableJson) {
+    ctx.addIssue({ code: 'custom', message: 'starts with { but is not valid JSON' });
+    return;
+  }
+  const schema = typeof value === 'string' ? textMessageSchema : templateMessageSchema;
+  const parsed = schema.safeParse(value);
+  if (!parsed.success)
+    for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as never);
+}) as unknown as z.ZodType<string | z.infer<typeof templateMessageSchema>>;
+
+/** A query-string `message` that looks like JSON but does not parse: refused, never sent as text. */
+class UnreadableJson {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
 
 function toTemplate(message: z.infer<typeof messageSchema>): MessageTemplate {
   const template: MessageTemplate =
@@ -206,7 +223,13 @@ export function jobOptionsFromQuery(
     if (value === undefined) continue;
     if (key === 'maxAttempts' || key === 'retryDelaySeconds') out[key] = numberOr(value);
     else if (key === 'startAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
-    else if (key === 'callingHours' || (key === 'message' && value.trimStart().startsWith('{'))) {
+    else if (key === 'message' && value.trimStart().startsWith('{')) {
+      try {
+        out[key] = JSON.parse(value);
+      } catch {
+        out[key] = new UnreadableJson(value);
+      }
+    } else if (key === 'callingHours') {
       try {
         out[key] = JSON.parse(value);
       } catch {

@@ -76,9 +76,9 @@ describe('a message job’s message', () => {
   });
 
   it('is refused with 6 messages: LINE takes at most 5 in one request', () => {
-    expect(
-      Object.keys(fieldErrors({ name: 'x', channel: 'message', message: { messages: texts(6) } })),
-    ).toEqual(['message']);
+    expect(fieldErrors({ name: 'x', channel: 'message', message: { messages: texts(6) } })).toEqual({
+      'message.messages': ['LINE takes at most 5 messages in one push'],
+    });
   });
 
   it('is refused with no message at all', () => {
@@ -113,7 +113,7 @@ describe('a message job’s message', () => {
 
   it('is refused when a message has no type', () => {
     const errors = fieldErrors({ name: 'x', channel: 'message', message: { messages: [{ text: 'Hello' }] } });
-    expect(Object.keys(errors)).toEqual(['message']);
+    expect(Object.keys(errors)).toEqual(['message.messages[0].type']);
   });
 
   it('reports an unknown field beside the messages, and every other problem at once', () => {
@@ -154,6 +154,13 @@ describe('the message in an inline upload’s query string', () => {
     const query = { name: 'q', channel: 'message', message: '{"messages":[{"type":"text","text":""}]}' };
     expect(fieldErrors(jobOptionsFromQuery(query))).toEqual({
       'message.messages[0].text': ['must be 1 to 5000 characters'],
+    });
+  });
+
+  it('refuses text that starts like JSON but is not, rather than sending the braces to everyone', () => {
+    const query = { name: 'q', channel: 'message', message: '{"messages": [oops' };
+    expect(fieldErrors(jobOptionsFromQuery(query))).toEqual({
+      message: ['starts with { but is not valid JSON'],
     });
   });
 });
