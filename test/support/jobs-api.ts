@@ -4,9 +4,11 @@
  */
 import { afterAll, beforeAll } from 'vitest';
 import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import { createQueueWithDlq } from '#local/cloud.ts';
 import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
+import { queueSpec } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
-import type { TestCloud } from './cloud.ts';
+import { type TestCloud, uniqueName } from './cloud.ts';
 
 /** The stand-in checks only that a request is SigV4-shaped; these tests do not sign. */
 export const SIGV4 = {
@@ -25,6 +27,8 @@ export const CLIENT = {
 export interface JobsHarness {
   readonly jobs: () => JobsLocal;
   readonly api: () => ApiGatewayServer;
+  /** The file's own ingest queue. */
+  readonly ingestQueueUrl: () => string;
   call(
     method: string,
     path: string,
@@ -38,9 +42,20 @@ export interface JobsHarness {
 export function useJobsApi(cloud: TestCloud): JobsHarness {
   let jobs: JobsLocal | undefined;
   let api: ApiGatewayServer | undefined;
+  let ingestQueueUrl: string | undefined;
   beforeAll(async () => {
-    Object.assign(process.env, cloud.env, { LOG_LEVEL: 'warn', METRICS_DISABLED: 'true' });
-    jobs = await startJobsLocal({ cloud: cloud.info, notifyIntervalMs: 100 });
+    // The file's own ingest queue: a suite running beside it never takes (and counts) its messages.
+    const ingest = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('ingest'), {
+      name: uniqueName('ingest'),
+    });
+    ingestQueueUrl = ingest.url;
+    const info = { ...cloud.info, queues: { ...cloud.info.queues, ingest } };
+    Object.assign(process.env, cloud.env, {
+      INGEST_QUEUE_URL: ingest.url,
+      LOG_LEVEL: 'warn',
+      METRICS_DISABLED: 'true',
+    });
+    jobs = await startJobsLocal({ cloud: info, notifyIntervalMs: 100 });
     api = await startApiGateway({ routes, functions: { ...jobs.httpFunctions } });
   });
   afterAll(async () => {
@@ -50,6 +65,7 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
   return {
     jobs: () => jobs!,
     api: () => api!,
+    ingestQueueUrl: () => ingestQueueUrl!,
     async call(method, path, body, headers = {}) {
       const response = await fetch(`${api!.url}${path}`, {
         method,

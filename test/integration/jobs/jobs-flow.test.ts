@@ -153,7 +153,7 @@ describe('a list uploaded through the presigned URL', () => {
     });
     await cloud.sqs.send(
       new SendMessageCommand({
-        QueueUrl: cloud.info.queues.ingest!.url,
+        QueueUrl: harness.ingestQueueUrl(),
         MessageBody: JSON.stringify(duplicate),
       }),
     );
@@ -226,7 +226,7 @@ describe('a list dropped in incoming/', () => {
     });
     const before = harness.jobs().ingest.stats().deleted;
     await cloud.sqs.send(
-      new SendMessageCommand({ QueueUrl: cloud.info.queues.ingest!.url, MessageBody: JSON.stringify(event) }),
+      new SendMessageCommand({ QueueUrl: harness.ingestQueueUrl(), MessageBody: JSON.stringify(event) }),
     );
     await eventually(
       async () => (harness.jobs().ingest.stats().deleted > before ? true : undefined),
