@@ -144,6 +144,9 @@ export function makeDynamoFleetStore(
           // Consistent: an open task just written must never be missed, or the job would
           // complete with work left.
           ConsistentRead: true,
+          // Pages of 100: while the job has open tasks the first page finds one, instead of
+          // every page reading up to 1 MB of the shard (the whole of it, every minute).
+          Limit: 100,
         }),
         (items) => items.length > 0,
       );

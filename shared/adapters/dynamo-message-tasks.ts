@@ -476,15 +476,18 @@ export function makeDynamoMessageTasks(
         for (const [jobId, group] of byJob) {
           const job = await cachedJob(clientId, jobId);
           if (!isRunningMessageJob(job) || !accept(job)) continue;
-          const claimed = await claim(jobId, group, token);
+          // Opt-outs are read while the claim is written: each takes a round trip or more.
+          const [claimed, optedOut] = await Promise.all([
+            claim(jobId, group, token),
+            options.optedOut
+              ? options.optedOut(
+                  clientId,
+                  group.map((c) => String(c.item.recipient)),
+                )
+              : new Set<string>(),
+          ]);
           if (claimed.length === 0) continue;
           jobsSeen.add(jobId);
-          const optedOut = options.optedOut
-            ? await options.optedOut(
-                clientId,
-                claimed.map((c) => String(c.item.recipient)),
-              )
-            : new Set<string>();
           const template = templateOf(job);
           for (const c of claimed) {
             const taskId = String(c.item.taskId);

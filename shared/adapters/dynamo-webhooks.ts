@@ -111,6 +111,9 @@ export function makeDynamoProcessedEventStore(
   };
 }
 
+/** BatchGetItem calls of one opt-out lookup in flight at once. */
+const OPT_OUT_READS_AT_ONCE = 5;
+
 export function makeDynamoOptOutStore(doc: DynamoDBDocumentClient, tableName: string): OptOutStore {
   const pk = (clientId: string) => `OPTOUT#${clientId}`;
   return {
@@ -132,10 +135,11 @@ export function makeDynamoOptOutStore(doc: DynamoDBDocumentClient, tableName: st
     async optedOut(clientId, recipients) {
       const result = new Set<string>();
       const unique = [...new Set(recipients)];
-      for (let i = 0; i < unique.length; i += 100) {
-        let keys: Record<string, unknown>[] | undefined = unique
-          .slice(i, i + 100)
-          .map((sk) => ({ pk: pk(clientId), sk }));
+      const chunks: string[][] = [];
+      for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
+      // A few BatchGetItem calls at once: a page of 500 recipients is one round trip, not five.
+      const readChunk = async (chunk: string[]) => {
+        let keys: Record<string, unknown>[] | undefined = chunk.map((sk) => ({ pk: pk(clientId), sk }));
         for (let attempt = 0; keys && keys.length > 0; attempt++) {
           if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
           const out: BatchGetCommandOutput = await doc.send(
@@ -147,7 +151,9 @@ export function makeDynamoOptOutStore(doc: DynamoDBDocumentClient, tableName: st
             if (item.optedOut === true) result.add(item.sk);
           keys = out.UnprocessedKeys?.[tableName]?.Keys;
         }
-      }
+      };
+      for (let i = 0; i < chunks.length; i += OPT_OUT_READS_AT_ONCE)
+        await Promise.all(chunks.slice(i, i + OPT_OUT_READS_AT_ONCE).map(readChunk));
       return result;
     },
   };
