@@ -1,5 +1,5 @@
 /** Wires the ingest to the real AWS clients; configuration is read once, at start. */
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { makeDocumentClient, makeS3Client } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import {
@@ -9,10 +9,10 @@ import {
 } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
-import type { IngestQueue } from '#shared/jobs/ports.ts';
 import { makeLogger } from '#shared/log.ts';
 import { makeIngestHandler } from './handler.ts';
 
@@ -29,11 +29,8 @@ const sqs = new SQSClient({});
 const log = makeLogger('ingest');
 const optOuts = makeDynamoOptOutStore(doc, controlTable);
 const jobs = makeDynamoJobStore(doc, controlTable);
-const queue: IngestQueue = {
-  async send(message) {
-    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
-  },
-};
+// Continuations, and a cancel sweep's delayed re-check of messages a broker still holds.
+const queue = makeSqsIngestQueue(sqs, queueUrl);
 
 export const handler = makeIngestHandler({
   ingest: makeIngestJob({

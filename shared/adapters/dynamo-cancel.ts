@@ -1,11 +1,15 @@
 /**
- * The cancel sweep's side of DynamoDB ({@link TaskCanceller}): a shard's waiting tasks, page by
- * page (the base table, strongly consistent, filtered to `pending`/`retry-wait`), and their end.
+ * The cancel sweep's side of DynamoDB ({@link TaskCanceller}): a shard's tasks the sweep may end,
+ * page by page (the base table, strongly consistent, filtered to `pending`/`retry-wait` and to
+ * message tasks `in-flight` — a claimed message stays in flight, in the `outstanding` index, with
+ * `readyAt` = the end of its claim's hold), and their end.
  *
  * Ending = `TransactWriteItems` of up to {@link TASKS_PER_TRANSACTION} task updates, each
- * conditional on the task still waiting (→ `cancelled`, reason, out of the `outstanding` index),
- * plus one `ADD counts.cancelled :n` on the job. The count moves with the tasks or not at all; a
- * task that moved on meanwhile (a page done twice) is dropped from the transaction and not counted.
+ * conditional on the task still as read — still waiting, or still in flight with the `readyAt`
+ * read, so a broker's write-back or a new claim since wins — (→ `cancelled`, reason, out of the
+ * `outstanding` index, claim token dropped), plus one `ADD counts.cancelled :n` on the job. The
+ * count moves with the tasks or not at all; a task that moved on meanwhile (a page done twice, a
+ * broker's write) is dropped from the transaction and not counted.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
@@ -14,8 +18,8 @@ import {
   type QueryCommandOutput,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { keys, type Task } from '#shared/jobs/model.ts';
-import type { TaskCanceller, WaitingTask } from '#shared/jobs/ports.ts';
+import { keys } from '#shared/jobs/model.ts';
+import type { SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
 
 /** Task updates per transaction: with the job's count, 25 items (the oldest service limit). */
 export const TASKS_PER_TRANSACTION = 24;
@@ -48,7 +52,7 @@ export function makeDynamoTaskCanceller(
   async function cancelGroup(
     clientId: string,
     jobId: string,
-    group: readonly Pick<Task, 'taskId'>[],
+    group: readonly SweptTask[],
     reason: string,
     now: number,
   ): Promise<number> {
@@ -63,16 +67,30 @@ export function makeDynamoTaskCanceller(
                   TableName: tasksTable,
                   Key: keys.task(jobId, task.taskId),
                   UpdateExpression:
-                    'SET #state = :cancelled, reason = :reason, updatedAt = :now REMOVE openPk, openSk',
-                  ConditionExpression: '#state IN (:pending, :retryWait)',
+                    'SET #state = :cancelled, reason = :reason, updatedAt = :now REMOVE openPk, openSk, claimToken',
+                  ...(task.state === 'in-flight'
+                    ? {
+                        // Its broker's write (or a claim) since the page was read moves readyAt or state.
+                        ConditionExpression: '#state = :inFlight AND readyAt = :seenReadyAt',
+                        ExpressionAttributeValues: {
+                          ':cancelled': 'cancelled',
+                          ':reason': reason,
+                          ':now': now,
+                          ':inFlight': 'in-flight',
+                          ':seenReadyAt': task.readyAt,
+                        },
+                      }
+                    : {
+                        ConditionExpression: '#state IN (:pending, :retryWait)',
+                        ExpressionAttributeValues: {
+                          ':cancelled': 'cancelled',
+                          ':reason': reason,
+                          ':now': now,
+                          ':pending': 'pending',
+                          ':retryWait': 'retry-wait',
+                        },
+                      }),
                   ExpressionAttributeNames: { '#state': 'state' },
-                  ExpressionAttributeValues: {
-                    ':cancelled': 'cancelled',
-                    ':reason': reason,
-                    ':now': now,
-                    ':pending': 'pending',
-                    ':retryWait': 'retry-wait',
-                  },
                 },
               })),
               {
@@ -110,16 +128,23 @@ export function makeDynamoTaskCanceller(
   }
 
   return {
-    async waitingPage(jobId, shard, cursor) {
+    async sweepPage(jobId, shard, cursor) {
       const pk = `${jobId}#${shard}`;
       const out: QueryCommandOutput = await doc.send(
         new QueryCommand({
           TableName: tasksTable,
           KeyConditionExpression: 'pk = :pk',
-          FilterExpression: '#state IN (:pending, :retryWait)',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':pk': pk, ':pending': 'pending', ':retryWait': 'retry-wait' },
-          ProjectionExpression: 'taskId, #state',
+          FilterExpression:
+            '#state IN (:pending, :retryWait) OR (#state = :inFlight AND #channel = :message)',
+          ExpressionAttributeNames: { '#state': 'state', '#channel': 'channel' },
+          ExpressionAttributeValues: {
+            ':pk': pk,
+            ':pending': 'pending',
+            ':retryWait': 'retry-wait',
+            ':inFlight': 'in-flight',
+            ':message': 'message',
+          },
+          ProjectionExpression: 'taskId, #state, #channel, readyAt',
           ConsistentRead: true,
           Limit: pageItems,
           ...(cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: cursor } }),
@@ -127,12 +152,12 @@ export function makeDynamoTaskCanceller(
       );
       const last = out.LastEvaluatedKey?.sk;
       return {
-        tasks: (out.Items ?? []) as WaitingTask[],
+        tasks: (out.Items ?? []) as SweptTask[],
         ...(typeof last === 'string' ? { next: last } : {}),
       };
     },
 
-    async cancelWaiting(clientId, jobId, tasks, reason, now) {
+    async cancelTasks(clientId, jobId, tasks, reason, now) {
       let ended = 0;
       for (let i = 0; i < tasks.length; i += TASKS_PER_TRANSACTION) {
         ended += await cancelGroup(clientId, jobId, tasks.slice(i, i + TASKS_PER_TRANSACTION), reason, now);

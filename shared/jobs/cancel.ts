@@ -1,24 +1,35 @@
 /**
- * The cancel sweep: after a job moves to `cancelled`, every task of it that has not started
- * (`pending`, `retry-wait`) ends `cancelled` ("job cancelled"), so no task is left waiting for
- * ever. A task in flight is left to finish: the broker settles it, and since its job is no
- * longer running it is not tried again (`shared/broker/settle.ts`).
+ * The cancel sweep: after a job moves to `cancelled`, every task of it ends, none is left waiting
+ * for ever. A task that has not started (`pending`, `retry-wait`) ends `cancelled` ("job
+ * cancelled") at once. A call in flight is left to finish: the broker settles it, and since its
+ * job is no longer running it is not tried again (`shared/broker/settle.ts`). A message in flight
+ * is left to the broker that claimed it while its claim's hold lasts (a live broker always writes
+ * it back, `cancelled` once the job is); once the hold has passed, its broker is dead (nobody
+ * reclaims a task of a job that is not running), and the sweep ends it `cancelled` itself.
  *
  * Input: a {@link CancelSweepMessage} (shard, cursor). Output: what the run ended.
  * Main course:
  * 1. do nothing unless the job is `cancelled` (a stray message never ends a live job's tasks);
- * 2. page through the shard's waiting tasks from the cursor, ending each page's tasks with one
- *    conditional write per task and the count in the same transaction (a page done twice — a
- *    redelivered message, a crash — ends and counts nothing twice);
+ * 2. page through the shard's tasks that are waiting or are messages in flight, from the cursor,
+ *    ending each page's waiting tasks and its messages whose hold has passed with one conditional
+ *    write per task and the count in the same transaction (a page done twice — a redelivered
+ *    message, a crash — ends and counts nothing twice; a broker's write since the page was read
+ *    wins); the latest hold end of those still held is remembered;
  * 3. shard by shard, until all {@link TASK_SHARDS} are done; when the run's time runs low, send
- *    a continuation with the next shard and cursor on the ingest queue and stop, so a job of a
- *    million tasks is swept over as many Lambda runs as it takes.
+ *    a continuation with the next shard, cursor and latest hold end on the ingest queue and stop,
+ *    so a job of a million tasks is swept over as many Lambda runs as it takes;
+ * 4. after the last shard, if some message was still held, queue the sweep again from shard 0,
+ *    delayed until that hold has passed ({@link recheckDelaySeconds}): what its broker has not
+ *    written back by then ends in the re-check. A pass that finds none held ends the sweep.
  */
 import { TASK_SHARDS } from '#shared/resources.ts';
-import type { CancelSweepMessage, Clock, IngestQueue, JobStore, TaskCanceller } from './ports.ts';
+import type { CancelSweepMessage, Clock, IngestQueue, JobStore, SweptTask, TaskCanceller } from './ports.ts';
 
 /** The reason a task of a cancelled job ends with (the broker's settle writes the same). */
 export const JOB_CANCELLED_REASON = 'job cancelled';
+
+/** The longest delay SQS takes on a message (15 minutes, also the broker's default hold). */
+export const MAX_RECHECK_DELAY_SECONDS = 900;
 
 export type CancelSweepOutcome =
   | { readonly kind: 'swept'; readonly jobId: string; readonly cancelled: number }
@@ -27,6 +38,14 @@ export type CancelSweepOutcome =
       readonly jobId: string;
       readonly cancelled: number;
       readonly next: CancelSweepMessage;
+    }
+  /** Every shard done, but messages are still held by their broker: a re-check is queued. */
+  | {
+      readonly kind: 'recheck';
+      readonly jobId: string;
+      readonly cancelled: number;
+      readonly heldUntil: number;
+      readonly delaySeconds: number;
     }
   | { readonly kind: 'ignored'; readonly jobId: string; readonly reason: string };
 
@@ -46,22 +65,46 @@ export function cancelSweepStart(clientId: string, jobId: string): CancelSweepMe
   return { kind: 'cancel-sweep', clientId, jobId, shard: 0 };
 }
 
+/**
+ * Seconds to wait before re-checking messages held until `heldUntil`: until the hold has passed,
+ * plus a second (SQS counts whole seconds), at most {@link MAX_RECHECK_DELAY_SECONDS} (a longer
+ * hold is re-checked again then).
+ */
+export function recheckDelaySeconds(heldUntil: number, now: number): number {
+  const wait = Math.ceil(Math.max(0, heldUntil - now) / 1000) + 1;
+  return Math.min(MAX_RECHECK_DELAY_SECONDS, wait);
+}
+
+/** May the sweep end `task` at `now`, rather than leave it to its broker? */
+function endsNow(task: SweptTask, now: number): boolean {
+  if (task.state === 'pending' || task.state === 'retry-wait') return true;
+  return task.state === 'in-flight' && task.channel === 'message' && task.readyAt <= now;
+}
+
+/** A message its broker still holds at `now`: settled by the broker, or ended by a re-check. */
+function heldByBroker(task: SweptTask, now: number): boolean {
+  return task.state === 'in-flight' && task.channel === 'message' && task.readyAt > now;
+}
+
 export class MalformedCancelSweepError extends Error {
   override name = 'MalformedCancelSweepError';
 }
 
 /** Reads a queue message known to be a cancel sweep; throws {@link MalformedCancelSweepError}. */
 export function parseCancelSweep(value: Record<string, unknown>): CancelSweepMessage {
-  const { clientId, jobId, shard, cursor } = value;
+  const { clientId, jobId, shard, cursor, heldUntil } = value;
   if (
     typeof clientId !== 'string' ||
     typeof jobId !== 'string' ||
     !Number.isInteger(shard) ||
     (shard as number) < 0 ||
     (shard as number) >= TASK_SHARDS ||
-    (cursor !== undefined && typeof cursor !== 'string')
+    (cursor !== undefined && typeof cursor !== 'string') ||
+    (heldUntil !== undefined && (!Number.isSafeInteger(heldUntil) || (heldUntil as number) < 0))
   ) {
-    throw new MalformedCancelSweepError('cancel sweep without clientId, jobId or a valid shard');
+    throw new MalformedCancelSweepError(
+      'cancel sweep without clientId, jobId, a valid shard, cursor or heldUntil',
+    );
   }
   return {
     kind: 'cancel-sweep',
@@ -69,6 +112,7 @@ export function parseCancelSweep(value: Record<string, unknown>): CancelSweepMes
     jobId,
     shard: shard as number,
     ...(cursor === undefined ? {} : { cursor }),
+    ...(heldUntil === undefined ? {} : { heldUntil: heldUntil as number }),
   };
 }
 
@@ -87,6 +131,7 @@ export function makeCancelSweep(deps: CancelSweepDeps) {
       }
       let shard = message.shard;
       let cursor = message.cursor;
+      let heldUntil = message.heldUntil;
       let cancelled = 0;
       for (let pages = 0; shard < TASK_SHARDS; pages++) {
         if (pages >= maxPages || ctx.remainingMs() < marginMs) {
@@ -96,26 +141,31 @@ export function makeCancelSweep(deps: CancelSweepDeps) {
             jobId,
             shard,
             ...(cursor === undefined ? {} : { cursor }),
+            ...(heldUntil === undefined ? {} : { heldUntil }),
           };
           await deps.queue.send(next);
           return { kind: 'continued', jobId, cancelled, next };
         }
-        const page = await deps.tasks.waitingPage(jobId, shard, cursor);
-        if (page.tasks.length > 0) {
-          cancelled += await deps.tasks.cancelWaiting(
-            clientId,
-            jobId,
-            page.tasks,
-            JOB_CANCELLED_REASON,
-            deps.clock.now(),
-          );
+        const page = await deps.tasks.sweepPage(jobId, shard, cursor);
+        const now = deps.clock.now();
+        const ending = page.tasks.filter((t) => endsNow(t, now));
+        for (const t of page.tasks) {
+          if (heldByBroker(t, now)) heldUntil = Math.max(heldUntil ?? 0, t.readyAt);
+        }
+        if (ending.length > 0) {
+          cancelled += await deps.tasks.cancelTasks(clientId, jobId, ending, JOB_CANCELLED_REASON, now);
         }
         if (page.next === undefined) {
           shard++;
           cursor = undefined;
         } else cursor = page.next;
       }
-      return { kind: 'swept', jobId, cancelled };
+      if (heldUntil === undefined) return { kind: 'swept', jobId, cancelled };
+      // Some broker held messages: whatever it has not written back once the hold passed, its
+      // broker is gone. The re-check is a new pass (from shard 0) that forgets this pass's holds.
+      const delaySeconds = recheckDelaySeconds(heldUntil, deps.clock.now());
+      await deps.queue.send(cancelSweepStart(clientId, jobId), { delaySeconds });
+      return { kind: 'recheck', jobId, cancelled, heldUntil, delaySeconds };
     },
   };
 }

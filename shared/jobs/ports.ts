@@ -150,8 +150,8 @@ export interface ContinueIngestMessage {
 }
 
 /**
- * A continuation of a cancelled job's sweep: end the tasks still waiting in `shard` from
- * `cursor` on (absent: from the shard's start), then the shards after it.
+ * A step of a cancelled job's sweep: end the tasks it may end in `shard` from `cursor` on
+ * (absent: from the shard's start), then the shards after it.
  */
 export interface CancelSweepMessage {
   readonly kind: 'cancel-sweep';
@@ -159,37 +159,56 @@ export interface CancelSweepMessage {
   readonly jobId: string;
   readonly shard: number;
   readonly cursor?: string;
+  /**
+   * The latest hold end (epoch ms) of the message tasks in flight that earlier runs of this pass
+   * left to their broker; absent when they saw none. The pass's last run re-checks after it.
+   */
+  readonly heldUntil?: number;
+}
+
+/** How a message is queued. */
+export interface QueueSendOptions {
+  /** Seconds before the message can be received (SQS `DelaySeconds`, 0–900). */
+  readonly delaySeconds?: number;
 }
 
 /** The ingest queue: continuations of paused ingests and of cancel sweeps. */
 export interface IngestQueue {
-  send(message: ContinueIngestMessage | CancelSweepMessage): Promise<void>;
+  send(message: ContinueIngestMessage | CancelSweepMessage, options?: QueueSendOptions): Promise<void>;
 }
 
-/** A task that has not started, as the sweep reads it. */
-export type WaitingTask = Pick<Task, 'taskId' | 'state'>;
+/**
+ * A task of a cancelled job that the sweep reads: not started (`pending`, `retry-wait`), or a
+ * message task `in-flight` under a broker's claim, held until `readyAt`.
+ */
+export type SweptTask = Pick<Task, 'taskId' | 'state' | 'channel' | 'readyAt'>;
 
-/** A page of a shard's tasks that have not started: `pending` or `retry-wait`. */
-export interface WaitingTaskPage {
-  readonly tasks: readonly WaitingTask[];
+/** A page of the tasks of a shard the sweep reads. */
+export interface SweptTaskPage {
+  readonly tasks: readonly SweptTask[];
   /** Opaque: where the next page starts; absent after the shard's last page. */
   readonly next?: string;
 }
 
 /** The tasks table as the cancel sweep sees it. */
 export interface TaskCanceller {
-  /** One page of `shard`'s tasks still `pending` or `retry-wait`, from `cursor` on. */
-  waitingPage(jobId: string, shard: number, cursor: string | undefined): Promise<WaitingTaskPage>;
   /**
-   * Ends each of `tasks` still `pending` or `retry-wait` as `cancelled` with `reason` (out of the
-   * outstanding index), and adds how many it ended to the job's `counts.cancelled` in the same
-   * write. A task that moved on meanwhile is left alone and not counted, so a page done twice
-   * counts once. Returns how many this call ended.
+   * One page of `shard`'s tasks from `cursor` on that are `pending` or `retry-wait`, or
+   * `in-flight` with `channel = 'message'` (a call in flight is settled by the call's end).
    */
-  cancelWaiting(
+  sweepPage(jobId: string, shard: number, cursor: string | undefined): Promise<SweptTaskPage>;
+  /**
+   * Ends each of `tasks` still as read as `cancelled` with `reason` (out of the outstanding
+   * index): a waiting task if it is still `pending` or `retry-wait`, a task in flight if it is
+   * still `in-flight` with the `readyAt` read (its broker wrote nothing since, nor did another
+   * claim it). Adds how many it ended to the job's `counts.cancelled` in the same write; a task
+   * that moved on meanwhile is left alone and not counted, so a page done twice counts once.
+   * Returns how many this call ended.
+   */
+  cancelTasks(
     clientId: string,
     jobId: string,
-    tasks: readonly Pick<Task, 'taskId'>[],
+    tasks: readonly SweptTask[],
     reason: string,
     now: number,
   ): Promise<number>;

@@ -4,11 +4,25 @@ import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import { MemoryFleetStore } from '#shared/fleet/memory-fleet-store.ts';
 import { attemptKey } from '#shared/ids.ts';
 import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
-import { JOB_CANCELLED_REASON, makeCancelSweep } from '#shared/jobs/cancel.ts';
+import {
+  type CancelSweepOutcome,
+  JOB_CANCELLED_REASON,
+  MAX_RECHECK_DELAY_SECONDS,
+  makeCancelSweep,
+  recheckDelaySeconds,
+} from '#shared/jobs/cancel.ts';
 import { type Job, type Task, type TaskState, taskShard } from '#shared/jobs/model.ts';
-import type { CancelSweepMessage, TaskCanceller } from '#shared/jobs/ports.ts';
+import type {
+  CancelSweepMessage,
+  ContinueIngestMessage,
+  IngestQueue,
+  QueueSendOptions,
+  SweptTask,
+  TaskCanceller,
+} from '#shared/jobs/ports.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
+import { TASK_SHARDS } from '#shared/resources.ts';
 import { clientSettings, MemoryTaskStore } from '../broker/fakes.ts';
 import {
   memoryClients,
@@ -25,42 +39,50 @@ const JOB_ID = '01JD0000000000000000000001';
 
 /**
  * The tasks table as the sweep sees it, over the in-memory tasks: pages of `pageItems` items
- * read in key order before the state filter (as a DynamoDB Query with a FilterExpression), and
- * the job's count moved with each ended group.
+ * read in key order before the filter (as a DynamoDB Query with a FilterExpression: waiting
+ * tasks, and message tasks in flight), and the job's count moved with each ended group. A task
+ * ends only if it is still as read: waiting, or in flight with the same hold end.
  */
 function memoryCanceller(
   tasks: ReturnType<typeof memoryTasks>,
   jobs: ReturnType<typeof memoryJobs>,
   pageItems = 3,
 ): TaskCanceller & { writes: number } {
-  const waiting = (t: Task) => t.state === 'pending' || t.state === 'retry-wait';
+  const waiting = (t: Pick<Task, 'state'>) => t.state === 'pending' || t.state === 'retry-wait';
+  const read = (t: Task) => waiting(t) || (t.state === 'in-flight' && t.channel === 'message');
   const canceller = {
     writes: 0,
-    async waitingPage(jobId: string, shard: number, cursor: string | undefined) {
+    async sweepPage(jobId: string, shard: number, cursor: string | undefined) {
       const inShard = [...tasks.all.values()]
         .filter((t) => t.jobId === jobId && taskShard(t.taskId) === shard)
         .sort((a, b) => (a.taskId < b.taskId ? -1 : 1))
         .filter((t) => cursor === undefined || t.taskId > cursor);
-      const read = inShard.slice(0, pageItems);
+      const items = inShard.slice(0, pageItems);
       const more = inShard.length > pageItems;
       return {
-        tasks: read.filter(waiting).map((t) => ({ taskId: t.taskId, state: t.state })),
-        ...(more ? { next: read.at(-1)!.taskId } : {}),
+        tasks: items
+          .filter(read)
+          .map((t) => ({ taskId: t.taskId, state: t.state, channel: t.channel, readyAt: t.readyAt })),
+        ...(more ? { next: items.at(-1)!.taskId } : {}),
       };
     },
-    async cancelWaiting(
+    async cancelTasks(
       clientId: string,
       jobId: string,
-      group: readonly Pick<Task, 'taskId'>[],
+      group: readonly SweptTask[],
       reason: string,
       now: number,
     ) {
       canceller.writes++;
       let ended = 0;
-      for (const { taskId } of group) {
-        const t = tasks.all.get(`${jobId}/${taskId}`);
-        if (!t || !waiting(t)) continue;
-        tasks.all.set(`${jobId}/${taskId}`, { ...t, state: 'cancelled', reason, updatedAt: now });
+      for (const seen of group) {
+        const t = tasks.all.get(`${jobId}/${seen.taskId}`);
+        const asRead =
+          seen.state === 'in-flight'
+            ? t?.state === 'in-flight' && t.readyAt === seen.readyAt
+            : t !== undefined && waiting(t);
+        if (!t || !asRead) continue;
+        tasks.all.set(`${jobId}/${seen.taskId}`, { ...t, state: 'cancelled', reason, updatedAt: now });
         ended++;
       }
       const row = jobs.rows.get(`${clientId}/${jobId}`)!;
@@ -155,13 +177,16 @@ describe('cancelling a job', () => {
     expect(w.queue.sent).toEqual([{ kind: 'cancel-sweep', clientId: 'acme', jobId: JOB_ID, shard: 0 }]);
     let runs = 0;
     let swept = 0;
+    let last: CancelSweepOutcome | undefined;
     while (w.queue.sent.length > 0) {
       const message = w.queue.sent.shift() as CancelSweepMessage;
-      const outcome = await w.sweep.handle(message, w.ctx);
+      last = await w.sweep.handle(message, w.ctx);
       runs++;
-      if (outcome.kind !== 'ignored') swept += outcome.cancelled;
+      if (last.kind !== 'ignored') swept += last.cancelled;
     }
     expect(runs).toBeGreaterThan(1);
+    // Calls in flight (their readyAt long passed) are the call's end to settle: no re-check waits on them.
+    expect(last?.kind).toBe('swept');
     expect(swept).toBe(expected.waiting);
     expect(w.states()).toEqual({
       cancelled: expected.waiting,
@@ -301,5 +326,314 @@ describe('cancelling a job', () => {
     expect(result.started).toEqual([]);
     expect(result.clients).toEqual([]);
     expect(store.jobs.get(JOB_ID)?.status).toBe('cancelled');
+  });
+});
+
+const MINUTE = 60_000;
+
+/**
+ * A message job's 60 tasks: every 6th delivered; every 6th (+1) in flight under a dead broker's
+ * claim, its hold over a minute ago; every 6th (+2) in flight under a live broker's claim, held
+ * 4–5 minutes more; the rest waiting (some to retry).
+ */
+const MESSAGE_TASKS = Array.from({ length: 60 }, (_, i): Task => {
+  const kind = i % 6;
+  const state: TaskState =
+    kind === 0 ? 'completed' : kind === 1 || kind === 2 ? 'in-flight' : kind === 3 ? 'retry-wait' : 'pending';
+  const readyAt = kind === 1 ? NOW - MINUTE : kind === 2 ? NOW + 4 * MINUTE + i * 1_000 : NOW;
+  return {
+    ...task(i, state),
+    channel: 'message',
+    recipient: `U${String(i).padStart(32, '0')}`,
+    readyAt,
+    ...(state === 'in-flight' ? { startedAt: readyAt - 15 * MINUTE } : {}),
+  };
+});
+const DEAD = MESSAGE_TASKS.filter((_, i) => i % 6 === 1).map((t) => t.taskId);
+const HELD = MESSAGE_TASKS.filter((_, i) => i % 6 === 2);
+const LATEST_HOLD = Math.max(...HELD.map((t) => t.readyAt));
+const DELIVERED = MESSAGE_TASKS.filter((t) => t.state === 'completed').length;
+const WAITING = MESSAGE_TASKS.filter((t) => t.state === 'pending' || t.state === 'retry-wait').length;
+
+type Sent = { readonly message: ContinueIngestMessage | CancelSweepMessage; readonly delaySeconds?: number };
+
+/** The ingest queue, keeping each message's delay. */
+function delayingQueue(): IngestQueue & { sent: Sent[] } {
+  const sent: Sent[] = [];
+  return {
+    sent,
+    async send(message, options: QueueSendOptions = {}) {
+      sent.push({
+        message,
+        ...(options.delaySeconds === undefined ? {} : { delaySeconds: options.delaySeconds }),
+      });
+    },
+  };
+}
+
+async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
+  const clients = memoryClients();
+  const jobs = memoryJobs();
+  const tasks = memoryTasks();
+  const queue = delayingQueue();
+  let now = NOW;
+  const clock = { now: () => now };
+  await clients.put(parseClientSettings('acme', { ...TOKYO_CLIENT, messageChannelId: 'ch-1' }, NOW));
+  await jobs.create({
+    clientId: 'acme',
+    jobId: JOB_ID,
+    name: 'campaign',
+    channel: 'message',
+    scenarioId: 'default',
+    message: { messages: [{ type: 'text', text: 'hello' }] },
+    startAt: NOW - 30 * MINUTE,
+    maxAttempts: 3,
+    retryDelaySeconds: 60,
+    status: 'running',
+    counts: {
+      ...ZERO_COUNTS,
+      rows: tasksOf.length,
+      tasks: tasksOf.length,
+      completed: tasksOf.filter((t) => t.state === 'completed').length,
+    },
+    createdAt: NOW - 40 * MINUTE,
+    updatedAt: NOW - 40 * MINUTE,
+  });
+  await tasks.put(tasksOf);
+  const api = makeJobsApi({
+    clients,
+    jobs,
+    tasks,
+    files: memoryFiles(),
+    validationReports: memoryReports(),
+    queue,
+    bucket: 'uploads',
+    clock,
+  });
+  const canceller = memoryCanceller(tasks, jobs);
+  const sweep = makeCancelSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
+  const ctx = { remainingMs: () => 600_000 };
+  const key = (taskId: string) => `${JOB_ID}/${taskId}`;
+  const w = {
+    api,
+    jobs,
+    tasks,
+    queue,
+    sweep,
+    canceller,
+    ctx,
+    at: (ms: number) => {
+      now = ms;
+    },
+    stateOf: (taskId: string) => tasks.all.get(key(taskId))!.state,
+    states() {
+      const by: Partial<Record<TaskState, number>> = {};
+      for (const t of tasks.all.values()) by[t.state] = (by[t.state] ?? 0) + 1;
+      return by;
+    },
+    /** The live broker writes a claimed message back: delivered, or released into a cancelled job. */
+    brokerWrites(taskId: string, outcome: 'delivered' | 'released') {
+      const t = tasks.all.get(key(taskId))!;
+      const row = jobs.rows.get(`acme/${JOB_ID}`)!;
+      const end = outcome === 'delivered' ? 'completed' : 'cancelled';
+      tasks.all.set(key(taskId), {
+        ...t,
+        state: end,
+        ...(end === 'cancelled' ? { reason: JOB_CANCELLED_REASON } : {}),
+      });
+      row.job = { ...row.job, counts: { ...row.job.counts, [end]: row.job.counts[end] + 1 } };
+    },
+    /**
+     * Runs the queued sweep messages sent without a delay (one pass over the shards, over its
+     * continuations); returns the pass's last outcome, how many it ended, and what it queued with
+     * a delay.
+     */
+    async pass(): Promise<{ last: CancelSweepOutcome; cancelled: number; delayed: Sent[] }> {
+      const delayed: Sent[] = [];
+      let last: CancelSweepOutcome | undefined;
+      let cancelled = 0;
+      while (queue.sent.length > 0) {
+        const sent = queue.sent.shift()!;
+        if (sent.delaySeconds !== undefined) {
+          delayed.push(sent);
+          continue;
+        }
+        last = await sweep.handle(sent.message as CancelSweepMessage, ctx);
+        if (last.kind !== 'ignored') cancelled += last.cancelled;
+      }
+      return { last: last!, cancelled, delayed };
+    },
+    /** Puts the delayed messages back on the queue, as SQS does once their delay is over. */
+    deliver(delayed: readonly Sent[]) {
+      for (const d of delayed) queue.sent.push({ message: d.message });
+    },
+  };
+  return w;
+}
+
+describe('cancelling a message job whose messages are in flight', () => {
+  it("ends a dead broker's messages at once, and the live broker's it has not written back once their hold has passed", async () => {
+    const w = await messageWorld();
+    expect((await w.api.changeStatus('acme', JOB_ID, 'cancel')).status).toBe('cancelled');
+
+    const first = await w.pass();
+    // The dead broker's messages (hold over) end with the waiting ones; the held ones wait.
+    for (const taskId of DEAD) expect(w.stateOf(taskId)).toBe('cancelled');
+    for (const t of HELD) expect(w.stateOf(t.taskId)).toBe('in-flight');
+    expect(w.states()).toEqual({
+      completed: DELIVERED,
+      cancelled: WAITING + DEAD.length,
+      'in-flight': HELD.length,
+    });
+    // A re-check from the first shard, delayed until the latest hold has passed (+1 s).
+    const delaySeconds = Math.ceil((LATEST_HOLD - NOW) / 1_000) + 1;
+    expect(first.last).toMatchObject({
+      kind: 'recheck',
+      jobId: JOB_ID,
+      heldUntil: LATEST_HOLD,
+      delaySeconds,
+    });
+    expect(first.cancelled).toBe(WAITING + DEAD.length);
+    expect(first.delayed).toEqual([
+      { message: { kind: 'cancel-sweep', clientId: 'acme', jobId: JOB_ID, shard: 0 }, delaySeconds },
+    ]);
+
+    // Meanwhile the live broker writes two of its messages back; the rest it never will (it dies).
+    const [delivered, released] = HELD as [Task, Task, ...Task[]];
+    w.brokerWrites(delivered.taskId, 'delivered');
+    w.brokerWrites(released.taskId, 'released');
+
+    w.at(NOW + delaySeconds * 1_000);
+    w.deliver(first.delayed);
+    const recheck = await w.pass();
+    expect(recheck.last.kind).toBe('swept');
+    expect(recheck.cancelled).toBe(HELD.length - 2);
+    expect(recheck.delayed).toEqual([]);
+    expect(w.stateOf(delivered.taskId)).toBe('completed');
+    expect(w.states()).toEqual({ completed: DELIVERED + 1, cancelled: 60 - DELIVERED - 1 });
+    for (const t of w.tasks.all.values()) {
+      if (t.state === 'cancelled') expect(t.reason).toBe(JOB_CANCELLED_REASON);
+    }
+    const job = await w.api.getJob('acme', JOB_ID);
+    expect(job.counts).toMatchObject({
+      completed: DELIVERED + 1,
+      cancelled: 60 - DELIVERED - 1,
+      outstanding: 0,
+    });
+  });
+
+  it('leaves a message its broker writes back after the sweep read it to that broker', async () => {
+    const w = await messageWorld();
+    await w.api.changeStatus('acme', JOB_ID, 'cancel');
+    // The broker of the "dead" claims was only late: it writes each back just before the sweep's write.
+    const racing = new Set(DEAD);
+    const cancelTasks = w.canceller.cancelTasks.bind(w.canceller);
+    w.canceller.cancelTasks = async (clientId, jobId, group, reason, now) => {
+      for (const seen of group) {
+        if (racing.delete(seen.taskId)) w.brokerWrites(seen.taskId, 'delivered');
+      }
+      return cancelTasks(clientId, jobId, group, reason, now);
+    };
+    const first = await w.pass();
+    w.at(LATEST_HOLD + 1);
+    w.deliver(first.delayed);
+    await w.pass();
+    for (const taskId of DEAD) expect(w.stateOf(taskId)).toBe('completed');
+    const job = await w.api.getJob('acme', JOB_ID);
+    expect(job.counts).toMatchObject({
+      completed: DELIVERED + DEAD.length,
+      cancelled: 60 - DELIVERED - DEAD.length,
+      outstanding: 0,
+    });
+  });
+
+  it('counts each message once when every sweep message is delivered twice', async () => {
+    const w = await messageWorld();
+    await w.api.changeStatus('acme', JOB_ID, 'cancel');
+    const twice = async () => {
+      const delayed: Sent[] = [];
+      while (w.queue.sent.length > 0) {
+        const sent = w.queue.sent.shift()!;
+        if (sent.delaySeconds !== undefined) {
+          delayed.push(sent);
+          continue;
+        }
+        await w.sweep.handle(sent.message as CancelSweepMessage, w.ctx);
+        // The redelivered copy: its continuation duplicates one already queued, so it is dropped;
+        // a re-check it queues is a second, real message (SQS would deliver it).
+        const before = w.queue.sent.length;
+        await w.sweep.handle(sent.message as CancelSweepMessage, w.ctx);
+        const extra = w.queue.sent.splice(before);
+        delayed.push(...extra.filter((e) => e.delaySeconds !== undefined));
+      }
+      return delayed;
+    };
+    const rechecks = await twice();
+    expect(rechecks.length).toBeGreaterThan(0);
+    w.at(LATEST_HOLD + 1_000);
+    w.deliver(rechecks);
+    expect(await twice()).toEqual([]);
+    expect(w.states()).toEqual({ completed: DELIVERED, cancelled: 60 - DELIVERED });
+    expect((await w.api.getJob('acme', JOB_ID)).counts).toMatchObject({
+      cancelled: 60 - DELIVERED,
+      outstanding: 0,
+    });
+  });
+
+  it("waits at most SQS's 15 minutes, and re-checks again a hold that lasts longer", async () => {
+    const longHold = NOW + 40 * MINUTE;
+    const w = await messageWorld([
+      { ...MESSAGE_TASKS[2]!, readyAt: longHold },
+      { ...MESSAGE_TASKS[4]!, state: 'pending' },
+    ]);
+    await w.api.changeStatus('acme', JOB_ID, 'cancel');
+    const delays: number[] = [];
+    let outcome: CancelSweepOutcome | undefined;
+    for (let now = NOW; ; ) {
+      const { last, delayed } = await w.pass();
+      outcome = last;
+      if (delayed.length === 0) break;
+      delays.push(delayed[0]!.delaySeconds!);
+      now += delayed[0]!.delaySeconds! * 1_000;
+      w.at(now);
+      w.deliver(delayed);
+    }
+    expect(delays).toEqual([MAX_RECHECK_DELAY_SECONDS, MAX_RECHECK_DELAY_SECONDS, 601]);
+    expect(outcome?.kind).toBe('swept');
+    expect(w.states()).toEqual({ cancelled: 2 });
+    expect(recheckDelaySeconds(NOW - MINUTE, NOW)).toBe(1);
+    expect(recheckDelaySeconds(NOW + 1, NOW)).toBe(2);
+  });
+
+  it('carries the holds it saw over continuations, so the last run of the pass re-checks them', async () => {
+    const held = { ...HELD[0]!, readyAt: NOW + 5 * MINUTE };
+    const w = await messageWorld([held]);
+    await w.api.changeStatus('acme', JOB_ID, 'cancel');
+    const sweep = makeCancelSweep({
+      jobs: w.jobs,
+      tasks: w.canceller,
+      queue: w.queue,
+      clock: { now: () => NOW },
+      maxPagesPerRun: 1,
+    });
+    const continued: CancelSweepMessage[] = [];
+    let last: CancelSweepOutcome | undefined;
+    for (
+      let sent = w.queue.sent.shift();
+      sent?.delaySeconds === undefined && sent;
+      sent = w.queue.sent.shift()
+    ) {
+      last = await sweep.handle(sent.message as CancelSweepMessage, w.ctx);
+      if (last.kind === 'continued') continued.push(last.next);
+    }
+    const heldShard = taskShard(held.taskId);
+    // Runs after the held task's shard never read it: only the continuation tells them.
+    expect(heldShard).toBeLessThan(TASK_SHARDS - 1);
+    expect(continued.length).toBe(TASK_SHARDS - 1);
+    for (const next of continued) {
+      expect(next.heldUntil).toBe(next.shard > heldShard ? held.readyAt : undefined);
+    }
+    expect(last).toMatchObject({ kind: 'recheck', heldUntil: held.readyAt, delaySeconds: 301 });
+    expect(w.stateOf(held.taskId)).toBe('in-flight');
   });
 });

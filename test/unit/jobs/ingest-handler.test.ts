@@ -30,9 +30,19 @@ describe('ingest queue messages', () => {
     expect(
       ingestMessages('{"kind":"cancel-sweep","clientId":"acme","jobId":"J","shard":4,"cursor":"t-9"}'),
     ).toEqual([{ kind: 'cancel-sweep', clientId: 'acme', jobId: 'J', shard: 4, cursor: 't-9' }]);
+    expect(
+      ingestMessages(
+        '{"kind":"cancel-sweep","clientId":"acme","jobId":"J","shard":7,"heldUntil":1795000000000}',
+      ),
+    ).toEqual([
+      { kind: 'cancel-sweep', clientId: 'acme', jobId: 'J', shard: 7, heldUntil: 1_795_000_000_000 },
+    ]);
     expect(() => ingestMessages('{"kind":"cancel-sweep","clientId":"acme","jobId":"J","shard":99}')).toThrow(
       MalformedS3EventError,
     );
+    expect(() =>
+      ingestMessages('{"kind":"cancel-sweep","clientId":"acme","jobId":"J","shard":0,"heldUntil":"soon"}'),
+    ).toThrow(MalformedS3EventError);
     expect(() => ingestMessages('not json')).toThrow(MalformedS3EventError);
     expect(() => ingestMessages('{"kind":"continue","clientId":"acme"}')).toThrow(MalformedS3EventError);
   });
@@ -51,8 +61,8 @@ describe('ingest handler', () => {
     const cancelSweep = makeCancelSweep({
       jobs: { get: async () => undefined },
       tasks: {
-        waitingPage: async () => ({ tasks: [] }),
-        cancelWaiting: async () => 0,
+        sweepPage: async () => ({ tasks: [] }),
+        cancelTasks: async () => 0,
       },
       queue: { send: async () => {} },
       clock: { now: () => 0 },

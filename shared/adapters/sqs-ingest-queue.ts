@@ -1,0 +1,28 @@
+/**
+ * The ingest queue ({@link IngestQueue}) on SQS (a standard queue): one `SendMessage` per
+ * continuation, with `DelaySeconds` when the sender asks to be run later (a cancel sweep's
+ * re-check of messages still held by their broker).
+ */
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { IngestQueue } from '#shared/jobs/ports.ts';
+
+/** The most SQS delays a message: 15 minutes. */
+const MAX_DELAY_SECONDS = 900;
+
+/** An {@link IngestQueue} sending to `queueUrl`. */
+export function makeSqsIngestQueue(sqs: SQSClient, queueUrl: string): IngestQueue {
+  return {
+    async send(message, options = {}) {
+      const delay = options.delaySeconds;
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: JSON.stringify(message),
+          ...(delay === undefined || delay <= 0
+            ? {}
+            : { DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delay)) }),
+        }),
+      );
+    },
+  };
+}
