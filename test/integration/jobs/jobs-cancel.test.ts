@@ -2,9 +2,11 @@
  * Cancelling a job on the local cloud: the operator API behind the API Gateway stand-in, the
  * ingest Lambda polling its queue (which runs the cancel sweep), DynamoDB Local. Every task that
  * had not started ends `cancelled` and leaves the outstanding index; a call in flight is left
- * to end, and ends without a retry.
+ * to end, and ends without a retry; a message a dead broker left in flight ends `cancelled` once
+ * its claim's hold has passed, re-checked through a delayed message on the ingest queue.
  */
 import { readFileSync } from 'node:fs';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
@@ -12,9 +14,9 @@ import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
 import { attemptKey } from '#shared/ids.ts';
-import { JOB_CANCELLED_REASON, makeCancelSweep } from '#shared/jobs/cancel.ts';
+import { cancelSweepStart, JOB_CANCELLED_REASON, makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
-import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
+import type { CancelSweepMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
@@ -60,11 +62,19 @@ async function outstandingOf(clientId: string, jobId: string): Promise<unknown[]
   return found;
 }
 
-/** A client with a scheduled job made of `csv`, uploaded inline through the operator API. */
-async function scheduledJob(csv: Uint8Array): Promise<{ clientId: string; jobId: string; tasks: Task[] }> {
+/**
+ * A client with a scheduled job made of `csv`, uploaded inline through the operator API; with
+ * `message`, a message job sending that text.
+ */
+async function scheduledJob(
+  csv: Uint8Array,
+  message?: string,
+): Promise<{ clientId: string; jobId: string; tasks: Task[] }> {
   const clientId = uniqueName('cancel');
-  expect((await call('PUT', `/clients/${clientId}`, CLIENT)).status).toBe(200);
-  const created = await call('POST', `/clients/${clientId}/jobs?name=list`, csv, 'text/csv');
+  const client = message === undefined ? CLIENT : { ...CLIENT, messageChannelId: 'cancel-channel' };
+  expect((await call('PUT', `/clients/${clientId}`, client)).status).toBe(200);
+  const options = message === undefined ? '' : `&channel=message&message=${encodeURIComponent(message)}`;
+  const created = await call('POST', `/clients/${clientId}/jobs?name=list${options}`, csv, 'text/csv');
   expect(created.status).toBe(201);
   const { jobId } = created.body;
   const job = await eventually(async () => {
@@ -99,6 +109,53 @@ async function moveTask(task: Task, state: 'in-flight' | 'retry-wait', readyAt =
             },
     }),
   );
+}
+
+const MINUTE = 60_000;
+
+/** A list of `n` LINE recipients. */
+function lineList(n: number): Buffer {
+  const rows = Array.from(
+    { length: n },
+    (_, i) => `U${(0xc0ffee00 + i).toString(16).padStart(32, '0')},Name ${i}`,
+  );
+  return Buffer.from(`userId,name\n${rows.join('\n')}\n`, 'utf8');
+}
+
+/**
+ * Puts a message task where a broker's claim does: in flight, still in the outstanding index,
+ * re-sorted to the end of its hold (`readyAt`), with the claim's lease token.
+ */
+async function claimMessage(task: Task, holdUntil: number, token: number) {
+  await cloud.doc.send(
+    new UpdateCommand({
+      TableName: tasksTable,
+      Key: keys.task(task.jobId, task.taskId),
+      UpdateExpression:
+        'SET #state = :inFlight, attempts = :one, startedAt = :startedAt, claimToken = :token, ' +
+        'readyAt = :holdUntil, openSk = :openSk, updatedAt = :startedAt',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: {
+        ':inFlight': 'in-flight',
+        ':one': 1,
+        ':startedAt': holdUntil - 15 * MINUTE,
+        ':token': token,
+        ':holdUntil': holdUntil,
+        ':openSk': `${new Date(holdUntil).toISOString()}#${task.jobId}#${task.taskId}`,
+      },
+    }),
+  );
+}
+
+/** How many messages of the file's ingest queue wait out a delay. */
+async function delayedOnIngestQueue(): Promise<number> {
+  const out = await cloud.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: harness.ingestQueueUrl(),
+      AttributeNames: ['ApproximateNumberOfMessagesDelayed'],
+    }),
+  );
+  return Number(out.Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
 }
 
 describe('cancelling a job', () => {
@@ -218,6 +275,88 @@ describe('cancelling a job', () => {
     const after = await tasksOf(jobId);
     expect(after.every((t) => t.state === 'cancelled' && t.reason === JOB_CANCELLED_REASON)).toBe(true);
     expect((await store.get(clientId, jobId))!.counts.cancelled).toBe(80);
+    expect(await outstandingOf(clientId, jobId)).toEqual([]);
+  });
+});
+
+describe('cancelling a message job while messages are in flight', () => {
+  it("ends a dead broker's messages once their hold has passed, and re-checks the held ones after their hold", async () => {
+    const { clientId, jobId, tasks } = await scheduledJob(lineList(8), 'お知らせ');
+    expect(tasks.map((t) => t.channel)).toEqual(Array(8).fill('message'));
+    const [dead1, dead2, held1, held2] = tasks as [Task, Task, Task, Task, ...Task[]];
+    const expiredHold = Date.now() - MINUTE;
+    const heldUntil = Date.now() + 10 * MINUTE;
+    // A broker that died (SIGKILL) a while ago, and one whose claim holds 10 more minutes.
+    await claimMessage(dead1, expiredHold, 3);
+    await claimMessage(dead2, expiredHold, 3);
+    await claimMessage(held1, heldUntil, 4);
+    await claimMessage(held2, heldUntil, 4);
+
+    expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`)).status).toBe(200);
+    // The poller's sweep ends the waiting tasks and the dead broker's, and queues a delayed re-check.
+    await eventually(async () => {
+      const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+      return body.counts.cancelled === 6 ? true : undefined;
+    }, 'the sweep');
+    await eventually(async () => ((await delayedOnIngestQueue()) === 1 ? true : undefined), 'the re-check');
+    const afterFirst = new Map((await tasksOf(jobId)).map((t) => [t.taskId, t]));
+    for (const t of tasks) {
+      const held = t.taskId === held1.taskId || t.taskId === held2.taskId;
+      expect(afterFirst.get(t.taskId)).toMatchObject(
+        held
+          ? { state: 'in-flight', readyAt: heldUntil }
+          : { state: 'cancelled', reason: JOB_CANCELLED_REASON },
+      );
+    }
+    expect(await outstandingOf(clientId, jobId)).toHaveLength(2);
+
+    // The sweep's write loses to a broker that wrote since the page was read (here: a new hold).
+    const canceller = makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable });
+    await claimMessage(held2, heldUntil + 1, 4);
+    const late = Date.now() + 11 * MINUTE;
+    const stale = {
+      taskId: held2.taskId,
+      state: 'in-flight' as const,
+      channel: 'message' as const,
+      readyAt: heldUntil,
+    };
+    expect(await canceller.cancelTasks(clientId, jobId, [stale], JOB_CANCELLED_REASON, late)).toBe(0);
+    expect((await tasksOf(jobId)).find((t) => t.taskId === held2.taskId)?.state).toBe('in-flight');
+
+    // The re-check, run when its delay is over: the live broker died too, nothing was written back.
+    const queued: { message: unknown; options?: QueueSendOptions }[] = [];
+    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const recheck = makeCancelSweep({
+      jobs: store,
+      tasks: canceller,
+      queue: {
+        send: async (message, options) => void queued.push({ message, ...(options ? { options } : {}) }),
+      },
+      clock: { now: () => late },
+    });
+    const outcome = await recheck.handle(cancelSweepStart(clientId, jobId), { remainingMs: () => 600_000 });
+    expect(outcome).toEqual({ kind: 'swept', jobId, cancelled: 2 });
+    expect(queued).toEqual([]);
+    const after = await tasksOf(jobId);
+    expect(after.every((t) => t.state === 'cancelled' && t.reason === JOB_CANCELLED_REASON)).toBe(true);
+    expect(await outstandingOf(clientId, jobId)).toEqual([]);
+    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    expect(body.counts).toMatchObject({ tasks: 8, completed: 0, failed: 0, cancelled: 8, outstanding: 0 });
+  });
+
+  it('runs the delayed re-check from the ingest queue, so every message ends without anyone asking', async () => {
+    const { clientId, jobId, tasks } = await scheduledJob(lineList(4), 'お知らせ');
+    const [dead, held] = tasks as [Task, Task, ...Task[]];
+    await claimMessage(dead, Date.now() - MINUTE, 7);
+    // A hold that ends soon: the poller receives the re-check once SQS's delay is over.
+    await claimMessage(held, Date.now() + 3_000, 8);
+    expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`)).status).toBe(200);
+    const job = await eventually(async () => {
+      const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+      return body.counts.cancelled === 4 ? body : undefined;
+    }, 'the sweep and its re-check');
+    expect(job.counts).toMatchObject({ tasks: 4, cancelled: 4, outstanding: 0 });
+    expect((await tasksOf(jobId)).map((t) => t.state)).toEqual(Array(4).fill('cancelled'));
     expect(await outstandingOf(clientId, jobId)).toEqual([]);
   });
 });
