@@ -122,8 +122,7 @@ const messageSchema = z.unknown().superRefine((value, ctx) => {
   }
   const schema = typeof value === 'string' ? textMessageSchema : templateMessageSchema;
   const parsed = schema.safeParse(value);
-  if (!parsed.success)
-    for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as never);
+  if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as never);
 }) as unknown as z.ZodType<string | z.infer<typeof templateMessageSchema>>;
 
 /** A query-string `message` that looks like JSON but does not parse: refused, never sent as text. */
