@@ -1,6 +1,6 @@
 /** Wires the operator API to the real AWS clients; configuration is read once, at start. */
 
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { makeDocumentClient, makeS3Client } from '#shared/adapters/aws-clients.ts';
 import {
   makeDynamoClientStore,
@@ -9,6 +9,7 @@ import {
 } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
@@ -32,13 +33,7 @@ export const handler = makeJobsApiHandler({
     tasks: makeDynamoTaskStore(doc, tasksTable),
     files: makeS3UploadFiles(s3, bucket),
     validationReports: makeS3ValidationReportStore(s3, bucket),
-    queue: {
-      async send(message) {
-        await sqs.send(
-          new SendMessageCommand({ QueueUrl: ingestQueueUrl, MessageBody: JSON.stringify(message) }),
-        );
-      },
-    },
+    queue: makeSqsIngestQueue(sqs, ingestQueueUrl),
     bucket,
     clock: { now: () => Date.now() },
     // Leases live in the control table; the holder's endpoint is a private address in the fleet's
