@@ -1,62 +1,95 @@
 /**
  * bench/message-throughput: how fast a `message` job goes out, and at what memory.
  *
- * One run, against the same local LINE sandbox (its own process, rate limit lifted), each
- * contender in its own child process (so peak RSS is its own), all over the same keep-alive
- * HTTP transport (so the figures compare designs):
+ * One run, each contender in its own child process (so peak RSS is its own) against a fresh,
+ * warmed LINE sandbox of its own (its own process, rate limit lifted: the sandbox remembers every
+ * retry key, and a sandbox grown by the contender before would slow the next one), all over the
+ * same keep-alive HTTP transport (so the figures compare designs):
  *   - Switchboard's pipeline (shared/messaging/pipeline.ts): claimed pages → bounded queue →
  *     paced senders → batched reporter; personalised messages by push, a text without variables
  *     by multicast (500 recipients a request);
- *   - (a) one at a time: await each push before the next (on fewer messages: it is slow; the
- *     time for the full list is extrapolated and labelled so);
+ *   - (a) one at a time: await each push before the next;
  *   - (b) the mass-mailing design the issue cites: producer → bounded queue → a FIXED pool of
  *     100 senders → batched reporter, no token bucket, no multicast;
  *   - (c) the sandbox's own ceiling: autocannon in a worker thread POSTing valid pushes with fresh
  *     retry keys.
- * Then the rate-limit scenario: the sandbox at 2,000 requests/s, Switchboard paced at 2,000/s for
- * ~15 s: the sends/s it holds and the 429s the sandbox answered.
- *
- *   npm run bench:message-throughput [-- --messages 100000 --one-at-a-time 5000 --million]
- *     --latency-ms 50   every sandbox request waits 50 ms first (a round trip to LINE; default 0)
- *     --concurrency N   Switchboard's senders (default 64)
- *     --rate-only       only the 2,000/s scenario
+ * Memory: every contender warms up first (see warmUpFor) and runs with the same capped V8 heap
+ * (see HEAP_FLAGS); peak RSS is the kernel's high-water mark of its process during the job, reset
+ * after the warm-up; separate runs force full GCs to show the heap the job keeps alive. Then the rate-limit scenario: the sandbox at 2,000 requests/s,
+ * Switchboard paced at 2,000/s: the sends/s it holds in steady state and the 429s it got.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import type { ContenderRequest } from './lib/message-contender.ts';
+import type { ContenderRequest, WarmedUp } from './lib/message-contender.ts';
 import type { CeilingRequest, CeilingResult } from './lib/message-load-worker.ts';
 import { BENCH_CHANNEL, type SandboxCommand, type SandboxStats } from './lib/message-sandbox.ts';
-import type { ContenderResult } from './lib/message-stats.ts';
+import { type ContenderResult, steadyRate } from './lib/message-stats.ts';
+
+const USAGE = `npm run bench:message-throughput [-- options]
+  --messages N         messages per contender (default 100000)
+  --one-at-a-time N    messages for (a) (default: --messages; fewer is extrapolated and labelled so)
+  --million            also Switchboard push and multicast at 1,000,000 (minutes) and the RSS rule
+  --ceiling-seconds S  autocannon's run (default 10)
+  --rate-seconds S     the 2,000/s scenario's length (default 15)
+  --concurrency N      Switchboard's senders (default 64)
+  --latency-ms MS      every sandbox request waits this long first (a round trip to LINE; default 0)
+  --rate-only          only the 2,000/s scenario
+  --burst N            experiment: the pacer's burst in the 2,000/s scenario (default: the pipeline's)
+  --rate-concurrency N senders in the 2,000/s scenario (default 128, the pipeline's default)
+  --default-heap       run contenders with V8's default heap sizing instead of the capped heap
+  --help`;
 
 const { values } = parseArgs({
   options: {
     messages: { type: 'string', default: '100000' },
-    'one-at-a-time': { type: 'string', default: '5000' },
+    'one-at-a-time': { type: 'string' },
     million: { type: 'boolean', default: false },
     'ceiling-seconds': { type: 'string', default: '10' },
     'rate-seconds': { type: 'string', default: '15' },
     concurrency: { type: 'string', default: '64' },
     'latency-ms': { type: 'string', default: '0' },
     'rate-only': { type: 'boolean', default: false },
+    burst: { type: 'string' },
+    'rate-concurrency': { type: 'string', default: '128' },
+    'default-heap': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
   },
 });
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
 const messages = Number(values.messages);
-const oneAtATimeMessages = Number(values['one-at-a-time']);
+const oneAtATimeMessages = Number(values['one-at-a-time'] ?? messages);
 const ceilingSeconds = Number(values['ceiling-seconds']);
 const rateSeconds = Number(values['rate-seconds']);
 const concurrency = Number(values.concurrency);
 const latencyMs = Number(values['latency-ms']);
+const burst = values.burst === undefined ? undefined : Number(values.burst);
+const rateConcurrency = Number(values['rate-concurrency']);
 // Enough connections that the sandbox, not the round trip, is what limits the load generator.
 const ceilingConnections = Math.max(64, concurrency);
 const LINE_RATE = 2000;
+const MILLION = 1_000_000;
+/**
+ * V8 sizes its young generation (up to 2 × 64 MB semi-spaces) and its old space by how long a
+ * process has been allocating fast, so a 0.3 s run and a 2 s run of the same code differ by
+ * 100+ MB of room for garbage. The same cap for every contender makes peak RSS compare what the
+ * code keeps, and a run that kept something per message would die at 1M under the cap.
+ */
+const HEAP_FLAGS = values['default-heap'] ? [] : ['--max-semi-space-size=16', '--max-old-space-size=64'];
+const heapLabel =
+  HEAP_FLAGS.length > 0 ? `V8 heap capped (${HEAP_FLAGS.join(' ')})` : "V8's default heap sizing";
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
-function child(path: string, args: string[] = []): ChildProcess {
-  return spawn(process.execPath, [here(path), ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function child(path: string, args: string[] = [], nodeFlags: string[] = []): ChildProcess {
+  return spawn(process.execPath, [...nodeFlags, here(path), ...args], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
 }
 
 function nextMessage<T>(proc: ChildProcess): Promise<T> {
@@ -70,17 +103,80 @@ function nextMessage<T>(proc: ChildProcess): Promise<T> {
   });
 }
 
-const sandboxProc = child('./lib/message-sandbox.ts');
-const { url } = await nextMessage<{ url: string }>(sandboxProc);
-async function sandbox<T = { ok: true }>(command: SandboxCommand): Promise<T> {
-  const answer = nextMessage<T>(sandboxProc);
-  sandboxProc.send(command);
-  return answer;
+interface Sandbox {
+  readonly url: string;
+  command<T = { ok: true }>(command: SandboxCommand): Promise<T>;
+  stop(): Promise<void>;
+}
+
+async function startSandbox(): Promise<Sandbox> {
+  const proc = child('./lib/message-sandbox.ts');
+  const { url } = await nextMessage<{ url: string }>(proc);
+  const command = <T>(c: SandboxCommand): Promise<T> => {
+    const answer = nextMessage<T>(proc);
+    proc.send(c);
+    return answer;
+  };
+  return {
+    url,
+    command,
+    async stop() {
+      await command({ cmd: 'stop' }).catch(() => undefined);
+      proc.kill();
+    },
+  };
 }
 
 let runs = 0;
 interface Row extends ContenderResult {
   readonly sandbox: SandboxStats;
+}
+
+/**
+ * Warm-up before every job, unpaced, in the contender's process (it warms the sandbox too): the
+ * JIT, the connections and V8's heap reach where a long-running broker has them. 20,000 messages
+ * or 200 requests, whichever is more (a multicast carries 500).
+ */
+const warmUpFor = (template: ContenderRequest['template']) => (template === 'same' ? 100_000 : 20_000);
+
+async function runContender(
+  sandbox: Sandbox,
+  request: Omit<ContenderRequest, 'url' | 'accessToken' | 'run' | 'warmUp'>,
+  options: { perSecond: number | null; nodeFlags: string[] },
+): Promise<Row> {
+  const proc = child(
+    './lib/message-contender.ts',
+    [
+      JSON.stringify({
+        ...request,
+        warmUp: warmUpFor(request.template),
+        url: sandbox.url,
+        accessToken: BENCH_CHANNEL.accessToken,
+        run: ++runs,
+      } satisfies ContenderRequest),
+    ],
+    options.nodeFlags,
+  );
+  await nextMessage<WarmedUp>(proc);
+  await sandbox.command({ cmd: 'reset' });
+  await sandbox.command({ cmd: 'rate', perSecond: options.perSecond });
+  const answer = nextMessage<ContenderResult>(proc);
+  proc.send('go');
+  const result = await answer;
+  await new Promise((r) => proc.once('exit', r));
+  const stats = await sandbox.command<SandboxStats>({ cmd: 'stats' });
+  if (stats.recipients !== request.messages || stats.duplicates !== 0) {
+    console.log(
+      `!! ${request.name}: the sandbox counted ${stats.recipients} recipients (want ${request.messages}), ${stats.duplicates} duplicates`,
+    );
+  }
+  return { ...result, sandbox: stats };
+}
+
+async function freshSandbox(): Promise<Sandbox> {
+  const sandbox = await startSandbox();
+  if (latencyMs > 0) await sandbox.command({ cmd: 'latency', ms: latencyMs });
+  return sandbox;
 }
 
 async function contender(
@@ -89,163 +185,189 @@ async function contender(
   count: number,
   template: ContenderRequest['template'],
   extra: Partial<ContenderRequest> = {},
+  options: { perSecond?: number; liveHeap?: boolean } = {},
 ): Promise<Row> {
-  await sandbox({ cmd: 'reset' });
-  const request: ContenderRequest = {
-    name,
-    kind,
-    url,
-    accessToken: BENCH_CHANNEL.accessToken,
-    messages: count,
-    template,
-    run: ++runs,
-    concurrency,
-    ...extra,
-  };
-  const proc = child('./lib/message-contender.ts', [JSON.stringify(request)]);
-  const result = await nextMessage<ContenderResult>(proc);
-  await new Promise((r) => proc.once('exit', r));
-  const stats = await sandbox<SandboxStats>({ cmd: 'stats' });
-  if (stats.recipients !== count || stats.duplicates !== 0) {
-    console.log(
-      `!! ${name}: the sandbox counted ${stats.recipients} recipients (want ${count}), ${stats.duplicates} duplicates`,
+  const sandbox = await freshSandbox();
+  try {
+    const row = await runContender(
+      sandbox,
+      {
+        name,
+        kind,
+        messages: count,
+        template,
+        concurrency,
+        ...(options.liveHeap ? { liveHeapEvery: Math.ceil(count / 10) } : {}),
+        ...extra,
+      },
+      {
+        perSecond: options.perSecond ?? null,
+        nodeFlags: options.liveHeap ? [...HEAP_FLAGS, '--expose-gc'] : HEAP_FLAGS,
+      },
     );
+    console.error(`  … ${name}: ${fmt(count)} messages in ${fmt(row.seconds, 1)} s`);
+    return row;
+  } finally {
+    await sandbox.stop();
   }
-  console.error(`  … ${name}: ${fmt(count)} messages in ${fmt(result.seconds, 1)} s`);
-  return { ...result, sandbox: stats };
 }
 
-function ceiling(): Promise<CeilingResult> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(here('./lib/message-load-worker.ts'), {
-      workerData: {
-        url,
-        accessToken: BENCH_CHANNEL.accessToken,
-        seconds: ceilingSeconds,
-        connections: ceilingConnections,
-      } satisfies CeilingRequest,
+async function ceiling(): Promise<CeilingResult> {
+  const sandbox = await freshSandbox();
+  try {
+    // Warm the sandbox as every contender's warm-up does.
+    await runContender(
+      sandbox,
+      { name: 'warm-up', kind: 'switchboard', messages: 0, template: 'personal', concurrency },
+      { perSecond: null, nodeFlags: HEAP_FLAGS },
+    );
+    const result = await new Promise<CeilingResult>((resolve, reject) => {
+      const worker = new Worker(here('./lib/message-load-worker.ts'), {
+        workerData: {
+          url: sandbox.url,
+          accessToken: BENCH_CHANNEL.accessToken,
+          seconds: ceilingSeconds,
+          connections: ceilingConnections,
+        } satisfies CeilingRequest,
+      });
+      worker.once('message', resolve);
+      worker.once('error', reject);
     });
-    worker.once('message', resolve);
-    worker.once('error', reject);
-  });
+    console.error(`  … (c) sandbox ceiling: ${fmt(result.rps)} requests/s`);
+    return result;
+  } finally {
+    await sandbox.stop();
+  }
 }
 
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const rate = (r: ContenderResult) => r.messages / r.seconds;
+const load = () => fmt(loadavg()[0]!, 1);
+const loadAtStart = load();
 
-try {
-  console.log(
-    `message-throughput: ${fmt(messages)} messages to the local LINE sandbox (rate limit lifted${latencyMs > 0 ? `, ${latencyMs} ms added to every request` : ''}), each contender in its own process, same keep-alive HTTP transport; ${availableParallelism()} cores\n`,
+console.log(
+  `message-throughput: ${fmt(messages)} messages to the local LINE sandbox (rate limit lifted${latencyMs > 0 ? `, ${latencyMs} ms added to every request` : ''}), each contender in its own process against a fresh warmed sandbox, same keep-alive HTTP transport; ${availableParallelism()} cores, load average ${loadAtStart} at start\n`,
+);
+if (!values['rate-only']) {
+  const cap = await ceiling();
+  const oneByOne = await contender(
+    '(a) one at a time (await each push)',
+    'one-at-a-time',
+    oneAtATimeMessages,
+    'personal',
   );
-  if (!values['rate-only']) {
-    await sandbox({ cmd: 'rate', perSecond: null });
-    if (latencyMs > 0) await sandbox({ cmd: 'latency', ms: latencyMs });
-    // Warm the sandbox (JIT, its maps) so the first contender does not pay for it.
-    await contender('warm-up', 'switchboard', 5000, 'personal');
-
-    await sandbox({ cmd: 'reset' });
-    const cap = await ceiling();
-    // autocannon stops with requests still waiting in the sandbox: let them land before the next count.
-    await new Promise((r) => setTimeout(r, latencyMs + 1000));
-    const oneByOne = await contender(
-      '(a) one at a time (await each push)',
-      'one-at-a-time',
-      oneAtATimeMessages,
-      'personal',
+  const pool = await contender(
+    '(b) fixed pool: queue + 100 senders + reporter',
+    'fixed-pool',
+    messages,
+    'personal',
+    {
+      concurrency: 100,
+    },
+  );
+  const push = await contender('switchboard, personalised (push)', 'switchboard', messages, 'personal');
+  const multi = await contender('switchboard, same text (multicast ×500)', 'switchboard', messages, 'same');
+  let million: { push: Row; multi: Row } | undefined;
+  if (values.million) {
+    console.error('  --million: 1,000,000 by push (minutes) and by multicast…');
+    million = {
+      push: await contender('switchboard, personalised (push), 1M', 'switchboard', MILLION, 'personal'),
+      multi: await contender('switchboard, same text (multicast ×500), 1M', 'switchboard', MILLION, 'same'),
+    };
+  }
+  // Forced full GCs cost time, so the heap the pipeline keeps alive is measured in runs of its own.
+  const sizes = million ? [messages, MILLION] : [messages];
+  const live: { push: Row[]; multi: Row[] } = { push: [], multi: [] };
+  for (const size of sizes) {
+    const opts = { liveHeap: true };
+    live.push.push(
+      await contender(`live heap: push, ${fmt(size)}`, 'switchboard', size, 'personal', {}, opts),
     );
-    const pool = await contender(
-      '(b) fixed pool: queue + 100 senders + reporter',
-      'fixed-pool',
-      messages,
-      'personal',
-      {
-        concurrency: 100,
-      },
+    live.multi.push(
+      await contender(`live heap: multicast, ${fmt(size)}`, 'switchboard', size, 'same', {}, opts),
     );
-    const push = await contender('switchboard, personalised (push)', 'switchboard', messages, 'personal');
-    const multi = await contender('switchboard, same text (multicast ×500)', 'switchboard', messages, 'same');
-    let million: { push: Row; multi: Row } | undefined;
-    if (values.million) {
-      console.log(
-        '--million: 1,000,000 personalised messages (push) and 1,000,000 by multicast; the push run takes minutes…\n',
-      );
-      million = {
-        push: await contender('switchboard, personalised (push), 1M', 'switchboard', 1_000_000, 'personal'),
-        multi: await contender(
-          'switchboard, same text (multicast ×500), 1M',
-          'switchboard',
-          1_000_000,
-          'same',
-        ),
-      };
-    }
-
-    const rows: Row[] = [oneByOne, pool, push, multi, ...(million ? [million.push, million.multi] : [])];
-    const pad = (s: string, n: number) => s.padEnd(n);
-    const padL = (s: string, n: number) => s.padStart(n);
-    console.log(
-      `${pad('contender', 50)} ${padL('messages', 10)} ${padL('requests', 10)} ${padL('msgs/s', 10)} ${padL('req/s', 8)} ${padL('p50 ms', 7)} ${padL('p99 ms', 7)} ${padL('peak RSS', 9)} ${padL('heap', 7)} dup`,
-    );
-    for (const r of rows) {
-      console.log(
-        `${pad(r.name, 50)} ${padL(fmt(r.messages), 10)} ${padL(fmt(r.requests), 10)} ${padL(fmt(rate(r)), 10)} ${padL(fmt(r.requests / r.seconds), 8)} ${padL(fmt(r.p50Ms, 1), 7)} ${padL(fmt(r.p99Ms, 1), 7)} ${padL(`${fmt(r.peakRssMb)} MB`, 9)} ${padL(`${fmt(r.peakHeapUsedMb)} MB`, 7)} ${r.sandbox.duplicates}`,
-      );
-    }
-    console.log(
-      `${pad(`(c) sandbox ceiling: autocannon, ${ceilingConnections} connections`, 50)} ${padL('-', 10)} ${padL(fmt(cap.rps * ceilingSeconds), 10)} ${padL('-', 10)} ${padL(fmt(cap.rps), 8)} ${padL(fmt(cap.p50, 1), 7)} ${padL(fmt(cap.p99, 1), 7)} ${padL('-', 9)} ${padL('-', 7)} (${cap.non2xx + cap.errors} non-2xx/errors)`,
-    );
-    if (oneAtATimeMessages !== messages) {
-      console.log(
-        `\n(a) ran on ${fmt(oneAtATimeMessages)} messages only; EXTRAPOLATED at its measured rate, ${fmt(messages)} would take ${fmt(messages / rate(oneByOne))} s (vs ${fmt(push.seconds, 1)} s push, ${fmt(multi.seconds, 1)} s multicast).`,
-      );
-    }
-    console.log('\nratios (messages/s):');
-    console.log(`  switchboard push      / (a) one at a time: ×${fmt(rate(push) / rate(oneByOne), 1)}`);
-    console.log(`  switchboard push      / (b) fixed pool:    ×${fmt(rate(push) / rate(pool), 2)}`);
-    console.log(`  switchboard multicast / (a) one at a time: ×${fmt(rate(multi) / rate(oneByOne), 0)}`);
-    console.log(`  switchboard multicast / (b) fixed pool:    ×${fmt(rate(multi) / rate(pool), 0)}`);
-    console.log(
-      `  requests/s vs (c) the sandbox's ceiling: push ${fmt((100 * push.requests) / push.seconds / cap.rps)} %, fixed pool ${fmt((100 * pool.requests) / pool.seconds / cap.rps)} %, one at a time ${fmt((100 * oneByOne.requests) / oneByOne.seconds / cap.rps)} %`,
-    );
-    console.log(
-      `  multicast cut the requests ×${fmt(push.requests / multi.requests)} (${fmt(push.requests)} → ${fmt(multi.requests)})`,
-    );
-    if (million) {
-      for (const [small, big] of [
-        [push, million.push],
-        [multi, million.multi],
-      ] as const) {
-        const growth = big.peakRssMb / small.peakRssMb - 1;
-        console.log(
-          `\npeak RSS ${small.name}: ${fmt(small.peakRssMb)} MB at ${fmt(small.messages)}, ${fmt(big.peakRssMb)} MB at ${fmt(big.messages)} → ${growth >= 0 ? '+' : ''}${fmt(100 * growth, 1)} % (${Math.abs(growth) <= 0.1 ? 'within' : 'NOT within'} 10 %); peak heap in use ${fmt(small.peakHeapUsedMb)} → ${fmt(big.peakHeapUsedMb)} MB`,
-        );
-        if (small.seconds < 5) {
-          console.log(
-            `  (the ${fmt(small.messages)} run lasted ${fmt(small.seconds, 1)} s, ${fmt(small.requests)} requests: too short for V8's heap to reach the size it settles at under this allocation rate)`,
-          );
-        }
-      }
-    }
   }
 
-  // The channel's real limit: the sandbox at 2,000 requests/s, Switchboard paced at the same.
-  await sandbox({ cmd: 'rate', perSecond: LINE_RATE });
-  const paced = await contender(
-    `switchboard paced at ${LINE_RATE}/s, ~${rateSeconds} s`,
-    'switchboard',
-    LINE_RATE * rateSeconds,
-    'personal',
-    // Little's law: 2,000/s at tens of ms per request needs more requests in flight.
-    { rate: LINE_RATE, concurrency: 128 },
-  );
-  // Between the first and the last request's start: the pace itself, not start-up or the last answer.
-  const held = ((paced.requests - 1) * 1000) / (paced.lastSendAt - paced.firstSendAt);
-  const tooMany = paced.sandbox.byStatus['429'] ?? 0;
+  const loadAfterTable = load();
+  const rows: Row[] = [oneByOne, pool, push, multi, ...(million ? [million.push, million.multi] : [])];
+  const pad = (s: string, n: number) => s.padEnd(n);
+  const padL = (s: string, n: number) => s.padStart(n);
   console.log(
-    `\nrate limit ${fmt(LINE_RATE)}/s: ${fmt(paced.requests)} sends, ${fmt((paced.lastSendAt - paced.firstSendAt) / 1000, 2)} s from first to last = ${fmt(held)} sends/s held (${fmt(paced.requests / paced.seconds)}/s over the whole run of ${fmt(paced.seconds, 1)} s) (goal 1,950–2,000: ${held >= 1950 && held <= 2000 ? 'met' : 'MISSED'}), sandbox 429s: ${tooMany} (goal 0), p99 ${fmt(paced.p99Ms, 1)} ms, duplicates ${paced.sandbox.duplicates}`,
+    `\n${pad('contender', 50)} ${padL('messages', 10)} ${padL('requests', 10)} ${padL('msgs/s', 10)} ${padL('req/s', 8)} ${padL('p50 ms', 7)} ${padL('p99 ms', 7)} ${padL('peak RSS', 9)} ${padL('warm RSS', 9)} ${padL('heap', 7)} dup`,
   );
-} finally {
-  await sandbox({ cmd: 'stop' }).catch(() => undefined);
-  sandboxProc.kill();
+  for (const r of rows) {
+    console.log(
+      `${pad(r.name, 50)} ${padL(fmt(r.messages), 10)} ${padL(fmt(r.requests), 10)} ${padL(fmt(rate(r)), 10)} ${padL(fmt(r.requests / r.seconds), 8)} ${padL(fmt(r.p50Ms, 1), 7)} ${padL(fmt(r.p99Ms, 1), 7)} ${padL(`${fmt(r.peakRssMb)} MB`, 9)} ${padL(`${fmt(r.startPeakRssMb)} MB`, 9)} ${padL(`${fmt(r.peakHeapUsedMb)} MB`, 7)} ${r.sandbox.duplicates}`,
+    );
+  }
+  console.log(
+    `${pad(`(c) sandbox ceiling: autocannon, ${ceilingConnections} connections`, 50)} ${padL('-', 10)} ${padL(fmt(cap.rps * ceilingSeconds), 10)} ${padL('-', 10)} ${padL(fmt(cap.rps), 8)} ${padL(fmt(cap.p50, 1), 7)} ${padL(fmt(cap.p99, 1), 7)} ${padL('-', 9)} ${padL('-', 9)} ${padL('-', 7)} (${cap.non2xx + cap.errors} non-2xx/errors)`,
+  );
+  console.log(
+    `(load average ${loadAtStart} → ${loadAfterTable} over these runs on ${availableParallelism()} cores: other work on the machine slows every contender)\n\npeak RSS: the kernel's high-water mark (VmHWM) of the contender's own process during the job, marked afresh (/proc/self/clear_refs) after a warm-up sent the same way (20,000 messages; multicast 100,000 = 200 requests), so it counts what the warmed process held plus what the job added; warm RSS: the mark before the job (start-up and warm-up). ${heapLabel} for every contender. heap: the most V8 heap in use, sampled every 50 ms, garbage included. p50/p99: per HTTP request, from send to answer.`,
+  );
+  if (oneAtATimeMessages !== messages) {
+    console.log(
+      `(a) ran on ${fmt(oneAtATimeMessages)} messages only; EXTRAPOLATED at its measured rate, ${fmt(messages)} would take ${fmt(messages / rate(oneByOne))} s (vs ${fmt(push.seconds, 1)} s push, ${fmt(multi.seconds, 1)} s multicast).`,
+    );
+  }
+  console.log('\nratios (messages/s):');
+  console.log(`  switchboard push      / (a) one at a time: ×${fmt(rate(push) / rate(oneByOne), 1)}`);
+  console.log(`  switchboard push      / (b) fixed pool:    ×${fmt(rate(push) / rate(pool), 2)}`);
+  console.log(`  switchboard multicast / (a) one at a time: ×${fmt(rate(multi) / rate(oneByOne), 0)}`);
+  console.log(`  switchboard multicast / (b) fixed pool:    ×${fmt(rate(multi) / rate(pool), 0)}`);
+  console.log(
+    `  requests/s vs (c) the sandbox's ceiling: push ${fmt((100 * push.requests) / push.seconds / cap.rps)} %, fixed pool ${fmt((100 * pool.requests) / pool.seconds / cap.rps)} %, one at a time ${fmt((100 * oneByOne.requests) / oneByOne.seconds / cap.rps)} %`,
+  );
+  console.log(
+    `  multicast cut the requests ×${fmt(push.requests / multi.requests)} (${fmt(push.requests)} → ${fmt(multi.requests)})`,
+  );
+
+  console.log(
+    `\nmemory vs job size (peak RSS as above; live heap: the most V8 heap in use right after a full GC forced at every tenth of the messages, in runs of their own):`,
+  );
+  for (const [label, small, big, probes] of [
+    ['push', push, million?.push, live.push],
+    ['multicast', multi, million?.multi, live.multi],
+  ] as const) {
+    const liveFigures = probes.map((p) => `${fmt(p.liveHeapMb ?? 0, 1)} MB at ${fmt(p.messages)}`).join(', ');
+    if (!big) {
+      console.log(
+        `  ${pad(label, 9)} peak RSS ${fmt(small.peakRssMb)} MB at ${fmt(small.messages)}; live heap ${liveFigures} (--million for the 1M comparison)`,
+      );
+      continue;
+    }
+    const growth = big.peakRssMb / small.peakRssMb - 1;
+    console.log(
+      `  ${pad(label, 9)} peak RSS ${fmt(small.peakRssMb)} MB at ${fmt(small.messages)} → ${fmt(big.peakRssMb)} MB at ${fmt(big.messages)}: ${growth >= 0 ? '+' : ''}${fmt(100 * growth, 1)} % (${Math.abs(growth) <= 0.1 ? 'within' : 'NOT within'} 10 %); live heap ${liveFigures}`,
+    );
+  }
 }
+
+// The channel's real limit: a fresh sandbox at 2,000 requests/s, Switchboard paced at the same.
+const loadBefore = load();
+const paced = await contender(
+  `switchboard paced at ${LINE_RATE}/s, ~${rateSeconds} s`,
+  'switchboard',
+  LINE_RATE * rateSeconds,
+  'personal',
+  // Little's law: 2,000/s at tens of ms per request needs more requests in flight.
+  { rate: LINE_RATE, concurrency: rateConcurrency, ...(burst === undefined ? {} : { burst }) },
+  { perSecond: LINE_RATE },
+);
+const steady = steadyRate(paced.startsPerSecond ?? []);
+const tooMany = paced.sandbox.byStatus['429'] ?? 0;
+const met = Math.round(steady.perSecond) >= 1950 && Math.round(steady.perSecond) <= 2000 && tooMany === 0;
+console.log(
+  `\nrate limit ${fmt(LINE_RATE)}/s${burst === undefined ? '' : ` (EXPERIMENT: pacer burst ${burst}, not the pipeline's default)`}${rateConcurrency === 128 ? '' : ` (EXPERIMENT: ${rateConcurrency} senders)`}: ${fmt(paced.requests)} sends in ${fmt(paced.seconds, 1)} s`,
+);
+console.log(
+  `  steady state (whole seconds 2–${steady.seconds + 1} after the first send): ${fmt(steady.perSecond)} sends/s held, slowest second ${fmt(steady.min)}, fastest ${fmt(steady.max)}; sandbox 429s: ${tooMany} → goal 1,950–2,000/s with 0 429s: ${met ? 'met' : 'MISSED'}`,
+);
+console.log(
+  `  first second (senders filling, the pacer's burst): ${fmt(paced.startsPerSecond?.[0] ?? 0)} sends; whole run ${fmt(paced.requests / paced.seconds)}/s; p99 ${fmt(paced.p99Ms, 1)} ms; most in flight ${paced.maxInFlight} of ${rateConcurrency}; duplicates ${paced.sandbox.duplicates}`,
+);
+console.log(
+  `  conditions: event-loop delay p99/max ${fmt(paced.loopDelayP99Ms ?? 0, 1)}/${fmt(paced.loopDelayMaxMs ?? 0)} ms in the sender, ${fmt(paced.sandbox.loopDelayP99Ms, 1)}/${fmt(paced.sandbox.loopDelayMaxMs)} ms in the sandbox; load average ${loadBefore} → ${load()} on ${availableParallelism()} cores (a stall longer than the pacer's burst, 10 ms at the default, loses sends)`,
+);

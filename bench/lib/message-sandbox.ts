@@ -1,7 +1,10 @@
 /**
  * The LINE sandbox of bench/message-throughput, in its own process (one core for it, one for the
- * contender). Commands arrive over IPC; each answer is a message back.
+ * contender); the bench starts a fresh one per contender, since the sandbox remembers every retry
+ * key it accepted and a grown heap (longer GC pauses) would slow whoever comes next. Commands
+ * arrive over IPC; each answer is a message back.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startLineSandbox } from '#local/line-sandbox.ts';
 
 export const BENCH_CHANNEL = { channelId: '2000000099', accessToken: 'bench-message-throughput-token' };
@@ -22,10 +25,17 @@ export interface SandboxStats {
   readonly recipients: number;
   /** Deliveries beyond the first to the same recipient (must be 0). */
   readonly duplicates: number;
+  /** The sandbox's event-loop delay since the reset (ms): p99 and max. */
+  readonly loopDelayP99Ms: number;
+  readonly loopDelayMaxMs: number;
+  /** The sandbox process's V8 heap in use now, in MB. */
+  readonly heapUsedMb: number;
 }
 
 if (process.send) {
   const sandbox = await startLineSandbox({ channels: [BENCH_CHANNEL] });
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
   process.on('message', async (message: SandboxCommand) => {
     switch (message.cmd) {
       case 'rate':
@@ -37,6 +47,7 @@ if (process.send) {
         return process.send!({ ok: true });
       case 'reset':
         sandbox.resetRecords();
+        loopDelay.reset();
         return process.send!({ ok: true });
       case 'stats': {
         const counters = sandbox.counters();
@@ -47,6 +58,9 @@ if (process.send) {
           byStatus: counters.byStatus,
           recipients: counters.perRecipient.size,
           duplicates: total - counters.perRecipient.size,
+          loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+          loopDelayMaxMs: loopDelay.max / 1e6,
+          heapUsedMb: process.memoryUsage().heapUsed / 2 ** 20,
         } satisfies SandboxStats);
       }
       case 'stop':
