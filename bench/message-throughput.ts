@@ -34,7 +34,7 @@ const USAGE = `npm run bench:message-throughput [-- options]
   --million            also Switchboard push and multicast at 1,000,000 (minutes) and the RSS rule
   --ceiling-seconds S  autocannon's run (default 10)
   --rate-seconds S     the 2,000/s scenario's length (default 15)
-  --concurrency N      Switchboard's senders (default 64)
+  --concurrency N      Switchboard's senders (default 128, the broker's MESSAGE_CONCURRENCY)
   --latency-ms MS      every sandbox request waits this long first (a round trip to LINE; default 0)
   --rate-only          only the 2,000/s scenario
   --burst N            experiment: the pacer's burst in the 2,000/s scenario (default: the pipeline's)
@@ -49,7 +49,7 @@ const { values } = parseArgs({
     million: { type: 'boolean', default: false },
     'ceiling-seconds': { type: 'string', default: '10' },
     'rate-seconds': { type: 'string', default: '15' },
-    concurrency: { type: 'string', default: '64' },
+    concurrency: { type: 'string', default: '128' },
     'latency-ms': { type: 'string', default: '0' },
     'rate-only': { type: 'boolean', default: false },
     burst: { type: 'string' },
@@ -137,7 +137,14 @@ interface Row extends ContenderResult {
  * JIT, the connections and V8's heap reach where a long-running broker has them. 20,000 messages
  * or 200 requests, whichever is more (a multicast carries 500).
  */
-const warmUpFor = (template: ContenderRequest['template']) => (template === 'same' ? 100_000 : 20_000);
+const warmUpFor = (request: Pick<ContenderRequest, 'template' | 'kind' | 'messages'>) =>
+  // One at a time, a warm-up of 20,000 would take 1,000 s at 50 ms a request: it warms with its
+  // own job's size, at most 1,000 (its memory does not depend on the list either way).
+  request.kind === 'one-at-a-time'
+    ? Math.min(1_000, request.messages)
+    : request.template === 'same'
+      ? 100_000
+      : 20_000;
 
 async function runContender(
   sandbox: Sandbox,
@@ -149,7 +156,7 @@ async function runContender(
     [
       JSON.stringify({
         ...request,
-        warmUp: warmUpFor(request.template),
+        warmUp: warmUpFor(request),
         url: sandbox.url,
         accessToken: BENCH_CHANNEL.accessToken,
         run: ++runs,
