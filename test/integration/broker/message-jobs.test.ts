@@ -298,11 +298,13 @@ describe('a message job served by the broker', () => {
     const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
     const store = makeDynamoMessageTasks(cloud.doc, { controlTable, tasksTable, clock });
 
-    // The first holder claims 500, records their multicast, sends it — and dies before writing outcomes.
+    // The first holder claims a page, records its multicast, sends it — and dies before writing outcomes.
     const first = await leases.tryTake({ clientId, owner: 'dead', now: Date.now(), leaseMs: 1_000 });
     const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
+    // A page takes up to ~1/16 of the limit from each shard: it may come back a little short.
     const page = await dead.source.nextPage(500);
-    expect(page).toHaveLength(500);
+    expect(page.length).toBeGreaterThan(400);
+    expect(page.length).toBeLessThanOrEqual(500);
     const ids = page.map((t) => t.taskId).sort();
     const retryKey = multicastRetryKey(job.jobId, 1, ids);
     await dead.batches.record({ jobId: job.jobId, attempt: 1, retryKey, taskIds: ids });
@@ -334,7 +336,7 @@ describe('a message job served by the broker', () => {
     const tasks = await tasksOf(job.jobId);
     expect(tasks.every((t) => t.state === 'completed')).toBe(true);
     expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
-    // The 500 went out once: the heir's resend of the recorded batch was answered 409.
+    // The batch went out once: the heir's resend of the recorded batch was answered 409.
     expect(line.log().some((e) => e.retryKey === retryKey && e.status === 409)).toBe(true);
     expect((await jobOf(job)).counts.completed).toBe(n);
   });
