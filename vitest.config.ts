@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirstSequencer } from './test/support/sequencer.ts';
 
 // One runner, four projects: unit (pure logic, no emulators), integration (against the local
 // cloud started once in global setup), e2e (whole flows on the local cloud) and infra (CDK synth
@@ -9,6 +10,8 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    // Longest files first, whatever their project: the two workers finish together.
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       {

@@ -176,18 +176,39 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
   /**
    * Lets the function use a table: sets `envVar` to the table's name and grants `read`
    * (get, batch-get, query, condition checks) or `readwrite` (also put, update, delete). A table
-   * under a customer-managed key also gets the key, usable only through DynamoDB.
+   * under a customer-managed key also gets the key, usable only through DynamoDB. `writes`
+   * narrows what `readwrite` allows: only these write actions, only on items whose partition key
+   * matches one of these patterns (`dynamodb:LeadingKeys`, e.g. `OPTOUT#*`).
    */
   bindTable(
     table: dynamodb.ITable,
     access: TableAccess,
     envVar: string,
-    options: { indexes?: readonly string[] } = {},
+    options: {
+      indexes?: readonly string[];
+      writes?: { readonly actions?: readonly string[]; readonly leadingKeys?: readonly string[] };
+    } = {},
   ): this {
     this.addEnvironment(envVar, table.tableName);
-    const actions =
-      access === 'readwrite' ? [...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS] : TABLE_READ_ACTIONS;
-    this.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [table.tableArn] }));
+    this.addToRolePolicy(
+      new iam.PolicyStatement({ actions: TABLE_READ_ACTIONS, resources: [table.tableArn] }),
+    );
+    if (access === 'readwrite') {
+      const writes = options.writes;
+      this.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: [...(writes?.actions ?? TABLE_WRITE_ACTIONS)],
+          resources: [table.tableArn],
+          ...(writes?.leadingKeys
+            ? {
+                conditions: {
+                  'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...writes.leadingKeys] },
+                },
+              }
+            : {}),
+        }),
+      );
+    }
     if (options.indexes?.length) {
       this.addToRolePolicy(
         new iam.PolicyStatement({

@@ -71,8 +71,14 @@ export class Webhooks extends Construct {
       logRemovalPolicy: removalPolicy,
     })
       .bindTable(tables.channels, 'read', channels.envVar)
-      .bindTable(tables.events, 'readwrite', tableSpec('events').envVar)
-      .bindTable(tables.control, 'readwrite', tableSpec('control').envVar);
+      // Idempotency records: created and updated, never deleted (TTL removes them).
+      .bindTable(tables.events, 'readwrite', tableSpec('events').envVar, {
+        writes: { actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+      })
+      // Follows and unfollows only: leases, jobs and client settings share the control table.
+      .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, {
+        writes: { actions: ['dynamodb:PutItem'], leadingKeys: ['OPTOUT#*'] },
+      });
     this.processor.consumeQueue(webhookEvents.queue, webhookEvents.spec);
 
     this.alarmTopic = this.makeAlarmTopic(removalPolicy);

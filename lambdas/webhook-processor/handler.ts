@@ -5,7 +5,7 @@
  * batch are handed back untouched, so a conversation is never answered out of order.
  */
 import middy from '@middy/core';
-import type { SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { InvalidWebhookBodyError, parseWebhookEvent } from '#shared/line/webhook.ts';
 import type { Logger } from '#shared/log.ts';
 import type { ProcessResult } from '#shared/webhooks/process.ts';
@@ -19,6 +19,13 @@ export interface ProcessorDeps {
   /** Hands a record back to the queue after `seconds` (ChangeMessageVisibility). */
   readonly retryLater: (receiptHandle: string, seconds: number) => Promise<void>;
   readonly log: Logger;
+  /**
+   * The longest one record can take (the Messaging API timeout and the store writes around it).
+   * A record is not started with less time left than this: it and the rest of the batch go back
+   * to the queue at once, instead of the whole batch timing out and coming back only after the
+   * queue's visibility timeout.
+   */
+  readonly recordBudgetMs: number;
 }
 
 export class MalformedQueueMessageError extends Error {
@@ -39,13 +46,29 @@ function parseRecord(record: SQSRecord): QueuedWebhookEvent {
 }
 
 export function makeProcessorHandler(deps: ProcessorDeps) {
-  return middy(async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  return middy(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const failures: SQSBatchItemFailure[] = [];
     const blockedGroups = new Set<string>();
-    const counts: Record<string, number> = { Done: 0, Skipped: 0, Failed: 0, Retried: 0, RateLimited: 0 };
+    const counts: Record<string, number> = {
+      Done: 0,
+      Skipped: 0,
+      Failed: 0,
+      Retried: 0,
+      RateLimited: 0,
+      Deferred: 0,
+    };
+    let outOfTime = false;
     for (const record of event.Records) {
       const group = record.attributes.MessageGroupId ?? record.messageId;
       if (blockedGroups.has(group)) {
+        failures.push({ itemIdentifier: record.messageId });
+        continue;
+      }
+      outOfTime ||= context.getRemainingTimeInMillis() < deps.recordBudgetMs;
+      if (outOfTime) {
+        // Not started: visible again at once, in order (the FIFO group stays locked until then).
+        counts.Deferred!++;
+        await deps.retryLater(record.receiptHandle, 0).catch(() => undefined);
         failures.push({ itemIdentifier: record.messageId });
         continue;
       }
@@ -93,6 +116,8 @@ export function makeProcessorHandler(deps: ProcessorDeps) {
         failures.push({ itemIdentifier: record.messageId });
       }
     }
+    if (counts.Deferred)
+      deps.log.warn('records handed back unstarted: too little time left', { count: counts.Deferred });
     deps.log.metrics(counts, { service: 'webhook-processor' });
     return { batchItemFailures: failures };
   });

@@ -27,6 +27,8 @@ const lineApiUrl = process.env.LINE_API_URL || DEFAULT_LINE_API_URL;
 const doc = makeDocumentClient();
 const sqs = new SQSClient({});
 const clock = { now: () => Date.now() };
+/** A Messaging API request gives up after this long (then it is retried with the same key). */
+const MESSAGING_TIMEOUT_MS = 5_000;
 
 // One client per channel (and access token), kept for the container's life: keep-alive pays off.
 const clients = new Map<string, MessagingClient>();
@@ -37,7 +39,7 @@ function messagingFor(channel: Channel): MessagingClient {
     client = makeMessagingClient({
       channelAccessToken: channel.accessToken,
       baseUrl: lineApiUrl,
-      timeoutMs: 5_000,
+      timeoutMs: MESSAGING_TIMEOUT_MS,
     });
     clients.set(key, client);
   }
@@ -62,4 +64,6 @@ export const handler = makeProcessorHandler({
     );
   },
   log: makeLogger('webhook-processor'),
+  // One request, and the idempotency and opt-out writes around it.
+  recordBudgetMs: MESSAGING_TIMEOUT_MS + 2_000,
 });

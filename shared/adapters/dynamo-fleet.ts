@@ -161,7 +161,9 @@ export function makeDynamoFleetStore(
           KeyConditionExpression: 'openPk = :pk AND openSk <= :ready',
           ProjectionExpression: 'jobId',
           ExpressionAttributeValues: { ':pk': `${clientId}#${shard}`, ':ready': `${iso(readyBy)}${HIGH}` },
-          Limit: 1000,
+          // Small pages: the first entry is nearly always of a running job, and all shards are read
+          // at once (pages of 1,000 read the whole index of a big job at every run).
+          Limit: 25,
         }),
         (items) => items.some((item) => wanted.has(item.jobId as string)),
       );

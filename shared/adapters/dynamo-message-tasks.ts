@@ -20,6 +20,9 @@
  * (exact counts, one count write per hundred messages): delivered → `completed`, failed → `failed`
  * with its reason, an opted-out recipient → `cancelled` (`opted-out`), released → `retry-wait` with
  * the same attempt (a job cancelled meanwhile → `cancelled`: the sweep may have passed already).
+ * A task released after a request that may have reached LINE keeps `maybeSent`; if its recipient
+ * has opted out by the next claim, nothing more is sent and its reason says it may have been
+ * delivered (an opt-out is never overridden to find out).
  *
  * A multicast is recorded (`{jobId}#batch` / retry key, with its members) before its first
  * request. A member reclaimed later comes back with every still-unsettled member, under the
@@ -61,6 +64,9 @@ export const OUTCOMES_PER_TRANSACTION = 99;
 export const DEFAULT_HOLD_MS = 15 * 60_000;
 /** The reason of a task whose recipient unfollowed the channel after the list was uploaded. */
 export const OPTED_OUT_REASON = 'the recipient opted out (unfollowed the channel)';
+/** The same, for a task whose attempt may have reached LINE before the opt-out (a resend was not tried). */
+export const OPTED_OUT_MAYBE_SENT_REASON =
+  'the recipient opted out (unfollowed the channel) after an attempt whose answer was lost: it may have been delivered';
 /** A multicast record outlives LINE's 24-hour retry-key window, then TTL removes it. */
 const BATCH_TTL_SECONDS = 25 * 3600;
 const AFTER_INSTANT = '#~';
@@ -502,6 +508,7 @@ export function makeDynamoMessageTasks(
               attempt: c.attempt,
               attemptStartedAt: c.startedAt,
               ...(optedOut.has(recipient) ? { optedOut: true } : {}),
+              ...(c.item.state === 'in-flight' || c.item.maybeSent === true ? { maybeSent: true } : {}),
               ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
             });
           }
@@ -542,12 +549,16 @@ export function makeDynamoMessageTasks(
           set.push('batchKey = :batchKey');
           values[':batchKey'] = multicastKey;
         }
+        if (outcome.maybeSent) {
+          set.push('maybeSent = :maybeSent');
+          values[':maybeSent'] = true;
+        }
         // Only the claim's own holder gives a task back: a newer holder may have reclaimed it.
         condition = '#state = :inFlight AND attempts = :attempt AND claimToken = :token';
         values[':token'] = token;
         delete values[':retryWait'];
       } else {
-        remove.push('openPk', 'openSk', 'batchKey');
+        remove.push('openPk', 'openSk', 'batchKey', 'maybeSent');
         if (outcome.kind === 'delivered') {
           values[':state'] = 'completed';
           count = 'completed';
@@ -560,7 +571,12 @@ export function makeDynamoMessageTasks(
         } else {
           values[':state'] = 'cancelled';
           set.push('reason = :reason');
-          values[':reason'] = outcome.kind === 'skipped' ? OPTED_OUT_REASON : JOB_CANCELLED_REASON;
+          values[':reason'] =
+            outcome.kind !== 'skipped'
+              ? JOB_CANCELLED_REASON
+              : outcome.maybeSent
+                ? OPTED_OUT_MAYBE_SENT_REASON
+                : OPTED_OUT_REASON;
           count = 'cancelled';
         }
         if (multicastKey) {

@@ -133,30 +133,6 @@ export function makeDynamoBrokerTaskStore(
       .slice(0, limit);
   }
 
-  /**
-   * The job's progress counts, moved once the task's end is recorded (the transaction above is
-   * what makes a settle happen once). Progress only: a crash between the two leaves a count one
-   * short, while the tasks themselves — the report, completion — stay exact.
-   */
-  async function countSettled(task: { clientId: string; jobId: string }, state: string): Promise<true> {
-    if (state !== 'completed' && state !== 'failed' && state !== 'cancelled') return true;
-    try {
-      await doc.send(
-        new UpdateCommand({
-          TableName: controlTable,
-          Key: keys.job(task.clientId, task.jobId),
-          UpdateExpression: 'ADD #counts.#state :one',
-          ConditionExpression: 'attribute_exists(#counts)',
-          ExpressionAttributeNames: { '#counts': 'counts', '#state': state },
-          ExpressionAttributeValues: { ':one': 1 },
-        }),
-      );
-    } catch {
-      // A job without counts (written by hand) or a throttled write: progress, not truth.
-    }
-    return true;
-  }
-
   async function transact(input: ConstructorParameters<typeof TransactWriteCommand>[0]) {
     for (let tryNo = 1; ; tryNo++) {
       try {
@@ -328,53 +304,64 @@ export function makeDynamoBrokerTaskStore(
         },
       };
       // A retry is written only while the job is not cancelled: the cancel sweep may already have
-      // passed this task's shard, and a retry written after it would wait for ever.
-      const jobCheck =
-        settlement.state === 'retry-wait'
-          ? [
-              {
-                ConditionCheck: {
-                  TableName: controlTable,
-                  Key: keys.job(task.clientId, task.jobId),
-                  ConditionExpression: 'attribute_not_exists(#status) OR #status <> :cancelled',
-                  ExpressionAttributeNames: { '#status': 'status' },
-                  ExpressionAttributeValues: { ':cancelled': 'cancelled' },
-                },
-              },
-            ]
-          : [];
-      const cancelledInstead = () =>
-        store.settle({
-          ...request,
-          settlement: { state: 'cancelled', lastResult: settlement.lastResult, reason: JOB_CANCELLED_REASON },
-        });
-      const codes = await transact({
-        TransactItems: [
-          taskUpdate,
-          {
+      // passed this task's shard, and a retry written after it would wait for ever. An end moves
+      // the job's counts in the same transaction, so they are exact (the job manager trusts them).
+      const final = settlement.state !== 'retry-wait';
+      const jobItem = final
+        ? {
             Update: {
               TableName: controlTable,
-              Key: keys.lease(task.clientId),
-              UpdateExpression: 'DELETE #inFlight :member',
-              ConditionExpression: 'attribute_exists(pk)',
-              ExpressionAttributeNames: { '#inFlight': 'inFlight' },
-              ExpressionAttributeValues: { ':member': new Set([inFlightMember(task)]) },
+              Key: keys.job(task.clientId, task.jobId),
+              UpdateExpression: 'ADD #counts.#state :one',
+              ConditionExpression: 'attribute_exists(#counts)',
+              ExpressionAttributeNames: { '#counts': 'counts', '#state': settlement.state },
+              ExpressionAttributeValues: { ':one': 1 },
             },
-          },
-          ...jobCheck,
-        ],
-      });
-      if (codes === undefined) return countSettled(task, settlement.state);
-      if (codes[0] === 'ConditionalCheckFailed') return false;
-      if (codes[2] === 'ConditionalCheckFailed') return cancelledInstead();
-      if (codes[1] === 'ConditionalCheckFailed') {
-        // No lease item to keep the in-flight set on: the task's end matters, the set does not.
-        const alone = await transact({ TransactItems: [taskUpdate, ...jobCheck] });
-        if (alone === undefined) return countSettled(task, settlement.state);
-        if (alone[0] === 'ConditionalCheckFailed') return false;
-        if (alone[1] === 'ConditionalCheckFailed') return cancelledInstead();
+          }
+        : {
+            ConditionCheck: {
+              TableName: controlTable,
+              Key: keys.job(task.clientId, task.jobId),
+              ConditionExpression: 'attribute_not_exists(#status) OR #status <> :cancelled',
+              ExpressionAttributeNames: { '#status': 'status' },
+              ExpressionAttributeValues: { ':cancelled': 'cancelled' },
+            },
+          };
+      const leaseUpdate = {
+        Update: {
+          TableName: controlTable,
+          Key: keys.lease(task.clientId),
+          UpdateExpression: 'DELETE #inFlight :member',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#inFlight': 'inFlight' },
+          ExpressionAttributeValues: { ':member': new Set([inFlightMember(task)]) },
+        },
+      };
+      // Tried with the lease's in-flight set and the job, then without what is not there: a lease
+      // item already gone (the set does not matter then), a job without counts (written by hand).
+      let withLease = true;
+      let withJob = true;
+      for (;;) {
+        const items = [taskUpdate, ...(withLease ? [leaseUpdate] : []), ...(withJob ? [jobItem] : [])];
+        const codes = await transact({ TransactItems: items });
+        if (codes === undefined) return true;
+        if (codes[0] === 'ConditionalCheckFailed') return false;
+        const leaseFailed = withLease && codes[1] === 'ConditionalCheckFailed';
+        const jobFailed = withJob && codes[items.length - 1] === 'ConditionalCheckFailed';
+        if (jobFailed && !final) {
+          return store.settle({
+            ...request,
+            settlement: {
+              state: 'cancelled',
+              lastResult: settlement.lastResult,
+              reason: JOB_CANCELLED_REASON,
+            },
+          });
+        }
+        if (!leaseFailed && !jobFailed) throw new Error(`task settle cancelled: ${codes.join(', ')}`);
+        if (leaseFailed) withLease = false;
+        if (jobFailed) withJob = false;
       }
-      throw new Error(`task settle cancelled: ${codes.join(', ')}`);
     },
 
     async inFlight(clientId) {

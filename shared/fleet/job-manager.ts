@@ -6,7 +6,11 @@
  * 1. start due jobs: every `scheduled` job whose `startAt` has come moves to `running`
  *    (a conditional write: of two runs at once, one starts it, the other sees it started);
  * 2. complete running jobs with no open task (`pending`, `in-flight` or `retry-wait`), again
- *    conditionally on `running`, so a job paused or cancelled meanwhile is left alone;
+ *    conditionally on `running`, so a job paused or cancelled meanwhile is left alone. A job's
+ *    counts move in the same transaction as each task's end, so while they say tasks are left
+ *    the tasks are not read; once they say none are (or every `fullCheckEveryMs`, in case a count
+ *    was lost), a consistent read of the tasks decides. Reading a million-task job's shards every
+ *    minute only to find the first open task near their ends would cost more than the job;
  * 3. find the clients with work they may do now: a running job inside its calling hours (the
  *    job's own, else the client's), the client not paused, and an outstanding task ready now
  *    (or within `lookaheadMs`, so a retry due before the next run finds a broker waiting);
@@ -37,6 +41,11 @@ export interface JobManagerOptions {
   readonly lookaheadMs?: number;
   /** Store calls in flight at once (per step). Default 8. */
   readonly concurrency?: number;
+  /**
+   * How often a job whose counts say tasks are left has its tasks read anyway (per job manager
+   * instance), so a count that went missing cannot keep a finished job running. Default 10 min.
+   */
+  readonly fullCheckEveryMs?: number;
 }
 
 export interface JobManagerProblem {
@@ -75,6 +84,17 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
   }
   const lookaheadMs = options.lookaheadMs ?? 60_000;
   const concurrency = options.concurrency ?? 8;
+  const fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
+  /** When this instance last read each running job's tasks. */
+  const checkedAt = new Map<string, number>();
+
+  /** Whether a running job still has work: its counts when they say so, else its tasks. */
+  async function hasOpenTask(job: Job, now: number): Promise<boolean> {
+    const last = checkedAt.get(job.jobId);
+    if (tasksLeft(job) && last !== undefined && now - last < fullCheckEveryMs) return true;
+    checkedAt.set(job.jobId, now);
+    return store.hasOpenTask(job.jobId);
+  }
 
   return async () => {
     const now = clock.now();
@@ -100,7 +120,7 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
     const active: Job[] = [];
     await forEachLimited([...running.values()], concurrency, async (job) => {
       try {
-        if (await store.hasOpenTask(job.jobId)) active.push(job);
+        if (await hasOpenTask(job, now)) active.push(job);
         else if (await store.completeJob(job, now)) completed.push(job.jobId);
       } catch (error) {
         problems.push({ step: 'complete', id: job.jobId, error });
@@ -127,6 +147,7 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
       }
     });
     clients.sort();
+    for (const jobId of checkedAt.keys()) if (!running.has(jobId)) checkedAt.delete(jobId);
 
     // 4 and 5. A run that finds a newer work list leaves the fleet to the run that wrote it.
     const written = await store.putFleetWork(fleetWorkItem({ clients, desiredVersion, updatedAt: now }));
@@ -146,6 +167,12 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
       problems,
     };
   };
+}
+
+/** True when the job's counts say some of its tasks have not ended. */
+function tasksLeft(job: Job): boolean {
+  const c = job.counts;
+  return c !== undefined && c.completed + c.failed + c.cancelled < c.tasks;
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time. */

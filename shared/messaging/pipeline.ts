@@ -331,7 +331,13 @@ export async function runMessagePipeline(options: MessagePipelineOptions): Promi
         const resumed = new Map<string, ClaimedTask[]>();
         for (const task of page) {
           if (task.optedOut) {
-            settle({ ...identity(task), kind: 'skipped', lastResult: 'opted-out', at: clock.now() });
+            settle({
+              ...identity(task),
+              kind: 'skipped',
+              lastResult: 'opted-out',
+              ...(task.maybeSent ? { maybeSent: true } : {}),
+              at: clock.now(),
+            });
             continue;
           }
           ahead++;

@@ -29,6 +29,12 @@ export interface ClaimedTask {
   /** The recipient opted out (unfollowed): nothing is sent, the task is reported `skipped`. */
   readonly optedOut?: boolean;
   /**
+   * This attempt may already have reached LINE (an earlier holder had it in flight, or it was
+   * released after an unanswered request). Resending it is safe (same retry key: 409 if it went
+   * through); skipping it for an opt-out means its delivery is unknown, and the report says so.
+   */
+  readonly maybeSent?: boolean;
+  /**
    * The multicast this attempt was recorded in by {@link BatchLedger.record} (a resumed claim).
    * The source must return every still-unsettled member of a recorded batch in the same page:
    * they are resent together, under the recorded key.
@@ -65,7 +71,8 @@ export interface TaskSource {
  * - `delivered`: LINE accepted it (`lastResult` `delivered`, or `already-delivered` for a 409);
  * - `failed`: final, with a `reason` (a 4xx, a template variable missing, the retry key's window
  *   passed);
- * - `skipped`: the recipient opted out, nothing was sent;
+ * - `skipped`: the recipient opted out, nothing (more) was sent; `maybeSent` when an earlier
+ *   request of the attempt may have reached LINE before the opt-out;
  * - `released`: not settled (the pipeline stopped, the monthly quota is used up, or retries ran
  *   out). Give the task back for a later claim with the same attempt; `maybeSent` says an earlier
  *   request may have reached LINE, which is why the attempt (and so the retry key) must not change.

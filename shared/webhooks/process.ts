@@ -85,7 +85,10 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
     const recipient = event.source ? sourceKey(event) : undefined;
     if (channel.autoAnswer === 'push') {
       if (!recipient) return finish('failed', 'no-recipient', 'event has no source to push to');
-      if (!retryKeyStillSafe(record.firstAttemptAt, deps.clock.now())) {
+      // The event's own time bounds the key's first use from below even when the idempotency
+      // record is younger than the event (it expired and was claimed again: a late DLQ redrive).
+      const firstUse = Math.min(record.firstAttemptAt, event.timestamp);
+      if (!retryKeyStillSafe(firstUse, deps.clock.now())) {
         return finish(
           'failed',
           'retry-window-expired',

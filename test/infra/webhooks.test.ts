@@ -248,8 +248,18 @@ describe('least privilege', () => {
     const on = (construct: IConstruct) =>
       statements.filter((s) => mentions(s.Resource, idOf(construct))).flatMap(actionsOf);
     expect(on(stack.stateful.queues['webhook-events'].queue)).toContain('sqs:ChangeMessageVisibility');
-    expect(on(stack.stateful.tables.events)).toEqual(expect.arrayContaining(writeActions));
-    expect(on(stack.stateful.tables.control)).toContain('dynamodb:PutItem');
+    // Idempotency records are put and updated, never deleted (TTL does that).
+    const eventWrites = on(stack.stateful.tables.events).filter((a) => writeActions.includes(a));
+    expect(eventWrites.sort()).toEqual(['dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    // In the control table (leases, jobs, settings too) it may only put opt-out records.
+    const controlId = idOf(stack.stateful.tables.control);
+    const controlWrites = statements.filter(
+      (s) => mentions(s.Resource, controlId) && actionsOf(s).some((a) => writeActions.includes(a)),
+    );
+    expect(controlWrites.flatMap(actionsOf)).toEqual(['dynamodb:PutItem']);
+    expect(controlWrites.map((s) => s.Condition)).toEqual([
+      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['OPTOUT#*'] } },
+    ]);
     expect(on(stack.stateful.tables.channels)).not.toContain('dynamodb:PutItem');
     expect(on(stack.stateful.tables.tasks)).toEqual([]);
   });

@@ -9,13 +9,19 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoMessageTasks, OPTED_OUT_REASON } from '#shared/adapters/dynamo-message-tasks.ts';
+import {
+  makeDynamoMessageTasks,
+  OPTED_OUT_MAYBE_SENT_REASON,
+  OPTED_OUT_REASON,
+} from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
+import { attemptKey } from '#shared/ids.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
-import { makeMessagingClient, prepareMulticast } from '#shared/line/messaging-client.ts';
+import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line/messaging-client.ts';
 import { silentLogger } from '#shared/log.ts';
 import { multicastRetryKey, runMessagePipeline } from '#shared/messaging/pipeline.ts';
+import type { ClaimedTask } from '#shared/messaging/ports.ts';
 import type { MessageTemplate } from '#shared/messaging/template.ts';
 import { TASK_SHARDS, tableSpec } from '#shared/resources.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
@@ -339,6 +345,68 @@ describe('a message job served by the broker', () => {
     // The batch went out once: the heir's resend of the recorded batch was answered 409.
     expect(line.log().some((e) => e.retryKey === retryKey && e.status === 409)).toBe(true);
     expect((await jobOf(job)).counts.completed).toBe(n);
+  });
+
+  it('a recipient who opts out while a dead holder had their message in flight is not resent to, and the report says it may have been delivered', async () => {
+    const clientId = `doubt${Math.random().toString(36).slice(2, 6)}`;
+    const n = 300;
+    const job = await seed(clientId, n, PERSONAL);
+    const clock = { now: () => Date.now() };
+    const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
+    const optOuts = makeDynamoOptOutStore(cloud.doc, controlTable);
+    const store = makeDynamoMessageTasks(cloud.doc, {
+      controlTable,
+      tasksTable,
+      clock,
+      optedOut: (c, recipients) => optOuts.optedOut(c, recipients),
+    });
+
+    // The first holder claims a page, sends one of them — and dies before writing any outcome.
+    const first = await leases.tryTake({ clientId, owner: 'dead', now: Date.now(), leaseMs: 1_000 });
+    const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
+    const page = await dead.source.nextPage(100);
+    expect(page.length).toBeGreaterThanOrEqual(2);
+    const [sentOne, heldOne] = page as [ClaimedTask, ClaimedTask];
+    const client = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
+    const key = attemptKey(job.jobId, sentOne.taskId, sentOne.attempt);
+    expect((await client.send(preparePush(sentOne.recipient, [{ type: 'text', text: 'x' }], key))).kind).toBe(
+      'delivered',
+    );
+    // Both unfollow, as does a recipient nobody had claimed yet.
+    const claimedIds = new Set(page.map((t) => t.recipient));
+    const untouched = Array.from({ length: n }, (_, i) => recipientOf(clientId, i)).find(
+      (r) => !claimedIds.has(r),
+    )!;
+    for (const r of [sentOne.recipient, heldOne.recipient, untouched])
+      await optOuts.record(clientId, r, true, Date.now());
+
+    await new Promise((r) => setTimeout(r, 1_100));
+    const second = await leases.tryTake({ clientId, owner: 'heir', now: Date.now(), leaseMs: 30_000 });
+    const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
+    const totals = await runMessagePipeline({
+      source: heir.source,
+      report: heir.report,
+      batches: heir.batches,
+      send: (prepared) => client.send(prepared),
+      rate: { perSecond: 2_000 },
+      clock,
+    });
+    expect(totals).toMatchObject({ delivered: n - 3, skipped: 3 });
+    const byRecipient = new Map((await tasksOf(job.jobId)).map((t) => [t.recipient, t]));
+    expect(byRecipient.get(sentOne.recipient)).toMatchObject({
+      state: 'cancelled',
+      reason: OPTED_OUT_MAYBE_SENT_REASON,
+    });
+    expect(byRecipient.get(heldOne.recipient)).toMatchObject({
+      state: 'cancelled',
+      reason: OPTED_OUT_MAYBE_SENT_REASON,
+    });
+    expect(byRecipient.get(untouched)).toMatchObject({ state: 'cancelled', reason: OPTED_OUT_REASON });
+    // Nothing more reached any of them: the one delivery is the dead holder's.
+    expect(line.deliveriesTo(sentOne.recipient)).toHaveLength(1);
+    expect(line.deliveriesTo(heldOne.recipient)).toHaveLength(0);
+    expect(line.deliveriesTo(untouched)).toHaveLength(0);
+    expect((await jobOf(job)).counts).toMatchObject({ completed: n - 3, cancelled: 3, failed: 0 });
   });
 
   it('pause stops new sends before it returns; resume finishes the job without a gap or a repeat', async () => {

@@ -91,6 +91,61 @@ describe('the job manager', () => {
     expect(a.clients).toEqual([]);
   });
 
+  it("trusts a job's counts while they say tasks are left, and reads its tasks again every fullCheckEveryMs", async () => {
+    const store = new MemoryFleetStore();
+    store.clients.set('acme', {
+      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
+      paused: false,
+    });
+    let now = NOW;
+    const run = makeRunJobManager({
+      store,
+      scaler: recordingScaler(),
+      clock: { now: () => now },
+      maxBrokers: 10,
+      desiredVersion: () => 'v1',
+      fullCheckEveryMs: 10 * MINUTE,
+    });
+    let reads = 0;
+    const hasOpenTask = store.hasOpenTask.bind(store);
+    store.hasOpenTask = (jobId) => {
+      reads++;
+      return hasOpenTask(jobId);
+    };
+    // Counts one short of the truth (say, a count lost with a crash): two tasks, both ended.
+    const short = job('acme', {
+      counts: { rows: 2, rejected: 0, skipped: 0, tasks: 2, completed: 1, failed: 0, cancelled: 0 },
+    });
+    store.putJob(short);
+    store.putTask(task(short, { state: 'completed' }));
+    store.putTask(task(short, { state: 'completed' }));
+
+    // The first run reads the tasks (nothing known yet) and completes the job: the tasks decide.
+    expect((await run()).completed).toEqual([short.jobId]);
+    expect(reads).toBe(1);
+
+    const busy = job('acme', {
+      counts: { rows: 2, rejected: 0, skipped: 0, tasks: 2, completed: 1, failed: 0, cancelled: 0 },
+    });
+    store.putJob(busy);
+    store.putTask(task(busy, { state: 'completed' }));
+    const open = task(busy, { state: 'pending' });
+    store.putTask(open);
+    await run();
+    expect(reads).toBe(2);
+    // The task ends but its count is lost: runs within fullCheckEveryMs trust the counts...
+    store.putTask({ ...open, state: 'completed' });
+    for (let i = 1; i < 10; i++) {
+      now = NOW + i * MINUTE;
+      expect((await run()).completed).toEqual([]);
+    }
+    expect(reads).toBe(2);
+    // ...and the next full check finds every task ended.
+    now = NOW + 10 * MINUTE;
+    expect((await run()).completed).toEqual([busy.jobId]);
+    expect(reads).toBe(3);
+  });
+
   it.each(['pending', 'in-flight', 'retry-wait'] as const)(
     'keeps a job running while a task is %s',
     async (state) => {

@@ -147,6 +147,24 @@ describe('runMessagePipeline: every task settled exactly once', () => {
     expect(sink.outcomes.filter((o) => o.lastResult === 'already-delivered')).toHaveLength(10);
   });
 
+  it('an opted-out recipient is never sent to, and an attempt in doubt says it may have been delivered', async () => {
+    const tasks = makeTasks(4, PERSONAL).map(
+      (t, i): ClaimedTask => (i < 2 ? { ...t, optedOut: true, ...(i === 1 ? { maybeSent: true } : {}) } : t),
+    );
+    const { sink, result } = run(tasks);
+    expect(await result).toMatchObject({ delivered: 2, skipped: 2 });
+    const byTask = new Map(sink.outcomes.map((o) => [o.taskId, o]));
+    expect(byTask.get('T0000000')).toMatchObject({ kind: 'skipped', lastResult: 'opted-out' });
+    expect(byTask.get('T0000000')?.maybeSent).toBeUndefined();
+    expect(byTask.get('T0000001')).toMatchObject({
+      kind: 'skipped',
+      lastResult: 'opted-out',
+      maybeSent: true,
+    });
+    expect(sandbox.deliveriesTo(userId(0))).toHaveLength(0);
+    expect(sandbox.deliveriesTo(userId(1))).toHaveLength(0);
+  });
+
   it('does not resend an attempt whose retry key LINE may have forgotten', async () => {
     const old = Date.now() - RETRY_KEY_LIFETIME_MS + 30 * 60 * 1000;
     const { sink, result } = run(makeTasks(3, PERSONAL, { attemptStartedAt: old }));

@@ -305,6 +305,20 @@ describe('processWebhookEvent in push mode: exactly once', () => {
     expect(events.records.get(event.webhookEventId)?.outcome).toBe('retry-window-expired');
   });
 
+  it('never pushes an event older than the key window, even when its idempotency record expired (a late DLQ redrive)', async () => {
+    const { process, builders, messaging, clock, events } = setup();
+    messaging.outcomes.push(serverError);
+    const event = builders.text({ channelId: CHANNEL_ID, from: USER, text: 'hours' });
+    expect((await process(queued({ ...event, timestamp: clock.now() }), 1)).kind).toBe('retry');
+    // Eight days in the DLQ: the record's TTL (7 days) removed it, the redrive brings the event back.
+    clock.advance(8 * 24 * HOUR);
+    events.records.delete(event.webhookEventId);
+    const redriven = await process(queued({ ...event, timestamp: clock.now() - 8 * 24 * HOUR }), 1);
+    expect(redriven).toMatchObject({ kind: 'failed' });
+    expect(events.records.get(event.webhookEventId)?.outcome).toBe('retry-window-expired');
+    expect(messaging.sent).toHaveLength(1);
+  });
+
   it('fails an answer that has nowhere to go (an event without a source)', async () => {
     const { process, builders, messaging } = setup();
     const { source: _none, ...event } = builders.text({ channelId: CHANNEL_ID, from: USER, text: 'hours' });

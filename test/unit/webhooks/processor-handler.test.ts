@@ -56,7 +56,12 @@ function eventRecord(event: WebhookEvent, receiveCount = 1): SQSRecord {
 const nameOf = (event: QueuedWebhookEvent) =>
   (event.event as unknown as { message: { text: string } }).message.text;
 
-function setup(script: Record<string, ProcessResult> = {}, options: { retryLaterFails?: boolean } = {}) {
+function setup(
+  script: Record<string, ProcessResult> = {},
+  options: { retryLaterFails?: boolean; slowMs?: number; timeoutMs?: number } = {},
+) {
+  // The invocation's time left, on a clock the test moves: a slow record uses up `slowMs` of it.
+  let remainingMs = options.timeoutMs ?? 30_000;
   const processed: { name: string; receiveCount: number }[] = [];
   const retries: { receiptHandle: string; seconds: number }[] = [];
   const logs: string[] = [];
@@ -65,6 +70,7 @@ function setup(script: Record<string, ProcessResult> = {}, options: { retryLater
       const name = nameOf(event);
       processed.push({ name, receiveCount });
       if (name === 'throws') throw new Error('DynamoDB: ProvisionedThroughputExceededException');
+      if (name.startsWith('slow')) remainingMs -= options.slowMs ?? 0;
       return script[name] ?? { kind: 'done', outcome: 'answered' };
     },
     retryLater: async (receiptHandle, seconds) => {
@@ -72,13 +78,14 @@ function setup(script: Record<string, ProcessResult> = {}, options: { retryLater
       retries.push({ receiptHandle, seconds });
     },
     log: makeLogger('webhook-processor', { write: (line) => logs.push(line) }),
+    recordBudgetMs: 1_000,
   });
   const invoke = async (...records: SQSRecord[]) => {
     const event: SQSEvent = { Records: records };
-    const out = (await handler(
-      event,
-      lambdaContext({ functionName: 'webhook-processor', timeoutMs: 30_000 }),
-    )) as SQSBatchResponse;
+    const out = (await handler(event, {
+      ...lambdaContext({ functionName: 'webhook-processor', timeoutMs: 30_000 }),
+      getRemainingTimeInMillis: () => remainingMs,
+    })) as SQSBatchResponse;
     return out.batchItemFailures.map((f) => f.itemIdentifier);
   };
   return { invoke, processed, retries, logs };
@@ -104,6 +111,25 @@ describe('the webhook processor handler', () => {
     );
     expect(failures).toEqual([]);
     expect(processed.map((p) => p.name)).toEqual(['done', 'skipped', 'failed']);
+  });
+
+  it('does not start a record it may not finish in time: the rest of the batch goes back at once, unstarted', async () => {
+    // 2.5 s to live, a record may take 1 s: the first slow one (1.7 s) leaves too little for more.
+    const { invoke, processed, retries, logs } = setup({}, { slowMs: 1_700, timeoutMs: 2_500 });
+    const records = [
+      eventRecord(textEvent('Ua', 'fast')),
+      eventRecord(textEvent('Ub', 'slow-1')),
+      eventRecord(textEvent('Uc', 'slow-2')),
+      eventRecord(textEvent('Ua', 'after')),
+    ];
+    const failures = await invoke(...records);
+    expect(processed.map((p) => p.name)).toEqual(['fast', 'slow-1']);
+    expect(failures).toEqual([records[2]!.messageId, records[3]!.messageId]);
+    expect(retries).toEqual([
+      { receiptHandle: records[2]!.receiptHandle, seconds: 0 },
+      { receiptHandle: records[3]!.receiptHandle, seconds: 0 },
+    ]);
+    expect(logs.some((l) => l.includes('handed back unstarted'))).toBe(true);
   });
 
   it('hands a retried record back, with the later records of its conversation, but not other conversations', async () => {
