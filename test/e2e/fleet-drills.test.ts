@@ -1,8 +1,10 @@
 /**
- * Drills (b), (c) and (d) of the broker fleet, on one local stack with real broker processes:
- * a broker SIGKILLed mid-job, a rolling deploy mid-job, and lost and duplicated status callbacks.
- * Each drill is its own client and job, and each checks invariants 1-4 (DESIGN.md) from the
- * records: the telephony sandbox's rings (the provider's view), the job's report, the lease item.
+ * The drills of the broker fleet, on one local stack with real broker processes: (a) a clean job
+ * of 300 calls, (b) a broker SIGKILLed mid-job, (c) a rolling deploy mid-job, and (d) lost and
+ * duplicated status callbacks. Each drill is its own client and job, uploaded through the operator
+ * API and its presigned URL as `npm start` does, and each checks invariants 1-4 (DESIGN.md) from
+ * the records: the telephony sandbox's rings (the provider's view), the job's report, the lease
+ * item.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,9 +19,15 @@ import type { LocalFleet } from '#local/fleet.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 
-const ROWS = 60;
-const LIMIT = 4;
-const RATE = 4;
+/** Rows, calls at once and calls per second of each drill's client. */
+interface DrillSize {
+  readonly rows: number;
+  readonly limit: number;
+  readonly rate: number;
+}
+const DRILL: DrillSize = { rows: 60, limit: 4, rate: 4 };
+/** Drill (a): a bigger job at a wider contract (it would take 75 s at 4 calls/s). */
+const CLEAN: DrillSize = { rows: 300, limit: 12, rate: 10 };
 /** The demo job's `maxAttempts`: a busy or unanswered call is tried once more. */
 const MAX_ATTEMPTS = 2;
 
@@ -64,10 +72,14 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A list of `ROWS` valid Japanese mobile numbers, distinct per drill. */
-function callList(drill: number): string {
+/**
+ * A list of `rows` valid Japanese mobile numbers, distinct per drill, and — with `messy` — the
+ * mistakes of a real export after them: an invalid number, an empty phone cell, a duplicate.
+ */
+function callList(drill: number, rows: number, messy = false): string {
   const lines = ['電話番号,氏名'];
-  for (let i = 0; i < ROWS; i++) lines.push(`090-3${drill}00-${String(1000 + i)},顧客 ${i + 1}`);
+  for (let i = 0; i < rows; i++) lines.push(`090-3${drill}00-${1000 + i},顧客 ${i + 1}`);
+  if (messy) lines.push('090-12,番号が短い', ',番号なし', `090-3${drill}00-1000,重複`);
   const file = path.join(dir, `drill-${drill}.csv`);
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
@@ -135,18 +147,19 @@ async function reportTasks(clientId: string, jobId: string): Promise<ReportTask[
 
 type JobView = Awaited<ReturnType<typeof runDemoJob>>;
 
-function startJob(clientId: string, drill: number): Promise<JobView> {
+function startJob(clientId: string, drill: number, size = DRILL, messy = false): Promise<JobView> {
   return runDemoJob(stack, () => {}, {
-    csvPath: callList(drill),
+    csvPath: callList(drill, size.rows, messy),
     clientId,
-    maxConcurrentCalls: LIMIT,
-    callsPerSecond: RATE,
-    timeoutMs: 150_000,
+    maxConcurrentCalls: size.limit,
+    callsPerSecond: size.rate,
+    timeoutMs: 200_000,
   });
 }
 
 /** Invariants 1-4 from the records, once the client's job is over. */
-async function expectInvariants(clientId: string, view: JobView, leases: readonly Lease[]) {
+async function expectInvariants(clientId: string, view: JobView, leases: readonly Lease[], size = DRILL) {
+  const ROWS = size.rows;
   expect(view.status).toBe('completed');
   expect(view.counts.tasks).toBe(ROWS);
   expect(view.counts.completed + view.counts.failed).toBe(ROWS);
@@ -166,8 +179,8 @@ async function expectInvariants(clientId: string, view: JobView, leases: readonl
     expect(Object.values(perTask).every((rings) => rings <= MAX_ATTEMPTS)).toBe(true);
   }
   // Invariant 3, measured by the provider over the whole job (a dead broker's calls included).
-  expect(stats.maxInFlight).toBeLessThanOrEqual(LIMIT);
-  expect(stats.maxStartsPerSecond).toBeLessThanOrEqual(RATE);
+  expect(stats.maxInFlight).toBeLessThanOrEqual(size.limit);
+  expect(stats.maxStartsPerSecond).toBeLessThanOrEqual(size.rate);
   expect(stats.inFlight).toBe(0);
 
   // Invariant 4: every change of holder came with a larger fencing token.
@@ -183,6 +196,26 @@ async function expectInvariants(clientId: string, view: JobView, leases: readonl
 const brokerOf = (brokerId: string) => fleet.list().find((b) => b.brokerId === brokerId);
 
 describe('broker fleet drills', () => {
+  it('(a) a clean job of 300 calls: each called once, within the limit and the line rate, all settled', async () => {
+    const clientId = 'drill-a';
+    const leases = watchLease(clientId);
+    try {
+      const view = await startJob(clientId, 1, CLEAN, true);
+      await leases.stop();
+      // The export's mistakes are reported, not called: an invalid number, an empty cell, a repeat.
+      expect(view.counts).toMatchObject({ rows: CLEAN.rows + 3, rejected: 2, skipped: 1 });
+      const stats = await expectInvariants(clientId, view, leases.seen, CLEAN);
+      // No fault, no kill: every ring ended naturally.
+      expect(stats.callbacks.lost).toBe(0);
+      const rings = stack.telephony.rings().filter((r) => r.clientId === clientId);
+      expect(rings.filter((r) => r.endedAt === undefined || r.outcome === undefined)).toEqual([]);
+      // The contract was used: calls overlapped up to the limit, and the line ran near its rate.
+      expect(stats.maxInFlight).toBeGreaterThan(CLEAN.limit / 2);
+    } finally {
+      await leases.stop();
+    }
+  });
+
   it('(b) a broker SIGKILLed mid-job: the client resumes on another broker after the lease expires', async () => {
     const clientId = 'drill-b';
     const leases = watchLease(clientId);

@@ -110,7 +110,11 @@ describe('the opt-out store', () => {
     expect(await store.optedOut(client, ['U1'])).toEqual(new Set(['U1']));
   });
 
-  it('looks up 250 recipients at once (more than one BatchGetItem), duplicates and unknowns included', async () => {
+  it.each([
+    ['read whole (a small partition)', {}],
+    ['key by key (a partition too big to read whole)', { smallPartitionItems: 100 }],
+  ])('looks up 250 recipients at once, duplicates and unknowns included: %s', async (_, options) => {
+    const store = makeDynamoOptOutStore(cloud.doc, controlTable, options);
     const client = uniqueName('client');
     const recipients = Array.from({ length: 250 }, (_, i) => `U${String(i).padStart(32, '0')}`);
     const expected = new Set<string>();
