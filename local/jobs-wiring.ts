@@ -69,6 +69,7 @@ export async function startJobsLocal(options: JobsLocalOptions): Promise<JobsLoc
     handler: await loadHandler<SQSEvent, unknown>('ingest'),
     functionTimeoutMs: ingestSpec.timeoutSeconds * 1000,
     batchSize: ingestSpec.queueSource!.batchSize,
+    maxBatchingWindowMs: (ingestSpec.queueSource!.maxBatchingWindowSeconds ?? 0) * 1000,
     concurrency: options.ingestConcurrency ?? 2,
     region: cloud.region,
     onError: (error) => log(`ingest: ${(error as Error).message}`),

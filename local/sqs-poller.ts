@@ -111,11 +111,13 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
 
   async function gather(): Promise<Message[]> {
     const batch: Message[] = [];
-    const deadline = Date.now() + windowMs;
+    let deadline = Number.POSITIVE_INFINITY;
     while (!stopping && batch.length < batchSize) {
-      const remainingWindow = deadline - Date.now();
-      const waitSeconds =
-        batch.length === 0 ? 1 : Math.max(0, Math.min(1, Math.floor(remainingWindow / 1000)));
+      const remaining = deadline - Date.now();
+      // As Lambda's event source mapping: with a window, keep gathering until it closes or the
+      // batch is full; without one, invoke with whatever the first receive brought.
+      if (batch.length > 0 && remaining <= 0) break;
+      const waitSeconds = batch.length === 0 || remaining >= 1_000 ? 1 : 0;
       const out = await options.sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: options.queueUrl,
@@ -126,11 +128,16 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
         }),
       );
       const received = out.Messages ?? [];
+      // The window opens with the first record.
+      if (batch.length === 0 && received.length > 0) deadline = Date.now() + windowMs;
       batch.push(...received);
-      if (batch.length > 0 && (received.length === 0 || Date.now() >= deadline)) break;
+      if (waitSeconds === 0 && received.length === 0 && batch.length > 0) {
+        await new Promise((r) => setTimeout(r, Math.max(0, Math.min(50, deadline - Date.now()))));
+      }
     }
     return batch;
   }
+
 
   async function deleteRecords(records: readonly SQSRecord[]): Promise<void> {
     for (let i = 0; i < records.length; i += 10) {

@@ -201,6 +201,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       ),
       functionTimeoutMs: processorSpec.timeoutSeconds * 1000,
       batchSize: processorSpec.queueSource!.batchSize,
+      maxBatchingWindowMs: (processorSpec.queueSource!.maxBatchingWindowSeconds ?? 0) * 1000,
       concurrency: options.processorConcurrency ?? 4,
       onError: (error) => log(`webhook-processor: ${(error as Error).message}`),
     });

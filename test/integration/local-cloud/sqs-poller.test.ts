@@ -73,6 +73,53 @@ describe('the SQS event-source poller', () => {
     expect(seen).toEqual(['e1', 'e2', 'e3']);
   });
 
+  it('invokes with at most batchSize records, and with a batching window gathers records that arrive within it', async () => {
+    const q = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('ingest'), {
+      name: uniqueName('window'),
+      visibilityTimeoutSeconds: 30,
+    });
+    const send = (from: number, n: number) =>
+      cloud.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: q.url,
+          Entries: Array.from({ length: n }, (_, i) => ({ Id: String(i), MessageBody: `m${from + i}` })),
+        }),
+      );
+    const batches: string[][] = [];
+    const start = (batchSize: number, maxBatchingWindowMs: number) =>
+      startSqsPoller({
+        sqs: cloud.sqs,
+        queueUrl: q.url,
+        queueArn: q.arn,
+        functionName: 'window-test',
+        functionTimeoutMs: 5_000,
+        batchSize,
+        maxBatchingWindowMs,
+        handler: async (event: SQSEvent) => {
+          batches.push(event.Records.map((r) => r.body));
+          return { batchItemFailures: [] };
+        },
+      });
+
+    // 25 records, batches of at most 7 (a batch may be short: SQS returns what it has).
+    await Promise.all([send(0, 10), send(10, 10), send(20, 5)]);
+    poller = start(7, 0);
+    await until(() => (batches.flat().length >= 25 ? true : undefined));
+    expect(batches.every((b) => b.length >= 1 && b.length <= 7)).toBe(true);
+    expect(new Set(batches.flat()).size).toBe(25);
+    await poller.stop();
+
+    // A 3 s window: three records sent 400 ms apart make one invocation, not three.
+    batches.length = 0;
+    poller = start(10, 3_000);
+    for (let i = 0; i < 3; i++) {
+      await send(100 + i, 1);
+      await new Promise((r) => setTimeout(r, 400));
+    }
+    await until(() => (batches.flat().length >= 3 ? true : undefined));
+    expect(batches).toEqual([['m100', 'm101', 'm102']]);
+  });
+
   it('returns only the failed records of a batch, which come back after the visibility timeout', async () => {
     const q = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('ingest'), {
       name: uniqueName('partial'),
