@@ -138,7 +138,6 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
     return batch;
   }
 
-
   async function deleteRecords(records: readonly SQSRecord[]): Promise<void> {
     for (let i = 0; i < records.length; i += 10) {
       const chunk = records.slice(i, i + 10);
