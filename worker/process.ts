@@ -4,6 +4,7 @@
  * {@link Broker} loop. `main.ts` runs it as a process; tests may run it in-process.
  */
 import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
@@ -107,6 +108,25 @@ export interface RunningBroker {
   stop(reason: StopReason): void;
 }
 
+/**
+ * DynamoDB with bounded requests, like every other client the broker builds (telephony, LINE,
+ * ECS agent): without a timeout a request on a dead connection waits forever, and the lease
+ * release on the way out must fit in Fargate's 120 s after SIGTERM with the stop grace. The
+ * lease keeper bounds its release wait as well; this ends the request itself (the SDK retries).
+ */
+const DYNAMODB_REQUEST_TIMEOUT_MS = 10_000;
+const DYNAMODB_CONNECTION_TIMEOUT_MS = 3_000;
+
+function makeBrokerDynamoClient(): DynamoDBClient {
+  return new DynamoDBClient({
+    requestHandler: {
+      connectionTimeout: DYNAMODB_CONNECTION_TIMEOUT_MS,
+      requestTimeout: DYNAMODB_REQUEST_TIMEOUT_MS,
+      throwOnRequestTimeout: true,
+    },
+  });
+}
+
 /** In a Fargate task (awsvpc), the task's private address, from the task metadata endpoint. */
 async function taskAddress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
   const uri = env.ECS_CONTAINER_METADATA_URI_V4;
@@ -169,7 +189,7 @@ export async function startBrokerProcess(
   const logger = deps.logger ?? makeLogger('broker');
   const clock = deps.clock ?? systemClock;
   const timers = deps.timers ?? systemTimers;
-  const doc = deps.doc ?? makeDocumentClient();
+  const doc = deps.doc ?? makeDocumentClient(makeBrokerDynamoClient());
   let broker: Broker | undefined;
   const server = await startBrokerHttpServer(
     {

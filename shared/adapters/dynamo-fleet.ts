@@ -1,7 +1,8 @@
 /**
  * DynamoDB adapter of the job manager's {@link FleetStore}: jobs through the control table's
- * `byStatus` index, tasks through the tasks table and its `outstanding` index, the fleet's work
- * list as one control-table item.
+ * `byStatus` index, tasks through the tasks table and its `outstanding` index, a client's calls
+ * in flight through its lease item (`LEASE#{clientId}`: expiry and `inFlight` set), the fleet's
+ * work list as one control-table item.
  *
  * "Does this job have an open task?" reads the job's {@link TASK_SHARDS} partitions in parallel
  * with a filter on the state and stops at the first open task. While a job has many open tasks
@@ -167,6 +168,24 @@ export function makeDynamoFleetStore(
         }),
         (items) => items.some((item) => wanted.has(item.jobId as string)),
       );
+    },
+
+    async hasOrphanedCalls(clientId, now) {
+      const out = await doc.send(
+        new GetCommand({
+          TableName: controlTable,
+          Key: keys.lease(clientId),
+          ProjectionExpression: '#expiresAt, #inFlight',
+          ExpressionAttributeNames: { '#expiresAt': 'expiresAt', '#inFlight': 'inFlight' },
+          // Consistent: a lease just taken or renewed must not read as expired (the client would be
+          // listed, and a broker started, for nothing: a live lease cannot be taken).
+          ConsistentRead: true,
+        }),
+      );
+      const item = out.Item;
+      // DynamoDB drops a string set with its last member: present means not empty.
+      if (!item || !(item.inFlight instanceof Set) || item.inFlight.size === 0) return false;
+      return !(now < Number(item.expiresAt));
     },
 
     async client(clientId) {

@@ -1,8 +1,10 @@
 /**
  * The broker: one process of the fleet, serving one client at a time. It reads the fleet's work
  * list, takes the lease of a client with work, serves it ({@link ClientServer}), releases it
- * when the client has no work left, and claims the next. With nothing to claim it waits idle and
- * unprotected, so a scale-in removes it rather than a busy broker.
+ * when the client has no work left, and claims the next. A client listed as `orphaned` (a dead
+ * broker's calls left in flight, nothing to start now) is taken only to adopt and settle those
+ * calls, then released. With nothing to claim it waits idle and unprotected, so a scale-in
+ * removes it rather than a busy broker.
  *
  * Shutdown: on {@link Broker.stop} (SIGTERM) or a drain request (the work list names another
  * broker version, checked on every lease heartbeat and every idle turn) it stops starting calls,
@@ -73,6 +75,8 @@ function shuffled(clients: readonly string[]): string[] {
 export class Broker {
   readonly #deps: BrokerDeps;
   readonly #notBefore = new Map<string, number>();
+  /** Orphaned clients this broker has just adopted: not taken again until then (the list is a minute old). */
+  readonly #adoptedNotBefore = new Map<string, number>();
   #server: ClientServer | undefined;
   #messages: MessageServer | undefined;
   #sending = 0;
@@ -150,7 +154,12 @@ export class Broker {
     if (this.#drainRequested(work?.desiredVersion)) return false;
     const now = clock.now();
     const order = this.#deps.order ?? shuffled;
-    const candidates = order(work?.clients ?? []).filter((c) => (this.#notBefore.get(c) ?? 0) <= now);
+    const withWork = new Set(work?.clients ?? []);
+    // Clients listed only for the calls a dead broker left in flight: adopt and settle, start nothing.
+    const orphaned = new Set((work?.orphaned ?? []).filter((c) => !withWork.has(c)));
+    const candidates = order([...withWork, ...orphaned]).filter((c) =>
+      orphaned.has(c) ? (this.#adoptedNotBefore.get(c) ?? 0) <= now : (this.#notBefore.get(c) ?? 0) <= now,
+    );
     for (const clientId of candidates) {
       if (this.#stopReason) return true;
       const keeper = new LeaseKeeper({
@@ -169,7 +178,12 @@ export class Broker {
         logger.warn('lease take did not answer', { clientId, error });
       }
       if (!held) continue;
-      await this.#serve(keeper);
+      // A stop that came while the lease was being taken: serve nothing, give the client back.
+      if (this.#stopReason) {
+        await keeper.release();
+        return true;
+      }
+      await this.#serve(keeper, orphaned.has(clientId));
       return true;
     }
     return false;
@@ -182,7 +196,8 @@ export class Broker {
     return true;
   }
 
-  async #serve(keeper: LeaseKeeper): Promise<void> {
+  /** Serves the leased client (only adopting its orphaned calls when `adoptOnly`), then releases it. */
+  async #serve(keeper: LeaseKeeper, adoptOnly: boolean): Promise<void> {
     const { clock, timers, logger, settings } = this.#deps;
     const server = new ClientServer({
       tasks: this.#deps.tasks,
@@ -193,13 +208,14 @@ export class Broker {
       logger,
       settings,
       onInFlightChange: (n) => this.#deps.protection.update(n + this.#sending),
+      adoptOnly,
     });
     this.#server = server;
-    logger.info('serving client', { clientId: server.clientId, token: keeper.lease?.token });
+    logger.info('serving client', { clientId: server.clientId, token: keeper.lease?.token, adoptOnly });
     const drainCheck = this.#watchForDrain();
     let graceTimer: TimerHandle | undefined;
     try {
-      const messages = await this.#messageServer(keeper);
+      const messages = adoptOnly ? undefined : await this.#messageServer(keeper);
       this.#messages = messages;
       // A stop that came while the client was read.
       if (this.#stopReason) messages?.stop();
@@ -221,6 +237,8 @@ export class Broker {
           clientId: server.clientId,
           inFlight: server.inFlight,
         });
+      } else if (end.kind === 'no-work' && adoptOnly) {
+        this.#adoptedNotBefore.set(server.clientId, clock.now() + settings.noWorkBackoffMs);
       } else if (end.kind === 'no-work') {
         const next = end.nextReadyAt ?? clock.now() + settings.noWorkBackoffMs;
         this.#notBefore.set(server.clientId, next);
@@ -231,7 +249,10 @@ export class Broker {
       });
     } catch (error) {
       // E.g. settings the pacer refuses: do not take this client again at every idle turn.
-      this.#notBefore.set(server.clientId, clock.now() + settings.noWorkBackoffMs);
+      (adoptOnly ? this.#adoptedNotBefore : this.#notBefore).set(
+        server.clientId,
+        clock.now() + settings.noWorkBackoffMs,
+      );
       throw error;
     } finally {
       this.#onSigterm = undefined;

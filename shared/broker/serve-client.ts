@@ -71,6 +71,13 @@ export interface ServeClientDeps {
   readonly settings: ServeSettings;
   /** Told every change of the calls in flight (task protection); must not throw. */
   readonly onInFlightChange?: (inFlight: number) => void;
+  /**
+   * Only adopt and settle the calls a previous holder left in flight, then end: start no task,
+   * and place no adopted call that was never confirmed (it might ring a paused client's
+   * recipient, or outside the calling hours). For a client the job manager listed only for such
+   * calls (`FleetWork.orphaned`).
+   */
+  readonly adoptOnly?: boolean;
 }
 
 /**
@@ -161,6 +168,11 @@ export class ClientServer {
       }
       this.#gate = this.#makeGate(client);
       await this.#adopt();
+      if (this.#deps.adoptOnly) {
+        await this.#callsEnded();
+        if (this.#lost) return { kind: 'lost' };
+        return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: undefined };
+      }
       const end = await this.#startCalls(client);
       if (end) return end;
       await this.#callsEnded();
@@ -324,9 +336,10 @@ export class ClientServer {
       });
       const startedAt = task.startedAt ?? task.updatedAt;
       // A call never recorded may never have been placed: placing it again with the same key is
-      // safe (the provider returns the existing call) and gets its id.
+      // safe (the provider returns the existing call) and gets its id. Adopting only, it is not
+      // placed: its callback or the reconciliation at its deadline settles it.
       this.#armReconcile(call, Math.max(clock.now(), this.#deadline(job, startedAt)));
-      if (call.callId === undefined) void this.#placeSafely(call);
+      if (call.callId === undefined && !this.#deps.adoptOnly) void this.#placeSafely(call);
     }
   }
 
@@ -489,6 +502,12 @@ export class ClientServer {
       const stored = await tasks.getTask(call.task);
       if (stored?.state !== 'in-flight' || stored.attempts !== call.attempt) {
         this.#end(call, 'settled elsewhere');
+        return;
+      }
+      call.callId ??= stored.callId;
+      if (call.callId === undefined && this.#deps.adoptOnly) {
+        // Placing it now could be its first ring, where this broker may start nothing.
+        await this.#fail(call, 'the provider never confirmed the call (it may have rung); not placed again');
         return;
       }
       if (call.callId === undefined) {

@@ -13,7 +13,14 @@
  *    minute only to find the first open task near their ends would cost more than the job;
  * 3. find the clients with work they may do now: a running job inside its calling hours (the
  *    job's own, else the client's), the client not paused, and an outstanding task ready now
- *    (or within `lookaheadMs`, so a retry due before the next run finds a broker waiting);
+ *    (or within `lookaheadMs`, so a retry due before the next run finds a broker waiting).
+ *    Started calls leave the outstanding index, so a client whose open tasks are all in flight
+ *    has no ready task: while its broker lives that is right (the broker is protected and ends
+ *    them), but if the broker died or lost the lease, nobody would ever reconcile those calls
+ *    and the tasks would stay in flight, the job running, for good. So a client whose lease has
+ *    expired while it still records calls in flight gets a broker too: in the work list when it
+ *    may call now, else (paused, outside its hours) in `orphaned`, taken only to adopt and settle
+ *    those calls — reconciling is not starting work, so hours and a pause do not hold it back;
  * 4. write the fleet's work list (those clients and the broker version that should serve),
  *    unless a newer run already wrote one;
  * 5. set the broker service's desired count to the number of those clients, at most
@@ -63,6 +70,8 @@ export interface JobManagerResult {
   readonly completed: readonly string[];
   /** Clients with work now (sorted). */
   readonly clients: readonly string[];
+  /** Clients with no work now but calls a dead broker left in flight, to adopt and settle (sorted). */
+  readonly orphaned: readonly string[];
   /** The desired count set, or undefined when a newer run's work list was found and kept. */
   readonly desiredCount: number | undefined;
   readonly desiredVersion: string;
@@ -132,28 +141,40 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
     for (const job of active)
       jobsByClient.set(job.clientId, [...(jobsByClient.get(job.clientId) ?? []), job]);
     const clients: string[] = [];
+    const orphaned: string[] = [];
     await forEachLimited([...jobsByClient], concurrency, async ([clientId, jobs]) => {
       try {
         const profile = await store.client(clientId);
-        if (!profile || profile.paused) return;
-        const open = jobs.filter((job) =>
-          isOpen(effectiveCallingHours(profile.settings.callingHours, job.callingHours), now),
-        );
-        if (open.length === 0) return;
+        if (!profile) return;
+        const open = profile.paused
+          ? []
+          : jobs.filter((job) =>
+              isOpen(effectiveCallingHours(profile.settings.callingHours, job.callingHours), now),
+            );
         const ids = open.map((job) => job.jobId);
-        if (await store.hasReadyTask(clientId, ids, now + lookaheadMs)) clients.push(clientId);
+        if (ids.length > 0 && (await store.hasReadyTask(clientId, ids, now + lookaheadMs))) {
+          clients.push(clientId);
+          return;
+        }
+        if (!(await store.hasOrphanedCalls(clientId, now))) return;
+        // May it call now, the broker serves it as usual (adopting first); else it only adopts.
+        if (ids.length > 0) clients.push(clientId);
+        else orphaned.push(clientId);
       } catch (error) {
         problems.push({ step: 'client', id: clientId, error });
       }
     });
     clients.sort();
+    orphaned.sort();
     for (const jobId of checkedAt.keys()) if (!running.has(jobId)) checkedAt.delete(jobId);
 
     // 4 and 5. A run that finds a newer work list leaves the fleet to the run that wrote it.
-    const written = await store.putFleetWork(fleetWorkItem({ clients, desiredVersion, updatedAt: now }));
+    const written = await store.putFleetWork(
+      fleetWorkItem({ clients, orphaned, desiredVersion, updatedAt: now }),
+    );
     let desiredCount: number | undefined;
     if (written) {
-      desiredCount = Math.min(clients.length, options.maxBrokers);
+      desiredCount = Math.min(clients.length + orphaned.length, options.maxBrokers);
       await scaler.setDesiredCount(desiredCount);
     }
 
@@ -162,6 +183,7 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
       started: started.map((job) => job.jobId).sort(),
       completed: completed.sort(),
       clients,
+      orphaned,
       desiredCount,
       desiredVersion,
       problems,

@@ -14,6 +14,8 @@ export class MemoryFleetStore implements FleetStore {
   readonly jobs = new Map<string, Job>();
   readonly tasks = new Map<string, Task>();
   readonly clients = new Map<string, ClientProfile>();
+  /** Leases by client: their expiry and the calls they record in flight (`{jobId}|{taskId}`). */
+  readonly leases = new Map<string, { readonly expiresAt: number; readonly inFlight: readonly string[] }>();
   work: FleetWork | undefined;
   /** Job transitions that were written (not refused), in order. */
   readonly transitions: { jobId: string; to: Job['status'] }[] = [];
@@ -62,6 +64,12 @@ export class MemoryFleetStore implements FleetStore {
         keys.outstandingIndex(task) !== undefined &&
         task.readyAt <= readyBy,
     );
+  }
+
+  async hasOrphanedCalls(clientId: string, now: number): Promise<boolean> {
+    await tick();
+    const lease = this.leases.get(clientId);
+    return lease !== undefined && lease.inFlight.length > 0 && !(now < lease.expiresAt);
   }
 
   async client(clientId: string): Promise<ClientProfile | undefined> {

@@ -34,6 +34,12 @@ export interface FleetStore {
   hasOpenTask(jobId: string): Promise<boolean>;
   /** True when one of `jobIds` (of `clientId`) has an outstanding task ready at or before `readyBy`. */
   hasReadyTask(clientId: string, jobIds: readonly string[], readyBy: number): Promise<boolean>;
+  /**
+   * True when the client's lease records calls in flight and has expired at `now` (released or
+   * run out: no live holder). Their broker died or lost the lease; those calls end only when a
+   * broker takes the client, adopts and settles them. False while a holder is alive.
+   */
+  hasOrphanedCalls(clientId: string, now: number): Promise<boolean>;
   client(clientId: string): Promise<ClientProfile | undefined>;
   /**
    * Writes the work list unless a newer one (greater `updatedAt`) is already stored; false when

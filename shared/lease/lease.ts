@@ -176,6 +176,11 @@ export interface LeaseKeeperOptions {
    * (a taker's clock running ahead). Default leaseMs / 10.
    */
   readonly marginMs?: number;
+  /**
+   * Longest wait for the store to answer a release, ms; then the lease is left to expire. A
+   * broker releases on its way out, and Fargate kills it 120 s after SIGTERM. Default 5,000.
+   */
+  readonly releaseWaitMs?: number;
   readonly logger?: LeaseKeeperLogger;
 }
 
@@ -198,6 +203,7 @@ export class LeaseKeeper {
   readonly #clock: Clock;
   readonly #timers: Timers;
   readonly #marginMs: number;
+  readonly #releaseWaitMs: number;
   readonly #logger: LeaseKeeperLogger | undefined;
   readonly #listeners = new Set<(reason: LeaseLostReason) => void>();
   #state: KeeperState = { kind: 'idle' };
@@ -212,6 +218,7 @@ export class LeaseKeeper {
     this.#clock = options.clock;
     this.#timers = options.timers;
     this.#marginMs = options.marginMs ?? Math.floor(options.leaseMs / 10);
+    this.#releaseWaitMs = options.releaseWaitMs ?? 5_000;
     this.#logger = options.logger;
     const heartbeat = heartbeatInterval(options.leaseMs);
     if (this.#marginMs < 0 || this.#marginMs >= options.leaseMs - heartbeat) {
@@ -268,16 +275,32 @@ export class LeaseKeeper {
 
   /**
    * Stops heartbeats and releases the lease so another broker can take the client at once.
-   * Listeners hear 'released'. Never throws: an unanswered release simply lets the lease expire.
+   * Listeners hear 'released'. Never throws, and waits at most `releaseWaitMs`: an unanswered
+   * release simply lets the lease expire.
    */
   async release(): Promise<void> {
     const state = this.#state;
     if (state.kind !== 'held') return;
     this.#lose('released');
-    try {
-      await this.#store.release({ clientId: this.clientId, owner: this.owner, token: state.lease.token });
-    } catch (error) {
-      this.#logger?.warn('lease release failed; it will expire', { clientId: this.clientId, error });
+    const { clientId } = this;
+    const released = this.#store.release({ clientId, owner: this.owner, token: state.lease.token }).then(
+      () => 'answered' as const,
+      (error: unknown) => {
+        this.#logger?.warn('lease release failed; it will expire', { clientId, error });
+        return 'answered' as const;
+      },
+    );
+    let timer: TimerHandle | undefined;
+    const timedOut = new Promise<'timed-out'>((resolve) => {
+      timer = this.#timers.setTimeout(() => resolve('timed-out'), this.#releaseWaitMs);
+    });
+    const outcome = await Promise.race([released, timedOut]);
+    if (timer !== undefined) this.#timers.clearTimeout(timer);
+    if (outcome === 'timed-out') {
+      this.#logger?.warn('lease release not answered in time; it will expire', {
+        clientId,
+        waitedMs: this.#releaseWaitMs,
+      });
     }
   }
 

@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeCallStatusHandler } from '#lambdas/call-status/handler.ts';
 import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
@@ -17,11 +17,13 @@ import {
   type TelephonySandbox,
   type TelephonySandboxOptions,
 } from '#local/telephony-sandbox.ts';
+import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
+import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { TASK_SHARDS, tableSpec } from '#shared/resources.ts';
@@ -386,6 +388,147 @@ describe('a broker killed mid-job', () => {
     expect(stats.repeatedRings).toEqual([]);
     expect(stats.maxInFlight).toBeLessThanOrEqual(3);
     expect(stats.maxStartsPerSecond).toBeLessThanOrEqual(4);
+    successor.stop('sigterm');
+    await successor.done;
+  }, 120_000);
+});
+
+describe('a broker killed with only calls in flight, their callbacks lost', () => {
+  /** The job manager on this suite's tables, on the wall clock (one instance: it keeps its state). */
+  function jobManager() {
+    return makeRunJobManager({
+      store: makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable }),
+      scaler: { setDesiredCount: async () => {} },
+      clock: { now: () => Date.now() },
+      maxBrokers: 10,
+      desiredVersion: () => 'v1',
+    });
+  }
+
+  /**
+   * Gives `clientId` to a broker process, lets it start `started` calls (the provider ends them
+   * at once, every callback lost), then SIGKILLs it: the calls stay in flight on the lease item.
+   */
+  async function killHolderMidCalls(s: TelephonySandbox, clientId: string, started: number, job: Job) {
+    const child = spawnBroker(s, { LEASE_MS: '6000', BROKER_IDLE_WAIT_MS: '200' });
+    await readyLine(child);
+    await until(
+      async () =>
+        s.stats(clientId).rings >= started &&
+        (await tasksOf(job.jobId)).filter((t) => t.state === 'in-flight').length === started,
+      30_000,
+    );
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    const tasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    expect(await tasks.inFlight(clientId)).toHaveLength(started);
+    return makeDynamoLeaseStore(cloud.doc, controlTable);
+  }
+
+  it('once its lease has expired, the job manager gives the client a broker that settles the calls: every task ends, the job completes', async () => {
+    const s = await sandbox({
+      timeScale: 1,
+      durationSeconds: 1,
+      ringSeconds: 0,
+      outcomes: { answered: 1, busy: 0, noAnswer: 0, failed: 0 },
+      faults: { callbackLossRate: 1 },
+    });
+    const job = await seed({
+      clientId: 'orphan',
+      limit: 3,
+      rate: 5,
+      tasks: 3,
+      job: { maxCallDurationSeconds: 2 },
+    });
+    const run = jobManager();
+    expect((await run()).clients).toContain('orphan');
+    const leases = await killHolderMidCalls(s, 'orphan', 3, job);
+
+    // Its only open tasks are in flight: nothing ready, so only the dead lease can bring a broker.
+    const lease = await leases.get('orphan');
+    const whileLive = await run();
+    if (Date.now() < lease!.expiresAt) {
+      expect(whileLive.clients).not.toContain('orphan');
+      expect(whileLive.orphaned).not.toContain('orphan');
+    }
+    await until(async () => Date.now() > lease!.expiresAt, 15_000);
+    const afterExpiry = await run();
+    expect(afterExpiry.clients).toContain('orphan');
+    expect(afterExpiry.completed).not.toContain(job.jobId);
+
+    const successor = await startBroker(brokerConfig(s, { leaseMs: 3_000, reconcileMarginMs: 500 }));
+    await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 45_000);
+    expect((await tasksOf(job.jobId)).map((t) => t.state)).toEqual(Array(3).fill('completed'));
+    const stats = s.stats('orphan');
+    expect(stats.callbacks.delivered).toBe(0);
+    expect(stats.rings).toBe(3);
+    expect(stats.repeatedRings).toEqual([]);
+    // Nothing left: the successor released the client, with no call recorded in flight.
+    await until(async () => (await leases.get('orphan'))?.expiresAt === 0, 10_000);
+    const tasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    expect(await tasks.inFlight('orphan')).toEqual([]);
+    const last = await run();
+    expect(last.completed).toContain(job.jobId);
+    expect(last.clients).not.toContain('orphan');
+    expect(last.orphaned).not.toContain('orphan');
+    successor.stop('sigterm');
+    await successor.done;
+  }, 120_000);
+
+  it('a client paused meanwhile gets a broker only to settle them: no new call starts, then it is released', async () => {
+    const s = await sandbox({
+      timeScale: 1,
+      durationSeconds: 1,
+      ringSeconds: 0,
+      outcomes: { answered: 1, busy: 0, noAnswer: 0, failed: 0 },
+      faults: { callbackLossRate: 1 },
+    });
+    // Four tasks at a limit of three: the fourth waits for a slot the lost callbacks never free.
+    const job = await seed({
+      clientId: 'orphanp',
+      limit: 3,
+      rate: 5,
+      tasks: 4,
+      job: { maxCallDurationSeconds: 2 },
+    });
+    const run = jobManager();
+    expect((await run()).clients).toContain('orphanp');
+    const leases = await killHolderMidCalls(s, 'orphanp', 3, job);
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.client('orphanp'),
+        UpdateExpression: 'SET paused = :yes',
+        ExpressionAttributeValues: { ':yes': true },
+      }),
+    );
+    const lease = await leases.get('orphanp');
+    await until(async () => Date.now() > lease!.expiresAt, 15_000);
+    const afterExpiry = await run();
+    expect(afterExpiry.orphaned).toContain('orphanp');
+    expect(afterExpiry.clients).not.toContain('orphanp');
+
+    const successor = await startBroker(brokerConfig(s, { leaseMs: 3_000, reconcileMarginMs: 500 }));
+    await until(
+      async () => (await tasksOf(job.jobId)).filter((t) => FINAL.has(t.state)).length === 3,
+      45_000,
+    );
+    await until(async () => (await leases.get('orphanp'))?.expiresAt === 0, 10_000);
+    const tasks = await tasksOf(job.jobId);
+    expect(tasks.filter((t) => t.state === 'pending')).toHaveLength(1);
+    for (const t of tasks.filter((t) => t.state !== 'pending')) {
+      // A call whose id the dead broker never recorded is failed, not placed again.
+      if (t.state === 'failed') expect(t.reason).toContain('never confirmed');
+      else expect(t.state).toBe('completed');
+    }
+    expect(s.stats('orphanp').rings).toBe(3);
+    expect(s.stats('orphanp').repeatedRings).toEqual([]);
+    expect(
+      await makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable }).inFlight('orphanp'),
+    ).toEqual([]);
+    const last = await run();
+    expect(last.orphaned).not.toContain('orphanp');
+    expect(last.clients).not.toContain('orphanp');
     successor.stop('sigterm');
     await successor.done;
   }, 120_000);

@@ -3,7 +3,7 @@
  * the shared tables are never started or completed by these runs).
  */
 import { readFileSync } from 'node:fs';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
@@ -178,6 +178,68 @@ describe('the job manager on DynamoDB', () => {
     const result = await run();
     expect(result.clients.length).toBeGreaterThan(1);
     expect(counts).toEqual([1]);
+  });
+
+  it('reads a lease with calls in flight as orphaned only once it has expired, and a lease whose set was emptied as not', async () => {
+    const putLease = (clientId: string, expiresAt: number, inFlight?: Set<string>) =>
+      cloud.doc.send(
+        new PutCommand({
+          TableName: controlTable,
+          Item: {
+            ...keys.lease(clientId),
+            clientId,
+            owner: 'broker-x',
+            token: 3,
+            expiresAt,
+            ...(inFlight ? { inFlight } : {}),
+          },
+        }),
+      );
+    await putLease('jm-live', NOW + 1, new Set(['J|t1']));
+    await putLease('jm-dead', NOW, new Set(['J|t1', 'J|t2']));
+    await putLease('jm-released', 0, new Set(['J|t1']));
+    // The last call settled: DynamoDB drops the emptied set.
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.lease('jm-released'),
+        UpdateExpression: 'DELETE inFlight :m',
+        ExpressionAttributeValues: { ':m': new Set(['J|t1']) },
+      }),
+    );
+
+    expect(await store.hasOrphanedCalls('jm-live', NOW)).toBe(false);
+    expect(await store.hasOrphanedCalls('jm-dead', NOW)).toBe(true);
+    expect(await store.hasOrphanedCalls('jm-released', NOW)).toBe(false);
+    expect(await store.hasOrphanedCalls('jm-never-leased', NOW)).toBe(false);
+  });
+
+  it('gives a broker to a paused client whose dead broker left calls in flight, to settle them only', async () => {
+    await putClient('jm-orphan', weekdays('Asia/Tokyo', '09:00', '18:00'), true);
+    const j = job('jm-orphan');
+    await putJob(j);
+    const flying = task(j, { state: 'in-flight', attempts: 1 });
+    await putTask(flying);
+    await cloud.doc.send(
+      new PutCommand({
+        TableName: controlTable,
+        Item: {
+          ...keys.lease('jm-orphan'),
+          clientId: 'jm-orphan',
+          owner: 'broker-x',
+          token: 1,
+          expiresAt: NOW + 2 * MINUTE,
+          inFlight: new Set([`${j.jobId}|${flying.taskId}`]),
+        },
+      }),
+    );
+
+    const whileHeld = await manager(NOW + 5).run();
+    expect(whileHeld.orphaned).not.toContain('jm-orphan');
+    const afterExpiry = await manager(NOW + 3 * MINUTE).run();
+    expect(afterExpiry.orphaned).toContain('jm-orphan');
+    expect(afterExpiry.clients).not.toContain('jm-orphan');
+    expect((await workList())?.orphaned).toContain('jm-orphan');
   });
 
   it('never writes an older work list over a newer one', async () => {

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { Broker, type BrokerSettings } from '#shared/broker/broker.ts';
+import { fleetWorkItem, parseFleetWork } from '#shared/broker/fleet.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
+import { attemptKey } from '#shared/ids.ts';
+import type { Lease } from '#shared/lease/lease.ts';
 import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
 import { FakeTime } from '../pacing/fake-time.ts';
 import {
@@ -140,5 +143,131 @@ describe('the broker', () => {
     expect(s.leases.get('c1')!.expiresAt).toBe(0);
     // The calls stay recorded in flight for the next holder to adopt.
     expect((await s.store.inFlight('c1')).length).toBe(2);
+  });
+
+  it('a SIGTERM that comes while the lease is being taken: no call starts, the lease is given back at once', async () => {
+    const s = setup({ callMs: 1_000 });
+    const tryTake = s.leases.tryTake.bind(s.leases);
+    let answer: (() => void) | undefined;
+    s.leases.tryTake = async (request) => {
+      await new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      return tryTake(request);
+    };
+    const done = s.run();
+    await s.time.settle();
+    expect(answer).toBeDefined(); // c1's lease is being taken
+    const stoppedAt = s.time.now();
+    s.broker.stop('sigterm');
+    answer!();
+    await s.time.runUntil(done);
+    expect(s.provider.calls.size).toBe(0);
+    expect(s.store.all().every((t) => t.state === 'pending')).toBe(true);
+    expect(s.leases.get('c1')).toMatchObject({ owner: 'broker-1', expiresAt: 0 });
+    expect(s.leases.get('c2')).toBeUndefined();
+    expect(s.time.now()).toBe(stoppedAt);
+    expect(s.protection.released).toBe(1);
+  });
+});
+
+describe('a client listed for the calls a dead broker left in flight', () => {
+  /**
+   * c1 (paused by its operator) had two calls started under `dead`'s lease, which then ran out:
+   * one call placed and ended at the provider with its callback lost, one never confirmed (its
+   * broker died before the provider answered). Four tasks are still pending.
+   */
+  async function orphaned() {
+    const s = setup();
+    s.fleet.work = fleetWorkItem({ clients: [], orphaned: ['c1'], desiredVersion: 'v1', updatedAt: T0 });
+    const dead = (await s.leases.tryTake({
+      clientId: 'c1',
+      owner: 'dead',
+      now: T0,
+      leaseMs: 30_000,
+    })) as Lease;
+    const [placed, unconfirmed] = s.store.all().filter((t) => t.clientId === 'c1');
+    const fence = { clientId: 'c1', owner: 'dead', token: dead.token, now: T0 };
+    for (const t of [placed!, unconfirmed!]) expect((await s.store.start(t, fence)).kind).toBe('started');
+    const call = await s.provider.initiate(
+      {
+        to: placed!.recipient,
+        clientId: 'c1',
+        taskId: placed!.taskId,
+        attempt: 1,
+        callbackUrl: 'https://api.example/providers/acme/calls/status',
+        maxDurationSeconds: 120,
+        variables: {},
+      },
+      attemptKey(placed!.jobId, placed!.taskId, 1),
+    );
+    if (call.kind !== 'accepted') throw new Error('not placed');
+    await s.store.recordCallId(placed!, 1, call.callId, T0);
+    s.provider.end(call.callId, 'completed'); // its callback is lost
+    await s.time.advance(31_000); // the dead broker's lease runs out
+    return { ...s, placed: placed!, unconfirmed: unconfirmed!, token: dead.token };
+  }
+
+  it('is taken only to settle those calls: nothing new starts, the unconfirmed call is not placed, then released', async () => {
+    const s = await orphaned();
+    s.run();
+    await s.time.runUntil(() =>
+      [s.placed, s.unconfirmed].every(
+        (t) => s.store.tasks.get(`${t.jobId}/${t.taskId}`)?.state !== 'in-flight',
+      ),
+    );
+    expect(s.store.tasks.get(`${s.placed.jobId}/${s.placed.taskId}`)).toMatchObject({
+      state: 'completed',
+      lastResult: 'completed',
+    });
+    expect(s.store.tasks.get(`${s.unconfirmed.jobId}/${s.unconfirmed.taskId}`)).toMatchObject({
+      state: 'failed',
+      reason: expect.stringContaining('never confirmed'),
+    });
+    await s.time.advance(1_000);
+    // Only the dead broker's one call ever reached the provider; the pending tasks stay pending.
+    expect(s.provider.calls.size).toBe(1);
+    expect(s.store.all().filter((t) => t.state === 'pending')).toHaveLength(10);
+    expect(await s.store.inFlight('c1')).toEqual([]);
+    const released = s.leases.get('c1')!;
+    expect(released).toMatchObject({ owner: 'broker-1', token: s.token + 1, expiresAt: 0 });
+    // Protection covered the adopted calls and is off again.
+    expect(Math.max(...s.protection.states)).toBe(2);
+    expect(s.protection.states.at(-1)).toBe(0);
+    // The work list is a minute old: the client is not taken again at every idle turn.
+    await s.time.advance(20_000);
+    expect(s.leases.get('c1')!.token).toBe(released.token);
+    s.broker.stop('sigterm');
+  });
+
+  it('a client listed with work now is served as usual, adopting the calls first', async () => {
+    const s = await orphaned();
+    s.fleet.work = fleetWorkItem({ clients: ['c1'], orphaned: ['c1'], desiredVersion: 'v1', updatedAt: T0 });
+    s.provider.onPlaced = (call) =>
+      s.time.setTimeout(() => void s.provider.end(call.callId, 'completed'), 1_000);
+    s.run();
+    await s.time.runUntil(() =>
+      s.store
+        .all()
+        .filter((t) => t.clientId === 'c1')
+        .every((t) => t.state === 'completed'),
+    );
+    // The unconfirmed call was placed with its own key (no second ring), and the four pending started.
+    expect(s.provider.calls.size).toBe(6);
+    expect(s.provider.repeatedRings()).toEqual([]);
+    s.broker.stop('sigterm');
+    await s.time.advance(200_000);
+    expect(s.leases.get('c1')!.expiresAt).toBe(0);
+  });
+});
+
+describe('the work list', () => {
+  it('carries the orphaned clients when there are some, and reads a list written without them as none', () => {
+    const item = fleetWorkItem({ clients: ['a'], orphaned: ['b'], desiredVersion: 'v1', updatedAt: T0 });
+    expect(parseFleetWork({ ...item })).toEqual(item);
+    const older = fleetWorkItem({ clients: ['a'], desiredVersion: 'v1', updatedAt: T0 });
+    expect(older).not.toHaveProperty('orphaned');
+    expect(parseFleetWork({ ...older })?.orphaned).toBeUndefined();
+    expect(parseFleetWork({ ...older, orphaned: ['b', 7] })?.orphaned).toEqual(['b']);
   });
 });

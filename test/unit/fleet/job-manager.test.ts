@@ -215,12 +215,82 @@ describe('the job manager', () => {
     addClient('acme');
     const j = job('acme');
     store.putJob(j);
-    store.putTask(task(j, { state: 'in-flight' }));
+    const flying = task(j, { state: 'in-flight' });
+    store.putTask(flying);
+    // Its holder is alive: the lease records the call and has not expired.
+    store.leases.set('acme', { expiresAt: NOW + 1, inFlight: [`${j.jobId}|${flying.taskId}`] });
 
     const result = await run();
 
     expect(result.clients).toEqual([]);
+    expect(result.orphaned).toEqual([]);
     expect(result.desiredCount).toBe(0);
+  });
+
+  it('gives a broker to a client whose holder died with only calls in flight, so they get settled', async () => {
+    const { store, run, addClient, scaler } = setup();
+    addClient('acme');
+    const j = job('acme');
+    store.putJob(j);
+    const flying = task(j, { state: 'in-flight', attempts: 1 });
+    store.putTask(flying);
+    // SIGKILLed mid-call: the lease ran out with the call still recorded, its callback lost.
+    store.leases.set('acme', { expiresAt: NOW, inFlight: [`${j.jobId}|${flying.taskId}`] });
+
+    const result = await run();
+
+    // It may call now: served as usual, the broker adopting the call first.
+    expect(result.clients).toEqual(['acme']);
+    expect(result.orphaned).toEqual([]);
+    expect(result.completed).toEqual([]);
+    expect(scaler.counts).toEqual([1]);
+    expect(store.work?.clients).toEqual(['acme']);
+  });
+
+  it('gives a broker only to adopt the calls a dead holder left, whatever the hours or a pause', async () => {
+    const { store, run, addClient, scaler } = setup();
+    addClient('paused', weekdays('Asia/Tokyo', '09:00', '18:00'), true);
+    addClient('night', weekdays('America/New_York', '09:00', '18:00')); // 22:00 on Sunday: closed
+    for (const id of ['paused', 'night']) {
+      const j = job(id);
+      store.putJob(j);
+      const flying = task(j, { state: 'in-flight', attempts: 1 });
+      store.putTask(flying);
+      // A pending task too: there is work, but not work the client may do now.
+      store.putTask(task(j));
+      store.leases.set(id, { expiresAt: 0, inFlight: [`${j.jobId}|${flying.taskId}`] });
+    }
+    // Released by its last broker with nothing in flight, its next attempt due in two hours.
+    addClient('released');
+    const later = job('released');
+    store.putJob(later);
+    store.putTask(task(later, { state: 'retry-wait', attempts: 1, readyAt: NOW + 120 * MINUTE }));
+    store.leases.set('released', { expiresAt: 0, inFlight: [] });
+
+    const result = await run();
+
+    expect(result.clients).toEqual([]);
+    expect(result.orphaned).toEqual(['night', 'paused']);
+    expect(result.desiredCount).toBe(2);
+    expect(scaler.counts).toEqual([2]);
+    expect(store.work).toMatchObject({ clients: [], orphaned: ['night', 'paused'] });
+  });
+
+  it('lists a client with work now once, in the work list, even when a dead holder left calls too', async () => {
+    const { store, run, addClient } = setup();
+    addClient('acme');
+    const j = job('acme');
+    store.putJob(j);
+    const flying = task(j, { state: 'in-flight', attempts: 1 });
+    store.putTask(flying);
+    store.putTask(task(j));
+    store.leases.set('acme', { expiresAt: NOW - MINUTE, inFlight: [`${j.jobId}|${flying.taskId}`] });
+
+    const result = await run();
+
+    expect(result.clients).toEqual(['acme']);
+    expect(result.orphaned).toEqual([]);
+    expect(result.desiredCount).toBe(1);
   });
 
   it('bounds the desired count by the maximum, but lists every client with work', async () => {

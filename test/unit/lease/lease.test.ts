@@ -259,6 +259,35 @@ describe('lease keeper', () => {
     expect(warnings).toEqual([expect.stringContaining('release failed')]);
   });
 
+  it('waits at most releaseWaitMs for a release the store does not answer, then leaves the lease to expire', async () => {
+    const time = new FakeTime();
+    const network = new Network(new MemoryLeaseStore());
+    const warnings: string[] = [];
+    const a = new LeaseKeeper({
+      clientId: client,
+      owner: 'A',
+      leaseMs: LEASE_MS,
+      releaseWaitMs: 5_000,
+      store: network,
+      clock: time,
+      timers: time,
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    await a.acquire();
+    network.mode = 'hang';
+    let released = false;
+    void a.release().then(() => {
+      released = true;
+    });
+    await time.advance(4_999);
+    expect(released).toBe(false);
+    expect(a.currentToken()).toBeUndefined();
+    await time.advance(1);
+    expect(released).toBe(true);
+    expect(warnings).toEqual([expect.stringContaining('not answered in time')]);
+    expect(time.pendingTimers).toBe(0);
+  });
+
   it('reports a store that does not answer a take, and stays idle', async () => {
     const time = new FakeTime();
     const network = new Network(new MemoryLeaseStore());
