@@ -153,7 +153,12 @@ async function main(): Promise<void> {
 
   let stopping = false;
   const stop = async (why: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second Ctrl-C while brokers drain their calls (up to their stop timeout): leave now. A
+      // terminal's Ctrl-C reaches the children (brokers, DynamoDB Local) as well.
+      log(`${why} again: exiting without waiting for the brokers to drain`);
+      process.exit(130);
+    }
     stopping = true;
     log(`${why}: stopping…`);
     await stack.stop();

@@ -17,11 +17,15 @@ afterAll(() => {
  * Runs `npm start`'s entry point and collects its output until `ready`; without the webhook demo
  * and the call job, and without the message campaign unless `args` ask for it (`--messages N`).
  */
-function start(args: string[]): Promise<{ child: ChildProcess; output: () => string; dynamo: string }> {
+function start(
+  args: string[],
+  options: { webhookDemo?: boolean } = {},
+): Promise<{ child: ChildProcess; output: () => string; dynamo: string }> {
   const campaign = args.includes('--messages') ? [] : ['--no-messages'];
+  const demo = options.webhookDemo ? [] : ['--no-demo'];
   const child = spawn(
     process.execPath,
-    ['local/start.ts', '--port', '0', '--no-demo', '--no-job', ...campaign, ...args],
+    ['local/start.ts', '--port', '0', ...demo, '--no-job', ...campaign, ...args],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   children.push(child);
@@ -57,10 +61,17 @@ function exited(child: ChildProcess): Promise<number | null> {
 }
 
 describe('npm start', () => {
-  it('prints what runs where and stops cleanly on Ctrl-C (SIGINT)', async () => {
-    const { child, output } = await start([]);
+  it('prints what runs where, plays the webhook demo, and stops cleanly on Ctrl-C (SIGINT)', async () => {
+    const { child, output } = await start([], { webhookDemo: true });
     expect(output()).toMatch(/SQS \+ S3\s+http:\/\/127\.0\.0\.1:\d+/);
     expect(output()).toMatch(/HTTP API\s+http:\/\/127\.0\.0\.1:\d+/);
+    // The webhook demo: signed events accepted, a redelivery recognised, a forgery refused, each
+    // answer delivered once (greeting, the keyword answer, the fallback), no duplicate.
+    expect(output()).toMatch(/demo: {3}→ 200/);
+    expect(output()).toMatch(/demo: LINE redelivers the "Hours" event → 200/);
+    expect(output()).toMatch(/demo: a forged signature → 401/);
+    expect(output().match(/demo: LINE delivered \(push/g)).toHaveLength(3);
+    expect(output()).toContain('demo: duplicates seen by LINE: 0');
     child.kill('SIGINT');
     expect(await exited(child)).toBe(0);
     expect(output()).toContain('stopped cleanly');
