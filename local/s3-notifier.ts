@@ -3,10 +3,12 @@
  * (ListObjectsV2 on each watched prefix, every ~250 ms) and, for every new object — new key, or
  * a new ETag for a known key — sends the ingest queue the message S3 would send: the real S3
  * event JSON, key URL-encoded with `+` for spaces. The same ingest Lambda then runs as in AWS.
- * Like the deployed notification, only keys under `uploads/` and `incoming/` ending in `.csv`.
+ * Like the deployed notification (`UPLOAD_NOTIFICATIONS` in shared/resources.ts, the CDK app's
+ * filters): only keys under `uploads/` and `incoming/` ending in `.csv` or `.CSV`.
  */
 import { ListObjectsV2Command, type ListObjectsV2CommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { UPLOAD_NOTIFICATIONS } from '#shared/resources.ts';
 
 export interface S3NotifierOptions {
   readonly s3: S3Client;
@@ -16,7 +18,7 @@ export interface S3NotifierOptions {
   readonly region: string;
   /** Watched prefixes (the deployed notification's filters). */
   readonly prefixes?: readonly string[];
-  readonly suffix?: string;
+  readonly suffixes?: readonly string[];
   readonly intervalMs?: number;
   /** Also notify objects that exist when the notifier starts (S3 would not). */
   readonly notifyExisting?: boolean;
@@ -76,8 +78,9 @@ export function s3EventNotification(input: {
 
 /** Starts polling; `stop()` ends it. */
 export async function startS3Notifier(options: S3NotifierOptions): Promise<S3Notifier> {
-  const prefixes = options.prefixes ?? ['uploads/', 'incoming/'];
-  const suffix = (options.suffix ?? '.csv').toLowerCase();
+  const prefixes = options.prefixes ?? UPLOAD_NOTIFICATIONS.prefixes;
+  // Case-sensitive, as S3 matches a filter's suffix.
+  const suffixes = options.suffixes ?? UPLOAD_NOTIFICATIONS.suffixes;
   const intervalMs = options.intervalMs ?? 250;
   const seen = new Map<string, string>();
   let sent = 0;
@@ -99,7 +102,7 @@ export async function startS3Notifier(options: S3NotifierOptions): Promise<S3Not
         for (const object of out.Contents ?? []) {
           const key = object.Key!;
           const eTag = (object.ETag ?? '').replaceAll('"', '');
-          if (!key.toLowerCase().endsWith(suffix) || seen.get(key) === eTag) continue;
+          if (!suffixes.some((suffix) => key.endsWith(suffix)) || seen.get(key) === eTag) continue;
           if (notify) {
             const body = s3EventNotification({
               bucket: options.bucket,

@@ -169,6 +169,16 @@ export const buckets: readonly BucketSpec[] = [
   { id: 'uploads', envVar: 'UPLOAD_BUCKET', expireUploadsAfterDays: 30 },
 ];
 
+/**
+ * Objects of the uploads bucket that start an ingest: S3's notification filters, deployed by the
+ * CDK app and played by the local notifier. S3 matches suffixes case-sensitively, so both the
+ * usual spellings of the extension are listed (a list saved as `LIST.CSV` is a list too).
+ */
+export const UPLOAD_NOTIFICATIONS = {
+  prefixes: ['uploads/', 'incoming/'],
+  suffixes: ['.csv', '.CSV'],
+} as const;
+
 /** Physical name of a resource: `switchboard-{stage}-{id}`, with `.fifo` kept last for FIFO queues. */
 export function resourceName(stage: string, id: string, opts: { fifo?: boolean } = {}): string {
   if (!/^[a-z0-9-]{1,20}$/.test(stage)) {

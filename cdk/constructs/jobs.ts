@@ -23,7 +23,7 @@ import * as s3n from 'aws-cdk-lib/aws-s3-notifications';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { functions } from '#shared/functions.ts';
-import { buckets, tableSpec } from '#shared/resources.ts';
+import { buckets, tableSpec, UPLOAD_NOTIFICATIONS } from '#shared/resources.ts';
 import { BROKER_HTTP_PORT, type BrokerFleet } from './broker-fleet.ts';
 import { SwitchboardFunction } from './function.ts';
 import type { StatefulResources } from './stateful.ts';
@@ -35,9 +35,6 @@ export interface JobsProps {
   /** Keep log groups when the stack is deleted (production: yes). */
   readonly retain: boolean;
 }
-
-/** The S3 prefixes whose `.csv` objects start an ingest. */
-export const UPLOAD_PREFIXES = ['uploads/', 'incoming/'] as const;
 
 export class Jobs extends Construct {
   /** The operator API's function: pass it to the HTTP API as `handlers['jobs-api']`. */
@@ -119,11 +116,13 @@ export class Jobs extends Construct {
     this.allow(this.ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);
     this.allow(this.ingest, ['s3:PutObject'], bucket, ['reports/*']);
 
-    for (const prefix of UPLOAD_PREFIXES) {
-      bucket.addEventNotification(s3.EventType.OBJECT_CREATED, new s3n.SqsDestination(ingestQueue.queue), {
-        prefix,
-        suffix: '.csv',
-      });
+    for (const prefix of UPLOAD_NOTIFICATIONS.prefixes) {
+      for (const suffix of UPLOAD_NOTIFICATIONS.suffixes) {
+        bucket.addEventNotification(s3.EventType.OBJECT_CREATED, new s3n.SqsDestination(ingestQueue.queue), {
+          prefix,
+          suffix,
+        });
+      }
     }
 
     // CDK configures bucket notifications through a singleton Lambda of its own.

@@ -92,7 +92,7 @@ describe('jobs infrastructure', () => {
     });
   });
 
-  it('sends created .csv objects under uploads/ and incoming/ to the ingest queue', () => {
+  it('sends created .csv and .CSV objects under uploads/ and incoming/ to the ingest queue', () => {
     const notifications = template.findResources('Custom::S3BucketNotifications');
     const config = Object.values(notifications)[0]!.Properties as {
       NotificationConfiguration: {
@@ -100,28 +100,23 @@ describe('jobs infrastructure', () => {
       };
     };
     const queues = config.NotificationConfiguration.QueueConfigurations;
-    expect(queues.map((q) => q.Events)).toEqual([['s3:ObjectCreated:*'], ['s3:ObjectCreated:*']]);
+    expect(queues.map((q) => q.Events)).toEqual(Array(4).fill(['s3:ObjectCreated:*']));
+    const filter = (prefix: string, suffix: string) =>
+      JSON.stringify({
+        Key: {
+          FilterRules: [
+            { Name: 'suffix', Value: suffix },
+            { Name: 'prefix', Value: prefix },
+          ],
+        },
+      });
     expect(queues.map((q) => JSON.stringify(q.Filter)).sort()).toEqual(
       [
-        {
-          Key: {
-            FilterRules: [
-              { Name: 'suffix', Value: '.csv' },
-              { Name: 'prefix', Value: 'incoming/' },
-            ],
-          },
-        },
-        {
-          Key: {
-            FilterRules: [
-              { Name: 'suffix', Value: '.csv' },
-              { Name: 'prefix', Value: 'uploads/' },
-            ],
-          },
-        },
-      ]
-        .map((f) => JSON.stringify(f))
-        .sort(),
+        filter('incoming/', '.csv'),
+        filter('incoming/', '.CSV'),
+        filter('uploads/', '.csv'),
+        filter('uploads/', '.CSV'),
+      ].sort(),
     );
     for (const q of queues)
       expect(q.QueueArn).toEqual({ 'Fn::GetAtt': [idOf(stateful.queues.ingest.queue), 'Arn'] });
