@@ -180,4 +180,71 @@ write(
   ]),
 );
 
+// Excel's "Unicode text" export: UTF-16LE with a BOM, TAB-separated, CRLF; commas stay
+// unquoted inside cells, cells with a tab, a line break or a quote are quoted.
+write(
+  'utf16le-bom-tab.csv',
+  Buffer.concat([
+    Buffer.from([0xff, 0xfe]),
+    Buffer.from(
+      crlf([
+        '電話番号\t氏名\t住所\tメモ',
+        '090-1212-0001\t山田 太郎\t東京都千代田区1-1, 2F\t初回',
+        '090-1212-0002\t"鈴木\t花子"\t大阪府, 北区\t"改行\r\nあり"',
+        'abc\t不正\t\t',
+        '090-1212-0001\t山田（重複）\t\t',
+      ]),
+      'utf16le',
+    ),
+  ]),
+);
+
+// A .tsv saved as .csv: UTF-8 without a BOM, TAB-separated, LF; a comma inside a cell.
+write(
+  'tab-separated.csv',
+  lf(['phone\tname\tcompany', '090-1313-0001\tAlice\tAcme, Inc.', '090-1313-0002\t佐藤\t"Quoted\tTab"']),
+);
+
+// European Excel's "CSV UTF-8": a BOM, semicolons (the comma is the decimal mark), CRLF; the
+// header has more commas than semicolons.
+write(
+  'semicolon-excel-eu.csv',
+  `\ufeff${crlf([
+    'Phone;Name, Vorname;Betrag, EUR, brutto',
+    '090-1414-0001;Müller, Anna;12,50',
+    '090-1414-0002;"Schmidt; Hans";7,00',
+    '090-1414-0001;Müller, Anna;1,00',
+    'keine Nummer;Weber, Eva;0,00',
+  ])}`,
+);
+
+// Excel's used range wider than its header: `,,` at the end of the header, and data rows
+// that end early or carry more empty cells.
+write(
+  'trailing-empty-header.csv',
+  `\ufeff${crlf([
+    '電話番号,氏名,メモ,,',
+    '090-1515-0001,一,a,,',
+    '090-1515-0002,二,b',
+    '090-1515-0003,三,c,,,,',
+    '090-1515-0004,四',
+    '090-1515-0005,五,e,x,',
+  ])}`,
+);
+
+// UTF-16 without a BOM, as some tools export it, in both byte orders.
+const noBomList = crlf(['電話番号,名前', '090-1616-0001,一郎', '090-1616-0002,二郎', 'bad,三郎']);
+write('utf16le-no-bom.csv', Buffer.from(noBomList, 'utf16le'));
+write('utf16be-no-bom.csv', Buffer.from(noBomList, 'utf16le').swap16());
+
+// Shift_JIS whose only non-ASCII is half-width katakana, every run of it also valid UTF-8:
+// ﾐｶ = D0 B6 (ж), ﾅｵ = C5 B5 (ŵ), ﾃｽﾄｰ = C3 BD C4 B0 (ýİ), ﾕｷ = D5 B7 (Armenian).
+write(
+  'sjis-halfwidth-katakana.csv',
+  iconv.encode(
+    crlf(['phone,name,kana', '090-1717-0001,ﾐｶ,ﾕｷ', '090-1717-0002,ﾅｵ,ﾃｽﾄｰ', '090-1717-0003,ﾃｽﾄｰ,ﾐｶ']),
+    'cp932',
+  ),
+);
+
 console.log(`wrote fixtures to ${dir}`);

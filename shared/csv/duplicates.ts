@@ -16,8 +16,9 @@ export interface DuplicateCandidate {
 export interface DuplicateFilter {
   /**
    * Takes recipients about to become tasks (distinct, in row order) and returns those that
-   * already became a task of this job, each with that task's row. Every recipient not returned
-   * becomes a task: the filter remembers it from then on.
+   * already became a task of this job from an earlier row, each with that row (always smaller
+   * than the candidate's). Every recipient not returned becomes a task: the filter remembers it
+   * from then on.
    */
   admit(candidates: readonly DuplicateCandidate[]): Promise<ReadonlyMap<string, number>>;
   /** How many recipients the filter remembers: one per accepted task, checked on resume. */
@@ -57,8 +58,8 @@ export function inMemoryDuplicateFilter(options: { readonly from?: Uint8Array } 
       const earlier = new Map<string, number>();
       for (const { recipient, row } of candidates) {
         const first = firstRows.get(recipient);
-        if (first === undefined) firstRows.set(recipient, row);
-        else earlier.set(recipient, first);
+        if (first !== undefined && first < row) earlier.set(recipient, first);
+        else firstRows.set(recipient, row); // new, or its own row again (a page handed again)
       }
       return earlier;
     },
@@ -92,6 +93,11 @@ export interface BloomSizing {
  * because the caller's tasks are stored before the next page is admitted: {@link ingestRows}
  * awaits `onBatch` for a page before it admits the next one, and within a page recipients are
  * distinct.
+ *
+ * A stored task is an earlier occurrence only when its row is before the candidate's. A run that
+ * crashed after storing a page leaves tasks the snapshot it is retried from does not know: when
+ * the Bloom filter's "maybe" finds such a task, it is the candidate row's own task (same row, same
+ * deterministic key), written again by the retry, not a duplicate of it.
  */
 export function bloomDuplicateFilter(
   options: BloomSizing & { readonly confirm: ConfirmStoredTasks; readonly from?: Uint8Array },
@@ -102,10 +108,12 @@ export function bloomDuplicateFilter(
       const maybe = candidates
         .filter(({ recipient }) => bloom.mightContain(recipient))
         .map((c) => c.recipient);
+      const rows = new Map(candidates.map((c) => [c.recipient, c.row]));
       const earlier = new Map<string, number>();
       for (let i = 0; i < maybe.length; i += CONFIRM_BATCH) {
         for (const [recipient, row] of await options.confirm(maybe.slice(i, i + CONFIRM_BATCH))) {
-          earlier.set(recipient, row);
+          const own = rows.get(recipient);
+          if (own !== undefined && row < own) earlier.set(recipient, row);
         }
       }
       for (const { recipient } of candidates) if (!earlier.has(recipient)) bloom.add(recipient);

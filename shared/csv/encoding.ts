@@ -48,8 +48,9 @@ const SIGNATURES: readonly { readonly bytes: readonly number[]; readonly what: s
  * Decides the encoding of a file from its first bytes (`window`, up to {@link SNIFF_BYTES};
  * `complete` when the window is the whole file), or says why it is not text.
  *
- * A BOM decides outright. Otherwise bytes that are not valid UTF-8 mean CP932 (Excel's
- * Shift_JIS), and pure ASCII leaves the choice open. A file with NUL bytes or many control
+ * A BOM decides outright. Otherwise NUL bytes in every other byte mean UTF-16 without a BOM
+ * (see {@link guessUtf16}); UTF-8 against CP932 (Excel's Shift_JIS) is {@link utf8OrCp932}'s
+ * call, and pure ASCII leaves the choice open. A file with other NUL bytes or many control
  * characters is not a CSV, whatever its name says.
  */
 export function sniffEncoding(window: Uint8Array, complete: boolean): Sniffed | NotText {
@@ -58,9 +59,13 @@ export function sniffEncoding(window: Uint8Array, complete: boolean): Sniffed | 
   }
   if (startsWith(window, [0xff, 0xfe]) || startsWith(window, [0xfe, 0xff])) {
     const encoding = window[0] === 0xff ? 'utf-16le' : 'utf-16be';
-    const text = iconv.decode(Buffer.from(window.subarray(2, window.length & ~1)), encoding);
-    const notText = controlCharacterVerdict(text);
+    const notText = controlCharacterVerdict(decodeUtf16Window(window, encoding, 2));
     return notText ? { notText } : { encoding, bomLength: 2 };
+  }
+  const utf16 = guessUtf16(window);
+  if (utf16) {
+    const notText = controlCharacterVerdict(decodeUtf16Window(window, utf16, 0));
+    return notText ? { notText } : { encoding: utf16, bomLength: 0 };
   }
   const bomLength = startsWith(window, [0xef, 0xbb, 0xbf]) ? 3 : 0;
   const body = window.subarray(bomLength);
@@ -69,7 +74,109 @@ export function sniffEncoding(window: Uint8Array, complete: boolean): Sniffed | 
   if (bomLength > 0) return { encoding: 'utf-8', bomLength };
   if (isAscii(body)) return { encoding: 'ascii', bomLength: 0 };
   const checked = complete ? body : body.subarray(0, completeUtf8Length(body));
-  return { encoding: isUtf8(checked) ? 'utf-8' : 'cp932', bomLength: 0 };
+  return { encoding: utf8OrCp932(checked), bomLength: 0 };
+}
+
+/** The text of a UTF-16 window from `from` (past the BOM), without a code unit cut at its end. */
+export function decodeUtf16Window(
+  window: Uint8Array,
+  encoding: 'utf-16le' | 'utf-16be',
+  from: number,
+): string {
+  const end = from + ((window.length - from) & ~1);
+  return iconv.decode(Buffer.from(window.subarray(from, end)), encoding);
+}
+
+/** Bytes of a file's start that {@link guessUtf16} looks at. */
+const UTF16_SNIFF_BYTES = 4096;
+
+/**
+ * UTF-16 without a BOM, told by its NUL bytes: every ASCII character (digits, `,` TAB, line
+ * breaks, Latin letters) is a NUL and the character, in that order for big-endian and the other
+ * for little-endian, so a list of phone numbers has a NUL in every other byte even when its names
+ * are Japanese. A binary file has NULs at random, and in pairs (U+0000, which no text has).
+ *
+ * One byte order is taken when at least 4 code units are ASCII in it (a stray NUL or two in a
+ * text file is not UTF-16), and either a quarter of the units are ASCII (over twice as many as
+ * in the other order, where 一 U+4E00 and the ideographic space U+3000 look like ASCII), or nine
+ * in ten are characters a Japanese list is written in (ASCII, punctuation, kana, kanji,
+ * full-width forms), more than in the other order: a list of long Japanese addresses has few
+ * ASCII characters. Random bytes fit neither.
+ */
+export function guessUtf16(window: Uint8Array): 'utf-16le' | 'utf-16be' | undefined {
+  const end = Math.min(window.length, UTF16_SNIFF_BYTES) & ~1;
+  const units = end / 2;
+  const ascii = { le: 0, be: 0 };
+  const plausible = { le: 0, be: 0 };
+  for (let i = 0; i < end; i += 2) {
+    const first = window[i]!;
+    const second = window[i + 1]!;
+    if (first === 0 && second === 0) return undefined;
+    if (second === 0 && isTextAscii(first)) ascii.le++;
+    else if (first === 0 && isTextAscii(second)) ascii.be++;
+    if (isJapaneseTextHighByte(second)) plausible.le++;
+    if (isJapaneseTextHighByte(first)) plausible.be++;
+  }
+  const fits = (order: 'le' | 'be', other: 'le' | 'be'): boolean =>
+    ascii[order] >= 4 &&
+    ((ascii[order] >= units / 4 && ascii[order] > ascii[other] * 2) ||
+      (plausible[order] >= units * 0.9 && plausible[order] > plausible[other]));
+  if (fits('le', 'be')) return 'utf-16le';
+  if (fits('be', 'le')) return 'utf-16be';
+  return undefined;
+}
+
+/** Printable ASCII, TAB, LF or CR: what the ASCII half of a UTF-16 text's code units holds. */
+function isTextAscii(byte: number): boolean {
+  return (byte >= 0x20 && byte < 0x7f) || byte === 0x09 || byte === 0x0a || byte === 0x0d;
+}
+
+/**
+ * The high byte of a character of a Japanese list: ASCII and Latin-1 (00), punctuation, arrows,
+ * shapes (20-27), CJK symbols, kana, ㈱ ㎡ (30-33), kanji (4E-9F), full-width forms and half-width
+ * katakana (FF).
+ */
+function isJapaneseTextHighByte(byte: number): boolean {
+  return (
+    byte === 0 ||
+    (byte >= 0x20 && byte <= 0x27) ||
+    (byte >= 0x30 && byte <= 0x33) ||
+    (byte >= 0x4e && byte <= 0x9f) ||
+    byte === 0xff
+  );
+}
+
+/**
+ * UTF-8 or CP932, for bytes that are not all ASCII (and not cut inside a UTF-8 character at the
+ * end). Bytes that are not valid UTF-8 are CP932. Valid UTF-8 is UTF-8, except when it reads
+ * better as CP932's half-width katakana: those are the single bytes 0xA1-0xDF, and a run like
+ * `ﾐｶ` (D0 B6) or `ﾃｽﾄｰ` (C3 BD C4 B0) is also valid UTF-8 (`ж`, `ýİ`). Such a file is CP932
+ * when every non-ASCII byte is a half-width katakana byte, and the UTF-8 reading gives only
+ * letters of Latin-1, Greek, Cyrillic... (implausible in a Japanese list) that never touch an
+ * ASCII letter (accented letters sit inside Latin words: José, Müller, Zoë); symbols such as
+ * `¥` `°` `©` keep the file UTF-8.
+ */
+export function utf8OrCp932(bytes: Uint8Array): 'utf-8' | 'cp932' {
+  if (!isUtf8(bytes)) return 'cp932';
+  return readsAsHalfWidthKatakana(bytes) ? 'cp932' : 'utf-8';
+}
+
+function readsAsHalfWidthKatakana(bytes: Uint8Array): boolean {
+  let found = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (byte < 0x80) continue;
+    if (byte < 0xa1 || byte > 0xdf) return false;
+    if (isAsciiLetter(bytes[i - 1]) || isAsciiLetter(bytes[i + 1])) return false;
+    found = true;
+  }
+  return found && LETTERS_ONLY_RE.test(Buffer.from(bytes).toString('utf8'));
+}
+
+const LETTERS_ONLY_RE = /^[\x00-\x7f\p{L}\p{M}]*$/u;
+
+function isAsciiLetter(byte: number | undefined): boolean {
+  return byte !== undefined && ((byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a));
 }
 
 /**
@@ -99,7 +206,7 @@ export function makeCellDecoder(encoding: TextEncodingName): CellDecoder {
       if (current === 'ascii') {
         const nonAscii = rawCells.filter((cell) => !ASCII_RE.test(cell));
         if (nonAscii.length === 0) return [...rawCells];
-        current = isUtf8(Buffer.from(nonAscii.join(','), 'latin1')) ? 'utf-8' : 'cp932';
+        current = utf8OrCp932(Buffer.from(nonAscii.join(','), 'latin1'));
       }
       const cp932 = current === 'cp932';
       return rawCells.map((cell) => {

@@ -54,7 +54,7 @@ export function normalizeHeader(header: string): string {
 }
 
 export interface HeaderMap {
-  /** The header cells as written (trimmed). */
+  /** The header cells as written (trimmed), without the empty ones at the end of the row. */
   readonly headers: readonly string[];
   /** Column index of the recipient (phone number for calls, LINE user id for messages). */
   readonly recipient: number;
@@ -71,6 +71,9 @@ export type HeaderMapping =
  * Finds the recipient and name columns of a header row for a job on `channel`. When several
  * columns could be the recipient, the leftmost wins and the others stay variables; an explicit
  * `recipientColumn` (header text, compared like the aliases) overrides the aliases.
+ *
+ * Empty cells at the end of the header row are not columns: Excel writes them (`phone,name,,`)
+ * when its used range is wider than the header, and its data rows then end early or late.
  */
 export function mapHeader(
   headerCells: readonly string[],
@@ -78,6 +81,7 @@ export function mapHeader(
   options: { readonly recipientColumn?: string } = {},
 ): HeaderMapping {
   const headers = headerCells.map((cell) => cell.trim());
+  while (headers.length > 0 && headers.at(-1) === '') headers.pop();
   const normalized = headers.map(normalizeHeader);
   const wanted = options.recipientColumn
     ? [normalizeHeader(options.recipientColumn)]

@@ -8,9 +8,11 @@
  * with a cursor to resume from, or a job-level failure reason.
  *
  * Main course:
- * 1. Detect the encoding (UTF-8 with/without BOM, CP932, UTF-16) and refuse non-text files.
+ * 1. Detect the encoding (UTF-8 with/without BOM, CP932, UTF-16 with/without BOM) and refuse
+ *    non-text files; detect the cell separator (comma, tab or semicolon) from the header line.
  * 2. Parse records as a stream; the first non-blank record is the header: find the recipient
- *    column for the channel, or fail the job naming the headers found.
+ *    column for the channel, or fail the job naming the headers found (and the separator, when
+ *    the header has tabs or semicolons).
  * 3. Check each data row (shape, size, recipient) and collect a page of `batchSize` rows.
  * 4. Per page: drop opted-out recipients (one lookup per 100), then duplicates (within the page,
  *    then through the duplicate filter), then hand the accepted drafts to `onBatch` and the
@@ -22,6 +24,7 @@
  * and are not data rows. `onBatch` and `onReport` must be idempotent per row: after a crash,
  * a retry from the last cursor hands the same page again.
  */
+import { type CsvDelimiter, delimiterName } from './delimiter.ts';
 import { type DuplicateFilter, DuplicateFilterStateError } from './duplicates.ts';
 import type { CellDecoder, TextEncodingName } from './encoding.ts';
 import { type Channel, type HeaderMap, mapHeader } from './headers.ts';
@@ -148,9 +151,13 @@ export async function ingestRows(input: IngestRowsInput): Promise<IngestResult> 
     map = mapping.map;
   }
 
-  const opened = await openCsv(input.source, { resume: resumeFrom, limits });
+  const opened = await openCsv(input.source, {
+    resume: resumeFrom,
+    limits,
+    acceptsHeader: (cells) => mapHeader(cells, input.channel, { recipientColumn: input.recipientColumn }).ok,
+  });
   if (!opened.ok) return { status: 'failed', counts, failure: { code: opened.code, reason: opened.reason } };
-  const run = new IngestRun(input, { batchSize, checkRecipient, limits, counts, map }, opened.decoder);
+  const run = new IngestRun(input, { batchSize, checkRecipient, limits, counts, map }, opened);
   try {
     return await run.readAll(opened.events);
   } finally {
@@ -165,6 +172,7 @@ class IngestRun {
   readonly #checkRecipient: (cell: string) => RecipientCheck;
   readonly #limits: CsvLimits;
   readonly #decoder: CellDecoder;
+  readonly #delimiter: CsvDelimiter;
   #counts: IngestCounts;
   #map: HeaderMap | undefined;
   #page: Checked[] = [];
@@ -181,7 +189,7 @@ class IngestRun {
       readonly counts: IngestCounts;
       readonly map: HeaderMap | undefined;
     },
-    decoder: CellDecoder,
+    csv: { readonly decoder: CellDecoder; readonly delimiter: CsvDelimiter },
   ) {
     this.#input = input;
     this.#batchSize = setup.batchSize;
@@ -189,7 +197,8 @@ class IngestRun {
     this.#limits = setup.limits;
     this.#counts = setup.counts;
     this.#map = setup.map;
-    this.#decoder = decoder;
+    this.#decoder = csv.decoder;
+    this.#delimiter = csv.delimiter;
     this.#byteOffset = input.resumeFrom?.byteOffset ?? 0;
     this.#row = input.resumeFrom?.row ?? 0;
   }
@@ -217,6 +226,7 @@ class IngestRun {
           byteOffset: this.#byteOffset,
           row: this.#row,
           encoding: this.#decoder.encoding,
+          delimiter: this.#delimiter,
           header: map.headers,
           counts: this.#counts,
         };
@@ -255,7 +265,10 @@ class IngestRun {
       if (!mapping.ok) {
         const looksLikeData = event.cells.some((cell) => this.#checkRecipient(cell).ok);
         const hint = looksLikeData ? '; the first row looks like data: the file needs a header row' : '';
-        return this.#fail('no-recipient-column', mapping.reason + hint);
+        return this.#fail(
+          'no-recipient-column',
+          mapping.reason + separatorNote(this.#delimiter, event.cells) + hint,
+        );
       }
       this.#map = mapping.map;
     }
@@ -306,6 +319,18 @@ function recipientChecker(
   return (cell) => normalizePhoneNumber(cell, region);
 }
 
+/**
+ * How the header was split, when it matters to the reader of a failure: the file was read as tab-
+ * or semicolon-separated, or as comma-separated although its header also has tabs or semicolons.
+ */
+function separatorNote(delimiter: CsvDelimiter, headerCells: readonly string[]): string {
+  if (delimiter !== ',') return ` (read as ${delimiterName(delimiter)}-separated)`;
+  const others = (['\t', ';'] as const).filter((d) => headerCells.some((cell) => cell.includes(d)));
+  if (others.length === 0) return '';
+  const names = others.map((d) => (d === '\t' ? 'tabs' : 'semicolons')).join(' and ');
+  return ` (read as comma-separated; it also has ${names})`;
+}
+
 function isBlank(cells: readonly string[]): boolean {
   return cells.every((cell) => cell.trim() === '');
 }
@@ -335,8 +360,9 @@ function checkRow(
   }
   const { cells } = event;
   const expected = map.headers.length;
-  // Trailing empty cells past the header are what Excel writes when its used range is wider
-  // than the header: no data is lost, so they are not an error. Missing cells are.
+  // Trailing empty cells past the header (and under the empty header cells `mapHeader` drops)
+  // are what Excel writes when its used range is wider than the header: no data is lost, so
+  // they are not an error. Missing cells are, and so is a value under no header.
   if (cells.length < expected || cells.slice(expected).some((cell) => cell.trim() !== '')) {
     return reject({ code: 'ragged-row', reason: `expected ${expected} columns, got ${cells.length}` });
   }

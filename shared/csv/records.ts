@@ -9,13 +9,17 @@
 import { pipeline, Readable } from 'node:stream';
 import { type Options, Parser } from 'csv-parse';
 import iconv from 'iconv-lite';
+import { type CsvDelimiter, sniffDelimiter } from './delimiter.ts';
 import {
   type CellDecoder,
+  decodeUtf16Window,
   makeCellDecoder,
   SNIFF_BYTES,
   sniffEncoding,
   type TextEncodingName,
 } from './encoding.ts';
+
+export type { CsvDelimiter };
 
 export interface CsvLimits {
   /** A record longer than this (bytes, line ending included) is rejected as "row too long". */
@@ -36,6 +40,8 @@ export interface CsvPosition {
   /** Spreadsheet row of the last record already read. */
   readonly row: number;
   readonly encoding: TextEncodingName;
+  /** The cell separator found in the header; absent in cursors saved before it was detected: comma. */
+  readonly delimiter?: CsvDelimiter;
 }
 
 export type CsvEvent =
@@ -58,6 +64,8 @@ export type OpenedCsv =
       readonly ok: true;
       /** Tells the file's encoding as decided so far (see {@link TextEncodingName}). */
       readonly decoder: CellDecoder;
+      /** The cell separator, decided from the header line (see `delimiter.ts`). */
+      readonly delimiter: CsvDelimiter;
       readonly events: AsyncGenerator<CsvEvent, void, undefined>;
       /**
        * Closes the source now (e.g. releases an S3 body's socket) when reading stops early; a
@@ -72,14 +80,20 @@ const SLICE_BYTES = 64 * 1024;
 /**
  * Opens `source` (the whole file, or — when `resume.byteOffset` > 0 — the file from that offset
  * on, e.g. an S3 ranged GET) and returns its records as events. A fresh read detects the
- * encoding and rejects files that are not text; a resumed one trusts `resume`.
+ * encoding and the cell separator, and rejects files that are not text; a resumed one trusts
+ * `resume`. `acceptsHeader` (given a header row's cells) settles a header line that has more than
+ * one kind of separator: see {@link sniffDelimiter}.
  *
  * UTF-16 files are transcoded before parsing, so their records have no byte offset in the file:
  * their events carry `end: 0`, and a resume re-reads from the start, skipping through `resume.row`.
  */
 export async function openCsv(
   source: AsyncIterable<Uint8Array>,
-  options: { readonly resume?: CsvPosition; readonly limits?: Partial<CsvLimits> } = {},
+  options: {
+    readonly resume?: CsvPosition;
+    readonly limits?: Partial<CsvLimits>;
+    readonly acceptsHeader?: (cells: readonly string[]) => boolean;
+  } = {},
 ): Promise<OpenedCsv> {
   const limits = { ...DEFAULT_CSV_LIMITS, ...options.limits };
   const { resume } = options;
@@ -96,13 +110,15 @@ export async function openCsv(
       throw new RangeError('a UTF-16 file can only be resumed from byte 0 (records have no byte offset)');
     }
     const decoder = makeCellDecoder(resume.encoding);
+    const delimiter = resume.delimiter ?? ',';
     const bytes = continueWith(Buffer.alloc(0), iterator, reading, close);
     const events = parseRecords(bytes, decoder, limits, {
+      delimiter,
       rowBase: resume.row,
       offsetBase: resume.byteOffset,
       skipThroughRow: 0,
     });
-    return { ok: true, decoder, events, close };
+    return { ok: true, decoder, delimiter, events, close };
   }
 
   const head: Buffer[] = [];
@@ -121,20 +137,33 @@ export async function openCsv(
   }
   if (headLength === 0) return { ok: false, code: 'empty-file', reason: 'the file is empty' };
   const window = Buffer.concat(head);
-  const sniffed = sniffEncoding(done ? window : window.subarray(0, SNIFF_BYTES), done);
+  const sniffWindow = done ? window : window.subarray(0, SNIFF_BYTES);
+  const sniffed = sniffEncoding(sniffWindow, done);
   if ('notText' in sniffed) {
     await close();
     return { ok: false, code: 'not-csv', reason: sniffed.notText };
   }
-  const raw = continueWith(window.subarray(sniffed.bomLength), iterator, reading, close);
-  const utf16 = isUtf16(sniffed.encoding);
-  const decoder = makeCellDecoder(resume && resume.encoding !== 'ascii' ? resume.encoding : sniffed.encoding);
-  const events = parseRecords(utf16 ? transcodeToUtf8(raw, sniffed.encoding) : raw, decoder, limits, {
+  const { encoding, bomLength } = sniffed;
+  const utf16 = encoding === 'utf-16le' || encoding === 'utf-16be';
+  const { acceptsHeader } = options;
+  const delimiter =
+    resume?.delimiter ??
+    (utf16
+      ? sniffDelimiter(decodeUtf16Window(sniffWindow, encoding, bomLength), { acceptsHeader })
+      : sniffDelimiter(sniffWindow.subarray(bomLength).toString('latin1'), {
+          acceptsHeader,
+          // A throwaway decoder: the parse decides the encoding, record by record.
+          decodeCells: (cells) => makeCellDecoder(encoding).decodeRecord(cells),
+        }));
+  const raw = continueWith(window.subarray(bomLength), iterator, reading, close);
+  const decoder = makeCellDecoder(resume && resume.encoding !== 'ascii' ? resume.encoding : encoding);
+  const events = parseRecords(utf16 ? transcodeToUtf8(raw, encoding) : raw, decoder, limits, {
+    delimiter,
     rowBase: 0,
-    offsetBase: utf16 ? null : sniffed.bomLength,
+    offsetBase: utf16 ? null : bomLength,
     skipThroughRow: resume?.row ?? 0,
   });
-  return { ok: true, decoder, events, close };
+  return { ok: true, decoder, delimiter, events, close };
 }
 
 function isUtf16(encoding: TextEncodingName): boolean {
@@ -199,7 +228,12 @@ async function* parseRecords(
   bytes: AsyncIterable<Buffer>,
   decoder: CellDecoder,
   limits: CsvLimits,
-  at: { readonly rowBase: number; readonly offsetBase: number | null; readonly skipThroughRow: number },
+  at: {
+    readonly delimiter: CsvDelimiter;
+    readonly rowBase: number;
+    readonly offsetBase: number | null;
+    readonly skipThroughRow: number;
+  },
 ): AsyncGenerator<CsvEvent, void, undefined> {
   // What the parser has read and emitted so far, updated synchronously as it parses, so the
   // guard below measures the record being parsed, not how far behind the consumer happens to be.
@@ -225,6 +259,7 @@ async function* parseRecords(
     // turned back into their exact bytes for the real decoding.
     encoding: 'latin1',
     bom: false,
+    delimiter: at.delimiter,
     record_delimiter: ['\r\n', '\n', '\r'],
     relax_quotes: true,
     relax_column_count: true,

@@ -50,6 +50,18 @@ describe('inMemoryDuplicateFilter', () => {
       DuplicateFilterStateError,
     );
   });
+
+  it('does not call a row a duplicate of itself when the same page is admitted again', async () => {
+    const filter = inMemoryDuplicateFilter();
+    const page = [
+      { recipient: 'a', row: 2 },
+      { recipient: 'b', row: 3 },
+    ];
+    await filter.admit(page);
+    expect(await filter.admit(page)).toEqual(new Map());
+    expect(await filter.admit([{ recipient: 'a', row: 4 }])).toEqual(new Map([['a', 2]]));
+    expect(filter.size).toBe(2);
+  });
 });
 
 describe('bloomDuplicateFilter', () => {
@@ -92,6 +104,32 @@ describe('bloomDuplicateFilter', () => {
         confirm: async () => new Map(),
       }),
     ).toThrow(DuplicateFilterStateError);
+  });
+
+  it("answers only earlier rows: a stored task of the candidate's own row (or a later one) is not a duplicate", async () => {
+    // Every bit set: the Bloom filter says "maybe" to every recipient.
+    const snapshot = BloomFilter.sized({ expectedRows: 10 }).toBytes();
+    snapshot.fill(0xff, 16);
+    // What a crashed run left behind: tasks the snapshot does not know.
+    const stored = new Map([
+      [number(1), 3],
+      [number(2), 5],
+      [number(3), 9],
+    ]);
+    const filter = bloomDuplicateFilter({
+      expectedRows: 1,
+      from: snapshot,
+      confirm: async (recipients) =>
+        new Map(recipients.filter((r) => stored.has(r)).map((r) => [r, stored.get(r)!])),
+    });
+    const earlier = await filter.admit([
+      { recipient: number(1), row: 5 }, // stored from row 3: a duplicate of it
+      { recipient: number(2), row: 5 }, // its own task, written by the crashed run
+      { recipient: number(3), row: 7 }, // a later row's task: this row comes first
+      { recipient: number(4), row: 8 }, // nothing stored: a false positive
+    ]);
+    expect(earlier).toEqual(new Map([[number(1), 3]]));
+    expect(filter.size).toBe(3);
   });
 
   it('holds a million rows in about 1.8 MB at 0.1% false positives', () => {

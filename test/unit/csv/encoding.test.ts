@@ -1,6 +1,7 @@
+import { isUtf8 } from 'node:buffer';
 import iconv from 'iconv-lite';
 import { describe, expect, it } from 'vitest';
-import { makeCellDecoder, SNIFF_BYTES, sniffEncoding } from '#shared/csv/encoding.ts';
+import { makeCellDecoder, SNIFF_BYTES, sniffEncoding, utf8OrCp932 } from '#shared/csv/encoding.ts';
 import { ingestBytes } from './support.ts';
 
 const latin1 = (bytes: Uint8Array): string => Buffer.from(bytes).toString('latin1');
@@ -46,6 +47,85 @@ describe('sniffEncoding', () => {
     expect(sniffEncoding(Buffer.from('\ufeff\x00\x00', 'utf16le'), true)).toEqual({
       notText: 'not a CSV file: it contains NUL characters (a binary file)',
     });
+  });
+});
+
+describe('UTF-16 without a BOM', () => {
+  const list = '電話番号,名前\r\n090-1234-5678,一郎\r\n090-1234-5679,山田 一\r\n';
+
+  it('is told by its NUL bytes, in both byte orders, Japanese names and all', () => {
+    expect(sniffEncoding(Buffer.from(list, 'utf16le'), true)).toEqual({ encoding: 'utf-16le', bomLength: 0 });
+    expect(sniffEncoding(Buffer.from(list, 'utf16le').swap16(), true)).toEqual({
+      encoding: 'utf-16be',
+      bomLength: 0,
+    });
+    expect(sniffEncoding(Buffer.from('phone\tname\n', 'utf16le'), true)).toEqual({
+      encoding: 'utf-16le',
+      bomLength: 0,
+    });
+  });
+
+  it('is told even when most of the text is Japanese (long addresses, few ASCII characters)', () => {
+    const row = (i: number) => `0${i},東京都新宿区西新宿二丁目八番一号　都庁第一本庁舎四十五階展望室前広場\n`;
+    const text = `電話番号,住所\n${Array.from({ length: 40 }, (_, i) => row(i)).join('')}`;
+    const window = Buffer.from(text, 'utf16le').subarray(0, 4096);
+    expect(window.filter((byte, i) => i % 2 === 1 && byte === 0).length).toBeLessThan(4096 / 2 / 4);
+    expect(sniffEncoding(Buffer.from(text, 'utf16le'), true)).toEqual({ encoding: 'utf-16le', bomLength: 0 });
+    expect(sniffEncoding(Buffer.from(text, 'utf16le').swap16(), true)).toEqual({
+      encoding: 'utf-16be',
+      bomLength: 0,
+    });
+  });
+
+  it('is not what a binary file or a stray NUL looks like: those are still refused', () => {
+    const nul = { notText: 'not a CSV file: it contains NUL bytes (a binary file)' };
+    // Little-endian 32-bit integers: NULs in pairs (U+0000).
+    const ints = Buffer.alloc(400);
+    for (let i = 0; i < 100; i++) ints.writeUInt32LE(0x41 + (i % 26), i * 4);
+    expect(sniffEncoding(ints, true)).toEqual(nul);
+    // Random bytes with their NULs.
+    const random = Uint8Array.from({ length: 4096 }, (_, i) => (i * 7919 + ((i * i) % 251)) % 256);
+    expect(sniffEncoding(random, true)).toEqual(nul);
+    // A text file with a NUL or two.
+    expect(sniffEncoding(Buffer.from('phone,name\n090-1234-5678,A\x00\n\x00'), true)).toEqual(nul);
+  });
+
+  it('is read as text only if it decodes to text', () => {
+    const controls = Buffer.from(`phone\n${'a\x01'.repeat(20)}\n`, 'utf16le');
+    expect(sniffEncoding(controls, true)).toEqual({
+      notText: 'not a CSV file: it is full of control characters (a binary file)',
+    });
+  });
+});
+
+describe('UTF-8 or Shift_JIS half-width katakana', () => {
+  const cp932 = (text: string) => iconv.encode(text, 'cp932');
+
+  it('reads valid-UTF-8 half-width katakana as Shift_JIS, whose UTF-8 reading is Cyrillic or Latin-1 letters', () => {
+    expect(isUtf8(cp932('ﾐｶ'))).toBe(true); // ж: what made such files UTF-8 before
+    expect(utf8OrCp932(cp932('090-1111-0001,ﾐｶ,ﾃｽﾄｰ\r\n'))).toBe('cp932');
+    expect(utf8OrCp932(cp932('ﾅｵ'))).toBe('cp932');
+    expect(utf8OrCp932(cp932('ﾃｽﾄ'))).toBe('cp932'); // C3 BD C4: not valid UTF-8 anyway
+    expect(sniffEncoding(cp932('phone,name\r\n090-1111-0001,ﾐｶ\r\n'), true)).toEqual({
+      encoding: 'cp932',
+      bomLength: 0,
+    });
+  });
+
+  it('keeps UTF-8 for accented letters inside Latin words, symbols such as ¥, and any 3-byte character', () => {
+    for (const text of ['José', 'Zoë', 'Müller', 'ñandú', '¥1000', '25°C', 'ﾐｶ 東京', 'crème brûlée']) {
+      expect([text, utf8OrCp932(Buffer.from(text))]).toEqual([text, 'utf-8']);
+    }
+  });
+
+  it('decides the same way on a first non-ASCII record found after the first 64 KiB', () => {
+    const decoder = makeCellDecoder('ascii');
+    expect(decoder.decodeRecord(['090-1111-0001', latin1(cp932('ﾐｶ')), latin1(cp932('ﾃｽﾄｰ'))])).toEqual([
+      '090-1111-0001',
+      'ﾐｶ',
+      'ﾃｽﾄｰ',
+    ]);
+    expect(decoder.encoding).toBe('cp932');
   });
 });
 

@@ -5,6 +5,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
+import iconv from 'iconv-lite';
 import { describe, expect, it } from 'vitest';
 import { inMemoryDuplicateFilter } from '#shared/csv/duplicates.ts';
 import { ingestRows, type TaskDraft } from '#shared/csv/ingest.ts';
@@ -319,6 +320,161 @@ describe('fixtures: the report each customer file produces', () => {
   });
 });
 
+describe('fixtures: tab- and semicolon-separated exports, wide headers, other encodings', () => {
+  it('reads Excel "Unicode text" (UTF-16LE with a BOM, tab-separated), commas kept inside cells', async () => {
+    const { result, tasks, entries } = await ingestBytes(fixture('utf16le-bom-tab.csv'));
+    expect(result).toEqual({
+      status: 'completed',
+      encoding: 'utf-16le',
+      counts: { dataRows: 4, accepted: 2, rejected: 1, skipped: 1 },
+    });
+    expect(tasks).toEqual([
+      {
+        row: 2,
+        recipient: '+819012120001',
+        name: '山田 太郎',
+        variables: { 住所: '東京都千代田区1-1, 2F', メモ: '初回' },
+      },
+      {
+        row: 3,
+        recipient: '+819012120002',
+        name: '鈴木\t花子',
+        variables: { 住所: '大阪府, 北区', メモ: '改行\r\nあり' },
+      },
+    ]);
+    expect(entries).toEqual([
+      {
+        row: 4,
+        outcome: 'rejected',
+        code: 'invalid-phone',
+        reason: 'invalid phone number',
+        column: phone,
+        value: 'abc',
+      },
+      {
+        row: 5,
+        outcome: 'skipped',
+        code: 'duplicate',
+        reason: 'duplicate of row 2',
+        column: phone,
+        value: '090-1212-0001',
+      },
+    ]);
+  });
+
+  it('reads a .tsv saved as .csv (UTF-8, tab-separated)', async () => {
+    const { result, tasks, entries } = await ingestBytes(fixture('tab-separated.csv'));
+    expect(result).toEqual({
+      status: 'completed',
+      encoding: 'utf-8',
+      counts: { dataRows: 2, accepted: 2, rejected: 0, skipped: 0 },
+    });
+    expect(tasks).toEqual([
+      { row: 2, recipient: '+819013130001', name: 'Alice', variables: { company: 'Acme, Inc.' } },
+      { row: 3, recipient: '+819013130002', name: '佐藤', variables: { company: 'Quoted\tTab' } },
+    ]);
+    expect(entries).toEqual([]);
+  });
+
+  it('reads European Excel (semicolons), even with more commas than semicolons in its header', async () => {
+    const { result, tasks, entries } = await ingestBytes(fixture('semicolon-excel-eu.csv'));
+    expect(result).toEqual({
+      status: 'completed',
+      encoding: 'utf-8',
+      counts: { dataRows: 4, accepted: 2, rejected: 1, skipped: 1 },
+    });
+    expect(tasks).toEqual([
+      {
+        row: 2,
+        recipient: '+819014140001',
+        variables: { 'Name, Vorname': 'Müller, Anna', 'Betrag, EUR, brutto': '12,50' },
+      },
+      {
+        row: 3,
+        recipient: '+819014140002',
+        variables: { 'Name, Vorname': 'Schmidt; Hans', 'Betrag, EUR, brutto': '7,00' },
+      },
+    ]);
+    expect(entries).toEqual([
+      {
+        row: 4,
+        outcome: 'skipped',
+        code: 'duplicate',
+        reason: 'duplicate of row 2',
+        column: 'Phone',
+        value: '090-1414-0001',
+      },
+      {
+        row: 5,
+        outcome: 'rejected',
+        code: 'invalid-phone',
+        reason: 'invalid phone number',
+        column: 'Phone',
+        value: 'keine Nummer',
+      },
+    ]);
+  });
+
+  it('ignores empty cells at the end of the header: rows that end early or late by empty cells are not ragged', async () => {
+    const { result, tasks, entries } = await ingestBytes(fixture('trailing-empty-header.csv'));
+    expect(result).toEqual({
+      status: 'completed',
+      encoding: 'utf-8',
+      counts: { dataRows: 5, accepted: 3, rejected: 2, skipped: 0 },
+    });
+    expect(tasks).toEqual([
+      { row: 2, recipient: '+819015150001', name: '一', variables: { メモ: 'a' } },
+      { row: 3, recipient: '+819015150002', name: '二', variables: { メモ: 'b' } },
+      { row: 4, recipient: '+819015150003', name: '三', variables: { メモ: 'c' } },
+    ]);
+    expect(entries).toEqual([
+      // A named column is missing, and a value sits under no header: these stay ragged.
+      { row: 5, outcome: 'rejected', code: 'ragged-row', reason: 'expected 3 columns, got 2' },
+      { row: 6, outcome: 'rejected', code: 'ragged-row', reason: 'expected 3 columns, got 5' },
+    ]);
+  });
+
+  it.each([
+    ['utf16le-no-bom.csv', 'utf-16le'],
+    ['utf16be-no-bom.csv', 'utf-16be'],
+  ])('reads %s (UTF-16 without a BOM) instead of refusing it as binary', async (name, encoding) => {
+    const { result, tasks, entries } = await ingestBytes(fixture(name));
+    expect(result).toEqual({
+      status: 'completed',
+      encoding,
+      counts: { dataRows: 3, accepted: 2, rejected: 1, skipped: 0 },
+    });
+    expect(tasks).toEqual([
+      { row: 2, recipient: '+819016160001', name: '一郎', variables: {} },
+      { row: 3, recipient: '+819016160002', name: '二郎', variables: {} },
+    ]);
+    expect(entries).toEqual([
+      {
+        row: 4,
+        outcome: 'rejected',
+        code: 'invalid-phone',
+        reason: 'invalid phone number',
+        column: phone,
+        value: 'bad',
+      },
+    ]);
+  });
+
+  it('reads Shift_JIS whose only non-ASCII is half-width katakana that is also valid UTF-8', async () => {
+    const { result, tasks } = await ingestBytes(fixture('sjis-halfwidth-katakana.csv'));
+    expect(result).toEqual({
+      status: 'completed',
+      encoding: 'cp932',
+      counts: { dataRows: 3, accepted: 3, rejected: 0, skipped: 0 },
+    });
+    expect(tasks).toEqual([
+      { row: 2, recipient: '+819017170001', name: 'ﾐｶ', variables: { kana: 'ﾕｷ' } },
+      { row: 3, recipient: '+819017170002', name: 'ﾅｵ', variables: { kana: 'ﾃｽﾄｰ' } },
+      { row: 4, recipient: '+819017170003', name: 'ﾃｽﾄｰ', variables: { kana: 'ﾐｶ' } },
+    ]);
+  });
+});
+
 describe('fixtures: files that fail the whole job with one reason', () => {
   const zero = { dataRows: 0, accepted: 0, rejected: 0, skipped: 0 };
 
@@ -369,6 +525,44 @@ describe('fixtures: files that fail the whole job with one reason', () => {
         reason:
           'no phone number column (name it 電話番号, 携帯電話番号, TEL or phone): the header row has 090-1234-5678, 山田; ' +
           'the first row looks like data: the file needs a header row',
+      },
+    });
+  });
+
+  it.each([
+    [
+      'tab-separated',
+      Buffer.from('email\tname\r\na@example.com\tA\r\n'),
+      'the header row has email, name (read as tab-separated)',
+    ],
+    [
+      'semicolon-separated Shift_JIS',
+      iconv.encode('氏名;住所\r\n山田;東京\r\n', 'cp932'),
+      'the header row has 氏名, 住所 (read as semicolon-separated)',
+    ],
+    [
+      'UTF-16LE tab-separated',
+      Buffer.from('\ufeff氏名\t住所\r\n山田\t東京\r\n', 'utf16le'),
+      'the header row has 氏名, 住所 (read as tab-separated)',
+    ],
+    [
+      'comma-separated with semicolons in the header',
+      Buffer.from('email,name;kana\na@example.com,A;a\n'),
+      'the header row has email, name;kana (read as comma-separated; it also has semicolons)',
+    ],
+    [
+      'tab-separated without a header row',
+      Buffer.from('090-1234-5678\t山田\n080-1111-2222\t鈴木\n'),
+      'the header row has 090-1234-5678, 山田 (read as tab-separated); the first row looks like data: the file needs a header row',
+    ],
+  ])('a %s list without a phone column says how its header was split', async (_, bytes, found) => {
+    const { result } = await ingestBytes(bytes);
+    expect(result).toEqual({
+      status: 'failed',
+      counts: zero,
+      failure: {
+        code: 'no-recipient-column',
+        reason: `no phone number column (name it 電話番号, 携帯電話番号, TEL or phone): ${found}`,
       },
     });
   });

@@ -52,6 +52,13 @@ describe('mapHeader', () => {
     });
   });
 
+  it('drops the empty cells at the end of the header row (Excel writes them), keeping empty ones in between', () => {
+    expect(mapHeader(['phone', '', 'name', '', ' ', ''], 'call')).toEqual({
+      ok: true,
+      map: { headers: ['phone', '', 'name'], recipient: 0, name: 2, variables: [{ index: 1, key: 'B' }] },
+    });
+  });
+
   it('takes an explicit recipient column over the aliases', () => {
     expect(mapHeader(['電話番号', '自宅の番号'], 'call', { recipientColumn: '自宅の番号' })).toMatchObject({
       ok: true,

@@ -139,6 +139,54 @@ describe('resuming a paused ingest', () => {
     expect([...first.entries, ...rest.entries]).toEqual(reference.entries);
   });
 
+  it('a semicolon- or tab-separated file keeps its separator in the cursor, so a ranged read splits alike', async () => {
+    for (const delimiter of [';', '\t'] as const) {
+      const bytes = iconv.encode(iconv.decode(callList(300), 'cp932').replaceAll(',', delimiter), 'cp932');
+      const reference = await onePass(bytes);
+      expect(reference.result).toMatchObject({ status: 'completed', counts: { dataRows: 300 } });
+
+      const store: Store = { tasks: new Map(), entries: [] };
+      const duplicates = inMemoryDuplicateFilter();
+      let cursor: IngestCursor | undefined;
+      let result: IngestResult;
+      do {
+        result = await ingestRows({
+          source: chunked(bytes.subarray(cursor?.byteOffset ?? 0), 1000),
+          channel: 'call',
+          defaultRegion: 'JP',
+          duplicates,
+          batchSize: 50,
+          ...(cursor ? { resumeFrom: cursor } : {}),
+          shouldPause: () => true,
+          ...sinks(store),
+        });
+        if (result.status === 'paused') {
+          cursor = JSON.parse(JSON.stringify(result.cursor)) as IngestCursor;
+          expect(cursor).toMatchObject({ delimiter, encoding: 'cp932' });
+        }
+      } while (result.status === 'paused');
+      expect(result).toEqual(reference.result);
+      expect(store.entries).toEqual(reference.store.entries);
+    }
+  });
+
+  it('a cursor saved before separators were detected (no delimiter) resumes a comma-separated file', async () => {
+    const bytes = callList(200);
+    const first = await ingestBytes(bytes, { batchSize: 50, shouldPause: () => true });
+    if (first.result.status !== 'paused') throw new Error('expected a pause');
+    const { delimiter, ...oldCursor } = first.result.cursor;
+    expect(delimiter).toBe(',');
+    const duplicates = inMemoryDuplicateFilter();
+    await duplicates.admit(first.tasks.map((task) => ({ recipient: task.recipient, row: task.row })));
+    const rest = await ingestBytes(bytes.subarray(oldCursor.byteOffset), {
+      resumeFrom: oldCursor,
+      duplicates,
+    });
+    const reference = await ingestBytes(bytes);
+    expect(rest.result).toEqual(reference.result);
+    expect([...first.tasks, ...rest.tasks]).toEqual(reference.tasks);
+  });
+
   it('refuses to resume with a duplicate filter that was not restored from the snapshot', async () => {
     const bytes = callList(200);
     const first = await ingestBytes(bytes, { batchSize: 50, shouldPause: () => true });
@@ -167,6 +215,82 @@ describe('resuming a paused ingest', () => {
       encoding: 'ascii',
       counts: { dataRows: 2, accepted: 2, rejected: 0, skipped: 0 },
     });
+  });
+});
+
+describe('retrying after a crash, from a snapshot taken before the crashed run stored its tasks', () => {
+  /** The snapshot with every bit set: the Bloom filter says "maybe" to every recipient from then on. */
+  function saturated(snapshot: Uint8Array): Uint8Array {
+    const bytes = Uint8Array.from(snapshot);
+    bytes.fill(0xff, 16); // past the 16-byte header (magic, bit count, hash count, item count)
+    return bytes;
+  }
+
+  it("a Bloom false positive that finds the row's own task (written by the crashed run) is not a duplicate of itself", async () => {
+    // Rows 2-8: A B | C D | C A | E, in pages of 2. Row 6 repeats row 4, row 7 repeats row 2.
+    const numbers = ['0001', '0002', '0003', '0004', '0003', '0001', '0005'];
+    const bytes = Buffer.from(`phone\n${numbers.map((n) => `090-3030-${n}`).join('\n')}\n`);
+    const store: Store = { tasks: new Map(), entries: [] };
+    const common = { channel: 'call' as const, defaultRegion: 'JP', batchSize: 2, ...sinks(store) };
+
+    // Run 1 stores rows 2-3 and pauses: the cursor and the filter's snapshot are saved.
+    const first = bloomOver(store);
+    const paused = await ingestRows({
+      ...common,
+      source: chunked(bytes),
+      duplicates: first,
+      shouldPause: () => true,
+    });
+    if (paused.status !== 'paused') throw new Error('expected a pause');
+    const { cursor } = paused;
+    const snapshot = first.snapshot();
+
+    // Run 2 stores the tasks of rows 4-5, then dies before saving a new cursor.
+    await expect(
+      ingestRows({
+        ...common,
+        source: chunked(bytes.subarray(cursor.byteOffset)),
+        duplicates: bloomOver(store, snapshot),
+        resumeFrom: cursor,
+        onBatch: async (page) => {
+          await common.onBatch(page);
+          throw new Error('Lambda timed out');
+        },
+      }),
+    ).rejects.toThrow('Lambda timed out');
+    expect([...store.tasks.values()].map((task) => task.row)).toEqual([2, 3, 4, 5]);
+
+    // The retry starts from the same cursor, with a filter that says "maybe" to everyone.
+    const retry = await ingestRows({
+      ...common,
+      source: chunked(bytes.subarray(cursor.byteOffset)),
+      duplicates: bloomOver(store, saturated(snapshot)),
+      resumeFrom: cursor,
+    });
+    expect(retry).toEqual({
+      status: 'completed',
+      encoding: 'ascii',
+      counts: { dataRows: 7, accepted: 5, rejected: 0, skipped: 2 },
+    });
+    expect([...store.tasks.values()].map((task) => task.row)).toEqual([2, 3, 4, 5, 8]);
+    expect(store.entries).toEqual([
+      {
+        row: 6,
+        outcome: 'skipped',
+        code: 'duplicate',
+        reason: 'duplicate of row 4',
+        column: 'phone',
+        value: '090-3030-0003',
+      },
+      {
+        row: 7,
+        outcome: 'skipped',
+        code: 'duplicate',
+        reason: 'duplicate of row 2',
+        column: 'phone',
+        value: '090-3030-0001',
+      },
+    ]);
   });
 });
 

@@ -169,6 +169,96 @@ describe('ingest of an uploaded list', () => {
     expect(w.tasks.all.size).toBe(5);
   });
 
+  it('a retry after a crash whose Bloom filter says "maybe" to the crashed run\'s rows keeps their tasks and counts them', async () => {
+    const w = world({ batchSize: 2, maxRowsPerRun: 2 });
+    // Rows 2-8: A B | C D | C A | E. Row 6 repeats row 4, row 7 repeats row 2.
+    const numbers = ['0001', '0002', '0003', '0004', '0003', '0001', '0005'];
+    const list = Buffer.from(
+      `phone,name\r\n${numbers.map((n, i) => `090-4040-${n},N${i + 2}`).join('\r\n')}\r\n`,
+    );
+    const { jobId, key } = await uploadedJob(w, list);
+    expect((await w.ingest.handle(w.objectEvent(key), w.ctx)).kind).toBe('paused');
+    const continuation = w.queue.sent.shift() as IngestMessage;
+
+    // Step 1 writes the tasks of rows 4-5, then the Lambda dies before it saves its cursor.
+    const put = w.tasks.put.bind(w.tasks);
+    let crash = true;
+    w.tasks.put = async (tasks) => {
+      await put(tasks);
+      if (crash) {
+        crash = false;
+        throw new Error('Lambda timed out');
+      }
+    };
+    await expect(w.ingest.handle(continuation, w.ctx)).rejects.toThrow('Lambda timed out');
+    expect([...w.tasks.all.values()].map((t) => t.row).sort()).toEqual([2, 3, 4, 5]);
+
+    // The step's snapshot (taken after rows 2-3) now says "maybe" to every recipient: each of
+    // rows 4-5 is a false positive whose confirm finds the row's own task.
+    const filterKey = [...w.files.objects.keys()].find((k) => k.includes('/filter-'))!;
+    const saturated = Uint8Array.from(w.files.objects.get(filterKey)!);
+    saturated.fill(0xff, 16); // past the 16-byte header (magic, bit count, hash count, item count)
+    w.files.objects.set(filterKey, saturated);
+
+    const outcomes = await w.drain(continuation);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'scheduled', jobId });
+    const job = await w.api.getJob('acme', jobId);
+    expect(job.counts).toMatchObject({ rows: 7, rejected: 0, skipped: 2, tasks: 5, outstanding: 5 });
+    expect([...w.tasks.all.values()].map((t) => t.row).sort()).toEqual([2, 3, 4, 5, 8]);
+    expect([...w.validationReports.pages.values()].flat().map((e) => [e.row, e.reason])).toEqual([
+      [6, 'duplicate of row 4'],
+      [7, 'duplicate of row 2'],
+    ]);
+  });
+
+  it('reads Excel "Unicode text" (UTF-16, tab-separated) and a semicolon list continued across runs', async () => {
+    const w = world({ batchSize: 1, maxRowsPerRun: 1 });
+    const tsv = readFileSync(new URL('../../fixtures/csv/utf16le-bom-tab.csv', import.meta.url));
+    const a = await uploadedJob(w, tsv);
+    const semicolons = readFileSync(new URL('../../fixtures/csv/semicolon-excel-eu.csv', import.meta.url));
+    const b = await uploadedJob(w, semicolons);
+    for (const { key } of [a, b]) {
+      const outcomes = await w.drain(w.objectEvent(key));
+      expect(outcomes.map((o) => o.kind)).toEqual(['paused', 'paused', 'paused', 'scheduled']);
+    }
+    expect((await w.api.getJob('acme', a.jobId)).counts).toMatchObject({
+      rows: 4,
+      rejected: 1,
+      skipped: 1,
+      tasks: 2,
+    });
+    expect((await w.api.getJob('acme', b.jobId)).counts).toMatchObject({
+      rows: 4,
+      rejected: 1,
+      skipped: 1,
+      tasks: 2,
+    });
+    const tasksOf = (jobId: string) =>
+      [...w.tasks.all.values()]
+        .filter((t) => t.jobId === jobId)
+        .sort((x, y) => x.row - y.row)
+        .map((t) => [t.row, t.recipient, t.name, t.variables]);
+    expect(tasksOf(a.jobId)).toEqual([
+      [2, '+819012120001', '山田 太郎', { 住所: '東京都千代田区1-1, 2F', メモ: '初回' }],
+      [3, '+819012120002', '鈴木\t花子', { 住所: '大阪府, 北区', メモ: '改行\r\nあり' }],
+    ]);
+    expect(tasksOf(b.jobId)).toEqual([
+      [2, '+819014140001', undefined, { 'Name, Vorname': 'Müller, Anna', 'Betrag, EUR, brutto': '12,50' }],
+      [3, '+819014140002', undefined, { 'Name, Vorname': 'Schmidt; Hans', 'Betrag, EUR, brutto': '7,00' }],
+    ]);
+  });
+
+  it('fails a tab-separated list without a phone column with a reason that says how it was read', async () => {
+    const w = world();
+    const { jobId, key } = await uploadedJob(w, Buffer.from('email\tname\r\na@example.com\tA\r\n'));
+    await w.drain(w.objectEvent(key));
+    const job = await w.api.getJob('acme', jobId);
+    expect(job.status).toBe('failed');
+    expect(job.failureReason).toBe(
+      'no phone number column (name it 電話番号, 携帯電話番号, TEL or phone): the header row has email, name (read as tab-separated)',
+    );
+  });
+
   it('makes one job of a duplicated notification, and ignores one that arrives while a step runs', async () => {
     const w = world();
     const { jobId, key } = await uploadedJob(w);
