@@ -28,6 +28,7 @@
  * request. A member reclaimed later comes back with every still-unsettled member, under the
  * recorded key, so the resend is the same request and not a new one to the same people.
  */
+import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
@@ -235,9 +236,12 @@ export function makeDynamoMessageTasks(
   }
 
   async function transact(items: NonNullable<TransactWriteCommandInput['TransactItems']>) {
+    // One token until DynamoDB says the transaction was cancelled (it applied nothing): a retry
+    // after a timeout or a lost answer is then the same request, answered as done if it was.
+    let token = randomUUID();
     for (let tryNo = 1; ; tryNo++) {
       try {
-        await doc.send(new TransactWriteCommand({ TransactItems: items }));
+        await doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
         return undefined;
       } catch (error) {
         if (!(error instanceof TransactionCanceledException)) {
@@ -245,6 +249,7 @@ export function makeDynamoMessageTasks(
           await sleep(Math.min(2_000, 50 * 2 ** tryNo));
           continue;
         }
+        token = randomUUID();
         const codes = cancellationCodes(error);
         if (!codes.includes('ConditionalCheckFailed') && tryNo < MAX_TRIES) {
           // A conflict with a concurrent write, or throttling: no answer yet.

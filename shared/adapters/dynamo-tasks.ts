@@ -9,6 +9,7 @@
  * Settle = one `TransactWriteItems`: the task is still in flight on that attempt → its end state
  * (a retry goes back into the index at its new readyAt), and the call leaves the lease's set.
  */
+import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
@@ -136,7 +137,10 @@ export function makeDynamoBrokerTaskStore(
   async function transact(input: ConstructorParameters<typeof TransactWriteCommand>[0]) {
     for (let tryNo = 1; ; tryNo++) {
       try {
-        await doc.send(new TransactWriteCommand(input));
+        // Idempotent for the SDK's own retries (a timeout, a lost answer): a start or a settle that
+        // went through is answered as done, not refused as if another writer had won. A cancelled
+        // transaction applied nothing, so the next try here is a new request with a new token.
+        await doc.send(new TransactWriteCommand({ ...input, ClientRequestToken: randomUUID() }));
         return undefined;
       } catch (error) {
         if (!(error instanceof TransactionCanceledException)) throw error;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
@@ -73,5 +74,36 @@ describe('DynamoDB Local, provisioned from the shared resource specs', () => {
       new GetCommand({ TableName: tasks, Key: { pk: 'job#0', sk: `${clientId}-task` } }),
     );
     expect(started.Item?.state).toBe('dialing');
+  });
+
+  it('answers a TransactWriteItems sent again with its ClientRequestToken as done, without applying it twice', async () => {
+    const key = { pk: `COUNTER#${uniqueName('c')}`, sk: 'C' };
+    await cloud.doc.send(new PutCommand({ TableName: control, Item: { ...key, n: 0, state: 'pending' } }));
+    const start = (token: string) =>
+      cloud.doc.send(
+        new TransactWriteCommand({
+          ClientRequestToken: token,
+          TransactItems: [
+            {
+              Update: {
+                TableName: control,
+                Key: key,
+                UpdateExpression: 'SET #s = :started ADD n :one',
+                ConditionExpression: '#s = :pending',
+                ExpressionAttributeNames: { '#s': 'state' },
+                ExpressionAttributeValues: { ':started': 'started', ':pending': 'pending', ':one': 1 },
+              },
+            },
+          ],
+        }),
+      );
+    const token = randomUUID();
+    await start(token);
+    // The same request again (a retry after a lost answer): done, not a failed condition.
+    await start(token);
+    const { Item } = await cloud.doc.send(new GetCommand({ TableName: control, Key: key }));
+    expect(Item).toMatchObject({ state: 'started', n: 1 });
+    // A new request is checked anew.
+    expect(await start(randomUUID()).catch((e: unknown) => e)).toBeInstanceOf(TransactionCanceledException);
   });
 });
