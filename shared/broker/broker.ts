@@ -283,6 +283,10 @@ export class Broker {
         this.#sending = active;
         protection.update(this.inFlight + active);
       },
+      // What was written per job, at most once a second: the campaign's progress in the logs.
+      onProgress: (progress) => {
+        for (const p of progress) logger.info('message job progress', { clientId: keeper.clientId, ...p });
+      },
     });
   }
 
