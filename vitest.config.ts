@@ -7,7 +7,7 @@ import { LongestFirstSequencer } from './test/support/sequencer.ts';
 export default defineConfig({
   test: {
     pool: 'forks',
-    maxWorkers: 2,
+    maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Longest files first, whatever their project: the two workers finish together.
