@@ -32,7 +32,8 @@ let resources: Record<string, { Type: string; Properties: Json }>;
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'switchboard-fleet-cdk-'));
-  const app = new App({ outdir });
+  // The template only: the Lambda bundles (esbuild) are built and checked in webhooks.test.ts.
+  const app = new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
   stack = new Stack(app, 'FleetTest');
   stateful = new StatefulResources(stack, 'Stateful', { stage: 'test', retain: false });
   const alarmTopic = new sns.Topic(stack, 'Alarms', { enforceSSL: true });

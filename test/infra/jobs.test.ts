@@ -34,7 +34,8 @@ let resources: Record<string, { Type: string; Properties: Json }>;
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'switchboard-jobs-cdk-'));
-  const app = new App({ outdir });
+  // The template only: the Lambda bundles (esbuild) are built and checked in webhooks.test.ts.
+  const app = new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
   stack = new Stack(app, 'JobsTest');
   stateful = new StatefulResources(stack, 'Stateful', { stage: 'test', retain: false });
   fleet = new BrokerFleet(stack, 'Fleet', {
