@@ -61,8 +61,9 @@ function exited(child: ChildProcess): Promise<number | null> {
 }
 
 describe('npm start', () => {
-  it('prints what runs where, plays the webhook demo, and stops cleanly on Ctrl-C (SIGINT)', async () => {
-    const { child, output } = await start([], { webhookDemo: true });
+  // One start for what needs no restart: what runs where, the webhook demo, a small campaign, Ctrl-C.
+  it('prints what runs where, plays the webhook demo and a message campaign, and stops cleanly on Ctrl-C (SIGINT)', async () => {
+    const { child, output } = await start(['--messages', '150'], { webhookDemo: true });
     expect(output()).toMatch(/SQS \+ S3\s+http:\/\/127\.0\.0\.1:\d+/);
     expect(output()).toMatch(/HTTP API\s+http:\/\/127\.0\.0\.1:\d+/);
     // The webhook demo: signed events accepted, a redelivery recognised, a forgery refused, each
@@ -72,6 +73,24 @@ describe('npm start', () => {
     expect(output()).toMatch(/demo: a forged signature → 401/);
     expect(output().match(/demo: LINE delivered \(push/g)).toHaveLength(3);
     expect(output()).toContain('demo: duplicates seen by LINE: 0');
+    // The campaign: every recipient delivered once, the one who unfollowed first skipped.
+    const summary =
+      /messages: (\w+): (\d+) completed, (\d+) failed, (\d+) cancelled of (\d+) tasks \((\d+) rows, (\d+) rejected, (\d+) skipped\); LINE delivered (\d+) \([^)]*\), duplicates (\d+)/.exec(
+        output(),
+      );
+    expect(summary, output()).not.toBeNull();
+    const [, status, completed, failed, cancelled, tasks, rows, rejected, skipped, delivered, duplicates] =
+      summary!;
+    expect(status).toBe('completed');
+    expect({ rows, rejected, skipped, tasks }).toEqual({
+      rows: '150',
+      rejected: '0',
+      skipped: '1',
+      tasks: '149',
+    });
+    expect({ completed, failed, cancelled }).toEqual({ completed: '149', failed: '0', cancelled: '0' });
+    expect({ delivered, duplicates }).toEqual({ delivered: '149', duplicates: '0' });
+    expect(output()).toMatch(/2,,skipped,0,,opted out,userId,U[d]{31}1/);
     child.kill('SIGINT');
     expect(await exited(child)).toBe(0);
     expect(output()).toContain('stopped cleanly');
@@ -104,29 +123,6 @@ describe('npm start', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
-
-  it('runs the message campaign: every recipient delivered once, the one who unfollowed skipped', async () => {
-    const { child, output } = await start(['--messages', '150']);
-    const summary =
-      /messages: (\w+): (\d+) completed, (\d+) failed, (\d+) cancelled of (\d+) tasks \((\d+) rows, (\d+) rejected, (\d+) skipped\); LINE delivered (\d+) \([^)]*\), duplicates (\d+)/.exec(
-        output(),
-      );
-    expect(summary, output()).not.toBeNull();
-    const [, status, completed, failed, cancelled, tasks, rows, rejected, skipped, delivered, duplicates] =
-      summary!;
-    expect(status).toBe('completed');
-    expect({ rows, rejected, skipped, tasks }).toEqual({
-      rows: '150',
-      rejected: '0',
-      skipped: '1',
-      tasks: '149',
-    });
-    expect({ completed, failed, cancelled }).toEqual({ completed: '149', failed: '0', cancelled: '0' });
-    expect({ delivered, duplicates }).toEqual({ delivered: '149', duplicates: '0' });
-    expect(output()).toMatch(/2,,skipped,0,,opted out,userId,U[d]{31}1/);
-    child.kill('SIGINT');
-    expect(await exited(child)).toBe(0);
   });
 
   it.each([
