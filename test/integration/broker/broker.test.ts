@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { get as httpGet } from 'node:http';
 import { createInterface } from 'node:readline';
 import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -657,8 +658,15 @@ describe('the broker process', () => {
     const ready = await readyLine(child);
     expect(ready).toMatchObject({ event: 'ready', version: 'v1' });
     expect(String(ready.brokerId)).toMatch(/^broker-/);
-    const health = await fetch(`${ready.httpUrl}/health`);
-    expect(health.status).toBe(200);
+    // A connection of its own: fetch's pool may hold a socket to an earlier broker that had the
+    // same port (ports are reused), which the kernel resets on first use.
+    const health = await new Promise<number | undefined>((resolve, reject) =>
+      httpGet(`${String(ready.httpUrl)}/health`, { agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      }).on('error', reject),
+    );
+    expect(health).toBe(200);
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).toBe(0);
