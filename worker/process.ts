@@ -16,8 +16,9 @@ import { Broker, type StopReason } from '#shared/broker/broker.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
-import { DEFAULT_LINE_API_URL, makeMessagingClient } from '#shared/line/messaging-client.ts';
+import { DEFAULT_LINE_API_URL } from '#shared/line/messaging-client.ts';
 import { type Logger, makeLogger } from '#shared/log.ts';
+import { type HttpSend, makeHttpSend } from '#shared/messaging/http-send.ts';
 import type { SendPort } from '#shared/messaging/ports.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
@@ -142,12 +143,13 @@ async function taskAddress(env: NodeJS.ProcessEnv): Promise<string | undefined> 
 
 /**
  * What message jobs need: their tasks (claims fenced by the lease; opt-outs checked at claim) and a
- * Messaging API client per channel, kept for the process's life (keep-alive connections).
+ * send port per channel over a keep-alive agent sized to the senders, kept for the process's life
+ * (the transport `bench/message-throughput` measures; a new access token gets a new one).
  */
 function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: Clock, logger: Logger) {
   const channels = makeDynamoChannelStore(doc, config.channelsTable!);
   const optOuts = makeDynamoOptOutStore(doc, config.controlTable);
-  const senders = new Map<string, SendPort>();
+  const senders = new Map<string, { key: string; http: HttpSend }>();
   return {
     store: makeDynamoMessageTasks(doc, {
       controlTable: config.controlTable,
@@ -159,24 +161,34 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
       const channel = await channels.get(channelId);
       if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
       const key = `${channelId}:${channel.updatedAt}`;
-      let send = senders.get(key);
-      if (!send) {
-        const client = makeMessagingClient({
-          channelAccessToken: channel.accessToken,
-          baseUrl: config.lineApiUrl,
-          timeoutMs: 10_000,
-          clock,
-        });
-        send = (prepared) => client.send(prepared);
-        senders.set(key, send);
+      let sender = senders.get(channelId);
+      if (sender?.key !== key) {
+        // The channel changed (a new access token): the old sockets go with the old token.
+        sender?.http.close();
+        sender = {
+          key,
+          http: makeHttpSend({
+            channelAccessToken: channel.accessToken,
+            baseUrl: config.lineApiUrl,
+            maxSockets: config.messageConcurrency,
+            timeoutMs: 10_000,
+            clock,
+          }),
+        };
+        senders.set(channelId, sender);
         logger.info('messaging client ready', { channelId });
       }
-      return send;
+      return sender.http.send;
     },
     settings: {
       ...DEFAULT_MESSAGE_SETTINGS,
       messageRatePerSecond: config.messageRatePerSecond,
       messageConcurrency: config.messageConcurrency,
+    },
+    /** Closes every channel's sockets. */
+    close(): void {
+      for (const sender of senders.values()) sender.http.close();
+      senders.clear();
     },
   };
 }
@@ -217,8 +229,9 @@ export async function startBrokerProcess(
     timers,
     logger,
   });
+  const messages = config.channelsTable ? messageSide(config, doc, clock, logger) : undefined;
   broker = new Broker({
-    ...(config.channelsTable ? { messages: messageSide(config, doc, clock, logger) } : {}),
+    ...(messages ? { messages } : {}),
     leases: makeDynamoLeaseStore(doc, config.controlTable, { endpoint }),
     tasks: makeDynamoBrokerTaskStore(doc, {
       controlTable: config.controlTable,
@@ -251,7 +264,10 @@ export async function startBrokerProcess(
     },
   });
   const running = broker;
-  const done = running.run().finally(() => server.stop());
+  const done = running.run().finally(() => {
+    messages?.close();
+    return server.stop();
+  });
   return {
     broker: running,
     brokerId: config.brokerId,
