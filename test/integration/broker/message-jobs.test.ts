@@ -248,6 +248,20 @@ function deliveredCounts(clientId: string, n: number): number[] {
   return Array.from({ length: n }, (_, i) => line.deliveriesTo(recipientOf(clientId, i)).length);
 }
 
+/** A job of `n` personal messages and a broker sending them at 400/s; resolves once 300 went out. */
+async function sendingJob(prefix: string, n: number) {
+  const clientId = `${prefix}${Math.random().toString(36).slice(2, 6)}`;
+  const job = await seed(clientId, n, PERSONAL);
+  line.setRateLimit(400);
+  const broker = await startBroker({ messageRatePerSecond: 400 });
+  await putWork([clientId]);
+  await until(
+    async () => (deliveredCounts(clientId, n).reduce((a, b) => a + b, 0) > 300 ? true : undefined),
+    'the first sends',
+  );
+  return { clientId, job, broker };
+}
+
 describe('a message job served by the broker', () => {
   it('pushes each recipient its own message once, through 500s, dropped responses and 429s, and skips who opted out', async () => {
     const clientId = `push${Math.random().toString(36).slice(2, 6)}`;
@@ -426,14 +440,8 @@ describe('a message job served by the broker', () => {
   });
 
   it('cancel while the broker sends: no send after the nudge, sends in flight recorded, every other task cancelled', async () => {
-    const clientId = `cancel${Math.random().toString(36).slice(2, 6)}`;
     const n = 2_000;
-    const job = await seed(clientId, n, PERSONAL);
-    line.setRateLimit(400);
-    const broker = await startBroker({ messageRatePerSecond: 400 });
-    await putWork([clientId]);
-    const sentSoFar = () => deliveredCounts(clientId, n).reduce((a, b) => a + b, 0);
-    await until(async () => (sentSoFar() > 300 ? true : undefined), 'the first sends');
+    const { clientId, job, broker } = await sendingJob('cancel', n);
 
     // What the jobs API does on cancel: the status, then the nudge to the lease holder.
     const jobs = makeDynamoJobStore(cloud.doc, controlTable);
@@ -491,14 +499,8 @@ describe('a message job served by the broker', () => {
   });
 
   it('pause stops new sends before it returns; resume finishes the job without a gap or a repeat', async () => {
-    const clientId = `pause${Math.random().toString(36).slice(2, 6)}`;
     const n = 3_000;
-    const job = await seed(clientId, n, PERSONAL);
-    line.setRateLimit(400);
-    const broker = await startBroker({ messageRatePerSecond: 400 });
-    await putWork([clientId]);
-    const sentSoFar = () => deliveredCounts(clientId, n).reduce((a, b) => a + b, 0);
-    await until(async () => (sentSoFar() > 300 ? true : undefined), 'the first sends');
+    const { clientId, job, broker } = await sendingJob('pause', n);
 
     await cloud.doc.send(
       new UpdateCommand({
