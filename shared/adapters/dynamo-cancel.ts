@@ -1,8 +1,8 @@
 /**
  * The cancel sweep's side of DynamoDB ({@link TaskCanceller}): a shard's tasks the sweep may end,
- * page by page (the base table, strongly consistent, filtered to `pending`/`retry-wait` and to
- * message tasks `in-flight` — a claimed message stays in flight, in the `outstanding` index, with
- * `readyAt` = the end of its claim's hold), and their end.
+ * page by page (the base table, strongly consistent, filtered to `pending`/`retry-wait`/`in-flight`
+ * — a claimed message stays in flight, in the `outstanding` index, with `readyAt` = the end of its
+ * claim's hold; a call in flight has its `startedAt`), and their end.
  *
  * Ending = `TransactWriteItems` of up to {@link TASKS_PER_TRANSACTION} task updates, each
  * conditional on the task still as read — still waiting, or still in flight with the `readyAt`
@@ -70,14 +70,18 @@ export function makeDynamoTaskCanceller(
                     'SET #state = :cancelled, reason = :reason, updatedAt = :now REMOVE openPk, openSk, claimToken',
                   ...(task.state === 'in-flight'
                     ? {
-                        // Its broker's write (or a claim) since the page was read moves readyAt or state.
-                        ConditionExpression: '#state = :inFlight AND readyAt = :seenReadyAt',
+                        // Its broker's write (or a claim, a new start) since the page was read moves
+                        // readyAt (a message) or startedAt (a call) or the state.
+                        ConditionExpression:
+                          task.channel === 'message'
+                            ? '#state = :inFlight AND readyAt = :seen'
+                            : '#state = :inFlight AND startedAt = :seen',
                         ExpressionAttributeValues: {
                           ':cancelled': 'cancelled',
                           ':reason': reason,
                           ':now': now,
                           ':inFlight': 'in-flight',
-                          ':seenReadyAt': task.readyAt,
+                          ':seen': task.channel === 'message' ? task.readyAt : (task.startedAt ?? -1),
                         },
                       }
                     : {
@@ -134,17 +138,15 @@ export function makeDynamoTaskCanceller(
         new QueryCommand({
           TableName: tasksTable,
           KeyConditionExpression: 'pk = :pk',
-          FilterExpression:
-            '#state IN (:pending, :retryWait) OR (#state = :inFlight AND #channel = :message)',
+          FilterExpression: '#state IN (:pending, :retryWait, :inFlight)',
           ExpressionAttributeNames: { '#state': 'state', '#channel': 'channel' },
           ExpressionAttributeValues: {
             ':pk': pk,
             ':pending': 'pending',
             ':retryWait': 'retry-wait',
             ':inFlight': 'in-flight',
-            ':message': 'message',
           },
-          ProjectionExpression: 'taskId, #state, #channel, readyAt',
+          ProjectionExpression: 'taskId, #state, #channel, readyAt, startedAt',
           ConsistentRead: true,
           Limit: pageItems,
           ...(cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: cursor } }),

@@ -11,7 +11,7 @@
  * reconciliation after the job's maximum call duration plus a margin.
  */
 import { attemptKey } from '#shared/ids.ts';
-import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, DEFAULT_MAX_CALL_SECONDS, type Job, type Task } from '#shared/jobs/model.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
 import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
@@ -48,7 +48,7 @@ export interface ServeSettings {
 }
 
 export const DEFAULT_SERVE_SETTINGS: Omit<ServeSettings, 'callbackUrl'> = {
-  defaultMaxCallSeconds: 600,
+  defaultMaxCallSeconds: DEFAULT_MAX_CALL_SECONDS,
   reconcileMarginMs: 30_000,
   reconcileTries: 3,
   rateMarginMs: 50,

@@ -2,7 +2,10 @@
  * The cancel sweep: after a job moves to `cancelled`, every task of it ends, none is left waiting
  * for ever. A task that has not started (`pending`, `retry-wait`) ends `cancelled` ("job
  * cancelled") at once. A call in flight is left to finish: the broker settles it, and since its
- * job is no longer running it is not tried again (`shared/broker/settle.ts`). A message in flight
+ * job is no longer running it is not tried again (`shared/broker/settle.ts`); if no end is
+ * recorded by {@link CALL_END_GRACE_MS} after its longest possible duration, its broker died and
+ * its status callbacks were lost (a live broker reconciles it with the provider well before), and
+ * the sweep ends it `cancelled` with {@link CALL_NEVER_ENDED_REASON}. A message in flight
  * is left to the broker that claimed it while its claim's hold lasts (a live broker always writes
  * it back, `cancelled` once the job is); once the hold has passed, its broker is dead (nobody
  * reclaims a task of a job that is not running), and the sweep ends it `cancelled` itself.
@@ -23,10 +26,18 @@
  *    written back by then ends in the re-check. A pass that finds none held ends the sweep.
  */
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { DEFAULT_MAX_CALL_SECONDS } from './model.ts';
 import type { CancelSweepMessage, Clock, IngestQueue, JobStore, SweptTask, TaskCanceller } from './ports.ts';
 
 /** The reason a task of a cancelled job ends with (the broker's settle writes the same). */
 export const JOB_CANCELLED_REASON = 'job cancelled';
+
+/** A call in flight with no end recorded this long after its longest duration is ended by the sweep. */
+export const CALL_END_GRACE_MS = 5 * 60_000;
+
+/** The reason of a cancelled job's call that never reported its end. */
+export const CALL_NEVER_ENDED_REASON =
+  'job cancelled; the call in flight never reported its end and its broker is gone (it may have rung)';
 
 /** The longest delay SQS takes on a message (15 minutes, also the broker's default hold). */
 export const MAX_RECHECK_DELAY_SECONDS = 900;
@@ -75,15 +86,13 @@ export function recheckDelaySeconds(heldUntil: number, now: number): number {
   return Math.min(MAX_RECHECK_DELAY_SECONDS, wait);
 }
 
-/** May the sweep end `task` at `now`, rather than leave it to its broker? */
-function endsNow(task: SweptTask, now: number): boolean {
-  if (task.state === 'pending' || task.state === 'retry-wait') return true;
-  return task.state === 'in-flight' && task.channel === 'message' && task.readyAt <= now;
-}
-
-/** A message its broker still holds at `now`: settled by the broker, or ended by a re-check. */
-function heldByBroker(task: SweptTask, now: number): boolean {
-  return task.state === 'in-flight' && task.channel === 'message' && task.readyAt > now;
+/**
+ * When the sweep may end a task in flight, rather than leave it to its broker: a message once its
+ * claim's hold has passed; a call once its longest duration and {@link CALL_END_GRACE_MS} have.
+ */
+function inFlightUntil(task: SweptTask, maxCallSeconds: number): number {
+  if (task.channel === 'message') return task.readyAt;
+  return (task.startedAt ?? task.readyAt) + maxCallSeconds * 1000 + CALL_END_GRACE_MS;
 }
 
 export class MalformedCancelSweepError extends Error {
@@ -129,6 +138,7 @@ export function makeCancelSweep(deps: CancelSweepDeps) {
       if (job?.status !== 'cancelled') {
         return { kind: 'ignored', jobId, reason: `the job is ${job?.status ?? 'gone'}, not cancelled` };
       }
+      const maxCallSeconds = job.maxCallDurationSeconds ?? DEFAULT_MAX_CALL_SECONDS;
       let shard = message.shard;
       let cursor = message.cursor;
       let heldUntil = message.heldUntil;
@@ -148,12 +158,28 @@ export function makeCancelSweep(deps: CancelSweepDeps) {
         }
         const page = await deps.tasks.sweepPage(jobId, shard, cursor);
         const now = deps.clock.now();
-        const ending = page.tasks.filter((t) => endsNow(t, now));
+        const ending: SweptTask[] = [];
+        const callsNeverEnded: SweptTask[] = [];
         for (const t of page.tasks) {
-          if (heldByBroker(t, now)) heldUntil = Math.max(heldUntil ?? 0, t.readyAt);
+          if (t.state !== 'in-flight') ending.push(t);
+          else {
+            const until = inFlightUntil(t, maxCallSeconds);
+            if (until > now) heldUntil = Math.max(heldUntil ?? 0, until);
+            else if (t.channel === 'message') ending.push(t);
+            else callsNeverEnded.push(t);
+          }
         }
         if (ending.length > 0) {
           cancelled += await deps.tasks.cancelTasks(clientId, jobId, ending, JOB_CANCELLED_REASON, now);
+        }
+        if (callsNeverEnded.length > 0) {
+          cancelled += await deps.tasks.cancelTasks(
+            clientId,
+            jobId,
+            callsNeverEnded,
+            CALL_NEVER_ENDED_REASON,
+            now,
+          );
         }
         if (page.next === undefined) {
           shard++;
@@ -161,8 +187,8 @@ export function makeCancelSweep(deps: CancelSweepDeps) {
         } else cursor = page.next;
       }
       if (heldUntil === undefined) return { kind: 'swept', jobId, cancelled };
-      // Some broker held messages: whatever it has not written back once the hold passed, its
-      // broker is gone. The re-check is a new pass (from shard 0) that forgets this pass's holds.
+      // Some broker held messages or calls: whatever it has not written back once the hold (or the
+      // call's longest duration) passed, its broker is gone. The re-check is a new pass (from shard 0) that forgets this pass's holds.
       const delaySeconds = recheckDelaySeconds(heldUntil, deps.clock.now());
       await deps.queue.send(cancelSweepStart(clientId, jobId), { delaySeconds });
       return { kind: 'recheck', jobId, cancelled, heldUntil, delaySeconds };

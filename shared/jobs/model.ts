@@ -12,6 +12,9 @@ import type { MessageTemplate } from '#shared/messaging/template.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 
+/** A call's longest duration when its job sets none (the broker reconciles a call after it). */
+export const DEFAULT_MAX_CALL_SECONDS = 600;
+
 export type JobChannel = 'call' | 'message';
 
 export interface ClientSettings {

@@ -181,7 +181,7 @@ export interface IngestQueue {
  * A task of a cancelled job that the sweep reads: not started (`pending`, `retry-wait`), or a
  * message task `in-flight` under a broker's claim, held until `readyAt`.
  */
-export type SweptTask = Pick<Task, 'taskId' | 'state' | 'channel' | 'readyAt'>;
+export type SweptTask = Pick<Task, 'taskId' | 'state' | 'channel' | 'readyAt' | 'startedAt'>;
 
 /** A page of the tasks of a shard the sweep reads. */
 export interface SweptTaskPage {
@@ -193,15 +193,15 @@ export interface SweptTaskPage {
 /** The tasks table as the cancel sweep sees it. */
 export interface TaskCanceller {
   /**
-   * One page of `shard`'s tasks from `cursor` on that are `pending` or `retry-wait`, or
-   * `in-flight` with `channel = 'message'` (a call in flight is settled by the call's end).
+   * One page of `shard`'s tasks from `cursor` on that are `pending`, `retry-wait` or `in-flight`
+   * (a call in flight with its `startedAt`).
    */
   sweepPage(jobId: string, shard: number, cursor: string | undefined): Promise<SweptTaskPage>;
   /**
    * Ends each of `tasks` still as read as `cancelled` with `reason` (out of the outstanding
-   * index): a waiting task if it is still `pending` or `retry-wait`, a task in flight if it is
+   * index): a waiting task if it is still `pending` or `retry-wait`, a message in flight if it is
    * still `in-flight` with the `readyAt` read (its broker wrote nothing since, nor did another
-   * claim it). Adds how many it ended to the job's `counts.cancelled` in the same write; a task
+   * claim it), a call in flight if it is still `in-flight` with the `startedAt` read. Adds how many it ended to the job's `counts.cancelled` in the same write; a task
    * that moved on meanwhile is left alone and not counted, so a page done twice counts once.
    * Returns how many this call ended.
    */

@@ -14,7 +14,12 @@ import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
 import { attemptKey } from '#shared/ids.ts';
-import { cancelSweepStart, JOB_CANCELLED_REASON, makeCancelSweep } from '#shared/jobs/cancel.ts';
+import {
+  CALL_NEVER_ENDED_REASON,
+  cancelSweepStart,
+  JOB_CANCELLED_REASON,
+  makeCancelSweep,
+} from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -279,6 +284,42 @@ describe('cancelling a job', () => {
   });
 });
 
+describe('a call its dead broker left in flight', () => {
+  it('ends cancelled, saying so, once its longest duration and a grace have passed with no end', async () => {
+    const rows = Array.from({ length: 3 }, (_, i) => `090-4444-${String(1000 + i)},Name ${i}`);
+    const { clientId, jobId, tasks } = await scheduledJob(Buffer.from(`phone,name\n${rows.join('\n')}\n`));
+    const [orphan] = tasks as [Task, ...Task[]];
+    const startedAt = Date.now() - 20 * MINUTE;
+    // Started 20 minutes ago by a broker that died; no status ever came (callbacks lost).
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: tasksTable,
+        Key: keys.task(jobId, orphan.taskId),
+        UpdateExpression:
+          'SET #state = :inFlight, attempts = :one, startedAt = :startedAt REMOVE openPk, openSk',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':inFlight': 'in-flight', ':one': 1, ':startedAt': startedAt },
+      }),
+    );
+    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    expect((await store.transition((await store.get(clientId, jobId))!, 'cancelled', Date.now())).ok).toBe(
+      true,
+    );
+    const sweep = makeCancelSweep({
+      jobs: store,
+      tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
+      queue: { send: async () => {} },
+      clock: { now: () => Date.now() },
+    });
+    const outcome = await sweep.handle(cancelSweepStart(clientId, jobId), { remainingMs: () => 600_000 });
+    expect(outcome).toEqual({ kind: 'swept', jobId, cancelled: 3 });
+    const after = new Map((await tasksOf(jobId)).map((t) => [t.taskId, t]));
+    expect(after.get(orphan.taskId)).toMatchObject({ state: 'cancelled', reason: CALL_NEVER_ENDED_REASON });
+    expect([...after.values()].every((t) => t.state === 'cancelled')).toBe(true);
+    expect((await store.get(clientId, jobId))!.counts.cancelled).toBe(3);
+  });
+});
+
 describe('cancelling a message job while messages are in flight', () => {
   it("ends a dead broker's messages once their hold has passed, and re-checks the held ones after their hold", async () => {
     const { clientId, jobId, tasks } = await scheduledJob(lineList(8), 'お知らせ');
@@ -291,6 +332,8 @@ describe('cancelling a message job while messages are in flight', () => {
     await claimMessage(dead2, expiredHold, 3);
     await claimMessage(held1, heldUntil, 4);
     await claimMessage(held2, heldUntil, 4);
+    // Re-checks an earlier test of this file queued (a call in flight is looked at again later).
+    const delayedBefore = await delayedOnIngestQueue();
 
     expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`)).status).toBe(200);
     // The poller's sweep ends the waiting tasks and the dead broker's, and queues a delayed re-check.
@@ -298,7 +341,10 @@ describe('cancelling a message job while messages are in flight', () => {
       const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
       return body.counts.cancelled === 6 ? true : undefined;
     }, 'the sweep');
-    await eventually(async () => ((await delayedOnIngestQueue()) === 1 ? true : undefined), 'the re-check');
+    await eventually(
+      async () => ((await delayedOnIngestQueue()) === delayedBefore + 1 ? true : undefined),
+      'the re-check',
+    );
     const afterFirst = new Map((await tasksOf(jobId)).map((t) => [t.taskId, t]));
     for (const t of tasks) {
       const held = t.taskId === held1.taskId || t.taskId === held2.taskId;

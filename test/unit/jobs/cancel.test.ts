@@ -5,13 +5,22 @@ import { MemoryFleetStore } from '#shared/fleet/memory-fleet-store.ts';
 import { attemptKey } from '#shared/ids.ts';
 import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import {
+  CALL_END_GRACE_MS,
+  CALL_NEVER_ENDED_REASON,
   type CancelSweepOutcome,
+  cancelSweepStart,
   JOB_CANCELLED_REASON,
   MAX_RECHECK_DELAY_SECONDS,
   makeCancelSweep,
   recheckDelaySeconds,
 } from '#shared/jobs/cancel.ts';
-import { type Job, type Task, type TaskState, taskShard } from '#shared/jobs/model.ts';
+import {
+  DEFAULT_MAX_CALL_SECONDS,
+  type Job,
+  type Task,
+  type TaskState,
+  taskShard,
+} from '#shared/jobs/model.ts';
 import type {
   CancelSweepMessage,
   ContinueIngestMessage,
@@ -40,8 +49,9 @@ const JOB_ID = '01JD0000000000000000000001';
 /**
  * The tasks table as the sweep sees it, over the in-memory tasks: pages of `pageItems` items
  * read in key order before the filter (as a DynamoDB Query with a FilterExpression: waiting
- * tasks, and message tasks in flight), and the job's count moved with each ended group. A task
- * ends only if it is still as read: waiting, or in flight with the same hold end.
+ * tasks and tasks in flight), and the job's count moved with each ended group. A task ends only if
+ * it is still as read: waiting, a message in flight with the same hold end, a call in flight with
+ * the same start.
  */
 function memoryCanceller(
   tasks: ReturnType<typeof memoryTasks>,
@@ -49,7 +59,7 @@ function memoryCanceller(
   pageItems = 3,
 ): TaskCanceller & { writes: number } {
   const waiting = (t: Pick<Task, 'state'>) => t.state === 'pending' || t.state === 'retry-wait';
-  const read = (t: Task) => waiting(t) || (t.state === 'in-flight' && t.channel === 'message');
+  const read = (t: Task) => waiting(t) || t.state === 'in-flight';
   const canceller = {
     writes: 0,
     async sweepPage(jobId: string, shard: number, cursor: string | undefined) {
@@ -60,9 +70,13 @@ function memoryCanceller(
       const items = inShard.slice(0, pageItems);
       const more = inShard.length > pageItems;
       return {
-        tasks: items
-          .filter(read)
-          .map((t) => ({ taskId: t.taskId, state: t.state, channel: t.channel, readyAt: t.readyAt })),
+        tasks: items.filter(read).map((t) => ({
+          taskId: t.taskId,
+          state: t.state,
+          channel: t.channel,
+          readyAt: t.readyAt,
+          ...(t.startedAt === undefined ? {} : { startedAt: t.startedAt }),
+        })),
         ...(more ? { next: items.at(-1)!.taskId } : {}),
       };
     },
@@ -78,9 +92,11 @@ function memoryCanceller(
       for (const seen of group) {
         const t = tasks.all.get(`${jobId}/${seen.taskId}`);
         const asRead =
-          seen.state === 'in-flight'
-            ? t?.state === 'in-flight' && t.readyAt === seen.readyAt
-            : t !== undefined && waiting(t);
+          seen.state !== 'in-flight'
+            ? t !== undefined && waiting(t)
+            : seen.channel === 'message'
+              ? t?.state === 'in-flight' && t.readyAt === seen.readyAt
+              : t?.state === 'in-flight' && t.startedAt === seen.startedAt;
         if (!t || !asRead) continue;
         tasks.all.set(`${jobId}/${seen.taskId}`, { ...t, state: 'cancelled', reason, updatedAt: now });
         ended++;
@@ -109,6 +125,10 @@ function task(i: number, state: TaskState): Task {
   };
 }
 
+/** When the world's calls in flight started; the sweep leaves them to their broker until this + 15 min. */
+const CALLS_STARTED_AT = NOW - 60_000;
+const CALLS_HELD_UNTIL = CALLS_STARTED_AT + DEFAULT_MAX_CALL_SECONDS * 1000 + CALL_END_GRACE_MS;
+
 /** 60 tasks over the shards: every 4th waits to retry, every 5th is in flight, every 7th completed. */
 const STATE_OF = (i: number): TaskState =>
   i % 7 === 0 ? 'completed' : i % 5 === 0 ? 'in-flight' : i % 4 === 0 ? 'retry-wait' : 'pending';
@@ -134,7 +154,13 @@ async function world(status: Job['status'] = 'running') {
     createdAt: NOW - 120_000,
     updatedAt: NOW - 120_000,
   });
-  await tasks.put(Array.from({ length: 60 }, (_, i) => task(i, STATE_OF(i))));
+  // The calls in flight started a minute ago: their broker may still be waiting for their end.
+  await tasks.put(
+    Array.from({ length: 60 }, (_, i) => {
+      const t = task(i, STATE_OF(i));
+      return t.state === 'in-flight' ? { ...t, startedAt: CALLS_STARTED_AT } : t;
+    }),
+  );
   const api = makeJobsApi({
     clients,
     jobs,
@@ -178,15 +204,16 @@ describe('cancelling a job', () => {
     let runs = 0;
     let swept = 0;
     let last: CancelSweepOutcome | undefined;
-    while (w.queue.sent.length > 0) {
+    while (w.queue.sent.length > 0 && last?.kind !== 'recheck') {
       const message = w.queue.sent.shift() as CancelSweepMessage;
       last = await w.sweep.handle(message, w.ctx);
       runs++;
       if (last.kind !== 'ignored') swept += last.cancelled;
     }
     expect(runs).toBeGreaterThan(1);
-    // Calls in flight (their readyAt long passed) are the call's end to settle: no re-check waits on them.
-    expect(last?.kind).toBe('swept');
+    // Calls in flight are left to their broker (the call's end settles them), and looked at again
+    // once their longest duration and a grace have passed, in case that broker is gone.
+    expect(last).toMatchObject({ kind: 'recheck', heldUntil: CALLS_HELD_UNTIL });
     expect(swept).toBe(expected.waiting);
     expect(w.states()).toEqual({
       cancelled: expected.waiting,
@@ -205,17 +232,25 @@ describe('cancelling a job', () => {
   it('counts each task once when every message is delivered twice, or the sweep is started again', async () => {
     const w = await world();
     await w.api.changeStatus('acme', JOB_ID, 'cancel');
-    while (w.queue.sent.length > 0) {
-      const message = w.queue.sent.shift() as CancelSweepMessage;
-      await w.sweep.handle(message, w.ctx);
-      // The redelivered copy: its continuation is a duplicate too, so only the first is followed.
-      const before = w.queue.sent.length;
-      await w.sweep.handle(message, w.ctx);
-      w.queue.sent.splice(before);
-    }
+    const drain = async (redeliver: boolean) => {
+      for (;;) {
+        const message = w.queue.sent.shift() as CancelSweepMessage | undefined;
+        if (!message) return;
+        const outcome = await w.sweep.handle(message, w.ctx);
+        if (redeliver) {
+          // The redelivered copy: its continuation is a duplicate too, so only the first is followed.
+          const before = w.queue.sent.length;
+          await w.sweep.handle(message, w.ctx);
+          w.queue.sent.splice(before);
+        }
+        // The re-check of the calls in flight is due only later.
+        if (outcome.kind === 'recheck') w.queue.sent.length = 0;
+      }
+    };
+    await drain(true);
     // The operator cancels again (say, the first reply was lost): the sweep runs once more.
     expect((await w.api.changeStatus('acme', JOB_ID, 'cancel')).status).toBe('cancelled');
-    while (w.queue.sent.length > 0) await w.sweep.handle(w.queue.sent.shift() as CancelSweepMessage, w.ctx);
+    await drain(false);
     expect((await w.job()).counts.cancelled).toBe(expected.waiting);
     expect(w.states().cancelled).toBe(expected.waiting);
   });
@@ -242,7 +277,7 @@ describe('cancelling a job', () => {
     expect(ended).toBeGreaterThan(0);
     expect(ended).toBeLessThan(expected.waiting);
     const rest = await sweep.handle(next, { remainingMs: () => 60_000 });
-    expect(rest).toMatchObject({ kind: 'swept', cancelled: expected.waiting - ended });
+    expect(rest).toMatchObject({ kind: 'recheck', cancelled: expected.waiting - ended });
     expect(w.states().cancelled).toBe(expected.waiting);
   });
 
@@ -255,6 +290,42 @@ describe('cancelling a job', () => {
     expect(outcome).toMatchObject({ kind: 'ignored', reason: 'the job is running, not cancelled' });
     expect(w.states().cancelled).toBeUndefined();
     expect(w.queue.sent).toEqual([]);
+  });
+
+  it('ends a call its dead broker left in flight once its longest duration and a grace have passed', async () => {
+    const w = await world('cancelled');
+    const sweepAt = (now: number) =>
+      makeCancelSweep({ jobs: w.jobs, tasks: w.canceller, queue: w.queue, clock: { now: () => now } });
+    // Before: the calls are left to their broker, and a re-check is asked for after the grace.
+    const early = await sweepAt(CALLS_HELD_UNTIL - 1).handle(cancelSweepStart('acme', JOB_ID), w.ctx);
+    expect(early).toMatchObject({
+      kind: 'recheck',
+      cancelled: expected.waiting,
+      heldUntil: CALLS_HELD_UNTIL,
+    });
+    expect(w.states()['in-flight']).toBe(expected.inFlight);
+    // At the re-check no end came: the calls end cancelled, saying why, and are counted.
+    w.queue.sent.length = 0;
+    const late = await sweepAt(CALLS_HELD_UNTIL).handle(cancelSweepStart('acme', JOB_ID), w.ctx);
+    expect(late).toEqual({ kind: 'swept', jobId: JOB_ID, cancelled: expected.inFlight });
+    expect(w.states()).toEqual({
+      cancelled: expected.waiting + expected.inFlight,
+      completed: expected.completed,
+    });
+    const calls = [...w.tasks.all.values()].filter((t) => t.startedAt === CALLS_STARTED_AT);
+    expect(calls.map((t) => t.reason)).toEqual(calls.map(() => CALL_NEVER_ENDED_REASON));
+    expect((await w.job()).counts.cancelled).toBe(expected.waiting + expected.inFlight);
+  });
+
+  it('leaves a call alone that started again since the sweep read it', async () => {
+    const w = await world('cancelled');
+    const page = await w.canceller.sweepPage(JOB_ID, taskShard('task-0005'), undefined);
+    const seen = page.tasks.find((t) => t.taskId === 'task-0005')!;
+    expect(seen).toMatchObject({ state: 'in-flight', startedAt: CALLS_STARTED_AT });
+    const key = `${JOB_ID}/task-0005`;
+    w.tasks.all.set(key, { ...w.tasks.all.get(key)!, startedAt: NOW, attempts: 2 });
+    expect(await w.canceller.cancelTasks('acme', JOB_ID, [seen], CALL_NEVER_ENDED_REASON, NOW)).toBe(0);
+    expect(w.tasks.all.get(key)!.state).toBe('in-flight');
   });
 
   it('lets a call in flight end, without a retry once its job is cancelled', async () => {
