@@ -10,10 +10,10 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const EXPECTED_SECONDS: Readonly<Record<string, number>> = {
   'test/e2e/message-campaign.test.ts': 120,
-  'test/e2e/fleet-drills.test.ts': 160,
-  'test/integration/broker/broker.test.ts': 85,
+  'test/e2e/fleet-drills.test.ts': 180,
+  'test/integration/broker/broker.test.ts': 95,
   'test/e2e/npm-start.test.ts': 55,
-  'test/integration/broker/message-jobs.test.ts': 40,
+  'test/integration/broker/message-jobs.test.ts': 55,
   'test/e2e/webhooks-under-faults.test.ts': 36,
   'test/infra/stack.test.ts': 20,
   'test/infra/webhooks.test.ts': 20,
