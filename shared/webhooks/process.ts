@@ -15,7 +15,7 @@ import type { ChannelLookup } from '#shared/channels/cache.ts';
 import { answerFor, type Channel } from '#shared/channels/channel.ts';
 import { backoffDelay, type OutgoingMessage, type SendOutcome } from '#shared/line/messaging-client.ts';
 import { retryKeyStillSafe, webhookRetryKey } from '#shared/line/retry-key.ts';
-import { knownEvent, sourceKey, type WebhookEvent } from '#shared/line/webhook.ts';
+import { eventSource, type KnownWebhookEvent, readKnownEvent, sourceKey } from '#shared/line/webhook.ts';
 import type { Clock, MessagingFor, OptOutStore, ProcessedEventStore } from './ports.ts';
 import type { QueuedWebhookEvent } from './receive.ts';
 
@@ -77,12 +77,15 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
     const channel = await deps.channels.get(queued.channelId);
     if (!channel) return finish('failed', 'unknown-channel', `channel ${queued.channelId} no longer exists`);
     // Standby forbids sending, not knowing: follows and unfollows are still recorded.
-    const action = await decide(channel, event, deps.optOuts);
+    const reading = readKnownEvent(event);
+    // Acting on a guess could opt the wrong person in or out: say what was not understood.
+    if (reading.kind === 'unreadable') return finish('failed', 'event-not-understood', reading.problem);
+    const action = reading.kind === 'known' ? await decide(channel, reading.event, deps.optOuts) : undefined;
     if (event.mode === 'standby') return finish('done', 'standby: nothing sent');
     if (!action) return finish('done', 'no answer');
 
     // A push answer goes to the group or room the event came from, else the user.
-    const recipient = event.source ? sourceKey(event) : undefined;
+    const recipient = eventSource(event) ? sourceKey(event) : undefined;
     if (channel.autoAnswer === 'push') {
       if (!recipient) return finish('failed', 'no-recipient', 'event has no source to push to');
       // The event's own time bounds the key's first use from below even when the idempotency
@@ -163,20 +166,18 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
 /** Decides what an event calls for; records follows and unfollows on the way. */
 async function decide(
   channel: Channel,
-  event: WebhookEvent,
+  known: KnownWebhookEvent,
   optOuts: OptOutStore,
 ): Promise<Action | undefined> {
-  const known = knownEvent(event);
-  if (!known) return undefined;
-  const userId = event.source?.type === 'user' ? event.source.userId : undefined;
+  const userId = known.source?.type === 'user' ? known.source.userId : undefined;
   switch (known.type) {
     case 'follow':
-      if (userId) await optOuts.record(channel.clientId, userId, false, event.timestamp);
+      if (userId) await optOuts.record(channel.clientId, userId, false, known.timestamp);
       return channel.greeting
         ? { messages: [{ type: 'text', text: channel.greeting }], outcome: 'greeted' }
         : undefined;
     case 'unfollow':
-      if (userId) await optOuts.record(channel.clientId, userId, true, event.timestamp);
+      if (userId) await optOuts.record(channel.clientId, userId, true, known.timestamp);
       return undefined;
     case 'message': {
       if (known.message.type !== 'text' || known.message.text === undefined) return undefined;

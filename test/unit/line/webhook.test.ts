@@ -4,6 +4,7 @@ import {
   knownEvent,
   parseWebhookBody,
   parseWebhookEvent,
+  readKnownEvent,
   sourceKey,
   type WebhookEvent,
 } from '#shared/line/webhook.ts';
@@ -244,30 +245,6 @@ describe('parseWebhookBody on malformed bodies', () => {
       'invalid webhook body: events[0].deliveryContext.isRedelivery must be a boolean, got a string',
     ],
     [
-      'an unknown source type',
-      bodyWith({ source: { type: 'channel', channelId: '1' } }),
-      'events[0].source.type',
-      'invalid webhook body: events[0].source.type must be "user", "group" or "room"',
-    ],
-    [
-      'a user source without userId',
-      bodyWith({ source: { type: 'user' } }),
-      'events[0].source.userId',
-      'invalid webhook body: events[0].source.userId is missing',
-    ],
-    [
-      'a message event without its message',
-      bodyWith({ type: 'message' }),
-      'events[0].message',
-      'invalid webhook body: events[0].message is missing',
-    ],
-    [
-      'a text message without text',
-      bodyWith({ type: 'message', message: { id: '1', type: 'text' } }),
-      'events[0].message',
-      'invalid webhook body: events[0].message is a text message without text',
-    ],
-    [
       'a problem in the second event',
       bodyWith({ mode: 'paused' }, [JSON.parse(fixtureBytes('unfollow').toString('utf8')).events[0]]),
       'events[1].mode',
@@ -283,6 +260,47 @@ describe('parseWebhookBody on malformed bodies', () => {
 
   it('rejects bytes that are not UTF-8', () => {
     expect(errorOf(new Uint8Array([0x7b, 0xff, 0x7d])).message).toBe('invalid webhook body: is not UTF-8');
+  });
+});
+
+describe('parseWebhookBody on events that drifted from what Switchboard knows', () => {
+  // LINE signed these: a 400 would fail the whole delivery, the good events with it. The receiver
+  // queues them; the processor records what it could not read instead of acting on a guess.
+  it.each([
+    [
+      'an unknown source type',
+      bodyWith({ source: { type: 'channel', channelId: '1' } }),
+      'a follow event whose source.type must be "user", "group" or "room"',
+    ],
+    [
+      'a user source without userId',
+      bodyWith({ source: { type: 'user' } }),
+      'a follow event whose source.userId is missing',
+    ],
+    [
+      'a message event without its message',
+      bodyWith({ type: 'message' }),
+      'a message event whose message is missing',
+    ],
+    [
+      'a text message without text',
+      bodyWith({ type: 'message', message: { id: '1', type: 'text' } }),
+      'a message event whose message is a text message without text',
+    ],
+  ])('accepts %s, kept as sent, and reads it as not understood', (_, text, problem) => {
+    const body = parseWebhookBody(text);
+    expect(body).toEqual(JSON.parse(text));
+    const event = body.events[0]!;
+    expect(readKnownEvent(event)).toEqual({ kind: 'unreadable', problem });
+    expect(knownEvent(event)).toBeUndefined();
+  });
+
+  it('keys an event whose source it does not know by its own id', () => {
+    const [event] = parseWebhookBody(
+      bodyWith({ type: 'squareChat', source: { type: 'square', squareChatId: 'S1' } }),
+    ).events;
+    expect(readKnownEvent(event!)).toEqual({ kind: 'other' });
+    expect(sourceKey(event!)).toBe('01HMQGW40RZJPJM3RAJP7BHC2Q');
   });
 });
 

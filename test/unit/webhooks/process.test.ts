@@ -176,6 +176,31 @@ describe('processWebhookEvent: what each event calls for', () => {
     expect(await optOuts.optedOut('client-a', [USER])).toEqual(new Set([USER]));
   });
 
+  it('records an event of a known type it cannot read as not understood, acting on nothing', async () => {
+    const { process, builders, messaging, optOuts, events } = setup();
+    // An unfollow whose source lost its user id: opting out a guess would be worse than nothing.
+    const unfollow = {
+      ...builders.unfollow({ channelId: CHANNEL_ID, from: USER }),
+      source: { type: 'user' },
+    };
+    expect(await process(queued(unfollow), 1)).toEqual({
+      kind: 'failed',
+      reason: 'an unfollow event whose source.userId is missing',
+    });
+    const text = builders.text({ channelId: CHANNEL_ID, from: USER, text: 'hours' });
+    const drifted = { ...text, message: { type: 'text', text: 'hours' } } as unknown as WebhookEvent;
+    expect(await process(queued(drifted), 1)).toEqual({
+      kind: 'failed',
+      reason: 'a message event whose message.id is missing',
+    });
+    expect(messaging.sent).toEqual([]);
+    expect(await optOuts.optedOut('client-a', [USER])).toEqual(new Set());
+    expect(events.records.get(drifted.webhookEventId)).toMatchObject({
+      state: 'failed',
+      outcome: 'event-not-understood',
+    });
+  });
+
   it('fails an event of a channel that no longer exists, sending nothing', async () => {
     const { process, builders, messaging, events } = setup();
     const event = builders.text({ channelId: CHANNEL_ID, from: USER, text: 'hours' });
