@@ -13,16 +13,20 @@
  *     100 senders → batched reporter, no token bucket, no multicast;
  *   - (c) the sandbox's own ceiling: autocannon in a worker thread POSTing valid pushes with fresh
  *     retry keys.
- * Memory: every contender warms up first (see warmUpFor) and runs with the same capped V8 heap
+ * Memory: every contender warms up first (see warmUpFor) and runs under the broker task's V8 flags
  * (see HEAP_FLAGS); peak RSS is the kernel's high-water mark of its process during the job, reset
  * after the warm-up; separate runs force full GCs to show the heap the job keeps alive. Then the rate-limit scenario: the sandbox at 2,000 requests/s,
  * Switchboard paced at 2,000/s: the sends/s it holds in steady state and the 429s it got.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
+import { type LocalCloud, startLocalCloud } from '#local/cloud.ts';
+import { brokerV8Flags } from '#shared/broker/runtime.ts';
+import type { BrokerContenderRequest, BrokerContenderResult } from './lib/message-broker-contender.ts';
 import type { ContenderRequest, WarmedUp } from './lib/message-contender.ts';
 import type { CeilingRequest, CeilingResult } from './lib/message-load-worker.ts';
 import { BENCH_CHANNEL, type SandboxCommand, type SandboxStats } from './lib/message-sandbox.ts';
@@ -39,7 +43,8 @@ const USAGE = `npm run bench:message-throughput [-- options]
   --rate-only          only the 2,000/s scenario
   --burst N            experiment: the pacer's burst in the 2,000/s scenario (default: the pipeline's)
   --rate-concurrency N senders in the 2,000/s scenario (default 128, the pipeline's default)
-  --default-heap       run contenders with V8's default heap sizing instead of the capped heap
+  --default-heap       run contenders with V8's default heap sizing instead of the broker task's flags
+  --broker-messages N  the whole broker on DynamoDB Local at 2,000/s: this many messages (default 20000; 0 skips)
   --help`;
 
 const { values } = parseArgs({
@@ -55,6 +60,7 @@ const { values } = parseArgs({
     burst: { type: 'string' },
     'rate-concurrency': { type: 'string', default: '128' },
     'default-heap': { type: 'boolean', default: false },
+    'broker-messages': { type: 'string', default: '20000' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -70,19 +76,22 @@ const concurrency = Number(values.concurrency);
 const latencyMs = Number(values['latency-ms']);
 const burst = values.burst === undefined ? undefined : Number(values.burst);
 const rateConcurrency = Number(values['rate-concurrency']);
+const brokerMessages = Number(values['broker-messages']);
 // Enough connections that the sandbox, not the round trip, is what limits the load generator.
 const ceilingConnections = Math.max(64, concurrency);
 const LINE_RATE = 2000;
 const MILLION = 1_000_000;
 /**
- * V8 sizes its young generation (up to 2 × 64 MB semi-spaces) and its old space by how long a
- * process has been allocating fast, so a 0.3 s run and a 2 s run of the same code differ by
- * 100+ MB of room for garbage. The same cap for every contender makes peak RSS compare what the
- * code keeps, and a run that kept something per message would die at 1M under the cap.
+ * Every contender runs under the V8 flags the broker's Fargate task has (shared/broker/runtime.ts):
+ * V8 otherwise sizes its young generation and old space by how long a process has been allocating
+ * fast, so a 0.3 s run and a 2 s run of the same code differ by 100+ MB of room for garbage. The
+ * same limits for every contender make peak RSS compare what the code keeps.
  */
-const HEAP_FLAGS = values['default-heap'] ? [] : ['--max-semi-space-size=16', '--max-old-space-size=64'];
+const HEAP_FLAGS = values['default-heap'] ? [] : brokerV8Flags();
 const heapLabel =
-  HEAP_FLAGS.length > 0 ? `V8 heap capped (${HEAP_FLAGS.join(' ')})` : "V8's default heap sizing";
+  HEAP_FLAGS.length > 0
+    ? `V8 heap as the broker task's (${HEAP_FLAGS.join(' ')})`
+    : "V8's default heap sizing";
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -378,3 +387,95 @@ console.log(
 console.log(
   `  conditions: event-loop delay p99/max ${fmt(paced.loopDelayP99Ms ?? 0, 1)}/${fmt(paced.loopDelayMaxMs ?? 0)} ms in the sender, ${fmt(paced.sandbox.loopDelayP99Ms, 1)}/${fmt(paced.sandbox.loopDelayMaxMs)} ms in the sandbox; load average ${loadBefore} → ${load()} on ${availableParallelism()} cores (a stall longer than the pacer's burst, 10 ms at the default, loses sends)`,
 );
+
+/**
+ * The whole broker, as deployed, on the local cloud: the real broker (lease, fenced claims from the
+ * tasks table, the pipeline, outcome transactions with the job's counts) on DynamoDB Local, at the
+ * channel's 2,000/s, against a fresh sandbox at 2,000/s. Beside it, the same pipeline paced the
+ * same with an in-memory table (the row above): the difference is the table. DynamoDB Local is one
+ * Java process on the cores the broker and the sandbox share, so its CPU time is printed too.
+ */
+if (brokerMessages > 0) {
+  let cloud: LocalCloud | undefined;
+  try {
+    cloud = await startLocalCloud();
+  } catch (error) {
+    console.log(`\nthe whole broker on DynamoDB Local: skipped (${(error as Error).message})`);
+  }
+  if (cloud) {
+    const sandbox = await freshSandbox();
+    try {
+      const proc = child(
+        './lib/message-broker-contender.ts',
+        [
+          JSON.stringify({
+            dynamoEndpoint: cloud.dynamoEndpoint,
+            region: cloud.region,
+            lineUrl: sandbox.url,
+            channelId: BENCH_CHANNEL.channelId,
+            accessToken: BENCH_CHANNEL.accessToken,
+            messages: brokerMessages,
+            rate: LINE_RATE,
+            concurrency: rateConcurrency,
+          } satisfies BrokerContenderRequest),
+        ],
+        HEAP_FLAGS,
+      );
+      await nextMessage<{ seeded: true }>(proc);
+      await sandbox.command({ cmd: 'reset' });
+      await sandbox.command({ cmd: 'rate', perSecond: LINE_RATE });
+      const javaAtGo = javaCpuSeconds();
+      const answer = nextMessage<BrokerContenderResult>(proc);
+      proc.send('go');
+      const r = await answer;
+      const javaSeconds = javaCpuSeconds() - javaAtGo;
+      await new Promise((done) => proc.once('exit', done));
+      const stats = await sandbox.command<SandboxStats>({ cmd: 'stats' });
+      console.log(
+        `\nthe whole broker on DynamoDB Local (worker/process.ts: lease, fenced claims, pipeline, outcome transactions), ${fmt(r.messages)} personalised messages, channel and sandbox at ${fmt(LINE_RATE)}/s:`,
+      );
+      console.log(
+        `  ${fmt(r.messagesPerSecond)} msgs/s (${fmt(r.seconds, 1)} s, from the broker's start to the job's counts all final); completed ${fmt(r.completed)}, failed ${r.failed}, cancelled ${r.cancelled}; sandbox: ${fmt(stats.recipients)} recipients, ${stats.duplicates} duplicates, ${stats.byStatus['429'] ?? 0} 429s; peak RSS ${fmt(r.peakRssMb)} MB (${heapLabel})`,
+      );
+      console.log(
+        `  vs the same pipeline paced at ${fmt(LINE_RATE)}/s on an in-memory table (above): ×${fmt(r.messagesPerSecond / Math.max(1, steady.perSecond), 2)}. In that time (${fmt(r.seconds * availableParallelism(), 1)} CPU-s on ${availableParallelism()} cores) DynamoDB Local used ${fmt(javaSeconds, 1)} CPU-s and the broker ${fmt(r.cpuSeconds, 1)}: the broker waits on the table, which is the bound here (DynamoDB in AWS takes thousands of writes/s on a sharded on-demand table).`,
+      );
+    } finally {
+      await sandbox.stop();
+      await cloud.stop();
+    }
+  }
+}
+
+/** CPU seconds (user + system) used so far by the Java processes this bench started (DynamoDB Local). */
+function javaCpuSeconds(): number {
+  const ticks = 100; // USER_HZ on Linux
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const fields = stat.slice(close + 2).split(' ');
+      if (comm !== 'java' || !isDescendant(Number(fields[1]))) continue;
+      total += (Number(fields[11]) + Number(fields[12])) / ticks;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
+
+function isDescendant(ppid: number): boolean {
+  for (let pid = ppid, hops = 0; pid > 1 && hops < 10; hops++) {
+    if (pid === process.pid) return true;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      pid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return false;
+    }
+  }
+  return false;
+}

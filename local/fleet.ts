@@ -22,6 +22,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { brokerV8Flags } from '#shared/broker/runtime.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import type { EcsAgentEndpoint } from './ecs-agent.ts';
 
@@ -251,7 +252,8 @@ export class LocalFleet implements EcsServiceScaler {
     const brokerId = `broker-${this.sequence}-${randomBytes(3).toString('hex')}`;
     const agentUri = this.options.agent.register(brokerId);
     const cwd = this.options.cwd ?? ROOT;
-    const child = spawn(process.execPath, [this.options.script ?? 'worker/main.ts'], {
+    // The V8 flags the Fargate task runs the broker with (cdk/constructs/broker-fleet.ts).
+    const child = spawn(process.execPath, [...brokerV8Flags(), this.options.script ?? 'worker/main.ts'], {
       cwd,
       env: {
         PATH: process.env.PATH ?? '',

@@ -32,6 +32,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import { IgnoreMode } from 'aws-cdk-lib/core';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
 import { functions } from '#shared/functions.ts';
 import { DEFAULT_LINE_API_URL } from '#shared/line/messaging-client.ts';
 import { resourceName, tableSpec } from '#shared/resources.ts';
@@ -171,9 +172,10 @@ export class BrokerFleet extends Construct {
       description:
         'Switchboard broker: its two tables, the LINE channels it sends through (read) and its own task protection',
     });
+    const memoryMiB = props.memoryMiB ?? BROKER_TASK_SIZE.memoryMiB;
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'BrokerTask', {
-      cpu: props.cpu ?? 512,
-      memoryLimitMiB: props.memoryMiB ?? 1024,
+      cpu: props.cpu ?? BROKER_TASK_SIZE.cpu,
+      memoryLimitMiB: memoryMiB,
       runtimePlatform: {
         cpuArchitecture: ecs.CpuArchitecture.ARM64,
         operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
@@ -201,7 +203,7 @@ export class BrokerFleet extends Construct {
         BROKER_VERSION: this.brokerVersion,
         BROKER_HTTP_HOST: '0.0.0.0',
         BROKER_HTTP_PORT: String(BROKER_HTTP_PORT),
-        NODE_OPTIONS: '--enable-source-maps',
+        NODE_OPTIONS: ['--enable-source-maps', ...brokerV8Flags(memoryMiB)].join(' '),
       },
       // Injected by the agent from Secrets Manager (execution role), never written in the template.
       secrets: { TELEPHONY_API_TOKEN: ecs.Secret.fromSecretsManager(this.telephonyToken) },

@@ -1,0 +1,240 @@
+/**
+ * The whole broker on the local cloud, for bench/message-throughput: a `message` job written to
+ * DynamoDB Local as ingest writes it, served by the real broker (worker/process.ts: the lease, the
+ * claims fenced by it, the pipeline, outcome transactions with the job's counts) sending to the
+ * bench's LINE sandbox. In its own process, under the broker task's V8 flags, so its peak RSS is a
+ * broker's.
+ *
+ * 1. Creates its tables (names unique to the run), the channel, the client and a running job of
+ *    `messages` tasks; says `{ seeded: true }` over IPC and waits for `'go'`.
+ * 2. Resets the kernel's peak-RSS mark, starts the broker, hands it the client through the work
+ *    list, and reads the job's counts until every task is final; stops the broker (SIGTERM path)
+ *    and reports a {@link BrokerContenderResult}.
+ *
+ *   node bench/lib/message-broker-contender.ts '<BrokerContenderRequest as JSON>'
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createTable, LOCAL_CREDENTIALS } from '#local/cloud.ts';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { fleetWorkItem } from '#shared/broker/fleet.ts';
+import { newUlid } from '#shared/ids.ts';
+import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { silentLogger } from '#shared/log.ts';
+import type { MessageTemplate } from '#shared/messaging/template.ts';
+import { tableSpec } from '#shared/resources.ts';
+import { startBrokerProcess } from '#worker/process.ts';
+
+export interface BrokerContenderRequest {
+  readonly dynamoEndpoint: string;
+  readonly region: string;
+  readonly lineUrl: string;
+  readonly channelId: string;
+  readonly accessToken: string;
+  readonly messages: number;
+  /** The broker's MESSAGE_RATE_PER_SECOND (the channel's limit). */
+  readonly rate: number;
+  readonly concurrency: number;
+}
+
+export interface BrokerContenderResult {
+  readonly messages: number;
+  readonly seconds: number;
+  readonly messagesPerSecond: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly cancelled: number;
+  readonly peakRssMb: number;
+  readonly seedSeconds: number;
+  /** CPU seconds (user + system) the broker's process used during the job. */
+  readonly cpuSeconds: number;
+}
+
+const ALWAYS = {
+  timeZone: 'Asia/Tokyo',
+  weekly: Object.fromEntries(
+    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+  ),
+};
+const TEMPLATE: MessageTemplate = {
+  messages: [{ type: 'text', text: 'Hello {{name}}, your parcel arrives tomorrow between 9:00 and 12:00.' }],
+};
+
+const request = JSON.parse(process.argv[2]!) as BrokerContenderRequest;
+const ddb = new DynamoDBClient({
+  region: request.region,
+  endpoint: request.dynamoEndpoint,
+  credentials: LOCAL_CREDENTIALS,
+});
+const doc = makeDocumentClient(ddb);
+const stage = `bench${process.pid}`;
+const [controlTable, tasksTable, channelsTable] = await Promise.all([
+  createTable(ddb, stage, tableSpec('control')),
+  createTable(ddb, stage, tableSpec('tasks')),
+  createTable(ddb, stage, tableSpec('channels')),
+]);
+
+const seedStart = performance.now();
+const now = Date.now();
+const clientId = `bench-${process.pid}`;
+const client: ClientSettings = {
+  clientId,
+  maxConcurrentCalls: 1,
+  callsPerSecond: 1,
+  timeZone: 'Asia/Tokyo',
+  callingHours: ALWAYS,
+  defaultRegion: 'JP',
+  messageChannelId: request.channelId,
+  updatedAt: now,
+};
+const job: Job = {
+  clientId,
+  jobId: newUlid(now),
+  name: 'bench campaign',
+  channel: 'message',
+  scenarioId: 'default',
+  message: TEMPLATE,
+  startAt: now - 1000,
+  maxAttempts: 1,
+  retryDelaySeconds: 0,
+  status: 'running',
+  counts: {
+    rows: request.messages,
+    rejected: 0,
+    skipped: 0,
+    tasks: request.messages,
+    completed: 0,
+    failed: 0,
+    cancelled: 0,
+  },
+  createdAt: now,
+  updatedAt: now,
+};
+await doc.send(
+  new PutCommand({
+    TableName: channelsTable,
+    Item: {
+      channelId: request.channelId,
+      clientId,
+      accessToken: request.accessToken,
+      secrets: [{ secret: 'unused', addedAt: 0 }],
+      autoAnswer: 'push',
+      rules: [],
+      updatedAt: now,
+    },
+  }),
+);
+await doc.send(new PutCommand({ TableName: controlTable, Item: { ...keys.client(clientId), ...client } }));
+await doc.send(
+  new PutCommand({
+    TableName: controlTable,
+    Item: { ...keys.job(clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
+  }),
+);
+// Recipients of their own (the run's pid in the id), so the sandbox's per-recipient counts stay apart.
+const recipient = (i: number) =>
+  `U${(process.pid % 0xffff).toString(16).padStart(4, '0')}${i.toString(16).padStart(28, '0')}`;
+let nextRow = 0;
+async function seedWorker(): Promise<void> {
+  for (;;) {
+    const first = nextRow;
+    if (first >= request.messages) return;
+    nextRow = Math.min(request.messages, first + 25);
+    const items = [];
+    for (let i = first; i < nextRow; i++) {
+      const task: Task = {
+        clientId,
+        jobId: job.jobId,
+        taskId: `t${String(i).padStart(7, '0')}`,
+        row: i + 2,
+        channel: 'message',
+        recipient: recipient(i),
+        variables: { name: `Customer ${i}` },
+        state: 'pending',
+        attempts: 0,
+        readyAt: now - 1000,
+        updatedAt: now,
+      };
+      items.push({
+        PutRequest: {
+          Item: { ...keys.task(job.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) },
+        },
+      });
+    }
+    let left: Record<string, unknown>[] | undefined = items;
+    while (left && left.length > 0) {
+      const out = await doc.send(new BatchWriteCommand({ RequestItems: { [tasksTable]: left as never } }));
+      left = out.UnprocessedItems?.[tasksTable] as Record<string, unknown>[] | undefined;
+    }
+  }
+}
+await Promise.all(Array.from({ length: 8 }, () => seedWorker()));
+const seedSeconds = (performance.now() - seedStart) / 1000;
+
+process.send!({ seeded: true });
+await new Promise<void>((resolve) => process.once('message', () => resolve()));
+
+writeFileSync('/proc/self/clear_refs', '5');
+const cpuAtStart = process.cpuUsage();
+const start = performance.now();
+const broker = await startBrokerProcess(
+  {
+    controlTable,
+    tasksTable,
+    telephonyApiUrl: 'http://127.0.0.1:9',
+    telephonyApiToken: 'unused',
+    callStatusCallbackUrl: 'http://127.0.0.1:9/status',
+    ecsAgentUri: undefined,
+    version: 'v1',
+    brokerId: `bench-broker-${process.pid}`,
+    httpHost: '127.0.0.1',
+    httpPort: 0,
+    advertiseUrl: undefined,
+    leaseMs: 30_000,
+    idleWaitMs: 200,
+    stopGraceMs: 100_000,
+    reconcileMarginMs: 30_000,
+    defaultMaxCallSeconds: 600,
+    holdMs: 60_000,
+    recheckMs: 1_000,
+    channelsTable,
+    lineApiUrl: request.lineUrl,
+    messageRatePerSecond: request.rate,
+    messageConcurrency: request.concurrency,
+  },
+  { doc, logger: silentLogger },
+);
+await doc.send(
+  new PutCommand({
+    TableName: controlTable,
+    Item: fleetWorkItem({ clients: [clientId], desiredVersion: 'v1', updatedAt: Date.now() }),
+  }),
+);
+let counts = job.counts;
+for (;;) {
+  const out = await doc.send(
+    new GetCommand({ TableName: controlTable, Key: keys.job(clientId, job.jobId), ConsistentRead: true }),
+  );
+  counts = (out.Item as Job).counts;
+  if (counts.completed + counts.failed + counts.cancelled >= request.messages) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+const seconds = (performance.now() - start) / 1000;
+const cpu = process.cpuUsage(cpuAtStart);
+const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
+broker.stop('sigterm');
+await broker.done;
+
+process.send!({
+  messages: request.messages,
+  seconds,
+  messagesPerSecond: request.messages / seconds,
+  completed: counts.completed,
+  failed: counts.failed,
+  cancelled: counts.cancelled,
+  peakRssMb,
+  seedSeconds,
+  cpuSeconds: (cpu.user + cpu.system) / 1e6,
+} satisfies BrokerContenderResult);
+process.disconnect();
