@@ -13,6 +13,7 @@ import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKER_STOP_TIMEOUT_SECONDS, BrokerFleet } from '#cdk/constructs/broker-fleet.ts';
 import { StatefulResources } from '#cdk/constructs/stateful.ts';
+import { brokerV8Flags } from '#shared/broker/runtime.ts';
 import { functions } from '#shared/functions.ts';
 
 type Json = Record<string, unknown>;
@@ -112,6 +113,10 @@ describe('the broker service', () => {
       ]),
     );
     expect(env.BROKER_VERSION).toBe(fleet.brokerVersion);
+    // The heap bench/message-throughput measures the broker's memory under.
+    expect(task).toMatchObject({ Cpu: '1024', Memory: '2048' });
+    expect(env.NODE_OPTIONS).toBe('--enable-source-maps --max-semi-space-size=16 --max-old-space-size=128');
+    expect(env.NODE_OPTIONS).toBe(['--enable-source-maps', ...brokerV8Flags()].join(' '));
     expect(JSON.stringify(env)).not.toContain('TOKEN');
     expect((container!.Secrets as { Name: string }[]).map((s) => s.Name)).toEqual(['TELEPHONY_API_TOKEN']);
   });
