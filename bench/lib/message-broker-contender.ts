@@ -24,7 +24,7 @@ import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/mod
 import { silentLogger } from '#shared/log.ts';
 import type { MessageTemplate } from '#shared/messaging/template.ts';
 import { tableSpec } from '#shared/resources.ts';
-import { startBrokerProcess } from '#worker/process.ts';
+import { readBrokerConfig, startBrokerProcess } from '#worker/process.ts';
 
 export interface BrokerContenderRequest {
   readonly dynamoEndpoint: string;
@@ -178,31 +178,21 @@ await new Promise<void>((resolve) => process.once('message', () => resolve()));
 writeFileSync('/proc/self/clear_refs', '5');
 const cpuAtStart = process.cpuUsage();
 const start = performance.now();
+// The broker's configuration as a Fargate task reads it from its environment: production's defaults
+// for everything the bench does not set (lease, hold, idle wait…). Telephony is not used here.
 const broker = await startBrokerProcess(
-  {
-    controlTable,
-    tasksTable,
-    telephonyApiUrl: 'http://127.0.0.1:9',
-    telephonyApiToken: 'unused',
-    callStatusCallbackUrl: 'http://127.0.0.1:9/status',
-    ecsAgentUri: undefined,
-    version: 'v1',
-    brokerId: `bench-broker-${process.pid}`,
-    httpHost: '127.0.0.1',
-    httpPort: 0,
-    advertiseUrl: undefined,
-    leaseMs: 30_000,
-    idleWaitMs: 200,
-    stopGraceMs: 100_000,
-    reconcileMarginMs: 30_000,
-    defaultMaxCallSeconds: 600,
-    holdMs: 60_000,
-    recheckMs: 1_000,
-    channelsTable,
-    lineApiUrl: request.lineUrl,
-    messageRatePerSecond: request.rate,
-    messageConcurrency: request.concurrency,
-  },
+  readBrokerConfig({
+    CONTROL_TABLE: controlTable,
+    TASKS_TABLE: tasksTable,
+    CHANNELS_TABLE: channelsTable,
+    LINE_API_URL: request.lineUrl,
+    LINE_RATE_PER_SECOND: String(request.rate),
+    MESSAGE_CONCURRENCY: String(request.concurrency),
+    TELEPHONY_API_URL: 'http://127.0.0.1:9',
+    TELEPHONY_API_TOKEN: 'unused',
+    CALL_STATUS_CALLBACK_URL: 'http://127.0.0.1:9/status',
+    BROKER_VERSION: 'v1',
+  }),
   { doc, logger: silentLogger },
 );
 await doc.send(
