@@ -39,7 +39,7 @@ import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { newUlid } from '#shared/ids.ts';
-import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { systemClock, systemTimers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
@@ -58,6 +58,7 @@ import {
   type RunFigures,
   reactionTimes,
 } from './lib/pacing-plan.ts';
+import { seedRunningJob } from './lib/seed-job.ts';
 
 const { values } = parseArgs({
   options: {
@@ -151,39 +152,29 @@ async function seedOurs(clientId: string, scenario: PacingScenario): Promise<voi
     createdAt: now,
     updatedAt: now,
   };
-  await doc.send(new PutCommand({ TableName: controlTable, Item: { ...keys.client(clientId), ...client } }));
-  await doc.send(
-    new PutCommand({
-      TableName: controlTable,
-      Item: { ...keys.job(clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
-    }),
+  await seedRunningJob(
+    doc,
+    { controlTable, tasksTable },
+    {
+      client,
+      job,
+      count: scenario.calls.length,
+      tasks: (i): Task => ({
+        clientId,
+        jobId: job.jobId,
+        taskId: `t${String(i).padStart(5, '0')}`,
+        row: i + 2,
+        channel: 'call',
+        recipient: scenario.calls[i]!.to,
+        variables: {},
+        state: 'pending',
+        attempts: 0,
+        // One ms apart: the broker takes them in the same order as the baseline.
+        readyAt: now - 60_000 + i,
+        updatedAt: now,
+      }),
+    },
   );
-  const tasks: Task[] = scenario.calls.map((call, i) => ({
-    clientId,
-    jobId: job.jobId,
-    taskId: `t${String(i).padStart(5, '0')}`,
-    row: i + 2,
-    channel: 'call',
-    recipient: call.to,
-    variables: {},
-    state: 'pending',
-    attempts: 0,
-    // One ms apart: the broker takes them in the same order as the baseline.
-    readyAt: now - 60_000 + i,
-    updatedAt: now,
-  }));
-  for (let i = 0; i < tasks.length; i += 25) {
-    await Promise.all(
-      tasks.slice(i, i + 25).map((task) =>
-        doc.send(
-          new PutCommand({
-            TableName: tasksTable,
-            Item: { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) },
-          }),
-        ),
-      ),
-    );
-  }
   await doc.send(
     new PutCommand({
       TableName: controlTable,

@@ -15,7 +15,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createTable, LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
@@ -25,6 +25,7 @@ import { silentLogger } from '#shared/log.ts';
 import type { MessageTemplate } from '#shared/messaging/template.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { readBrokerConfig, startBrokerProcess } from '#worker/process.ts';
+import { seedRunningJob } from './seed-job.ts';
 
 export interface BrokerContenderRequest {
   readonly dynamoEndpoint: string;
@@ -125,51 +126,31 @@ await doc.send(
     },
   }),
 );
-await doc.send(new PutCommand({ TableName: controlTable, Item: { ...keys.client(clientId), ...client } }));
-await doc.send(
-  new PutCommand({
-    TableName: controlTable,
-    Item: { ...keys.job(clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
-  }),
-);
 // Recipients of their own (the run's pid in the id), so the sandbox's per-recipient counts stay apart.
 const recipient = (i: number) =>
   `U${(process.pid % 0xffff).toString(16).padStart(4, '0')}${i.toString(16).padStart(28, '0')}`;
-let nextRow = 0;
-async function seedWorker(): Promise<void> {
-  for (;;) {
-    const first = nextRow;
-    if (first >= request.messages) return;
-    nextRow = Math.min(request.messages, first + 25);
-    const items = [];
-    for (let i = first; i < nextRow; i++) {
-      const task: Task = {
-        clientId,
-        jobId: job.jobId,
-        taskId: `t${String(i).padStart(7, '0')}`,
-        row: i + 2,
-        channel: 'message',
-        recipient: recipient(i),
-        variables: { name: `Customer ${i}` },
-        state: 'pending',
-        attempts: 0,
-        readyAt: now - 1000,
-        updatedAt: now,
-      };
-      items.push({
-        PutRequest: {
-          Item: { ...keys.task(job.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) },
-        },
-      });
-    }
-    let left: Record<string, unknown>[] | undefined = items;
-    while (left && left.length > 0) {
-      const out = await doc.send(new BatchWriteCommand({ RequestItems: { [tasksTable]: left as never } }));
-      left = out.UnprocessedItems?.[tasksTable] as Record<string, unknown>[] | undefined;
-    }
-  }
-}
-await Promise.all(Array.from({ length: 8 }, () => seedWorker()));
+await seedRunningJob(
+  doc,
+  { controlTable, tasksTable },
+  {
+    client,
+    job,
+    count: request.messages,
+    tasks: (i): Task => ({
+      clientId,
+      jobId: job.jobId,
+      taskId: `t${String(i).padStart(7, '0')}`,
+      row: i + 2,
+      channel: 'message',
+      recipient: recipient(i),
+      variables: { name: `Customer ${i}` },
+      state: 'pending',
+      attempts: 0,
+      readyAt: now - 1000,
+      updatedAt: now,
+    }),
+  },
+);
 const seedSeconds = (performance.now() - seedStart) / 1000;
 
 process.send!({ seeded: true });
