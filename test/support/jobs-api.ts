@@ -2,6 +2,7 @@
  * The jobs part of the local cloud for integration tests: the operator API behind the API Gateway
  * stand-in, the ingest poller and the S3 notifier, plus a request helper and a bounded poll.
  */
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll } from 'vitest';
 import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
 import { createQueueWithDlq } from '#local/cloud.ts';
@@ -29,6 +30,8 @@ export interface JobsHarness {
   readonly api: () => ApiGatewayServer;
   /** The file's own ingest queue. */
   readonly ingestQueueUrl: () => string;
+  /** The file's own uploads bucket. */
+  readonly uploadsBucket: () => string;
   call(
     method: string,
     path: string,
@@ -43,15 +46,24 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
   let jobs: JobsLocal | undefined;
   let api: ApiGatewayServer | undefined;
   let ingestQueueUrl: string | undefined;
+  let uploadsBucket: string | undefined;
   beforeAll(async () => {
-    // The file's own ingest queue: a suite running beside it never takes (and counts) its messages.
+    // The file's own ingest queue and uploads bucket: a suite running beside it never takes (and
+    // counts) its messages, and its notifier never forwards the other suite's uploads.
     const ingest = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('ingest'), {
       name: uniqueName('ingest'),
     });
     ingestQueueUrl = ingest.url;
-    const info = { ...cloud.info, queues: { ...cloud.info.queues, ingest } };
+    uploadsBucket = uniqueName('uploads');
+    await cloud.s3.send(new CreateBucketCommand({ Bucket: uploadsBucket }));
+    const info = {
+      ...cloud.info,
+      queues: { ...cloud.info.queues, ingest },
+      bucketNames: { ...cloud.info.bucketNames, uploads: uploadsBucket },
+    };
     Object.assign(process.env, cloud.env, {
       INGEST_QUEUE_URL: ingest.url,
+      UPLOAD_BUCKET: uploadsBucket,
       LOG_LEVEL: 'warn',
       METRICS_DISABLED: 'true',
     });
@@ -66,6 +78,7 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
     jobs: () => jobs!,
     api: () => api!,
     ingestQueueUrl: () => ingestQueueUrl!,
+    uploadsBucket: () => uploadsBucket!,
     async call(method, path, body, headers = {}) {
       const response = await fetch(`${api!.url}${path}`, {
         method,

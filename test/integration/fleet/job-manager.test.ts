@@ -300,10 +300,10 @@ describe('the local job manager driving the local fleet', () => {
 
     expect(result.clients).toContain('jm-local');
     expect(result.desiredCount).toBe(1);
-    await fleet.waitUntil((f) => f.running().filter((b) => b.state === 'ready').length === 1);
+    await fleet.waitUntil((f) => f.running().filter((b) => b.state === 'ready').length === 1, 60_000);
 
     await fleet.deploy('v2');
     expect((await workList())?.desiredVersion).toBe('v2');
-    await fleet.waitUntil((f) => f.running().length === 1 && f.running()[0]?.version === 'v2');
+    await fleet.waitUntil((f) => f.running().length === 1 && f.running()[0]?.version === 'v2', 60_000);
   });
 });

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { s3EventNotification } from '#local/s3-notifier.ts';
 import {
   makeDynamoClientStore,
@@ -28,12 +28,15 @@ import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
 
 const cloud = testCloud();
-const bucket = cloud.info.bucketNames.uploads!;
 const controlTable = cloud.info.tableNames.control!;
 const tasksTable = cloud.info.tableNames.tasks!;
 const mixedList = readFileSync(new URL('../../fixtures/jobs/mixed-list.csv', import.meta.url));
 const harness = useJobsApi(cloud);
 const { call } = harness;
+let bucket: string;
+beforeAll(() => {
+  bucket = harness.uploadsBucket();
+});
 
 const jobIn = (clientId: string, jobId: string, statuses: string[]) =>
   eventually(
