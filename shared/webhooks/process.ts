@@ -81,7 +81,9 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
     // Acting on a guess could opt the wrong person in or out: say what was not understood.
     if (reading.kind === 'unreadable') return finish('failed', 'event-not-understood', reading.problem);
     const action = reading.kind === 'known' ? await decide(channel, reading.event, deps.optOuts) : undefined;
-    if (event.mode === 'standby') return finish('done', 'standby: nothing sent');
+    // Only an active channel may answer; standby (another module holds the chat), or a mode this
+    // code does not know, records what it must and sends nothing.
+    if (event.mode !== 'active') return finish('done', `${event.mode.slice(0, 40)}: nothing sent`);
     if (!action) return finish('done', 'no answer');
 
     // A push answer goes to the group or room the event came from, else the user.

@@ -170,6 +170,16 @@ describe('processWebhookEvent: what each event calls for', () => {
     expect(messaging.sent).toEqual([]);
   });
 
+  it('sends nothing in a mode it does not know, and still records an unfollow', async () => {
+    const { process, builders, messaging, optOuts } = setup();
+    const text = { ...builders.text({ channelId: CHANNEL_ID, from: USER, text: 'hours' }), mode: 'paused' };
+    expect(await process(queued(text), 1)).toEqual({ kind: 'done', outcome: 'paused: nothing sent' });
+    const unfollow = { ...builders.unfollow({ channelId: CHANNEL_ID, from: USER }), mode: 'paused' };
+    expect((await process(queued(unfollow), 1)).kind).toBe('done');
+    expect(messaging.sent).toEqual([]);
+    expect(await optOuts.optedOut('client-a', [USER])).toEqual(new Set([USER]));
+  });
+
   it('still records an unfollow received in standby mode as an opt-out', async () => {
     const { process, builders, optOuts } = setup();
     await process(queued(builders.unfollow({ channelId: CHANNEL_ID, from: USER, mode: 'standby' })), 1);
