@@ -258,6 +258,15 @@ function deliveredCounts(clientId: string, n: number): number[] {
   return counts;
 }
 
+/** Resolves once the sandbox's log has not grown for a second (requests on the wire have landed). */
+function sendsStopped(): Promise<true> {
+  return until(async () => {
+    const now = line.log().length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    return line.log().length === now ? true : undefined;
+  }, 'the sends to stop');
+}
+
 /** A job of `n` personal messages and a broker sending them at 400/s; resolves once 300 went out. */
 async function sendingJob(prefix: string, n: number) {
   const clientId = `${prefix}${Math.random().toString(36).slice(2, 6)}`;
@@ -461,11 +470,7 @@ describe('a message job served by the broker', () => {
     await broker.broker.jobChanged(clientId, job.jobId);
     const atNudge = line.log().length;
     // Requests on the wire at the nudge land; then nothing more.
-    await until(async () => {
-      const now = line.log().length;
-      await new Promise((r) => setTimeout(r, 1_000));
-      return line.log().length === now ? true : undefined;
-    }, 'the sends to stop');
+    await sendsStopped();
     expect(line.log().length - atNudge).toBeLessThanOrEqual(64);
     const stoppedAt = line.log().length;
     // The broker gives back what it claimed and did not send: cancelled, as the job is.
@@ -524,11 +529,7 @@ describe('a message job served by the broker', () => {
     await broker.broker.jobChanged(clientId, job.jobId);
     const started = line.log().length;
     // Requests already on the wire may still land; nothing new is started.
-    await until(async () => {
-      const now = line.log().length;
-      await new Promise((r) => setTimeout(r, 1_000));
-      return line.log().length === now ? true : undefined;
-    }, 'the sends to stop');
+    await sendsStopped();
     expect(line.log().length - started).toBeLessThanOrEqual(64);
     const atPause = line.log().length;
     await new Promise((r) => setTimeout(r, 500));
