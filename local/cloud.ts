@@ -120,10 +120,20 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
   const log = options.log ?? (() => {});
   assertJava17();
 
-  const [dynamo, fauxqs] = await Promise.all([
+  const [dynamoStart, fauxqsStart] = await Promise.allSettled([
     startDynamoLocalReady(options.dataDir),
     startFauxqs({ port: 0, logger: false, defaultRegion: LOCAL_REGION }),
   ]);
+  if (dynamoStart.status === 'rejected' || fauxqsStart.status === 'rejected') {
+    // The one that started is stopped: no Java process or server left behind a failed start.
+    if (dynamoStart.status === 'fulfilled') await stopChild(dynamoStart.value.process);
+    if (fauxqsStart.status === 'fulfilled') await fauxqsStart.value.stop();
+    throw dynamoStart.status === 'rejected'
+      ? dynamoStart.reason
+      : (fauxqsStart as PromiseRejectedResult).reason;
+  }
+  const dynamo = dynamoStart.value;
+  const fauxqs = fauxqsStart.value;
   const dynamoEndpoint = `http://127.0.0.1:${dynamo.port}`;
   const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
   log(
