@@ -20,6 +20,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/local-cloud-setup.ts'],
+          setupFiles: ['test/support/record-aws-calls.ts'],
           // Generous: these share two cores with the e2e drills; a slow machine must not fail them.
           testTimeout: 120_000,
         },
@@ -30,6 +31,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/support/local-cloud-setup.ts'],
+          setupFiles: ['test/support/record-aws-calls.ts'],
           testTimeout: 240_000,
         },
       },

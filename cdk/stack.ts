@@ -7,9 +7,10 @@ import { SwitchboardHttpApi } from './constructs/http-api.ts';
 import { Jobs } from './constructs/jobs.ts';
 import { StatefulResources } from './constructs/stateful.ts';
 import { Webhooks } from './constructs/webhooks.ts';
+import type { DeploySettings } from './settings.ts';
 
 export interface SwitchboardStackProps extends StackProps {
-  readonly stage: string;
+  readonly settings: DeploySettings;
 }
 
 export class SwitchboardStack extends Stack {
@@ -22,24 +23,29 @@ export class SwitchboardStack extends Stack {
 
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
-    const retain = props.stage === 'prod';
-    this.stateful = new StatefulResources(this, 'Stateful', { stage: props.stage, retain });
-    this.webhooks = new Webhooks(this, 'Webhooks', { stage: props.stage, stateful: this.stateful, retain });
-    const provider = String(this.node.tryGetContext('telephonyProvider') ?? 'default');
+    const { stage, retain, telephonyProvider: provider } = props.settings;
+    this.stateful = new StatefulResources(this, 'Stateful', { stage, retain });
+    this.webhooks = new Webhooks(this, 'Webhooks', { stage, stateful: this.stateful, retain });
     // The brokers need the callback URL and the API needs the call-status function, which lives in
     // the brokers' VPC: the URL is built from the API's endpoint, known only as a token here.
     const apiUrl = new SwitchboardHttpApiUrl();
     this.fleet = new BrokerFleet(this, 'Fleet', {
-      stage: props.stage,
+      stage,
       stateful: this.stateful,
       retain,
-      telephonyApiUrl: String(this.node.tryGetContext('telephonyApiUrl') ?? 'https://telephony.example.com'),
+      telephonyApiUrl: props.settings.telephonyApiUrl,
       callStatusCallbackUrl: apiUrl.lazy(`/providers/${provider}/calls/status`),
-      maxBrokers: Number(this.node.tryGetContext('maxBrokers') ?? 10),
+      maxBrokers: props.settings.maxBrokers,
       alarmTopic: this.webhooks.alarmTopic,
     });
     // The operator API nudges brokers (pause / cancel of a message job): it lives in their VPC.
-    this.jobs = new Jobs(this, 'Jobs', { stateful: this.stateful, fleet: this.fleet, retain });
+    this.jobs = new Jobs(this, 'Jobs', {
+      stage,
+      stateful: this.stateful,
+      fleet: this.fleet,
+      retain,
+      alarmTopic: this.webhooks.alarmTopic,
+    });
     this.callStatus = new CallStatus(this, 'CallStatus', {
       stateful: this.stateful,
       fleet: this.fleet,
@@ -47,7 +53,7 @@ export class SwitchboardStack extends Stack {
       provider,
     });
     this.api = new SwitchboardHttpApi(this, 'Api', {
-      stage: props.stage,
+      stage,
       handlers: {
         'webhook-receiver': this.webhooks.receiver,
         'jobs-api': this.jobs.api,

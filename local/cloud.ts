@@ -385,7 +385,13 @@ export async function createQueueWithDlq(
   const name = overrides.name ?? queueName(stage, spec);
   const deadName = overrides.name ? name.replace(/(\.fifo)?$/, '-dlq$1') : dlqName(stage, spec);
   const fifoAttrs: Record<string, string> = spec.fifo
-    ? { FifoQueue: 'true', ...(spec.contentBasedDeduplication ? { ContentBasedDeduplication: 'true' } : {}) }
+    ? {
+        FifoQueue: 'true',
+        ...(spec.contentBasedDeduplication ? { ContentBasedDeduplication: 'true' } : {}),
+        ...(spec.highThroughput
+          ? { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' }
+          : {}),
+      }
     : {};
   const dlq = await sqs.send(
     new CreateQueueCommand({

@@ -25,6 +25,7 @@ import { createInterface } from 'node:readline';
 import { brokerV8Flags } from '#shared/broker/runtime.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import type { EcsAgentEndpoint } from './ecs-agent.ts';
+import { brokerRecording } from './iam/recorder.ts';
 
 /** Fargate's longest wait between SIGTERM and SIGKILL. */
 export const DEFAULT_STOP_TIMEOUT_MS = 120_000;
@@ -253,19 +254,25 @@ export class LocalFleet implements EcsServiceScaler {
     const agentUri = this.options.agent.register(brokerId);
     const cwd = this.options.cwd ?? ROOT;
     // The V8 flags the Fargate task runs the broker with (cdk/constructs/broker-fleet.ts).
-    const child = spawn(process.execPath, [...brokerV8Flags(), this.options.script ?? 'worker/main.ts'], {
-      cwd,
-      env: {
-        PATH: process.env.PATH ?? '',
-        ...this.options.env,
-        ...this.options.envFor?.(brokerId, version),
-        BROKER_ID: brokerId,
-        BROKER_VERSION: version,
-        BROKER_HTTP_PORT: '0',
-        ECS_AGENT_URI: agentUri,
+    const recording = brokerRecording();
+    const child = spawn(
+      process.execPath,
+      [...brokerV8Flags(), ...recording.execArgv, this.options.script ?? 'worker/main.ts'],
+      {
+        cwd,
+        env: {
+          PATH: process.env.PATH ?? '',
+          ...this.options.env,
+          ...this.options.envFor?.(brokerId, version),
+          BROKER_ID: brokerId,
+          BROKER_VERSION: version,
+          BROKER_HTTP_PORT: '0',
+          ECS_AGENT_URI: agentUri,
+          ...recording.env,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    );
     let markExited: () => void = () => {};
     const broker: Broker = {
       brokerId,

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
+import { awsPrincipal } from './iam/recorder.ts';
 
 /** Any Lambda handler: what middy produces, and what the runtime calls. */
 export type Handler<TEvent = unknown, TResult = unknown> = (
@@ -60,7 +61,11 @@ export async function invokeHandler<TEvent, TResult>(
     );
   });
   try {
-    return await Promise.race([handler(event, context), timeout]);
+    // The function is the principal of the AWS calls its handler makes (the IAM conformance record).
+    return await Promise.race([
+      awsPrincipal.run(options.functionName, () => handler(event, context)),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -55,13 +55,20 @@ export function startScheduler<R>(options: SchedulerOptions<R>): Scheduler<R> {
   const ruleArn = `arn:aws:events:${region}:000000000000:rule/${options.ruleName ?? `${functionName}-schedule`}`;
   const inFlight = new Set<Promise<unknown>>();
   let runs = 0;
+  // The function has a reserved concurrency of 1 (cdk/constructs/broker-fleet.ts): two runs never
+  // overlap. A tick asked for while one runs starts after it; a timer tick then is skipped, as
+  // Lambda throttles it and drops it after its maximum event age.
+  let last: Promise<unknown> = Promise.resolve();
 
   const tick = (): Promise<R> => {
     runs += 1;
-    const run = invokeHandler(options.handler, scheduledEvent(Date.now(), ruleArn, region), {
-      functionName,
-      timeoutMs: options.timeoutMs ?? 60_000,
-    });
+    const run = last.then(() =>
+      invokeHandler(options.handler, scheduledEvent(Date.now(), ruleArn, region), {
+        functionName,
+        timeoutMs: options.timeoutMs ?? 60_000,
+      }),
+    );
+    last = run.catch(() => {});
     const tracked = run.then(
       (result) => options.onResult?.(result),
       (error: unknown) => options.onError?.(error),
@@ -71,10 +78,9 @@ export function startScheduler<R>(options: SchedulerOptions<R>): Scheduler<R> {
     return run;
   };
 
-  const timer = setInterval(
-    () => void tick().catch(() => {}),
-    options.intervalMs ?? DEFAULT_SCHEDULE_INTERVAL_MS,
-  );
+  const timer = setInterval(() => {
+    if (inFlight.size === 0) void tick().catch(() => {});
+  }, options.intervalMs ?? DEFAULT_SCHEDULE_INTERVAL_MS);
   timer.unref();
   if (options.runAtStart ?? true) void tick().catch(() => {});
 

@@ -5,10 +5,9 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from 'aws-lambda';
-import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
@@ -157,7 +156,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     });
 
     const base = { region: cloud.region, credentials: LOCAL_CREDENTIALS };
-    const doc = makeDocumentClient(new DynamoDBClient({ ...base, endpoint: cloud.dynamoEndpoint }));
+    const doc = makeDocumentClient(makeDynamoClient({ ...base, endpoint: cloud.dynamoEndpoint }));
     const channels = makeDynamoChannelStore(doc, cloud.tableNames.channels!);
     const putChannel = async (input: unknown): Promise<Channel> => {
       const channel = channelFromInput(input, Date.now());

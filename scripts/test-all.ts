@@ -39,6 +39,13 @@ function runStep(step: Step): Promise<boolean> {
   });
 }
 
+/** Runs after vitest and synth: it reads what both produced. */
+const IAM_CONFORMANCE: Step = {
+  name: 'iam-conformance',
+  command: 'node',
+  args: ['local/iam/conformance.ts', '--template', 'cdk.out/Switchboard-local.template.json'],
+};
+
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -49,6 +56,7 @@ console.log('\n== vitest (unit, integration, e2e, infra) ==');
 mkdirSync('.test-results', { recursive: true });
 const jsonFile = '.test-results/vitest.json';
 rmSync(jsonFile, { force: true });
+rmSync('.test-results/aws-calls', { recursive: true, force: true });
 const vitestStatus = await new Promise<number | null>((resolve) => {
   const child = spawn(
     'vitest',
@@ -84,6 +92,13 @@ if (existsSync(jsonFile)) {
 
 for (const ok of await checks) {
   if (ok) passed++;
+  else failed++;
+}
+
+// Every AWS call the integration and e2e suites recorded, against the synthesized roles; only on a
+// whole run (`npm test -- some/file` records too little to judge).
+if (process.argv.length <= 2) {
+  if (await runStep(IAM_CONFORMANCE)) passed++;
   else failed++;
 }
 

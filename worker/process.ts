@@ -4,9 +4,9 @@
  * {@link Broker} loop. `main.ts` runs it as a process; tests may run it in-process.
  */
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
@@ -119,7 +119,7 @@ const DYNAMODB_REQUEST_TIMEOUT_MS = 10_000;
 const DYNAMODB_CONNECTION_TIMEOUT_MS = 3_000;
 
 function makeBrokerDynamoClient(): DynamoDBClient {
-  return new DynamoDBClient({
+  return makeDynamoClient({
     requestHandler: {
       connectionTimeout: DYNAMODB_CONNECTION_TIMEOUT_MS,
       requestTimeout: DYNAMODB_REQUEST_TIMEOUT_MS,
@@ -128,17 +128,53 @@ function makeBrokerDynamoClient(): DynamoDBClient {
   });
 }
 
-/** In a Fargate task (awsvpc), the task's private address, from the task metadata endpoint. */
-async function taskAddress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+export class BrokerStartError extends Error {
+  override name = 'BrokerStartError';
+}
+
+/**
+ * The URL the lease advertises to the call-status route and the operator API: `BROKER_ADVERTISE_URL`
+ * when set; in a Fargate task (awsvpc) the task's private address from the task metadata endpoint,
+ * asked up to `tries` times with backoff; else the server's own URL. Never a wildcard address: a
+ * lease naming `http://0.0.0.0:8080` would send every nudge nowhere, so a broker that cannot learn
+ * its address fails to start (ECS starts another) instead.
+ */
+export async function advertisedEndpoint(
+  config: Pick<BrokerConfig, 'advertiseUrl' | 'httpHost'>,
+  server: { readonly url: string; readonly port: number },
+  env: NodeJS.ProcessEnv,
+  deps: { fetch?: typeof fetch; sleep?: (ms: number) => Promise<void>; tries?: number } = {},
+): Promise<string> {
+  if (config.advertiseUrl) return config.advertiseUrl;
   const uri = env.ECS_CONTAINER_METADATA_URI_V4;
-  if (!uri) return undefined;
-  try {
-    const response = await fetch(uri, { signal: AbortSignal.timeout(2_000) });
-    const body = (await response.json()) as { Networks?: { IPv4Addresses?: string[] }[] };
-    return body.Networks?.[0]?.IPv4Addresses?.[0];
-  } catch {
-    return undefined;
+  if (uri) {
+    const get = deps.fetch ?? fetch;
+    const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+    const tries = deps.tries ?? 5;
+    let last = 'no answer';
+    for (let attempt = 1; attempt <= tries; attempt++) {
+      try {
+        const response = await get(uri, { signal: AbortSignal.timeout(2_000) });
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        const body = (await response.json()) as { Networks?: { IPv4Addresses?: string[] }[] };
+        const address = body.Networks?.[0]?.IPv4Addresses?.[0];
+        if (address) return `http://${address}:${server.port}`;
+        last = 'no IPv4 address in Networks';
+      } catch (error) {
+        last = (error as Error).message;
+      }
+      if (attempt < tries) await sleep(200 * 2 ** (attempt - 1));
+    }
+    throw new BrokerStartError(
+      `the ECS task metadata endpoint gave no private address after ${tries} tries (${last})`,
+    );
   }
+  if (config.httpHost === '0.0.0.0' || config.httpHost === '::') {
+    throw new BrokerStartError(
+      `the broker listens on every address (BROKER_HTTP_HOST=${config.httpHost}) and has no ECS task metadata to learn its own: set BROKER_ADVERTISE_URL`,
+    );
+  }
+  return server.url;
 }
 
 /**
@@ -218,8 +254,13 @@ export async function startBrokerProcess(
     },
     { host: config.httpHost, port: config.httpPort },
   );
-  const address = config.advertiseUrl ? undefined : await taskAddress(process.env);
-  const endpoint = config.advertiseUrl ?? (address ? `http://${address}:${server.port}` : server.url);
+  let endpoint: string;
+  try {
+    endpoint = await advertisedEndpoint(config, server, process.env);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
   const protection = new TaskProtectionKeeper({
     port: makeEcsAgentProtection({
       agentUri: config.ecsAgentUri,

@@ -14,8 +14,11 @@
  * version's brokers beside the old ones; ECS then stops old brokers only once unprotected, and the
  * work list's `desiredVersion` (the image's hash, given to brokers and job manager alike) tells
  * old brokers to drain: no new calls, in-flight calls end, protection and lease released, exit.
- * The desired count is 0 in the template and CloudFormation only applies a changed template
- * value, so a deploy never resets the count the job manager set.
+ * The service has no desired count in the template: CloudFormation re-applies a template's count on
+ * every service update (a new image), which would stop the brokers the job manager asked for. It
+ * starts with ECS's default of one and the job manager's next run (within a minute) sets it. The
+ * job manager reads the version to serve from the service's primary deployment, which names the
+ * new task definition as soon as a deploy starts rolling (`shared/adapters/ecs-service.ts`).
  */
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -277,7 +280,7 @@ export class BrokerFleet extends Construct {
       cluster: this.cluster,
       serviceName: resourceName(props.stage, 'brokers'),
       taskDefinition: this.taskDefinition,
-      desiredCount: 0,
+      // No desiredCount: the job manager owns it (see the file's docblock).
       minHealthyPercent: 100,
       maxHealthyPercent: 200,
       circuitBreaker: { enable: true, rollback: true },
@@ -298,18 +301,41 @@ export class BrokerFleet extends Construct {
         MAX_BROKERS: String(maxBrokers),
       },
       logRemovalPolicy: removalPolicy,
+      // One run at a time, whatever retries or a late schedule do: a run that finds another one
+      // running is throttled and dropped after a minute; the next minute's run makes good what it
+      // missed. Runs are idempotent besides (the work list is written conditionally on updatedAt).
+      invocation: { reservedConcurrency: 1, asyncRetryAttempts: 0, maxEventAge: Duration.minutes(1) },
     })
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
       .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar, { indexes: ['outstanding'] });
     this.jobManager.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ['ecs:UpdateService'], resources: [this.service.serviceArn] }),
+      new iam.PolicyStatement({
+        actions: ['ecs:UpdateService', 'ecs:DescribeServices'],
+        resources: [this.service.serviceArn],
+      }),
+    );
+    // The primary deployment's task definition, read for its BROKER_VERSION.
+    this.jobManager.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['ecs:DescribeTaskDefinition'], resources: ['*'] }),
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.jobManager.role!,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'ecs:DescribeTaskDefinition supports no resource-level permission (Service Authorization Reference), so AWS requires Resource "*"; it reads task definitions only, to learn the version of the broker service\'s primary deployment.',
+          appliesTo: ['Resource::*'],
+        },
+      ],
+      true,
     );
     this.schedule = new events.Rule(this, 'EveryMinute', {
       description: 'Switchboard: run the job manager every minute',
       schedule: events.Schedule.rate(Duration.minutes(1)),
       targets: [
         // A missed run is made good by the next one: retry briefly, never pile runs up.
-        new targets.LambdaFunction(this.jobManager, { retryAttempts: 2, maxEventAge: Duration.minutes(2) }),
+        new targets.LambdaFunction(this.jobManager, { retryAttempts: 2, maxEventAge: Duration.minutes(1) }),
       ],
     });
 

@@ -59,7 +59,11 @@ export class CallStatus extends Construct {
         TELEPHONY_CALLBACK_SECRET: this.callbackSecret.secretValue.unsafeUnwrap(),
       },
     })
-      .bindTable(props.stateful.tables.control, 'read', tableSpec('control').envVar)
+      // A final callback's settle is one transaction that also frees the call's slot in the lease
+      // and moves the job's counts: both in the control table, and nothing else there.
+      .bindTable(props.stateful.tables.control, 'readwrite', tableSpec('control').envVar, {
+        writes: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['LEASE#*', 'CLIENT#*'] },
+      })
       .bindTable(props.stateful.tables.tasks, 'readwrite', tableSpec('tasks').envVar);
     props.fleet.allowNudgesFrom(securityGroup);
   }

@@ -82,6 +82,15 @@ export interface SwitchboardFunctionProps {
    * subnets may be public: the function then reaches only what the VPC's endpoints and private
    * addresses offer, never the internet.
    */
+  /**
+   * How the function may be invoked: reserved concurrency (1: never two runs at once), and for
+   * asynchronous invocations the retries after an error and the oldest event still run.
+   */
+  readonly invocation?: {
+    readonly reservedConcurrency?: number;
+    readonly asyncRetryAttempts?: number;
+    readonly maxEventAge?: Duration;
+  };
   readonly network?: {
     readonly vpc: ec2.IVpc;
     readonly subnets: ec2.SubnetSelection;
@@ -126,6 +135,13 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       logGroup,
       description: `Switchboard ${spec.id}`,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      ...(props.invocation?.reservedConcurrency === undefined
+        ? {}
+        : { reservedConcurrentExecutions: props.invocation.reservedConcurrency }),
+      ...(props.invocation?.asyncRetryAttempts === undefined
+        ? {}
+        : { retryAttempts: props.invocation.asyncRetryAttempts }),
+      ...(props.invocation?.maxEventAge === undefined ? {} : { maxEventAge: props.invocation.maxEventAge }),
       ...(props.network
         ? {
             vpc: props.network.vpc,

@@ -15,15 +15,18 @@
  * - `state/{clientId}/{jobId}/filter-*.bin`: duplicate-filter snapshots of paused ingests;
  * - `reports/{clientId}/{jobId}/…`: validation report pages and large job reports.
  */
-import { RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3n from 'aws-cdk-lib/aws-s3-notifications';
+import type * as sns from 'aws-cdk-lib/aws-sns';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { functions } from '#shared/functions.ts';
-import { buckets, tableSpec, UPLOAD_NOTIFICATIONS } from '#shared/resources.ts';
+import { buckets, resourceName, tableSpec, UPLOAD_NOTIFICATIONS } from '#shared/resources.ts';
 import { BROKER_HTTP_PORT, type BrokerFleet } from './broker-fleet.ts';
 import { SwitchboardFunction } from './function.ts';
 import type { StatefulResources } from './stateful.ts';
@@ -34,6 +37,9 @@ export interface JobsProps {
   readonly fleet: BrokerFleet;
   /** Keep log groups when the stack is deleted (production: yes). */
   readonly retain: boolean;
+  readonly stage: string;
+  /** Where the ingest dead-letter alarm notifies. */
+  readonly alarmTopic: sns.ITopic;
 }
 
 export class Jobs extends Construct {
@@ -44,6 +50,8 @@ export class Jobs extends Construct {
   readonly apiSecurityGroup: ec2.SecurityGroup;
   /** SQS inside the VPC (no NAT): the operator API queues cancel sweeps through it. */
   readonly sqsEndpoint: ec2.InterfaceVpcEndpoint;
+  /** An ingest, continuation or cancel sweep gave up: a job may be stuck in `uploading` or `cancelling`. */
+  readonly deadLettersAlarm: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: JobsProps) {
     super(scope, id);
@@ -115,6 +123,37 @@ export class Jobs extends Construct {
     this.allow(this.ingest, ['s3:GetObject'], bucket, ['uploads/*', 'incoming/*']);
     this.allow(this.ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);
     this.allow(this.ingest, ['s3:PutObject'], bucket, ['reports/*']);
+
+    this.deadLettersAlarm = ingestQueue.deadLetterQueue
+      .metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: cloudwatch.Stats.MAXIMUM,
+      })
+      .createAlarm(this, 'IngestDlqAlarm', {
+        alarmName: resourceName(props.stage, 'ingest-dlq-messages'),
+        alarmDescription:
+          'An ingest, an ingest continuation or a cancel sweep failed 5 times and is in the dead-letter queue: its job may stay uploading or cancelling. Fix the cause in the ingest logs, then redrive with the stack output IngestDlqRedriveCommand (both are idempotent).',
+        threshold: 0,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    this.deadLettersAlarm.addAlarmAction(new actions.SnsAction(props.alarmTopic));
+    new CfnOutput(this, 'IngestDlqRedriveCommand', {
+      key: 'IngestDlqRedriveCommand',
+      description: 'Moves every message of the ingest DLQ back to its queue',
+      value: Fn.join('', [
+        'aws sqs start-message-move-task --source-arn ',
+        ingestQueue.deadLetterQueue.queueArn,
+        ' --destination-arn ',
+        ingestQueue.queue.queueArn,
+      ]),
+    });
+    new CfnOutput(this, 'UploadsBucketName', {
+      key: 'UploadsBucketName',
+      description: 'The uploads bucket: drop lists under incoming/{clientId}/…csv',
+      value: bucket.bucketName,
+    });
 
     for (const prefix of UPLOAD_NOTIFICATIONS.prefixes) {
       for (const suffix of UPLOAD_NOTIFICATIONS.suffixes) {

@@ -57,7 +57,7 @@ export class StatefulResources extends Construct {
     ) as Record<TableId, dynamodb.Table>;
 
     this.queues = Object.fromEntries(
-      queues.map((spec) => [spec.id, this.queuePair(spec, props.stage)]),
+      queues.map((spec) => [spec.id, this.queuePair(spec, props.stage, removalPolicy)]),
     ) as Record<QueueId, QueuePair>;
 
     this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
@@ -147,8 +147,9 @@ export class StatefulResources extends Construct {
     return table;
   }
 
-  private queuePair(spec: QueueSpec, stage: string): QueuePair {
+  private queuePair(spec: QueueSpec, stage: string, removalPolicy: RemovalPolicy): QueuePair {
     const deadLetterQueue = new sqs.Queue(this, `Dlq-${spec.id}`, {
+      removalPolicy,
       queueName: dlqName(stage, spec),
       fifo: spec.fifo || undefined,
       encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -156,9 +157,16 @@ export class StatefulResources extends Construct {
       retentionPeriod: Duration.days(14),
     });
     const queue = new sqs.Queue(this, `Queue-${spec.id}`, {
+      removalPolicy,
       queueName: queueName(stage, spec),
       fifo: spec.fifo || undefined,
       ...(spec.fifo && spec.contentBasedDeduplication ? { contentBasedDeduplication: true } : {}),
+      ...(spec.fifo && spec.highThroughput
+        ? {
+            deduplicationScope: sqs.DeduplicationScope.MESSAGE_GROUP,
+            fifoThroughputLimit: sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+          }
+        : {}),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),

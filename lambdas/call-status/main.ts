@@ -1,7 +1,6 @@
 /** Wires the call-status route to the real AWS clients; configuration is read once, at start. */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
@@ -20,7 +19,7 @@ const secrets = getStringFromEnv('TELEPHONY_CALLBACK_SECRET')
   .filter((s) => s !== '');
 
 const doc = makeDocumentClient(
-  new DynamoDBClient({
+  makeDynamoClient({
     requestHandler: new NodeHttpHandler({ connectionTimeout: 500, requestTimeout: 2_000 }),
     maxAttempts: 3,
   }),

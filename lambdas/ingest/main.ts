@@ -1,6 +1,5 @@
 /** Wires the ingest to the real AWS clients; configuration is read once, at start. */
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { makeDocumentClient, makeS3Client } from '#shared/adapters/aws-clients.ts';
+import { makeDocumentClient, makeS3Client, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import {
   makeDynamoClientStore,
@@ -25,7 +24,7 @@ const maxRowsPerRun = getNumberFromEnv('INGEST_MAX_ROWS_PER_RUN', 0);
 
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
-const sqs = new SQSClient({});
+const sqs = makeSqsClient();
 const log = makeLogger('ingest');
 const optOuts = makeDynamoOptOutStore(doc, controlTable);
 const jobs = makeDynamoJobStore(doc, controlTable);

@@ -1,6 +1,5 @@
 /** Wires the job manager to DynamoDB and the broker service on ECS; configuration is read once. */
-import { ECSClient } from '@aws-sdk/client-ecs';
-import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDocumentClient, makeEcsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
@@ -11,20 +10,32 @@ import { makeJobManagerHandler } from './handler.ts';
 const controlTable = getStringFromEnv('CONTROL_TABLE');
 const tasksTable = getStringFromEnv('TASKS_TABLE');
 const cluster = getStringFromEnv('BROKER_CLUSTER');
-const service = getStringFromEnv('BROKER_SERVICE');
+const serviceName = getStringFromEnv('BROKER_SERVICE');
 const brokerVersion = getStringFromEnv('BROKER_VERSION');
 const maxBrokers = getNumberFromEnv('MAX_BROKERS', 10);
 
 const doc = makeDocumentClient();
-const ecs = new ECSClient({});
+const ecs = makeEcsClient();
+const service = makeEcsServiceScaler({ cluster, service: serviceName }, ecs);
+const log = makeLogger('job-manager');
+
+/** The primary deployment's version; this function's own while ECS cannot say (logged). */
+async function desiredVersion(): Promise<string> {
+  try {
+    return (await service.primaryVersion()) ?? brokerVersion;
+  } catch (error) {
+    log.warn('primary deployment version unknown; using the configured one', { error });
+    return brokerVersion;
+  }
+}
 
 export const handler = makeJobManagerHandler({
   run: makeRunJobManager({
     store: makeDynamoFleetStore(doc, { controlTable, tasksTable }),
-    scaler: makeEcsServiceScaler({ cluster, service }, ecs),
+    scaler: service,
     clock: { now: () => Date.now() },
     maxBrokers,
-    desiredVersion: () => brokerVersion,
+    desiredVersion,
   }),
-  log: makeLogger('job-manager'),
+  log,
 });

@@ -1,7 +1,11 @@
 /** Wires the operator API to the real AWS clients; configuration is read once, at start. */
 
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { makeDocumentClient, makeS3Client } from '#shared/adapters/aws-clients.ts';
+import {
+  makeDocumentClient,
+  makeS3Client,
+  makeS3PresignClient,
+  makeSqsClient,
+} from '#shared/adapters/aws-clients.ts';
 import {
   makeDynamoClientStore,
   makeDynamoJobStore,
@@ -23,7 +27,7 @@ const ingestQueueUrl = getStringFromEnv('INGEST_QUEUE_URL');
 
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
-const sqs = new SQSClient({});
+const sqs = makeSqsClient();
 const log = makeLogger('jobs-api');
 
 export const handler = makeJobsApiHandler({

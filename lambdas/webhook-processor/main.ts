@@ -1,6 +1,6 @@
 /** Wires the webhook processor to the real AWS clients; configuration is read once, at start. */
-import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
+import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import {
   makeDynamoChannelStore,
   makeDynamoOptOutStore,
@@ -25,7 +25,7 @@ const queueUrl = getStringFromEnv('WEBHOOK_EVENTS_QUEUE_URL');
 const lineApiUrl = process.env.LINE_API_URL || DEFAULT_LINE_API_URL;
 
 const doc = makeDocumentClient();
-const sqs = new SQSClient({});
+const sqs = makeSqsClient();
 const clock = { now: () => Date.now() };
 /** A Messaging API request gives up after this long (then it is retried with the same key). */
 const MESSAGING_TIMEOUT_MS = 5_000;

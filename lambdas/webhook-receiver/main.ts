@@ -1,8 +1,6 @@
 /** Wires the webhook receiver to the real AWS clients; configuration is read once, at start. */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDocumentClient, makeDynamoClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
@@ -16,8 +14,8 @@ const queueUrl = getStringFromEnv('WEBHOOK_EVENTS_QUEUE_URL');
 
 // LINE waits 2 seconds: every call on the way gets a short timeout and few retries.
 const fast = () => new NodeHttpHandler({ connectionTimeout: 300, requestTimeout: 800 });
-const doc = makeDocumentClient(new DynamoDBClient({ requestHandler: fast(), maxAttempts: 2 }));
-const sqs = new SQSClient({ requestHandler: fast(), maxAttempts: 2 });
+const doc = makeDocumentClient(makeDynamoClient({ requestHandler: fast(), maxAttempts: 2 }));
+const sqs = makeSqsClient({ requestHandler: fast(), maxAttempts: 2 });
 
 export const handler = makeReceiverHandler({
   receive: makeReceiveWebhook({

@@ -2,23 +2,69 @@
  * SDK client construction shared by every Lambda's and the broker's `main.ts`. Endpoints come from
  * the SDK's own `AWS_ENDPOINT_URL_<SERVICE>` variables, so the local cloud is chosen by
  * configuration only. Clients are built once per container and handed to adapters.
+ *
+ * Every client is built here, so what must apply to every AWS call (the local cloud's record of
+ * calls for the IAM conformance check, tracing) is attached in one place: {@link onEveryAwsClient}.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { ECSClient, type ECSClientConfig } from '@aws-sdk/client-ecs';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
-export function makeDocumentClient(client = new DynamoDBClient({})): DynamoDBDocumentClient {
+/** Something that adds middleware to a client's stack (the SDK's `Pluggable`). */
+export interface AwsClientPlugin {
+  applyToStack(stack: { add: (...args: never[]) => void } & object): void;
+}
+
+const plugins: AwsClientPlugin[] = [];
+
+/**
+ * Applies `plugin` to every client built by this module from now on. Register before the clients
+ * are built (before a handler's `main.ts` is imported, or in a `--import` preload).
+ */
+export function onEveryAwsClient(plugin: AwsClientPlugin): () => void {
+  plugins.push(plugin);
+  return () => {
+    const at = plugins.indexOf(plugin);
+    if (at >= 0) plugins.splice(at, 1);
+  };
+}
+
+function withPlugins<C extends { middlewareStack: { use(plugin: never): void } }>(client: C): C {
+  for (const plugin of plugins) client.middlewareStack.use(plugin as never);
+  return client;
+}
+
+export function makeDynamoClient(config: DynamoDBClientConfig = {}): DynamoDBClient {
+  return withPlugins(new DynamoDBClient(config));
+}
+
+export function makeDocumentClient(client: DynamoDBClient = makeDynamoClient()): DynamoDBDocumentClient {
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
   });
 }
 
-export function makeSqsClient(): SQSClient {
-  return new SQSClient({});
+export function makeSqsClient(config: SQSClientConfig = {}): SQSClient {
+  return withPlugins(new SQSClient(config));
+}
+
+export function makeEcsClient(config: ECSClientConfig = {}): ECSClient {
+  return withPlugins(new ECSClient(config));
 }
 
 /** S3 with path-style addressing when `AWS_S3_FORCE_PATH_STYLE=true` (emulators on 127.0.0.1). */
-export function makeS3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
-  return new S3Client({ forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE === 'true' });
+export function makeS3Client(env: NodeJS.ProcessEnv = process.env, config: S3ClientConfig = {}): S3Client {
+  return withPlugins(new S3Client({ forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE === 'true', ...config }));
+}
+
+/**
+ * The client that signs presigned upload URLs. The SDK's default (`WHEN_SUPPORTED`) writes a
+ * checksum of the *empty* body into a presigned PUT (`x-amz-checksum-crc32=AAAAAA==`), and S3
+ * refuses any real file sent to that URL with a checksum mismatch; a browser cannot compute the
+ * checksum of a file it has not read. `WHEN_REQUIRED` leaves the checksum out of the URL.
+ */
+export function makeS3PresignClient(env: NodeJS.ProcessEnv = process.env): S3Client {
+  return makeS3Client(env, { requestChecksumCalculation: 'WHEN_REQUIRED' });
 }

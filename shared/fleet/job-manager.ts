@@ -42,8 +42,11 @@ export interface JobManagerOptions {
   readonly clock: Clock;
   /** Most brokers the service may run (a cost and quota ceiling). */
   readonly maxBrokers: number;
-  /** The broker version that should serve: brokers of any other version drain and exit. */
-  readonly desiredVersion: () => string;
+  /**
+   * The broker version that should serve: brokers of any other version drain and exit. On AWS,
+   * the version of the service's primary deployment, known as soon as a deploy starts rolling.
+   */
+  readonly desiredVersion: () => string | Promise<string>;
   /** Tasks ready this much later still count as work now. Default: one minute (one run). */
   readonly lookaheadMs?: number;
   /** Store calls in flight at once (per step). Default 8. */
@@ -107,7 +110,7 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
 
   return async () => {
     const now = clock.now();
-    const desiredVersion = options.desiredVersion();
+    const desiredVersion = await options.desiredVersion();
     const problems: JobManagerProblem[] = [];
 
     // 1. Due jobs. The index is eventually consistent: the conditional write is the truth.

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Aspects, type CfnResource, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,7 +46,13 @@ beforeAll(() => {
     telephonyApiUrl: 'https://telephony.example.com',
     callStatusCallbackUrl: 'https://api.example.com/providers/example/calls/status',
   });
-  jobs = new Jobs(stack, 'Jobs', { stateful, fleet, retain: false });
+  jobs = new Jobs(stack, 'Jobs', {
+    stage: 'test',
+    stateful,
+    fleet,
+    retain: false,
+    alarmTopic: sns.Topic.fromTopicArn(stack, 'Alarms', 'arn:aws:sns:us-east-1:123456789012:alarms'),
+  });
   Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
   app.synth();
   template = Template.fromStack(stack);

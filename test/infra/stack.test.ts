@@ -9,7 +9,15 @@ let template: Template;
 
 beforeAll(() => {
   // The template only: the Lambda bundles (esbuild) are built and checked in webhooks.test.ts.
-  const built = buildApp(new App({ context: { stage: 'prod', 'aws:cdk:bundling-stacks': [] } }));
+  const built = buildApp(
+    new App({
+      context: {
+        stage: 'prod',
+        telephonyApiUrl: 'https://api.telephony.test',
+        'aws:cdk:bundling-stacks': [],
+      },
+    }),
+  );
   stack = built.stack;
   built.app.synth();
   template = Template.fromStack(stack);

@@ -29,7 +29,9 @@ let resources: Record<string, { Type: string; Properties: Json; Metadata?: Json 
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'switchboard-cdk-'));
-  const built = buildApp(new App({ outdir, context: { stage: 'prod' } }));
+  const built = buildApp(
+    new App({ outdir, context: { stage: 'prod', telephonyApiUrl: 'https://api.telephony.test' } }),
+  );
   stack = built.stack;
   built.app.synth();
   template = Template.fromStack(stack);

@@ -413,4 +413,44 @@ describe('the ECS service scaler', () => {
 
     expect(sent).toEqual([{ cluster: 'switchboard-prod', service: 'brokers', desiredCount: 4 }]);
   });
+
+  it("reads the version to serve from the primary deployment's task definition, once per revision", async () => {
+    const sent: string[] = [];
+    const primary = { value: 'arn:aws:ecs:ap-northeast-1:1:task-definition/brokers:8' };
+    const client = {
+      send: async (command: { constructor: { name: string }; input: { taskDefinition?: string } }) => {
+        sent.push(command.constructor.name);
+        if (command.constructor.name === 'DescribeServicesCommand') {
+          return {
+            services: [
+              {
+                deployments: [
+                  {
+                    status: 'ACTIVE',
+                    taskDefinition: 'arn:aws:ecs:ap-northeast-1:1:task-definition/brokers:7',
+                  },
+                  { status: 'PRIMARY', taskDefinition: primary.value },
+                ],
+              },
+            ],
+          };
+        }
+        const revision = command.input.taskDefinition!.split(':').pop();
+        return {
+          taskDefinition: {
+            containerDefinitions: [
+              { name: 'broker', environment: [{ name: 'BROKER_VERSION', value: `image-${revision}` }] },
+            ],
+          },
+        };
+      },
+    };
+    const service = makeEcsServiceScaler({ cluster: 'c', service: 's' }, client as never);
+
+    expect(await service.primaryVersion()).toBe('image-8');
+    expect(await service.primaryVersion()).toBe('image-8');
+    primary.value = 'arn:aws:ecs:ap-northeast-1:1:task-definition/brokers:9';
+    expect(await service.primaryVersion()).toBe('image-9');
+    expect(sent.filter((n) => n === 'DescribeTaskDefinitionCommand')).toHaveLength(2);
+  });
 });

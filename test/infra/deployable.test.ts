@@ -1,0 +1,146 @@
+/**
+ * What CloudFormation and IAM would do with the deployed template that the local cloud cannot show
+ * (issue "Deployable for real"): the call-status role against the calls a settle makes, the broker
+ * service's desired count, dead-letter alarms, FIFO throughput, the job manager's concurrency, and
+ * settings a real stage must not leave as placeholders.
+ */
+import { readFileSync } from 'node:fs';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '#cdk/app.ts';
+import { checkConformance } from '#local/iam/policy.ts';
+import type { RecordedCall } from '#local/iam/recorder.ts';
+
+type Json = Record<string, unknown>;
+let template: Template;
+let resources: Record<string, { Type: string; Properties: Json }>;
+
+function synth(context: Record<string, unknown>) {
+  const built = buildApp(new App({ context: { 'aws:cdk:bundling-stacks': [], ...context } }));
+  built.app.synth();
+  return Template.fromStack(built.stack);
+}
+
+const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+
+beforeAll(() => {
+  template = synth({ stage: 'dev', telephonyApiUrl: 'https://api.telephony.test' });
+  resources = template.toJSON().Resources;
+});
+
+describe('finding 1: call-status may settle a call', () => {
+  it("allows every call a final callback's settle makes (lease slot and job counts in the control table)", () => {
+    const calls = readFileSync(new URL('../fixtures/iam/call-status-settle.jsonl', import.meta.url), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as RecordedCall);
+    expect(
+      calls.some((c) => c.via === 'DynamoDB.TransactWriteItems' && c.action === 'dynamodb:UpdateItem'),
+    ).toBe(true);
+    const report = checkConformance(template.toJSON(), calls);
+    expect(report.denied.map((d) => `${d.request.action} ${d.request.resource}`)).toEqual([]);
+  });
+
+  it('still may not write anything else of the control table (jobs, settings, opt-outs)', () => {
+    const write = (pk: string, action = 'dynamodb:UpdateItem'): RecordedCall => ({
+      principal: 'call-status',
+      via: 'test',
+      action,
+      resource: 'arn:aws:dynamodb:REGION:ACCOUNT:table/switchboard-STAGE-control',
+      context: { 'dynamodb:LeadingKeys': [pk] },
+    });
+    const report = checkConformance(template.toJSON(), [
+      write('OPTOUT#acme'),
+      write('FLEET'),
+      write('CLIENT#acme', 'dynamodb:PutItem'),
+      write('LEASE#acme', 'dynamodb:DeleteItem'),
+    ]);
+    expect(report.denied).toHaveLength(4);
+  });
+});
+
+describe('finding 3: a deploy never resets the broker fleet, and the new version is known at once', () => {
+  it('has no DesiredCount on the broker service (the job manager owns it)', () => {
+    const [[, service]] = ofType('AWS::ECS::Service') as [[string, { Properties: Json }]];
+    expect(service.Properties).not.toHaveProperty('DesiredCount');
+  });
+
+  it("lets the job manager read the service's primary deployment and its task definition", () => {
+    const statements = ofType('AWS::IAM::Policy').flatMap(
+      ([, p]) => (p.Properties.PolicyDocument as { Statement: { Action: string | string[] }[] }).Statement,
+    );
+    const actions = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+    expect(actions).toEqual(expect.arrayContaining(['ecs:DescribeServices', 'ecs:DescribeTaskDefinition']));
+  });
+});
+
+describe('finding 5: a real stage refuses placeholder settings', () => {
+  it('fails synth for a non-local stage without -c telephonyApiUrl, or with a placeholder', () => {
+    expect(() => synth({ stage: 'dev' })).toThrow(/telephonyApiUrl.*required/);
+    expect(() => synth({ stage: 'prod', telephonyApiUrl: 'https://telephony.example.com' })).toThrow(
+      /real https URL/,
+    );
+    expect(() => synth({ stage: 'dev', telephonyApiUrl: 'http://api.telephony.test' })).toThrow(
+      /real https URL/,
+    );
+  });
+
+  it('synthesizes the local stage (npm test, npm run synth) with the placeholder', () => {
+    expect(() => synth({ stage: 'local' })).not.toThrow();
+  });
+});
+
+describe('finding 6: every dead-letter queue has an alarm', () => {
+  it('alarms on the visible messages of each queue that is some queue’s DLQ', () => {
+    const dlqIds = ofType('AWS::SQS::Queue').flatMap(([, q]) => {
+      const target = (q.Properties.RedrivePolicy as { deadLetterTargetArn?: { 'Fn::GetAtt': [string] } })
+        ?.deadLetterTargetArn;
+      return target ? [target['Fn::GetAtt'][0]] : [];
+    });
+    expect(dlqIds.length).toBeGreaterThanOrEqual(2);
+    const alarmed = ofType('AWS::CloudWatch::Alarm')
+      .filter(([, a]) => a.Properties.MetricName === 'ApproximateNumberOfMessagesVisible')
+      .flatMap(([, a]) =>
+        (a.Properties.Dimensions as { Name: string; Value: { 'Fn::GetAtt': [string, string] } }[]).map(
+          (d) => d.Value['Fn::GetAtt'][0],
+        ),
+      );
+    for (const dlq of dlqIds) expect(alarmed, dlq).toContain(dlq);
+  });
+});
+
+describe('finding 7: the webhook FIFO queue is in high-throughput mode', () => {
+  it('scopes deduplication and throughput to the message group', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      QueueName: 'switchboard-dev-webhook-events.fifo',
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+    });
+  });
+});
+
+describe('finding 8: the job manager never runs twice at once', () => {
+  it('has a reserved concurrency of 1, no async retries and a one-minute event age', () => {
+    const [[id]] = ofType('AWS::Lambda::Function').filter(
+      ([, f]) => f.Properties.Description === 'Switchboard job-manager',
+    ) as [[string]];
+    expect(resources[id]!.Properties.ReservedConcurrentExecutions).toBe(1);
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: id },
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 60,
+    });
+  });
+});
+
+describe('also worth fixing', () => {
+  it('keeps queues with the stack in prod; outputs the uploads bucket', () => {
+    const prod = synth({ stage: 'prod', telephonyApiUrl: 'https://api.telephony.test' }).toJSON();
+    const queues = Object.values(
+      prod.Resources as Record<string, { Type: string; DeletionPolicy?: string }>,
+    ).filter((r) => r.Type === 'AWS::SQS::Queue');
+    expect(queues.map((q) => q.DeletionPolicy)).toEqual(queues.map(() => 'Retain'));
+    expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['UploadsBucketName']));
+  });
+});
