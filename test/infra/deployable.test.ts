@@ -9,7 +9,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '#cdk/app.ts';
-import { checkConformance } from '#local/iam/policy.ts';
+import { type CfnTemplate, checkConformance } from '#local/iam/policy.ts';
 import type { RecordedCall } from '#local/iam/recorder.ts';
 
 type Json = Record<string, unknown>;
@@ -38,7 +38,7 @@ describe('finding 1: call-status may settle a call', () => {
     expect(
       calls.some((c) => c.via === 'DynamoDB.TransactWriteItems' && c.action === 'dynamodb:UpdateItem'),
     ).toBe(true);
-    const report = checkConformance(template.toJSON(), calls);
+    const report = checkConformance(template.toJSON() as CfnTemplate, calls);
     expect(report.denied.map((d) => `${d.request.action} ${d.request.resource}`)).toEqual([]);
   });
 
@@ -50,7 +50,7 @@ describe('finding 1: call-status may settle a call', () => {
       resource: 'arn:aws:dynamodb:REGION:ACCOUNT:table/switchboard-STAGE-control',
       context: { 'dynamodb:LeadingKeys': [pk] },
     });
-    const report = checkConformance(template.toJSON(), [
+    const report = checkConformance(template.toJSON() as CfnTemplate, [
       write('OPTOUT#acme'),
       write('FLEET'),
       write('CLIENT#acme', 'dynamodb:PutItem'),
@@ -62,8 +62,9 @@ describe('finding 1: call-status may settle a call', () => {
 
 describe('finding 3: a deploy never resets the broker fleet, and the new version is known at once', () => {
   it('has no DesiredCount on the broker service (the job manager owns it)', () => {
-    const [[, service]] = ofType('AWS::ECS::Service') as [[string, { Properties: Json }]];
-    expect(service.Properties).not.toHaveProperty('DesiredCount');
+    const services = ofType('AWS::ECS::Service');
+    expect(services).toHaveLength(1);
+    expect(services[0]![1].Properties).not.toHaveProperty('DesiredCount');
   });
 
   it("lets the job manager read the service's primary deployment and its task definition", () => {
@@ -122,9 +123,9 @@ describe('finding 7: the webhook FIFO queue is in high-throughput mode', () => {
 
 describe('finding 8: the job manager never runs twice at once', () => {
   it('has a reserved concurrency of 1, no async retries and a one-minute event age', () => {
-    const [[id]] = ofType('AWS::Lambda::Function').filter(
+    const [id] = ofType('AWS::Lambda::Function').find(
       ([, f]) => f.Properties.Description === 'Switchboard job-manager',
-    ) as [[string]];
+    )!;
     expect(resources[id]!.Properties.ReservedConcurrentExecutions).toBe(1);
     template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
       FunctionName: { Ref: id },

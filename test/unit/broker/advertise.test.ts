@@ -19,11 +19,11 @@ describe('the address a broker advertises in its lease', () => {
 
   it('retries a failing metadata endpoint, then answers', async () => {
     let calls = 0;
-    const fetch = (async () => {
+    const fetch: typeof globalThis.fetch = (async () => {
       calls++;
       if (calls < 3) throw new Error('ECONNREFUSED');
       return new Response(JSON.stringify({ Networks: [{ IPv4Addresses: ['10.0.1.7'] }] }));
-    }) as unknown as typeof fetch;
+    }) as unknown as typeof globalThis.fetch;
     const url = await advertisedEndpoint({ advertiseUrl: undefined, httpHost: '0.0.0.0' }, server, metadata, {
       fetch,
       sleep: noSleep,
