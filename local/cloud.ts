@@ -30,6 +30,7 @@ import {
   type TableSpec,
   tables,
 } from '#shared/resources.ts';
+import { type StrictS3, startStrictS3 } from './strict-s3.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -141,6 +142,20 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
   );
   log(`SQS + S3        ${sqsEndpoint} (fauxqs)`);
 
+  // S3 as strict as S3 (signatures, presigned URLs, checksums) in front of fauxqs's S3.
+  let strictS3: StrictS3;
+  try {
+    strictS3 = await startStrictS3({
+      upstream: sqsEndpoint,
+      region: LOCAL_REGION,
+      secrets: { [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey },
+    });
+  } catch (error) {
+    await Promise.all([stopChild(dynamo.process), fauxqs.stop()]);
+    throw error;
+  }
+  log(`S3 (strict)     ${strictS3.url} (signatures, presigned URLs and checksums checked as S3 does)`);
+
   const clientConfig = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
   const ddb = new DynamoDBClient({ ...clientConfig, endpoint: dynamoEndpoint });
   const sqs = new SQSClient({ ...clientConfig, endpoint: sqsEndpoint, useQueueUrlAsEndpoint: false });
@@ -176,7 +191,7 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
       region: LOCAL_REGION,
       dynamoEndpoint,
       sqsEndpoint,
-      s3Endpoint: sqsEndpoint,
+      s3Endpoint: strictS3.url,
       tableNames,
       queues: queueEndpoints,
       bucketNames,
@@ -189,14 +204,14 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
         ddb.destroy();
         sqs.destroy();
         s3.destroy();
-        await Promise.all([stopChild(dynamo.process), fauxqs.stop()]);
+        await Promise.all([stopChild(dynamo.process), fauxqs.stop(), strictS3.stop()]);
       },
     };
   } catch (error) {
     ddb.destroy();
     sqs.destroy();
     s3.destroy();
-    await Promise.all([stopChild(dynamo.process), fauxqs.stop()]);
+    await Promise.all([stopChild(dynamo.process), fauxqs.stop(), strictS3.stop()]);
     throw error;
   }
 }

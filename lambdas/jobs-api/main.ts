@@ -35,7 +35,7 @@ export const handler = makeJobsApiHandler({
     clients: makeDynamoClientStore(doc, controlTable),
     jobs: makeDynamoJobStore(doc, controlTable),
     tasks: makeDynamoTaskStore(doc, tasksTable),
-    files: makeS3UploadFiles(s3, bucket),
+    files: makeS3UploadFiles(s3, bucket, makeS3PresignClient()),
     validationReports: makeS3ValidationReportStore(s3, bucket),
     queue: makeSqsIngestQueue(sqs, ingestQueueUrl),
     bucket,

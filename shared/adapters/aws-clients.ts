@@ -65,6 +65,9 @@ export function makeS3Client(env: NodeJS.ProcessEnv = process.env, config: S3Cli
  * refuses any real file sent to that URL with a checksum mismatch; a browser cannot compute the
  * checksum of a file it has not read. `WHEN_REQUIRED` leaves the checksum out of the URL.
  */
-export function makeS3PresignClient(env: NodeJS.ProcessEnv = process.env): S3Client {
-  return makeS3Client(env, { requestChecksumCalculation: 'WHEN_REQUIRED' });
+export function makeS3PresignClient(
+  env: NodeJS.ProcessEnv = process.env,
+  config: S3ClientConfig = {},
+): S3Client {
+  return makeS3Client(env, { ...config, requestChecksumCalculation: 'WHEN_REQUIRED' });
 }

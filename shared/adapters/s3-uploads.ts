@@ -32,7 +32,12 @@ function isMissing(error: unknown): boolean {
   return name === 'NoSuchKey' || name === 'NotFound' || status(error) === 404;
 }
 
-export function makeS3UploadFiles(s3: S3Client, bucket: string): UploadFiles {
+/**
+ * The uploads bucket. `presigner` signs the URLs handed to browsers and must not add a checksum to
+ * them (`makeS3PresignClient`): a presigned PUT carrying the SDK's default checksum of an empty
+ * body is refused by S3 for any real file. It defaults to `s3` for reads-only uses and tests.
+ */
+export function makeS3UploadFiles(s3: S3Client, bucket: string, presigner: S3Client = s3): UploadFiles {
   async function getBytes(key: string): Promise<Uint8Array | undefined> {
     try {
       const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
@@ -44,9 +49,9 @@ export function makeS3UploadFiles(s3: S3Client, bucket: string): UploadFiles {
   }
   return {
     presignPut: (key, expiresIn) =>
-      getSignedUrl(s3, new PutObjectCommand({ Bucket: bucket, Key: key }), { expiresIn }),
+      getSignedUrl(presigner, new PutObjectCommand({ Bucket: bucket, Key: key }), { expiresIn }),
     presignGet: (key, expiresIn) =>
-      getSignedUrl(s3, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn }),
+      getSignedUrl(presigner, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn }),
     async put(key, body, contentType) {
       await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
     },

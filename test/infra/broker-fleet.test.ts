@@ -79,10 +79,11 @@ function statementsOf(roleId: string): Statement[] {
 }
 
 describe('the broker service', () => {
-  it('is a Fargate service that starts empty and rolls with room for protected brokers', () => {
+  it('is a Fargate service whose count the job manager owns, and rolls with room for protected brokers', () => {
+    // No DesiredCount: CloudFormation would re-apply it on every service update (a new image).
+    expect(propsOf(fleet.service)).not.toHaveProperty('DesiredCount');
     expect(propsOf(fleet.service)).toMatchObject({
       LaunchType: 'FARGATE',
-      DesiredCount: 0,
       DeploymentConfiguration: {
         MinimumHealthyPercent: 100,
         MaximumPercent: 200,
@@ -195,11 +196,15 @@ describe('the job manager', () => {
     );
   });
 
-  it('may update this service only, and only read the tasks table', () => {
+  it('may update and describe this service only, read task definitions, and only read the tasks table', () => {
     const statements = statementsOf(idOf(fleet.jobManager.role!));
     const ecsStatements = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('ecs:')));
     expect(ecsStatements).toEqual([
-      expect.objectContaining({ Action: 'ecs:UpdateService', Resource: { Ref: idOf(fleet.service) } }),
+      expect.objectContaining({
+        Action: ['ecs:UpdateService', 'ecs:DescribeServices'],
+        Resource: { Ref: idOf(fleet.service) },
+      }),
+      expect.objectContaining({ Action: 'ecs:DescribeTaskDefinition', Resource: '*' }),
     ]);
     const tasksWrites = statements.filter(
       (s) =>

@@ -7,9 +7,9 @@ import { afterAll, beforeAll } from 'vitest';
 import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
 import { createQueueWithDlq } from '#local/cloud.ts';
 import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
-import { queueSpec } from '#shared/resources.ts';
+import { queueSpec, resourceName } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
-import { type TestCloud, uniqueName } from './cloud.ts';
+import type { TestCloud } from './cloud.ts';
 
 /** The stand-in checks only that a request is SigV4-shaped; these tests do not sign. */
 export const SIGV4 = {
@@ -50,11 +50,12 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
   beforeAll(async () => {
     // The file's own ingest queue and uploads bucket: a suite running beside it never takes (and
     // counts) its messages, and its notifier never forwards the other suite's uploads.
-    const ingest = await createQueueWithDlq(cloud.sqs, 'test', queueSpec('ingest'), {
-      name: uniqueName('ingest'),
-    });
+    // Named as a stage of their own (switchboard-{stage}-ingest, …), as deployed resources are, so
+    // the IAM conformance check knows them.
+    const stage = `t${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+    const ingest = await createQueueWithDlq(cloud.sqs, stage, queueSpec('ingest'));
     ingestQueueUrl = ingest.url;
-    uploadsBucket = uniqueName('uploads');
+    uploadsBucket = resourceName(stage, 'uploads');
     await cloud.s3.send(new CreateBucketCommand({ Bucket: uploadsBucket }));
     const info = {
       ...cloud.info,

@@ -1,0 +1,49 @@
+/**
+ * Callback secrets in the channels table (its KMS key guards them like channel secrets): one item
+ * per provider, keyed `TELEPHONY#{provider}`, a prefix no LINE channel id has, so the call-status
+ * role's read is narrowed to these items (`dynamodb:LeadingKeys`) and never reaches a channel.
+ */
+import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { CallbackSecretRecord, CallbackSecretStore } from '#shared/telephony/callback-secrets.ts';
+
+/** The partition key prefix of callback secret items. */
+export const CALLBACK_SECRET_KEY_PREFIX = 'TELEPHONY#';
+
+export function makeDynamoCallbackSecretStore(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+): CallbackSecretStore {
+  return {
+    async get(provider) {
+      const out = await doc.send(
+        new GetCommand({
+          TableName: tableName,
+          Key: { channelId: `${CALLBACK_SECRET_KEY_PREFIX}${provider}` },
+          ConsistentRead: true,
+        }),
+      );
+      const item = out.Item;
+      if (!item || typeof item.current !== 'string') return undefined;
+      return {
+        provider,
+        current: item.current,
+        ...(typeof item.previous === 'string'
+          ? { previous: item.previous, previousValidUntil: Number(item.previousValidUntil) }
+          : {}),
+        updatedAt: Number(item.updatedAt),
+      };
+    },
+    async put(record: CallbackSecretRecord) {
+      await doc.send(
+        new PutCommand({
+          TableName: tableName,
+          Item: {
+            channelId: `${CALLBACK_SECRET_KEY_PREFIX}${record.provider}`,
+            kind: 'callback-secret',
+            ...record,
+          },
+        }),
+      );
+    },
+  };
+}

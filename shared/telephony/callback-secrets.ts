@@ -1,0 +1,112 @@
+/**
+ * The telephony provider's callback secret, kept like LINE channel secrets: in the channels table,
+ * under its own KMS key, read at run time (never a function's environment, where a deploy freezes
+ * it and `GetFunctionConfiguration` shows it). A new secret replaces the current one, which keeps
+ * verifying callbacks for a grace period (default 24 h), so a rotation refuses none. The call-status
+ * function reads it through {@link CachedCallbackSecrets}: a rotation takes effect within its TTL.
+ */
+import type { Clock } from '#shared/pacing/clock.ts';
+
+export const DEFAULT_CALLBACK_SECRET_GRACE_MS = 24 * 3600 * 1000;
+
+export interface CallbackSecretRecord {
+  /** The provider name of the status route (`/providers/{provider}/calls/status`). */
+  readonly provider: string;
+  readonly current: string;
+  readonly previous?: string;
+  /** Until when (epoch ms) `previous` still verifies. */
+  readonly previousValidUntil?: number;
+  readonly updatedAt: number;
+}
+
+export interface CallbackSecretStore {
+  get(provider: string): Promise<CallbackSecretRecord | undefined>;
+  put(record: CallbackSecretRecord): Promise<void>;
+}
+
+export class InvalidCallbackSecretError extends Error {
+  override name = 'InvalidCallbackSecretError';
+}
+
+/** No secret has been set for the provider: callbacks cannot be verified (the operator must set one). */
+export class CallbackSecretNotSetError extends Error {
+  override name = 'CallbackSecretNotSetError';
+}
+
+/**
+ * The record after setting `secret`: it verifies from now on; the one it replaces until
+ * `now + graceMs` (0: at once).
+ */
+export function rotateCallbackSecret(
+  existing: CallbackSecretRecord | undefined,
+  input: { provider: string; secret: string; now: number; graceMs?: number },
+): CallbackSecretRecord {
+  const { provider, secret, now } = input;
+  if (!/^[a-z0-9-]{1,40}$/.test(provider)) {
+    throw new InvalidCallbackSecretError('provider: lower-case letters, digits and "-", 1 to 40 characters');
+  }
+  if (secret.length < 16 || secret.length > 512 || /\s/.test(secret)) {
+    throw new InvalidCallbackSecretError('secret: 16 to 512 characters, no spaces');
+  }
+  const graceMs = input.graceMs ?? DEFAULT_CALLBACK_SECRET_GRACE_MS;
+  if (!existing || existing.current === secret || graceMs <= 0) {
+    return { provider, current: secret, updatedAt: now };
+  }
+  return {
+    provider,
+    current: secret,
+    previous: existing.current,
+    previousValidUntil: now + graceMs,
+    updatedAt: now,
+  };
+}
+
+/** The secrets that verify a callback at `now`: the current one, and the previous within its grace. */
+export function verifyingSecrets(record: CallbackSecretRecord, now: number): string[] {
+  const previousValid = record.previous !== undefined && (record.previousValidUntil ?? 0) > now;
+  return previousValid ? [record.current, record.previous!] : [record.current];
+}
+
+/** The record without its secrets, for `show` and logs. */
+export function redactCallbackSecret(record: CallbackSecretRecord) {
+  return {
+    provider: record.provider,
+    current: '********',
+    ...(record.previous === undefined
+      ? {}
+      : { previous: '********', previousValidUntil: record.previousValidUntil }),
+    updatedAt: record.updatedAt,
+  };
+}
+
+/** The provider's verifying secrets, read from the store at most once per `ttlMs`. */
+export class CachedCallbackSecrets {
+  readonly #store: CallbackSecretStore;
+  readonly #provider: string;
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  #record: CallbackSecretRecord | undefined;
+  #readAt = Number.NEGATIVE_INFINITY;
+
+  constructor(options: { store: CallbackSecretStore; provider: string; clock: Clock; ttlMs?: number }) {
+    this.#store = options.store;
+    this.#provider = options.provider;
+    this.#clock = options.clock;
+    this.#ttlMs = options.ttlMs ?? 60_000;
+  }
+
+  /** Throws {@link CallbackSecretNotSetError} when the provider has no secret. */
+  async secrets(): Promise<string[]> {
+    const now = this.#clock.now();
+    if (now - this.#readAt >= this.#ttlMs || !this.#record) {
+      this.#record = await this.#store.get(this.#provider);
+      this.#readAt = now;
+    }
+    if (!this.#record) {
+      throw new CallbackSecretNotSetError(
+        `no callback secret is set for provider "${this.#provider}": set it with \`npm run channel -- put-callback-secret --provider ${this.#provider} --secret -\``,
+      );
+    }
+    return verifyingSecrets(this.#record, now);
+  }
+}
