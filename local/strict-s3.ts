@@ -137,8 +137,8 @@ function checkChecksums(headers: ReadonlyMap<string, string>, payload: Buffer, c
 }
 
 function errorXml(code: string, message: string): string {
-  const escape = (s: string) => s.replace(/[<>&]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;' })[c]!);
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${escape(message)}</Message><RequestId>local</RequestId></Error>`;
+  const xml = (s: string) => s.replace(/[<>&]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;' })[c]!);
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${xml(message)}</Message><RequestId>local</RequestId></Error>`;
 }
 
 async function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
