@@ -16,6 +16,8 @@ export interface DeploySettings {
   readonly telephonyProvider: string;
   readonly telephonyApiUrl: string;
   readonly maxBrokers: number;
+  /** Origins (a console's) from which browsers may PUT lists to presigned URLs; none by default. */
+  readonly uploadOrigins: readonly string[];
   /** Keep tables, queues, the bucket, secrets and logs when the stack is deleted. */
   readonly retain: boolean;
 }
@@ -66,5 +68,16 @@ export function readDeploySettings(node: Node): DeploySettings {
       `-c telephonyProvider: lower-case letters, digits and '-', got ${JSON.stringify(telephonyProvider)}`,
     );
   }
-  return { stage, telephonyProvider, telephonyApiUrl, maxBrokers, retain: stage === 'prod' };
+  const uploadOrigins = (context('uploadOrigins') ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
+  for (const origin of uploadOrigins) {
+    if (!/^https?:\/\/[a-z0-9.-]+(:\d+)?$/i.test(origin)) {
+      throw new DeploySettingsError(
+        `-c uploadOrigins: comma-separated origins such as https://console.example.org, got ${JSON.stringify(origin)}`,
+      );
+    }
+  }
+  return { stage, telephonyProvider, telephonyApiUrl, maxBrokers, uploadOrigins, retain: stage === 'prod' };
 }

@@ -24,7 +24,11 @@ export class SwitchboardStack extends Stack {
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
     const { stage, retain, telephonyProvider: provider } = props.settings;
-    this.stateful = new StatefulResources(this, 'Stateful', { stage, retain });
+    this.stateful = new StatefulResources(this, 'Stateful', {
+      stage,
+      retain,
+      uploadOrigins: props.settings.uploadOrigins,
+    });
     this.webhooks = new Webhooks(this, 'Webhooks', { stage, stateful: this.stateful, retain });
     // The brokers need the callback URL and the API needs the call-status function, which lives in
     // the brokers' VPC: the URL is built from the API's endpoint, known only as a token here.

@@ -8,11 +8,13 @@ import { pathToFileURL } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from 'aws-lambda';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
 import { makeLogger } from '#shared/log.ts';
 import { routes } from '#shared/routes.ts';
+import { rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
 import { type ApiGatewayServer, startApiGateway } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
 import { startEcsAgent } from './ecs-agent.ts';
@@ -150,7 +152,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     Object.assign(process.env, cloud.env(), {
       LINE_API_URL: line.url,
       TELEPHONY_PROVIDER: LOCAL_TELEPHONY.provider,
-      TELEPHONY_CALLBACK_SECRET: LOCAL_TELEPHONY.callbackSecret,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
       METRICS_DISABLED: process.env.METRICS_DISABLED ?? 'true',
     });
@@ -165,6 +166,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       return channel;
     };
     await putChannel(DEMO_CHANNEL);
+    // The sandbox's callback secret, where the call-status function reads it (as an operator's
+    // `npm run channel -- put-callback-secret` stores it on AWS).
+    await makeDynamoCallbackSecretStore(doc, cloud.tableNames.channels!).put(
+      rotateCallbackSecret(undefined, {
+        provider: LOCAL_TELEPHONY.provider,
+        secret: LOCAL_TELEPHONY.callbackSecret,
+        now: Date.now(),
+      }),
+    );
 
     const jobs = await startJobsLocal({ cloud, log });
     stoppers.push(() => jobs.stop());

@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
 import {
   type Channel,
@@ -20,6 +21,11 @@ import {
   redactChannel,
   rotateSecret,
 } from '#shared/channels/channel.ts';
+import {
+  InvalidCallbackSecretError,
+  redactCallbackSecret,
+  rotateCallbackSecret,
+} from '#shared/telephony/callback-secrets.ts';
 
 const HELP = `Usage: npm run channel -- <command> [options]
 
@@ -41,6 +47,13 @@ Commands:
       it from standard input, which keeps it out of your shell history.
   show --channel ID
       Prints the channel, secrets and token masked.
+  put-callback-secret --provider NAME --secret S [--grace-hours H]
+      Sets the secret the telephony provider NAME (the {provider} of the call-status route, the
+      stack's -c telephonyProvider, "default" unless set) signs status callbacks with. The
+      previous one keeps verifying for H hours (default 24). The call-status function reads it
+      within a minute: no deploy. S may be "-" to read it from standard input.
+  show-callback-secret --provider NAME
+      Prints when the provider's callback secret was set, and until when the previous one works.
 
 Options:
   --table NAME   the channels table (default: the CHANNELS_TABLE environment variable)
@@ -66,17 +79,20 @@ class CommandFailedError extends Error {
   override name = 'CommandFailedError';
 }
 
-type Command = 'put' | 'rotate-secret' | 'show';
+type Command = 'put' | 'rotate-secret' | 'show' | 'put-callback-secret' | 'show-callback-secret';
 
 const OPTIONS_OF: Record<Command, readonly string[]> = {
   put: ['file'],
   'rotate-secret': ['channel', 'secret', 'grace-hours'],
   show: ['channel'],
+  'put-callback-secret': ['provider', 'secret', 'grace-hours'],
+  'show-callback-secret': ['provider'],
 };
 
 interface Values {
   file?: string;
   channel?: string;
+  provider?: string;
   secret?: string;
   'grace-hours'?: string;
   table?: string;
@@ -91,6 +107,7 @@ function parseCommandLine(argv: readonly string[]): { command: Command; values: 
       options: {
         file: { type: 'string' },
         channel: { type: 'string' },
+        provider: { type: 'string' },
         secret: { type: 'string' },
         'grace-hours': { type: 'string' },
         table: { type: 'string' },
@@ -105,9 +122,10 @@ function parseCommandLine(argv: readonly string[]): { command: Command; values: 
   const { values, positionals } = parsed;
   if (values.help) return 'help';
   const [command, ...extra] = positionals;
-  if (command === undefined) throw new UsageError('which command? put, rotate-secret or show');
+  const commands = Object.keys(OPTIONS_OF).join(', ');
+  if (command === undefined) throw new UsageError(`which command? ${commands}`);
   if (!Object.hasOwn(OPTIONS_OF, command)) {
-    throw new UsageError(`unknown command "${command}": use put, rotate-secret or show`);
+    throw new UsageError(`unknown command "${command}": use one of ${commands}`);
   }
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   const allowed = OPTIONS_OF[command as Command];
@@ -119,7 +137,11 @@ function parseCommandLine(argv: readonly string[]): { command: Command; values: 
   return { command: command as Command, values };
 }
 
-function required(values: Values, name: 'file' | 'channel' | 'secret', command: Command): string {
+function required(
+  values: Values,
+  name: 'file' | 'channel' | 'provider' | 'secret',
+  command: Command,
+): string {
   const value = values[name];
   if (value === undefined || value === '') throw new UsageError(`${command} needs --${name}`);
   return value;
@@ -226,6 +248,33 @@ async function run(command: Command, values: Values, doc: DynamoDBDocumentClient
       printChannel(channel);
       return;
     }
+    case 'put-callback-secret': {
+      const secrets = makeDynamoCallbackSecretStore(doc, table);
+      const provider = required(values, 'provider', command);
+      const secret = readSecret(required(values, 'secret', command));
+      const record = rotateCallbackSecret(await secrets.get(provider), {
+        provider,
+        secret,
+        now: Date.now(),
+        graceMs: graceMs(values),
+      });
+      await secrets.put(record);
+      console.error(
+        `provider ${provider}: new callback secret in use within a minute` +
+          (record.previousValidUntil
+            ? `; the previous one verifies until ${new Date(record.previousValidUntil).toISOString()}`
+            : ''),
+      );
+      process.stdout.write(`${JSON.stringify(redactCallbackSecret(record), null, 2)}\n`);
+      return;
+    }
+    case 'show-callback-secret': {
+      const provider = required(values, 'provider', command);
+      const record = await makeDynamoCallbackSecretStore(doc, table).get(provider);
+      if (!record) throw new CommandFailedError(`no callback secret for provider ${provider} in ${table}`);
+      process.stdout.write(`${JSON.stringify(redactCallbackSecret(record), null, 2)}\n`);
+      return;
+    }
   }
 }
 
@@ -242,6 +291,10 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     await run(parsed.command, parsed.values, doc, table);
     return 0;
   } catch (error) {
+    if (error instanceof InvalidCallbackSecretError) {
+      console.error(`invalid callback secret: ${error.message}`);
+      return 2;
+    }
     if (error instanceof InvalidChannelError) {
       console.error('invalid channel:');
       for (const [field, messages] of Object.entries(error.fieldErrors)) {

@@ -106,7 +106,9 @@ export const tables: readonly TableSpec[] = [
         sortKey: { name: 'dueKey', type: 'S' },
       },
     ],
-    ttlAttribute: 'expiresAt',
+    // No TTL: nothing in this table expires on its own. A lease's `expiresAt` is epoch
+    // milliseconds, read by the lease code only; under a TTL on that name DynamoDB would take it
+    // for seconds (harmless only because such values are far in the future or decades past).
     pointInTimeRecovery: true,
     encryption: 'aws-managed',
     envVar: 'CONTROL_TABLE',

@@ -20,7 +20,7 @@
  * job manager reads the version to serve from the service's primary deployment, which names the
  * new task definition as soon as a deploy starts rolling (`shared/adapters/ecs-service.ts`).
  */
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -168,6 +168,12 @@ export class BrokerFleet extends Construct {
       description: `Switchboard ${props.stage}: the telephony provider's API token, read by brokers`,
       removalPolicy,
     });
+    new CfnOutput(this, 'TelephonyApiTokenSecretArn', {
+      key: 'TelephonyApiTokenSecretArn',
+      description:
+        "Put the telephony provider's API token here (aws secretsmanager put-secret-value); brokers started after read it",
+      value: this.telephonyToken.secretArn,
+    });
 
     // --- task --------------------------------------------------------------------------------
     const taskRole = new iam.Role(this, 'BrokerTaskRole', {
@@ -238,15 +244,16 @@ export class BrokerFleet extends Construct {
       }),
     );
     // Message jobs send through the client's LINE channel: the broker reads the channel (its access
-    // token) by id, never writes it. The channels table is under the secrets key, whose key policy
-    // names only the account: IAM decides who may decrypt, so the grant is here, as for the webhook
-    // Lambdas (SwitchboardFunction.bindTable), and usable only through DynamoDB in this account —
-    // the role can decrypt channel items it reads, never arbitrary ciphertext.
+    // token) by id, never writes it. The channels table is under the secrets key, whose policy names
+    // each role that may decrypt (here, and in SwitchboardFunction.bindTable for the Lambdas), only
+    // through DynamoDB in this account: the role decrypts channel items it reads, never arbitrary
+    // ciphertext. The role's own policy says the same.
     const channels = tables.channels;
     taskRole.addToPolicy(
       new iam.PolicyStatement({ actions: ['dynamodb:GetItem'], resources: [channels.tableArn] }),
     );
     if (channels.encryptionKey) {
+      props.stateful.allowSecretsKeyUse(taskRole, 'read');
       taskRole.addToPolicy(
         new iam.PolicyStatement({
           actions: ['kms:Decrypt', 'kms:DescribeKey'],

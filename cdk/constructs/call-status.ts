@@ -6,11 +6,10 @@
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { functions } from '#shared/functions.ts';
 import { tableSpec } from '#shared/resources.ts';
+import { CALLBACK_SECRET_KEY_PREFIX } from '#shared/telephony/callback-secrets.ts';
 import type { BrokerFleet } from './broker-fleet.ts';
 import { SwitchboardFunction } from './function.ts';
 import type { StatefulResources } from './stateful.ts';
@@ -25,8 +24,6 @@ export interface CallStatusProps {
 
 export class CallStatus extends Construct {
   readonly handler: SwitchboardFunction;
-  /** The HMAC secret the provider signs callbacks with; set it after the first deploy. */
-  readonly callbackSecret: secretsmanager.Secret;
 
   constructor(scope: Construct, id: string, props: CallStatusProps) {
     super(scope, id);
@@ -35,16 +32,6 @@ export class CallStatus extends Construct {
       description: 'Switchboard call-status: HTTPS to DynamoDB, nudges to brokers',
       allowAllOutbound: true,
     });
-    this.callbackSecret = new secretsmanager.Secret(this, 'CallbackSecret', {
-      description: 'Switchboard: HMAC secret of the telephony provider status callbacks',
-      removalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-    });
-    NagSuppressions.addResourceSuppressions(this.callbackSecret, [
-      {
-        id: 'AwsSolutions-SMG4',
-        reason: 'The provider issues this secret; it is rotated on the provider side and put here by hand.',
-      },
-    ]);
     this.handler = new SwitchboardFunction(this, 'Function', {
       spec: functions['call-status'],
       logRemovalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
@@ -53,18 +40,19 @@ export class CallStatus extends Construct {
         subnets: { subnetType: ec2.SubnetType.PUBLIC },
         securityGroup,
       },
-      environment: {
-        TELEPHONY_PROVIDER: props.provider,
-        // Resolved by CloudFormation at deploy time; the secret's value never enters the template.
-        TELEPHONY_CALLBACK_SECRET: this.callbackSecret.secretValue.unsafeUnwrap(),
-      },
+      environment: { TELEPHONY_PROVIDER: props.provider },
     })
       // A final callback's settle is one transaction that also frees the call's slot in the lease
       // and moves the job's counts: both in the control table, and nothing else there.
       .bindTable(props.stateful.tables.control, 'readwrite', tableSpec('control').envVar, {
         writes: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['LEASE#*', 'CLIENT#*'] },
       })
-      .bindTable(props.stateful.tables.tasks, 'readwrite', tableSpec('tasks').envVar);
+      .bindTable(props.stateful.tables.tasks, 'readwrite', tableSpec('tasks').envVar)
+      // The provider's callback secret, read at run time (so a rotation needs no deploy and the
+      // value never sits in the function's configuration): its item only, never a LINE channel.
+      .bindTable(props.stateful.tables.channels, 'read', tableSpec('channels').envVar, {
+        reads: { actions: ['dynamodb:GetItem'], leadingKeys: [`${CALLBACK_SECRET_KEY_PREFIX}*`] },
+      });
     props.fleet.allowNudgesFrom(securityGroup);
   }
 }

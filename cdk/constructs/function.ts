@@ -18,6 +18,7 @@ import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { FunctionSpec } from '#shared/functions.ts';
 import type { QueueSpec } from '#shared/resources.ts';
+import { allowKeyUseThroughDynamoDb } from './stateful.ts';
 
 /** The repository root: spec entries, the lockfile and `package.json` `imports` live there. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -194,7 +195,8 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
    * (get, batch-get, query, condition checks) or `readwrite` (also put, update, delete). A table
    * under a customer-managed key also gets the key, usable only through DynamoDB. `writes`
    * narrows what `readwrite` allows: only these write actions, only on items whose partition key
-   * matches one of these patterns (`dynamodb:LeadingKeys`, e.g. `OPTOUT#*`).
+   * matches one of these patterns (`dynamodb:LeadingKeys`, e.g. `OPTOUT#*`). `reads` narrows reads
+   * the same way (the call-status function reads its callback secret, never a LINE channel).
    */
   bindTable(
     table: dynamodb.ITable,
@@ -203,11 +205,19 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
     options: {
       indexes?: readonly string[];
       writes?: { readonly actions?: readonly string[]; readonly leadingKeys?: readonly string[] };
+      reads?: { readonly actions?: readonly string[]; readonly leadingKeys?: readonly string[] };
     } = {},
   ): this {
     this.addEnvironment(envVar, table.tableName);
+    const reads = options.reads;
     this.addToRolePolicy(
-      new iam.PolicyStatement({ actions: TABLE_READ_ACTIONS, resources: [table.tableArn] }),
+      new iam.PolicyStatement({
+        actions: [...(reads?.actions ?? TABLE_READ_ACTIONS)],
+        resources: [table.tableArn],
+        ...(reads?.leadingKeys
+          ? { conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...reads.leadingKeys] } } }
+          : {}),
+      }),
     );
     if (access === 'readwrite') {
       const writes = options.writes;
@@ -234,6 +244,9 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       );
     }
     if (table.encryptionKey) {
+      // The key policy names the role (it grants no use to the account), and the role's own
+      // policy says the same, so neither alone decides who reads secrets.
+      allowKeyUseThroughDynamoDb(table.encryptionKey, this.role!, access);
       const stack = Stack.of(this);
       this.addToRolePolicy(
         new iam.PolicyStatement({

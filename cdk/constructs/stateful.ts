@@ -2,8 +2,9 @@
  * Switchboard's stateful resources — tables, queues with their DLQs, the upload bucket — built
  * from the same specs (`shared/resources.ts`) that the local cloud provisions.
  */
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -23,10 +24,90 @@ import {
   tables,
 } from '#shared/resources.ts';
 
+/**
+ * The secrets key's policy: the account administers the key (through IAM) but may not use it:
+ * encrypt and decrypt are granted in the key policy itself, to each role by name, and only through
+ * DynamoDB ({@link StatefulResources.allowSecretsKeyUse}). So "who can read channel secrets" is
+ * the list in this policy, whatever an IAM policy elsewhere in the account says. The account may
+ * create grants only for AWS resources (DynamoDB's grant on the table).
+ */
+function secretsKeyPolicy(): iam.PolicyDocument {
+  const account = new iam.AccountRootPrincipal();
+  return new iam.PolicyDocument({
+    statements: [
+      new iam.PolicyStatement({
+        sid: 'AccountAdministersTheKey',
+        principals: [account],
+        actions: [
+          'kms:Describe*',
+          'kms:Enable*',
+          'kms:List*',
+          'kms:Put*',
+          'kms:Update*',
+          'kms:Revoke*',
+          'kms:Disable*',
+          'kms:Get*',
+          'kms:Delete*',
+          'kms:TagResource',
+          'kms:UntagResource',
+          'kms:ScheduleKeyDeletion',
+          'kms:CancelKeyDeletion',
+          'kms:RotateKeyOnDemand',
+        ],
+        resources: ['*'],
+      }),
+      new iam.PolicyStatement({
+        sid: 'GrantsOnlyForAwsResources',
+        principals: [account],
+        actions: ['kms:CreateGrant'],
+        resources: ['*'],
+        conditions: { Bool: { 'kms:GrantIsForAWSResource': 'true' } },
+      }),
+    ],
+  });
+}
+
 export interface StatefulResourcesProps {
   readonly stage: string;
   /** Keep tables and the bucket when the stack is deleted (production: yes). */
   readonly retain: boolean;
+  /** Browser origins that may PUT to presigned upload URLs (CORS); none: no CORS rule. */
+  readonly uploadOrigins?: readonly string[];
+}
+
+const SECRETS_KEY_READ = ['kms:Decrypt', 'kms:DescribeKey'];
+const SECRETS_KEY_WRITE = [
+  'kms:Encrypt',
+  'kms:ReEncryptFrom',
+  'kms:ReEncryptTo',
+  'kms:GenerateDataKey',
+  'kms:GenerateDataKeyWithoutPlaintext',
+];
+
+/**
+ * Names `role` in `key`'s policy: it may decrypt (and, for `readwrite`, encrypt) items of the
+ * tables under the key, through DynamoDB in this account only. With {@link secretsKeyPolicy} this
+ * is the only way to use the key.
+ */
+export function allowKeyUseThroughDynamoDb(
+  key: kms.IKey,
+  role: iam.IRole,
+  access: 'read' | 'readwrite',
+): void {
+  const stack = Stack.of(key);
+  key.addToResourcePolicy(
+    new iam.PolicyStatement({
+      principals: [role],
+      actions: access === 'readwrite' ? [...SECRETS_KEY_READ, ...SECRETS_KEY_WRITE] : SECRETS_KEY_READ,
+      resources: ['*'],
+      conditions: {
+        StringEquals: {
+          'kms:ViaService': `dynamodb.${stack.region}.${stack.urlSuffix}`,
+          'kms:CallerAccount': stack.account,
+        },
+      },
+    }),
+  );
 }
 
 export interface QueuePair {
@@ -47,9 +128,10 @@ export class StatefulResources extends Construct {
     super(scope, id);
     const removalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     this.secretsKey = new kms.Key(this, 'SecretsKey', {
-      description: 'Switchboard: encrypts LINE channel secrets and access tokens at rest',
+      description: 'Switchboard: encrypts LINE channel secrets, access tokens and callback secrets at rest',
       enableKeyRotation: true,
       removalPolicy,
+      policy: secretsKeyPolicy(),
     });
 
     this.tables = Object.fromEntries(
@@ -87,15 +169,20 @@ export class StatefulResources extends Construct {
           versioned: false,
           serverAccessLogsBucket: this.accessLogs,
           serverAccessLogsPrefix: `${spec.id}/`,
-          cors: [
-            {
-              // Browsers upload call lists straight to S3 with the presigned URL the job API returns.
-              allowedMethods: [s3.HttpMethods.PUT],
-              allowedOrigins: ['*'],
-              allowedHeaders: ['*'],
-              maxAge: 3000,
-            },
-          ],
+          // Browsers upload call lists straight to S3 with the presigned URL the job API returns,
+          // from the console's origin only; without one, only non-browser clients upload.
+          ...(props.uploadOrigins?.length
+            ? {
+                cors: [
+                  {
+                    allowedMethods: [s3.HttpMethods.PUT],
+                    allowedOrigins: [...props.uploadOrigins],
+                    allowedHeaders: ['content-type', 'content-md5', 'x-amz-*'],
+                    maxAge: 3000,
+                  },
+                ],
+              }
+            : {}),
           lifecycleRules: [
             { prefix: 'incoming/', expiration: Duration.days(spec.expireUploadsAfterDays) },
             { prefix: 'uploads/', expiration: Duration.days(spec.expireUploadsAfterDays) },
@@ -109,6 +196,11 @@ export class StatefulResources extends Construct {
         }),
       ]),
     ) as Record<BucketId, s3.Bucket>;
+  }
+
+  /** Names `role` in the secrets key's policy (see {@link allowKeyUseThroughDynamoDb}). */
+  allowSecretsKeyUse(role: iam.IRole, access: 'read' | 'readwrite'): void {
+    allowKeyUseThroughDynamoDb(this.secretsKey, role, access);
   }
 
   private table(spec: TableSpec, stage: string, removalPolicy: RemovalPolicy): dynamodb.Table {

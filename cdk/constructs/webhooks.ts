@@ -40,6 +40,11 @@ export interface WebhooksProps {
 export class Webhooks extends Construct {
   readonly receiver: SwitchboardFunction;
   readonly processor: SwitchboardFunction;
+  /**
+   * The role operators assume to run `npm run channel` (channels and callback secrets): the
+   * secrets key's policy names it, as it names each function that reads secrets.
+   */
+  readonly channelAdmin: iam.Role;
   /** Every Switchboard alarm notifies this topic; subscribe the on-call address to it. */
   readonly alarmTopic: sns.Topic;
   readonly alarms: {
@@ -80,6 +85,25 @@ export class Webhooks extends Construct {
         writes: { actions: ['dynamodb:PutItem'], leadingKeys: ['OPTOUT#*'] },
       });
     this.processor.consumeQueue(webhookEvents.queue, webhookEvents.spec);
+
+    this.channelAdmin = new iam.Role(this, 'ChannelAdminRole', {
+      // Any principal of this account whose own policy lets it assume this role.
+      assumedBy: new iam.AccountRootPrincipal(),
+      description: 'Switchboard: manage LINE channels and telephony callback secrets (npm run channel)',
+      maxSessionDuration: Duration.hours(1),
+    });
+    this.channelAdmin.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        resources: [tables.channels.tableArn],
+      }),
+    );
+    props.stateful.allowSecretsKeyUse(this.channelAdmin, 'readwrite');
+    new CfnOutput(this, 'ChannelAdminRoleArn', {
+      key: 'ChannelAdminRoleArn',
+      description: 'Assume this role to run `npm run channel` (channels, callback secrets)',
+      value: this.channelAdmin.roleArn,
+    });
 
     this.alarmTopic = this.makeAlarmTopic(removalPolicy);
     const notify = new actions.SnsAction(this.alarmTopic);

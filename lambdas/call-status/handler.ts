@@ -14,6 +14,7 @@ import {
 } from '#shared/broker/settle.ts';
 import { decodeRequestBody } from '#shared/line/signature.ts';
 import type { Logger } from '#shared/log.ts';
+import { CallbackSecretNotSetError } from '#shared/telephony/callback-secrets.ts';
 import { CALLBACK_SIGNATURE_HEADER, CallbackSignatureError } from '#shared/telephony/callback-signature.ts';
 import { MalformedCallStatusError } from '#shared/telephony/status-event.ts';
 
@@ -28,6 +29,9 @@ export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 |
   if (error instanceof CallbackSignatureError) return json(401, { message: error.message });
   if (error instanceof MalformedCallStatusError) return json(400, { message: error.message });
   if (error instanceof CallbackMismatchError) return json(400, { message: error.message });
+  // Nothing can be verified until an operator sets the secret: the provider should try again.
+  if (error instanceof CallbackSecretNotSetError)
+    return json(503, { message: 'callbacks cannot be verified yet' });
   return undefined;
 }
 
@@ -59,7 +63,11 @@ export function makeCallStatusHandler(deps: {
     } catch (error) {
       const mapped = toHttpError(error);
       if (mapped) {
-        deps.log.warn('call status refused', { status: mapped.statusCode, reason: (error as Error).message });
+        const level = (mapped.statusCode ?? 500) >= 500 ? 'error' : 'warn';
+        deps.log[level]('call status refused', {
+          status: mapped.statusCode,
+          reason: (error as Error).message,
+        });
         return mapped;
       }
       // The provider redelivers on a 5xx; recording is idempotent.

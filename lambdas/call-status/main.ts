@@ -1,22 +1,20 @@
 /** Wires the call-status route to the real AWS clients; configuration is read once, at start. */
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeLogger } from '#shared/log.ts';
+import { CachedCallbackSecrets } from '#shared/telephony/callback-secrets.ts';
 import { makeCallStatusHandler } from './handler.ts';
 
 const controlTable = getStringFromEnv('CONTROL_TABLE');
 const tasksTable = getStringFromEnv('TASKS_TABLE');
 const provider = getStringFromEnv('TELEPHONY_PROVIDER');
-// Several secrets, comma-separated, during a rotation.
-const secrets = getStringFromEnv('TELEPHONY_CALLBACK_SECRET')
-  .split(',')
-  .map((s) => s.trim())
-  .filter((s) => s !== '');
+const channelsTable = getStringFromEnv('CHANNELS_TABLE');
 
 const doc = makeDocumentClient(
   makeDynamoClient({
@@ -25,6 +23,13 @@ const doc = makeDocumentClient(
   }),
 );
 const clock = { now: () => Date.now() };
+// Read at run time from the channels table (KMS-encrypted), at most once a minute: a rotated
+// secret takes effect without a deploy, and never sits in the function's configuration.
+const callbackSecrets = new CachedCallbackSecrets({
+  store: makeDynamoCallbackSecretStore(doc, channelsTable),
+  provider,
+  clock,
+});
 
 export const handler = makeCallStatusHandler({
   provider,
@@ -33,7 +38,7 @@ export const handler = makeCallStatusHandler({
     leases: makeDynamoLeaseStore(doc, controlTable),
     notifier: makeHttpBrokerNotifier(),
     clock,
-    secrets,
+    secrets: () => callbackSecrets.secrets(),
   }),
   log: makeLogger('call-status'),
 });

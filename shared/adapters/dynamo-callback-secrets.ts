@@ -4,10 +4,11 @@
  * role's read is narrowed to these items (`dynamodb:LeadingKeys`) and never reaches a channel.
  */
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { CallbackSecretRecord, CallbackSecretStore } from '#shared/telephony/callback-secrets.ts';
-
-/** The partition key prefix of callback secret items. */
-export const CALLBACK_SECRET_KEY_PREFIX = 'TELEPHONY#';
+import {
+  CALLBACK_SECRET_KEY_PREFIX,
+  type CallbackSecretRecord,
+  type CallbackSecretStore,
+} from '#shared/telephony/callback-secrets.ts';
 
 export function makeDynamoCallbackSecretStore(
   doc: DynamoDBDocumentClient,

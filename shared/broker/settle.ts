@@ -123,8 +123,11 @@ export interface RecordCallStatusDeps {
   readonly leases: LeaseEndpointReader;
   readonly notifier: BrokerNotifier;
   readonly clock: Clock;
-  /** The callback secret(s); several during a rotation. */
-  readonly secrets: string | readonly string[];
+  /**
+   * The callback secret(s), several during a rotation; or where to read them at each callback
+   * (the call-status function: `CachedCallbackSecrets`, so a rotation needs no deploy).
+   */
+  readonly secrets: string | readonly string[] | (() => Promise<readonly string[]>);
 }
 
 /**
@@ -140,7 +143,7 @@ export function makeRecordCallStatus(deps: RecordCallStatusDeps) {
     const event = readSignedCallStatusEvent({
       header: request.signature,
       rawBody: request.rawBody,
-      secrets: deps.secrets,
+      secrets: typeof deps.secrets === 'function' ? await deps.secrets() : deps.secrets,
       clock: deps.clock,
     });
     const { ref } = request;

@@ -9,6 +9,12 @@ import type { Clock } from '#shared/pacing/clock.ts';
 
 export const DEFAULT_CALLBACK_SECRET_GRACE_MS = 24 * 3600 * 1000;
 
+/**
+ * The key prefix of callback secret items in the channels table (`TELEPHONY#{provider}`): no LINE
+ * channel id has it, so the call-status role's read can be narrowed to these items.
+ */
+export const CALLBACK_SECRET_KEY_PREFIX = 'TELEPHONY#';
+
 export interface CallbackSecretRecord {
   /** The provider name of the status route (`/providers/{provider}/calls/status`). */
   readonly provider: string;

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '#cdk/app.ts';
 import { type CfnTemplate, checkConformance } from '#local/iam/policy.ts';
@@ -76,6 +76,33 @@ describe('finding 3: a deploy never resets the broker fleet, and the new version
   });
 });
 
+describe('finding 4: no secret is frozen into a function at deploy time', () => {
+  it('resolves no secret into any function environment and keeps no Secrets Manager callback secret', () => {
+    for (const [id, fn] of ofType('AWS::Lambda::Function')) {
+      expect(JSON.stringify(fn.Properties.Environment ?? {}), id).not.toMatch(
+        /resolve:secretsmanager|SecretString|TELEPHONY_CALLBACK_SECRET/,
+      );
+    }
+  });
+
+  it('lets call-status read its callback secret item (TELEPHONY#…) of the channels table, and no LINE channel', () => {
+    const call = (pk: string): RecordedCall => ({
+      principal: 'call-status',
+      via: 'test',
+      action: 'dynamodb:GetItem',
+      resource: 'arn:aws:dynamodb:REGION:ACCOUNT:table/switchboard-STAGE-channels',
+      context: { 'dynamodb:LeadingKeys': [pk] },
+    });
+    const report = checkConformance(template.toJSON() as CfnTemplate, [
+      call('TELEPHONY#default'),
+      call('1656000001'),
+    ]);
+    expect(report.denied.map((d) => `${d.request.action} ${JSON.stringify(d.request.context)}`)).toEqual([
+      'dynamodb:GetItem {"dynamodb:LeadingKeys":["1656000001"]}',
+    ]);
+  });
+});
+
 describe('finding 5: a real stage refuses placeholder settings', () => {
   it('fails synth for a non-local stage without -c telephonyApiUrl, or with a placeholder', () => {
     expect(() => synth({ stage: 'dev' })).toThrow(/telephonyApiUrl.*required/);
@@ -136,12 +163,46 @@ describe('finding 8: the job manager never runs twice at once', () => {
 });
 
 describe('also worth fixing', () => {
+  it('has no TTL on the control table, whose lease expiresAt is in milliseconds', () => {
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      TableName: 'switchboard-dev-control',
+      TimeToLiveSpecification: Match.absent(),
+    });
+  });
+
+  it('lets browsers upload to the bucket from the configured origins only (none by default)', () => {
+    const bucket = ofType('AWS::S3::Bucket').find(([, b]) => b.Properties.CorsConfiguration);
+    expect(bucket).toBeUndefined();
+    const withOrigin = synth({
+      stage: 'dev',
+      telephonyApiUrl: 'https://api.telephony.test',
+      uploadOrigins: 'https://console.acme.test',
+    });
+    withOrigin.hasResourceProperties('AWS::S3::Bucket', {
+      CorsConfiguration: {
+        CorsRules: [
+          Match.objectLike({ AllowedMethods: ['PUT'], AllowedOrigins: ['https://console.acme.test'] }),
+        ],
+      },
+    });
+    expect(() =>
+      synth({ stage: 'dev', telephonyApiUrl: 'https://api.telephony.test', uploadOrigins: '*' }),
+    ).toThrow(/uploadOrigins/);
+  });
+
   it('keeps queues with the stack in prod; outputs the uploads bucket', () => {
     const prod = synth({ stage: 'prod', telephonyApiUrl: 'https://api.telephony.test' }).toJSON();
     const queues = Object.values(
       prod.Resources as Record<string, { Type: string; DeletionPolicy?: string }>,
     ).filter((r) => r.Type === 'AWS::SQS::Queue');
     expect(queues.map((q) => q.DeletionPolicy)).toEqual(queues.map(() => 'Retain'));
-    expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['UploadsBucketName']));
+    expect(Object.keys(template.toJSON().Outputs)).toEqual(
+      expect.arrayContaining([
+        'UploadsBucketName',
+        'TelephonyApiTokenSecretArn',
+        'ChannelAdminRoleArn',
+        'IngestDlqRedriveCommand',
+      ]),
+    );
   });
 });

@@ -278,8 +278,11 @@ describe('least privilege', () => {
     }
   });
 
-  it('only the receiver, the processor and the broker task (message jobs) may decrypt with the channel secrets key, and only through DynamoDB', () => {
+  it('only the receiver, the processor, call-status (its callback secret), the broker task and the channel admin role may use the secrets key, each named in the key policy, only through DynamoDB', () => {
     const keyId = idOf(stack.stateful.secretsKey);
+    const brokerRole = idOf(stack.fleet.taskDefinition.taskRole);
+    const callStatusRole = idOf(stack.callStatus.handler.role!);
+    const adminRole = idOf(stack.webhooks.channelAdmin);
     const grantees = Object.values(resources)
       .filter((r) => r.Type === 'AWS::IAM::Policy')
       .filter((r) =>
@@ -291,20 +294,28 @@ describe('least privilege', () => {
         ),
       )
       .flatMap((r) => (r.Properties.Roles as Json[]).map((role) => role.Ref));
-    const brokerRole = idOf(stack.fleet.taskDefinition.taskRole);
-    expect(grantees.sort()).toEqual([processorRole(), receiverRole(), brokerRole].sort());
+    expect(grantees.sort()).toEqual([processorRole(), receiverRole(), brokerRole, callStatusRole].sort());
 
-    for (const role of [receiverRole(), processorRole(), brokerRole]) {
+    for (const role of [receiverRole(), processorRole(), brokerRole, callStatusRole]) {
       const keyStatements = statementsOf(role).filter((s) => mentions(s.Resource, keyId));
       expect(keyStatements.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:DescribeKey']);
       for (const s of keyStatements) {
         expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
       }
     }
-    // The key policy itself names no other principal: only the account, for administration.
+    // The key policy: the account administers the key but may not use it; each user is named.
     const keyPolicy = resources[keyId]?.Properties.KeyPolicy as { Statement: Statement[] };
-    expect(keyPolicy.Statement).toHaveLength(1);
-    expect(JSON.stringify(keyPolicy.Statement[0]?.Principal)).toContain(':root');
+    const useActions = ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:ReEncryptFrom', 'kms:*'];
+    const byAccount = keyPolicy.Statement.filter((s) => JSON.stringify(s.Principal).includes(':root'));
+    expect(byAccount.flatMap(actionsOf).filter((a) => useActions.includes(a))).toEqual([]);
+    const users = keyPolicy.Statement.filter((s) => !JSON.stringify(s.Principal).includes(':root'));
+    const named = users.map((s) => JSON.stringify(s.Principal).match(/"Fn::GetAtt":\["([^"]+)"/)?.[1]);
+    expect(named.sort()).toEqual(
+      [receiverRole(), processorRole(), brokerRole, callStatusRole, adminRole].sort(),
+    );
+    for (const s of users) expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
+    const writers = users.filter((s) => actionsOf(s).includes('kms:GenerateDataKey'));
+    expect(writers.map((s) => JSON.stringify(s.Principal))).toEqual([expect.stringContaining(adminRole)]);
   });
 });
 
