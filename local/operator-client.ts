@@ -37,29 +37,25 @@ export interface OperatorResponse {
   json<T = unknown>(): T;
 }
 
-export function makeOperatorClient(options: OperatorClientOptions) {
+/**
+ * `fetch` with every request SigV4-signed for `execute-api` (headers, query and the body's hash),
+ * as the IAM authorizer checks it.
+ */
+export function makeSignedFetch(options: Omit<OperatorClientOptions, 'baseUrl'>) {
   const signer = new SignatureV4({
     service: 'execute-api',
     region: options.region,
     credentials: options.credentials,
     sha256: Sha256 as never,
   });
-  const base = new URL(options.baseUrl);
-
-  return async function request(
+  return async (
     method: string,
-    path: string,
-    body?: { readonly json: unknown } | { readonly bytes: Uint8Array; readonly contentType: string },
-  ): Promise<OperatorResponse> {
-    const url = new URL(path, base);
-    const payload =
-      body === undefined
-        ? undefined
-        : 'json' in body
-          ? Buffer.from(JSON.stringify(body.json))
-          : Buffer.from(body.bytes);
+    url: URL,
+    init: { readonly headers?: Readonly<Record<string, string>>; readonly body?: Uint8Array | string } = {},
+  ): Promise<Response> => {
+    const payload = init.body === undefined ? undefined : Buffer.from(init.body);
     const headers: Record<string, string> = { host: url.host };
-    if (body) headers['content-type'] = 'json' in body ? 'application/json' : body.contentType;
+    for (const [name, value] of Object.entries(init.headers ?? {})) headers[name.toLowerCase()] = value;
     const query: Record<string, string> = {};
     for (const [k, v] of url.searchParams) query[k] = v;
     const signed = await signer.sign({
@@ -72,10 +68,30 @@ export function makeOperatorClient(options: OperatorClientOptions) {
       headers,
       ...(payload ? { body: payload } : {}),
     });
-    const res = await fetch(url, {
+    return fetch(url, {
       method,
       headers: signed.headers as Record<string, string>,
       ...(payload ? { body: payload } : {}),
+    });
+  };
+}
+
+export function makeOperatorClient(options: OperatorClientOptions) {
+  const signedFetch = makeSignedFetch(options);
+  const base = new URL(options.baseUrl);
+
+  return async function request(
+    method: string,
+    path: string,
+    body?: { readonly json: unknown } | { readonly bytes: Uint8Array; readonly contentType: string },
+  ): Promise<OperatorResponse> {
+    const url = new URL(path, base);
+    const res = await signedFetch(method, url, {
+      ...(body === undefined
+        ? {}
+        : 'json' in body
+          ? { body: JSON.stringify(body.json), headers: { 'content-type': 'application/json' } }
+          : { body: body.bytes, headers: { 'content-type': body.contentType } }),
     });
     const text = await res.text();
     return {

@@ -25,6 +25,11 @@ export interface SigV4Options {
   readonly region: string;
   readonly service: string;
   readonly now?: number;
+  /**
+   * The request body: its SHA-256 is the payload hash when the request declares none
+   * (`x-amz-content-sha256`), as API Gateway's IAM authorizer computes it.
+   */
+  readonly body?: Uint8Array;
   /** Presigned URLs only when false (S3 takes both). Default: both. */
   readonly allowHeader?: boolean;
   readonly allowQuery?: boolean;
@@ -171,7 +176,8 @@ function parse(request: SigV4Request, options: SigV4Options): Parsed {
       signedHeaders: m[2]!.split(';'),
       signature: m[3]!,
       date: header(request, 'x-amz-date') ?? header(request, 'date') ?? '',
-      payloadHash: header(request, 'x-amz-content-sha256') ?? sha256Hex(''),
+      payloadHash:
+        header(request, 'x-amz-content-sha256') ?? sha256Hex(Buffer.from(options.body ?? new Uint8Array())),
       query,
     };
   }
@@ -224,9 +230,11 @@ export function verifySigV4(request: SigV4Request, options: SigV4Options): SigV4
     signedValues.set(name, value.trim().replace(/\s+/g, ' '));
   }
   const path = request.url.split('?')[0] || '/';
+  // Every service but S3 encodes each path segment twice: once on the wire, once more here.
+  const canonicalPath = options.service === 's3' ? path : path.split('/').map(rfc3986).join('/');
   const canonical = [
     request.method.toUpperCase(),
-    path,
+    canonicalPath,
     canonicalQuery(parsed.query),
     ...parsed.signedHeaders.map((name) => `${name}:${signedValues.get(name)}`),
     '',
@@ -239,6 +247,15 @@ export function verifySigV4(request: SigV4Request, options: SigV4Options): SigV4
     signingKey(secret, parsed.scope.date, parsed.scope.region, parsed.scope.service),
     toSign,
   );
+  if (options.body !== undefined && /^[0-9a-f]{64}$/.test(parsed.payloadHash)) {
+    if (sha256Hex(Buffer.from(options.body)) !== parsed.payloadHash) {
+      throw new SigV4Error(
+        403,
+        'SignatureDoesNotMatch',
+        'the body is not the one the request signature covers',
+      );
+    }
+  }
   const given = Buffer.from(/^[0-9a-f]{64}$/.test(parsed.signature) ? parsed.signature : '', 'hex');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
     throw new SigV4Error(

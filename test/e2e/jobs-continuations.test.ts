@@ -8,7 +8,9 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import iconv from 'iconv-lite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
+import { makeSignedFetch } from '#local/operator-client.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import { testCloud, uniqueName } from '../support/cloud.ts';
@@ -16,9 +18,7 @@ import { testCloud, uniqueName } from '../support/cloud.ts';
 const ROWS = 2_000;
 const ROWS_PER_RUN = 500;
 const cloud = testCloud();
-const SIGV4 = {
-  authorization: 'AWS4-HMAC-SHA256 Credential=local/20261120/us-east-1/execute-api/aws4_request',
-};
+const signedFetch = makeSignedFetch({ region: cloud.info.region, credentials: LOCAL_CREDENTIALS });
 
 let jobs: JobsLocal;
 let api: ApiGatewayServer;
@@ -44,9 +44,8 @@ async function call<T = Record<string, unknown>>(
   path: string,
   body?: unknown,
 ): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${api.url}${path}`, {
-    method,
-    headers: { ...SIGV4, 'content-type': 'application/json' },
+  const response = await signedFetch(method, new URL(`${api.url}${path}`), {
+    headers: { 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, body: (await response.json()) as T };

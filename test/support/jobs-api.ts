@@ -5,16 +5,12 @@
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll } from 'vitest';
 import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
-import { createQueueWithDlq } from '#local/cloud.ts';
+import { createQueueWithDlq, LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { type JobsLocal, startJobsLocal } from '#local/jobs-wiring.ts';
+import { makeSignedFetch } from '#local/operator-client.ts';
 import { queueSpec, resourceName } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import type { TestCloud } from './cloud.ts';
-
-/** The stand-in checks only that a request is SigV4-shaped; these tests do not sign. */
-export const SIGV4 = {
-  authorization: 'AWS4-HMAC-SHA256 Credential=local/20261120/us-east-1/execute-api/aws4_request',
-};
 
 /** Client settings valid for every test. */
 export const CLIENT = {
@@ -47,6 +43,7 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
   let api: ApiGatewayServer | undefined;
   let ingestQueueUrl: string | undefined;
   let uploadsBucket: string | undefined;
+  const signedFetch = makeSignedFetch({ region: cloud.info.region, credentials: LOCAL_CREDENTIALS });
   beforeAll(async () => {
     // The file's own ingest queue and uploads bucket: a suite running beside it never takes (and
     // counts) its messages, and its notifier never forwards the other suite's uploads.
@@ -81,9 +78,8 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
     ingestQueueUrl: () => ingestQueueUrl!,
     uploadsBucket: () => uploadsBucket!,
     async call(method, path, body, headers = {}) {
-      const response = await fetch(`${api!.url}${path}`, {
-        method,
-        headers: { ...SIGV4, 'content-type': 'application/json', ...headers },
+      const response = await signedFetch(method, new URL(`${api!.url}${path}`), {
+        headers: { 'content-type': 'application/json', ...headers },
         ...(body === undefined
           ? {}
           : { body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body) }),

@@ -1,7 +1,10 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { SignatureV4 } from '@smithy/signature-v4';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_GATEWAY_MAX_BODY_BYTES, type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '#local/cloud.ts';
+import { makeOperatorClient } from '#local/operator-client.ts';
 import type { RouteSpec } from '#shared/routes.ts';
 
 const routes: RouteSpec[] = [
@@ -89,5 +92,116 @@ describe('the API Gateway stand-in (HTTP API, payload v2)', () => {
     });
     expect(res2.status).toBe(413);
     expect(await res2.json()).toEqual({ message: 'Request Too Long' });
+  });
+});
+
+/** SHA-256 (and its HMAC) in the shape the SDK signer asks for. */
+class TestSha256 {
+  readonly #hash: Hash | Hmac;
+  constructor(secret?: string | Uint8Array) {
+    this.#hash = secret === undefined ? createHash('sha256') : createHmac('sha256', secret);
+  }
+  update(data: string | Uint8Array) {
+    this.#hash.update(data);
+  }
+  async digest() {
+    return new Uint8Array(this.#hash.digest());
+  }
+}
+
+describe('the IAM authorizer of the local API Gateway', () => {
+  const iamRoute = {
+    method: 'GET',
+    path: '/clients/{clientId}',
+    functionId: 'jobs-api',
+    auth: 'iam',
+  } as const;
+  let gateway: Awaited<ReturnType<typeof startApiGateway>>;
+  const calls: string[] = [];
+  beforeAll(async () => {
+    gateway = await startApiGateway({
+      routes: [iamRoute],
+      functions: {
+        'jobs-api': {
+          handler: async (event: APIGatewayProxyEventV2) => {
+            calls.push(event.rawPath);
+            return { statusCode: 200, body: 'ok' };
+          },
+          timeoutMs: 1000,
+        },
+      },
+    });
+  });
+  afterAll(() => gateway.stop());
+
+  const client = (credentials: { accessKeyId: string; secretAccessKey: string }, region = LOCAL_REGION) =>
+    makeOperatorClient({ baseUrl: gateway.url, region, credentials });
+
+  it('lets a request signed with the local credentials through', async () => {
+    const response = await client(LOCAL_CREDENTIALS)('GET', '/clients/acme%20co');
+    expect(response.status).toBe(200);
+  });
+
+  it('answers 403 and invokes nothing for a wrong secret, an unknown key, another region, garbage or no signature', async () => {
+    const before = calls.length;
+    const refusals = [
+      await client({ accessKeyId: LOCAL_CREDENTIALS.accessKeyId, secretAccessKey: 'wrong' })(
+        'GET',
+        '/clients/acme',
+      ),
+      await client({ accessKeyId: 'AKIDSTRANGER', secretAccessKey: 'x' })('GET', '/clients/acme'),
+      await client(LOCAL_CREDENTIALS, 'eu-west-1')('GET', '/clients/acme'),
+    ];
+    const garbage = await fetch(`${gateway.url}/clients/acme`, {
+      headers: {
+        authorization:
+          'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/execute-api/aws4_request, SignedHeaders=host, Signature=00',
+      },
+    });
+    const unsigned = await fetch(`${gateway.url}/clients/acme`);
+    expect(refusals.map((r) => r.status)).toEqual([403, 403, 403]);
+    expect(garbage.status).toBe(403);
+    expect(unsigned.status).toBe(403);
+    expect(await unsigned.json()).toEqual({ message: 'Forbidden' });
+    expect(calls.length).toBe(before);
+  });
+
+  it('refuses a signed request replayed after 15 minutes, or with its body changed', async () => {
+    const signer = new SignatureV4({
+      service: 'execute-api',
+      region: LOCAL_REGION,
+      credentials: LOCAL_CREDENTIALS,
+      sha256: TestSha256 as never,
+    });
+    const url = new URL(`${gateway.url}/clients/acme`);
+    const old = await signer.sign(
+      {
+        method: 'GET',
+        protocol: 'http:',
+        hostname: url.hostname,
+        port: Number(url.port),
+        path: url.pathname,
+        query: {},
+        headers: { host: url.host },
+      },
+      { signingDate: new Date(Date.now() - 16 * 60_000) },
+    );
+    const late = await fetch(url, { headers: old.headers as Record<string, string> });
+    expect(late.status).toBe(403);
+    const signedBody = await signer.sign({
+      method: 'GET',
+      protocol: 'http:',
+      hostname: url.hostname,
+      port: Number(url.port),
+      path: url.pathname,
+      query: {},
+      headers: { host: url.host, 'content-type': 'application/json' },
+      body: '{"a":1}',
+    });
+    const tampered = await fetch(url, {
+      method: 'GET',
+      headers: signedBody.headers as Record<string, string>,
+    });
+    expect(tampered.status).toBe(403);
   });
 });
