@@ -120,7 +120,8 @@ export class InvalidChannelError extends Error {
 export function channelFromInput(input: unknown, now: number): Channel {
   const parsed = channelInputSchema.safeParse(input);
   if (!parsed.success) {
-    const fieldErrors: Record<string, string[]> = {};
+    // No prototype: a field named `__proto__` or `toString` is reported like any other.
+    const fieldErrors = Object.create(null) as Record<string, string[]>;
     for (const issue of parsed.error.issues) {
       const field = issue.path.join('.') || '(body)';
       fieldErrors[field] = [...(fieldErrors[field] ?? []), issue.message];

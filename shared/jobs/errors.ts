@@ -4,6 +4,14 @@ import type { JobStatus } from './model.ts';
 /** Field path (`callingHours.mon[0].start`) → what is wrong with it. */
 export type FieldErrors = Readonly<Record<string, readonly string[]>>;
 
+/**
+ * An empty map of field errors. Field names come from the request (an unknown key is reported by
+ * name), so the map has no prototype: `__proto__`, `constructor` or `toString` are keys like any other.
+ */
+export function emptyFieldErrors(): Record<string, string[]> {
+  return Object.create(null) as Record<string, string[]>;
+}
+
 export class ValidationError extends Error {
   override name = 'ValidationError';
   readonly fieldErrors: FieldErrors;

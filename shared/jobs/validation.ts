@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { compileTemplate, type MessageTemplate } from '#shared/messaging/template.ts';
 import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
-import { type FieldErrors, ValidationError } from './errors.ts';
+import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
 import type { ClientSettings, JobChannel, JobDefaults } from './model.ts';
 
 const channelSchema = z.enum(['call', 'message']);
@@ -47,7 +47,7 @@ export function isValidClientId(clientId: string): boolean {
 
 /** Validates a client's settings from an operator's request; throws {@link ValidationError}. */
 export function parseClientSettings(clientId: string, input: unknown, now: number): ClientSettings {
-  const errors: Record<string, string[]> = {};
+  const errors = emptyFieldErrors();
   if (!isValidClientId(clientId)) add(errors, 'clientId', 'must be 1-64 letters, digits, _ or -');
   const parsed = clientSettingsSchema.safeParse(input);
   if (!parsed.success) collect(errors, parsed.error.issues);
@@ -172,7 +172,7 @@ export const JOB_DEFAULTS: Required<JobDefaults> = {
  * zone); missing options come from the client's `jobDefaults`, then {@link JOB_DEFAULTS}.
  */
 export function parseJobOptions(input: unknown, client: ClientSettings, now: number): JobOptions {
-  const errors: Record<string, string[]> = {};
+  const errors = emptyFieldErrors();
   const parsed = jobOptionsSchema.safeParse(input);
   if (!parsed.success) collect(errors, parsed.error.issues);
   const rawHours = (input as { callingHours?: unknown } | undefined)?.callingHours;
@@ -217,7 +217,8 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
 export function jobOptionsFromQuery(
   query: Readonly<Record<string, string | undefined>>,
 ): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+  // No prototype: a query key `__proto__` is a key (and an unknown field), not the prototype.
+  const out = Object.create(null) as Record<string, unknown>;
   for (const [key, value] of Object.entries(query)) {
     if (value === undefined) continue;
     if (key === 'maxAttempts' || key === 'retryDelaySeconds') out[key] = numberOr(value);

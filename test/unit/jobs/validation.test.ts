@@ -152,3 +152,28 @@ describe('job options', () => {
     ).toEqual({ name: 'q', maxAttempts: 2, startAt: 1700000000000, callingHours: { mon: [] } });
   });
 });
+
+describe('keys that are names of Object.prototype (issue 13 #2)', () => {
+  const hostile = ['__proto__', 'constructor', 'toString', 'hasOwnProperty'];
+
+  it('names each as an unknown field of client settings, with no 500', () => {
+    for (const key of hostile) {
+      const body = JSON.parse(JSON.stringify(TOKYO_CLIENT).replace(/^\{/, `{"${key}":1,`));
+      const errors = fieldErrors(() => parseClientSettings('acme', body, NOW));
+      expect(Object.keys(errors), key).toEqual([key]);
+      expect(errors[key]).toEqual(['is not a known field']);
+    }
+  });
+
+  it('names each as an unknown option in an inline upload query, and as an unknown weekday', () => {
+    const client = parseClientSettings('acme', TOKYO_CLIENT, NOW);
+    for (const key of hostile) {
+      const errors = fieldErrors(() => parseJobOptions(jobOptionsFromQuery({ name: 'x', [key]: '1' }), client, NOW));
+      expect(Object.keys(errors), key).toContain(key);
+      const hours = fieldErrors(() =>
+        parseJobOptions({ name: 'x', callingHours: JSON.parse(`{"${key}":[]}`) }, client, NOW),
+      );
+      expect(Object.keys(hours).join(), key).toContain(key);
+    }
+  });
+});
