@@ -10,6 +10,7 @@ import type { Logger } from '#shared/log.ts';
 import {
   PayloadTooLargeError,
   type ReceiveRequest,
+  type SetAsideEvent,
   SignatureError,
   UnknownChannelError,
 } from '#shared/webhooks/receive.ts';
@@ -30,18 +31,21 @@ export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 |
 }
 
 export function makeReceiverHandler(deps: {
-  receive: (request: ReceiveRequest) => Promise<{ accepted: number }>;
+  receive: (request: ReceiveRequest) => Promise<{ accepted: number; setAside?: readonly SetAsideEvent[] }>;
   log: Logger;
 }) {
   return middy(async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const channelId = event.pathParameters?.channelId ?? '';
     try {
-      const { accepted } = await deps.receive({
+      const { accepted, setAside = [] } = await deps.receive({
         channelId,
         headers: event.headers,
         rawBody: decodeRequestBody(event),
       });
       if (accepted > 0) deps.log.metrics({ WebhookEventsAccepted: accepted }, { channelId });
+      // Ids and reasons only: an event's content is a customer's message.
+      for (const event of setAside)
+        deps.log.warn('webhook event set aside, not queued', { channelId, ...event });
       return json(200, { accepted });
     } catch (error) {
       const mapped = toHttpError(error);

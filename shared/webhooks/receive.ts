@@ -57,8 +57,35 @@ export interface ReceiveRequest {
   readonly rawBody: Uint8Array;
 }
 
+/**
+ * Nesting deeper than this in one event is no LINE event (theirs are a few levels deep) and would
+ * overflow the stack when re-serialised: such an event is set aside, the others are queued.
+ */
+export const MAX_EVENT_DEPTH = 64;
+
+/** An event of a signed delivery that was not queued, and why. */
+export interface SetAsideEvent {
+  readonly index: number;
+  readonly webhookEventId: string;
+  readonly reason: string;
+}
+
+/** Whether `value` nests deeper than `max` (an iterative walk: no recursion to overflow). */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth >= max) return true;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: EventQueue; clock: Clock }) {
-  return async function receiveWebhook(request: ReceiveRequest): Promise<{ accepted: number }> {
+  return async function receiveWebhook(
+    request: ReceiveRequest,
+  ): Promise<{ accepted: number; setAside: readonly SetAsideEvent[] }> {
     if (request.rawBody.length > MAX_WEBHOOK_BODY_BYTES) {
       throw new PayloadTooLargeError(
         `webhook body of ${request.rawBody.length} bytes is over ${MAX_WEBHOOK_BODY_BYTES}`,
@@ -84,10 +111,22 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
       }
     }
     const body = parseWebhookBody(request.rawBody);
-    if (body.events.length === 0) return { accepted: 0 };
+    if (body.events.length === 0) return { accepted: 0, setAside: [] };
     const receivedAt = deps.clock.now();
-    await deps.queue.enqueue(
-      body.events.map((event) => ({
+    // One event that cannot be queued must not keep the others of the delivery from being queued
+    // (LINE would redeliver the whole delivery, failing the same way, for ever).
+    const setAside: SetAsideEvent[] = [];
+    const messages: { groupId: string; dedupeId: string; body: string }[] = [];
+    body.events.forEach((event, index) => {
+      if (nestsDeeperThan(event, MAX_EVENT_DEPTH)) {
+        setAside.push({
+          index,
+          webhookEventId: event.webhookEventId,
+          reason: `nested deeper than ${MAX_EVENT_DEPTH} levels`,
+        });
+        return;
+      }
+      messages.push({
         groupId: `${channel.channelId}:${sourceKey(event)}`,
         dedupeId: event.webhookEventId,
         body: asciiJson({
@@ -97,9 +136,10 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
           receivedAt,
           event,
         } satisfies QueuedWebhookEvent),
-      })),
-    );
-    return { accepted: body.events.length };
+      });
+    });
+    if (messages.length > 0) await deps.queue.enqueue(messages);
+    return { accepted: messages.length, setAside };
   };
 }
 

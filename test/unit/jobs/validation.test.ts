@@ -168,7 +168,9 @@ describe('keys that are names of Object.prototype (issue 13 #2)', () => {
   it('names each as an unknown option in an inline upload query, and as an unknown weekday', () => {
     const client = parseClientSettings('acme', TOKYO_CLIENT, NOW);
     for (const key of hostile) {
-      const errors = fieldErrors(() => parseJobOptions(jobOptionsFromQuery({ name: 'x', [key]: '1' }), client, NOW));
+      const errors = fieldErrors(() =>
+        parseJobOptions(jobOptionsFromQuery({ name: 'x', [key]: '1' }), client, NOW),
+      );
       expect(Object.keys(errors), key).toContain(key);
       const hours = fieldErrors(() =>
         parseJobOptions({ name: 'x', callingHours: JSON.parse(`{"${key}":[]}`) }, client, NOW),

@@ -49,7 +49,7 @@ describe('receiveWebhook', () => {
   it('stashes every event of a correctly signed body, each deduplicated by its webhookEventId', async () => {
     const { receive, queue } = setup();
     const raw = fixtureBytes('several-events');
-    expect(await receive(signed(raw))).toEqual({ accepted: 3 });
+    expect(await receive(signed(raw))).toEqual({ accepted: 3, setAside: [] });
     const sent = JSON.parse(raw.toString('utf8')) as { destination: string; events: WebhookEvent[] };
     expect(queue.entries.map((e) => e.dedupeId)).toEqual(sent.events.map((e) => e.webhookEventId));
     expect(queue.entries.map((e) => queued(e.body))).toEqual(
@@ -76,7 +76,7 @@ describe('receiveWebhook', () => {
       events.unfollow({ channelId: CHANNEL_ID, from: 'Uother' }),
       events.text({ channelId: CHANNEL_ID, from: USER, text: 'three' }),
     ];
-    expect(await receive(signed(bodyOf(batch)))).toEqual({ accepted: 6 });
+    expect(await receive(signed(bodyOf(batch)))).toEqual({ accepted: 6, setAside: [] });
     expect(queue.entries.map((e) => [e.groupId, e.dedupeId])).toEqual([
       [`${CHANNEL_ID}:${USER}`, batch[0]!.webhookEventId],
       [`${CHANNEL_ID}:Ca56f94637c0000`, batch[1]!.webhookEventId],
@@ -103,7 +103,7 @@ describe('receiveWebhook', () => {
   it('verifies the raw bytes of emoji and non-ASCII bodies, and keeps their text intact', async () => {
     const { receive, queue } = setup();
     const raw = fixtureBytes('message-text-non-ascii');
-    expect(await receive(signed(raw))).toEqual({ accepted: 1 });
+    expect(await receive(signed(raw))).toEqual({ accepted: 1, setAside: [] });
     const event = queued(queue.entries[0]!.body).event as WebhookEvent & { message: { text: string } };
     expect(event.message.text).toBe('こんにちは 👋🏽 こんにちは "ok" é');
   });
@@ -133,18 +133,21 @@ describe('receiveWebhook', () => {
 
   it.each(['X-Line-Signature', 'X-LINE-SIGNATURE'])('accepts the header named %s', async (name) => {
     const { receive } = setup();
-    expect(await receive(signed(fixtureBytes('follow'), SECRET, name))).toEqual({ accepted: 1 });
+    expect(await receive(signed(fixtureBytes('follow'), SECRET, name))).toEqual({
+      accepted: 1,
+      setAside: [],
+    });
   });
 
   it('accepts the retiring secret during a rotation, and only the new one after it', async () => {
     const rotated = rotateSecret(channel(), NEW_SECRET, T0, 3600_000);
     const { receive, clock } = setup(rotated);
     const raw = fixtureBytes('follow');
-    expect(await receive(signed(raw, SECRET))).toEqual({ accepted: 1 });
-    expect(await receive(signed(raw, NEW_SECRET))).toEqual({ accepted: 1 });
+    expect(await receive(signed(raw, SECRET))).toEqual({ accepted: 1, setAside: [] });
+    expect(await receive(signed(raw, NEW_SECRET))).toEqual({ accepted: 1, setAside: [] });
     clock.advance(3600_000);
     await expect(receive(signed(raw, SECRET))).rejects.toThrow(SignatureError);
-    expect(await receive(signed(raw, NEW_SECRET))).toEqual({ accepted: 1 });
+    expect(await receive(signed(raw, NEW_SECRET))).toEqual({ accepted: 1, setAside: [] });
   });
 
   it('answers an unknown channel as such, whatever the signature', async () => {
@@ -168,7 +171,7 @@ describe('receiveWebhook', () => {
     const json = '{"destination":"U1","events":[]}';
     const rawBody = Buffer.from(json.padEnd(MAX_WEBHOOK_BODY_BYTES, ' '), 'utf8');
     expect(rawBody.length).toBe(MAX_WEBHOOK_BODY_BYTES);
-    expect(await receive(signed(rawBody))).toEqual({ accepted: 0 });
+    expect(await receive(signed(rawBody))).toEqual({ accepted: 0, setAside: [] });
   });
 
   const goodEvent = eventBuilders().follow({ channelId: CHANNEL_ID, from: USER });
@@ -199,7 +202,7 @@ describe('receiveWebhook', () => {
 
   it('answers the console’s Verify request (no events) without touching the queue', async () => {
     const { receive, queue } = setup();
-    expect(await receive(signed(fixtureBytes('verification')))).toEqual({ accepted: 0 });
+    expect(await receive(signed(fixtureBytes('verification')))).toEqual({ accepted: 0, setAside: [] });
     expect(queue.calls).toEqual([]);
   });
 
@@ -228,5 +231,29 @@ describe('receiveWebhook', () => {
     const raw = fixtureBytes('follow');
     await Promise.all(Array.from({ length: 10 }, () => receive(signed(raw))));
     expect(reads).toBe(1);
+  });
+});
+
+describe('an event nested 5,000 levels deep in a signed delivery (issue 13 #3)', () => {
+  it('is set aside; the delivery’s other events are queued and LINE gets its 200', async () => {
+    const { receive, queue } = setup();
+    const events = eventBuilders();
+    const follow = events.follow({ channelId: CHANNEL_ID, from: USER });
+    const deep = {
+      ...events.follow({ channelId: CHANNEL_ID, from: USER }),
+      webhookEventId: '01JDEEP0000000000000000000',
+    };
+    const deepText = JSON.stringify(deep).replace(/\}$/, `,"extra":${'['.repeat(5000)}1${']'.repeat(5000)}}`);
+    const raw = `{"destination":"U0000000000000000000000000000000b","events":[${JSON.stringify(follow)},${deepText}]}`;
+    const result = await receive(signed(raw));
+    expect(result.accepted).toBe(1);
+    expect(result.setAside).toEqual([
+      {
+        index: 1,
+        webhookEventId: '01JDEEP0000000000000000000',
+        reason: expect.stringMatching(/nested deeper/),
+      },
+    ]);
+    expect(queue.entries.map((e) => e.dedupeId)).toEqual([follow.webhookEventId]);
   });
 });
