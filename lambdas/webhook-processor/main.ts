@@ -46,6 +46,8 @@ function messagingFor(channel: Channel): MessagingClient {
   return client;
 }
 
+const log = makeLogger('webhook-processor');
+
 export const handler = makeProcessorHandler({
   process: makeProcessWebhookEvent({
     channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
@@ -53,6 +55,7 @@ export const handler = makeProcessorHandler({
     optOuts: makeDynamoOptOutStore(doc, controlTable),
     messagingFor,
     clock,
+    log,
   }),
   retryLater: async (receiptHandle, seconds) => {
     await sqs.send(
@@ -63,7 +66,7 @@ export const handler = makeProcessorHandler({
       }),
     );
   },
-  log: makeLogger('webhook-processor'),
+  log,
   // One request, and the idempotency and opt-out writes around it.
   recordBudgetMs: MESSAGING_TIMEOUT_MS + 2_000,
 });

@@ -171,13 +171,16 @@ export function makeDynamoOptOutStore(
           new PutCommand({
             TableName: tableName,
             Item: { pk: pk(clientId), sk: recipient, optedOut, eventTimestamp },
-            ConditionExpression: 'attribute_not_exists(eventTimestamp) OR eventTimestamp < :ts',
+            // `<=`: of two events with the same timestamp, the later processed (FIFO) wins.
+            ConditionExpression: 'attribute_not_exists(eventTimestamp) OR eventTimestamp <= :ts',
             ExpressionAttributeValues: { ':ts': eventTimestamp },
           }),
         );
+        return true;
       } catch (error) {
         // A later follow/unfollow of this recipient is already recorded: this one is stale.
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        return false;
       }
     },
     async optedOut(clientId, recipients) {

@@ -37,9 +37,11 @@ export interface ProcessedEventStore {
 export interface OptOutStore {
   /**
    * Records a follow (`optedOut: false`) or unfollow (`true`), unless a later event for the same
-   * recipient was already recorded (redeliveries arrive late and out of order).
+   * recipient was already recorded (redeliveries arrive late and out of order). Of two events with
+   * the same timestamp the one recorded last wins: a conversation's events are processed in FIFO
+   * order, the best evidence of their order there is. Resolves false when dropped as stale.
    */
-  record(clientId: string, recipient: string, optedOut: boolean, eventTimestamp: number): Promise<void>;
+  record(clientId: string, recipient: string, optedOut: boolean, eventTimestamp: number): Promise<boolean>;
   /** Which of `recipients` are opted out now. */
   optedOut(clientId: string, recipients: readonly string[]): Promise<Set<string>>;
 }

@@ -39,6 +39,8 @@ export interface ProcessDeps {
   readonly optOuts: OptOutStore;
   readonly messagingFor: MessagingFor;
   readonly clock: Clock;
+  /** Where a follow or unfollow dropped as stale is said (it changes nothing, and is no error). */
+  readonly log?: { warn(message: string, fields?: Record<string, unknown>): void };
   /** Backoff of a retried send (full jitter); the queue's visibility timeout carries it out. */
   readonly backoff?: { baseMs: number; capMs: number; random?: () => number };
 }
@@ -80,7 +82,7 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
     const reading = readKnownEvent(event);
     // Acting on a guess could opt the wrong person in or out: say what was not understood.
     if (reading.kind === 'unreadable') return finish('failed', 'event-not-understood', reading.problem);
-    const action = reading.kind === 'known' ? await decide(channel, reading.event, deps.optOuts) : undefined;
+    const action = reading.kind === 'known' ? await decide(channel, reading.event, deps) : undefined;
     // Only an active channel may answer; standby (another module holds the chat), or a mode this
     // code does not know, records what it must and sends nothing.
     if (event.mode !== 'active') return finish('done', `${event.mode.slice(0, 40)}: nothing sent`);
@@ -169,17 +171,29 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
 async function decide(
   channel: Channel,
   known: KnownWebhookEvent,
-  optOuts: OptOutStore,
+  deps: Pick<ProcessDeps, 'optOuts' | 'log'>,
 ): Promise<Action | undefined> {
   const userId = known.source?.type === 'user' ? known.source.userId : undefined;
+  const record = async (optedOut: boolean) => {
+    if (!userId) return;
+    const applied = await deps.optOuts.record(channel.clientId, userId, optedOut, known.timestamp);
+    if (!applied) {
+      deps.log?.warn('follow/unfollow older than the one recorded: not applied', {
+        clientId: channel.clientId,
+        webhookEventId: known.webhookEventId,
+        type: known.type,
+        eventTimestamp: known.timestamp,
+      });
+    }
+  };
   switch (known.type) {
     case 'follow':
-      if (userId) await optOuts.record(channel.clientId, userId, false, known.timestamp);
+      await record(false);
       return channel.greeting
         ? { messages: [{ type: 'text', text: channel.greeting }], outcome: 'greeted' }
         : undefined;
     case 'unfollow':
-      if (userId) await optOuts.record(channel.clientId, userId, true, known.timestamp);
+      await record(true);
       return undefined;
     case 'message': {
       if (known.message.type !== 'text' || known.message.text === undefined) return undefined;

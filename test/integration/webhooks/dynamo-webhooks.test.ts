@@ -103,6 +103,19 @@ describe('the opt-out store', () => {
     expect(await store.optedOut(client, ['U1', 'U2'])).toEqual(new Set());
   });
 
+  it('lets the later of two events with the same timestamp win, and says when one is dropped as stale (issue 13 #5)', async () => {
+    const client = uniqueName('client');
+    // follow, unfollow, follow of one user in the same millisecond, processed in FIFO order.
+    expect(await store.record(client, 'U1', false, T0)).toBe(true);
+    expect(await store.record(client, 'U1', true, T0)).toBe(true);
+    expect(await store.optedOut(client, ['U1'])).toEqual(new Set(['U1']));
+    expect(await store.record(client, 'U1', false, T0)).toBe(true);
+    expect(await store.optedOut(client, ['U1'])).toEqual(new Set());
+    // An older one arriving late is dropped, and the caller learns it.
+    expect(await store.record(client, 'U1', true, T0 - 1)).toBe(false);
+    expect(await store.optedOut(client, ['U1'])).toEqual(new Set());
+  });
+
   it('keeps the first record when the same event is recorded twice', async () => {
     const client = uniqueName('client');
     await store.record(client, 'U1', true, T0);

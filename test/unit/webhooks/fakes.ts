@@ -106,7 +106,9 @@ export class MemoryOptOuts {
   async record(clientId: string, recipient: string, optedOut: boolean, eventTimestamp: number) {
     const key = `${clientId}/${recipient}`;
     const current = this.latest.get(key);
-    if (!current || current.at < eventTimestamp) this.latest.set(key, { optedOut, at: eventTimestamp });
+    if (current && current.at > eventTimestamp) return false;
+    this.latest.set(key, { optedOut, at: eventTimestamp });
+    return true;
   }
   async optedOut(clientId: string, recipients: readonly string[]) {
     return new Set(recipients.filter((r) => this.latest.get(`${clientId}/${r}`)?.optedOut === true));
