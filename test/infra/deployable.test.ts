@@ -4,10 +4,12 @@
  * service's desired count, dead-letter alarms, FIFO throughput, the job manager's concurrency, and
  * settings a real stage must not leave as placeholders.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '#cdk/app.ts';
 import { type CfnTemplate, checkConformance } from '#local/iam/policy.ts';
 import type { RecordedCall } from '#local/iam/recorder.ts';
@@ -16,8 +18,15 @@ type Json = Record<string, unknown>;
 let template: Template;
 let resources: Record<string, { Type: string; Properties: Json }>;
 
+const outdirs: string[] = [];
+afterAll(() => {
+  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
+});
+
 function synth(context: Record<string, unknown>) {
-  const built = buildApp(new App({ context: { 'aws:cdk:bundling-stacks': [], ...context } }));
+  const outdir = mkdtempSync(join(tmpdir(), 'switchboard-deployable-'));
+  outdirs.push(outdir);
+  const built = buildApp(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [], ...context } }));
   built.app.synth();
   return Template.fromStack(built.stack);
 }
