@@ -1,16 +1,30 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '#cdk/app.ts';
 import type { SwitchboardStack } from '#cdk/stack.ts';
 
 let stack: SwitchboardStack;
+// Synthesized into folders removed afterwards (an App without outdir leaves one in /tmp per run).
+const outdirs: string[] = [];
+const outdir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-stack-'));
+  outdirs.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
+});
 let template: Template;
 
 beforeAll(() => {
   // The template only: the Lambda bundles (esbuild) are built and checked in webhooks.test.ts.
   const built = buildApp(
     new App({
+      outdir: outdir(),
       context: {
         stage: 'prod',
         telephonyApiUrl: 'https://api.telephony.test',
@@ -110,7 +124,7 @@ describe('the nag check itself', () => {
     const { Aspects, Stack } = await import('aws-cdk-lib');
     const sqs = await import('aws-cdk-lib/aws-sqs');
     const { AwsSolutionsChecks } = await import('cdk-nag');
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = new App({ outdir: outdir(), context: { 'aws:cdk:bundling-stacks': [] } });
     const bad = new Stack(app, 'Bad');
     new sqs.Queue(bad, 'NoDlqNoSsl', { encryption: sqs.QueueEncryption.UNENCRYPTED });
     Aspects.of(app).add(new AwsSolutionsChecks());
