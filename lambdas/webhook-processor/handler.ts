@@ -91,7 +91,9 @@ export function makeProcessorHandler(deps: ProcessorDeps) {
             break;
           case 'failed':
             counts.Failed!++;
-            deps.log.error('event failed permanently', { ...fields, reason: result.reason });
+            // A deliberate refusal (too old to answer safely) is a warning, not an error.
+            if (result.expected) deps.log.warn('event not acted on', { ...fields, reason: result.reason });
+            else deps.log.error('event failed permanently', { ...fields, reason: result.reason });
             break;
           case 'retry': {
             counts.Retried!++;

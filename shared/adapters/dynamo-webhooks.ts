@@ -13,15 +13,16 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { Channel } from '#shared/channels/channel.ts';
-import type {
-  ChannelStore,
-  OptOutStore,
-  ProcessedEventRecord,
-  ProcessedEventStore,
+import {
+  type ChannelStore,
+  type OptOutStore,
+  PROCESSED_EVENT_TTL_MS,
+  type ProcessedEventRecord,
+  type ProcessedEventStore,
 } from '#shared/webhooks/ports.ts';
 
 /** How long an event is remembered: well past LINE's redelivery and SQS's retention (4 days). */
-export const PROCESSED_EVENT_TTL_SECONDS = 7 * 24 * 3600;
+export const PROCESSED_EVENT_TTL_SECONDS = PROCESSED_EVENT_TTL_MS / 1000;
 
 export function makeDynamoChannelStore(doc: DynamoDBDocumentClient, tableName: string): ChannelStore {
   return {

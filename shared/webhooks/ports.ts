@@ -33,6 +33,9 @@ export interface ProcessedEventStore {
   finish(eventId: string, state: 'done' | 'failed', outcome: string, reason?: string): Promise<void>;
 }
 
+/** How long the handling of a webhook event is remembered (its idempotency record's TTL). */
+export const PROCESSED_EVENT_TTL_MS = 7 * 24 * 3600 * 1000;
+
 /** Recipients who unfollowed: every later job skips them. */
 export interface OptOutStore {
   /**

@@ -16,13 +16,20 @@ import { answerFor, type Channel } from '#shared/channels/channel.ts';
 import { backoffDelay, type OutgoingMessage, type SendOutcome } from '#shared/line/messaging-client.ts';
 import { retryKeyStillSafe, webhookRetryKey } from '#shared/line/retry-key.ts';
 import { eventSource, type KnownWebhookEvent, readKnownEvent, sourceKey } from '#shared/line/webhook.ts';
-import type { Clock, MessagingFor, OptOutStore, ProcessedEventStore } from './ports.ts';
+import {
+  type Clock,
+  type MessagingFor,
+  type OptOutStore,
+  PROCESSED_EVENT_TTL_MS,
+  type ProcessedEventStore,
+} from './ports.ts';
 import type { QueuedWebhookEvent } from './receive.ts';
 
 export type ProcessResult =
   | { readonly kind: 'done'; readonly outcome: string }
   | { readonly kind: 'skipped'; readonly reason: string }
-  | { readonly kind: 'failed'; readonly reason: string }
+  /** `expected`: a deliberate refusal (an event too old to answer safely), not a fault. */
+  | { readonly kind: 'failed'; readonly reason: string; readonly expected?: boolean }
   | {
       readonly kind: 'retry';
       readonly delayMs: number;
@@ -71,9 +78,11 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
       state: 'done' | 'failed',
       outcome: string,
       reason?: string,
+      expected = false,
     ): Promise<ProcessResult> => {
       await deps.events.finish(eventId, state, outcome, reason);
-      return state === 'done' ? { kind: 'done', outcome } : { kind: 'failed', reason: reason ?? outcome };
+      if (state === 'done') return { kind: 'done', outcome };
+      return { kind: 'failed', reason: reason ?? outcome, ...(expected ? { expected } : {}) };
     };
 
     const channel = await deps.channels.get(queued.channelId);
@@ -92,16 +101,8 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
     const recipient = eventSource(event) ? sourceKey(event) : undefined;
     if (channel.autoAnswer === 'push') {
       if (!recipient) return finish('failed', 'no-recipient', 'event has no source to push to');
-      // The event's own time bounds the key's first use from below even when the idempotency
-      // record is younger than the event (it expired and was claimed again: a late DLQ redrive).
-      const firstUse = Math.min(record.firstAttemptAt, event.timestamp);
-      if (!retryKeyStillSafe(firstUse, deps.clock.now())) {
-        return finish(
-          'failed',
-          'retry-window-expired',
-          'first attempt over 23 h ago: the retry key could deliver twice',
-        );
-      }
+      const refusal = oldEventRefusal(record.firstAttemptAt, event.timestamp, deps.clock.now());
+      if (refusal) return finish('failed', refusal.outcome, refusal.reason, true);
       const outcome = await deps
         .messagingFor(channel)
         .push(recipient, action.messages, webhookRetryKey(eventId));
@@ -165,6 +166,36 @@ export function makeProcessWebhookEvent(deps: ProcessDeps) {
       }
     }
   };
+}
+
+/**
+ * Whether a push for this event could deliver twice. LINE keeps a retry key 24 hours from the first
+ * request that used it, and the first push for an event comes after its idempotency record was
+ * first claimed (`firstAttemptAt`), so the key is safe until 23 h after that claim (an hour's
+ * margin). That record lives 7 days from its claim, which comes after the event: while the event is
+ * younger than that, a record of any earlier attempt would still be there, so `firstAttemptAt` is
+ * the truth. An older event (a late DLQ redrive) may have been answered by a record since expired:
+ * it is not pushed.
+ */
+export function oldEventRefusal(
+  firstAttemptAt: number,
+  eventTimestamp: number,
+  now: number,
+): { outcome: string; reason: string } | undefined {
+  const hours = (ms: number) => Math.floor(ms / 3_600_000);
+  if (now - eventTimestamp >= PROCESSED_EVENT_TTL_MS) {
+    return {
+      outcome: 'too-old-to-know',
+      reason: `event is ${hours(now - eventTimestamp)} h old, older than the 7 days its handling is remembered: it may have been answered already, so it is not pushed`,
+    };
+  }
+  if (!retryKeyStillSafe(firstAttemptAt, now)) {
+    return {
+      outcome: 'retry-window-expired',
+      reason: `first attempt ${hours(now - firstAttemptAt)} h ago: LINE keeps a retry key 24 h from its first use, so a push now could deliver twice`,
+    };
+  }
+  return undefined;
 }
 
 /** Decides what an event calls for; records follows and unfollows on the way. */
