@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { liveSecrets } from '#shared/channels/channel.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
@@ -168,7 +169,7 @@ describe('npm run channel', () => {
     expect(lines.slice(1)).toEqual([
       '  clientId: must be 1-64 letters, digits, "_" or "-"',
       '  channelSecret: looks too short for a LINE channel secret',
-      expect.stringMatching(/^ {2}rules\.0\.pattern: not a valid regex: /),
+      expect.stringMatching(/^ {2}rules\.0\.pattern: not a valid regex \(RE2 syntax/),
     ]);
     expectNoSecrets(run, 'zq9Kp');
     expect(await store.get(channelId)).toBeUndefined();
@@ -267,5 +268,30 @@ describe('npm run channel', () => {
     const run = await cli(['show', '--channel', 'demo', '--table', 'switchboard-nowhere-channels']);
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('ResourceNotFoundException');
+  });
+});
+
+describe('npm run channel: the telephony callback secret', () => {
+  it('sets it from stdin, keeps the previous one 24 h, shows it masked, and refuses a short one', async () => {
+    const provider = `p-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+    const first = 'first-callback-secret-0123456789';
+    const second = 'second-callback-secret-0123456789';
+    const set = async (secret: string) =>
+      cli(['put-callback-secret', '--provider', provider, '--secret', '-'], { input: `${secret}\n` });
+    expect((await set(first)).status).toBe(0);
+    const rotated = await set(second);
+    expect(rotated.status).toBe(0);
+    expect(rotated.stderr).toMatch(/previous one verifies until/);
+    const secrets = makeDynamoCallbackSecretStore(cloud.doc, table);
+    const record = await secrets.get(provider);
+    expect(record).toMatchObject({ current: second, previous: first });
+    const shown = await cli(['show-callback-secret', '--provider', provider]);
+    expect(shown.status).toBe(0);
+    for (const run of [rotated, shown])
+      expect(`${run.stdout}${run.stderr}`).not.toMatch(/callback-secret-0123/);
+    const short = await set('short');
+    expect(short.status).toBe(2);
+    expect(short.stderr).toContain('invalid callback secret: secret:');
+    expect((await cli(['show-callback-secret', '--provider', 'nobody-here'])).status).toBe(1);
   });
 });
