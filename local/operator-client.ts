@@ -6,8 +6,8 @@
 import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 
-/** SHA-256 (and its HMAC) in the shape the SigV4 signer asks for. */
-class Sha256 {
+/** SHA-256 (and its HMAC) on node:crypto, in the shape the SDK's SigV4 signer asks for. */
+export class Sha256 {
   private readonly hash;
   constructor(secret?: string | Uint8Array) {
     this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', secret);

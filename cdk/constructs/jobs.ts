@@ -15,9 +15,8 @@
  * - `state/{clientId}/{jobId}/filter-*.bin`: duplicate-filter snapshots of paused ingests;
  * - `reports/{clientId}/{jobId}/…`: validation report pages and large job reports.
  */
-import { CfnOutput, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { CfnOutput, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -29,7 +28,7 @@ import { functions } from '#shared/functions.ts';
 import { buckets, resourceName, tableSpec, UPLOAD_NOTIFICATIONS } from '#shared/resources.ts';
 import { BROKER_HTTP_PORT, type BrokerFleet } from './broker-fleet.ts';
 import { SwitchboardFunction } from './function.ts';
-import type { StatefulResources } from './stateful.ts';
+import { deadLetterAlarm, redriveCommandOutput, type StatefulResources } from './stateful.ts';
 
 export interface JobsProps {
   readonly stateful: StatefulResources;
@@ -124,31 +123,13 @@ export class Jobs extends Construct {
     this.allow(this.ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);
     this.allow(this.ingest, ['s3:PutObject'], bucket, ['reports/*']);
 
-    this.deadLettersAlarm = ingestQueue.deadLetterQueue
-      .metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-        statistic: cloudwatch.Stats.MAXIMUM,
-      })
-      .createAlarm(this, 'IngestDlqAlarm', {
-        alarmName: resourceName(props.stage, 'ingest-dlq-messages'),
-        alarmDescription:
-          'An ingest, an ingest continuation or a cancel sweep failed 5 times and is in the dead-letter queue: its job may stay uploading or cancelling. Fix the cause in the ingest logs, then redrive with the stack output IngestDlqRedriveCommand (both are idempotent).',
-        threshold: 0,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-    this.deadLettersAlarm.addAlarmAction(new actions.SnsAction(props.alarmTopic));
-    new CfnOutput(this, 'IngestDlqRedriveCommand', {
-      key: 'IngestDlqRedriveCommand',
-      description: 'Moves every message of the ingest DLQ back to its queue',
-      value: Fn.join('', [
-        'aws sqs start-message-move-task --source-arn ',
-        ingestQueue.deadLetterQueue.queueArn,
-        ' --destination-arn ',
-        ingestQueue.queue.queueArn,
-      ]),
+    this.deadLettersAlarm = deadLetterAlarm(this, 'IngestDlqAlarm', ingestQueue, {
+      alarmName: resourceName(props.stage, 'ingest-dlq-messages'),
+      description:
+        'An ingest, an ingest continuation or a cancel sweep failed 5 times and is in the dead-letter queue: its job may stay uploading or cancelling. Fix the cause in the ingest logs, then redrive with the stack output IngestDlqRedriveCommand (both are idempotent).',
+      topic: props.alarmTopic,
     });
+    redriveCommandOutput(this, 'IngestDlqRedriveCommand', 'IngestDlqRedriveCommand', ingestQueue);
     new CfnOutput(this, 'UploadsBucketName', {
       key: 'UploadsBucketName',
       description: 'The uploads bucket: drop lists under incoming/{clientId}/…csv',

@@ -2,11 +2,14 @@
  * Switchboard's stateful resources — tables, queues with their DLQs, the upload bucket — built
  * from the same specs (`shared/resources.ts`) that the local cloud provisions.
  */
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
@@ -114,6 +117,47 @@ export interface QueuePair {
   readonly spec: QueueSpec;
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
+}
+
+/**
+ * An alarm on the first message in a queue's dead-letter queue (its visible messages, > 0 within a
+ * minute), notifying `topic`: every DLQ of the stack has one.
+ */
+export function deadLetterAlarm(
+  scope: Construct,
+  id: string,
+  pair: QueuePair,
+  options: { readonly alarmName: string; readonly description: string; readonly topic: sns.ITopic },
+): cloudwatch.Alarm {
+  const alarm = pair.deadLetterQueue
+    .metricApproximateNumberOfMessagesVisible({
+      period: Duration.minutes(1),
+      statistic: cloudwatch.Stats.MAXIMUM,
+    })
+    .createAlarm(scope, id, {
+      alarmName: options.alarmName,
+      alarmDescription: options.description,
+      threshold: 0,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+  alarm.addAlarmAction(new actions.SnsAction(options.topic));
+  return alarm;
+}
+
+/** A stack output holding the command that moves a DLQ's messages back to their queue. */
+export function redriveCommandOutput(scope: Construct, id: string, key: string, pair: QueuePair): CfnOutput {
+  return new CfnOutput(scope, id, {
+    key,
+    description: `Moves every message of the ${pair.spec.id} DLQ back to its queue`,
+    value: Fn.join('', [
+      'aws sqs start-message-move-task --source-arn ',
+      pair.deadLetterQueue.queueArn,
+      ' --destination-arn ',
+      pair.queue.queueArn,
+    ]),
+  });
 }
 
 export class StatefulResources extends Construct {

@@ -14,7 +14,7 @@
  * A redriven event is safe to process again: the processor skips events it has recorded as acted
  * on, and never re-sends with a retry key first used more than 23 hours ago (LINE forgets it at 24).
  */
-import { CfnOutput, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -27,7 +27,7 @@ import { resourceName, tableSpec } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import { SwitchboardFunction } from './function.ts';
 import type { SwitchboardHttpApi } from './http-api.ts';
-import type { StatefulResources } from './stateful.ts';
+import { deadLetterAlarm, redriveCommandOutput, type StatefulResources } from './stateful.ts';
 
 export interface WebhooksProps {
   readonly stage: string;
@@ -121,14 +121,12 @@ export class Webhooks extends Construct {
       return created;
     };
     this.alarms = {
-      deadLetters: alarm(
-        'webhook-dlq-messages',
-        webhookEvents.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period: Duration.minutes(1),
-          statistic: cloudwatch.Stats.MAXIMUM,
-        }),
-        'Webhook events are in the dead-letter queue: they were not acted on. Fix the cause, then redrive with the stack output WebhookEventsDlqRedriveCommand.',
-      ),
+      deadLetters: deadLetterAlarm(this, 'webhook-dlq-messages', webhookEvents, {
+        alarmName: resourceName(props.stage, 'webhook-dlq-messages'),
+        description:
+          'Webhook events are in the dead-letter queue: they were not acted on. Fix the cause, then redrive with the stack output WebhookEventsDlqRedriveCommand.',
+        topic: this.alarmTopic,
+      }),
       receiverErrors: alarm(
         'webhook-receiver-errors',
         this.receiver.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
@@ -151,16 +149,7 @@ export class Webhooks extends Construct {
       description: 'URL of the webhook-events dead-letter queue',
       value: webhookEvents.deadLetterQueue.queueUrl,
     });
-    new CfnOutput(this, 'DlqRedriveCommand', {
-      key: 'WebhookEventsDlqRedriveCommand',
-      description: 'Moves every message of the webhook-events DLQ back to its queue',
-      value: Fn.join('', [
-        'aws sqs start-message-move-task --source-arn ',
-        webhookEvents.deadLetterQueue.queueArn,
-        ' --destination-arn ',
-        webhookEvents.queue.queueArn,
-      ]),
-    });
+    redriveCommandOutput(this, 'DlqRedriveCommand', 'WebhookEventsDlqRedriveCommand', webhookEvents);
     new CfnOutput(this, 'AlarmTopicArn', {
       key: 'AlarmTopicArn',
       description: 'SNS topic every Switchboard alarm notifies',

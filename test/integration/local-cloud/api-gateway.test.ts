@@ -1,10 +1,10 @@
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_GATEWAY_MAX_BODY_BYTES, type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '#local/cloud.ts';
-import { makeOperatorClient } from '#local/operator-client.ts';
+import { makeOperatorClient, Sha256 } from '#local/operator-client.ts';
 import type { RouteSpec } from '#shared/routes.ts';
 
 const routes: RouteSpec[] = [
@@ -95,20 +95,6 @@ describe('the API Gateway stand-in (HTTP API, payload v2)', () => {
   });
 });
 
-/** SHA-256 (and its HMAC) in the shape the SDK signer asks for. */
-class TestSha256 {
-  readonly #hash: Hash | Hmac;
-  constructor(secret?: string | Uint8Array) {
-    this.#hash = secret === undefined ? createHash('sha256') : createHmac('sha256', secret);
-  }
-  update(data: string | Uint8Array) {
-    this.#hash.update(data);
-  }
-  async digest() {
-    return new Uint8Array(this.#hash.digest());
-  }
-}
-
 describe('the IAM authorizer of the local API Gateway', () => {
   const iamRoute = {
     method: 'GET',
@@ -171,7 +157,7 @@ describe('the IAM authorizer of the local API Gateway', () => {
       service: 'execute-api',
       region: LOCAL_REGION,
       credentials: LOCAL_CREDENTIALS,
-      sha256: TestSha256 as never,
+      sha256: Sha256 as never,
     });
     const url = new URL(`${gateway.url}/clients/acme`);
     const old = await signer.sign(

@@ -58,7 +58,13 @@ describe('the call-status function reading it', () => {
     });
     let reads = 0;
     const secrets = new CachedCallbackSecrets({
-      store: { get: async () => (reads++, record), put: async () => {} },
+      store: {
+        get: async () => {
+          reads++;
+          return record;
+        },
+        put: async () => {},
+      },
       provider: 'default',
       clock: { now: () => now },
       ttlMs: 60_000,
