@@ -23,6 +23,8 @@ export const routes: readonly RouteSpec[] = [
   // Operator API: client settings and jobs (SigV4-signed calls only).
   { method: 'PUT', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'POST', path: '/clients/{clientId}/pause', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'POST', path: '/clients/{clientId}/resume', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}', functionId: 'jobs-api', auth: 'iam' },

@@ -71,6 +71,9 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         return json(200, await api.putClient(clientId, jsonBody(event)));
       case 'GET /clients/{clientId}':
         return json(200, await api.getClient(clientId));
+      case 'POST /clients/{clientId}/pause':
+      case 'POST /clients/{clientId}/resume':
+        return json(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
       case 'POST /clients/{clientId}/jobs': {
         if (isCsvUpload(event)) {
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});

@@ -74,7 +74,12 @@ function shuffled(clients: readonly string[]): string[] {
 
 export class Broker {
   readonly #deps: BrokerDeps;
-  readonly #notBefore = new Map<string, number>();
+  /**
+   * Clients this broker released with no work: not taken again before `until`, unless a work
+   * list written after the release lists them (the job manager read their jobs and settings
+   * since, e.g. new calling hours opened the window).
+   */
+  readonly #notBefore = new Map<string, { readonly until: number; readonly releasedAt: number }>();
   /** Orphaned clients this broker has just adopted: not taken again until then (the list is a minute old). */
   readonly #adoptedNotBefore = new Map<string, number>();
   #server: ClientServer | undefined;
@@ -157,8 +162,13 @@ export class Broker {
     const withWork = new Set(work?.clients ?? []);
     // Clients listed only for the calls a dead broker left in flight: adopt and settle, start nothing.
     const orphaned = new Set((work?.orphaned ?? []).filter((c) => !withWork.has(c)));
+    const listedAt = work?.updatedAt ?? 0;
+    const mayTake = (c: string) => {
+      const held = this.#notBefore.get(c);
+      return held === undefined || held.until <= now || listedAt > held.releasedAt;
+    };
     const candidates = order([...withWork, ...orphaned]).filter((c) =>
-      orphaned.has(c) ? (this.#adoptedNotBefore.get(c) ?? 0) <= now : (this.#notBefore.get(c) ?? 0) <= now,
+      orphaned.has(c) ? (this.#adoptedNotBefore.get(c) ?? 0) <= now : mayTake(c),
     );
     for (const clientId of candidates) {
       if (this.#stopReason) return true;
@@ -241,7 +251,7 @@ export class Broker {
         this.#adoptedNotBefore.set(server.clientId, clock.now() + settings.noWorkBackoffMs);
       } else if (end.kind === 'no-work') {
         const next = end.nextReadyAt ?? clock.now() + settings.noWorkBackoffMs;
-        this.#notBefore.set(server.clientId, next);
+        this.#notBefore.set(server.clientId, { until: next, releasedAt: clock.now() });
       }
       logger.info('client served', {
         clientId: server.clientId,
@@ -249,10 +259,9 @@ export class Broker {
       });
     } catch (error) {
       // E.g. settings the pacer refuses: do not take this client again at every idle turn.
-      (adoptOnly ? this.#adoptedNotBefore : this.#notBefore).set(
-        server.clientId,
-        clock.now() + settings.noWorkBackoffMs,
-      );
+      const until = clock.now() + settings.noWorkBackoffMs;
+      if (adoptOnly) this.#adoptedNotBefore.set(server.clientId, until);
+      else this.#notBefore.set(server.clientId, { until, releasedAt: Number.POSITIVE_INFINITY });
       throw error;
     } finally {
       this.#onSigterm = undefined;
@@ -275,6 +284,7 @@ export class Broker {
       sendFor: messages.sendFor,
       keeper,
       client,
+      readClient: () => tasks.getClient(keeper.clientId),
       clock,
       timers,
       logger,

@@ -19,6 +19,7 @@ import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { type CallSlot, Pacer, PacingGate } from '#shared/pacing/pacer.ts';
 import type { CallRequest, InitiateOutcome, TelephonyProvider } from '#shared/telephony/port.ts';
 import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
+import { HeldClientSettings } from './client-settings.ts';
 import type { BrokerTaskStore, CallEnded, Settlement } from './ports.ts';
 import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
 
@@ -45,6 +46,11 @@ export interface ServeSettings {
   readonly initiateTries: number;
   /** How long a cached job is trusted (its status is checked again at every start anyway), ms. Default 5,000. */
   readonly jobCacheMs: number;
+  /**
+   * How long the client's settings are trusted while serving, ms. Default 5,000: new calling
+   * hours, limits or a pause of the client take effect within this long.
+   */
+  readonly clientCheckMs: number;
 }
 
 export const DEFAULT_SERVE_SETTINGS: Omit<ServeSettings, 'callbackUrl'> = {
@@ -58,6 +64,7 @@ export const DEFAULT_SERVE_SETTINGS: Omit<ServeSettings, 'callbackUrl'> = {
   initiateRetryMs: 250,
   initiateTries: 6,
   jobCacheMs: 5_000,
+  clientCheckMs: 5_000,
 };
 
 export interface ServeClientDeps {
@@ -122,6 +129,7 @@ export class ClientServer {
   #lost = false;
   #wake: (() => void) | undefined;
   #allEnded: (() => void) | undefined;
+  #client: HeldClientSettings | undefined;
   #sendQueue: Promise<void> = Promise.resolve();
   #lastAnsweredAt = Number.NEGATIVE_INFINITY;
   #sendIntervalMs = 0;
@@ -166,6 +174,15 @@ export class ClientServer {
         logger.warn('leased client has no settings; giving it up', { clientId: this.clientId });
         return { kind: 'no-work', nextReadyAt: undefined };
       }
+      this.#client = new HeldClientSettings(
+        {
+          read: () => tasks.getClient(this.clientId),
+          clock: this.#deps.clock,
+          logger,
+          maxAgeMs: this.#deps.settings.clientCheckMs,
+        },
+        client,
+      );
       this.#gate = this.#makeGate(client);
       await this.#adopt();
       if (this.#deps.adoptOnly) {
@@ -173,7 +190,7 @@ export class ClientServer {
         if (this.#lost) return { kind: 'lost' };
         return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: undefined };
       }
-      const end = await this.#startCalls(client);
+      const end = await this.#startCalls();
       if (end) return end;
       await this.#callsEnded();
       return this.#lost ? { kind: 'lost' } : { kind: 'stopped' };
@@ -207,12 +224,54 @@ export class ClientServer {
     });
   }
 
+  /**
+   * The client's settings, read again once they are `clientCheckMs` old: an operator's new
+   * limits, hours or pause apply while the client is served, not only from its next lease.
+   */
+  async #currentClient(): Promise<ClientSettings> {
+    const { settings, logger } = this.#deps;
+    const held = this.#client!;
+    const previous = held.current;
+    const { settings: client, changed } = await held.fresh();
+    if (!changed) return client;
+    try {
+      this.#gate!.retune({
+        maxConcurrentCalls: client.maxConcurrentCalls,
+        callsPerSecond: client.callsPerSecond,
+        rateMarginMs: settings.rateMarginMs,
+      });
+    } catch (error) {
+      logger.error('new client limits refused by the pacer; keeping the last ones', {
+        clientId: this.clientId,
+        error,
+      });
+      held.keep(previous);
+      return previous;
+    }
+    this.#sendIntervalMs = 1000 / client.callsPerSecond;
+    logger.info('client settings changed while serving; applied', {
+      clientId: this.clientId,
+      maxConcurrentCalls: client.maxConcurrentCalls,
+      callsPerSecond: client.callsPerSecond,
+      paused: client.paused === true,
+    });
+    return client;
+  }
+
+  /** Whether a call of `job` may start now: the client not paused, inside the hours that apply. */
+  #mayCall(client: ClientSettings, job: Job): boolean {
+    return (
+      !client.paused &&
+      isOpen(effectiveCallingHours(client.callingHours, job.callingHours), this.#deps.clock.now())
+    );
+  }
+
   /** The loop that starts calls; returns an end when serving is over without a drain. */
-  async #startCalls(client: ClientSettings): Promise<ServeEnd | undefined> {
+  async #startCalls(): Promise<ServeEnd | undefined> {
     const { tasks, keeper, clock, settings, logger } = this.#deps;
     const gate = this.#gate!;
     while (!this.#stopping && !this.#lost) {
-      const next = await this.#nextTask(client);
+      const next = await this.#nextTask();
       if (this.#stopping || this.#lost) break;
       if (next.kind === 'wait') {
         const now = clock.now();
@@ -233,8 +292,8 @@ export class ClientServer {
         slot.release();
         break;
       }
-      // Calling hours may have closed while the slot was awaited.
-      if (!isOpen(effectiveCallingHours(client.callingHours, next.job.callingHours), clock.now())) {
+      // The hours may have closed, or the client been paused, while the slot was awaited.
+      if (!this.#mayCall(await this.#currentClient(), next.job)) {
         this.#buffer.unshift(next.task);
         slot.release();
         continue;
@@ -269,8 +328,11 @@ export class ClientServer {
   }
 
   /** The next task to start, or how long to wait for one. */
-  async #nextTask(client: ClientSettings): Promise<NextTask> {
+  async #nextTask(): Promise<NextTask> {
     const { tasks, clock, settings } = this.#deps;
+    const client = await this.#currentClient();
+    // A paused client starts nothing until resumed; the job manager lists it again then.
+    if (client.paused) return { kind: 'wait', until: undefined };
     let refilled = false;
     let closedUntil: number | undefined;
     for (;;) {

@@ -16,6 +16,7 @@ import { type PipelineTotals, runMessagePipeline } from '#shared/messaging/pipel
 import type { BatchLedger, JobProgress, ReportSink, SendPort, TaskSource } from '#shared/messaging/ports.ts';
 import { effectiveCallingHours, isOpen } from '#shared/pacing/calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import { HeldClientSettings } from './client-settings.ts';
 import type { ServeEnd } from './serve-client.ts';
 
 /** The store's side: a session per lease, and job reads. */
@@ -44,6 +45,8 @@ export interface MessageServeSettings {
   readonly jobCheckMs: number;
   /** After LINE's monthly quota is used up, try the client again after this long, ms. Default 1 h. */
   readonly quotaBackoffMs: number;
+  /** How long the client's settings (hours, pause) are trusted while sending, ms. Default 5,000. */
+  readonly clientCheckMs: number;
 }
 
 export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
@@ -52,6 +55,7 @@ export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
   messageQueueCapacity: 2_000,
   jobCheckMs: 250,
   quotaBackoffMs: 3_600_000,
+  clientCheckMs: 5_000,
 };
 
 export interface MessageServerDeps {
@@ -59,7 +63,9 @@ export interface MessageServerDeps {
   /** The Messaging API send of a LINE channel (its access token, keep-alive connections). */
   readonly sendFor: (channelId: string) => Promise<SendPort>;
   readonly keeper: LeaseKeeper;
+  /** The client's settings when the lease was taken, and how to read them again while sending. */
   readonly client: ClientSettings;
+  readonly readClient?: () => Promise<ClientSettings | undefined>;
   readonly clock: Clock;
   readonly timers: Timers;
   readonly logger: Logger;
@@ -78,10 +84,20 @@ export class MessageServer {
   #lost = false;
   #current: AbortController | undefined;
   #sessionJobs: (() => readonly string[]) | undefined;
+  readonly #client: HeldClientSettings;
 
   constructor(deps: MessageServerDeps) {
     this.#deps = deps;
     this.clientId = deps.keeper.clientId;
+    this.#client = new HeldClientSettings(
+      {
+        read: deps.readClient ?? (() => Promise.resolve(deps.client)),
+        clock: deps.clock,
+        logger: deps.logger,
+        maxAgeMs: deps.settings.clientCheckMs,
+      },
+      deps.client,
+    );
   }
 
   /** Stops starting sends; {@link serve} resolves once the sends in flight are recorded. */
@@ -138,7 +154,7 @@ export class MessageServer {
         owner: keeper.owner,
         token: () => (this.#lost ? undefined : keeper.currentToken()),
       },
-      (job) => this.#inHours(job),
+      (job) => this.#maySend(job),
     );
     const abort = new AbortController();
     this.#current = abort;
@@ -182,11 +198,15 @@ export class MessageServer {
     }
   }
 
-  /** Messages go out inside the job's (or the client's) calling hours too: nobody wants a 3 a.m. push. */
-  #inHours(job: Job): boolean {
-    return isOpen(
-      effectiveCallingHours(this.#deps.client.callingHours, job.callingHours),
-      this.#deps.clock.now(),
+  /**
+   * Messages go out only while the client is not paused, inside the job's (or the client's)
+   * calling hours too: nobody wants a 3 a.m. push.
+   */
+  #maySend(job: Job): boolean {
+    const client = this.#client.current;
+    return (
+      !client.paused &&
+      isOpen(effectiveCallingHours(client.callingHours, job.callingHours), this.#deps.clock.now())
     );
   }
 
@@ -197,15 +217,17 @@ export class MessageServer {
     let done = false;
     const tick = async () => {
       try {
+        await this.#client.fresh();
         for (const jobId of jobs()) {
           const job = await store.getJob(this.clientId, jobId);
-          const inHours = job !== undefined && this.#inHours(job);
-          if (job?.status !== 'running' || !inHours) {
+          const maySend = job !== undefined && this.#maySend(job);
+          if (job?.status !== 'running' || !maySend) {
             logger.info('job no longer sending; stopping its sends', {
               clientId: this.clientId,
               jobId,
               status: job?.status,
-              inHours,
+              clientPaused: this.#client.current.paused === true,
+              maySend,
             });
             abort.abort();
             return;

@@ -181,11 +181,22 @@ export function makeJobsApi(deps: JobsApiDeps) {
     /** Creates or replaces a client's settings. */
     async putClient(clientId: string, body: unknown): Promise<ClientSettings> {
       const settings = parseClientSettings(clientId, body, deps.clock.now());
-      await deps.clients.put(settings);
-      return settings;
+      return deps.clients.put(settings);
     },
 
     getClient: clientOf,
+
+    /**
+     * Pauses or resumes a whole client: none of its calls or messages start while paused (its
+     * brokers see it within seconds; calls in flight end normally). Pausing twice is not an error.
+     */
+    async setClientPaused(clientId: string, paused: boolean): Promise<ClientSettings> {
+      const settings = isValidClientId(clientId)
+        ? await deps.clients.setPaused(clientId, paused, deps.clock.now())
+        : undefined;
+      if (!settings) throw new ClientNotFoundError(`no client ${clientId}: PUT /clients/${clientId} first`);
+      return settings;
+    },
 
     /**
      * Creates a job in `uploading`. Without `inline`, returns a presigned PUT URL for the file;

@@ -32,6 +32,11 @@ export interface ClientSettings {
   readonly messageChannelId?: string;
   /** Options for jobs that do not give them (e.g. a CSV dropped in S3 without a sidecar). */
   readonly jobDefaults?: JobDefaults;
+  /**
+   * Set by `POST /clients/{id}/pause`, cleared by `/resume`: no call or message of the client
+   * starts (its jobs stay `running`, waiting for the client). Kept by `PUT /clients/{id}`.
+   */
+  readonly paused?: boolean;
   readonly updatedAt: number;
 }
 

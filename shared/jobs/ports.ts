@@ -13,7 +13,10 @@ export interface Clock {
 
 export interface ClientStore {
   get(clientId: string): Promise<ClientSettings | undefined>;
-  put(settings: ClientSettings): Promise<void>;
+  /** Creates or replaces the settings, answering them as stored: a stored `paused` is kept unless `settings.paused` says. */
+  put(settings: ClientSettings): Promise<ClientSettings>;
+  /** Pauses or resumes the client; undefined when there is no such client. */
+  setPaused(clientId: string, paused: boolean, now: number): Promise<ClientSettings | undefined>;
 }
 
 export interface JobPage {

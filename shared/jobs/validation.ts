@@ -38,6 +38,8 @@ const clientSettingsSchema = z.strictObject({
   defaultRegion: z.string().refine(isKnownRegion, 'must be a region code such as JP or US'),
   messageChannelId: idSchema.optional(),
   jobDefaults: jobDefaultsSchema.optional(),
+  /** Settable here too (a GET's answer can be PUT back); `POST …/pause` and `/resume` are the usual way. */
+  paused: z.boolean().optional(),
 });
 
 /** Client ids and job ids as they may appear in a path and an S3 key. */
@@ -66,6 +68,7 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     defaultRegion: data.defaultRegion,
     ...(data.messageChannelId === undefined ? {} : { messageChannelId: data.messageChannelId }),
     ...(data.jobDefaults === undefined ? {} : { jobDefaults: data.jobDefaults }),
+    ...(data.paused === undefined ? {} : { paused: data.paused }),
     updatedAt: now,
   };
 }

@@ -35,28 +35,27 @@ export class InvalidContractError extends Error {
 
 /** One client's pacing state. Not shared between clients: a broker makes one per lease it holds. */
 export class Pacer {
-  readonly contract: PacingContract;
-  readonly #bucket: TokenBucket;
+  #contract: PacingContract;
+  #bucket: TokenBucket;
 
   constructor(contract: PacingContract) {
-    if (!Number.isInteger(contract.maxConcurrentCalls) || contract.maxConcurrentCalls < 1) {
-      throw new InvalidContractError(
-        `maxConcurrentCalls must be an integer >= 1, got ${contract.maxConcurrentCalls}`,
-      );
-    }
-    if (!Number.isFinite(contract.callsPerSecond) || contract.callsPerSecond <= 0) {
-      throw new InvalidContractError(
-        `callsPerSecond must be a positive number, got ${contract.callsPerSecond}`,
-      );
-    }
-    // Fail at start-up, not at the first decision (throws InvalidCallingHoursError).
-    if (contract.callingHours) parseCallingHours(contract.callingHours);
-    this.contract = contract;
-    this.#bucket = new TokenBucket({
-      ratePerSecond: contract.callsPerSecond,
-      burst: 1,
-      marginMs: contract.rateMarginMs ?? 0,
-    });
+    validateContract(contract);
+    this.#contract = contract;
+    this.#bucket = new TokenBucket(bucketOptions(contract));
+  }
+
+  get contract(): PacingContract {
+    return this.#contract;
+  }
+
+  /**
+   * Takes a new contract while in use (the client's settings changed while served): the limit
+   * applies from the next decision, the new rate from the last start (see {@link TokenBucket.retuned}).
+   */
+  retune(contract: PacingContract): void {
+    validateContract(contract);
+    this.#contract = contract;
+    this.#bucket = this.#bucket.retuned(bucketOptions(contract));
   }
 
   /**
@@ -65,11 +64,11 @@ export class Pacer {
    * Closed hours come first (the longest wait), then the concurrent limit, then the rate.
    */
   decide(now: number, inFlight: number): PacingDecision {
-    const hours = this.contract.callingHours;
+    const hours = this.#contract.callingHours;
     if (hours && !isOpen(hours, now)) {
       return { kind: 'wait', until: nextOpening(hours, now) ?? Number.POSITIVE_INFINITY, reason: 'closed' };
     }
-    if (inFlight >= this.contract.maxConcurrentCalls) {
+    if (inFlight >= this.#contract.maxConcurrentCalls) {
       return { kind: 'wait', until: Number.POSITIVE_INFINITY, reason: 'limit' };
     }
     if (!this.#bucket.tryTake(now)) {
@@ -77,6 +76,26 @@ export class Pacer {
     }
     return { kind: 'start' };
   }
+}
+
+function bucketOptions(contract: PacingContract) {
+  return { ratePerSecond: contract.callsPerSecond, burst: 1, marginMs: contract.rateMarginMs ?? 0 };
+}
+
+/** Throws {@link InvalidContractError} (or the hours' own error) for a contract that cannot pace. */
+function validateContract(contract: PacingContract): void {
+  if (!Number.isInteger(contract.maxConcurrentCalls) || contract.maxConcurrentCalls < 1) {
+    throw new InvalidContractError(
+      `maxConcurrentCalls must be an integer >= 1, got ${contract.maxConcurrentCalls}`,
+    );
+  }
+  if (!Number.isFinite(contract.callsPerSecond) || contract.callsPerSecond <= 0) {
+    throw new InvalidContractError(
+      `callsPerSecond must be a positive number, got ${contract.callsPerSecond}`,
+    );
+  }
+  // Fail at start-up, not at the first decision (throws InvalidCallingHoursError).
+  if (contract.callingHours) parseCallingHours(contract.callingHours);
 }
 
 /** A call's place among the client's calls in flight; release it once when the call ends. */
@@ -161,6 +180,12 @@ export class PacingGate {
    */
   adopt(): CallSlot {
     return this.#newSlot();
+  }
+
+  /** Takes the client's new contract and re-decides at once (see {@link Pacer.retune}). */
+  retune(contract: PacingContract): void {
+    this.#pacer.retune(contract);
+    this.#pump();
   }
 
   /** Re-decides now; for when something outside the gate changed (e.g. new calling hours). */

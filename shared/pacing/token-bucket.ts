@@ -59,6 +59,19 @@ export class TokenBucket {
     return true;
   }
 
+  /**
+   * The same line at a new rate (the contract changed while it was in use): the next start may come
+   * one new interval after the last start, so a change never lets two starts closer than either
+   * interval says.
+   */
+  retuned(options: TokenBucketOptions): TokenBucket {
+    const next = new TokenBucket(options);
+    if (Number.isFinite(this.#theoreticalArrival)) {
+      next.#theoreticalArrival = this.#theoreticalArrival - this.intervalMs + next.intervalMs;
+    }
+    return next;
+  }
+
   /** Whole milliseconds from `now` until {@link tryTake} would succeed; 0 when it would now. */
   msUntilNextToken(now: number): number {
     return Math.max(0, Math.ceil(this.#theoreticalArrival - this.#toleranceMs - now));

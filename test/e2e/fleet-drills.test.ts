@@ -14,7 +14,7 @@ import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
-import { runDemoJob } from '#local/demo-job.ts';
+import { demoClientSettings, runDemoJob } from '#local/demo-job.ts';
 import type { LocalFleet } from '#local/fleet.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
@@ -312,6 +312,73 @@ describe('broker fleet drills', () => {
       expect(stats.callbacks.duplicated).toBeGreaterThan(0);
     } finally {
       stack.telephony.setFaults({ callbackLossRate: 0, callbackDuplicateRate: 0 });
+      await leases.stop();
+    }
+  });
+
+  it('(e) settings changed mid-job: closed hours and a pause of the client stop new calls within seconds; reopened, the job completes', async () => {
+    const clientId = 'drill-e';
+    const size: DrillSize = { rows: 60, limit: 3, rate: 3 };
+    const leases = watchLease(clientId);
+    const rings = () => stack.telephony.rings().filter((r) => r.clientId === clientId);
+    // The broker reads the client again once its copy is 5 s old; a start already past its
+    // fenced transaction may still place its call: 1.5 s more.
+    const appliesWithinMs = 6_500;
+    const settings = demoClientSettings({
+      maxConcurrentCalls: size.limit,
+      callsPerSecond: size.rate,
+      timeZone: 'UTC',
+    });
+    const put = async (over: Record<string, unknown>) => {
+      const answer = await stack.operator('PUT', `/clients/${clientId}`, { json: { ...settings, ...over } });
+      expect(answer.status).toBe(200);
+    };
+    const stopsWithin = async (what: string) => {
+      const at = Date.now();
+      await new Promise((r) => setTimeout(r, appliesWithinMs + 3_000));
+      const late = rings().filter((r) => r.startedAt > at + appliesWithinMs);
+      expect(
+        late.map((r) => r.taskId),
+        `calls started after ${what}`,
+      ).toEqual([]);
+    };
+    const job = startJob(clientId, 5, size);
+    try {
+      await waitFor(() => rings().length >= 5, 'the first calls');
+      // The window now closed: open only in an hour that is 12 hours away.
+      const hour = String((new Date().getUTCHours() + 12) % 24).padStart(2, '0');
+      const closed = Object.fromEntries(
+        ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [
+          d,
+          [{ start: `${hour}:00`, end: `${hour}:30` }],
+        ]),
+      );
+      await put({ callingHours: closed });
+      await stopsWithin('the hours closed');
+      const beforeReopen = rings().length;
+      expect(beforeReopen).toBeLessThan(size.rows);
+
+      await put({});
+      await waitFor(() => rings().length >= beforeReopen + 5, 'calls after the hours reopened');
+      const paused = await stack.operator('POST', `/clients/${clientId}/pause`);
+      expect(paused.status).toBe(200);
+      expect(paused.json<{ paused: boolean }>().paused).toBe(true);
+      await stopsWithin('the client was paused');
+      // A PUT of other settings keeps the pause.
+      await put({ maxConcurrentCalls: size.limit });
+      expect((await stack.operator('GET', `/clients/${clientId}`)).json<{ paused?: boolean }>().paused).toBe(
+        true,
+      );
+
+      const resumed = await stack.operator('POST', `/clients/${clientId}/resume`);
+      expect(resumed.json<{ paused: boolean }>().paused).toBe(false);
+      const view = await job;
+      await leases.stop();
+      await expectInvariants(clientId, view, leases.seen, size);
+    } finally {
+      await stack.operator('POST', `/clients/${clientId}/resume`);
+      await put({});
+      await job.catch(() => {});
       await leases.stop();
     }
   });

@@ -183,6 +183,28 @@ describe('a list uploaded through the presigned URL', () => {
     ).toEqual([jobId]);
   });
 
+  it('pauses and resumes a whole client; a PUT of its settings keeps the pause and removes what it leaves out', async () => {
+    const clientId = await newClient();
+    expect((await call('POST', `/clients/${uniqueName('nobody')}/pause`)).status).toBe(404);
+    const paused = await call('POST', `/clients/${clientId}/pause`);
+    expect(paused.status).toBe(200);
+    expect(paused.body.paused).toBe(true);
+    // Twice is not an error.
+    expect((await call('POST', `/clients/${clientId}/pause`)).body.paused).toBe(true);
+    const put = await call('PUT', `/clients/${clientId}`, { ...CLIENT, messageChannelId: 'ch-1' });
+    expect(put.body.paused).toBe(true);
+    expect(put.body.messageChannelId).toBe('ch-1');
+    const again = await call('PUT', `/clients/${clientId}`, CLIENT);
+    expect(again.body.messageChannelId).toBeUndefined();
+    expect((await call('GET', `/clients/${clientId}`)).body).toMatchObject({ paused: true });
+    expect((await call('POST', `/clients/${clientId}/resume`)).body.paused).toBe(false);
+    expect(
+      (await call('PUT', `/clients/${clientId}`, { ...CLIENT, paused: 'yes' })).body.fieldErrors,
+    ).toEqual({
+      paused: [expect.any(String)],
+    });
+  });
+
   it('answers 403 without a SigV4 signature, as the IAM authoriser would', async () => {
     const response = await fetch(`${harness.api().url}/clients/anyone`, { method: 'GET' });
     expect(response.status).toBe(403);

@@ -338,6 +338,92 @@ describe('serving a client', () => {
   });
 });
 
+describe('client settings changed while serving (issue 13 #7)', () => {
+  const closedFrom = (hhmm: string) => ({
+    timeZone: 'Asia/Tokyo',
+    weekly: Object.fromEntries(
+      ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: hhmm }]]),
+    ),
+  });
+
+  it('new calling hours that close the window stop the starts within clientCheckMs', async () => {
+    const h = await harness({
+      client: { maxConcurrentCalls: 2, callsPerSecond: 2 },
+      tasks: (j) => tasksFor(j, 100),
+    });
+    endCallsAfter(h, 1_000);
+    const run = h.serve();
+    await h.time.advance(5_000);
+    const before = h.provider.calls.size;
+    expect(before).toBeGreaterThan(0);
+    // 10:00 Tokyo now: the operator narrows the hours to end at 10:00.
+    const changedAt = h.time.now();
+    h.store.clients.set(
+      'c1',
+      clientSettings({
+        maxConcurrentCalls: 2,
+        callsPerSecond: 2,
+        callingHours: closedFrom('10:00'),
+        updatedAt: changedAt,
+      }),
+    );
+    await h.time.runUntil(() => run.end() !== undefined);
+    const late = h.provider.starts.filter((t) => t > changedAt + DEFAULT_SERVE_SETTINGS.clientCheckMs);
+    expect(late).toEqual([]);
+    expect(h.provider.inFlight).toBe(0);
+    expect(h.store.all().filter((t) => t.state === 'pending').length).toBeGreaterThan(50);
+  });
+
+  it('a pause of the client stops the starts; the calls in flight end normally', async () => {
+    const h = await harness({
+      client: { maxConcurrentCalls: 3, callsPerSecond: 3 },
+      tasks: (j) => tasksFor(j, 100),
+    });
+    endCallsAfter(h, 2_000);
+    const run = h.serve();
+    await h.time.advance(4_000);
+    const pausedAt = h.time.now();
+    h.store.clients.set(
+      'c1',
+      clientSettings({ maxConcurrentCalls: 3, callsPerSecond: 3, paused: true, updatedAt: pausedAt }),
+    );
+    await h.time.runUntil(() => run.end() !== undefined);
+    expect(run.end()).toEqual({ kind: 'no-work', nextReadyAt: undefined });
+    expect(h.provider.starts.filter((t) => t > pausedAt + DEFAULT_SERVE_SETTINGS.clientCheckMs)).toEqual([]);
+    expect(h.store.all().filter((t) => t.state === 'in-flight')).toEqual([]);
+  });
+
+  it('a new contract applies while serving: the limit and the line rate follow it', async () => {
+    const h = await harness({
+      client: { maxConcurrentCalls: 4, callsPerSecond: 4 },
+      tasks: (j) => tasksFor(j, 200),
+    });
+    endCallsAfter(h, 3_000);
+    const run = h.serve();
+    await h.time.advance(10_000);
+    expect(h.provider.maxInFlight).toBe(4);
+    const changedAt = h.time.now();
+    h.store.clients.set(
+      'c1',
+      clientSettings({ maxConcurrentCalls: 1, callsPerSecond: 0.5, updatedAt: changedAt }),
+    );
+    // Once the change is read and the calls of the old limit ended, one at a time, one per 2 s.
+    const settled = changedAt + DEFAULT_SERVE_SETTINGS.clientCheckMs + 3_000;
+    let inFlightAfter = 0;
+    h.provider.onPlaced = (call) => {
+      if (h.time.now() > settled) inFlightAfter = Math.max(inFlightAfter, h.provider.inFlight);
+      h.time.setTimeout(() => void h.route(call, h.provider.end(call.callId, 'completed') as never), 3_000);
+    };
+    await h.time.advance(60_000);
+    const late = h.provider.starts.filter((t) => t > settled);
+    expect(late.length).toBeGreaterThan(5);
+    expect(inFlightAfter).toBe(1);
+    for (let i = 1; i < late.length; i++) expect(late[i]! - late[i - 1]!).toBeGreaterThanOrEqual(2_000);
+    h.server.stop();
+    await h.time.runUntil(() => run.end() !== undefined);
+  });
+});
+
 describe('the fence', () => {
   it('refuses a start with a stale token after a takeover', async () => {
     const time = new FakeTime(T0);

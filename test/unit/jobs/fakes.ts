@@ -26,7 +26,19 @@ export function memoryClients(): ClientStore & { all: Map<string, ClientSettings
   return {
     all,
     get: async (id) => all.get(id),
-    put: async (s) => void all.set(s.clientId, s),
+    put: async (s) => {
+      const paused = s.paused ?? all.get(s.clientId)?.paused;
+      const stored = paused === undefined ? s : { ...s, paused };
+      all.set(s.clientId, stored);
+      return stored;
+    },
+    setPaused: async (id, paused, now) => {
+      const held = all.get(id);
+      if (!held) return undefined;
+      const next = { ...held, paused, updatedAt: now };
+      all.set(id, next);
+      return next;
+    },
   };
 }
 

@@ -59,6 +59,22 @@ describe('token bucket for a line of R calls per second', () => {
     expect(startsFor(bucket, [0, 0, 0, 0, 499, 500, 999, 1000])).toEqual([0, 0, 0, 500, 1000]);
   });
 
+  it('retuned to a new rate, spaces the next start one new interval after the last start', () => {
+    const fast = new TokenBucket({ ratePerSecond: 10 });
+    expect(fast.tryTake(0)).toBe(true);
+    // Slower: the next start waits the full new interval from the last start, not from now.
+    const slow = fast.retuned({ ratePerSecond: 0.5 });
+    expect(slow.tryTake(100)).toBe(false);
+    expect(slow.msUntilNextToken(100)).toBe(1_900);
+    expect(slow.tryTake(2_000)).toBe(true);
+    // Faster again: the last start was at 2,000, so 2,100 is the earliest.
+    const quick = slow.retuned({ ratePerSecond: 10 });
+    expect(quick.tryTake(2_050)).toBe(false);
+    expect(quick.tryTake(2_100)).toBe(true);
+    // A bucket never used stays full.
+    expect(new TokenBucket({ ratePerSecond: 1 }).retuned({ ratePerSecond: 2 }).tryTake(0)).toBe(true);
+  });
+
   it('rejects a rate, burst or margin that makes no sense', () => {
     expect(() => new TokenBucket({ ratePerSecond: 0 })).toThrow(RangeError);
     expect(() => new TokenBucket({ ratePerSecond: Number.NaN })).toThrow(RangeError);
