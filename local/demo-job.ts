@@ -33,6 +33,7 @@ interface JobView {
   readonly jobId: string;
   readonly name: string;
   readonly status: string;
+  readonly waiting?: { readonly reason: string; readonly until?: string; readonly message: string };
   readonly failureReason?: string;
   readonly counts: {
     rows: number;
@@ -133,7 +134,8 @@ export async function runDemoJob(
     const line =
       `job: ${view.status.padEnd(10)} rows ${c.rows} (rejected ${c.rejected}, skipped ${c.skipped})  ` +
       `done ${done}/${c.tasks}  in flight ${stats.inFlight}  failed ${c.failed}  ` +
-      `rate ${(stats.rings / seconds).toFixed(2)} calls/s  max in flight ${stats.maxInFlight}, max starts/s ${stats.maxStartsPerSecond}`;
+      `rate ${(stats.rings / seconds).toFixed(2)} calls/s  max in flight ${stats.maxInFlight}, max starts/s ${stats.maxStartsPerSecond}` +
+      (view.waiting ? `  waiting: ${view.waiting.message}` : '');
     if (line !== last) log(line);
     last = line;
     if (['completed', 'failed', 'cancelled'].includes(view.status)) break;
@@ -146,7 +148,20 @@ export async function runDemoJob(
     .replace(/^\uFEFF/, '')
     .split(/\r?\n/)
     .filter(Boolean);
-  log(`job: report (GET /clients/${clientId}/jobs/${jobId}/report): ${lines.length - 1} rows, first ones:`);
-  for (const l of lines.slice(0, 6)) log(`  ${l}`);
+  log(
+    `job: report (GET /clients/${clientId}/jobs/${jobId}/report): ${lines.length - 1} rows, first ones by row:`,
+  );
+  for (const l of reportExcerpt(lines)) log(`  ${l}`);
   return view;
+}
+
+/**
+ * The header and the first rows of a report, in row order: the report itself is written shard
+ * by shard (see `shared/jobs/report.ts`), which reads as random in an excerpt.
+ */
+export function reportExcerpt(lines: readonly string[], rows = 5): string[] {
+  const [header, ...body] = lines;
+  const rowOf = (line: string) => Number.parseInt(line.slice(0, line.indexOf(',')), 10);
+  const sorted = [...body].sort((a, b) => rowOf(a) - rowOf(b));
+  return header === undefined ? [] : [header, ...sorted.slice(0, rows)];
 }

@@ -4,7 +4,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import type { JobAction, JobsApi } from '#shared/jobs/api.ts';
+import type { JobAction, JobsApi, JobView } from '#shared/jobs/api.ts';
 import {
   ClientNotFoundError,
   IllegalTransitionError,
@@ -61,6 +61,22 @@ function isCsvUpload(event: APIGatewayProxyEventV2): boolean {
   return type === 'text/csv' || type === 'application/octet-stream';
 }
 
+/**
+ * Where the job stands, on the report's response: a report of a job still running says so, and
+ * what it waits for, without a line in the CSV that spreadsheet imports would trip on. Header
+ * values are ASCII: the message is percent-encoded where it is not.
+ */
+function reportHeaders(job: JobView): Record<string, string> {
+  const headers: Record<string, string> = { 'x-switchboard-job-status': job.status };
+  if (job.waiting) {
+    headers['x-switchboard-waiting'] = job.waiting.reason;
+    if (job.waiting.until) headers['x-switchboard-waiting-until'] = job.waiting.until;
+    const message = job.waiting.message;
+    headers['x-switchboard-waiting-message'] = /^[\x20-\x7e]*$/.test(message) ? message : encodeURI(message);
+  }
+  return headers;
+}
+
 export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: Logger }) {
   const { api } = deps;
   const route = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
@@ -93,11 +109,13 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
       }
       case 'GET /clients/{clientId}/jobs/{jobId}/report': {
         const report = await api.report(clientId, jobId);
+        const about = reportHeaders(report.job);
         if (report.kind === 'redirect')
-          return { statusCode: 303, headers: { location: report.url }, body: '' };
+          return { statusCode: 303, headers: { location: report.url, ...about }, body: '' };
         return {
           statusCode: 200,
           headers: {
+            ...about,
             'content-type': 'text/csv; charset=utf-8',
             'content-disposition': `attachment; filename="job-${jobId}-report.csv"`,
           },

@@ -30,6 +30,8 @@ const s3 = makeS3Client();
 const sqs = makeSqsClient();
 const log = makeLogger('jobs-api');
 
+const leases = makeDynamoLeaseStore(doc, controlTable);
+
 export const handler = makeJobsApiHandler({
   api: makeJobsApi({
     clients: makeDynamoClientStore(doc, controlTable),
@@ -42,7 +44,8 @@ export const handler = makeJobsApiHandler({
     clock: { now: () => Date.now() },
     // Leases live in the control table; the holder's endpoint is a private address in the fleet's
     // VPC, which this function runs in (cdk/constructs/jobs.ts).
-    brokers: { leases: makeDynamoLeaseStore(doc, controlTable), notifier: makeHttpBrokerNotifier(), log },
+    brokers: { leases, notifier: makeHttpBrokerNotifier(), log },
+    calls: leases,
   }),
   log,
 });

@@ -10,6 +10,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { FLEET_WORK_KEY, parseFleetWork } from '#shared/broker/fleet.ts';
 import type { FleetWorkReader, LeaseEndpointReader } from '#shared/broker/ports.ts';
+import type { CallsInFlightReader } from '#shared/jobs/api.ts';
 import { keys } from '#shared/jobs/model.ts';
 import {
   canTake,
@@ -44,7 +45,8 @@ function isConditionFailure(error: unknown): boolean {
 }
 
 export type DynamoLeaseStore = LeaseStore &
-  LeaseEndpointReader & {
+  LeaseEndpointReader &
+  CallsInFlightReader & {
     /** The stored lease (a consistent read), for tests and operators. */
     get(clientId: string): Promise<Lease | undefined>;
   };
@@ -156,6 +158,11 @@ export function makeDynamoLeaseStore(
         if (isConditionFailure(error)) return false;
         throw error;
       }
+    },
+
+    async callsInFlight(clientId) {
+      const item = await read(clientId);
+      return item?.inFlight instanceof Set ? item.inFlight.size : 0;
     },
 
     async endpointOf(clientId, now) {

@@ -37,6 +37,7 @@ import type {
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { uploadKey } from './s3-events.ts';
 import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
+import { type JobWaiting, jobWaitingFor } from './waiting.ts';
 
 /** Largest inline CSV: API Gateway's body, base64-encoded into a 6 MB Lambda event, must fit. */
 export const INLINE_UPLOAD_MAX_BYTES = 4 * 1024 * 1024;
@@ -75,12 +76,15 @@ export interface JobView extends Omit<Job, 'counts' | 'startAt' | 'createdAt' | 
     /** Tasks not yet ended: pending, in flight or waiting to retry. */
     readonly outstanding: number;
   };
+  /** What a scheduled or running job waits for, and until when (see `waiting.ts`). */
+  readonly waiting?: JobWaiting;
 }
 
-export function jobView(job: Job): JobView {
+export function jobView(job: Job, waiting?: JobWaiting): JobView {
   const { counts } = job;
   return {
     ...job,
+    ...(waiting ? { waiting } : {}),
     startAt: new Date(job.startAt).toISOString(),
     createdAt: new Date(job.createdAt).toISOString(),
     updatedAt: new Date(job.updatedAt).toISOString(),
@@ -124,6 +128,12 @@ export interface JobsApiDeps {
    * it (no brokers to reach), the brokers' job watch alone stops the sends, a moment later.
    */
   readonly brokers?: BrokerNudgeDeps;
+  /** The client's calls in flight (the lease item), for a job's `waiting`; without it, not said. */
+  readonly calls?: CallsInFlightReader;
+}
+
+export interface CallsInFlightReader {
+  callsInFlight(clientId: string): Promise<number>;
 }
 
 /** Builds the operator API's use cases around their ports. */
@@ -141,6 +151,23 @@ export function makeJobsApi(deps: JobsApiDeps) {
     const job = isValidClientId(clientId) ? await deps.jobs.get(clientId, jobId) : undefined;
     if (!job) throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
     return job;
+  }
+
+  /** What the job waits for now; a read that fails leaves it unsaid rather than fail the request. */
+  async function waitingOf(job: Job): Promise<JobWaiting | undefined> {
+    if (job.status !== 'scheduled' && job.status !== 'running') return undefined;
+    const client = await deps.clients.get(job.clientId);
+    if (!client) return undefined;
+    const callsInFlight =
+      job.channel === 'call' && job.status === 'running'
+        ? await deps.calls?.callsInFlight(job.clientId).catch(() => undefined)
+        : undefined;
+    return jobWaitingFor({
+      job,
+      client,
+      now: deps.clock.now(),
+      ...(callsInFlight === undefined ? {} : { callsInFlight }),
+    });
   }
 
   /**
@@ -240,7 +267,8 @@ export function makeJobsApi(deps: JobsApiDeps) {
     },
 
     async getJob(clientId: string, jobId: string): Promise<JobView> {
-      return jobView(await jobOf(clientId, jobId));
+      const job = await jobOf(clientId, jobId);
+      return jobView(job, await waitingOf(job));
     },
 
     /** A page of a client's jobs, newest first. */
@@ -248,7 +276,7 @@ export function makeJobsApi(deps: JobsApiDeps) {
       clientId: string,
       query: { readonly limit?: string; readonly next?: string },
     ): Promise<{ jobs: JobView[]; next?: string }> {
-      await clientOf(clientId);
+      const client = await clientOf(clientId);
       const limit = query.limit === undefined ? 20 : Number(query.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
         throw new ValidationError('invalid query', { limit: ['must be a whole number from 1 to 100'] });
@@ -257,7 +285,9 @@ export function makeJobsApi(deps: JobsApiDeps) {
         limit,
         ...(query.next === undefined ? {} : { next: query.next }),
       });
-      return { jobs: page.jobs.map(jobView), ...(page.next ? { next: page.next } : {}) };
+      const now = deps.clock.now();
+      const jobs = page.jobs.map((job) => jobView(job, jobWaitingFor({ job, client, now })));
+      return { jobs, ...(page.next ? { next: page.next } : {}) };
     },
 
     /**
@@ -306,9 +336,13 @@ export function makeJobsApi(deps: JobsApiDeps) {
       clientId: string,
       jobId: string,
     ): Promise<
-      { readonly kind: 'inline'; readonly csv: Buffer } | { readonly kind: 'redirect'; readonly url: string }
+      (
+        | { readonly kind: 'inline'; readonly csv: Buffer }
+        | { readonly kind: 'redirect'; readonly url: string }
+      ) & { readonly job: JobView }
     > {
-      await jobOf(clientId, jobId);
+      const found = await jobOf(clientId, jobId);
+      const job = jobView(found, await waitingOf(found));
       const chunks = jobReportCsv(
         deps.validationReports.entries(clientId, jobId),
         tasksInShardOrder((shard) => deps.tasks.shard(jobId, shard)),
@@ -329,10 +363,10 @@ export function makeJobsApi(deps: JobsApiDeps) {
             })(),
             'text/csv; charset=utf-8',
           );
-          return { kind: 'redirect', url: await deps.files.presignGet(key, REPORT_URL_SECONDS) };
+          return { kind: 'redirect', url: await deps.files.presignGet(key, REPORT_URL_SECONDS), job };
         }
       }
-      return { kind: 'inline', csv: Buffer.concat(head) };
+      return { kind: 'inline', csv: Buffer.concat(head), job };
     },
   };
 }

@@ -355,6 +355,11 @@ describe('broker fleet drills', () => {
       );
       await put({ callingHours: closed });
       await stopsWithin('the hours closed');
+      const waiting = async () =>
+        (await stack.operator('GET', `/clients/${clientId}/jobs`)).json<{
+          jobs: { waiting?: { reason: string } }[];
+        }>().jobs[0]?.waiting?.reason;
+      expect(await waiting()).toBe('calling-hours');
       const beforeReopen = rings().length;
       expect(beforeReopen).toBeLessThan(size.rows);
 
@@ -364,6 +369,7 @@ describe('broker fleet drills', () => {
       expect(paused.status).toBe(200);
       expect(paused.json<{ paused: boolean }>().paused).toBe(true);
       await stopsWithin('the client was paused');
+      expect(await waiting()).toBe('client-paused');
       // A PUT of other settings keeps the pause.
       await put({ maxConcurrentCalls: size.limit });
       expect((await stack.operator('GET', `/clients/${clientId}`)).json<{ paused?: boolean }>().paused).toBe(

@@ -136,6 +136,31 @@ describe('operator API: jobs', () => {
     expect(missingName).toMatchObject({ status: 400, body: { fieldErrors: { name: [expect.any(String)] } } });
   });
 
+  it('says what a running job waits for, in the job, the list and the report headers (issue 13 #8)', async () => {
+    const { call, jobs } = await withClient();
+    const { jobId } = (await call('POST', '/clients/acme/jobs', { body: JSON.stringify({ name: 'Fri' }) }))
+      .body;
+    const row = jobs.rows.get(`acme/${jobId}`)!;
+    row.job = { ...row.job, status: 'running' };
+    // Friday in Tokyo; the client calls on Mondays and Tuesdays.
+    const expected = {
+      reason: 'calling-hours',
+      until: '2026-11-23T00:00:00.000Z',
+      message: "outside the client's calling hours; they open at 2026-11-23 09:00 Asia/Tokyo",
+    };
+    expect((await call('GET', `/clients/acme/jobs/${jobId}`)).body.waiting).toEqual(expected);
+    expect((await call('GET', '/clients/acme/jobs')).body.jobs[0].waiting).toEqual(expected);
+    const report = await call('GET', `/clients/acme/jobs/${jobId}/report`);
+    expect(report.headers).toMatchObject({
+      'x-switchboard-job-status': 'running',
+      'x-switchboard-waiting': 'calling-hours',
+      'x-switchboard-waiting-until': expected.until,
+      'x-switchboard-waiting-message': expected.message,
+    });
+    expect((await call('POST', '/clients/acme/pause')).body.paused).toBe(true);
+    expect((await call('GET', `/clients/acme/jobs/${jobId}`)).body.waiting.reason).toBe('client-paused');
+  });
+
   it('lists jobs newest first, page by page', async () => {
     const { call } = await withClient();
     const ids: string[] = [];

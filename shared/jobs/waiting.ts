@@ -1,0 +1,79 @@
+/**
+ * What a job is waiting for, said where an operator looks (the job's view in the API, the
+ * report's response headers, `npm start`'s live line): a job that shows `running` with no call
+ * going out must say why, and when it expects to start again, rather than leave the operator to
+ * work it out from the client's hours.
+ */
+import { effectiveCallingHours, isOpen, nextOpening, wallTimeAt } from '#shared/pacing/calling-hours.ts';
+import type { ClientSettings, Job } from './model.ts';
+
+/**
+ * - `start-time`: scheduled for later (`startAt`);
+ * - `client-paused`: the whole client is paused (`POST /clients/{id}/pause`);
+ * - `calling-hours`: outside the job's (or the client's) calling hours;
+ * - `concurrent-limit`: as many calls in flight as the client's contract allows.
+ */
+export type JobWaitReason = 'start-time' | 'client-paused' | 'calling-hours' | 'concurrent-limit';
+
+export interface JobWaiting {
+  readonly reason: JobWaitReason;
+  /** When the job expects to start again (ISO 8601, UTC); absent when no time is known. */
+  readonly until?: string;
+  /** One sentence for a person, times in the client's zone. */
+  readonly message: string;
+}
+
+export interface JobWaitingInput {
+  readonly job: Job;
+  readonly client: ClientSettings;
+  readonly now: number;
+  /** The client's calls in flight now, when known (the lease item). */
+  readonly callsInFlight?: number;
+}
+
+/** Why `job` is not starting calls or messages now, or undefined when nothing holds it back. */
+export function jobWaitingFor(input: JobWaitingInput): JobWaiting | undefined {
+  const { job, client, now } = input;
+  if (job.status !== 'scheduled' && job.status !== 'running') return undefined;
+  const zone = client.timeZone;
+  if (job.status === 'scheduled' && job.startAt > now) {
+    return at('start-time', job.startAt, `scheduled to start at ${localTime(zone, job.startAt)}`);
+  }
+  if (client.paused) {
+    return {
+      reason: 'client-paused',
+      message: `the client is paused: nothing starts until POST /clients/${client.clientId}/resume`,
+    };
+  }
+  const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+  if (!isOpen(hours, now)) {
+    const whose = job.callingHours ? "the job's" : "the client's";
+    const opens = nextOpening(hours, now);
+    if (opens === undefined) {
+      return { reason: 'calling-hours', message: `outside ${whose} calling hours, which never open` };
+    }
+    return at(
+      'calling-hours',
+      opens,
+      `outside ${whose} calling hours; they open at ${localTime(zone, opens)}`,
+    );
+  }
+  if (job.channel === 'call' && input.callsInFlight !== undefined) {
+    if (input.callsInFlight >= client.maxConcurrentCalls) {
+      return {
+        reason: 'concurrent-limit',
+        message: `${input.callsInFlight} calls in flight, the client's limit of ${client.maxConcurrentCalls}: the next starts when one ends`,
+      };
+    }
+  }
+  return undefined;
+}
+
+function at(reason: JobWaitReason, instant: number, message: string): JobWaiting {
+  return { reason, until: new Date(instant).toISOString(), message };
+}
+
+/** `2026-11-25 09:00 Asia/Tokyo`. */
+export function localTime(timeZone: string, instant: number): string {
+  return `${new Date(wallTimeAt(timeZone, instant)).toISOString().slice(0, 16).replace('T', ' ')} ${timeZone}`;
+}
