@@ -36,6 +36,8 @@ export interface ApiGatewayOptions {
   readonly iam?: { readonly secrets: Readonly<Record<string, string>>; readonly region: string };
   /** Called with every failed invocation (API Gateway logs them; the caller sees a bare 500). */
   readonly onError?: (error: unknown, routeKey: string) => void;
+  /** A caller closed its connection mid-request (`METHOD /path`): one line, nothing to answer. */
+  readonly onClientGone?: (request: string) => void;
 }
 
 export interface ApiGatewayServer {
@@ -182,6 +184,12 @@ export async function startApiGateway(options: ApiGatewayOptions): Promise<ApiGa
         res.end(out.body);
       },
       (error: unknown) => {
+        if (error instanceof ClientWentAwayError) {
+          // Nobody to answer: one line, no stack (API Gateway logs it as a 400 it never sent).
+          (options.onClientGone ?? (() => {}))(`${req.method} ${req.url?.split('?')[0]}`);
+          res.destroy();
+          return;
+        }
         options.onError?.(error, `${req.method} ${req.url}`);
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ message: 'Internal Server Error' }));
@@ -279,6 +287,11 @@ async function handle(req: http.IncomingMessage, options: ApiGatewayOptions): Pr
   }
 }
 
+/** The caller closed its connection before its request's body had arrived. */
+class ClientWentAwayError extends Error {
+  override name = 'ClientWentAwayError';
+}
+
 function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -290,7 +303,7 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | 't
       else chunks.push(chunk);
     });
     req.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
-    req.on('error', reject);
+    req.on('error', (error) => reject(req.complete ? error : new ClientWentAwayError(error.message)));
   });
 }
 

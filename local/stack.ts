@@ -191,6 +191,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       },
       port: options.port ?? 0,
       onError: (error, route) => log(`${route} failed: ${(error as Error).stack ?? String(error)}`),
+      onClientGone: (request) =>
+        log(`${request}: the caller closed the connection mid-request; nothing answered`),
     });
     stoppers.push(() => api.stop());
     log(`HTTP API        ${api.url} (API Gateway stand-in, payload v2)`);

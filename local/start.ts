@@ -3,12 +3,14 @@
  * Gateway stand-in, the SQS pollers and the sandboxes — until Ctrl-C, which stops it cleanly.
  */
 
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { playWebhookDemo } from './demo.ts';
 import { runDemoJob } from './demo-job.ts';
 import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
+import { MAX_BODY_BYTES } from './strict-s3.ts';
 
 const HELP = `Usage: npm start -- [options]
 
@@ -129,6 +131,16 @@ async function main(): Promise<void> {
     );
     if (values.csv !== undefined && !existsSync(values.csv))
       throw new Error(`--csv: no such file ${values.csv}`);
+    if (values.csv !== undefined && statSync(values.csv).size > MAX_BODY_BYTES) {
+      throw new Error(
+        `--csv: ${values.csv} is ${statSync(values.csv).size} bytes; the local S3 stand-in takes files up to ${MAX_BODY_BYTES} bytes in one upload (S3 takes 5 GiB)`,
+      );
+    }
+    if (values.region !== undefined && !isKnownRegion(values.region)) {
+      throw new Error(
+        `--region must be a region code such as JP or US, got ${JSON.stringify(values.region)}`,
+      );
+    }
   } catch (error) {
     console.error((error as Error).message);
     process.exitCode = 2;

@@ -56,7 +56,7 @@ export function makeCallStatusHandler(deps: {
       const outcome = await deps.record({
         signature: header(event, CALLBACK_SIGNATURE_HEADER),
         rawBody: decodeRequestBody(event),
-        ref: attemptRefFromQuery(event.queryStringParameters ?? {}),
+        ref: () => attemptRefFromQuery(event.queryStringParameters ?? {}),
       });
       deps.log.metrics({ CallStatusCallbacks: 1 }, { outcome });
       return json(200, { outcome });

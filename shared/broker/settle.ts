@@ -105,8 +105,12 @@ export function attemptRefFromQuery(query: Readonly<Record<string, string | unde
 export interface CallStatusRequest {
   readonly signature: string | undefined;
   readonly rawBody: string | Uint8Array;
-  /** From the callback URL's query (unsigned: checked against the signed idempotency key). */
-  readonly ref: AttemptRef;
+  /**
+   * From the callback URL's query (unsigned: checked against the signed idempotency key). A
+   * function is called only once the signature is verified, so a forged callback is a 401 whatever
+   * its URL says, never a 400 that tells the sender which part it got wrong.
+   */
+  readonly ref: AttemptRef | (() => AttemptRef);
 }
 
 /**
@@ -146,7 +150,7 @@ export function makeRecordCallStatus(deps: RecordCallStatusDeps) {
       secrets: typeof deps.secrets === 'function' ? await deps.secrets() : deps.secrets,
       clock: deps.clock,
     });
-    const { ref } = request;
+    const ref = typeof request.ref === 'function' ? request.ref() : request.ref;
     if (event.idempotencyKey !== attemptKey(ref.jobId, ref.taskId, ref.attempt)) {
       throw new CallbackMismatchError('the callback is not the call of the attempt its URL names');
     }

@@ -128,6 +128,7 @@ describe('npm start', () => {
   it.each([
     [['--port', 'abc'], '--port must be a port number'],
     [['--messages', '0'], '--messages must be a whole number ≥ 1, got "0"'],
+    [['--region', 'XX'], '--region must be a region code such as JP or US, got "XX"'],
   ])('explains a bad option (%j) instead of starting', async (args, explanation) => {
     const child = spawn(process.execPath, ['local/start.ts', ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -92,6 +93,44 @@ describe('the API Gateway stand-in (HTTP API, payload v2)', () => {
     });
     expect(res2.status).toBe(413);
     expect(await res2.json()).toEqual({ message: 'Request Too Long' });
+  });
+});
+
+describe('a caller that closes its connection mid-request', () => {
+  it('is one line, not an error with a stack, and invokes nothing (issue 13 #9)', async () => {
+    const gone: string[] = [];
+    const errors: unknown[] = [];
+    let invoked = 0;
+    const gw = await startApiGateway({
+      routes,
+      functions: {
+        'webhook-receiver': {
+          timeoutMs: 5_000,
+          handler: async () => {
+            invoked += 1;
+            return { statusCode: 200, body: '' };
+          },
+        },
+      },
+      onError: (error) => errors.push(error),
+      onClientGone: (request) => gone.push(request),
+    });
+    try {
+      const socket = connect(gw.port, '127.0.0.1');
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(
+        'POST /webhooks/line/c1?x=1 HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{"events":',
+      );
+      await new Promise((r) => setImmediate(r));
+      socket.destroy();
+      const deadline = Date.now() + 10_000;
+      while (gone.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(gone).toEqual(['POST /webhooks/line/c1']);
+      expect(errors).toEqual([]);
+      expect(invoked).toBe(0);
+    } finally {
+      await gw.stop();
+    }
   });
 });
 

@@ -41,7 +41,7 @@ function setup() {
       fixture(name),
       lambdaContext({ functionName: 'call-status', timeoutMs: 10_000 }),
     )) as APIGatewayProxyStructuredResultV2;
-  return { store, invoke, nudged };
+  return { store, invoke: Object.assign(invoke, { raw: handler }), nudged };
 }
 
 describe('the call-status handler', () => {
@@ -62,6 +62,26 @@ describe('the call-status handler', () => {
     const out = await s.invoke('call-status-ringing-base64');
     expect(JSON.parse(out.body!)).toEqual({ outcome: 'progress' });
     expect(s.store.all()[0]).toMatchObject({ state: 'in-flight', callId: 'call-1' });
+  });
+
+  it('checks the signature before the query string: a forged callback with no query is a 401, a signed one a 400 (issue 13 #9)', async () => {
+    const s = setup();
+    const strip = (event: APIGatewayProxyEventV2) => {
+      const { queryStringParameters: _q, ...rest } = event;
+      return { ...rest, rawQueryString: '' } as APIGatewayProxyEventV2;
+    };
+    const context = lambdaContext({ functionName: 'call-status', timeoutMs: 10_000 });
+    const forged = (await s.invoke.raw(
+      strip(fixture('call-status-wrong-signature')),
+      context,
+    )) as APIGatewayProxyStructuredResultV2;
+    expect(forged.statusCode).toBe(401);
+    const signed = (await s.invoke.raw(
+      strip(fixture('call-status-completed')),
+      context,
+    )) as APIGatewayProxyStructuredResultV2;
+    expect(signed.statusCode).toBe(400);
+    expect(s.store.all()[0]!.state).toBe('in-flight');
   });
 
   it.each([
