@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { type HttpFunctionId, matchRoute, type RouteSpec, routeKey } from '#shared/routes.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
+import { decide } from './iam/policy.ts';
 import { type Handler, invokeHandler } from './lambda.ts';
 import { SigV4Error, verifySigV4 } from './sigv4.ts';
 
@@ -33,7 +34,16 @@ export interface ApiGatewayOptions {
    * The credentials the IAM authorizer accepts on `auth: 'iam'` routes (secret by access key id),
    * and the region the API lives in. Default: the local cloud's.
    */
-  readonly iam?: { readonly secrets: Readonly<Record<string, string>>; readonly region: string };
+  readonly iam?: {
+    readonly secrets: Readonly<Record<string, string>>;
+    readonly region: string;
+    /**
+     * Identity policies by access key id: a caller listed here may invoke only what its
+     * statements allow for `execute-api:Invoke` on the route's ARN (see {@link executeApiArn}),
+     * explicit Deny first, as IAM decides. A key not listed is the local administrator.
+     */
+    readonly policies?: Readonly<Record<string, readonly InvokeStatement[]>>;
+  };
   /** Called with every failed invocation (API Gateway logs them; the caller sees a bare 500). */
   readonly onError?: (error: unknown, routeKey: string) => void;
   /** A caller closed its connection mid-request (`METHOD /path`): one line, nothing to answer. */
@@ -218,6 +228,27 @@ export async function startApiGateway(options: ApiGatewayOptions): Promise<ApiGa
  * unsigned, the signature problem otherwise). Source: API Gateway developer guide, "Control access
  * to an HTTP API with IAM authorization".
  */
+/** An identity policy statement about `execute-api:Invoke`. */
+export interface InvokeStatement {
+  readonly effect: 'Allow' | 'Deny';
+  readonly actions: readonly string[];
+  readonly resources: readonly string[];
+}
+
+/** The local API's account, id and stage in an `execute-api` ARN. */
+export const LOCAL_ACCOUNT = '000000000000';
+export const LOCAL_API_ID = 'localapi';
+export const LOCAL_STAGE = '$default';
+
+/**
+ * The resource IAM evaluates for an invocation of an HTTP API with IAM authorization:
+ * `arn:aws:execute-api:{region}:{account}:{api-id}/{stage}/{METHOD}/{resource-path}` (API
+ * Gateway developer guide, "Control access for invoking an API").
+ */
+export function executeApiArn(region: string, method: string, path: string): string {
+  return `arn:aws:execute-api:${region}:${LOCAL_ACCOUNT}:${LOCAL_API_ID}/${LOCAL_STAGE}/${method.toUpperCase()}${path}`;
+}
+
 function iamAuthorizerRefusal(
   req: http.IncomingMessage,
   body: Buffer,
@@ -228,11 +259,22 @@ function iamAuthorizerRefusal(
     region: LOCAL_REGION,
   };
   try {
-    verifySigV4(
+    const { accessKeyId } = verifySigV4(
       { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers },
       { secrets: iam.secrets, region: iam.region, service: 'execute-api', body },
     );
-    return undefined;
+    const policy = 'policies' in iam ? iam.policies?.[accessKeyId] : undefined;
+    if (!policy) return undefined;
+    const path = (req.url ?? '/').split('?')[0]!;
+    const decision = decide(
+      policy.map((s, i) => ({ ...s, principals: [], conditions: [], source: `statement ${i}` })),
+      {
+        action: 'execute-api:Invoke',
+        resource: executeApiArn(iam.region, req.method ?? 'GET', path),
+        context: {},
+      },
+    );
+    return decision.allowed ? undefined : jsonMessage(403, 'Forbidden');
   } catch (error) {
     if (!(error instanceof SigV4Error)) throw error;
     return jsonMessage(

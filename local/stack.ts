@@ -15,7 +15,7 @@ import { type FunctionId, functions } from '#shared/functions.ts';
 import { makeLogger } from '#shared/log.ts';
 import { routes } from '#shared/routes.ts';
 import { rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
-import { type ApiGatewayServer, startApiGateway } from './api-gateway.ts';
+import { type ApiGatewayServer, type InvokeStatement, startApiGateway } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
 import { startEcsAgent } from './ecs-agent.ts';
 import { makeLocalJobManager, publishDesiredVersion } from './fleet/job-manager.ts';
@@ -80,6 +80,14 @@ export interface LocalStackOptions {
   /** Extra environment for every broker (drills: a short `LEASE_MS`, a short call deadline). */
   readonly brokerEnv?: Readonly<Record<string, string>>;
   readonly log?: (line: string) => void;
+  /**
+   * More operator identities for the IAM authorizer, by access key id, each with its identity
+   * policy on `execute-api:Invoke` (e.g. one client's routes only). The local credentials stay
+   * the administrator.
+   */
+  readonly operators?: Readonly<
+    Record<string, { readonly secretAccessKey: string; readonly statements: readonly InvokeStatement[] }>
+  >;
 }
 
 /** The telephony sandbox's provider name in the status route, and its callback secret. */
@@ -190,6 +198,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         ...jobs.httpFunctions,
       },
       port: options.port ?? 0,
+      iam: {
+        secrets: {
+          [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey,
+          ...Object.fromEntries(
+            Object.entries(options.operators ?? {}).map(([id, o]) => [id, o.secretAccessKey]),
+          ),
+        },
+        region: cloud.region,
+        policies: Object.fromEntries(
+          Object.entries(options.operators ?? {}).map(([id, o]) => [id, o.statements]),
+        ),
+      },
       onError: (error, route) => log(`${route} failed: ${(error as Error).stack ?? String(error)}`),
       onClientGone: (request) =>
         log(`${request}: the caller closed the connection mid-request; nothing answered`),

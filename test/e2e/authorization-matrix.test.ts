@@ -1,0 +1,241 @@
+/**
+ * The authorization matrix of the local stack (issue 13): every operator route × every kind of
+ * caller → the answer AWS would give, and every refusal changes nothing. Operator routes are IAM
+ * authorised: an unsigned request, an unknown access key, a wrong secret, a signature older than
+ * API Gateway's 15 minutes, another region's signature, and a principal whose identity policy
+ * allows `execute-api:Invoke` only on another client's routes are each a 403 before any Lambda
+ * runs. The public routes carry their own signatures: a webhook signed with another channel's
+ * secret is a 401, a telephony callback signed with anything but the provider's secret too.
+ */
+import { SignatureV4 } from '@smithy/signature-v4';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { executeApiArn } from '#local/api-gateway.ts';
+import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
+import { Sha256 } from '#local/operator-client.ts';
+import { DEMO_CHANNEL, LOCAL_TELEPHONY, type LocalStack, startLocalStack } from '#local/stack.ts';
+import { signBody } from '#shared/line/signature.ts';
+import { routes } from '#shared/routes.ts';
+import { signCallback } from '#shared/telephony/callback-signature.ts';
+
+const A = 'tenant-a';
+const B = 'tenant-b';
+/** An operator of client B only: its identity policy names B's routes, exactly. */
+const B_OPERATOR = { accessKeyId: 'AKIDTENANTB', secretAccessKey: 'tenant-b-secret' };
+const CLIENT_SETTINGS = {
+  maxConcurrentCalls: 2,
+  callsPerSecond: 1,
+  timeZone: 'Asia/Tokyo',
+  callingHours: { mon: [{ start: '09:00', end: '18:00' }] },
+  defaultRegion: 'JP',
+};
+
+let stack: LocalStack;
+const jobOf: Record<string, string> = {};
+
+beforeAll(async () => {
+  process.env.LOG_LEVEL = 'error';
+  const arn = (path: string) => executeApiArn('*', '*', path).replace(/:\d{12}:/, ':*:');
+  stack = await startLocalStack({
+    stage: 'e2eauthz',
+    port: 0,
+    operators: {
+      [B_OPERATOR.accessKeyId]: {
+        secretAccessKey: B_OPERATOR.secretAccessKey,
+        statements: [
+          {
+            effect: 'Allow',
+            actions: ['execute-api:Invoke'],
+            resources: [arn(`/clients/${B}`), arn(`/clients/${B}/*`)],
+          },
+        ],
+      },
+    },
+  });
+  for (const clientId of [A, B]) {
+    expect((await stack.operator('PUT', `/clients/${clientId}`, { json: CLIENT_SETTINGS })).status).toBe(200);
+    const created = await stack.operator('POST', `/clients/${clientId}/jobs`, {
+      json: { name: `job of ${clientId}` },
+    });
+    expect(created.status).toBe(201);
+    jobOf[clientId] = created.json<{ jobId: string }>().jobId;
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+type Caller =
+  | 'unsigned'
+  | 'unknown-key'
+  | 'wrong-secret'
+  | 'expired'
+  | 'other-region'
+  | 'other-client'
+  | 'own-client'
+  | 'admin';
+
+async function call(
+  caller: Caller,
+  method: string,
+  path: string,
+  body?: string,
+): Promise<{ status: number; text: string }> {
+  const url = new URL(`${stack.api.url}${path}`);
+  const headers: Record<string, string> = { host: url.host, 'content-type': 'application/json' };
+  const credentials = {
+    unsigned: undefined,
+    'unknown-key': { accessKeyId: 'AKIDNOBODY', secretAccessKey: 'whatever' },
+    'wrong-secret': { accessKeyId: LOCAL_CREDENTIALS.accessKeyId, secretAccessKey: 'not-the-secret' },
+    expired: LOCAL_CREDENTIALS,
+    'other-region': LOCAL_CREDENTIALS,
+    'other-client': B_OPERATOR,
+    'own-client': B_OPERATOR,
+    admin: LOCAL_CREDENTIALS,
+  }[caller];
+  let sent: Record<string, string> = headers;
+  if (credentials) {
+    const signer = new SignatureV4({
+      service: 'execute-api',
+      region: caller === 'other-region' ? 'eu-central-1' : stack.cloud.region,
+      credentials,
+      sha256: Sha256 as never,
+    });
+    const signed = await signer.sign(
+      {
+        method,
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: Number(url.port),
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers,
+        ...(body === undefined ? {} : { body }),
+      },
+      caller === 'expired' ? { signingDate: new Date(Date.now() - 16 * 60_000) } : {},
+    );
+    sent = signed.headers as Record<string, string>;
+  }
+  const response = await fetch(url, { method, headers: sent, ...(body === undefined ? {} : { body }) });
+  return { status: response.status, text: await response.text() };
+}
+
+const operatorRoutes = routes.filter((r) => r.auth === 'iam');
+const pathFor = (template: string, clientId: string) =>
+  template.replace('{clientId}', clientId).replace('{jobId}', jobOf[clientId]!);
+const bodyFor = (method: string, template: string) =>
+  method === 'GET' ? undefined : template === '/clients/{clientId}' ? JSON.stringify(CLIENT_SETTINGS) : '{}';
+
+/** What the refused requests must leave alone: A's settings, jobs and job. */
+async function stateOfA(): Promise<string> {
+  const parts = await Promise.all([
+    stack.operator('GET', `/clients/${A}`),
+    stack.operator('GET', `/clients/${A}/jobs`),
+    stack.operator('GET', `/clients/${A}/jobs/${jobOf[A]}`),
+  ]);
+  return parts.map((p) => p.body).join('\n');
+}
+
+describe('authorization matrix: operator routes', () => {
+  const refused: Caller[] = [
+    'unsigned',
+    'unknown-key',
+    'wrong-secret',
+    'expired',
+    'other-region',
+    'other-client',
+  ];
+
+  it.each(refused)('%s: 403 on every operator route of client A, and A unchanged', async (caller) => {
+    const before = await stateOfA();
+    for (const route of operatorRoutes) {
+      // Cancel last: an allowed one would change the job for the routes after it.
+      const answer = await call(
+        caller,
+        route.method,
+        pathFor(route.path, A),
+        bodyFor(route.method, route.path),
+      );
+      expect(answer.status, `${caller} ${route.method} ${route.path} → ${answer.text}`).toBe(403);
+    }
+    expect(await stateOfA()).toBe(before);
+  });
+
+  it("own-client: client B's operator passes the authorizer on every route of B, only of B", async () => {
+    for (const route of operatorRoutes.filter((r) => !r.path.endsWith('/cancel'))) {
+      const answer = await call(
+        'own-client',
+        route.method,
+        pathFor(route.path, B),
+        bodyFor(route.method, route.path),
+      );
+      expect(answer.status, `${route.method} ${route.path} → ${answer.text}`).not.toBe(403);
+      expect(answer.status).toBeLessThan(500);
+    }
+    // The policy names B exactly: a client whose id starts with B's is another client.
+    expect((await call('own-client', 'GET', `/clients/${B}x`)).status).toBe(403);
+  });
+
+  it('admin: the local credentials pass on every route of A', async () => {
+    for (const route of operatorRoutes.filter((r) => !r.path.endsWith('/cancel'))) {
+      const answer = await call(
+        'admin',
+        route.method,
+        pathFor(route.path, A),
+        bodyFor(route.method, route.path),
+      );
+      expect(answer.status, `${route.method} ${route.path} → ${answer.text}`).not.toBe(403);
+      expect(answer.status).toBeLessThan(500);
+    }
+  });
+});
+
+describe('authorization matrix: public routes', () => {
+  it("a webhook signed with another channel's secret, or none, is a 401; an unknown channel a 404", async () => {
+    await stack.putChannel({
+      channelId: 'tenant-b-channel',
+      clientId: B,
+      channelSecret: 'tenant-b-channel-secret',
+      accessToken: 'tenant-b-token',
+    });
+    const body = JSON.stringify({ destination: 'U0', events: [] });
+    const post = (channelId: string, signature?: string) =>
+      fetch(stack.webhookUrl(channelId), {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(signature ? { 'x-line-signature': signature } : {}),
+        },
+        body,
+      });
+    expect((await post('tenant-b-channel', signBody(body, DEMO_CHANNEL.channelSecret))).status).toBe(401);
+    expect((await post(DEMO_CHANNEL.channelId, signBody(body, 'tenant-b-channel-secret'))).status).toBe(401);
+    expect((await post('tenant-b-channel')).status).toBe(401);
+    expect((await post('tenant-b-channel', signBody(body, 'tenant-b-channel-secret'))).status).toBe(200);
+    // No such channel: nothing to verify against, nothing queued.
+    expect((await post('no-such-channel', signBody(body, 'tenant-b-channel-secret'))).status).toBe(404);
+  });
+
+  it("a call-status callback signed with anything but the provider's secret is a 401; another provider's path a 404", async () => {
+    const body = JSON.stringify({ callId: 'c1', status: 'completed' });
+    const now = Math.floor(Date.now() / 1000);
+    const post = (provider: string, signature?: string) =>
+      fetch(`${stack.api.url}/providers/${provider}/calls/status?job=j&task=t&attempt=1`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(signature ? { 'x-switchboard-signature': signature } : {}),
+        },
+        body,
+      });
+    expect((await post(LOCAL_TELEPHONY.provider)).status).toBe(401);
+    expect(
+      (await post(LOCAL_TELEPHONY.provider, signCallback('tenant-b-channel-secret', body, now))).status,
+    ).toBe(401);
+    expect(
+      (await post(LOCAL_TELEPHONY.provider, signCallback(LOCAL_TELEPHONY.callbackSecret, body, now - 3_600)))
+        .status,
+    ).toBe(401);
+    expect((await post('twilio', signCallback(LOCAL_TELEPHONY.callbackSecret, body, now))).status).toBe(404);
+  });
+});
