@@ -20,7 +20,7 @@ import { middleware, type webhook } from '@line/bot-sdk';
 import express from 'express';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { DEMO_CHANNEL, startLocalStack } from '#local/stack.ts';
-import { asciiJson } from '#shared/webhooks/receive.ts';
+import { asciiJson } from '#shared/webhooks/queue-message.ts';
 import type { LoadRequest, LoadResult } from './lib/load-worker.ts';
 
 const { values } = parseArgs({

@@ -12,34 +12,20 @@ import {
   type CallStatusOutcome,
   type CallStatusRequest,
 } from '#shared/broker/settle.ts';
-import { decodeRequestBody } from '#shared/line/signature.ts';
+import { decodeRequestBody, getHeader, jsonResponse } from '#shared/http/api-gateway.ts';
 import type { Logger } from '#shared/log.ts';
 import { CallbackSecretNotSetError } from '#shared/telephony/callback-secrets.ts';
 import { CALLBACK_SIGNATURE_HEADER, CallbackSignatureError } from '#shared/telephony/callback-signature.ts';
 import { MalformedCallStatusError } from '#shared/telephony/status-event.ts';
 
-const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
-  statusCode,
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify(body),
-});
-
 /** The one mapping from the use case's typed errors to HTTP statuses. */
 export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
-  if (error instanceof CallbackSignatureError) return json(401, { message: error.message });
-  if (error instanceof MalformedCallStatusError) return json(400, { message: error.message });
-  if (error instanceof CallbackMismatchError) return json(400, { message: error.message });
+  if (error instanceof CallbackSignatureError) return jsonResponse(401, { message: error.message });
+  if (error instanceof MalformedCallStatusError) return jsonResponse(400, { message: error.message });
+  if (error instanceof CallbackMismatchError) return jsonResponse(400, { message: error.message });
   // Nothing can be verified until an operator sets the secret: the provider should try again.
   if (error instanceof CallbackSecretNotSetError)
-    return json(503, { message: 'callbacks cannot be verified yet' });
-  return undefined;
-}
-
-function header(event: APIGatewayProxyEventV2, name: string): string | undefined {
-  const wanted = name.toLowerCase();
-  for (const [key, value] of Object.entries(event.headers ?? {})) {
-    if (key.toLowerCase() === wanted) return value;
-  }
+    return jsonResponse(503, { message: 'callbacks cannot be verified yet' });
   return undefined;
 }
 
@@ -51,15 +37,15 @@ export function makeCallStatusHandler(deps: {
 }) {
   return middy(async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const provider = event.pathParameters?.provider ?? '';
-    if (provider !== deps.provider) return json(404, { message: 'unknown provider' });
+    if (provider !== deps.provider) return jsonResponse(404, { message: 'unknown provider' });
     try {
       const outcome = await deps.record({
-        signature: header(event, CALLBACK_SIGNATURE_HEADER),
+        signature: getHeader(event.headers, CALLBACK_SIGNATURE_HEADER),
         rawBody: decodeRequestBody(event),
         ref: () => attemptRefFromQuery(event.queryStringParameters ?? {}),
       });
       deps.log.metrics({ CallStatusCallbacks: 1 }, { outcome });
-      return json(200, { outcome });
+      return jsonResponse(200, { outcome });
     } catch (error) {
       const mapped = toHttpError(error);
       if (mapped) {
@@ -72,7 +58,7 @@ export function makeCallStatusHandler(deps: {
       }
       // The provider redelivers on a 5xx; recording is idempotent.
       deps.log.error('call status not recorded', { error });
-      return json(500, { message: 'internal error' });
+      return jsonResponse(500, { message: 'internal error' });
     }
   });
 }

@@ -4,6 +4,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { decodeRequestBody, getHeader, jsonResponse } from '#shared/http/api-gateway.ts';
 import type { JobAction, JobsApi, JobView } from '#shared/jobs/api.ts';
 import {
   ClientNotFoundError,
@@ -15,12 +16,6 @@ import {
 import { jobOptionsFromQuery } from '#shared/jobs/validation.ts';
 import type { Logger } from '#shared/log.ts';
 
-const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
-  statusCode,
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify(body),
-});
-
 class MalformedRequestError extends Error {
   override name = 'MalformedRequestError';
 }
@@ -28,25 +23,20 @@ class MalformedRequestError extends Error {
 /** The one mapping from the jobs use cases' typed errors to HTTP statuses. */
 export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
   if (error instanceof ValidationError)
-    return json(400, { message: error.message, fieldErrors: error.fieldErrors });
-  if (error instanceof MalformedRequestError) return json(400, { message: error.message, fieldErrors: {} });
+    return jsonResponse(400, { message: error.message, fieldErrors: error.fieldErrors });
+  if (error instanceof MalformedRequestError)
+    return jsonResponse(400, { message: error.message, fieldErrors: {} });
   if (error instanceof ClientNotFoundError || error instanceof JobNotFoundError) {
-    return json(404, { message: error.message });
+    return jsonResponse(404, { message: error.message });
   }
   if (error instanceof IllegalTransitionError)
-    return json(409, { message: error.message, status: error.current });
-  if (error instanceof UploadTooLargeError) return json(413, { message: error.message });
+    return jsonResponse(409, { message: error.message, status: error.current });
+  if (error instanceof UploadTooLargeError) return jsonResponse(413, { message: error.message });
   return undefined;
 }
 
-/** The raw request body: API Gateway base64-encodes bodies whose content type is not text. */
-export function bodyBytes(event: Pick<APIGatewayProxyEventV2, 'body' | 'isBase64Encoded'>): Buffer {
-  if (event.body === undefined || event.body === null) return Buffer.alloc(0);
-  return event.isBase64Encoded ? Buffer.from(event.body, 'base64') : Buffer.from(event.body, 'utf8');
-}
-
 function jsonBody(event: APIGatewayProxyEventV2): unknown {
-  const bytes = bodyBytes(event);
+  const bytes = decodeRequestBody(event);
   if (bytes.length === 0) return {};
   try {
     return JSON.parse(bytes.toString('utf8'));
@@ -57,7 +47,7 @@ function jsonBody(event: APIGatewayProxyEventV2): unknown {
 
 /** A CSV posted inline: `text/csv` (UTF-8 text), or `application/octet-stream` for other encodings. */
 function isCsvUpload(event: APIGatewayProxyEventV2): boolean {
-  const type = (event.headers?.['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = (getHeader(event.headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   return type === 'text/csv' || type === 'application/octet-stream';
 }
 
@@ -84,28 +74,28 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
     const jobId = event.pathParameters?.jobId ?? '';
     switch (event.routeKey) {
       case 'PUT /clients/{clientId}':
-        return json(200, await api.putClient(clientId, jsonBody(event)));
+        return jsonResponse(200, await api.putClient(clientId, jsonBody(event)));
       case 'GET /clients/{clientId}':
-        return json(200, await api.getClient(clientId));
+        return jsonResponse(200, await api.getClient(clientId));
       case 'POST /clients/{clientId}/pause':
       case 'POST /clients/{clientId}/resume':
-        return json(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
+        return jsonResponse(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
       case 'POST /clients/{clientId}/jobs': {
         if (isCsvUpload(event)) {
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});
-          return json(201, await api.createJob(clientId, options, bodyBytes(event)));
+          return jsonResponse(201, await api.createJob(clientId, options, decodeRequestBody(event)));
         }
-        return json(201, await api.createJob(clientId, jsonBody(event)));
+        return jsonResponse(201, await api.createJob(clientId, jsonBody(event)));
       }
       case 'GET /clients/{clientId}/jobs':
-        return json(200, await api.listJobs(clientId, event.queryStringParameters ?? {}));
+        return jsonResponse(200, await api.listJobs(clientId, event.queryStringParameters ?? {}));
       case 'GET /clients/{clientId}/jobs/{jobId}':
-        return json(200, await api.getJob(clientId, jobId));
+        return jsonResponse(200, await api.getJob(clientId, jobId));
       case 'POST /clients/{clientId}/jobs/{jobId}/pause':
       case 'POST /clients/{clientId}/jobs/{jobId}/resume':
       case 'POST /clients/{clientId}/jobs/{jobId}/cancel': {
         const action = event.routeKey.slice(event.routeKey.lastIndexOf('/') + 1) as JobAction;
-        return json(200, await api.changeStatus(clientId, jobId, action));
+        return jsonResponse(200, await api.changeStatus(clientId, jobId, action));
       }
       case 'GET /clients/{clientId}/jobs/{jobId}/report': {
         const report = await api.report(clientId, jobId);
@@ -124,7 +114,7 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         };
       }
       default:
-        return json(404, { message: 'Not Found' });
+        return jsonResponse(404, { message: 'Not Found' });
     }
   };
   return middy(async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
@@ -141,7 +131,7 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         return mapped;
       }
       deps.log.error('request failed', { route: event.routeKey, error });
-      return json(500, { message: 'internal error' });
+      return jsonResponse(500, { message: 'internal error' });
     }
   });
 }

@@ -5,11 +5,15 @@
  * batch are handed back untouched, so a conversation is never answered out of order.
  */
 import middy from '@middy/core';
-import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { InvalidWebhookBodyError, parseWebhookEvent } from '#shared/line/webhook.ts';
+import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { InvalidWebhookBodyError } from '#shared/line/webhook.ts';
 import type { Logger } from '#shared/log.ts';
 import type { ProcessResult } from '#shared/webhooks/process.ts';
-import type { QueuedWebhookEvent } from '#shared/webhooks/receive.ts';
+import {
+  MalformedQueueMessageError,
+  parseQueuedEvent,
+  type QueuedWebhookEvent,
+} from '#shared/webhooks/queue-message.ts';
 
 /** Longest backoff the queue can carry out (SQS caps visibility at 12 h). */
 const MAX_VISIBILITY_SECONDS = 12 * 3600;
@@ -26,23 +30,6 @@ export interface ProcessorDeps {
    * queue's visibility timeout.
    */
   readonly recordBudgetMs: number;
-}
-
-export class MalformedQueueMessageError extends Error {
-  override name = 'MalformedQueueMessageError';
-}
-
-function parseRecord(record: SQSRecord): QueuedWebhookEvent {
-  let body: Partial<QueuedWebhookEvent>;
-  try {
-    body = JSON.parse(record.body) as Partial<QueuedWebhookEvent>;
-  } catch {
-    throw new MalformedQueueMessageError('queue message is not JSON');
-  }
-  if (body.v !== 1 || typeof body.channelId !== 'string') {
-    throw new MalformedQueueMessageError('queue message is not a webhook event (v1)');
-  }
-  return { ...(body as QueuedWebhookEvent), event: parseWebhookEvent(body.event) };
 }
 
 export function makeProcessorHandler(deps: ProcessorDeps) {
@@ -73,7 +60,7 @@ export function makeProcessorHandler(deps: ProcessorDeps) {
         continue;
       }
       try {
-        const queued = parseRecord(record);
+        const queued = parseQueuedEvent(record.body);
         const result = await deps.process(queued, Number(record.attributes.ApproximateReceiveCount ?? 1));
         const fields = {
           eventId: queued.event.webhookEventId,

@@ -4,7 +4,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { decodeRequestBody } from '#shared/line/signature.ts';
+import { decodeRequestBody, jsonResponse } from '#shared/http/api-gateway.ts';
 import { InvalidWebhookBodyError } from '#shared/line/webhook.ts';
 import type { Logger } from '#shared/log.ts';
 import {
@@ -15,18 +15,12 @@ import {
   UnknownChannelError,
 } from '#shared/webhooks/receive.ts';
 
-const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
-  statusCode,
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify(body),
-});
-
 /** The one mapping from the receive use case's typed errors to HTTP statuses. */
 export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
-  if (error instanceof UnknownChannelError) return json(404, { message: 'unknown channel' });
-  if (error instanceof SignatureError) return json(401, { message: error.message });
-  if (error instanceof InvalidWebhookBodyError) return json(400, { message: error.message });
-  if (error instanceof PayloadTooLargeError) return json(413, { message: error.message });
+  if (error instanceof UnknownChannelError) return jsonResponse(404, { message: 'unknown channel' });
+  if (error instanceof SignatureError) return jsonResponse(401, { message: error.message });
+  if (error instanceof InvalidWebhookBodyError) return jsonResponse(400, { message: error.message });
+  if (error instanceof PayloadTooLargeError) return jsonResponse(413, { message: error.message });
   return undefined;
 }
 
@@ -46,7 +40,7 @@ export function makeReceiverHandler(deps: {
       // Ids and reasons only: an event's content is a customer's message.
       for (const event of setAside)
         deps.log.warn('webhook event set aside, not queued', { channelId, ...event });
-      return json(200, { accepted });
+      return jsonResponse(200, { accepted });
     } catch (error) {
       const mapped = toHttpError(error);
       if (mapped) {
@@ -59,7 +53,7 @@ export function makeReceiverHandler(deps: {
       }
       // LINE redelivers on a 5xx (when redelivery is on): the dedupe id makes that safe.
       deps.log.error('webhook not stashed', { channelId, error });
-      return json(500, { message: 'internal error' });
+      return jsonResponse(500, { message: 'internal error' });
     }
   });
 }

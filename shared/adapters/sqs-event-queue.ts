@@ -7,7 +7,7 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { EventQueue, QueueEntry } from '#shared/webhooks/receive.ts';
+import type { EventQueue, QueueEntry } from '#shared/webhooks/queue-message.ts';
 
 const MAX_ENTRIES = 10;
 const MAX_BATCH_BYTES = 256 * 1024;

@@ -56,37 +56,3 @@ function decodeSignature(header: string | undefined): Buffer | undefined {
   if (bytes.length !== DIGEST_BYTES || bytes.toString('base64') !== value) return undefined;
   return bytes;
 }
-
-/** Headers as API Gateway (HTTP API, payload v2) hands them over. */
-export type HttpHeaders = Readonly<Record<string, string | undefined>> | null | undefined;
-
-/**
- * A header's value whatever the case of its name (API Gateway v2 lower-cases names, other callers
- * may not). Repeated headers arrive comma-joined, as API Gateway v2 joins them.
- */
-export function getHeader(headers: HttpHeaders, name: string): string | undefined {
-  if (!headers) return undefined;
-  const exact = headers[name];
-  if (exact !== undefined) return exact;
-  const wanted = name.toLowerCase();
-  const values: string[] = [];
-  for (const [key, value] of Object.entries(headers)) {
-    if (value !== undefined && key.toLowerCase() === wanted) values.push(value);
-  }
-  return values.length === 0 ? undefined : values.join(',');
-}
-
-/** The part of an API Gateway v2 event that carries the request body. */
-export interface HttpBodyEvent {
-  readonly body?: string | null;
-  readonly isBase64Encoded?: boolean;
-}
-
-/**
- * The request body's raw bytes: API Gateway base64-encodes bodies it does not treat as text
- * (`isBase64Encoded`), and hands text bodies over as a string of the original UTF-8.
- */
-export function decodeRequestBody(event: HttpBodyEvent): Uint8Array {
-  const body = event.body ?? '';
-  return event.isBase64Encoded ? Buffer.from(body, 'base64') : Buffer.from(body, 'utf8');
-}

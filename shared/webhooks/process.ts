@@ -23,7 +23,7 @@ import {
   PROCESSED_EVENT_TTL_MS,
   type ProcessedEventStore,
 } from './ports.ts';
-import type { QueuedWebhookEvent } from './receive.ts';
+import type { QueuedWebhookEvent } from './queue-message.ts';
 
 export type ProcessResult =
   | { readonly kind: 'done'; readonly outcome: string }

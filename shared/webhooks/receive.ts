@@ -9,9 +9,11 @@
 
 import type { ChannelLookup } from '#shared/channels/cache.ts';
 import { ID_PATTERN, liveSecrets } from '#shared/channels/channel.ts';
-import { getHeader, type HttpHeaders, SIGNATURE_HEADER, verifySignature } from '#shared/line/signature.ts';
-import { parseWebhookBody, sourceKey, type WebhookEvent } from '#shared/line/webhook.ts';
+import { getHeader, type HttpHeaders } from '#shared/http/api-gateway.ts';
+import { SIGNATURE_HEADER, verifySignature } from '#shared/line/signature.ts';
+import { parseWebhookBody } from '#shared/line/webhook.ts';
 import type { Clock } from './ports.ts';
+import { type EventQueue, type QueueEntry, queueEntryFor } from './queue-message.ts';
 
 /** Largest webhook body accepted. LINE's bodies are a few KB; anything this big is not LINE. */
 export const MAX_WEBHOOK_BODY_BYTES = 1024 * 1024;
@@ -30,27 +32,6 @@ export class PayloadTooLargeError extends Error {
 }
 
 /** A webhook event as it travels through the queue to the processor. */
-export interface QueuedWebhookEvent {
-  readonly v: 1;
-  readonly channelId: string;
-  readonly destination: string;
-  readonly receivedAt: number;
-  readonly event: WebhookEvent;
-}
-
-export interface QueueEntry {
-  /** FIFO group: one conversation of one channel, handled in order. */
-  readonly groupId: string;
-  /** FIFO deduplication id: the webhookEventId. */
-  readonly dedupeId: string;
-  readonly body: string;
-}
-
-/** The queue the receiver stashes events in; resolves once every entry is accepted. */
-export interface EventQueue {
-  enqueue(entries: readonly QueueEntry[]): Promise<void>;
-}
-
 export interface ReceiveRequest {
   readonly channelId: string;
   readonly headers: HttpHeaders;
@@ -116,7 +97,7 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
     // One event that cannot be queued must not keep the others of the delivery from being queued
     // (LINE would redeliver the whole delivery, failing the same way, for ever).
     const setAside: SetAsideEvent[] = [];
-    const messages: { groupId: string; dedupeId: string; body: string }[] = [];
+    const messages: QueueEntry[] = [];
     body.events.forEach((event, index) => {
       if (nestsDeeperThan(event, MAX_EVENT_DEPTH)) {
         setAside.push({
@@ -126,32 +107,11 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
         });
         return;
       }
-      messages.push({
-        groupId: `${channel.channelId}:${sourceKey(event)}`,
-        dedupeId: event.webhookEventId,
-        body: asciiJson({
-          v: 1,
-          channelId: channel.channelId,
-          destination: body.destination,
-          receivedAt,
-          event,
-        } satisfies QueuedWebhookEvent),
-      });
+      messages.push(
+        queueEntryFor({ channelId: channel.channelId, destination: body.destination, receivedAt, event }),
+      );
     });
     if (messages.length > 0) await deps.queue.enqueue(messages);
     return { accepted: messages.length, setAside };
   };
-}
-
-/**
- * JSON with every non-ASCII character escaped (`\uXXXX`). SQS refuses message bodies holding
- * characters outside its allowed set (U+FFFE, U+FFFF, lone surrogates, and — in some emulators —
- * emoji); user text from LINE can hold any of them. Escaped, the body is plain ASCII and parses
- * back to the very same strings.
- */
-export function asciiJson(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[\u007f-\uffff]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
 }

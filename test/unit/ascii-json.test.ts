@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { asciiJson } from '#shared/webhooks/receive.ts';
+import { asciiJson } from '#shared/webhooks/queue-message.ts';
 
 describe('queue bodies are ASCII JSON', () => {
   it('escapes emoji, U+FFFE and lone surrogates, and parses back to the same strings', () => {

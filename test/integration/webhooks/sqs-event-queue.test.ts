@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createQueueWithDlq } from '#local/cloud.ts';
 import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { queueSpec } from '#shared/resources.ts';
-import type { QueueEntry } from '#shared/webhooks/receive.ts';
+import type { QueueEntry } from '#shared/webhooks/queue-message.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 
 const cloud = testCloud();

@@ -2,9 +2,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
+import { getHeader } from '#shared/http/api-gateway.ts';
 import { isUlid } from '#shared/ids.ts';
 import { makeMessagingClient } from '#shared/line/messaging-client.ts';
-import { getHeader, verifySignature } from '#shared/line/signature.ts';
+import { verifySignature } from '#shared/line/signature.ts';
 import { knownEvent, parseWebhookBody, sourceKey } from '#shared/line/webhook.ts';
 import { fixtureBytes } from './fixtures.ts';
 

@@ -1,6 +1,7 @@
 import { validateSignature } from '@line/bot-sdk';
 import { describe, expect, it } from 'vitest';
-import { decodeRequestBody, getHeader, signBody, verifySignature } from '#shared/line/signature.ts';
+import { decodeRequestBody, getHeader } from '#shared/http/api-gateway.ts';
+import { signBody, verifySignature } from '#shared/line/signature.ts';
 import { fixtureBytes, webhookFixtureNames } from './fixtures.ts';
 
 const SECRET = '8c570fa6dd201bb328f1c1eac23a96d8';

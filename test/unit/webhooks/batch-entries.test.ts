@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { batchEntries } from '#shared/adapters/sqs-event-queue.ts';
-import type { QueueEntry } from '#shared/webhooks/receive.ts';
+import type { QueueEntry } from '#shared/webhooks/queue-message.ts';
 
 const KIB = 1024;
 const LIMIT = 256 * KIB;

@@ -13,7 +13,7 @@ import type {
   SendOutcome,
 } from '#shared/line/messaging-client.ts';
 import type { ProcessedEventRecord, ProcessedEventStore } from '#shared/webhooks/ports.ts';
-import type { EventQueue, QueueEntry } from '#shared/webhooks/receive.ts';
+import type { EventQueue, QueueEntry } from '#shared/webhooks/queue-message.ts';
 
 export const T0 = Date.UTC(2025, 5, 2, 9, 0, 0);
 export const USER = 'U3d3edab4f36c6292e6d8a8131f141b8b';

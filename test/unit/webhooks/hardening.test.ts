@@ -9,7 +9,8 @@ import {
 } from '#shared/channels/channel.ts';
 import { signBody } from '#shared/line/signature.ts';
 import { MONTHLY_QUOTA_RETRY_MS, makeProcessWebhookEvent } from '#shared/webhooks/process.ts';
-import { makeReceiveWebhook, type QueuedWebhookEvent, SignatureError } from '#shared/webhooks/receive.ts';
+import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
+import { makeReceiveWebhook, SignatureError } from '#shared/webhooks/receive.ts';
 import {
   channel,
   eventBuilders,

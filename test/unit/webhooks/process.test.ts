@@ -4,7 +4,7 @@ import { ulidToUuid } from '#shared/ids.ts';
 import type { SendOutcome } from '#shared/line/messaging-client.ts';
 import type { WebhookEvent } from '#shared/line/webhook.ts';
 import { makeProcessWebhookEvent, type ProcessResult } from '#shared/webhooks/process.ts';
-import type { QueuedWebhookEvent } from '#shared/webhooks/receive.ts';
+import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
 import {
   channel,
   eventBuilders,

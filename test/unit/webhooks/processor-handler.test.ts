@@ -5,7 +5,7 @@ import { lambdaContext } from '#local/lambda.ts';
 import type { WebhookEvent } from '#shared/line/webhook.ts';
 import { makeLogger } from '#shared/log.ts';
 import type { ProcessResult } from '#shared/webhooks/process.ts';
-import type { QueuedWebhookEvent } from '#shared/webhooks/receive.ts';
+import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
 import { eventBuilders, T0 } from './fakes.ts';
 
 const CHANNEL_ID = '1656000001';

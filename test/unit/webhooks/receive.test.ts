@@ -3,11 +3,11 @@ import { cachedChannels } from '#shared/channels/cache.ts';
 import { type Channel, rotateSecret } from '#shared/channels/channel.ts';
 import { signBody } from '#shared/line/signature.ts';
 import { InvalidWebhookBodyError, type WebhookEvent } from '#shared/line/webhook.ts';
+import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
 import {
   MAX_WEBHOOK_BODY_BYTES,
   makeReceiveWebhook,
   PayloadTooLargeError,
-  type QueuedWebhookEvent,
   SignatureError,
   UnknownChannelError,
 } from '#shared/webhooks/receive.ts';

@@ -6,11 +6,11 @@ import { makeReceiverHandler, toHttpError } from '#lambdas/webhook-receiver/hand
 import { lambdaContext } from '#local/lambda.ts';
 import { InvalidWebhookBodyError } from '#shared/line/webhook.ts';
 import { makeLogger } from '#shared/log.ts';
+import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
 import {
   MAX_WEBHOOK_BODY_BYTES,
   makeReceiveWebhook,
   PayloadTooLargeError,
-  type QueuedWebhookEvent,
   SignatureError,
   UnknownChannelError,
 } from '#shared/webhooks/receive.ts';
