@@ -4,7 +4,7 @@ import { fleetWorkItem, parseFleetWork } from '#shared/broker/fleet.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { attemptKey } from '#shared/ids.ts';
 import type { Lease } from '#shared/lease/lease.ts';
-import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
+import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { FakeTime } from '../pacing/fake-time.ts';
 import {
   clientSettings,

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { makeCallStatusHandler } from '#lambdas/call-status/handler.ts';
 import { lambdaContext } from '#local/lambda.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
-import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
 import { silentLogger } from '#shared/log.ts';
+import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { clientSettings, job, MemoryTaskStore, tasksFor } from './fakes.ts';
 
 const SIGNED_AT = Date.parse('2026-03-02T01:01:00Z');

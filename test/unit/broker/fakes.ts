@@ -16,7 +16,6 @@ import type {
 } from '#shared/broker/ports.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
-import type { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';
 import type {
@@ -27,6 +26,7 @@ import type {
   ReportedCallStatus,
   TelephonyProvider,
 } from '#shared/telephony/port.ts';
+import type { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 
 export const T0 = Date.parse('2026-03-02T01:00:00Z'); // Monday 10:00 in Tokyo
 export const SECRET = 'callback-secret';

@@ -8,7 +8,7 @@ import {
 import { attemptKey } from '#shared/ids.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
-import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
+import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { FakeTime } from '../pacing/fake-time.ts';
 import {
   clientSettings,

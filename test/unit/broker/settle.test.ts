@@ -6,10 +6,10 @@ import {
   settlementFor,
 } from '#shared/broker/settle.ts';
 import { attemptKey } from '#shared/ids.ts';
-import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
 import { SignatureMismatchError, signCallback } from '#shared/telephony/callback-signature.ts';
 import type { CallStatusEvent } from '#shared/telephony/port.ts';
 import { MalformedCallStatusError } from '#shared/telephony/status-event.ts';
+import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { FakeTime } from '../pacing/fake-time.ts';
 import { clientSettings, job, MemoryTaskStore, SECRET, T0, tasksFor } from './fakes.ts';
 

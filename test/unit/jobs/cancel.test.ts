@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { settleFromSnapshot, settlementFor } from '#shared/broker/settle.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
-import { MemoryFleetStore } from '#shared/fleet/memory-fleet-store.ts';
 import { attemptKey } from '#shared/ids.ts';
 import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import {
@@ -30,8 +29,9 @@ import type {
   TaskCanceller,
 } from '#shared/jobs/ports.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
-import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
+import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { clientSettings, MemoryTaskStore } from '../broker/fakes.ts';
 import {
   memoryClients,

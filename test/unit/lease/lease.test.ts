@@ -13,8 +13,8 @@ import {
   renew,
   take,
 } from '#shared/lease/lease.ts';
-import { MemoryLeaseStore } from '#shared/lease/memory-lease-store.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
+import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { FakeTime } from '../pacing/fake-time.ts';
 
 const LEASE_MS = 30_000;

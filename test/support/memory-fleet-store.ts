@@ -4,8 +4,8 @@
  * of the job manager interleave as they would against the real table.
  */
 import type { FleetWork } from '#shared/broker/fleet.ts';
+import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
-import type { ClientProfile, FleetStore, JobRef } from './ports.ts';
 
 const OPEN_STATES = new Set<Task['state']>(['pending', 'in-flight', 'retry-wait']);
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));

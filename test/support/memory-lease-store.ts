@@ -12,7 +12,7 @@ import {
   renew,
   type TakeRequest,
   take,
-} from './lease.ts';
+} from '#shared/lease/lease.ts';
 
 export class MemoryLeaseStore implements LeaseStore {
   readonly #leases = new Map<string, Lease>();
