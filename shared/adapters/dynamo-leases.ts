@@ -15,7 +15,6 @@ import { keys } from '#shared/jobs/model.ts';
 import {
   canTake,
   isLive,
-  LEASE_CONDITIONS,
   type Lease,
   type LeaseStore,
   type RenewRequest,
@@ -24,6 +23,63 @@ import {
 } from '#shared/lease/lease.ts';
 
 const NAMES = { '#pk': 'pk', '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' } as const;
+
+/**
+ * The condition expressions a DynamoDB store uses, with these names:
+ * `ExpressionAttributeNames: { '#pk': 'pk', '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' }`.
+ * Every lease write is conditional; a `ConditionalCheckFailedException` is the answer "no",
+ * never an error to retry.
+ */
+export const LEASE_CONDITIONS = {
+  /**
+   * tryTake, no item read (GetItem, ConsistentRead): `PutItem` of `take(undefined, …)` with this.
+   */
+  takeAbsent: 'attribute_not_exists(#pk)',
+  /**
+   * tryTake, item read as `seen`: if `!canTake(seen, …)` answer undefined without writing, else
+   * `PutItem` of `take(seen, …)` with this, `:seenOwner`/`:seenToken`/`:seenExpiresAt` from
+   * `seen` — a compare-and-set that loses to any renew, release or takeover since the read.
+   */
+  takeSeen: '#owner = :seenOwner AND #token = :seenToken AND #expiresAt = :seenExpiresAt',
+  /**
+   * tryRenew: `UpdateItem SET #expiresAt = :expiresAt` (now + leaseMs) with this,
+   * `ReturnValues: ALL_NEW` (`:owner`, `:token`, `:now` from the request).
+   */
+  renew: '#owner = :owner AND #token = :token AND #expiresAt > :now',
+  /** release: `UpdateItem SET #expiresAt = :zero` (0) with this. */
+  release: '#owner = :owner AND #token = :token',
+  /**
+   * The `ConditionCheck` on the lease item inside every `TransactWriteItems` that starts work,
+   * with `:owner`, `:token = currentToken()` and `:now` = the broker's clock.
+   */
+  fence: '#owner = :owner AND #token = :token AND #expiresAt > :now',
+} as const;
+
+/** A broker's claim on a client, as every work-starting write checks it. */
+export interface LeaseFence {
+  readonly clientId: string;
+  readonly owner: string;
+  readonly token: number;
+  readonly now: number;
+}
+
+/**
+ * The condition that the lease item still names this holder and token and has not expired, for
+ * a `ConditionCheck` (or an `Update`) on `keys.lease(clientId)` inside a `TransactWriteItems` that
+ * starts work. The one place the fence is written: a start and a claim check the same thing.
+ */
+export function leaseFence(fence: Omit<LeaseFence, 'clientId'>) {
+  return {
+    ConditionExpression: LEASE_CONDITIONS.fence,
+    ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
+    ExpressionAttributeValues: { ':owner': fence.owner, ':token': fence.token, ':now': fence.now },
+  };
+}
+
+/** {@link leaseFence} as a transaction's `ConditionCheck` item on the client's lease. */
+export function leaseFenceCheck(tableName: string, fence: LeaseFence) {
+  return { ConditionCheck: { TableName: tableName, Key: keys.lease(fence.clientId), ...leaseFence(fence) } };
+}
 
 export interface DynamoLeaseStoreOptions {
   /** Where this broker can be reached; written on every take (brokers only). */

@@ -44,7 +44,6 @@ import {
 import { attemptKey } from '#shared/ids.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/cancel.ts';
 import { type Job, keys } from '#shared/jobs/model.ts';
-import { LEASE_CONDITIONS } from '#shared/lease/lease.ts';
 import type {
   BatchLedger,
   ClaimedTask,
@@ -56,6 +55,7 @@ import type {
 import type { MessageTemplate } from '#shared/messaging/template.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { leaseFenceCheck } from './dynamo-leases.ts';
 
 /** Task updates per claim transaction (+ the lease check: 100 items, the service's limit). */
 export const CLAIMS_PER_TRANSACTION = 99;
@@ -373,15 +373,7 @@ export function makeDynamoMessageTasks(
           const now = clock.now();
           const holdUntil = now + holdMs;
           const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [
-            {
-              ConditionCheck: {
-                TableName: controlTable,
-                Key: keys.lease(clientId),
-                ConditionExpression: LEASE_CONDITIONS.fence,
-                ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
-                ExpressionAttributeValues: { ':owner': lease.owner, ':token': token, ':now': now },
-              },
-            },
+            leaseFenceCheck(controlTable, { clientId, owner: lease.owner, token, now }),
             ...group.map(({ item }) => ({
               Update: {
                 TableName: tasksTable,

@@ -3,7 +3,7 @@
  * `outstanding` index, shard by shard), start one in a transaction fenced by the client's lease,
  * record its call id, and settle it once. Writing tasks in the first place is ingest's job.
  *
- * Start = one `TransactWriteItems`: the lease item passes `LEASE_CONDITIONS.fence` (and records
+ * Start = one `TransactWriteItems`: the lease item passes `leaseFence` (dynamo-leases.ts) (and records
  * the call in its `inFlight` set), the job is `running`, and the task is still
  * `pending`/`retry-wait` with the attempts seen → `in-flight`, attempts + 1, out of the index.
  * Settle = one `TransactWriteItems`: the task is still in flight on that attempt → its end state
@@ -21,8 +21,8 @@ import {
 import type { BrokerTaskStore, Fence, StartResult, TaskRef } from '#shared/broker/ports.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/cancel.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
-import { LEASE_CONDITIONS } from '#shared/lease/lease.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { leaseFence } from './dynamo-leases.ts';
 
 export interface DynamoBrokerTaskStoreOptions {
   readonly controlTable: string;
@@ -185,6 +185,7 @@ export function makeDynamoBrokerTaskStore(
 
     async start(task: Task, fence: Fence): Promise<StartResult> {
       const startedAt = fence.now;
+      const fenced = leaseFence(fence);
       const codes = await transact({
         TransactItems: [
           {
@@ -192,17 +193,10 @@ export function makeDynamoBrokerTaskStore(
               TableName: controlTable,
               Key: keys.lease(fence.clientId),
               UpdateExpression: 'ADD #inFlight :member',
-              ConditionExpression: LEASE_CONDITIONS.fence,
-              ExpressionAttributeNames: {
-                '#owner': 'owner',
-                '#token': 'token',
-                '#expiresAt': 'expiresAt',
-                '#inFlight': 'inFlight',
-              },
+              ConditionExpression: fenced.ConditionExpression,
+              ExpressionAttributeNames: { ...fenced.ExpressionAttributeNames, '#inFlight': 'inFlight' },
               ExpressionAttributeValues: {
-                ':owner': fence.owner,
-                ':token': fence.token,
-                ':now': fence.now,
+                ...fenced.ExpressionAttributeValues,
                 ':member': new Set([inFlightMember(task)]),
               },
             },

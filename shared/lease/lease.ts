@@ -6,7 +6,7 @@
  * holds a lease for a broker: it heartbeats, and the moment a renewal is refused or cannot be
  * confirmed before expiry it calls itself lost and tells its listeners, so the broker stops
  * starting work. Starting work is fenced anyway: every write that starts work checks
- * owner + token + expiry in the same transaction ({@link LEASE_CONDITIONS}.fence).
+ * owner + token + expiry in the same transaction (`leaseFence` in `shared/adapters/dynamo-leases.ts`).
  */
 import type { Clock, TimerHandle, Timers } from '../pacing/clock.ts';
 
@@ -104,38 +104,8 @@ export function heartbeatInterval(leaseMs: number): number {
 }
 
 /**
- * The condition expressions a DynamoDB store uses, with these names:
- * `ExpressionAttributeNames: { '#pk': 'pk', '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' }`.
- * Every lease write is conditional; a `ConditionalCheckFailedException` is the answer "no",
- * never an error to retry.
- */
-export const LEASE_CONDITIONS = {
-  /**
-   * tryTake, no item read (GetItem, ConsistentRead): `PutItem` of `take(undefined, …)` with this.
-   */
-  takeAbsent: 'attribute_not_exists(#pk)',
-  /**
-   * tryTake, item read as `seen`: if `!canTake(seen, …)` answer undefined without writing, else
-   * `PutItem` of `take(seen, …)` with this, `:seenOwner`/`:seenToken`/`:seenExpiresAt` from
-   * `seen` — a compare-and-set that loses to any renew, release or takeover since the read.
-   */
-  takeSeen: '#owner = :seenOwner AND #token = :seenToken AND #expiresAt = :seenExpiresAt',
-  /**
-   * tryRenew: `UpdateItem SET #expiresAt = :expiresAt` (now + leaseMs) with this,
-   * `ReturnValues: ALL_NEW` (`:owner`, `:token`, `:now` from the request).
-   */
-  renew: '#owner = :owner AND #token = :token AND #expiresAt > :now',
-  /** release: `UpdateItem SET #expiresAt = :zero` (0) with this. */
-  release: '#owner = :owner AND #token = :token',
-  /**
-   * The `ConditionCheck` on the lease item inside every `TransactWriteItems` that starts work,
-   * with `:owner`, `:token = currentToken()` and `:now` = the broker's clock.
-   */
-  fence: '#owner = :owner AND #token = :token AND #expiresAt > :now',
-} as const;
-
-/**
- * Where leases live. Every method is one conditional write (see {@link LEASE_CONDITIONS}) and
+ * Where leases live. Every method is one conditional write (the DynamoDB store: `LEASE_CONDITIONS`
+ * in `shared/adapters/dynamo-leases.ts`) and
  * answers "no" with undefined / false rather than throwing; a throw means "no answer" (network,
  * throttling) and the caller cannot know whether the write happened.
  */

@@ -375,7 +375,12 @@ describe('a message job served by the broker', () => {
     expect(sent.kind).toBe('delivered');
 
     // The lease expires (the heir's clock is past it); another broker takes the client over and runs the job to its end.
-    const second = await leases.tryTake({ clientId, owner: 'heir', now: Date.now() + 1_100, leaseMs: 30_000 });
+    const second = await leases.tryTake({
+      clientId,
+      owner: 'heir',
+      now: Date.now() + 1_100,
+      leaseMs: 30_000,
+    });
     expect(second!.token).toBeGreaterThan(first!.token);
     const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
     const totals = await runMessagePipeline({
@@ -429,7 +434,12 @@ describe('a message job served by the broker', () => {
       await optOuts.record(clientId, r, true, Date.now());
 
     // The dead holder's lease has expired by the heir's clock.
-    const second = await leases.tryTake({ clientId, owner: 'heir', now: Date.now() + 1_100, leaseMs: 30_000 });
+    const second = await leases.tryTake({
+      clientId,
+      owner: 'heir',
+      now: Date.now() + 1_100,
+      leaseMs: 30_000,
+    });
     const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
     const totals = await runMessagePipeline({
       source: heir.source,
