@@ -136,36 +136,42 @@ export interface CallsInFlightReader {
   callsInFlight(clientId: string): Promise<number>;
 }
 
-/** Builds the operator API's use cases around their ports. */
-export function makeJobsApi(deps: JobsApiDeps) {
-  const newJobId = deps.newJobId ?? newUlid;
+/** The operator API's use cases around their ports. */
+export class JobsApi {
+  readonly #deps: JobsApiDeps;
+  readonly #newJobId: (now: number) => string;
 
-  async function clientOf(clientId: string): Promise<ClientSettings> {
+  constructor(deps: JobsApiDeps) {
+    this.#deps = deps;
+    this.#newJobId = this.#deps.newJobId ?? newUlid;
+  }
+
+  async #clientOf(clientId: string): Promise<ClientSettings> {
     if (!isValidClientId(clientId)) throw new ClientNotFoundError(`no client ${clientId}`);
-    const client = await deps.clients.get(clientId);
+    const client = await this.#deps.clients.get(clientId);
     if (!client) throw new ClientNotFoundError(`no client ${clientId}: PUT /clients/${clientId} first`);
     return client;
   }
 
-  async function jobOf(clientId: string, jobId: string): Promise<Job> {
-    const job = isValidClientId(clientId) ? await deps.jobs.get(clientId, jobId) : undefined;
+  async #jobOf(clientId: string, jobId: string): Promise<Job> {
+    const job = isValidClientId(clientId) ? await this.#deps.jobs.get(clientId, jobId) : undefined;
     if (!job) throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
     return job;
   }
 
   /** What the job waits for now; a read that fails leaves it unsaid rather than fail the request. */
-  async function waitingOf(job: Job): Promise<JobWaiting | undefined> {
+  async #waitingOf(job: Job): Promise<JobWaiting | undefined> {
     if (job.status !== 'scheduled' && job.status !== 'running') return undefined;
-    const client = await deps.clients.get(job.clientId);
+    const client = await this.#deps.clients.get(job.clientId);
     if (!client) return undefined;
     const callsInFlight =
       job.channel === 'call' && job.status === 'running'
-        ? await deps.calls?.callsInFlight(job.clientId).catch(() => undefined)
+        ? await this.#deps.calls?.callsInFlight(job.clientId).catch(() => undefined)
         : undefined;
     return jobWaitingFor({
       job,
       client,
-      now: deps.clock.now(),
+      now: this.#deps.clock.now(),
       ...(callsInFlight === undefined ? {} : { callsInFlight }),
     });
   }
@@ -175,13 +181,13 @@ export function makeJobsApi(deps: JobsApiDeps) {
    * answers that no new send of the job starts. No live holder means nothing is sending. Never
    * throws: the status is already written, and the operator must get the answer.
    */
-  async function stopSends(job: Job): Promise<void> {
-    const brokers = deps.brokers;
+  async #stopSends(job: Job): Promise<void> {
+    const brokers = this.#deps.brokers;
     if (!brokers || job.channel !== 'message') return;
     const { clientId, jobId } = job;
     let endpoint: string | undefined;
     try {
-      endpoint = await brokers.leases.endpointOf(clientId, deps.clock.now());
+      endpoint = await brokers.leases.endpointOf(clientId, this.#deps.clock.now());
     } catch (error) {
       brokers.log.warn("the client's broker could not be looked up; its job watch stops the sends", {
         clientId,
@@ -204,171 +210,173 @@ export function makeJobsApi(deps: JobsApiDeps) {
     }
   }
 
-  return {
-    /** Creates or replaces a client's settings. */
-    async putClient(clientId: string, body: unknown): Promise<ClientSettings> {
-      const settings = parseClientSettings(clientId, body, deps.clock.now());
-      return deps.clients.put(settings);
-    },
+  /** Creates or replaces a client's settings. */
+  async putClient(clientId: string, body: unknown): Promise<ClientSettings> {
+    const settings = parseClientSettings(clientId, body, this.#deps.clock.now());
+    return this.#deps.clients.put(settings);
+  }
 
-    getClient: clientOf,
+  getClient(clientId: string): Promise<ClientSettings> {
+    return this.#clientOf(clientId);
+  }
 
-    /**
-     * Pauses or resumes a whole client: none of its calls or messages start while paused (its
-     * brokers see it within seconds; calls in flight end normally). Pausing twice is not an error.
-     */
-    async setClientPaused(clientId: string, paused: boolean): Promise<ClientSettings> {
-      const settings = isValidClientId(clientId)
-        ? await deps.clients.setPaused(clientId, paused, deps.clock.now())
-        : undefined;
-      if (!settings) throw new ClientNotFoundError(`no client ${clientId}: PUT /clients/${clientId} first`);
-      return settings;
-    },
+  /**
+   * Pauses or resumes a whole client: none of its calls or messages start while paused (its
+   * brokers see it within seconds; calls in flight end normally). Pausing twice is not an error.
+   */
+  async setClientPaused(clientId: string, paused: boolean): Promise<ClientSettings> {
+    const settings = isValidClientId(clientId)
+      ? await this.#deps.clients.setPaused(clientId, paused, this.#deps.clock.now())
+      : undefined;
+    if (!settings) throw new ClientNotFoundError(`no client ${clientId}: PUT /clients/${clientId} first`);
+    return settings;
+  }
 
-    /**
-     * Creates a job in `uploading`. Without `inline`, returns a presigned PUT URL for the file;
-     * with it, stores the file at once. Either way the bucket notification starts the ingest.
-     */
-    async createJob(clientId: string, body: unknown, inline?: Uint8Array): Promise<CreatedJob> {
-      const client = await clientOf(clientId);
-      const now = deps.clock.now();
-      const options = parseJobOptions(body, client, now);
-      if (inline && inline.byteLength > INLINE_UPLOAD_MAX_BYTES) {
-        throw new UploadTooLargeError(
-          `an inline CSV may be at most ${INLINE_UPLOAD_MAX_BYTES} bytes; create the job without a body and PUT the file to its upload URL`,
+  /**
+   * Creates a job in `uploading`. Without `inline`, returns a presigned PUT URL for the file;
+   * with it, stores the file at once. Either way the bucket notification starts the ingest.
+   */
+  async createJob(clientId: string, body: unknown, inline?: Uint8Array): Promise<CreatedJob> {
+    const client = await this.#clientOf(clientId);
+    const now = this.#deps.clock.now();
+    const options = parseJobOptions(body, client, now);
+    if (inline && inline.byteLength > INLINE_UPLOAD_MAX_BYTES) {
+      throw new UploadTooLargeError(
+        `an inline CSV may be at most ${INLINE_UPLOAD_MAX_BYTES} bytes; create the job without a body and PUT the file to its upload URL`,
+      );
+    }
+    if (inline && inline.byteLength === 0) {
+      throw new ValidationError('invalid upload', { body: ['the CSV is empty'] });
+    }
+    const jobId = this.#newJobId(now);
+    const key = uploadKey(clientId, jobId);
+    const job: Job = {
+      clientId,
+      jobId,
+      ...options,
+      status: 'uploading',
+      counts: ZERO_COUNTS,
+      source: { bucket: this.#deps.bucket, key },
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.#deps.jobs.create(job);
+    if (inline) {
+      await this.#deps.files.put(key, inline, 'text/csv');
+      return { jobId, status: job.status };
+    }
+    const url = await this.#deps.files.presignPut(key, UPLOAD_URL_SECONDS);
+    return {
+      jobId,
+      status: job.status,
+      upload: { url, method: 'PUT', expiresAt: new Date(now + UPLOAD_URL_SECONDS * 1000).toISOString() },
+    };
+  }
+
+  async getJob(clientId: string, jobId: string): Promise<JobView> {
+    const job = await this.#jobOf(clientId, jobId);
+    return jobView(job, await this.#waitingOf(job));
+  }
+
+  /** A page of a client's jobs, newest first. */
+  async listJobs(
+    clientId: string,
+    query: { readonly limit?: string; readonly next?: string },
+  ): Promise<{ jobs: JobView[]; next?: string }> {
+    const client = await this.#clientOf(clientId);
+    const limit = query.limit === undefined ? 20 : Number(query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw new ValidationError('invalid query', { limit: ['must be a whole number from 1 to 100'] });
+    }
+    const page = await this.#deps.jobs.list(clientId, {
+      limit,
+      ...(query.next === undefined ? {} : { next: query.next }),
+    });
+    const now = this.#deps.clock.now();
+    const jobs = page.jobs.map((job) => jobView(job, jobWaitingFor({ job, client, now })));
+    return { jobs, ...(page.next ? { next: page.next } : {}) };
+  }
+
+  /**
+   * Pauses, resumes or cancels a job; an illegal move is an {@link IllegalTransitionError}. A
+   * pause or cancel of a message job returns once its broker confirmed that no new send starts
+   * (or could not be reached: see {@link BrokerNudgeDeps}). A cancel also starts the sweep that
+   * ends the job's tasks not yet started (`cancel.ts`); cancelling a cancelled job starts it
+   * again (harmless: the sweep is idempotent), so a cancel whose sweep could not be queued can
+   * simply be retried.
+   */
+  async changeStatus(clientId: string, jobId: string, action: JobAction): Promise<JobView> {
+    const to = ACTION_TARGET[action];
+    let job = await this.#jobOf(clientId, jobId);
+    if (action === 'cancel' && job.status === 'cancelled') {
+      // A retried cancel confirms the stop again, as the first one did.
+      await this.#stopSends(job);
+      await this.#deps.queue.send(cancelSweepStart(clientId, jobId));
+      return jobView(job);
+    }
+    // A concurrent change (the job manager starting it, the ingest finishing) is retried once
+    // against the new status; the write itself is conditional on the status it was read with.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (!canTransition(job.status, to)) {
+        throw new IllegalTransitionError(`cannot ${action} a job that is ${job.status}`, job.status);
+      }
+      const result = await this.#deps.jobs.transition(job, to, this.#deps.clock.now());
+      if (result.ok) {
+        // Sends stop first: the sweep only ends tasks that have not started.
+        if (to === 'paused' || to === 'cancelled') await this.#stopSends(result.job);
+        if (to === 'cancelled') await this.#deps.queue.send(cancelSweepStart(clientId, jobId));
+        return jobView(result.job);
+      }
+      if (result.current === undefined) throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
+      job = await this.#jobOf(clientId, jobId);
+    }
+    throw new IllegalTransitionError(`the job keeps changing; it is ${job.status}`, job.status);
+  }
+
+  /**
+   * The job's report CSV (see `report.ts` for its columns and order): in the response when it
+   * is small, else streamed into the bucket (`reports/{clientId}/{jobId}/report-{time}.csv`)
+   * and answered with a presigned URL, as a Lambda response cannot exceed 6 MB.
+   */
+  async report(
+    clientId: string,
+    jobId: string,
+  ): Promise<
+    (
+      | { readonly kind: 'inline'; readonly csv: Buffer }
+      | { readonly kind: 'redirect'; readonly url: string }
+    ) & { readonly job: JobView }
+  > {
+    const found = await this.#jobOf(clientId, jobId);
+    const job = jobView(found, await this.#waitingOf(found));
+    const chunks = jobReportCsv(
+      this.#deps.validationReports.entries(clientId, jobId),
+      tasksInShardOrder((shard) => this.#deps.tasks.shard(jobId, shard)),
+    )[Symbol.asyncIterator]();
+    const head: Uint8Array[] = [];
+    let size = 0;
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      head.push(next.value);
+      size += next.value.byteLength;
+      if (size > REPORT_INLINE_MAX_BYTES) {
+        const key = `reports/${clientId}/${jobId}/report-${this.#deps.clock.now()}.csv`;
+        const rest = { [Symbol.asyncIterator]: () => chunks };
+        await this.#deps.files.write(
+          key,
+          (async function* () {
+            yield* head;
+            yield* rest;
+          })(),
+          'text/csv; charset=utf-8',
         );
+        return { kind: 'redirect', url: await this.#deps.files.presignGet(key, REPORT_URL_SECONDS), job };
       }
-      if (inline && inline.byteLength === 0) {
-        throw new ValidationError('invalid upload', { body: ['the CSV is empty'] });
-      }
-      const jobId = newJobId(now);
-      const key = uploadKey(clientId, jobId);
-      const job: Job = {
-        clientId,
-        jobId,
-        ...options,
-        status: 'uploading',
-        counts: ZERO_COUNTS,
-        source: { bucket: deps.bucket, key },
-        createdAt: now,
-        updatedAt: now,
-      };
-      await deps.jobs.create(job);
-      if (inline) {
-        await deps.files.put(key, inline, 'text/csv');
-        return { jobId, status: job.status };
-      }
-      const url = await deps.files.presignPut(key, UPLOAD_URL_SECONDS);
-      return {
-        jobId,
-        status: job.status,
-        upload: { url, method: 'PUT', expiresAt: new Date(now + UPLOAD_URL_SECONDS * 1000).toISOString() },
-      };
-    },
-
-    async getJob(clientId: string, jobId: string): Promise<JobView> {
-      const job = await jobOf(clientId, jobId);
-      return jobView(job, await waitingOf(job));
-    },
-
-    /** A page of a client's jobs, newest first. */
-    async listJobs(
-      clientId: string,
-      query: { readonly limit?: string; readonly next?: string },
-    ): Promise<{ jobs: JobView[]; next?: string }> {
-      const client = await clientOf(clientId);
-      const limit = query.limit === undefined ? 20 : Number(query.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-        throw new ValidationError('invalid query', { limit: ['must be a whole number from 1 to 100'] });
-      }
-      const page = await deps.jobs.list(clientId, {
-        limit,
-        ...(query.next === undefined ? {} : { next: query.next }),
-      });
-      const now = deps.clock.now();
-      const jobs = page.jobs.map((job) => jobView(job, jobWaitingFor({ job, client, now })));
-      return { jobs, ...(page.next ? { next: page.next } : {}) };
-    },
-
-    /**
-     * Pauses, resumes or cancels a job; an illegal move is an {@link IllegalTransitionError}. A
-     * pause or cancel of a message job returns once its broker confirmed that no new send starts
-     * (or could not be reached: see {@link BrokerNudgeDeps}). A cancel also starts the sweep that
-     * ends the job's tasks not yet started (`cancel.ts`); cancelling a cancelled job starts it
-     * again (harmless: the sweep is idempotent), so a cancel whose sweep could not be queued can
-     * simply be retried.
-     */
-    async changeStatus(clientId: string, jobId: string, action: JobAction): Promise<JobView> {
-      const to = ACTION_TARGET[action];
-      let job = await jobOf(clientId, jobId);
-      if (action === 'cancel' && job.status === 'cancelled') {
-        // A retried cancel confirms the stop again, as the first one did.
-        await stopSends(job);
-        await deps.queue.send(cancelSweepStart(clientId, jobId));
-        return jobView(job);
-      }
-      // A concurrent change (the job manager starting it, the ingest finishing) is retried once
-      // against the new status; the write itself is conditional on the status it was read with.
-      for (let attempt = 0; attempt < 3; attempt++) {
-        if (!canTransition(job.status, to)) {
-          throw new IllegalTransitionError(`cannot ${action} a job that is ${job.status}`, job.status);
-        }
-        const result = await deps.jobs.transition(job, to, deps.clock.now());
-        if (result.ok) {
-          // Sends stop first: the sweep only ends tasks that have not started.
-          if (to === 'paused' || to === 'cancelled') await stopSends(result.job);
-          if (to === 'cancelled') await deps.queue.send(cancelSweepStart(clientId, jobId));
-          return jobView(result.job);
-        }
-        if (result.current === undefined)
-          throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
-        job = await jobOf(clientId, jobId);
-      }
-      throw new IllegalTransitionError(`the job keeps changing; it is ${job.status}`, job.status);
-    },
-
-    /**
-     * The job's report CSV (see `report.ts` for its columns and order): in the response when it
-     * is small, else streamed into the bucket (`reports/{clientId}/{jobId}/report-{time}.csv`)
-     * and answered with a presigned URL, as a Lambda response cannot exceed 6 MB.
-     */
-    async report(
-      clientId: string,
-      jobId: string,
-    ): Promise<
-      (
-        | { readonly kind: 'inline'; readonly csv: Buffer }
-        | { readonly kind: 'redirect'; readonly url: string }
-      ) & { readonly job: JobView }
-    > {
-      const found = await jobOf(clientId, jobId);
-      const job = jobView(found, await waitingOf(found));
-      const chunks = jobReportCsv(
-        deps.validationReports.entries(clientId, jobId),
-        tasksInShardOrder((shard) => deps.tasks.shard(jobId, shard)),
-      )[Symbol.asyncIterator]();
-      const head: Uint8Array[] = [];
-      let size = 0;
-      for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
-        head.push(next.value);
-        size += next.value.byteLength;
-        if (size > REPORT_INLINE_MAX_BYTES) {
-          const key = `reports/${clientId}/${jobId}/report-${deps.clock.now()}.csv`;
-          const rest = { [Symbol.asyncIterator]: () => chunks };
-          await deps.files.write(
-            key,
-            (async function* () {
-              yield* head;
-              yield* rest;
-            })(),
-            'text/csv; charset=utf-8',
-          );
-          return { kind: 'redirect', url: await deps.files.presignGet(key, REPORT_URL_SECONDS), job };
-        }
-      }
-      return { kind: 'inline', csv: Buffer.concat(head), job };
-    },
-  };
+    }
+    return { kind: 'inline', csv: Buffer.concat(head), job };
+  }
 }
 
-export type JobsApi = ReturnType<typeof makeJobsApi>;
+/** Builds the operator API's use cases around their ports. */
+export function makeJobsApi(deps: JobsApiDeps): JobsApi {
+  return new JobsApi(deps);
+}
