@@ -42,65 +42,47 @@ Options:
   -h, --help       show this help
 `;
 
-async function main(): Promise<void> {
-  let values: {
-    'data-dir'?: string;
-    port?: string;
-    csv?: string;
-    limit?: string;
-    rate?: string;
-    region?: string;
-    'time-scale'?: string;
-    'no-job'?: boolean;
-    messages?: string;
-    'no-messages'?: boolean;
-    'no-demo'?: boolean;
-    'exit-after'?: string;
-    help?: boolean;
-  };
+interface StartOptions {
+  readonly dataDir?: string;
+  readonly port: number;
+  readonly csv?: string;
+  readonly limit: number;
+  readonly rate: number;
+  readonly region?: string;
+  readonly timeScale: number;
+  readonly job: boolean;
+  readonly messages: number | false;
+  readonly demo: boolean;
+  readonly exitAfter?: number;
+}
+
+class OptionError extends Error {
+  override name = 'OptionError';
+}
+
+/** The options, each checked up front: a bad one is an {@link OptionError} naming it. */
+function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
+  let values: ReturnType<
+    typeof parseArgs<{ options: typeof OPTIONS; strict: true; args: string[] }>
+  >['values'];
   try {
-    ({ values } = parseArgs({
-      options: {
-        'data-dir': { type: 'string' },
-        port: { type: 'string' },
-        csv: { type: 'string' },
-        limit: { type: 'string' },
-        rate: { type: 'string' },
-        region: { type: 'string' },
-        'time-scale': { type: 'string' },
-        'no-job': { type: 'boolean' },
-        messages: { type: 'string' },
-        'no-messages': { type: 'boolean' },
-        'no-demo': { type: 'boolean' },
-        'exit-after': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
+    ({ values } = parseArgs({ args: [...args], options: OPTIONS, strict: true }));
   } catch (error) {
-    console.error(`${(error as Error).message}\n\n${HELP}`);
-    process.exitCode = 2;
-    return;
+    throw new OptionError(`${(error as Error).message}\n\n${HELP}`);
   }
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+  if (values.help) return 'help';
   const port = values.port === undefined ? 3000 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    console.error(`--port must be a port number, got ${JSON.stringify(values.port)}`);
-    process.exitCode = 2;
-    return;
+    throw new OptionError(`--port must be a port number, got ${JSON.stringify(values.port)}`);
   }
   const exitAfter = values['exit-after'] === undefined ? undefined : Number(values['exit-after']);
   if (exitAfter !== undefined && !(exitAfter > 0)) {
-    console.error(
+    throw new OptionError(
       `--exit-after must be a positive number of seconds, got ${JSON.stringify(values['exit-after'])}`,
     );
-    process.exitCode = 2;
-    return;
   }
-
+  const whole = (n: number) => Number.isInteger(n) && n >= 1;
+  const positive = (n: number) => n > 0;
   const numberOption = (
     name: string,
     raw: string | undefined,
@@ -109,52 +91,67 @@ async function main(): Promise<void> {
   ) => {
     if (raw === undefined) return fallback;
     const n = Number(raw);
-    if (!ok(n))
-      throw new Error(
-        `--${name} must be ${name === 'limit' || name === 'messages' ? 'a whole number ≥ 1' : 'a number > 0'}, got ${JSON.stringify(raw)}`,
+    if (!ok(n)) {
+      throw new OptionError(
+        `--${name} must be ${ok === whole ? 'a whole number ≥ 1' : 'a number > 0'}, got ${JSON.stringify(raw)}`,
       );
+    }
     return n;
   };
-  let limit: number;
-  let rate: number;
-  let timeScale: number;
-  let messages: number;
-  try {
-    limit = numberOption('limit', values.limit, 6, (n) => Number.isInteger(n) && n >= 1);
-    rate = numberOption('rate', values.rate, 2, (n) => n > 0);
-    timeScale = numberOption('time-scale', values['time-scale'], 30, (n) => n > 0);
-    messages = numberOption(
-      'messages',
-      values.messages,
-      DEMO_MESSAGE_COUNT,
-      (n) => Number.isInteger(n) && n >= 1,
+  const csv = values.csv;
+  if (csv !== undefined && !existsSync(csv)) throw new OptionError(`--csv: no such file ${csv}`);
+  if (csv !== undefined && statSync(csv).size > MAX_BODY_BYTES) {
+    throw new OptionError(
+      `--csv: ${csv} is ${statSync(csv).size} bytes; the local S3 stand-in takes files up to ${MAX_BODY_BYTES} bytes in one upload (S3 takes 5 GiB)`,
     );
-    if (values.csv !== undefined && !existsSync(values.csv))
-      throw new Error(`--csv: no such file ${values.csv}`);
-    if (values.csv !== undefined && statSync(values.csv).size > MAX_BODY_BYTES) {
-      throw new Error(
-        `--csv: ${values.csv} is ${statSync(values.csv).size} bytes; the local S3 stand-in takes files up to ${MAX_BODY_BYTES} bytes in one upload (S3 takes 5 GiB)`,
-      );
-    }
-    if (values.region !== undefined && !isKnownRegion(values.region)) {
-      throw new Error(
-        `--region must be a region code such as JP or US, got ${JSON.stringify(values.region)}`,
-      );
-    }
-  } catch (error) {
-    console.error((error as Error).message);
-    process.exitCode = 2;
-    return;
   }
+  if (values.region !== undefined && !isKnownRegion(values.region)) {
+    throw new OptionError(
+      `--region must be a region code such as JP or US, got ${JSON.stringify(values.region)}`,
+    );
+  }
+  const messages = numberOption('messages', values.messages, DEMO_MESSAGE_COUNT, whole);
+  return {
+    ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
+    port,
+    ...(csv ? { csv } : {}),
+    limit: numberOption('limit', values.limit, 6, whole),
+    rate: numberOption('rate', values.rate, 2, positive),
+    ...(values.region ? { region: values.region } : {}),
+    timeScale: numberOption('time-scale', values['time-scale'], 30, positive),
+    job: !values['no-job'],
+    messages: values['no-messages'] ? false : messages,
+    demo: !values['no-demo'],
+    ...(exitAfter === undefined ? {} : { exitAfter }),
+  };
+}
 
+const OPTIONS = {
+  'data-dir': { type: 'string' },
+  port: { type: 'string' },
+  csv: { type: 'string' },
+  limit: { type: 'string' },
+  rate: { type: 'string' },
+  region: { type: 'string' },
+  'time-scale': { type: 'string' },
+  'no-job': { type: 'boolean' },
+  messages: { type: 'string' },
+  'no-messages': { type: 'boolean' },
+  'no-demo': { type: 'boolean' },
+  'exit-after': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Starts the stack, plays the demos the options ask for, and runs until Ctrl-C. */
+async function run(options: StartOptions): Promise<void> {
   const log = (line: string) => console.log(`[switchboard] ${line}`);
   let stack: LocalStack;
   try {
     stack = await startLocalStack({
-      ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
-      port,
-      fleet: !values['no-job'] || !values['no-messages'],
-      telephonyTimeScale: timeScale,
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      port: options.port,
+      fleet: options.job || options.messages !== false,
+      telephonyTimeScale: options.timeScale,
       log,
     });
   } catch (error) {
@@ -183,20 +180,22 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('Ctrl-C'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  const { exitAfter } = options;
   if (exitAfter !== undefined) setTimeout(() => void stop(`--exit-after ${exitAfter}s`), exitAfter * 1000);
   log(`demo channel "demo": webhook URL ${stack.webhookUrl('demo')}, channel secret "demo-channel-secret"`);
-  if (!values['no-demo']) {
+  if (options.demo) {
     await playWebhookDemo(stack, demoLog).catch((error: unknown) =>
       demoLog(`demo failed: ${(error as Error).message}`),
     );
   }
-  if (!values['no-job']) {
+  const region = options.region ? { defaultRegion: options.region } : {};
+  if (options.job) {
     try {
       const view = await runDemoJob(stack, demoLog, {
-        ...(values.csv ? { csvPath: values.csv } : {}),
-        maxConcurrentCalls: limit,
-        callsPerSecond: rate,
-        ...(values.region ? { defaultRegion: values.region } : {}),
+        ...(options.csv ? { csvPath: options.csv } : {}),
+        maxConcurrentCalls: options.limit,
+        callsPerSecond: options.rate,
+        ...region,
       });
       demoLog(
         `job: ${view.status}: ${view.counts.completed} completed, ${view.counts.failed} failed of ${view.counts.tasks} tasks`,
@@ -205,13 +204,13 @@ async function main(): Promise<void> {
       demoLog(`job failed to run: ${(error as Error).message}`);
     }
   }
-  if (!values['no-messages']) {
+  if (options.messages !== false) {
     try {
       const summary = await runDemoMessages(stack, demoLog, {
-        count: messages,
-        maxConcurrentCalls: limit,
-        callsPerSecond: rate,
-        ...(values.region ? { defaultRegion: values.region } : {}),
+        count: options.messages,
+        maxConcurrentCalls: options.limit,
+        callsPerSecond: options.rate,
+        ...region,
       });
       demoLog(summaryLine(summary));
     } catch (error) {
@@ -219,6 +218,23 @@ async function main(): Promise<void> {
     }
   }
   demoLog('ready — press Ctrl-C to stop');
+}
+
+async function main(): Promise<void> {
+  let options: StartOptions | 'help';
+  try {
+    options = parseStartOptions(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof OptionError)) throw error;
+    console.error(error.message);
+    process.exitCode = 2;
+    return;
+  }
+  if (options === 'help') {
+    console.log(HELP);
+    return;
+  }
+  await run(options);
 }
 
 await main();
