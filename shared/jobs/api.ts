@@ -15,6 +15,7 @@
 import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
 import { newUlid } from '#shared/ids.ts';
 import type { Logger } from '#shared/log.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import { cancelSweepStart } from './cancel.ts';
 import {
   ClientNotFoundError,
@@ -26,7 +27,6 @@ import {
 import { type ClientSettings, canTransition, type Job, type JobCounts, type JobStatus } from './model.ts';
 import type {
   ClientStore,
-  Clock,
   IngestQueue,
   JobChangeNotifier,
   JobStore,

@@ -25,9 +25,11 @@
  *    delayed until that hold has passed ({@link recheckDelaySeconds}): what its broker has not
  *    written back by then ends in the re-check. A pass that finds none held ends the sweep.
  */
+
+import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { DEFAULT_MAX_CALL_SECONDS } from './model.ts';
-import type { CancelSweepMessage, Clock, IngestQueue, JobStore, SweptTask, TaskCanceller } from './ports.ts';
+import type { CancelSweepMessage, IngestQueue, JobStore, SweptTask, TaskCanceller } from './ports.ts';
 
 /** The reason a task of a cancelled job ends with (the broker's settle writes the same). */
 export const JOB_CANCELLED_REASON = 'job cancelled';

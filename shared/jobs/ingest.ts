@@ -25,13 +25,13 @@ import { randomUUID } from 'node:crypto';
 import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
 import { type IngestCounts, type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/ingest.ts';
 import type { Logger } from '#shared/log.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import { ZERO_COUNTS } from './api.ts';
 import { cancelSweepStart } from './cancel.ts';
 import { SourceChangedError, ValidationError } from './errors.ts';
 import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type {
   ClientStore,
-  Clock,
   ContinueIngestMessage,
   IngestQueue,
   IngestState,

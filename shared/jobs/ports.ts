@@ -7,10 +7,6 @@ import type { IngestCounts, IngestCursor } from '#shared/csv/ingest.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import type { ClientSettings, Job, JobCounts, JobStatus, Task } from './model.ts';
 
-export interface Clock {
-  now(): number;
-}
-
 export interface ClientStore {
   get(clientId: string): Promise<ClientSettings | undefined>;
   /** Creates or replaces the settings, answering them as stored: a stored `paused` is kept unless `settings.paused` says. */

@@ -5,8 +5,6 @@
 import type { Channel } from '#shared/channels/channel.ts';
 import type { MessagingClient } from '#shared/line/messaging-client.ts';
 
-export type { Clock } from '#shared/pacing/clock.ts';
-
 export interface ChannelStore {
   get(channelId: string): Promise<Channel | undefined>;
   put(channel: Channel): Promise<void>;

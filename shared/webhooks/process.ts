@@ -16,8 +16,8 @@ import { answerFor, type Channel } from '#shared/channels/channel.ts';
 import { backoffDelay, type OutgoingMessage, type SendOutcome } from '#shared/line/messaging-client.ts';
 import { retryKeyStillSafe, webhookRetryKey } from '#shared/line/retry-key.ts';
 import { eventSource, type KnownWebhookEvent, readKnownEvent, sourceKey } from '#shared/line/webhook.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import {
-  type Clock,
   type MessagingFor,
   type OptOutStore,
   PROCESSED_EVENT_TTL_MS,

@@ -12,7 +12,7 @@ import { ID_PATTERN, liveSecrets } from '#shared/channels/channel.ts';
 import { getHeader, type HttpHeaders } from '#shared/http/api-gateway.ts';
 import { SIGNATURE_HEADER, verifySignature } from '#shared/line/signature.ts';
 import { parseWebhookBody } from '#shared/line/webhook.ts';
-import type { Clock } from './ports.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import { type EventQueue, type QueueEntry, queueEntryFor } from './queue-message.ts';
 
 /** Largest webhook body accepted. LINE's bodies are a few KB; anything this big is not LINE. */
