@@ -100,9 +100,10 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
   };
   const csv = values.csv;
   if (csv !== undefined && !existsSync(csv)) throw new OptionError(`--csv: no such file ${csv}`);
-  if (csv !== undefined && statSync(csv).size > MAX_BODY_BYTES) {
+  const csvBytes = csv === undefined ? 0 : statSync(csv).size;
+  if (csvBytes > MAX_BODY_BYTES) {
     throw new OptionError(
-      `--csv: ${csv} is ${statSync(csv).size} bytes; the local S3 stand-in takes files up to ${MAX_BODY_BYTES} bytes in one upload (S3 takes 5 GiB)`,
+      `--csv: ${csv} is ${csvBytes} bytes; the local S3 stand-in takes files up to ${MAX_BODY_BYTES} bytes in one upload (S3 takes 5 GiB)`,
     );
   }
   if (values.region !== undefined && !isKnownRegion(values.region)) {

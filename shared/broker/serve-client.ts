@@ -12,6 +12,7 @@
  */
 import { attemptKey } from '#shared/ids.ts';
 import { type ClientSettings, DEFAULT_MAX_CALL_SECONDS, type Job, type Task } from '#shared/jobs/model.ts';
+import { mayStartNow } from '#shared/jobs/waiting.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
 import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
@@ -258,14 +259,6 @@ export class ClientServer {
     return client;
   }
 
-  /** Whether a call of `job` may start now: the client not paused, inside the hours that apply. */
-  #mayCall(client: ClientSettings, job: Job): boolean {
-    return (
-      !client.paused &&
-      isOpen(effectiveCallingHours(client.callingHours, job.callingHours), this.#deps.clock.now())
-    );
-  }
-
   /** The loop that starts calls; returns an end when serving is over without a drain. */
   async #startCalls(): Promise<ServeEnd | undefined> {
     const { tasks, keeper, clock, settings, logger } = this.#deps;
@@ -293,7 +286,7 @@ export class ClientServer {
         break;
       }
       // The hours may have closed, or the client been paused, while the slot was awaited.
-      if (!this.#mayCall(await this.#currentClient(), next.job)) {
+      if (!mayStartNow(await this.#currentClient(), next.job, clock.now())) {
         this.#buffer.unshift(next.task);
         slot.release();
         continue;

@@ -10,11 +10,11 @@
  * client's other jobs. Losing the lease, or {@link MessageServer.stop}, stops it the same way.
  */
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
+import { mayStartNow } from '#shared/jobs/waiting.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
 import { type PipelineTotals, runMessagePipeline } from '#shared/messaging/pipeline.ts';
 import type { BatchLedger, JobProgress, ReportSink, SendPort, TaskSource } from '#shared/messaging/ports.ts';
-import { effectiveCallingHours, isOpen } from '#shared/pacing/calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { HeldClientSettings } from './client-settings.ts';
 import type { ServeEnd } from './serve-client.ts';
@@ -203,11 +203,7 @@ export class MessageServer {
    * calling hours too: nobody wants a 3 a.m. push.
    */
   #maySend(job: Job): boolean {
-    const client = this.#client.current;
-    return (
-      !client.paused &&
-      isOpen(effectiveCallingHours(client.callingHours, job.callingHours), this.#deps.clock.now())
-    );
+    return mayStartNow(this.#client.current, job, this.#deps.clock.now());
   }
 
   /** Polls the jobs being sent; one that is no longer running stops the round. */

@@ -31,6 +31,11 @@ export interface JobWaitingInput {
   readonly callsInFlight?: number;
 }
 
+/** Whether a call or message of `job` may start now: the client not paused, inside the hours that apply. */
+export function mayStartNow(client: ClientSettings, job: Job, now: number): boolean {
+  return !client.paused && isOpen(effectiveCallingHours(client.callingHours, job.callingHours), now);
+}
+
 /** Why `job` is not starting calls or messages now, or undefined when nothing holds it back. */
 export function jobWaitingFor(input: JobWaitingInput): JobWaiting | undefined {
   const { job, client, now } = input;
