@@ -28,13 +28,17 @@ export const REPORTED_CALL_STATUSES = [
   'busy',
   'no-answer',
   'failed',
+  'voicemail',
 ] as const;
 export type ReportedCallStatus = (typeof REPORTED_CALL_STATUSES)[number];
 /** Every status a call can have: `queued` until the provider reports anything. */
 export const CALL_STATUSES = ['queued', ...REPORTED_CALL_STATUSES] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
-/** Statuses after which nothing more happens to a call. */
-export type FinalCallStatus = 'completed' | 'busy' | 'no-answer' | 'failed';
+/**
+ * Statuses after which nothing more happens to a call. `voicemail`: an answering machine, not a
+ * person, answered (providers with answering-machine detection report it).
+ */
+export type FinalCallStatus = 'completed' | 'busy' | 'no-answer' | 'failed' | 'voicemail';
 
 /** What is known of a call at one moment, from a callback or from `getCall`. */
 export interface CallSnapshot {
@@ -98,7 +102,13 @@ export class TelephonyRequestError extends Error {
   }
 }
 
-const FINAL: ReadonlySet<CallStatus> = new Set<CallStatus>(['completed', 'busy', 'no-answer', 'failed']);
+const FINAL: ReadonlySet<CallStatus> = new Set<CallStatus>([
+  'completed',
+  'busy',
+  'no-answer',
+  'failed',
+  'voicemail',
+]);
 
 /** True when nothing more will happen to a call in this status. */
 export function isFinal(status: CallStatus): status is FinalCallStatus {

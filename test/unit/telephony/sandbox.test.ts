@@ -119,7 +119,13 @@ describe('call outcomes and their signed callbacks', () => {
     expect(received(busy).map((e) => e.status)).toEqual(['ringing', 'busy']);
     expect(received(noAnswer).map((e) => e.status)).toEqual(['ringing', 'no-answer']);
     expect(received(failed)).toMatchObject([{ status: 'failed', reason: 'invalid-number', sequence: 1 }]);
-    expect(sandbox!.stats('client-a').outcomes).toEqual({ completed: 0, busy: 1, 'no-answer': 1, failed: 1 });
+    expect(sandbox!.stats('client-a').outcomes).toEqual({
+      completed: 0,
+      busy: 1,
+      'no-answer': 1,
+      failed: 1,
+      voicemail: 0,
+    });
   });
 
   it('hangs up an answered call at maxDurationSeconds and says so', async () => {
@@ -164,7 +170,7 @@ describe('far-side accounting of a client’s calls', () => {
       inFlight: 0,
       maxInFlight: 4,
       maxStartsPerSecond: 4,
-      outcomes: { completed: 3, busy: 1, 'no-answer': 1, failed: 1 },
+      outcomes: { completed: 3, busy: 1, 'no-answer': 1, failed: 1, voicemail: 0 },
       repeatedRings: [],
     });
     expect(sandbox!.stats('client-b')).toMatchObject({ rings: 0, maxInFlight: 0, maxStartsPerSecond: 0 });
