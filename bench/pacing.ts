@@ -45,6 +45,7 @@ import { systemClock, systemTimers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import { routes } from '#shared/routes.ts';
 import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
+import { oneProvider } from '#shared/telephony/port.ts';
 import { startBrokerHttpServer } from '#worker/http.ts';
 import { runPollingBroker, startCallbackStore } from './lib/pacing-baseline.ts';
 import {
@@ -202,11 +203,13 @@ async function startOurBroker(sandbox: TelephonySandbox, scenario: PacingScenari
   broker = new Broker({
     leases: makeDynamoLeaseStore(doc, controlTable, { endpoint: server.url }),
     tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable, now: () => Date.now() }),
-    provider: makeHttpTelephonyProvider({
-      baseUrl: sandbox.url,
-      apiToken: sandbox.apiToken,
-      clock: systemClock,
-    }),
+    providers: oneProvider(
+      makeHttpTelephonyProvider({
+        baseUrl: sandbox.url,
+        apiToken: sandbox.apiToken,
+        clock: systemClock,
+      }),
+    ),
     fleet: makeDynamoFleetWorkReader(doc, controlTable),
     protection: new TaskProtectionKeeper({
       port: makeEcsAgentProtection({ agentUri: undefined }),

@@ -6,12 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeDynamoChannelStore, makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
+import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts';
 import { Broker, type StopReason } from '#shared/broker/broker.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
@@ -22,7 +24,6 @@ import { type HttpSend, makeHttpSend } from '#shared/messaging/http-send.ts';
 import type { SendPort } from '#shared/messaging/ports.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
-import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import { startBrokerHttpServer } from './http.ts';
 
 export interface BrokerConfig {
@@ -279,11 +280,12 @@ export async function startBrokerProcess(
       tasksTable: config.tasksTable,
       now: () => clock.now(),
     }),
-    provider: makeHttpTelephonyProvider({
-      baseUrl: config.telephonyApiUrl,
-      apiToken: config.telephonyApiToken,
+    providers: makeTelephonyProviders({
+      http: { baseUrl: config.telephonyApiUrl, apiToken: config.telephonyApiToken },
+      connect: (region) => makeConnectClient(region === undefined ? {} : { region }),
       clock,
     }),
+    callLinks: makeDynamoCallLinks(doc, config.tasksTable),
     fleet: makeDynamoFleetWorkReader(doc, config.controlTable),
     protection,
     clock,

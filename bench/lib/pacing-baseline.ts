@@ -96,6 +96,7 @@ export async function runPollingBroker(options: PollingBrokerOptions): Promise<v
           {
             to: call.to,
             clientId: options.clientId,
+            jobId: 'baseline',
             taskId: call.taskId,
             attempt: 1,
             callbackUrl: store.url,

@@ -6,6 +6,7 @@
  * Every client is built here, so what must apply to every AWS call (the local cloud's record of
  * calls for the IAM conformance check, tracing) is attached in one place: {@link onEveryAwsClient}.
  */
+import { ConnectClient, type ConnectClientConfig } from '@aws-sdk/client-connect';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { ECSClient, type ECSClientConfig } from '@aws-sdk/client-ecs';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
@@ -48,6 +49,14 @@ export function makeDocumentClient(client: DynamoDBClient = makeDynamoClient()):
 
 export function makeSqsClient(config: SQSClientConfig = {}): SQSClient {
   return withPlugins(new SQSClient(config));
+}
+
+/**
+ * Amazon Connect with the SDK's retries off (`maxAttempts: 1`): the broker retries a start itself,
+ * spaced at the client's line rate, which the SDK's own backoff would not respect.
+ */
+export function makeConnectClient(config: ConnectClientConfig = {}): ConnectClient {
+  return withPlugins(new ConnectClient({ maxAttempts: 1, ...config }));
 }
 
 export function makeEcsClient(config: ECSClientConfig = {}): ECSClient {

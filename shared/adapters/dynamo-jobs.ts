@@ -91,7 +91,7 @@ export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: st
 }
 
 /** Settings a `PUT /clients/{id}` may leave out: removed when it does (`paused` is kept). */
-const CLIENT_OPTIONAL_FIELDS = ['messageChannelId', 'jobDefaults'] as const;
+const CLIENT_OPTIONAL_FIELDS = ['messageChannelId', 'jobDefaults', 'telephony'] as const;
 
 const JOB_FIELDS = [
   'clientId',
@@ -103,6 +103,7 @@ const JOB_FIELDS = [
   'callingHours',
   'maxAttempts',
   'retryDelaySeconds',
+  'ringTimeoutSeconds',
   'status',
   'counts',
   'failureReason',

@@ -16,8 +16,8 @@ import type { Logger } from '#shared/log.ts';
 import type { SendPort } from '#shared/messaging/ports.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
-import type { TelephonyProvider } from '#shared/telephony/port.ts';
-import type { BrokerTaskStore, CallEnded, FleetWorkReader } from './ports.ts';
+import type { TelephonyProviders } from '#shared/telephony/port.ts';
+import type { BrokerTaskStore, CallEnded, CallLinkStore, FleetWorkReader } from './ports.ts';
 import { ClientServer, type ServeEnd, type ServeSettings } from './serve-client.ts';
 import { MessageServer, type MessageServeSettings, type MessageTaskStore } from './serve-messages.ts';
 
@@ -36,7 +36,8 @@ export interface BrokerSettings extends ServeSettings {
 export interface BrokerDeps {
   readonly leases: LeaseStore;
   readonly tasks: BrokerTaskStore;
-  readonly provider: TelephonyProvider;
+  readonly providers: TelephonyProviders;
+  readonly callLinks?: CallLinkStore;
   readonly fleet: FleetWorkReader;
   readonly protection: Pick<TaskProtectionKeeper, 'update' | 'release'>;
   readonly clock: Clock;
@@ -211,7 +212,8 @@ export class Broker {
     const { clock, timers, logger, settings } = this.#deps;
     const server = new ClientServer({
       tasks: this.#deps.tasks,
-      provider: this.#deps.provider,
+      providers: this.#deps.providers,
+      ...(this.#deps.callLinks ? { callLinks: this.#deps.callLinks } : {}),
       keeper,
       clock,
       timers,

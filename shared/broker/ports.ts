@@ -4,6 +4,7 @@
  * and the nudge that tells a broker one of its calls has ended.
  */
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import type { CallStatusEvent } from '#shared/telephony/port.ts';
 import type { FleetWork } from './fleet.ts';
 
 /** A task by its keys. */
@@ -101,4 +102,25 @@ export interface BrokerNotifier {
 export interface LeaseEndpointReader {
   /** The live holder's endpoint, or undefined when the lease is free, expired or has none. */
   endpointOf(clientId: string, now: number): Promise<string | undefined>;
+}
+
+/** The attempt a provider's call belongs to. */
+export interface CallLink extends TaskRef {
+  readonly clientId: string;
+  readonly attempt: number;
+}
+
+/**
+ * Where a call's status events find their attempt when the provider's events name only the call
+ * (Amazon Connect's contact events carry the contact id, not Switchboard's attributes). Both
+ * sides write the same item, so whichever comes second sees the first: the broker links a call
+ * once the provider answers the start, and gets back the events that arrived before (a call that
+ * fails at once is over before its start is answered); an event that finds no link is held for
+ * the broker's link instead of being lost.
+ */
+export interface CallLinkStore {
+  /** Links `callId` to its attempt; returns the events held for it (their `idempotencyKey` empty). */
+  link(callId: string, link: CallLink, now: number): Promise<readonly CallStatusEvent[]>;
+  /** The attempt `callId` belongs to; undefined once `event` is held for the broker's link. */
+  resolve(callId: string, event: CallStatusEvent, now: number): Promise<CallLink | undefined>;
 }

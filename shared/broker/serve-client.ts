@@ -18,10 +18,16 @@ import type { Logger } from '#shared/log.ts';
 import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { type CallSlot, Pacer, PacingGate } from '#shared/pacing/pacer.ts';
-import type { CallRequest, InitiateOutcome, TelephonyProvider } from '#shared/telephony/port.ts';
+import type {
+  CallRequest,
+  CallStatusEvent,
+  InitiateOutcome,
+  TelephonyProvider,
+  TelephonyProviders,
+} from '#shared/telephony/port.ts';
 import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
 import { HeldClientSettings } from './client-settings.ts';
-import type { BrokerTaskStore, CallEnded, Settlement } from './ports.ts';
+import type { BrokerTaskStore, CallEnded, CallLinkStore, Settlement } from './ports.ts';
 import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
 
 export interface ServeSettings {
@@ -70,7 +76,10 @@ export const DEFAULT_SERVE_SETTINGS: Omit<ServeSettings, 'callbackUrl'> = {
 
 export interface ServeClientDeps {
   readonly tasks: BrokerTaskStore;
-  readonly provider: TelephonyProvider;
+  /** The client's provider is chosen from its settings when serving begins. */
+  readonly providers: TelephonyProviders;
+  /** Where calls are linked to their attempts, for providers whose events name only the call. */
+  readonly callLinks?: CallLinkStore;
   /** Already holds the client's lease. */
   readonly keeper: LeaseKeeper;
   readonly clock: Clock;
@@ -134,6 +143,7 @@ export class ClientServer {
   #sendQueue: Promise<void> = Promise.resolve();
   #lastAnsweredAt = Number.NEGATIVE_INFINITY;
   #sendIntervalMs = 0;
+  #provider: TelephonyProvider | undefined;
 
   constructor(deps: ServeClientDeps) {
     this.#deps = deps;
@@ -185,6 +195,8 @@ export class ClientServer {
         client,
       );
       this.#gate = this.#makeGate(client);
+      // A change of provider applies from the client's next lease: calls in flight stay with theirs.
+      this.#provider = this.#deps.providers.forClient(this.clientId, client.telephony);
       await this.#adopt();
       if (this.#deps.adoptOnly) {
         await this.#callsEnded();
@@ -449,8 +461,10 @@ export class ClientServer {
     return {
       to: task.recipient,
       clientId: task.clientId,
+      jobId: task.jobId,
       taskId: task.taskId,
       attempt,
+      ...(job.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: job.ringTimeoutSeconds }),
       callbackUrl: callbackUrlFor(this.#deps.settings.callbackUrl, {
         jobId: task.jobId,
         taskId: task.taskId,
@@ -463,7 +477,8 @@ export class ClientServer {
 
   /** Places the call (or finds it again under its key), retrying ambiguous answers with the same key. */
   async #place(call: InFlightCall): Promise<void> {
-    const { provider, settings, logger, tasks, clock } = this.#deps;
+    const { settings, logger, tasks, clock } = this.#deps;
+    const provider = this.#provider!;
     const key = attemptKey(call.task.jobId, call.task.taskId, call.attempt);
     const request = this.#request(call);
     let delay = settings.initiateRetryMs;
@@ -488,6 +503,7 @@ export class ClientServer {
           error,
         });
       }
+      if (provider.linksCalls) await this.#link(call, key);
       return;
     }
     if (outcome.kind === 'rejected') {
@@ -496,6 +512,30 @@ export class ClientServer {
     }
     // Still ambiguous: the call may exist. Reconciliation asks again at the deadline.
     logger.warn('call not confirmed; left to reconciliation', { taskId: call.task.taskId, outcome });
+  }
+
+  /**
+   * Links a placed call to its attempt so that the provider's events find it, and settles the
+   * call at once when its end came before the link (a call that fails as it is dialled). A link
+   * that cannot be written leaves the call to reconciliation.
+   */
+  async #link(call: InFlightCall, key: string): Promise<void> {
+    const { callLinks, tasks, clock, logger } = this.#deps;
+    if (!callLinks || call.callId === undefined) return;
+    const { task, attempt } = call;
+    const link = { clientId: task.clientId, jobId: task.jobId, taskId: task.taskId, attempt };
+    let held: readonly CallStatusEvent[];
+    try {
+      held = await callLinks.link(call.callId, link, clock.now());
+    } catch (error) {
+      logger.warn('call not linked; reconciliation will ask the provider', { taskId: task.taskId, error });
+      return;
+    }
+    const final = held.find((event) => isFinal(event.status));
+    if (!final || call.ended) return;
+    const snapshot = { ...final, idempotencyKey: key };
+    await settleFromSnapshot(tasks, { task, job: call.job, attempt, snapshot, now: clock.now() });
+    this.#end(call, 'reported');
   }
 
   /**
@@ -549,7 +589,8 @@ export class ClientServer {
 
   /** The slow path: a call with no reported end by its deadline is asked of the provider. */
   async #reconcile(call: InFlightCall): Promise<void> {
-    const { provider, tasks, clock, settings, logger } = this.#deps;
+    const { tasks, clock, settings, logger } = this.#deps;
+    const provider = this.#provider!;
     if (call.ended || this.#lost) return;
     call.reconcileTries += 1;
     const lastTry = call.reconcileTries >= settings.reconcileTries;

@@ -8,7 +8,7 @@ import { attemptKey } from '#shared/ids.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/cancel.ts';
 import type { Job, Task } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
-import type { CallSnapshot, FinalCallStatus } from '#shared/telephony/port.ts';
+import type { CallSnapshot, CallStatusEvent, FinalCallStatus } from '#shared/telephony/port.ts';
 import { isFinal } from '#shared/telephony/port.ts';
 import { readSignedCallStatusEvent } from '#shared/telephony/status-event.ts';
 import type { BrokerNotifier, BrokerTaskStore, LeaseEndpointReader, Settlement, TaskRef } from './ports.ts';
@@ -143,6 +143,7 @@ export interface RecordCallStatusDeps {
  * call's slot at once. The nudge is best effort: reconciliation covers a lost one.
  */
 export function makeRecordCallStatus(deps: RecordCallStatusDeps) {
+  const recordEvent = makeRecordCallEvent(deps);
   return async (request: CallStatusRequest): Promise<CallStatusOutcome> => {
     const event = readSignedCallStatusEvent({
       header: request.signature,
@@ -154,6 +155,19 @@ export function makeRecordCallStatus(deps: RecordCallStatusDeps) {
     if (event.idempotencyKey !== attemptKey(ref.jobId, ref.taskId, ref.attempt)) {
       throw new CallbackMismatchError('the callback is not the call of the attempt its URL names');
     }
+    return recordEvent(ref, event);
+  };
+}
+
+export type RecordCallEventDeps = Omit<RecordCallStatusDeps, 'secrets'>;
+
+/**
+ * Records one status event of the call of attempt `ref`, whoever reported it (a signed callback, a
+ * Connect contact event): a final status settles the in-flight attempt once, anything later or
+ * older changes nothing; then the broker holding the client's lease is nudged.
+ */
+export function makeRecordCallEvent(deps: RecordCallEventDeps) {
+  return async (ref: AttemptRef, event: CallStatusEvent): Promise<CallStatusOutcome> => {
     const task = await deps.tasks.getTask(ref);
     if (!task) return 'unknown-task';
     if (task.attempts !== ref.attempt || task.state !== 'in-flight') {
@@ -184,7 +198,7 @@ export function makeRecordCallStatus(deps: RecordCallStatusDeps) {
   };
 }
 
-async function nudge(deps: RecordCallStatusDeps, task: Task, callId: string): Promise<void> {
+async function nudge(deps: RecordCallEventDeps, task: Task, callId: string): Promise<void> {
   try {
     const endpoint = await deps.leases.endpointOf(task.clientId, deps.clock.now());
     if (endpoint) await deps.notifier.callEnded(endpoint, { jobId: task.jobId, taskId: task.taskId, callId });

@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/messaging/template.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import type { TelephonySettings } from '#shared/telephony/settings.ts';
 
 /** A call's longest duration when its job sets none (the broker reconciles a call after it). */
 export const DEFAULT_MAX_CALL_SECONDS = 600;
@@ -37,6 +38,8 @@ export interface ClientSettings {
    * starts (its jobs stay `running`, waiting for the client). Kept by `PUT /clients/{id}`.
    */
   readonly paused?: boolean;
+  /** The provider the client's calls go through; the deployment's default HTTP provider when absent. */
+  readonly telephony?: TelephonySettings;
   readonly updatedAt: number;
 }
 
@@ -104,6 +107,8 @@ export interface Job {
   readonly retryDelaySeconds: number;
   /** Longest a call of this job may last (the provider hangs up then); the broker's default when absent. */
   readonly maxCallDurationSeconds?: number;
+  /** How long a call may ring before it is `no-answer`; the provider's default when absent. */
+  readonly ringTimeoutSeconds?: number;
   readonly status: JobStatus;
   readonly counts: JobCounts;
   /** Why the job failed (file unusable…), when it did. */
@@ -160,6 +165,8 @@ export const keys = {
   lease: (clientId: string) => ({ pk: `LEASE#${clientId}`, sk: 'LEASE' }),
   optOut: (clientId: string, recipient: string) => ({ pk: `OPTOUT#${clientId}`, sk: recipient }),
   task: (jobId: string, taskId: string) => ({ pk: `${jobId}#${taskShard(taskId)}`, sk: taskId }),
+  /** Which attempt a provider's call id belongs to (tasks table; for events that name only the call). */
+  callLink: (callId: string) => ({ pk: `CALL#${callId}`, sk: 'LINK' }),
   /** The byStatus index entry of a job that the job manager must look at. */
   jobStatusIndex: (job: Pick<Job, 'status' | 'startAt' | 'jobId'>) =>
     job.status === 'scheduled' || job.status === 'running'

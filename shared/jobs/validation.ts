@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { compileTemplate, type MessageTemplate } from '#shared/messaging/template.ts';
 import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
+import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
 import type { ClientSettings, JobChannel, JobDefaults } from './model.ts';
 
@@ -40,6 +41,7 @@ const clientSettingsSchema = z.strictObject({
   jobDefaults: jobDefaultsSchema.optional(),
   /** Settable here too (a GET's answer can be PUT back); `POST …/pause` and `/resume` are the usual way. */
   paused: z.boolean().optional(),
+  telephony: telephonySettingsSchema.optional(),
 });
 
 /** Client ids and job ids as they may appear in a path and an S3 key. */
@@ -69,6 +71,7 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     ...(data.messageChannelId === undefined ? {} : { messageChannelId: data.messageChannelId }),
     ...(data.jobDefaults === undefined ? {} : { jobDefaults: data.jobDefaults }),
     ...(data.paused === undefined ? {} : { paused: data.paused }),
+    ...(data.telephony === undefined ? {} : { telephony: data.telephony }),
     updatedAt: now,
   };
 }
@@ -82,6 +85,8 @@ export interface JobOptions {
   readonly callingHours?: CallingHours;
   readonly maxAttempts: number;
   readonly retryDelaySeconds: number;
+  /** Seconds a call may ring before it is `no-answer` (Connect: 15 to 60). */
+  readonly ringTimeoutSeconds?: number;
   /** The recipient column's header, when the aliases (`phone`, `電話番号`…) do not find it. */
   readonly recipientColumn?: string;
   /** A message job's message: LINE message objects, `{{column}}` filled per recipient. */
@@ -158,6 +163,7 @@ const jobOptionsSchema = z.strictObject({
   callingHours: z.record(z.string(), z.unknown()).optional(),
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
+  ringTimeoutSeconds: z.number().int('must be a whole number of seconds').min(5).max(600).optional(),
   recipientColumn: z.string().min(1).max(200).optional(),
   message: messageSchema.optional(),
 });
@@ -192,6 +198,18 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
   if (channel === 'call' && data?.message !== undefined) {
     add(errors, 'message', 'only a message job sends a message; a call job runs its scenarioId');
   }
+  const ring = data?.ringTimeoutSeconds;
+  if (
+    ring !== undefined &&
+    client.telephony?.provider === 'connect' &&
+    (ring < CONNECT_RING_TIMEOUT.min || ring > CONNECT_RING_TIMEOUT.max)
+  ) {
+    add(
+      errors,
+      'ringTimeoutSeconds',
+      `Amazon Connect rings ${CONNECT_RING_TIMEOUT.min} to ${CONNECT_RING_TIMEOUT.max} seconds`,
+    );
+  }
   if (!data || Object.keys(errors).length > 0) throw new ValidationError('invalid job options', errors);
   const startAt =
     data.startAt === undefined
@@ -208,6 +226,7 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     maxAttempts: data.maxAttempts ?? client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
     retryDelaySeconds:
       data.retryDelaySeconds ?? client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
+    ...(data.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: data.ringTimeoutSeconds }),
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
   };
@@ -224,8 +243,9 @@ export function jobOptionsFromQuery(
   const out = Object.create(null) as Record<string, unknown>;
   for (const [key, value] of Object.entries(query)) {
     if (value === undefined) continue;
-    if (key === 'maxAttempts' || key === 'retryDelaySeconds') out[key] = numberOr(value);
-    else if (key === 'startAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
+    if (key === 'maxAttempts' || key === 'retryDelaySeconds' || key === 'ringTimeoutSeconds') {
+      out[key] = numberOr(value);
+    } else if (key === 'startAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
     else if (key === 'message' && value.trimStart().startsWith('{')) {
       try {
         out[key] = JSON.parse(value);

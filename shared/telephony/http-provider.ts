@@ -27,7 +27,8 @@ const DEFAULT_RETRY_AFTER_MS = 1_000;
 /**
  * The request body in a fixed field order, variables sorted by name: the same request always
  * gives the same bytes, so a retry after a crash or a timeout is byte-identical to the first try
- * and the provider recognises it under the same idempotency key.
+ * and the provider recognises it under the same idempotency key. (`jobId` and the ring timeout
+ * are not part of the contract's body: the job is in the callback URL.)
  */
 export function serialiseCallRequest(request: CallRequest): string {
   const variables: Record<string, string> = {};

@@ -1,8 +1,10 @@
 /**
  * The telephony port the broker depends on: place a call with an idempotency key, read a call,
  * and merge the call's status events safely whatever order they arrive in. The contract behind
- * it is `docs/telephony-provider.md`; `http-provider.ts` implements it over HTTP.
+ * it is `docs/telephony-provider.md`; `http-provider.ts` implements it over HTTP,
+ * `shared/adapters/connect-telephony.ts` over Amazon Connect.
  */
+import type { TelephonySettings } from './settings.ts';
 
 /** What a task asks the provider to do. */
 export interface CallRequest {
@@ -11,8 +13,11 @@ export interface CallRequest {
   /** Caller id, E.164; the account's default when absent. */
   readonly from?: string;
   readonly clientId: string;
+  readonly jobId: string;
   readonly taskId: string;
   readonly attempt: number;
+  /** Seconds the phone may ring before the call is `no-answer`; the provider's default when absent. */
+  readonly ringTimeoutSeconds?: number;
   /** Where the provider POSTs this call's signed status callbacks. */
   readonly callbackUrl: string;
   /** The provider hangs up an answered call after this many seconds. */
@@ -83,6 +88,21 @@ export interface TelephonyProvider {
    * {@link TelephonyUnavailableError} when the provider cannot answer now.
    */
   getCall(callId: string): Promise<CallSnapshot | undefined>;
+  /**
+   * True when the provider's status events name only its call id (Amazon Connect): the broker
+   * links each placed call to its attempt (`CallLinkStore`) so the events find their task.
+   */
+  readonly linksCalls?: boolean;
+}
+
+/** The provider of each client's calls, from the client's `telephony` settings. */
+export interface TelephonyProviders {
+  forClient(clientId: string, settings: TelephonySettings | undefined): TelephonyProvider;
+}
+
+/** Every client's calls through one provider (tests, benchmarks). */
+export function oneProvider(provider: TelephonyProvider): TelephonyProviders {
+  return { forClient: () => provider };
 }
 
 /** The provider could not answer now (5xx, 429, timeout, reset); try again later. */

@@ -4,6 +4,7 @@ import { fleetWorkItem, parseFleetWork } from '#shared/broker/fleet.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { attemptKey } from '#shared/ids.ts';
 import type { Lease } from '#shared/lease/lease.ts';
+import { oneProvider } from '#shared/telephony/port.ts';
 import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { FakeTime } from '../pacing/fake-time.ts';
 import {
@@ -32,7 +33,7 @@ function setup(input: { callMs?: number; settings?: Partial<BrokerSettings> } = 
   const broker = new Broker({
     leases,
     tasks: store,
-    provider,
+    providers: oneProvider(provider),
     fleet,
     protection: {
       update: (n) => protection.states.push(n),
@@ -193,6 +194,7 @@ describe('a client listed for the calls a dead broker left in flight', () => {
       {
         to: placed!.recipient,
         clientId: 'c1',
+        jobId: placed!.jobId,
         taskId: placed!.taskId,
         attempt: 1,
         callbackUrl: 'https://api.example/providers/acme/calls/status',

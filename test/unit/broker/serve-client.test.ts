@@ -8,6 +8,7 @@ import {
 import { attemptKey } from '#shared/ids.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
+import { oneProvider } from '#shared/telephony/port.ts';
 import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { FakeTime } from '../pacing/fake-time.ts';
 import {
@@ -63,7 +64,7 @@ async function harness(input: {
   const inFlightSeen: number[] = [];
   const server = new ClientServer({
     tasks: store,
-    provider,
+    providers: oneProvider(provider),
     keeper,
     clock: time,
     timers: time,
@@ -275,6 +276,7 @@ describe('serving a client', () => {
         const request = {
           to: t0!.recipient,
           clientId: 'c1',
+          jobId: t0!.jobId,
           taskId: t0!.taskId,
           attempt: 1,
           callbackUrl: CALLBACK,

@@ -17,6 +17,7 @@ function request(overrides: Partial<CallRequest> = {}): CallRequest {
   return {
     to: '+819012345678',
     clientId: 'client-a',
+    jobId: 'job-1',
     taskId: 'task-1',
     attempt: 1,
     callbackUrl: receiver.url,
@@ -171,6 +172,7 @@ describe('serialiseCallRequest', () => {
     const base = {
       to: '+819012345678',
       clientId: 'c',
+      jobId: 'j',
       taskId: 't',
       attempt: 1,
       callbackUrl: 'https://example.test/cb',

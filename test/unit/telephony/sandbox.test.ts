@@ -47,6 +47,7 @@ async function call(to: string, overrides: Partial<CallRequest> = {}): Promise<s
     {
       to,
       clientId: 'client-a',
+      jobId: 'job-1',
       taskId,
       attempt: 1,
       callbackUrl: receiver.url,
@@ -186,6 +187,7 @@ describe('far-side accounting of a client’s calls', () => {
       {
         to: '+815200000001',
         clientId: 'client-a',
+        jobId: 'job-1',
         taskId: 't2',
         attempt: 1,
         callbackUrl: receiver.url,
@@ -335,6 +337,7 @@ describe('outcome distribution', () => {
     const req = {
       to: '+815400000001',
       clientId: 'client-a',
+      jobId: 'job-1',
       taskId: 'task-reset',
       attempt: 1,
       callbackUrl: receiver.url,

@@ -1,0 +1,146 @@
+/**
+ * The telephony port over Amazon Connect (`@aws-sdk/client-connect`): a call is
+ * `StartOutboundVoiceContact` with the attempt key as its `ClientToken` (Connect returns the same
+ * contact for a repeated token, so a retry of an ambiguous start does not ring again), and a call's
+ * state is `DescribeContact`. Call ends arrive as contact events on EventBridge
+ * (`lambdas/connect-events`); this adapter's `getCall` is the reconciliation path when they do not.
+ *
+ * The client is made with `maxAttempts: 1`: the broker retries, spaced at the line's rate, so
+ * that a retried start never lands closer to the previous one than the client's calls per second.
+ */
+import {
+  type ConnectClient,
+  DescribeContactCommand,
+  type DescribeContactCommandOutput,
+  StartOutboundVoiceContactCommand,
+} from '@aws-sdk/client-connect';
+import {
+  CONNECT_KEY_ATTRIBUTE,
+  type ConnectContactState,
+  connectCallSnapshot,
+} from '#shared/telephony/connect-contact.ts';
+import type {
+  CallRequest,
+  CallSnapshot,
+  InitiateOutcome,
+  TelephonyProvider,
+} from '#shared/telephony/port.ts';
+import { TelephonyRequestError, TelephonyUnavailableError } from '#shared/telephony/port.ts';
+import type { ConnectSettings } from '#shared/telephony/settings.ts';
+
+/** Contact attributes Switchboard sets on every call (the contact flow may read them too). */
+export const CONNECT_ATTRIBUTES = {
+  client: 'switchboard_client',
+  job: 'switchboard_job',
+  task: 'switchboard_task',
+  attempt: 'switchboard_attempt',
+  key: CONNECT_KEY_ATTRIBUTE,
+} as const;
+
+/** How long a throttled start waits when Connect says nothing (it sends no Retry-After). */
+const THROTTLE_WAIT_MS = 1_000;
+
+/** Errors that mean "not now": throttling and the instance's concurrent-call quota. */
+const THROTTLED = new Set(['ThrottlingException', 'LimitExceededException', 'TooManyRequestsException']);
+
+export function makeConnectTelephonyProvider(
+  client: ConnectClient,
+  settings: ConnectSettings,
+): TelephonyProvider {
+  return {
+    linksCalls: true,
+    async initiate(request, idempotencyKey): Promise<InitiateOutcome> {
+      try {
+        const answer = await client.send(
+          new StartOutboundVoiceContactCommand(startInput(request, idempotencyKey, settings)),
+        );
+        if (!answer.ContactId) return { kind: 'retryable', reason: 'Connect answered without a ContactId' };
+        return { kind: 'accepted', callId: answer.ContactId, duplicate: false };
+      } catch (error) {
+        return outcomeOfError(error);
+      }
+    },
+
+    async getCall(callId): Promise<CallSnapshot | undefined> {
+      let answer: DescribeContactCommandOutput;
+      try {
+        answer = await client.send(
+          new DescribeContactCommand({ InstanceId: settings.instanceId, ContactId: callId }),
+        );
+      } catch (error) {
+        const { name, status, message } = errorFacts(error);
+        if (name === 'ResourceNotFoundException' || name === 'ContactNotFoundException') return undefined;
+        if (status === undefined || status >= 500 || THROTTLED.has(name)) {
+          throw new TelephonyUnavailableError(`Connect ${name}: ${message}`);
+        }
+        throw new TelephonyRequestError(status, name, message);
+      }
+      const contact = answer.Contact;
+      if (!contact?.Id) return undefined;
+      const state: ConnectContactState = {
+        contactId: contact.Id,
+        ...epoch('initiatedAt', contact.InitiationTimestamp),
+        ...epoch('connectedAt', contact.ConnectedToSystemTimestamp),
+        ...epoch('disconnectedAt', contact.DisconnectTimestamp),
+        ...(contact.DisconnectReason ? { disconnectReason: contact.DisconnectReason } : {}),
+        ...(contact.AnsweringMachineDetectionStatus
+          ? { amdStatus: contact.AnsweringMachineDetectionStatus }
+          : {}),
+      };
+      return connectCallSnapshot(state, contact.Attributes?.[CONNECT_KEY_ATTRIBUTE] ?? '');
+    },
+  };
+}
+
+function startInput(request: CallRequest, key: string, settings: ConnectSettings) {
+  return {
+    InstanceId: settings.instanceId,
+    ContactFlowId: settings.contactFlowId,
+    DestinationPhoneNumber: request.to,
+    ClientToken: key,
+    ...(settings.sourcePhoneNumber ? { SourcePhoneNumber: settings.sourcePhoneNumber } : {}),
+    ...(settings.queueId ? { QueueId: settings.queueId } : {}),
+    Attributes: {
+      ...request.variables,
+      [CONNECT_ATTRIBUTES.client]: request.clientId,
+      [CONNECT_ATTRIBUTES.job]: request.jobId,
+      [CONNECT_ATTRIBUTES.task]: request.taskId,
+      [CONNECT_ATTRIBUTES.attempt]: String(request.attempt),
+      [CONNECT_ATTRIBUTES.key]: key,
+    },
+    ...(settings.answeringMachineDetection
+      ? {
+          AnswerMachineDetectionConfig: {
+            EnableAnswerMachineDetection: true,
+            AwaitAnswerMachinePrompt: true,
+          },
+        }
+      : {}),
+    ...(request.ringTimeoutSeconds === undefined ? {} : { RingTimeoutInSeconds: request.ringTimeoutSeconds }),
+  };
+}
+
+function epoch<K extends string>(name: K, value: Date | undefined): Partial<Record<K, number>> {
+  return value === undefined ? {} : ({ [name]: value.getTime() } as Record<K, number>);
+}
+
+function errorFacts(error: unknown): { name: string; status: number | undefined; message: string } {
+  const e = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  return {
+    name: e?.name ?? 'Error',
+    status: e?.$metadata?.httpStatusCode,
+    message: e?.message ?? String(error),
+  };
+}
+
+/**
+ * A start's error as the broker reads it: throttled → wait and retry (same token); a 5xx, a
+ * timeout or a reset → ambiguous, retry (same token, Connect returns the contact if it exists);
+ * any other 4xx (bad instance, flow or number, no permission) → final, the task fails with it.
+ */
+export function outcomeOfError(error: unknown): InitiateOutcome {
+  const { name, status, message } = errorFacts(error);
+  if (THROTTLED.has(name) || status === 429) return { kind: 'rate-limited', retryAfterMs: THROTTLE_WAIT_MS };
+  if (status === undefined || status >= 500) return { kind: 'retryable', reason: `${name}: ${message}` };
+  return { kind: 'rejected', status, code: name, message };
+}

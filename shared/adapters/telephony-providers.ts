@@ -1,0 +1,70 @@
+/**
+ * The provider of each client's calls, built from the client's `telephony` settings and kept per
+ * client while its settings stay the same: Amazon Connect through one SDK client per region, the
+ * HTTP contract at the client's base URL, or the deployment's default HTTP provider.
+ */
+import type { ConnectClient } from '@aws-sdk/client-connect';
+import type { Clock } from '#shared/pacing/clock.ts';
+import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
+import type { TelephonyProvider, TelephonyProviders } from '#shared/telephony/port.ts';
+import type { TelephonySettings } from '#shared/telephony/settings.ts';
+import { makeConnectTelephonyProvider } from './connect-telephony.ts';
+
+export interface TelephonyProvidersConfig {
+  /** The deployment's HTTP provider: clients without `telephony` settings, and the token of `http` ones. */
+  readonly http: { readonly baseUrl: string; readonly apiToken: string };
+  /** An Amazon Connect client for a region (the stack's when undefined). */
+  readonly connect: (region: string | undefined) => ConnectClient;
+  readonly clock: Clock;
+}
+
+export function makeTelephonyProviders(config: TelephonyProvidersConfig): TelephonyProviders {
+  const byClient = new Map<string, { settings: string; provider: TelephonyProvider }>();
+  const connectClients = new Map<string, ConnectClient>();
+  const fallback = makeHttpTelephonyProvider({ ...config.http, clock: config.clock });
+
+  function connectClient(region: string | undefined): ConnectClient {
+    const key = region ?? '';
+    let client = connectClients.get(key);
+    if (!client) {
+      client = config.connect(region);
+      connectClients.set(key, client);
+    }
+    return client;
+  }
+
+  function build(settings: TelephonySettings): TelephonyProvider {
+    switch (settings.provider) {
+      case 'connect':
+        return makeConnectTelephonyProvider(connectClient(settings.region), settings);
+      case 'http':
+        return makeHttpTelephonyProvider({
+          baseUrl: settings.baseUrl,
+          apiToken: config.http.apiToken,
+          clock: config.clock,
+        });
+      default:
+        return unavailable(`provider ${settings.provider} is not available in this version`);
+    }
+  }
+
+  return {
+    forClient(clientId, settings) {
+      if (!settings) return fallback;
+      const key = JSON.stringify(settings);
+      const held = byClient.get(clientId);
+      if (held?.settings === key) return held.provider;
+      const provider = build(settings);
+      byClient.set(clientId, { settings: key, provider });
+      return provider;
+    },
+  };
+}
+
+/** A provider that refuses every call with `message`: the task fails with it, nothing rings. */
+function unavailable(message: string): TelephonyProvider {
+  return {
+    initiate: async () => ({ kind: 'rejected', status: 501, code: 'provider_unavailable', message }),
+    getCall: async () => undefined,
+  };
+}

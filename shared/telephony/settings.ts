@@ -1,0 +1,89 @@
+/**
+ * Which telephony provider a client's calls go through, and that provider's non-secret settings.
+ * Absent from a client, its calls go to the deployment's default provider (the HTTP contract of
+ * `docs/telephony-provider.md`, at `TELEPHONY_API_URL`). Secrets (a Twilio auth token, an HTTP
+ * bearer token) are never part of these settings: they are never returned by a route.
+ */
+import { z } from 'zod';
+
+const E164 = /^\+[1-9]\d{1,14}$/;
+const CONNECT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const AWS_REGION = /^[a-z]{2}(-gov)?-[a-z]+-\d$/;
+
+/** Amazon Connect: outbound calls with `StartOutboundVoiceContact`, call ends from contact events. */
+export interface ConnectSettings {
+  readonly provider: 'connect';
+  /** The Connect instance's id (the last part of its ARN). */
+  readonly instanceId: string;
+  /** The contact flow an answered call runs (the voice bot). */
+  readonly contactFlowId: string;
+  /** Caller id, E.164, claimed in the instance; or the queue's outbound caller id. */
+  readonly sourcePhoneNumber?: string;
+  readonly queueId?: string;
+  /** Answering-machine detection: a machine ends the call as `voicemail`. */
+  readonly answeringMachineDetection?: boolean;
+  /** The instance's region when it is not the stack's. */
+  readonly region?: string;
+}
+
+/** Twilio Programmable Voice: `Calls.json`, signed status callbacks. */
+export interface TwilioSettings {
+  readonly provider: 'twilio';
+  readonly accountSid: string;
+  /** Caller id, E.164, a number of the account. */
+  readonly from: string;
+  /** Twilio's `MachineDetection`. */
+  readonly machineDetection?: 'Enable' | 'DetectMessageEnd';
+}
+
+/** The HTTP contract (`docs/telephony-provider.md`) at a base URL of the client's own. */
+export interface HttpProviderSettings {
+  readonly provider: 'http';
+  readonly baseUrl: string;
+}
+
+export type TelephonySettings = ConnectSettings | TwilioSettings | HttpProviderSettings;
+export type TelephonyProviderName = TelephonySettings['provider'];
+
+const connectSchema = z
+  .strictObject({
+    provider: z.literal('connect'),
+    instanceId: z.string().regex(CONNECT_ID, 'must be the instance id, a UUID (the end of its ARN)'),
+    contactFlowId: z.string().regex(CONNECT_ID, 'must be the contact flow id, a UUID'),
+    sourcePhoneNumber: z.string().regex(E164, 'must be an E.164 number such as +815012345678').optional(),
+    queueId: z.string().regex(CONNECT_ID, 'must be the queue id, a UUID').optional(),
+    answeringMachineDetection: z.boolean().optional(),
+    region: z.string().regex(AWS_REGION, 'must be an AWS region such as ap-northeast-1').optional(),
+  })
+  .superRefine((value, ctx) => {
+    if (value.sourcePhoneNumber === undefined && value.queueId === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sourcePhoneNumber'],
+        message: 'give sourcePhoneNumber or queueId: Connect needs a caller id',
+      });
+    }
+  });
+
+const twilioSchema = z.strictObject({
+  provider: z.literal('twilio'),
+  accountSid: z.string().regex(/^AC[0-9a-f]{32}$/, 'must be the account SID: AC and 32 hex digits'),
+  from: z.string().regex(E164, 'must be an E.164 number of the account, such as +815012345678'),
+  machineDetection: z.enum(['Enable', 'DetectMessageEnd']).optional(),
+});
+
+const httpSchema = z.strictObject({
+  provider: z.literal('http'),
+  baseUrl: z.url({ protocol: /^https?$/, message: 'must be an absolute http(s) URL' }),
+});
+
+/** The `telephony` member of a client's settings; errors are reported by field path. */
+export const telephonySettingsSchema = z.discriminatedUnion('provider', [connectSchema, httpSchema], {
+  error: 'provider must be one of connect, http (twilio is not available yet)',
+});
+
+/** Twilio's settings, checked once its adapter ships (issue 11); not accepted by the API before. */
+export const twilioSettingsSchema = twilioSchema;
+
+/** Seconds Connect lets a call ring (`RingTimeoutInSeconds`). */
+export const CONNECT_RING_TIMEOUT = { min: 15, max: 60 } as const;
