@@ -6,6 +6,7 @@
  */
 import type { Node } from 'constructs';
 import { resourceName } from '#shared/resources.ts';
+import { LOCAL_CONNECT_INSTANCE_ID } from '#shared/telephony/settings.ts';
 
 export const LOCAL_STAGE = 'local';
 /** The placeholder a `local` template carries where a real stage names its provider. */
@@ -18,6 +19,12 @@ export interface DeploySettings {
   readonly maxBrokers: number;
   /** Origins (a console's) from which browsers may PUT lists to presigned URLs; none by default. */
   readonly uploadOrigins: readonly string[];
+  /**
+   * Amazon Connect instances clients may call through (ids; their ARNs are in the stack's region):
+   * the brokers may start, describe and stop contacts of these only, and their contact events go
+   * to the connect-events function. `local` synthesizes the local emulator's instance.
+   */
+  readonly connectInstanceIds: readonly string[];
   /** Keep tables, queues, the bucket, secrets and logs when the stack is deleted. */
   readonly retain: boolean;
 }
@@ -79,5 +86,24 @@ export function readDeploySettings(node: Node): DeploySettings {
       );
     }
   }
-  return { stage, telephonyProvider, telephonyApiUrl, maxBrokers, uploadOrigins, retain: stage === 'prod' };
+  const connectInstanceIds = (context('connectInstanceIds') ?? (local ? LOCAL_CONNECT_INSTANCE_ID : ''))
+    .split(',')
+    .map((id) => id.trim())
+    .filter(Boolean);
+  for (const id of connectInstanceIds) {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) {
+      throw new DeploySettingsError(
+        `-c connectInstanceIds: comma-separated Amazon Connect instance ids (UUIDs, the end of the instance ARN), got ${JSON.stringify(id)}`,
+      );
+    }
+  }
+  return {
+    stage,
+    telephonyProvider,
+    telephonyApiUrl,
+    maxBrokers,
+    uploadOrigins,
+    connectInstanceIds,
+    retain: stage === 'prod',
+  };
 }

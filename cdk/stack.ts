@@ -3,6 +3,7 @@ import { Lazy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { BrokerFleet } from './constructs/broker-fleet.ts';
 import { CallStatus } from './constructs/call-status.ts';
+import { ConnectEvents } from './constructs/connect-events.ts';
 import { SwitchboardHttpApi } from './constructs/http-api.ts';
 import { Jobs } from './constructs/jobs.ts';
 import { StatefulResources } from './constructs/stateful.ts';
@@ -20,6 +21,8 @@ export class SwitchboardStack extends Stack {
   readonly jobs: Jobs;
   readonly fleet: BrokerFleet;
   readonly callStatus: CallStatus;
+  /** Present when the stack is given Amazon Connect instances (`-c connectInstanceIds`). */
+  readonly connectEvents: ConnectEvents | undefined;
 
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
@@ -39,6 +42,7 @@ export class SwitchboardStack extends Stack {
       retain,
       telephonyApiUrl: props.settings.telephonyApiUrl,
       callStatusCallbackUrl: apiUrl.lazy(`/providers/${provider}/calls/status`),
+      connectInstanceIds: props.settings.connectInstanceIds,
       maxBrokers: props.settings.maxBrokers,
       alarmTopic: this.webhooks.alarmTopic,
     });
@@ -56,6 +60,16 @@ export class SwitchboardStack extends Stack {
       retain,
       provider,
     });
+    const connectInstanceIds = props.settings.connectInstanceIds;
+    this.connectEvents =
+      connectInstanceIds.length > 0
+        ? new ConnectEvents(this, 'ConnectEvents', {
+            stateful: this.stateful,
+            fleet: this.fleet,
+            retain,
+            instanceIds: connectInstanceIds,
+          })
+        : undefined;
     this.api = new SwitchboardHttpApi(this, 'Api', {
       stage,
       handlers: {

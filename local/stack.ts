@@ -17,16 +17,17 @@ import { routes } from '#shared/routes.ts';
 import { rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
 import { type ApiGatewayServer, type InvokeStatement, startApiGateway } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
+import { type EventBridgeEvent, startConnectEmulator } from './connect-emulator.ts';
 import { startEcsAgent } from './ecs-agent.ts';
 import { makeLocalJobManager, publishDesiredVersion } from './fleet/job-manager.ts';
 import { type LocalFleet, startLocalFleet } from './fleet.ts';
 import { type JobsLocal, startJobsLocal } from './jobs-wiring.ts';
-import type { Handler } from './lambda.ts';
+import { type Handler, invokeHandler } from './lambda.ts';
 import { type LineSandbox, startLineSandbox } from './line-sandbox.ts';
 import { makeOperatorClient, type OperatorRequest } from './operator-client.ts';
 import { startScheduler } from './scheduler.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
-import { startTelephonySandbox, type TelephonySandbox } from './telephony-sandbox.ts';
+import { startTelephonySandbox, type TelephonyEmulator, type TelephonySandbox } from './telephony-sandbox.ts';
 
 /** The demo channel `npm start` creates, wired to the LINE sandbox. */
 export const DEMO_CHANNEL = {
@@ -103,6 +104,8 @@ export interface LocalStack {
   readonly line: LineSandbox;
   readonly processor: SqsPoller;
   readonly telephony: TelephonySandbox;
+  /** The Amazon Connect emulator (clients with `telephony: { provider: 'connect', … }`). */
+  readonly connect: TelephonyEmulator;
   readonly jobs: JobsLocal;
   /** The broker service stand-in (when started with `fleet: true`). */
   readonly fleet: LocalFleet | undefined;
@@ -148,6 +151,23 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stoppers.push(() => line.stop());
     log(`LINE sandbox    ${line.url} (Messaging API stand-in: retry keys, rate limit, faults)`);
 
+    const connectTarget = { handler: undefined as Handler<EventBridgeEvent, unknown> | undefined };
+    const connect = await startConnectEmulator({
+      timeScale: options.telephonyTimeScale ?? 30,
+      // The EventBridge rule's target, invoked as Lambda's asynchronous invocation would.
+      deliver: async (event) => {
+        if (!connectTarget.handler) throw new Error('connect-events is not loaded yet');
+        await invokeHandler(connectTarget.handler, event, {
+          functionName: functions['connect-events'].id,
+          timeoutMs: functions['connect-events'].timeoutSeconds * 1000,
+        });
+      },
+    });
+    stoppers.push(() => connect.stop());
+    log(
+      `Amazon Connect  ${connect.url} (emulator: StartOutboundVoiceContact, DescribeContact, contact events)`,
+    );
+
     const telephony = await startTelephonySandbox({
       callbackSecret: LOCAL_TELEPHONY.callbackSecret,
       apiToken: LOCAL_TELEPHONY.apiToken,
@@ -184,6 +204,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       }),
     );
 
+    connectTarget.handler = await loadHandler<EventBridgeEvent, unknown>('connect-events');
     const jobs = await startJobsLocal({ cloud, log });
     stoppers.push(() => jobs.stop());
     const httpFunction = async (id: 'webhook-receiver' | 'call-status') => ({
@@ -250,6 +271,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           ...cloud.env(),
           TELEPHONY_API_URL: telephony.url,
           TELEPHONY_API_TOKEN: LOCAL_TELEPHONY.apiToken,
+          AWS_ENDPOINT_URL_CONNECT: connect.url,
           CALL_STATUS_CALLBACK_URL: `${api.url}/providers/${LOCAL_TELEPHONY.provider}/calls/status`,
           LINE_API_URL: line.url,
           ...(options.lineRateLimitPerSecond
@@ -288,6 +310,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       line,
       processor,
       telephony,
+      connect,
       jobs,
       fleet,
       operator: makeOperatorClient({

@@ -10,6 +10,7 @@ export type FunctionId =
   | 'webhook-processor'
   | 'job-manager'
   | 'call-status'
+  | 'connect-events'
   | 'jobs-api'
   | 'ingest';
 
@@ -56,6 +57,13 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     id: 'call-status',
     entry: 'lambdas/call-status/main.ts',
     // Provider callbacks: a few DynamoDB writes and a best-effort nudge to the broker.
+    timeoutSeconds: 10,
+    memoryMb: 512,
+  },
+  'connect-events': {
+    id: 'connect-events',
+    entry: 'lambdas/connect-events/main.ts',
+    // The EventBridge rule's target (Amazon Connect contact events): a few DynamoDB reads and writes.
     timeoutSeconds: 10,
     memoryMb: 512,
   },

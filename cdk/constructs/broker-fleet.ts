@@ -75,6 +75,8 @@ export interface BrokerFleetProps {
   readonly retain: boolean;
   /** The telephony provider's API base URL. */
   readonly telephonyApiUrl: string;
+  /** Amazon Connect instances the brokers may place calls through (ids); none by default. */
+  readonly connectInstanceIds?: readonly string[];
   /** Where the provider posts call status (the HTTP API's call-status route). */
   readonly callStatusCallbackUrl: string;
   /** Most brokers the job manager may ask for. Default 10. */
@@ -268,6 +270,19 @@ export class BrokerFleet extends Construct {
       );
     }
 
+    // Amazon Connect: contacts of the configured instances only.
+    const connectInstanceIds = props.connectInstanceIds ?? [];
+    if (connectInstanceIds.length > 0) {
+      taskRole.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ['connect:StartOutboundVoiceContact', 'connect:DescribeContact', 'connect:StopContact'],
+          resources: connectInstanceIds.map((id) =>
+            stack.formatArn({ service: 'connect', resource: 'instance', resourceName: `${id}/contact/*` }),
+          ),
+        }),
+      );
+    }
+
     // The agent calls UpdateTaskProtection with the task role's credentials, for this task only;
     // the pattern names this cluster's tasks (the task id is known only at run time).
     const taskArnPattern = stack.formatArn({
@@ -437,6 +452,17 @@ export class BrokerFleet extends Construct {
           appliesTo: [
             {
               regex: '/^Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task\\/.*\\/\\*$/g',
+            },
+          ],
+        },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            "Amazon Connect contacts are created by the call itself (their ids exist only once placed): the resource is the configured instances' contacts (instance/{id}/contact/*), the narrowest ARN IAM allows.",
+          appliesTo: [
+            {
+              regex:
+                '/^Resource::arn:<AWS::Partition>:connect:<AWS::Region>:<AWS::AccountId>:instance\\/[0-9a-f-]+\\/contact\\/\\*$/g',
             },
           ],
         },

@@ -210,7 +210,15 @@ function ecsRequests(operation: string, input: Input): IamRequest[] {
   return [{ action: `ecs:${operation}`, resource, context: {} }];
 }
 
+function connectRequests(operation: string, input: Input): IamRequest[] {
+  // A contact is the resource; a new one (a start) has no id yet: the instance's contacts.
+  const contact = typeof input.ContactId === 'string' ? input.ContactId : '*';
+  const resource = `arn:aws:connect:${REGION}:${ACCOUNT}:instance/${String(input.InstanceId)}/contact/${contact}`;
+  return [{ action: `connect:${operation}`, resource, context: {} }];
+}
+
 const SERVICES: Record<string, (operation: string, input: Input) => IamRequest[]> = {
+  ConnectClient: connectRequests,
   DynamoDBClient: dynamoRequests,
   SQSClient: sqsRequests,
   S3Client: s3Requests,

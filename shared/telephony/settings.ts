@@ -85,5 +85,11 @@ export const telephonySettingsSchema = z.discriminatedUnion('provider', [connect
 /** Twilio's settings, checked once its adapter ships (issue 11); not accepted by the API before. */
 export const twilioSettingsSchema = twilioSchema;
 
+/**
+ * The Amazon Connect instance the local cloud's emulator serves (`local/connect-emulator.ts`); the
+ * `local` stage's template grants it, so the IAM conformance check covers the Connect calls.
+ */
+export const LOCAL_CONNECT_INSTANCE_ID = '00000000-0000-4000-8000-0000000c0c0c';
+
 /** Seconds Connect lets a call ring (`RingTimeoutInSeconds`). */
 export const CONNECT_RING_TIMEOUT = { min: 15, max: 60 } as const;

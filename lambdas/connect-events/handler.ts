@@ -1,0 +1,31 @@
+/**
+ * The target of the EventBridge rule on Amazon Connect's contact events (`source: aws.connect`,
+ * `detail-type: Amazon Connect Contact Event`): one event per invocation. A malformed event is
+ * logged once and acknowledged (a retry cannot fix it); a failure to record is thrown, so Lambda's
+ * asynchronous invocation retries it (recording is idempotent), and reconciliation covers an event
+ * that is never delivered.
+ */
+import middy from '@middy/core';
+import type { ContactEventOutcome } from '#shared/broker/contact-events.ts';
+import type { Logger } from '#shared/log.ts';
+import { MalformedContactEventError } from '#shared/telephony/connect-contact.ts';
+
+export function makeConnectEventsHandler(deps: {
+  record: (event: unknown) => Promise<ContactEventOutcome>;
+  log: Logger;
+}) {
+  return middy(async (event: unknown): Promise<{ outcome: ContactEventOutcome | 'malformed' }> => {
+    try {
+      const outcome = await deps.record(event);
+      deps.log.metrics({ ConnectContactEvents: 1 }, { outcome });
+      if (outcome === 'unknown-task') deps.log.info('contact event for no known task', { outcome });
+      return { outcome };
+    } catch (error) {
+      if (error instanceof MalformedContactEventError) {
+        deps.log.warn('contact event refused', { reason: error.message });
+        return { outcome: 'malformed' };
+      }
+      throw error;
+    }
+  });
+}

@@ -1,0 +1,32 @@
+/** Wires the Connect contact-event target to the real AWS clients; configuration is read once. */
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
+import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';
+import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
+import { getStringFromEnv } from '#shared/config.ts';
+import { makeLogger } from '#shared/log.ts';
+import { makeConnectEventsHandler } from './handler.ts';
+
+const controlTable = getStringFromEnv('CONTROL_TABLE');
+const tasksTable = getStringFromEnv('TASKS_TABLE');
+
+const doc = makeDocumentClient(
+  makeDynamoClient({
+    requestHandler: new NodeHttpHandler({ connectionTimeout: 500, requestTimeout: 2_000 }),
+    maxAttempts: 3,
+  }),
+);
+
+export const handler = makeConnectEventsHandler({
+  record: makeRecordContactEvent({
+    tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+    leases: makeDynamoLeaseStore(doc, controlTable),
+    notifier: makeHttpBrokerNotifier(),
+    links: makeDynamoCallLinks(doc, tasksTable),
+    clock: { now: () => Date.now() },
+  }),
+  log: makeLogger('connect-events'),
+});
