@@ -18,7 +18,12 @@
  * trips, DynamoDB writes, the nudge) are NOT scaled, so they weigh S times more here than in
  * production: the measured ratios are pessimistic for both contenders.
  *
- *   npm run bench:pacing [-- --quick] [-- --scale 60]
+ * `--provider http,connect` (the default: both) runs one Switchboard broker per provider in the
+ * same run: the HTTP contract through its sandbox and signed callbacks, and Amazon Connect through
+ * its emulator (`StartOutboundVoiceContact`, contact events in EventBridge's envelope handled by
+ * the connect-events use case, call links in DynamoDB). The baselines call through the HTTP sandbox.
+ *
+ *   npm run bench:pacing [-- --quick] [-- --scale 60] [-- --provider http,connect]
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -28,12 +33,16 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { makeCallStatusHandler } from '#lambdas/call-status/handler.ts';
 import { startApiGateway } from '#local/api-gateway.ts';
 import { LOCAL_CREDENTIALS, startLocalCloud } from '#local/cloud.ts';
-import { type RingRecord, startTelephonySandbox, type TelephonySandbox } from '#local/telephony-sandbox.ts';
-import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { LOCAL_CONNECT, startConnectEmulator } from '#local/connect-emulator.ts';
+import { type RingRecord, startTelephonySandbox, type TelephonyEmulator } from '#local/telephony-sandbox.ts';
+import { makeConnectClient, makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
+import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { Broker } from '#shared/broker/broker.ts';
+import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
@@ -45,7 +54,7 @@ import { systemClock, systemTimers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import { routes } from '#shared/routes.ts';
 import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
-import { oneProvider } from '#shared/telephony/port.ts';
+import { oneProvider, type TelephonyProvider } from '#shared/telephony/port.ts';
 import { startBrokerHttpServer } from '#worker/http.ts';
 import { runPollingBroker, startCallbackStore } from './lib/pacing-baseline.ts';
 import {
@@ -66,8 +75,14 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     scale: { type: 'string', default: '25' },
     polls: { type: 'string', default: '5,1' },
+    provider: { type: 'string', default: 'http,connect' },
   },
 });
+type BenchProvider = 'http' | 'connect';
+const providers = values.provider.split(',').map((p) => p.trim()) as BenchProvider[];
+if (providers.length === 0 || providers.some((p) => p !== 'http' && p !== 'connect')) {
+  throw new RangeError(`--provider: a comma-separated list of http, connect; got ${values.provider}`);
+}
 const quick = values.quick;
 const timeScale = Number(values.scale);
 const polls = values.polls.split(',').map(Number);
@@ -184,8 +199,41 @@ async function seedOurs(clientId: string, scenario: PacingScenario): Promise<voi
   );
 }
 
+/** The Connect emulator and how contact events reach the use case (EventBridge → connect-events). */
+async function startConnect(scenario: PacingScenario): Promise<TelephonyEmulator> {
+  const record = makeRecordContactEvent({
+    tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+    leases: makeDynamoLeaseStore(doc, controlTable),
+    notifier: makeHttpBrokerNotifier(),
+    links: makeDynamoCallLinks(doc, tasksTable),
+    clock: systemClock,
+  });
+  return startConnectEmulator({
+    seed: 11,
+    timeScale: scenario.timeScale,
+    overrides: Object.fromEntries(scenario.calls.map((c) => [c.to, c.script])),
+    deliver: async (event) => {
+      await record(event);
+    },
+  });
+}
+
+function connectProvider(emulator: TelephonyEmulator): TelephonyProvider {
+  const client = makeConnectClient({
+    region: cloud.region,
+    endpoint: emulator.url,
+    credentials: LOCAL_CREDENTIALS,
+  });
+  return makeConnectTelephonyProvider(client, {
+    provider: 'connect',
+    instanceId: LOCAL_CONNECT.instanceId,
+    contactFlowId: LOCAL_CONNECT.contactFlowId,
+    sourcePhoneNumber: LOCAL_CONNECT.sourcePhoneNumber,
+  });
+}
+
 /** Switchboard's broker, wired as `worker/process.ts` does, with the rate margin scaled like every other duration. */
-async function startOurBroker(sandbox: TelephonySandbox, scenario: PacingScenario) {
+async function startOurBroker(provider: TelephonyProvider, scenario: PacingScenario, id: string) {
   let broker: Broker | undefined;
   /** Call id → when its call-ended nudge reached the broker, wall ms. */
   const nudges = new Map<string, number>();
@@ -203,13 +251,8 @@ async function startOurBroker(sandbox: TelephonySandbox, scenario: PacingScenari
   broker = new Broker({
     leases: makeDynamoLeaseStore(doc, controlTable, { endpoint: server.url }),
     tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable, now: () => Date.now() }),
-    providers: oneProvider(
-      makeHttpTelephonyProvider({
-        baseUrl: sandbox.url,
-        apiToken: sandbox.apiToken,
-        clock: systemClock,
-      }),
-    ),
+    providers: oneProvider(provider),
+    callLinks: makeDynamoCallLinks(doc, tasksTable),
     fleet: makeDynamoFleetWorkReader(doc, controlTable),
     protection: new TaskProtectionKeeper({
       port: makeEcsAgentProtection({ agentUri: undefined }),
@@ -224,7 +267,7 @@ async function startOurBroker(sandbox: TelephonySandbox, scenario: PacingScenari
       ...DEFAULT_SERVE_SETTINGS,
       rateMarginMs: RATE_MARGIN_MS / scenario.timeScale,
       callbackUrl,
-      brokerId: `bench-broker-${scenario.id}`,
+      brokerId: `bench-broker-${id}-${scenario.id}`,
       version: 'v1',
       leaseMs: 30_000,
       idleWaitMs: 100,
@@ -268,6 +311,12 @@ async function until(done: () => boolean, timeoutMs: number): Promise<boolean> {
   return true;
 }
 
+interface Ours extends Contender {
+  readonly provider: BenchProvider;
+  readonly emulator: TelephonyEmulator;
+  readonly broker: Awaited<ReturnType<typeof startOurBroker>>;
+}
+
 async function runScenario(scenario: PacingScenario) {
   const S = scenario.timeScale;
   const n = scenario.calls.length;
@@ -277,21 +326,31 @@ async function runScenario(scenario: PacingScenario) {
     timeScale: S,
     overrides: Object.fromEntries(scenario.calls.map((c) => [c.to, c.script])),
   });
-  const ours: Contender = { name: 'Switchboard (event-driven)', clientId: `ours-${scenario.id}` };
-  const baselines: Contender[] = polls.map((p) => ({
-    name: `baseline, polls every ${p} s`,
-    clientId: `poll${p}-${scenario.id}`.replace('.', '_'),
-  }));
-  await seedOurs(ours.clientId, scenario);
-  const bound = lowerBound(scenario);
-  const budgetMs = ((bound * 3) / S) * 1000 + 60_000;
-
+  const connect = providers.includes('connect') ? await startConnect(scenario) : undefined;
   const provider = makeHttpTelephonyProvider({
     baseUrl: sandbox.url,
     apiToken: sandbox.apiToken,
     clock: systemClock,
   });
-  const broker = await startOurBroker(sandbox, scenario);
+  const ours: Ours[] = [];
+  for (const name of providers) {
+    const clientId = `ours-${name}-${scenario.id}`;
+    await seedOurs(clientId, scenario);
+    const emulator = name === 'connect' ? connect! : sandbox;
+    const broker = await startOurBroker(
+      name === 'connect' ? connectProvider(connect!) : provider,
+      scenario,
+      name,
+    );
+    ours.push({ name: `Switchboard, ${name}`, provider: name, clientId, emulator, broker });
+  }
+  const baselines: Contender[] = polls.map((p) => ({
+    name: `baseline, polls every ${p} s`,
+    clientId: `poll${p}-${scenario.id}`.replace('.', '_'),
+  }));
+  const bound = lowerBound(scenario);
+  const budgetMs = ((bound * 3) / S) * 1000 + 60_000;
+
   const baselineRuns = baselines.map((b, i) =>
     runPollingBroker({
       provider,
@@ -310,20 +369,23 @@ async function runScenario(scenario: PacingScenario) {
       (error: unknown) => console.error(`${b.name} failed:`, error),
     ),
   );
-  const oursDone = (): boolean => {
-    const stats = sandbox.stats(ours.clientId);
-    return stats.rings >= n && stats.inFlight === 0;
-  };
-  const finished = await until(oursDone, budgetMs);
-  await broker.stop();
+  const oursRuns = ours.map(async (o) => {
+    const done = await until(() => {
+      const stats = o.emulator.stats(o.clientId);
+      return stats.rings >= n && stats.inFlight === 0;
+    }, budgetMs);
+    if (done) o.finishedAt = Date.now();
+    await o.broker.stop();
+  });
+  await Promise.all(oursRuns);
   await Promise.race([Promise.all(baselineRuns), new Promise((r) => setTimeout(r, budgetMs))]);
 
-  const result = (c: Contender, done: boolean): ContenderResult => {
-    const stats = sandbox.stats(c.clientId);
-    const rings: RingRecord[] = sandbox.rings().filter((r) => r.clientId === c.clientId);
+  const result = (c: Contender, emulator: TelephonyEmulator): ContenderResult => {
+    const stats = emulator.stats(c.clientId);
+    const rings: RingRecord[] = emulator.rings().filter((r) => r.clientId === c.clientId);
     return {
       name: c.name,
-      finished: done && stats.rings >= n && stats.inFlight === 0,
+      finished: c.finishedAt !== undefined && stats.rings >= n && stats.inFlight === 0,
       figures: figuresOf(rings, {
         limit: scenario.limit,
         wallIntervalMs: 1000 / (scenario.rate * S),
@@ -335,24 +397,28 @@ async function runScenario(scenario: PacingScenario) {
       repeatedRings: stats.repeatedRings.length,
     };
   };
-  const results = [result(ours, finished), ...baselines.map((b) => result(b, b.finishedAt !== undefined))];
-  // Where our reaction goes: the callback through the call-status Lambda to the nudge, then the broker.
-  const ourRings = sandbox.rings().filter((r) => r.clientId === ours.clientId);
-  const nudged = ourRings.flatMap((r) => {
-    const at = broker.nudges.get(r.callId);
-    return at === undefined || r.endedAt === undefined ? [] : [{ at, endedAt: r.endedAt }];
+  const results = [...ours.map((o) => result(o, o.emulator)), ...baselines.map((b) => result(b, sandbox))];
+  // Where our reaction goes: the call's end through its status path to the nudge, then the broker.
+  const breakdowns = ours.map((o) => {
+    const ourRings = o.emulator.rings().filter((r) => r.clientId === o.clientId);
+    const nudged = ourRings.flatMap((r) => {
+      const at = o.broker.nudges.get(r.callId);
+      return at === undefined || r.endedAt === undefined ? [] : [{ at, endedAt: r.endedAt }];
+    });
+    return {
+      name: o.name,
+      endToNudgeMs: nudged.map((x) => x.at - x.endedAt),
+      nudgeToStartMs: reactionTimes(
+        ourRings.map((r) => r.startedAt),
+        nudged.map((x) => x.at),
+        { limit: scenario.limit, wallIntervalMs: 1000 / (scenario.rate * S) },
+      ),
+      nudgesMissing: ourRings.length - nudged.length,
+    };
   });
-  const breakdown = {
-    endToNudgeMs: nudged.map((x) => x.at - x.endedAt),
-    nudgeToStartMs: reactionTimes(
-      ourRings.map((r) => r.startedAt),
-      nudged.map((x) => x.at),
-      { limit: scenario.limit, wallIntervalMs: 1000 / (scenario.rate * S) },
-    ),
-    nudgesMissing: ourRings.length - nudged.length,
-  };
   await sandbox.stop();
-  return { bound, results, breakdown };
+  await connect?.stop();
+  return { bound, results, breakdowns, oursCount: ours.length };
 }
 
 const fmt = (x: number, digits = 0) =>
@@ -386,7 +452,7 @@ for (const [index, scenario] of scenarios.entries()) {
   const S = scenario.timeScale;
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
-  const { bound, results, breakdown } = await runScenario(scenario);
+  const { bound, results, breakdowns, oursCount } = await runScenario(scenario);
   loop.disable();
   const ideal = greedyMakespan(
     scenario.calls.map((c) => c.seconds),
@@ -414,11 +480,16 @@ for (const [index, scenario] of scenarios.entries()) {
     );
   }
   const p = (xs: readonly number[], q: number) => `${fmt(percentile(xs, q), 1)} ms`;
-  console.log(
-    `    ours, react split: call end → nudge at the broker (callback, API Gateway, call-status Lambda settling in DynamoDB) p50 ${p(breakdown.endToNudgeMs, 50)}, p99 ${p(breakdown.endToNudgeMs, 99)}; ` +
-      `nudge → next start (broker: start transaction, initiate) p50 ${p(breakdown.nudgeToStartMs, 50)}, p99 ${p(breakdown.nudgeToStartMs, 99)}` +
-      (breakdown.nudgesMissing > 0 ? `; ${breakdown.nudgesMissing} calls never nudged` : ''),
-  );
+  for (const breakdown of breakdowns) {
+    const path = breakdown.name.endsWith('connect')
+      ? 'contact event, connect-events settling in DynamoDB'
+      : 'callback, API Gateway, call-status Lambda settling in DynamoDB';
+    console.log(
+      `    ${breakdown.name}, react split: call end → nudge at the broker (${path}) p50 ${p(breakdown.endToNudgeMs, 50)}, p99 ${p(breakdown.endToNudgeMs, 99)}; ` +
+        `nudge → next start (broker: start transaction, initiate) p50 ${p(breakdown.nudgeToStartMs, 50)}, p99 ${p(breakdown.nudgeToStartMs, 99)}` +
+        (breakdown.nudgesMissing > 0 ? `; ${breakdown.nudgesMissing} calls never nudged` : ''),
+    );
+  }
   console.log(
     `    this process's event loop delay (every contender, the sandbox, the Lambda share it): p50 ${fmt(loop.percentile(50) / 1e6, 1)} ms, p99 ${fmt(loop.percentile(99) / 1e6, 1)} ms, max ${fmt(loop.max / 1e6, 1)} ms; load average ${loadavg()
       .map((x) => fmt(x, 2))
@@ -429,7 +500,7 @@ for (const [index, scenario] of scenarios.entries()) {
       `    against a zero-latency broker taking the tasks in the same order (${fmt(ideal)} s; the bound above is not tight for mixed durations): ${results
         .map(
           (r) =>
-            `${r.name.replace('baseline, polls every ', 'every ').replace(' (event-driven)', '')} ${fmt((r.figures.makespanWallMs * S) / 1000 / ideal, 3)}`,
+            `${r.name.replace('baseline, polls every ', 'every ')} ${fmt((r.figures.makespanWallMs * S) / 1000 / ideal, 3)}`,
         )
         .join(', ')}`,
     );
@@ -437,8 +508,8 @@ for (const [index, scenario] of scenarios.entries()) {
   const excessWallMs = oursResult.figures.makespanWallMs - (bound / S) * 1000;
   const realTime = 1 + excessWallMs / (bound * 1000);
   console.log(
-    `    baseline / ours: ${results
-      .slice(1)
+    `    baseline / ours (${oursResult.name}): ${results
+      .slice(oursCount)
       .map(
         (r) =>
           `${r.name.replace('baseline, polls every ', 'every ')}: ${fmt((r.figures.makespanWallMs * S) / 1000 / oursSeconds, 3)}×`,
@@ -450,9 +521,17 @@ for (const [index, scenario] of scenarios.entries()) {
   );
   console.log('');
   summary.push(
-    `(${index + 1}) ours ${fmt(oursSeconds / bound, 3)} of bound, p99 ${fmt(percentile(oursResult.figures.reactionMs, 99), 1)} ms; ` +
+    `(${index + 1}) ` +
       results
-        .slice(1)
+        .slice(0, oursCount)
+        .map(
+          (r) =>
+            `${r.name} ${fmt((r.figures.makespanWallMs * S) / 1000 / bound, 3)} of bound, p99 ${fmt(percentile(r.figures.reactionMs, 99), 1)} ms`,
+        )
+        .join('; ') +
+      '; ' +
+      results
+        .slice(oursCount)
         .map((r) => `${r.name}: ${fmt((r.figures.makespanWallMs * S) / 1000 / bound, 3)} of bound`)
         .join('; '),
   );

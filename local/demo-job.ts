@@ -6,7 +6,9 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { LOCAL_CONNECT } from './connect-emulator.ts';
 import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
+import type { TelephonyEmulator } from './telephony-sandbox.ts';
 
 export const DEMO_CLIENT = 'demo-client';
 const ALL_WEEK = Object.fromEntries(
@@ -20,6 +22,30 @@ export interface DemoClientOptions {
   readonly callsPerSecond?: number;
   readonly timeZone?: string;
   readonly defaultRegion?: string;
+  /** The telephony the client's calls go through (default `http`: the telephony sandbox). */
+  readonly provider?: DemoProvider;
+}
+
+/** The providers the local cloud emulates. */
+export const DEMO_PROVIDERS = ['http', 'connect'] as const;
+export type DemoProvider = (typeof DEMO_PROVIDERS)[number];
+
+/** The emulator that sees a provider's calls from the far side. */
+export function emulatorOf(stack: LocalStack, provider: DemoProvider = 'http'): TelephonyEmulator {
+  return provider === 'connect' ? stack.connect : stack.telephony;
+}
+
+/** A client's `telephony` settings for the local emulator of `provider` (none: the default HTTP). */
+function telephonyFor(provider: DemoProvider | undefined) {
+  if (provider !== 'connect') return {};
+  return {
+    telephony: {
+      provider: 'connect',
+      instanceId: LOCAL_CONNECT.instanceId,
+      contactFlowId: LOCAL_CONNECT.contactFlowId,
+      sourcePhoneNumber: LOCAL_CONNECT.sourcePhoneNumber,
+    },
+  };
 }
 
 export interface DemoJobOptions extends DemoClientOptions {
@@ -60,6 +86,7 @@ export function demoClientSettings(options: DemoClientOptions = {}) {
     callingHours: ALL_WEEK,
     defaultRegion: options.defaultRegion ?? 'JP',
     messageChannelId: DEMO_CHANNEL.channelId,
+    ...telephonyFor(options.provider),
   };
 }
 
@@ -102,7 +129,7 @@ export async function runDemoJob(
   const op = stack.operator;
   const { clientId, ...settings } = await putDemoClient(stack, options);
   log(
-    `job: client ${clientId}: ${settings.maxConcurrentCalls} calls at once, ${settings.callsPerSecond} calls/s, ${settings.timeZone}`,
+    `job: client ${clientId}: ${settings.maxConcurrentCalls} calls at once, ${settings.callsPerSecond} calls/s, ${settings.timeZone}, provider ${options.provider ?? 'http'}`,
   );
 
   const csvPath = options.csvPath ?? DEFAULT_CSV;
@@ -129,7 +156,7 @@ export async function runDemoJob(
     view = got.json<JobView>();
     const c = view.counts;
     const done = c.completed + c.failed;
-    const stats = stack.telephony.stats(clientId);
+    const stats = emulatorOf(stack, options.provider).stats(clientId);
     const seconds = Math.max(1, (Date.now() - started) / 1000);
     const line =
       `job: ${view.status.padEnd(10)} rows ${c.rows} (rejected ${c.rejected}, skipped ${c.skipped})  ` +

@@ -27,7 +27,12 @@ import { type LineSandbox, startLineSandbox } from './line-sandbox.ts';
 import { makeOperatorClient, type OperatorRequest } from './operator-client.ts';
 import { startScheduler } from './scheduler.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
-import { startTelephonySandbox, type TelephonyEmulator, type TelephonySandbox } from './telephony-sandbox.ts';
+import {
+  type Range,
+  startTelephonySandbox,
+  type TelephonyEmulator,
+  type TelephonySandbox,
+} from './telephony-sandbox.ts';
 
 /** The demo channel `npm start` creates, wired to the LINE sandbox. */
 export const DEMO_CHANNEL = {
@@ -76,6 +81,11 @@ export interface LocalStackOptions {
   readonly maxBrokers?: number;
   /** Call seconds per wall second in the telephony sandbox (default 30: a minute's call in 2 s). */
   readonly telephonyTimeScale?: number;
+  /**
+   * Talk time of answered Connect calls, call seconds (default 20–180). Connect does not end a call
+   * at the job's maximum duration (the broker stops it), so drills shorten it here.
+   */
+  readonly connectTalkSeconds?: Range;
   /** How often the job manager runs locally (AWS: every minute). Default 2 s. */
   readonly jobManagerIntervalMs?: number;
   /** Extra environment for every broker (drills: a short `LEASE_MS`, a short call deadline). */
@@ -154,6 +164,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const connectTarget = { handler: undefined as Handler<EventBridgeEvent, unknown> | undefined };
     const connect = await startConnectEmulator({
       timeScale: options.telephonyTimeScale ?? 30,
+      ...(options.connectTalkSeconds === undefined ? {} : { durationSeconds: options.connectTalkSeconds }),
       // The EventBridge rule's target, invoked as Lambda's asynchronous invocation would.
       deliver: async (event) => {
         if (!connectTarget.handler) throw new Error('connect-events is not loaded yet');

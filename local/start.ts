@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { playWebhookDemo } from './demo.ts';
-import { runDemoJob } from './demo-job.ts';
+import { DEMO_PROVIDERS, type DemoProvider, runDemoJob } from './demo-job.ts';
 import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 import { MAX_BODY_BYTES } from './strict-s3.ts';
@@ -31,6 +31,8 @@ Options:
   --limit N        the client's concurrent-call limit (default 6)
   --rate R         the client's calls per second (default 2)
   --region CC      region for numbers without a country code (default JP)
+  --provider P     the telephony the demo client calls through: http (the sandbox of
+                   docs/telephony-provider.md, default) or connect (the Amazon Connect emulator)
   --time-scale X   call seconds per wall second in the telephony sandbox (default 30)
   --no-job         do not run the call job (the local cloud keeps running)
   --messages N     recipients of the message campaign (default ${DEMO_MESSAGE_COUNT}: local/demo/message-list.csv)
@@ -50,6 +52,7 @@ interface StartOptions {
   readonly rate: number;
   readonly region?: string;
   readonly timeScale: number;
+  readonly provider: DemoProvider;
   readonly job: boolean;
   readonly messages: number | false;
   readonly demo: boolean;
@@ -112,6 +115,12 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
     );
   }
   const messages = numberOption('messages', values.messages, DEMO_MESSAGE_COUNT, whole);
+  const provider = values.provider ?? 'http';
+  if (!(DEMO_PROVIDERS as readonly string[]).includes(provider)) {
+    throw new OptionError(
+      `--provider must be one of ${DEMO_PROVIDERS.join(', ')}, got ${JSON.stringify(provider)}`,
+    );
+  }
   return {
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
     port,
@@ -120,6 +129,7 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
     rate: numberOption('rate', values.rate, 2, positive),
     ...(values.region ? { region: values.region } : {}),
     timeScale: numberOption('time-scale', values['time-scale'], 30, positive),
+    provider: provider as DemoProvider,
     job: !values['no-job'],
     messages: values['no-messages'] ? false : messages,
     demo: !values['no-demo'],
@@ -135,6 +145,7 @@ const OPTIONS = {
   rate: { type: 'string' },
   region: { type: 'string' },
   'time-scale': { type: 'string' },
+  provider: { type: 'string' },
   'no-job': { type: 'boolean' },
   messages: { type: 'string' },
   'no-messages': { type: 'boolean' },
@@ -196,6 +207,7 @@ async function run(options: StartOptions): Promise<void> {
         ...(options.csv ? { csvPath: options.csv } : {}),
         maxConcurrentCalls: options.limit,
         callsPerSecond: options.rate,
+        provider: options.provider,
         ...region,
       });
       demoLog(

@@ -408,7 +408,7 @@ export class FarSide {
     const call = this.#calls.get(callId);
     if (!call || isFinal(call.status)) return false;
     const talked = call.answeredAt === undefined ? undefined : (this.time.now() - call.answeredAt) / 1000;
-    const status = talked === undefined ? 'failed' : 'completed';
+    const status = talked === undefined ? 'no-answer' : 'completed';
     this.#happenTo(call, {
       status,
       afterSeconds: 0,

@@ -4,6 +4,8 @@
  * contact for a repeated token, so a retry of an ambiguous start does not ring again), and a call's
  * state is `DescribeContact`. Call ends arrive as contact events on EventBridge
  * (`lambdas/connect-events`); this adapter's `getCall` is the reconciliation path when they do not.
+ * Connect does not end a call at a length of its own (the contact flow does): a call still in
+ * progress at its maximum duration is ended with `StopContact` (`hangUp`).
  *
  * The client is made with `maxAttempts: 1`: the broker retries, spaced at the line's rate, so
  * that a retried start never lands closer to the previous one than the client's calls per second.
@@ -13,6 +15,7 @@ import {
   DescribeContactCommand,
   type DescribeContactCommandOutput,
   StartOutboundVoiceContactCommand,
+  StopContactCommand,
 } from '@aws-sdk/client-connect';
 import {
   CONNECT_KEY_ATTRIBUTE,
@@ -58,6 +61,20 @@ export function makeConnectTelephonyProvider(
         return { kind: 'accepted', callId: answer.ContactId, duplicate: false };
       } catch (error) {
         return outcomeOfError(error);
+      }
+    },
+
+    async hangUp(callId): Promise<boolean> {
+      try {
+        await client.send(new StopContactCommand({ InstanceId: settings.instanceId, ContactId: callId }));
+        return true;
+      } catch (error) {
+        const { name, status, message } = errorFacts(error);
+        if (name === 'ContactNotFoundException' || name === 'ResourceNotFoundException') return false;
+        if (status === undefined || status >= 500 || THROTTLED.has(name)) {
+          throw new TelephonyUnavailableError(`Connect ${name}: ${message}`);
+        }
+        throw new TelephonyRequestError(status, name, message);
       }
     },
 

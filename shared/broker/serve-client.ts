@@ -632,6 +632,11 @@ export class ClientServer {
         this.#end(call, 'reconciled');
         return;
       }
+      // Past its maximum duration: a provider that does not end calls itself is told to.
+      if (provider.hangUp && !lastTry) {
+        const ended = await provider.hangUp(call.callId);
+        logger.info('call ended at its maximum duration', { taskId: call.task.taskId, ended });
+      }
       if (lastTry) await this.#fail(call, `no final status after the maximum duration (${snapshot.status})`);
       else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
     } catch (error) {

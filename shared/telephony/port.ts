@@ -93,6 +93,12 @@ export interface TelephonyProvider {
    * links each placed call to its attempt (`CallLinkStore`) so the events find their task.
    */
   readonly linksCalls?: boolean;
+  /**
+   * Ends a call still ringing or talking (Amazon Connect: `StopContact`), for providers that do not
+   * end a call at its `maxDurationSeconds` themselves; the call's final status follows as usual.
+   * False when the provider no longer has the call in progress.
+   */
+  hangUp?(callId: string): Promise<boolean>;
 }
 
 /** The provider of each client's calls, from the client's `telephony` settings. */

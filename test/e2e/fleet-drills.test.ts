@@ -1,10 +1,11 @@
 /**
  * The drills of the broker fleet, on one local stack with real broker processes: (a) a clean job
- * of 300 calls, (b) a broker SIGKILLed mid-job, (c) a rolling deploy mid-job, and (d) lost and
- * duplicated status callbacks. Each drill is its own client and job, uploaded through the operator
- * API and its presigned URL as `npm start` does, and each checks invariants 1-4 (DESIGN.md) from
- * the records: the telephony sandbox's rings (the provider's view), the job's report, the lease
- * item.
+ * of 300 calls, (b) a broker SIGKILLed mid-job, (c) a rolling deploy mid-job, (d) lost, duplicated
+ * and reordered status events with ambiguous starts, (e) settings changed mid-job. (b) and (d) run
+ * for each emulated provider: the HTTP contract's sandbox and Amazon Connect. Each drill is its own
+ * client and job, uploaded through the operator API and its presigned URL as `npm start` does, and
+ * each checks invariants 1-4 (DESIGN.md) from the records: the provider emulator's rings (the far
+ * side's view), the job's report, the lease item.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
-import { demoClientSettings, runDemoJob } from '#local/demo-job.ts';
+import { type DemoProvider, demoClientSettings, emulatorOf, runDemoJob } from '#local/demo-job.ts';
 import type { LocalFleet } from '#local/fleet.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
@@ -45,6 +46,9 @@ beforeAll(async () => {
     fleet: true,
     // Ring 0.2-1 s and talk at most 0.6 s of wall time.
     telephonyTimeScale: 10,
+    // Connect calls talk 0.1-0.8 s of wall time: Connect does not end a call at the job's maximum
+    // (the broker stops it, `hangUp`), and its default 20-180 s would outlive the drills' 4 s.
+    connectTalkSeconds: { min: 1, max: 8 },
     maxBrokers: 2,
     jobManagerIntervalMs: 1_000,
     brokerEnv: {
@@ -147,18 +151,31 @@ async function reportTasks(clientId: string, jobId: string): Promise<ReportTask[
 
 type JobView = Awaited<ReturnType<typeof runDemoJob>>;
 
-function startJob(clientId: string, drill: number, size = DRILL, messy = false): Promise<JobView> {
+function startJob(
+  clientId: string,
+  drill: number,
+  size = DRILL,
+  messy = false,
+  provider: DemoProvider = 'http',
+): Promise<JobView> {
   return runDemoJob(stack, () => {}, {
     csvPath: callList(drill, size.rows, messy),
     clientId,
     maxConcurrentCalls: size.limit,
     callsPerSecond: size.rate,
+    provider,
     timeoutMs: 200_000,
   });
 }
 
 /** Invariants 1-4 from the records, once the client's job is over. */
-async function expectInvariants(clientId: string, view: JobView, leases: readonly Lease[], size = DRILL) {
+async function expectInvariants(
+  clientId: string,
+  view: JobView,
+  leases: readonly Lease[],
+  size = DRILL,
+  provider: DemoProvider = 'http',
+) {
   const ROWS = size.rows;
   expect(view.status).toBe('completed');
   expect(view.counts.tasks).toBe(ROWS);
@@ -171,7 +188,7 @@ async function expectInvariants(clientId: string, view: JobView, leases: readonl
   expect(unsettled).toEqual([]);
   expect(tasks.filter((t) => t.outcome === 'failed' && t.reason === '')).toEqual([]);
 
-  const stats = stack.telephony.stats(clientId);
+  const stats = emulatorOf(stack, provider).stats(clientId);
   // Invariant 1: no recipient rang twice for one attempt, and no task rang more than it may.
   expect(stats.repeatedRings).toEqual([]);
   expect(Object.keys(stats.ringsPerRecipient)).toHaveLength(ROWS);
@@ -217,36 +234,41 @@ describe('broker fleet drills', () => {
     }
   });
 
-  it('(b) a broker SIGKILLed mid-job: the client resumes on another broker after the lease expires', async () => {
-    const clientId = 'drill-b';
-    const leases = watchLease(clientId);
-    try {
-      const job = startJob(clientId, 2);
-      let victim: Lease | undefined;
-      await waitFor(async () => {
-        if (stack.telephony.stats(clientId).inFlight < 2) return false;
-        victim = await readLease(clientId);
-        return victim !== undefined && brokerOf(victim.owner)?.state === 'ready';
-      }, 'calls in flight on a broker holding the lease');
-      const killed = victim!;
-      fleet.kill(killed.owner, 'SIGKILL');
-      const view = await job;
-      await leases.stop();
+  it.each([
+    ['http', 2],
+    ['connect', 6],
+  ] as const)(
+    '(b) %s: a broker SIGKILLed mid-job: the client resumes on another broker after the lease expires',
+    async (provider, drill) => {
+      const clientId = `drill-b-${provider}`;
+      const far = emulatorOf(stack, provider);
+      const leases = watchLease(clientId);
+      try {
+        const job = startJob(clientId, drill, DRILL, false, provider);
+        let victim: Lease | undefined;
+        await waitFor(async () => {
+          if (far.stats(clientId).inFlight < 2) return false;
+          victim = await readLease(clientId);
+          return victim !== undefined && brokerOf(victim.owner)?.state === 'ready';
+        }, 'calls in flight on a broker holding the lease');
+        const killed = victim!;
+        fleet.kill(killed.owner, 'SIGKILL');
+        const view = await job;
+        await leases.stop();
 
-      await expectInvariants(clientId, view, leases.seen);
-      const after = await readLease(clientId);
-      expect(after?.owner).not.toBe(killed.owner);
-      expect(after!.token).toBeGreaterThan(killed.token);
-      expect(fleet.exits.find((e) => e.brokerId === killed.owner)?.signal).toBe('SIGKILL');
-      // Work was started under the new holder: rings after the kill.
-      const killedAt = fleet.stops.find((s) => s.brokerId === killed.owner)!.at;
-      expect(stack.telephony.rings().some((r) => r.clientId === clientId && r.startedAt > killedAt)).toBe(
-        true,
-      );
-    } finally {
-      await leases.stop();
-    }
-  });
+        await expectInvariants(clientId, view, leases.seen, DRILL, provider);
+        const after = await readLease(clientId);
+        expect(after?.owner).not.toBe(killed.owner);
+        expect(after!.token).toBeGreaterThan(killed.token);
+        expect(fleet.exits.find((e) => e.brokerId === killed.owner)?.signal).toBe('SIGKILL');
+        // Work was started under the new holder: rings after the kill.
+        const killedAt = fleet.stops.find((s) => s.brokerId === killed.owner)!.at;
+        expect(far.rings().some((r) => r.clientId === clientId && r.startedAt > killedAt)).toBe(true);
+      } finally {
+        await leases.stop();
+      }
+    },
+  );
 
   it('(c) a rolling deploy mid-job: no protected broker stopped, no call cut, the client moves to the new version', async () => {
     const clientId = 'drill-c';
@@ -299,22 +321,40 @@ describe('broker fleet drills', () => {
     }
   });
 
-  it('(d) lost and duplicated status callbacks: every task still settles, once, within the limits', async () => {
-    const clientId = 'drill-d';
-    const leases = watchLease(clientId);
-    stack.telephony.setFaults({ callbackLossRate: 0.3, callbackDuplicateRate: 0.3 });
-    try {
-      const view = await startJob(clientId, 4);
-      await leases.stop();
-      const stats = await expectInvariants(clientId, view, leases.seen);
-      // The faults did strike.
-      expect(stats.callbacks.lost).toBeGreaterThan(0);
-      expect(stats.callbacks.duplicated).toBeGreaterThan(0);
-    } finally {
-      stack.telephony.setFaults({ callbackLossRate: 0, callbackDuplicateRate: 0 });
-      await leases.stop();
-    }
-  });
+  it.each([
+    ['http', 4],
+    ['connect', 7],
+  ] as const)(
+    '(d) %s: lost, duplicated and reordered status events, ambiguous starts: every task still settles, once, within the limits',
+    async (provider, drill) => {
+      const clientId = `drill-d-${provider}`;
+      const far = emulatorOf(stack, provider);
+      const leases = watchLease(clientId);
+      const faults = {
+        callbackLossRate: 0.3,
+        callbackDuplicateRate: 0.3,
+        callbackReorderRate: 0.2,
+        initiateErrorAfterCreateRate: 0.1,
+      };
+      far.setFaults(faults);
+      try {
+        const view = await startJob(clientId, drill, DRILL, false, provider);
+        await leases.stop();
+        const stats = await expectInvariants(clientId, view, leases.seen, DRILL, provider);
+        // The faults did strike.
+        expect(stats.callbacks.lost).toBeGreaterThan(0);
+        expect(stats.callbacks.duplicated).toBeGreaterThan(0);
+      } finally {
+        far.setFaults({
+          callbackLossRate: 0,
+          callbackDuplicateRate: 0,
+          callbackReorderRate: 0,
+          initiateErrorAfterCreateRate: 0,
+        });
+        await leases.stop();
+      }
+    },
+  );
 
   it('(e) settings changed mid-job: closed hours and a pause of the client stop new calls within seconds; reopened, the job completes', async () => {
     const clientId = 'drill-e';

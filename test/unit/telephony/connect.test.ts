@@ -177,6 +177,24 @@ describe('Amazon Connect adapter and emulator', () => {
     expect(emulator!.stats('c1').rings).toBe(0);
   });
 
+  it('hangUp stops a contact in progress (StopContact): it ends as completed with its talk time, or no-answer while ringing', async () => {
+    const provider = await start({
+      overrides: {
+        '+815011110010': { outcome: 'answered', ringSeconds: 1, durationSeconds: 600 },
+        '+815011110011': { outcome: 'answered', ringSeconds: 50 },
+      },
+    });
+    const talking = await place(provider, request('+815011110010'));
+    const ringing = await place(provider, request('+815011110011'));
+    time.advance(11_000);
+    expect(await provider.hangUp!(talking)).toBe(true);
+    expect(await provider.hangUp!(ringing)).toBe(true);
+    expect(await provider.hangUp!(talking)).toBe(false);
+    expect(await provider.getCall(talking)).toMatchObject({ status: 'completed', durationSeconds: 10 });
+    expect((await provider.getCall(ringing))?.status).toBe('no-answer');
+    expect(emulator!.stats('c1').inFlight).toBe(0);
+  });
+
   it('an unknown contact is undefined; a malformed event is refused by name', async () => {
     const provider = await start();
     expect(await provider.getCall('22222222-2222-4222-8222-222222222222')).toBeUndefined();

@@ -1,0 +1,111 @@
+/**
+ * Amazon Connect in the stack: with `-c connectInstanceIds`, the EventBridge rule on the instances'
+ * contact events targets connect-events, and the brokers may start, describe and stop contacts of
+ * those instances only; without it, neither exists. cdk-nag stays clean.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildApp } from '#cdk/app.ts';
+
+const outdirs: string[] = [];
+afterAll(() => {
+  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const A = '11111111-2222-4333-8444-555555555555';
+const B = '66666666-7777-4888-8999-aaaaaaaaaaaa';
+
+function synth(context: Record<string, unknown>) {
+  const outdir = mkdtempSync(join(tmpdir(), 'switchboard-connect-'));
+  outdirs.push(outdir);
+  const built = buildApp(
+    new App({
+      outdir,
+      context: {
+        stage: 'dev',
+        telephonyApiUrl: 'https://api.telephony.test',
+        'aws:cdk:bundling-stacks': [],
+        ...context,
+      },
+    }),
+  );
+  built.app.synth();
+  return { stack: built.stack, template: Template.fromStack(built.stack) };
+}
+
+/** Every statement of every IAM policy in the template that grants a `connect:` action. */
+function connectStatements(template: Template): { Action: string | string[]; Resource: unknown }[] {
+  const policies = template.findResources('AWS::IAM::Policy');
+  return Object.values(policies).flatMap((p) =>
+    (p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]).filter(
+      (s) => [s.Action].flat().some((a) => a.startsWith('connect:')),
+    ),
+  );
+}
+
+describe('Amazon Connect instances given', () => {
+  const { stack, template } = synth({ connectInstanceIds: `${A},${B}` });
+
+  it("routes the instances' contact events to connect-events", () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.connect'],
+        'detail-type': ['Amazon Connect Contact Event'],
+        detail: {
+          instanceArn: [
+            { 'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp(`:instance/${A}$`)])] },
+            { 'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp(`:instance/${B}$`)])] },
+          ],
+          eventType: ['INITIATED', 'CONNECTED_TO_SYSTEM', 'DISCONNECTED'],
+        },
+      },
+      Targets: [
+        Match.objectLike({ RetryPolicy: { MaximumRetryAttempts: 8, MaximumEventAgeInSeconds: 3600 } }),
+      ],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Principal: 'events.amazonaws.com',
+      Action: 'lambda:InvokeFunction',
+    });
+  });
+
+  it('lets the brokers start, describe and stop contacts of those instances only', () => {
+    const statements = connectStatements(template);
+    expect(statements).toHaveLength(1);
+    expect([statements[0]!.Action].flat().sort()).toEqual([
+      'connect:DescribeContact',
+      'connect:StartOutboundVoiceContact',
+      'connect:StopContact',
+    ]);
+    const resources = JSON.stringify(statements[0]!.Resource);
+    expect(resources).toContain(`:instance/${A}/contact/*`);
+    expect(resources).toContain(`:instance/${B}/contact/*`);
+    expect(resources).not.toMatch(/"\*"/);
+  });
+
+  it('passes cdk-nag', () => {
+    const errors = Annotations.fromStack(stack).findError('*', Match.stringLikeRegexp('AwsSolutions-.*'));
+    expect(errors.map((e) => `${e.id}: ${String(e.entry.data).slice(0, 160)}`)).toEqual([]);
+  });
+});
+
+describe('no Amazon Connect instance', () => {
+  it('has no contact-event rule and no Connect permission', () => {
+    const { template } = synth({});
+    template.resourceCountIs(
+      'AWS::Events::Rule',
+      Object.keys(
+        template.findResources('AWS::Events::Rule', { Properties: { ScheduleExpression: Match.anyValue() } }),
+      ).length,
+    );
+    expect(connectStatements(template)).toEqual([]);
+  });
+
+  it('refuses an instance id that is not one, naming the setting', () => {
+    expect(() => synth({ connectInstanceIds: 'arn:aws:connect:x' })).toThrow(/-c connectInstanceIds/);
+  });
+});
