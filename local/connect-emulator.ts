@@ -77,22 +77,44 @@ function awsError(status: number, type: string, message: string): FrontError {
 }
 
 export async function startConnectEmulator(options: ConnectEmulatorOptions): Promise<TelephonyEmulator> {
-  const far = new FarSide(options, () => randomUUID());
-  const region = options.region ?? LOCAL_REGION;
-  const instances = options.instances ?? { [LOCAL_CONNECT.instanceId]: [LOCAL_CONNECT.contactFlowId] };
-  const facts = new Map<string, ContactFacts>();
-  const instanceArn = (id: string) => `arn:aws:connect:${region}:${LOCAL_ACCOUNT}:instance/${id}`;
+  const front = new ConnectFront(options);
+  const served = await serveFront(
+    (req, res) => front.handle(req, res),
+    { message: 'internal error' },
+    options.port,
+  );
+  return front.far.emulatorView(served.url, () => served.close());
+}
 
-  function envelope(event: FarSideEvent, call: FarSideCall, contact: ContactFacts): EventBridgeEvent {
-    const arn = instanceArn(contact.instanceId);
+/** The Connect API's three operations and the contact events, over the far side. */
+class ConnectFront {
+  readonly far: FarSide;
+  readonly #options: ConnectEmulatorOptions;
+  readonly #region: string;
+  readonly #instances: Readonly<Record<string, readonly string[]>>;
+  readonly #facts = new Map<string, ContactFacts>();
+
+  constructor(options: ConnectEmulatorOptions) {
+    this.#options = options;
+    this.far = new FarSide(options, () => randomUUID());
+    this.#region = options.region ?? LOCAL_REGION;
+    this.#instances = options.instances ?? { [LOCAL_CONNECT.instanceId]: [LOCAL_CONNECT.contactFlowId] };
+  }
+
+  #instanceArn(id: string): string {
+    return `arn:aws:connect:${this.#region}:${LOCAL_ACCOUNT}:instance/${id}`;
+  }
+
+  #envelope(event: FarSideEvent, call: FarSideCall, contact: ContactFacts): EventBridgeEvent {
+    const arn = this.#instanceArn(contact.instanceId);
     return {
       version: '0',
       id: randomUUID(),
       'detail-type': 'Amazon Connect Contact Event',
       source: 'aws.connect',
       account: LOCAL_ACCOUNT,
-      time: new Date(far.time.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-      region,
+      time: new Date(this.far.time.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      region: this.#region,
       resources: [`${arn}/contact/${call.callId}`, arn],
       detail: {
         eventType: eventTypeOf(event.status),
@@ -102,19 +124,22 @@ export async function startConnectEmulator(options: ConnectEmulatorOptions): Pro
     };
   }
 
-  const tell = (contact: ContactFacts) => (event: FarSideEvent, call: FarSideCall) => {
-    const body = envelope(event, call, contact);
-    return async (signal: AbortSignal) => {
-      if (signal.aborted) return false;
-      await options.deliver(structuredClone(body) as EventBridgeEvent);
-      return true;
+  /** Each event goes, in its envelope, to the rule's target; a rejection is retried by the far side. */
+  #tell(contact: ContactFacts) {
+    return (event: FarSideEvent, call: FarSideCall) => {
+      const body = this.#envelope(event, call, contact);
+      return async (signal: AbortSignal) => {
+        if (signal.aborted) return false;
+        await this.#options.deliver(structuredClone(body) as EventBridgeEvent);
+        return true;
+      };
     };
-  };
+  }
 
-  async function start(body: string, res: ServerResponse): Promise<void> {
+  #start(body: string, res: ServerResponse): void {
     const input = parseJson(body);
     const instanceId = text(input, 'InstanceId');
-    const flows = instances[instanceId];
+    const flows = this.#instances[instanceId];
     if (!flows) throw awsError(404, 'ResourceNotFoundException', `Instance ${instanceId} not found`);
     const flowId = text(input, 'ContactFlowId');
     if (!flows.includes(flowId))
@@ -131,20 +156,21 @@ export async function startConnectEmulator(options: ConnectEmulatorOptions): Pro
     }
     const key = text(input, 'ClientToken');
     const attributes = (input.Attributes ?? {}) as Record<string, string>;
-    const fault = far.startFault(key);
+    const fault = this.far.startFault(key);
     if (fault === 'throttled')
       throw awsError(429, 'LimitExceededException', 'injected: concurrent calls quota');
     if (fault === 'unavailable') throw awsError(500, 'InternalServiceException', 'injected: try again');
-    const known = far.byKey(key);
-    const now = far.time.now();
-    if (known && (facts.get(known.callId)?.tokenUntil ?? 0) > now) {
-      return answer(res, 200, { ContactId: known.callId });
+    const known = this.far.byKey(key);
+    const now = this.far.time.now();
+    if (known && (this.#facts.get(known.callId)?.tokenUntil ?? 0) > now) {
+      answer(res, 200, { ContactId: known.callId });
+      return;
     }
     const amd =
       (input.AnswerMachineDetectionConfig as { EnableAnswerMachineDetection?: boolean } | undefined)
         ?.EnableAnswerMachineDetection === true;
     const contact: ContactFacts = { instanceId, amd, attributes, tokenUntil: now + CLIENT_TOKEN_MS };
-    const call = far.place({
+    const call = this.far.place({
       key,
       fingerprint: canonical(input),
       clientId: attributes[CONNECT_ATTRIBUTES.client] ?? 'unknown',
@@ -153,20 +179,20 @@ export async function startConnectEmulator(options: ConnectEmulatorOptions): Pro
       attempt: Number(attributes[CONNECT_ATTRIBUTES.attempt] ?? 1),
       maxDurationSeconds: MAX_TALK_SECONDS,
       ringTimeoutSeconds: typeof ring === 'number' ? ring : DEFAULT_RING_TIMEOUT_SECONDS,
-      tell: tell(contact),
+      tell: this.#tell(contact),
     });
-    facts.set(call.callId, contact);
+    this.#facts.set(call.callId, contact);
     if (fault.failAfterCreate)
       throw awsError(500, 'InternalServiceException', 'injected after the contact started');
     const placed = { ContactId: call.callId };
-    if (far.faults.initiateDelayMs > 0)
-      far.holdAnswer(res, far.faults.initiateDelayMs, () => answer(res, 200, placed));
+    if (this.far.faults.initiateDelayMs > 0)
+      this.far.holdAnswer(res, this.far.faults.initiateDelayMs, () => answer(res, 200, placed));
     else answer(res, 200, placed);
   }
 
-  function describe(res: ServerResponse, instanceId: string, contactId: string): void {
-    const call = far.call(contactId);
-    const contact = facts.get(contactId);
+  #describe(res: ServerResponse, instanceId: string, contactId: string): void {
+    const call = this.far.call(contactId);
+    const contact = this.#facts.get(contactId);
     if (!call || !contact || contact.instanceId !== instanceId) {
       throw awsError(404, 'ResourceNotFoundException', `Contact ${contactId} not found`);
     }
@@ -175,7 +201,7 @@ export async function startConnectEmulator(options: ConnectEmulatorOptions): Pro
     const seconds = (iso: unknown) => (typeof iso === 'string' ? Date.parse(iso) / 1000 : undefined);
     answer(res, 200, {
       Contact: {
-        Arn: `${instanceArn(instanceId)}/contact/${contactId}`,
+        Arn: `${this.#instanceArn(instanceId)}/contact/${contactId}`,
         Id: contactId,
         Channel: 'VOICE',
         InitiationMethod: 'API',
@@ -193,27 +219,27 @@ export async function startConnectEmulator(options: ConnectEmulatorOptions): Pro
     });
   }
 
-  function stop(body: string, res: ServerResponse): void {
+  #stop(body: string, res: ServerResponse): void {
     const input = parseJson(body);
     const contactId = text(input, 'ContactId');
-    const contact = facts.get(contactId);
+    const contact = this.#facts.get(contactId);
     if (!contact || contact.instanceId !== text(input, 'InstanceId')) {
       throw awsError(410, 'ContactNotFoundException', `Contact ${contactId} not found`);
     }
-    if (!far.hangUp(contactId, 'stopped')) {
+    if (!this.far.hangUp(contactId, 'stopped')) {
       throw awsError(410, 'ContactNotFoundException', `Contact ${contactId} has ended`);
     }
     answer(res, 200, {});
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readRaw(req);
     try {
       verifySigV4(
         { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers },
         {
           secrets: { [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey },
-          region,
+          region: this.#region,
           service: 'connect',
           body,
           allowQuery: false,
@@ -229,17 +255,18 @@ export async function startConnectEmulator(options: ConnectEmulatorOptions): Pro
     }
     const text = body.toString('utf8');
     const path = new URL(req.url ?? '/', 'http://connect').pathname;
-    if (req.method === 'PUT' && path === '/contact/outbound-voice') return start(text, res);
-    if (req.method === 'POST' && path === '/contact/stop') return stop(text, res);
+    if (req.method === 'PUT' && path === '/contact/outbound-voice') return this.#start(text, res);
+    if (req.method === 'POST' && path === '/contact/stop') return this.#stop(text, res);
     const describeMatch = /^\/contacts\/([^/]+)\/([^/]+)$/.exec(path);
     if (req.method === 'GET' && describeMatch) {
-      return describe(res, decodeURIComponent(describeMatch[1]!), decodeURIComponent(describeMatch[2]!));
+      return this.#describe(
+        res,
+        decodeURIComponent(describeMatch[1]!),
+        decodeURIComponent(describeMatch[2]!),
+      );
     }
     throw awsError(404, 'UnknownOperationException', `no operation ${req.method} ${path}`);
   }
-
-  const front = await serveFront(handle, { message: 'internal error' }, options.port);
-  return far.emulatorView(front.url, () => front.close());
 }
 
 /** The body, read once: the signature covers it, the operation parses it. */

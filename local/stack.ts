@@ -138,6 +138,29 @@ async function loadHandler<E, R>(id: FunctionId): Promise<Handler<E, R>> {
   return module.handler;
 }
 
+/**
+ * The Amazon Connect emulator; its contact events go to the connect-events handler, invoked as
+ * Lambda's asynchronous invocation would (the EventBridge rule's target), once `target` names it.
+ */
+async function startLocalConnect(options: LocalStackOptions) {
+  let handler: Handler<EventBridgeEvent, unknown> | undefined;
+  const spec = functions['connect-events'];
+  const emulator = await startConnectEmulator({
+    timeScale: options.telephonyTimeScale ?? 30,
+    ...(options.connectTalkSeconds === undefined ? {} : { durationSeconds: options.connectTalkSeconds }),
+    deliver: async (event) => {
+      if (!handler) throw new Error('connect-events is not loaded yet');
+      await invokeHandler(handler, event, { functionName: spec.id, timeoutMs: spec.timeoutSeconds * 1000 });
+    },
+  });
+  return {
+    emulator,
+    target: (loaded: Handler<EventBridgeEvent, unknown>) => {
+      handler = loaded;
+    },
+  };
+}
+
 /** Starts the local cloud, then everything that runs on it. */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const log = options.log ?? (() => {});
@@ -161,19 +184,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stoppers.push(() => line.stop());
     log(`LINE sandbox    ${line.url} (Messaging API stand-in: retry keys, rate limit, faults)`);
 
-    const connectTarget = { handler: undefined as Handler<EventBridgeEvent, unknown> | undefined };
-    const connect = await startConnectEmulator({
-      timeScale: options.telephonyTimeScale ?? 30,
-      ...(options.connectTalkSeconds === undefined ? {} : { durationSeconds: options.connectTalkSeconds }),
-      // The EventBridge rule's target, invoked as Lambda's asynchronous invocation would.
-      deliver: async (event) => {
-        if (!connectTarget.handler) throw new Error('connect-events is not loaded yet');
-        await invokeHandler(connectTarget.handler, event, {
-          functionName: functions['connect-events'].id,
-          timeoutMs: functions['connect-events'].timeoutSeconds * 1000,
-        });
-      },
-    });
+    const { emulator: connect, target: connectTarget } = await startLocalConnect(options);
     stoppers.push(() => connect.stop());
     log(
       `Amazon Connect  ${connect.url} (emulator: StartOutboundVoiceContact, DescribeContact, contact events)`,
@@ -215,7 +226,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       }),
     );
 
-    connectTarget.handler = await loadHandler<EventBridgeEvent, unknown>('connect-events');
+    connectTarget(await loadHandler<EventBridgeEvent, unknown>('connect-events'));
     const jobs = await startJobsLocal({ cloud, log });
     stoppers.push(() => jobs.stop());
     const httpFunction = async (id: 'webhook-receiver' | 'call-status') => ({
