@@ -69,12 +69,8 @@ export function makeConnectTelephonyProvider(
         await client.send(new StopContactCommand({ InstanceId: settings.instanceId, ContactId: callId }));
         return true;
       } catch (error) {
-        const { name, status, message } = errorFacts(error);
-        if (name === 'ContactNotFoundException' || name === 'ResourceNotFoundException') return false;
-        if (status === undefined || status >= 500 || THROTTLED.has(name)) {
-          throw new TelephonyUnavailableError(`Connect ${name}: ${message}`);
-        }
-        throw new TelephonyRequestError(status, name, message);
+        if (isUnknownContact(error)) return false;
+        throw asReadError(error);
       }
     },
 
@@ -85,12 +81,8 @@ export function makeConnectTelephonyProvider(
           new DescribeContactCommand({ InstanceId: settings.instanceId, ContactId: callId }),
         );
       } catch (error) {
-        const { name, status, message } = errorFacts(error);
-        if (name === 'ResourceNotFoundException' || name === 'ContactNotFoundException') return undefined;
-        if (status === undefined || status >= 500 || THROTTLED.has(name)) {
-          throw new TelephonyUnavailableError(`Connect ${name}: ${message}`);
-        }
-        throw new TelephonyRequestError(status, name, message);
+        if (isUnknownContact(error)) return undefined;
+        throw asReadError(error);
       }
       const contact = answer.Contact;
       if (!contact?.Id) return undefined;
@@ -148,6 +140,20 @@ function errorFacts(error: unknown): { name: string; status: number | undefined;
     status: e?.$metadata?.httpStatusCode,
     message: e?.message ?? String(error),
   };
+}
+
+function isUnknownContact(error: unknown): boolean {
+  const { name } = errorFacts(error);
+  return name === 'ResourceNotFoundException' || name === 'ContactNotFoundException';
+}
+
+/** A describe or stop that failed: "not now" (5xx, throttled, no answer) or a final refusal. */
+function asReadError(error: unknown): Error {
+  const { name, status, message } = errorFacts(error);
+  if (status === undefined || status >= 500 || THROTTLED.has(name)) {
+    return new TelephonyUnavailableError(`Connect ${name}: ${message}`);
+  }
+  return new TelephonyRequestError(status, name, message);
 }
 
 /**
