@@ -6,15 +6,14 @@
  * call-status it runs in the brokers' VPC for that nudge. EventBridge delivery is best effort: the
  * target retries for an hour, and the broker's reconciliation (`DescribeContact`) covers the rest.
  */
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import { Duration, Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
 import { functions } from '#shared/functions.ts';
-import { tableSpec } from '#shared/resources.ts';
 import type { BrokerFleet } from './broker-fleet.ts';
-import { SwitchboardFunction } from './function.ts';
+import type { SwitchboardFunction } from './function.ts';
+import { settlingFunction } from './settling-function.ts';
 import type { StatefulResources } from './stateful.ts';
 
 export interface ConnectEventsProps {
@@ -31,24 +30,13 @@ export class ConnectEvents extends Construct {
   constructor(scope: Construct, id: string, props: ConnectEventsProps) {
     super(scope, id);
     const stack = Stack.of(this);
-    const securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
-      vpc: props.fleet.vpc,
-      description: 'Switchboard connect-events: HTTPS to DynamoDB, nudges to brokers',
-      allowAllOutbound: true,
-    });
-    this.handler = new SwitchboardFunction(this, 'Function', {
+    this.handler = settlingFunction(this, {
       spec: functions['connect-events'],
-      logRemovalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-      network: { vpc: props.fleet.vpc, subnets: { subnetType: ec2.SubnetType.PUBLIC }, securityGroup },
-    })
-      // A final event's settle is one transaction that also frees the call's slot in the lease and
-      // moves the job's counts: both in the control table, and nothing else there.
-      .bindTable(props.stateful.tables.control, 'readwrite', tableSpec('control').envVar, {
-        writes: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['LEASE#*', 'CLIENT#*'] },
-      })
-      // Tasks, and the call links the brokers write (held events go there too).
-      .bindTable(props.stateful.tables.tasks, 'readwrite', tableSpec('tasks').envVar);
-    props.fleet.allowNudgesFrom(securityGroup);
+      stateful: props.stateful,
+      fleet: props.fleet,
+      retain: props.retain,
+      description: 'Switchboard connect-events: HTTPS to DynamoDB, nudges to brokers',
+    });
     this.rule = new events.Rule(this, 'ContactEvents', {
       description: 'Amazon Connect contact events of the configured instances → connect-events',
       eventPattern: {
