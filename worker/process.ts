@@ -8,6 +8,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
@@ -24,6 +25,7 @@ import { type HttpSend, makeHttpSend } from '#shared/messaging/http-send.ts';
 import type { SendPort } from '#shared/messaging/ports.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
+import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import { startBrokerHttpServer } from './http.ts';
 
 export interface BrokerConfig {
@@ -33,6 +35,10 @@ export interface BrokerConfig {
   readonly telephonyApiToken: string;
   /** The public call-status route, e.g. `https://api.example/providers/acme/calls/status`. */
   readonly callStatusCallbackUrl: string;
+  /** The public URL of Twilio's status route (default: the call-status route's, provider `twilio`). */
+  readonly twilioCallbackUrl: string;
+  /** Twilio's REST API (`https://api.twilio.com` unless set: the local emulator). */
+  readonly twilioApiUrl: string | undefined;
   /** Absent outside ECS: protection is then a logged no-op. */
   readonly ecsAgentUri: string | undefined;
   readonly version: string;
@@ -65,6 +71,13 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
     telephonyApiUrl: getStringFromEnv('TELEPHONY_API_URL', env),
     telephonyApiToken: getStringFromEnv('TELEPHONY_API_TOKEN', env),
     callStatusCallbackUrl: getStringFromEnv('CALL_STATUS_CALLBACK_URL', env),
+    twilioCallbackUrl:
+      optional('TWILIO_CALLBACK_URL') ??
+      getStringFromEnv('CALL_STATUS_CALLBACK_URL', env).replace(
+        /\/providers\/[^/]+\/calls\/status$/,
+        '/providers/twilio/calls/status',
+      ),
+    twilioApiUrl: optional('TWILIO_API_URL'),
     ecsAgentUri: optional('ECS_AGENT_URI'),
     version: getStringFromEnv('BROKER_VERSION', env),
     brokerId: optional('BROKER_ID') ?? `broker-${randomUUID()}`,
@@ -230,6 +243,20 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
   };
 }
 
+/** Each client's stored telephony secret (none without the channels table). */
+function clientSecrets(
+  config: BrokerConfig,
+  doc: DynamoDBDocumentClient,
+  clock: Clock,
+): (clientId: string) => Promise<string | undefined> {
+  if (!config.channelsTable) return async () => undefined;
+  const secrets = new ClientTelephonySecrets({
+    store: makeDynamoCallbackSecretStore(doc, config.channelsTable),
+    clock,
+  });
+  return (clientId) => secrets.current(clientId);
+}
+
 /** Starts a broker with `config`; its loop runs until {@link RunningBroker.stop} or a drain. */
 export async function startBrokerProcess(
   config: BrokerConfig,
@@ -272,6 +299,7 @@ export async function startBrokerProcess(
     logger,
   });
   const messages = config.channelsTable ? messageSide(config, doc, clock, logger) : undefined;
+  const callLinks = makeDynamoCallLinks(doc, config.tasksTable);
   broker = new Broker({
     ...(messages ? { messages } : {}),
     leases: makeDynamoLeaseStore(doc, config.controlTable, { endpoint }),
@@ -283,9 +311,15 @@ export async function startBrokerProcess(
     providers: makeTelephonyProviders({
       http: { baseUrl: config.telephonyApiUrl, apiToken: config.telephonyApiToken },
       connect: (region) => makeConnectClient(region === undefined ? {} : { region }),
+      clientSecret: clientSecrets(config, doc, clock),
+      twilio: {
+        callbackUrl: config.twilioCallbackUrl,
+        ...(config.twilioApiUrl ? { apiUrl: config.twilioApiUrl } : {}),
+      },
+      links: callLinks,
       clock,
     }),
-    callLinks: makeDynamoCallLinks(doc, config.tasksTable),
+    callLinks,
     fleet: makeDynamoFleetWorkReader(doc, config.controlTable),
     protection,
     clock,

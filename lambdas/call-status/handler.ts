@@ -12,11 +12,13 @@ import {
   type CallStatusOutcome,
   type CallStatusRequest,
 } from '#shared/broker/settle.ts';
+import type { TwilioStatusRequest } from '#shared/broker/twilio-status.ts';
 import { decodeRequestBody, getHeader, jsonResponse } from '#shared/http/api-gateway.ts';
 import type { Logger } from '#shared/log.ts';
 import { CallbackSecretNotSetError } from '#shared/telephony/callback-secrets.ts';
 import { CALLBACK_SIGNATURE_HEADER, CallbackSignatureError } from '#shared/telephony/callback-signature.ts';
 import { MalformedCallStatusError } from '#shared/telephony/status-event.ts';
+import { TWILIO_SIGNATURE_HEADER } from '#shared/telephony/twilio.ts';
 
 /** The one mapping from the use case's typed errors to HTTP statuses. */
 export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
@@ -29,22 +31,54 @@ export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 |
   return undefined;
 }
 
+/** Twilio's callbacks: their use case and the public URL of their route (what Twilio signs). */
+export interface TwilioCallbacks {
+  readonly record: (request: TwilioStatusRequest) => Promise<CallStatusOutcome>;
+  /** The route's URL as given to Twilio (`TWILIO_CALLBACK_URL`), without its query. */
+  readonly publicUrl: string;
+}
+
+/**
+ * The URLs a Twilio callback may have been signed with: the configured public URL (right behind
+ * a custom domain or a proxy) and the URL the request carried to API Gateway, each with the raw
+ * query string exactly as sent.
+ */
+export function twilioSignedUrls(event: APIGatewayProxyEventV2, publicUrl: string): string[] {
+  const query = event.rawQueryString ? `?${event.rawQueryString}` : '';
+  const scheme = getHeader(event.headers, 'x-forwarded-proto') ?? 'https';
+  const seen = `${scheme}://${event.requestContext.domainName}${event.rawPath}${query}`;
+  return [...new Set([`${publicUrl}${query}`, seen])];
+}
+
 export function makeCallStatusHandler(deps: {
   /** The provider name this deployment takes callbacks from (the `{provider}` path segment). */
   provider: string;
   record: (request: CallStatusRequest) => Promise<CallStatusOutcome>;
+  /** `POST /providers/twilio/calls/status`: clients whose calls go through Twilio. */
+  twilio?: TwilioCallbacks;
   log: Logger;
 }) {
+  const { twilio } = deps;
   return middy(async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const provider = event.pathParameters?.provider ?? '';
-    if (provider !== deps.provider) return jsonResponse(404, { message: 'unknown provider' });
+    const isTwilio = twilio !== undefined && provider === 'twilio' && deps.provider !== 'twilio';
+    if (provider !== deps.provider && !isTwilio) return jsonResponse(404, { message: 'unknown provider' });
     try {
-      const outcome = await deps.record({
-        signature: getHeader(event.headers, CALLBACK_SIGNATURE_HEADER),
-        rawBody: decodeRequestBody(event),
-        ref: () => attemptRefFromQuery(event.queryStringParameters ?? {}),
-      });
-      deps.log.metrics({ CallStatusCallbacks: 1 }, { outcome });
+      const outcome = isTwilio
+        ? await twilio.record({
+            signature: getHeader(event.headers, TWILIO_SIGNATURE_HEADER),
+            rawBody: decodeRequestBody(event),
+            query: event.queryStringParameters ?? {},
+            urls: twilioSignedUrls(event, twilio.publicUrl),
+          })
+        : await deps.record({
+            signature: getHeader(event.headers, CALLBACK_SIGNATURE_HEADER),
+            rawBody: decodeRequestBody(event),
+            ref: () => attemptRefFromQuery(event.queryStringParameters ?? {}),
+          });
+      deps.log.metrics({ CallStatusCallbacks: 1 }, { outcome, provider });
+      // A callback about no call of ours: acknowledged (no retries), said once.
+      if (outcome === 'unknown-task') deps.log.info('status callback for no known task', { provider });
       return jsonResponse(200, { outcome });
     } catch (error) {
       const mapped = toHttpError(error);

@@ -6,9 +6,10 @@ import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
+import { makeRecordTwilioStatus } from '#shared/broker/twilio-status.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeLogger } from '#shared/log.ts';
-import { CachedCallbackSecrets } from '#shared/telephony/callback-secrets.ts';
+import { CachedCallbackSecrets, ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import { makeCallStatusHandler } from './handler.ts';
 
 const controlTable = getStringFromEnv('CONTROL_TABLE');
@@ -31,14 +32,24 @@ const callbackSecrets = new CachedCallbackSecrets({
   clock,
 });
 
+// Each Twilio client's auth token, from the same table under the same prefix and key.
+const clientSecrets = new ClientTelephonySecrets({
+  store: makeDynamoCallbackSecretStore(doc, channelsTable),
+  clock,
+});
+const settle = {
+  tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+  leases: makeDynamoLeaseStore(doc, controlTable),
+  notifier: makeHttpBrokerNotifier(),
+  clock,
+};
+
 export const handler = makeCallStatusHandler({
   provider,
-  record: makeRecordCallStatus({
-    tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
-    leases: makeDynamoLeaseStore(doc, controlTable),
-    notifier: makeHttpBrokerNotifier(),
-    clock,
-    secrets: () => callbackSecrets.secrets(),
-  }),
+  record: makeRecordCallStatus({ ...settle, secrets: () => callbackSecrets.secrets() }),
+  twilio: {
+    record: makeRecordTwilioStatus({ ...settle, authTokens: (clientId) => clientSecrets.verifying(clientId) }),
+    publicUrl: getStringFromEnv('TWILIO_CALLBACK_URL'),
+  },
   log: makeLogger('call-status'),
 });

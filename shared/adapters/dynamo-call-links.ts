@@ -38,6 +38,13 @@ export function makeDynamoCallLinks(doc: DynamoDBDocumentClient, tasksTable: str
       return heldOf(out.Attributes);
     },
 
+    async find(callId) {
+      const out = await doc.send(
+        new GetCommand({ TableName: tasksTable, Key: keys.callLink(callId), ConsistentRead: true }),
+      );
+      return linkOf(out.Item);
+    },
+
     async resolve(callId, event, now) {
       try {
         await doc.send(

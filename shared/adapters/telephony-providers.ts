@@ -4,17 +4,29 @@
  * HTTP contract at the client's base URL, or the deployment's default HTTP provider.
  */
 import type { ConnectClient } from '@aws-sdk/client-connect';
+import type { CallLinkStore } from '#shared/broker/ports.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import type { TelephonyProvider, TelephonyProviders } from '#shared/telephony/port.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
+import { TWILIO_API_URL } from '#shared/telephony/twilio.ts';
 import { makeConnectTelephonyProvider } from './connect-telephony.ts';
+import { TwilioTelephonyProvider } from './twilio-telephony.ts';
 
 export interface TelephonyProvidersConfig {
   /** The deployment's HTTP provider: clients without `telephony` settings, and the token of `http` ones. */
   readonly http: { readonly baseUrl: string; readonly apiToken: string };
   /** An Amazon Connect client for a region (the stack's when undefined). */
   readonly connect: (region: string | undefined) => ConnectClient;
+  /**
+   * Each client's own telephony secret (its Twilio auth token, its HTTP provider's bearer token),
+   * stored encrypted (`ClientTelephonySecrets`); undefined when the client has none.
+   */
+  readonly clientSecret: (clientId: string) => Promise<string | undefined>;
+  /** Twilio's API (default `https://api.twilio.com`) and the public URL of its status route. */
+  readonly twilio: { readonly apiUrl?: string; readonly callbackUrl: string };
+  /** Call links, for Twilio's lookups after an ambiguous create. */
+  readonly links?: Pick<CallLinkStore, 'find'>;
   readonly clock: Clock;
 }
 
@@ -33,18 +45,29 @@ export function makeTelephonyProviders(config: TelephonyProvidersConfig): Teleph
     return client;
   }
 
-  function build(settings: TelephonySettings): TelephonyProvider {
+  function build(clientId: string, settings: TelephonySettings): TelephonyProvider {
     switch (settings.provider) {
       case 'connect':
         return makeConnectTelephonyProvider(connectClient(settings.region), settings);
+      case 'twilio':
+        return new TwilioTelephonyProvider({
+          settings,
+          apiUrl: config.twilio.apiUrl ?? TWILIO_API_URL,
+          callbackUrl: config.twilio.callbackUrl,
+          clientId,
+          authToken: () => config.clientSecret(clientId),
+          ...(config.links ? { links: config.links } : {}),
+          clock: config.clock,
+        });
       case 'http':
         return makeHttpTelephonyProvider({
           baseUrl: settings.baseUrl,
-          apiToken: config.http.apiToken,
+          // The client's own token when it stored one, the deployment's otherwise.
+          apiToken: async () => (await config.clientSecret(clientId)) ?? config.http.apiToken,
           clock: config.clock,
         });
       default:
-        return unavailable(`provider ${settings.provider} is not available in this version`);
+        return unavailable(`provider ${(settings as { provider: string }).provider} is not available`);
     }
   }
 
@@ -54,7 +77,7 @@ export function makeTelephonyProviders(config: TelephonyProvidersConfig): Teleph
       const key = JSON.stringify(settings);
       const held = byClient.get(clientId);
       if (held?.settings === key) return held.provider;
-      const provider = build(settings);
+      const provider = build(clientId, settings);
       byClient.set(clientId, { settings: key, provider });
       return provider;
     },

@@ -121,6 +121,8 @@ export interface CallLink extends TaskRef {
 export interface CallLinkStore {
   /** Links `callId` to its attempt; returns the events held for it (their `idempotencyKey` empty). */
   link(callId: string, link: CallLink, now: number): Promise<readonly CallStatusEvent[]>;
+  /** The attempt `callId` is linked to, if any (a read: nothing is held). */
+  find(callId: string): Promise<CallLink | undefined>;
   /** The attempt `callId` belongs to; undefined once `event` is held for the broker's link. */
   resolve(callId: string, event: CallStatusEvent, now: number): Promise<CallLink | undefined>;
 }

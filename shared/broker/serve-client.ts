@@ -116,6 +116,8 @@ interface InFlightCall {
   timer: TimerHandle | undefined;
   reconcileTries: number;
   ended: boolean;
+  /** A request for this attempt may have reached the provider (adopted, or an ambiguous answer). */
+  maybePlaced: boolean;
 }
 
 type NextTask =
@@ -396,6 +398,7 @@ export class ClientServer {
       if (!job) continue;
       const call = this.#track(task, job, this.#gate!.adopt());
       call.callId = task.callId;
+      call.maybePlaced = true;
       logger.info('adopted a call in flight', {
         clientId: this.clientId,
         taskId: task.taskId,
@@ -420,6 +423,7 @@ export class ClientServer {
       timer: undefined,
       reconcileTries: 0,
       ended: false,
+      maybePlaced: false,
     };
     this.#calls.set(task.taskId, call);
     return call;
@@ -464,6 +468,7 @@ export class ClientServer {
       jobId: task.jobId,
       taskId: task.taskId,
       attempt,
+      ...(task.startedAt === undefined ? {} : { startedAt: task.startedAt }),
       ...(job.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: job.ringTimeoutSeconds }),
       callbackUrl: callbackUrlFor(this.#deps.settings.callbackUrl, {
         jobId: task.jobId,
@@ -484,9 +489,11 @@ export class ClientServer {
     let delay = settings.initiateRetryMs;
     let outcome: InitiateOutcome = { kind: 'retryable', reason: 'not tried' };
     for (let tryNo = 1; tryNo <= settings.initiateTries && !call.ended; tryNo++) {
-      const answer = await this.#sendSpaced(() => provider.initiate(request, key), call);
+      const context = { maybePlaced: call.maybePlaced };
+      const answer = await this.#sendSpaced(() => provider.initiate(request, key, context), call);
       if (answer === undefined) return;
       outcome = answer;
+      if (outcome.kind === 'retryable') call.maybePlaced = true;
       if (outcome.kind === 'accepted' || outcome.kind === 'rejected') break;
       const wait = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : delay;
       delay = Math.min(delay * 2, 8_000);
@@ -495,6 +502,10 @@ export class ClientServer {
     if (call.ended) return;
     if (outcome.kind === 'accepted') {
       call.callId = outcome.callId;
+      if (outcome.queuedMs !== undefined) {
+        // The provider, not Switchboard, is holding calls back: the line's rate is below the contract's.
+        logger.info('the provider queued the call', { taskId: call.task.taskId, queuedMs: outcome.queuedMs });
+      }
       try {
         await tasks.recordCallId(call.task, call.attempt, outcome.callId, clock.now());
       } catch (error) {

@@ -167,9 +167,13 @@ export type RecordCallEventDeps = Omit<RecordCallStatusDeps, 'secrets'>;
  * older changes nothing; then the broker holding the client's lease is nudged.
  */
 export function makeRecordCallEvent(deps: RecordCallEventDeps) {
-  return async (ref: AttemptRef, event: CallStatusEvent): Promise<CallStatusOutcome> => {
+  return async (
+    ref: AttemptRef & { readonly clientId?: string },
+    event: CallStatusEvent,
+  ): Promise<CallStatusOutcome> => {
     const task = await deps.tasks.getTask(ref);
-    if (!task) return 'unknown-task';
+    // A callback signed with one client's credentials never touches another client's task.
+    if (!task || (ref.clientId !== undefined && task.clientId !== ref.clientId)) return 'unknown-task';
     if (task.attempts !== ref.attempt || task.state !== 'in-flight') {
       if (task.attempts === ref.attempt && isFinal(event.status)) {
         await nudge(deps, task, event.callId);

@@ -48,7 +48,7 @@ export function rotateCallbackSecret(
   input: { provider: string; secret: string; now: number; graceMs?: number },
 ): CallbackSecretRecord {
   const { provider, secret, now } = input;
-  if (!/^[a-z0-9-]{1,40}$/.test(provider)) {
+  if (!/^[a-z0-9-]{1,40}$/.test(provider) && !/^client\/[A-Za-z0-9_-]{1,64}$/.test(provider)) {
     throw new InvalidCallbackSecretError('provider: lower-case letters, digits and "-", 1 to 40 characters');
   }
   if (secret.length < 16 || secret.length > 512 || /\s/.test(secret)) {
@@ -109,10 +109,61 @@ export class CachedCallbackSecrets {
       this.#readAt = now;
     }
     if (!this.#record) {
+      const client = /^client\/(.+)$/.exec(this.#provider)?.[1];
       throw new CallbackSecretNotSetError(
-        `no callback secret is set for provider "${this.#provider}": set it with \`npm run channel -- put-callback-secret --provider ${this.#provider} --secret -\``,
+        client === undefined
+          ? `no callback secret is set for provider "${this.#provider}": set it with \`npm run channel -- put-callback-secret --provider ${this.#provider} --secret -\``
+          : `no telephony secret is set for client "${client}": set it with \`npm run channel -- put-telephony-secret --client ${client} --secret -\``,
       );
     }
     return verifyingSecrets(this.#record, now);
+  }
+}
+
+/**
+ * The record name of one client's own telephony secret (its Twilio auth token, or the bearer
+ * token of its HTTP provider): kept beside the callback secrets, under the same prefix and key.
+ */
+export function clientSecretName(clientId: string): string {
+  return `client/${clientId}`;
+}
+
+/**
+ * Each client's telephony secret, read from the store at most once per `ttlMs` per client: the
+ * broker authenticates with the current one, the call-status route verifies with the current one
+ * and, during a rotation's grace, the previous one.
+ */
+export class ClientTelephonySecrets {
+  readonly #options: { store: CallbackSecretStore; clock: Clock; ttlMs?: number };
+  readonly #byClient = new Map<string, CachedCallbackSecrets>();
+
+  constructor(options: { store: CallbackSecretStore; clock: Clock; ttlMs?: number }) {
+    this.#options = options;
+  }
+
+  #cache(clientId: string): CachedCallbackSecrets {
+    let cache = this.#byClient.get(clientId);
+    if (!cache) {
+      // A broker serves a bounded set of clients; this only keeps a lookup of a stranger from growing it.
+      if (this.#byClient.size >= 10_000) this.#byClient.clear();
+      cache = new CachedCallbackSecrets({ ...this.#options, provider: clientSecretName(clientId) });
+      this.#byClient.set(clientId, cache);
+    }
+    return cache;
+  }
+
+  /** The client's secrets in force, current first; throws {@link CallbackSecretNotSetError} when none is set. */
+  verifying(clientId: string): Promise<string[]> {
+    return this.#cache(clientId).secrets();
+  }
+
+  /** The current secret, or undefined when the client has none. */
+  async current(clientId: string): Promise<string | undefined> {
+    try {
+      return (await this.verifying(clientId))[0];
+    } catch (error) {
+      if (error instanceof CallbackSecretNotSetError) return undefined;
+      throw error;
+    }
   }
 }

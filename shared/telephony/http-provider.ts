@@ -11,8 +11,8 @@ import { parseCallSnapshot } from './status-event.ts';
 export interface HttpTelephonyProviderOptions {
   /** The provider's API base, e.g. `https://api.provider.example/v1` (no trailing `/calls`). */
   readonly baseUrl: string;
-  /** Sent as `Authorization: Bearer <apiToken>`. */
-  readonly apiToken: string;
+  /** Sent as `Authorization: Bearer <apiToken>` (read per request when a function: a stored, rotatable token). */
+  readonly apiToken: string | (() => Promise<string>);
   /** For `Retry-After` given as an HTTP date. */
   readonly clock: { now(): number };
   /** Per-request deadline, body included (default 5,000 ms); past it the outcome is `retryable`. */
@@ -56,7 +56,8 @@ export function makeHttpTelephonyProvider(options: HttpTelephonyProviderOptions)
   const base = options.baseUrl.replace(/\/+$/, '');
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const doFetch = options.fetch ?? globalThis.fetch;
-  const authorization = `Bearer ${options.apiToken}`;
+  const token = options.apiToken;
+  const authorization = async () => `Bearer ${typeof token === 'string' ? token : await token()}`;
 
   /** One request; a transport failure comes back as a string saying why. */
   async function send(url: string, init: RequestInit): Promise<Answer | string> {
@@ -81,7 +82,7 @@ export function makeHttpTelephonyProvider(options: HttpTelephonyProviderOptions)
       const answer = await send(`${base}/calls`, {
         method: 'POST',
         headers: {
-          authorization,
+          authorization: await authorization(),
           'content-type': 'application/json',
           'idempotency-key': idempotencyKey,
         },
@@ -111,7 +112,7 @@ export function makeHttpTelephonyProvider(options: HttpTelephonyProviderOptions)
     async getCall(callId): Promise<CallSnapshot | undefined> {
       const answer = await send(`${base}/calls/${encodeURIComponent(callId)}`, {
         method: 'GET',
-        headers: { authorization },
+        headers: { authorization: await authorization() },
       });
       if (typeof answer === 'string') throw new TelephonyUnavailableError(answer);
       const { status } = answer;

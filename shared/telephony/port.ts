@@ -20,6 +20,8 @@ export interface CallRequest {
   readonly ringTimeoutSeconds?: number;
   /** Where the provider POSTs this call's signed status callbacks. */
   readonly callbackUrl: string;
+  /** When the attempt started (epoch ms): a provider without idempotency keys looks for its call from then. */
+  readonly startedAt?: number;
   /** The provider hangs up an answered call after this many seconds. */
   readonly maxDurationSeconds: number;
   readonly variables: Readonly<Record<string, string>>;
@@ -74,15 +76,31 @@ export interface CallStatusEvent extends CallSnapshot {
  * - `rejected`: a final 4xx (bad request, key reused with another body); do not retry.
  */
 export type InitiateOutcome =
-  | { readonly kind: 'accepted'; readonly callId: string; readonly duplicate: boolean }
+  | {
+      readonly kind: 'accepted';
+      readonly callId: string;
+      readonly duplicate: boolean;
+      /** How long the provider holds the call before dialling (Twilio queues above the account's CPS). */
+      readonly queuedMs?: number;
+    }
   | { readonly kind: 'retryable'; readonly reason: string }
   | { readonly kind: 'rate-limited'; readonly retryAfterMs: number }
   | { readonly kind: 'rejected'; readonly status: number; readonly code: string; readonly message: string };
 
+/** What the broker knows of an `initiate`'s history. */
+export interface InitiateContext {
+  /**
+   * True when a request for this attempt may have reached the provider before (a retry after an
+   * ambiguous answer, a call adopted after a crash). A provider with idempotency keys ignores it;
+   * one without (Twilio) looks for the call before placing it.
+   */
+  readonly maybePlaced: boolean;
+}
+
 /** The provider as the broker sees it. */
 export interface TelephonyProvider {
   /** Places a call, at most once per `idempotencyKey` (a UUID, e.g. `attemptKey(...)`). */
-  initiate(request: CallRequest, idempotencyKey: string): Promise<InitiateOutcome>;
+  initiate(request: CallRequest, idempotencyKey: string, context?: InitiateContext): Promise<InitiateOutcome>;
   /**
    * The call's current state, or `undefined` when the provider does not know it. Throws
    * {@link TelephonyUnavailableError} when the provider cannot answer now.

@@ -30,9 +30,13 @@ export interface ConnectSettings {
 export interface TwilioSettings {
   readonly provider: 'twilio';
   readonly accountSid: string;
-  /** Caller id, E.164, a number of the account. */
+  /** Caller id, E.164, a number of the account (or a verified caller id). */
   readonly from: string;
-  /** Twilio's `MachineDetection`. */
+  /** What an answered call does: the TwiML App's SID (`AP…`) … */
+  readonly applicationSid?: string;
+  /** … or the URL Twilio fetches TwiML from (the voice bot). */
+  readonly voiceUrl?: string;
+  /** Twilio's `MachineDetection`: a machine ends the call as `voicemail`. */
   readonly machineDetection?: 'Enable' | 'DetectMessageEnd';
 }
 
@@ -65,12 +69,27 @@ const connectSchema = z
     }
   });
 
-const twilioSchema = z.strictObject({
-  provider: z.literal('twilio'),
-  accountSid: z.string().regex(/^AC[0-9a-f]{32}$/, 'must be the account SID: AC and 32 hex digits'),
-  from: z.string().regex(E164, 'must be an E.164 number of the account, such as +815012345678'),
-  machineDetection: z.enum(['Enable', 'DetectMessageEnd']).optional(),
-});
+const twilioSchema = z
+  .strictObject({
+    provider: z.literal('twilio'),
+    accountSid: z.string().regex(/^AC[0-9a-f]{32}$/, 'must be the account SID: AC and 32 hex digits'),
+    from: z.string().regex(E164, 'must be an E.164 number of the account, such as +815012345678'),
+    applicationSid: z
+      .string()
+      .regex(/^AP[0-9a-f]{32}$/, 'must be a TwiML App SID: AP and 32 hex digits')
+      .optional(),
+    voiceUrl: z.url({ protocol: /^https?$/, message: 'must be an absolute http(s) URL' }).optional(),
+    machineDetection: z.enum(['Enable', 'DetectMessageEnd']).optional(),
+  })
+  .superRefine((value, ctx) => {
+    if ((value.applicationSid === undefined) === (value.voiceUrl === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['voiceUrl'],
+        message: 'give exactly one of voiceUrl or applicationSid: what an answered call runs',
+      });
+    }
+  });
 
 const httpSchema = z.strictObject({
   provider: z.literal('http'),
@@ -78,12 +97,11 @@ const httpSchema = z.strictObject({
 });
 
 /** The `telephony` member of a client's settings; errors are reported by field path. */
-export const telephonySettingsSchema = z.discriminatedUnion('provider', [connectSchema, httpSchema], {
-  error: 'provider must be one of connect, http (twilio is not available yet)',
-});
-
-/** Twilio's settings, checked once its adapter ships (issue 11); not accepted by the API before. */
-export const twilioSettingsSchema = twilioSchema;
+export const telephonySettingsSchema = z.discriminatedUnion(
+  'provider',
+  [connectSchema, twilioSchema, httpSchema],
+  { error: 'provider must be one of connect, twilio, http' },
+);
 
 /**
  * The Amazon Connect instance the local cloud's emulator serves (`local/connect-emulator.ts`); the

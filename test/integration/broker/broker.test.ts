@@ -205,6 +205,8 @@ function brokerConfig(s: TelephonySandbox, over: Partial<BrokerConfig> = {}): Br
     telephonyApiUrl: s.url,
     telephonyApiToken: s.apiToken,
     callStatusCallbackUrl: callbackUrl(),
+    twilioCallbackUrl: 'http://127.0.0.1:9/providers/twilio/calls/status',
+    twilioApiUrl: undefined,
     ecsAgentUri: undefined,
     version: 'v1',
     brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,

@@ -92,6 +92,8 @@ function brokerConfig(over: Partial<BrokerConfig> = {}): BrokerConfig {
     telephonyApiUrl: 'http://127.0.0.1:9',
     telephonyApiToken: 'unused',
     callStatusCallbackUrl: 'http://127.0.0.1:9/status',
+    twilioCallbackUrl: 'http://127.0.0.1:9/providers/twilio/calls/status',
+    twilioApiUrl: undefined,
     ecsAgentUri: undefined,
     version: 'v1',
     brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,
