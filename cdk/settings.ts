@@ -75,6 +75,11 @@ export function readDeploySettings(node: Node): DeploySettings {
       `-c telephonyProvider: lower-case letters, digits and '-', got ${JSON.stringify(telephonyProvider)}`,
     );
   }
+  if (telephonyProvider === 'twilio') {
+    throw new DeploySettingsError(
+      '-c telephonyProvider names the HTTP-contract provider; "twilio" is built in: set a client\'s telephony to { "provider": "twilio", … } instead',
+    );
+  }
   const uploadOrigins = (context('uploadOrigins') ?? '')
     .split(',')
     .map((o) => o.trim())

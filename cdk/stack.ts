@@ -1,6 +1,7 @@
 /** The Switchboard stack: one stack, a construct per capability. */
 import { Lazy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';
 import { BrokerFleet } from './constructs/broker-fleet.ts';
 import { CallStatus } from './constructs/call-status.ts';
 import { ConnectEvents } from './constructs/connect-events.ts';
@@ -42,6 +43,7 @@ export class SwitchboardStack extends Stack {
       retain,
       telephonyApiUrl: props.settings.telephonyApiUrl,
       callStatusCallbackUrl: apiUrl.lazy(`/providers/${provider}/calls/status`),
+      twilioCallbackUrl: apiUrl.lazy(TWILIO_STATUS_PATH),
       connectInstanceIds: props.settings.connectInstanceIds,
       maxBrokers: props.settings.maxBrokers,
       alarmTopic: this.webhooks.alarmTopic,
@@ -59,6 +61,7 @@ export class SwitchboardStack extends Stack {
       fleet: this.fleet,
       retain,
       provider,
+      twilioCallbackUrl: apiUrl.lazy(TWILIO_STATUS_PATH),
     });
     const connectInstanceIds = props.settings.connectInstanceIds;
     this.connectEvents =

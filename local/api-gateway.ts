@@ -105,6 +105,9 @@ export function buildEventV2(
   const rawQueryString = (req.url ?? '').includes('?')
     ? (req.url ?? '').slice((req.url ?? '').indexOf('?') + 1)
     : '';
+  // API Gateway tells the integration how the caller reached it (a Twilio callback's URL is rebuilt from it).
+  headers['x-forwarded-proto'] ??= 'http';
+  headers['x-forwarded-port'] ??= String(req.socket.localPort ?? '');
   const requestId = randomUUID();
   const hasBody = body.length > 0;
   const text = isTextContentType(headers['content-type']);

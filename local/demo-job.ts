@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { LOCAL_CONNECT } from './connect-emulator.ts';
+import { LOCAL_TWILIO } from './twilio-emulator.ts';
 import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
 import type { TelephonyEmulator } from './telephony-sandbox.ts';
 
@@ -27,16 +28,27 @@ export interface DemoClientOptions {
 }
 
 /** The providers the local cloud emulates. */
-export const DEMO_PROVIDERS = ['http', 'connect'] as const;
+export const DEMO_PROVIDERS = ['http', 'connect', 'twilio'] as const;
 export type DemoProvider = (typeof DEMO_PROVIDERS)[number];
 
 /** The emulator that sees a provider's calls from the far side. */
 export function emulatorOf(stack: LocalStack, provider: DemoProvider = 'http'): TelephonyEmulator {
-  return provider === 'connect' ? stack.connect : stack.telephony;
+  if (provider === 'connect') return stack.connect;
+  return provider === 'twilio' ? stack.twilio : stack.telephony;
 }
 
 /** A client's `telephony` settings for the local emulator of `provider` (none: the default HTTP). */
 function telephonyFor(provider: DemoProvider | undefined) {
+  if (provider === 'twilio') {
+    return {
+      telephony: {
+        provider: 'twilio',
+        accountSid: LOCAL_TWILIO.accountSid,
+        from: LOCAL_TWILIO.from,
+        voiceUrl: LOCAL_TWILIO.voiceUrl,
+      },
+    };
+  }
   if (provider !== 'connect') return {};
   return {
     telephony: {
@@ -97,6 +109,8 @@ export async function putDemoClient(
 ): Promise<ReturnType<typeof demoClientSettings> & { readonly clientId: string }> {
   const clientId = options.clientId ?? DEMO_CLIENT;
   const settings = demoClientSettings(options);
+  // A Twilio client's auth token is a secret: stored encrypted, never part of its settings.
+  if (options.provider === 'twilio') await stack.putTelephonySecret(clientId, LOCAL_TWILIO.authToken);
   const put = await stack.operator('PUT', `/clients/${clientId}`, { json: settings });
   if (put.status !== 200) throw new Error(`client settings refused (${put.status}): ${put.body}`);
   return { clientId, ...settings };

@@ -14,7 +14,8 @@ import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
 import { makeLogger } from '#shared/log.ts';
 import { routes } from '#shared/routes.ts';
-import { rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
+import { clientSecretName, rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
+import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';
 import { type ApiGatewayServer, type InvokeStatement, startApiGateway } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
 import { type EventBridgeEvent, startConnectEmulator } from './connect-emulator.ts';
@@ -33,6 +34,7 @@ import {
   type TelephonyEmulator,
   type TelephonySandbox,
 } from './telephony-sandbox.ts';
+import { startTwilioEmulator } from './twilio-emulator.ts';
 
 /** The demo channel `npm start` creates, wired to the LINE sandbox. */
 export const DEMO_CHANNEL = {
@@ -116,6 +118,8 @@ export interface LocalStack {
   readonly telephony: TelephonySandbox;
   /** The Amazon Connect emulator (clients with `telephony: { provider: 'connect', … }`). */
   readonly connect: TelephonyEmulator;
+  /** The Twilio emulator (clients with `telephony: { provider: 'twilio', … }` and a stored auth token). */
+  readonly twilio: TelephonyEmulator;
   readonly jobs: JobsLocal;
   /** The broker service stand-in (when started with `fleet: true`). */
   readonly fleet: LocalFleet | undefined;
@@ -125,6 +129,11 @@ export interface LocalStack {
   webhookUrl(channelId: string): string;
   /** Creates or replaces a channel (and tells the LINE sandbox its token). */
   putChannel(input: unknown): Promise<Channel>;
+  /**
+   * Stores a client's telephony secret (its Twilio auth token), as `npm run channel --
+   * put-telephony-secret` does on AWS.
+   */
+  putTelephonySecret(clientId: string, secret: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -190,6 +199,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       `Amazon Connect  ${connect.url} (emulator: StartOutboundVoiceContact, DescribeContact, contact events)`,
     );
 
+    const twilio = await startTwilioEmulator({ timeScale: options.telephonyTimeScale ?? 30 });
+    stoppers.push(() => twilio.stop());
+    log(`Twilio          ${twilio.url} (emulator: Calls.json, signed status callbacks)`);
+
     const telephony = await startTelephonySandbox({
       callbackSecret: LOCAL_TELEPHONY.callbackSecret,
       apiToken: LOCAL_TELEPHONY.apiToken,
@@ -225,6 +238,19 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         now: Date.now(),
       }),
     );
+
+    const secretStore = makeDynamoCallbackSecretStore(doc, cloud.tableNames.channels!);
+    const putTelephonySecret = async (clientId: string, secret: string) => {
+      const name = clientSecretName(clientId);
+      await secretStore.put(
+        rotateCallbackSecret(await secretStore.get(name), {
+          provider: name,
+          secret,
+          now: Date.now(),
+          graceMs: 0,
+        }),
+      );
+    };
 
     connectTarget(await loadHandler<EventBridgeEvent, unknown>('connect-events'));
     const jobs = await startJobsLocal({ cloud, log });
@@ -295,6 +321,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           TELEPHONY_API_TOKEN: LOCAL_TELEPHONY.apiToken,
           AWS_ENDPOINT_URL_CONNECT: connect.url,
           CALL_STATUS_CALLBACK_URL: `${api.url}/providers/${LOCAL_TELEPHONY.provider}/calls/status`,
+          TWILIO_API_URL: twilio.url,
+          TWILIO_CALLBACK_URL: `${api.url}${TWILIO_STATUS_PATH}`,
           LINE_API_URL: line.url,
           ...(options.lineRateLimitPerSecond
             ? { LINE_RATE_PER_SECOND: String(options.lineRateLimitPerSecond) }
@@ -333,6 +361,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       processor,
       telephony,
       connect,
+      twilio,
       jobs,
       fleet,
       operator: makeOperatorClient({
@@ -342,6 +371,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       }),
       webhookUrl: (channelId) => `${api.url}/webhooks/line/${encodeURIComponent(channelId)}`,
       putChannel,
+      putTelephonySecret,
       stop: stopAll,
     };
   } catch (error) {

@@ -32,7 +32,8 @@ Options:
   --rate R         the client's calls per second (default 2)
   --region CC      region for numbers without a country code (default JP)
   --provider P     the telephony the demo client calls through: http (the sandbox of
-                   docs/telephony-provider.md, default) or connect (the Amazon Connect emulator)
+                   docs/telephony-provider.md, default), connect (the Amazon Connect emulator)
+                   or twilio (the Twilio emulator)
   --time-scale X   call seconds per wall second in the telephony sandbox (default 30)
   --no-job         do not run the call job (the local cloud keeps running)
   --messages N     recipients of the message campaign (default ${DEMO_MESSAGE_COUNT}: local/demo/message-list.csv)

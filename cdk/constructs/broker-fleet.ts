@@ -79,6 +79,8 @@ export interface BrokerFleetProps {
   readonly connectInstanceIds?: readonly string[];
   /** Where the provider posts call status (the HTTP API's call-status route). */
   readonly callStatusCallbackUrl: string;
+  /** The public URL of Twilio's status route (`/providers/twilio/calls/status`). */
+  readonly twilioCallbackUrl: string;
   /** Most brokers the job manager may ask for. Default 10. */
   readonly maxBrokers?: number;
   /** Broker size. Defaults: `BROKER_TASK_SIZE` (1 vCPU, 2 GiB: a message job at 2,000/s takes about one vCPU). */
@@ -211,6 +213,7 @@ export class BrokerFleet extends Construct {
         LINE_API_URL: DEFAULT_LINE_API_URL,
         TELEPHONY_API_URL: props.telephonyApiUrl,
         CALL_STATUS_CALLBACK_URL: props.callStatusCallbackUrl,
+        TWILIO_CALLBACK_URL: props.twilioCallbackUrl,
         BROKER_VERSION: this.brokerVersion,
         BROKER_HTTP_HOST: '0.0.0.0',
         BROKER_HTTP_PORT: String(BROKER_HTTP_PORT),

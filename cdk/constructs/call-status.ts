@@ -19,6 +19,8 @@ export interface CallStatusProps {
   readonly retain: boolean;
   /** The provider name in the route (`/providers/{provider}/calls/status`). */
   readonly provider: string;
+  /** The public URL of Twilio's status route: what Twilio signs, with the query it was given. */
+  readonly twilioCallbackUrl: string;
 }
 
 export class CallStatus extends Construct {
@@ -32,9 +34,9 @@ export class CallStatus extends Construct {
       fleet: props.fleet,
       retain: props.retain,
       description: 'Switchboard call-status: HTTPS to DynamoDB, nudges to brokers',
-      environment: { TELEPHONY_PROVIDER: props.provider },
+      environment: { TELEPHONY_PROVIDER: props.provider, TWILIO_CALLBACK_URL: props.twilioCallbackUrl },
     })
-      // The provider's callback secret, read at run time (so a rotation needs no deploy and the
+      // The provider's callback secret and the Twilio clients' auth tokens, read at run time (so a rotation needs no deploy and the
       // value never sits in the function's configuration): its item only, never a LINE channel.
       .bindTable(props.stateful.tables.channels, 'read', tableSpec('channels').envVar, {
         reads: { actions: ['dynamodb:GetItem'], leadingKeys: [`${CALLBACK_SECRET_KEY_PREFIX}*`] },

@@ -35,7 +35,7 @@ export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 |
 export interface TwilioCallbacks {
   readonly record: (request: TwilioStatusRequest) => Promise<CallStatusOutcome>;
   /** The route's URL as given to Twilio (`TWILIO_CALLBACK_URL`), without its query. */
-  readonly publicUrl: string;
+  readonly publicUrl?: string;
 }
 
 /**
@@ -43,11 +43,11 @@ export interface TwilioCallbacks {
  * a custom domain or a proxy) and the URL the request carried to API Gateway, each with the raw
  * query string exactly as sent.
  */
-export function twilioSignedUrls(event: APIGatewayProxyEventV2, publicUrl: string): string[] {
+export function twilioSignedUrls(event: APIGatewayProxyEventV2, publicUrl: string | undefined): string[] {
   const query = event.rawQueryString ? `?${event.rawQueryString}` : '';
   const scheme = getHeader(event.headers, 'x-forwarded-proto') ?? 'https';
   const seen = `${scheme}://${event.requestContext.domainName}${event.rawPath}${query}`;
-  return [...new Set([`${publicUrl}${query}`, seen])];
+  return publicUrl === undefined ? [seen] : [...new Set([`${publicUrl}${query}`, seen])];
 }
 
 export function makeCallStatusHandler(deps: {

@@ -48,8 +48,12 @@ export const handler = makeCallStatusHandler({
   provider,
   record: makeRecordCallStatus({ ...settle, secrets: () => callbackSecrets.secrets() }),
   twilio: {
-    record: makeRecordTwilioStatus({ ...settle, authTokens: (clientId) => clientSecrets.verifying(clientId) }),
-    publicUrl: getStringFromEnv('TWILIO_CALLBACK_URL'),
+    record: makeRecordTwilioStatus({
+      ...settle,
+      authTokens: (clientId) => clientSecrets.verifying(clientId),
+    }),
+    // Set by the stack (the URL the brokers give Twilio); unset locally, where the request's own URL is it.
+    ...(process.env.TWILIO_CALLBACK_URL ? { publicUrl: process.env.TWILIO_CALLBACK_URL } : {}),
   },
   log: makeLogger('call-status'),
 });

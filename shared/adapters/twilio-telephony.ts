@@ -146,7 +146,8 @@ export class TwilioTelephonyProvider implements TelephonyProvider {
     const { status, body } = answer;
     if (status >= 200 && status < 300) {
       const sid = body?.sid;
-      if (typeof sid !== 'string' || sid === '') return { kind: 'retryable', reason: `HTTP ${status} without a sid` };
+      if (typeof sid !== 'string' || sid === '')
+        return { kind: 'retryable', reason: `HTTP ${status} without a sid` };
       const queued = Number(body?.queue_time);
       return {
         kind: 'accepted',
@@ -184,7 +185,10 @@ export class TwilioTelephonyProvider implements TelephonyProvider {
     const since = (request.startedAt ?? clock.now()) - LOOKUP_MARGIN_MS;
     const calls = Array.isArray(answer.body?.calls) ? (answer.body.calls as Record<string, unknown>[]) : [];
     const candidates = calls
-      .filter((call) => typeof call.sid === 'string' && (parseTwilioTime(call.date_created as string) ?? 0) >= since)
+      .filter(
+        (call) =>
+          typeof call.sid === 'string' && (parseTwilioTime(call.date_created as string) ?? 0) >= since,
+      )
       .reverse(); // oldest first: the first create of this attempt is the one to keep
     for (const call of candidates) {
       const sid = call.sid as string;
@@ -217,7 +221,12 @@ export class TwilioTelephonyProvider implements TelephonyProvider {
     throw new TelephonyRequestError(answer.status, code, message);
   }
 
-  async #send(token: string, url: string, method: 'GET' | 'POST', form?: URLSearchParams): Promise<Answer | string> {
+  async #send(
+    token: string,
+    url: string,
+    method: 'GET' | 'POST',
+    form?: URLSearchParams,
+  ): Promise<Answer | string> {
     const authorization = `Basic ${Buffer.from(`${this.#options.settings.accountSid}:${token}`).toString('base64')}`;
     try {
       const response = await this.#fetch(url, {
@@ -234,7 +243,8 @@ export class TwilioTelephonyProvider implements TelephonyProvider {
       let body: Record<string, unknown> | undefined;
       try {
         const parsed = text === '' ? undefined : (JSON.parse(text) as unknown);
-        body = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
+        body =
+          typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
       } catch {
         body = undefined;
       }

@@ -48,7 +48,8 @@ export function makeRecordTwilioStatus(deps: RecordTwilioStatusDeps) {
     }
     // No client, or one without a token: nothing can verify it, answered as any bad signature is.
     if (authTokens.length === 0) throw new SignatureMismatchError('X-Twilio-Signature cannot be verified');
-    const rawBody = typeof request.rawBody === 'string' ? request.rawBody : Buffer.from(request.rawBody).toString('utf8');
+    const rawBody =
+      typeof request.rawBody === 'string' ? request.rawBody : Buffer.from(request.rawBody).toString('utf8');
     const params = parseForm(rawBody);
     verifyTwilioSignature({ header: request.signature, urls: request.urls, params, authTokens });
     const ref = attemptRefFromQuery(request.query);

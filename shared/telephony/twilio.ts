@@ -12,6 +12,8 @@ import { MalformedCallStatusError } from './status-event.ts';
 export const TWILIO_SIGNATURE_HEADER = 'X-Twilio-Signature';
 /** Twilio's REST API (`https://api.twilio.com/2010-04-01/…`). */
 export const TWILIO_API_URL = 'https://api.twilio.com';
+/** The status route Twilio's callbacks go to (the `{provider}` of the call-status route is `twilio`). */
+export const TWILIO_STATUS_PATH = '/providers/twilio/calls/status';
 /** The status callback events Switchboard asks for (`StatusCallbackEvent`). */
 export const TWILIO_CALLBACK_EVENTS = ['initiated', 'ringing', 'answered', 'completed'] as const;
 

@@ -44,6 +44,7 @@ beforeAll(() => {
     retain: false,
     telephonyApiUrl: 'https://telephony.example.com',
     callStatusCallbackUrl: 'https://api.example.com/providers/example/calls/status',
+    twilioCallbackUrl: 'https://api.example.com/providers/twilio/calls/status',
     maxBrokers: 25,
     alarmTopic,
   });
