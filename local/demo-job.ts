@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { LOCAL_CONNECT } from './connect-emulator.ts';
-import { LOCAL_TWILIO } from './twilio-emulator.ts';
 import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
 import type { TelephonyEmulator } from './telephony-sandbox.ts';
+import { LOCAL_TWILIO } from './twilio-emulator.ts';
 
 export const DEMO_CLIENT = 'demo-client';
 const ALL_WEEK = Object.fromEntries(

@@ -15,6 +15,7 @@ import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeDynamoChannelStore, makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts';
+import { TWILIO_LOOKUP_SETTLE_MS } from '#shared/adapters/twilio-telephony.ts';
 import { Broker, type StopReason } from '#shared/broker/broker.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
@@ -39,6 +40,8 @@ export interface BrokerConfig {
   readonly twilioCallbackUrl: string;
   /** Twilio's REST API (`https://api.twilio.com` unless set: the local emulator). */
   readonly twilioApiUrl: string | undefined;
+  /** How long after an ambiguous Twilio create the broker waits before looking for the call. */
+  readonly twilioLookupSettleMs?: number;
   /** Absent outside ECS: protection is then a logged no-op. */
   readonly ecsAgentUri: string | undefined;
   readonly version: string;
@@ -78,6 +81,7 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
         '/providers/twilio/calls/status',
       ),
     twilioApiUrl: optional('TWILIO_API_URL'),
+    twilioLookupSettleMs: getNumberFromEnv('TWILIO_LOOKUP_SETTLE_MS', TWILIO_LOOKUP_SETTLE_MS, env),
     ecsAgentUri: optional('ECS_AGENT_URI'),
     version: getStringFromEnv('BROKER_VERSION', env),
     brokerId: optional('BROKER_ID') ?? `broker-${randomUUID()}`,
@@ -315,6 +319,7 @@ export async function startBrokerProcess(
       twilio: {
         callbackUrl: config.twilioCallbackUrl,
         ...(config.twilioApiUrl ? { apiUrl: config.twilioApiUrl } : {}),
+        ...(config.twilioLookupSettleMs === undefined ? {} : { lookupSettleMs: config.twilioLookupSettleMs }),
       },
       links: callLinks,
       clock,

@@ -24,7 +24,11 @@ export interface TelephonyProvidersConfig {
    */
   readonly clientSecret: (clientId: string) => Promise<string | undefined>;
   /** Twilio's API (default `https://api.twilio.com`) and the public URL of its status route. */
-  readonly twilio: { readonly apiUrl?: string; readonly callbackUrl: string };
+  readonly twilio: {
+    readonly apiUrl?: string;
+    readonly callbackUrl: string;
+    readonly lookupSettleMs?: number;
+  };
   /** Call links, for Twilio's lookups after an ambiguous create. */
   readonly links?: Pick<CallLinkStore, 'find'>;
   readonly clock: Clock;
@@ -54,6 +58,9 @@ export function makeTelephonyProviders(config: TelephonyProvidersConfig): Teleph
           settings,
           apiUrl: config.twilio.apiUrl ?? TWILIO_API_URL,
           callbackUrl: config.twilio.callbackUrl,
+          ...(config.twilio.lookupSettleMs === undefined
+            ? {}
+            : { lookupSettleMs: config.twilio.lookupSettleMs }),
           clientId,
           authToken: () => config.clientSecret(clientId),
           ...(config.links ? { links: config.links } : {}),

@@ -41,6 +41,8 @@ export interface TwilioTelephonyOptions {
   readonly clock: Clock;
   /** Per-request deadline (default 10,000 ms). */
   readonly timeoutMs?: number;
+  /** How long after an ambiguous create to wait before looking for the call (default {@link TWILIO_LOOKUP_SETTLE_MS}). */
+  readonly lookupSettleMs?: number;
   readonly fetch?: typeof fetch;
 }
 
@@ -73,6 +75,9 @@ export class TwilioTelephonyProvider implements TelephonyProvider {
   readonly #fetch: typeof fetch;
   /** When this process last sent a create per attempt key, and it came back ambiguous. */
   readonly #ambiguousAt = new Map<string, number>();
+  /** The `initiate` under way per attempt key: a second one for the key waits for it (never two creates). */
+  readonly #underWay = new Map<string, Promise<InitiateOutcome>>();
+  readonly #settleMs: number;
 
   constructor(options: TwilioTelephonyOptions) {
     this.#options = options;
@@ -80,9 +85,18 @@ export class TwilioTelephonyProvider implements TelephonyProvider {
     this.#calls = `${base}/2010-04-01/Accounts/${encodeURIComponent(options.settings.accountSid)}/Calls`;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#settleMs = options.lookupSettleMs ?? TWILIO_LOOKUP_SETTLE_MS;
   }
 
-  async initiate(request: CallRequest, key: string, context?: InitiateContext): Promise<InitiateOutcome> {
+  initiate(request: CallRequest, key: string, context?: InitiateContext): Promise<InitiateOutcome> {
+    const running = this.#underWay.get(key);
+    if (running) return running;
+    const attempt = this.#initiate(request, key, context).finally(() => this.#underWay.delete(key));
+    this.#underWay.set(key, attempt);
+    return attempt;
+  }
+
+  async #initiate(request: CallRequest, key: string, context?: InitiateContext): Promise<InitiateOutcome> {
     const token = await this.#options.authToken();
     if (token === undefined) {
       return {
@@ -169,7 +183,7 @@ export class TwilioTelephonyProvider implements TelephonyProvider {
   async #lookUp(request: CallRequest, key: string, token: string): Promise<InitiateOutcome | 'none'> {
     const { clock, links, settings } = this.#options;
     const ambiguousAt = this.#ambiguousAt.get(key);
-    const settling = ambiguousAt === undefined ? 0 : ambiguousAt + TWILIO_LOOKUP_SETTLE_MS - clock.now();
+    const settling = ambiguousAt === undefined ? 0 : ambiguousAt + this.#settleMs - clock.now();
     // Nothing is sent now: the broker waits, then asks again (and this time the lookup is made).
     if (settling > 0) return { kind: 'rate-limited', retryAfterMs: settling };
     const query = new URLSearchParams({

@@ -2,7 +2,7 @@
  * The drills of the broker fleet, on one local stack with real broker processes: (a) a clean job
  * of 300 calls, (b) a broker SIGKILLed mid-job, (c) a rolling deploy mid-job, (d) lost, duplicated
  * and reordered status events with ambiguous starts, (e) settings changed mid-job. (b) and (d) run
- * for each emulated provider: the HTTP contract's sandbox and Amazon Connect. Each drill is its own
+ * for each emulated provider: the HTTP contract's sandbox, Amazon Connect and Twilio. Each drill is its own
  * client and job, uploaded through the operator API and its presigned URL as `npm start` does, and
  * each checks invariants 1-4 (DESIGN.md) from the records: the provider emulator's rings (the far
  * side's view), the job's report, the lease item.
@@ -58,6 +58,8 @@ beforeAll(async () => {
       // A call with no final callback is asked of the provider 5 s after it started.
       DEFAULT_MAX_CALL_SECONDS: '4',
       RECONCILE_MARGIN_MS: '1000',
+      // Twilio: look for the call of an ambiguous create 1 s after it (10 s on AWS), inside these short calls.
+      TWILIO_LOOKUP_SETTLE_MS: '1000',
     },
   });
   fleet = stack.fleet!;
@@ -237,6 +239,7 @@ describe('broker fleet drills', () => {
   it.each([
     ['http', 2],
     ['connect', 6],
+    ['twilio', 8],
   ] as const)(
     '(b) %s: a broker SIGKILLed mid-job: the client resumes on another broker after the lease expires',
     async (provider, drill) => {
@@ -324,6 +327,7 @@ describe('broker fleet drills', () => {
   it.each([
     ['http', 4],
     ['connect', 7],
+    ['twilio', 9],
   ] as const)(
     '(d) %s: lost, duplicated and reordered status events, ambiguous starts: every task still settles, once, within the limits',
     async (provider, drill) => {
