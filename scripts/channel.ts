@@ -21,7 +21,9 @@ import {
   redactChannel,
   rotateSecret,
 } from '#shared/channels/channel.ts';
+import { isValidClientId } from '#shared/jobs/validation.ts';
 import {
+  clientSecretName,
   InvalidCallbackSecretError,
   redactCallbackSecret,
   rotateCallbackSecret,
@@ -54,6 +56,13 @@ Commands:
       within a minute: no deploy. S may be "-" to read it from standard input.
   show-callback-secret --provider NAME
       Prints when the provider's callback secret was set, and until when the previous one works.
+  put-telephony-secret --client ID --secret S [--grace-hours H]
+      Sets the client's own telephony secret: its Twilio auth token (the broker calls with it and
+      the status route checks X-Twilio-Signature with it), or the bearer token of its HTTP
+      provider. The previous one keeps verifying callbacks for H hours (default 24; Twilio signs
+      with the new token as soon as you promote it, so 0 is right after a Twilio rotation).
+  show-telephony-secret --client ID
+      Prints when the client's telephony secret was set, masked.
 
 Options:
   --table NAME   the channels table (default: the CHANNELS_TABLE environment variable)
@@ -79,7 +88,14 @@ class CommandFailedError extends Error {
   override name = 'CommandFailedError';
 }
 
-type Command = 'put' | 'rotate-secret' | 'show' | 'put-callback-secret' | 'show-callback-secret';
+type Command =
+  | 'put'
+  | 'rotate-secret'
+  | 'show'
+  | 'put-callback-secret'
+  | 'show-callback-secret'
+  | 'put-telephony-secret'
+  | 'show-telephony-secret';
 
 const OPTIONS_OF: Record<Command, readonly string[]> = {
   put: ['file'],
@@ -87,12 +103,15 @@ const OPTIONS_OF: Record<Command, readonly string[]> = {
   show: ['channel'],
   'put-callback-secret': ['provider', 'secret', 'grace-hours'],
   'show-callback-secret': ['provider'],
+  'put-telephony-secret': ['client', 'secret', 'grace-hours'],
+  'show-telephony-secret': ['client'],
 };
 
 interface Values {
   file?: string;
   channel?: string;
   provider?: string;
+  client?: string;
   secret?: string;
   'grace-hours'?: string;
   table?: string;
@@ -108,6 +127,7 @@ function parseCommandLine(argv: readonly string[]): { command: Command; values: 
         file: { type: 'string' },
         channel: { type: 'string' },
         provider: { type: 'string' },
+        client: { type: 'string' },
         secret: { type: 'string' },
         'grace-hours': { type: 'string' },
         table: { type: 'string' },
@@ -139,7 +159,7 @@ function parseCommandLine(argv: readonly string[]): { command: Command; values: 
 
 function required(
   values: Values,
-  name: 'file' | 'channel' | 'provider' | 'secret',
+  name: 'file' | 'channel' | 'provider' | 'client' | 'secret',
   command: Command,
 ): string {
   const value = values[name];
@@ -189,6 +209,45 @@ function graceMs(values: Values): number {
     throw new UsageError(`--grace-hours must be a number of hours ≥ 0, got ${JSON.stringify(raw)}`);
   }
   return Math.round(hours * 3600_000);
+}
+
+/** The record name of the client's telephony secret; the client id is checked as the API checks it. */
+function clientSecretOf(values: Values, command: Command): string {
+  const clientId = required(values, 'client', command);
+  if (!isValidClientId(clientId)) throw new UsageError('--client must be 1-64 letters, digits, _ or -');
+  return clientSecretName(clientId);
+}
+
+/** Sets a secret (a provider's callback secret, a client's telephony secret); prints it masked. */
+async function putSecret(
+  doc: DynamoDBDocumentClient,
+  table: string,
+  values: Values,
+  name: string,
+  who: string,
+) {
+  const secrets = makeDynamoCallbackSecretStore(doc, table);
+  const secret = readSecret(required(values, 'secret', 'put-callback-secret'));
+  const record = rotateCallbackSecret(await secrets.get(name), {
+    provider: name,
+    secret,
+    now: Date.now(),
+    graceMs: graceMs(values),
+  });
+  await secrets.put(record);
+  console.error(
+    `${who}: new secret in use within a minute` +
+      (record.previousValidUntil
+        ? `; the previous one verifies until ${new Date(record.previousValidUntil).toISOString()}`
+        : ''),
+  );
+  process.stdout.write(`${JSON.stringify(redactCallbackSecret(record), null, 2)}\n`);
+}
+
+async function showSecret(doc: DynamoDBDocumentClient, table: string, name: string, who: string) {
+  const record = await makeDynamoCallbackSecretStore(doc, table).get(name);
+  if (!record) throw new CommandFailedError(`no secret for ${who} in ${table}`);
+  process.stdout.write(`${JSON.stringify(redactCallbackSecret(record), null, 2)}\n`);
 }
 
 function printChannel(channel: Channel): void {
@@ -248,33 +307,20 @@ async function run(command: Command, values: Values, doc: DynamoDBDocumentClient
       printChannel(channel);
       return;
     }
-    case 'put-callback-secret': {
-      const secrets = makeDynamoCallbackSecretStore(doc, table);
-      const provider = required(values, 'provider', command);
-      const secret = readSecret(required(values, 'secret', command));
-      const record = rotateCallbackSecret(await secrets.get(provider), {
-        provider,
-        secret,
-        now: Date.now(),
-        graceMs: graceMs(values),
-      });
-      await secrets.put(record);
-      console.error(
-        `provider ${provider}: new callback secret in use within a minute` +
-          (record.previousValidUntil
-            ? `; the previous one verifies until ${new Date(record.previousValidUntil).toISOString()}`
-            : ''),
+    case 'put-callback-secret':
+      return putSecret(
+        doc,
+        table,
+        values,
+        required(values, 'provider', command),
+        `provider ${values.provider}`,
       );
-      process.stdout.write(`${JSON.stringify(redactCallbackSecret(record), null, 2)}\n`);
-      return;
-    }
-    case 'show-callback-secret': {
-      const provider = required(values, 'provider', command);
-      const record = await makeDynamoCallbackSecretStore(doc, table).get(provider);
-      if (!record) throw new CommandFailedError(`no callback secret for provider ${provider} in ${table}`);
-      process.stdout.write(`${JSON.stringify(redactCallbackSecret(record), null, 2)}\n`);
-      return;
-    }
+    case 'show-callback-secret':
+      return showSecret(doc, table, required(values, 'provider', command), `provider ${values.provider}`);
+    case 'put-telephony-secret':
+      return putSecret(doc, table, values, clientSecretOf(values, command), `client ${values.client}`);
+    case 'show-telephony-secret':
+      return showSecret(doc, table, clientSecretOf(values, command), `client ${values.client}`);
   }
 }
 

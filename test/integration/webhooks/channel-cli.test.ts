@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { liveSecrets } from '#shared/channels/channel.ts';
+import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 
 const cloud = testCloud();
@@ -293,5 +294,29 @@ describe('npm run channel: the telephony callback secret', () => {
     expect(short.status).toBe(2);
     expect(short.stderr).toContain('invalid callback secret: secret:');
     expect((await cli(['show-callback-secret', '--provider', 'nobody-here'])).status).toBe(1);
+  });
+});
+
+describe("npm run channel: a client's telephony secret (its Twilio auth token)", () => {
+  it('stores it where the broker and the status route read it, never prints it, and refuses a bad client id', async () => {
+    const clientId = `twilio-${process.pid}`;
+    const token = '0123456789abcdef0123456789abcdef';
+    const set = await cli(
+      ['put-telephony-secret', '--client', clientId, '--secret', '-', '--grace-hours', '0'],
+      {
+        input: `${token}\n`,
+      },
+    );
+    expect(set.status).toBe(0);
+    const secrets = new ClientTelephonySecrets({
+      store: makeDynamoCallbackSecretStore(cloud.doc, table),
+      clock: { now: Date.now },
+    });
+    expect(await secrets.current(clientId)).toBe(token);
+    const shown = await cli(['show-telephony-secret', '--client', clientId]);
+    expect(shown.status).toBe(0);
+    for (const run of [set, shown]) expect(`${run.stdout}${run.stderr}`).not.toContain(token);
+    expect((await cli(['put-telephony-secret', '--client', 'no/slashes', '--secret', token])).status).toBe(2);
+    expect((await cli(['show-telephony-secret', '--client', 'nobody-here'])).status).toBe(1);
   });
 });
