@@ -18,12 +18,13 @@
  * trips, DynamoDB writes, the nudge) are NOT scaled, so they weigh S times more here than in
  * production: the measured ratios are pessimistic for both contenders.
  *
- * `--provider http,connect` (the default: both) runs one Switchboard broker per provider in the
- * same run: the HTTP contract through its sandbox and signed callbacks, and Amazon Connect through
+ * `--provider http,connect,twilio` (the default: all three) runs one Switchboard broker per provider in the
+ * same run: the HTTP contract through its sandbox and signed callbacks, Twilio through its emulator
+ * (form-encoded REST, callbacks signed with X-Twilio-Signature to the status route), and Amazon Connect through
  * its emulator (`StartOutboundVoiceContact`, contact events in EventBridge's envelope handled by
  * the connect-events use case, call links in DynamoDB). The baselines call through the HTTP sandbox.
  *
- *   npm run bench:pacing [-- --quick] [-- --scale 60] [-- --provider http,connect]
+ *   npm run bench:pacing [-- --quick] [-- --scale 60] [-- --provider http,connect,twilio]
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -35,18 +36,21 @@ import { startApiGateway } from '#local/api-gateway.ts';
 import { LOCAL_CREDENTIALS, startLocalCloud } from '#local/cloud.ts';
 import { LOCAL_CONNECT, startConnectEmulator } from '#local/connect-emulator.ts';
 import { type RingRecord, startTelephonySandbox, type TelephonyEmulator } from '#local/telephony-sandbox.ts';
+import { LOCAL_TWILIO, startTwilioEmulator } from '#local/twilio-emulator.ts';
 import { makeConnectClient, makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
+import { TwilioTelephonyProvider } from '#shared/adapters/twilio-telephony.ts';
 import { Broker } from '#shared/broker/broker.ts';
 import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
+import { makeRecordTwilioStatus } from '#shared/broker/twilio-status.ts';
 import { newUlid } from '#shared/ids.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
@@ -55,6 +59,7 @@ import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import { routes } from '#shared/routes.ts';
 import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import { oneProvider, type TelephonyProvider } from '#shared/telephony/port.ts';
+import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';
 import { startBrokerHttpServer } from '#worker/http.ts';
 import { runPollingBroker, startCallbackStore } from './lib/pacing-baseline.ts';
 import {
@@ -75,13 +80,14 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     scale: { type: 'string', default: '25' },
     polls: { type: 'string', default: '5,1' },
-    provider: { type: 'string', default: 'http,connect' },
+    provider: { type: 'string', default: 'http,connect,twilio' },
   },
 });
-type BenchProvider = 'http' | 'connect';
+const BENCH_PROVIDERS = ['http', 'connect', 'twilio'] as const;
+type BenchProvider = (typeof BENCH_PROVIDERS)[number];
 const providers = values.provider.split(',').map((p) => p.trim()) as BenchProvider[];
-if (providers.length === 0 || providers.some((p) => p !== 'http' && p !== 'connect')) {
-  throw new RangeError(`--provider: a comma-separated list of http, connect; got ${values.provider}`);
+if (providers.length === 0 || providers.some((p) => !BENCH_PROVIDERS.includes(p))) {
+  throw new RangeError(`--provider: a comma-separated list of http, connect, twilio; got ${values.provider}`);
 }
 const quick = values.quick;
 const timeScale = Number(values.scale);
@@ -111,6 +117,12 @@ const ddb = new DynamoDBClient({
 const doc = makeDocumentClient(ddb);
 const controlTable = cloud.tableNames.control!;
 const tasksTable = cloud.tableNames.tasks!;
+const settleDeps = {
+  tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+  leases: makeDynamoLeaseStore(doc, controlTable),
+  notifier: makeHttpBrokerNotifier(),
+  clock: systemClock,
+};
 const api = await startApiGateway({
   routes: routes.filter((r) => r.functionId === 'call-status'),
   functions: {
@@ -118,13 +130,10 @@ const api = await startApiGateway({
       timeoutMs: 10_000,
       handler: makeCallStatusHandler({
         provider: PROVIDER,
-        record: makeRecordCallStatus({
-          tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
-          leases: makeDynamoLeaseStore(doc, controlTable),
-          notifier: makeHttpBrokerNotifier(),
-          clock: systemClock,
-          secrets: SECRET,
-        }),
+        record: makeRecordCallStatus({ ...settleDeps, secrets: SECRET }),
+        twilio: {
+          record: makeRecordTwilioStatus({ ...settleDeps, authTokens: async () => [LOCAL_TWILIO.authToken] }),
+        },
         log: silentLogger,
       }),
     },
@@ -232,6 +241,23 @@ function connectProvider(emulator: TelephonyEmulator): TelephonyProvider {
   });
 }
 
+function twilioProvider(emulator: TelephonyEmulator, clientId: string): TelephonyProvider {
+  return new TwilioTelephonyProvider({
+    settings: {
+      provider: 'twilio',
+      accountSid: LOCAL_TWILIO.accountSid,
+      from: LOCAL_TWILIO.from,
+      voiceUrl: LOCAL_TWILIO.voiceUrl,
+    },
+    apiUrl: emulator.url,
+    callbackUrl: `${api.url}${TWILIO_STATUS_PATH}`,
+    clientId,
+    authToken: async () => LOCAL_TWILIO.authToken,
+    links: makeDynamoCallLinks(doc, tasksTable),
+    clock: systemClock,
+  });
+}
+
 /** Switchboard's broker, wired as `worker/process.ts` does, with the rate margin scaled like every other duration. */
 async function startOurBroker(provider: TelephonyProvider, scenario: PacingScenario, id: string) {
   let broker: Broker | undefined;
@@ -327,6 +353,13 @@ async function runScenario(scenario: PacingScenario) {
     overrides: Object.fromEntries(scenario.calls.map((c) => [c.to, c.script])),
   });
   const connect = providers.includes('connect') ? await startConnect(scenario) : undefined;
+  const twilio = providers.includes('twilio')
+    ? await startTwilioEmulator({
+        seed: 11,
+        timeScale: S,
+        overrides: Object.fromEntries(scenario.calls.map((c) => [c.to, c.script])),
+      })
+    : undefined;
   const provider = makeHttpTelephonyProvider({
     baseUrl: sandbox.url,
     apiToken: sandbox.apiToken,
@@ -336,12 +369,14 @@ async function runScenario(scenario: PacingScenario) {
   for (const name of providers) {
     const clientId = `ours-${name}-${scenario.id}`;
     await seedOurs(clientId, scenario);
-    const emulator = name === 'connect' ? connect! : sandbox;
-    const broker = await startOurBroker(
-      name === 'connect' ? connectProvider(connect!) : provider,
-      scenario,
-      name,
-    );
+    const emulator = name === 'connect' ? connect! : name === 'twilio' ? twilio! : sandbox;
+    const through =
+      name === 'connect'
+        ? connectProvider(connect!)
+        : name === 'twilio'
+          ? twilioProvider(twilio!, clientId)
+          : provider;
+    const broker = await startOurBroker(through, scenario, name);
     ours.push({ name: `Switchboard, ${name}`, provider: name, clientId, emulator, broker });
   }
   const baselines: Contender[] = polls.map((p) => ({
@@ -418,6 +453,7 @@ async function runScenario(scenario: PacingScenario) {
   });
   await sandbox.stop();
   await connect?.stop();
+  await twilio?.stop();
   return { bound, results, breakdowns, oursCount: ours.length };
 }
 
