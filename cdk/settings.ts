@@ -25,6 +25,11 @@ export interface DeploySettings {
    * to the connect-events function. `local` synthesizes the local emulator's instance.
    */
   readonly connectInstanceIds: readonly string[];
+  /**
+   * The public URL Twilio calls with status callbacks (and signs), when it is not the API's own
+   * (a custom domain); default: the API's URL + `/providers/twilio/calls/status`.
+   */
+  readonly twilioCallbackUrl?: string;
   /** Keep tables, queues, the bucket, secrets and logs when the stack is deleted. */
   readonly retain: boolean;
 }
@@ -102,6 +107,15 @@ export function readDeploySettings(node: Node): DeploySettings {
       );
     }
   }
+  const twilioCallbackUrl = context('twilioCallbackUrl');
+  if (
+    twilioCallbackUrl !== undefined &&
+    !/^https:\/\/[^\s?#]+\/providers\/twilio\/calls\/status$/.test(twilioCallbackUrl)
+  ) {
+    throw new DeploySettingsError(
+      `-c twilioCallbackUrl: the public https URL of the Twilio status route, ending /providers/twilio/calls/status, got ${JSON.stringify(twilioCallbackUrl)}`,
+    );
+  }
   return {
     stage,
     telephonyProvider,
@@ -109,6 +123,7 @@ export function readDeploySettings(node: Node): DeploySettings {
     maxBrokers,
     uploadOrigins,
     connectInstanceIds,
+    ...(twilioCallbackUrl === undefined ? {} : { twilioCallbackUrl }),
     retain: stage === 'prod',
   };
 }

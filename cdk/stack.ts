@@ -37,13 +37,14 @@ export class SwitchboardStack extends Stack {
     // The brokers need the callback URL and the API needs the call-status function, which lives in
     // the brokers' VPC: the URL is built from the API's endpoint, known only as a token here.
     const apiUrl = new SwitchboardHttpApiUrl();
+    const twilioCallbackUrl = props.settings.twilioCallbackUrl ?? apiUrl.lazy(TWILIO_STATUS_PATH);
     this.fleet = new BrokerFleet(this, 'Fleet', {
       stage,
       stateful: this.stateful,
       retain,
       telephonyApiUrl: props.settings.telephonyApiUrl,
       callStatusCallbackUrl: apiUrl.lazy(`/providers/${provider}/calls/status`),
-      twilioCallbackUrl: apiUrl.lazy(TWILIO_STATUS_PATH),
+      twilioCallbackUrl,
       connectInstanceIds: props.settings.connectInstanceIds,
       maxBrokers: props.settings.maxBrokers,
       alarmTopic: this.webhooks.alarmTopic,
@@ -61,7 +62,7 @@ export class SwitchboardStack extends Stack {
       fleet: this.fleet,
       retain,
       provider,
-      twilioCallbackUrl: apiUrl.lazy(TWILIO_STATUS_PATH),
+      twilioCallbackUrl,
     });
     const connectInstanceIds = props.settings.connectInstanceIds;
     this.connectEvents =
