@@ -1,7 +1,7 @@
 /**
  * The drills of the broker fleet, on one local stack with real broker processes: (a) a clean job
  * of 300 calls, (b) a broker SIGKILLed mid-job, (c) a rolling deploy mid-job, (d) lost, duplicated
- * and reordered status events with ambiguous starts, (e) settings changed mid-job. (b) and (d) run
+ * and reordered status events with ambiguous starts, (e) settings changed mid-job. (b), (c) and (d) run
  * for each emulated provider: the HTTP contract's sandbox, Amazon Connect and Twilio. Each drill is its own
  * client and job, uploaded through the operator API and its presigned URL as `npm start` does, and
  * each checks invariants 1-4 (DESIGN.md) from the records: the provider emulator's rings (the far
@@ -84,8 +84,9 @@ afterAll(async () => {
  */
 function callList(drill: number, rows: number, messy = false): string {
   const lines = ['電話番号,氏名'];
-  for (let i = 0; i < rows; i++) lines.push(`090-3${drill}00-${1000 + i},顧客 ${i + 1}`);
-  if (messy) lines.push('090-12,番号が短い', ',番号なし', `090-3${drill}00-1000,重複`);
+  const block = 4000 + drill * 10;
+  for (let i = 0; i < rows; i++) lines.push(`090-${block}-${1000 + i},顧客 ${i + 1}`);
+  if (messy) lines.push('090-12,番号が短い', ',番号なし', `090-${block}-1000,重複`);
   const file = path.join(dir, `drill-${drill}.csv`);
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
@@ -241,31 +242,44 @@ describe('broker fleet drills', () => {
     ['connect', 6],
     ['twilio', 8],
   ] as const)(
-    '(b) %s: a broker SIGKILLed mid-job: the client resumes on another broker after the lease expires',
+    '(b) %s: brokers SIGKILLed twice mid-job: the client resumes on another broker after each lease expires',
     async (provider, drill) => {
       const clientId = `drill-b-${provider}`;
       const far = emulatorOf(stack, provider);
       const leases = watchLease(clientId);
       try {
         const job = startJob(clientId, drill, DRILL, false, provider);
-        let victim: Lease | undefined;
-        await waitFor(async () => {
-          if (far.stats(clientId).inFlight < 2) return false;
-          victim = await readLease(clientId);
-          return victim !== undefined && brokerOf(victim.owner)?.state === 'ready';
-        }, 'calls in flight on a broker holding the lease');
-        const killed = victim!;
-        fleet.kill(killed.owner, 'SIGKILL');
+        // Twice: the holder, then the broker that took the client over (its adopted calls included).
+        const killed: Lease[] = [];
+        for (let round = 0; round < 2; round++) {
+          let victim: Lease | undefined;
+          await waitFor(
+            async () => {
+              if (far.stats(clientId).inFlight < 2) return false;
+              victim = await readLease(clientId);
+              return (
+                victim !== undefined &&
+                !killed.some((k) => k.owner === victim!.owner) &&
+                brokerOf(victim.owner)?.state === 'ready'
+              );
+            },
+            `calls in flight on a broker holding the lease (kill ${round + 1})`,
+          );
+          killed.push(victim!);
+          fleet.kill(victim!.owner, 'SIGKILL');
+        }
         const view = await job;
         await leases.stop();
 
         await expectInvariants(clientId, view, leases.seen, DRILL, provider);
         const after = await readLease(clientId);
-        expect(after?.owner).not.toBe(killed.owner);
-        expect(after!.token).toBeGreaterThan(killed.token);
-        expect(fleet.exits.find((e) => e.brokerId === killed.owner)?.signal).toBe('SIGKILL');
-        // Work was started under the new holder: rings after the kill.
-        const killedAt = fleet.stops.find((s) => s.brokerId === killed.owner)!.at;
+        for (const k of killed) {
+          expect(after?.owner).not.toBe(k.owner);
+          expect(after!.token).toBeGreaterThan(k.token);
+          expect(fleet.exits.find((e) => e.brokerId === k.owner)?.signal).toBe('SIGKILL');
+        }
+        // Work was started under the last holder: rings after the second kill.
+        const killedAt = fleet.stops.find((s) => s.brokerId === killed[1]!.owner)!.at;
         expect(far.rings().some((r) => r.clientId === clientId && r.startedAt > killedAt)).toBe(true);
       } finally {
         await leases.stop();
@@ -273,56 +287,64 @@ describe('broker fleet drills', () => {
     },
   );
 
-  it('(c) a rolling deploy mid-job: no protected broker stopped, no call cut, the client moves to the new version', async () => {
-    const clientId = 'drill-c';
-    const leases = watchLease(clientId);
-    try {
-      const job = startJob(clientId, 3);
-      let before: Lease | undefined;
-      await waitFor(async () => {
-        if (stack.telephony.stats(clientId).inFlight < 2) return false;
-        before = await readLease(clientId);
-        return before !== undefined && brokerOf(before.owner)?.state === 'ready';
-      }, 'calls in flight on a broker holding the lease');
-      const oldVersion = brokerOf(before!.owner)!.version;
-      expect(oldVersion).not.toBe('local-2');
-      expect(fleet.running().find((b) => b.brokerId === before!.owner)).toBeDefined();
-      const stopsBefore = fleet.stops.length;
-      await fleet.deploy('local-2');
-      // The deploy came while the old broker had calls in flight (and so held protection).
-      const inFlightAtDeploy = stack.telephony.stats(clientId).inFlight;
-      const view = await job;
-      await leases.stop();
+  it.each([
+    ['http', 3, 'local-2'],
+    ['connect', 10, 'local-3'],
+    ['twilio', 11, 'local-4'],
+  ] as const)(
+    '(c) %s: a rolling deploy mid-job: no protected broker stopped, no call cut, the client moves to the new version',
+    async (provider, drill, version) => {
+      const clientId = `drill-c-${provider}`;
+      const far = emulatorOf(stack, provider);
+      const leases = watchLease(clientId);
+      try {
+        const job = startJob(clientId, drill, DRILL, false, provider);
+        let before: Lease | undefined;
+        await waitFor(async () => {
+          if (far.stats(clientId).inFlight < 2) return false;
+          before = await readLease(clientId);
+          return before !== undefined && brokerOf(before.owner)?.state === 'ready';
+        }, 'calls in flight on a broker holding the lease');
+        const oldVersion = brokerOf(before!.owner)!.version;
+        expect(oldVersion).not.toBe(version);
+        expect(fleet.running().find((b) => b.brokerId === before!.owner)).toBeDefined();
+        const stopsBefore = fleet.stops.length;
+        await fleet.deploy(version);
+        // The deploy came while the old broker had calls in flight (and so held protection).
+        const inFlightAtDeploy = far.stats(clientId).inFlight;
+        const view = await job;
+        await leases.stop();
 
-      await expectInvariants(clientId, view, leases.seen);
-      expect(inFlightAtDeploy).toBeGreaterThan(0);
-      // The client was served by a new-version broker once the old one had drained.
-      const owners = leases.seen.map((l) => brokerOf(l.owner)?.version);
-      expect(owners.at(-1)).toBe('local-2');
-      await fleet.waitUntil((f) => f.running().every((b) => b.version === 'local-2'), 60_000);
+        await expectInvariants(clientId, view, leases.seen, DRILL, provider);
+        expect(inFlightAtDeploy).toBeGreaterThan(0);
+        // The client was served by a new-version broker once the old one had drained.
+        const owners = leases.seen.map((l) => brokerOf(l.owner)?.version);
+        expect(owners.at(-1)).toBe(version);
+        await fleet.waitUntil((f) => f.running().every((b) => b.version === version), 60_000);
 
-      // Zero calls cut: from the deploy on, the service never signalled a broker that held task protection, every
-      // old broker exited on its own terms (code 0, no SIGKILL), and every call the provider
-      // placed ran to a natural end.
-      expect(fleet.stops.slice(stopsBefore).filter((s) => s.protected)).toEqual([]);
-      const killed = new Set(fleet.stops.filter((s) => s.reason === 'kill').map((s) => s.brokerId));
-      const oldExits = fleet.exits.filter((e) => e.version === oldVersion && !killed.has(e.brokerId));
-      expect(oldExits.map((e) => e.brokerId)).toContain(before!.owner);
-      for (const exit of oldExits) expect(exit).toMatchObject({ code: 0, signal: null, forced: false });
-      const rings = stack.telephony.rings().filter((r) => r.clientId === clientId);
-      expect(rings.filter((r) => r.endedAt === undefined || r.outcome === undefined)).toEqual([]);
-      // …and every failed task failed for what the provider reported (busy, no answer, the
-      // sandbox's `unreachable`), none for a call that was abandoned or never confirmed.
-      const tasks = await reportTasks(clientId, view.jobId);
-      const unnatural = tasks.filter(
-        (t) =>
-          t.outcome === 'failed' && !/^(busy|no-answer) on all \d+ attempts$|^unreachable$/.test(t.reason),
-      );
-      expect(unnatural).toEqual([]);
-    } finally {
-      await leases.stop();
-    }
-  });
+        // Zero calls cut: from the deploy on, the service never signalled a broker that held task protection, every
+        // old broker exited on its own terms (code 0, no SIGKILL), and every call the provider
+        // placed ran to a natural end.
+        expect(fleet.stops.slice(stopsBefore).filter((s) => s.protected)).toEqual([]);
+        const killed = new Set(fleet.stops.filter((s) => s.reason === 'kill').map((s) => s.brokerId));
+        const oldExits = fleet.exits.filter((e) => e.version === oldVersion && !killed.has(e.brokerId));
+        expect(oldExits.map((e) => e.brokerId)).toContain(before!.owner);
+        for (const exit of oldExits) expect(exit).toMatchObject({ code: 0, signal: null, forced: false });
+        const rings = far.rings().filter((r) => r.clientId === clientId);
+        expect(rings.filter((r) => r.endedAt === undefined || r.outcome === undefined)).toEqual([]);
+        // …and every failed task failed for what the provider reported (busy, no answer, a number
+        // that does not exist: the sandbox's `unreachable`, Connect's `telecom_number_invalid`,
+        // Twilio's SIP 404), none for a call that was abandoned or never confirmed.
+        const tasks = await reportTasks(clientId, view.jobId);
+        const natural =
+          /^(busy|no-answer|voicemail) on all \d+ attempts$|^unreachable$|^telecom_number_invalid$|^failed \(SIP 404\)$/;
+        const unnatural = tasks.filter((t) => t.outcome === 'failed' && !natural.test(t.reason));
+        expect(unnatural).toEqual([]);
+      } finally {
+        await leases.stop();
+      }
+    },
+  );
 
   it.each([
     ['http', 4],
