@@ -18,7 +18,10 @@ export function makeConnectEventsHandler(deps: {
     try {
       const outcome = await deps.record(event);
       deps.log.metrics({ ConnectContactEvents: 1 }, { outcome });
-      if (outcome === 'unknown-task') deps.log.info('contact event for no known task', { outcome });
+      // Said once per event (EventBridge does not redeliver an acknowledged one): for no call of ours,
+      // or held until the broker links its contact.
+      if (outcome === 'unknown-task' || outcome === 'held')
+        deps.log.info('contact event for no linked call', { outcome });
       return { outcome };
     } catch (error) {
       if (error instanceof MalformedContactEventError) {
