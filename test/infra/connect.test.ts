@@ -3,39 +3,14 @@
  * contact events targets connect-events, and the brokers may start, describe and stop contacts of
  * those instances only; without it, neither exists. cdk-nag stays clean.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
-import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
-import { afterAll, describe, expect, it } from 'vitest';
-import { buildApp } from '#cdk/app.ts';
+import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { synthesizer } from '../support/synth.ts';
 
-const outdirs: string[] = [];
-afterAll(() => {
-  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
-});
+const synth = synthesizer('connect', { stage: 'dev', telephonyApiUrl: 'https://api.telephony.test' });
 
 const A = '11111111-2222-4333-8444-555555555555';
 const B = '66666666-7777-4888-8999-aaaaaaaaaaaa';
-
-function synth(context: Record<string, unknown>) {
-  const outdir = mkdtempSync(join(tmpdir(), 'switchboard-connect-'));
-  outdirs.push(outdir);
-  const built = buildApp(
-    new App({
-      outdir,
-      context: {
-        stage: 'dev',
-        telephonyApiUrl: 'https://api.telephony.test',
-        'aws:cdk:bundling-stacks': [],
-        ...context,
-      },
-    }),
-  );
-  built.app.synth();
-  return { stack: built.stack, template: Template.fromStack(built.stack) };
-}
 
 /** Every statement of every IAM policy in the template that grants a `connect:` action. */
 function connectStatements(template: Template): { Action: string | string[]; Resource: unknown }[] {

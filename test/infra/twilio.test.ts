@@ -4,36 +4,12 @@
  * since Twilio signs the URL it was given; the status function reads the clients' auth tokens only
  * under the telephony-secret prefix; bad settings are refused by name.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
-import { afterAll, describe, expect, it } from 'vitest';
-import { buildApp } from '#cdk/app.ts';
+import type { Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { synthesizer } from '../support/synth.ts';
 
-const outdirs: string[] = [];
-afterAll(() => {
-  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function synth(context: Record<string, unknown>) {
-  const outdir = mkdtempSync(join(tmpdir(), 'switchboard-twilio-'));
-  outdirs.push(outdir);
-  const built = buildApp(
-    new App({
-      outdir,
-      context: {
-        stage: 'dev',
-        telephonyApiUrl: 'https://api.telephony.test',
-        'aws:cdk:bundling-stacks': [],
-        ...context,
-      },
-    }),
-  );
-  built.app.synth();
-  return Template.fromStack(built.stack);
-}
+const synthesize = synthesizer('twilio', { stage: 'dev', telephonyApiUrl: 'https://api.telephony.test' });
+const synth = (context: Record<string, unknown>) => synthesize(context).template;
 
 /** TWILIO_CALLBACK_URL of the broker container and of the call-status function. */
 function callbackUrls(template: Template): { broker: unknown; callStatus: unknown } {
