@@ -104,7 +104,9 @@ export class CachedCallbackSecrets {
   /** Throws {@link CallbackSecretNotSetError} when the provider has no secret. */
   async secrets(): Promise<string[]> {
     const now = this.#clock.now();
-    if (now - this.#readAt >= this.#ttlMs || !this.#record) {
+    // A missing secret is remembered for the TTL too: a client without one costs one read a minute,
+    // not one per call (a secret set meanwhile is seen within the TTL, as a rotation is).
+    if (now - this.#readAt >= this.#ttlMs) {
       this.#record = await this.#store.get(this.#provider);
       this.#readAt = now;
     }
