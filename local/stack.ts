@@ -231,7 +231,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     await putChannel(DEMO_CHANNEL);
     // The sandbox's callback secret, where the call-status function reads it (as an operator's
     // `npm run channel -- put-callback-secret` stores it on AWS).
-    await makeDynamoCallbackSecretStore(doc, cloud.tableNames.channels!).put(
+    const secretStore = makeDynamoCallbackSecretStore(doc, cloud.tableNames.channels!);
+    await secretStore.put(
       rotateCallbackSecret(undefined, {
         provider: LOCAL_TELEPHONY.provider,
         secret: LOCAL_TELEPHONY.callbackSecret,
@@ -239,7 +240,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       }),
     );
 
-    const secretStore = makeDynamoCallbackSecretStore(doc, cloud.tableNames.channels!);
     const putTelephonySecret = async (clientId: string, secret: string) => {
       const name = clientSecretName(clientId);
       await secretStore.put(

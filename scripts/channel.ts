@@ -223,11 +223,12 @@ async function putSecret(
   doc: DynamoDBDocumentClient,
   table: string,
   values: Values,
+  command: Command,
   name: string,
   who: string,
 ) {
   const secrets = makeDynamoCallbackSecretStore(doc, table);
-  const secret = readSecret(required(values, 'secret', 'put-callback-secret'));
+  const secret = readSecret(required(values, 'secret', command));
   const record = rotateCallbackSecret(await secrets.get(name), {
     provider: name,
     secret,
@@ -312,13 +313,21 @@ async function run(command: Command, values: Values, doc: DynamoDBDocumentClient
         doc,
         table,
         values,
+        command,
         required(values, 'provider', command),
         `provider ${values.provider}`,
       );
     case 'show-callback-secret':
       return showSecret(doc, table, required(values, 'provider', command), `provider ${values.provider}`);
     case 'put-telephony-secret':
-      return putSecret(doc, table, values, clientSecretOf(values, command), `client ${values.client}`);
+      return putSecret(
+        doc,
+        table,
+        values,
+        command,
+        clientSecretOf(values, command),
+        `client ${values.client}`,
+      );
     case 'show-telephony-secret':
       return showSecret(doc, table, clientSecretOf(values, command), `client ${values.client}`);
   }

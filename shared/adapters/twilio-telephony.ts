@@ -16,6 +16,7 @@
 import type { CallLinkStore } from '#shared/broker/ports.ts';
 import { callbackUrlFor } from '#shared/broker/settle.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
+import { transportFailure } from '#shared/telephony/http-provider.ts';
 import type {
   CallRequest,
   CallSnapshot,
@@ -264,11 +265,7 @@ export class TwilioTelephonyProvider implements TelephonyProvider {
       }
       return { status: response.status, headers: response.headers, body };
     } catch (error) {
-      if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-        return `no answer within ${this.#timeoutMs} ms`;
-      }
-      const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
-      return `${error instanceof Error ? error.message : String(error)}${typeof cause?.code === 'string' ? ` (${cause.code})` : ''}`;
+      return transportFailure(error, this.#timeoutMs);
     }
   }
 }

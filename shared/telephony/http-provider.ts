@@ -149,7 +149,8 @@ function retryAfterMs(headers: Headers, clock: { now(): number }): number {
   return Math.max(0, date - clock.now());
 }
 
-function transportFailure(error: unknown, timeoutMs: number): string {
+/** Why a request got no answer (a timeout, a reset, a refused connection), for an outcome's reason. */
+export function transportFailure(error: unknown, timeoutMs: number): string {
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
     return `no answer within ${timeoutMs} ms`;
   }
