@@ -22,7 +22,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ENDPOINT_PATHS, MONTHLY_LIMIT_MESSAGE, type SendEndpoint } from '#shared/line/messaging-client.ts';
+import {
+  ENDPOINT_PATHS,
+  MONTHLY_LIMIT_MESSAGE,
+  QUOTA_CONSUMPTION_PATH,
+  QUOTA_PATH,
+  type SendEndpoint,
+} from '#shared/line/messaging-client.ts';
 import { isRetryKey, RETRY_KEY_LIFETIME_MS } from '#shared/line/retry-key.ts';
 import {
   checkSendBody,
@@ -150,6 +156,8 @@ export interface LineSandboxOptions {
   readonly random?: () => number;
   /** Default 0 (a free port). The host is always 127.0.0.1. */
   readonly port?: number;
+  /** Messages a channel may send this month (push and multicast, one per recipient). Default none. */
+  readonly monthlyQuota?: number;
 }
 
 export interface LineSandbox {
@@ -160,6 +168,8 @@ export interface LineSandbox {
   addChannel(channel: SandboxChannel): void;
   /** Changes the rate limit; `Infinity` lifts it. */
   setRateLimit(perSecond: number): void;
+  /** Sets every channel's monthly message quota (`undefined`: none) and, optionally, what was used. */
+  setMonthlyQuota(limit: number | undefined, used?: Readonly<Record<string, number>>): void;
   /** Registers a reply token for a conversation (the event builders do this themselves). */
   issueReplyToken(channelId: string, to: string): string;
   /** Posts a signed webhook (see {@link SendWebhookOptions}); `redeliver` sends redelivered copies. */
@@ -185,6 +195,41 @@ interface ReplyTokenState {
   readonly linkedTo: string | undefined;
   /** Shared by a token and its redelivered copies: one reply in all. */
   readonly use: { used: boolean };
+}
+
+/**
+ * LINE's monthly message quota: push and multicast count one message per recipient (replies are
+ * free); a send over the limit is refused with a 429 naming the monthly limit.
+ */
+class MonthlyQuota {
+  limit: number | undefined;
+  readonly #used = new Map<string, number>();
+
+  constructor(limit: number | undefined) {
+    this.limit = limit;
+  }
+
+  /** True (and counted) when `recipients` more messages fit in the channel's quota. */
+  take(channelId: string, recipients: number): boolean {
+    const used = this.#used.get(channelId) ?? 0;
+    if (this.limit !== undefined && used + recipients > this.limit) return false;
+    this.#used.set(channelId, used + recipients);
+    return true;
+  }
+
+  setUsed(used: Readonly<Record<string, number>>): void {
+    for (const [channelId, count] of Object.entries(used)) this.#used.set(channelId, count);
+  }
+
+  /** The answer to `GET /v2/bot/message/quota` or `/quota/consumption`. */
+  answer(path: string, channelId: string): Answer {
+    if (path === QUOTA_CONSUMPTION_PATH)
+      return { status: 200, body: { totalUsage: this.#used.get(channelId) ?? 0 } };
+    return {
+      status: 200,
+      body: this.limit === undefined ? { type: 'none' } : { type: 'limited', value: this.limit },
+    };
+  }
 }
 
 interface AcceptedKey {
@@ -218,6 +263,7 @@ export async function startLineSandbox(options: LineSandboxOptions = {}): Promis
   let requestLog: RequestLogEntry[] = [];
   const timers = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
   let nextSentMessageId = 461230966842064897n;
+  const quota = new MonthlyQuota(options.monthlyQuota);
 
   const tokens: ReplyTokenIssuer = {
     issue(channelId, to, { eventTimestamp, linkedTo }) {
@@ -336,14 +382,24 @@ export async function startLineSandbox(options: LineSandboxOptions = {}): Promis
           },
         };
       }
+      if (!quota.take(channelId, recipients().length)) return monthlyLimit();
       const sent = endpoint === 'push' ? sentMessages(request.messages.length) : undefined;
       acceptedKeys.set(keyId, { acceptedRequestId: requestId, at: now, sentMessages: sent });
       return deliver(sent);
     }
+    if (!quota.take(channelId, recipients().length)) return monthlyLimit();
     return deliver(endpoint === 'push' ? sentMessages(request.messages.length) : undefined);
 
+    function recipients(): readonly string[] {
+      return endpoint === 'push' ? [(request as PushBody).to] : (request as MulticastBody).to;
+    }
+
+    function monthlyLimit(): Answer {
+      return { status: 429, body: { message: MONTHLY_LIMIT_MESSAGE } };
+    }
+
     function deliver(sent: { id: string }[] | undefined): Answer {
-      const to = endpoint === 'push' ? [(request as PushBody).to] : (request as MulticastBody).to;
+      const to = recipients();
       record({ endpoint, to, messages: request.messages, ...(retryKey ? { retryKey } : {}) });
       return { status: 200, body: sent ? { sentMessages: sent } : {} };
     }
@@ -387,8 +443,10 @@ export async function startLineSandbox(options: LineSandboxOptions = {}): Promis
     const text = Buffer.concat(chunks).toString('utf8');
 
     const endpoint = (Object.keys(ENDPOINT_PATHS) as SendEndpoint[]).find((e) => ENDPOINT_PATHS[e] === path);
-    if (endpoint === undefined) return answer({ status: 404, body: { message: 'Not found' } });
-    if (method !== 'POST') return answer({ status: 405, body: { message: 'Method not allowed' } });
+    const isQuota = path === QUOTA_PATH || path === QUOTA_CONSUMPTION_PATH;
+    if (endpoint === undefined && !isQuota) return answer({ status: 404, body: { message: 'Not found' } });
+    if (method !== (isQuota ? 'GET' : 'POST'))
+      return answer({ status: 405, body: { message: 'Method not allowed' } });
 
     const auth = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
     channelId = auth ? channelsByToken.get(auth[1]!.trim()) : undefined;
@@ -402,6 +460,7 @@ export async function startLineSandbox(options: LineSandboxOptions = {}): Promis
       });
     }
 
+    if (endpoint === undefined) return answer(quota.answer(path, channelId));
     fault = pickFault(endpoint);
     if (fault?.kind === 'delay') await sleep(fault.ms);
     if (fault?.kind === 'status500')
@@ -467,6 +526,10 @@ export async function startLineSandbox(options: LineSandboxOptions = {}): Promis
     },
     addChannel: (channel) => {
       channelsByToken.set(channel.accessToken, channel.channelId);
+    },
+    setMonthlyQuota: (limit, used) => {
+      quota.limit = limit;
+      if (used) quota.setUsed(used);
     },
     setRateLimit: (perSecond) => {
       ratePerSecond = perSecond;

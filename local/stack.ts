@@ -10,9 +10,9 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from '
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeLogger } from '#shared/adapters/powertools.ts';
 import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
-import { makeLogger } from '#shared/log.ts';
 import { routes } from '#shared/routes.ts';
 import { clientSecretName, rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
 import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';

@@ -4,7 +4,7 @@
  * and exits 0 once stopped: on SIGTERM (calls in flight get up to BROKER_STOP_GRACE_MS, default
  * 100 s, inside Fargate's 120 s) or when the job manager asks its version to drain.
  */
-import { makeLogger } from '#shared/log.ts';
+import { makeLogger } from '#shared/adapters/powertools.ts';
 import { readBrokerConfig, startBrokerProcess } from './process.ts';
 
 const config = readBrokerConfig();

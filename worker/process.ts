@@ -14,14 +14,20 @@ import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeDynamoChannelStore, makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
+import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts';
 import { TWILIO_LOOKUP_SETTLE_MS } from '#shared/adapters/twilio-telephony.ts';
 import { Broker, type StopReason } from '#shared/broker/broker.ts';
+import { BrokerMetrics } from '#shared/broker/broker-metrics.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
-import { DEFAULT_LINE_API_URL } from '#shared/line/messaging-client.ts';
-import { type Logger, makeLogger } from '#shared/log.ts';
+import {
+  DEFAULT_LINE_API_URL,
+  type MessageQuota,
+  makeMessagingClient,
+} from '#shared/line/messaging-client.ts';
+import type { Logger } from '#shared/log.ts';
 import { type HttpSend, makeHttpSend } from '#shared/messaging/http-send.ts';
 import type { SendPort } from '#shared/messaging/ports.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
@@ -234,6 +240,15 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
       }
       return sender.http.send;
     },
+    async readQuota(channelId: string): Promise<MessageQuota> {
+      const channel = await channels.get(channelId);
+      if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
+      return makeMessagingClient({
+        channelAccessToken: channel.accessToken,
+        baseUrl: config.lineApiUrl,
+        timeoutMs: 10_000,
+      }).quota();
+    },
     settings: {
       ...DEFAULT_MESSAGE_SETTINGS,
       messageRatePerSecond: config.messageRatePerSecond,
@@ -260,6 +275,9 @@ function clientSecrets(
   });
   return (clientId) => secrets.current(clientId);
 }
+
+/** How often the broker publishes its per-client figures: CloudWatch's high resolution. */
+const METRICS_FLUSH_MS = 1_000;
 
 /** Starts a broker with `config`; its loop runs until {@link RunningBroker.stop} or a drain. */
 export async function startBrokerProcess(
@@ -293,6 +311,10 @@ export async function startBrokerProcess(
     await server.stop();
     throw error;
   }
+  const metrics = new BrokerMetrics(logger);
+  // The second that ended, for every client served: high-resolution metrics, one record each.
+  const flushEverySecond = setInterval(() => metrics.flush(), METRICS_FLUSH_MS);
+  flushEverySecond.unref();
   const protection = new TaskProtectionKeeper({
     port: makeEcsAgentProtection({
       agentUri: config.ecsAgentUri,
@@ -301,6 +323,7 @@ export async function startBrokerProcess(
     clock,
     timers,
     logger,
+    onFailure: () => metrics.protectionFailed(),
   });
   const messages = config.channelsTable ? messageSide(config, doc, clock, logger) : undefined;
   const callLinks = makeDynamoCallLinks(doc, config.tasksTable);
@@ -327,6 +350,7 @@ export async function startBrokerProcess(
     callLinks,
     fleet: makeDynamoFleetWorkReader(doc, config.controlTable),
     protection,
+    metrics,
     clock,
     timers,
     logger,
@@ -347,6 +371,8 @@ export async function startBrokerProcess(
   });
   const running = broker;
   const done = running.run().finally(() => {
+    clearInterval(flushEverySecond);
+    metrics.flush();
     messages?.close();
     return server.stop();
   });

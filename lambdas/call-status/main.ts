@@ -4,13 +4,16 @@ import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clien
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { makeRecordTwilioStatus } from '#shared/broker/twilio-status.ts';
 import { getStringFromEnv } from '#shared/config.ts';
-import { makeLogger } from '#shared/log.ts';
 import { CachedCallbackSecrets, ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import { makeCallStatusHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('call-status');
 
 const controlTable = getStringFromEnv('CONTROL_TABLE');
 const tasksTable = getStringFromEnv('TASKS_TABLE');
@@ -42,18 +45,21 @@ const settle = {
   leases: makeDynamoLeaseStore(doc, controlTable),
   notifier: makeHttpBrokerNotifier(),
   clock,
+  onCallEnded: callEndedMetrics(log),
 };
 
-export const handler = makeCallStatusHandler({
-  provider,
-  record: makeRecordCallStatus({ ...settle, secrets: () => callbackSecrets.secrets() }),
-  twilio: {
-    record: makeRecordTwilioStatus({
-      ...settle,
-      authTokens: (clientId) => clientSecrets.verifying(clientId),
-    }),
-    // Set by the stack (the URL the brokers give Twilio); unset locally, where the request's own URL is it.
-    ...(process.env.TWILIO_CALLBACK_URL ? { publicUrl: process.env.TWILIO_CALLBACK_URL } : {}),
-  },
-  log: makeLogger('call-status'),
-});
+export const handler = observe(
+  makeCallStatusHandler({
+    provider,
+    record: makeRecordCallStatus({ ...settle, secrets: () => callbackSecrets.secrets() }),
+    twilio: {
+      record: makeRecordTwilioStatus({
+        ...settle,
+        authTokens: (clientId) => clientSecrets.verifying(clientId),
+      }),
+      // Set by the stack (the URL the brokers give Twilio); unset locally, where the request's own URL is it.
+      ...(process.env.TWILIO_CALLBACK_URL ? { publicUrl: process.env.TWILIO_CALLBACK_URL } : {}),
+    },
+    log,
+  }),
+);

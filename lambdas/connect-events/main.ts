@@ -4,11 +4,14 @@ import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clien
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { getStringFromEnv } from '#shared/config.ts';
-import { makeLogger } from '#shared/log.ts';
 import { makeConnectEventsHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('connect-events');
 
 const controlTable = getStringFromEnv('CONTROL_TABLE');
 const tasksTable = getStringFromEnv('TASKS_TABLE');
@@ -20,13 +23,16 @@ const doc = makeDocumentClient(
   }),
 );
 
-export const handler = makeConnectEventsHandler({
-  record: makeRecordContactEvent({
-    tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
-    leases: makeDynamoLeaseStore(doc, controlTable),
-    notifier: makeHttpBrokerNotifier(),
-    links: makeDynamoCallLinks(doc, tasksTable),
-    clock: { now: () => Date.now() },
+export const handler = observe(
+  makeConnectEventsHandler({
+    record: makeRecordContactEvent({
+      tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+      leases: makeDynamoLeaseStore(doc, controlTable),
+      notifier: makeHttpBrokerNotifier(),
+      links: makeDynamoCallLinks(doc, tasksTable),
+      clock: { now: () => Date.now() },
+      onCallEnded: callEndedMetrics(log),
+    }),
+    log,
   }),
-  log: makeLogger('connect-events'),
-});
+);

@@ -7,7 +7,7 @@
 import middy from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type CancelSweep, MalformedCancelSweepError, parseCancelSweep } from '#shared/jobs/cancel.ts';
-import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
+import type { IngestJob, IngestMessage, IngestOutcome } from '#shared/jobs/ingest.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
 import { MalformedS3EventError, parseS3Event } from '#shared/jobs/s3-events.ts';
 import type { Logger } from '#shared/log.ts';
@@ -46,7 +46,10 @@ export function makeIngestHandler(deps: {
   readonly ingest: IngestJob;
   readonly cancelSweep: CancelSweep;
   readonly log: Logger;
+  /** Default `Date.now`: times a run for the rows-per-second metric. */
+  readonly now?: () => number;
 }) {
+  const now = deps.now ?? Date.now;
   return middy(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const failures: SQSBatchItemFailure[] = [];
     for (const record of event.Records) {
@@ -70,13 +73,13 @@ export function makeIngestHandler(deps: {
             deps.log.info(`cancel sweep ${swept.kind}`, { ...swept });
             continue;
           }
+          const startedAt = now();
           const outcome = await deps.ingest.handle(message, {
             remainingMs: () => context.getRemainingTimeInMillis(),
             receiveCount: Number(record.attributes.ApproximateReceiveCount ?? 1),
           });
           deps.log.info(`ingest ${outcome.kind}`, { ...outcome });
-          if (outcome.kind !== 'ignored')
-            deps.log.metrics({ [`Ingest${outcome.kind[0]!.toUpperCase()}${outcome.kind.slice(1)}`]: 1 });
+          if (outcome.kind !== 'ignored') publishIngestMetrics(deps.log, outcome, now() - startedAt);
         }
       } catch (error) {
         deps.log.error('ingest failed; the message will be retried', { messageId: record.messageId, error });
@@ -85,4 +88,21 @@ export function makeIngestHandler(deps: {
     }
     return { batchItemFailures: failures };
   });
+}
+
+/** One run's count by outcome (`IngestScheduled`, `IngestPaused`, `IngestFailed`), rows and rows per second. */
+function publishIngestMetrics(
+  log: Logger,
+  outcome: Exclude<IngestOutcome, { kind: 'ignored' }>,
+  elapsedMs: number,
+): void {
+  log.metrics({ [`Ingest${outcome.kind[0]!.toUpperCase()}${outcome.kind.slice(1)}`]: 1 });
+  const rows = outcome.rowsRead ?? 0;
+  if (rows === 0) return;
+  log.metrics({ IngestRows: rows });
+  log.metrics(
+    { IngestRowsPerSecond: Math.round((rows * 1000) / Math.max(1, elapsedMs)) },
+    {},
+    { unit: 'Count/Second' },
+  );
 }

@@ -7,13 +7,15 @@ import {
   makeDynamoTaskStore,
 } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
-import { makeLogger } from '#shared/log.ts';
 import { makeIngestHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('ingest');
 
 const controlTable = getStringFromEnv('CONTROL_TABLE');
 const tasksTable = getStringFromEnv('TASKS_TABLE');
@@ -25,30 +27,31 @@ const maxRowsPerRun = getNumberFromEnv('INGEST_MAX_ROWS_PER_RUN', 0);
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
 const sqs = makeSqsClient();
-const log = makeLogger('ingest');
 const optOuts = makeDynamoOptOutStore(doc, controlTable);
 const jobs = makeDynamoJobStore(doc, controlTable);
 // Continuations, and a cancel sweep's delayed re-check of messages a broker still holds.
 const queue = makeSqsIngestQueue(sqs, queueUrl);
 
-export const handler = makeIngestHandler({
-  ingest: makeIngestJob({
-    clients: makeDynamoClientStore(doc, controlTable),
-    jobs,
-    tasks: makeDynamoTaskStore(doc, tasksTable),
-    files: makeS3UploadFiles(s3, bucket),
-    validationReports: makeS3ValidationReportStore(s3, bucket),
-    queue,
-    optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
-    clock: { now: () => Date.now() },
+export const handler = observe(
+  makeIngestHandler({
+    ingest: makeIngestJob({
+      clients: makeDynamoClientStore(doc, controlTable),
+      jobs,
+      tasks: makeDynamoTaskStore(doc, tasksTable),
+      files: makeS3UploadFiles(s3, bucket),
+      validationReports: makeS3ValidationReportStore(s3, bucket),
+      queue,
+      optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
+      clock: { now: () => Date.now() },
+      log,
+      ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
+    }),
+    cancelSweep: makeCancelSweep({
+      jobs,
+      tasks: makeDynamoTaskCanceller(doc, { controlTable, tasksTable }),
+      queue,
+      clock: { now: () => Date.now() },
+    }),
     log,
-    ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
   }),
-  cancelSweep: makeCancelSweep({
-    jobs,
-    tasks: makeDynamoTaskCanceller(doc, { controlTable, tasksTable }),
-    queue,
-    clock: { now: () => Date.now() },
-  }),
-  log,
-});
+);

@@ -12,6 +12,8 @@ import type { Logger } from '#shared/log.ts';
 export interface JobManagerHandlerDeps {
   readonly run: () => Promise<JobManagerResult>;
   readonly log: Logger;
+  /** Default `Date.now`: times the run and its lag behind its schedule. */
+  readonly now?: () => number;
 }
 
 export class JobManagerRunError extends Error {
@@ -19,8 +21,11 @@ export class JobManagerRunError extends Error {
 }
 
 export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
+  const now = deps.now ?? Date.now;
   return middy(async (event: ScheduledEvent): Promise<JobManagerResult> => {
+    const startedAt = now();
     const result = await deps.run();
+    publishRunTimes(deps.log, event, startedAt, now());
     deps.log.info('job manager run', {
       scheduledAt: event.time,
       started: result.started,
@@ -30,15 +35,12 @@ export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
       desiredVersion: result.desiredVersion,
       superseded: result.desiredCount === undefined,
     });
-    deps.log.metrics(
-      {
-        JobsStarted: result.started.length,
-        JobsCompleted: result.completed.length,
-        ClientsWithWork: result.clients.length,
-        JobManagerProblems: result.problems.length,
-      },
-      { service: 'job-manager' },
-    );
+    deps.log.metrics({
+      JobsStarted: result.started.length,
+      JobsCompleted: result.completed.length,
+      ClientsWithWork: result.clients.length,
+      JobManagerProblems: result.problems.length,
+    });
     if (result.problems.length > 0) {
       for (const problem of result.problems) deps.log.error('job manager step failed', { ...problem });
       throw new JobManagerRunError(
@@ -49,4 +51,20 @@ export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
     }
     return result;
   });
+}
+
+/**
+ * How long the run took, and how late it started after the minute it was scheduled for
+ * (EventBridge's `time`): a lag that grows means runs queue behind each other.
+ */
+function publishRunTimes(log: Logger, event: ScheduledEvent, startedAt: number, endedAt: number): void {
+  const scheduledAt = Date.parse(event.time);
+  log.metrics(
+    {
+      JobManagerRunTime: endedAt - startedAt,
+      ...(Number.isFinite(scheduledAt) ? { JobManagerLag: Math.max(0, startedAt - scheduledAt) } : {}),
+    },
+    {},
+    { unit: 'Milliseconds', gauge: true },
+  );
 }

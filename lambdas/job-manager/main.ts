@@ -2,10 +2,12 @@
 import { makeDocumentClient, makeEcsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
-import { makeLogger } from '#shared/log.ts';
 import { makeJobManagerHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('job-manager');
 
 const controlTable = getStringFromEnv('CONTROL_TABLE');
 const tasksTable = getStringFromEnv('TASKS_TABLE');
@@ -17,7 +19,6 @@ const maxBrokers = getNumberFromEnv('MAX_BROKERS', 10);
 const doc = makeDocumentClient();
 const ecs = makeEcsClient();
 const service = makeEcsServiceScaler({ cluster, service: serviceName }, ecs);
-const log = makeLogger('job-manager');
 
 /** The primary deployment's version; this function's own while ECS cannot say (logged). */
 async function desiredVersion(): Promise<string> {
@@ -29,13 +30,15 @@ async function desiredVersion(): Promise<string> {
   }
 }
 
-export const handler = makeJobManagerHandler({
-  run: makeRunJobManager({
-    store: makeDynamoFleetStore(doc, { controlTable, tasksTable }),
-    scaler: service,
-    clock: { now: () => Date.now() },
-    maxBrokers,
-    desiredVersion,
+export const handler = observe(
+  makeJobManagerHandler({
+    run: makeRunJobManager({
+      store: makeDynamoFleetStore(doc, { controlTable, tasksTable }),
+      scaler: service,
+      clock: { now: () => Date.now() },
+      maxBrokers,
+      desiredVersion,
+    }),
+    log,
   }),
-  log,
-});
+);

@@ -1,5 +1,4 @@
 /** Wires the operator API to the real AWS clients; configuration is read once, at start. */
-
 import {
   makeDocumentClient,
   makeS3Client,
@@ -12,13 +11,15 @@ import {
   makeDynamoTaskStore,
 } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
-import { makeLogger } from '#shared/log.ts';
 import { makeJobsApiHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('jobs-api');
 
 const controlTable = getStringFromEnv('CONTROL_TABLE');
 const tasksTable = getStringFromEnv('TASKS_TABLE');
@@ -28,24 +29,25 @@ const ingestQueueUrl = getStringFromEnv('INGEST_QUEUE_URL');
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
 const sqs = makeSqsClient();
-const log = makeLogger('jobs-api');
 
 const leases = makeDynamoLeaseStore(doc, controlTable);
 
-export const handler = makeJobsApiHandler({
-  api: makeJobsApi({
-    clients: makeDynamoClientStore(doc, controlTable),
-    jobs: makeDynamoJobStore(doc, controlTable),
-    tasks: makeDynamoTaskStore(doc, tasksTable),
-    files: makeS3UploadFiles(s3, bucket, makeS3PresignClient()),
-    validationReports: makeS3ValidationReportStore(s3, bucket),
-    queue: makeSqsIngestQueue(sqs, ingestQueueUrl),
-    bucket,
-    clock: { now: () => Date.now() },
-    // Leases live in the control table; the holder's endpoint is a private address in the fleet's
-    // VPC, which this function runs in (cdk/constructs/jobs.ts).
-    brokers: { leases, notifier: makeHttpBrokerNotifier(), log },
-    calls: leases,
+export const handler = observe(
+  makeJobsApiHandler({
+    api: makeJobsApi({
+      clients: makeDynamoClientStore(doc, controlTable),
+      jobs: makeDynamoJobStore(doc, controlTable),
+      tasks: makeDynamoTaskStore(doc, tasksTable),
+      files: makeS3UploadFiles(s3, bucket, makeS3PresignClient()),
+      validationReports: makeS3ValidationReportStore(s3, bucket),
+      queue: makeSqsIngestQueue(sqs, ingestQueueUrl),
+      bucket,
+      clock: { now: () => Date.now() },
+      // Leases live in the control table; the holder's endpoint is a private address in the fleet's
+      // VPC, which this function runs in (cdk/constructs/jobs.ts).
+      brokers: { leases, notifier: makeHttpBrokerNotifier(), log },
+      calls: leases,
+    }),
+    log,
   }),
-  log,
-});
+);

@@ -107,7 +107,7 @@ export function makeProcessorHandler(deps: ProcessorDeps) {
     }
     if (counts.Deferred)
       deps.log.warn('records handed back unstarted: too little time left', { count: counts.Deferred });
-    deps.log.metrics(counts, { service: 'webhook-processor' });
+    deps.log.metrics(counts);
     return { batchItemFailures: failures };
   });
 }

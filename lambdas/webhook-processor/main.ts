@@ -6,6 +6,7 @@ import {
   makeDynamoOptOutStore,
   makeDynamoProcessedEventStore,
 } from '#shared/adapters/dynamo-webhooks.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import type { Channel } from '#shared/channels/channel.ts';
 import { getStringFromEnv } from '#shared/config.ts';
@@ -14,9 +15,10 @@ import {
   type MessagingClient,
   makeMessagingClient,
 } from '#shared/line/messaging-client.ts';
-import { makeLogger } from '#shared/log.ts';
 import { makeProcessWebhookEvent } from '#shared/webhooks/process.ts';
 import { makeProcessorHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('webhook-processor');
 
 const channelsTable = getStringFromEnv('CHANNELS_TABLE');
 const eventsTable = getStringFromEnv('EVENTS_TABLE');
@@ -46,27 +48,27 @@ function messagingFor(channel: Channel): MessagingClient {
   return client;
 }
 
-const log = makeLogger('webhook-processor');
-
-export const handler = makeProcessorHandler({
-  process: makeProcessWebhookEvent({
-    channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
-    events: makeDynamoProcessedEventStore(doc, eventsTable),
-    optOuts: makeDynamoOptOutStore(doc, controlTable),
-    messagingFor,
-    clock,
+export const handler = observe(
+  makeProcessorHandler({
+    process: makeProcessWebhookEvent({
+      channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
+      events: makeDynamoProcessedEventStore(doc, eventsTable),
+      optOuts: makeDynamoOptOutStore(doc, controlTable),
+      messagingFor,
+      clock,
+      log,
+    }),
+    retryLater: async (receiptHandle, seconds) => {
+      await sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: queueUrl,
+          ReceiptHandle: receiptHandle,
+          VisibilityTimeout: seconds,
+        }),
+      );
+    },
     log,
+    // One request, and the idempotency and opt-out writes around it.
+    recordBudgetMs: MESSAGING_TIMEOUT_MS + 2_000,
   }),
-  retryLater: async (receiptHandle, seconds) => {
-    await sqs.send(
-      new ChangeMessageVisibilityCommand({
-        QueueUrl: queueUrl,
-        ReceiptHandle: receiptHandle,
-        VisibilityTimeout: seconds,
-      }),
-    );
-  },
-  log,
-  // One request, and the idempotency and opt-out writes around it.
-  recordBudgetMs: MESSAGING_TIMEOUT_MS + 2_000,
-});
+);

@@ -25,18 +25,38 @@ export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 |
 }
 
 export function makeReceiverHandler(deps: {
-  receive: (request: ReceiveRequest) => Promise<{ accepted: number; setAside?: readonly SetAsideEvent[] }>;
+  receive: (
+    request: ReceiveRequest,
+  ) => Promise<{ accepted: number; eventIds?: readonly string[]; setAside?: readonly SetAsideEvent[] }>;
   log: Logger;
+  /** Default `Date.now`: the acknowledgement latency is measured from API Gateway's request time. */
+  now?: () => number;
 }) {
+  const now = deps.now ?? Date.now;
   return middy(async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const channelId = event.pathParameters?.channelId ?? '';
     try {
-      const { accepted, setAside = [] } = await deps.receive({
+      const {
+        accepted,
+        eventIds = [],
+        setAside = [],
+      } = await deps.receive({
         channelId,
         headers: event.headers,
         rawBody: decodeRequestBody(event),
       });
-      if (accepted > 0) deps.log.metrics({ WebhookEventsAccepted: accepted }, { channelId });
+      if (accepted > 0) {
+        deps.log.info('webhook events queued', { channelId, eventIds });
+        deps.log.metrics({ WebhookEventsAccepted: accepted }, { channelId }, { rollUp: true });
+        // What LINE waits for (2 s at most): from API Gateway's receipt to this answer.
+        const receivedAt = event.requestContext?.timeEpoch;
+        if (receivedAt)
+          deps.log.metrics(
+            { WebhookAckLatency: Math.max(0, now() - receivedAt) },
+            { channelId },
+            { unit: 'Milliseconds', highResolution: true, gauge: true, rollUp: true },
+          );
+      }
       // Ids and reasons only: an event's content is a customer's message.
       for (const event of setAside)
         deps.log.warn('webhook event set aside, not queued', { channelId, ...event });

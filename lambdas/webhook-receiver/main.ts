@@ -2,12 +2,14 @@
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { getStringFromEnv } from '#shared/config.ts';
-import { makeLogger } from '#shared/log.ts';
 import { makeReceiveWebhook } from '#shared/webhooks/receive.ts';
 import { makeReceiverHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('webhook-receiver');
 
 const channelsTable = getStringFromEnv('CHANNELS_TABLE');
 const queueUrl = getStringFromEnv('WEBHOOK_EVENTS_QUEUE_URL');
@@ -17,11 +19,13 @@ const fast = () => new NodeHttpHandler({ connectionTimeout: 300, requestTimeout:
 const doc = makeDocumentClient(makeDynamoClient({ requestHandler: fast(), maxAttempts: 2 }));
 const sqs = makeSqsClient({ requestHandler: fast(), maxAttempts: 2 });
 
-export const handler = makeReceiverHandler({
-  receive: makeReceiveWebhook({
-    channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
-    queue: makeSqsEventQueue(sqs, queueUrl),
-    clock: { now: () => Date.now() },
+export const handler = observe(
+  makeReceiverHandler({
+    receive: makeReceiveWebhook({
+      channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
+      queue: makeSqsEventQueue(sqs, queueUrl),
+      clock: { now: () => Date.now() },
+    }),
+    log,
   }),
-  log: makeLogger('webhook-receiver'),
-});
+);

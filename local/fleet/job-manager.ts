@@ -9,10 +9,11 @@ import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamod
 import type { ScheduledEvent } from 'aws-lambda';
 import { makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { makeLogger } from '#shared/adapters/powertools.ts';
 import { FLEET_WORK_KEY } from '#shared/broker/fleet.ts';
 import { type JobManagerResult, makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
-import { type Logger, makeLogger } from '#shared/log.ts';
+import type { Logger } from '#shared/log.ts';
 import type { Handler } from '../lambda.ts';
 
 export interface LocalJobManagerOptions {

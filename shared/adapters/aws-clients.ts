@@ -32,8 +32,20 @@ export function onEveryAwsClient(plugin: AwsClientPlugin): () => void {
   };
 }
 
+type AwsClientHook = (client: never) => unknown;
+const hooks: AwsClientHook[] = [];
+
+/**
+ * Hands every client built by this module from now on to `hook` (X-Ray's
+ * `tracer.captureAWSv3Client` in Lambda). Register before the clients are built.
+ */
+export function onEveryAwsClientBuilt<C>(hook: (client: C) => unknown): void {
+  hooks.push(hook as AwsClientHook);
+}
+
 function withPlugins<C extends { middlewareStack: { use(plugin: never): void } }>(client: C): C {
   for (const plugin of plugins) client.middlewareStack.use(plugin as never);
+  for (const hook of hooks) hook(client as never);
   return client;
 }
 

@@ -12,11 +12,13 @@
  * then releases the lease and task protection; {@link Broker.run} then resolves.
  */
 import { heartbeatInterval, LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
+import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import type { SendPort } from '#shared/messaging/ports.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
+import type { BrokerMetrics, ClientMetrics } from './broker-metrics.ts';
 import type { BrokerTaskStore, CallEnded, CallLinkStore, FleetWorkReader } from './ports.ts';
 import { ClientServer, type ServeEnd, type ServeSettings } from './serve-client.ts';
 import { MessageServer, type MessageServeSettings, type MessageTaskStore } from './serve-messages.ts';
@@ -49,7 +51,11 @@ export interface BrokerDeps {
     readonly store: MessageTaskStore;
     readonly sendFor: (channelId: string) => Promise<SendPort>;
     readonly settings: MessageServeSettings;
+    /** Reads a channel's monthly quota, for the quota metric. */
+    readonly readQuota?: (channelId: string) => Promise<MessageQuota>;
   };
+  /** What the broker publishes to CloudWatch; nothing without it. */
+  readonly metrics?: BrokerMetrics;
   /** Picks the order to try clients in; shuffled by default so brokers spread over clients. */
   readonly order?: (clients: readonly string[]) => string[];
 }
@@ -210,6 +216,10 @@ export class Broker {
   /** Serves the leased client (only adopting its orphaned calls when `adoptOnly`), then releases it. */
   async #serve(keeper: LeaseKeeper, adoptOnly: boolean): Promise<void> {
     const { clock, timers, logger, settings } = this.#deps;
+    const metrics = this.#deps.metrics?.forClient(keeper.clientId);
+    const stopCountingLosses = keeper.onLost((reason) =>
+      this.#deps.metrics?.leaseLost(keeper.clientId, reason),
+    );
     const server = new ClientServer({
       tasks: this.#deps.tasks,
       providers: this.#deps.providers,
@@ -221,13 +231,14 @@ export class Broker {
       settings,
       onInFlightChange: (n) => this.#deps.protection.update(n + this.#sending),
       adoptOnly,
+      ...(metrics ? { metrics } : {}),
     });
     this.#server = server;
     logger.info('serving client', { clientId: server.clientId, token: keeper.lease?.token, adoptOnly });
     const drainCheck = this.#watchForDrain();
     let graceTimer: TimerHandle | undefined;
     try {
-      const messages = adoptOnly ? undefined : await this.#messageServer(keeper);
+      const messages = adoptOnly ? undefined : await this.#messageServer(keeper, metrics);
       this.#messages = messages;
       // A stop that came while the client was read.
       if (this.#stopReason) messages?.stop();
@@ -272,11 +283,13 @@ export class Broker {
       this.#server = undefined;
       this.#messages = undefined;
       await keeper.release();
+      stopCountingLosses();
+      this.#deps.metrics?.released(keeper.clientId);
     }
   }
 
   /** The message side of serving the client, when the broker sends messages and the client has a channel. */
-  async #messageServer(keeper: LeaseKeeper): Promise<MessageServer | undefined> {
+  async #messageServer(keeper: LeaseKeeper, metrics?: ClientMetrics): Promise<MessageServer | undefined> {
     const { messages, tasks, clock, timers, logger, protection } = this.#deps;
     if (!messages) return undefined;
     const client = await tasks.getClient(keeper.clientId);
@@ -299,6 +312,8 @@ export class Broker {
       onProgress: (progress) => {
         for (const p of progress) logger.info('message job progress', { clientId: keeper.clientId, ...p });
       },
+      ...(metrics ? { metrics } : {}),
+      ...(messages.readQuota ? { readQuota: messages.readQuota } : {}),
     });
   }
 

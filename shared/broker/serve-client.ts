@@ -26,6 +26,7 @@ import type {
   TelephonyProviders,
 } from '#shared/telephony/port.ts';
 import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
+import { type ClientMetrics, noClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
 import type { BrokerTaskStore, CallEnded, CallLinkStore, Settlement } from './ports.ts';
 import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
@@ -88,6 +89,8 @@ export interface ServeClientDeps {
   readonly settings: ServeSettings;
   /** Told every change of the calls in flight (task protection); must not throw. */
   readonly onInFlightChange?: (inFlight: number) => void;
+  /** The client's figures for CloudWatch: limits, calls in flight, starts. */
+  readonly metrics?: ClientMetrics;
   /**
    * Only adopt and settle the calls a previous holder left in flight, then end: start no task,
    * and place no adopted call that was never confirmed (it might ring a paused client's
@@ -146,10 +149,12 @@ export class ClientServer {
   #lastAnsweredAt = Number.NEGATIVE_INFINITY;
   #sendIntervalMs = 0;
   #provider: TelephonyProvider | undefined;
+  readonly #metrics: ClientMetrics;
 
   constructor(deps: ServeClientDeps) {
     this.#deps = deps;
     this.clientId = deps.keeper.clientId;
+    this.#metrics = deps.metrics ?? noClientMetrics;
   }
 
   /** Calls in flight now. */
@@ -221,6 +226,7 @@ export class ClientServer {
   #makeGate(client: ClientSettings): PacingGate {
     const { clock, timers, settings, onInFlightChange } = this.#deps;
     this.#sendIntervalMs = 1000 / client.callsPerSecond;
+    this.#metrics.limits(client);
     // Hours are checked per task, because a job's own hours replace the client's.
     const pacer = new Pacer({
       maxConcurrentCalls: client.maxConcurrentCalls,
@@ -233,6 +239,7 @@ export class ClientServer {
       timers,
       onInFlightChange: (n) => {
         onInFlightChange?.(n);
+        this.#metrics.inFlight(n);
         if (n === 0) this.#allEnded?.();
         this.#poke();
       },
@@ -264,6 +271,7 @@ export class ClientServer {
       return previous;
     }
     this.#sendIntervalMs = 1000 / client.callsPerSecond;
+    this.#metrics.limits(client);
     logger.info('client settings changed while serving; applied', {
       clientId: this.clientId,
       maxConcurrentCalls: client.maxConcurrentCalls,
@@ -329,6 +337,7 @@ export class ClientServer {
         slot.release();
         continue;
       }
+      this.#metrics.callStarted();
       void this.#launch(result.task, next.job, slot);
     }
     return this.#lost ? { kind: 'lost' } : undefined;

@@ -12,10 +12,12 @@
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
 import { mayStartNow } from '#shared/jobs/waiting.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
+import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import { type PipelineTotals, runMessagePipeline } from '#shared/messaging/pipeline.ts';
 import type { BatchLedger, JobProgress, ReportSink, SendPort, TaskSource } from '#shared/messaging/ports.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import type { ClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
 import type { ServeEnd } from './serve-client.ts';
 
@@ -47,6 +49,8 @@ export interface MessageServeSettings {
   readonly quotaBackoffMs: number;
   /** How long the client's settings (hours, pause) are trusted while sending, ms. Default 5,000. */
   readonly clientCheckMs: number;
+  /** How often LINE's monthly quota is read while a channel sends, ms. Default 5 min. */
+  readonly quotaCheckMs: number;
 }
 
 export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
@@ -56,6 +60,7 @@ export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
   jobCheckMs: 250,
   quotaBackoffMs: 3_600_000,
   clientCheckMs: 5_000,
+  quotaCheckMs: 300_000,
 };
 
 export interface MessageServerDeps {
@@ -74,6 +79,10 @@ export interface MessageServerDeps {
   readonly onActiveChange?: (active: 0 | 1) => void;
   /** Told the counts written, per job, at most once a second. */
   readonly onProgress?: (progress: readonly JobProgress[]) => void;
+  /** The client's figures for CloudWatch: messages sent, 429s, the monthly quota. */
+  readonly metrics?: ClientMetrics;
+  /** Reads the channel's monthly quota (Messaging API), for the quota metric. */
+  readonly readQuota?: (channelId: string) => Promise<MessageQuota>;
 }
 
 /** Serves one client's message jobs while its lease is held; make one per lease. */
@@ -84,6 +93,7 @@ export class MessageServer {
   #lost = false;
   #current: AbortController | undefined;
   #sessionJobs: (() => readonly string[]) | undefined;
+  #quotaCheckAt = Number.NEGATIVE_INFINITY;
   readonly #client: HeldClientSettings;
 
   constructor(deps: MessageServerDeps) {
@@ -145,6 +155,21 @@ export class MessageServer {
     }
   }
 
+  /**
+   * Reads LINE's monthly quota for the metric an alarm watches, at most every `quotaCheckMs`. A
+   * failed read is only logged: the quota figure must never hold back a send.
+   */
+  async #checkQuota(channelId: string): Promise<void> {
+    const { readQuota, metrics, clock, settings, logger } = this.#deps;
+    if (!readQuota || !metrics || clock.now() < this.#quotaCheckAt) return;
+    this.#quotaCheckAt = clock.now() + settings.quotaCheckMs;
+    try {
+      metrics.quota(channelId, await readQuota(channelId));
+    } catch (error) {
+      logger.warn('LINE message quota not read', { clientId: this.clientId, channelId, error });
+    }
+  }
+
   /** One pipeline run over a fresh session; resolves once every claimed task is written. */
   async #round(channelId: string): Promise<PipelineTotals> {
     const { store, keeper, clock, timers, logger, settings } = this.#deps;
@@ -161,6 +186,7 @@ export class MessageServer {
     this.#sessionJobs = () => session.jobs();
     const stopWatch = this.#watchJobs(session.jobs, abort);
     const send = await this.#deps.sendFor(channelId);
+    await this.#checkQuota(channelId);
     this.#deps.onActiveChange?.(1);
     try {
       const totals = await runMessagePipeline({
@@ -176,6 +202,7 @@ export class MessageServer {
         signal: abort.signal,
         log: logger,
         ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
+        ...(this.#deps.metrics ? { observe: (o) => this.#deps.metrics?.sent(channelId, o) } : {}),
       });
       if (session.fenced()) this.#lost = true;
       if (totals.claimed > 0) {

@@ -132,6 +132,8 @@ export interface RecordCallStatusDeps {
    * (the call-status function: `CachedCallbackSecrets`, so a rotation needs no deploy).
    */
   readonly secrets: string | readonly string[] | (() => Promise<readonly string[]>);
+  /** Told once per attempt settled here by its final status (the answer-rate metric); must not throw. */
+  readonly onCallEnded?: (ended: { readonly clientId: string; readonly status: FinalCallStatus }) => void;
 }
 
 /**
@@ -197,6 +199,7 @@ export function makeRecordCallEvent(deps: RecordCallEventDeps) {
       snapshot: event,
       now,
     });
+    if (settled) deps.onCallEnded?.({ clientId: task.clientId, status: event.status as FinalCallStatus });
     await nudge(deps, task, event.callId);
     return settled ? 'settled' : 'already-settled';
   };

@@ -53,6 +53,8 @@ export type IngestOutcome =
       readonly jobId: string;
       readonly counts: JobCounts;
       readonly reason?: string;
+      /** Data rows this run read (a paused ingest reads the rest in later runs). */
+      readonly rowsRead?: number;
     }
   | { readonly kind: 'ignored'; readonly reason: string; readonly jobId?: string };
 
@@ -212,7 +214,8 @@ export function makeIngestJob(deps: IngestJobDeps) {
     try {
       const outcome = await ingest(claim.job, claim.state, leaseId, ctx);
       settled = true;
-      return outcome;
+      if (outcome.kind === 'ignored') return outcome;
+      return { ...outcome, rowsRead: outcome.counts.rows - claim.job.counts.rows };
     } finally {
       if (!settled) await deps.jobs.releaseIngest(clientId, jobId, leaseId).catch(() => {});
     }

@@ -152,6 +152,36 @@ export interface MessagingClient {
   ): Promise<SendOutcome>;
   /** Sends (or resends) a prepared request, byte for byte. */
   send(prepared: PreparedSend, options?: SendOptions): Promise<SendOutcome>;
+  /**
+   * This month's message quota and what was sent against it (`GET /v2/bot/message/quota` and
+   * `/quota/consumption`). Throws {@link QuotaUnreadableError} when LINE does not answer with them.
+   */
+  quota(): Promise<MessageQuota>;
+}
+
+/** `limit` is absent when the channel's plan sets none (`type: none`). */
+export interface MessageQuota {
+  readonly limit?: number;
+  readonly used: number;
+}
+
+export class QuotaUnreadableError extends Error {
+  override name = 'QuotaUnreadableError';
+}
+
+export const QUOTA_PATH = '/v2/bot/message/quota';
+export const QUOTA_CONSUMPTION_PATH = '/v2/bot/message/quota/consumption';
+
+/** LINE's two quota answers as one {@link MessageQuota}; throws on any other shape. */
+export function parseMessageQuota(quota: unknown, consumption: unknown): MessageQuota {
+  const q = quota as { type?: unknown; value?: unknown } | null;
+  const c = consumption as { totalUsage?: unknown } | null;
+  if (typeof c?.totalUsage !== 'number' || !Number.isFinite(c.totalUsage))
+    throw new QuotaUnreadableError('quota consumption has no totalUsage');
+  if (q?.type === 'none') return { used: c.totalUsage };
+  if (q?.type === 'limited' && typeof q.value === 'number' && Number.isFinite(q.value))
+    return { limit: q.value, used: c.totalUsage };
+  throw new QuotaUnreadableError('quota is neither none nor limited with a value');
 }
 
 /** A reply request. Reply tokens are single-use: see {@link SendOutcome} before retrying one. */
@@ -225,6 +255,21 @@ export function makeMessagingClient(options: MessagingClientOptions): MessagingC
     return classifyResponse(response.status, response.headers, text, clock.now());
   }
 
+  async function getJson(path: string): Promise<unknown> {
+    const response = await fetchFn(`${baseUrl}${path}`, {
+      headers: { authorization },
+      signal: AbortSignal.timeout(defaultTimeoutMs),
+      redirect: 'manual',
+    });
+    const text = await response.text();
+    if (response.status !== 200) throw new QuotaUnreadableError(`${path} answered ${response.status}`);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new QuotaUnreadableError(`${path} answered a body that is not JSON`);
+    }
+  }
+
   return {
     // async, so that a bad argument rejects the promise like every other failure.
     reply: async (replyToken, messages, opts = {}) => send(prepareReply(replyToken, messages, opts), opts),
@@ -232,6 +277,10 @@ export function makeMessagingClient(options: MessagingClientOptions): MessagingC
     multicast: async (to, messages, retryKey, opts = {}) =>
       send(prepareMulticast(to, messages, retryKey, opts), opts),
     send,
+    quota: async () => {
+      const [quota, consumption] = await Promise.all([getJson(QUOTA_PATH), getJson(QUOTA_CONSUMPTION_PATH)]);
+      return parseMessageQuota(quota, consumption);
+    },
   };
 }
 

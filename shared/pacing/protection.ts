@@ -85,6 +85,8 @@ export interface TaskProtectionKeeperOptions {
   readonly retryMs?: number;
   /** Default 30,000. */
   readonly maxRetryMs?: number;
+  /** Told of every failed protection request (a metric an alarm watches); must not throw. */
+  readonly onFailure?: () => void;
 }
 
 /**
@@ -99,6 +101,7 @@ export class TaskProtectionKeeper {
   readonly #logger: ProtectionLogger;
   readonly #retryMs: number;
   readonly #maxRetryMs: number;
+  readonly #onFailure: (() => void) | undefined;
   #state: ProtectionState = { inFlight: 0, idleSince: undefined, applied: { enabled: false } };
   #busy = false;
   #failures = 0;
@@ -129,6 +132,7 @@ export class TaskProtectionKeeper {
     this.#logger = options.logger;
     this.#retryMs = options.retryMs ?? 1000;
     this.#maxRetryMs = options.maxRetryMs ?? 30_000;
+    this.#onFailure = options.onFailure;
   }
 
   /** True when the last accepted request still protects the task. */
@@ -226,6 +230,7 @@ export class TaskProtectionKeeper {
             failures: this.#failures,
             error,
           });
+          this.#onFailure?.();
         },
       )
       .finally(() => {

@@ -63,10 +63,15 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
+export interface ReceiveResult {
+  readonly accepted: number;
+  /** The `webhookEventId`s queued: what the processor's and the send's log lines carry too. */
+  readonly eventIds: readonly string[];
+  readonly setAside: readonly SetAsideEvent[];
+}
+
 export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: EventQueue; clock: Clock }) {
-  return async function receiveWebhook(
-    request: ReceiveRequest,
-  ): Promise<{ accepted: number; setAside: readonly SetAsideEvent[] }> {
+  return async function receiveWebhook(request: ReceiveRequest): Promise<ReceiveResult> {
     if (request.rawBody.length > MAX_WEBHOOK_BODY_BYTES) {
       throw new PayloadTooLargeError(
         `webhook body of ${request.rawBody.length} bytes is over ${MAX_WEBHOOK_BODY_BYTES}`,
@@ -92,7 +97,7 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
       }
     }
     const body = parseWebhookBody(request.rawBody);
-    if (body.events.length === 0) return { accepted: 0, setAside: [] };
+    if (body.events.length === 0) return { accepted: 0, eventIds: [], setAside: [] };
     const receivedAt = deps.clock.now();
     // One event that cannot be queued must not keep the others of the delivery from being queued
     // (LINE would redeliver the whole delivery, failing the same way, for ever).
@@ -112,6 +117,6 @@ export function makeReceiveWebhook(deps: { channels: ChannelLookup; queue: Event
       );
     });
     if (messages.length > 0) await deps.queue.enqueue(messages);
-    return { accepted: messages.length, setAside };
+    return { accepted: messages.length, eventIds: messages.map((m) => m.dedupeId), setAside };
   };
 }

@@ -63,7 +63,7 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
       INGEST_QUEUE_URL: ingest.url,
       UPLOAD_BUCKET: uploadsBucket,
       LOG_LEVEL: 'warn',
-      METRICS_DISABLED: 'true',
+      POWERTOOLS_METRICS_DISABLED: 'true',
     });
     jobs = await startJobsLocal({ cloud: info, notifyIntervalMs: 100 });
     api = await startApiGateway({ routes, functions: { ...jobs.httpFunctions } });

@@ -354,10 +354,4 @@ export class MemoryFleet implements FleetWorkReader {
   }
 }
 
-export const silentLog = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  metrics() {},
-};
+export { silentLogger as silentLog } from '#shared/log.ts';

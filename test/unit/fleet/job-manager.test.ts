@@ -3,9 +3,9 @@ import type { ScheduledEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { JobManagerRunError, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
+import { makeLogger } from '#shared/adapters/powertools.ts';
 import { InvalidJobManagerOptionsError, makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
-import { makeLogger } from '#shared/log.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
 import { client, job, MINUTE, NOW, task, weekdays } from './fakes.ts';
 

@@ -147,6 +147,9 @@ export class FakeMessaging implements MessagingClient {
   async multicast(): Promise<SendOutcome> {
     throw new Error('the webhook processor never multicasts');
   }
+  async quota() {
+    return { used: 0 };
+  }
   async send(_prepared: PreparedSend): Promise<SendOutcome> {
     throw new Error('the webhook processor sends through reply/push');
   }

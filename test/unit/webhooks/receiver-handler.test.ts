@@ -4,8 +4,8 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import { describe, expect, it } from 'vitest';
 import { makeReceiverHandler, toHttpError } from '#lambdas/webhook-receiver/handler.ts';
 import { lambdaContext } from '#local/lambda.ts';
+import { makeLogger } from '#shared/adapters/powertools.ts';
 import { InvalidWebhookBodyError } from '#shared/line/webhook.ts';
-import { makeLogger } from '#shared/log.ts';
 import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
 import {
   MAX_WEBHOOK_BODY_BYTES,
