@@ -7,6 +7,7 @@ import { CallStatus } from './constructs/call-status.ts';
 import { ConnectEvents } from './constructs/connect-events.ts';
 import { SwitchboardHttpApi } from './constructs/http-api.ts';
 import { Jobs } from './constructs/jobs.ts';
+import { Operations } from './constructs/operations.ts';
 import { StatefulResources } from './constructs/stateful.ts';
 import { Webhooks } from './constructs/webhooks.ts';
 import type { DeploySettings } from './settings.ts';
@@ -24,6 +25,7 @@ export class SwitchboardStack extends Stack {
   readonly callStatus: CallStatus;
   /** Present when the stack is given Amazon Connect instances (`-c connectInstanceIds`). */
   readonly connectEvents: ConnectEvents | undefined;
+  readonly operations: Operations;
 
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
@@ -85,6 +87,18 @@ export class SwitchboardStack extends Stack {
     });
     apiUrl.resolveWith(this.api);
     this.webhooks.publishWebhookUrl(this.api);
+    this.operations = new Operations(this, 'Operations', {
+      stage,
+      alarmTopic: this.webhooks.alarmTopic,
+      fleet: this.fleet,
+      functions: {
+        receiver: this.webhooks.receiver,
+        processor: this.webhooks.processor,
+        ingest: this.jobs.ingest,
+        jobManager: this.fleet.jobManager,
+      },
+      queues: this.stateful.queues,
+    });
   }
 }
 

@@ -216,7 +216,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       LINE_API_URL: line.url,
       TELEPHONY_PROVIDER: LOCAL_TELEPHONY.provider,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
-      METRICS_DISABLED: process.env.METRICS_DISABLED ?? 'true',
+      POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
     });
 
     const base = { region: cloud.region, credentials: LOCAL_CREDENTIALS };

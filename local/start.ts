@@ -195,7 +195,10 @@ async function run(options: StartOptions): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   const { exitAfter } = options;
   if (exitAfter !== undefined) setTimeout(() => void stop(`--exit-after ${exitAfter}s`), exitAfter * 1000);
-  log(`demo channel "demo": webhook URL ${stack.webhookUrl('demo')}, channel secret "demo-channel-secret"`);
+  // The secret itself is never printed (logs are searched for it): it is in the source, for signing by hand.
+  log(
+    `demo channel "demo": webhook URL ${stack.webhookUrl('demo')}, channel secret: DEMO_CHANNEL.channelSecret in local/stack.ts`,
+  );
   if (options.demo) {
     await playWebhookDemo(stack, demoLog).catch((error: unknown) =>
       demoLog(`demo failed: ${(error as Error).message}`),

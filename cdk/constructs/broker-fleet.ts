@@ -423,7 +423,8 @@ export class BrokerFleet extends Construct {
     this.securityGroup.addIngressRule(peer, ec2.Port.tcp(BROKER_HTTP_PORT), description);
   }
 
-  private containerInsightsMetric(metricName: string, period: Duration): cloudwatch.Metric {
+  /** A Container Insights metric of the broker service (tasks desired, running; CPU). */
+  containerInsightsMetric(metricName: string, period: Duration): cloudwatch.Metric {
     return new cloudwatch.Metric({
       namespace: 'ECS/ContainerInsights',
       metricName,

@@ -27,7 +27,7 @@ beforeAll(async () => {
   // Read by the ingest Lambda's main.ts at import: every run pauses after 500 rows.
   Object.assign(process.env, cloud.env, {
     LOG_LEVEL: 'error',
-    METRICS_DISABLED: 'true',
+    POWERTOOLS_METRICS_DISABLED: 'true',
     INGEST_MAX_ROWS_PER_RUN: String(ROWS_PER_RUN),
   });
   jobs = await startJobsLocal({ cloud: cloud.info, notifyIntervalMs: 100 });

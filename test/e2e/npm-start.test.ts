@@ -6,6 +6,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
+import { DEMO_CHANNEL, LOCAL_TELEPHONY } from '#local/stack.ts';
+import { LOCAL_TWILIO } from '#local/twilio-emulator.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 
 const children: ChildProcess[] = [];
@@ -19,14 +21,15 @@ afterAll(() => {
  */
 function start(
   args: string[],
-  options: { webhookDemo?: boolean } = {},
+  options: { webhookDemo?: boolean; callJob?: boolean; env?: Record<string, string> } = {},
 ): Promise<{ child: ChildProcess; output: () => string; dynamo: string }> {
   const campaign = args.includes('--messages') ? [] : ['--no-messages'];
   const demo = options.webhookDemo ? [] : ['--no-demo'];
+  const job = options.callJob ? [] : ['--no-job'];
   const child = spawn(
     process.execPath,
-    ['local/start.ts', '--port', '0', ...demo, '--no-job', ...campaign, ...args],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    ['local/start.ts', '--port', '0', ...demo, ...job, ...campaign, ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
   );
   children.push(child);
   let out = '';
@@ -50,6 +53,21 @@ function start(
       clearTimeout(timer);
       reject(new Error(`exited with ${code} before ready:\n${out}`));
     });
+  });
+}
+
+/** Resolves once `done()` holds, checked as the child's output arrives; fails after 5 minutes. */
+function until(child: ChildProcess, done: () => boolean, output: () => string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not done in time:\n${output()}`)), 300_000);
+    const check = () => {
+      if (!done()) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', check);
+      resolve();
+    };
+    child.stdout!.on('data', check);
+    check();
   });
 }
 
@@ -94,6 +112,39 @@ describe('npm start', () => {
     child.kill('SIGINT');
     expect(await exited(child)).toBe(0);
     expect(output()).toContain('stopped cleanly');
+  });
+
+  // The whole demo (webhooks, a campaign, a call job through Twilio) logging everything, metrics
+  // on: every line of every process, Lambdas and brokers, is searched for the demo's secrets.
+  it('writes no secret or token to any log line, at debug level with metrics on', async () => {
+    const { child, output } = await start(['--messages', '50', '--provider', 'twilio'], {
+      webhookDemo: true,
+      callJob: true,
+      env: { LOG_LEVEL: 'debug', POWERTOOLS_METRICS_DISABLED: 'false' },
+    });
+    await until(
+      child,
+      () => /job: completed: /.test(output()) && /messages: completed: /.test(output()),
+      output,
+    );
+    child.kill('SIGINT');
+    expect(await exited(child)).toBe(0);
+    const all = output();
+    // Logs and metrics were written (so there was something to search).
+    expect(all).toContain('"service":"webhook-receiver"');
+    expect(all).toMatch(/"CloudWatchMetrics".*"MessagesSent"/);
+    expect(all).toMatch(/"CloudWatchMetrics".*"CallStarts"/);
+    const basic = Buffer.from(`${LOCAL_TWILIO.accountSid}:${LOCAL_TWILIO.authToken}`).toString('base64');
+    for (const secret of [
+      DEMO_CHANNEL.channelSecret,
+      DEMO_CHANNEL.accessToken,
+      LOCAL_TELEPHONY.callbackSecret,
+      LOCAL_TELEPHONY.apiToken,
+      LOCAL_TWILIO.authToken,
+      basic,
+    ]) {
+      expect(all.includes(secret), `a log line holds ${secret}`).toBe(false);
+    }
   });
 
   it('keeps DynamoDB data between runs with --data-dir', async () => {

@@ -1,0 +1,322 @@
+/**
+ * What an operator watches and is woken by: one CloudWatch dashboard (per client and per channel,
+ * from the metrics every Lambda and broker publishes in the `Switchboard` namespace through
+ * Powertools) and the alarms that need a person, to the stack's alarm topic. The alarms on
+ * dead-letter queues, function errors and the job manager's schedule live with their
+ * constructs; this one adds those on the brokers' own figures. README "Operating Switchboard"
+ * says what each panel and alarm means and what to do.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import { Construct } from 'constructs';
+import { METRICS_NAMESPACE } from '#shared/adapters/powertools.ts';
+import { resourceName } from '#shared/resources.ts';
+import type { BrokerFleet } from './broker-fleet.ts';
+import type { SwitchboardFunction } from './function.ts';
+import type { QueuePair } from './stateful.ts';
+
+export interface OperationsProps {
+  readonly stage: string;
+  readonly alarmTopic: sns.ITopic;
+  readonly fleet: BrokerFleet;
+  readonly functions: {
+    readonly receiver: SwitchboardFunction;
+    readonly processor: SwitchboardFunction;
+    readonly ingest: SwitchboardFunction;
+    readonly jobManager: SwitchboardFunction;
+  };
+  /** The queues whose dead letters an operator redrives. */
+  readonly queues: Readonly<Record<string, QueuePair>>;
+}
+
+/** Thresholds of the alarms this construct adds (README "Operating Switchboard"). */
+export const OPERATIONS_THRESHOLDS = {
+  /** Leases lost without a release in 5 minutes, across clients. */
+  leasesLost: 3,
+  /** Failed task-protection requests in 5 minutes, across brokers. */
+  protectionFailures: 3,
+  /** Percent of a channel's monthly message quota. */
+  lineQuotaPercent: 90,
+  /** p99 of the webhook acknowledgement, ms, for 3 minutes in 5 (LINE gives up after 2 s). */
+  webhookAckP99Ms: 1_000,
+} as const;
+
+const SECOND = Duration.seconds(1);
+const MINUTE = Duration.minutes(1);
+const FIVE_MINUTES = Duration.minutes(5);
+
+/** A Switchboard metric of one service, across clients (the roll-up an alarm can watch). */
+function metric(service: string, metricName: string, statistic: string, period: Duration): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName,
+    dimensionsMap: { service },
+    statistic,
+    period,
+  });
+}
+
+/**
+ * Every client's (or channel's) series of a metric, found by search: clients need no deploy.
+ * `service` undefined: from every service that publishes it.
+ */
+function perClient(
+  service: string | undefined,
+  metricName: string,
+  statistic: string,
+  period: Duration,
+  dimensions: readonly string[] = ['clientId'],
+): cloudwatch.MathExpression {
+  const schema = [METRICS_NAMESPACE, ...dimensions, 'service'].join(',');
+  return new cloudwatch.MathExpression({
+    expression: `SEARCH('{${schema}} MetricName="${metricName}"${service ? ` service="${service}"` : ''}', '${statistic}', ${period.toSeconds()})`,
+    label: '',
+    period,
+    usingMetrics: {},
+  });
+}
+
+export class Operations extends Construct {
+  readonly dashboard: cloudwatch.Dashboard;
+  readonly alarms: {
+    readonly leasesLost: cloudwatch.Alarm;
+    readonly protectionFailures: cloudwatch.Alarm;
+    readonly lineQuota: cloudwatch.Alarm;
+    readonly webhookAckSlow: cloudwatch.Alarm;
+  };
+
+  constructor(scope: Construct, id: string, props: OperationsProps) {
+    super(scope, id);
+    this.alarms = this.makeAlarms(props);
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: resourceName(props.stage, 'operations'),
+      defaultInterval: Duration.hours(3),
+      widgets: [
+        this.callWidgets(),
+        this.messageWidgets(),
+        this.webhookWidgets(props),
+        this.fleetWidgets(props),
+        [
+          new cloudwatch.AlarmStatusWidget({
+            title: 'Alarms',
+            width: 24,
+            alarms: Object.values(this.alarms),
+          }),
+        ],
+      ],
+    });
+  }
+
+  private callWidgets(): cloudwatch.IWidget[] {
+    return [
+      new cloudwatch.TextWidget({
+        markdown: '## Calls, per client\nIn flight against the contract, starts against the line, answers.',
+        width: 24,
+        height: 1,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Calls in flight (peak per second) and the limit',
+        width: 8,
+        left: [
+          perClient('broker', 'CallsInFlight', 'Maximum', SECOND),
+          perClient('broker', 'CallLimit', 'Maximum', SECOND),
+        ],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Call starts per second and the line rate',
+        width: 8,
+        left: [
+          perClient('broker', 'CallStarts', 'Sum', SECOND),
+          perClient('broker', 'CallRateLimit', 'Maximum', SECOND),
+        ],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Answer rate, % (all clients) and calls ended per client',
+        width: 8,
+        left: [
+          // Final statuses arrive as callbacks (call-status) or Connect contact events.
+          new cloudwatch.MathExpression({
+            expression:
+              '100 * (FILL(answered, 0) + FILL(answeredConnect, 0)) / (FILL(ended, 0) + FILL(endedConnect, 0))',
+            label: 'answered %',
+            period: FIVE_MINUTES,
+            usingMetrics: {
+              answered: metric('call-status', 'CallsAnswered', 'Sum', FIVE_MINUTES),
+              answeredConnect: metric('connect-events', 'CallsAnswered', 'Sum', FIVE_MINUTES),
+              ended: metric('call-status', 'CallsEnded', 'Sum', FIVE_MINUTES),
+              endedConnect: metric('connect-events', 'CallsEnded', 'Sum', FIVE_MINUTES),
+            },
+          }),
+        ],
+        right: [perClient(undefined, 'CallsEnded', 'Sum', FIVE_MINUTES)],
+      }),
+    ];
+  }
+
+  private messageWidgets(): cloudwatch.IWidget[] {
+    const channel = ['channelId', 'clientId'];
+    return [
+      new cloudwatch.TextWidget({
+        markdown: "## Messages, per client and channel\nLINE's rate (2,000/s), its 429s, the monthly quota.",
+        width: 24,
+        height: 1,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Messages sent per second',
+        width: 8,
+        left: [perClient('broker', 'MessagesSent', 'Sum', SECOND, channel)],
+      }),
+      new cloudwatch.GraphWidget({
+        title: "LINE 429s per minute (the rate, or the month's quota)",
+        width: 8,
+        left: [perClient('broker', 'LineRateLimited', 'Sum', MINUTE, channel)],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Monthly message quota used, %',
+        width: 8,
+        left: [perClient('broker', 'LineQuotaUsedPercent', 'Maximum', FIVE_MINUTES, ['channelId'])],
+        leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.lineQuotaPercent, label: 'alarm' }],
+        leftYAxis: { min: 0, max: 100 },
+      }),
+    ];
+  }
+
+  private webhookWidgets(props: OperationsProps): cloudwatch.IWidget[] {
+    return [
+      new cloudwatch.TextWidget({
+        markdown:
+          '## Webhooks and lists\nLINE waits 2 s for the acknowledgement; what the processor did; dead letters.',
+        width: 24,
+        height: 1,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Webhook acknowledgement, ms (p50, p99)',
+        width: 6,
+        left: [
+          metric('webhook-receiver', 'WebhookAckLatency', 'p50', MINUTE),
+          metric('webhook-receiver', 'WebhookAckLatency', 'p99', MINUTE),
+        ],
+        leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.webhookAckP99Ms, label: 'alarm' }],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Webhook events: accepted per channel; processed',
+        width: 6,
+        left: [perClient('webhook-receiver', 'WebhookEventsAccepted', 'Sum', MINUTE, ['channelId'])],
+        right: ['Done', 'Skipped', 'Retried', 'RateLimited', 'Failed'].map((name) =>
+          metric('webhook-processor', name, 'Sum', MINUTE),
+        ),
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Dead letters (visible messages)',
+        width: 6,
+        left: Object.entries(props.queues).map(([name, pair]) =>
+          pair.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+            label: name,
+            period: MINUTE,
+            statistic: 'Maximum',
+          }),
+        ),
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'List ingest: rows per second, rows',
+        width: 6,
+        left: [metric('ingest', 'IngestRowsPerSecond', 'Maximum', FIVE_MINUTES)],
+        right: [metric('ingest', 'IngestRows', 'Sum', FIVE_MINUTES)],
+      }),
+    ];
+  }
+
+  private fleetWidgets(props: OperationsProps): cloudwatch.IWidget[] {
+    const { fleet, functions } = props;
+    return [
+      new cloudwatch.TextWidget({
+        markdown: '## Brokers and the job manager\nLeases, task protection, fleet size, the per-minute run.',
+        width: 24,
+        height: 1,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Brokers: desired and running',
+        width: 6,
+        left: [
+          fleet.containerInsightsMetric('DesiredTaskCount', MINUTE),
+          fleet.containerInsightsMetric('RunningTaskCount', MINUTE),
+        ],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Leases lost per client; task protection failures',
+        width: 6,
+        left: [perClient('broker', 'LeasesLost', 'Sum', FIVE_MINUTES)],
+        right: [metric('broker', 'ProtectionFailures', 'Sum', FIVE_MINUTES)],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Job manager: run time and lag behind its minute, ms',
+        width: 6,
+        left: [
+          metric('job-manager', 'JobManagerRunTime', 'Maximum', MINUTE),
+          metric('job-manager', 'JobManagerLag', 'Maximum', MINUTE),
+        ],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Function errors',
+        width: 6,
+        left: Object.values(functions).map((fn) =>
+          fn.metricErrors({ label: fn.spec.id, period: FIVE_MINUTES, statistic: 'Sum' }),
+        ),
+      }),
+    ];
+  }
+
+  private makeAlarms(props: OperationsProps): Operations['alarms'] {
+    const notify = new actions.SnsAction(props.alarmTopic);
+    const name = (suffix: string) => resourceName(props.stage, suffix);
+    const atLeast = (
+      id: string,
+      source: cloudwatch.Metric,
+      threshold: number,
+      description: string,
+      evaluation: { periods: number; datapoints: number } = { periods: 1, datapoints: 1 },
+    ) => {
+      const alarm = source.createAlarm(this, id, {
+        alarmName: name(id),
+        alarmDescription: description,
+        threshold,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: evaluation.periods,
+        datapointsToAlarm: evaluation.datapoints,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm.addAlarmAction(notify);
+      return alarm;
+    };
+    const t = OPERATIONS_THRESHOLDS;
+    return {
+      leasesLost: atLeast(
+        'lease-churn',
+        metric('broker', 'LeasesLost', 'Sum', FIVE_MINUTES),
+        t.leasesLost,
+        `Brokers lost ${t.leasesLost}+ client leases without releasing them in 5 minutes (expired or fenced): brokers crash, stall or cannot reach DynamoDB. Look at the broker logs for "lease lost".`,
+      ),
+      protectionFailures: atLeast(
+        'broker-protection-failures',
+        metric('broker', 'ProtectionFailures', 'Sum', FIVE_MINUTES),
+        t.protectionFailures,
+        `Brokers failed ${t.protectionFailures}+ ECS task protection requests in 5 minutes: a scale-in or deploy may stop a broker with calls in flight (they are adopted, but end late).`,
+      ),
+      lineQuota: atLeast(
+        'line-quota-nearly-used',
+        metric('broker', 'LineQuotaUsedPercent', 'Maximum', Duration.minutes(15)),
+        t.lineQuotaPercent,
+        `A LINE channel has used ${t.lineQuotaPercent}% of its monthly message quota: message jobs stop when it is used up. Raise the plan's limit or hold campaigns.`,
+      ),
+      webhookAckSlow: atLeast(
+        'webhook-ack-slow',
+        metric('webhook-receiver', 'WebhookAckLatency', 'p99', MINUTE),
+        t.webhookAckP99Ms,
+        `Webhook acknowledgements are slow (p99 >= ${t.webhookAckP99Ms} ms for 3 of 5 minutes): LINE gives up after 2 s and may not redeliver. Check DynamoDB and SQS latency and the receiver's cold starts.`,
+        { periods: 5, datapoints: 3 },
+      ),
+    };
+  }
+}
