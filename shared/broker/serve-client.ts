@@ -121,6 +121,8 @@ interface InFlightCall {
   ended: boolean;
   /** A request for this attempt may have reached the provider (adopted, or an ambiguous answer). */
   maybePlaced: boolean;
+  /** Every line about this call carries its client, job, task and attempt. */
+  readonly log: Logger;
 }
 
 type NextTask =
@@ -433,6 +435,12 @@ export class ClientServer {
       reconcileTries: 0,
       ended: false,
       maybePlaced: false,
+      log: this.#deps.logger.withKeys({
+        clientId: task.clientId,
+        jobId: task.jobId,
+        taskId: task.taskId,
+        attempt: task.attempts,
+      }),
     };
     this.#calls.set(task.taskId, call);
     return call;
@@ -462,7 +470,7 @@ export class ClientServer {
     try {
       await this.#place(call);
     } catch (error) {
-      this.#deps.logger.warn('placing a call failed; left to reconciliation', {
+      call.log.warn('placing a call failed; left to reconciliation', {
         taskId: call.task.taskId,
         error,
       });
@@ -491,7 +499,7 @@ export class ClientServer {
 
   /** Places the call (or finds it again under its key), retrying ambiguous answers with the same key. */
   async #place(call: InFlightCall): Promise<void> {
-    const { settings, logger, tasks, clock } = this.#deps;
+    const { settings, tasks, clock } = this.#deps;
     const provider = this.#provider!;
     const key = attemptKey(call.task.jobId, call.task.taskId, call.attempt);
     const request = this.#request(call);
@@ -513,12 +521,15 @@ export class ClientServer {
       call.callId = outcome.callId;
       if (outcome.queuedMs !== undefined) {
         // The provider, not Switchboard, is holding calls back: the line's rate is below the contract's.
-        logger.info('the provider queued the call', { taskId: call.task.taskId, queuedMs: outcome.queuedMs });
+        call.log.info('the provider queued the call', {
+          taskId: call.task.taskId,
+          queuedMs: outcome.queuedMs,
+        });
       }
       try {
         await tasks.recordCallId(call.task, call.attempt, outcome.callId, clock.now());
       } catch (error) {
-        logger.warn('call id not recorded; reconciliation will find the call by its key', {
+        call.log.warn('call id not recorded; reconciliation will find the call by its key', {
           taskId: call.task.taskId,
           error,
         });
@@ -531,7 +542,7 @@ export class ClientServer {
       return;
     }
     // Still ambiguous: the call may exist. Reconciliation asks again at the deadline.
-    logger.warn('call not confirmed; left to reconciliation', { taskId: call.task.taskId, outcome });
+    call.log.warn('call not confirmed; left to reconciliation', { taskId: call.task.taskId, outcome });
   }
 
   /**
@@ -540,7 +551,7 @@ export class ClientServer {
    * that cannot be written leaves the call to reconciliation.
    */
   async #link(call: InFlightCall, key: string): Promise<void> {
-    const { callLinks, tasks, clock, logger } = this.#deps;
+    const { callLinks, tasks, clock } = this.#deps;
     if (!callLinks || call.callId === undefined) return;
     const { task, attempt } = call;
     const link = { clientId: task.clientId, jobId: task.jobId, taskId: task.taskId, attempt };
@@ -548,7 +559,7 @@ export class ClientServer {
     try {
       held = await callLinks.link(call.callId, link, clock.now());
     } catch (error) {
-      logger.warn('call not linked; reconciliation will ask the provider', { taskId: task.taskId, error });
+      call.log.warn('call not linked; reconciliation will ask the provider', { taskId: task.taskId, error });
       return;
     }
     const final = held.find((event) => isFinal(event.status));
@@ -609,7 +620,7 @@ export class ClientServer {
 
   /** The slow path: a call with no reported end by its deadline is asked of the provider. */
   async #reconcile(call: InFlightCall): Promise<void> {
-    const { tasks, clock, settings, logger } = this.#deps;
+    const { tasks, clock, settings } = this.#deps;
     const provider = this.#provider!;
     if (call.ended || this.#lost) return;
     call.reconcileTries += 1;
@@ -648,14 +659,17 @@ export class ClientServer {
           snapshot,
           now: clock.now(),
         });
-        logger.info('call settled by reconciliation', { taskId: call.task.taskId, status: snapshot.status });
+        call.log.info('call settled by reconciliation', {
+          taskId: call.task.taskId,
+          status: snapshot.status,
+        });
         this.#end(call, 'reconciled');
         return;
       }
       // Past its maximum duration: a provider that does not end calls itself is told to.
       if (provider.hangUp && !lastTry) {
         const ended = await provider.hangUp(call.callId);
-        logger.info('call ended at its maximum duration', { taskId: call.task.taskId, ended });
+        call.log.info('call ended at its maximum duration', { taskId: call.task.taskId, ended });
       }
       if (lastTry) await this.#fail(call, `no final status after the maximum duration (${snapshot.status})`);
       else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
@@ -664,7 +678,7 @@ export class ClientServer {
         await this.#fail(call, 'the provider could not be asked about the call').catch(() => {});
         return;
       }
-      logger.warn('reconciliation failed; will try again', { taskId: call.task.taskId, error });
+      call.log.warn('reconciliation failed; will try again', { taskId: call.task.taskId, error });
       if (!call.ended) this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
     }
   }
@@ -678,7 +692,7 @@ export class ClientServer {
       ...(call.callId === undefined ? {} : { callId: call.callId }),
       now: this.#deps.clock.now(),
     });
-    this.#deps.logger.warn('call failed', { taskId: call.task.taskId, reason });
+    call.log.warn('call failed', { taskId: call.task.taskId, reason });
     this.#end(call, 'failed');
   }
 
