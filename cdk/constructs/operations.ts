@@ -78,6 +78,11 @@ function perClient(
   });
 }
 
+/** A section's title line across the dashboard. */
+function heading(markdown: string): cloudwatch.TextWidget {
+  return new cloudwatch.TextWidget({ markdown, width: 24, height: 1 });
+}
+
 export class Operations extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: {
@@ -111,11 +116,7 @@ export class Operations extends Construct {
 
   private callWidgets(): cloudwatch.IWidget[] {
     return [
-      new cloudwatch.TextWidget({
-        markdown: '## Calls, per client\nIn flight against the contract, starts against the line, answers.',
-        width: 24,
-        height: 1,
-      }),
+      heading('## Calls, per client\nIn flight against the contract, starts against the line, answers.'),
       new cloudwatch.GraphWidget({
         title: 'Calls in flight (peak per second) and the limit',
         width: 8,
@@ -158,11 +159,7 @@ export class Operations extends Construct {
   private messageWidgets(): cloudwatch.IWidget[] {
     const channel = ['channelId', 'clientId'];
     return [
-      new cloudwatch.TextWidget({
-        markdown: "## Messages, per client and channel\nLINE's rate (2,000/s), its 429s, the monthly quota.",
-        width: 24,
-        height: 1,
-      }),
+      heading("## Messages, per client and channel\nLINE's rate (2,000/s), its 429s, the monthly quota."),
       new cloudwatch.GraphWidget({
         title: 'Messages sent per second',
         width: 8,
@@ -231,11 +228,7 @@ export class Operations extends Construct {
   private fleetWidgets(props: OperationsProps): cloudwatch.IWidget[] {
     const { fleet, functions } = props;
     return [
-      new cloudwatch.TextWidget({
-        markdown: '## Brokers and the job manager\nLeases, task protection, fleet size, the per-minute run.',
-        width: 24,
-        height: 1,
-      }),
+      heading('## Brokers and the job manager\nLeases, task protection, fleet size, the per-minute run.'),
       new cloudwatch.GraphWidget({
         title: 'Brokers: desired and running',
         width: 6,
