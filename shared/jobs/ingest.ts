@@ -22,8 +22,15 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
-import { type IngestCounts, type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/ingest.ts';
+import { bloomDuplicateFilter, type DuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
+import {
+  type IngestCounts,
+  type IngestCursor,
+  type IngestResult,
+  type IngestRowsInput,
+  ingestRows,
+  type TaskDraft,
+} from '#shared/csv/ingest.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { ZERO_COUNTS } from './api.ts';
@@ -33,6 +40,7 @@ import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type {
   ClientStore,
   ContinueIngestMessage,
+  IngestClaim,
   IngestQueue,
   IngestState,
   JobStore,
@@ -41,7 +49,7 @@ import type {
   ValidationReportStore,
 } from './ports.ts';
 import { dropJobId, type UploadedObject, uploadTarget } from './s3-events.ts';
-import { JOB_DEFAULTS, parseJobOptions } from './validation.ts';
+import { JOB_DEFAULTS, type JobOptions, parseJobOptions } from './validation.ts';
 
 export type IngestMessage =
   | { readonly kind: 'object'; readonly object: UploadedObject }
@@ -101,53 +109,85 @@ function jobCounts(counts: IngestCounts): JobCounts {
   };
 }
 
-/** Builds the ingest use case around its ports. */
-export function makeIngestJob(deps: IngestJobDeps) {
-  const reserveMs = deps.reserveMs ?? 60_000;
-  const leaseMs = deps.leaseMs ?? 16 * 60_000;
-  const progressEvery = deps.progressEveryPages ?? 20;
+/** The ingest use case as the ingest Lambda's handler sees it. */
+export interface IngestJob {
+  /** Handles one ingest message; throws only when the message should be retried. */
+  handle(message: IngestMessage, ctx: IngestRunContext): Promise<IngestOutcome>;
+}
+
+/** The knobs of a run, with their defaults applied. */
+interface IngestTuning {
+  readonly reserveMs: number;
+  readonly leaseMs: number;
+  readonly progressEvery: number;
+}
+
+/** What a dropped file's sidecar gives: the job's options, or why it is refused. */
+interface SidecarReading {
+  readonly options: JobOptions | undefined;
+  readonly failureReason: string | undefined;
+}
+
+/** The ingest use case around its ports: creates a dropped file's job, then runs its steps. */
+export class JobIngest implements IngestJob {
+  readonly #deps: IngestJobDeps;
+  readonly #tuning: IngestTuning;
+
+  constructor(deps: IngestJobDeps) {
+    this.#deps = deps;
+    this.#tuning = {
+      reserveMs: deps.reserveMs ?? 60_000,
+      leaseMs: deps.leaseMs ?? 16 * 60_000,
+      progressEvery: deps.progressEveryPages ?? 20,
+    };
+  }
+
+  /** Handles one ingest message; throws only when the message should be retried. */
+  async handle(message: IngestMessage, ctx: IngestRunContext): Promise<IngestOutcome> {
+    if (message.kind === 'object') return this.#onObject(message.object, ctx);
+    return this.#runStep(message.clientId, message.jobId, message.step, ctx);
+  }
+
+  async #onObject(object: UploadedObject, ctx: IngestRunContext): Promise<IngestOutcome> {
+    const target = uploadTarget(object.key);
+    if (!target) return { kind: 'ignored', reason: `not an upload Switchboard reads: ${object.key}` };
+    let job: Job | undefined;
+    if (target.kind === 'drop') {
+      const created = await this.#jobForDrop(object, target.clientId, target.fileName, target.sidecarKey);
+      if (!('jobId' in created && 'status' in created)) return created;
+      job = created;
+    } else {
+      job = await this.#deps.jobs.get(target.clientId, target.jobId);
+      if (!job) return { kind: 'ignored', reason: `no job ${target.jobId} for client ${target.clientId}` };
+    }
+    if (job.status === 'uploading') {
+      await this.#deps.jobs.beginValidation(
+        job.clientId,
+        job.jobId,
+        { eTag: object.eTag, size: object.size },
+        this.#deps.clock.now(),
+      );
+    }
+    return this.#runStep(job.clientId, job.jobId, 0, ctx);
+  }
 
   /** The job of a dropped file, created on its first notification. */
-  async function jobForDrop(
+  async #jobForDrop(
     object: UploadedObject,
     clientId: string,
     fileName: string,
     sidecarKey: string,
   ): Promise<Job | IngestOutcome> {
-    const client = await deps.clients.get(clientId);
+    const client = await this.#deps.clients.get(clientId);
     if (!client)
       return { kind: 'ignored', reason: `no client ${clientId}: the dropped file names no known client` };
-    const now = deps.clock.now();
+    const now = this.#deps.clock.now();
     const jobId = dropJobId(object);
-    let failureReason: string | undefined;
-    let options: ReturnType<typeof parseJobOptions> | undefined;
-    try {
-      const sidecar = await deps.files.readJson(sidecarKey);
-      const given = sidecar === undefined ? {} : sidecar;
-      if (typeof given !== 'object' || given === null || Array.isArray(given)) {
-        throw new ValidationError('invalid sidecar', { '(body)': ['must be a JSON object'] });
-      }
-      options = parseJobOptions({ name: fileName, ...given }, client, now);
-    } catch (error) {
-      if (error instanceof ValidationError) {
-        failureReason = `the sidecar ${sidecarKey} is invalid: ${Object.entries(error.fieldErrors)
-          .map(([field, messages]) => `${field} ${messages.join(', ')}`)
-          .join('; ')}`;
-      } else if (error instanceof SyntaxError) {
-        failureReason = `the sidecar ${sidecarKey} is not JSON`;
-      } else throw error;
-    }
+    const { options, failureReason } = await this.#readSidecar(sidecarKey, fileName, client, now);
     const job: Job = {
       clientId,
       jobId,
-      ...(options ?? {
-        name: fileName,
-        channel: client.jobDefaults?.channel ?? JOB_DEFAULTS.channel,
-        scenarioId: client.jobDefaults?.scenarioId ?? JOB_DEFAULTS.scenarioId,
-        startAt: now,
-        maxAttempts: client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
-        retryDelaySeconds: client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
-      }),
+      ...(options ?? defaultDropOptions(client, fileName, now)),
       status: failureReason ? 'failed' : 'uploading',
       counts: ZERO_COUNTS,
       ...(failureReason ? { failureReason } : {}),
@@ -155,50 +195,94 @@ export function makeIngestJob(deps: IngestJobDeps) {
       createdAt: now,
       updatedAt: now,
     };
-    const { job: stored, created } = await deps.jobs.create(job);
-    if (created) deps.log.info('job created from a dropped file', { clientId, jobId, key: object.key });
+    const { job: stored, created } = await this.#deps.jobs.create(job);
+    if (created) this.#deps.log.info('job created from a dropped file', { clientId, jobId, key: object.key });
     if (stored.status === 'failed' && failureReason) {
       return { kind: 'failed', jobId, counts: stored.counts, reason: failureReason };
     }
     return stored;
   }
 
-  async function onObject(object: UploadedObject, ctx: IngestRunContext): Promise<IngestOutcome> {
-    const target = uploadTarget(object.key);
-    if (!target) return { kind: 'ignored', reason: `not an upload Switchboard reads: ${object.key}` };
-    let job: Job | undefined;
-    if (target.kind === 'drop') {
-      const created = await jobForDrop(object, target.clientId, target.fileName, target.sidecarKey);
-      if (!('jobId' in created && 'status' in created)) return created;
-      job = created;
-    } else {
-      job = await deps.jobs.get(target.clientId, target.jobId);
-      if (!job) return { kind: 'ignored', reason: `no job ${target.jobId} for client ${target.clientId}` };
+  /** The options of a dropped file's sidecar; an invalid or unreadable one is a reason to fail the job. */
+  async #readSidecar(
+    sidecarKey: string,
+    fileName: string,
+    client: ClientSettings,
+    now: number,
+  ): Promise<SidecarReading> {
+    try {
+      const sidecar = await this.#deps.files.readJson(sidecarKey);
+      const given = sidecar === undefined ? {} : sidecar;
+      if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+        throw new ValidationError('invalid sidecar', { '(body)': ['must be a JSON object'] });
+      }
+      return {
+        options: parseJobOptions({ name: fileName, ...given }, client, now),
+        failureReason: undefined,
+      };
+    } catch (error) {
+      if (error instanceof ValidationError) {
+        const fields = Object.entries(error.fieldErrors)
+          .map(([field, messages]) => `${field} ${messages.join(', ')}`)
+          .join('; ');
+        return { options: undefined, failureReason: `the sidecar ${sidecarKey} is invalid: ${fields}` };
+      }
+      if (error instanceof SyntaxError) {
+        return { options: undefined, failureReason: `the sidecar ${sidecarKey} is not JSON` };
+      }
+      throw error;
     }
-    if (job.status === 'uploading') {
-      await deps.jobs.beginValidation(
-        job.clientId,
-        job.jobId,
-        { eTag: object.eTag, size: object.size },
-        deps.clock.now(),
-      );
-    }
-    return runStep(job.clientId, job.jobId, 0, ctx);
   }
 
-  async function runStep(
+  /** Runs `step` of the job's ingest if this run can take the step's lease. */
+  async #runStep(
     clientId: string,
     jobId: string,
     step: number,
     ctx: IngestRunContext,
   ): Promise<IngestOutcome> {
     const leaseId = randomUUID();
-    const now = deps.clock.now();
-    const claim = await deps.jobs.claimIngest(clientId, jobId, step, leaseId, now + leaseMs, now);
+    const now = this.#deps.clock.now();
+    const claim = await this.#deps.jobs.claimIngest(
+      clientId,
+      jobId,
+      step,
+      leaseId,
+      now + this.#tuning.leaseMs,
+      now,
+    );
+    if (claim.kind !== 'claimed') return this.#notClaimed(claim, clientId, jobId, step, ctx);
+    let settled = false;
+    try {
+      const run = new IngestStepRun({
+        deps: this.#deps,
+        tuning: this.#tuning,
+        job: claim.job,
+        state: claim.state,
+        leaseId,
+        ctx,
+      });
+      const outcome = await run.run();
+      settled = true;
+      if (outcome.kind === 'ignored') return outcome;
+      return { ...outcome, rowsRead: outcome.counts.rows - claim.job.counts.rows };
+    } finally {
+      if (!settled) await this.#deps.jobs.releaseIngest(clientId, jobId, leaseId).catch(() => {});
+    }
+  }
+
+  /** Why a step's lease was not taken; resends what a crashed run may have left unsent. */
+  async #notClaimed(
+    claim: Exclude<IngestClaim, { kind: 'claimed' }>,
+    clientId: string,
+    jobId: string,
+    step: number,
+    ctx: IngestRunContext,
+  ): Promise<IngestOutcome> {
     switch (claim.kind) {
       case 'not-validating':
         // A run that wrote tasks and then crashed leaves them for the sweep, which may have passed.
-        if (claim.status === 'cancelled') await deps.queue.send(cancelSweepStart(clientId, jobId));
+        if (claim.status === 'cancelled') await this.#deps.queue.send(cancelSweepStart(clientId, jobId));
         return { kind: 'ignored', jobId, reason: `the job is ${claim.status ?? 'gone'}, not validating` };
       case 'busy':
         return { kind: 'ignored', jobId, reason: `step ${step} is being run by another invocation` };
@@ -206,122 +290,86 @@ export function makeIngestJob(deps: IngestJobDeps) {
         // A step ended but its continuation may not have been sent (the send failed, and this
         // message came back): send it again. A duplicate continuation finds the step leased or done.
         if (claim.state.step === step + 1 && !claim.leased && ctx.receiveCount > 1) {
-          await deps.queue.send({ kind: 'continue', clientId, jobId, step: step + 1 });
+          await this.#deps.queue.send({ kind: 'continue', clientId, jobId, step: step + 1 });
         }
         return { kind: 'ignored', jobId, reason: `step ${step} already ran` };
     }
-    let settled = false;
-    try {
-      const outcome = await ingest(claim.job, claim.state, leaseId, ctx);
-      settled = true;
-      if (outcome.kind === 'ignored') return outcome;
-      return { ...outcome, rowsRead: outcome.counts.rows - claim.job.counts.rows };
-    } finally {
-      if (!settled) await deps.jobs.releaseIngest(clientId, jobId, leaseId).catch(() => {});
-    }
+  }
+}
+
+/** A dropped file's job options when its sidecar could not be used: the client's defaults. */
+function defaultDropOptions(client: ClientSettings, fileName: string, now: number): JobOptions {
+  return {
+    name: fileName,
+    channel: client.jobDefaults?.channel ?? JOB_DEFAULTS.channel,
+    scenarioId: client.jobDefaults?.scenarioId ?? JOB_DEFAULTS.scenarioId,
+    startAt: now,
+    maxAttempts: client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
+    retryDelaySeconds: client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
+  };
+}
+
+interface IngestStepRunInput {
+  readonly deps: IngestJobDeps;
+  readonly tuning: IngestTuning;
+  readonly job: Job;
+  readonly state: IngestState;
+  readonly leaseId: string;
+  readonly ctx: IngestRunContext;
+}
+
+type IngestFinish = { status: 'scheduled' } | { status: 'failed'; reason: string };
+
+/**
+ * One run of one step, under the step's lease: reads the file on from the cursor, writing pages of
+ * tasks and report entries, then finishes the ingest or pauses it for a continuation.
+ */
+class IngestStepRun {
+  readonly #deps: IngestJobDeps;
+  readonly #tuning: IngestTuning;
+  readonly #job: Job;
+  readonly #state: IngestState;
+  readonly #leaseId: string;
+  readonly #ctx: IngestRunContext;
+  /** Data rows read before this run (a continuation goes on from the cursor's counts). */
+  readonly #startRows: number;
+  /** Pages stored by this run. */
+  #pages = 0;
+
+  constructor(input: IngestStepRunInput) {
+    this.#deps = input.deps;
+    this.#tuning = input.tuning;
+    this.#job = input.job;
+    this.#state = input.state;
+    this.#leaseId = input.leaseId;
+    this.#ctx = input.ctx;
+    this.#startRows = input.state.cursor?.counts.dataRows ?? 0;
   }
 
-  /**
-   * A job cancelled while this run wrote tasks: the sweep the cancel started may have passed the
-   * shards they went into, so sweep again now that this run writes no more.
-   */
-  async function sweepIfCancelled(clientId: string, jobId: string): Promise<void> {
-    const job = await deps.jobs.get(clientId, jobId);
-    if (job?.status === 'cancelled') await deps.queue.send(cancelSweepStart(clientId, jobId));
-  }
-
-  async function ingest(
-    job: Job,
-    state: IngestState,
-    leaseId: string,
-    ctx: IngestRunContext,
-  ): Promise<IngestOutcome> {
-    const { clientId, jobId } = job;
-    const finish = async (
-      outcome: { status: 'scheduled' } | { status: 'failed'; reason: string },
-      counts: JobCounts,
-    ): Promise<IngestOutcome> => {
-      const done = await deps.jobs.finishIngest(job, leaseId, outcome, counts, deps.clock.now());
-      if (!done) {
-        await sweepIfCancelled(clientId, jobId);
-        return { kind: 'ignored', jobId, reason: 'the job changed while it was validated (cancelled?)' };
-      }
-      return outcome.status === 'failed'
-        ? { kind: 'failed', jobId, counts, reason: outcome.reason }
-        : { kind: 'scheduled', jobId, counts };
-    };
-    const client: ClientSettings | undefined = await deps.clients.get(clientId);
+  async run(): Promise<IngestOutcome> {
+    const { clientId } = this.#job;
+    const client: ClientSettings | undefined = await this.#deps.clients.get(clientId);
     if (!client)
-      return finish({ status: 'failed', reason: `the client ${clientId} has no settings` }, job.counts);
-    if (!job.source) return finish({ status: 'failed', reason: 'the job has no uploaded file' }, job.counts);
+      return this.#finish(
+        { status: 'failed', reason: `the client ${clientId} has no settings` },
+        this.#job.counts,
+      );
+    if (!this.#job.source)
+      return this.#finish({ status: 'failed', reason: 'the job has no uploaded file' }, this.#job.counts);
 
-    const snapshot = state.filterKey ? await deps.files.getBytes(state.filterKey) : undefined;
-    if (state.filterKey && !snapshot)
-      throw new Error(`the duplicate filter snapshot ${state.filterKey} is missing`);
-    const confirm = (recipients: readonly string[]) => deps.tasks.storedRows(jobId, recipients);
-    const duplicates = snapshot
-      ? bloomDuplicateFilter({ expectedRows: 1, confirm, from: snapshot })
-      : bloomDuplicateFilter({
-          expectedRows: Math.max(1000, Math.ceil((state.size ?? 0) / BYTES_PER_ROW_ESTIMATE)),
-          confirm,
-        });
-    const cursor = state.cursor;
-    const startRows = cursor?.counts.dataRows ?? 0;
-    const fromByte = cursor?.byteOffset ?? 0;
-    const source = deps.files.read(job.source.key, {
-      fromByte,
-      ...(state.eTag ? { eTag: state.eTag } : {}),
-    });
-    let pages = 0;
-    const now = deps.clock.now();
-    const toTask = (draft: TaskDraft): Task => ({
-      clientId,
-      jobId,
-      taskId: recipientTaskId(jobId, draft.recipient),
-      row: draft.row,
-      channel: job.channel,
-      recipient: draft.recipient,
-      ...(draft.name === undefined ? {} : { name: draft.name }),
-      variables: draft.variables,
-      state: 'pending',
-      attempts: 0,
-      readyAt: job.startAt,
-      updatedAt: now,
-    });
+    const duplicates = await this.#duplicateFilter();
+    const input = this.#rowsInput(client, this.#job.source.key, duplicates);
     let result: IngestResult;
     try {
-      result = await ingestRows({
-        source,
-        channel: job.channel,
-        defaultRegion: client.defaultRegion,
-        isOptedOut: async (recipients) =>
-          deps.optOuts ? deps.optOuts(clientId, recipients) : new Set<string>(),
-        duplicates,
-        onBatch: async (drafts) => deps.tasks.put(drafts.map(toTask)),
-        onReport: async (entries) => deps.validationReports.putPage(clientId, jobId, entries),
-        ...(deps.batchSize ? { batchSize: deps.batchSize } : {}),
-        ...(cursor ? { resumeFrom: cursor } : {}),
-        ...(job.recipientColumn ? { recipientColumn: job.recipientColumn } : {}),
-        shouldPause: (counts) => {
-          pages++;
-          if (pages % progressEvery === 0) {
-            void deps.jobs
-              .saveIngestProgress(clientId, jobId, leaseId, jobCounts(counts), deps.clock.now())
-              .catch(() => {});
-          }
-          if (deps.maxRowsPerRun !== undefined && counts.dataRows - startRows >= deps.maxRowsPerRun)
-            return true;
-          return ctx.remainingMs() < reserveMs;
-        },
-      });
+      result = await ingestRows(input);
     } catch (error) {
       if (error instanceof SourceChangedError) {
-        return finish(
+        return this.#finish(
           {
             status: 'failed',
             reason: 'the file was replaced while it was being read: create a new job for the new file',
           },
-          job.counts,
+          this.#job.counts,
         );
       }
       throw error;
@@ -329,41 +377,150 @@ export function makeIngestJob(deps: IngestJobDeps) {
 
     const counts = jobCounts(result.counts);
     if (result.status === 'failed')
-      return finish({ status: 'failed', reason: result.failure.reason }, counts);
-    if (result.status === 'completed') return finish({ status: 'scheduled' }, counts);
+      return this.#finish({ status: 'failed', reason: result.failure.reason }, counts);
+    if (result.status === 'completed') return this.#finish({ status: 'scheduled' }, counts);
+    return this.#pause(result.cursor, duplicates, counts);
+  }
 
-    const next = state.step + 1;
+  /** The job's duplicate filter: restored from the last step's snapshot, else new, sized to the file. */
+  async #duplicateFilter(): Promise<DuplicateFilter> {
+    const state = this.#state;
+    const snapshot = state.filterKey ? await this.#deps.files.getBytes(state.filterKey) : undefined;
+    if (state.filterKey && !snapshot)
+      throw new Error(`the duplicate filter snapshot ${state.filterKey} is missing`);
+    const confirm = (recipients: readonly string[]) =>
+      this.#deps.tasks.storedRows(this.#job.jobId, recipients);
+    return snapshot
+      ? bloomDuplicateFilter({ expectedRows: 1, confirm, from: snapshot })
+      : bloomDuplicateFilter({
+          expectedRows: Math.max(1000, Math.ceil((state.size ?? 0) / BYTES_PER_ROW_ESTIMATE)),
+          confirm,
+        });
+  }
+
+  /** What `ingestRows` reads (from the cursor's byte offset) and where it writes its pages. */
+  #rowsInput(client: ClientSettings, sourceKey: string, duplicates: DuplicateFilter): IngestRowsInput {
+    const job = this.#job;
+    const { clientId, jobId } = job;
+    const cursor = this.#state.cursor;
+    const fromByte = cursor?.byteOffset ?? 0;
+    const source = this.#deps.files.read(sourceKey, {
+      fromByte,
+      ...(this.#state.eTag ? { eTag: this.#state.eTag } : {}),
+    });
+    const now = this.#deps.clock.now();
+    return {
+      source,
+      channel: job.channel,
+      defaultRegion: client.defaultRegion,
+      isOptedOut: async (recipients) =>
+        this.#deps.optOuts ? this.#deps.optOuts(clientId, recipients) : new Set<string>(),
+      duplicates,
+      onBatch: async (drafts) => this.#deps.tasks.put(drafts.map((draft) => this.#toTask(draft, now))),
+      onReport: async (entries) => this.#deps.validationReports.putPage(clientId, jobId, entries),
+      ...(this.#deps.batchSize ? { batchSize: this.#deps.batchSize } : {}),
+      ...(cursor ? { resumeFrom: cursor } : {}),
+      ...(job.recipientColumn ? { recipientColumn: job.recipientColumn } : {}),
+      shouldPause: (counts) => this.#shouldPause(counts),
+    };
+  }
+
+  #toTask(draft: TaskDraft, now: number): Task {
+    const { clientId, jobId } = this.#job;
+    return {
+      clientId,
+      jobId,
+      taskId: recipientTaskId(jobId, draft.recipient),
+      row: draft.row,
+      channel: this.#job.channel,
+      recipient: draft.recipient,
+      ...(draft.name === undefined ? {} : { name: draft.name }),
+      variables: draft.variables,
+      state: 'pending',
+      attempts: 0,
+      readyAt: this.#job.startAt,
+      updatedAt: now,
+    };
+  }
+
+  /** Asked after each page: saves progress every few pages; pauses at the row limit or when time runs low. */
+  #shouldPause(counts: IngestCounts): boolean {
+    this.#pages++;
+    if (this.#pages % this.#tuning.progressEvery === 0) {
+      void this.#deps.jobs
+        .saveIngestProgress(
+          this.#job.clientId,
+          this.#job.jobId,
+          this.#leaseId,
+          jobCounts(counts),
+          this.#deps.clock.now(),
+        )
+        .catch(() => {});
+    }
+    const maxRowsPerRun = this.#deps.maxRowsPerRun;
+    if (maxRowsPerRun !== undefined && counts.dataRows - this.#startRows >= maxRowsPerRun) return true;
+    return this.#ctx.remainingMs() < this.#tuning.reserveMs;
+  }
+
+  /** Ends the ingest (the job's status and counts), unless the job changed meanwhile. */
+  async #finish(outcome: IngestFinish, counts: JobCounts): Promise<IngestOutcome> {
+    const { jobId } = this.#job;
+    const done = await this.#deps.jobs.finishIngest(
+      this.#job,
+      this.#leaseId,
+      outcome,
+      counts,
+      this.#deps.clock.now(),
+    );
+    if (!done) {
+      await this.#sweepIfCancelled();
+      return { kind: 'ignored', jobId, reason: 'the job changed while it was validated (cancelled?)' };
+    }
+    return outcome.status === 'failed'
+      ? { kind: 'failed', jobId, counts, reason: outcome.reason }
+      : { kind: 'scheduled', jobId, counts };
+  }
+
+  /** Stores the duplicate filter's snapshot, advances the step with the cursor, sends the continuation. */
+  async #pause(cursor: IngestCursor, duplicates: DuplicateFilter, counts: JobCounts): Promise<IngestOutcome> {
+    const { clientId, jobId } = this.#job;
+    const next = this.#state.step + 1;
     const filterKey = `state/${clientId}/${jobId}/filter-${String(next).padStart(6, '0')}.bin`;
-    await deps.files.write(
+    await this.#deps.files.write(
       filterKey,
       (async function* () {
         yield duplicates.snapshot();
       })(),
       'application/octet-stream',
     );
-    const advanced = await deps.jobs.advanceIngest(
+    const advanced = await this.#deps.jobs.advanceIngest(
       clientId,
       jobId,
-      leaseId,
-      { step: next, cursor: result.cursor, filterKey },
+      this.#leaseId,
+      { step: next, cursor, filterKey },
       counts,
-      deps.clock.now(),
+      this.#deps.clock.now(),
     );
     if (!advanced) {
-      await sweepIfCancelled(clientId, jobId);
+      await this.#sweepIfCancelled();
       return { kind: 'ignored', jobId, reason: 'lost the ingest lease (or the job was cancelled)' };
     }
-    await deps.queue.send({ kind: 'continue', clientId, jobId, step: next });
+    await this.#deps.queue.send({ kind: 'continue', clientId, jobId, step: next });
     return { kind: 'paused', jobId, counts };
   }
 
-  return {
-    /** Handles one ingest message; throws only when the message should be retried. */
-    async handle(message: IngestMessage, ctx: IngestRunContext): Promise<IngestOutcome> {
-      if (message.kind === 'object') return onObject(message.object, ctx);
-      return runStep(message.clientId, message.jobId, message.step, ctx);
-    },
-  };
+  /**
+   * A job cancelled while this run wrote tasks: the sweep the cancel started may have passed the
+   * shards they went into, so sweep again now that this run writes no more.
+   */
+  async #sweepIfCancelled(): Promise<void> {
+    const { clientId, jobId } = this.#job;
+    const job = await this.#deps.jobs.get(clientId, jobId);
+    if (job?.status === 'cancelled') await this.#deps.queue.send(cancelSweepStart(clientId, jobId));
+  }
 }
 
-export type IngestJob = ReturnType<typeof makeIngestJob>;
+/** Builds the ingest use case around its ports. */
+export function makeIngestJob(deps: IngestJobDeps): IngestJob {
+  return new JobIngest(deps);
+}
