@@ -20,6 +20,8 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { keys } from '#shared/jobs/model.ts';
 import type { SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
+import { OPEN_TASK_STATES, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
+import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
 
 /** Task updates per transaction: with the job's count, 25 items (the oldest service limit). */
 export const TASKS_PER_TRANSACTION = 24;
@@ -45,11 +47,67 @@ export function makeDynamoTaskCanceller(
   doc: DynamoDBDocumentClient,
   options: DynamoTaskCancellerOptions,
 ): TaskCanceller {
-  const { controlTable, tasksTable } = options;
-  const pageItems = options.pageItems ?? PAGE_ITEMS;
+  return new DynamoTaskCanceller(doc, options);
+}
 
-  /** Ends `tasks` in one transaction; returns how many it ended. */
-  async function cancelGroup(
+class DynamoTaskCanceller implements TaskCanceller {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #controlTable: string;
+  readonly #tasksTable: string;
+  readonly #pageItems: number;
+
+  constructor(doc: DynamoDBDocumentClient, options: DynamoTaskCancellerOptions) {
+    this.#doc = doc;
+    this.#controlTable = options.controlTable;
+    this.#tasksTable = options.tasksTable;
+    this.#pageItems = options.pageItems ?? PAGE_ITEMS;
+  }
+
+  async sweepPage(jobId: string, shard: number, cursor: string | undefined) {
+    const pk = `${jobId}#${shard}`;
+    const open = stateIn(OPEN_TASK_STATES);
+    const out: QueryCommandOutput = await this.#doc.send(
+      new QueryCommand({
+        TableName: this.#tasksTable,
+        KeyConditionExpression: 'pk = :pk',
+        FilterExpression: open.condition,
+        ExpressionAttributeNames: { ...STATE_NAME, '#channel': 'channel' },
+        ExpressionAttributeValues: { ':pk': pk, ...open.values },
+        ProjectionExpression: 'taskId, #state, #channel, readyAt, startedAt',
+        ConsistentRead: true,
+        Limit: this.#pageItems,
+        ...(cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: cursor } }),
+      }),
+    );
+    const last = out.LastEvaluatedKey?.sk;
+    return {
+      tasks: (out.Items ?? []) as SweptTask[],
+      ...(typeof last === 'string' ? { next: last } : {}),
+    };
+  }
+
+  async cancelTasks(
+    clientId: string,
+    jobId: string,
+    tasks: readonly SweptTask[],
+    reason: string,
+    now: number,
+  ) {
+    let ended = 0;
+    for (let i = 0; i < tasks.length; i += TASKS_PER_TRANSACTION) {
+      ended += await this.#cancelGroup(
+        clientId,
+        jobId,
+        tasks.slice(i, i + TASKS_PER_TRANSACTION),
+        reason,
+        now,
+      );
+    }
+    return ended;
+  }
+
+  /** Ends `group` in one transaction with the job's count; returns how many it ended. */
+  async #cancelGroup(
     clientId: string,
     jobId: string,
     group: readonly SweptTask[],
@@ -59,54 +117,11 @@ export function makeDynamoTaskCanceller(
     let left = [...group];
     for (let tryNo = 1; left.length > 0; tryNo++) {
       try {
-        await doc.send(
+        await this.#doc.send(
           new TransactWriteCommand({
             TransactItems: [
-              ...left.map((task) => ({
-                Update: {
-                  TableName: tasksTable,
-                  Key: keys.task(jobId, task.taskId),
-                  UpdateExpression:
-                    'SET #state = :cancelled, reason = :reason, updatedAt = :now REMOVE openPk, openSk, claimToken',
-                  ...(task.state === 'in-flight'
-                    ? {
-                        // Its broker's write (or a claim, a new start) since the page was read moves
-                        // readyAt (a message) or startedAt (a call) or the state.
-                        ConditionExpression:
-                          task.channel === 'message'
-                            ? '#state = :inFlight AND readyAt = :seen'
-                            : '#state = :inFlight AND startedAt = :seen',
-                        ExpressionAttributeValues: {
-                          ':cancelled': 'cancelled',
-                          ':reason': reason,
-                          ':now': now,
-                          ':inFlight': 'in-flight',
-                          ':seen': task.channel === 'message' ? task.readyAt : (task.startedAt ?? -1),
-                        },
-                      }
-                    : {
-                        ConditionExpression: '#state IN (:pending, :retryWait)',
-                        ExpressionAttributeValues: {
-                          ':cancelled': 'cancelled',
-                          ':reason': reason,
-                          ':now': now,
-                          ':pending': 'pending',
-                          ':retryWait': 'retry-wait',
-                        },
-                      }),
-                  ExpressionAttributeNames: { '#state': 'state' },
-                },
-              })),
-              {
-                Update: {
-                  TableName: controlTable,
-                  Key: keys.job(clientId, jobId),
-                  UpdateExpression: 'ADD #counts.#cancelled :n SET updatedAt = :now',
-                  ConditionExpression: 'attribute_exists(#counts)',
-                  ExpressionAttributeNames: { '#counts': 'counts', '#cancelled': 'cancelled' },
-                  ExpressionAttributeValues: { ':n': left.length, ':now': now },
-                },
-              },
+              ...left.map((task) => this.#taskEnd(jobId, task, reason, now)),
+              this.#countUpdate(clientId, jobId, left.length, now),
             ],
           }),
         );
@@ -131,40 +146,53 @@ export function makeDynamoTaskCanceller(
     return 0;
   }
 
-  return {
-    async sweepPage(jobId, shard, cursor) {
-      const pk = `${jobId}#${shard}`;
-      const out: QueryCommandOutput = await doc.send(
-        new QueryCommand({
-          TableName: tasksTable,
-          KeyConditionExpression: 'pk = :pk',
-          FilterExpression: '#state IN (:pending, :retryWait, :inFlight)',
-          ExpressionAttributeNames: { '#state': 'state', '#channel': 'channel' },
-          ExpressionAttributeValues: {
-            ':pk': pk,
-            ':pending': 'pending',
-            ':retryWait': 'retry-wait',
-            ':inFlight': 'in-flight',
-          },
-          ProjectionExpression: 'taskId, #state, #channel, readyAt, startedAt',
-          ConsistentRead: true,
-          Limit: pageItems,
-          ...(cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: cursor } }),
-        }),
-      );
-      const last = out.LastEvaluatedKey?.sk;
-      return {
-        tasks: (out.Items ?? []) as SweptTask[],
-        ...(typeof last === 'string' ? { next: last } : {}),
+  /** The task's move to `cancelled`, conditional on it still being as the page read it. */
+  #taskEnd(jobId: string, task: SweptTask, reason: string, now: number) {
+    const cancelled = stateValue('cancelled');
+    const common = { ...cancelled.values, ':reason': reason, ':now': now };
+    let condition: { ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> };
+    if (task.state === 'in-flight') {
+      // Its broker's write (or a claim, a new start) since the page was read moves readyAt (a
+      // message) or startedAt (a call) or the state.
+      const from = moveFrom(TASK_MOVES.cancelInFlight);
+      const seen = task.channel === 'message' ? 'readyAt' : 'startedAt';
+      condition = {
+        ConditionExpression: `${from.condition} AND ${seen} = :seen`,
+        ExpressionAttributeValues: {
+          ...common,
+          ...from.values,
+          ':seen': task.channel === 'message' ? task.readyAt : (task.startedAt ?? -1),
+        },
       };
-    },
+    } else {
+      const from = moveFrom(TASK_MOVES.cancelWaiting);
+      condition = {
+        ConditionExpression: from.condition,
+        ExpressionAttributeValues: { ...common, ...from.values },
+      };
+    }
+    return {
+      Update: {
+        TableName: this.#tasksTable,
+        Key: keys.task(jobId, task.taskId),
+        UpdateExpression: `SET #state = ${cancelled.placeholder}, reason = :reason, updatedAt = :now REMOVE openPk, openSk, claimToken`,
+        ...condition,
+        ExpressionAttributeNames: STATE_NAME,
+      },
+    };
+  }
 
-    async cancelTasks(clientId, jobId, tasks, reason, now) {
-      let ended = 0;
-      for (let i = 0; i < tasks.length; i += TASKS_PER_TRANSACTION) {
-        ended += await cancelGroup(clientId, jobId, tasks.slice(i, i + TASKS_PER_TRANSACTION), reason, now);
-      }
-      return ended;
-    },
-  };
+  /** `counts.cancelled` moved by the tasks ended, on a job that has counts. */
+  #countUpdate(clientId: string, jobId: string, n: number, now: number) {
+    return {
+      Update: {
+        TableName: this.#controlTable,
+        Key: keys.job(clientId, jobId),
+        UpdateExpression: 'ADD #counts.#cancelled :n SET updatedAt = :now',
+        ConditionExpression: 'attribute_exists(#counts)',
+        ExpressionAttributeNames: { '#counts': 'counts', '#cancelled': 'cancelled' },
+        ExpressionAttributeValues: { ':n': n, ':now': now },
+      },
+    };
+  }
 }

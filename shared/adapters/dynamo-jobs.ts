@@ -20,7 +20,14 @@ import {
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import type { IngestCursor } from '#shared/csv/ingest.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
-import { type ClientSettings, type Job, type JobStatus, keys, type Task } from '#shared/jobs/model.ts';
+import {
+  type ClientSettings,
+  type Job,
+  type JobCounts,
+  type JobStatus,
+  keys,
+  type Task,
+} from '#shared/jobs/model.ts';
 import type { ClientStore, IngestClaim, IngestState, JobStore, TaskStore } from '#shared/jobs/ports.ts';
 
 export class UnprocessedWritesError extends Error {
@@ -169,185 +176,233 @@ const pageToken = {
 };
 
 export function makeDynamoJobStore(doc: DynamoDBDocumentClient, tableName: string): JobStore {
-  const get = async (clientId: string, jobId: string) => {
-    const out = await doc.send(
-      new GetCommand({ TableName: tableName, Key: keys.job(clientId, jobId), ConsistentRead: true }),
+  return new DynamoJobStore(doc, tableName);
+}
+
+/** Jobs in the control table: status changes and the ingest's steps as conditional updates. */
+class DynamoJobStore implements JobStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #table: string;
+
+  constructor(doc: DynamoDBDocumentClient, tableName: string) {
+    this.#doc = doc;
+    this.#table = tableName;
+  }
+
+  async create(job: Job) {
+    const index = keys.jobStatusIndex(job);
+    try {
+      await this.#doc.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: { ...keys.job(job.clientId, job.jobId), ...job, ...index },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return { job, created: true };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+    const item = await this.#item(job.clientId, job.jobId);
+    return { job: toJob(item!), created: false };
+  }
+
+  async get(clientId: string, jobId: string) {
+    const item = await this.#item(clientId, jobId);
+    return item ? toJob(item) : undefined;
+  }
+
+  async list(clientId: string, page: Parameters<JobStore['list']>[1]) {
+    const { pk, skPrefix } = keys.jobsOf(clientId);
+    const out = await this.#doc.send(
+      new QueryCommand({
+        TableName: this.#table,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': pk, ':prefix': skPrefix },
+        ScanIndexForward: false,
+        Limit: page.limit,
+        ...(page.next ? { ExclusiveStartKey: pageToken.decode(page.next, pk) } : {}),
+      }),
+    );
+    const jobs = (out.Items ?? []).map(toJob);
+    return { jobs, ...(out.LastEvaluatedKey ? { next: pageToken.encode(out.LastEvaluatedKey) } : {}) };
+  }
+
+  async transition(job: Job, to: JobStatus, now: number) {
+    const index = statusIndexUpdate(job, to);
+    const ok = await this.#conditional({
+      Key: keys.job(job.clientId, job.jobId),
+      UpdateExpression: `SET #status = :to, updatedAt = :now${index.set}${index.remove}`,
+      ConditionExpression: '#status = :from',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':to': to, ':from': job.status, ':now': now, ...index.values },
+    });
+    if (ok) return { ok: true as const, job: { ...job, status: to, updatedAt: now } };
+    const item = await this.#item(job.clientId, job.jobId);
+    return { ok: false as const, ...(item ? { current: item.status as JobStatus } : {}) };
+  }
+
+  beginValidation(clientId: string, jobId: string, source: { eTag: string; size: number }, now: number) {
+    return this.#conditional({
+      Key: keys.job(clientId, jobId),
+      UpdateExpression:
+        'SET #status = :validating, ingestStep = :zero, ingestETag = :etag, ingestSize = :size, updatedAt = :now',
+      ConditionExpression: '#status = :uploading',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':validating': 'validating',
+        ':uploading': 'uploading',
+        ':zero': 0,
+        ':etag': source.eTag,
+        ':size': source.size,
+        ':now': now,
+      },
+    });
+  }
+
+  async claimIngest(
+    clientId: string,
+    jobId: string,
+    step: number,
+    leaseId: string,
+    until: number,
+    now: number,
+  ): Promise<IngestClaim> {
+    try {
+      const out = await this.#doc.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: keys.job(clientId, jobId),
+          UpdateExpression: 'SET ingestLeaseId = :lease, ingestLeaseUntil = :until',
+          ConditionExpression:
+            '#status = :validating AND ingestStep = :step AND (attribute_not_exists(ingestLeaseUntil) OR ingestLeaseUntil < :now)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':lease': leaseId,
+            ':until': until,
+            ':validating': 'validating',
+            ':step': step,
+            ':now': now,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { kind: 'claimed', job: toJob(out.Attributes!), state: toIngestState(out.Attributes!) };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+    return this.#whyNotClaimed(clientId, jobId, step, now);
+  }
+
+  /** Why an ingest step could not be claimed: not validating, done already, or held by another. */
+  async #whyNotClaimed(clientId: string, jobId: string, step: number, now: number): Promise<IngestClaim> {
+    const item = await this.#item(clientId, jobId);
+    if (item?.status !== 'validating') {
+      return { kind: 'not-validating', ...(item ? { status: item.status as JobStatus } : {}) };
+    }
+    const state = toIngestState(item);
+    if (state.step > step) {
+      return {
+        kind: 'stale',
+        state,
+        leased: typeof item.ingestLeaseUntil === 'number' && item.ingestLeaseUntil >= now,
+      };
+    }
+    return { kind: 'busy' };
+  }
+
+  async saveIngestProgress(clientId: string, jobId: string, leaseId: string, counts: JobCounts, now: number) {
+    await this.#conditional({
+      Key: keys.job(clientId, jobId),
+      UpdateExpression: 'SET #counts = :counts, updatedAt = :now',
+      ConditionExpression: 'ingestLeaseId = :lease',
+      ExpressionAttributeNames: { '#counts': 'counts' },
+      ExpressionAttributeValues: { ':counts': counts, ':now': now, ':lease': leaseId },
+    });
+  }
+
+  advanceIngest(
+    clientId: string,
+    jobId: string,
+    leaseId: string,
+    next: Parameters<JobStore['advanceIngest']>[3],
+    counts: JobCounts,
+    now: number,
+  ) {
+    return this.#conditional({
+      Key: keys.job(clientId, jobId),
+      UpdateExpression:
+        'SET ingestStep = :next, ingestCursor = :cursor, ingestFilterKey = :filter, #counts = :counts, updatedAt = :now REMOVE ingestLeaseId, ingestLeaseUntil',
+      ConditionExpression: '#status = :validating AND ingestLeaseId = :lease AND ingestStep = :prev',
+      ExpressionAttributeNames: { '#status': 'status', '#counts': 'counts' },
+      ExpressionAttributeValues: {
+        ':next': next.step,
+        ':prev': next.step - 1,
+        ':cursor': next.cursor,
+        ':filter': next.filterKey,
+        ':counts': counts,
+        ':now': now,
+        ':validating': 'validating',
+        ':lease': leaseId,
+      },
+    });
+  }
+
+  finishIngest(
+    job: Job,
+    leaseId: string,
+    outcome: Parameters<JobStore['finishIngest']>[2],
+    counts: JobCounts,
+    now: number,
+  ) {
+    const index = statusIndexUpdate(job, outcome.status);
+    const remove = ['ingestLeaseId', 'ingestLeaseUntil', 'ingestCursor', 'ingestFilterKey'];
+    if (index.remove) remove.push('statusKey', 'dueKey');
+    return this.#conditional({
+      Key: keys.job(job.clientId, job.jobId),
+      UpdateExpression: `SET #status = :to, #counts = :counts, updatedAt = :now${
+        outcome.status === 'failed' ? ', failureReason = :reason' : ''
+      }${index.set} REMOVE ${remove.join(', ')}`,
+      ConditionExpression: '#status = :validating AND ingestLeaseId = :lease',
+      ExpressionAttributeNames: { '#status': 'status', '#counts': 'counts' },
+      ExpressionAttributeValues: {
+        ':to': outcome.status,
+        ':counts': counts,
+        ':now': now,
+        ':validating': 'validating',
+        ':lease': leaseId,
+        ...(outcome.status === 'failed' ? { ':reason': outcome.reason } : {}),
+        ...index.values,
+      },
+    });
+  }
+
+  async releaseIngest(clientId: string, jobId: string, leaseId: string) {
+    await this.#conditional({
+      Key: keys.job(clientId, jobId),
+      UpdateExpression: 'REMOVE ingestLeaseId, ingestLeaseUntil',
+      ConditionExpression: 'ingestLeaseId = :lease',
+      ExpressionAttributeValues: { ':lease': leaseId },
+    });
+  }
+
+  async #item(clientId: string, jobId: string) {
+    const out = await this.#doc.send(
+      new GetCommand({ TableName: this.#table, Key: keys.job(clientId, jobId), ConsistentRead: true }),
     );
     return out.Item;
-  };
-  const conditional = async (input: Omit<UpdateCommandInput, 'TableName'>): Promise<boolean> => {
+  }
+
+  /** An update that may be refused by its condition: true if it was applied. */
+  async #conditional(input: Omit<UpdateCommandInput, 'TableName'>): Promise<boolean> {
     try {
-      await doc.send(new UpdateCommand({ ...input, TableName: tableName }));
+      await this.#doc.send(new UpdateCommand({ ...input, TableName: this.#table }));
       return true;
     } catch (error) {
       if (isConditionFailure(error)) return false;
       throw error;
     }
-  };
-  return {
-    async create(job) {
-      const index = keys.jobStatusIndex(job);
-      try {
-        await doc.send(
-          new PutCommand({
-            TableName: tableName,
-            Item: { ...keys.job(job.clientId, job.jobId), ...job, ...index },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
-        );
-        return { job, created: true };
-      } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-      }
-      const item = await get(job.clientId, job.jobId);
-      return { job: toJob(item!), created: false };
-    },
-    async get(clientId, jobId) {
-      const item = await get(clientId, jobId);
-      return item ? toJob(item) : undefined;
-    },
-    async list(clientId, page) {
-      const { pk, skPrefix } = keys.jobsOf(clientId);
-      const out = await doc.send(
-        new QueryCommand({
-          TableName: tableName,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': pk, ':prefix': skPrefix },
-          ScanIndexForward: false,
-          Limit: page.limit,
-          ...(page.next ? { ExclusiveStartKey: pageToken.decode(page.next, pk) } : {}),
-        }),
-      );
-      const jobs = (out.Items ?? []).map(toJob);
-      return { jobs, ...(out.LastEvaluatedKey ? { next: pageToken.encode(out.LastEvaluatedKey) } : {}) };
-    },
-    async transition(job, to, now) {
-      const index = statusIndexUpdate(job, to);
-      const ok = await conditional({
-        Key: keys.job(job.clientId, job.jobId),
-        UpdateExpression: `SET #status = :to, updatedAt = :now${index.set}${index.remove}`,
-        ConditionExpression: '#status = :from',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':to': to, ':from': job.status, ':now': now, ...index.values },
-      });
-      if (ok) return { ok: true, job: { ...job, status: to, updatedAt: now } };
-      const item = await get(job.clientId, job.jobId);
-      return { ok: false, ...(item ? { current: item.status as JobStatus } : {}) };
-    },
-    beginValidation(clientId, jobId, source, now) {
-      return conditional({
-        Key: keys.job(clientId, jobId),
-        UpdateExpression:
-          'SET #status = :validating, ingestStep = :zero, ingestETag = :etag, ingestSize = :size, updatedAt = :now',
-        ConditionExpression: '#status = :uploading',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':validating': 'validating',
-          ':uploading': 'uploading',
-          ':zero': 0,
-          ':etag': source.eTag,
-          ':size': source.size,
-          ':now': now,
-        },
-      });
-    },
-    async claimIngest(clientId, jobId, step, leaseId, until, now): Promise<IngestClaim> {
-      try {
-        const out = await doc.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: keys.job(clientId, jobId),
-            UpdateExpression: 'SET ingestLeaseId = :lease, ingestLeaseUntil = :until',
-            ConditionExpression:
-              '#status = :validating AND ingestStep = :step AND (attribute_not_exists(ingestLeaseUntil) OR ingestLeaseUntil < :now)',
-            ExpressionAttributeNames: { '#status': 'status' },
-            ExpressionAttributeValues: {
-              ':lease': leaseId,
-              ':until': until,
-              ':validating': 'validating',
-              ':step': step,
-              ':now': now,
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        return { kind: 'claimed', job: toJob(out.Attributes!), state: toIngestState(out.Attributes!) };
-      } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-      }
-      const item = await get(clientId, jobId);
-      if (item?.status !== 'validating') {
-        return { kind: 'not-validating', ...(item ? { status: item.status as JobStatus } : {}) };
-      }
-      const state = toIngestState(item);
-      if (state.step > step) {
-        return {
-          kind: 'stale',
-          state,
-          leased: typeof item.ingestLeaseUntil === 'number' && item.ingestLeaseUntil >= now,
-        };
-      }
-      return { kind: 'busy' };
-    },
-    async saveIngestProgress(clientId, jobId, leaseId, counts, now) {
-      await conditional({
-        Key: keys.job(clientId, jobId),
-        UpdateExpression: 'SET #counts = :counts, updatedAt = :now',
-        ConditionExpression: 'ingestLeaseId = :lease',
-        ExpressionAttributeNames: { '#counts': 'counts' },
-        ExpressionAttributeValues: { ':counts': counts, ':now': now, ':lease': leaseId },
-      });
-    },
-    advanceIngest(clientId, jobId, leaseId, next, counts, now) {
-      return conditional({
-        Key: keys.job(clientId, jobId),
-        UpdateExpression:
-          'SET ingestStep = :next, ingestCursor = :cursor, ingestFilterKey = :filter, #counts = :counts, updatedAt = :now REMOVE ingestLeaseId, ingestLeaseUntil',
-        ConditionExpression: '#status = :validating AND ingestLeaseId = :lease AND ingestStep = :prev',
-        ExpressionAttributeNames: { '#status': 'status', '#counts': 'counts' },
-        ExpressionAttributeValues: {
-          ':next': next.step,
-          ':prev': next.step - 1,
-          ':cursor': next.cursor,
-          ':filter': next.filterKey,
-          ':counts': counts,
-          ':now': now,
-          ':validating': 'validating',
-          ':lease': leaseId,
-        },
-      });
-    },
-    finishIngest(job, leaseId, outcome, counts, now) {
-      const index = statusIndexUpdate(job, outcome.status);
-      const remove = ['ingestLeaseId', 'ingestLeaseUntil', 'ingestCursor', 'ingestFilterKey'];
-      if (index.remove) remove.push('statusKey', 'dueKey');
-      return conditional({
-        Key: keys.job(job.clientId, job.jobId),
-        UpdateExpression: `SET #status = :to, #counts = :counts, updatedAt = :now${
-          outcome.status === 'failed' ? ', failureReason = :reason' : ''
-        }${index.set} REMOVE ${remove.join(', ')}`,
-        ConditionExpression: '#status = :validating AND ingestLeaseId = :lease',
-        ExpressionAttributeNames: { '#status': 'status', '#counts': 'counts' },
-        ExpressionAttributeValues: {
-          ':to': outcome.status,
-          ':counts': counts,
-          ':now': now,
-          ':validating': 'validating',
-          ':lease': leaseId,
-          ...(outcome.status === 'failed' ? { ':reason': outcome.reason } : {}),
-          ...index.values,
-        },
-      });
-    },
-    async releaseIngest(clientId, jobId, leaseId) {
-      await conditional({
-        Key: keys.job(clientId, jobId),
-        UpdateExpression: 'REMOVE ingestLeaseId, ingestLeaseUntil',
-        ConditionExpression: 'ingestLeaseId = :lease',
-        ExpressionAttributeValues: { ':lease': leaseId },
-      });
-    },
-  };
+  }
 }
 
 /** The task record of an item (without keys and index attributes). */

@@ -16,13 +16,17 @@ import {
   GetCommand,
   QueryCommand,
   TransactWriteCommand,
+  type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { BrokerTaskStore, Fence, StartResult, TaskRef } from '#shared/broker/ports.ts';
+import type { BrokerTaskStore, Fence, SettleRequest, StartResult, TaskRef } from '#shared/broker/ports.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/cancel.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
+import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
 
 export interface DynamoBrokerTaskStoreOptions {
   readonly controlTable: string;
@@ -64,45 +68,307 @@ function cancellationCodes(error: TransactionCanceledException): (string | undef
   return (error.CancellationReasons ?? []).map((r) => r.Code);
 }
 
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
 /** A {@link BrokerTaskStore} over the control and tasks tables. */
 export function makeDynamoBrokerTaskStore(
   doc: DynamoDBDocumentClient,
   options: DynamoBrokerTaskStoreOptions,
 ): BrokerTaskStore {
-  const { controlTable, tasksTable } = options;
-  const jobCacheMs = options.jobCacheMs ?? 5_000;
-  const clockNow = options.now ?? Date.now;
-  const jobs = new Map<string, { job: Job | undefined; at: number }>();
+  return new DynamoBrokerTaskStore(doc, options);
+}
 
-  async function getJob(clientId: string, jobId: string): Promise<Job | undefined> {
-    const out = await doc.send(
-      new GetCommand({ TableName: controlTable, Key: keys.job(clientId, jobId), ConsistentRead: true }),
+class DynamoBrokerTaskStore implements BrokerTaskStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #controlTable: string;
+  readonly #tasksTable: string;
+  readonly #jobs: JobCache;
+
+  constructor(doc: DynamoDBDocumentClient, options: DynamoBrokerTaskStoreOptions) {
+    this.#doc = doc;
+    this.#controlTable = options.controlTable;
+    this.#tasksTable = options.tasksTable;
+    this.#jobs = new JobCache(
+      doc,
+      options.controlTable,
+      options.now ?? Date.now,
+      options.jobCacheMs ?? 5_000,
     );
-    const job = strip<Job>(out.Item, ['pk', 'sk', 'statusKey', 'dueKey']);
-    jobs.set(`${clientId}/${jobId}`, { job, at: clockNow() });
-    return job;
   }
 
-  async function isRunning(clientId: string, jobId: string): Promise<boolean> {
-    const cached = jobs.get(`${clientId}/${jobId}`);
-    const job = cached && clockNow() - cached.at < jobCacheMs ? cached.job : await getJob(clientId, jobId);
+  async getClient(clientId: string) {
+    const out = await this.#doc.send(
+      new GetCommand({ TableName: this.#controlTable, Key: keys.client(clientId) }),
+    );
+    return strip<ClientSettings>(out.Item, ['pk', 'sk']);
+  }
+
+  getJob(clientId: string, jobId: string): Promise<Job | undefined> {
+    return this.#jobs.get(clientId, jobId);
+  }
+
+  async getTask(ref: TaskRef) {
+    const out = await this.#doc.send(
+      new GetCommand({
+        TableName: this.#tasksTable,
+        Key: keys.task(ref.jobId, ref.taskId),
+        ConsistentRead: true,
+      }),
+    );
+    return taskOf(out.Item);
+  }
+
+  async outstanding(clientId: string, now: number, limit: number) {
+    const upper = `${new Date(now).toISOString()}${AFTER_INSTANT}`;
+    return (await this.#acrossShards(clientId, upper, limit)).map((f) => f.task);
+  }
+
+  async nextReadyAt(clientId: string) {
+    const [first] = await this.#acrossShards(clientId, undefined, 1);
+    return first?.task.readyAt;
+  }
+
+  async start(task: Task, fence: Fence): Promise<StartResult> {
+    const startedAt = fence.now;
+    const codes = await this.#transact([
+      this.#leaseAdd(task, fence),
+      this.#jobRunning(task),
+      this.#taskStart(task, startedAt),
+    ]);
+    if (codes === undefined) {
+      const { callId: _callId, ...rest } = task;
+      return {
+        kind: 'started',
+        task: { ...rest, state: 'in-flight', attempts: task.attempts + 1, startedAt, updatedAt: startedAt },
+      };
+    }
+    if (codes[0] === 'ConditionalCheckFailed') return { kind: 'fenced' };
+    if (codes.includes('ConditionalCheckFailed')) return { kind: 'gone' };
+    throw new Error(`task start cancelled: ${codes.join(', ')}`);
+  }
+
+  async recordCallId(ref: TaskRef, attempt: number, callId: string, now: number) {
+    const inFlight = stateValue('in-flight');
+    try {
+      await this.#doc.send(
+        new UpdateCommand({
+          TableName: this.#tasksTable,
+          Key: keys.task(ref.jobId, ref.taskId),
+          UpdateExpression: 'SET callId = :callId, updatedAt = :now',
+          ConditionExpression: `#state = ${inFlight.placeholder} AND attempts = :attempt`,
+          ExpressionAttributeNames: STATE_NAME,
+          ExpressionAttributeValues: {
+            ':callId': callId,
+            ':now': now,
+            ...inFlight.values,
+            ':attempt': attempt,
+          },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  async settle(request: SettleRequest): Promise<boolean> {
+    const { task, settlement } = request;
+    const taskUpdate = this.#taskSettle(request);
+    // A retry is written only while the job is not cancelled: the cancel sweep may already have
+    // passed this task's shard, and a retry written after it would wait for ever. An end moves
+    // the job's counts in the same transaction, so they are exact (the job manager trusts them).
+    const final = settlement.state !== 'retry-wait';
+    const jobItem = final ? this.#jobCount(task, settlement.state) : this.#jobNotCancelled(task);
+    const leaseUpdate = this.#leaseRemove(task);
+    // Tried with the lease's in-flight set and the job, then without what is not there: a lease
+    // item already gone (the set does not matter then), a job without counts (written by hand).
+    let withLease = true;
+    let withJob = true;
+    for (;;) {
+      const items = [taskUpdate, ...(withLease ? [leaseUpdate] : []), ...(withJob ? [jobItem] : [])];
+      const codes = await this.#transact(items);
+      if (codes === undefined) return true;
+      if (codes[0] === 'ConditionalCheckFailed') return false;
+      const leaseFailed = withLease && codes[1] === 'ConditionalCheckFailed';
+      const jobFailed = withJob && codes[items.length - 1] === 'ConditionalCheckFailed';
+      if (jobFailed && !final) {
+        return this.settle({
+          ...request,
+          settlement: { state: 'cancelled', lastResult: settlement.lastResult, reason: JOB_CANCELLED_REASON },
+        });
+      }
+      if (!leaseFailed && !jobFailed) throw new Error(`task settle cancelled: ${codes.join(', ')}`);
+      if (leaseFailed) withLease = false;
+      if (jobFailed) withJob = false;
+    }
+  }
+
+  async inFlight(clientId: string) {
+    const out = await this.#doc.send(
+      new GetCommand({ TableName: this.#controlTable, Key: keys.lease(clientId), ConsistentRead: true }),
+    );
+    const members = out.Item?.inFlight;
+    if (!(members instanceof Set)) return [];
+    return [...members].flatMap((m) => {
+      const ref = typeof m === 'string' ? refOfMember(m) : undefined;
+      return ref ? [ref] : [];
+    });
+  }
+
+  async forgetInFlight(clientId: string, ref: TaskRef) {
+    await this.#doc
+      .send(new UpdateCommand(this.#leaseRemove({ ...ref, clientId }).Update))
+      .catch((error: unknown) => {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      });
+  }
+
+  /** The lease passes the fence and records the call in its in-flight set. */
+  #leaseAdd(task: Task, fence: Fence) {
+    const fenced = leaseFence(fence);
+    return {
+      Update: {
+        TableName: this.#controlTable,
+        Key: keys.lease(fence.clientId),
+        UpdateExpression: 'ADD #inFlight :member',
+        ConditionExpression: fenced.ConditionExpression,
+        ExpressionAttributeNames: { ...fenced.ExpressionAttributeNames, '#inFlight': 'inFlight' },
+        ExpressionAttributeValues: {
+          ...fenced.ExpressionAttributeValues,
+          ':member': new Set([inFlightMember(task)]),
+        },
+      },
+    };
+  }
+
+  /** The call leaves the lease's in-flight set (if the lease item is still there). */
+  #leaseRemove(ref: TaskRef & { readonly clientId: string }) {
+    return {
+      Update: {
+        TableName: this.#controlTable,
+        Key: keys.lease(ref.clientId),
+        UpdateExpression: 'DELETE #inFlight :member',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#inFlight': 'inFlight' },
+        ExpressionAttributeValues: { ':member': new Set([inFlightMember(ref)]) },
+      },
+    };
+  }
+
+  #jobRunning(task: Task): TransactItem {
+    return {
+      ConditionCheck: {
+        TableName: this.#controlTable,
+        Key: keys.job(task.clientId, task.jobId),
+        ConditionExpression: '#status = :running',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':running': 'running' },
+      },
+    };
+  }
+
+  #jobNotCancelled(task: Task): TransactItem {
+    return {
+      ConditionCheck: {
+        TableName: this.#controlTable,
+        Key: keys.job(task.clientId, task.jobId),
+        ConditionExpression: 'attribute_not_exists(#status) OR #status <> :cancelled',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':cancelled': 'cancelled' },
+      },
+    };
+  }
+
+  #jobCount(task: Task, state: string): TransactItem {
+    return {
+      Update: {
+        TableName: this.#controlTable,
+        Key: keys.job(task.clientId, task.jobId),
+        UpdateExpression: 'ADD #counts.#state :one',
+        ConditionExpression: 'attribute_exists(#counts)',
+        ExpressionAttributeNames: { '#counts': 'counts', '#state': state },
+        ExpressionAttributeValues: { ':one': 1 },
+      },
+    };
+  }
+
+  /** The task's start: still waiting on the attempts seen → in flight, attempts + 1, out of the index. */
+  #taskStart(task: Task, startedAt: number): TransactItem {
+    const from = moveFrom(TASK_MOVES.start);
+    const to = stateValue('in-flight');
+    return {
+      Update: {
+        TableName: this.#tasksTable,
+        Key: keys.task(task.jobId, task.taskId),
+        UpdateExpression:
+          `SET #state = ${to.placeholder}, attempts = :attempts, startedAt = :now, updatedAt = :now ` +
+          'REMOVE openPk, openSk, callId',
+        ConditionExpression: `${from.condition} AND attempts = :seen`,
+        ExpressionAttributeNames: STATE_NAME,
+        ExpressionAttributeValues: {
+          ...to.values,
+          ...from.values,
+          ':attempts': task.attempts + 1,
+          ':seen': task.attempts,
+          ':now': startedAt,
+        },
+      },
+    };
+  }
+
+  /** The attempt's end: still in flight on that attempt → its end state (a retry back in the index). */
+  #taskSettle(request: SettleRequest): TransactItem {
+    const { task, attempt, settlement, callId, now } = request;
+    const from = moveFrom(TASK_MOVES.settleCall);
+    const set = ['#state = :state', 'lastResult = :lastResult', 'updatedAt = :now'];
+    const remove: string[] = [];
+    const values: Record<string, unknown> = {
+      ':state': settlement.state,
+      ':lastResult': settlement.lastResult,
+      ':now': now,
+      ...from.values,
+      ':attempt': attempt,
+    };
+    if (callId !== undefined) {
+      set.push('callId = :callId');
+      values[':callId'] = callId;
+    }
+    if (settlement.state === 'failed' || settlement.state === 'cancelled') {
+      set.push('reason = :reason');
+      values[':reason'] = settlement.reason;
+    } else remove.push('reason');
+    if (settlement.state === 'retry-wait') {
+      const index = keys.outstandingIndex({ ...task, state: 'retry-wait', readyAt: settlement.readyAt })!;
+      set.push('readyAt = :readyAt', 'openPk = :openPk', 'openSk = :openSk');
+      values[':readyAt'] = settlement.readyAt;
+      values[':openPk'] = index.openPk;
+      values[':openSk'] = index.openSk;
+    }
+    return {
+      Update: {
+        TableName: this.#tasksTable,
+        Key: keys.task(task.jobId, task.taskId),
+        UpdateExpression: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
+        ConditionExpression: `${from.condition} AND attempts = :attempt`,
+        ExpressionAttributeNames: STATE_NAME,
+        ExpressionAttributeValues: values,
+      },
+    };
+  }
+
+  async #isRunningCallJob(clientId: string, jobId: string): Promise<boolean> {
+    const job = await this.#jobs.cached(clientId, jobId);
     // A message job's tasks are the message pipeline's (serve-messages.ts), not calls to start.
     return job?.status === 'running' && job.channel !== 'message';
   }
 
   /** Tasks of running jobs from one shard's index partition, earliest first. */
-  async function fromShard(
-    clientId: string,
-    shard: number,
-    upper: string | undefined,
-    limit: number,
-  ): Promise<{ task: Task; openSk: string }[]> {
+  async #fromShard(clientId: string, shard: number, upper: string | undefined, limit: number) {
     const found: { task: Task; openSk: string }[] = [];
     let startKey: Record<string, unknown> | undefined;
     for (let page = 0; page < MAX_PAGES && found.length < limit; page++) {
-      const out = await doc.send(
+      const out = await this.#doc.send(
         new QueryCommand({
-          TableName: tasksTable,
+          TableName: this.#tasksTable,
           IndexName: OUTSTANDING_INDEX,
           KeyConditionExpression: upper === undefined ? 'openPk = :pk' : 'openPk = :pk AND openSk <= :upper',
           ExpressionAttributeValues: {
@@ -115,7 +381,8 @@ export function makeDynamoBrokerTaskStore(
       );
       for (const item of out.Items ?? []) {
         const task = taskOf(item)!;
-        if (await isRunning(clientId, task.jobId)) found.push({ task, openSk: String(item.openSk) });
+        if (await this.#isRunningCallJob(clientId, task.jobId))
+          found.push({ task, openSk: String(item.openSk) });
         if (found.length >= limit) break;
       }
       startKey = out.LastEvaluatedKey;
@@ -124,9 +391,9 @@ export function makeDynamoBrokerTaskStore(
     return found;
   }
 
-  async function acrossShards(clientId: string, upper: string | undefined, limit: number) {
+  async #acrossShards(clientId: string, upper: string | undefined, limit: number) {
     const shards = await Promise.all(
-      Array.from({ length: TASK_SHARDS }, (_, shard) => fromShard(clientId, shard, upper, limit)),
+      Array.from({ length: TASK_SHARDS }, (_, shard) => this.#fromShard(clientId, shard, upper, limit)),
     );
     return shards
       .flat()
@@ -134,13 +401,15 @@ export function makeDynamoBrokerTaskStore(
       .slice(0, limit);
   }
 
-  async function transact(input: ConstructorParameters<typeof TransactWriteCommand>[0]) {
+  async #transact(items: TransactItem[]) {
     for (let tryNo = 1; ; tryNo++) {
       try {
         // Idempotent for the SDK's own retries (a timeout, a lost answer): a start or a settle that
         // went through is answered as done, not refused as if another writer had won. A cancelled
         // transaction applied nothing, so the next try here is a new request with a new token.
-        await doc.send(new TransactWriteCommand({ ...input, ClientRequestToken: randomUUID() }));
+        await this.#doc.send(
+          new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }),
+        );
         return undefined;
       } catch (error) {
         if (!(error instanceof TransactionCanceledException)) throw error;
@@ -153,243 +422,4 @@ export function makeDynamoBrokerTaskStore(
       }
     }
   }
-
-  const store: BrokerTaskStore = {
-    async getClient(clientId) {
-      const out = await doc.send(new GetCommand({ TableName: controlTable, Key: keys.client(clientId) }));
-      return strip<ClientSettings>(out.Item, ['pk', 'sk']);
-    },
-
-    getJob,
-
-    async getTask(ref) {
-      const out = await doc.send(
-        new GetCommand({
-          TableName: tasksTable,
-          Key: keys.task(ref.jobId, ref.taskId),
-          ConsistentRead: true,
-        }),
-      );
-      return taskOf(out.Item);
-    },
-
-    async outstanding(clientId, now, limit) {
-      const upper = `${new Date(now).toISOString()}${AFTER_INSTANT}`;
-      return (await acrossShards(clientId, upper, limit)).map((f) => f.task);
-    },
-
-    async nextReadyAt(clientId) {
-      const [first] = await acrossShards(clientId, undefined, 1);
-      return first?.task.readyAt;
-    },
-
-    async start(task: Task, fence: Fence): Promise<StartResult> {
-      const startedAt = fence.now;
-      const fenced = leaseFence(fence);
-      const codes = await transact({
-        TransactItems: [
-          {
-            Update: {
-              TableName: controlTable,
-              Key: keys.lease(fence.clientId),
-              UpdateExpression: 'ADD #inFlight :member',
-              ConditionExpression: fenced.ConditionExpression,
-              ExpressionAttributeNames: { ...fenced.ExpressionAttributeNames, '#inFlight': 'inFlight' },
-              ExpressionAttributeValues: {
-                ...fenced.ExpressionAttributeValues,
-                ':member': new Set([inFlightMember(task)]),
-              },
-            },
-          },
-          {
-            ConditionCheck: {
-              TableName: controlTable,
-              Key: keys.job(task.clientId, task.jobId),
-              ConditionExpression: '#status = :running',
-              ExpressionAttributeNames: { '#status': 'status' },
-              ExpressionAttributeValues: { ':running': 'running' },
-            },
-          },
-          {
-            Update: {
-              TableName: tasksTable,
-              Key: keys.task(task.jobId, task.taskId),
-              UpdateExpression:
-                'SET #state = :inFlight, attempts = :attempts, startedAt = :now, updatedAt = :now ' +
-                'REMOVE openPk, openSk, callId',
-              ConditionExpression: '#state IN (:pending, :retryWait) AND attempts = :seen',
-              ExpressionAttributeNames: { '#state': 'state' },
-              ExpressionAttributeValues: {
-                ':inFlight': 'in-flight',
-                ':pending': 'pending',
-                ':retryWait': 'retry-wait',
-                ':attempts': task.attempts + 1,
-                ':seen': task.attempts,
-                ':now': startedAt,
-              },
-            },
-          },
-        ],
-      });
-      if (codes === undefined) {
-        const { callId: _callId, ...rest } = task;
-        return {
-          kind: 'started',
-          task: { ...rest, state: 'in-flight', attempts: task.attempts + 1, startedAt, updatedAt: startedAt },
-        };
-      }
-      if (codes[0] === 'ConditionalCheckFailed') return { kind: 'fenced' };
-      if (codes.includes('ConditionalCheckFailed')) return { kind: 'gone' };
-      throw new Error(`task start cancelled: ${codes.join(', ')}`);
-    },
-
-    async recordCallId(ref, attempt, callId, now) {
-      try {
-        await doc.send(
-          new UpdateCommand({
-            TableName: tasksTable,
-            Key: keys.task(ref.jobId, ref.taskId),
-            UpdateExpression: 'SET callId = :callId, updatedAt = :now',
-            ConditionExpression: '#state = :inFlight AND attempts = :attempt',
-            ExpressionAttributeNames: { '#state': 'state' },
-            ExpressionAttributeValues: {
-              ':callId': callId,
-              ':now': now,
-              ':inFlight': 'in-flight',
-              ':attempt': attempt,
-            },
-          }),
-        );
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      }
-    },
-
-    async settle(request) {
-      const { task, attempt, settlement, callId, now } = request;
-      const set = ['#state = :state', 'lastResult = :lastResult', 'updatedAt = :now'];
-      const remove: string[] = [];
-      const values: Record<string, unknown> = {
-        ':state': settlement.state,
-        ':lastResult': settlement.lastResult,
-        ':now': now,
-        ':inFlight': 'in-flight',
-        ':attempt': attempt,
-      };
-      if (callId !== undefined) {
-        set.push('callId = :callId');
-        values[':callId'] = callId;
-      }
-      if (settlement.state === 'failed' || settlement.state === 'cancelled') {
-        set.push('reason = :reason');
-        values[':reason'] = settlement.reason;
-      } else remove.push('reason');
-      if (settlement.state === 'retry-wait') {
-        const index = keys.outstandingIndex({ ...task, state: 'retry-wait', readyAt: settlement.readyAt })!;
-        set.push('readyAt = :readyAt', 'openPk = :openPk', 'openSk = :openSk');
-        values[':readyAt'] = settlement.readyAt;
-        values[':openPk'] = index.openPk;
-        values[':openSk'] = index.openSk;
-      }
-      const taskUpdate = {
-        Update: {
-          TableName: tasksTable,
-          Key: keys.task(task.jobId, task.taskId),
-          UpdateExpression: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
-          ConditionExpression: '#state = :inFlight AND attempts = :attempt',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: values,
-        },
-      };
-      // A retry is written only while the job is not cancelled: the cancel sweep may already have
-      // passed this task's shard, and a retry written after it would wait for ever. An end moves
-      // the job's counts in the same transaction, so they are exact (the job manager trusts them).
-      const final = settlement.state !== 'retry-wait';
-      const jobItem = final
-        ? {
-            Update: {
-              TableName: controlTable,
-              Key: keys.job(task.clientId, task.jobId),
-              UpdateExpression: 'ADD #counts.#state :one',
-              ConditionExpression: 'attribute_exists(#counts)',
-              ExpressionAttributeNames: { '#counts': 'counts', '#state': settlement.state },
-              ExpressionAttributeValues: { ':one': 1 },
-            },
-          }
-        : {
-            ConditionCheck: {
-              TableName: controlTable,
-              Key: keys.job(task.clientId, task.jobId),
-              ConditionExpression: 'attribute_not_exists(#status) OR #status <> :cancelled',
-              ExpressionAttributeNames: { '#status': 'status' },
-              ExpressionAttributeValues: { ':cancelled': 'cancelled' },
-            },
-          };
-      const leaseUpdate = {
-        Update: {
-          TableName: controlTable,
-          Key: keys.lease(task.clientId),
-          UpdateExpression: 'DELETE #inFlight :member',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: { '#inFlight': 'inFlight' },
-          ExpressionAttributeValues: { ':member': new Set([inFlightMember(task)]) },
-        },
-      };
-      // Tried with the lease's in-flight set and the job, then without what is not there: a lease
-      // item already gone (the set does not matter then), a job without counts (written by hand).
-      let withLease = true;
-      let withJob = true;
-      for (;;) {
-        const items = [taskUpdate, ...(withLease ? [leaseUpdate] : []), ...(withJob ? [jobItem] : [])];
-        const codes = await transact({ TransactItems: items });
-        if (codes === undefined) return true;
-        if (codes[0] === 'ConditionalCheckFailed') return false;
-        const leaseFailed = withLease && codes[1] === 'ConditionalCheckFailed';
-        const jobFailed = withJob && codes[items.length - 1] === 'ConditionalCheckFailed';
-        if (jobFailed && !final) {
-          return store.settle({
-            ...request,
-            settlement: {
-              state: 'cancelled',
-              lastResult: settlement.lastResult,
-              reason: JOB_CANCELLED_REASON,
-            },
-          });
-        }
-        if (!leaseFailed && !jobFailed) throw new Error(`task settle cancelled: ${codes.join(', ')}`);
-        if (leaseFailed) withLease = false;
-        if (jobFailed) withJob = false;
-      }
-    },
-
-    async inFlight(clientId) {
-      const out = await doc.send(
-        new GetCommand({ TableName: controlTable, Key: keys.lease(clientId), ConsistentRead: true }),
-      );
-      const members = out.Item?.inFlight;
-      if (!(members instanceof Set)) return [];
-      return [...members].flatMap((m) => {
-        const ref = typeof m === 'string' ? refOfMember(m) : undefined;
-        return ref ? [ref] : [];
-      });
-    },
-
-    async forgetInFlight(clientId, ref) {
-      await doc
-        .send(
-          new UpdateCommand({
-            TableName: controlTable,
-            Key: keys.lease(clientId),
-            UpdateExpression: 'DELETE #inFlight :member',
-            ConditionExpression: 'attribute_exists(pk)',
-            ExpressionAttributeNames: { '#inFlight': 'inFlight' },
-            ExpressionAttributeValues: { ':member': new Set([inFlightMember(ref)]) },
-          }),
-        )
-        .catch((error: unknown) => {
-          if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        });
-    },
-  };
-  return store;
 }

@@ -12,6 +12,7 @@ import type { MessageTemplate } from '#shared/messaging/template.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
+import { isWaiting } from './task-lifecycle.ts';
 
 /** A call's longest duration when its job sets none (the broker reconciles a call after it). */
 export const DEFAULT_MAX_CALL_SECONDS = 600;
@@ -125,8 +126,6 @@ export interface Job {
 
 export type TaskState = 'pending' | 'in-flight' | 'retry-wait' | 'completed' | 'failed' | 'cancelled';
 
-export const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'cancelled'];
-
 export interface Task {
   readonly clientId: string;
   readonly jobId: string;
@@ -177,7 +176,7 @@ export const keys = {
       : undefined,
   /** The outstanding index entry of a task that may be started. */
   outstandingIndex: (task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'state' | 'readyAt'>) =>
-    task.state === 'pending' || task.state === 'retry-wait'
+    isWaiting(task.state)
       ? {
           openPk: `${task.clientId}#${taskShard(task.taskId)}`,
           openSk: `${new Date(task.readyAt).toISOString()}#${task.jobId}#${task.taskId}`,

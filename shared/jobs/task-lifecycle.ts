@@ -1,0 +1,79 @@
+/**
+ * A task's life, in one place: its states, the moves between them, and the rules that choose a
+ * move. Every adapter that writes a task's state builds its condition from {@link TASK_MOVES}
+ * (`shared/adapters/task-state-conditions.ts`), so "which state may become which" is said once.
+ *
+ * ```text
+ *   pending ──start/claim──▶ in-flight ──delivered/answered──▶ completed
+ *      │                    │  ▲   │  └─failed─────────────────▶ failed
+ *      │                    │  └───┘ reclaim (message: an older lease holder, or its hold ended)
+ *      │                    └──busy, no-answer, released──▶ retry-wait ──start/claim──▶ in-flight
+ *      └──────── cancel (job cancelled, opted out) ────────────────────────────────────▶ cancelled
+ * ```
+ *
+ * A message's outcome may arrive after its task was released (retry-wait) by the same holder, so
+ * a message end is allowed from `retry-wait` as well; a call ends only from `in-flight`, on the
+ * attempt it started.
+ */
+import type { TaskState } from './model.ts';
+
+/** A move of a task: the states it may be in before, the state it is in after. */
+export interface TaskMove {
+  readonly from: readonly TaskState[];
+  readonly to: readonly TaskState[];
+}
+
+/** States a task waits in: listed in the `outstanding` index, ready at `readyAt`. */
+export const WAITING_STATES: readonly TaskState[] = ['pending', 'retry-wait'];
+/** States a task never leaves. */
+export const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'cancelled'];
+/** States a task still has work in (the cancel sweep's reach). */
+export const OPEN_TASK_STATES: readonly TaskState[] = ['pending', 'retry-wait', 'in-flight'];
+
+/** Every move a task may make; adapters build their write conditions from these. */
+export const TASK_MOVES = {
+  /** A call starts (attempt + 1), a message is claimed (attempt 1 the first time, else the same). */
+  start: { from: WAITING_STATES, to: ['in-flight'] },
+  /** A message left in flight by an older lease holder, or past its hold, is claimed again. */
+  reclaim: { from: ['in-flight'], to: ['in-flight'] },
+  /** A call's attempt ends: done, failed, cancelled, or back to wait for a retry. */
+  settleCall: { from: ['in-flight'], to: [...FINAL_TASK_STATES, 'retry-wait'] },
+  /** A message's claim is given back by its holder (the same attempt waits again). */
+  releaseMessage: { from: ['in-flight'], to: ['retry-wait'] },
+  /** A message ends: delivered, failed, skipped (opted out), or its job cancelled. */
+  endMessage: { from: ['in-flight', 'retry-wait'], to: FINAL_TASK_STATES },
+  /** The cancel sweep ends a waiting task. */
+  cancelWaiting: { from: WAITING_STATES, to: ['cancelled'] },
+  /** The cancel sweep ends a task in flight, as it read it (a newer write wins). */
+  cancelInFlight: { from: ['in-flight'], to: ['cancelled'] },
+} as const satisfies Record<string, TaskMove>;
+
+export const isFinal = (state: TaskState): boolean => FINAL_TASK_STATES.includes(state);
+export const isWaiting = (state: TaskState): boolean => WAITING_STATES.includes(state);
+
+/** What the claim rule needs of a message task as the index shows it. */
+export interface ClaimView {
+  readonly state: unknown;
+  readonly claimToken?: unknown;
+  readonly readyAt: unknown;
+}
+
+/**
+ * May a lease holder with fencing `token` claim this message task at `now`? A waiting task, yes;
+ * one in flight only if an older holder claimed it (its sends may or may not have reached LINE)
+ * or its hold has ended.
+ */
+export function mayClaimMessage(task: ClaimView, token: number, now: number): boolean {
+  if (task.state === 'pending' || task.state === 'retry-wait') return true;
+  return task.state === 'in-flight' && (isLeftByOlderHolder(task, token) || Number(task.readyAt) <= now);
+}
+
+/** Is this task in flight under a claim older than `token` (a holder that lost the lease)? */
+export function isLeftByOlderHolder(task: ClaimView, token: number): boolean {
+  return task.state === 'in-flight' && Number(task.claimToken ?? 0) < token;
+}
+
+/** A reclaimed task, or one released after a request that may have reached LINE, may have been sent. */
+export function mayHaveBeenSent(task: { readonly state: unknown; readonly maybeSent?: unknown }): boolean {
+  return task.state === 'in-flight' || task.maybeSent === true;
+}
