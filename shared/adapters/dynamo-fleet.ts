@@ -18,6 +18,7 @@ import {
   QueryCommand,
   type QueryCommandInput,
   UpdateCommand,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { FleetWork } from '#shared/broker/fleet.ts';
 import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
@@ -34,67 +35,98 @@ const HIGH = '#\uffff';
 const iso = (ms: number) => new Date(ms).toISOString();
 const shards = Array.from({ length: TASK_SHARDS }, (_, i) => i);
 
-export function makeDynamoFleetStore(
-  doc: DynamoDBDocumentClient,
-  options: DynamoFleetStoreOptions,
-): FleetStore {
-  const { controlTable, tasksTable } = options;
+type Item = Record<string, unknown>;
 
-  async function queryAll(input: QueryCommandInput): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
-      items.push(...(out.Items ?? []));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
+/** A {@link FleetStore} over the control table and the tasks table. */
+export class DynamoFleetStore implements FleetStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #controlTable: string;
+  readonly #tasksTable: string;
+
+  constructor(doc: DynamoDBDocumentClient, options: DynamoFleetStoreOptions) {
+    this.#doc = doc;
+    this.#controlTable = options.controlTable;
+    this.#tasksTable = options.tasksTable;
   }
 
-  /** Pages through each shard's query until `found` says yes; every shard stops once one has. */
-  async function anyShard(
-    inputFor: (shard: number) => QueryCommandInput,
-    found: (items: readonly Record<string, unknown>[]) => boolean,
-  ): Promise<boolean> {
-    let hit = false;
-    await Promise.all(
-      shards.map(async (shard) => {
-        let start: Record<string, unknown> | undefined;
-        do {
-          const out = await doc.send(new QueryCommand({ ...inputFor(shard), ExclusiveStartKey: start }));
-          if (found(out.Items ?? [])) hit = true;
-          start = out.LastEvaluatedKey;
-        } while (start && !hit);
+  async dueScheduledJobs(now: number): Promise<Job[]> {
+    const items = await this.#queryAll({
+      TableName: this.#controlTable,
+      IndexName: 'byStatus',
+      KeyConditionExpression: 'statusKey = :s AND dueKey <= :due',
+      ExpressionAttributeValues: { ':s': 'JOBSTATUS#scheduled', ':due': `${iso(now)}${HIGH}` },
+    });
+    return items as unknown as Job[];
+  }
+
+  async runningJobs(): Promise<Job[]> {
+    const items = await this.#queryAll({
+      TableName: this.#controlTable,
+      IndexName: 'byStatus',
+      KeyConditionExpression: 'statusKey = :s',
+      ExpressionAttributeValues: { ':s': 'JOBSTATUS#running' },
+    });
+    return items as unknown as Job[];
+  }
+
+  startJob(job: JobRef, now: number): Promise<boolean> {
+    return this.#transition(job, 'scheduled', 'running', now);
+  }
+
+  completeJob(job: JobRef, now: number): Promise<boolean> {
+    return this.#transition(job, 'running', 'completed', now);
+  }
+
+  hasOpenTask(jobId: string): Promise<boolean> {
+    return this.#anyShard(
+      (shard) => openTaskQuery(this.#tasksTable, jobId, shard),
+      (items) => items.length > 0,
+    );
+  }
+
+  hasReadyTask(clientId: string, jobIds: readonly string[], readyBy: number): Promise<boolean> {
+    const wanted = new Set(jobIds);
+    return this.#anyShard(
+      (shard) => readyTaskQuery(this.#tasksTable, clientId, shard, readyBy),
+      (items) => items.some((item) => wanted.has(item.jobId as string)),
+    );
+  }
+
+  async hasOrphanedCalls(clientId: string, now: number): Promise<boolean> {
+    const out = await this.#doc.send(
+      new GetCommand({
+        TableName: this.#controlTable,
+        Key: keys.lease(clientId),
+        ProjectionExpression: '#expiresAt, #inFlight',
+        ExpressionAttributeNames: { '#expiresAt': 'expiresAt', '#inFlight': 'inFlight' },
+        // Consistent: a lease just taken or renewed must not read as expired (the client would be
+        // listed, and a broker started, for nothing: a live lease cannot be taken).
+        ConsistentRead: true,
       }),
     );
-    return hit;
+    const item = out.Item;
+    // DynamoDB drops a string set with its last member: present means not empty.
+    if (!item || !(item.inFlight instanceof Set) || item.inFlight.size === 0) return false;
+    return !(now < Number(item.expiresAt));
   }
 
-  async function transition(
-    job: JobRef,
-    from: 'scheduled' | 'running',
-    to: 'running' | 'completed',
-    now: number,
-  ): Promise<boolean> {
-    const index = keys.jobStatusIndex({ status: to, startAt: job.startAt, jobId: job.jobId });
+  async client(clientId: string): Promise<ClientProfile | undefined> {
+    const out = await this.#doc.send(
+      new GetCommand({ TableName: this.#controlTable, Key: keys.client(clientId) }),
+    );
+    if (!out.Item) return undefined;
+    const { pk: _pk, sk: _sk, paused, ...settings } = out.Item;
+    return { settings: settings as ClientSettings, paused: paused === true } satisfies ClientProfile;
+  }
+
+  async putFleetWork(work: FleetWork): Promise<boolean> {
     try {
-      await doc.send(
-        new UpdateCommand({
-          TableName: controlTable,
-          Key: keys.job(job.clientId, job.jobId),
-          UpdateExpression: index
-            ? 'SET #status = :to, updatedAt = :now, statusKey = :statusKey, dueKey = :dueKey'
-            : 'SET #status = :to, updatedAt = :now REMOVE statusKey, dueKey',
-          // A job is started only once its time has come, even if it was rescheduled meanwhile.
-          ConditionExpression:
-            from === 'scheduled' ? '#status = :from AND startAt <= :now' : '#status = :from',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':from': from,
-            ':to': to,
-            ':now': now,
-            ...(index ? { ':statusKey': index.statusKey, ':dueKey': index.dueKey } : {}),
-          },
+      await this.#doc.send(
+        new PutCommand({
+          TableName: this.#controlTable,
+          Item: work,
+          ConditionExpression: 'attribute_not_exists(pk) OR updatedAt <= :at',
+          ExpressionAttributeValues: { ':at': work.updatedAt },
         }),
       );
       return true;
@@ -104,112 +136,127 @@ export function makeDynamoFleetStore(
     }
   }
 
+  async #queryAll(input: QueryCommandInput): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Item | undefined;
+    do {
+      const out = await this.#doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+      items.push(...(out.Items ?? []));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  /** Pages through each shard's query until `found` says yes; every shard stops once one has. */
+  async #anyShard(
+    inputFor: (shard: number) => QueryCommandInput,
+    found: (items: readonly Item[]) => boolean,
+  ): Promise<boolean> {
+    let hit = false;
+    await Promise.all(
+      shards.map(async (shard) => {
+        let start: Item | undefined;
+        do {
+          const out = await this.#doc.send(
+            new QueryCommand({ ...inputFor(shard), ExclusiveStartKey: start }),
+          );
+          if (found(out.Items ?? [])) hit = true;
+          start = out.LastEvaluatedKey;
+        } while (start && !hit);
+      }),
+    );
+    return hit;
+  }
+
+  async #transition(
+    job: JobRef,
+    from: 'scheduled' | 'running',
+    to: 'running' | 'completed',
+    now: number,
+  ): Promise<boolean> {
+    try {
+      await this.#doc.send(new UpdateCommand(transitionUpdate(this.#controlTable, job, from, to, now)));
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+}
+
+/** The conditional update that moves a job from `from` to `to`, with its status index keys. */
+function transitionUpdate(
+  controlTable: string,
+  job: JobRef,
+  from: 'scheduled' | 'running',
+  to: 'running' | 'completed',
+  now: number,
+): UpdateCommandInput {
+  const index = keys.jobStatusIndex({ status: to, startAt: job.startAt, jobId: job.jobId });
   return {
-    async dueScheduledJobs(now) {
-      const items = await queryAll({
-        TableName: controlTable,
-        IndexName: 'byStatus',
-        KeyConditionExpression: 'statusKey = :s AND dueKey <= :due',
-        ExpressionAttributeValues: { ':s': 'JOBSTATUS#scheduled', ':due': `${iso(now)}${HIGH}` },
-      });
-      return items as unknown as Job[];
-    },
-
-    async runningJobs() {
-      const items = await queryAll({
-        TableName: controlTable,
-        IndexName: 'byStatus',
-        KeyConditionExpression: 'statusKey = :s',
-        ExpressionAttributeValues: { ':s': 'JOBSTATUS#running' },
-      });
-      return items as unknown as Job[];
-    },
-
-    startJob: (job, now) => transition(job, 'scheduled', 'running', now),
-    completeJob: (job, now) => transition(job, 'running', 'completed', now),
-
-    hasOpenTask(jobId) {
-      return anyShard(
-        (shard) => ({
-          TableName: tasksTable,
-          KeyConditionExpression: 'pk = :pk',
-          FilterExpression: '#state IN (:pending, :inFlight, :retryWait)',
-          ProjectionExpression: 'pk',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: {
-            ':pk': `${jobId}#${shard}`,
-            ':pending': 'pending',
-            ':inFlight': 'in-flight',
-            ':retryWait': 'retry-wait',
-          },
-          // Consistent: an open task just written must never be missed, or the job would
-          // complete with work left.
-          ConsistentRead: true,
-          // Pages of 100: while the job has open tasks the first page finds one, instead of
-          // every page reading up to 1 MB of the shard (the whole of it, every minute).
-          Limit: 100,
-        }),
-        (items) => items.length > 0,
-      );
-    },
-
-    hasReadyTask(clientId, jobIds, readyBy) {
-      const wanted = new Set(jobIds);
-      return anyShard(
-        (shard) => ({
-          TableName: tasksTable,
-          IndexName: 'outstanding',
-          KeyConditionExpression: 'openPk = :pk AND openSk <= :ready',
-          ProjectionExpression: 'jobId',
-          ExpressionAttributeValues: { ':pk': `${clientId}#${shard}`, ':ready': `${iso(readyBy)}${HIGH}` },
-          // Small pages: the first entry is nearly always of a running job, and all shards are read
-          // at once (pages of 1,000 read the whole index of a big job at every run).
-          Limit: 25,
-        }),
-        (items) => items.some((item) => wanted.has(item.jobId as string)),
-      );
-    },
-
-    async hasOrphanedCalls(clientId, now) {
-      const out = await doc.send(
-        new GetCommand({
-          TableName: controlTable,
-          Key: keys.lease(clientId),
-          ProjectionExpression: '#expiresAt, #inFlight',
-          ExpressionAttributeNames: { '#expiresAt': 'expiresAt', '#inFlight': 'inFlight' },
-          // Consistent: a lease just taken or renewed must not read as expired (the client would be
-          // listed, and a broker started, for nothing: a live lease cannot be taken).
-          ConsistentRead: true,
-        }),
-      );
-      const item = out.Item;
-      // DynamoDB drops a string set with its last member: present means not empty.
-      if (!item || !(item.inFlight instanceof Set) || item.inFlight.size === 0) return false;
-      return !(now < Number(item.expiresAt));
-    },
-
-    async client(clientId) {
-      const out = await doc.send(new GetCommand({ TableName: controlTable, Key: keys.client(clientId) }));
-      if (!out.Item) return undefined;
-      const { pk: _pk, sk: _sk, paused, ...settings } = out.Item;
-      return { settings: settings as ClientSettings, paused: paused === true } satisfies ClientProfile;
-    },
-
-    async putFleetWork(work: FleetWork) {
-      try {
-        await doc.send(
-          new PutCommand({
-            TableName: controlTable,
-            Item: work,
-            ConditionExpression: 'attribute_not_exists(pk) OR updatedAt <= :at',
-            ExpressionAttributeValues: { ':at': work.updatedAt },
-          }),
-        );
-        return true;
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) return false;
-        throw error;
-      }
+    TableName: controlTable,
+    Key: keys.job(job.clientId, job.jobId),
+    UpdateExpression: index
+      ? 'SET #status = :to, updatedAt = :now, statusKey = :statusKey, dueKey = :dueKey'
+      : 'SET #status = :to, updatedAt = :now REMOVE statusKey, dueKey',
+    // A job is started only once its time has come, even if it was rescheduled meanwhile.
+    ConditionExpression: from === 'scheduled' ? '#status = :from AND startAt <= :now' : '#status = :from',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ':from': from,
+      ':to': to,
+      ':now': now,
+      ...(index ? { ':statusKey': index.statusKey, ':dueKey': index.dueKey } : {}),
     },
   };
+}
+
+/** One page of a job's shard, filtered to its open tasks. */
+function openTaskQuery(tasksTable: string, jobId: string, shard: number): QueryCommandInput {
+  return {
+    TableName: tasksTable,
+    KeyConditionExpression: 'pk = :pk',
+    FilterExpression: '#state IN (:pending, :inFlight, :retryWait)',
+    ProjectionExpression: 'pk',
+    ExpressionAttributeNames: { '#state': 'state' },
+    ExpressionAttributeValues: {
+      ':pk': `${jobId}#${shard}`,
+      ':pending': 'pending',
+      ':inFlight': 'in-flight',
+      ':retryWait': 'retry-wait',
+    },
+    // Consistent: an open task just written must never be missed, or the job would
+    // complete with work left.
+    ConsistentRead: true,
+    // Pages of 100: while the job has open tasks the first page finds one, instead of
+    // every page reading up to 1 MB of the shard (the whole of it, every minute).
+    Limit: 100,
+  };
+}
+
+/** One page of a client's shard of the outstanding index, up to `readyBy`. */
+function readyTaskQuery(
+  tasksTable: string,
+  clientId: string,
+  shard: number,
+  readyBy: number,
+): QueryCommandInput {
+  return {
+    TableName: tasksTable,
+    IndexName: 'outstanding',
+    KeyConditionExpression: 'openPk = :pk AND openSk <= :ready',
+    ProjectionExpression: 'jobId',
+    ExpressionAttributeValues: { ':pk': `${clientId}#${shard}`, ':ready': `${iso(readyBy)}${HIGH}` },
+    // Small pages: the first entry is nearly always of a running job, and all shards are read
+    // at once (pages of 1,000 read the whole index of a big job at every run).
+    Limit: 25,
+  };
+}
+
+/** A {@link FleetStore} over the control table and the tasks table. */
+export function makeDynamoFleetStore(
+  doc: DynamoDBDocumentClient,
+  options: DynamoFleetStoreOptions,
+): FleetStore {
+  return new DynamoFleetStore(doc, options);
 }
