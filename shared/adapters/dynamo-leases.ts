@@ -107,127 +107,151 @@ export type DynamoLeaseStore = LeaseStore &
     get(clientId: string): Promise<Lease | undefined>;
   };
 
+/** A {@link DynamoLeaseStore}: the clients' lease items in the control table. */
+export class DynamoLeaseTable implements DynamoLeaseStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tableName: string;
+  /** Where this broker can be reached, if it says (brokers only). */
+  readonly #endpoint: string | undefined;
+
+  constructor(doc: DynamoDBDocumentClient, tableName: string, options: DynamoLeaseStoreOptions = {}) {
+    this.#doc = doc;
+    this.#tableName = tableName;
+    this.#endpoint = options.endpoint;
+  }
+
+  async get(clientId: string): Promise<Lease | undefined> {
+    return leaseOf(await this.#read(clientId));
+  }
+
+  async tryTake(request: TakeRequest): Promise<Lease | undefined> {
+    const seen = leaseOf(await this.#read(request.clientId));
+    if (!canTake(seen, request.owner, request.now)) return undefined;
+    const next = take(seen, request);
+    try {
+      if (!seen) await this.#takeAbsent(request, next);
+      else await this.#takeSeen(request, seen, next);
+      return next;
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async tryRenew(request: RenewRequest): Promise<Lease | undefined> {
+    const expiresAt = request.now + request.leaseMs;
+    try {
+      const out = await this.#doc.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: keys.lease(request.clientId),
+          UpdateExpression: 'SET #expiresAt = :expiresAt',
+          ConditionExpression: LEASE_CONDITIONS.renew,
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
+          ExpressionAttributeValues: {
+            ':expiresAt': expiresAt,
+            ':owner': request.owner,
+            ':token': request.token,
+            ':now': request.now,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return leaseOf(out.Attributes);
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async release(request: {
+    readonly clientId: string;
+    readonly owner: string;
+    readonly token: number;
+  }): Promise<boolean> {
+    try {
+      await this.#doc.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: keys.lease(request.clientId),
+          UpdateExpression: 'SET #expiresAt = :zero',
+          ConditionExpression: LEASE_CONDITIONS.release,
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
+          ExpressionAttributeValues: { ':zero': 0, ':owner': request.owner, ':token': request.token },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async callsInFlight(clientId: string): Promise<number> {
+    const item = await this.#read(clientId);
+    return item?.inFlight instanceof Set ? item.inFlight.size : 0;
+  }
+
+  async endpointOf(clientId: string, now: number): Promise<string | undefined> {
+    const item = await this.#read(clientId);
+    const lease = leaseOf(item);
+    if (!isLive(lease, now) || typeof item?.endpoint !== 'string') return undefined;
+    return item.endpoint;
+  }
+
+  async #read(clientId: string): Promise<Record<string, unknown> | undefined> {
+    const out = await this.#doc.send(
+      new GetCommand({ TableName: this.#tableName, Key: keys.lease(clientId), ConsistentRead: true }),
+    );
+    return out.Item;
+  }
+
+  /** A first take: the item is written whole, on condition that there is none. */
+  async #takeAbsent(request: TakeRequest, next: Lease): Promise<void> {
+    const endpoint = this.#endpoint === undefined ? {} : { endpoint: this.#endpoint };
+    await this.#doc.send(
+      new PutCommand({
+        TableName: this.#tableName,
+        Item: { ...keys.lease(request.clientId), ...next, ...endpoint },
+        ConditionExpression: LEASE_CONDITIONS.takeAbsent,
+        ExpressionAttributeNames: { '#pk': NAMES['#pk'] },
+      }),
+    );
+  }
+
+  /** A takeover: updated in place (the in-flight set stays), on condition that nothing changed since `seen`. */
+  async #takeSeen(request: TakeRequest, seen: Lease, next: Lease): Promise<void> {
+    // A holder without an endpoint must not inherit the previous holder's.
+    const endpointUpdate = this.#endpoint === undefined ? ' REMOVE endpoint' : ', endpoint = :endpoint';
+    await this.#doc.send(
+      new UpdateCommand({
+        TableName: this.#tableName,
+        Key: keys.lease(request.clientId),
+        UpdateExpression: `SET #owner = :owner, #token = :token, #expiresAt = :expiresAt, clientId = :clientId${endpointUpdate}`,
+        ConditionExpression: LEASE_CONDITIONS.takeSeen,
+        ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
+        ExpressionAttributeValues: {
+          ':owner': next.owner,
+          ':token': next.token,
+          ':expiresAt': next.expiresAt,
+          ':clientId': next.clientId,
+          ':seenOwner': seen.owner,
+          ':seenToken': seen.token,
+          ':seenExpiresAt': seen.expiresAt,
+          ...(this.#endpoint === undefined ? {} : { ':endpoint': this.#endpoint }),
+        },
+      }),
+    );
+  }
+}
+
 /** A {@link LeaseStore} over the control table. */
 export function makeDynamoLeaseStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
   options: DynamoLeaseStoreOptions = {},
 ): DynamoLeaseStore {
-  const read = async (clientId: string) => {
-    const out = await doc.send(
-      new GetCommand({ TableName: tableName, Key: keys.lease(clientId), ConsistentRead: true }),
-    );
-    return out.Item;
-  };
-  const endpoint = options.endpoint === undefined ? {} : { endpoint: options.endpoint };
-
-  return {
-    async get(clientId) {
-      return leaseOf(await read(clientId));
-    },
-
-    async tryTake(request: TakeRequest) {
-      const seen = leaseOf(await read(request.clientId));
-      if (!canTake(seen, request.owner, request.now)) return undefined;
-      const next = take(seen, request);
-      try {
-        if (!seen) {
-          await doc.send(
-            new PutCommand({
-              TableName: tableName,
-              Item: { ...keys.lease(request.clientId), ...next, ...endpoint },
-              ConditionExpression: LEASE_CONDITIONS.takeAbsent,
-              ExpressionAttributeNames: { '#pk': NAMES['#pk'] },
-            }),
-          );
-        } else {
-          // A holder without an endpoint must not inherit the previous holder's.
-          const endpointUpdate =
-            options.endpoint === undefined ? ' REMOVE endpoint' : ', endpoint = :endpoint';
-          await doc.send(
-            new UpdateCommand({
-              TableName: tableName,
-              Key: keys.lease(request.clientId),
-              UpdateExpression: `SET #owner = :owner, #token = :token, #expiresAt = :expiresAt, clientId = :clientId${endpointUpdate}`,
-              ConditionExpression: LEASE_CONDITIONS.takeSeen,
-              ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
-              ExpressionAttributeValues: {
-                ':owner': next.owner,
-                ':token': next.token,
-                ':expiresAt': next.expiresAt,
-                ':clientId': next.clientId,
-                ':seenOwner': seen.owner,
-                ':seenToken': seen.token,
-                ':seenExpiresAt': seen.expiresAt,
-                ...(options.endpoint === undefined ? {} : { ':endpoint': options.endpoint }),
-              },
-            }),
-          );
-        }
-        return next;
-      } catch (error) {
-        if (isConditionFailure(error)) return undefined;
-        throw error;
-      }
-    },
-
-    async tryRenew(request: RenewRequest) {
-      const expiresAt = request.now + request.leaseMs;
-      try {
-        const out = await doc.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: keys.lease(request.clientId),
-            UpdateExpression: 'SET #expiresAt = :expiresAt',
-            ConditionExpression: LEASE_CONDITIONS.renew,
-            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
-            ExpressionAttributeValues: {
-              ':expiresAt': expiresAt,
-              ':owner': request.owner,
-              ':token': request.token,
-              ':now': request.now,
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        return leaseOf(out.Attributes);
-      } catch (error) {
-        if (isConditionFailure(error)) return undefined;
-        throw error;
-      }
-    },
-
-    async release(request) {
-      try {
-        await doc.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: keys.lease(request.clientId),
-            UpdateExpression: 'SET #expiresAt = :zero',
-            ConditionExpression: LEASE_CONDITIONS.release,
-            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
-            ExpressionAttributeValues: { ':zero': 0, ':owner': request.owner, ':token': request.token },
-          }),
-        );
-        return true;
-      } catch (error) {
-        if (isConditionFailure(error)) return false;
-        throw error;
-      }
-    },
-
-    async callsInFlight(clientId) {
-      const item = await read(clientId);
-      return item?.inFlight instanceof Set ? item.inFlight.size : 0;
-    },
-
-    async endpointOf(clientId, now) {
-      const item = await read(clientId);
-      const lease = leaseOf(item);
-      if (!isLive(lease, now) || typeof item?.endpoint !== 'string') return undefined;
-      return item.endpoint;
-    },
-  };
+  return new DynamoLeaseTable(doc, tableName, options);
 }
 
 /** Reads the fleet's work list (control table, pk=FLEET, sk=WORK) the job manager writes. */
