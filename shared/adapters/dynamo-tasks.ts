@@ -20,7 +20,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { BrokerTaskStore, Fence, SettleRequest, StartResult, TaskRef } from '#shared/broker/ports.ts';
-import { JOB_CANCELLED_REASON } from '#shared/jobs/cancel.ts';
+import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';

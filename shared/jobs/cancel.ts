@@ -30,9 +30,7 @@ import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { DEFAULT_MAX_CALL_SECONDS } from './model.ts';
 import type { CancelSweepMessage, IngestQueue, JobStore, SweptTask, TaskCanceller } from './ports.ts';
-
-/** The reason a task of a cancelled job ends with (the broker's settle writes the same). */
-export const JOB_CANCELLED_REASON = 'job cancelled';
+import { JOB_CANCELLED_REASON } from './task-lifecycle.ts';
 
 /** A call in flight with no end recorded this long after its longest duration is ended by the sweep. */
 export const CALL_END_GRACE_MS = 5 * 60_000;

@@ -15,7 +15,16 @@
  * a message end is allowed from `retry-wait` as well; a call ends only from `in-flight`, on the
  * attempt it started.
  */
+import type { TaskOutcome } from '#shared/messaging/ports.ts';
 import type { TaskState } from './model.ts';
+
+/** The reason a task of a cancelled job ends with (the sweep, a call's settle, a message's outcome). */
+export const JOB_CANCELLED_REASON = 'job cancelled';
+/** The reason of a task whose recipient unfollowed the channel after the list was uploaded. */
+export const OPTED_OUT_REASON = 'the recipient opted out (unfollowed the channel)';
+/** The same, for a task whose attempt may have reached LINE before the opt-out (a resend was not tried). */
+export const OPTED_OUT_MAYBE_SENT_REASON =
+  'the recipient opted out (unfollowed the channel) after an attempt whose answer was lost: it may have been delivered';
 
 /** A move of a task: the states it may be in before, the state it is in after. */
 export interface TaskMove {
@@ -53,9 +62,9 @@ export const isWaiting = (state: TaskState): boolean => WAITING_STATES.includes(
 
 /** What the claim rule needs of a message task as the index shows it. */
 export interface ClaimView {
-  readonly state: unknown;
+  readonly state?: unknown;
   readonly claimToken?: unknown;
-  readonly readyAt: unknown;
+  readonly readyAt?: unknown;
 }
 
 /**
@@ -74,6 +83,45 @@ export function isLeftByOlderHolder(task: ClaimView, token: number): boolean {
 }
 
 /** A reclaimed task, or one released after a request that may have reached LINE, may have been sent. */
-export function mayHaveBeenSent(task: { readonly state: unknown; readonly maybeSent?: unknown }): boolean {
+export function mayHaveBeenSent(task: { readonly state?: unknown; readonly maybeSent?: unknown }): boolean {
   return task.state === 'in-flight' || task.maybeSent === true;
+}
+
+/** Where a message's outcome takes its task: back to wait (same attempt), or to its end. */
+export type MessageOutcomeMove =
+  | { readonly move: typeof TASK_MOVES.releaseMessage; readonly state: 'retry-wait' }
+  | {
+      readonly move: typeof TASK_MOVES.endMessage;
+      readonly state: 'completed' | 'failed' | 'cancelled';
+      /** Why it ended (none for a delivery: an earlier reason is cleared). */
+      readonly reason?: string;
+    };
+
+/**
+ * The move a message's outcome makes: delivered → completed; failed → failed with its reason;
+ * skipped (opted out) → cancelled, saying whether it may have been delivered; released → waits
+ * again with the same attempt, unless its job was cancelled meanwhile (→ cancelled: the sweep may
+ * have passed already, and a task waiting after it would wait for ever).
+ */
+export function messageOutcomeMove(
+  outcome: Pick<TaskOutcome, 'kind' | 'reason' | 'lastResult' | 'maybeSent'>,
+  jobCancelled: boolean,
+): MessageOutcomeMove {
+  const endMessage = TASK_MOVES.endMessage;
+  switch (outcome.kind) {
+    case 'delivered':
+      return { move: endMessage, state: 'completed' };
+    case 'failed':
+      return { move: endMessage, state: 'failed', reason: outcome.reason ?? outcome.lastResult };
+    case 'skipped':
+      return {
+        move: endMessage,
+        state: 'cancelled',
+        reason: outcome.maybeSent ? OPTED_OUT_MAYBE_SENT_REASON : OPTED_OUT_REASON,
+      };
+    case 'released':
+      return jobCancelled
+        ? { move: endMessage, state: 'cancelled', reason: JOB_CANCELLED_REASON }
+        : { move: TASK_MOVES.releaseMessage, state: 'retry-wait' };
+  }
 }

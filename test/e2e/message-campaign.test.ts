@@ -18,7 +18,7 @@ import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import type { LocalFleet } from '#local/fleet.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { OPTED_OUT_MAYBE_SENT_REASON } from '#shared/adapters/dynamo-message-tasks.ts';
+import { OPTED_OUT_MAYBE_SENT_REASON } from '#shared/jobs/task-lifecycle.ts';
 
 const RECIPIENTS = 20_000;
 const CLIENT = 'campaign-client';

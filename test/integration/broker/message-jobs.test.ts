@@ -12,17 +12,14 @@ import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import {
-  makeDynamoMessageTasks,
-  OPTED_OUT_MAYBE_SENT_REASON,
-  OPTED_OUT_REASON,
-} from '#shared/adapters/dynamo-message-tasks.ts';
+import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
 import { attemptKey } from '#shared/ids.ts';
 import { cancelSweepStart, makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
+import { OPTED_OUT_MAYBE_SENT_REASON, OPTED_OUT_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line/messaging-client.ts';
 import { silentLogger } from '#shared/log.ts';
 import { multicastRetryKey, runMessagePipeline } from '#shared/messaging/pipeline.ts';

@@ -14,14 +14,10 @@ import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
 import { attemptKey } from '#shared/ids.ts';
-import {
-  CALL_NEVER_ENDED_REASON,
-  cancelSweepStart,
-  JOB_CANCELLED_REASON,
-  makeCancelSweep,
-} from '#shared/jobs/cancel.ts';
+import { CALL_NEVER_ENDED_REASON, cancelSweepStart, makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
+import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';

@@ -8,7 +8,6 @@ import {
   CALL_NEVER_ENDED_REASON,
   type CancelSweepOutcome,
   cancelSweepStart,
-  JOB_CANCELLED_REASON,
   MAX_RECHECK_DELAY_SECONDS,
   makeCancelSweep,
   recheckDelaySeconds,
@@ -28,6 +27,7 @@ import type {
   SweptTask,
   TaskCanceller,
 } from '#shared/jobs/ports.ts';
+import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';

@@ -1,0 +1,283 @@
+/**
+ * The claim side of a message session ({@link TaskSource}): pages of tasks chosen from the
+ * `outstanding` index by the lifecycle's claim rule (`mayClaimMessage`), claimed in transactions
+ * fenced by the lease. The first page adopts what an older lease holder left in flight (read once,
+ * whole, then handed out a page at a time) with its multicast records; then tasks ready now.
+ * Opt-outs are read while the claim is written.
+ */
+import type { Job } from '#shared/jobs/model.ts';
+import { keys } from '#shared/jobs/model.ts';
+import { isLeftByOlderHolder, mayClaimMessage, mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
+import type { ClaimedTask, TaskSource } from '#shared/messaging/ports.ts';
+import { TASK_SHARDS } from '#shared/resources.ts';
+import { leaseFenceCheck } from './dynamo-leases.ts';
+import {
+  AFTER_INSTANT,
+  failedConditions,
+  type Item,
+  iso,
+  isRunningMessageJob,
+  type MessageTaskTable,
+  openSkOf,
+} from './dynamo-message-table.ts';
+import type { MulticastRecords } from './dynamo-multicast-records.ts';
+import { STATE_NAME, stateValue } from './task-state-conditions.ts';
+
+/** Task updates per claim transaction (+ the lease check: 100 items, the service's limit). */
+export const CLAIMS_PER_TRANSACTION = 99;
+
+/** The lease a session claims under; `token()` is undefined once it is lost. */
+export interface MessageClaimLease {
+  readonly clientId: string;
+  readonly owner: string;
+  token(): number | undefined;
+}
+
+/** What a session's parts share: the tasks it holds, the jobs it has claimed from, the fence. */
+export class SessionState {
+  /** Tasks claimed in this session and not yet written back. */
+  readonly held = new Set<string>();
+  readonly jobsSeen = new Set<string>();
+  fenced = false;
+  readonly written = { delivered: 0, failed: 0, skipped: 0, released: 0 };
+}
+
+export interface ClaimerDeps {
+  readonly table: MessageTaskTable;
+  readonly lease: MessageClaimLease;
+  readonly accept: (job: Job) => boolean;
+  readonly state: SessionState;
+  readonly batches: MulticastRecords;
+  readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+}
+
+type Chosen = { item: Item; batchKey?: string };
+type Claimed = Chosen & { startedAt: number; attempt: number };
+
+/** A task's template variables: its own columns, and `name` for the list's name column (氏名, お名前…). */
+function variablesOf(item: Item): Record<string, string> {
+  const variables = (item.variables as Record<string, string> | undefined) ?? {};
+  return typeof item.name === 'string' && !Object.hasOwn(variables, 'name')
+    ? { name: item.name, ...variables }
+    : variables;
+}
+
+export class MessageClaimer implements TaskSource {
+  readonly #deps: ClaimerDeps;
+  readonly #clientId: string;
+  /** What an older holder left in flight, read once; undefined until the first page. */
+  #adoptQueue: Item[] | undefined;
+  #batchByTask = new Map<string, string>();
+
+  constructor(deps: ClaimerDeps) {
+    this.#deps = deps;
+    this.#clientId = deps.lease.clientId;
+  }
+
+  async nextPage(limit: number): Promise<readonly ClaimedTask[]> {
+    const token = this.#deps.lease.token();
+    if (token === undefined || this.#deps.state.fenced) return [];
+    const now = this.#deps.table.clock.now();
+    let candidates = await this.#adoptable(token, now, limit);
+    if (candidates.length === 0) candidates = await this.#ready(token, now, limit);
+    if (candidates.length === 0) return [];
+    const chosen = await this.#withBatchMembers(candidates, token, now);
+    const byJob = new Map<string, Chosen[]>();
+    for (const c of chosen) {
+      const jobId = String(c.item.jobId);
+      byJob.set(jobId, [...(byJob.get(jobId) ?? []), c]);
+    }
+    const page: ClaimedTask[] = [];
+    for (const [jobId, group] of byJob) page.push(...(await this.#claimForJob(jobId, group, token)));
+    return page;
+  }
+
+  /** May this session claim the task as the index shows it? */
+  async #claimable(item: Item, token: number, now: number): Promise<boolean> {
+    if (item.channel !== 'message' || this.#deps.state.held.has(String(item.taskId))) return false;
+    if (!mayClaimMessage(item, token, now)) return false;
+    return this.#jobAccepted(await this.#deps.table.jobs.cached(this.#clientId, String(item.jobId)));
+  }
+
+  #jobAccepted(job: Job | undefined): job is Job {
+    return isRunningMessageJob(job) && this.#deps.accept(job);
+  }
+
+  /**
+   * Tasks an earlier holder left in flight: in the index up to their hold's end. Read once, whole
+   * (at most what one holder can have out), then handed out a page at a time.
+   */
+  async #adoptable(token: number, now: number, limit: number): Promise<Item[]> {
+    if (this.#adoptQueue === undefined) {
+      const range = { lower: iso(now), upper: `${iso(now + this.#deps.table.holdMs)}${AFTER_INSTANT}` };
+      const left = await Promise.all(
+        Array.from({ length: TASK_SHARDS }, (_, shard) =>
+          this.#deps.table.readShard(
+            this.#clientId,
+            shard,
+            range,
+            async (item) => isLeftByOlderHolder(item, token) && (await this.#claimable(item, token, now)),
+            Number.POSITIVE_INFINITY,
+            Number.POSITIVE_INFINITY,
+          ),
+        ),
+      );
+      this.#adoptQueue = left.flat();
+      if (this.#adoptQueue.length > 0) {
+        this.#batchByTask = await this.#deps.batches.load(
+          new Set(this.#adoptQueue.map((c) => String(c.jobId))),
+        );
+      }
+    }
+    return this.#adoptQueue.length > 0 ? this.#adoptQueue.splice(0, limit) : [];
+  }
+
+  /** Tasks ready now, a share of the page from each shard. */
+  async #ready(token: number, now: number, limit: number): Promise<Item[]> {
+    const perShard = Math.ceil(limit / TASK_SHARDS);
+    const upper = `${iso(now)}${AFTER_INSTANT}`;
+    const ready = await Promise.all(
+      Array.from({ length: TASK_SHARDS }, (_, shard) =>
+        this.#deps.table.readShard(
+          this.#clientId,
+          shard,
+          { upper },
+          (item) => this.#claimable(item, token, now),
+          perShard,
+        ),
+      ),
+    );
+    return ready.flat().slice(0, limit);
+  }
+
+  /** Adds every still-unsettled member of a recorded multicast that a candidate belongs to. */
+  async #withBatchMembers(candidates: Item[], token: number, now: number): Promise<Chosen[]> {
+    const out: Chosen[] = [];
+    const taken = new Set<string>();
+    for (const item of candidates) {
+      const taskId = String(item.taskId);
+      if (taken.has(taskId)) continue;
+      const retryKey = (item.batchKey as string | undefined) ?? this.#batchByTask.get(taskId);
+      const batch = retryKey ? await this.#deps.batches.batchOf(String(item.jobId), retryKey) : undefined;
+      if (!retryKey || !batch) {
+        taken.add(taskId);
+        out.push({ item });
+        continue;
+      }
+      const members = await this.#deps.table.getItems(
+        batch.taskIds.filter((id) => !taken.has(id)).map((id) => keys.task(batch.jobId, id)),
+      );
+      for (const member of members) {
+        if (Number(member.attempts) !== batch.attempt) continue;
+        if (!(await this.#claimable(member, token, now))) continue;
+        taken.add(String(member.taskId));
+        out.push({ item: member, batchKey: retryKey });
+      }
+    }
+    return out;
+  }
+
+  /** Claims one job's chosen tasks and turns them into the pipeline's claimed tasks. */
+  async #claimForJob(jobId: string, group: Chosen[], token: number): Promise<ClaimedTask[]> {
+    const job = await this.#deps.table.jobs.cached(this.#clientId, jobId);
+    if (!this.#jobAccepted(job)) return [];
+    // Opt-outs are read while the claim is written: each takes a round trip or more.
+    const [claimed, optedOut] = await Promise.all([
+      this.#claim(jobId, group, token),
+      this.#deps.optedOut
+        ? this.#deps.optedOut(
+            this.#clientId,
+            group.map((c) => String(c.item.recipient)),
+          )
+        : new Set<string>(),
+    ]);
+    if (claimed.length === 0) return [];
+    this.#deps.state.jobsSeen.add(jobId);
+    const template = this.#deps.table.templateOf(job);
+    return claimed.map((c) => {
+      const taskId = String(c.item.taskId);
+      this.#deps.state.held.add(taskId);
+      const recipient = String(c.item.recipient);
+      return {
+        jobId,
+        taskId,
+        recipient,
+        variables: variablesOf(c.item),
+        template,
+        attempt: c.attempt,
+        attemptStartedAt: c.startedAt,
+        ...(optedOut.has(recipient) ? { optedOut: true } : {}),
+        ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
+        ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
+      };
+    });
+  }
+
+  /** Claims `chosen` (one job) in transactions fenced by the lease; returns the claimed ones. */
+  async #claim(jobId: string, chosen: Chosen[], token: number): Promise<Claimed[]> {
+    const claimed: Claimed[] = [];
+    for (let i = 0; i < chosen.length && !this.#deps.state.fenced; i += CLAIMS_PER_TRANSACTION) {
+      let group = chosen.slice(i, i + CLAIMS_PER_TRANSACTION);
+      while (group.length > 0) {
+        const now = this.#deps.table.clock.now();
+        const codes = await this.#deps.table.transact([
+          leaseFenceCheck(this.#deps.table.controlTable, {
+            clientId: this.#clientId,
+            owner: this.#deps.lease.owner,
+            token,
+            now,
+          }),
+          ...group.map(({ item }) => this.#claimUpdate(jobId, item, token, now)),
+        ]);
+        if (codes === undefined) {
+          for (const c of group) {
+            const startedAt = c.item.startedAt === undefined ? now : Number(c.item.startedAt);
+            claimed.push({ ...c, startedAt, attempt: Math.max(1, Number(c.item.attempts)) });
+          }
+          break;
+        }
+        if (codes[0] === 'ConditionalCheckFailed') {
+          this.#deps.state.fenced = true;
+          break;
+        }
+        // Tasks that moved on since the index read: drop them, claim the rest.
+        const moved = failedConditions(codes);
+        if (moved.size === 0) throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
+        group = group.filter((_, j) => !moved.has(j));
+      }
+    }
+    return claimed;
+  }
+
+  /**
+   * A task's claim: still as the index showed it → in flight under `token`, held until now + hold,
+   * re-sorted in the index to then. The first claim makes attempt 1 and records when it started
+   * (from which LINE's 24-hour retry-key window counts); a reclaim changes neither.
+   */
+  #claimUpdate(jobId: string, item: Item, token: number, now: number) {
+    const holdUntil = now + this.#deps.table.holdMs;
+    const inFlight = stateValue('in-flight');
+    return {
+      Update: {
+        TableName: this.#deps.table.tasksTable,
+        Key: keys.task(jobId, String(item.taskId)),
+        UpdateExpression:
+          `SET #state = ${inFlight.placeholder}, attempts = :attempts, startedAt = if_not_exists(startedAt, :now), ` +
+          'claimToken = :token, readyAt = :holdUntil, openSk = :openSk, updatedAt = :now',
+        ConditionExpression: '#state = :seenState AND attempts = :seenAttempts AND readyAt = :seenReadyAt',
+        ExpressionAttributeNames: STATE_NAME,
+        ExpressionAttributeValues: {
+          ...inFlight.values,
+          ':attempts': Math.max(1, Number(item.attempts)),
+          ':now': now,
+          ':token': token,
+          ':holdUntil': holdUntil,
+          ':openSk': openSkOf(holdUntil, jobId, String(item.taskId)),
+          ':seenState': item.state,
+          ':seenAttempts': Number(item.attempts),
+          ':seenReadyAt': Number(item.readyAt),
+        },
+      },
+    };
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * The report side of a message session ({@link ReportSink}): outcomes written in transactions of
+ * up to {@link OUTCOMES_PER_TRANSACTION} task updates with the job's counts moved in the same
+ * transaction (exact counts, one count write per hundred messages). Where each outcome takes its
+ * task is the lifecycle's rule (`messageOutcomeMove`); this writes it. A release is written only by
+ * the claim's own holder and only while the job is not cancelled (else the task ends cancelled).
+ */
+
+import { multicastKeyOf } from '#shared/ids.ts';
+import { keys } from '#shared/jobs/model.ts';
+import { messageOutcomeMove } from '#shared/jobs/task-lifecycle.ts';
+import type { ReportSink, TaskOutcome } from '#shared/messaging/ports.ts';
+import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
+import { failedConditions, MAX_TRIES, type MessageTaskTable, openSkOf } from './dynamo-message-table.ts';
+import type { MulticastRecords } from './dynamo-multicast-records.ts';
+import { moveFrom, STATE_NAME } from './task-state-conditions.ts';
+
+/** Outcome updates per transaction (+ the job's counts). */
+export const OUTCOMES_PER_TRANSACTION = 99;
+
+class ReportRetryError extends Error {
+  override name = 'ReportRetryError';
+}
+
+type Count = 'completed' | 'failed' | 'cancelled';
+
+export interface OutcomeWriterDeps {
+  readonly table: MessageTaskTable;
+  readonly lease: MessageClaimLease;
+  readonly state: SessionState;
+  readonly batches: MulticastRecords;
+}
+
+export class OutcomeWriter implements ReportSink {
+  readonly #deps: OutcomeWriterDeps;
+
+  constructor(deps: OutcomeWriterDeps) {
+    this.#deps = deps;
+  }
+
+  async write(outcomes: readonly TaskOutcome[]): Promise<void> {
+    const token = this.#deps.lease.token() ?? -1;
+    const byJob = new Map<string, TaskOutcome[]>();
+    for (const o of outcomes) byJob.set(o.jobId, [...(byJob.get(o.jobId) ?? []), o]);
+    for (const [jobId, list] of byJob) {
+      for (let i = 0; i < list.length; i += OUTCOMES_PER_TRANSACTION) {
+        const chunk = list.slice(i, i + OUTCOMES_PER_TRANSACTION);
+        await this.#writeGroup(jobId, chunk, token);
+        for (const o of chunk) {
+          this.#deps.state.held.delete(o.taskId);
+          this.#deps.state.written[o.kind]++;
+          await this.#deps.batches.settled(o);
+        }
+      }
+    }
+  }
+
+  /** Writes one job's outcomes (≤ OUTCOMES_PER_TRANSACTION) and its counts in one transaction. */
+  async #writeGroup(jobId: string, outcomes: TaskOutcome[], token: number): Promise<TaskOutcome[]> {
+    let left = outcomes;
+    let cancelledJob = false;
+    for (let tryNo = 1; left.length > 0; tryNo++) {
+      if (tryNo > MAX_TRIES) throw new ReportRetryError(`outcomes of job ${jobId} not written`);
+      const updates = left.map((o) => this.#outcomeUpdate(o, token, cancelledJob));
+      const counts = { completed: 0, failed: 0, cancelled: 0 };
+      for (const u of updates) if (u.count) counts[u.count]++;
+      const releases = left.some((o) => o.kind === 'released') && !cancelledJob;
+      const codes = await this.#deps.table.transact([
+        this.#jobCounts(jobId, counts, releases),
+        ...updates.map((u) => u.update),
+      ]);
+      if (codes === undefined) return left;
+      if (codes[0] === 'ConditionalCheckFailed') {
+        if (!releases) throw new ReportRetryError(`job ${jobId} has no counts to move`);
+        // Cancelled while these were out: they end cancelled, not waiting for a claim that never comes.
+        cancelledJob = true;
+        continue;
+      }
+      // Outcomes for tasks that moved on (a newer holder settled them): nothing to write.
+      const stale = failedConditions(codes);
+      if (stale.size === 0) throw new ReportRetryError(`outcome write cancelled: ${codes.join(', ')}`);
+      left = left.filter((_, j) => !stale.has(j));
+    }
+    return left;
+  }
+
+  /** The job's counts moved by the outcomes; with a release, only while the job is not cancelled. */
+  #jobCounts(jobId: string, counts: Record<Count, number>, releases: boolean) {
+    return {
+      Update: {
+        TableName: this.#deps.table.controlTable,
+        Key: keys.job(this.#deps.lease.clientId, jobId),
+        UpdateExpression:
+          'ADD #counts.#completed :completed, #counts.#failed :failed, #counts.#cancelled :cancelled',
+        ConditionExpression: releases
+          ? 'attribute_exists(#counts) AND #status <> :cancelledStatus'
+          : 'attribute_exists(#counts)',
+        ExpressionAttributeNames: {
+          '#counts': 'counts',
+          '#completed': 'completed',
+          '#failed': 'failed',
+          '#cancelled': 'cancelled',
+          ...(releases ? { '#status': 'status' } : {}),
+        },
+        ExpressionAttributeValues: {
+          ':completed': counts.completed,
+          ':failed': counts.failed,
+          ':cancelled': counts.cancelled,
+          ...(releases ? { ':cancelledStatus': 'cancelled' } : {}),
+        },
+      },
+    };
+  }
+
+  /** The task update for an outcome, and what it adds to the job's counts. */
+  #outcomeUpdate(outcome: TaskOutcome, token: number, jobCancelled: boolean) {
+    const end = messageOutcomeMove(outcome, jobCancelled);
+    const from = moveFrom(end.move);
+    const values: Record<string, unknown> = {
+      ':attempt': outcome.attempt,
+      ':lastResult': outcome.lastResult,
+      ':now': outcome.at,
+      ...from.values,
+      ':state': end.state,
+    };
+    const set = ['#state = :state', 'lastResult = :lastResult', 'updatedAt = :now'];
+    const remove: string[] = ['claimToken'];
+    let condition = `${from.condition} AND attempts = :attempt`;
+    const multicastKey = multicastKeyOf(outcome);
+    if (outcome.requestId) {
+      set.push('requestId = :requestId');
+      values[':requestId'] = outcome.requestId;
+    }
+    if (end.state === 'retry-wait') {
+      const readyAt = outcome.at + (outcome.retryAfterMs ?? 0);
+      set.push('readyAt = :readyAt', 'openSk = :openSk');
+      values[':readyAt'] = readyAt;
+      values[':openSk'] = openSkOf(readyAt, outcome.jobId, outcome.taskId);
+      if (multicastKey) {
+        set.push('batchKey = :batchKey');
+        values[':batchKey'] = multicastKey;
+      }
+      if (outcome.maybeSent) {
+        set.push('maybeSent = :maybeSent');
+        values[':maybeSent'] = true;
+      }
+      // Only the claim's own holder gives a task back: a newer holder may have reclaimed it.
+      condition = `${condition} AND claimToken = :token`;
+      values[':token'] = token;
+    } else {
+      remove.push('openPk', 'openSk', 'batchKey', 'maybeSent');
+      if (end.reason === undefined) remove.push('reason');
+      else {
+        set.push('reason = :reason');
+        values[':reason'] = end.reason;
+      }
+      if (multicastKey) {
+        set.push('sentWith = :sentWith');
+        values[':sentWith'] = multicastKey;
+      }
+    }
+    return {
+      count: end.state === 'retry-wait' ? undefined : end.state,
+      update: {
+        Update: {
+          TableName: this.#deps.table.tasksTable,
+          Key: keys.task(outcome.jobId, outcome.taskId),
+          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: STATE_NAME,
+          ExpressionAttributeValues: values,
+        },
+      },
+    };
+  }
+}

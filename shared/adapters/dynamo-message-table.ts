@@ -1,0 +1,172 @@
+/**
+ * The reads and writes every part of a message session shares (dynamo-message-tasks.ts): the
+ * `outstanding` index read shard by shard, strongly consistent batch reads, transactions retried
+ * under one client request token, and the job's status and template through a short cache.
+ */
+import { randomUUID } from 'node:crypto';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  type DynamoDBDocumentClient,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import type { Job } from '#shared/jobs/model.ts';
+import type { MessageTemplate } from '#shared/messaging/template.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
+import { JobCache } from './dynamo-job-cache.ts';
+
+export type Item = Record<string, unknown>;
+export type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
+
+/** Sorts after every `{readyAt}#{jobId}#{taskId}` of the same instant (ids are ASCII < '~'). */
+export const AFTER_INSTANT = '#~';
+export const MAX_TRIES = 8;
+/** Index items read per shard per page, at most. */
+const MAX_SHARD_READ = 1_000;
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const iso = (ms: number) => new Date(ms).toISOString();
+/** The `outstanding` index sort key of a message task ready (or held) until `readyAt`. */
+export const openSkOf = (readyAt: number, jobId: string, taskId: string) =>
+  `${iso(readyAt)}#${jobId}#${taskId}`;
+
+/** A job whose message tasks may be claimed: running, a message job, with its message. */
+export function isRunningMessageJob(job: Job | undefined): job is Job {
+  return job?.status === 'running' && job.channel === 'message' && job.message !== undefined;
+}
+
+export interface MessageTableOptions {
+  readonly controlTable: string;
+  readonly tasksTable: string;
+  readonly clock: Clock;
+  readonly holdMs: number;
+  readonly jobCacheMs: number;
+}
+
+export class MessageTaskTable {
+  readonly doc: DynamoDBDocumentClient;
+  readonly controlTable: string;
+  readonly tasksTable: string;
+  readonly clock: Clock;
+  /** How long a claim holds a task. */
+  readonly holdMs: number;
+  readonly jobs: JobCache;
+  // One template object per job, so the pipeline compiles it once and can group its tasks.
+  readonly #templates = new Map<string, MessageTemplate>();
+
+  constructor(doc: DynamoDBDocumentClient, options: MessageTableOptions) {
+    this.doc = doc;
+    this.controlTable = options.controlTable;
+    this.tasksTable = options.tasksTable;
+    this.clock = options.clock;
+    this.holdMs = options.holdMs;
+    this.jobs = new JobCache(doc, options.controlTable, () => options.clock.now(), options.jobCacheMs);
+  }
+
+  templateOf(job: Job): MessageTemplate {
+    let template = this.#templates.get(job.jobId);
+    if (!template) {
+      template = job.message!;
+      this.#templates.set(job.jobId, template);
+    }
+    return template;
+  }
+
+  /** Index entries of one shard with `openSk` in [lower, upper] that are `wanted`, up to `limit`. */
+  async readShard(
+    clientId: string,
+    shard: number,
+    range: { lower?: string; upper: string },
+    wanted: (item: Item) => Promise<boolean>,
+    limit: number,
+    maxRead = MAX_SHARD_READ,
+  ): Promise<Item[]> {
+    const found: Item[] = [];
+    let startKey: Item | undefined;
+    let read = 0;
+    do {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tasksTable,
+          IndexName: 'outstanding',
+          KeyConditionExpression:
+            range.lower === undefined
+              ? 'openPk = :pk AND openSk <= :upper'
+              : 'openPk = :pk AND openSk BETWEEN :lower AND :upper',
+          ExpressionAttributeValues: {
+            ':pk': `${clientId}#${shard}`,
+            ':upper': range.upper,
+            ...(range.lower === undefined ? {} : { ':lower': range.lower }),
+          },
+          Limit: Math.min(MAX_SHARD_READ, Math.max(limit * 2, 20)),
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        read++;
+        if (found.length < limit && (await wanted(item))) found.push(item);
+      }
+      startKey = out.LastEvaluatedKey;
+    } while (startKey && found.length < limit && read < maxRead);
+    return found;
+  }
+
+  /** The task items of `keyList`, strongly consistent, unprocessed keys retried. */
+  async getItems(keyList: readonly Item[]): Promise<Item[]> {
+    const items: Item[] = [];
+    for (let i = 0; i < keyList.length; i += 100) {
+      let pending: Item[] | undefined = keyList.slice(i, i + 100) as Item[];
+      for (let attempt = 0; pending && pending.length > 0; attempt++) {
+        if (attempt > 0) await sleep(Math.min(1_000, 25 * 2 ** attempt));
+        const out: BatchGetCommandOutput = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tasksTable]: { Keys: pending, ConsistentRead: true } },
+          }),
+        );
+        items.push(...(out.Responses?.[this.tasksTable] ?? []));
+        pending = out.UnprocessedKeys?.[this.tasksTable]?.Keys as Item[] | undefined;
+      }
+    }
+    return items;
+  }
+
+  /**
+   * Writes `items` in one transaction: undefined when it was applied, else the cancellation codes
+   * of a transaction refused by a condition (or still conflicting after {@link MAX_TRIES}).
+   */
+  async transact(items: TransactItems): Promise<(string | undefined)[] | undefined> {
+    // One token until DynamoDB says the transaction was cancelled (it applied nothing): a retry
+    // after a timeout or a lost answer is then the same request, answered as done if it was.
+    let token = randomUUID();
+    for (let tryNo = 1; ; tryNo++) {
+      try {
+        await this.doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
+        return undefined;
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledException)) {
+          if (tryNo >= MAX_TRIES) throw error;
+          await sleep(Math.min(2_000, 50 * 2 ** tryNo));
+          continue;
+        }
+        token = randomUUID();
+        const codes = (error.CancellationReasons ?? []).map((r) => r.Code);
+        if (!codes.includes('ConditionalCheckFailed') && tryNo < MAX_TRIES) {
+          // A conflict with a concurrent write, or throttling: no answer yet.
+          await sleep(Math.min(1_000, 20 * 2 ** tryNo));
+          continue;
+        }
+        return codes;
+      }
+    }
+  }
+}
+
+/** The indexes (after the first `skip` items) of a cancelled transaction's items whose condition failed. */
+export function failedConditions(codes: readonly (string | undefined)[], skip = 1): Set<number> {
+  return new Set(
+    codes.flatMap((code, j) => (j >= skip && code === 'ConditionalCheckFailed' ? [j - skip] : [])),
+  );
+}
