@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from 'aws-lambda';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
@@ -181,46 +182,143 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       : {}),
     log,
   });
-  const stoppers: (() => Promise<void>)[] = [() => cloud.stop()];
-  const stopAll = async () => {
-    for (const stop of stoppers.reverse()) await stop().catch(() => {});
-  };
+  const starter = new LocalStackStarter({ options, log, cloud });
   try {
+    return await starter.start();
+  } catch (error) {
+    await starter.stopAll();
+    throw error;
+  }
+}
+
+/** The sandboxes and emulators standing in for LINE and the telephony providers. */
+interface Providers {
+  readonly line: LineSandbox;
+  readonly connect: TelephonyEmulator;
+  /** Names the connect-events handler, once it is loaded. */
+  readonly connectTarget: (handler: Handler<EventBridgeEvent, unknown>) => void;
+  readonly twilio: TelephonyEmulator;
+  readonly telephony: TelephonySandbox;
+}
+
+/** The channel table, as `npm run channel` writes it on AWS. */
+interface ChannelAdmin {
+  readonly doc: DynamoDBDocumentClient;
+  readonly putChannel: LocalStack['putChannel'];
+  readonly putTelephonySecret: LocalStack['putTelephonySecret'];
+}
+
+interface LocalStackStarterDeps {
+  readonly options: LocalStackOptions;
+  readonly log: (line: string) => void;
+  readonly cloud: LocalCloud;
+}
+
+/**
+ * Starts, on a running local cloud, each part of the stack in turn, remembering how to stop each;
+ * {@link stopAll} stops them (and the cloud) in the reverse order.
+ */
+class LocalStackStarter {
+  readonly #options: LocalStackOptions;
+  readonly #log: (line: string) => void;
+  readonly #cloud: LocalCloud;
+  readonly #stoppers: (() => Promise<void>)[];
+
+  constructor(deps: LocalStackStarterDeps) {
+    this.#options = deps.options;
+    this.#log = deps.log;
+    this.#cloud = deps.cloud;
+    this.#stoppers = [() => deps.cloud.stop()];
+  }
+
+  async start(): Promise<LocalStack> {
+    const providers = await this.#startProviders();
+    this.#setHandlerEnvironment(providers.line);
+    const admin = await this.#seedChannels(providers.line);
+    providers.connectTarget(await loadHandler<EventBridgeEvent, unknown>('connect-events'));
+    const jobs = await startJobsLocal({ cloud: this.#cloud, log: this.#log });
+    this.#stoppers.push(() => jobs.stop());
+    const api = await this.#startApi(jobs);
+    const processor = await this.#startProcessor();
+    const fleet = this.#options.fleet ? await this.#startFleet(providers, api, admin.doc) : undefined;
+    const { line, connect, twilio, telephony } = providers;
+    return {
+      cloud: this.#cloud,
+      api,
+      line,
+      processor,
+      telephony,
+      connect,
+      twilio,
+      jobs,
+      fleet,
+      operator: makeOperatorClient({
+        baseUrl: api.url,
+        region: this.#cloud.region,
+        credentials: LOCAL_CREDENTIALS,
+      }),
+      webhookUrl: (channelId) => `${api.url}/webhooks/line/${encodeURIComponent(channelId)}`,
+      putChannel: admin.putChannel,
+      putTelephonySecret: admin.putTelephonySecret,
+      stop: () => this.stopAll(),
+    };
+  }
+
+  /** Stops what was started, last first (the cloud last of all); a failing stop does not stop the rest. */
+  async stopAll(): Promise<void> {
+    for (const stop of this.#stoppers.reverse()) await stop().catch(() => {});
+  }
+
+  /** Region and credentials for the SDK clients that talk to the local cloud. */
+  get #clientBase() {
+    return { region: this.#cloud.region, credentials: LOCAL_CREDENTIALS };
+  }
+
+  async #startProviders(): Promise<Providers> {
+    const options = this.#options;
     const line = await startLineSandbox({
       channels: [{ channelId: DEMO_CHANNEL.channelId, accessToken: DEMO_CHANNEL.accessToken }],
       ...(options.lineRateLimitPerSecond ? { rateLimitPerSecond: options.lineRateLimitPerSecond } : {}),
     });
-    stoppers.push(() => line.stop());
-    log(`LINE sandbox    ${line.url} (Messaging API stand-in: retry keys, rate limit, faults)`);
+    this.#stoppers.push(() => line.stop());
+    this.#log(`LINE sandbox    ${line.url} (Messaging API stand-in: retry keys, rate limit, faults)`);
 
     const { emulator: connect, target: connectTarget } = await startLocalConnect(options);
-    stoppers.push(() => connect.stop());
-    log(
+    this.#stoppers.push(() => connect.stop());
+    this.#log(
       `Amazon Connect  ${connect.url} (emulator: StartOutboundVoiceContact, DescribeContact, contact events)`,
     );
 
     const twilio = await startTwilioEmulator({ timeScale: options.telephonyTimeScale ?? 30 });
-    stoppers.push(() => twilio.stop());
-    log(`Twilio          ${twilio.url} (emulator: Calls.json, signed status callbacks)`);
+    this.#stoppers.push(() => twilio.stop());
+    this.#log(`Twilio          ${twilio.url} (emulator: Calls.json, signed status callbacks)`);
 
     const telephony = await startTelephonySandbox({
       callbackSecret: LOCAL_TELEPHONY.callbackSecret,
       apiToken: LOCAL_TELEPHONY.apiToken,
       timeScale: options.telephonyTimeScale ?? 30,
     });
-    stoppers.push(() => telephony.stop());
-    log(`Telephony       ${telephony.url} (provider sandbox: answers, busy, no-answer, signed callbacks)`);
+    this.#stoppers.push(() => telephony.stop());
+    this.#log(
+      `Telephony       ${telephony.url} (provider sandbox: answers, busy, no-answer, signed callbacks)`,
+    );
+    return { line, connect, connectTarget, twilio, telephony };
+  }
 
-    // Handlers read their configuration once, at import: set the environment first.
-    Object.assign(process.env, cloud.env(), {
+  /** Handlers read their configuration once, at import: set the environment first. */
+  #setHandlerEnvironment(line: LineSandbox): void {
+    Object.assign(process.env, this.#cloud.env(), {
       LINE_API_URL: line.url,
       TELEPHONY_PROVIDER: LOCAL_TELEPHONY.provider,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
       POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
     });
+  }
 
-    const base = { region: cloud.region, credentials: LOCAL_CREDENTIALS };
-    const doc = makeDocumentClient(makeDynamoClient({ ...base, endpoint: cloud.dynamoEndpoint }));
+  /** Puts the demo channel and the sandbox's callback secret where the handlers read them. */
+  async #seedChannels(line: LineSandbox): Promise<ChannelAdmin> {
+    const cloud = this.#cloud;
+    const doc = makeDocumentClient(makeDynamoClient({ ...this.#clientBase, endpoint: cloud.dynamoEndpoint }));
     const channels = makeDynamoChannelStore(doc, cloud.tableNames.channels!);
     const putChannel = async (input: unknown): Promise<Channel> => {
       const channel = channelFromInput(input, Date.now());
@@ -239,7 +337,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         now: Date.now(),
       }),
     );
-
     const putTelephonySecret = async (clientId: string, secret: string) => {
       const name = clientSecretName(clientId);
       await secretStore.put(
@@ -251,14 +348,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         }),
       );
     };
+    return { doc, putChannel, putTelephonySecret };
+  }
 
-    connectTarget(await loadHandler<EventBridgeEvent, unknown>('connect-events'));
-    const jobs = await startJobsLocal({ cloud, log });
-    stoppers.push(() => jobs.stop());
-    const httpFunction = async (id: 'webhook-receiver' | 'call-status') => ({
-      handler: await loadHandler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>(id),
-      timeoutMs: functions[id].timeoutSeconds * 1000,
-    });
+  /** The HTTP API: the public routes' Lambdas and the jobs routes, behind the IAM authorizer. */
+  async #startApi(jobs: JobsLocal): Promise<ApiGatewayServer> {
+    const log = this.#log;
     const api = await startApiGateway({
       routes,
       functions: {
@@ -266,31 +361,38 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         'call-status': await httpFunction('call-status'),
         ...jobs.httpFunctions,
       },
-      port: options.port ?? 0,
-      iam: {
-        secrets: {
-          [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey,
-          ...Object.fromEntries(
-            Object.entries(options.operators ?? {}).map(([id, o]) => [id, o.secretAccessKey]),
-          ),
-        },
-        region: cloud.region,
-        policies: Object.fromEntries(
-          Object.entries(options.operators ?? {}).map(([id, o]) => [id, o.statements]),
-        ),
-      },
+      port: this.#options.port ?? 0,
+      iam: this.#iam(),
       onError: (error, route) => log(`${route} failed: ${(error as Error).stack ?? String(error)}`),
       onClientGone: (request) =>
         log(`${request}: the caller closed the connection mid-request; nothing answered`),
     });
-    stoppers.push(() => api.stop());
+    this.#stoppers.push(() => api.stop());
     log(`HTTP API        ${api.url} (API Gateway stand-in, payload v2)`);
     for (const route of routes) log(`  ${route.method.padEnd(5)} ${api.url}${route.path}`);
+    return api;
+  }
 
+  /** The local credentials are the administrator; each extra operator has its own policy. */
+  #iam() {
+    const operators = Object.entries(this.#options.operators ?? {});
+    return {
+      secrets: {
+        [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey,
+        ...Object.fromEntries(operators.map(([id, o]) => [id, o.secretAccessKey])),
+      },
+      region: this.#cloud.region,
+      policies: Object.fromEntries(operators.map(([id, o]) => [id, o.statements])),
+    };
+  }
+
+  /** The webhook processor, fed from its queue as Lambda's event source mapping would. */
+  async #startProcessor(): Promise<SqsPoller> {
+    const options = this.#options;
     const processorSpec = functions['webhook-processor'];
-    const webhookQueue = cloud.queues[processorSpec.queueSource!.queue]!;
-    const sqs = new SQSClient({ ...base, endpoint: cloud.sqsEndpoint });
-    stoppers.push(async () => sqs.destroy());
+    const webhookQueue = this.#cloud.queues[processorSpec.queueSource!.queue]!;
+    const sqs = new SQSClient({ ...this.#clientBase, endpoint: this.#cloud.sqsEndpoint });
+    this.#stoppers.push(async () => sqs.destroy());
     const processor = startSqsPoller({
       sqs,
       queueUrl: webhookQueue.url,
@@ -303,79 +405,72 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       batchSize: processorSpec.queueSource!.batchSize,
       maxBatchingWindowMs: (processorSpec.queueSource!.maxBatchingWindowSeconds ?? 0) * 1000,
       concurrency: options.processorConcurrency ?? 4,
-      onError: (error) => log(`webhook-processor: ${(error as Error).message}`),
+      onError: (error) => this.#log(`webhook-processor: ${(error as Error).message}`),
     });
-    stoppers.push(() => processor.stop());
-    log(`SQS → Lambda    webhook-processor polls ${webhookQueue.url}`);
-
-    let fleet: LocalFleet | undefined;
-    if (options.fleet) {
-      const agent = await startEcsAgent();
-      stoppers.push(() => agent.stop());
-      fleet = startLocalFleet({
-        agent,
-        version: 'local-1',
-        env: {
-          ...cloud.env(),
-          TELEPHONY_API_URL: telephony.url,
-          TELEPHONY_API_TOKEN: LOCAL_TELEPHONY.apiToken,
-          AWS_ENDPOINT_URL_CONNECT: connect.url,
-          CALL_STATUS_CALLBACK_URL: `${api.url}/providers/${LOCAL_TELEPHONY.provider}/calls/status`,
-          TWILIO_API_URL: twilio.url,
-          TWILIO_CALLBACK_URL: `${api.url}${TWILIO_STATUS_PATH}`,
-          LINE_API_URL: line.url,
-          ...(options.lineRateLimitPerSecond
-            ? { LINE_RATE_PER_SECOND: String(options.lineRateLimitPerSecond) }
-            : {}),
-          LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
-          ...options.brokerEnv,
-        },
-        onDeploy: publishDesiredVersion(doc, cloud.tableNames.control!),
-        onOutput: (id, line) => log(`[broker ${id}] ${line}`),
-      });
-      const brokers = fleet;
-      stoppers.push(() => brokers.stop());
-      const scheduler = startScheduler({
-        intervalMs: options.jobManagerIntervalMs ?? 2_000,
-        timeoutMs: functions['job-manager'].timeoutSeconds * 1000,
-        handler: makeLocalJobManager({
-          doc,
-          controlTable: cloud.tableNames.control!,
-          tasksTable: cloud.tableNames.tasks!,
-          fleet: brokers,
-          maxBrokers: options.maxBrokers ?? 2,
-          log: makeLogger('job-manager', { level: 'warn' }),
-        }),
-        onError: (error) => log(`job-manager: ${(error as Error).message}`),
-      });
-      stoppers.push(() => scheduler.stop());
-      log(
-        `ECS service     local broker fleet (task protection at ${agent.url}), job manager every ${(options.jobManagerIntervalMs ?? 2_000) / 1000} s`,
-      );
-    }
-
-    return {
-      cloud,
-      api,
-      line,
-      processor,
-      telephony,
-      connect,
-      twilio,
-      jobs,
-      fleet,
-      operator: makeOperatorClient({
-        baseUrl: api.url,
-        region: cloud.region,
-        credentials: LOCAL_CREDENTIALS,
-      }),
-      webhookUrl: (channelId) => `${api.url}/webhooks/line/${encodeURIComponent(channelId)}`,
-      putChannel,
-      putTelephonySecret,
-      stop: stopAll,
-    };
-  } catch (error) {
-    await stopAll();
-    throw error;
+    this.#stoppers.push(() => processor.stop());
+    this.#log(`SQS → Lambda    webhook-processor polls ${webhookQueue.url}`);
+    return processor;
   }
+
+  /** The broker fleet: the ECS agent and service stand-ins, and the job manager on a schedule. */
+  async #startFleet(providers: Providers, api: ApiGatewayServer, doc: DynamoDBDocumentClient) {
+    const options = this.#options;
+    const cloud = this.#cloud;
+    const agent = await startEcsAgent();
+    this.#stoppers.push(() => agent.stop());
+    const fleet = startLocalFleet({
+      agent,
+      version: 'local-1',
+      env: this.#brokerEnv(providers, api),
+      onDeploy: publishDesiredVersion(doc, cloud.tableNames.control!),
+      onOutput: (id, line) => this.#log(`[broker ${id}] ${line}`),
+    });
+    this.#stoppers.push(() => fleet.stop());
+    const scheduler = startScheduler({
+      intervalMs: options.jobManagerIntervalMs ?? 2_000,
+      timeoutMs: functions['job-manager'].timeoutSeconds * 1000,
+      handler: makeLocalJobManager({
+        doc,
+        controlTable: cloud.tableNames.control!,
+        tasksTable: cloud.tableNames.tasks!,
+        fleet,
+        maxBrokers: options.maxBrokers ?? 2,
+        log: makeLogger('job-manager', { level: 'warn' }),
+      }),
+      onError: (error) => this.#log(`job-manager: ${(error as Error).message}`),
+    });
+    this.#stoppers.push(() => scheduler.stop());
+    this.#log(
+      `ECS service     local broker fleet (task protection at ${agent.url}), job manager every ${(options.jobManagerIntervalMs ?? 2_000) / 1000} s`,
+    );
+    return fleet;
+  }
+
+  /** Every broker's environment: the local cloud, every provider, the callback routes. */
+  #brokerEnv(providers: Providers, api: ApiGatewayServer): Record<string, string> {
+    const options = this.#options;
+    return {
+      ...this.#cloud.env(),
+      TELEPHONY_API_URL: providers.telephony.url,
+      TELEPHONY_API_TOKEN: LOCAL_TELEPHONY.apiToken,
+      AWS_ENDPOINT_URL_CONNECT: providers.connect.url,
+      CALL_STATUS_CALLBACK_URL: `${api.url}/providers/${LOCAL_TELEPHONY.provider}/calls/status`,
+      TWILIO_API_URL: providers.twilio.url,
+      TWILIO_CALLBACK_URL: `${api.url}${TWILIO_STATUS_PATH}`,
+      LINE_API_URL: providers.line.url,
+      ...(options.lineRateLimitPerSecond
+        ? { LINE_RATE_PER_SECOND: String(options.lineRateLimitPerSecond) }
+        : {}),
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+      ...options.brokerEnv,
+    };
+  }
+}
+
+/** A Lambda behind an HTTP route: its handler and timeout. */
+async function httpFunction(id: 'webhook-receiver' | 'call-status') {
+  return {
+    handler: await loadHandler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>(id),
+    timeoutMs: functions[id].timeoutSeconds * 1000,
+  };
 }
