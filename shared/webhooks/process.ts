@@ -15,12 +15,19 @@ import type { ChannelLookup } from '#shared/channels/cache.ts';
 import { answerFor, type Channel } from '#shared/channels/channel.ts';
 import { backoffDelay, type OutgoingMessage, type SendOutcome } from '#shared/line/messaging-client.ts';
 import { retryKeyStillSafe, webhookRetryKey } from '#shared/line/retry-key.ts';
-import { eventSource, type KnownWebhookEvent, readKnownEvent, sourceKey } from '#shared/line/webhook.ts';
+import {
+  eventSource,
+  type KnownWebhookEvent,
+  readKnownEvent,
+  sourceKey,
+  type WebhookEvent,
+} from '#shared/line/webhook.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import {
   type MessagingFor,
   type OptOutStore,
   PROCESSED_EVENT_TTL_MS,
+  type ProcessedEventRecord,
   type ProcessedEventStore,
 } from './ports.ts';
 import type { QueuedWebhookEvent } from './queue-message.ts';
@@ -58,113 +65,193 @@ interface Action {
   readonly outcome: string;
 }
 
-export function makeProcessWebhookEvent(deps: ProcessDeps) {
-  const backoff = deps.backoff ?? { baseMs: 2_000, capMs: 15 * 60_000 };
+/** An event whose idempotency record this run has claimed. */
+interface ClaimedEvent {
+  readonly eventId: string;
+  readonly event: WebhookEvent;
+  readonly record: ProcessedEventRecord;
+}
 
-  return async function processWebhookEvent(
-    queued: QueuedWebhookEvent,
-    receiveCount: number,
-  ): Promise<ProcessResult> {
+/** Acts on webhook events, each exactly once, around their ports. */
+export class WebhookEventProcessor {
+  readonly #deps: ProcessDeps;
+  readonly #backoff: NonNullable<ProcessDeps['backoff']>;
+
+  constructor(deps: ProcessDeps) {
+    this.#deps = deps;
+    this.#backoff = deps.backoff ?? { baseMs: 2_000, capMs: 15 * 60_000 };
+  }
+
+  /** Acts on one queued event (delivered `receiveCount` times) and says what the queue should do. */
+  async process(queued: QueuedWebhookEvent, receiveCount: number): Promise<ProcessResult> {
     const { event } = queued;
     const eventId = event.webhookEventId;
-    const record = await deps.events.claim(eventId, deps.clock.now());
+    const record = await this.#deps.events.claim(eventId, this.#deps.clock.now());
     if (record.state !== 'processing') {
       return {
         kind: 'skipped',
         reason: `already ${record.state}${record.outcome ? ` (${record.outcome})` : ''}`,
       };
     }
-    const finish = async (
-      state: 'done' | 'failed',
-      outcome: string,
-      reason?: string,
-      expected = false,
-    ): Promise<ProcessResult> => {
-      await deps.events.finish(eventId, state, outcome, reason);
-      if (state === 'done') return { kind: 'done', outcome };
-      return { kind: 'failed', reason: reason ?? outcome, ...(expected ? { expected } : {}) };
-    };
+    const claimed: ClaimedEvent = { eventId, event, record };
 
-    const channel = await deps.channels.get(queued.channelId);
-    if (!channel) return finish('failed', 'unknown-channel', `channel ${queued.channelId} no longer exists`);
+    const channel = await this.#deps.channels.get(queued.channelId);
+    if (!channel)
+      return this.#finish(
+        eventId,
+        'failed',
+        'unknown-channel',
+        `channel ${queued.channelId} no longer exists`,
+      );
     // Standby forbids sending, not knowing: follows and unfollows are still recorded.
     const reading = readKnownEvent(event);
     // Acting on a guess could opt the wrong person in or out: say what was not understood.
-    if (reading.kind === 'unreadable') return finish('failed', 'event-not-understood', reading.problem);
-    const action = reading.kind === 'known' ? await decide(channel, reading.event, deps) : undefined;
+    if (reading.kind === 'unreadable')
+      return this.#finish(eventId, 'failed', 'event-not-understood', reading.problem);
+    const action = reading.kind === 'known' ? await decide(channel, reading.event, this.#deps) : undefined;
     // Only an active channel may answer; standby (another module holds the chat), or a mode this
     // code does not know, records what it must and sends nothing.
-    if (event.mode !== 'active') return finish('done', `${event.mode.slice(0, 40)}: nothing sent`);
-    if (!action) return finish('done', 'no answer');
+    if (event.mode !== 'active')
+      return this.#finish(eventId, 'done', `${event.mode.slice(0, 40)}: nothing sent`);
+    if (!action) return this.#finish(eventId, 'done', 'no answer');
 
     // A push answer goes to the group or room the event came from, else the user.
     const recipient = eventSource(event) ? sourceKey(event) : undefined;
-    if (channel.autoAnswer === 'push') {
-      if (!recipient) return finish('failed', 'no-recipient', 'event has no source to push to');
-      const refusal = oldEventRefusal(record.firstAttemptAt, event.timestamp, deps.clock.now());
-      if (refusal) return finish('failed', refusal.outcome, refusal.reason, true);
-      const outcome = await deps
-        .messagingFor(channel)
-        .push(recipient, action.messages, webhookRetryKey(eventId));
-      return settlePush(outcome, action, receiveCount);
-    }
+    if (channel.autoAnswer === 'push') return this.#push(claimed, channel, recipient, action, receiveCount);
+    return this.#reply(claimed, channel, action);
+  }
 
-    // Reply mode: a reply token works once and a reply is never retried after an ambiguous failure.
+  /** Records the event's final state and says so to the queue. */
+  async #finish(
+    eventId: string,
+    state: 'done' | 'failed',
+    outcome: string,
+    reason?: string,
+    expected = false,
+  ): Promise<ProcessResult> {
+    await this.#deps.events.finish(eventId, state, outcome, reason);
+    if (state === 'done') return { kind: 'done', outcome };
+    return { kind: 'failed', reason: reason ?? outcome, ...(expected ? { expected } : {}) };
+  }
+
+  /** Push mode: sent with the event's retry key, so a retry can never deliver twice. */
+  async #push(
+    { eventId, event, record }: ClaimedEvent,
+    channel: Channel,
+    recipient: string | undefined,
+    action: Action,
+    receiveCount: number,
+  ): Promise<ProcessResult> {
+    if (!recipient) return this.#finish(eventId, 'failed', 'no-recipient', 'event has no source to push to');
+    const refusal = oldEventRefusal(record.firstAttemptAt, event.timestamp, this.#deps.clock.now());
+    if (refusal) return this.#finish(eventId, 'failed', refusal.outcome, refusal.reason, true);
+    const outcome = await this.#deps
+      .messagingFor(channel)
+      .push(recipient, action.messages, webhookRetryKey(eventId));
+    return this.#settlePush(eventId, outcome, action, receiveCount);
+  }
+
+  async #settlePush(
+    eventId: string,
+    outcome: SendOutcome,
+    act: Action,
+    attempt: number,
+  ): Promise<ProcessResult> {
+    switch (outcome.kind) {
+      case 'delivered':
+        return this.#finish(eventId, 'done', act.outcome);
+      case 'already-delivered':
+        return this.#finish(eventId, 'done', `${act.outcome} (already delivered)`);
+      case 'rejected':
+        return this.#finish(
+          eventId,
+          'failed',
+          'push-rejected',
+          `push rejected ${outcome.status}: ${outcome.message}`,
+        );
+      case 'rate-limited':
+      case 'retryable':
+        return this.#retryPush(outcome, attempt);
+    }
+  }
+
+  /** A push to try again later: after a backoff, at least what LINE asked, at least a second. */
+  #retryPush(
+    outcome: Extract<SendOutcome, { kind: 'rate-limited' | 'retryable' }>,
+    attempt: number,
+  ): ProcessResult {
+    // A used-up monthly quota is not lifted in seconds: wait an hour between tries (the
+    // queue's 12 receives stay within the retry key's 24 h), and say so in the reason.
+    const monthly = outcome.kind === 'rate-limited' && outcome.reason === 'monthly-quota';
+    const base = monthly ? MONTHLY_QUOTA_RETRY_MS : backoffDelay(Math.max(0, attempt - 1), this.#backoff);
+    const floor = outcome.kind === 'rate-limited' ? (outcome.retryAfterMs ?? 0) : 0;
+    return {
+      kind: 'retry',
+      delayMs: Math.max(base, floor, 1_000),
+      reason: outcome.kind === 'rate-limited' ? `rate limited (${outcome.reason})` : `push ${outcome.reason}`,
+      rateLimited: outcome.kind === 'rate-limited',
+    };
+  }
+
+  /** Reply mode: a reply token works once and a reply is never retried after an ambiguous failure. */
+  async #reply(
+    { eventId, event, record }: ClaimedEvent,
+    channel: Channel,
+    action: Action,
+  ): Promise<ProcessResult> {
     if (!event.replyToken)
-      return finish('failed', 'no-reply-token', `a ${event.type} event carries no reply token`);
-    if (record.replyAttempted || !(await deps.events.markReplyAttempted(eventId))) {
-      return finish(
+      return this.#finish(
+        eventId,
+        'failed',
+        'no-reply-token',
+        `a ${event.type} event carries no reply token`,
+      );
+    if (record.replyAttempted || !(await this.#deps.events.markReplyAttempted(eventId))) {
+      return this.#finish(
+        eventId,
         'failed',
         'reply-not-retried',
         'a reply was already attempted for this event (at most once)',
       );
     }
-    const outcome = await deps.messagingFor(channel).reply(event.replyToken, action.messages);
+    const outcome = await this.#deps.messagingFor(channel).reply(event.replyToken, action.messages);
     switch (outcome.kind) {
       case 'delivered':
       case 'already-delivered':
-        return finish('done', action.outcome);
+        return this.#finish(eventId, 'done', action.outcome);
       case 'retryable':
-        return finish(
+        return this.#finish(
+          eventId,
           'failed',
           'reply-ambiguous',
           `reply ${outcome.reason}: not retried, it may have been delivered`,
         );
       case 'rate-limited':
-        return finish(
+        return this.#finish(
+          eventId,
           'failed',
           'reply-rate-limited',
           `reply refused (${outcome.reason}): ${outcome.message}`,
         );
       case 'rejected':
-        return finish('failed', 'reply-rejected', `reply rejected ${outcome.status}: ${outcome.message}`);
+        return this.#finish(
+          eventId,
+          'failed',
+          'reply-rejected',
+          `reply rejected ${outcome.status}: ${outcome.message}`,
+        );
     }
+  }
+}
 
-    async function settlePush(outcome: SendOutcome, act: Action, attempt: number): Promise<ProcessResult> {
-      switch (outcome.kind) {
-        case 'delivered':
-          return finish('done', act.outcome);
-        case 'already-delivered':
-          return finish('done', `${act.outcome} (already delivered)`);
-        case 'rejected':
-          return finish('failed', 'push-rejected', `push rejected ${outcome.status}: ${outcome.message}`);
-        case 'rate-limited':
-        case 'retryable': {
-          // A used-up monthly quota is not lifted in seconds: wait an hour between tries (the
-          // queue's 12 receives stay within the retry key's 24 h), and say so in the reason.
-          const monthly = outcome.kind === 'rate-limited' && outcome.reason === 'monthly-quota';
-          const base = monthly ? MONTHLY_QUOTA_RETRY_MS : backoffDelay(Math.max(0, attempt - 1), backoff);
-          const floor = outcome.kind === 'rate-limited' ? (outcome.retryAfterMs ?? 0) : 0;
-          return {
-            kind: 'retry',
-            delayMs: Math.max(base, floor, 1_000),
-            reason:
-              outcome.kind === 'rate-limited' ? `rate limited (${outcome.reason})` : `push ${outcome.reason}`,
-            rateLimited: outcome.kind === 'rate-limited',
-          };
-        }
-      }
-    }
+/** Builds the processor's use case: each call acts on one queued event. */
+export function makeProcessWebhookEvent(deps: ProcessDeps) {
+  const processor = new WebhookEventProcessor(deps);
+  return function processWebhookEvent(
+    queued: QueuedWebhookEvent,
+    receiveCount: number,
+  ): Promise<ProcessResult> {
+    return processor.process(queued, receiveCount);
   };
 }
 
