@@ -37,113 +37,179 @@ function isMissing(error: unknown): boolean {
  * them (`makeS3PresignClient`): a presigned PUT carrying the SDK's default checksum of an empty
  * body is refused by S3 for any real file. It defaults to `s3` for reads-only uses and tests.
  */
-export function makeS3UploadFiles(s3: S3Client, bucket: string, presigner: S3Client = s3): UploadFiles {
-  async function getBytes(key: string): Promise<Uint8Array | undefined> {
+export class S3UploadFiles implements UploadFiles {
+  readonly #s3: S3Client;
+  readonly #bucket: string;
+  readonly #presigner: S3Client;
+
+  constructor(s3: S3Client, bucket: string, presigner: S3Client = s3) {
+    this.#s3 = s3;
+    this.#bucket = bucket;
+    this.#presigner = presigner;
+  }
+
+  presignPut(key: string, expiresIn: number): Promise<string> {
+    return getSignedUrl(this.#presigner, new PutObjectCommand({ Bucket: this.#bucket, Key: key }), {
+      expiresIn,
+    });
+  }
+
+  presignGet(key: string, expiresIn: number): Promise<string> {
+    return getSignedUrl(this.#presigner, new GetObjectCommand({ Bucket: this.#bucket, Key: key }), {
+      expiresIn,
+    });
+  }
+
+  async put(key: string, body: Uint8Array, contentType: string): Promise<void> {
+    await this.#s3.send(
+      new PutObjectCommand({ Bucket: this.#bucket, Key: key, Body: body, ContentType: contentType }),
+    );
+  }
+
+  async *read(
+    key: string,
+    options: { readonly fromByte?: number; readonly eTag?: string } = {},
+  ): AsyncIterable<Uint8Array> {
+    const fromByte = options.fromByte ?? 0;
+    let body: AsyncIterable<Uint8Array>;
     try {
-      const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      const out = await this.#s3.send(
+        new GetObjectCommand({
+          Bucket: this.#bucket,
+          Key: key,
+          ...(fromByte > 0 ? { Range: `bytes=${fromByte}-` } : {}),
+          ...(options.eTag ? { IfMatch: `"${options.eTag}"` } : {}),
+        }),
+      );
+      body = out.Body as unknown as AsyncIterable<Uint8Array>;
+    } catch (error) {
+      if (status(error) === 412 || (error as Error)?.name === 'PreconditionFailed') {
+        throw new SourceChangedError(`${key} is no longer the uploaded version`);
+      }
+      // Nothing left past the offset.
+      if (status(error) === 416) return;
+      throw error;
+    }
+    yield* body;
+  }
+
+  async readJson(key: string): Promise<unknown> {
+    const bytes = await this.getBytes(key);
+    return bytes === undefined ? undefined : JSON.parse(Buffer.from(bytes).toString('utf8'));
+  }
+
+  async getBytes(key: string): Promise<Uint8Array | undefined> {
+    try {
+      const out = await this.#s3.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
       return await out.Body!.transformToByteArray();
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
     }
   }
-  return {
-    presignPut: (key, expiresIn) =>
-      getSignedUrl(presigner, new PutObjectCommand({ Bucket: bucket, Key: key }), { expiresIn }),
-    presignGet: (key, expiresIn) =>
-      getSignedUrl(presigner, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn }),
-    async put(key, body, contentType) {
-      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
-    },
-    async *read(key, options = {}) {
-      const fromByte = options.fromByte ?? 0;
-      let body: AsyncIterable<Uint8Array>;
-      try {
-        const out = await s3.send(
-          new GetObjectCommand({
-            Bucket: bucket,
-            Key: key,
-            ...(fromByte > 0 ? { Range: `bytes=${fromByte}-` } : {}),
-            ...(options.eTag ? { IfMatch: `"${options.eTag}"` } : {}),
-          }),
-        );
-        body = out.Body as unknown as AsyncIterable<Uint8Array>;
-      } catch (error) {
-        if (status(error) === 412 || (error as Error)?.name === 'PreconditionFailed') {
-          throw new SourceChangedError(`${key} is no longer the uploaded version`);
-        }
-        // Nothing left past the offset.
-        if (status(error) === 416) return;
-        throw error;
+
+  write(key: string, chunks: AsyncIterable<Uint8Array>, contentType: string): Promise<void> {
+    return new S3ObjectWrite(this.#s3, this.#bucket, key, contentType).write(chunks);
+  }
+}
+
+/**
+ * One object written from a stream of chunks: one PUT when it is smaller than a part, else a
+ * multipart upload of {@link PART_BYTES} parts, aborted if anything fails.
+ */
+class S3ObjectWrite {
+  readonly #s3: S3Client;
+  readonly #bucket: string;
+  readonly #key: string;
+  readonly #contentType: string;
+  #buffered: Buffer[] = [];
+  #size = 0;
+  #uploadId: string | undefined;
+  readonly #parts: { ETag: string; PartNumber: number }[] = [];
+
+  constructor(s3: S3Client, bucket: string, key: string, contentType: string) {
+    this.#s3 = s3;
+    this.#bucket = bucket;
+    this.#key = key;
+    this.#contentType = contentType;
+  }
+
+  async write(chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    try {
+      for await (const chunk of chunks) {
+        this.#buffered.push(Buffer.from(chunk));
+        this.#size += chunk.byteLength;
+        if (this.#size >= PART_BYTES) await this.#sendPart();
       }
-      yield* body;
-    },
-    async readJson(key) {
-      const bytes = await getBytes(key);
-      return bytes === undefined ? undefined : JSON.parse(Buffer.from(bytes).toString('utf8'));
-    },
-    getBytes,
-    async write(key, chunks, contentType) {
-      let buffered: Buffer[] = [];
-      let size = 0;
-      let uploadId: string | undefined;
-      const parts: { ETag: string; PartNumber: number }[] = [];
-      const sendPart = async () => {
-        uploadId ??= (
-          await s3.send(
-            new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: contentType }),
-          )
-        ).UploadId!;
-        const PartNumber = parts.length + 1;
-        const out = await s3.send(
-          new UploadPartCommand({
-            Bucket: bucket,
-            Key: key,
-            UploadId: uploadId,
-            PartNumber,
-            Body: Buffer.concat(buffered),
-          }),
-        );
-        parts.push({ ETag: out.ETag!, PartNumber });
-        buffered = [];
-        size = 0;
-      };
-      try {
-        for await (const chunk of chunks) {
-          buffered.push(Buffer.from(chunk));
-          size += chunk.byteLength;
-          if (size >= PART_BYTES) await sendPart();
-        }
-        if (uploadId === undefined) {
-          await s3.send(
-            new PutObjectCommand({
-              Bucket: bucket,
-              Key: key,
-              Body: Buffer.concat(buffered),
-              ContentType: contentType,
-            }),
-          );
-          return;
-        }
-        if (size > 0) await sendPart();
-        await s3.send(
-          new CompleteMultipartUploadCommand({
-            Bucket: bucket,
-            Key: key,
-            UploadId: uploadId,
-            MultipartUpload: { Parts: parts },
-          }),
-        );
-      } catch (error) {
-        if (uploadId) {
-          await s3
-            .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }))
-            .catch(() => {});
-        }
-        throw error;
+      if (this.#uploadId === undefined) {
+        await this.#putWhole();
+        return;
       }
-    },
-  };
+      if (this.#size > 0) await this.#sendPart();
+      await this.#complete(this.#uploadId);
+    } catch (error) {
+      if (this.#uploadId) await this.#abort(this.#uploadId);
+      throw error;
+    }
+  }
+
+  async #sendPart(): Promise<void> {
+    this.#uploadId ??= (
+      await this.#s3.send(
+        new CreateMultipartUploadCommand({
+          Bucket: this.#bucket,
+          Key: this.#key,
+          ContentType: this.#contentType,
+        }),
+      )
+    ).UploadId!;
+    const PartNumber = this.#parts.length + 1;
+    const out = await this.#s3.send(
+      new UploadPartCommand({
+        Bucket: this.#bucket,
+        Key: this.#key,
+        UploadId: this.#uploadId,
+        PartNumber,
+        Body: Buffer.concat(this.#buffered),
+      }),
+    );
+    this.#parts.push({ ETag: out.ETag!, PartNumber });
+    this.#buffered = [];
+    this.#size = 0;
+  }
+
+  async #putWhole(): Promise<void> {
+    await this.#s3.send(
+      new PutObjectCommand({
+        Bucket: this.#bucket,
+        Key: this.#key,
+        Body: Buffer.concat(this.#buffered),
+        ContentType: this.#contentType,
+      }),
+    );
+  }
+
+  async #complete(uploadId: string): Promise<void> {
+    await this.#s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: this.#bucket,
+        Key: this.#key,
+        UploadId: uploadId,
+        MultipartUpload: { Parts: this.#parts },
+      }),
+    );
+  }
+
+  async #abort(uploadId: string): Promise<void> {
+    await this.#s3
+      .send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key, UploadId: uploadId }))
+      .catch(() => {});
+  }
+}
+
+/** The uploads bucket (see {@link S3UploadFiles}). */
+export function makeS3UploadFiles(s3: S3Client, bucket: string, presigner: S3Client = s3): UploadFiles {
+  return new S3UploadFiles(s3, bucket, presigner);
 }
 
 /** Where a job's validation report pages are. */
