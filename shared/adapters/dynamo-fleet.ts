@@ -23,7 +23,9 @@ import {
 import type { FleetWork } from '#shared/broker/fleet.ts';
 import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
 import { type ClientSettings, type Job, keys } from '#shared/jobs/model.ts';
+import { OPEN_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { STATE_NAME, stateIn } from './task-state-conditions.ts';
 
 export interface DynamoFleetStoreOptions {
   readonly controlTable: string;
@@ -211,20 +213,17 @@ function transitionUpdate(
   };
 }
 
+const OPEN = stateIn(OPEN_TASK_STATES);
+
 /** One page of a job's shard, filtered to its open tasks. */
 function openTaskQuery(tasksTable: string, jobId: string, shard: number): QueryCommandInput {
   return {
     TableName: tasksTable,
     KeyConditionExpression: 'pk = :pk',
-    FilterExpression: '#state IN (:pending, :inFlight, :retryWait)',
+    FilterExpression: OPEN.condition,
     ProjectionExpression: 'pk',
-    ExpressionAttributeNames: { '#state': 'state' },
-    ExpressionAttributeValues: {
-      ':pk': `${jobId}#${shard}`,
-      ':pending': 'pending',
-      ':inFlight': 'in-flight',
-      ':retryWait': 'retry-wait',
-    },
+    ExpressionAttributeNames: STATE_NAME,
+    ExpressionAttributeValues: { ':pk': `${jobId}#${shard}`, ...OPEN.values },
     // Consistent: an open task just written must never be missed, or the job would
     // complete with work left.
     ConsistentRead: true,

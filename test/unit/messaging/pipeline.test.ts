@@ -4,12 +4,9 @@ import { attemptKey, newUlid } from '#shared/ids.ts';
 import { makeMessagingClient, type PreparedSend, type SendOutcome } from '#shared/line/messaging-client.ts';
 import { RETRY_KEY_LIFETIME_MS } from '#shared/line/retry-key.ts';
 import { type HttpSend, makeHttpSend } from '#shared/messaging/http-send.ts';
-import {
-  type MessagePipelineOptions,
-  multicastRetryKey,
-  runMessagePipeline,
-} from '#shared/messaging/pipeline.ts';
+import { type MessagePipelineOptions, runMessagePipeline } from '#shared/messaging/pipeline.ts';
 import type { BatchLedger, ClaimedTask, JobProgress } from '#shared/messaging/ports.ts';
+import { multicastRetryKey } from '#shared/messaging/send-queue.ts';
 import { systemClock } from '#shared/pacing/clock.ts';
 import { CHANNEL, makeTasks, memorySink, memorySource, PERSONAL, SAME_FOR_ALL, userId } from './support.ts';
 

@@ -1,0 +1,256 @@
+/**
+ * Sending one unit (a push or a multicast) until it settles: the message rendered and the request
+ * prepared once (a resend is the same bytes under the same retry key), a multicast recorded in the
+ * ledger before its first request, each request paced, then by LINE's answer: 2xx and 409
+ * delivered, other 4xx failed, a 429 backs the whole pool off (the monthly quota stops the
+ * pipeline), a 5xx / timeout / dropped response retried with backoff while the key is inside
+ * LINE's 24-hour window, else released with `maybeSent` for a later claim with the same attempt.
+ */
+import {
+  backoffDelay,
+  type PreparedSend,
+  prepareMulticast,
+  preparePush,
+  type SendOutcome,
+} from '#shared/line/messaging-client.ts';
+import { retryKeyStillSafe } from '#shared/line/retry-key.ts';
+import type { Logger } from '#shared/log.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
+import type { BatchLedger, SendObservation, SendPort, TaskOutcome } from './ports.ts';
+import type { SendPacer } from './send-pacer.ts';
+import type { SendUnit } from './send-queue.ts';
+import { compileTemplate, MissingVariableError } from './template.ts';
+
+/** An outcome for every task of a unit (the unit's identity is added). */
+export type UnitOutcome = Omit<TaskOutcome, 'at' | 'jobId' | 'taskId' | 'attempt' | 'retryKey'>;
+
+/** What a sender needs of the run it belongs to. */
+export interface SendingRun {
+  readonly stopping: boolean;
+  stop(reason: 'monthly-quota'): void;
+  /** Sleeps `ms`; false when the pipeline stopped meanwhile (stopping wakes it at once). */
+  sleep(ms: number): Promise<boolean>;
+  settleUnit(unit: SendUnit, outcome: UnitOutcome): void;
+  readonly totals: { requests: number; multicastRequests: number; resends: number; rateLimited: number };
+}
+
+export interface UnitSenderOptions {
+  readonly send: SendPort;
+  readonly clock: Clock;
+  readonly pacer: SendPacer;
+  readonly batches: BatchLedger | undefined;
+  readonly log: Logger | undefined;
+  readonly observe: ((observation: SendObservation) => void) | undefined;
+  readonly maxRetries: number;
+  readonly retryBaseMs: number;
+  readonly random: () => number;
+}
+
+/** One unit's state while it is being sent. */
+interface Sending {
+  readonly unit: SendUnit;
+  readonly prepared: PreparedSend;
+  maybeSent: boolean;
+  retries: number;
+  sends: number;
+}
+
+export class UnitSender {
+  readonly #run: SendingRun;
+  readonly #options: UnitSenderOptions;
+
+  constructor(run: SendingRun, options: UnitSenderOptions) {
+    this.#run = run;
+    this.#options = options;
+  }
+
+  async send(unit: SendUnit): Promise<void> {
+    const prepared = this.#prepare(unit);
+    if (prepared === undefined) return;
+    if (!(await this.#record(unit))) return;
+    const sending: Sending = { unit, prepared, maybeSent: false, retries: 0, sends: 0 };
+    for (;;) {
+      const outcome = await this.#request(sending);
+      if (outcome === undefined || (await this.#settled(sending, outcome))) return;
+    }
+  }
+
+  /** The request, rendered once; a message that cannot be rendered fails its tasks. */
+  #prepare(unit: SendUnit): PreparedSend | undefined {
+    const first = unit.tasks[0]!;
+    try {
+      const messages = compileTemplate(first.template).render(first.variables);
+      const opts =
+        first.template.notificationDisabled === undefined
+          ? {}
+          : { notificationDisabled: first.template.notificationDisabled };
+      return unit.endpoint === 'push'
+        ? preparePush(first.recipient, messages, unit.retryKey, opts)
+        : prepareMulticast(
+            unit.tasks.map((t) => t.recipient),
+            messages,
+            unit.retryKey,
+            opts,
+          );
+    } catch (error) {
+      const reason =
+        error instanceof MissingVariableError
+          ? `missing-variable: ${error.variable}`
+          : `bad-message: ${(error as Error).message}`;
+      this.#run.settleUnit(unit, { kind: 'failed', lastResult: 'not-sent', reason });
+      return undefined;
+    }
+  }
+
+  /** A new multicast is recorded before its first request; false when its tasks were released instead. */
+  async #record(unit: SendUnit): Promise<boolean> {
+    const { batches, log } = this.#options;
+    if (unit.endpoint !== 'multicast' || unit.recorded || !batches) return true;
+    if (this.#run.stopping) {
+      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: false });
+      return false;
+    }
+    try {
+      await batches.record({
+        jobId: unit.tasks[0]!.jobId,
+        attempt: unit.tasks[0]!.attempt,
+        retryKey: unit.retryKey,
+        taskIds: unit.tasks.map((t) => t.taskId),
+      });
+      return true;
+    } catch (error) {
+      log?.warn('recording a multicast batch failed; its tasks are released unsent', { error });
+      this.#run.settleUnit(unit, {
+        kind: 'released',
+        lastResult: 'batch-not-recorded',
+        reason: (error as Error)?.message,
+        maybeSent: false,
+      });
+      return false;
+    }
+  }
+
+  /** One paced request; undefined when the unit settled without one (stopped, key too old). */
+  async #request(sending: Sending): Promise<SendOutcome | undefined> {
+    const { clock, pacer, send, observe } = this.#options;
+    const { unit, prepared } = sending;
+    if (!retryKeyStillSafe(unit.startedAt, clock.now())) {
+      // An earlier request may have been accepted; past LINE's memory of the key, a resend (or a
+      // new attempt) could deliver twice. Settling as failed keeps "at most once".
+      this.#run.settleUnit(unit, {
+        kind: 'failed',
+        lastResult: 'retry-window-passed',
+        reason: 'the retry key is too old to resend safely; the message may or may not have been delivered',
+      });
+      return undefined;
+    }
+    if (!(await pacer.acquire()) || this.#run.stopping) {
+      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: sending.maybeSent });
+      return undefined;
+    }
+    const startedAt = clock.now();
+    const totals = this.#run.totals;
+    if (sending.sends > 0) totals.resends++;
+    sending.sends++;
+    totals.requests++;
+    if (prepared.endpoint === 'multicast') totals.multicastRequests++;
+    const outcome = await send(prepared);
+    observe?.({
+      endpoint: prepared.endpoint,
+      recipients: unit.tasks.length,
+      outcome: outcome.kind,
+      latencyMs: clock.now() - startedAt,
+    });
+    return outcome;
+  }
+
+  /** Acts on LINE's answer: true when the unit settled, false to send it again. */
+  async #settled(sending: Sending, outcome: SendOutcome): Promise<boolean> {
+    const { unit } = sending;
+    switch (outcome.kind) {
+      case 'delivered':
+        this.#options.pacer.succeeded();
+        this.#run.settleUnit(unit, {
+          kind: 'delivered',
+          lastResult: 'delivered',
+          requestId: outcome.requestId,
+        });
+        return true;
+      case 'already-delivered':
+        this.#options.pacer.succeeded();
+        this.#run.settleUnit(unit, {
+          kind: 'delivered',
+          lastResult: 'already-delivered',
+          requestId: outcome.acceptedRequestId,
+        });
+        return true;
+      case 'rejected':
+        this.#run.settleUnit(unit, {
+          kind: 'failed',
+          lastResult: `http-${outcome.status}`,
+          reason: rejectionReason(outcome),
+          requestId: outcome.requestId,
+        });
+        return true;
+      case 'rate-limited':
+        return this.#rateLimited(sending, outcome);
+      case 'retryable':
+        return this.#retryable(sending, outcome);
+    }
+  }
+
+  #rateLimited(sending: Sending, outcome: Extract<SendOutcome, { kind: 'rate-limited' }>): boolean {
+    this.#run.totals.rateLimited++;
+    if (outcome.reason === 'monthly-quota') {
+      if (!this.#run.stopping)
+        this.#options.log?.error('LINE monthly message quota used up: message pipeline stopped');
+      this.#run.stop('monthly-quota');
+      this.#run.settleUnit(sending.unit, {
+        kind: 'released',
+        lastResult: 'monthly-quota',
+        maybeSent: sending.maybeSent,
+      });
+      return true;
+    }
+    this.#options.pacer.backOff(outcome.retryAfterMs, this.#options.random);
+    return false;
+  }
+
+  async #retryable(sending: Sending, outcome: Extract<SendOutcome, { kind: 'retryable' }>): Promise<boolean> {
+    const { unit } = sending;
+    sending.maybeSent ||= outcome.maybeDelivered;
+    if (this.#run.stopping) {
+      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: sending.maybeSent });
+      return true;
+    }
+    if (sending.retries >= this.#options.maxRetries) {
+      this.#options.log?.warn('message send still failing, task released', { reason: outcome.message });
+      this.#run.settleUnit(unit, {
+        kind: 'released',
+        lastResult: outcome.reason,
+        reason: outcome.message,
+        maybeSent: sending.maybeSent,
+        retryAfterMs: 60_000,
+      });
+      return true;
+    }
+    const wait = backoffDelay(sending.retries, {
+      baseMs: this.#options.retryBaseMs,
+      random: this.#options.random,
+    });
+    sending.retries++;
+    if (!(await this.#run.sleep(wait))) {
+      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: sending.maybeSent });
+      return true;
+    }
+    return false;
+  }
+}
+
+function rejectionReason(outcome: Extract<SendOutcome, { kind: 'rejected' }>): string {
+  const details = outcome.details
+    .map((d) => [d.property, d.message].filter(Boolean).join(': '))
+    .filter(Boolean)
+    .join('; ');
+  return `HTTP ${outcome.status}: ${outcome.message}${details ? ` (${details})` : ''}`;
+}
