@@ -8,7 +8,7 @@ import {
 } from '#shared/adapters/dynamo-webhooks.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
-import type { Channel } from '#shared/channels/channel.ts';
+import { ChannelClients } from '#shared/channels/clients.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import {
   DEFAULT_LINE_API_URL,
@@ -32,21 +32,15 @@ const clock = { now: () => Date.now() };
 /** A Messaging API request gives up after this long (then it is retried with the same key). */
 const MESSAGING_TIMEOUT_MS = 5_000;
 
-// One client per channel (and access token), kept for the container's life: keep-alive pays off.
-const clients = new Map<string, MessagingClient>();
-function messagingFor(channel: Channel): MessagingClient {
-  const key = `${channel.channelId}:${channel.updatedAt}`;
-  let client = clients.get(key);
-  if (!client) {
-    client = makeMessagingClient({
+// One client per channel (and access token), kept while the container lives: keep-alive pays off.
+const clients = new ChannelClients<MessagingClient>({
+  create: (channel) =>
+    makeMessagingClient({
       channelAccessToken: channel.accessToken,
       baseUrl: lineApiUrl,
       timeoutMs: MESSAGING_TIMEOUT_MS,
-    });
-    clients.set(key, client);
-  }
-  return client;
-}
+    }),
+});
 
 export const handler = observe(
   makeProcessorHandler({
@@ -54,7 +48,7 @@ export const handler = observe(
       channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
       events: makeDynamoProcessedEventStore(doc, eventsTable),
       optOuts: makeDynamoOptOutStore(doc, controlTable),
-      messagingFor,
+      messagingFor: (channel) => clients.for(channel),
       clock,
       log,
     }),
