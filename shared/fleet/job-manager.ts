@@ -86,68 +86,130 @@ export class InvalidJobManagerOptionsError extends Error {
   override name = 'InvalidJobManagerOptionsError';
 }
 
-/** Builds the job manager's run; each call of the returned function is one scheduled run. */
-export function makeRunJobManager(options: JobManagerOptions): () => Promise<JobManagerResult> {
-  const { store, scaler, clock } = options;
-  if (!Number.isInteger(options.maxBrokers) || options.maxBrokers < 0) {
-    throw new InvalidJobManagerOptionsError(
-      `maxBrokers must be a whole number ≥ 0, got ${options.maxBrokers}`,
-    );
-  }
-  const lookaheadMs = options.lookaheadMs ?? 60_000;
-  const concurrency = options.concurrency ?? 8;
-  const fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
+/** Running jobs after step 2: every one seen, and those that still have work. */
+interface RunningJobs {
+  readonly running: ReadonlyMap<string, Job>;
+  readonly active: readonly Job[];
+  readonly completed: readonly string[];
+}
+
+/** Clients that get a broker: to work now, or only to adopt and settle orphaned calls (both sorted). */
+interface ClientsToServe {
+  readonly clients: readonly string[];
+  readonly orphaned: readonly string[];
+}
+
+/**
+ * The job manager around its ports; {@link run} is one scheduled run. Between runs it remembers
+ * when it last read each running job's tasks.
+ */
+export class JobManager {
+  readonly #options: JobManagerOptions;
+  readonly #store: FleetStore;
+  readonly #scaler: EcsServiceScaler;
+  readonly #clock: Clock;
+  readonly #lookaheadMs: number;
+  readonly #concurrency: number;
+  readonly #fullCheckEveryMs: number;
   /** When this instance last read each running job's tasks. */
-  const checkedAt = new Map<string, number>();
+  readonly #checkedAt = new Map<string, number>();
 
-  /** Whether a running job still has work: its counts when they say so, else its tasks. */
-  async function hasOpenTask(job: Job, now: number): Promise<boolean> {
-    const last = checkedAt.get(job.jobId);
-    if (tasksLeft(job) && last !== undefined && now - last < fullCheckEveryMs) return true;
-    checkedAt.set(job.jobId, now);
-    return store.hasOpenTask(job.jobId);
+  constructor(options: JobManagerOptions) {
+    if (!Number.isInteger(options.maxBrokers) || options.maxBrokers < 0) {
+      throw new InvalidJobManagerOptionsError(
+        `maxBrokers must be a whole number ≥ 0, got ${options.maxBrokers}`,
+      );
+    }
+    this.#options = options;
+    this.#store = options.store;
+    this.#scaler = options.scaler;
+    this.#clock = options.clock;
+    this.#lookaheadMs = options.lookaheadMs ?? 60_000;
+    this.#concurrency = options.concurrency ?? 8;
+    this.#fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
   }
 
-  return async () => {
-    const now = clock.now();
-    const desiredVersion = await options.desiredVersion();
+  /** One scheduled run (see the module comment for its steps). */
+  async run(): Promise<JobManagerResult> {
+    const now = this.#clock.now();
+    const desiredVersion = await this.#options.desiredVersion();
     const problems: JobManagerProblem[] = [];
+    const started = await this.#startDueJobs(now, problems);
+    const { running, active, completed } = await this.#completeFinishedJobs(started, now, problems);
+    const { clients, orphaned } = await this.#clientsToServe(active, now, problems);
+    for (const jobId of this.#checkedAt.keys()) if (!running.has(jobId)) this.#checkedAt.delete(jobId);
+    const desiredCount = await this.#sizeFleet(clients, orphaned, desiredVersion, now);
+    return {
+      at: now,
+      started: started.map((job) => job.jobId).sort(),
+      completed: [...completed].sort(),
+      clients,
+      orphaned,
+      desiredCount,
+      desiredVersion,
+      problems,
+    };
+  }
 
-    // 1. Due jobs. The index is eventually consistent: the conditional write is the truth.
-    const due = (await store.dueScheduledJobs(now)).filter((job) => job.startAt <= now);
+  /** 1. Due jobs. The index is eventually consistent: the conditional write is the truth. */
+  async #startDueJobs(now: number, problems: JobManagerProblem[]): Promise<Job[]> {
+    const due = (await this.#store.dueScheduledJobs(now)).filter((job) => job.startAt <= now);
     const started: Job[] = [];
-    await forEachLimited(due, concurrency, async (job) => {
+    await forEachLimited(due, this.#concurrency, async (job) => {
       try {
-        if (await store.startJob(job, now)) started.push({ ...job, status: 'running', updatedAt: now });
+        if (await this.#store.startJob(job, now)) started.push({ ...job, status: 'running', updatedAt: now });
       } catch (error) {
         problems.push({ step: 'start', id: job.jobId, error });
       }
     });
+    return started;
+  }
 
-    // 2. Running jobs, including the ones just started (the index may not show them yet).
+  /** 2. Running jobs, including the ones just started (the index may not show them yet). */
+  async #completeFinishedJobs(
+    started: readonly Job[],
+    now: number,
+    problems: JobManagerProblem[],
+  ): Promise<RunningJobs> {
     const running = new Map<string, Job>();
-    for (const job of await store.runningJobs()) if (job.status === 'running') running.set(job.jobId, job);
+    for (const job of await this.#store.runningJobs())
+      if (job.status === 'running') running.set(job.jobId, job);
     for (const job of started) running.set(job.jobId, job);
     const completed: string[] = [];
     const active: Job[] = [];
-    await forEachLimited([...running.values()], concurrency, async (job) => {
+    await forEachLimited([...running.values()], this.#concurrency, async (job) => {
       try {
-        if (await hasOpenTask(job, now)) active.push(job);
-        else if (await store.completeJob(job, now)) completed.push(job.jobId);
+        if (await this.#hasOpenTask(job, now)) active.push(job);
+        else if (await this.#store.completeJob(job, now)) completed.push(job.jobId);
       } catch (error) {
         problems.push({ step: 'complete', id: job.jobId, error });
       }
     });
+    return { running, active, completed };
+  }
 
-    // 3. Clients with work they may do now.
+  /** Whether a running job still has work: its counts when they say so, else its tasks. */
+  async #hasOpenTask(job: Job, now: number): Promise<boolean> {
+    const last = this.#checkedAt.get(job.jobId);
+    if (tasksLeft(job) && last !== undefined && now - last < this.#fullCheckEveryMs) return true;
+    this.#checkedAt.set(job.jobId, now);
+    return this.#store.hasOpenTask(job.jobId);
+  }
+
+  /** 3. Clients with work they may do now, and clients with only orphaned calls to settle. */
+  async #clientsToServe(
+    active: readonly Job[],
+    now: number,
+    problems: JobManagerProblem[],
+  ): Promise<ClientsToServe> {
     const jobsByClient = new Map<string, Job[]>();
     for (const job of active)
       jobsByClient.set(job.clientId, [...(jobsByClient.get(job.clientId) ?? []), job]);
     const clients: string[] = [];
     const orphaned: string[] = [];
-    await forEachLimited([...jobsByClient], concurrency, async ([clientId, jobs]) => {
+    await forEachLimited([...jobsByClient], this.#concurrency, async ([clientId, jobs]) => {
       try {
-        const profile = await store.client(clientId);
+        const profile = await this.#store.client(clientId);
         if (!profile) return;
         const open = profile.paused
           ? []
@@ -155,11 +217,11 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
               isOpen(effectiveCallingHours(profile.settings.callingHours, job.callingHours), now),
             );
         const ids = open.map((job) => job.jobId);
-        if (ids.length > 0 && (await store.hasReadyTask(clientId, ids, now + lookaheadMs))) {
+        if (ids.length > 0 && (await this.#store.hasReadyTask(clientId, ids, now + this.#lookaheadMs))) {
           clients.push(clientId);
           return;
         }
-        if (!(await store.hasOrphanedCalls(clientId, now))) return;
+        if (!(await this.#store.hasOrphanedCalls(clientId, now))) return;
         // May it call now, the broker serves it as usual (adopting first); else it only adopts.
         if (ids.length > 0) clients.push(clientId);
         else orphaned.push(clientId);
@@ -169,29 +231,33 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
     });
     clients.sort();
     orphaned.sort();
-    for (const jobId of checkedAt.keys()) if (!running.has(jobId)) checkedAt.delete(jobId);
+    return { clients, orphaned };
+  }
 
-    // 4 and 5. A run that finds a newer work list leaves the fleet to the run that wrote it.
-    const written = await store.putFleetWork(
+  /**
+   * 4 and 5. A run that finds a newer work list leaves the fleet to the run that wrote it.
+   * Returns the desired count set, or undefined when the work list was not written.
+   */
+  async #sizeFleet(
+    clients: readonly string[],
+    orphaned: readonly string[],
+    desiredVersion: string,
+    now: number,
+  ): Promise<number | undefined> {
+    const written = await this.#store.putFleetWork(
       fleetWorkItem({ clients, orphaned, desiredVersion, updatedAt: now }),
     );
-    let desiredCount: number | undefined;
-    if (written) {
-      desiredCount = Math.min(clients.length + orphaned.length, options.maxBrokers);
-      await scaler.setDesiredCount(desiredCount);
-    }
+    if (!written) return undefined;
+    const desiredCount = Math.min(clients.length + orphaned.length, this.#options.maxBrokers);
+    await this.#scaler.setDesiredCount(desiredCount);
+    return desiredCount;
+  }
+}
 
-    return {
-      at: now,
-      started: started.map((job) => job.jobId).sort(),
-      completed: completed.sort(),
-      clients,
-      orphaned,
-      desiredCount,
-      desiredVersion,
-      problems,
-    };
-  };
+/** Builds the job manager's run; each call of the returned function is one scheduled run. */
+export function makeRunJobManager(options: JobManagerOptions): () => Promise<JobManagerResult> {
+  const manager = new JobManager(options);
+  return () => manager.run();
 }
 
 /** True when the job's counts say some of its tasks have not ended. */
