@@ -102,34 +102,80 @@ export function failedRecordIds(
 
 /** Starts polling; call `stop()` to end it. */
 export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
-  const batchSize = options.batchSize ?? 10;
-  const windowMs = options.maxBatchingWindowMs ?? 0;
-  const region = options.region ?? 'us-east-1';
-  const reportFailures = options.reportBatchItemFailures ?? true;
-  const counters = { invocations: 0, failedInvocations: 0, records: 0, deleted: 0 };
-  let stopping = false;
+  const mapping = new EventSourceMapping(options);
+  const loops = Array.from({ length: options.concurrency ?? 1 }, () => mapping.poll());
+  return {
+    stats: () => mapping.stats(),
+    stop: async () => {
+      mapping.stop();
+      await Promise.allSettled(loops);
+    },
+  };
+}
 
-  async function gather(): Promise<Message[]> {
+/** One queue's event source mapping; each {@link poll} is one poller, run until stopped. */
+class EventSourceMapping {
+  /** No new receive starts, and what is received meanwhile is released. */
+  #stopping = false;
+  readonly #options: SqsPollerOptions;
+  readonly #batchSize: number;
+  readonly #windowMs: number;
+  readonly #region: string;
+  readonly #reportFailures: boolean;
+  readonly #counters = { invocations: 0, failedInvocations: 0, records: 0, deleted: 0 };
+
+  constructor(options: SqsPollerOptions) {
+    this.#options = options;
+    this.#batchSize = options.batchSize ?? 10;
+    this.#windowMs = options.maxBatchingWindowMs ?? 0;
+    this.#region = options.region ?? 'us-east-1';
+    this.#reportFailures = options.reportBatchItemFailures ?? true;
+  }
+
+  /** Stops every poller after its current receive or invocation. */
+  stop(): void {
+    this.#stopping = true;
+  }
+
+  stats(): ReturnType<SqsPoller['stats']> {
+    return { ...this.#counters };
+  }
+
+  /** Gathers batches and invokes the handler with them until stopped. */
+  async poll(): Promise<void> {
+    while (!this.#stopping) {
+      let messages: Message[];
+      try {
+        messages = await this.#gather();
+      } catch (error) {
+        if (this.#stopping) return;
+        this.#options.onError?.(error);
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
+      if (messages.length === 0) continue;
+      if (this.#stopping) {
+        await this.#release(messages).catch((error) => this.#options.onError?.(error));
+        return;
+      }
+      await this.#invoke(messages);
+    }
+  }
+
+  /**
+   * One batch, as Lambda's event source mapping gathers it: with a window, keep gathering until it
+   * closes or the batch is full; without one, invoke with whatever the first receive brought.
+   */
+  async #gather(): Promise<Message[]> {
     const batch: Message[] = [];
     let deadline = Number.POSITIVE_INFINITY;
-    while (!stopping && batch.length < batchSize) {
+    while (!this.#stopping && batch.length < this.#batchSize) {
       const remaining = deadline - Date.now();
-      // As Lambda's event source mapping: with a window, keep gathering until it closes or the
-      // batch is full; without one, invoke with whatever the first receive brought.
       if (batch.length > 0 && remaining <= 0) break;
       const waitSeconds = batch.length === 0 || remaining >= 1_000 ? 1 : 0;
-      const out = await options.sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: options.queueUrl,
-          MaxNumberOfMessages: Math.min(10, batchSize - batch.length),
-          WaitTimeSeconds: waitSeconds,
-          MessageSystemAttributeNames: ['All'],
-          MessageAttributeNames: ['All'],
-        }),
-      );
-      const received = out.Messages ?? [];
+      const received = await this.#receive(Math.min(10, this.#batchSize - batch.length), waitSeconds);
       // The window opens with the first record.
-      if (batch.length === 0 && received.length > 0) deadline = Date.now() + windowMs;
+      if (batch.length === 0 && received.length > 0) deadline = Date.now() + this.#windowMs;
       batch.push(...received);
       if (waitSeconds === 0 && received.length === 0 && batch.length > 0) {
         await new Promise((r) => setTimeout(r, Math.max(0, Math.min(50, deadline - Date.now()))));
@@ -138,16 +184,58 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
     return batch;
   }
 
-  async function deleteRecords(records: readonly SQSRecord[]): Promise<void> {
+  async #receive(maxMessages: number, waitSeconds: number): Promise<Message[]> {
+    const out = await this.#options.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: this.#options.queueUrl,
+        MaxNumberOfMessages: maxMessages,
+        WaitTimeSeconds: waitSeconds,
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    return out.Messages ?? [];
+  }
+
+  /**
+   * Invokes the handler with one batch and deletes the records it did not report failed; when the
+   * invocation fails, the whole batch returns to the queue when its visibility timeout ends.
+   */
+  async #invoke(messages: readonly Message[]): Promise<void> {
+    const options = this.#options;
+    const records = messages.map((m) => toSqsRecord(m, options.queueArn, this.#region));
+    this.#counters.invocations++;
+    this.#counters.records += records.length;
+    let response: unknown;
+    try {
+      response = await invokeHandler(
+        options.handler,
+        { Records: records },
+        { functionName: options.functionName, timeoutMs: options.functionTimeoutMs },
+      );
+    } catch (error) {
+      this.#counters.failedInvocations++;
+      options.onError?.(error);
+      return;
+    }
+    const failed = failedRecordIds(records, response, this.#reportFailures);
+    try {
+      await this.#deleteRecords(records.filter((r) => !failed.has(r.messageId)));
+    } catch (error) {
+      options.onError?.(error);
+    }
+  }
+
+  async #deleteRecords(records: readonly SQSRecord[]): Promise<void> {
     for (let i = 0; i < records.length; i += 10) {
       const chunk = records.slice(i, i + 10);
-      await options.sqs.send(
+      await this.#options.sqs.send(
         new DeleteMessageBatchCommand({
-          QueueUrl: options.queueUrl,
+          QueueUrl: this.#options.queueUrl,
           Entries: chunk.map((r, j) => ({ Id: String(j), ReceiptHandle: r.receiptHandle })),
         }),
       );
-      counters.deleted += chunk.length;
+      this.#counters.deleted += chunk.length;
     }
   }
 
@@ -156,12 +244,12 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
    * run) takes them now rather than after the queue's visibility timeout. A receive is never
    * aborted mid-flight for the same reason: the queue may already have handed its messages out.
    */
-  async function release(messages: readonly Message[]): Promise<void> {
+  async #release(messages: readonly Message[]): Promise<void> {
     for (let i = 0; i < messages.length; i += 10) {
       const chunk = messages.slice(i, i + 10);
-      await options.sqs.send(
+      await this.#options.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
-          QueueUrl: options.queueUrl,
+          QueueUrl: this.#options.queueUrl,
           Entries: chunk.map((m, j) => ({
             Id: String(j),
             ReceiptHandle: m.ReceiptHandle!,
@@ -171,57 +259,4 @@ export function startSqsPoller(options: SqsPollerOptions): SqsPoller {
       );
     }
   }
-
-  async function loop(): Promise<void> {
-    while (!stopping) {
-      let messages: Message[];
-      try {
-        messages = await gather();
-      } catch (error) {
-        if (stopping) return;
-        options.onError?.(error);
-        await new Promise((r) => setTimeout(r, 200));
-        continue;
-      }
-      if (messages.length === 0) continue;
-      if (stopping) {
-        await release(messages).catch((error) => options.onError?.(error));
-        return;
-      }
-      const records = messages.map((m) => toSqsRecord(m, options.queueArn, region));
-      counters.invocations++;
-      counters.records += records.length;
-      let response: unknown;
-      try {
-        response = await invokeHandler(
-          options.handler,
-          { Records: records },
-          {
-            functionName: options.functionName,
-            timeoutMs: options.functionTimeoutMs,
-          },
-        );
-      } catch (error) {
-        // The whole batch returns to the queue when its visibility timeout ends.
-        counters.failedInvocations++;
-        options.onError?.(error);
-        continue;
-      }
-      const failed = failedRecordIds(records, response, reportFailures);
-      try {
-        await deleteRecords(records.filter((r) => !failed.has(r.messageId)));
-      } catch (error) {
-        options.onError?.(error);
-      }
-    }
-  }
-
-  const loops = Array.from({ length: options.concurrency ?? 1 }, () => loop());
-  return {
-    stats: () => ({ ...counters }),
-    stop: async () => {
-      stopping = true;
-      await Promise.allSettled(loops);
-    },
-  };
 }
