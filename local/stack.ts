@@ -10,6 +10,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from 'aws-lambda';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
+import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
@@ -21,7 +22,7 @@ import { type ApiGatewayServer, type InvokeStatement, startApiGateway } from './
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
 import { type EventBridgeEvent, startConnectEmulator } from './connect-emulator.ts';
 import { startEcsAgent } from './ecs-agent.ts';
-import { makeLocalJobManager, publishDesiredVersion } from './fleet/job-manager.ts';
+import { makeLocalJobManager } from './fleet/job-manager.ts';
 import { type LocalFleet, startLocalFleet } from './fleet.ts';
 import { type JobsLocal, startJobsLocal } from './jobs-wiring.ts';
 import { type Handler, invokeHandler } from './lambda.ts';

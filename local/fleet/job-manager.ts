@@ -1,16 +1,16 @@
 /**
  * The job manager on the local cloud: the same use case, DynamoDB adapter and Lambda handler as
  * deployed, with the local broker service as its scaler and the fleet's current version as the
- * desired one (on AWS both come from the same deployment). `publishDesiredVersion` is the local
+ * desired one (on AWS both come from the same deployment). `publishDesiredVersion`
+ * (shared/adapters/dynamo-fleet.ts) is the local
  * fleet's `onDeploy`: it makes brokers of other versions drain at once, without waiting for the
  * next run.
  */
-import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
 import { makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
-import { FLEET_WORK_KEY } from '#shared/broker/fleet.ts';
 import { type JobManagerResult, makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import type { Logger } from '#shared/log.ts';
@@ -45,25 +45,4 @@ export function makeLocalJobManager(
     }),
     log: options.log ?? makeLogger('job-manager'),
   });
-}
-
-/**
- * Sets the work list's desired version now. `updatedAt` moves too, so a job manager run that
- * began before the deploy (and read the old version) cannot write its older list over this one.
- */
-export function publishDesiredVersion(
-  doc: DynamoDBDocumentClient,
-  controlTable: string,
-  now: () => number = Date.now,
-): (version: string) => Promise<void> {
-  return async (version) => {
-    await doc.send(
-      new UpdateCommand({
-        TableName: controlTable,
-        Key: FLEET_WORK_KEY,
-        UpdateExpression: 'SET desiredVersion = :v, updatedAt = :at, clients = if_not_exists(clients, :none)',
-        ExpressionAttributeValues: { ':v': version, ':at': now(), ':none': [] },
-      }),
-    );
-  };
 }

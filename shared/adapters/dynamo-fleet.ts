@@ -20,7 +20,7 @@ import {
   UpdateCommand,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type { FleetWork } from '#shared/broker/fleet.ts';
+import { FLEET_WORK_KEY, type FleetWork } from '#shared/broker/fleet.ts';
 import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
 import { type ClientSettings, type Job, keys } from '#shared/jobs/model.ts';
 import { OPEN_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
@@ -258,4 +258,26 @@ export function makeDynamoFleetStore(
   options: DynamoFleetStoreOptions,
 ): FleetStore {
   return new DynamoFleetStore(doc, options);
+}
+
+/**
+ * Sets the work list's desired version now (the local fleet's `onDeploy`: on AWS the deployment
+ * sets it). `updatedAt` moves too, so a job manager run that
+ * began before the deploy (and read the old version) cannot write its older list over this one.
+ */
+export function publishDesiredVersion(
+  doc: DynamoDBDocumentClient,
+  controlTable: string,
+  now: () => number = Date.now,
+): (version: string) => Promise<void> {
+  return async (version) => {
+    await doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: FLEET_WORK_KEY,
+        UpdateExpression: 'SET desiredVersion = :v, updatedAt = :at, clients = if_not_exists(clients, :none)',
+        ExpressionAttributeValues: { ':v': version, ':at': now(), ':none': [] },
+      }),
+    );
+  };
 }

@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type EcsAgentEndpoint, startEcsAgent } from '#local/ecs-agent.ts';
-import { publishDesiredVersion } from '#local/fleet/job-manager.ts';
 import { type LocalFleet, startLocalFleet } from '#local/fleet.ts';
+import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type TestCloud, testCloud } from '../../support/cloud.ts';
 
