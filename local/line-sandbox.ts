@@ -23,7 +23,7 @@
  * faults; the `FaultInjector` (fault-injector.ts) picks and applies them; the `LineFront`
  * (front.ts) is the HTTP side that puts the two together and logs every request.
  */
-import { RETRY_KEY_LIFETIME_MS } from '#shared/line/retry-key.ts';
+import { RETRY_KEY_LIFETIME_MS } from '#shared/retry-keys.ts';
 import { type Clock, LineContract, type SandboxChannel } from './line-sandbox/contract.ts';
 import { type FaultControls, FaultInjector, type FaultProbabilities } from './line-sandbox/fault-injector.ts';
 import { LineFront, type ServedFront, serveLineFront } from './line-sandbox/front.ts';

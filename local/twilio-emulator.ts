@@ -19,8 +19,9 @@
  * queued call really has (only its `queue_time` is reported), API keys, subaccounts, paging past
  * the first page, Twilio's eventual consistency, and callbacks other than call progress.
  */
+
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { attemptKey } from '#shared/ids.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { rfc2822, TWILIO_SIGNATURE_HEADER, twilioSignature } from '#shared/telephony/twilio.ts';
 import {
   FarSide,

@@ -83,33 +83,6 @@ export function uuidV5(name: string, namespace: string = SWITCHBOARD_NAMESPACE):
   return formatUuid(hash.subarray(0, 16).toString('hex'));
 }
 
-/**
- * The retry / idempotency key of one attempt of a job's task: the same job, task and attempt
- * always give the same key (so a resend after a crash is recognised by LINE or the telephony
- * provider), and a new attempt gets a new one.
- */
-export function attemptKey(jobId: string, taskId: string, attempt: number): string {
-  if (!Number.isInteger(attempt) || attempt < 1)
-    throw new RangeError(`attempt must be an integer ≥ 1, got ${attempt}`);
-  return uuidV5(`task-attempt:${jobId}:${taskId}:${attempt}`);
-}
-
-/**
- * The multicast key an outcome was settled under, if it was one: an outcome carries the retry key
- * of the request that settled it, which is the attempt's own key for a push and the batch's for a
- * multicast.
- */
-export function multicastKeyOf(outcome: {
-  readonly jobId: string;
-  readonly taskId: string;
-  readonly attempt: number;
-  readonly retryKey?: string;
-}): string | undefined {
-  return outcome.retryKey && outcome.retryKey !== attemptKey(outcome.jobId, outcome.taskId, outcome.attempt)
-    ? outcome.retryKey
-    : undefined;
-}
-
 function formatUuid(hex: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`.toLowerCase();
 }

@@ -4,13 +4,14 @@
  * (a UUID, refused on reply, a repeat within its lifetime answered 409 with
  * `x-line-accepted-request-id`), single-use reply tokens, the rate limit and the monthly quota.
  */
+
 import {
   ENDPOINT_PATHS,
   QUOTA_CONSUMPTION_PATH,
   QUOTA_PATH,
   type SendEndpoint,
 } from '#shared/line/messaging-client.ts';
-import { isRetryKey } from '#shared/line/retry-key.ts';
+import { isRetryKey } from '#shared/retry-keys.ts';
 import { type Answer, badRequest, monthlyLimitReached, rateLimited } from './answers.ts';
 import { MonthlyQuota, RateLimiter } from './limits.ts';
 import type { SandboxRecords } from './records.ts';

@@ -6,7 +6,7 @@
  * Switchboard never placed is acknowledged and changes nothing. EventBridge delivers at least once
  * and in no order: duplicates and stale events change nothing (`makeRecordCallEvent`).
  */
-import { attemptKey } from '#shared/ids.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { contactStatusEvent, readContactEvent } from '#shared/telephony/connect-contact.ts';
 import type { CallLinkStore } from './ports.ts';
 import type { CallStatusOutcome, RecordCallEventDeps } from './settle.ts';

@@ -10,7 +10,7 @@
  * the slot is released by {@link ClientServer.callEnded} (the status route's nudge) or by
  * reconciliation after the job's maximum call duration plus a margin.
  */
-import { attemptKey } from '#shared/ids.ts';
+
 import { type ClientSettings, DEFAULT_MAX_CALL_SECONDS, type Job, type Task } from '#shared/jobs/model.ts';
 import { mayStartNow } from '#shared/jobs/waiting.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
@@ -18,6 +18,7 @@ import type { Logger } from '#shared/log.ts';
 import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { type CallSlot, Pacer, PacingGate } from '#shared/pacing/pacer.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import type {
   CallRequest,
   CallStatusEvent,

@@ -4,10 +4,11 @@
  * behind `POST /providers/{provider}/calls/status`. The broker's reconciliation settles through
  * the same rule, so a task ends the same way whichever path saw the call end first.
  */
-import { attemptKey } from '#shared/ids.ts';
+
 import type { Job, Task } from '#shared/jobs/model.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import type { CallSnapshot, CallStatusEvent, FinalCallStatus } from '#shared/telephony/port.ts';
 import { isFinal } from '#shared/telephony/port.ts';
 import { readSignedCallStatusEvent } from '#shared/telephony/status-event.ts';

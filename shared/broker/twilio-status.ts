@@ -6,7 +6,7 @@
  * provider's (settle once, nudge the broker). Twilio sends callbacks out of order and sometimes
  * twice: `SequenceNumber` orders them and a final status is never undone (`mergeStatus`' rule).
  */
-import { attemptKey } from '#shared/ids.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { CallbackSecretNotSetError } from '#shared/telephony/callback-secrets.ts';
 import { SignatureMismatchError } from '#shared/telephony/callback-signature.ts';
 import { parseForm, twilioStatusEvent, verifyTwilioSignature } from '#shared/telephony/twilio.ts';

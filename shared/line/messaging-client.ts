@@ -2,14 +2,14 @@
  * The LINE Messaging API client for sending: reply, push and multicast. It makes one request and
  * says what became of it; it never retries by itself, because a reply must not be retried and the
  * webhook processor retries by handing records back to SQS. The caller switches on
- * {@link SendOutcome}`.kind`, and uses {@link backoffDelay} and `retryKeyStillSafe` (retry-key.ts)
+ * {@link SendOutcome}`.kind`, and uses {@link backoffDelay} and `retryKeyStillSafe` (shared/retry-keys.ts)
  * to decide when, and whether, to try again.
  *
  * A send is prepared first (`prepareReply` / `preparePush` / `prepareMulticast`): the body is
  * serialised once, so a retry of the same {@link PreparedSend} is byte-identical, as LINE requires
  * of a request that reuses a retry key. A prepared send is a plain object and can be stored.
  */
-import { isRetryKey } from './retry-key.ts';
+import { isRetryKey } from '#shared/retry-keys.ts';
 
 export const DEFAULT_LINE_API_URL = 'https://api.line.me';
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -193,7 +193,7 @@ export function prepareReply(
   return { endpoint: 'reply', body: JSON.stringify({ replyToken, messages, ...bodyOptions(options) }) };
 }
 
-/** A push request with its retry key (a UUID; see retry-key.ts for how keys are made). */
+/** A push request with its retry key (a UUID; see shared/retry-keys.ts for how keys are made). */
 export function preparePush(
   to: string,
   messages: readonly OutgoingMessage[],

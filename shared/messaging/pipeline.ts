@@ -25,10 +25,11 @@
  * settles), `send-pacer.ts` (the pool's rate and 429 back-off), `outcome-reporter.ts` (batched
  * writes and progress); this module is the producer, the sender pool and the stop.
  */
-import { attemptKey } from '#shared/ids.ts';
+
 import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { systemTimers } from '#shared/pacing/clock.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { OutcomeReporter } from './outcome-reporter.ts';
 import type {
   BatchLedger,

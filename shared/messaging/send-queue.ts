@@ -4,7 +4,7 @@
  * from their sorted ids), sealed in FIFO order for the senders. `ahead` counts the claimed tasks
  * not yet taken by a sender; the producer keeps it under the capacity.
  */
-import { attemptKey, uuidV5 } from '#shared/ids.ts';
+import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
 import type { ClaimedTask } from './ports.ts';
 import { Signal } from './signal.ts';
 import { compileTemplate } from './template.ts';
@@ -19,14 +19,6 @@ export interface SendUnit {
   readonly recorded: boolean;
   /** The earliest first start of its tasks' attempts: the retry key's window counts from it. */
   readonly startedAt: number;
-}
-
-/**
- * A multicast's retry key derives from its job, attempt and sorted task ids: the same batch always
- * has the same key, and its resends are byte-identical.
- */
-export function multicastRetryKey(jobId: string, attempt: number, taskIds: readonly string[]): string {
-  return uuidV5(`multicast:${jobId}:${attempt}:${[...taskIds].sort().join(',')}`);
 }
 
 export function pushUnit(task: ClaimedTask): SendUnit {

@@ -6,6 +6,7 @@
  * pipeline), a 5xx / timeout / dropped response retried with backoff while the key is inside
  * LINE's 24-hour window, else released with `maybeSent` for a later claim with the same attempt.
  */
+
 import {
   backoffDelay,
   type PreparedSend,
@@ -13,9 +14,9 @@ import {
   preparePush,
   type SendOutcome,
 } from '#shared/line/messaging-client.ts';
-import { retryKeyStillSafe } from '#shared/line/retry-key.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
+import { retryKeyStillSafe } from '#shared/retry-keys.ts';
 import type { BatchLedger, SendObservation, SendPort, TaskOutcome } from './ports.ts';
 import type { SendPacer } from './send-pacer.ts';
 import type { SendUnit } from './send-queue.ts';

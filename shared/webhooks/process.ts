@@ -14,7 +14,6 @@
 import type { ChannelLookup } from '#shared/channels/cache.ts';
 import { answerFor, type Channel } from '#shared/channels/channel.ts';
 import { backoffDelay, type OutgoingMessage, type SendOutcome } from '#shared/line/messaging-client.ts';
-import { retryKeyStillSafe, webhookRetryKey } from '#shared/line/retry-key.ts';
 import {
   eventSource,
   type KnownWebhookEvent,
@@ -23,6 +22,7 @@ import {
   type WebhookEvent,
 } from '#shared/line/webhook.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
+import { retryKeyStillSafe, webhookRetryKey } from '#shared/retry-keys.ts';
 import {
   type MessagingFor,
   type OptOutStore,

@@ -4,14 +4,15 @@
  * answers 500 and 429, and the processor dies mid-batch once. Every event that calls for an
  * answer must be answered exactly once, by the LINE sandbox's own delivery log.
  */
+
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import type { Handler } from '#local/lambda.ts';
 import { DEMO_CHANNEL, type LocalStack, startLocalStack } from '#local/stack.ts';
-import { webhookRetryKey } from '#shared/line/retry-key.ts';
 import type { WebhookEvent } from '#shared/line/webhook.ts';
+import { webhookRetryKey } from '#shared/retry-keys.ts';
 
 const EVENTS = 2_000;
 const USERS = 400;

@@ -4,6 +4,7 @@
  * running the message pipeline. Every invariant is read from the sandbox's delivery log and the
  * task table: each recipient gets the message once, under faults, across a takeover, a pause.
  */
+
 import { createHash } from 'node:crypto';
 import { BatchWriteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +16,6 @@ import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
-import { attemptKey } from '#shared/ids.ts';
 import { cancelSweepStart, makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
@@ -24,9 +24,9 @@ import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line
 import { silentLogger } from '#shared/log.ts';
 import { runMessagePipeline } from '#shared/messaging/pipeline.ts';
 import type { ClaimedTask } from '#shared/messaging/ports.ts';
-import { multicastRetryKey } from '#shared/messaging/send-queue.ts';
 import type { MessageTemplate } from '#shared/messaging/template.ts';
 import { TASK_SHARDS, tableSpec } from '#shared/resources.ts';
+import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testCloud } from '../../support/cloud.ts';
 

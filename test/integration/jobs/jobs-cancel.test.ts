@@ -5,6 +5,7 @@
  * to end, and ends without a retry; a message a dead broker left in flight ends `cancelled` once
  * its claim's hold has passed, re-checked through a delayed message on the ingest queue.
  */
+
 import { readFileSync } from 'node:fs';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -13,12 +14,12 @@ import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
-import { attemptKey } from '#shared/ids.ts';
 import { CALL_NEVER_ENDED_REASON, cancelSweepStart, makeCancelSweep } from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
 

@@ -5,9 +5,9 @@ import {
   type ServeEnd,
   type ServeSettings,
 } from '#shared/broker/serve-client.ts';
-import { attemptKey } from '#shared/ids.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { oneProvider } from '#shared/telephony/port.ts';
 import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { FakeTime } from '../pacing/fake-time.ts';

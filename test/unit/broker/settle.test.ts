@@ -5,7 +5,7 @@ import {
   makeRecordCallStatus,
   settlementFor,
 } from '#shared/broker/settle.ts';
-import { attemptKey } from '#shared/ids.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { SignatureMismatchError, signCallback } from '#shared/telephony/callback-signature.ts';
 import type { CallStatusEvent } from '#shared/telephony/port.ts';
 import { MalformedCallStatusError } from '#shared/telephony/status-event.ts';

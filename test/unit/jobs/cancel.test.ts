@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { settleFromSnapshot, settlementFor } from '#shared/broker/settle.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
-import { attemptKey } from '#shared/ids.ts';
 import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import {
   CALL_END_GRACE_MS,
@@ -30,6 +29,7 @@ import type {
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
 import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { clientSettings, MemoryTaskStore } from '../broker/fakes.ts';

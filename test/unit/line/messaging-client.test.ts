@@ -8,7 +8,7 @@ import {
   preparePush,
   type SendOutcome,
 } from '#shared/line/messaging-client.ts';
-import { retryKeyStillSafe, webhookRetryKey } from '#shared/line/retry-key.ts';
+import { retryKeyStillSafe, webhookRetryKey } from '#shared/retry-keys.ts';
 
 const CHANNEL = { channelId: '1656000001', accessToken: 'access-token-1' };
 const OTHER_CHANNEL = { channelId: '1656000002', accessToken: 'access-token-2' };

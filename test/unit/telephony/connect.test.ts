@@ -3,13 +3,14 @@
  * over the REST-JSON protocol, SigV4-checked; contact events as EventBridge delivers them, read by
  * the same rule as `DescribeContact`.
  */
+
 import { afterEach, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '#local/cloud.ts';
 import { type EventBridgeEvent, LOCAL_CONNECT, startConnectEmulator } from '#local/connect-emulator.ts';
 import type { ScriptedCall, TelephonyEmulator, TelephonyFaults } from '#local/telephony-sandbox.ts';
 import { makeConnectClient } from '#shared/adapters/aws-clients.ts';
 import { makeConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
-import { attemptKey } from '#shared/ids.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { contactStatusEvent, readContactEvent } from '#shared/telephony/connect-contact.ts';
 import type { CallRequest, CallSnapshot, TelephonyProvider } from '#shared/telephony/port.ts';
 import { mergeStatus } from '#shared/telephony/port.ts';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTelephonySandbox, type TelephonySandbox } from '#local/telephony-sandbox.ts';
-import { attemptKey } from '#shared/ids.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { makeHttpTelephonyProvider, serialiseCallRequest } from '#shared/telephony/http-provider.ts';
 import type { CallRequest, TelephonyProvider } from '#shared/telephony/port.ts';
 import { TelephonyRequestError, TelephonyUnavailableError } from '#shared/telephony/port.ts';

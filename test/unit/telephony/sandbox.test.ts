@@ -6,7 +6,7 @@ import {
   type TelephonySandbox,
   type TelephonySandboxOptions,
 } from '#local/telephony-sandbox.ts';
-import { attemptKey } from '#shared/ids.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import type {
   CallRequest,

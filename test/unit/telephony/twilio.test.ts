@@ -3,6 +3,7 @@
  * order they come in, and the REST adapter against the Twilio emulator — Basic auth, form bodies,
  * Twilio's errors, and the lookup that keeps an ambiguous create from ringing twice.
  */
+
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,7 +11,7 @@ import type { ScriptedCall, TelephonyEmulator, TelephonyFaults } from '#local/te
 import { LOCAL_TWILIO, startTwilioEmulator } from '#local/twilio-emulator.ts';
 import { TWILIO_LOOKUP_SETTLE_MS, TwilioTelephonyProvider } from '#shared/adapters/twilio-telephony.ts';
 import type { CallLink } from '#shared/broker/ports.ts';
-import { attemptKey } from '#shared/ids.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
 import type { CallRequest, CallSnapshot, InitiateOutcome } from '#shared/telephony/port.ts';
 import { mergeStatus } from '#shared/telephony/port.ts';
 import { type TwilioSettings, telephonySettingsSchema } from '#shared/telephony/settings.ts';

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidUlidError } from '#shared/ids.ts';
 import { backoffDelay } from '#shared/line/messaging-client.ts';
+import { parseWebhookBody } from '#shared/line/webhook.ts';
 import {
   isRetryKey,
   RETRY_KEY_LIFETIME_MS,
   RETRY_KEY_SAFETY_MARGIN_MS,
   retryKeyStillSafe,
   webhookRetryKey,
-} from '#shared/line/retry-key.ts';
-import { parseWebhookBody } from '#shared/line/webhook.ts';
-import { fixtureBytes } from './fixtures.ts';
+} from '#shared/retry-keys.ts';
+import { fixtureBytes } from './line/fixtures.ts';
 
 const HOUR = 60 * 60 * 1000;
 
