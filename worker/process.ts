@@ -17,8 +17,9 @@ import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts';
 import { TWILIO_LOOKUP_SETTLE_MS } from '#shared/adapters/twilio-telephony.ts';
-import { Broker, type StopReason } from '#shared/broker/broker.ts';
+import { Broker, type BrokerDeps, type BrokerSettings, type StopReason } from '#shared/broker/broker.ts';
 import { BrokerMetrics } from '#shared/broker/broker-metrics.ts';
+import type { CallLinkStore } from '#shared/broker/ports.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
@@ -33,7 +34,8 @@ import type { SendPort } from '#shared/messaging/ports.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
-import { startBrokerHttpServer } from './http.ts';
+import type { TelephonyProviders } from '#shared/telephony/port.ts';
+import { type BrokerHttpHandlers, type BrokerHttpServer, startBrokerHttpServer } from './http.ts';
 
 export interface BrokerConfig {
   readonly controlTable: string;
@@ -279,6 +281,14 @@ function clientSecrets(
 /** How often the broker publishes its per-client figures: CloudWatch's high resolution. */
 const METRICS_FLUSH_MS = 1_000;
 
+/** What the process runs on: given by a test, else the real ones. */
+interface ProcessPorts {
+  readonly doc: DynamoDBDocumentClient;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly timers: Timers;
+}
+
 /** Starts a broker with `config`; its loop runs until {@link RunningBroker.stop} or a drain. */
 export async function startBrokerProcess(
   config: BrokerConfig,
@@ -288,87 +298,23 @@ export async function startBrokerProcess(
   const clock = deps.clock ?? systemClock;
   const timers = deps.timers ?? systemTimers;
   const doc = deps.doc ?? makeDocumentClient(makeBrokerDynamoClient());
+  const ports: ProcessPorts = { doc, logger, clock, timers };
   let broker: Broker | undefined;
   const server = await startBrokerHttpServer(
+    nudgeHandlers(config, logger, () => broker),
     {
-      callEnded: (ended) => broker?.callEnded(ended) ?? Promise.resolve(),
-      jobChanged: (changed) => broker?.jobChanged(changed.clientId, changed.jobId) ?? Promise.resolve(),
-      health: () => ({
-        brokerId: config.brokerId,
-        version: config.version,
-        clientId: broker?.clientId ?? null,
-        inFlight: broker?.inFlight ?? 0,
-        stopping: broker?.stopReason ?? null,
-      }),
-      onError: (error) => logger.warn('call-ended nudge not handled', { error }),
+      host: config.httpHost,
+      port: config.httpPort,
     },
-    { host: config.httpHost, port: config.httpPort },
   );
-  let endpoint: string;
-  try {
-    endpoint = await advertisedEndpoint(config, server, process.env);
-  } catch (error) {
-    await server.stop();
-    throw error;
-  }
+  const endpoint = await advertisedEndpointOrStop(config, server);
   const metrics = new BrokerMetrics(logger);
   // The second that ended, for every client served: high-resolution metrics, one record each.
   const flushEverySecond = setInterval(() => metrics.flush(), METRICS_FLUSH_MS);
   flushEverySecond.unref();
-  const protection = new TaskProtectionKeeper({
-    port: makeEcsAgentProtection({
-      agentUri: config.ecsAgentUri,
-      onNoAgent: () => logger.info('no ECS agent (ECS_AGENT_URI unset): task protection is off'),
-    }),
-    clock,
-    timers,
-    logger,
-    onFailure: () => metrics.protectionFailed(),
-  });
+  const protection = taskProtection(config, ports, metrics);
   const messages = config.channelsTable ? messageSide(config, doc, clock, logger) : undefined;
-  const callLinks = makeDynamoCallLinks(doc, config.tasksTable);
-  broker = new Broker({
-    ...(messages ? { messages } : {}),
-    leases: makeDynamoLeaseStore(doc, config.controlTable, { endpoint }),
-    tasks: makeDynamoBrokerTaskStore(doc, {
-      controlTable: config.controlTable,
-      tasksTable: config.tasksTable,
-      now: () => clock.now(),
-    }),
-    providers: makeTelephonyProviders({
-      http: { baseUrl: config.telephonyApiUrl, apiToken: config.telephonyApiToken },
-      connect: (region) => makeConnectClient(region === undefined ? {} : { region }),
-      clientSecret: clientSecrets(config, doc, clock),
-      twilio: {
-        callbackUrl: config.twilioCallbackUrl,
-        ...(config.twilioApiUrl ? { apiUrl: config.twilioApiUrl } : {}),
-        ...(config.twilioLookupSettleMs === undefined ? {} : { lookupSettleMs: config.twilioLookupSettleMs }),
-      },
-      links: callLinks,
-      clock,
-    }),
-    callLinks,
-    fleet: makeDynamoFleetWorkReader(doc, config.controlTable),
-    protection,
-    metrics,
-    clock,
-    timers,
-    logger,
-    settings: {
-      ...DEFAULT_SERVE_SETTINGS,
-      callbackUrl: config.callStatusCallbackUrl,
-      brokerId: config.brokerId,
-      version: config.version,
-      leaseMs: config.leaseMs,
-      idleWaitMs: config.idleWaitMs,
-      stopGraceMs: config.stopGraceMs,
-      noWorkBackoffMs: 30_000,
-      reconcileMarginMs: config.reconcileMarginMs,
-      defaultMaxCallSeconds: config.defaultMaxCallSeconds,
-      holdMs: config.holdMs,
-      recheckMs: config.recheckMs,
-    },
-  });
+  broker = new Broker(brokerDeps(config, ports, { endpoint, messages, protection, metrics }));
   const running = broker;
   const done = running.run().finally(() => {
     clearInterval(flushEverySecond);
@@ -384,5 +330,128 @@ export async function startBrokerProcess(
     endpoint,
     done,
     stop: (reason) => running.stop(reason),
+  };
+}
+
+/** The nudge server's routes, answered by the broker once there is one. */
+function nudgeHandlers(
+  config: BrokerConfig,
+  logger: Logger,
+  current: () => Broker | undefined,
+): BrokerHttpHandlers {
+  return {
+    callEnded: (ended) => current()?.callEnded(ended) ?? Promise.resolve(),
+    jobChanged: (changed) => current()?.jobChanged(changed.clientId, changed.jobId) ?? Promise.resolve(),
+    health: () => {
+      const broker = current();
+      return {
+        brokerId: config.brokerId,
+        version: config.version,
+        clientId: broker?.clientId ?? null,
+        inFlight: broker?.inFlight ?? 0,
+        stopping: broker?.stopReason ?? null,
+      };
+    },
+    onError: (error) => logger.warn('call-ended nudge not handled', { error }),
+  };
+}
+
+/** {@link advertisedEndpoint}; a broker that cannot learn it closes its server before failing. */
+async function advertisedEndpointOrStop(config: BrokerConfig, server: BrokerHttpServer): Promise<string> {
+  try {
+    return await advertisedEndpoint(config, server, process.env);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+/** ECS task protection through the agent (a logged no-op outside ECS); a failure is counted. */
+function taskProtection(
+  config: BrokerConfig,
+  ports: ProcessPorts,
+  metrics: BrokerMetrics,
+): TaskProtectionKeeper {
+  const { clock, timers, logger } = ports;
+  return new TaskProtectionKeeper({
+    port: makeEcsAgentProtection({
+      agentUri: config.ecsAgentUri,
+      onNoAgent: () => logger.info('no ECS agent (ECS_AGENT_URI unset): task protection is off'),
+    }),
+    clock,
+    timers,
+    logger,
+    onFailure: () => metrics.protectionFailed(),
+  });
+}
+
+/** The broker's ports over DynamoDB and the providers, and its settings from `config`. */
+function brokerDeps(
+  config: BrokerConfig,
+  ports: ProcessPorts,
+  parts: {
+    readonly endpoint: string;
+    readonly messages: BrokerDeps['messages'];
+    readonly protection: TaskProtectionKeeper;
+    readonly metrics: BrokerMetrics;
+  },
+): BrokerDeps {
+  const { doc, clock, timers, logger } = ports;
+  const { messages, protection, metrics } = parts;
+  const callLinks = makeDynamoCallLinks(doc, config.tasksTable);
+  return {
+    ...(messages ? { messages } : {}),
+    leases: makeDynamoLeaseStore(doc, config.controlTable, { endpoint: parts.endpoint }),
+    tasks: makeDynamoBrokerTaskStore(doc, {
+      controlTable: config.controlTable,
+      tasksTable: config.tasksTable,
+      now: () => clock.now(),
+    }),
+    providers: telephonyProviders(config, ports, callLinks),
+    callLinks,
+    fleet: makeDynamoFleetWorkReader(doc, config.controlTable),
+    protection,
+    metrics,
+    clock,
+    timers,
+    logger,
+    settings: brokerSettings(config),
+  };
+}
+
+/** The telephony providers clients may use: the HTTP provider, Amazon Connect, Twilio. */
+function telephonyProviders(
+  config: BrokerConfig,
+  ports: ProcessPorts,
+  links: CallLinkStore,
+): TelephonyProviders {
+  return makeTelephonyProviders({
+    http: { baseUrl: config.telephonyApiUrl, apiToken: config.telephonyApiToken },
+    connect: (region) => makeConnectClient(region === undefined ? {} : { region }),
+    clientSecret: clientSecrets(config, ports.doc, ports.clock),
+    twilio: {
+      callbackUrl: config.twilioCallbackUrl,
+      ...(config.twilioApiUrl ? { apiUrl: config.twilioApiUrl } : {}),
+      ...(config.twilioLookupSettleMs === undefined ? {} : { lookupSettleMs: config.twilioLookupSettleMs }),
+    },
+    links,
+    clock: ports.clock,
+  });
+}
+
+function brokerSettings(config: BrokerConfig): BrokerSettings {
+  return {
+    ...DEFAULT_SERVE_SETTINGS,
+    callbackUrl: config.callStatusCallbackUrl,
+    brokerId: config.brokerId,
+    version: config.version,
+    leaseMs: config.leaseMs,
+    idleWaitMs: config.idleWaitMs,
+    stopGraceMs: config.stopGraceMs,
+    noWorkBackoffMs: 30_000,
+    reconcileMarginMs: config.reconcileMarginMs,
+    defaultMaxCallSeconds: config.defaultMaxCallSeconds,
+    holdMs: config.holdMs,
+    recheckMs: config.recheckMs,
   };
 }
