@@ -131,86 +131,113 @@ export interface OptOutStoreOptions {
   readonly now?: () => number;
 }
 
+/** Opt-outs in the control table (pk=OPTOUT#{clientId}, sk=recipient), the latest event per recipient. */
+export class DynamoOptOutStore implements OptOutStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tableName: string;
+  readonly #partitionReadAbove: number;
+  readonly #smallPartitionItems: number;
+  readonly #bigPartitionMemoryMs: number;
+  readonly #now: () => number;
+  /** Clients whose opt-out partition was too big to read whole, and when that was seen. */
+  readonly #bigPartitions = new Map<string, number>();
+
+  constructor(doc: DynamoDBDocumentClient, tableName: string, options: OptOutStoreOptions = {}) {
+    this.#doc = doc;
+    this.#tableName = tableName;
+    this.#partitionReadAbove = options.partitionReadAbove ?? 50;
+    this.#smallPartitionItems = options.smallPartitionItems ?? 1_000;
+    this.#bigPartitionMemoryMs = options.bigPartitionMemoryMs ?? 10 * 60_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  async record(
+    clientId: string,
+    recipient: string,
+    optedOut: boolean,
+    eventTimestamp: number,
+  ): Promise<boolean> {
+    try {
+      await this.#doc.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: { pk: optOutPk(clientId), sk: recipient, optedOut, eventTimestamp },
+          // `<=`: of two events with the same timestamp, the later processed (FIFO) wins.
+          ConditionExpression: 'attribute_not_exists(eventTimestamp) OR eventTimestamp <= :ts',
+          ExpressionAttributeValues: { ':ts': eventTimestamp },
+        }),
+      );
+      return true;
+    } catch (error) {
+      // A later follow/unfollow of this recipient is already recorded: this one is stale.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return false;
+    }
+  }
+
+  async optedOut(clientId: string, recipients: readonly string[]): Promise<Set<string>> {
+    const unique = [...new Set(recipients)];
+    if (unique.length > this.#partitionReadAbove) {
+      const all = await this.#wholePartition(clientId);
+      if (all) return new Set(unique.filter((r) => all.has(r)));
+    }
+    const result = new Set<string>();
+    const chunks: string[][] = [];
+    for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
+    // A few BatchGetItem calls at once: a page of 500 recipients is one round trip, not five.
+    for (let i = 0; i < chunks.length; i += OPT_OUT_READS_AT_ONCE)
+      await Promise.all(
+        chunks.slice(i, i + OPT_OUT_READS_AT_ONCE).map((chunk) => this.#readChunk(clientId, chunk, result)),
+      );
+    return result;
+  }
+
+  /** The client's opted-out recipients, if its partition is small enough to read in one Query. */
+  async #wholePartition(clientId: string): Promise<Set<string> | undefined> {
+    const seen = this.#bigPartitions.get(clientId);
+    if (seen !== undefined && this.#now() - seen < this.#bigPartitionMemoryMs) return undefined;
+    const out = await this.#doc.send(
+      new QueryCommand({
+        TableName: this.#tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': optOutPk(clientId) },
+        ProjectionExpression: 'sk, optedOut',
+        Limit: this.#smallPartitionItems,
+      }),
+    );
+    if (out.LastEvaluatedKey) {
+      this.#bigPartitions.set(clientId, this.#now());
+      return undefined;
+    }
+    this.#bigPartitions.delete(clientId);
+    return new Set((out.Items ?? []).filter((item) => item.optedOut === true).map((item) => String(item.sk)));
+  }
+
+  /** Adds the opted-out recipients of `chunk` (at most 100) to `result`, retrying unprocessed keys. */
+  async #readChunk(clientId: string, chunk: readonly string[], result: Set<string>): Promise<void> {
+    let keys: Record<string, unknown>[] | undefined = chunk.map((sk) => ({ pk: optOutPk(clientId), sk }));
+    for (let attempt = 0; keys && keys.length > 0; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
+      const out: BatchGetCommandOutput = await this.#doc.send(
+        new BatchGetCommand({
+          RequestItems: { [this.#tableName]: { Keys: keys, ProjectionExpression: 'sk, optedOut' } },
+        }),
+      );
+      for (const item of out.Responses?.[this.#tableName] ?? [])
+        if (item.optedOut === true) result.add(item.sk);
+      keys = out.UnprocessedKeys?.[this.#tableName]?.Keys;
+    }
+  }
+}
+
+function optOutPk(clientId: string): string {
+  return `OPTOUT#${clientId}`;
+}
+
 export function makeDynamoOptOutStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
   options: OptOutStoreOptions = {},
 ): OptOutStore {
-  const pk = (clientId: string) => `OPTOUT#${clientId}`;
-  const partitionReadAbove = options.partitionReadAbove ?? 50;
-  const smallPartitionItems = options.smallPartitionItems ?? 1_000;
-  const bigPartitionMemoryMs = options.bigPartitionMemoryMs ?? 10 * 60_000;
-  const now = options.now ?? Date.now;
-  /** Clients whose opt-out partition was too big to read whole, and when that was seen. */
-  const bigPartitions = new Map<string, number>();
-
-  /** The client's opted-out recipients, if its partition is small enough to read in one Query. */
-  async function wholePartition(clientId: string): Promise<Set<string> | undefined> {
-    const seen = bigPartitions.get(clientId);
-    if (seen !== undefined && now() - seen < bigPartitionMemoryMs) return undefined;
-    const out = await doc.send(
-      new QueryCommand({
-        TableName: tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk(clientId) },
-        ProjectionExpression: 'sk, optedOut',
-        Limit: smallPartitionItems,
-      }),
-    );
-    if (out.LastEvaluatedKey) {
-      bigPartitions.set(clientId, now());
-      return undefined;
-    }
-    bigPartitions.delete(clientId);
-    return new Set((out.Items ?? []).filter((item) => item.optedOut === true).map((item) => String(item.sk)));
-  }
-
-  return {
-    async record(clientId, recipient, optedOut, eventTimestamp) {
-      try {
-        await doc.send(
-          new PutCommand({
-            TableName: tableName,
-            Item: { pk: pk(clientId), sk: recipient, optedOut, eventTimestamp },
-            // `<=`: of two events with the same timestamp, the later processed (FIFO) wins.
-            ConditionExpression: 'attribute_not_exists(eventTimestamp) OR eventTimestamp <= :ts',
-            ExpressionAttributeValues: { ':ts': eventTimestamp },
-          }),
-        );
-        return true;
-      } catch (error) {
-        // A later follow/unfollow of this recipient is already recorded: this one is stale.
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        return false;
-      }
-    },
-    async optedOut(clientId, recipients) {
-      const unique = [...new Set(recipients)];
-      if (unique.length > partitionReadAbove) {
-        const all = await wholePartition(clientId);
-        if (all) return new Set(unique.filter((r) => all.has(r)));
-      }
-      const result = new Set<string>();
-      const chunks: string[][] = [];
-      for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
-      // A few BatchGetItem calls at once: a page of 500 recipients is one round trip, not five.
-      const readChunk = async (chunk: string[]) => {
-        let keys: Record<string, unknown>[] | undefined = chunk.map((sk) => ({ pk: pk(clientId), sk }));
-        for (let attempt = 0; keys && keys.length > 0; attempt++) {
-          if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
-          const out: BatchGetCommandOutput = await doc.send(
-            new BatchGetCommand({
-              RequestItems: { [tableName]: { Keys: keys, ProjectionExpression: 'sk, optedOut' } },
-            }),
-          );
-          for (const item of out.Responses?.[tableName] ?? [])
-            if (item.optedOut === true) result.add(item.sk);
-          keys = out.UnprocessedKeys?.[tableName]?.Keys;
-        }
-      };
-      for (let i = 0; i < chunks.length; i += OPT_OUT_READS_AT_ONCE)
-        await Promise.all(chunks.slice(i, i + OPT_OUT_READS_AT_ONCE).map(readChunk));
-      return result;
-    },
-  };
+  return new DynamoOptOutStore(doc, tableName, options);
 }
