@@ -43,11 +43,16 @@ describe('the local EventBridge schedule', () => {
   it('reports failed runs and keeps ticking; stop waits for the run in progress', async () => {
     const errors: unknown[] = [];
     let finished = 0;
+    // The second run is held until the test lets it end: after stop() was called.
+    let letSecondEnd: () => void = () => {};
+    const secondMayEnd = new Promise<void>((resolve) => {
+      letSecondEnd = resolve;
+    });
     scheduler = startScheduler({
       intervalMs: 60_000,
       runAtStart: false,
       handler: async () => {
-        await new Promise((r) => setTimeout(r, 20));
+        if (finished === 1) await secondMayEnd;
         finished += 1;
         if (finished === 1) throw new Error('table unavailable');
         return 'ok';
@@ -57,7 +62,11 @@ describe('the local EventBridge schedule', () => {
 
     await expect(scheduler.tick()).rejects.toThrow('table unavailable');
     const second = scheduler.tick();
-    await scheduler.stop();
+    const stopped = scheduler.stop();
+    // A turn of the event loop later, the run in progress ends: a stop that did not wait for it
+    // would have resolved by then.
+    setImmediate(letSecondEnd);
+    await stopped;
 
     expect(finished).toBe(2);
     await expect(second).resolves.toBe('ok');

@@ -211,10 +211,17 @@ describe('runMessagePipeline: multicast', () => {
   it('keeps at most maxTasksInFlight recipients in requests at once', async () => {
     let inFlight = 0;
     let most = 0;
+    // Each request is held until the pool has had the most in requests at once, so the bound is
+    // reached whatever the speed of the machine (and the test times out if it never is).
+    let reachedBound: () => void = () => {};
+    const boundReached = new Promise<void>((resolve) => {
+      reachedBound = resolve;
+    });
     const counting = async (p: PreparedSend) => {
       inFlight += (JSON.parse(p.body) as { to: string[] }).to.length;
       most = Math.max(most, inFlight);
-      await new Promise((r) => setTimeout(r, 5));
+      if (most >= 1000) reachedBound();
+      await boundReached;
       const outcome = await send(p);
       inFlight -= (JSON.parse(p.body) as { to: string[] }).to.length;
       return outcome;
@@ -296,7 +303,9 @@ describe('runMessagePipeline: back-pressure, stopping, reporting', () => {
       pageSize: 4,
     });
     while (gates.length < 4) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 50));
+    // The source is in memory and every sender is stuck: the producer could claim more only in
+    // promise jobs, and those have all run by the next turn of the event loop.
+    await new Promise((r) => setImmediate(r));
     // 4 in the senders' hands, 10 in the queue: nothing more was claimed.
     expect(source.claimed).toBe(14);
     expect(source.limits.every((l) => l <= 4)).toBe(true);
