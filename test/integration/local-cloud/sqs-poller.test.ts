@@ -3,6 +3,7 @@ import {
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
+  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -26,6 +27,27 @@ async function until<T>(check: () => Promise<T | undefined> | T | undefined, tim
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * The test cloud's SQS client as a poller sees it, counting the poller's receives and the records
+ * they brought; `beforeReceive` holds each receive before it reaches the queue.
+ */
+function watchedSqs(beforeReceive?: () => Promise<void>): {
+  sqs: SQSClient;
+  seen: { receives: number; received: number };
+} {
+  const seen = { receives: 0, received: 0 };
+  const sqs = Object.create(cloud.sqs) as SQSClient;
+  sqs.send = (async (command: unknown) => {
+    if (!(command instanceof ReceiveMessageCommand)) return cloud.sqs.send(command as never);
+    seen.receives++;
+    await beforeReceive?.();
+    const out = await cloud.sqs.send(command);
+    seen.received += out.Messages?.length ?? 0;
+    return out;
+  }) as SQSClient['send'];
+  return { sqs, seen };
 }
 
 async function depth(url: string): Promise<number> {
@@ -68,8 +90,9 @@ describe('the SQS event-source poller', () => {
         return { batchItemFailures: [] };
       },
     });
-    await until(() => (seen.length >= 3 ? true : undefined));
-    await new Promise((r) => setTimeout(r, 300));
+    // Seen three, and the queue is empty: every message it kept was handled and deleted, so a
+    // duplicate it had kept would be in `seen` by now.
+    await until(async () => (seen.length >= 3 && (await depth(q.url)) === 0 ? true : undefined));
     expect(seen).toEqual(['e1', 'e2', 'e3']);
   });
 
@@ -86,9 +109,9 @@ describe('the SQS event-source poller', () => {
         }),
       );
     const batches: string[][] = [];
-    const start = (batchSize: number, maxBatchingWindowMs: number) =>
+    const start = (batchSize: number, maxBatchingWindowMs: number, sqs = cloud.sqs) =>
       startSqsPoller({
-        sqs: cloud.sqs,
+        sqs,
         queueUrl: q.url,
         queueArn: q.arn,
         functionName: 'window-test',
@@ -109,13 +132,16 @@ describe('the SQS event-source poller', () => {
     expect(new Set(batches.flat()).size).toBe(25);
     await poller.stop();
 
-    // A 4 s window: three records sent 150 ms apart make one invocation, not three (the slack
-    // is for a loaded machine: all three must be sent before the window closes).
+    // A 4 s window: three records, each sent once the poller has received the one before (so
+    // they arrive one by one, inside the window the first opened), make one invocation, not
+    // three. The window's length is the subject here: the slack is for a loaded machine, where
+    // the three sends and receives must still fit in it.
     batches.length = 0;
-    poller = start(10, 4_000);
+    const watched = watchedSqs();
+    poller = start(10, 4_000, watched.sqs);
     for (let i = 0; i < 3; i++) {
       await send(100 + i, 1);
-      await new Promise((r) => setTimeout(r, 150));
+      await until(() => (watched.seen.received > i ? true : undefined));
     }
     await until(() => (batches.flat().length >= 3 ? true : undefined));
     expect(batches).toEqual([['m100', 'm101', 'm102']]);
@@ -223,8 +249,13 @@ describe('the SQS event-source poller', () => {
       visibilityTimeoutSeconds: 3_600,
     });
     const handled: string[] = [];
+    let letReceive: () => void = () => {};
+    const mayReceive = new Promise<void>((resolve) => {
+      letReceive = resolve;
+    });
+    const { sqs, seen } = watchedSqs(() => mayReceive);
     const first = startSqsPoller({
-      sqs: cloud.sqs,
+      sqs,
       queueUrl: q.url,
       queueArn: q.arn,
       functionName: 'stopping-test',
@@ -233,11 +264,14 @@ describe('the SQS event-source poller', () => {
         for (const r of event.Records) handled.push(r.body);
       },
     });
-    // Let its long poll begin, then stop it and send while that receive is still waiting.
-    await new Promise((r) => setTimeout(r, 200));
+    // Its receive has begun (held before it reaches the queue): stop it, send, and only then let
+    // that receive through, so it brings the message to a poller that is stopping.
+    await until(() => (seen.receives > 0 ? true : undefined));
     const stopped = first.stop();
     await cloud.sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: 'late' }));
+    letReceive();
     await stopped;
+    expect(seen.received).toBe(1);
     expect(handled).toEqual([]);
     const out = await cloud.sqs.send(new ReceiveMessageCommand({ QueueUrl: q.url, WaitTimeSeconds: 2 }));
     expect(out.Messages?.map((m) => m.Body)).toEqual(['late']);
