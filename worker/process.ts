@@ -22,6 +22,7 @@ import { BrokerMetrics } from '#shared/broker/broker-metrics.ts';
 import type { CallLinkStore } from '#shared/broker/ports.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
+import { ChannelClients } from '#shared/channels/clients.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import {
   DEFAULT_LINE_API_URL,
@@ -211,7 +212,20 @@ export async function advertisedEndpoint(
 function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: Clock, logger: Logger) {
   const channels = makeDynamoChannelStore(doc, config.channelsTable!);
   const optOuts = makeDynamoOptOutStore(doc, config.controlTable);
-  const senders = new Map<string, { key: string; http: HttpSend }>();
+  // The channel changed (a new access token): the old sockets go with the old token.
+  const senders = new ChannelClients<HttpSend>({
+    create: (channel) => {
+      logger.info('messaging client ready', { channelId: channel.channelId });
+      return makeHttpSend({
+        channelAccessToken: channel.accessToken,
+        baseUrl: config.lineApiUrl,
+        maxSockets: config.messageConcurrency,
+        timeoutMs: 10_000,
+        clock,
+      });
+    },
+    close: (http) => http.close(),
+  });
   return {
     store: makeDynamoMessageTasks(doc, {
       controlTable: config.controlTable,
@@ -222,25 +236,7 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
     async sendFor(channelId: string): Promise<SendPort> {
       const channel = await channels.get(channelId);
       if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
-      const key = `${channelId}:${channel.updatedAt}`;
-      let sender = senders.get(channelId);
-      if (sender?.key !== key) {
-        // The channel changed (a new access token): the old sockets go with the old token.
-        sender?.http.close();
-        sender = {
-          key,
-          http: makeHttpSend({
-            channelAccessToken: channel.accessToken,
-            baseUrl: config.lineApiUrl,
-            maxSockets: config.messageConcurrency,
-            timeoutMs: 10_000,
-            clock,
-          }),
-        };
-        senders.set(channelId, sender);
-        logger.info('messaging client ready', { channelId });
-      }
-      return sender.http.send;
+      return senders.for(channel).send;
     },
     async readQuota(channelId: string): Promise<MessageQuota> {
       const channel = await channels.get(channelId);
@@ -258,8 +254,7 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
     },
     /** Closes every channel's sockets. */
     close(): void {
-      for (const sender of senders.values()) sender.http.close();
-      senders.clear();
+      senders.close();
     },
   };
 }

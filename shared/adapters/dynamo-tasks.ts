@@ -20,9 +20,8 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { BrokerTaskStore, Fence, SettleRequest, StartResult, TaskRef } from '#shared/broker/ports.ts';
-import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
-import { TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
+import { JOB_CANCELLED_REASON, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
@@ -254,26 +253,26 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     };
   }
 
+  /** The start's check: the job is running. */
   #jobRunning(task: Task): TransactItem {
-    return {
-      ConditionCheck: {
-        TableName: this.#controlTable,
-        Key: keys.job(task.clientId, task.jobId),
-        ConditionExpression: '#status = :running',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':running': 'running' },
-      },
-    };
+    return this.#jobCheck(task, '#status = :running', { ':running': 'running' });
   }
 
+  /** A retry's check: the job is not cancelled (a job item without a status passes). */
   #jobNotCancelled(task: Task): TransactItem {
+    return this.#jobCheck(task, 'attribute_not_exists(#status) OR #status <> :cancelled', {
+      ':cancelled': 'cancelled',
+    });
+  }
+
+  #jobCheck(task: Task, condition: string, values: Record<string, string>): TransactItem {
     return {
       ConditionCheck: {
         TableName: this.#controlTable,
         Key: keys.job(task.clientId, task.jobId),
-        ConditionExpression: 'attribute_not_exists(#status) OR #status <> :cancelled',
+        ConditionExpression: condition,
         ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':cancelled': 'cancelled' },
+        ExpressionAttributeValues: values,
       },
     };
   }
