@@ -5,7 +5,7 @@
  * warmed LINE sandbox of its own (its own process, rate limit lifted: the sandbox remembers every
  * retry key, and a sandbox grown by the contender before would slow the next one), all over the
  * same keep-alive HTTP transport (so the figures compare designs):
- *   - Switchboard's pipeline (shared/messaging/pipeline.ts): claimed pages → bounded queue →
+ *   - Switchboard's pipeline (shared/campaign/pipeline.ts): claimed pages → bounded queue →
  *     paced senders → batched reporter; personalised messages by push, a text without variables
  *     by multicast (500 recipients a request);
  *   - (a) one at a time: await each push before the next;

@@ -30,8 +30,8 @@ import {
   makeMessagingClient,
 } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
-import { type HttpSend, makeHttpSend } from '#shared/messaging/http-send.ts';
-import type { SendPort } from '#shared/messaging/ports.ts';
+import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
+import type { SendPort } from '#shared/campaign/ports.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';

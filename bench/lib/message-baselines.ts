@@ -9,10 +9,10 @@
  *   outcomes in batches.
  */
 
+import type { ClaimedTask, ReportSink, TaskOutcome, TaskSource } from '#shared/campaign/ports.ts';
+import { compileTemplate } from '#shared/campaign/template.ts';
 import type { PreparedSend, SendOutcome } from '#shared/line/messaging-client.ts';
 import { preparePush } from '#shared/line/messaging-client.ts';
-import type { ClaimedTask, ReportSink, TaskOutcome, TaskSource } from '#shared/messaging/ports.ts';
-import { compileTemplate } from '#shared/messaging/template.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import { type LatencyHistogram, preciseClock } from './message-stats.ts';
 

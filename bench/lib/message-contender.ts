@@ -16,11 +16,11 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { makeHttpSend } from '#shared/campaign/http-send.ts';
+import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
+import type { ClaimedTask, ReportSink, SendPort, TaskSource } from '#shared/campaign/ports.ts';
+import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { newUlid } from '#shared/ids.ts';
-import { makeHttpSend } from '#shared/messaging/http-send.ts';
-import { runMessagePipeline } from '#shared/messaging/pipeline.ts';
-import type { ClaimedTask, ReportSink, SendPort, TaskSource } from '#shared/messaging/ports.ts';
-import type { MessageTemplate } from '#shared/messaging/template.ts';
 import { fixedPool, oneAtATime } from './message-baselines.ts';
 import { type ContenderResult, LatencyHistogram, preciseClock, StartsPerSecond } from './message-stats.ts';
 

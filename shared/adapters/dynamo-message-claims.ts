@@ -5,10 +5,11 @@
  * whole, then handed out a page at a time) with its multicast records; then tasks ready now.
  * Opt-outs are read while the claim is written.
  */
+
+import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import type { Job } from '#shared/jobs/model.ts';
 import { keys } from '#shared/jobs/model.ts';
 import { isLeftByOlderHolder, mayClaimMessage, mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
-import type { ClaimedTask, TaskSource } from '#shared/messaging/ports.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import {

@@ -6,9 +6,9 @@
  * the claim's own holder and only while the job is not cancelled (else the task ends cancelled).
  */
 
+import type { ReportSink, TaskOutcome } from '#shared/campaign/ports.ts';
 import { keys } from '#shared/jobs/model.ts';
 import { messageOutcomeMove } from '#shared/jobs/task-lifecycle.ts';
-import type { ReportSink, TaskOutcome } from '#shared/messaging/ports.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
 import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
 import { failedConditions, MAX_TRIES, type MessageTaskTable, openSkOf } from './dynamo-message-table.ts';

@@ -13,8 +13,8 @@ import {
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { Job } from '#shared/jobs/model.ts';
-import type { MessageTemplate } from '#shared/messaging/template.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 

@@ -35,8 +35,8 @@
  * lifecycle's rules, in `shared/jobs/task-lifecycle.ts`.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { BatchLedger, ReportSink, TaskSource } from '#shared/campaign/ports.ts';
 import type { Job } from '#shared/jobs/model.ts';
-import type { BatchLedger, ReportSink, TaskSource } from '#shared/messaging/ports.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { MessageClaimer, type MessageClaimLease, SessionState } from './dynamo-message-claims.ts';

@@ -6,7 +6,7 @@
  * 24-hour retry-key window.
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { BatchLedger, MulticastBatch, TaskOutcome } from '#shared/messaging/ports.ts';
+import type { BatchLedger, MulticastBatch, TaskOutcome } from '#shared/campaign/ports.ts';
 import type { Item, MessageTaskTable } from './dynamo-message-table.ts';
 
 /** A multicast record outlives LINE's 24-hour retry-key window, then TTL removes it. */

@@ -7,10 +7,10 @@
  * publishes one record per client and second, so the cost does not grow with the message rate.
  */
 
+import type { SendObservation } from '#shared/campaign/ports.ts';
 import type { LeaseLostReason } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
-import type { SendObservation } from '#shared/messaging/ports.ts';
 import type { FinalCallStatus } from '#shared/telephony/port.ts';
 
 export interface ClientLimits {

@@ -11,10 +11,11 @@
  * lets the calls in flight end (bounded by the grace period on SIGTERM: Fargate kills at 120 s),
  * then releases the lease and task protection; {@link Broker.run} then resolves.
  */
+
+import type { SendPort } from '#shared/campaign/ports.ts';
 import { heartbeatInterval, LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
-import type { SendPort } from '#shared/messaging/ports.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';

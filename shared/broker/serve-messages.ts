@@ -1,6 +1,6 @@
 /**
  * Serving a client's `message` jobs under its lease: the message pipeline (producer → bounded
- * queue → paced senders → batched reporter, see `shared/messaging/pipeline.ts`) over the tasks the
+ * queue → paced senders → batched reporter, see `shared/campaign/pipeline.ts`) over the tasks the
  * lease holder claims, sending through the client's LINE channel.
  *
  * Main course: open a session on the store (claims fenced by the lease) → run the pipeline until
@@ -9,13 +9,14 @@
  * recorded; claimed tasks not sent go back with their attempt — and serving goes on with the
  * client's other jobs. Losing the lease, or {@link MessageServer.stop}, stops it the same way.
  */
+
+import { type PipelineTotals, runMessagePipeline } from '#shared/campaign/pipeline.ts';
+import type { BatchLedger, JobProgress, ReportSink, SendPort, TaskSource } from '#shared/campaign/ports.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
 import { mayStartNow } from '#shared/jobs/waiting.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
-import { type PipelineTotals, runMessagePipeline } from '#shared/messaging/pipeline.ts';
-import type { BatchLedger, JobProgress, ReportSink, SendPort, TaskSource } from '#shared/messaging/ports.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { ClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';

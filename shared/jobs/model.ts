@@ -8,7 +8,7 @@
  * `retry-wait` once its retry delay has passed.
  */
 import { createHash } from 'node:crypto';
-import type { MessageTemplate } from '#shared/messaging/template.ts';
+import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';

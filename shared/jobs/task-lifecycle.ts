@@ -15,7 +15,7 @@
  * a message end is allowed from `retry-wait` as well; a call ends only from `in-flight`, on the
  * attempt it started.
  */
-import type { TaskOutcome } from '#shared/messaging/ports.ts';
+import type { TaskOutcome } from '#shared/campaign/ports.ts';
 import type { TaskState } from './model.ts';
 
 /** The reason a task of a cancelled job ends with (the sweep, a call's settle, a message's outcome). */

@@ -3,8 +3,8 @@
  * at once, by field path (`callingHours.mon[0].start`), so a form can show each next to its field.
  */
 import { z } from 'zod';
+import { compileTemplate, type MessageTemplate } from '#shared/campaign/template.ts';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
-import { compileTemplate, type MessageTemplate } from '#shared/messaging/template.ts';
 import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';

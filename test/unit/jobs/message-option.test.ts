@@ -4,9 +4,9 @@
  * inline CSV upload, in the query string.
  */
 import { describe, expect, it } from 'vitest';
+import { compileTemplate } from '#shared/campaign/template.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import { jobOptionsFromQuery, parseClientSettings, parseJobOptions } from '#shared/jobs/validation.ts';
-import { compileTemplate } from '#shared/messaging/template.ts';
 import { TOKYO_CLIENT } from './fakes.ts';
 
 const NOW = Date.parse('2026-11-20T00:00:00Z');

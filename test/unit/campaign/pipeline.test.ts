@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
+import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
+import { type MessagePipelineOptions, runMessagePipeline } from '#shared/campaign/pipeline.ts';
+import type { BatchLedger, ClaimedTask, JobProgress } from '#shared/campaign/ports.ts';
 import { newUlid } from '#shared/ids.ts';
 import { makeMessagingClient, type PreparedSend, type SendOutcome } from '#shared/line/messaging-client.ts';
-import { type HttpSend, makeHttpSend } from '#shared/messaging/http-send.ts';
-import { type MessagePipelineOptions, runMessagePipeline } from '#shared/messaging/pipeline.ts';
-import type { BatchLedger, ClaimedTask, JobProgress } from '#shared/messaging/ports.ts';
 import { systemClock } from '#shared/pacing/clock.ts';
 import { attemptKey, multicastRetryKey, RETRY_KEY_LIFETIME_MS } from '#shared/retry-keys.ts';
 import { CHANNEL, makeTasks, memorySink, memorySource, PERSONAL, SAME_FOR_ALL, userId } from './support.ts';

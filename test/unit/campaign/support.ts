@@ -2,9 +2,10 @@
  * In-memory ports for the message pipeline's tests: a task source over an array, and a sink that
  * keeps every outcome written (so a test can check each task was written exactly once).
  */
+
+import type { ClaimedTask, ReportSink, TaskOutcome, TaskSource } from '#shared/campaign/ports.ts';
+import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { newUlid } from '#shared/ids.ts';
-import type { ClaimedTask, ReportSink, TaskOutcome, TaskSource } from '#shared/messaging/ports.ts';
-import type { MessageTemplate } from '#shared/messaging/template.ts';
 
 export const CHANNEL = { channelId: '2000000001', accessToken: 'test-message-pipeline-token' };
 

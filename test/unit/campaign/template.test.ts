@@ -4,7 +4,7 @@ import {
   fill,
   InvalidTemplateError,
   MissingVariableError,
-} from '#shared/messaging/template.ts';
+} from '#shared/campaign/template.ts';
 
 describe('message templates', () => {
   it('fills placeholders anywhere in the messages, without escaping', () => {

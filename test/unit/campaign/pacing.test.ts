@@ -3,8 +3,8 @@
  * simulated and the assertions count requests per simulated window, never real durations.
  */
 import { describe, expect, it } from 'vitest';
+import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { PreparedSend, SendOutcome } from '#shared/line/messaging-client.ts';
-import { runMessagePipeline } from '#shared/messaging/pipeline.ts';
 import type { TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { makeTasks, memorySink, memorySource, PERSONAL } from './support.ts';
 
