@@ -20,11 +20,9 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { parse } from 'csv-parse/sync';
 import { LOCAL_CREDENTIALS, type LocalCloudInfo } from '#local/cloud.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import {
-  makeDynamoClientStore,
-  makeDynamoJobStore,
-  makeDynamoTaskStore,
-} from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';

@@ -1,11 +1,9 @@
 /** Wires the ingest to the real AWS clients; configuration is read once, at start. */
 import { makeDocumentClient, makeS3Client, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
-import {
-  makeDynamoClientStore,
-  makeDynamoJobStore,
-  makeDynamoTaskStore,
-} from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';

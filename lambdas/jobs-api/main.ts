@@ -5,11 +5,9 @@ import {
   makeS3PresignClient,
   makeSqsClient,
 } from '#shared/adapters/aws-clients.ts';
-import {
-  makeDynamoClientStore,
-  makeDynamoJobStore,
-  makeDynamoTaskStore,
-} from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';

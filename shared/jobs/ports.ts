@@ -1,7 +1,7 @@
 /**
  * The ports of the jobs use cases (client settings, job API, ingest). The DynamoDB and S3
- * adapters implement them (`shared/adapters/dynamo-jobs.ts`, `shared/adapters/s3-uploads.ts`);
- * tests hand in their own.
+ * adapters implement them (`shared/adapters/dynamo-clients.ts`, `dynamo-jobs.ts`,
+ * `dynamo-job-tasks.ts`, `dynamo-cancel.ts`, `s3-uploads.ts`); tests hand in their own.
  */
 import type { IngestCounts, IngestCursor } from '#shared/csv/ingest.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';

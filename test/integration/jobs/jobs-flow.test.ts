@@ -9,11 +9,9 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { s3EventNotification } from '#local/s3-notifier.ts';
-import {
-  makeDynamoClientStore,
-  makeDynamoJobStore,
-  makeDynamoTaskStore,
-} from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';

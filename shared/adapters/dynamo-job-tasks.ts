@@ -1,0 +1,118 @@
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  BatchWriteCommand,
+  type BatchWriteCommandOutput,
+  type DynamoDBDocumentClient,
+  QueryCommand,
+  type QueryCommandOutput,
+} from '@aws-sdk/lib-dynamodb';
+import { recipientTaskId } from '#shared/csv/duplicates.ts';
+import { keys, type Task } from '#shared/jobs/model.ts';
+import type { TaskStore } from '#shared/jobs/ports.ts';
+
+export class UnprocessedWritesError extends Error {
+  override name = 'UnprocessedWritesError';
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Full-jitter backoff: 25 ms doubling, at most 2 s. */
+function backoffMs(attempt: number): number {
+  return Math.random() * Math.min(2_000, 25 * 2 ** attempt);
+}
+
+/** The task record of an item (without keys and index attributes). */
+function toTask(item: Record<string, unknown>): Task {
+  const { pk: _pk, sk: _sk, openPk: _openPk, openSk: _openSk, ...task } = item;
+  return task as unknown as Task;
+}
+
+/** The item of a task: its keys, the record, and its outstanding-index entry while it may start. */
+export function taskItem(task: Task): Record<string, unknown> {
+  return { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
+}
+
+export interface DynamoTaskStoreOptions {
+  /** BatchWriteItem calls in flight at once. */
+  readonly concurrency?: number;
+  /** Calls per batch before giving up on unprocessed items. */
+  readonly maxAttempts?: number;
+}
+
+export function makeDynamoTaskStore(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: DynamoTaskStoreOptions = {},
+): TaskStore {
+  const concurrency = options.concurrency ?? 8;
+  const maxAttempts = options.maxAttempts ?? 12;
+
+  async function writeBatch(items: readonly Record<string, unknown>[]): Promise<void> {
+    let requests = items.map((Item) => ({ PutRequest: { Item } }));
+    for (let attempt = 0; requests.length > 0; attempt++) {
+      if (attempt >= maxAttempts) {
+        throw new UnprocessedWritesError(
+          `${requests.length} tasks still unprocessed after ${maxAttempts} attempts`,
+        );
+      }
+      if (attempt > 0) await sleep(backoffMs(attempt));
+      const out: BatchWriteCommandOutput = await doc.send(
+        new BatchWriteCommand({ RequestItems: { [tableName]: requests } }),
+      );
+      requests = (out.UnprocessedItems?.[tableName] ?? []) as typeof requests;
+    }
+  }
+
+  return {
+    async put(tasks) {
+      const batches: Record<string, unknown>[][] = [];
+      for (let i = 0; i < tasks.length; i += 25) batches.push(tasks.slice(i, i + 25).map(taskItem));
+      let next = 0;
+      const worker = async () => {
+        while (next < batches.length) await writeBatch(batches[next++]!);
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
+    },
+    async storedRows(jobId, recipients) {
+      const rows = new Map<string, number>();
+      let pending: Record<string, unknown>[] | undefined = recipients.map((r) =>
+        keys.task(jobId, recipientTaskId(jobId, r)),
+      );
+      for (let attempt = 0; pending && pending.length > 0; attempt++) {
+        if (attempt > 0) await sleep(backoffMs(attempt));
+        const out: BatchGetCommandOutput = await doc.send(
+          new BatchGetCommand({
+            RequestItems: {
+              [tableName]: {
+                Keys: pending,
+                ProjectionExpression: 'recipient, #row',
+                ExpressionAttributeNames: { '#row': 'row' },
+                ConsistentRead: true,
+              },
+            },
+          }),
+        );
+        for (const item of out.Responses?.[tableName] ?? [])
+          rows.set(item.recipient as string, item.row as number);
+        pending = out.UnprocessedKeys?.[tableName]?.Keys;
+      }
+      return rows;
+    },
+    async *shard(jobId, shard) {
+      let start: Record<string, unknown> | undefined;
+      do {
+        const out: QueryCommandOutput = await doc.send(
+          new QueryCommand({
+            TableName: tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        );
+        for (const item of out.Items ?? []) yield toTask(item);
+        start = out.LastEvaluatedKey;
+      } while (start);
+    },
+  };
+}
