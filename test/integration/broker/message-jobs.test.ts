@@ -258,13 +258,15 @@ function deliveredCounts(clientId: string, n: number): number[] {
   return counts;
 }
 
-/** Resolves once the sandbox's log has not grown for a second (requests on the wire have landed). */
-function sendsStopped(): Promise<true> {
-  return until(async () => {
-    const now = line.log().length;
-    await new Promise((r) => setTimeout(r, 1_000));
-    return line.log().length === now ? true : undefined;
-  }, 'the sends to stop');
+/**
+ * Resolves once the broker has let the client go: the round the nudge stopped has ended, so every
+ * request it had on the wire has been answered (and logged by the sandbox) and recorded.
+ */
+function letGo(broker: RunningBroker, clientId: string): Promise<true> {
+  return until(
+    async () => (broker.broker.clientId === clientId ? undefined : true),
+    `the broker to let ${clientId} go`,
+  );
 }
 
 /** A job of `n` personal messages and a broker sending them at 400/s; resolves once 300 went out. */
@@ -479,7 +481,7 @@ describe('a message job served by the broker', () => {
     await broker.broker.jobChanged(clientId, job.jobId);
     const atNudge = line.log().length;
     // Requests on the wire at the nudge land; then nothing more.
-    await sendsStopped();
+    await letGo(broker, clientId);
     expect(line.log().length - atNudge).toBeLessThanOrEqual(64);
     const stoppedAt = line.log().length;
     // The broker gives back what it claimed and did not send: cancelled, as the job is.
@@ -518,7 +520,9 @@ describe('a message job served by the broker', () => {
       cancelled: n - completed.size,
       failed: 0,
     });
-    await new Promise((r) => setTimeout(r, 500));
+    // Stopped, the broker has sent all it ever will: nothing since the sends stopped.
+    broker.stop('sigterm');
+    await broker.done;
     expect(line.log().length).toBe(stoppedAt);
   });
 
@@ -538,14 +542,14 @@ describe('a message job served by the broker', () => {
     await broker.broker.jobChanged(clientId, job.jobId);
     const started = line.log().length;
     // Requests already on the wire may still land; nothing new is started.
-    await sendsStopped();
+    await letGo(broker, clientId);
     expect(line.log().length - started).toBeLessThanOrEqual(64);
     const atPause = line.log().length;
-    await new Promise((r) => setTimeout(r, 500));
-    expect(line.log().length).toBe(atPause);
-    // The broker lets the client go; the one that serves the resumed job is another.
+    // The broker stops; the one that serves the resumed job is another. Stopped, it has sent all
+    // it ever will: nothing since the pause took hold.
     broker.stop('sigterm');
     await broker.done;
+    expect(line.log().length).toBe(atPause);
     const paused = await tasksOf(job.jobId);
     expect(paused.filter((t) => t.state === 'in-flight')).toEqual([]);
     const sentBefore = paused.filter((t) => t.state === 'completed').length;
