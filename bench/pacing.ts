@@ -343,9 +343,17 @@ interface Ours extends Contender {
   readonly broker: Awaited<ReturnType<typeof startOurBroker>>;
 }
 
-async function runScenario(scenario: PacingScenario) {
+/** The far sides of one scenario: the HTTP sandbox (and its provider), and the emulators asked for. */
+interface FarSides {
+  readonly sandbox: Awaited<ReturnType<typeof startTelephonySandbox>>;
+  readonly connect: TelephonyEmulator | undefined;
+  readonly twilio: TelephonyEmulator | undefined;
+  /** The HTTP provider through the sandbox (our http broker's, and every baseline's). */
+  readonly provider: TelephonyProvider;
+}
+
+async function startFarSides(scenario: PacingScenario): Promise<FarSides> {
   const S = scenario.timeScale;
-  const n = scenario.calls.length;
   const sandbox = await startTelephonySandbox({
     callbackSecret: SECRET,
     seed: 11,
@@ -365,28 +373,32 @@ async function runScenario(scenario: PacingScenario) {
     apiToken: sandbox.apiToken,
     clock: systemClock,
   });
+  return { sandbox, connect, twilio, provider };
+}
+
+/** One Switchboard broker per provider asked for, each with its own client seeded. */
+async function startOurs(scenario: PacingScenario, far: FarSides): Promise<Ours[]> {
   const ours: Ours[] = [];
   for (const name of providers) {
     const clientId = `ours-${name}-${scenario.id}`;
     await seedOurs(clientId, scenario);
-    const emulator = name === 'connect' ? connect! : name === 'twilio' ? twilio! : sandbox;
+    const emulator = name === 'connect' ? far.connect! : name === 'twilio' ? far.twilio! : far.sandbox;
     const through =
       name === 'connect'
-        ? connectProvider(connect!)
+        ? connectProvider(far.connect!)
         : name === 'twilio'
-          ? twilioProvider(twilio!, clientId)
-          : provider;
+          ? twilioProvider(far.twilio!, clientId)
+          : far.provider;
     const broker = await startOurBroker(through, scenario, name);
     ours.push({ name: `Switchboard, ${name}`, provider: name, clientId, emulator, broker });
   }
-  const baselines: Contender[] = polls.map((p) => ({
-    name: `baseline, polls every ${p} s`,
-    clientId: `poll${p}-${scenario.id}`.replace('.', '_'),
-  }));
-  const bound = lowerBound(scenario);
-  const budgetMs = ((bound * 3) / S) * 1000 + 60_000;
+  return ours;
+}
 
-  const baselineRuns = baselines.map((b, i) =>
+/** Runs each polling baseline through the HTTP sandbox; each settles when its run ends. */
+function runBaselines(scenario: PacingScenario, baselines: Contender[], provider: TelephonyProvider) {
+  const S = scenario.timeScale;
+  return baselines.map((b, i) =>
     runPollingBroker({
       provider,
       store: callbackStore,
@@ -404,7 +416,12 @@ async function runScenario(scenario: PacingScenario) {
       (error: unknown) => console.error(`${b.name} failed:`, error),
     ),
   );
-  const oursRuns = ours.map(async (o) => {
+}
+
+/** Waits (within the budget) until each of our clients had every call rung and ended, then stops its broker. */
+function runOurs(scenario: PacingScenario, ours: Ours[], budgetMs: number) {
+  const n = scenario.calls.length;
+  return ours.map(async (o) => {
     const done = await until(() => {
       const stats = o.emulator.stats(o.clientId);
       return stats.rings >= n && stats.inFlight === 0;
@@ -412,48 +429,69 @@ async function runScenario(scenario: PacingScenario) {
     if (done) o.finishedAt = Date.now();
     await o.broker.stop();
   });
-  await Promise.all(oursRuns);
+}
+
+/** A contender's figures from the rings its far side recorded for its client. */
+function resultOf(scenario: PacingScenario, c: Contender, emulator: TelephonyEmulator): ContenderResult {
+  const S = scenario.timeScale;
+  const stats = emulator.stats(c.clientId);
+  const rings: RingRecord[] = emulator.rings().filter((r) => r.clientId === c.clientId);
+  return {
+    name: c.name,
+    finished: c.finishedAt !== undefined && stats.rings >= scenario.calls.length && stats.inFlight === 0,
+    figures: figuresOf(rings, {
+      limit: scenario.limit,
+      wallIntervalMs: 1000 / (scenario.rate * S),
+      timeScale: S,
+    }),
+    rings: stats.rings,
+    maxInFlight: stats.maxInFlight,
+    maxStartsPerSecond: stats.maxStartsPerSecond,
+    repeatedRings: stats.repeatedRings.length,
+  };
+}
+
+/** Where our reaction goes: the call's end through its status path to the nudge, then the broker. */
+function breakdownOf(scenario: PacingScenario, o: Ours) {
+  const ourRings = o.emulator.rings().filter((r) => r.clientId === o.clientId);
+  const nudged = ourRings.flatMap((r) => {
+    const at = o.broker.nudges.get(r.callId);
+    return at === undefined || r.endedAt === undefined ? [] : [{ at, endedAt: r.endedAt }];
+  });
+  return {
+    name: o.name,
+    endToNudgeMs: nudged.map((x) => x.at - x.endedAt),
+    nudgeToStartMs: reactionTimes(
+      ourRings.map((r) => r.startedAt),
+      nudged.map((x) => x.at),
+      { limit: scenario.limit, wallIntervalMs: 1000 / (scenario.rate * scenario.timeScale) },
+    ),
+    nudgesMissing: ourRings.length - nudged.length,
+  };
+}
+
+async function runScenario(scenario: PacingScenario) {
+  const far = await startFarSides(scenario);
+  const ours = await startOurs(scenario, far);
+  const baselines: Contender[] = polls.map((p) => ({
+    name: `baseline, polls every ${p} s`,
+    clientId: `poll${p}-${scenario.id}`.replace('.', '_'),
+  }));
+  const bound = lowerBound(scenario);
+  const budgetMs = ((bound * 3) / scenario.timeScale) * 1000 + 60_000;
+
+  const baselineRuns = runBaselines(scenario, baselines, far.provider);
+  await Promise.all(runOurs(scenario, ours, budgetMs));
   await Promise.race([Promise.all(baselineRuns), new Promise((r) => setTimeout(r, budgetMs))]);
 
-  const result = (c: Contender, emulator: TelephonyEmulator): ContenderResult => {
-    const stats = emulator.stats(c.clientId);
-    const rings: RingRecord[] = emulator.rings().filter((r) => r.clientId === c.clientId);
-    return {
-      name: c.name,
-      finished: c.finishedAt !== undefined && stats.rings >= n && stats.inFlight === 0,
-      figures: figuresOf(rings, {
-        limit: scenario.limit,
-        wallIntervalMs: 1000 / (scenario.rate * S),
-        timeScale: S,
-      }),
-      rings: stats.rings,
-      maxInFlight: stats.maxInFlight,
-      maxStartsPerSecond: stats.maxStartsPerSecond,
-      repeatedRings: stats.repeatedRings.length,
-    };
-  };
-  const results = [...ours.map((o) => result(o, o.emulator)), ...baselines.map((b) => result(b, sandbox))];
-  // Where our reaction goes: the call's end through its status path to the nudge, then the broker.
-  const breakdowns = ours.map((o) => {
-    const ourRings = o.emulator.rings().filter((r) => r.clientId === o.clientId);
-    const nudged = ourRings.flatMap((r) => {
-      const at = o.broker.nudges.get(r.callId);
-      return at === undefined || r.endedAt === undefined ? [] : [{ at, endedAt: r.endedAt }];
-    });
-    return {
-      name: o.name,
-      endToNudgeMs: nudged.map((x) => x.at - x.endedAt),
-      nudgeToStartMs: reactionTimes(
-        ourRings.map((r) => r.startedAt),
-        nudged.map((x) => x.at),
-        { limit: scenario.limit, wallIntervalMs: 1000 / (scenario.rate * S) },
-      ),
-      nudgesMissing: ourRings.length - nudged.length,
-    };
-  });
-  await sandbox.stop();
-  await connect?.stop();
-  await twilio?.stop();
+  const results = [
+    ...ours.map((o) => resultOf(scenario, o, o.emulator)),
+    ...baselines.map((b) => resultOf(scenario, b, far.sandbox)),
+  ];
+  const breakdowns = ours.map((o) => breakdownOf(scenario, o));
+  await far.sandbox.stop();
+  await far.connect?.stop();
+  await far.twilio?.stop();
   return { bound, results, breakdowns, oursCount: ours.length };
 }
 
