@@ -121,20 +121,7 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
   const log = options.log ?? (() => {});
   assertJava17();
 
-  const [dynamoStart, fauxqsStart] = await Promise.allSettled([
-    startDynamoLocalReady(options.dataDir),
-    startFauxqs({ port: 0, logger: false, defaultRegion: LOCAL_REGION }),
-  ]);
-  if (dynamoStart.status === 'rejected' || fauxqsStart.status === 'rejected') {
-    // The one that started is stopped: no Java process or server left behind a failed start.
-    if (dynamoStart.status === 'fulfilled') await stopChild(dynamoStart.value.process);
-    if (fauxqsStart.status === 'fulfilled') await fauxqsStart.value.stop();
-    throw dynamoStart.status === 'rejected'
-      ? dynamoStart.reason
-      : (fauxqsStart as PromiseRejectedResult).reason;
-  }
-  const dynamo = dynamoStart.value;
-  const fauxqs = fauxqsStart.value;
+  const { dynamo, fauxqs } = await startStores(options.dataDir);
   const dynamoEndpoint = `http://127.0.0.1:${dynamo.port}`;
   const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
   log(
@@ -156,64 +143,103 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
   }
   log(`S3 (strict)     ${strictS3.url} (signatures, presigned URLs and checksums checked as S3 does)`);
 
-  const clientConfig = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
-  const ddb = new DynamoDBClient({ ...clientConfig, endpoint: dynamoEndpoint });
-  const sqs = new SQSClient({ ...clientConfig, endpoint: sqsEndpoint, useQueueUrlAsEndpoint: false });
-  const s3 = new S3Client({ ...clientConfig, endpoint: sqsEndpoint, forcePathStyle: true });
-
+  const clients = provisioningClients(dynamoEndpoint, sqsEndpoint);
+  const stop = async () => {
+    clients.destroy();
+    await Promise.all([stopChild(dynamo.process), fauxqs.stop(), strictS3.stop()]);
+  };
   try {
-    const tableNames: Record<string, string> = {};
-    for (const spec of tables) {
-      tableNames[spec.id] = await createTable(ddb, stage, spec);
-    }
-    const queueEndpoints: Record<string, QueueEndpoints> = {};
-    for (const spec of queues) {
-      const visibility = options.visibilityTimeoutSeconds?.[spec.id];
-      queueEndpoints[spec.id] = await createQueueWithDlq(
-        sqs,
-        stage,
-        spec,
-        visibility === undefined ? {} : { visibilityTimeoutSeconds: visibility },
-      );
-    }
-    const bucketNames: Record<string, string> = {};
-    for (const spec of buckets) {
-      const name = resourceName(stage, spec.id);
-      await s3.send(new CreateBucketCommand({ Bucket: name }));
-      bucketNames[spec.id] = name;
-    }
+    const provisioned = await provision(clients, stage, options.visibilityTimeoutSeconds);
     log(
       `provisioned ${tables.length} tables, ${queues.length * 2} queues, ${buckets.length} bucket (stage "${stage}")`,
     );
-
     const info: LocalCloudInfo = {
       stage,
       region: LOCAL_REGION,
       dynamoEndpoint,
       sqsEndpoint,
       s3Endpoint: strictS3.url,
-      tableNames,
-      queues: queueEndpoints,
-      bucketNames,
+      ...provisioned,
     };
-    return {
-      ...info,
-      fauxqs,
-      env: () => cloudEnv(info),
-      stop: async () => {
-        ddb.destroy();
-        sqs.destroy();
-        s3.destroy();
-        await Promise.all([stopChild(dynamo.process), fauxqs.stop(), strictS3.stop()]);
-      },
-    };
+    return { ...info, fauxqs, env: () => cloudEnv(info), stop };
   } catch (error) {
-    ddb.destroy();
-    sqs.destroy();
-    s3.destroy();
-    await Promise.all([stopChild(dynamo.process), fauxqs.stop(), strictS3.stop()]);
+    await stop();
     throw error;
   }
+}
+
+/**
+ * DynamoDB Local and fauxqs, started side by side; when either fails, the one that started is
+ * stopped (no Java process or server left behind a failed start) and the failure thrown.
+ */
+async function startStores(
+  dataDir: string | undefined,
+): Promise<{ dynamo: DynamoLocal; fauxqs: FauxqsServer }> {
+  const [dynamoStart, fauxqsStart] = await Promise.allSettled([
+    startDynamoLocalReady(dataDir),
+    startFauxqs({ port: 0, logger: false, defaultRegion: LOCAL_REGION }),
+  ]);
+  if (dynamoStart.status === 'rejected' || fauxqsStart.status === 'rejected') {
+    if (dynamoStart.status === 'fulfilled') await stopChild(dynamoStart.value.process);
+    if (fauxqsStart.status === 'fulfilled') await fauxqsStart.value.stop();
+    throw dynamoStart.status === 'rejected'
+      ? dynamoStart.reason
+      : (fauxqsStart as PromiseRejectedResult).reason;
+  }
+  return { dynamo: dynamoStart.value, fauxqs: fauxqsStart.value };
+}
+
+interface ProvisioningClients {
+  readonly ddb: DynamoDBClient;
+  readonly sqs: SQSClient;
+  readonly s3: S3Client;
+  destroy(): void;
+}
+
+function provisioningClients(dynamoEndpoint: string, sqsEndpoint: string): ProvisioningClients {
+  const clientConfig = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
+  const ddb = new DynamoDBClient({ ...clientConfig, endpoint: dynamoEndpoint });
+  const sqs = new SQSClient({ ...clientConfig, endpoint: sqsEndpoint, useQueueUrlAsEndpoint: false });
+  const s3 = new S3Client({ ...clientConfig, endpoint: sqsEndpoint, forcePathStyle: true });
+  return {
+    ddb,
+    sqs,
+    s3,
+    destroy() {
+      ddb.destroy();
+      sqs.destroy();
+      s3.destroy();
+    },
+  };
+}
+
+/** Creates every table, queue (with its DLQ) and bucket of the stage, as deployed. */
+async function provision(
+  clients: ProvisioningClients,
+  stage: string,
+  visibilityTimeoutSeconds: LocalCloudOptions['visibilityTimeoutSeconds'],
+): Promise<Pick<LocalCloudInfo, 'tableNames' | 'queues' | 'bucketNames'>> {
+  const tableNames: Record<string, string> = {};
+  for (const spec of tables) {
+    tableNames[spec.id] = await createTable(clients.ddb, stage, spec);
+  }
+  const queueEndpoints: Record<string, QueueEndpoints> = {};
+  for (const spec of queues) {
+    const visibility = visibilityTimeoutSeconds?.[spec.id];
+    queueEndpoints[spec.id] = await createQueueWithDlq(
+      clients.sqs,
+      stage,
+      spec,
+      visibility === undefined ? {} : { visibilityTimeoutSeconds: visibility },
+    );
+  }
+  const bucketNames: Record<string, string> = {};
+  for (const spec of buckets) {
+    const name = resourceName(stage, spec.id);
+    await clients.s3.send(new CreateBucketCommand({ Bucket: name }));
+    bucketNames[spec.id] = name;
+  }
+  return { tableNames, queues: queueEndpoints, bucketNames };
 }
 
 /** The environment a Lambda handler or broker reads to reach the local cloud described by `info`. */
