@@ -191,6 +191,43 @@ export function verifySigV4(request: SigV4Request, options: SigV4Options): SigV4
   if (secret === undefined) {
     throw new SigV4Error(403, 'InvalidAccessKeyId', 'the access key id does not exist in our records');
   }
+  checkDateAndScope(parsed, options);
+  if (!parsed.signedHeaders.includes('host')) {
+    throw new SigV4Error(403, 'AccessDenied', 'the host header must be signed');
+  }
+  const signedValues = signedHeaderValues(request, parsed);
+  const expected = expectedSignature(request, options, parsed, signedValues, secret);
+  if (options.body !== undefined && /^[0-9a-f]{64}$/.test(parsed.payloadHash)) {
+    if (sha256Hex(Buffer.from(options.body)) !== parsed.payloadHash) {
+      throw new SigV4Error(
+        403,
+        'SignatureDoesNotMatch',
+        'the body is not the one the request signature covers',
+      );
+    }
+  }
+  const given = Buffer.from(/^[0-9a-f]{64}$/.test(parsed.signature) ? parsed.signature : '', 'hex');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new SigV4Error(
+      403,
+      'SignatureDoesNotMatch',
+      'the request signature we calculated does not match the signature you provided',
+    );
+  }
+  if (parsed.form === 'query') addPresignedValues(parsed.query, signedValues);
+  return {
+    accessKeyId: parsed.accessKeyId,
+    form: parsed.form,
+    payloadHash: parsed.payloadHash,
+    signedValues,
+  };
+}
+
+/**
+ * The signing date (well-formed, the credential scope's date, within the clock skew or, for a
+ * presigned URL, not expired) and the scope's region and service.
+ */
+function checkDateAndScope(parsed: Parsed, options: SigV4Options): void {
   const signedAt = amzDate(parsed.date);
   if (Number.isNaN(signedAt) || parsed.date.slice(0, 8) !== parsed.scope.date) {
     throw new SigV4Error(
@@ -219,9 +256,10 @@ export function verifySigV4(request: SigV4Request, options: SigV4Options): SigV4
       'the difference between the request time and the current time is too large',
     );
   }
-  if (!parsed.signedHeaders.includes('host')) {
-    throw new SigV4Error(403, 'AccessDenied', 'the host header must be signed');
-  }
+}
+
+/** Each signed header's value, trimmed and with runs of spaces folded, as the canonical request has it. */
+function signedHeaderValues(request: SigV4Request, parsed: Parsed): Map<string, string> {
   const signedValues = new Map<string, string>();
   for (const name of parsed.signedHeaders) {
     const value = header(request, name);
@@ -229,6 +267,17 @@ export function verifySigV4(request: SigV4Request, options: SigV4Options): SigV4
       throw new SigV4Error(403, 'SignatureDoesNotMatch', `the signed header ${name} is missing`);
     signedValues.set(name, value.trim().replace(/\s+/g, ' '));
   }
+  return signedValues;
+}
+
+/** The signature the request should carry: HMAC of the string to sign, with the scope's signing key. */
+function expectedSignature(
+  request: SigV4Request,
+  options: SigV4Options,
+  parsed: Parsed,
+  signedValues: ReadonlyMap<string, string>,
+  secret: string,
+): Buffer {
   const path = request.url.split('?')[0] || '/';
   // Every service but S3 encodes each path segment twice: once on the wire, once more here.
   const canonicalPath = options.service === 's3' ? path : path.split('/').map(rfc3986).join('/');
@@ -243,39 +292,15 @@ export function verifySigV4(request: SigV4Request, options: SigV4Options): SigV4
   ].join('\n');
   const scope = `${parsed.scope.date}/${parsed.scope.region}/${parsed.scope.service}/aws4_request`;
   const toSign = ['AWS4-HMAC-SHA256', parsed.date, scope, sha256Hex(canonical)].join('\n');
-  const expected = hmac(
-    signingKey(secret, parsed.scope.date, parsed.scope.region, parsed.scope.service),
-    toSign,
-  );
-  if (options.body !== undefined && /^[0-9a-f]{64}$/.test(parsed.payloadHash)) {
-    if (sha256Hex(Buffer.from(options.body)) !== parsed.payloadHash) {
-      throw new SigV4Error(
-        403,
-        'SignatureDoesNotMatch',
-        'the body is not the one the request signature covers',
-      );
-    }
-  }
-  const given = Buffer.from(/^[0-9a-f]{64}$/.test(parsed.signature) ? parsed.signature : '', 'hex');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw new SigV4Error(
-      403,
-      'SignatureDoesNotMatch',
-      'the request signature we calculated does not match the signature you provided',
-    );
-  }
-  if (parsed.form === 'query') {
-    for (const [k, v] of parsed.query)
-      if (
-        /^x-amz-/i.test(k) &&
-        !/^X-Amz-(Algorithm|Credential|Date|Expires|SignedHeaders|Content-Sha256|Security-Token)$/.test(k)
-      )
-        signedValues.set(k.toLowerCase(), v);
-  }
-  return {
-    accessKeyId: parsed.accessKeyId,
-    form: parsed.form,
-    payloadHash: parsed.payloadHash,
-    signedValues,
-  };
+  return hmac(signingKey(secret, parsed.scope.date, parsed.scope.region, parsed.scope.service), toSign);
+}
+
+/** A presigned URL's other `x-amz-*` query parameters, which S3 reads as headers. */
+function addPresignedValues(query: readonly [string, string][], signedValues: Map<string, string>): void {
+  for (const [k, v] of query)
+    if (
+      /^x-amz-/i.test(k) &&
+      !/^X-Amz-(Algorithm|Credential|Date|Expires|SignedHeaders|Content-Sha256|Security-Token)$/.test(k)
+    )
+      signedValues.set(k.toLowerCase(), v);
 }
