@@ -67,41 +67,57 @@ function badRequest(message: string): FrontError {
 
 /** Starts the sandbox on 127.0.0.1 and a free port (unless `port` is given). */
 export async function startTelephonySandbox(options: TelephonySandboxOptions): Promise<TelephonySandbox> {
-  const apiToken = options.apiToken ?? 'sandbox-token';
-  const far = new FarSide(options);
+  const front = new SandboxFront(options);
+  const served = await serveFront(
+    (req, res) => front.handle(req, res),
+    error('internal_error', 'the sandbox failed'),
+    options.port,
+  );
+  return { ...front.far.emulatorView(served.url, () => served.close()), apiToken: front.apiToken };
+}
 
-  /** Each status event is POSTed to the call's callback URL, signed when it is sent. */
-  const tellTo = (callbackUrl: string) => (event: object) => {
-    const body = JSON.stringify(withoutMachine(event));
-    return (signal: AbortSignal) =>
-      postOnce(
-        callbackUrl,
-        {
-          headers: {
-            'content-type': 'application/json',
-            [CALLBACK_SIGNATURE_HEADER]: signCallback(
-              options.callbackSecret,
-              body,
-              Math.floor(far.time.now() / 1000),
-            ),
-          },
-          body,
-        },
-        signal,
-      );
-  };
+/** The HTTP contract's two operations (start a call, read a call) and its callbacks, over the far side. */
+class SandboxFront {
+  readonly apiToken: string;
+  readonly far: FarSide;
+  readonly #options: TelephonySandboxOptions;
 
-  async function initiate(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const key = req.headers['idempotency-key'];
-    if (typeof key !== 'string' || !UUID.test(key)) throw badRequest('Idempotency-Key must be a UUID');
-    const raw = await readBody(req, error('invalid_request', 'body larger than 65536 bytes'));
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw);
-    } catch {
-      throw badRequest('body is not JSON');
+  constructor(options: TelephonySandboxOptions) {
+    this.#options = options;
+    this.apiToken = options.apiToken ?? 'sandbox-token';
+    this.far = new FarSide(options);
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
+    if (req.headers.authorization !== `Bearer ${this.apiToken}`) {
+      req.resume();
+      return answer(res, 401, error('unauthorized', 'missing or wrong bearer token'));
     }
-    const request = validate(parsed);
+    if (path === '/calls') {
+      if (req.method !== 'POST') return answer(res, 405, error('method_not_allowed', 'POST /calls only'));
+      return this.#initiate(req, res);
+    }
+    const match = /^\/calls\/([^/]+)$/.exec(path);
+    if (match) {
+      if (req.method !== 'GET') {
+        return answer(res, 405, error('method_not_allowed', 'GET /calls/{callId} only'));
+      }
+      const call = this.far.call(decodeURIComponent(match[1]!));
+      if (!call) return answer(res, 404, error('call_not_found', 'no such call'));
+      return answer(res, 200, call.snapshot);
+    }
+    req.resume();
+    answer(res, 404, error('not_found', `no route ${req.method} ${path}`));
+  }
+
+  /**
+   * `POST /calls`: an injected fault strikes first; a known Idempotency-Key answers its call (422
+   * when the request differs); else the call is placed.
+   */
+  async #initiate(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { key, parsed, request } = await readInitiate(req);
+    const far = this.far;
     const fault = far.startFault(key);
     if (fault === 'throttled') {
       return answer(res, 429, error('rate_limited', 'too many requests'), {
@@ -121,7 +137,7 @@ export async function startTelephonySandbox(options: TelephonySandboxOptions): P
       }
       return answer(res, 200, { callId: known.callId, status: known.snapshot.status });
     }
-    const call = far.place({ ...request, key, fingerprint, tell: tellTo(request.callbackUrl) });
+    const call = far.place({ ...request, key, fingerprint, tell: this.#tellTo(request.callbackUrl) });
     if (fault.failAfterCreate) {
       return answer(res, 500, error('internal_error', 'injected fault after the call was placed'));
     }
@@ -133,31 +149,44 @@ export async function startTelephonySandbox(options: TelephonySandboxOptions): P
     }
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
-    if (req.headers.authorization !== `Bearer ${apiToken}`) {
-      req.resume();
-      return answer(res, 401, error('unauthorized', 'missing or wrong bearer token'));
-    }
-    if (path === '/calls') {
-      if (req.method !== 'POST') return answer(res, 405, error('method_not_allowed', 'POST /calls only'));
-      return initiate(req, res);
-    }
-    const match = /^\/calls\/([^/]+)$/.exec(path);
-    if (match) {
-      if (req.method !== 'GET') {
-        return answer(res, 405, error('method_not_allowed', 'GET /calls/{callId} only'));
-      }
-      const call = far.call(decodeURIComponent(match[1]!));
-      if (!call) return answer(res, 404, error('call_not_found', 'no such call'));
-      return answer(res, 200, call.snapshot);
-    }
-    req.resume();
-    answer(res, 404, error('not_found', `no route ${req.method} ${path}`));
+  /** Each status event is POSTed to the call's callback URL, signed when it is sent. */
+  #tellTo(callbackUrl: string) {
+    return (event: object) => {
+      const body = JSON.stringify(withoutMachine(event));
+      return (signal: AbortSignal) =>
+        postOnce(
+          callbackUrl,
+          {
+            headers: {
+              'content-type': 'application/json',
+              [CALLBACK_SIGNATURE_HEADER]: signCallback(
+                this.#options.callbackSecret,
+                body,
+                Math.floor(this.far.time.now() / 1000),
+              ),
+            },
+            body,
+          },
+          signal,
+        );
+    };
   }
+}
 
-  const front = await serveFront(handle, error('internal_error', 'the sandbox failed'), options.port);
-  return { ...far.emulatorView(front.url, () => front.close()), apiToken };
+/** A `POST /calls` request's Idempotency-Key and body, checked (a 400 {@link FrontError} otherwise). */
+async function readInitiate(
+  req: IncomingMessage,
+): Promise<{ key: string; parsed: unknown; request: ValidRequest }> {
+  const key = req.headers['idempotency-key'];
+  if (typeof key !== 'string' || !UUID.test(key)) throw badRequest('Idempotency-Key must be a UUID');
+  const raw = await readBody(req, error('invalid_request', 'body larger than 65536 bytes'));
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw badRequest('body is not JSON');
+  }
+  return { key, parsed, request: validate(parsed) };
 }
 
 /** The contract's callback body: the snapshot's fields, not the far side's own `machine` flag. */
