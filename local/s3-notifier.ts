@@ -78,83 +78,125 @@ export function s3EventNotification(input: {
 
 /** Starts polling; `stop()` ends it. */
 export async function startS3Notifier(options: S3NotifierOptions): Promise<S3Notifier> {
-  const prefixes = options.prefixes ?? UPLOAD_NOTIFICATIONS.prefixes;
-  // Case-sensitive, as S3 matches a filter's suffix.
-  const suffixes = options.suffixes ?? UPLOAD_NOTIFICATIONS.suffixes;
-  const intervalMs = options.intervalMs ?? 250;
-  const seen = new Map<string, string>();
-  let sent = 0;
-  let sequence = 0;
-  let stopping = false;
-  let waiters: (() => void)[] = [];
+  const watcher = new BucketWatcher(options);
+  await watcher.poll(options.notifyExisting ?? false);
+  watcher.start();
+  return {
+    sent: () => watcher.sent,
+    settled: () => watcher.settled(),
+    stop: () => watcher.stop(),
+  };
+}
 
-  async function poll(notify: boolean): Promise<void> {
-    for (const prefix of prefixes) {
+type ListedObject = NonNullable<ListObjectsV2CommandOutput['Contents']>[number];
+
+/** Lists the watched prefixes and notifies each object not seen yet (or with a new ETag). */
+class BucketWatcher {
+  readonly #options: S3NotifierOptions;
+  readonly #prefixes: readonly string[];
+  readonly #suffixes: readonly string[];
+  readonly #intervalMs: number;
+  /** ETag by key, of every object seen. */
+  readonly #seen = new Map<string, string>();
+  #sent = 0;
+  #sequence = 0;
+  #stopping = false;
+  #loop: Promise<void> = Promise.resolve();
+  /** Woken after each poll of the loop. */
+  #waiters: (() => void)[] = [];
+
+  constructor(options: S3NotifierOptions) {
+    this.#options = options;
+    this.#prefixes = options.prefixes ?? UPLOAD_NOTIFICATIONS.prefixes;
+    // Case-sensitive, as S3 matches a filter's suffix.
+    this.#suffixes = options.suffixes ?? UPLOAD_NOTIFICATIONS.suffixes;
+    this.#intervalMs = options.intervalMs ?? 250;
+  }
+
+  /** Notifications sent so far. */
+  get sent(): number {
+    return this.#sent;
+  }
+
+  /** Polls every interval until stopped. */
+  start(): void {
+    this.#loop = this.#pollEvery();
+  }
+
+  async #pollEvery(): Promise<void> {
+    while (!this.#stopping) {
+      await new Promise((resolve) => setTimeout(resolve, this.#intervalMs));
+      if (this.#stopping) break;
+      try {
+        await this.poll(true);
+      } catch (error) {
+        this.#options.onError?.(error);
+      }
+      const done = this.#waiters;
+      this.#waiters = [];
+      for (const wake of done) wake();
+    }
+  }
+
+  /** Resolves after two more polls: the one in progress may have listed before the caller's upload. */
+  settled(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let rounds = 0;
+      const wait = () => {
+        this.#waiters.push(() => (++rounds >= 2 ? resolve() : wait()));
+      };
+      wait();
+    });
+  }
+
+  /** Ends the polling and releases whoever waits for a poll. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await this.#loop;
+    for (const wake of this.#waiters) wake();
+  }
+
+  /** One listing of every watched prefix; new objects are notified when `notify`, else only remembered. */
+  async poll(notify: boolean): Promise<void> {
+    for (const prefix of this.#prefixes) {
       let token: string | undefined;
       do {
-        const out: ListObjectsV2CommandOutput = await options.s3.send(
+        const out: ListObjectsV2CommandOutput = await this.#options.s3.send(
           new ListObjectsV2Command({
-            Bucket: options.bucket,
+            Bucket: this.#options.bucket,
             Prefix: prefix,
             ...(token ? { ContinuationToken: token } : {}),
           }),
         );
-        for (const object of out.Contents ?? []) {
-          const key = object.Key!;
-          const eTag = (object.ETag ?? '').replaceAll('"', '');
-          if (!suffixes.some((suffix) => key.endsWith(suffix)) || seen.get(key) === eTag) continue;
-          if (notify) {
-            const body = s3EventNotification({
-              bucket: options.bucket,
-              key,
-              eTag,
-              size: object.Size ?? 0,
-              lastModified: object.LastModified ?? new Date(),
-              region: options.region,
-              sequencer: (++sequence).toString(16).toUpperCase().padStart(18, '0'),
-            });
-            await options.sqs.send(
-              new SendMessageCommand({ QueueUrl: options.queueUrl, MessageBody: JSON.stringify(body) }),
-            );
-            sent++;
-          }
-          seen.set(key, eTag);
-        }
+        for (const object of out.Contents ?? []) await this.#notice(object, notify);
         token = out.NextContinuationToken;
       } while (token);
     }
   }
 
-  await poll(options.notifyExisting ?? false);
-  const loop = (async () => {
-    while (!stopping) {
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
-      if (stopping) break;
-      try {
-        await poll(true);
-      } catch (error) {
-        options.onError?.(error);
-      }
-      const done = waiters;
-      waiters = [];
-      for (const wake of done) wake();
-    }
-  })();
-  return {
-    sent: () => sent,
-    settled: () =>
-      new Promise<void>((resolve) => {
-        // Two rounds: the one in progress may have listed before the caller's upload.
-        let rounds = 0;
-        const wait = () => {
-          waiters.push(() => (++rounds >= 2 ? resolve() : wait()));
-        };
-        wait();
-      }),
-    stop: async () => {
-      stopping = true;
-      await loop;
-      for (const wake of waiters) wake();
-    },
-  };
+  async #notice(object: ListedObject, notify: boolean): Promise<void> {
+    const key = object.Key!;
+    const eTag = (object.ETag ?? '').replaceAll('"', '');
+    if (!this.#suffixes.some((suffix) => key.endsWith(suffix)) || this.#seen.get(key) === eTag) return;
+    if (notify) await this.#notify(object, key, eTag);
+    this.#seen.set(key, eTag);
+  }
+
+  /** Sends the ingest queue the event S3 would send for the object. */
+  async #notify(object: ListedObject, key: string, eTag: string): Promise<void> {
+    const options = this.#options;
+    const body = s3EventNotification({
+      bucket: options.bucket,
+      key,
+      eTag,
+      size: object.Size ?? 0,
+      lastModified: object.LastModified ?? new Date(),
+      region: options.region,
+      sequencer: (++this.#sequence).toString(16).toUpperCase().padStart(18, '0'),
+    });
+    await options.sqs.send(
+      new SendMessageCommand({ QueueUrl: options.queueUrl, MessageBody: JSON.stringify(body) }),
+    );
+    this.#sent++;
+  }
 }
