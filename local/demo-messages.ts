@@ -171,37 +171,69 @@ export async function runDemoMessages(
   log(`messages: client ${clientId} sends through LINE channel "${DEMO_CHANNEL.channelId}"`);
   if (count > 0) await optOutOne(stack, clientId, log);
 
-  const list =
+  const list = demoList(count);
+  const tally = deliveryTally(stack, list.recipients);
+  const jobId = await createJobWithList(
+    stack,
+    clientId,
+    { name: list.fileName, channel: 'message', message: DEMO_MESSAGE },
+    list.bytes,
+  );
+  log(`messages: job ${jobId} created; ${list.name} uploaded to its presigned S3 URL`);
+  log(`messages: the message: "${DEMO_MESSAGE}"`);
+
+  const job = await followJob(stack, { clientId, jobId, tally, log, timeoutMs: options.timeoutMs });
+  if (job.status === 'failed') log(`messages: failed — ${job.failureReason}`);
+  await logReport(stack, clientId, jobId, log);
+  logSampleDelivery(stack, list.recipients, log);
+  const end = tally.read();
+  return {
+    job,
+    delivered: end.delivered,
+    duplicates: end.duplicates,
+    sendingMs: end.first === undefined || end.last === undefined ? 0 : end.last - end.first,
+  };
+}
+
+/** The list of `count` recipients: the list file for the default count, else one generated alike. */
+function demoList(count: number) {
+  const bytes =
     count === DEMO_MESSAGE_COUNT ? readFileSync(DEMO_MESSAGE_CSV) : Buffer.from(messageListCsv(count));
-  const listName = count === DEMO_MESSAGE_COUNT ? DEMO_MESSAGE_CSV : `${count} generated demo recipients`;
   const recipients = new Set(
-    list
+    bytes
       .toString('utf8')
       .split('\n')
       .slice(1)
       .map((line) => line.split(',')[0]!)
       .filter(Boolean),
   );
-  const tally = deliveryTally(stack, recipients);
-  const jobId = await createJobWithList(
-    stack,
-    clientId,
-    {
-      name: count === DEMO_MESSAGE_COUNT ? path.basename(DEMO_MESSAGE_CSV) : `message-list-${count}.csv`,
-      channel: 'message',
-      message: DEMO_MESSAGE,
-    },
-    list,
-  );
-  log(`messages: job ${jobId} created; ${listName} uploaded to its presigned S3 URL`);
-  log(`messages: the message: "${DEMO_MESSAGE}"`);
+  return {
+    bytes,
+    /** How the log names it. */
+    name: count === DEMO_MESSAGE_COUNT ? DEMO_MESSAGE_CSV : `${count} generated demo recipients`,
+    /** The job's name. */
+    fileName: count === DEMO_MESSAGE_COUNT ? path.basename(DEMO_MESSAGE_CSV) : `message-list-${count}.csv`,
+    recipients,
+  };
+}
 
-  const deadline = Date.now() + (options.timeoutMs ?? 10 * 60_000);
+/** Polls the job each second, logging its progress when it changes, until it ends; throws at the timeout. */
+async function followJob(
+  stack: LocalStack,
+  follow: {
+    readonly clientId: string;
+    readonly jobId: string;
+    readonly tally: ReturnType<typeof deliveryTally>;
+    readonly log: (line: string) => void;
+    readonly timeoutMs: number | undefined;
+  },
+): Promise<MessageJobView> {
+  const { clientId, jobId, tally, log } = follow;
+  const deadline = Date.now() + (follow.timeoutMs ?? 10 * 60_000);
   let last = '';
   let before = { at: Date.now(), deliveries: 0 };
-  let job: MessageJobView;
   for (;;) {
-    job = (await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}`)).json<MessageJobView>();
+    const job = (await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}`)).json<MessageJobView>();
     const c = job.counts;
     const line = tally.read();
     // Deliveries since the previous line: a poll can wait on a busy DynamoDB Local.
@@ -215,12 +247,19 @@ export async function runDemoMessages(
       `LINE delivered ${line.delivered}, duplicates ${line.duplicates}`;
     if (text !== last) log(text);
     last = text;
-    if (['completed', 'failed', 'cancelled'].includes(job.status)) break;
+    if (['completed', 'failed', 'cancelled'].includes(job.status)) return job;
     if (Date.now() > deadline) throw new Error(`message job ${jobId} still ${job.status} after the timeout`);
     await new Promise((r) => setTimeout(r, 1000));
   }
-  if (job.status === 'failed') log(`messages: failed — ${job.failureReason}`);
+}
 
+/** Logs the job's report: its header and the first rows not sent. */
+async function logReport(
+  stack: LocalStack,
+  clientId: string,
+  jobId: string,
+  log: (line: string) => void,
+): Promise<void> {
   const report = await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}/report`);
   const rows = report.body
     .replace(/^\uFEFF/, '')
@@ -230,7 +269,14 @@ export async function runDemoMessages(
   log(`messages: report (GET /clients/${clientId}/jobs/${jobId}/report): ${rows.length - 1} rows; not sent:`);
   for (const r of [rows[0]!, ...notSent.slice(0, 5)]) log(`  ${r}`);
   if (notSent.length > 5) log(`  … and ${notSent.length - 5} more`);
+}
 
+/** Logs one push LINE delivered to a recipient of the list (not the opted-out one). */
+function logSampleDelivery(
+  stack: LocalStack,
+  recipients: ReadonlySet<string>,
+  log: (line: string) => void,
+): void {
   const sample = stack.line
     .deliveries()
     .find(
@@ -240,13 +286,6 @@ export async function runDemoMessages(
     const text = (sample.messages[0] as { text?: string } | undefined)?.text;
     log(`messages: LINE delivered to ${sample.to[0]} (retry key ${sample.retryKey ?? '-'}): "${text}"`);
   }
-  const end = tally.read();
-  return {
-    job,
-    delivered: end.delivered,
-    duplicates: end.duplicates,
-    sendingMs: end.first === undefined || end.last === undefined ? 0 : end.last - end.first,
-  };
 }
 
 /** The one-line end of the campaign `npm start` prints. */
