@@ -8,10 +8,10 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { makeDynamoChannelStore, makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
@@ -22,6 +22,9 @@ import { BrokerMetrics } from '#shared/broker/broker-metrics.ts';
 import type { CallLinkStore } from '#shared/broker/ports.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
+import { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
+import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
+import type { SendPort } from '#shared/campaign/ports.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import {
@@ -30,10 +33,7 @@ import {
   makeMessagingClient,
 } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
-import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
-import type { SendPort } from '#shared/campaign/ports.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
-import { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import { type BrokerHttpHandlers, type BrokerHttpServer, startBrokerHttpServer } from './http.ts';

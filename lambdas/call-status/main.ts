@@ -1,9 +1,9 @@
 /** Wires the call-status route to the real AWS clients; configuration is read once, at start. */
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';

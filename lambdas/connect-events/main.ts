@@ -2,8 +2,8 @@
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';

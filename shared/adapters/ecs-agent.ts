@@ -4,7 +4,7 @@
  * Each request has its own deadline, so a hung agent cannot hold up a shutdown. Without an agent
  * (a broker run outside ECS) protection is a logged no-op.
  */
-import type { TaskProtectionPort } from '#shared/pacing/protection.ts';
+import type { TaskProtectionPort } from '#shared/broker/task-protection.ts';
 
 export class TaskProtectionError extends Error {
   override name = 'TaskProtectionError';

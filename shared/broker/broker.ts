@@ -12,12 +12,12 @@
  * then releases the lease and task protection; {@link Broker.run} then resolves.
  */
 
+import type { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
 import type { SendPort } from '#shared/campaign/ports.ts';
 import { heartbeatInterval, LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
-import type { TaskProtectionKeeper } from '#shared/pacing/protection.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import type { BrokerMetrics, ClientMetrics } from './broker-metrics.ts';
 import type { BrokerTaskStore, CallEnded, CallLinkStore, FleetWorkReader } from './ports.ts';

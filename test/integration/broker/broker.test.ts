@@ -18,9 +18,9 @@ import {
   type TelephonySandbox,
   type TelephonySandboxOptions,
 } from '#local/telephony-sandbox.ts';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-tasks.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';

@@ -9,7 +9,7 @@
  * retrying failures with backoff. Failures are logged, never thrown: protection is best effort
  * on top of draining, and a call must not fail because the agent hiccupped.
  */
-import type { Clock, TimerHandle, Timers } from './clock.ts';
+import type { Clock, TimerHandle, Timers } from '../pacing/clock.ts';
 
 /** Sets the task's protection; `expiresInMinutes` (1 to 2,880) only with `enabled`. */
 export interface TaskProtectionPort {

@@ -5,8 +5,8 @@ import {
   type ProtectionState,
   TaskProtectionKeeper,
   type TaskProtectionPort,
-} from '#shared/pacing/protection.ts';
-import { FakeTime } from './fake-time.ts';
+} from '#shared/broker/task-protection.ts';
+import { FakeTime } from '../pacing/fake-time.ts';
 
 const MINUTE = 60_000;
 
