@@ -19,6 +19,7 @@ import { type DemoProvider, demoClientSettings, emulatorOf, runDemoJob } from '#
 import type { LocalFleet } from '#local/fleet.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { FLEET_WORK_KEY, parseFleetWork } from '#shared/broker/fleet.ts';
 
 /** Rows, calls at once and calls per second of each drill's client. */
 interface DrillSize {
@@ -106,6 +107,23 @@ async function readLease(clientId: string): Promise<Lease | undefined> {
   );
   if (!Item || typeof Item.owner !== 'string') return undefined;
   return { owner: Item.owner, token: Number(Item.token) };
+}
+
+/**
+ * Whether no broker serves the client, nor will: the job manager's work list, written after
+ * `since`, leaves it out, and no broker holds its lease (its holder let it go once its calls
+ * ended). A broker that still acts on an older list reads the client's settings as it takes it.
+ */
+async function noLongerServed(clientId: string, since: number): Promise<boolean> {
+  const table = stack.cloud.tableNames.control!;
+  const work = parseFleetWork(
+    (await doc.send(new GetCommand({ TableName: table, Key: FLEET_WORK_KEY, ConsistentRead: true }))).Item,
+  );
+  if (!work || work.updatedAt <= since || work.clients.includes(clientId)) return false;
+  const { Item: lease } = await doc.send(
+    new GetCommand({ TableName: table, Key: { pk: `LEASE#${clientId}`, sk: 'LEASE' }, ConsistentRead: true }),
+  );
+  return !lease || Number(lease.expiresAt) <= Date.now();
 }
 
 /** Samples the client's lease while a drill runs: every (owner, token) seen, in order. */
@@ -401,7 +419,8 @@ describe('broker fleet drills', () => {
     };
     const stopsWithin = async (what: string) => {
       const at = Date.now();
-      await new Promise((r) => setTimeout(r, appliesWithinMs + 3_000));
+      // Once nobody serves the client and the work list leaves it out, no call of it starts.
+      await waitFor(() => noLongerServed(clientId, at), `nobody to serve ${clientId} after ${what}`, 120_000);
       const late = rings().filter((r) => r.startedAt > at + appliesWithinMs);
       expect(
         late.map((r) => r.taskId),
