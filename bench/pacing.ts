@@ -482,7 +482,9 @@ async function runScenario(scenario: PacingScenario) {
 
   const baselineRuns = runBaselines(scenario, baselines, far.provider);
   await Promise.all(runOurs(scenario, ours, budgetMs));
-  await Promise.race([Promise.all(baselineRuns), new Promise((r) => setTimeout(r, budgetMs))]);
+  let budget: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(baselineRuns), new Promise((r) => (budget = setTimeout(r, budgetMs)))]);
+  clearTimeout(budget); // a budget left running kept the process alive for minutes after the summary
 
   const results = [
     ...ours.map((o) => resultOf(scenario, o, o.emulator)),
