@@ -13,7 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { LOCAL_CREDENTIALS } from './cloud.ts';
 import { createJobWithList, type DemoClientOptions, putDemoClient } from './demo-job.ts';
 import type { Delivery } from './line-sandbox.ts';

@@ -13,7 +13,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import {
   type Channel,
   channelFromInput,

@@ -10,9 +10,10 @@ import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
-import { makeDynamoChannelStore, makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts';

@@ -23,7 +23,7 @@ import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
 import { ingestRows } from '#shared/csv/ingest.ts';

@@ -1,11 +1,9 @@
 /** Wires the webhook processor to the real AWS clients; configuration is read once, at start. */
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
-import {
-  makeDynamoChannelStore,
-  makeDynamoOptOutStore,
-  makeDynamoProcessedEventStore,
-} from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoProcessedEventStore } from '#shared/adapters/dynamo-webhook-events.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';

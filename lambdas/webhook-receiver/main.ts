@@ -1,7 +1,7 @@
 /** Wires the webhook receiver to the real AWS clients; configuration is read once, at start. */
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';

@@ -14,7 +14,7 @@ import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { fleetWorkItem } from '#shared/broker/fleet.ts';
 import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask } from '#shared/campaign/ports.ts';

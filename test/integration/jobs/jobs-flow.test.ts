@@ -12,7 +12,7 @@ import { s3EventNotification } from '#local/s3-notifier.ts';
 import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import { newUlid } from '#shared/ids.ts';

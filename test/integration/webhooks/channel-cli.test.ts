@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-webhooks.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { liveSecrets } from '#shared/channels/channel.ts';
 import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';

@@ -1,11 +1,11 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import {
-  makeDynamoChannelStore,
-  makeDynamoOptOutStore,
   makeDynamoProcessedEventStore,
   PROCESSED_EVENT_TTL_SECONDS,
-} from '#shared/adapters/dynamo-webhooks.ts';
+} from '#shared/adapters/dynamo-webhook-events.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { channelFromInput, rotateSecret } from '#shared/channels/channel.ts';
 import { newUlid } from '#shared/ids.ts';
