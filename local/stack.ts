@@ -22,8 +22,8 @@ import { type ApiGatewayServer, type InvokeStatement, startApiGateway } from './
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
 import { type EventBridgeEvent, startConnectEmulator } from './connect-emulator.ts';
 import { startEcsAgent } from './ecs-agent.ts';
-import { makeLocalJobManager } from './fleet/job-manager.ts';
-import { type LocalFleet, startLocalFleet } from './fleet.ts';
+import { type LocalFleet, startLocalFleet } from './ecs-service.ts';
+import { makeLocalJobManager } from './job-manager.ts';
 import { type JobsLocal, startJobsLocal } from './jobs-wiring.ts';
 import { type Handler, invokeHandler } from './lambda.ts';
 import { type LineSandbox, startLineSandbox } from './line-sandbox.ts';

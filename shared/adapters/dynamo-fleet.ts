@@ -20,8 +20,8 @@ import {
   UpdateCommand,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { FLEET_WORK_KEY, type FleetWork } from '#shared/broker/fleet.ts';
 import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
+import { FLEET_WORK_KEY, type FleetWork } from '#shared/fleet/work-list.ts';
 import { type ClientSettings, type Job, keys } from '#shared/jobs/model.ts';
 import { OPEN_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';

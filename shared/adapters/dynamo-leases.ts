@@ -8,8 +8,8 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { FLEET_WORK_KEY, parseFleetWork } from '#shared/broker/fleet.ts';
 import type { FleetWorkReader, LeaseEndpointReader } from '#shared/broker/ports.ts';
+import { FLEET_WORK_KEY, parseFleetWork } from '#shared/fleet/work-list.ts';
 import type { CallsInFlightReader } from '#shared/jobs/api.ts';
 import { keys } from '#shared/jobs/model.ts';
 import {

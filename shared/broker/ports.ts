@@ -5,7 +5,7 @@
  */
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import type { CallStatusEvent } from '#shared/telephony/port.ts';
-import type { FleetWork } from './fleet.ts';
+import type { FleetWork } from '../fleet/work-list.ts';
 
 /** A task by its keys. */
 export interface TaskRef {

@@ -30,7 +30,7 @@
  * Every write is conditional or whole-item and idempotent: running twice at once, or the same
  * run twice (EventBridge delivers at least once), ends in the same state.
  */
-import { fleetWorkItem } from '#shared/broker/fleet.ts';
+import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { Job } from '#shared/jobs/model.ts';
 import { effectiveCallingHours, isOpen } from '#shared/pacing/calling-hours.ts';
 import type { Clock } from '#shared/pacing/clock.ts';

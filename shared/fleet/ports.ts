@@ -2,9 +2,9 @@
  * The job manager's ports: what it reads and writes in the control and tasks tables
  * ({@link FleetStore}) and the broker service it sizes ({@link EcsServiceScaler}). The DynamoDB
  * adapter is `shared/adapters/dynamo-fleet.ts`; the ECS one `shared/adapters/ecs-service.ts`;
- * locally, `local/fleet.ts` is the scaler.
+ * locally, `local/ecs-service.ts` is the scaler.
  */
-import type { FleetWork } from '#shared/broker/fleet.ts';
+import type { FleetWork } from '#shared/fleet/work-list.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
 
 /** The broker service: ECS on AWS, a process launcher locally. */

@@ -16,10 +16,10 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { type DemoProvider, demoClientSettings, emulatorOf, runDemoJob } from '#local/demo-job.ts';
-import type { LocalFleet } from '#local/fleet.ts';
+import type { LocalFleet } from '#local/ecs-service.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { FLEET_WORK_KEY, parseFleetWork } from '#shared/broker/fleet.ts';
+import { FLEET_WORK_KEY, parseFleetWork } from '#shared/fleet/work-list.ts';
 
 /** Rows, calls at once and calls per second of each drill's client. */
 interface DrillSize {

@@ -15,7 +15,7 @@ import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
-import type { LocalFleet } from '#local/fleet.ts';
+import type { LocalFleet } from '#local/ecs-service.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { OPTED_OUT_MAYBE_SENT_REASON } from '#shared/jobs/task-lifecycle.ts';

@@ -3,8 +3,9 @@
  * transitions, newest work list wins). Every call yields to the event loop first, so two runs
  * of the job manager interleave as they would against the real table.
  */
-import type { FleetWork } from '#shared/broker/fleet.ts';
+
 import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
+import type { FleetWork } from '#shared/fleet/work-list.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 
 const OPEN_STATES = new Set<Task['state']>(['pending', 'in-flight', 'retry-wait']);

@@ -21,10 +21,10 @@ import {
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { fleetWorkItem } from '#shared/broker/fleet.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { TASK_SHARDS, tableSpec } from '#shared/resources.ts';

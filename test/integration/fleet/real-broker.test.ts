@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type EcsAgentEndpoint, startEcsAgent } from '#local/ecs-agent.ts';
-import { type LocalFleet, startLocalFleet } from '#local/fleet.ts';
+import { type LocalFleet, startLocalFleet } from '#local/ecs-service.ts';
 import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type TestCloud, testCloud } from '../../support/cloud.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Broker, type BrokerSettings } from '#shared/broker/broker.ts';
-import { fleetWorkItem, parseFleetWork } from '#shared/broker/fleet.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
+import { fleetWorkItem, parseFleetWork } from '#shared/fleet/work-list.ts';
 import type { Lease } from '#shared/lease/lease.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import { oneProvider } from '#shared/telephony/port.ts';

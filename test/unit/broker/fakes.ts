@@ -5,7 +5,6 @@
  * wired to the real use case with signed callbacks.
  */
 
-import { type FleetWork, fleetWorkItem } from '#shared/broker/fleet.ts';
 import type {
   BrokerTaskStore,
   Fence,
@@ -15,6 +14,7 @@ import type {
   TaskRef,
 } from '#shared/broker/ports.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
+import { type FleetWork, fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';

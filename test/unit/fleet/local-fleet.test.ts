@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type EcsAgentEndpoint, startEcsAgent } from '#local/ecs-agent.ts';
-import { type BrokerInfo, type LocalFleet, type LocalFleetOptions, startLocalFleet } from '#local/fleet.ts';
+import {
+  type BrokerInfo,
+  type LocalFleet,
+  type LocalFleetOptions,
+  startLocalFleet,
+} from '#local/ecs-service.ts';
 
 const FAKE_BROKER = 'test/fixtures/fleet/fake-broker.ts';
 

@@ -14,7 +14,7 @@ import { makeLogger } from '#shared/adapters/powertools.ts';
 import { type JobManagerResult, makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import type { Logger } from '#shared/log.ts';
-import type { Handler } from '../lambda.ts';
+import type { Handler } from './lambda.ts';
 
 export interface LocalJobManagerOptions {
   readonly doc: DynamoDBDocumentClient;
