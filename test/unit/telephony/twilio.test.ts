@@ -280,8 +280,15 @@ describe('Twilio adapter against the Twilio emulator', () => {
   }
   const keyOf = (r: CallRequest) => attemptKey(r.jobId, r.taskId, r.attempt);
 
+  /**
+   * Runs the emulator's timers until none is left and every callback post (real loopback I/O)
+   * has been answered. The deadline is against a hang, not a speed requirement.
+   */
   async function settle(): Promise<void> {
-    for (let i = 0; i < 200 && (time.pendingTimers > 0 || emulator!.pending().callbacksInFlight > 0); i++) {
+    const deadline = Date.now() + 20_000;
+    while (time.pendingTimers > 0 || emulator!.pending().callbacksInFlight > 0) {
+      if (Date.now() > deadline)
+        throw new Error('the emulator did not settle: timers or callbacks still pending');
       time.runAll();
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
