@@ -14,6 +14,7 @@ import path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import type { JobCounts } from '#shared/jobs/model.ts';
 import { LOCAL_CREDENTIALS } from './cloud.ts';
 import { createJobWithList, type DemoClientOptions, putDemoClient } from './demo-job.ts';
 import type { Delivery } from './line-sandbox.ts';
@@ -71,16 +72,7 @@ export interface MessageJobView {
   readonly jobId: string;
   readonly status: string;
   readonly failureReason?: string;
-  readonly counts: {
-    readonly rows: number;
-    readonly rejected: number;
-    readonly skipped: number;
-    readonly tasks: number;
-    readonly completed: number;
-    readonly failed: number;
-    readonly cancelled: number;
-    readonly outstanding: number;
-  };
+  readonly counts: JobCounts & { readonly outstanding: number };
 }
 
 /** The campaign's end, as the job and the LINE sandbox saw it. */

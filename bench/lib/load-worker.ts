@@ -7,6 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { newUlid } from '#shared/ids.ts';
 import { signBody } from '#shared/line/signature.ts';
+import { type LoadSummary, summarise } from './autocannon-result.ts';
 
 export interface LoadRequest {
   readonly url: string;
@@ -16,14 +17,7 @@ export interface LoadRequest {
   readonly channelSecret: string;
 }
 
-export interface LoadResult {
-  readonly rps: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly non2xx: number;
-  readonly errors: number;
-  readonly total: number;
-}
+export type LoadResult = LoadSummary;
 
 function signedBody(eventsPerRequest: number, secret: string): { body: string; signature: string } {
   const now = Date.now();
@@ -51,7 +45,6 @@ const options = {
   connections: request.connections,
   duration: request.seconds,
 };
-// Off the main thread autocannon hands back raw histograms: aggregate them as its manager does.
 const raw = await autocannon({
   ...options,
   requests: [
@@ -67,15 +60,4 @@ const raw = await autocannon({
     },
   ],
 });
-const aggregate = (
-  autocannon as unknown as { aggregateResult: (r: unknown[], o: unknown) => autocannon.Result }
-).aggregateResult;
-const result = aggregate([raw], options);
-parentPort!.postMessage({
-  rps: result.requests.total / request.seconds,
-  p50: result.latency.p50,
-  p99: result.latency.p99,
-  non2xx: result.non2xx,
-  errors: result.errors,
-  total: result.requests.total,
-} satisfies LoadResult);
+parentPort!.postMessage(summarise(raw, options, request.seconds) satisfies LoadResult);

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
+import { type LoadSummary, summarise } from './autocannon-result.ts';
 
 export interface CeilingRequest {
   readonly url: string;
@@ -13,13 +14,7 @@ export interface CeilingRequest {
   readonly connections: number;
 }
 
-export interface CeilingResult {
-  readonly rps: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly non2xx: number;
-  readonly errors: number;
-}
+export type CeilingResult = LoadSummary;
 
 const request = workerData as CeilingRequest;
 const options = {
@@ -50,15 +45,4 @@ const raw = await autocannon({
     },
   ],
 });
-// Off the main thread autocannon hands back raw histograms: aggregate them as its manager does.
-const aggregate = (
-  autocannon as unknown as { aggregateResult: (r: unknown[], o: unknown) => autocannon.Result }
-).aggregateResult;
-const result = aggregate([raw], options);
-parentPort!.postMessage({
-  rps: result.requests.total / request.seconds,
-  p50: result.latency.p50,
-  p99: result.latency.p99,
-  non2xx: result.non2xx,
-  errors: result.errors,
-} satisfies CeilingResult);
+parentPort!.postMessage(summarise(raw, options, request.seconds) satisfies CeilingResult);

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocally } from '../listen.ts';
 import type { Answer } from './answers.ts';
 import type { Clock, LineContract } from './contract.ts';
 import type { Fault, FaultInjector } from './fault-injector.ts';
@@ -101,18 +101,7 @@ export async function serveLineFront(front: LineFront, port: number): Promise<Se
       }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  const { port: bound } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${bound}`,
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return listenLocally(server, port);
 }
 
 function describeRequest(req: http.IncomingMessage): RequestState {

@@ -3,8 +3,9 @@
  * body reading, answers that survive a client that went away, and a close that drops idle
  * keep-alive connections. The protocol (paths, shapes, errors) is the front's own.
  */
+
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocally } from '../listen.ts';
 
 const MAX_BODY_BYTES = 64 * 1024;
 
@@ -67,19 +68,7 @@ export async function serveFront(
     });
   });
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  const { port: bound } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${bound}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenLocally(server, port);
 }
 
 /** JSON with object keys sorted at every depth: two bodies that mean the same compare equal. */

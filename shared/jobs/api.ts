@@ -25,15 +25,7 @@ import {
   ValidationError,
 } from './errors.ts';
 import { type ClientSettings, canTransition, type Job, type JobCounts, type JobStatus } from './model.ts';
-import type {
-  ClientStore,
-  IngestQueue,
-  JobChangeNotifier,
-  JobStore,
-  TaskStore,
-  UploadFiles,
-  ValidationReportStore,
-} from './ports.ts';
+import type { JobChangeNotifier, JobStores } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { uploadKey } from './s3-events.ts';
 import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
@@ -111,14 +103,8 @@ export interface BrokerNudgeDeps {
   readonly log: Pick<Logger, 'warn'>;
 }
 
-export interface JobsApiDeps {
-  readonly clients: ClientStore;
-  readonly jobs: JobStore;
-  readonly tasks: TaskStore;
-  readonly files: UploadFiles;
-  readonly validationReports: ValidationReportStore;
-  /** The ingest queue: a cancel starts the sweep that ends the job's waiting tasks there. */
-  readonly queue: IngestQueue;
+/** A cancel starts the sweep that ends the job's waiting tasks on the ingest queue (`queue`). */
+export interface JobsApiDeps extends JobStores {
   /** The uploads bucket's name (recorded as the job's source). */
   readonly bucket: string;
   readonly clock: Clock;

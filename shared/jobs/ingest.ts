@@ -37,17 +37,7 @@ import { ZERO_COUNTS } from './api.ts';
 import { cancelSweepStart } from './cancel.ts';
 import { SourceChangedError, ValidationError } from './errors.ts';
 import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
-import type {
-  ClientStore,
-  ContinueIngestMessage,
-  IngestClaim,
-  IngestQueue,
-  IngestState,
-  JobStore,
-  TaskStore,
-  UploadFiles,
-  ValidationReportStore,
-} from './ports.ts';
+import type { ContinueIngestMessage, IngestClaim, IngestState, JobStores } from './ports.ts';
 import { dropJobId, type UploadedObject, uploadTarget } from './s3-events.ts';
 import { JOB_DEFAULTS, type JobOptions, parseJobOptions } from './validation.ts';
 
@@ -73,13 +63,7 @@ export interface IngestRunContext {
   readonly receiveCount: number;
 }
 
-export interface IngestJobDeps {
-  readonly clients: ClientStore;
-  readonly jobs: JobStore;
-  readonly tasks: TaskStore;
-  readonly files: UploadFiles;
-  readonly validationReports: ValidationReportStore;
-  readonly queue: IngestQueue;
+export interface IngestJobDeps extends JobStores {
   /** Which of the recipients (at most 100) opted out of the client's contacts. */
   readonly optOuts?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   readonly clock: Clock;

@@ -232,3 +232,14 @@ export interface JobChangeNotifier {
 }
 
 export type { IngestCounts };
+
+/** The stores a job's use cases (the operator API, the ingest) work on. */
+export interface JobStores {
+  readonly clients: ClientStore;
+  readonly jobs: JobStore;
+  readonly tasks: TaskStore;
+  readonly files: UploadFiles;
+  readonly validationReports: ValidationReportStore;
+  /** The ingest queue (continuations, drops, the cancel sweep). */
+  readonly queue: IngestQueue;
+}

@@ -8,7 +8,7 @@ import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
-import type { ClientSettings, JobChannel, JobDefaults } from './model.ts';
+import type { ClientSettings, Job, JobDefaults } from './model.ts';
 
 const channelSchema = z.enum(['call', 'message']);
 const maxAttemptsSchema = z.number().int('must be a whole number').min(1).max(10);
@@ -77,21 +77,19 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
 }
 
 /** What a new job is created with, after defaults. */
-export interface JobOptions {
-  readonly name: string;
-  readonly channel: JobChannel;
-  readonly scenarioId: string;
-  readonly startAt: number;
-  readonly callingHours?: CallingHours;
-  readonly maxAttempts: number;
-  readonly retryDelaySeconds: number;
-  /** Seconds a call may ring before it is `no-answer` (Connect: 15 to 60). */
-  readonly ringTimeoutSeconds?: number;
-  /** The recipient column's header, when the aliases (`phone`, `電話番号`…) do not find it. */
-  readonly recipientColumn?: string;
-  /** A message job's message: LINE message objects, `{{column}}` filled per recipient. */
-  readonly message?: MessageTemplate;
-}
+export type JobOptions = Pick<
+  Job,
+  | 'name'
+  | 'channel'
+  | 'scenarioId'
+  | 'startAt'
+  | 'callingHours'
+  | 'maxAttempts'
+  | 'retryDelaySeconds'
+  | 'ringTimeoutSeconds'
+  | 'recipientColumn'
+  | 'message'
+>;
 
 /** LINE's longest text message, in characters. */
 const MAX_TEXT_LENGTH = 5000;
