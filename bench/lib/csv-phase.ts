@@ -26,7 +26,7 @@ import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
-import { ingestRows } from '#shared/csv/ingest.ts';
+import { ingestRows } from '#shared/csv/read-list.ts';
 import { normalizePhoneNumber } from '#shared/csv/recipients.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
 import { keys } from '#shared/jobs/model.ts';

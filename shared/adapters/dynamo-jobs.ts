@@ -12,7 +12,7 @@ import {
   UpdateCommand,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type { IngestCursor } from '#shared/csv/ingest.ts';
+import type { IngestCursor } from '#shared/csv/read-list.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import { type Job, type JobCounts, type JobStatus, keys } from '#shared/jobs/model.ts';
 import type { IngestClaim, IngestState, JobStore } from '#shared/jobs/ports.ts';

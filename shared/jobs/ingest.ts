@@ -30,7 +30,7 @@ import {
   type IngestRowsInput,
   ingestRows,
   type TaskDraft,
-} from '#shared/csv/ingest.ts';
+} from '#shared/csv/read-list.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { ZERO_COUNTS } from './api.ts';

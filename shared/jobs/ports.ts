@@ -3,7 +3,7 @@
  * adapters implement them (`shared/adapters/dynamo-clients.ts`, `dynamo-jobs.ts`,
  * `dynamo-job-tasks.ts`, `dynamo-cancel.ts`, `s3-uploads.ts`); tests hand in their own.
  */
-import type { IngestCounts, IngestCursor } from '#shared/csv/ingest.ts';
+import type { IngestCounts, IngestCursor } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import type { ClientSettings, Job, JobCounts, JobStatus, Task } from './model.ts';
 

@@ -15,7 +15,7 @@ import {
   type IngestResult,
   ingestRows,
   type TaskDraft,
-} from '#shared/csv/ingest.ts';
+} from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { FIXTURES, fixture, ingestBytes, type RunOptions } from './support.ts';
 

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import iconv from 'iconv-lite';
 import { describe, expect, it } from 'vitest';
 import { inMemoryDuplicateFilter } from '#shared/csv/duplicates.ts';
-import { type IngestCursor, type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/ingest.ts';
+import { type IngestCursor, type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/read-list.ts';
 import { normalizePhoneNumber } from '#shared/csv/recipients.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { chunked } from './support.ts';

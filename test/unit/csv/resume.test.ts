@@ -10,7 +10,7 @@ import {
   DuplicateFilterStateError,
   inMemoryDuplicateFilter,
 } from '#shared/csv/duplicates.ts';
-import { type IngestCursor, type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/ingest.ts';
+import { type IngestCursor, type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { chunked, fixture, ingestBytes } from './support.ts';
 

@@ -2,7 +2,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type DuplicateFilter, inMemoryDuplicateFilter } from '#shared/csv/duplicates.ts';
-import { type IngestResult, type IngestRowsInput, ingestRows, type TaskDraft } from '#shared/csv/ingest.ts';
+import {
+  type IngestResult,
+  type IngestRowsInput,
+  ingestRows,
+  type TaskDraft,
+} from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 
 export const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'csv');

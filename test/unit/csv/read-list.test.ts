@@ -1,7 +1,7 @@
 /** ingestRows: line endings, options, and the page contract the DynamoDB-backed ports rely on. */
 import { describe, expect, it } from 'vitest';
 import { type DuplicateFilter, inMemoryDuplicateFilter } from '#shared/csv/duplicates.ts';
-import { IngestInputError, ingestRows } from '#shared/csv/ingest.ts';
+import { IngestInputError, ingestRows } from '#shared/csv/read-list.ts';
 import { chunked, ingestBytes } from './support.ts';
 
 describe('line endings', () => {
