@@ -6,41 +6,11 @@
  */
 import middy from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { type CancelSweep, MalformedCancelSweepError, parseCancelSweep } from '#shared/jobs/cancel.ts';
+import type { CancelSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage, IngestOutcome } from '#shared/jobs/ingest.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
-import { MalformedS3EventError, parseS3Event } from '#shared/jobs/s3-events.ts';
+import { parseIngestQueueMessage } from '#shared/jobs/queue-message.ts';
 import type { Logger } from '#shared/log.ts';
-
-/** The messages of one SQS record; throws {@link MalformedS3EventError} for a body that is neither. */
-export function ingestMessages(body: string): (IngestMessage | CancelSweepMessage)[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    throw new MalformedS3EventError('queue message is not JSON');
-  }
-  const message = parsed as Partial<Extract<IngestMessage, { kind: 'continue' }>>;
-  if ((parsed as { kind?: unknown })?.kind === 'cancel-sweep') {
-    try {
-      return [parseCancelSweep(parsed as Record<string, unknown>)];
-    } catch (error) {
-      if (error instanceof MalformedCancelSweepError) throw new MalformedS3EventError(error.message);
-      throw error;
-    }
-  }
-  if (message?.kind === 'continue') {
-    if (
-      typeof message.clientId !== 'string' ||
-      typeof message.jobId !== 'string' ||
-      !Number.isInteger(message.step)
-    ) {
-      throw new MalformedS3EventError('continuation without clientId, jobId or step');
-    }
-    return [{ kind: 'continue', clientId: message.clientId, jobId: message.jobId, step: message.step! }];
-  }
-  return parseS3Event(parsed).map((object) => ({ kind: 'object', object }));
-}
 
 export function makeIngestHandler(deps: {
   readonly ingest: IngestJob;
@@ -55,7 +25,7 @@ export function makeIngestHandler(deps: {
     for (const record of event.Records) {
       let messages: (IngestMessage | CancelSweepMessage)[];
       try {
-        messages = ingestMessages(record.body);
+        messages = parseIngestQueueMessage(record.body);
       } catch (error) {
         // Retrying cannot make it readable: drop it, loudly.
         deps.log.error('ingest message dropped', {

@@ -5,6 +5,7 @@
  */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
+import { encodeIngestQueueMessage } from '#shared/jobs/queue-message.ts';
 
 /** The most SQS delays a message: 15 minutes. */
 const MAX_DELAY_SECONDS = 900;
@@ -17,7 +18,7 @@ export function makeSqsIngestQueue(sqs: SQSClient, queueUrl: string): IngestQueu
       await sqs.send(
         new SendMessageCommand({
           QueueUrl: queueUrl,
-          MessageBody: JSON.stringify(message),
+          MessageBody: encodeIngestQueueMessage(message),
           ...(delay === undefined || delay <= 0
             ? {}
             : { DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delay)) }),

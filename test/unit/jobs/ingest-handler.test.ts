@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { ingestMessages, makeIngestHandler } from '#lambdas/ingest/handler.ts';
+import { makeIngestHandler } from '#lambdas/ingest/handler.ts';
 import { makeCancelSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
+import { parseIngestQueueMessage as ingestMessages } from '#shared/jobs/queue-message.ts';
 import { MalformedS3EventError } from '#shared/jobs/s3-events.ts';
 import { silentLogger } from '#shared/log.ts';
 

@@ -1,0 +1,44 @@
+/**
+ * The ingest queue's messages, written and read through this one module: an S3 event notification
+ * for an uploaded list (written by S3), a continuation of a paused ingest, or a step of a cancelled
+ * job's sweep (both written by Switchboard as JSON).
+ */
+import { MalformedCancelSweepError, parseCancelSweep } from './cancel.ts';
+import type { IngestMessage } from './ingest.ts';
+import type { CancelSweepMessage, ContinueIngestMessage } from './ports.ts';
+import { MalformedS3EventError, parseS3Event } from './s3-events.ts';
+
+/** The body of a message Switchboard itself puts on the ingest queue. */
+export function encodeIngestQueueMessage(message: ContinueIngestMessage | CancelSweepMessage): string {
+  return JSON.stringify(message);
+}
+
+/** The messages of one SQS record; throws {@link MalformedS3EventError} for a body that is neither. */
+export function parseIngestQueueMessage(body: string): (IngestMessage | CancelSweepMessage)[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw new MalformedS3EventError('queue message is not JSON');
+  }
+  const message = parsed as Partial<Extract<IngestMessage, { kind: 'continue' }>>;
+  if ((parsed as { kind?: unknown })?.kind === 'cancel-sweep') {
+    try {
+      return [parseCancelSweep(parsed as Record<string, unknown>)];
+    } catch (error) {
+      if (error instanceof MalformedCancelSweepError) throw new MalformedS3EventError(error.message);
+      throw error;
+    }
+  }
+  if (message?.kind === 'continue') {
+    if (
+      typeof message.clientId !== 'string' ||
+      typeof message.jobId !== 'string' ||
+      !Number.isInteger(message.step)
+    ) {
+      throw new MalformedS3EventError('continuation without clientId, jobId or step');
+    }
+    return [{ kind: 'continue', clientId: message.clientId, jobId: message.jobId, step: message.step! }];
+  }
+  return parseS3Event(parsed).map((object) => ({ kind: 'object', object }));
+}
