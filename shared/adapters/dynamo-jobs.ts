@@ -27,6 +27,7 @@ const JOB_FIELDS = [
   'callingHours',
   'maxAttempts',
   'retryDelaySeconds',
+  'retries',
   'ringTimeoutSeconds',
   'status',
   'counts',

@@ -6,6 +6,7 @@
  */
 
 import type { Job, Task } from '#shared/jobs/model.ts';
+import { nextRetry, type RetrySettings } from '#shared/jobs/retry-policy.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
@@ -15,37 +16,27 @@ import { readSignedCallStatusEvent } from '#shared/telephony/status-event.ts';
 import type { BrokerNotifier, BrokerTaskStore, LeaseEndpointReader, Settlement, TaskRef } from './ports.ts';
 
 /**
- * How a final call status leaves a task that made `attempts` attempts of `job`. A job cancelled
- * meanwhile retries nothing: the cancel sweep has passed (or will pass) its waiting tasks, so a
- * retry written now would wait for ever.
+ * How a final call status leaves a task that made `attempts` attempts of `job`: completed; busy,
+ * no-answer, voicemail or failed retried as the job's retry policy says (`shared/jobs/retry-policy.ts`),
+ * else ended. A job cancelled meanwhile retries nothing: the cancel sweep has passed (or will pass)
+ * its waiting tasks, so a retry written now would wait for ever.
  */
 export function settlementFor(
   status: FinalCallStatus,
   detail: { readonly reason?: string; readonly attempts: number; readonly now: number },
-  job: Pick<Job, 'maxAttempts' | 'retryDelaySeconds'> & { readonly status?: Job['status'] },
+  job: RetrySettings & { readonly status?: Job['status'] },
 ): Settlement {
-  switch (status) {
-    case 'completed':
-      return { state: 'completed', lastResult: 'completed' };
-    case 'failed':
-      return { state: 'failed', lastResult: 'failed', reason: detail.reason ?? 'call failed' };
-    default:
-      if (job.status === 'cancelled') {
-        return { state: 'cancelled', lastResult: status, reason: JOB_CANCELLED_REASON };
-      }
-      if (detail.attempts < job.maxAttempts) {
-        return {
-          state: 'retry-wait',
-          lastResult: status,
-          readyAt: detail.now + job.retryDelaySeconds * 1000,
-        };
-      }
-      return {
-        state: 'failed',
-        lastResult: status,
-        reason: `${status} on all ${detail.attempts} attempts`,
-      };
+  if (status === 'completed') return { state: 'completed', lastResult: 'completed' };
+  const retry = nextRetry(status, detail.attempts, job);
+  if (retry && job.status === 'cancelled') {
+    return { state: 'cancelled', lastResult: status, reason: JOB_CANCELLED_REASON };
   }
+  if (retry) return { state: 'retry-wait', lastResult: status, readyAt: detail.now + retry.delayMs };
+  if (status === 'failed')
+    return { state: 'failed', lastResult: 'failed', reason: detail.reason ?? 'call failed' };
+  if (job.status === 'cancelled')
+    return { state: 'cancelled', lastResult: status, reason: JOB_CANCELLED_REASON };
+  return { state: 'failed', lastResult: status, reason: `${status} on all ${detail.attempts} attempts` };
 }
 
 /**

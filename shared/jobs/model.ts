@@ -12,6 +12,7 @@ import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
+import type { RetryPolicy } from './retry-policy.ts';
 import { isWaiting } from './task-lifecycle.ts';
 
 /** A call's longest duration when its job sets none (the broker reconciles a call after it). */
@@ -103,9 +104,11 @@ export interface Job {
   readonly startAt: number;
   /** Overrides the client's calling hours for this job. */
   readonly callingHours?: CallingHours;
-  /** Attempts per task, including the first (busy / no-answer are retried). */
+  /** Attempts per task, including the first (busy / no-answer / voicemail are retried). */
   readonly maxAttempts: number;
   readonly retryDelaySeconds: number;
+  /** Retries by outcome (attempts and delay schedule per busy, no-answer, voicemail, failed). */
+  readonly retries?: RetryPolicy;
   /** Longest a call of this job may last (the provider hangs up then); the broker's default when absent. */
   readonly maxCallDurationSeconds?: number;
   /** How long a call may ring before it is `no-answer`; the provider's default when absent. */

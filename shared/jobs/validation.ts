@@ -9,6 +9,7 @@ import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
 import type { ClientSettings, Job, JobDefaults } from './model.ts';
+import { retryPolicySchema } from './retry-policy.ts';
 
 const channelSchema = z.enum(['call', 'message']);
 const maxAttemptsSchema = z.number().int('must be a whole number').min(1).max(10);
@@ -86,6 +87,7 @@ export type JobOptions = Pick<
   | 'callingHours'
   | 'maxAttempts'
   | 'retryDelaySeconds'
+  | 'retries'
   | 'ringTimeoutSeconds'
   | 'recipientColumn'
   | 'message'
@@ -161,6 +163,7 @@ const jobOptionsSchema = z.strictObject({
   callingHours: z.record(z.string(), z.unknown()).optional(),
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
+  retries: retryPolicySchema.optional(),
   ringTimeoutSeconds: z.number().int('must be a whole number of seconds').min(5).max(600).optional(),
   recipientColumn: z.string().min(1).max(200).optional(),
   message: messageSchema.optional(),
@@ -224,6 +227,7 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     maxAttempts: data.maxAttempts ?? client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
     retryDelaySeconds:
       data.retryDelaySeconds ?? client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
+    ...(data.retries === undefined ? {} : { retries: data.retries }),
     ...(data.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: data.ringTimeoutSeconds }),
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
@@ -250,7 +254,7 @@ export function jobOptionsFromQuery(
       } catch {
         out[key] = new UnreadableJson(value);
       }
-    } else if (key === 'callingHours') {
+    } else if (key === 'callingHours' || key === 'retries') {
       try {
         out[key] = JSON.parse(value);
       } catch {

@@ -167,6 +167,25 @@ describe('a list uploaded through the presigned URL', () => {
     expect((await tasksOf(jobId)).length).toBe(5);
   });
 
+  it('keeps the retries by outcome of a job, and names a bad one at its field', async () => {
+    const clientId = await newClient();
+    const retries = {
+      busy: { maxAttempts: 4, delay: { kind: 'exponential', seconds: 300, factor: 2, maxSeconds: 3600 } },
+      'no-answer': { maxAttempts: 3, delay: { kind: 'list', seconds: [1800, 3600] } },
+      failed: { maxAttempts: 1 },
+    };
+    const { jobId } = (await call('POST', `/clients/${clientId}/jobs`, { name: 'retries', retries })).body;
+    expect((await call('GET', `/clients/${clientId}/jobs/${jobId}`)).body.retries).toEqual(retries);
+    const bad = await call('POST', `/clients/${clientId}/jobs`, {
+      name: 'bad retries',
+      retries: { voicemail: { maxAttempts: 3 } },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.fieldErrors).toEqual({
+      'retries.voicemail.delay': ['a delay schedule is needed when maxAttempts is over 1'],
+    });
+  });
+
   it('refuses an illegal transition with 409 and the current status', async () => {
     const clientId = await newClient();
     const { jobId } = (await call('POST', `/clients/${clientId}/jobs`, { name: 'never uploaded' })).body;
