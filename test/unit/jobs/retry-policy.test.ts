@@ -4,9 +4,14 @@ import { ValidationError } from '#shared/jobs/errors.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import { nextRetry, type RetryPolicy, retryDelayMs } from '#shared/jobs/retry-policy.ts';
 import { jobOptionsFromQuery, parseJobOptions } from '#shared/jobs/validation.ts';
-import { ALWAYS } from '#shared/pacing/calling-hours.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 1, 0, 0);
+const ALWAYS = {
+  timeZone: 'Asia/Tokyo',
+  weekly: Object.fromEntries(
+    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+  ),
+};
 const MIN = 60_000;
 
 describe('retry schedules', () => {
