@@ -20,7 +20,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { BrokerTaskStore, Fence, SettleRequest, StartResult, TaskRef } from '#shared/broker/ports.ts';
-import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, keys, OUTSTANDING_INDEX, type Task } from '#shared/jobs/model.ts';
 import { JOB_CANCELLED_REASON, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { JobCache } from './dynamo-job-cache.ts';
@@ -35,9 +35,6 @@ export interface DynamoBrokerTaskStoreOptions {
   readonly now?: () => number;
 }
 
-const OUTSTANDING_INDEX = 'outstanding';
-/** Sorts after every `{readyAt}#{jobId}#{taskId}` of the same instant (ULIDs and ids are ASCII < '~'). */
-const AFTER_INSTANT = '#~';
 /** Most index pages read per shard to find tasks of running jobs. */
 const MAX_PAGES = 5;
 const CONFLICT_RETRIES = 3;
@@ -118,7 +115,7 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
   }
 
   async outstanding(clientId: string, now: number, limit: number) {
-    const upper = `${new Date(now).toISOString()}${AFTER_INSTANT}`;
+    const upper = keys.openSkAfter(now);
     return (await this.#acrossShards(clientId, upper, limit)).map((f) => f.task);
   }
 

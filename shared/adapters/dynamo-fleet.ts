@@ -22,7 +22,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
 import { FLEET_WORK_KEY, type FleetWork } from '#shared/fleet/work-list.ts';
-import { type ClientSettings, type Job, keys } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, keys, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
 import { OPEN_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { STATE_NAME, stateIn } from './task-state-conditions.ts';
@@ -242,7 +242,7 @@ function readyTaskQuery(
 ): QueryCommandInput {
   return {
     TableName: tasksTable,
-    IndexName: 'outstanding',
+    IndexName: OUTSTANDING_INDEX,
     KeyConditionExpression: 'openPk = :pk AND openSk <= :ready',
     ProjectionExpression: 'jobId',
     ExpressionAttributeValues: { ':pk': `${clientId}#${shard}`, ':ready': `${iso(readyBy)}${HIGH}` },

@@ -7,19 +7,16 @@
  */
 
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
-import type { Job } from '#shared/jobs/model.ts';
-import { keys } from '#shared/jobs/model.ts';
+import { type Job, keys } from '#shared/jobs/model.ts';
 import { isLeftByOlderHolder, mayClaimMessage, mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import {
-  AFTER_INSTANT,
   failedConditions,
   type Item,
   iso,
   isRunningMessageJob,
   type MessageTaskTable,
-  openSkOf,
 } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
 import { STATE_NAME, stateValue } from './task-state-conditions.ts';
@@ -110,7 +107,7 @@ export class MessageClaimer implements TaskSource {
    */
   async #adoptable(token: number, now: number, limit: number): Promise<Item[]> {
     if (this.#adoptQueue === undefined) {
-      const range = { lower: iso(now), upper: `${iso(now + this.#deps.table.holdMs)}${AFTER_INSTANT}` };
+      const range = { lower: iso(now), upper: keys.openSkAfter(now + this.#deps.table.holdMs) };
       const left = await Promise.all(
         Array.from({ length: TASK_SHARDS }, (_, shard) =>
           this.#deps.table.readShard(
@@ -136,7 +133,7 @@ export class MessageClaimer implements TaskSource {
   /** Tasks ready now, a share of the page from each shard. */
   async #ready(token: number, now: number, limit: number): Promise<Item[]> {
     const perShard = Math.ceil(limit / TASK_SHARDS);
-    const upper = `${iso(now)}${AFTER_INSTANT}`;
+    const upper = keys.openSkAfter(now);
     const ready = await Promise.all(
       Array.from({ length: TASK_SHARDS }, (_, shard) =>
         this.#deps.table.readShard(
@@ -273,7 +270,7 @@ export class MessageClaimer implements TaskSource {
           ':now': now,
           ':token': token,
           ':holdUntil': holdUntil,
-          ':openSk': openSkOf(holdUntil, jobId, String(item.taskId)),
+          ':openSk': keys.openSk(holdUntil, jobId, String(item.taskId)),
           ':seenState': item.state,
           ':seenAttempts': Number(item.attempts),
           ':seenReadyAt': Number(item.readyAt),

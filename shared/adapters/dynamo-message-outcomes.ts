@@ -11,7 +11,7 @@ import { keys } from '#shared/jobs/model.ts';
 import { messageOutcomeMove } from '#shared/jobs/task-lifecycle.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
 import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
-import { failedConditions, MAX_TRIES, type MessageTaskTable, openSkOf } from './dynamo-message-table.ts';
+import { failedConditions, MAX_TRIES, type MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
 import { moveFrom, STATE_NAME } from './task-state-conditions.ts';
 
@@ -135,7 +135,7 @@ export class OutcomeWriter implements ReportSink {
       const readyAt = outcome.at + (outcome.retryAfterMs ?? 0);
       set.push('readyAt = :readyAt', 'openSk = :openSk');
       values[':readyAt'] = readyAt;
-      values[':openSk'] = openSkOf(readyAt, outcome.jobId, outcome.taskId);
+      values[':openSk'] = keys.openSk(readyAt, outcome.jobId, outcome.taskId);
       if (multicastKey) {
         set.push('batchKey = :batchKey');
         values[':batchKey'] = multicastKey;

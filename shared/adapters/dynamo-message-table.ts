@@ -14,24 +14,19 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
-import type { Job } from '#shared/jobs/model.ts';
+import { type Job, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 
 export type Item = Record<string, unknown>;
 export type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
 
-/** Sorts after every `{readyAt}#{jobId}#{taskId}` of the same instant (ids are ASCII < '~'). */
-export const AFTER_INSTANT = '#~';
 export const MAX_TRIES = 8;
 /** Index items read per shard per page, at most. */
 const MAX_SHARD_READ = 1_000;
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const iso = (ms: number) => new Date(ms).toISOString();
-/** The `outstanding` index sort key of a message task ready (or held) until `readyAt`. */
-export const openSkOf = (readyAt: number, jobId: string, taskId: string) =>
-  `${iso(readyAt)}#${jobId}#${taskId}`;
 
 /** A job whose message tasks may be claimed: running, a message job, with its message. */
 export function isRunningMessageJob(job: Job | undefined): job is Job {
@@ -91,7 +86,7 @@ export class MessageTaskTable {
       const out = await this.doc.send(
         new QueryCommand({
           TableName: this.tasksTable,
-          IndexName: 'outstanding',
+          IndexName: OUTSTANDING_INDEX,
           KeyConditionExpression:
             range.lower === undefined
               ? 'openPk = :pk AND openSk <= :upper'

@@ -36,12 +36,12 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { BatchLedger, ReportSink, TaskSource } from '#shared/campaign/ports.ts';
-import type { Job } from '#shared/jobs/model.ts';
+import { type Job, keys } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { MessageClaimer, type MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
 import { OutcomeWriter } from './dynamo-message-outcomes.ts';
-import { AFTER_INSTANT, iso, isRunningMessageJob, MessageTaskTable } from './dynamo-message-table.ts';
+import { isRunningMessageJob, MessageTaskTable } from './dynamo-message-table.ts';
 import { MulticastRecords } from './dynamo-multicast-records.ts';
 
 export type { MessageClaimLease } from './dynamo-message-claims.ts';
@@ -135,7 +135,7 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
 
   async hasClaimable(clientId: string): Promise<boolean> {
     const now = this.#table.clock.now();
-    const upper = `${iso(now)}${AFTER_INSTANT}`;
+    const upper = keys.openSkAfter(now);
     for (let shard = 0; shard < TASK_SHARDS; shard++) {
       const found = await this.#table.readShard(
         clientId,

@@ -28,14 +28,14 @@ export function settlementFor(
 ): Settlement {
   if (status === 'completed') return { state: 'completed', lastResult: 'completed' };
   const retry = nextRetry(status, detail.attempts, job);
-  if (retry && job.status === 'cancelled') {
+  // A failed call that would not be retried ends failed, whatever became of its job.
+  if (job.status === 'cancelled' && (retry || status !== 'failed')) {
     return { state: 'cancelled', lastResult: status, reason: JOB_CANCELLED_REASON };
   }
   if (retry) return { state: 'retry-wait', lastResult: status, readyAt: detail.now + retry.delayMs };
-  if (status === 'failed')
+  if (status === 'failed') {
     return { state: 'failed', lastResult: 'failed', reason: detail.reason ?? 'call failed' };
-  if (job.status === 'cancelled')
-    return { state: 'cancelled', lastResult: status, reason: JOB_CANCELLED_REASON };
+  }
   return { state: 'failed', lastResult: status, reason: `${status} on all ${detail.attempts} attempts` };
 }
 

@@ -160,6 +160,14 @@ export function taskShard(taskId: string): number {
   return createHash('sha1').update(taskId).digest().readUInt16BE(0) % TASK_SHARDS;
 }
 
+/** The `outstanding` index (tasks table): a client's tasks by when they are ready. */
+export const OUTSTANDING_INDEX = 'outstanding';
+
+/** The `outstanding` index sort key of a task ready (or, in flight, held) until `readyAt`. */
+function openSk(readyAt: number, jobId: string, taskId: string): string {
+  return `${new Date(readyAt).toISOString()}#${jobId}#${taskId}`;
+}
+
 export const keys = {
   client: (clientId: string) => ({ pk: `CLIENT#${clientId}`, sk: 'PROFILE' }),
   job: (clientId: string, jobId: string) => ({ pk: `CLIENT#${clientId}`, sk: `JOB#${jobId}` }),
@@ -182,7 +190,10 @@ export const keys = {
     isWaiting(task.state)
       ? {
           openPk: `${task.clientId}#${taskShard(task.taskId)}`,
-          openSk: `${new Date(task.readyAt).toISOString()}#${task.jobId}#${task.taskId}`,
+          openSk: openSk(task.readyAt, task.jobId, task.taskId),
         }
       : undefined,
+  openSk,
+  /** Sorts after every `openSk` of the instant `ms` (ids are ASCII < '~'): "ready by `ms`". */
+  openSkAfter: (ms: number) => `${new Date(ms).toISOString()}#~`,
 } as const;
