@@ -106,6 +106,9 @@ describe('UTF-8 or Shift_JIS half-width katakana', () => {
     expect(utf8OrCp932(cp932('090-1111-0001,ﾐｶ,ﾃｽﾄｰ\r\n'))).toBe('cp932');
     expect(utf8OrCp932(cp932('ﾅｵ'))).toBe('cp932');
     expect(utf8OrCp932(cp932('ﾃｽﾄ'))).toBe('cp932'); // C3 BD C4: not valid UTF-8 anyway
+    // The one ambiguous case: a file whose only non-ASCII text is a lone accented letter in a
+    // cell of its own (C3 A9: 'é' or 'ﾃｩ') is taken as CP932, as a lone 'ﾐｶ' is.
+    expect(utf8OrCp932(Buffer.from('090-1111-0001,é\r\n'))).toBe('cp932');
     expect(sniffEncoding(cp932('phone,name\r\n090-1111-0001,ﾐｶ\r\n'), true)).toEqual({
       encoding: 'cp932',
       bomLength: 0,

@@ -170,9 +170,13 @@ const phoneCell: fc.Arbitrary<PhoneCell> = fc.oneof(
 );
 
 const SJIS_CHARS = [..."abcXYZ019 -_.!?#=+@'あいう漢字カナー①㈱\u3000", ',', '"', '\n', '\r\n', '\t'];
+// An accented letter comes inside a Latin word ('José'), as in real lists: a file whose only
+// non-ASCII text is a lone 'é' (C3 A9) reads as well as CP932's half-width 'ﾃｩ', and
+// utf8OrCp932 documents that it takes CP932 then (see encoding.test.ts).
+const UNICODE_CHARS = ['😀', 'José', '\u00a0'];
 const cellText = (unicode: boolean) =>
   fc
-    .array(fc.constantFrom(...SJIS_CHARS, ...(unicode ? ['😀', 'é', '\u00a0'] : [])), { maxLength: 8 })
+    .array(fc.constantFrom(...SJIS_CHARS, ...(unicode ? UNICODE_CHARS : [])), { maxLength: 8 })
     .map((chars) => chars.join(''));
 
 type Encoding = 'utf-8' | 'utf-8-bom' | 'cp932' | 'utf-16le' | 'utf-16be-no-bom';
