@@ -5,6 +5,7 @@ import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';
 import { BrokerFleet } from './constructs/broker-fleet.ts';
 import { CallStatus } from './constructs/call-status.ts';
 import { ConnectEvents } from './constructs/connect-events.ts';
+import { OperatorConsole } from './constructs/console.ts';
 import { SwitchboardHttpApi } from './constructs/http-api.ts';
 import { Jobs } from './constructs/jobs.ts';
 import { Operations } from './constructs/operations.ts';
@@ -26,6 +27,7 @@ export class SwitchboardStack extends Stack {
   /** Present when the stack is given Amazon Connect instances (`-c connectInstanceIds`). */
   readonly connectEvents: ConnectEvents | undefined;
   readonly operations: Operations;
+  readonly console: OperatorConsole;
 
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
@@ -76,13 +78,16 @@ export class SwitchboardStack extends Stack {
             instanceIds: connectInstanceIds,
           })
         : undefined;
+    this.console = new OperatorConsole(this, 'Console', { stage, retain });
     this.api = new SwitchboardHttpApi(this, 'Api', {
       stage,
       handlers: {
         'webhook-receiver': this.webhooks.receiver,
         'jobs-api': this.jobs.api,
         'call-status': this.callStatus.handler,
+        console: this.console.files,
       },
+      jwtAuthorizer: this.console.jwtAuthorizer,
       alarmTopic: this.webhooks.alarmTopic,
     });
     apiUrl.resolveWith(this.api);

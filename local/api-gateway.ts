@@ -10,6 +10,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda
 import { type HttpFunctionId, matchRoute, type RouteSpec, routeKey } from '#shared/routes.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
 import { decide } from './iam/policy.ts';
+import { type JwtAuthorization, type JwtAuthorizerConfig, makeJwtAuthorizer } from './jwt-authorizer.ts';
 import { type Handler, invokeHandler } from './lambda.ts';
 import { SigV4Error, verifySigV4 } from './sigv4.ts';
 
@@ -44,6 +45,11 @@ export interface ApiGatewayOptions {
      */
     readonly policies?: Readonly<Record<string, readonly InvokeStatement[]>>;
   };
+  /**
+   * The JWT authorizer of `auth: 'jwt'` routes (the console's): the user pool's issuer and app
+   * client. Without it, those routes answer 401 to everyone.
+   */
+  readonly jwt?: JwtAuthorizerConfig;
   /** Called with every failed invocation (API Gateway logs them; the caller sees a bare 500). */
   readonly onError?: (error: unknown, routeKey: string) => void;
   /** A caller closed its connection mid-request (`METHOD /path`): one line, nothing to answer. */
@@ -80,6 +86,7 @@ export function buildEventV2(
   route: RouteSpec,
   pathParameters: Record<string, string>,
   now: Date = new Date(),
+  authorizer?: JwtAuthorization,
 ): APIGatewayProxyEventV2 {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const headers: Record<string, string> = {};
@@ -134,6 +141,7 @@ export function buildEventV2(
       stage: '$default',
       time: formatClf(now),
       timeEpoch: now.getTime(),
+      ...(authorizer ? { authorizer } : {}),
     },
     isBase64Encoded: hasBody ? !text : false,
   };
@@ -185,8 +193,9 @@ const jsonMessage = (status: number, message: string): WrittenResponse => ({
 
 /** Starts the stand-in on 127.0.0.1 (a free port unless one is given). */
 export async function startApiGateway(options: ApiGatewayOptions): Promise<ApiGatewayServer> {
+  const authorizeJwt = options.jwt ? makeJwtAuthorizer(options.jwt) : undefined;
   const server = http.createServer((req, res) => {
-    void handle(req, options).then(
+    void handle(req, options, authorizeJwt).then(
       (out) => {
         const apigwHeaders = { 'apigw-requestid': randomUUID() };
         res.writeHead(out.status, {
@@ -287,7 +296,11 @@ function iamAuthorizerRefusal(
   }
 }
 
-async function handle(req: http.IncomingMessage, options: ApiGatewayOptions): Promise<WrittenResponse> {
+async function handle(
+  req: http.IncomingMessage,
+  options: ApiGatewayOptions,
+  authorizeJwt: ReturnType<typeof makeJwtAuthorizer> | undefined,
+): Promise<WrittenResponse> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > API_GATEWAY_MAX_BODY_BYTES) {
     req.resume();
@@ -314,7 +327,21 @@ async function handle(req: http.IncomingMessage, options: ApiGatewayOptions): Pr
     const refused = iamAuthorizerRefusal(req, body, options);
     if (refused) return refused;
   }
-  const event = buildEventV2(req, body, match.route, match.pathParameters);
+  let authorizer: JwtAuthorization | undefined;
+  if (match.route.auth === 'jwt') {
+    const header = req.headers.authorization;
+    const decision = authorizeJwt
+      ? await authorizeJwt(header)
+      : { refusal: { status: 401 as const, wwwAuthenticate: 'Bearer' } };
+    if ('refusal' in decision) {
+      return {
+        ...jsonMessage(401, 'Unauthorized'),
+        headers: { 'content-type': 'application/json', 'www-authenticate': decision.refusal.wwwAuthenticate },
+      };
+    }
+    authorizer = decision.authorizer;
+  }
+  const event = buildEventV2(req, body, match.route, match.pathParameters, new Date(), authorizer);
   if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_MAX_EVENT_BYTES) {
     return jsonMessage(413, 'Request Too Long');
   }

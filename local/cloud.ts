@@ -29,6 +29,7 @@ import {
   resourceName,
   type TableSpec,
   tables,
+  UPLOAD_CORS,
 } from '#shared/resources.ts';
 import { type StrictS3, startStrictS3 } from './strict-s3.ts';
 
@@ -136,6 +137,11 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
       upstream: sqsEndpoint,
       region: LOCAL_REGION,
       secrets: { [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey },
+      // The console is served by the local HTTP API, on a port of its own.
+      cors: {
+        ...UPLOAD_CORS,
+        allowedOrigins: ['http://127.0.0.1:*', 'http://localhost:*'],
+      },
     });
   } catch (error) {
     await Promise.all([stopChild(dynamo.process), fauxqs.stop()]);

@@ -3,11 +3,15 @@
  * and benchmarks start. Handlers are the very modules deployed to Lambda (each `main.ts`); they
  * read the same environment variables, here pointed at the emulators and sandboxes.
  */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from 'aws-lambda';
+import { buildConsole } from '#console/build.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
@@ -15,11 +19,13 @@ import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
+import { ADMINS_GROUP, clientGroup } from '#shared/operators/tenancy.ts';
 import { routes } from '#shared/routes.ts';
 import { clientSecretName, rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
 import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';
 import { type ApiGatewayServer, type InvokeStatement, startApiGateway } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
+import { type CognitoEmulator, type PoolUser, startCognitoEmulator } from './cognito-emulator.ts';
 import { type EventBridgeEvent, startConnectEmulator } from './connect-emulator.ts';
 import { startEcsAgent } from './ecs-agent.ts';
 import { type LocalFleet, startLocalFleet } from './ecs-service.ts';
@@ -103,7 +109,26 @@ export interface LocalStackOptions {
   readonly operators?: Readonly<
     Record<string, { readonly secretAccessKey: string; readonly statements: readonly InvokeStatement[] }>
   >;
+  /** The console's users (default {@link LOCAL_CONSOLE_USERS}). */
+  readonly consoleUsers?: readonly PoolUser[];
 }
+
+/**
+ * The console's users on the local cloud: an administrator (every client) and an operator of the
+ * demo client only. Local passwords, printed by `npm start`; in AWS, users are the user pool's.
+ */
+export const LOCAL_CONSOLE_USERS: readonly PoolUser[] = [
+  { username: 'admin', password: 'Switchboard-admin-1', groups: [ADMINS_GROUP], email: 'admin@example.com' },
+  {
+    username: 'demo',
+    password: 'Switchboard-demo-1',
+    groups: [clientGroup(DEMO_CHANNEL.clientId)],
+    email: 'demo@example.com',
+  },
+];
+
+/** The local user pool's ids (in AWS: the stack's outputs). */
+export const LOCAL_USER_POOL = { userPoolId: 'us-east-1_Local0000', clientId: 'localconsoleclient00000000' };
 
 /** The telephony sandbox's provider name in the status route, and its callback secret. */
 export const LOCAL_TELEPHONY = {
@@ -127,6 +152,10 @@ export interface LocalStack {
   readonly fleet: LocalFleet | undefined;
   /** The operator API, signed with SigV4 as on AWS. */
   readonly operator: OperatorRequest;
+  /** The user pool the console signs in to (the Cognito emulator). */
+  readonly cognito: CognitoEmulator;
+  /** The console's address. */
+  readonly consoleUrl: string;
   /** The webhook URL of a channel on the local HTTP API. */
   webhookUrl(channelId: string): string;
   /** Creates or replaces a channel (and tells the LINE sandbox its token). */
@@ -239,7 +268,8 @@ class LocalStackStarter {
     providers.connectTarget(await loadHandler<EventBridgeEvent, unknown>('connect-events'));
     const jobs = await startJobsLocal({ cloud: this.#cloud, log: this.#log });
     this.#stoppers.push(() => jobs.stop());
-    const api = await this.#startApi(jobs);
+    const cognito = await this.#startConsole();
+    const api = await this.#startApi(jobs, cognito);
     const processor = await this.#startProcessor();
     const fleet = this.#options.fleet ? await this.#startFleet(providers, api, admin.doc) : undefined;
     const { line, connect, twilio, telephony } = providers;
@@ -258,6 +288,8 @@ class LocalStackStarter {
         region: this.#cloud.region,
         credentials: LOCAL_CREDENTIALS,
       }),
+      cognito,
+      consoleUrl: `${api.url}/console`,
       webhookUrl: (channelId) => `${api.url}/webhooks/line/${encodeURIComponent(channelId)}`,
       putChannel: admin.putChannel,
       putTelephonySecret: admin.putTelephonySecret,
@@ -352,25 +384,57 @@ class LocalStackStarter {
     return { doc, putChannel, putTelephonySecret };
   }
 
-  /** The HTTP API: the public routes' Lambdas and the jobs routes, behind the IAM authorizer. */
-  async #startApi(jobs: JobsLocal): Promise<ApiGatewayServer> {
+  /**
+   * The console: its user pool (the Cognito emulator) and its files, built into a folder the
+   * console function reads as it reads its layer in AWS.
+   */
+  async #startConsole(): Promise<CognitoEmulator> {
+    const cognito = await startCognitoEmulator({
+      region: this.#cloud.region,
+      ...LOCAL_USER_POOL,
+      users: this.#options.consoleUsers ?? LOCAL_CONSOLE_USERS,
+    });
+    this.#stoppers.push(() => cognito.stop());
+    const filesDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-console-'));
+    this.#stoppers.push(async () => rmSync(filesDir, { recursive: true, force: true }));
+    buildConsole(filesDir);
+    Object.assign(process.env, {
+      CONSOLE_FILES_DIR: filesDir,
+      USER_POOL_ID: cognito.userPoolId,
+      USER_POOL_CLIENT_ID: cognito.clientId,
+      COGNITO_ENDPOINT: cognito.url,
+    });
+    this.#log(`Cognito         ${cognito.url} (user pool emulator: sign-in, tokens, keys)`);
+    return cognito;
+  }
+
+  /**
+   * The HTTP API: the public routes' Lambdas, the operator routes behind the IAM authorizer, the
+   * console's behind the JWT authorizer (the user pool's issuer and app client).
+   */
+  async #startApi(jobs: JobsLocal, cognito: CognitoEmulator): Promise<ApiGatewayServer> {
     const log = this.#log;
     const api = await startApiGateway({
       routes,
       functions: {
         'webhook-receiver': await httpFunction('webhook-receiver'),
         'call-status': await httpFunction('call-status'),
+        console: await httpFunction('console'),
         ...jobs.httpFunctions,
       },
       port: this.#options.port ?? 0,
       iam: this.#iam(),
+      jwt: { issuer: cognito.issuer, audience: [cognito.clientId] },
       onError: (error, route) => log(`${route} failed: ${(error as Error).stack ?? String(error)}`),
       onClientGone: (request) =>
         log(`${request}: the caller closed the connection mid-request; nothing answered`),
     });
     this.#stoppers.push(() => api.stop());
     log(`HTTP API        ${api.url} (API Gateway stand-in, payload v2)`);
-    for (const route of routes) log(`  ${route.method.padEnd(5)} ${api.url}${route.path}`);
+    for (const route of routes.filter((r) => r.auth !== 'jwt')) {
+      log(`  ${route.method.padEnd(5)} ${api.url}${route.path}`);
+    }
+    log(`  (and the operator routes again under ${api.url}/console/api, for the console's signed-in users)`);
     return api;
   }
 
@@ -434,6 +498,7 @@ class LocalStackStarter {
         doc,
         controlTable: cloud.tableNames.control!,
         tasksTable: cloud.tableNames.tasks!,
+        cloud,
         fleet,
         maxBrokers: options.maxBrokers ?? 2,
         log: makeLogger('job-manager', { level: 'warn' }),
@@ -469,7 +534,7 @@ class LocalStackStarter {
 }
 
 /** A Lambda behind an HTTP route: its handler and timeout. */
-async function httpFunction(id: 'webhook-receiver' | 'call-status') {
+async function httpFunction(id: 'webhook-receiver' | 'call-status' | 'console') {
   return {
     handler: await loadHandler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>(id),
     timeoutMs: functions[id].timeoutSeconds * 1000,

@@ -28,6 +28,61 @@ export interface StrictS3Options {
   readonly secrets: Readonly<Record<string, string>>;
   /** Largest body this stand-in buffers (it verifies whole bodies). Default 256 MiB. */
   readonly maxBodyBytes?: number;
+  /** The buckets' CORS rule (as the stack sets it); without one, browsers' preflights are refused. */
+  readonly cors?: CorsRule;
+}
+
+/** One S3 CORS rule: origins may hold one `*`, headers may end in `*`. */
+export interface CorsRule {
+  readonly allowedOrigins: readonly string[];
+  readonly allowedMethods: readonly string[];
+  readonly allowedHeaders: readonly string[];
+  readonly exposedHeaders: readonly string[];
+  readonly maxAgeSeconds: number;
+}
+
+function wildcardMatch(pattern: string, value: string): boolean {
+  const star = pattern.indexOf('*');
+  if (star < 0) return pattern.toLowerCase() === value.toLowerCase();
+  const head = pattern.slice(0, star).toLowerCase();
+  const tail = pattern.slice(star + 1).toLowerCase();
+  const v = value.toLowerCase();
+  return v.length >= head.length + tail.length && v.startsWith(head) && v.endsWith(tail);
+}
+
+/**
+ * S3's answer to a browser's request from another origin (S3 user guide, "Using cross-origin
+ * resource sharing"): a preflight is 200 with the allowed method and headers when the rule admits
+ * origin, method and every requested header, else 403; an actual request gets the
+ * `access-control-*` headers only when the rule admits it.
+ */
+function corsHeaders(
+  req: http.IncomingMessage,
+  rule: CorsRule | undefined,
+): Record<string, string> | undefined {
+  const origin = req.headers.origin;
+  if (!origin || !rule) return undefined;
+  const preflight = req.method === 'OPTIONS';
+  const method = preflight ? String(req.headers['access-control-request-method'] ?? '') : (req.method ?? '');
+  const requested = preflight
+    ? String(req.headers['access-control-request-headers'] ?? '')
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean)
+    : [];
+  const admitted =
+    rule.allowedOrigins.some((o) => wildcardMatch(o, origin)) &&
+    rule.allowedMethods.includes(method.toUpperCase()) &&
+    requested.every((h) => rule.allowedHeaders.some((a) => wildcardMatch(a, h)));
+  if (!admitted) return undefined;
+  return {
+    'access-control-allow-origin': origin,
+    'access-control-allow-methods': rule.allowedMethods.join(', '),
+    ...(preflight ? { 'access-control-allow-headers': requested.join(', ') } : {}),
+    'access-control-expose-headers': rule.exposedHeaders.join(', '),
+    'access-control-max-age': String(rule.maxAgeSeconds),
+    vary: 'Origin, Access-Control-Request-Headers, Access-Control-Request-Method',
+  };
 }
 
 export interface StrictS3 {
@@ -282,6 +337,17 @@ export async function startStrictS3(options: StrictS3Options): Promise<StrictS3>
   const agent = new http.Agent({ keepAlive: true });
   const refused = new Map<string, number>();
   const server = http.createServer((req, res) => {
+    const cors = corsHeaders(req, options.cors);
+    if (req.method === 'OPTIONS') {
+      req.resume();
+      if (cors) res.writeHead(200, cors).end();
+      else {
+        res.writeHead(403, { 'content-type': 'application/xml' });
+        res.end(errorXml('AccessForbidden', 'CORSResponse: This CORS request is not allowed.'));
+      }
+      return;
+    }
+    for (const [name, value] of Object.entries(cors ?? {})) res.setHeader(name, value);
     void (async () => {
       let body: Buffer;
       try {

@@ -17,6 +17,7 @@ interface Step {
 
 const steps: Step[] = [
   { name: 'typecheck', command: 'tsc', args: ['-p', 'tsconfig.json'] },
+  { name: 'typecheck console', command: 'tsc', args: ['-p', 'console/tsconfig.json'] },
   { name: 'lint', command: 'biome', args: ['check', '.'] },
   // The CLI path a user deploys with: `cdk synth` offline, no credentials, no Docker.
   { name: 'synth', command: 'cdk', args: ['synth', '--quiet', '--no-notices'] },

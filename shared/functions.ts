@@ -12,7 +12,8 @@ export type FunctionId =
   | 'call-status'
   | 'connect-events'
   | 'jobs-api'
-  | 'ingest';
+  | 'ingest'
+  | 'console';
 
 export interface FunctionSpec {
   readonly id: FunctionId;
@@ -83,5 +84,12 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     memoryMb: 1024,
     // One list per run: a run uses its whole time on one file.
     queueSource: { queue: 'ingest', batchSize: 1, maxConcurrency: 10 },
+  },
+  console: {
+    id: 'console',
+    entry: 'lambdas/console/main.ts',
+    // Static files from memory: the page, its scripts and its font.
+    timeoutSeconds: 5,
+    memoryMb: 256,
   },
 };

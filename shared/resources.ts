@@ -221,3 +221,22 @@ export function queueSpec(id: QueueId): QueueSpec {
   if (!spec) throw new Error(`unknown queue ${id}`);
   return spec;
 }
+
+/**
+ * The uploads bucket's CORS rule: browsers (the console) PUT lists straight to a presigned URL,
+ * and read large reports from one.
+ * The signature, not CORS, is what admits a PUT; the rule only lets a browser page send it.
+ * Origins may hold one `*`, as S3's `AllowedOrigin` does.
+ */
+export const UPLOAD_CORS = {
+  // PUT a list; GET a large report, which the API answers with a presigned URL.
+  allowedMethods: ['PUT', 'GET'],
+  allowedHeaders: ['content-type', 'content-md5', 'x-amz-*'],
+  exposedHeaders: ['etag'],
+  maxAgeSeconds: 3000,
+} as const;
+
+/** The console's origin in AWS: the HTTP API's own endpoint, in the stack's region. */
+export function consoleOriginPattern(region: string): string {
+  return `https://*.execute-api.${region}.amazonaws.com`;
+}

@@ -4,7 +4,7 @@
  */
 
 /** Lambdas that sit behind the HTTP API. */
-export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'call-status';
+export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'call-status' | 'console';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -13,14 +13,18 @@ export interface RouteSpec {
   /** API Gateway route path, with `{name}` path parameters. */
   readonly path: string;
   readonly functionId: HttpFunctionId;
-  /** `none`: public (signed by the caller); `iam`: SigV4-signed operator calls. */
-  readonly auth: 'none' | 'iam';
+  /**
+   * `none`: public (signed by the caller, or static); `iam`: SigV4-signed operator calls; `jwt`:
+   * the console's calls, with a Cognito user pool token the gateway's JWT authorizer verifies.
+   */
+  readonly auth: 'none' | 'iam' | 'jwt';
 }
 
-export const routes: readonly RouteSpec[] = [
-  { method: 'POST', path: '/webhooks/line/{channelId}', functionId: 'webhook-receiver', auth: 'none' },
-  { method: 'POST', path: '/providers/{provider}/calls/status', functionId: 'call-status', auth: 'none' },
-  // Operator API: client settings and jobs (SigV4-signed calls only).
+/** Where the console's copy of the operator API lives: the same routes, behind the JWT authorizer. */
+export const CONSOLE_API_PREFIX = '/console/api';
+
+/** The operator API: client settings and jobs (SigV4-signed calls only). */
+export const operatorRoutes: readonly RouteSpec[] = [
   { method: 'PUT', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/pause', functionId: 'jobs-api', auth: 'iam' },
@@ -32,7 +36,38 @@ export const routes: readonly RouteSpec[] = [
   { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/resume', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/cancel', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/report', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/row-problems', functionId: 'jobs-api', auth: 'iam' },
 ];
+
+/**
+ * The console's routes: the page and its files (public: they hold no data), who the signed-in user
+ * is, and every operator route again under {@link CONSOLE_API_PREFIX} with `jwt` auth. The handler
+ * answers a console route only for a client the user belongs to (`shared/operators/tenancy.ts`).
+ */
+export const consoleRoutes: readonly RouteSpec[] = [
+  { method: 'GET', path: '/', functionId: 'console', auth: 'none' },
+  { method: 'GET', path: '/console', functionId: 'console', auth: 'none' },
+  { method: 'GET', path: '/console/{file}', functionId: 'console', auth: 'none' },
+  { method: 'GET', path: `${CONSOLE_API_PREFIX}/me`, functionId: 'jobs-api', auth: 'jwt' },
+  ...operatorRoutes.map((route): RouteSpec => ({ ...route, path: `${CONSOLE_API_PREFIX}${route.path}`, auth: 'jwt' })),
+];
+
+export const routes: readonly RouteSpec[] = [
+  { method: 'POST', path: '/webhooks/line/{channelId}', functionId: 'webhook-receiver', auth: 'none' },
+  { method: 'POST', path: '/providers/{provider}/calls/status', functionId: 'call-status', auth: 'none' },
+  ...operatorRoutes,
+  ...consoleRoutes,
+];
+
+/**
+ * The operator route a console route stands for (`GET /console/api/clients/{clientId}` →
+ * `GET /clients/{clientId}`), or the route key itself when it is not a console API route.
+ */
+export function operatorRouteKey(key: string): string {
+  const space = key.indexOf(' ');
+  const path = key.slice(space + 1);
+  return path.startsWith(`${CONSOLE_API_PREFIX}/`) ? `${key.slice(0, space)} ${path.slice(CONSOLE_API_PREFIX.length)}` : key;
+}
 
 /** The API Gateway route key of a route, e.g. `POST /webhooks/line/{channelId}`. */
 export function routeKey(route: RouteSpec): string {

@@ -27,6 +27,8 @@ export interface SwitchboardHttpApiProps {
   readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
   /** Default: the shared route table. */
   readonly routes?: readonly RouteSpec[];
+  /** The authorizer of `auth: 'jwt'` routes (the console's user pool). */
+  readonly jwtAuthorizer: apigw.IHttpRouteAuthorizer;
   /** What happens to the access-log group when the stack is deleted. Default: retained. */
   readonly logRemovalPolicy?: RemovalPolicy;
 }
@@ -56,6 +58,8 @@ const ACCESS_LOG_FIELDS = {
 const PUBLIC_ROUTE_REASONS: Partial<Record<HttpFunctionId, string>> = {
   'webhook-receiver':
     "called by LINE's webhook delivery, which cannot sign with SigV4 or present a token; every request is authenticated in the handler by the x-line-signature HMAC-SHA256 of the raw body under the channel secret, and rejected with 401 before anything is stored.",
+  console:
+    "the console's page, script, stylesheet and font: static files that hold no data, loaded before anyone signs in; every read or change of data is a /console/api route behind the JWT authorizer.",
   'call-status':
     'called by the telephony provider, which cannot sign with SigV4; every callback is authenticated in the handler by its X-Switchboard-Signature (HMAC-SHA256 over timestamp and raw body, 5-minute replay window) and rejected with 401 before anything is changed.',
 };
@@ -115,6 +119,7 @@ export class SwitchboardHttpApi extends Construct {
         methods: [apigw.HttpMethod[route.method]],
         integration: integrationFor(route.functionId),
         ...(route.auth === 'iam' ? { authorizer: new HttpIamAuthorizer() } : {}),
+        ...(route.auth === 'jwt' ? { authorizer: props.jwtAuthorizer } : {}),
       });
       const publicBecause = PUBLIC_ROUTE_REASONS[route.functionId];
       if (route.auth === 'none' && httpRoute && publicBecause) {
@@ -142,6 +147,11 @@ export class SwitchboardHttpApi extends Construct {
       key: 'HttpApiUrl',
       description: 'Base URL of the Switchboard HTTP API ($default stage)',
       value: this.api.apiEndpoint,
+    });
+    new CfnOutput(this, 'ConsoleUrl', {
+      key: 'ConsoleUrl',
+      description: 'The operator console: sign in with a user of the console user pool',
+      value: `${this.api.apiEndpoint}/console`,
     });
   }
 

@@ -16,6 +16,7 @@ import { Construct } from 'constructs';
 import {
   type BucketId,
   buckets,
+  consoleOriginPattern,
   dlqName,
   type QueueId,
   type QueueSpec,
@@ -25,6 +26,7 @@ import {
   type TableId,
   type TableSpec,
   tables,
+  UPLOAD_CORS,
 } from '#shared/resources.ts';
 
 /**
@@ -214,19 +216,16 @@ export class StatefulResources extends Construct {
           serverAccessLogsBucket: this.accessLogs,
           serverAccessLogsPrefix: `${spec.id}/`,
           // Browsers upload call lists straight to S3 with the presigned URL the job API returns,
-          // from the console's origin only; without one, only non-browser clients upload.
-          ...(props.uploadOrigins?.length
-            ? {
-                cors: [
-                  {
-                    allowedMethods: [s3.HttpMethods.PUT],
-                    allowedOrigins: [...props.uploadOrigins],
-                    allowedHeaders: ['content-type', 'content-md5', 'x-amz-*'],
-                    maxAge: 3000,
-                  },
-                ],
-              }
-            : {}),
+          // from the console (served by the HTTP API, or another origin named in uploadOrigins).
+          cors: [
+            {
+              allowedMethods: UPLOAD_CORS.allowedMethods.map((m) => s3.HttpMethods[m]),
+              allowedOrigins: [consoleOriginPattern(Stack.of(this).region), ...(props.uploadOrigins ?? [])],
+              allowedHeaders: [...UPLOAD_CORS.allowedHeaders],
+              exposedHeaders: [...UPLOAD_CORS.exposedHeaders],
+              maxAge: UPLOAD_CORS.maxAgeSeconds,
+            },
+          ],
           lifecycleRules: [
             { prefix: 'incoming/', expiration: Duration.days(spec.expireUploadsAfterDays) },
             { prefix: 'uploads/', expiration: Duration.days(spec.expireUploadsAfterDays) },

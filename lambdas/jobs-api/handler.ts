@@ -1,6 +1,8 @@
 /**
- * The operator API (API Gateway HTTP API, IAM-authorised → Lambda): client settings and jobs.
- * Parses the request, calls one use case, maps its result and typed errors to HTTP.
+ * The operator API (API Gateway HTTP API → Lambda): client settings and jobs. Parses the request,
+ * calls one use case, maps its result and typed errors to HTTP. The same routes arrive twice: as
+ * IAM-authorised operator calls, and under `/console/api` from the console with a user pool token
+ * (verified by the gateway's JWT authorizer), answered only for a client the user belongs to.
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -15,6 +17,8 @@ import {
 } from '#shared/jobs/errors.ts';
 import { jobOptionsFromQuery } from '#shared/jobs/validation.ts';
 import type { Logger } from '#shared/log.ts';
+import { type ClaimValue, mayActFor, type Operator, operatorFromClaims } from '#shared/operators/tenancy.ts';
+import { CONSOLE_API_PREFIX, operatorRouteKey } from '#shared/routes.ts';
 
 class MalformedRequestError extends Error {
   override name = 'MalformedRequestError';
@@ -67,12 +71,41 @@ function reportHeaders(job: JobView): Record<string, string> {
   return headers;
 }
 
+/** The console user of a `jwt` route, from the claims the gateway's JWT authorizer verified. */
+function consoleOperator(event: APIGatewayProxyEventV2): Operator | undefined {
+  const authorizer = (event.requestContext as { authorizer?: { jwt?: { claims?: Record<string, ClaimValue> } } })
+    .authorizer;
+  const claims = authorizer?.jwt?.claims;
+  return claims ? operatorFromClaims(claims) : undefined;
+}
+
+/**
+ * Tenancy for a console route: who is asking, and whether they may act for the route's client.
+ * Answers the refusal, or undefined when the request may go on (an operator route: IAM decided).
+ */
+function consoleRefusal(
+  event: APIGatewayProxyEventV2,
+  clientId: string,
+): APIGatewayProxyStructuredResultV2 | undefined {
+  if (!event.routeKey.includes(` ${CONSOLE_API_PREFIX}/`)) return undefined;
+  const operator = consoleOperator(event);
+  // Behind the JWT authorizer there are always claims; without them, nothing is answered.
+  if (!operator) return jsonResponse(401, { message: 'Unauthorized' });
+  if (event.pathParameters?.clientId !== undefined && !mayActFor(operator, clientId)) {
+    return jsonResponse(403, { message: `Forbidden: you do not belong to client ${clientId}` });
+  }
+  return undefined;
+}
+
 export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: Logger }) {
   const { api } = deps;
   const route = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const clientId = event.pathParameters?.clientId ?? '';
     const jobId = event.pathParameters?.jobId ?? '';
-    switch (event.routeKey) {
+    const refused = consoleRefusal(event, clientId);
+    if (refused) return refused;
+    if (event.routeKey === `GET ${CONSOLE_API_PREFIX}/me`) return jsonResponse(200, consoleOperator(event));
+    switch (operatorRouteKey(event.routeKey)) {
       case 'PUT /clients/{clientId}':
         return jsonResponse(200, await api.putClient(clientId, jsonBody(event)));
       case 'GET /clients/{clientId}':
@@ -97,6 +130,8 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         const action = event.routeKey.slice(event.routeKey.lastIndexOf('/') + 1) as JobAction;
         return jsonResponse(200, await api.changeStatus(clientId, jobId, action));
       }
+      case 'GET /clients/{clientId}/jobs/{jobId}/row-problems':
+        return jsonResponse(200, await api.rowProblems(clientId, jobId, event.queryStringParameters ?? {}));
       case 'GET /clients/{clientId}/jobs/{jobId}/report': {
         const report = await api.report(clientId, jobId);
         const about = reportHeaders(report.job);

@@ -13,6 +13,7 @@
  * watch (it stops the sends within a fraction of a second); the operator gets the answer anyway.
  */
 import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
+import type { ReportEntry } from '#shared/csv/report.ts';
 import { newUlid } from '#shared/ids.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
@@ -70,6 +71,15 @@ export interface JobView extends Omit<Job, 'counts' | 'startAt' | 'createdAt' | 
   };
   /** What a scheduled or running job waits for, and until when (see `waiting.ts`). */
   readonly waiting?: JobWaiting;
+  /** A running call job's client: calls in flight now, against its contract (GET of one job only). */
+  readonly live?: JobLive;
+}
+
+/** The client's calls in flight and its limits, as a running call job's page shows them. */
+export interface JobLive {
+  readonly callsInFlight: number;
+  readonly maxConcurrentCalls: number;
+  readonly callsPerSecond: number;
 }
 
 export function jobView(job: Job, waiting?: JobWaiting): JobView {
@@ -147,19 +157,37 @@ export class JobsApi {
 
   /** What the job waits for now; a read that fails leaves it unsaid rather than fail the request. */
   async #waitingOf(job: Job): Promise<JobWaiting | undefined> {
-    if (job.status !== 'scheduled' && job.status !== 'running') return undefined;
+    return (await this.#liveOf(job)).waiting;
+  }
+
+  /**
+   * What a scheduled or running job waits for and, for a running call job, the client's calls in
+   * flight against its limits (the lease item and the client's settings: two reads, never the
+   * job's tasks), which the console charts.
+   */
+  async #liveOf(job: Job): Promise<{ waiting?: JobWaiting; live?: JobLive }> {
+    if (job.status !== 'scheduled' && job.status !== 'running') return {};
     const client = await this.#deps.clients.get(job.clientId);
-    if (!client) return undefined;
+    if (!client) return {};
     const callsInFlight =
       job.channel === 'call' && job.status === 'running'
         ? await this.#deps.calls?.callsInFlight(job.clientId).catch(() => undefined)
         : undefined;
-    return jobWaitingFor({
+    const waiting = jobWaitingFor({
       job,
       client,
       now: this.#deps.clock.now(),
       ...(callsInFlight === undefined ? {} : { callsInFlight }),
     });
+    const live: JobLive | undefined =
+      callsInFlight === undefined
+        ? undefined
+        : {
+            callsInFlight,
+            maxConcurrentCalls: client.maxConcurrentCalls,
+            callsPerSecond: client.callsPerSecond,
+          };
+    return { ...(waiting ? { waiting } : {}), ...(live ? { live } : {}) };
   }
 
   /**
@@ -261,7 +289,8 @@ export class JobsApi {
 
   async getJob(clientId: string, jobId: string): Promise<JobView> {
     const job = await this.#jobOf(clientId, jobId);
-    return jobView(job, await this.#waitingOf(job));
+    const { waiting, live } = await this.#liveOf(job);
+    return { ...jobView(job, waiting), ...(live ? { live } : {}) };
   }
 
   /** A page of a client's jobs, newest first. */
@@ -281,6 +310,29 @@ export class JobsApi {
     const now = this.#deps.clock.now();
     const jobs = page.jobs.map((job) => jobView(job, jobWaitingFor({ job, client, now })));
     return { jobs, ...(page.next ? { next: page.next } : {}) };
+  }
+
+  /**
+   * The first `limit` rejected or skipped rows of a job's list (row, column, reason, value), in
+   * row order, and whether there are more: what an operator checks right after an upload. The
+   * report has them all.
+   */
+  async rowProblems(
+    clientId: string,
+    jobId: string,
+    query: { readonly limit?: string },
+  ): Promise<{ entries: ReportEntry[]; more: boolean }> {
+    const limit = query.limit === undefined ? 50 : Number(query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
+      throw new ValidationError('invalid query', { limit: ['must be a whole number from 1 to 500'] });
+    }
+    await this.#jobOf(clientId, jobId);
+    const entries: ReportEntry[] = [];
+    for await (const entry of this.#deps.validationReports.entries(clientId, jobId)) {
+      if (entries.length === limit) return { entries, more: true };
+      entries.push(entry);
+    }
+    return { entries, more: false };
   }
 
   /**

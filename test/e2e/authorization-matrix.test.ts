@@ -6,15 +6,22 @@
  * allows `execute-api:Invoke` only on another client's routes are each a 403 before any Lambda
  * runs. The public routes carry their own signatures: a webhook signed with another channel's
  * secret is a 401, a telephony callback signed with anything but the provider's secret too.
+ *
+ * The console's routes (issue 15) carry a user pool token instead: a user of client A gets 403 on
+ * every console route of client B and B is unchanged; no token, an expired one, a forged one (an
+ * unknown key, or a real token with its groups rewritten) and one for another app client are each
+ * a 401 before any Lambda runs.
  */
 import { SignatureV4 } from '@smithy/signature-v4';
+import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeApiArn } from '#local/api-gateway.ts';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { Sha256 } from '#local/operator-client.ts';
 import { DEMO_CHANNEL, LOCAL_TELEPHONY, type LocalStack, startLocalStack } from '#local/stack.ts';
 import { signBody } from '#shared/line/signature.ts';
-import { routes } from '#shared/routes.ts';
+import { clientGroup } from '#shared/operators/tenancy.ts';
+import { CONSOLE_API_PREFIX, routes } from '#shared/routes.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';
 
 const A = 'tenant-a';
@@ -38,6 +45,12 @@ beforeAll(async () => {
   stack = await startLocalStack({
     stage: 'e2eauthz',
     port: 0,
+    consoleUsers: [
+      { username: 'user-a', password: 'User-a-password-1', groups: [clientGroup(A)] },
+      { username: 'user-b', password: 'User-b-password-1', groups: [clientGroup(B)] },
+      { username: 'user-ab', password: 'User-ab-password-1', groups: [clientGroup(A), clientGroup(B)] },
+      { username: 'nobody', password: 'Nobody-password-1', groups: [] },
+    ],
     operators: {
       [B_OPERATOR.accessKeyId]: {
         secretAccessKey: B_OPERATOR.secretAccessKey,
@@ -239,5 +252,136 @@ describe('authorization matrix: public routes', () => {
     // Twilio's route takes only X-Twilio-Signature, made with a client's auth token: this one is forged.
     expect((await post('twilio', signCallback(LOCAL_TELEPHONY.callbackSecret, body, now))).status).toBe(401);
     expect((await post('vonage', signCallback(LOCAL_TELEPHONY.callbackSecret, body, now))).status).toBe(404);
+  });
+});
+
+describe('authorization matrix: console routes (user pool tokens)', () => {
+  const consoleRoutes = routes.filter((r) => r.auth === 'jwt' && r.path.includes('{clientId}'));
+  const signIn = async (username: string) => (await stack.cognito.issueTokens(username)).AccessToken;
+  const consoleCall = async (token: string | undefined, method: string, path: string, body?: string) => {
+    const response = await fetch(`${stack.api.url}${path}`, {
+      method,
+      headers: {
+        'content-type': 'application/json',
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      },
+      ...(body === undefined ? {} : { body }),
+    });
+    return { status: response.status, text: await response.text(), headers: response.headers };
+  };
+  /** What refused requests must leave alone: B's settings, jobs and job, read with the IAM routes. */
+  const stateOfB = async () =>
+    (
+      await Promise.all([
+        stack.operator('GET', `/clients/${B}`),
+        stack.operator('GET', `/clients/${B}/jobs`),
+        stack.operator('GET', `/clients/${B}/jobs/${jobOf[B]}`),
+      ])
+    )
+      .map((p) => p.body)
+      .join('\n');
+
+  it('the console API mirrors every operator route under /console/api', () => {
+    const operatorPaths = routes.filter((r) => r.auth === 'iam').map((r) => `${r.method} ${r.path}`);
+    expect(consoleRoutes.map((r) => `${r.method} ${r.path.slice(CONSOLE_API_PREFIX.length)}`).sort()).toEqual(
+      operatorPaths.sort(),
+    );
+  });
+
+  it('a user of client A: 403 on every console route of client B, and B unchanged', async () => {
+    const token = await signIn('user-a');
+    const before = await stateOfB();
+    for (const route of consoleRoutes) {
+      const answer = await consoleCall(
+        token,
+        route.method,
+        pathFor(route.path, B),
+        bodyFor(route.method, route.path),
+      );
+      expect(answer.status, `${route.method} ${route.path} → ${answer.text}`).toBe(403);
+    }
+    expect(await stateOfB()).toBe(before);
+    // Read, create (a client of that id), pause, report, in words a user understands.
+    const refused = await consoleCall(
+      token,
+      'GET',
+      `${CONSOLE_API_PREFIX}/clients/${B}/jobs/${jobOf[B]}/report`,
+    );
+    expect(JSON.parse(refused.text)).toEqual({ message: `Forbidden: you do not belong to client ${B}` });
+  });
+
+  it('a user of client A passes on every console route of A; a user of no client on none', async () => {
+    const token = await signIn('user-a');
+    for (const route of consoleRoutes.filter((r) => !r.path.endsWith('/cancel'))) {
+      const answer = await consoleCall(
+        token,
+        route.method,
+        pathFor(route.path, A),
+        bodyFor(route.method, route.path),
+      );
+      expect(answer.status, `${route.method} ${route.path} → ${answer.text}`).not.toBe(403);
+      expect(answer.status).not.toBe(401);
+      expect(answer.status).toBeLessThan(500);
+    }
+    const nobody = await signIn('nobody');
+    expect((await consoleCall(nobody, 'GET', `${CONSOLE_API_PREFIX}/clients/${A}`)).status).toBe(403);
+    expect(JSON.parse((await consoleCall(nobody, 'GET', `${CONSOLE_API_PREFIX}/me`)).text)).toEqual({
+      username: 'nobody',
+      admin: false,
+      clients: [],
+    });
+  });
+
+  it('a user of two clients sees both in /me and may act for each', async () => {
+    const token = await signIn('user-ab');
+    const me = await consoleCall(token, 'GET', `${CONSOLE_API_PREFIX}/me`);
+    expect(JSON.parse(me.text)).toEqual({ username: 'user-ab', admin: false, clients: [A, B].sort() });
+    for (const clientId of [A, B]) {
+      expect((await consoleCall(token, 'GET', `${CONSOLE_API_PREFIX}/clients/${clientId}`)).status).toBe(200);
+    }
+  });
+
+  it('no token, an expired, a forged or another app client’s token: 401 before any Lambda runs', async () => {
+    const path = `${CONSOLE_API_PREFIX}/clients/${A}`;
+    const before = await stateOfB();
+    const expired = (await stack.cognito.issueTokens('user-a', { issuedAt: Date.now() - 2 * 3_600_000 }))
+      .AccessToken;
+    const real = await signIn('user-a');
+    // A real token whose groups are rewritten to B's: the signature no longer matches.
+    const [header, , signature] = real.split('.');
+    const claims = { ...decodeJwt(real), 'cognito:groups': [clientGroup(B)] };
+    const rewritten = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`;
+    // The same claims signed with a key the pool never published, under the pool's key id.
+    const { privateKey, publicKey } = await generateKeyPair('RS256');
+    await exportJWK(publicKey);
+    const forged = await new SignJWT({ ...decodeJwt(real) })
+      .setProtectedHeader({ alg: 'RS256', kid: decodeProtectedHeader(real).kid! })
+      .sign(privateKey);
+    const otherClient = await new SignJWT({ ...decodeJwt(real), client_id: 'another-app-client' })
+      .setProtectedHeader({ alg: 'RS256', kid: decodeProtectedHeader(real).kid! })
+      .sign(privateKey);
+    for (const [what, token] of [
+      ['none', undefined],
+      ['expired', expired],
+      ['groups rewritten', rewritten],
+      ['unknown key', forged],
+      ['another app client', otherClient],
+      ['not a JWT', 'not-a-token'],
+    ] as const) {
+      const answer = await consoleCall(token, 'PUT', path, JSON.stringify(CLIENT_SETTINGS));
+      expect(answer.status, `${what} → ${answer.text}`).toBe(401);
+      expect(JSON.parse(answer.text)).toEqual({ message: 'Unauthorized' });
+      expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    }
+    expect((await consoleCall(expired, 'GET', path)).headers.get('www-authenticate')).toContain('expired');
+    expect(await stateOfB()).toBe(before);
+    // The real token itself passes.
+    expect((await consoleCall(real, 'GET', path)).status).toBe(200);
+  });
+
+  it('a console token is not an IAM signature: the operator routes stay SigV4-only', async () => {
+    const token = await signIn('user-a');
+    const answer = await consoleCall(token, 'GET', `/clients/${A}`);
+    expect(answer.status).toBe(403);
   });
 });

@@ -1,0 +1,338 @@
+/**
+ * One client: its settings (contract, time zone, calling hours per weekday, defaults) in a form
+ * whose errors show at their fields, pause / resume, and its jobs, newest first, paged, each with
+ * a progress bar.
+ */
+import { ApiError } from '../api.ts';
+import type { App, Page } from '../app.ts';
+import { field, formatTime, h, replace, showFieldErrors } from '../dom.ts';
+import { type Poller, poll } from '../poll.ts';
+import {
+  type CallingWindow,
+  type ClientSettings,
+  doneOf,
+  type JobView,
+  WEEKDAYS,
+  type Weekday,
+} from '../types.ts';
+
+const DAY_NAMES: Record<Weekday, string> = {
+  mon: 'Monday',
+  tue: 'Tuesday',
+  wed: 'Wednesday',
+  thu: 'Thursday',
+  fri: 'Friday',
+  sat: 'Saturday',
+  sun: 'Sunday',
+};
+
+const NEW_CLIENT: Omit<ClientSettings, 'clientId'> = {
+  maxConcurrentCalls: 5,
+  callsPerSecond: 1,
+  timeZone: 'Asia/Tokyo',
+  callingHours: Object.fromEntries(
+    WEEKDAYS.slice(0, 5).map((day) => [day, [{ start: '09:00', end: '18:00' }]]),
+  ) as ClientSettings['callingHours'],
+  defaultRegion: 'JP',
+};
+
+export function clientPage(app: App, clientId: string): Page {
+  const path = `/clients/${encodeURIComponent(clientId)}`;
+  const settings = h('section', { class: 'card', 'aria-label': 'Settings' }, h('p', {}, 'Loading…'));
+  const jobs = h('section', { class: 'card', 'aria-label': 'Jobs' });
+  let poller: Poller | undefined;
+  const element = h(
+    'main',
+    {},
+    h('nav', { class: 'crumbs' }, h('a', { href: '#/' }, 'Clients'), ' / ', clientId),
+    h('h1', {}, `Client ${clientId}`),
+    settings,
+    jobs,
+  );
+  const showJobs = () => {
+    poller = jobList(app, path, jobs, clientId);
+  };
+  app.api.json<ClientSettings>('GET', path).then(
+    (client) => {
+      replace(settings, settingsForm(app, path, client, false));
+      showJobs();
+    },
+    (error: unknown) => {
+      if (error instanceof ApiError && error.status === 404) {
+        replace(
+          settings,
+          h('p', {}, 'This client does not exist yet: save its settings to create it.'),
+          settingsForm(app, path, { clientId, ...NEW_CLIENT }, true, showJobs),
+        );
+      } else replace(settings, h('p', { class: 'form-errors', role: 'alert' }, (error as Error).message));
+    },
+  );
+  return { title: `Client ${clientId}`, element, dispose: () => poller?.stop() };
+}
+
+function settingsForm(
+  app: App,
+  path: string,
+  client: ClientSettings,
+  creating: boolean,
+  onCreated?: () => void,
+): HTMLElement {
+  const number = (value: number, min: number, step = '1') =>
+    h('input', { type: 'number', min, step, required: true, value: String(value) });
+  const maxConcurrent = number(client.maxConcurrentCalls, 1);
+  const perSecond = number(client.callsPerSecond, 0.1, 'any');
+  const zone = h('select', {});
+  const zones = Intl.supportedValuesOf('timeZone');
+  if (!zones.includes(client.timeZone)) zones.unshift(client.timeZone);
+  for (const z of zones) zone.append(h('option', { value: z, selected: z === client.timeZone }, z));
+  const region = h('input', {
+    required: true,
+    pattern: '[A-Za-z]{2}',
+    value: client.defaultRegion,
+    maxlength: 2,
+  });
+  const channel = h('input', { value: client.messageChannelId ?? '' });
+  const hours = callingHoursEditor(client.callingHours);
+  const status = h('p', { class: 'form-errors', role: 'alert' });
+  const pause = h('button', { type: 'button' }, client.paused ? 'Resume client' : 'Pause client');
+  let paused = client.paused === true;
+  pause.addEventListener('click', async () => {
+    if (
+      !confirm(paused ? 'Resume every job of this client?' : 'Pause every call and message of this client?')
+    )
+      return;
+    try {
+      const out = await app.api.json<ClientSettings>('POST', `${path}/${paused ? 'resume' : 'pause'}`);
+      paused = out.paused === true;
+      pause.textContent = paused ? 'Resume client' : 'Pause client';
+      status.textContent = paused
+        ? 'The client is paused: none of its calls or messages start.'
+        : 'The client is running.';
+    } catch (error) {
+      status.textContent = (error as Error).message;
+    }
+  });
+  const form = h(
+    'form',
+    { 'aria-label': 'Client settings', novalidate: true },
+    h('h2', {}, 'Settings'),
+    h(
+      'div',
+      { class: 'grid' },
+      field('Most calls in flight (contract)', 'maxConcurrentCalls', maxConcurrent),
+      field('Call starts per second (line)', 'callsPerSecond', perSecond),
+      field('Time zone', 'timeZone', zone),
+      field('Default region', 'defaultRegion', region, 'For numbers written without a country code, e.g. JP'),
+      field('LINE channel for message jobs', 'messageChannelId', channel),
+    ),
+    hours.element,
+    status,
+    h(
+      'div',
+      { class: 'actions' },
+      h('button', { type: 'submit', class: 'primary' }, creating ? 'Create client' : 'Save settings'),
+      creating ? null : pause,
+    ),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    status.textContent = 'Saving…';
+    const body = {
+      maxConcurrentCalls: Number(maxConcurrent.value),
+      callsPerSecond: Number(perSecond.value),
+      timeZone: zone.value,
+      defaultRegion: region.value.trim().toUpperCase(),
+      callingHours: hours.value(),
+      ...(channel.value.trim() ? { messageChannelId: channel.value.trim() } : {}),
+      ...(client.jobDefaults ? { jobDefaults: client.jobDefaults } : {}),
+    };
+    try {
+      await app.api.json('PUT', path, body);
+      showFieldErrors(form, {});
+      status.textContent = 'Saved.';
+      if (creating) {
+        creating = false;
+        onCreated?.();
+      }
+    } catch (error) {
+      // The errors go to their fields; the summary (this status line) keeps those with no field shown.
+      if (error instanceof ApiError) showFieldErrors(form, error.fieldErrors);
+      const unplaced = error instanceof ApiError ? status.textContent : '';
+      status.textContent = `${(error as Error).message}${unplaced ? `: ${unplaced}` : ''}`;
+    }
+  });
+  return form;
+}
+
+/** Calling hours per weekday: each day a list of windows (start, end), added and removed by buttons. */
+function callingHoursEditor(initial: ClientSettings['callingHours']) {
+  const days = new Map<Weekday, HTMLElement>();
+  const windowRow = (day: Weekday, w: CallingWindow) => {
+    const start = h('input', {
+      type: 'time',
+      value: w.start,
+      required: true,
+      'aria-label': `${DAY_NAMES[day]} from`,
+    });
+    const end = h('input', {
+      type: 'time',
+      value: w.end,
+      required: true,
+      'aria-label': `${DAY_NAMES[day]} until`,
+    });
+    const row = h('span', { class: 'window' }, start, '–', end);
+    row.append(
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'small',
+          'aria-label': `Remove this ${DAY_NAMES[day]} window`,
+          onclick: () => row.remove(),
+        },
+        '×',
+      ),
+    );
+    return row;
+  };
+  const fieldset = h(
+    'fieldset',
+    { class: 'hours', 'data-field': 'callingHours' },
+    h('legend', {}, 'Calling hours (in the time zone above)'),
+  );
+  for (const day of WEEKDAYS) {
+    const windows = h('span', { class: 'windows' }, ...(initial[day] ?? []).map((w) => windowRow(day, w)));
+    days.set(day, windows);
+    fieldset.append(
+      h(
+        'div',
+        { class: 'day', 'data-field': `callingHours.${day}` },
+        h('span', { class: 'day-name' }, DAY_NAMES[day]),
+        windows,
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'small',
+            'aria-label': `Add a ${DAY_NAMES[day]} window`,
+            onclick: () => windows.append(windowRow(day, { start: '09:00', end: '18:00' })),
+          },
+          '+ window',
+        ),
+        h('p', { class: 'field-error', role: 'alert' }),
+      ),
+    );
+  }
+  fieldset.append(h('p', { class: 'field-error', role: 'alert' }));
+  return {
+    element: fieldset,
+    value: () =>
+      Object.fromEntries(
+        WEEKDAYS.map((day) => [
+          day,
+          [...days.get(day)!.querySelectorAll('.window')].map((row) => {
+            const [start, end] = row.querySelectorAll('input');
+            return { start: start!.value, end: end!.value };
+          }),
+        ]),
+      ),
+  };
+}
+
+/** The client's jobs, newest first, 20 a page; the first page refreshes every 5 s. */
+function jobList(app: App, path: string, section: HTMLElement, clientId: string): Poller {
+  const rows = h('tbody', {});
+  const more = h('button', { type: 'button', hidden: true }, 'Older jobs');
+  let next: string | undefined;
+  const older: JobView[] = [];
+  let first: JobView[] = [];
+  const render = () => replace(rows, ...[...first, ...older].map((job) => jobRow(clientId, job)));
+  more.addEventListener('click', async () => {
+    if (!next) return;
+    const page = await app.api.json<{ jobs: JobView[]; next?: string }>(
+      'GET',
+      `${path}/jobs?limit=20&next=${encodeURIComponent(next)}`,
+    );
+    older.push(...page.jobs);
+    next = page.next;
+    more.hidden = !next;
+    render();
+  });
+  const state = h('p', { class: 'poll-state', role: 'status' });
+  replace(
+    section,
+    h(
+      'div',
+      { class: 'heading' },
+      h('h2', {}, 'Jobs'),
+      h(
+        'a',
+        { class: 'button primary', href: `#/clients/${encodeURIComponent(clientId)}/jobs/new` },
+        'New job',
+      ),
+    ),
+    state,
+    h(
+      'table',
+      { class: 'jobs' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', {}, 'Job'),
+          h('th', {}, 'Channel'),
+          h('th', {}, 'Status'),
+          h('th', {}, 'Progress'),
+          h('th', {}, 'Created'),
+        ),
+      ),
+      rows,
+    ),
+    more,
+  );
+  return poll({
+    intervalMs: 5_000,
+    read: () => app.api.json<{ jobs: JobView[]; next?: string }>('GET', `${path}/jobs?limit=20`),
+    onData: (page) => {
+      first = page.jobs;
+      if (older.length === 0) {
+        next = page.next;
+        more.hidden = !next;
+      }
+      render();
+      if (first.length === 0) replace(rows, h('tr', {}, h('td', { colspan: 5 }, 'No jobs yet.')));
+      return undefined;
+    },
+    onState: ({ retrying, message }) => {
+      state.textContent = retrying ? `Cannot reach the API (${message}); retrying…` : (message ?? '');
+    },
+  });
+}
+
+function jobRow(clientId: string, job: JobView): HTMLTableRowElement {
+  const done = doneOf(job.counts);
+  return h(
+    'tr',
+    {},
+    h(
+      'td',
+      {},
+      h('a', { href: `#/clients/${encodeURIComponent(clientId)}/jobs/${job.jobId}` }, job.name || job.jobId),
+    ),
+    h('td', {}, job.channel),
+    h('td', {}, h('span', { class: `status status-${job.status}` }, job.status)),
+    h(
+      'td',
+      {},
+      h('progress', {
+        max: Math.max(job.counts.tasks, 1),
+        value: done,
+        'aria-label': `${done} of ${job.counts.tasks} tasks ended`,
+      }),
+      ` ${done}/${job.counts.tasks}`,
+    ),
+    h('td', {}, formatTime(job.createdAt)),
+  );
+}

@@ -1,0 +1,256 @@
+/**
+ * A job as it runs: counters, a chart over time (calls in flight against the contract's limit and
+ * starts per second against the line's rate; for a message job, messages per second), the outcome
+ * breakdown, pause / resume / cancel with confirmation, and the report. Each refresh is one read
+ * of the job (its counts, and the client's calls in flight for a running call job): never of its
+ * tasks.
+ */
+import uPlot from 'uplot';
+import { ApiError } from '../api.ts';
+import type { App, Page } from '../app.ts';
+import { formatNumber, formatTime, h, replace } from '../dom.ts';
+import { poll } from '../poll.ts';
+import { doneOf, FINAL_STATUSES, type JobView } from '../types.ts';
+
+const REFRESH_MS = 2_000;
+/** Points kept on the chart (at one every 2 s: ten minutes). */
+const MAX_POINTS = 300;
+
+export function jobPage(app: App, clientId: string, jobId: string): Page {
+  const path = `/clients/${encodeURIComponent(clientId)}/jobs/${encodeURIComponent(jobId)}`;
+  const heading = h('h1', {}, `Job ${jobId}`);
+  const summary = h('section', { class: 'card', 'aria-label': 'Progress' });
+  const answer = h('p', { class: 'answer', role: 'status' });
+  const state = h('p', { class: 'poll-state', role: 'status' });
+  const chartBox = h('div', { class: 'chart', 'aria-label': 'Rate over time' });
+  const actions = h('div', { class: 'actions' });
+  const chart = new RateChart(chartBox);
+  let current: JobView | undefined;
+  const act = async (action: 'pause' | 'resume' | 'cancel') => {
+    const question = {
+      pause: 'Pause this job? Calls in flight finish; nothing new starts.',
+      resume: 'Resume this job?',
+      cancel: 'Cancel this job? Tasks not started end as cancelled. This cannot be undone.',
+    }[action];
+    if (!confirm(question)) return;
+    try {
+      const job = await app.api.json<JobView>('POST', `${path}/${action}`);
+      answer.textContent = `The job is ${job.status}.`;
+      show(job);
+      poller.now();
+    } catch (error) {
+      answer.textContent =
+        error instanceof ApiError && error.status === 409
+          ? `Not possible: ${error.message}`
+          : (error as Error).message;
+    }
+  };
+  const download = h(
+    'button',
+    { type: 'button', onclick: () => void downloadReport(app, path, jobId, answer) },
+    'Download report',
+  );
+  const buttons = {
+    pause: h('button', { type: 'button', onclick: () => void act('pause') }, 'Pause'),
+    resume: h('button', { type: 'button', onclick: () => void act('resume') }, 'Resume'),
+    cancel: h('button', { type: 'button', class: 'danger', onclick: () => void act('cancel') }, 'Cancel job'),
+  };
+  actions.append(buttons.pause, buttons.resume, buttons.cancel, download);
+  const show = (job: JobView) => {
+    current = job;
+    heading.textContent = job.name || `Job ${jobId}`;
+    buttons.pause.hidden = !(job.status === 'scheduled' || job.status === 'running');
+    buttons.resume.hidden = job.status !== 'paused';
+    buttons.cancel.hidden = FINAL_STATUSES.includes(job.status);
+    replace(summary, ...summaryOf(job));
+  };
+  const poller = poll<JobView>({
+    intervalMs: REFRESH_MS,
+    read: () => app.api.json<JobView>('GET', path),
+    onData: (job) => {
+      show(job);
+      chart.add(job);
+      return FINAL_STATUSES.includes(job.status) ? true : undefined;
+    },
+    onState: ({ retrying, message, inMs }) => {
+      state.textContent = retrying
+        ? `Cannot reach the API (${message}); retrying in ${Math.round((inMs ?? 0) / 1000)} s…`
+        : (message ?? '');
+      state.classList.toggle('retrying', retrying);
+    },
+  });
+  return {
+    title: current?.name ?? 'Job',
+    element: h(
+      'main',
+      {},
+      h(
+        'nav',
+        { class: 'crumbs' },
+        h('a', { href: '#/' }, 'Clients'),
+        ' / ',
+        h('a', { href: `#/clients/${encodeURIComponent(clientId)}` }, clientId),
+        ' / ',
+        jobId,
+      ),
+      heading,
+      state,
+      summary,
+      actions,
+      answer,
+      h('section', { class: 'card' }, h('h2', {}, 'Over time'), chartBox),
+    ),
+    dispose: () => {
+      poller.stop();
+      chart.destroy();
+    },
+  };
+}
+
+function summaryOf(job: JobView): (HTMLElement | null)[] {
+  const { counts } = job;
+  const done = doneOf(counts);
+  const outcomes = [
+    ['completed', counts.completed],
+    ['failed', counts.failed],
+    ['cancelled', counts.cancelled],
+    ['expired', counts.expired ?? 0],
+    ['outstanding', counts.outstanding],
+  ] as const;
+  return [
+    h(
+      'p',
+      {},
+      h('span', { class: `status status-${job.status}`, 'data-status': job.status }, job.status),
+      ` · ${job.channel} · starts ${formatTime(job.startAt)}`,
+    ),
+    job.waiting ? h('p', { class: 'waiting' }, `Waiting: ${job.waiting.message}`) : null,
+    job.failureReason ? h('p', { class: 'form-errors' }, job.failureReason) : null,
+    h('progress', {
+      max: Math.max(counts.tasks, 1),
+      value: done,
+      'aria-label': `${done} of ${counts.tasks} tasks ended`,
+    }),
+    h(
+      'dl',
+      { class: 'counts' },
+      ...(
+        [
+          ['Rows', counts.rows],
+          ['Tasks', counts.tasks],
+          ['Rejected', counts.rejected],
+          ['Skipped', counts.skipped],
+          ...outcomes.map(([k, n]) => [k[0]!.toUpperCase() + k.slice(1), n] as const),
+        ] as const
+      ).flatMap(([label, n]) => [
+        h('dt', {}, label),
+        h('dd', { 'data-count': label.toLowerCase() }, formatNumber(n)),
+      ]),
+    ),
+    job.live
+      ? h(
+          'p',
+          {},
+          `Calls in flight ${job.live.callsInFlight} of ${job.live.maxConcurrentCalls} · line rate ${job.live.callsPerSecond}/s`,
+        )
+      : null,
+    h(
+      'div',
+      { class: 'breakdown', 'aria-label': 'Outcomes' },
+      ...outcomes
+        .filter(([, n]) => n > 0)
+        .map(([k, n]) =>
+          h(
+            'span',
+            { class: `bar bar-${k}`, style: { flexGrow: String(n) }, title: `${k}: ${n}` },
+            `${k} ${formatNumber(n)}`,
+          ),
+        ),
+    ),
+  ];
+}
+
+/**
+ * The chart, fed one sample a refresh: in flight (and its limit) from the client's lease, starts
+ * per second from the counts (tasks that ended plus the change in flight), or messages per second.
+ */
+class RateChart {
+  readonly #box: HTMLElement;
+  #plot: uPlot | undefined;
+  readonly #data: number[][] = [[], [], [], [], []];
+  #last: { t: number; done: number; inFlight: number } | undefined;
+
+  constructor(box: HTMLElement) {
+    this.#box = box;
+  }
+
+  add(job: JobView): void {
+    const t = Date.now() / 1000;
+    const done = doneOf(job.counts);
+    const inFlight = job.live?.callsInFlight ?? 0;
+    const rate = this.#last
+      ? Math.max(0, done - this.#last.done + (inFlight - this.#last.inFlight)) /
+        Math.max(t - this.#last.t, 0.001)
+      : 0;
+    this.#last = { t, done, inFlight };
+    const row = [
+      t,
+      inFlight,
+      job.live?.maxConcurrentCalls ?? Number.NaN,
+      rate,
+      job.live?.callsPerSecond ?? Number.NaN,
+    ];
+    row.forEach((v, i) => {
+      this.#data[i]!.push(v);
+      if (this.#data[i]!.length > MAX_POINTS) this.#data[i]!.shift();
+    });
+    if (!this.#plot) this.#plot = this.#create(job.channel);
+    else this.#plot.setData(this.#data as uPlot.AlignedData);
+  }
+
+  destroy(): void {
+    this.#plot?.destroy();
+  }
+
+  #create(channel: 'call' | 'message'): uPlot {
+    const calls = channel === 'call';
+    return new uPlot(
+      {
+        width: Math.max(this.#box.clientWidth, 320),
+        height: 260,
+        scales: { x: { time: true } },
+        axes: [
+          {},
+          { label: calls ? 'in flight' : '' },
+          { side: 1, scale: 'rate', label: calls ? 'starts/s' : 'messages/s', grid: { show: false } },
+        ],
+        series: [
+          {},
+          { label: 'calls in flight', stroke: '#2563eb', width: 2, show: calls },
+          { label: 'limit', stroke: '#2563eb', dash: [6, 4], show: calls },
+          { label: calls ? 'starts/s' : 'messages/s', stroke: '#16a34a', width: 2, scale: 'rate' },
+          { label: 'line rate', stroke: '#16a34a', dash: [6, 4], scale: 'rate', show: calls },
+        ],
+      },
+      this.#data as uPlot.AlignedData,
+      this.#box,
+    );
+  }
+}
+
+/** Fetches the report with the user's token and saves it (a large one comes from S3 through a redirect). */
+async function downloadReport(app: App, path: string, jobId: string, answer: HTMLElement): Promise<void> {
+  try {
+    answer.textContent = 'Preparing the report…';
+    const response = await app.api.fetch('GET', `${path}/report`);
+    const blob = await response.blob();
+    const link = h('a', { href: URL.createObjectURL(blob), download: `job-${jobId}-report.csv` });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    answer.textContent = 'Report downloaded.';
+  } catch (error) {
+    answer.textContent = (error as Error).message;
+  }
+}

@@ -1,0 +1,249 @@
+/**
+ * A new job: its options (errors at their fields), a CSV dropped or chosen, uploaded straight to
+ * the presigned S3 URL with a progress bar, then the ingest's result as soon as it is known —
+ * rows, tasks, and the first rejected or skipped rows with row, column and reason.
+ */
+import { ApiError, uploadFile } from '../api.ts';
+import type { App, Page } from '../app.ts';
+import { field, formatNumber, h, replace, showFieldErrors } from '../dom.ts';
+import { poll } from '../poll.ts';
+import type { JobView, RowProblem } from '../types.ts';
+
+/** Refused before upload: S3 would take it, but no call list is this large. */
+const MAX_FILE_BYTES = 1024 * 1024 * 1024;
+
+export function newJobPage(app: App, clientId: string): Page {
+  const path = `/clients/${encodeURIComponent(clientId)}`;
+  const name = h('input', { required: true, maxlength: 200 });
+  const channel = h(
+    'select',
+    {},
+    h('option', { value: 'call' }, 'Call'),
+    h('option', { value: 'message' }, 'LINE message'),
+  );
+  const scenario = h('input', { value: 'default' });
+  const message = h('textarea', { rows: 3, placeholder: 'Hello {{name}}, …' });
+  const startAt = h('input', { type: 'datetime-local' });
+  const maxAttempts = h('input', { type: 'number', min: 1, max: 10, value: '3' });
+  const retryDelay = h('input', { type: 'number', min: 0, value: '600' });
+  const file = h('input', { type: 'file', accept: '.csv,.tsv,.txt,text/csv' });
+  const drop = h(
+    'div',
+    {
+      class: 'drop',
+      tabindex: 0,
+      role: 'button',
+      'aria-label': 'Drop a CSV file here, or press Enter to choose one',
+    },
+    'Drop a CSV file here, or choose one',
+  );
+  let chosen: File | undefined;
+  const choose = (f: File | undefined) => {
+    chosen = f;
+    drop.textContent = f
+      ? `${f.name} (${formatNumber(f.size)} bytes)`
+      : 'Drop a CSV file here, or choose one';
+  };
+  drop.addEventListener('click', () => file.click());
+  drop.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' || e.key === ' ') file.click();
+  });
+  drop.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    drop.classList.add('over');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('over');
+    choose(e.dataTransfer?.files[0]);
+  });
+  file.addEventListener('change', () => choose(file.files?.[0]));
+  const messageField = field('Message', 'message', message, 'Text with {{column}} placeholders');
+  const scenarioField = field('Call scenario', 'scenarioId', scenario);
+  const syncChannel = () => {
+    messageField.hidden = channel.value !== 'message';
+    scenarioField.hidden = channel.value !== 'call';
+  };
+  channel.addEventListener('change', syncChannel);
+  syncChannel();
+  const status = h('p', { class: 'form-errors', role: 'alert' });
+  const progress = h('progress', { max: 100, value: 0, hidden: true, 'aria-label': 'Upload progress' });
+  const result = h('section', { class: 'result', 'aria-live': 'polite' });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Create job and upload');
+  const form = h(
+    'form',
+    { class: 'card', novalidate: true, 'aria-label': 'New job' },
+    h(
+      'div',
+      { class: 'grid' },
+      field('Name', 'name', name),
+      field('Channel', 'channel', channel),
+      scenarioField,
+      field('Start at (your time)', 'startAt', startAt, 'Empty: now'),
+      field('Attempts per task', 'maxAttempts', maxAttempts),
+      field('Seconds between attempts', 'retryDelaySeconds', retryDelay),
+    ),
+    messageField,
+    h(
+      'div',
+      { class: 'field', 'data-field': 'file' },
+      h('label', { for: 'f-file' }, 'Call or message list (CSV)'),
+      drop,
+      file,
+      h('p', { class: 'field-error', role: 'alert' }),
+    ),
+    progress,
+    status,
+    h('div', { class: 'actions' }, submit),
+  );
+  file.id = 'f-file';
+  file.classList.add('visually-hidden');
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    showFieldErrors(form, {});
+    if (!chosen) return showFieldErrors(form, { file: ['choose a CSV file'] });
+    if (chosen.size === 0) return showFieldErrors(form, { file: ['the file is empty'] });
+    if (chosen.size > MAX_FILE_BYTES)
+      return showFieldErrors(form, { file: ['the file is larger than 1 GB'] });
+    const options = {
+      name: name.value.trim(),
+      channel: channel.value,
+      ...(channel.value === 'call' ? { scenarioId: scenario.value.trim() } : { message: message.value }),
+      ...(startAt.value ? { startAt: new Date(startAt.value).toISOString() } : {}),
+      ...(maxAttempts.value ? { maxAttempts: Number(maxAttempts.value) } : {}),
+      ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
+    };
+    submit.disabled = true;
+    try {
+      status.textContent = 'Creating the job…';
+      const created = await app.api.json<{ jobId: string; upload?: { url: string } }>(
+        'POST',
+        `${path}/jobs`,
+        options,
+      );
+      if (!created.upload) throw new Error('the API gave no upload URL');
+      progress.hidden = false;
+      await uploadFile(created.upload.url, chosen, (sent, total) => {
+        progress.value = Math.round((sent / total) * 100);
+        status.textContent = `Uploading… ${Math.round((sent / total) * 100)} %`;
+      });
+      status.textContent = 'Uploaded. Reading the list…';
+      watchIngest(app, path, created.jobId, result, status);
+    } catch (error) {
+      if (error instanceof ApiError) showFieldErrors(form, error.fieldErrors);
+      const unplaced = error instanceof ApiError ? status.textContent : '';
+      status.textContent = `${(error as Error).message}${unplaced ? `: ${unplaced}` : ''}`;
+      submit.disabled = false;
+    }
+  });
+  return {
+    title: 'New job',
+    element: h(
+      'main',
+      {},
+      h(
+        'nav',
+        { class: 'crumbs' },
+        h('a', { href: '#/' }, 'Clients'),
+        ' / ',
+        h('a', { href: `#/clients/${encodeURIComponent(clientId)}` }, clientId),
+        ' / new job',
+      ),
+      h('h1', {}, 'New job'),
+      form,
+      result,
+    ),
+  };
+}
+
+/** Waits for the ingest to decide, then shows what it read and the first rows it refused. */
+function watchIngest(app: App, path: string, jobId: string, result: HTMLElement, status: HTMLElement): void {
+  poll<JobView>({
+    intervalMs: 1_000,
+    read: () => app.api.json<JobView>('GET', `${path}/jobs/${jobId}`),
+    onData: (job) => {
+      if (job.status === 'uploading' || job.status === 'validating') return undefined;
+      status.textContent =
+        job.status === 'failed'
+          ? `The list was refused: ${job.failureReason ?? 'see the report'}`
+          : 'The list is read.';
+      void showIngest(app, path, job, result);
+      return true;
+    },
+    onState: ({ retrying, message }) => {
+      if (retrying) status.textContent = `Cannot reach the API (${message}); retrying…`;
+    },
+  });
+}
+
+async function showIngest(app: App, path: string, job: JobView, result: HTMLElement): Promise<void> {
+  const { counts } = job;
+  const problems = await app.api.json<{ entries: RowProblem[]; more: boolean }>(
+    'GET',
+    `${path}/jobs/${job.jobId}/row-problems?limit=50`,
+  );
+  replace(
+    result,
+    h('h2', {}, 'What the list held'),
+    h(
+      'dl',
+      { class: 'counts' },
+      ...(
+        [
+          ['Rows', counts.rows],
+          ['Tasks', counts.tasks],
+          ['Rejected', counts.rejected],
+          ['Skipped', counts.skipped],
+        ] as const
+      ).flatMap(([label, n]) => [
+        h('dt', {}, label),
+        h('dd', { 'data-count': label.toLowerCase() }, formatNumber(n)),
+      ]),
+    ),
+    problems.entries.length
+      ? h(
+          'table',
+          { class: 'problems', 'aria-label': 'Rejected and skipped rows' },
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', {}, 'Row'),
+              h('th', {}, 'Outcome'),
+              h('th', {}, 'Column'),
+              h('th', {}, 'Reason'),
+              h('th', {}, 'Value'),
+            ),
+          ),
+          h(
+            'tbody',
+            {},
+            ...problems.entries.map((p) =>
+              h(
+                'tr',
+                {},
+                h('td', {}, String(p.row)),
+                h('td', {}, p.outcome),
+                h('td', {}, p.column ?? ''),
+                h('td', {}, p.reason),
+                h('td', {}, p.value ?? ''),
+              ),
+            ),
+          ),
+        )
+      : h('p', {}, 'No row was rejected or skipped.'),
+    problems.more ? h('p', {}, 'More rows were refused: the report lists them all.') : null,
+    h(
+      'p',
+      {},
+      h(
+        'a',
+        { class: 'button primary', href: `#/clients/${encodeURIComponent(job.clientId)}/jobs/${job.jobId}` },
+        'Open the job',
+      ),
+    ),
+  );
+}

@@ -1,0 +1,84 @@
+/** The API's records as the console reads them (see shared/jobs/api.ts and model.ts). */
+
+export interface Operator {
+  readonly username: string;
+  readonly admin: boolean;
+  readonly clients: readonly string[];
+}
+
+export interface CallingWindow {
+  readonly start: string;
+  readonly end: string;
+}
+
+export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+export type Weekday = (typeof WEEKDAYS)[number];
+
+export interface ClientSettings {
+  readonly clientId: string;
+  readonly maxConcurrentCalls: number;
+  readonly callsPerSecond: number;
+  readonly timeZone: string;
+  readonly callingHours: Partial<Record<Weekday, readonly CallingWindow[]>>;
+  readonly defaultRegion: string;
+  readonly messageChannelId?: string;
+  readonly paused?: boolean;
+  readonly jobDefaults?: Record<string, unknown>;
+}
+
+export type JobStatus =
+  | 'uploading'
+  | 'validating'
+  | 'scheduled'
+  | 'running'
+  | 'paused'
+  | 'completed'
+  | 'cancelled'
+  | 'failed';
+
+export interface JobCounts {
+  readonly rows: number;
+  readonly rejected: number;
+  readonly skipped: number;
+  readonly tasks: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly cancelled: number;
+  readonly expired?: number;
+  readonly outstanding: number;
+}
+
+export interface JobView {
+  readonly clientId: string;
+  readonly jobId: string;
+  readonly name: string;
+  readonly channel: 'call' | 'message';
+  readonly status: JobStatus;
+  readonly startAt: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly counts: JobCounts;
+  readonly failureReason?: string;
+  readonly waiting?: { readonly reason: string; readonly until?: string; readonly message: string };
+  readonly live?: {
+    readonly callsInFlight: number;
+    readonly maxConcurrentCalls: number;
+    readonly callsPerSecond: number;
+  };
+}
+
+export interface RowProblem {
+  readonly row: number;
+  readonly outcome: 'rejected' | 'skipped';
+  readonly code: string;
+  readonly reason: string;
+  readonly column?: string;
+  readonly value?: string;
+}
+
+export const FINAL_STATUSES: readonly JobStatus[] = ['completed', 'cancelled', 'failed'];
+
+/** Tasks that have ended, of all tasks. */
+export function doneOf(counts: JobCounts): number {
+  return counts.completed + counts.failed + counts.cancelled + (counts.expired ?? 0);
+}
