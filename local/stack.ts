@@ -498,7 +498,6 @@ class LocalStackStarter {
         doc,
         controlTable: cloud.tableNames.control!,
         tasksTable: cloud.tableNames.tasks!,
-        cloud,
         fleet,
         maxBrokers: options.maxBrokers ?? 2,
         log: makeLogger('job-manager', { level: 'warn' }),

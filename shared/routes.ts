@@ -36,7 +36,12 @@ export const operatorRoutes: readonly RouteSpec[] = [
   { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/resume', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/cancel', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/report', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/row-problems', functionId: 'jobs-api', auth: 'iam' },
+  {
+    method: 'GET',
+    path: '/clients/{clientId}/jobs/{jobId}/row-problems',
+    functionId: 'jobs-api',
+    auth: 'iam',
+  },
 ];
 
 /**
@@ -49,7 +54,9 @@ export const consoleRoutes: readonly RouteSpec[] = [
   { method: 'GET', path: '/console', functionId: 'console', auth: 'none' },
   { method: 'GET', path: '/console/{file}', functionId: 'console', auth: 'none' },
   { method: 'GET', path: `${CONSOLE_API_PREFIX}/me`, functionId: 'jobs-api', auth: 'jwt' },
-  ...operatorRoutes.map((route): RouteSpec => ({ ...route, path: `${CONSOLE_API_PREFIX}${route.path}`, auth: 'jwt' })),
+  ...operatorRoutes.map(
+    (route): RouteSpec => ({ ...route, path: `${CONSOLE_API_PREFIX}${route.path}`, auth: 'jwt' }),
+  ),
 ];
 
 export const routes: readonly RouteSpec[] = [
@@ -66,7 +73,9 @@ export const routes: readonly RouteSpec[] = [
 export function operatorRouteKey(key: string): string {
   const space = key.indexOf(' ');
   const path = key.slice(space + 1);
-  return path.startsWith(`${CONSOLE_API_PREFIX}/`) ? `${key.slice(0, space)} ${path.slice(CONSOLE_API_PREFIX.length)}` : key;
+  return path.startsWith(`${CONSOLE_API_PREFIX}/`)
+    ? `${key.slice(0, space)} ${path.slice(CONSOLE_API_PREFIX.length)}`
+    : key;
 }
 
 /** The API Gateway route key of a route, e.g. `POST /webhooks/line/{channelId}`. */

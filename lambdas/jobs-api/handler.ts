@@ -73,8 +73,9 @@ function reportHeaders(job: JobView): Record<string, string> {
 
 /** The console user of a `jwt` route, from the claims the gateway's JWT authorizer verified. */
 function consoleOperator(event: APIGatewayProxyEventV2): Operator | undefined {
-  const authorizer = (event.requestContext as { authorizer?: { jwt?: { claims?: Record<string, ClaimValue> } } })
-    .authorizer;
+  const authorizer = (
+    event.requestContext as { authorizer?: { jwt?: { claims?: Record<string, ClaimValue> } } }
+  ).authorizer;
   const claims = authorizer?.jwt?.claims;
   return claims ? operatorFromClaims(claims) : undefined;
 }
