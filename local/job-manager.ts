@@ -1,7 +1,8 @@
 /**
  * The job manager on the local cloud: the same use case, DynamoDB adapter and Lambda handler as
  * deployed, with the local broker service as its scaler and the fleet's current version as the
- * desired one (on AWS both come from the same deployment). `publishDesiredVersion`
+ * desired one (on AWS both come from the same deployment), and the local ingest queue for the
+ * expire sweeps of jobs past their end. `publishDesiredVersion`
  * (shared/adapters/dynamo-fleet.ts) is the local
  * fleet's `onDeploy`: it makes brokers of other versions drain at once, without waiting for the
  * next run.
@@ -9,11 +10,14 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
 import { makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
+import { makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
+import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { type JobManagerResult, makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import type { Logger } from '#shared/log.ts';
+import { LOCAL_CREDENTIALS, type LocalCloudInfo } from './cloud.ts';
 import type { Handler } from './lambda.ts';
 
 export interface LocalJobManagerOptions {
@@ -23,6 +27,8 @@ export interface LocalJobManagerOptions {
   /** The local broker service (`LocalFleet`). */
   readonly fleet: EcsServiceScaler & { readonly version: string };
   readonly maxBrokers: number;
+  /** The local cloud: its ingest queue is where expire sweeps go, as on AWS. */
+  readonly cloud: Pick<LocalCloudInfo, 'region' | 'sqsEndpoint' | 'queues'>;
   readonly lookaheadMs?: number;
   readonly log?: Logger;
 }
@@ -38,6 +44,7 @@ export function makeLocalJobManager(
         tasksTable: options.tasksTable,
       }),
       scaler: options.fleet,
+      sweeps: localIngestQueue(options.cloud),
       clock: { now: () => Date.now() },
       maxBrokers: options.maxBrokers,
       desiredVersion: () => options.fleet.version,
@@ -45,4 +52,14 @@ export function makeLocalJobManager(
     }),
     log: options.log ?? makeLogger('job-manager'),
   });
+}
+
+/** The local cloud's ingest queue, sent to as the deployed job manager sends to SQS. */
+function localIngestQueue(cloud: LocalJobManagerOptions['cloud']) {
+  const sqs = makeSqsClient({
+    region: cloud.region,
+    credentials: LOCAL_CREDENTIALS,
+    endpoint: cloud.sqsEndpoint,
+  });
+  return makeSqsIngestQueue(sqs, cloud.queues.ingest!.url);
 }

@@ -498,6 +498,7 @@ class LocalStackStarter {
         doc,
         controlTable: cloud.tableNames.control!,
         tasksTable: cloud.tableNames.tasks!,
+        cloud,
         fleet,
         maxBrokers: options.maxBrokers ?? 2,
         log: makeLogger('job-manager', { level: 'warn' }),

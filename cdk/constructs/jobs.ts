@@ -118,6 +118,8 @@ export class Jobs extends Construct {
     this.ingest.consumeQueue(ingestQueue.queue, ingestQueue.spec);
     // Continuations of a paused ingest or a cancel sweep go back on the queue it consumes.
     ingestQueue.queue.grantSendMessages(this.ingest);
+    // The job manager queues the expire sweep of a job past its end (the ingest runs it).
+    props.fleet.jobManager.bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
     this.ingest.addEnvironment(bucketEnv, bucket.bucketName);
     this.allow(this.ingest, ['s3:GetObject'], bucket, ['uploads/*', 'incoming/*']);
     this.allow(this.ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);

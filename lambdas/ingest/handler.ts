@@ -1,20 +1,21 @@
 /**
  * The ingest (SQS standard queue → Lambda, partial batch failures): each record is an S3 event
  * notification for an uploaded list, a continuation of a paused ingest, or a step of a cancelled
- * job's sweep. The run's remaining time comes from the Lambda context, so a long file (or a long
+ * or ended job's sweep. The run's remaining time comes from the Lambda context, so a long file (or a long
  * sweep) pauses in time and continues in a new run.
  */
 import middy from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { CancelSweep } from '#shared/jobs/cancel.ts';
+import type { JobSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage, IngestOutcome } from '#shared/jobs/ingest.ts';
-import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
+import type { JobSweepMessage } from '#shared/jobs/ports.ts';
 import { parseIngestQueueMessage } from '#shared/jobs/queue-message.ts';
 import type { Logger } from '#shared/log.ts';
 
 export function makeIngestHandler(deps: {
   readonly ingest: IngestJob;
-  readonly cancelSweep: CancelSweep;
+  /** The cancel and expire sweeps. */
+  readonly sweep: JobSweep;
   readonly log: Logger;
   /** Default `Date.now`: times a run for the rows-per-second metric. */
   readonly now?: () => number;
@@ -23,7 +24,7 @@ export function makeIngestHandler(deps: {
   return middy(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const failures: SQSBatchItemFailure[] = [];
     for (const record of event.Records) {
-      let messages: (IngestMessage | CancelSweepMessage)[];
+      let messages: (IngestMessage | JobSweepMessage)[];
       try {
         messages = parseIngestQueueMessage(record.body);
       } catch (error) {
@@ -36,11 +37,13 @@ export function makeIngestHandler(deps: {
       }
       try {
         for (const message of messages) {
-          if (message.kind === 'cancel-sweep') {
-            const swept = await deps.cancelSweep.handle(message, {
+          if (message.kind === 'cancel-sweep' || message.kind === 'expire-sweep') {
+            const swept = await deps.sweep.handle(message, {
               remainingMs: () => context.getRemainingTimeInMillis(),
             });
-            deps.log.info(`cancel sweep ${swept.kind}`, { ...swept });
+            deps.log.info(`${message.kind === 'cancel-sweep' ? 'cancel' : 'expire'} sweep ${swept.kind}`, {
+              ...swept,
+            });
             continue;
           }
           const startedAt = now();

@@ -9,7 +9,7 @@ import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
-import { makeCancelSweep } from '#shared/jobs/cancel.ts';
+import { makeJobSweep } from '#shared/jobs/cancel.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
 import { makeIngestHandler } from './handler.ts';
 
@@ -27,7 +27,7 @@ const s3 = makeS3Client();
 const sqs = makeSqsClient();
 const optOuts = makeDynamoOptOutStore(doc, controlTable);
 const jobs = makeDynamoJobStore(doc, controlTable);
-// Continuations, and a cancel sweep's delayed re-check of messages a broker still holds.
+// Continuations, and a sweep's delayed re-check of messages a broker still holds.
 const queue = makeSqsIngestQueue(sqs, queueUrl);
 
 export const handler = observe(
@@ -44,7 +44,7 @@ export const handler = observe(
       log,
       ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
     }),
-    cancelSweep: makeCancelSweep({
+    sweep: makeJobSweep({
       jobs,
       tasks: makeDynamoTaskCanceller(doc, { controlTable, tasksTable }),
       queue,

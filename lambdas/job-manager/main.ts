@@ -1,8 +1,12 @@
-/** Wires the job manager to DynamoDB and the broker service on ECS; configuration is read once. */
-import { makeDocumentClient, makeEcsClient } from '#shared/adapters/aws-clients.ts';
+/**
+ * Wires the job manager to DynamoDB, the broker service on ECS and the ingest queue (where it
+ * queues the expire sweep of a job past its end); configuration is read once.
+ */
+import { makeDocumentClient, makeEcsClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import { makeJobManagerHandler } from './handler.ts';
@@ -15,10 +19,12 @@ const cluster = getStringFromEnv('BROKER_CLUSTER');
 const serviceName = getStringFromEnv('BROKER_SERVICE');
 const brokerVersion = getStringFromEnv('BROKER_VERSION');
 const maxBrokers = getNumberFromEnv('MAX_BROKERS', 10);
+const ingestQueueUrl = getStringFromEnv('INGEST_QUEUE_URL');
 
 const doc = makeDocumentClient();
 const ecs = makeEcsClient();
 const service = makeEcsServiceScaler({ cluster, service: serviceName }, ecs);
+const sweeps = makeSqsIngestQueue(makeSqsClient(), ingestQueueUrl);
 
 /** The primary deployment's version; this function's own while ECS cannot say (logged). */
 async function desiredVersion(): Promise<string> {
@@ -35,6 +41,7 @@ export const handler = observe(
     run: makeRunJobManager({
       store: makeDynamoFleetStore(doc, { controlTable, tasksTable }),
       scaler: service,
+      sweeps,
       clock: { now: () => Date.now() },
       maxBrokers,
       desiredVersion,

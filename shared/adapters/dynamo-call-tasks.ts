@@ -4,7 +4,8 @@
  * record its call id, and settle it once. Writing tasks in the first place is ingest's job.
  *
  * Start = one `TransactWriteItems`: the lease item passes `leaseFence` (dynamo-leases.ts) (and records
- * the call in its `inFlight` set), the job is `running`, and the task is still
+ * the call in its `inFlight` set), the job is `running` and not past its end (`endAt > now`, the
+ * condition of `jobHasEnded`), and the task is still
  * `pending`/`retry-wait` with the attempts seen → `in-flight`, attempts + 1, out of the index.
  * Settle = one `TransactWriteItems`: the task is still in flight on that attempt → its end state
  * (a retry goes back into the index at its new readyAt), and the call leaves the lease's set.
@@ -20,7 +21,14 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { BrokerTaskStore, Fence, SettleRequest, StartResult, TaskRef } from '#shared/broker/ports.ts';
-import { type ClientSettings, type Job, keys, OUTSTANDING_INDEX, type Task } from '#shared/jobs/model.ts';
+import {
+  type ClientSettings,
+  type Job,
+  jobHasEnded,
+  keys,
+  OUTSTANDING_INDEX,
+  type Task,
+} from '#shared/jobs/model.ts';
 import { JOB_CANCELLED_REASON, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { JobCache } from './dynamo-job-cache.ts';
@@ -79,17 +87,14 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
   readonly #controlTable: string;
   readonly #tasksTable: string;
   readonly #jobs: JobCache;
+  readonly #now: () => number;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoBrokerTaskStoreOptions) {
     this.#doc = doc;
     this.#controlTable = options.controlTable;
     this.#tasksTable = options.tasksTable;
-    this.#jobs = new JobCache(
-      doc,
-      options.controlTable,
-      options.now ?? Date.now,
-      options.jobCacheMs ?? 5_000,
-    );
+    this.#now = options.now ?? Date.now;
+    this.#jobs = new JobCache(doc, options.controlTable, this.#now, options.jobCacheMs ?? 5_000);
   }
 
   async getClient(clientId: string) {
@@ -128,7 +133,7 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     const startedAt = fence.now;
     const codes = await this.#transact([
       this.#leaseAdd(task, fence),
-      this.#jobRunning(task),
+      this.#jobRunning(task, startedAt),
       this.#taskStart(task, startedAt),
     ]);
     if (codes === undefined) {
@@ -250,9 +255,17 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     };
   }
 
-  /** The start's check: the job is running. */
-  #jobRunning(task: Task): TransactItem {
-    return this.#jobCheck(task, '#status = :running', { ':running': 'running' });
+  /**
+   * The start's check: the job is running and has not reached its end at `now` (`jobHasEnded`'s
+   * rule, so a broker whose copy of the job is stale still cannot start a call after the end).
+   */
+  #jobRunning(task: Task, now: number): TransactItem {
+    return this.#jobCheck(
+      task,
+      '#status = :running AND (attribute_not_exists(#endAt) OR #endAt > :now)',
+      { ':running': 'running', ':now': now },
+      { '#endAt': 'endAt' },
+    );
   }
 
   /** A retry's check: the job is not cancelled (a job item without a status passes). */
@@ -262,13 +275,18 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     });
   }
 
-  #jobCheck(task: Task, condition: string, values: Record<string, string>): TransactItem {
+  #jobCheck(
+    task: Task,
+    condition: string,
+    values: Record<string, string | number>,
+    names: Record<string, string> = {},
+  ): TransactItem {
     return {
       ConditionCheck: {
         TableName: this.#controlTable,
         Key: keys.job(task.clientId, task.jobId),
         ConditionExpression: condition,
-        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeNames: { '#status': 'status', ...names },
         ExpressionAttributeValues: values,
       },
     };
@@ -328,7 +346,7 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
       set.push('callId = :callId');
       values[':callId'] = callId;
     }
-    if (settlement.state === 'failed' || settlement.state === 'cancelled') {
+    if (settlement.state === 'failed' || settlement.state === 'cancelled' || settlement.state === 'expired') {
       set.push('reason = :reason');
       values[':reason'] = settlement.reason;
     } else remove.push('reason');
@@ -353,8 +371,9 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
 
   async #isRunningCallJob(clientId: string, jobId: string): Promise<boolean> {
     const job = await this.#jobs.cached(clientId, jobId);
-    // A message job's tasks are the message pipeline's (serve-messages.ts), not calls to start.
-    return job?.status === 'running' && job.channel !== 'message';
+    // A message job's tasks are the message pipeline's (serve-messages.ts), not calls to start;
+    // an ended job's wait for the expire sweep (`endAt` never changes, so the cache is exact here).
+    return job?.status === 'running' && job.channel !== 'message' && !jobHasEnded(job, this.#now());
   }
 
   /** Tasks of running jobs from one shard's index partition, earliest first. */

@@ -1,13 +1,15 @@
 /**
- * The cancel sweep's side of DynamoDB ({@link TaskCanceller}): a shard's tasks the sweep may end,
+ * The sweeps' side of DynamoDB ({@link TaskCanceller}; the cancel and expire sweeps of
+ * `shared/jobs/cancel.ts`): a shard's tasks the sweep may end,
  * page by page (the base table, strongly consistent, filtered to `pending`/`retry-wait`/`in-flight`
  * — a claimed message stays in flight, in the `outstanding` index, with `readyAt` = the end of its
  * claim's hold; a call in flight has its `startedAt`), and their end.
  *
  * Ending = `TransactWriteItems` of up to {@link TASKS_PER_TRANSACTION} task updates, each
  * conditional on the task still as read — still waiting, or still in flight with the `readyAt`
- * read, so a broker's write-back or a new claim since wins — (→ `cancelled`, reason, out of the
- * `outstanding` index, claim token dropped), plus one `ADD counts.cancelled :n` on the job. The
+ * read, so a broker's write-back or a new claim since wins — (→ `cancelled` or `expired` by the
+ * lifecycle's `sweepMove`, reason, out of the `outstanding` index, claim token dropped), plus one
+ * `ADD counts.{cancelled|expired} :n` on the job. The
  * count moves with the tasks or not at all; a task that moved on meanwhile (a page done twice, a
  * broker's write) is dropped from the transaction and not counted.
  */
@@ -19,8 +21,8 @@ import {
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { keys } from '#shared/jobs/model.ts';
-import type { SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
-import { OPEN_TASK_STATES, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
+import type { SweepEnding, SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
+import { OPEN_TASK_STATES, sweepMove } from '#shared/jobs/task-lifecycle.ts';
 import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
 
 /** Task updates per transaction: with the job's count, 25 items (the oldest service limit). */
@@ -86,32 +88,26 @@ class DynamoTaskCanceller implements TaskCanceller {
     };
   }
 
-  async cancelTasks(
+  async endTasks(
     clientId: string,
     jobId: string,
     tasks: readonly SweptTask[],
-    reason: string,
+    ending: SweepEnding,
     now: number,
   ) {
     let ended = 0;
     for (let i = 0; i < tasks.length; i += TASKS_PER_TRANSACTION) {
-      ended += await this.#cancelGroup(
-        clientId,
-        jobId,
-        tasks.slice(i, i + TASKS_PER_TRANSACTION),
-        reason,
-        now,
-      );
+      ended += await this.#endGroup(clientId, jobId, tasks.slice(i, i + TASKS_PER_TRANSACTION), ending, now);
     }
     return ended;
   }
 
   /** Ends `group` in one transaction with the job's count; returns how many it ended. */
-  async #cancelGroup(
+  async #endGroup(
     clientId: string,
     jobId: string,
     group: readonly SweptTask[],
-    reason: string,
+    ending: SweepEnding,
     now: number,
   ): Promise<number> {
     let left = [...group];
@@ -120,8 +116,8 @@ class DynamoTaskCanceller implements TaskCanceller {
         await this.#doc.send(
           new TransactWriteCommand({
             TransactItems: [
-              ...left.map((task) => this.#taskEnd(jobId, task, reason, now)),
-              this.#countUpdate(clientId, jobId, left.length, now),
+              ...left.map((task) => this.#taskEnd(jobId, task, ending, now)),
+              this.#countUpdate(clientId, jobId, ending, left.length, now),
             ],
           }),
         );
@@ -146,51 +142,46 @@ class DynamoTaskCanceller implements TaskCanceller {
     return 0;
   }
 
-  /** The task's move to `cancelled`, conditional on it still being as the page read it. */
-  #taskEnd(jobId: string, task: SweptTask, reason: string, now: number) {
-    const cancelled = stateValue('cancelled');
-    const common = { ...cancelled.values, ':reason': reason, ':now': now };
+  /** The task's move to the sweep's end, conditional on it still being as the page read it. */
+  #taskEnd(jobId: string, task: SweptTask, ending: SweepEnding, now: number) {
+    const to = stateValue(ending.state);
+    const from = moveFrom(sweepMove(ending.state, task.state));
+    const common = { ...to.values, ...from.values, ':reason': ending.reason, ':now': now };
     let condition: { ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> };
     if (task.state === 'in-flight') {
       // Its broker's write (or a claim, a new start) since the page was read moves readyAt (a
       // message) or startedAt (a call) or the state.
-      const from = moveFrom(TASK_MOVES.cancelInFlight);
       const seen = task.channel === 'message' ? 'readyAt' : 'startedAt';
       condition = {
         ConditionExpression: `${from.condition} AND ${seen} = :seen`,
         ExpressionAttributeValues: {
           ...common,
-          ...from.values,
           ':seen': task.channel === 'message' ? task.readyAt : (task.startedAt ?? -1),
         },
       };
     } else {
-      const from = moveFrom(TASK_MOVES.cancelWaiting);
-      condition = {
-        ConditionExpression: from.condition,
-        ExpressionAttributeValues: { ...common, ...from.values },
-      };
+      condition = { ConditionExpression: from.condition, ExpressionAttributeValues: common };
     }
     return {
       Update: {
         TableName: this.#tasksTable,
         Key: keys.task(jobId, task.taskId),
-        UpdateExpression: `SET #state = ${cancelled.placeholder}, reason = :reason, updatedAt = :now REMOVE openPk, openSk, claimToken`,
+        UpdateExpression: `SET #state = ${to.placeholder}, reason = :reason, updatedAt = :now REMOVE openPk, openSk, claimToken`,
         ...condition,
         ExpressionAttributeNames: STATE_NAME,
       },
     };
   }
 
-  /** `counts.cancelled` moved by the tasks ended, on a job that has counts. */
-  #countUpdate(clientId: string, jobId: string, n: number, now: number) {
+  /** The job's count of the sweep's end state moved by the tasks ended, on a job that has counts. */
+  #countUpdate(clientId: string, jobId: string, ending: SweepEnding, n: number, now: number) {
     return {
       Update: {
         TableName: this.#controlTable,
         Key: keys.job(clientId, jobId),
-        UpdateExpression: 'ADD #counts.#cancelled :n SET updatedAt = :now',
+        UpdateExpression: 'ADD #counts.#ended :n SET updatedAt = :now',
         ConditionExpression: 'attribute_exists(#counts)',
-        ExpressionAttributeNames: { '#counts': 'counts', '#cancelled': 'cancelled' },
+        ExpressionAttributeNames: { '#counts': 'counts', '#ended': ending.state },
         ExpressionAttributeValues: { ':n': n, ':now': now },
       },
     };

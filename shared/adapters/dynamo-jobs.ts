@@ -24,6 +24,7 @@ const JOB_FIELDS = [
   'channel',
   'scenarioId',
   'startAt',
+  'endAt',
   'callingHours',
   'maxAttempts',
   'retryDelaySeconds',

@@ -7,7 +7,7 @@
  */
 
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
-import { type Job, keys } from '#shared/jobs/model.ts';
+import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
 import { isLeftByOlderHolder, mayClaimMessage, mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
@@ -98,7 +98,7 @@ export class MessageClaimer implements TaskSource {
   }
 
   #jobAccepted(job: Job | undefined): job is Job {
-    return isRunningMessageJob(job) && this.#deps.accept(job);
+    return isRunningMessageJob(job, this.#deps.table.clock.now()) && this.#deps.accept(job);
   }
 
   /**
@@ -181,7 +181,7 @@ export class MessageClaimer implements TaskSource {
     if (!this.#jobAccepted(job)) return [];
     // Opt-outs are read while the claim is written: each takes a round trip or more.
     const [claimed, optedOut] = await Promise.all([
-      this.#claim(jobId, group, token),
+      this.#claim(job, group, token),
       this.#deps.optedOut
         ? this.#deps.optedOut(
             this.#clientId,
@@ -207,17 +207,24 @@ export class MessageClaimer implements TaskSource {
         ...(optedOut.has(recipient) ? { optedOut: true } : {}),
         ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
         ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
+        ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
       };
     });
   }
 
-  /** Claims `chosen` (one job) in transactions fenced by the lease; returns the claimed ones. */
-  async #claim(jobId: string, chosen: Chosen[], token: number): Promise<Claimed[]> {
+  /**
+   * Claims `chosen` (one job) in transactions fenced by the lease; returns the claimed ones. None
+   * is claimed at or after the job's end: its `endAt` never changes, so the copy read is exact, and
+   * the check is made with the very `now` the transaction is written with.
+   */
+  async #claim(job: Job, chosen: Chosen[], token: number): Promise<Claimed[]> {
+    const { jobId } = job;
     const claimed: Claimed[] = [];
     for (let i = 0; i < chosen.length && !this.#deps.state.fenced; i += CLAIMS_PER_TRANSACTION) {
       let group = chosen.slice(i, i + CLAIMS_PER_TRANSACTION);
       while (group.length > 0) {
         const now = this.#deps.table.clock.now();
+        if (jobHasEnded(job, now)) return claimed;
         const codes = await this.#deps.table.transact([
           leaseFenceCheck(this.#deps.table.controlTable, {
             clientId: this.#clientId,

@@ -3,12 +3,13 @@
  * up to {@link OUTCOMES_PER_TRANSACTION} task updates with the job's counts moved in the same
  * transaction (exact counts, one count write per hundred messages). Where each outcome takes its
  * task is the lifecycle's rule (`messageOutcomeMove`); this writes it. A release is written only by
- * the claim's own holder and only while the job is not cancelled (else the task ends cancelled).
+ * the claim's own holder and only while the job is not cancelled (else the task ends cancelled),
+ * nor past its end by the time the task would be ready again (else it ends expired).
  */
 
 import type { ReportSink, TaskOutcome } from '#shared/campaign/ports.ts';
-import { keys } from '#shared/jobs/model.ts';
-import { messageOutcomeMove } from '#shared/jobs/task-lifecycle.ts';
+import { jobHasEnded, keys } from '#shared/jobs/model.ts';
+import { messageOutcomeMove, type ReleasedJob } from '#shared/jobs/task-lifecycle.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
 import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
 import { failedConditions, MAX_TRIES, type MessageTaskTable } from './dynamo-message-table.ts';
@@ -18,11 +19,16 @@ import { moveFrom, STATE_NAME } from './task-state-conditions.ts';
 /** Outcome updates per transaction (+ the job's counts). */
 export const OUTCOMES_PER_TRANSACTION = 99;
 
+/** When a released task may be claimed again. */
+function readyAtOf(outcome: TaskOutcome): number {
+  return outcome.at + (outcome.retryAfterMs ?? 0);
+}
+
 class ReportRetryError extends Error {
   override name = 'ReportRetryError';
 }
 
-type Count = 'completed' | 'failed' | 'cancelled';
+type Count = 'completed' | 'failed' | 'cancelled' | 'expired';
 
 export interface OutcomeWriterDeps {
   readonly table: MessageTaskTable;
@@ -59,12 +65,19 @@ export class OutcomeWriter implements ReportSink {
   async #writeGroup(jobId: string, outcomes: TaskOutcome[], token: number): Promise<TaskOutcome[]> {
     let left = outcomes;
     let cancelledJob = false;
+    // The job's end never changes: a cached copy of the job tells it exactly.
+    const job = await this.#deps.table.jobs.cached(this.#deps.lease.clientId, jobId);
     for (let tryNo = 1; left.length > 0; tryNo++) {
       if (tryNo > MAX_TRIES) throw new ReportRetryError(`outcomes of job ${jobId} not written`);
-      const updates = left.map((o) => this.#outcomeUpdate(o, token, cancelledJob));
-      const counts = { completed: 0, failed: 0, cancelled: 0 };
+      const updates = left.map((o) =>
+        this.#outcomeUpdate(o, token, {
+          cancelled: cancelledJob,
+          endedBeforeReady: job !== undefined && jobHasEnded(job, readyAtOf(o)),
+        }),
+      );
+      const counts = { completed: 0, failed: 0, cancelled: 0, expired: 0 };
       for (const u of updates) if (u.count) counts[u.count]++;
-      const releases = left.some((o) => o.kind === 'released') && !cancelledJob;
+      const releases = updates.some((u) => u.count === undefined) && !cancelledJob;
       const codes = await this.#deps.table.transact([
         this.#jobCounts(jobId, counts, releases),
         ...updates.map((u) => u.update),
@@ -91,7 +104,7 @@ export class OutcomeWriter implements ReportSink {
         TableName: this.#deps.table.controlTable,
         Key: keys.job(this.#deps.lease.clientId, jobId),
         UpdateExpression:
-          'ADD #counts.#completed :completed, #counts.#failed :failed, #counts.#cancelled :cancelled',
+          'ADD #counts.#completed :completed, #counts.#failed :failed, #counts.#cancelled :cancelled, #counts.#expired :expired',
         ConditionExpression: releases
           ? 'attribute_exists(#counts) AND #status <> :cancelledStatus'
           : 'attribute_exists(#counts)',
@@ -100,12 +113,14 @@ export class OutcomeWriter implements ReportSink {
           '#completed': 'completed',
           '#failed': 'failed',
           '#cancelled': 'cancelled',
+          '#expired': 'expired',
           ...(releases ? { '#status': 'status' } : {}),
         },
         ExpressionAttributeValues: {
           ':completed': counts.completed,
           ':failed': counts.failed,
           ':cancelled': counts.cancelled,
+          ':expired': counts.expired,
           ...(releases ? { ':cancelledStatus': 'cancelled' } : {}),
         },
       },
@@ -113,8 +128,8 @@ export class OutcomeWriter implements ReportSink {
   }
 
   /** The task update for an outcome, and what it adds to the job's counts. */
-  #outcomeUpdate(outcome: TaskOutcome, token: number, jobCancelled: boolean) {
-    const end = messageOutcomeMove(outcome, jobCancelled);
+  #outcomeUpdate(outcome: TaskOutcome, token: number, job: ReleasedJob) {
+    const end = messageOutcomeMove(outcome, job);
     const from = moveFrom(end.move);
     const values: Record<string, unknown> = {
       ':attempt': outcome.attempt,
@@ -132,7 +147,7 @@ export class OutcomeWriter implements ReportSink {
       values[':requestId'] = outcome.requestId;
     }
     if (end.state === 'retry-wait') {
-      const readyAt = outcome.at + (outcome.retryAfterMs ?? 0);
+      const readyAt = readyAtOf(outcome);
       set.push('readyAt = :readyAt', 'openSk = :openSk');
       values[':readyAt'] = readyAt;
       values[':openSk'] = keys.openSk(readyAt, outcome.jobId, outcome.taskId);

@@ -14,7 +14,7 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
-import { type Job, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
+import { type Job, jobHasEnded, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 
@@ -28,9 +28,14 @@ const MAX_SHARD_READ = 1_000;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const iso = (ms: number) => new Date(ms).toISOString();
 
-/** A job whose message tasks may be claimed: running, a message job, with its message. */
-export function isRunningMessageJob(job: Job | undefined): job is Job {
-  return job?.status === 'running' && job.channel === 'message' && job.message !== undefined;
+/** A job whose message tasks may be claimed at `now`: running, a message job, with its message, not past its end. */
+export function isRunningMessageJob(job: Job | undefined, now: number): job is Job {
+  return (
+    job?.status === 'running' &&
+    job.channel === 'message' &&
+    job.message !== undefined &&
+    !jobHasEnded(job, now)
+  );
 }
 
 export interface MessageTableOptions {

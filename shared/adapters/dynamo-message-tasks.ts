@@ -143,7 +143,7 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
         { upper },
         async (item) =>
           item.channel === 'message' &&
-          isRunningMessageJob(await this.#table.jobs.cached(clientId, String(item.jobId))),
+          isRunningMessageJob(await this.#table.jobs.cached(clientId, String(item.jobId)), now),
         1,
       );
       if (found.length > 0) return true;

@@ -17,6 +17,7 @@ const PLACEHOLDERS: Record<TaskState, string> = {
   completed: ':completed',
   failed: ':failed',
   cancelled: ':cancelled',
+  expired: ':expired',
 };
 
 /** The placeholder of a state's value, and the value. */

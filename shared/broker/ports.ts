@@ -38,7 +38,9 @@ export type Settlement =
   | { readonly state: 'retry-wait'; readonly lastResult: string; readonly readyAt: number }
   | { readonly state: 'failed'; readonly lastResult: string; readonly reason: string }
   /** A busy / no-answer attempt of a job cancelled meanwhile: not retried. */
-  | { readonly state: 'cancelled'; readonly lastResult: string; readonly reason: string };
+  | { readonly state: 'cancelled'; readonly lastResult: string; readonly reason: string }
+  /** An attempt whose retry would be due at or after its job's end: not retried. */
+  | { readonly state: 'expired'; readonly lastResult: string; readonly reason: string };
 
 /** A task in flight, with the attempt whose call is being settled. */
 export interface SettleRequest {
@@ -63,8 +65,8 @@ export interface BrokerTaskStore {
   /** When the client's earliest outstanding task becomes ready, whatever `now` is; undefined if none. */
   nextReadyAt(clientId: string): Promise<number | undefined>;
   /**
-   * Starts `task` in one transaction: the lease passes the fence, the job is `running`, and the
-   * task is still `pending`/`retry-wait` with the attempts seen; it becomes `in-flight` with
+   * Starts `task` in one transaction: the lease passes the fence, the job is `running` and has not
+   * reached its end at the fence's `now` (`jobHasEnded`), and the task is still `pending`/`retry-wait` with the attempts seen; it becomes `in-flight` with
    * attempts + 1 and leaves the outstanding index.
    */
   start(task: Task, fence: Fence): Promise<StartResult>;

@@ -4,14 +4,21 @@
  * never reported, and stop starting at once when the lease is lost or the broker drains.
  *
  * Main course, per call: wait for a slot from the {@link PacingGate} (limit + line rate) → take
- * the next ready task of a running job inside its calling hours → start it in one fenced
- * transaction (lease token, job running, task still startable) → `initiate` with the attempt's
+ * the next ready task of a running job, not past its end, inside its calling hours → start it in
+ * one fenced transaction (lease token, job running and not past its end, task still startable) →
+ * `initiate` with the attempt's
  * idempotency key (a `retryable` answer is retried with the same key; the slot stays taken) →
  * the slot is released by {@link ClientServer.callEnded} (the status route's nudge) or by
  * reconciliation after the job's maximum call duration plus a margin.
  */
 
-import { type ClientSettings, DEFAULT_MAX_CALL_SECONDS, type Job, type Task } from '#shared/jobs/model.ts';
+import {
+  type ClientSettings,
+  DEFAULT_MAX_CALL_SECONDS,
+  type Job,
+  jobHasEnded,
+  type Task,
+} from '#shared/jobs/model.ts';
 import { mayStartNow } from '#shared/jobs/waiting.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
@@ -310,6 +317,11 @@ export class ClientServer {
         slot.release();
         break;
       }
+      // Its job may have reached its end while the slot was awaited: none of its tasks starts now.
+      if (jobHasEnded(next.job, clock.now())) {
+        slot.release();
+        continue;
+      }
       // The hours may have closed, or the client been paused, while the slot was awaited.
       if (!mayStartNow(await this.#currentClient(), next.job, clock.now())) {
         this.#buffer.unshift(next.task);
@@ -364,7 +376,8 @@ export class ClientServer {
       }
       const task = this.#buffer.shift()!;
       const job = await this.#job(task.jobId);
-      if (job?.status !== 'running') continue;
+      // An ended job's tasks wait for the expire sweep; its start would be refused anyway.
+      if (job?.status !== 'running' || jobHasEnded(job, clock.now())) continue;
       const hours = effectiveCallingHours(client.callingHours, job.callingHours);
       const now = clock.now();
       if (!isOpen(hours, now)) {

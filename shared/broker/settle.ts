@@ -5,9 +5,9 @@
  * the same rule, so a task ends the same way whichever path saw the call end first.
  */
 
-import type { Job, Task } from '#shared/jobs/model.ts';
+import { type Job, jobHasEnded, type Task } from '#shared/jobs/model.ts';
 import { nextRetry, type RetrySettings } from '#shared/jobs/retry-policy.ts';
-import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
+import { JOB_CANCELLED_REASON, RETRY_AFTER_END_REASON } from '#shared/jobs/task-lifecycle.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import type { CallSnapshot, CallStatusEvent, FinalCallStatus } from '#shared/telephony/port.ts';
@@ -19,12 +19,14 @@ import type { BrokerNotifier, BrokerTaskStore, LeaseEndpointReader, Settlement, 
  * How a final call status leaves a task that made `attempts` attempts of `job`: completed; busy,
  * no-answer, voicemail or failed retried as the job's retry policy says (`shared/jobs/retry-policy.ts`),
  * else ended. A job cancelled meanwhile retries nothing: the cancel sweep has passed (or will pass)
- * its waiting tasks, so a retry written now would wait for ever.
+ * its waiting tasks, so a retry written now would wait for ever. Nor does a job whose end
+ * (`endAt`) comes at or before the retry would be due: the attempt ends `expired` instead, since
+ * the retry could never start.
  */
 export function settlementFor(
   status: FinalCallStatus,
   detail: { readonly reason?: string; readonly attempts: number; readonly now: number },
-  job: RetrySettings & { readonly status?: Job['status'] },
+  job: RetrySettings & Pick<Job, 'endAt'> & { readonly status?: Job['status'] },
 ): Settlement {
   if (status === 'completed') return { state: 'completed', lastResult: 'completed' };
   const retry = nextRetry(status, detail.attempts, job);
@@ -32,7 +34,11 @@ export function settlementFor(
   if (job.status === 'cancelled' && (retry || status !== 'failed')) {
     return { state: 'cancelled', lastResult: status, reason: JOB_CANCELLED_REASON };
   }
-  if (retry) return { state: 'retry-wait', lastResult: status, readyAt: detail.now + retry.delayMs };
+  const readyAt = retry ? detail.now + retry.delayMs : undefined;
+  if (readyAt !== undefined && jobHasEnded(job, readyAt)) {
+    return { state: 'expired', lastResult: status, reason: RETRY_AFTER_END_REASON };
+  }
+  if (readyAt !== undefined) return { state: 'retry-wait', lastResult: status, readyAt };
   if (status === 'failed') {
     return { state: 'failed', lastResult: 'failed', reason: detail.reason ?? 'call failed' };
   }

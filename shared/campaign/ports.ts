@@ -40,6 +40,12 @@ export interface ClaimedTask {
    * they are resent together, under the recorded key.
    */
   readonly batch?: { readonly retryKey: string };
+  /**
+   * The job's end (epoch ms): no first request of this attempt starts at or after it (the task is
+   * released unsent, lastResult `job-ended`; its store ends it `expired`). A request already made
+   * may still be resent: the attempt was in flight.
+   */
+  readonly sendBy?: number;
 }
 
 /** A multicast about to be sent: its key and members (all of one job and attempt). */

@@ -150,6 +150,11 @@ export class UnitSender {
       return undefined;
     }
     const startedAt = clock.now();
+    if (sending.sends === 0 && unit.tasks.some((t) => t.sendBy !== undefined && startedAt >= t.sendBy)) {
+      // Its job has ended: nothing of it may start now (a resend of a request made may: it was in flight).
+      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'job-ended', maybeSent: false });
+      return undefined;
+    }
     const totals = this.#run.totals;
     if (sending.sends > 0) totals.resends++;
     sending.sends++;

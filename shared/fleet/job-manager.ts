@@ -10,9 +10,14 @@
  *    counts move in the same transaction as each task's end, so while they say tasks are left
  *    the tasks are not read; once they say none are (or every `fullCheckEveryMs`, in case a count
  *    was lost), a consistent read of the tasks decides. Reading a million-task job's shards every
- *    minute only to find the first open task near their ends would cost more than the job;
- * 3. find the clients with work they may do now: a running job inside its calling hours (the
- *    job's own, else the client's), the client not paused, and an outstanding task ready now
+ *    minute only to find the first open task near their ends would cost more than the job.
+ *    A running job that has reached its end (`endAt`, see `jobHasEnded`) with tasks left gets its
+ *    expire sweep queued on the ingest queue (`shared/jobs/cancel.ts`: its waiting tasks end
+ *    `expired`; calls in flight finish), once, then again every `fullCheckEveryMs` while it still
+ *    runs (a retry written as the sweep passed its shard is caught then); it completes like any
+ *    job once nothing is left open. A paused job is not looked at: it ends once resumed;
+ * 3. find the clients with work they may do now: a running job not past its end, inside its
+ *    calling hours (the job's own, else the client's), the client not paused, and an outstanding task ready now
  *    (or within `lookaheadMs`, so a retry due before the next run finds a broker waiting).
  *    Started calls leave the outstanding index, so a client whose open tasks are all in flight
  *    has no ready task: while its broker lives that is right (the broker is protected and ends
@@ -31,7 +36,9 @@
  * run twice (EventBridge delivers at least once), ends in the same state.
  */
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import type { Job } from '#shared/jobs/model.ts';
+import { expireSweepStart } from '#shared/jobs/cancel.ts';
+import { endedTasks, type Job, jobHasEnded } from '#shared/jobs/model.ts';
+import type { IngestQueue } from '#shared/jobs/ports.ts';
 import { effectiveCallingHours, isOpen } from '#shared/pacing/calling-hours.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import type { EcsServiceScaler, FleetStore } from './ports.ts';
@@ -40,6 +47,8 @@ export interface JobManagerOptions {
   readonly store: FleetStore;
   readonly scaler: EcsServiceScaler;
   readonly clock: Clock;
+  /** Where a job past its end gets its expire sweep queued (the ingest queue: the ingest runs it). */
+  readonly sweeps: Pick<IngestQueue, 'send'>;
   /** Most brokers the service may run (a cost and quota ceiling). */
   readonly maxBrokers: number;
   /**
@@ -53,13 +62,14 @@ export interface JobManagerOptions {
   readonly concurrency?: number;
   /**
    * How often a job whose counts say tasks are left has its tasks read anyway (per job manager
-   * instance), so a count that went missing cannot keep a finished job running. Default 10 min.
+   * instance), so a count that went missing cannot keep a finished job running; and how often a
+   * job past its end that still runs gets its expire sweep queued again. Default 10 min.
    */
   readonly fullCheckEveryMs?: number;
 }
 
 export interface JobManagerProblem {
-  readonly step: 'start' | 'complete' | 'client';
+  readonly step: 'start' | 'complete' | 'expire' | 'client';
   /** The job or client the step was about. */
   readonly id: string;
   readonly error: unknown;
@@ -71,6 +81,8 @@ export interface JobManagerResult {
   readonly started: readonly string[];
   /** Job ids this run moved to `completed`. */
   readonly completed: readonly string[];
+  /** Job ids past their end whose expire sweep this run queued. */
+  readonly expiring: readonly string[];
   /** Clients with work now (sorted). */
   readonly clients: readonly string[];
   /** Clients with no work now but calls a dead broker left in flight, to adopt and settle (sorted). */
@@ -86,11 +98,12 @@ export class InvalidJobManagerOptionsError extends Error {
   override name = 'InvalidJobManagerOptionsError';
 }
 
-/** Running jobs after step 2: every one seen, and those that still have work. */
+/** Running jobs after step 2: every one seen, those that still have work, and what the step did. */
 interface RunningJobs {
   readonly running: ReadonlyMap<string, Job>;
   readonly active: readonly Job[];
   readonly completed: readonly string[];
+  readonly expiring: readonly string[];
 }
 
 /** Clients that get a broker: to work now, or only to adopt and settle orphaned calls (both sorted). */
@@ -113,6 +126,8 @@ export class JobManager {
   readonly #fullCheckEveryMs: number;
   /** When this instance last read each running job's tasks. */
   readonly #checkedAt = new Map<string, number>();
+  /** When this instance last queued the expire sweep of each running job past its end. */
+  readonly #sweptAt = new Map<string, number>();
 
   constructor(options: JobManagerOptions) {
     if (!Number.isInteger(options.maxBrokers) || options.maxBrokers < 0) {
@@ -135,14 +150,16 @@ export class JobManager {
     const desiredVersion = await this.#options.desiredVersion();
     const problems: JobManagerProblem[] = [];
     const started = await this.#startDueJobs(now, problems);
-    const { running, active, completed } = await this.#completeFinishedJobs(started, now, problems);
+    const { running, active, completed, expiring } = await this.#completeFinishedJobs(started, now, problems);
     const { clients, orphaned } = await this.#clientsToServe(active, now, problems);
-    for (const jobId of this.#checkedAt.keys()) if (!running.has(jobId)) this.#checkedAt.delete(jobId);
+    for (const seen of [this.#checkedAt, this.#sweptAt])
+      for (const jobId of seen.keys()) if (!running.has(jobId)) seen.delete(jobId);
     const desiredCount = await this.#sizeFleet(clients, orphaned, desiredVersion, now);
     return {
       at: now,
       started: started.map((job) => job.jobId).sort(),
       completed: [...completed].sort(),
+      expiring: [...expiring].sort(),
       clients,
       orphaned,
       desiredCount,
@@ -176,16 +193,40 @@ export class JobManager {
       if (job.status === 'running') running.set(job.jobId, job);
     for (const job of started) running.set(job.jobId, job);
     const completed: string[] = [];
+    const expiring: string[] = [];
     const active: Job[] = [];
     await forEachLimited([...running.values()], this.#concurrency, async (job) => {
+      let open: boolean;
       try {
-        if (await this.#hasOpenTask(job, now)) active.push(job);
-        else if (await this.#store.completeJob(job, now)) completed.push(job.jobId);
+        open = await this.#hasOpenTask(job, now);
+        if (!open && (await this.#store.completeJob(job, now))) completed.push(job.jobId);
       } catch (error) {
         problems.push({ step: 'complete', id: job.jobId, error });
+        return;
+      }
+      if (!open) return;
+      active.push(job);
+      try {
+        if (await this.#sweepIfEnded(job, now)) expiring.push(job.jobId);
+      } catch (error) {
+        problems.push({ step: 'expire', id: job.jobId, error });
       }
     });
-    return { running, active, completed };
+    return { running, active, completed, expiring };
+  }
+
+  /**
+   * Queues the expire sweep of a job past its end, unless this instance queued it less than
+   * `fullCheckEveryMs` ago (the sweep is idempotent: a second one ends and counts nothing twice).
+   * True when it was queued.
+   */
+  async #sweepIfEnded(job: Job, now: number): Promise<boolean> {
+    if (!jobHasEnded(job, now)) return false;
+    const last = this.#sweptAt.get(job.jobId);
+    if (last !== undefined && now - last < this.#fullCheckEveryMs) return false;
+    await this.#options.sweeps.send(expireSweepStart(job.clientId, job.jobId));
+    this.#sweptAt.set(job.jobId, now);
+    return true;
   }
 
   /** Whether a running job still has work: its counts when they say so, else its tasks. */
@@ -211,10 +252,13 @@ export class JobManager {
       try {
         const profile = await this.#store.client(clientId);
         if (!profile) return;
+        // A job past its end starts nothing more: it may only have calls in flight to settle.
         const open = profile.paused
           ? []
-          : jobs.filter((job) =>
-              isOpen(effectiveCallingHours(profile.settings.callingHours, job.callingHours), now),
+          : jobs.filter(
+              (job) =>
+                !jobHasEnded(job, now) &&
+                isOpen(effectiveCallingHours(profile.settings.callingHours, job.callingHours), now),
             );
         const ids = open.map((job) => job.jobId);
         if (ids.length > 0 && (await this.#store.hasReadyTask(clientId, ids, now + this.#lookaheadMs))) {
@@ -263,7 +307,7 @@ export function makeRunJobManager(options: JobManagerOptions): () => Promise<Job
 /** True when the job's counts say some of its tasks have not ended. */
 function tasksLeft(job: Job): boolean {
   const c = job.counts;
-  return c !== undefined && c.completed + c.failed + c.cancelled < c.tasks;
+  return c !== undefined && endedTasks(c) < c.tasks;
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time. */

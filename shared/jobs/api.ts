@@ -25,7 +25,14 @@ import {
   UploadTooLargeError,
   ValidationError,
 } from './errors.ts';
-import { type ClientSettings, canTransition, type Job, type JobCounts, type JobStatus } from './model.ts';
+import {
+  type ClientSettings,
+  canTransition,
+  endedTasks,
+  type Job,
+  type JobCounts,
+  type JobStatus,
+} from './model.ts';
 import type { JobChangeNotifier, JobStores } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { uploadKey } from './s3-events.ts';
@@ -49,6 +56,7 @@ export const ZERO_COUNTS: JobCounts = {
   completed: 0,
   failed: 0,
   cancelled: 0,
+  expired: 0,
 };
 
 export type JobAction = 'pause' | 'resume' | 'cancel';
@@ -61,11 +69,15 @@ export const ACTION_TARGET: Readonly<Record<JobAction, JobStatus>> = {
 };
 
 /** A job as the API shows it: its record, with counts per task state. */
-export interface JobView extends Omit<Job, 'counts' | 'startAt' | 'createdAt' | 'updatedAt'> {
+export interface JobView extends Omit<Job, 'counts' | 'startAt' | 'endAt' | 'createdAt' | 'updatedAt'> {
   readonly startAt: string;
+  /** The job's end (ISO 8601, UTC), when it has one. */
+  readonly endAt?: string;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly counts: JobCounts & {
+    /** Tasks ended because the job reached its end (0 when it has none). */
+    readonly expired: number;
     /** Tasks not yet ended: pending, in flight or waiting to retry. */
     readonly outstanding: number;
   };
@@ -83,16 +95,18 @@ export interface JobLive {
 }
 
 export function jobView(job: Job, waiting?: JobWaiting): JobView {
-  const { counts } = job;
+  const { counts, endAt, ...rest } = job;
   return {
-    ...job,
+    ...rest,
     ...(waiting ? { waiting } : {}),
     startAt: new Date(job.startAt).toISOString(),
+    ...(endAt === undefined ? {} : { endAt: new Date(endAt).toISOString() }),
     createdAt: new Date(job.createdAt).toISOString(),
     updatedAt: new Date(job.updatedAt).toISOString(),
     counts: {
       ...counts,
-      outstanding: Math.max(0, counts.tasks - counts.completed - counts.failed - counts.cancelled),
+      expired: counts.expired ?? 0,
+      outstanding: Math.max(0, counts.tasks - endedTasks(counts)),
     },
   };
 }

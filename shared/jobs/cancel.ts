@@ -1,6 +1,9 @@
 /**
- * The cancel sweep: after a job moves to `cancelled`, every task of it ends, none is left waiting
- * for ever. A task that has not started (`pending`, `retry-wait`) ends `cancelled` ("job
+ * The job sweeps: after a job moves to `cancelled` (the cancel sweep), or reaches its end
+ * (`endAt`: the expire sweep, queued by the job manager), every task of it that has not started
+ * ends, so none is left waiting for ever. One machinery, two endings ({@link SWEEPS}).
+ *
+ * Cancel: a task that has not started (`pending`, `retry-wait`) ends `cancelled` ("job
  * cancelled") at once. A call in flight is left to finish: the broker settles it, and since its
  * job is no longer running it is not tried again (`shared/broker/settle.ts`); if no end is
  * recorded by {@link CALL_END_GRACE_MS} after its longest possible duration, its broker died and
@@ -10,14 +13,22 @@
  * it back, `cancelled` once the job is); once the hold has passed, its broker is dead (nobody
  * reclaims a task of a job that is not running), and the sweep ends it `cancelled` itself.
  *
- * Input: a {@link CancelSweepMessage} (shard, cursor). Output: what the run ended.
+ * Expire: the same, ending tasks `expired` with {@link JOB_ENDED_REASON}, on a job that has
+ * reached its end (`jobHasEnded`) whatever its status but `cancelled`. A call in flight is never
+ * expired: the job is still running, so it finishes and settles as usual (a broker that takes the
+ * client over adopts and reconciles it), and a retry due at or after the end is not written. A
+ * message in flight is left to its broker while its hold lasts (a live one writes a release back
+ * as `expired`), then expired (nobody may claim a task of an ended job).
+ *
+ * Input: a {@link JobSweepMessage} (kind, shard, cursor). Output: what the run ended.
  * Main course:
- * 1. do nothing unless the job is `cancelled` (a stray message never ends a live job's tasks);
- * 2. page through the shard's tasks that are waiting or are messages in flight, from the cursor,
- *    ending each page's waiting tasks and its messages whose hold has passed with one conditional
- *    write per task and the count in the same transaction (a page done twice — a redelivered
- *    message, a crash — ends and counts nothing twice; a broker's write since the page was read
- *    wins); the latest hold end of those still held is remembered;
+ * 1. do nothing unless the job is one the sweep's kind ends (a stray message never ends a live
+ *    job's tasks);
+ * 2. page through the shard's tasks that are waiting or in flight, from the cursor, ending each
+ *    page's waiting tasks and its messages whose hold has passed with one conditional write per
+ *    task and the count in the same transaction (a page done twice — a redelivered message, a
+ *    crash — ends and counts nothing twice; a broker's write since the page was read wins); the
+ *    latest hold end of those still held is remembered;
  * 3. shard by shard, until all {@link TASK_SHARDS} are done; when the run's time runs low, send
  *    a continuation with the next shard, cursor and latest hold end on the ingest queue and stop,
  *    so a job of a million tasks is swept over as many Lambda runs as it takes;
@@ -28,9 +39,23 @@
 
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import { DEFAULT_MAX_CALL_SECONDS } from './model.ts';
-import type { CancelSweepMessage, IngestQueue, JobStore, SweptTask, TaskCanceller } from './ports.ts';
-import { JOB_CANCELLED_REASON } from './task-lifecycle.ts';
+import { DEFAULT_MAX_CALL_SECONDS, type Job, jobHasEnded } from './model.ts';
+import type {
+  CancelSweepMessage,
+  ExpireSweepMessage,
+  IngestQueue,
+  JobStore,
+  JobSweepMessage,
+  SweepEnding,
+  SweptTask,
+  TaskCanceller,
+} from './ports.ts';
+import {
+  JOB_CANCELLED_REASON,
+  JOB_ENDED_IN_FLIGHT_REASON,
+  JOB_ENDED_REASON,
+  type SweepEnd,
+} from './task-lifecycle.ts';
 
 /** A call in flight with no end recorded this long after its longest duration is ended by the sweep. */
 export const CALL_END_GRACE_MS = 5 * 60_000;
@@ -42,25 +67,26 @@ export const CALL_NEVER_ENDED_REASON =
 /** The longest delay SQS takes on a message (15 minutes, also the broker's default hold). */
 export const MAX_RECHECK_DELAY_SECONDS = 900;
 
-export type CancelSweepOutcome =
-  | { readonly kind: 'swept'; readonly jobId: string; readonly cancelled: number }
+/** What a sweep run did; `ended` counts the tasks it ended (cancelled or expired). */
+export type JobSweepOutcome =
+  | { readonly kind: 'swept'; readonly jobId: string; readonly ended: number }
   | {
       readonly kind: 'continued';
       readonly jobId: string;
-      readonly cancelled: number;
-      readonly next: CancelSweepMessage;
+      readonly ended: number;
+      readonly next: JobSweepMessage;
     }
   /** Every shard done, but messages are still held by their broker: a re-check is queued. */
   | {
       readonly kind: 'recheck';
       readonly jobId: string;
-      readonly cancelled: number;
+      readonly ended: number;
       readonly heldUntil: number;
       readonly delaySeconds: number;
     }
   | { readonly kind: 'ignored'; readonly jobId: string; readonly reason: string };
 
-export interface CancelSweepDeps {
+export interface JobSweepDeps {
   readonly jobs: Pick<JobStore, 'get'>;
   readonly tasks: TaskCanceller;
   readonly queue: IngestQueue;
@@ -71,9 +97,55 @@ export interface CancelSweepDeps {
   readonly maxPagesPerRun?: number;
 }
 
-/** The first message of a job's sweep. */
+/** The first message of a cancelled job's sweep. */
 export function cancelSweepStart(clientId: string, jobId: string): CancelSweepMessage {
   return { kind: 'cancel-sweep', clientId, jobId, shard: 0 };
+}
+
+/** The first message of the sweep of a job past its end. */
+export function expireSweepStart(clientId: string, jobId: string): ExpireSweepMessage {
+  return { kind: 'expire-sweep', clientId, jobId, shard: 0 };
+}
+
+/** What a sweep of one kind ends, and when it acts. */
+interface SweepRules {
+  /** Why the sweep leaves the job's tasks alone at `now`; undefined when it ends them. */
+  ignore(job: Job | undefined, now: number): string | undefined;
+  readonly end: SweepEnd;
+  /** A task that has not started. */
+  readonly waiting: SweepEnding;
+  /** A message in flight whose claim's hold has passed (its broker is gone). */
+  readonly heldMessage: SweepEnding;
+  /** A call in flight that never reported its end; absent: calls in flight are left to their broker. */
+  readonly callNeverEnded?: SweepEnding;
+}
+
+/** The two sweeps: the cancel sweep and the expire sweep (see the module comment). */
+const SWEEPS: Readonly<Record<JobSweepMessage['kind'], SweepRules>> = {
+  'cancel-sweep': {
+    ignore: (job) =>
+      job?.status === 'cancelled' ? undefined : `the job is ${job?.status ?? 'gone'}, not cancelled`,
+    end: 'cancelled',
+    waiting: { state: 'cancelled', reason: JOB_CANCELLED_REASON },
+    heldMessage: { state: 'cancelled', reason: JOB_CANCELLED_REASON },
+    callNeverEnded: { state: 'cancelled', reason: CALL_NEVER_ENDED_REASON },
+  },
+  'expire-sweep': {
+    ignore: (job, now) => {
+      if (!job) return 'the job is gone';
+      if (job.status === 'cancelled') return 'the job is cancelled: the cancel sweep ends its tasks';
+      if (!jobHasEnded(job, now)) return 'the job has not reached its end';
+      return undefined;
+    },
+    end: 'expired',
+    waiting: { state: 'expired', reason: JOB_ENDED_REASON },
+    heldMessage: { state: 'expired', reason: JOB_ENDED_IN_FLIGHT_REASON },
+  },
+};
+
+/** The first message of a sweep of `kind`. */
+function sweepStart(kind: JobSweepMessage['kind'], clientId: string, jobId: string): JobSweepMessage {
+  return kind === 'cancel-sweep' ? cancelSweepStart(clientId, jobId) : expireSweepStart(clientId, jobId);
 }
 
 /**
@@ -99,10 +171,16 @@ export class MalformedCancelSweepError extends Error {
   override name = 'MalformedCancelSweepError';
 }
 
-/** Reads a queue message known to be a cancel sweep; throws {@link MalformedCancelSweepError}. */
-export function parseCancelSweep(value: Record<string, unknown>): CancelSweepMessage {
-  const { clientId, jobId, shard, cursor, heldUntil } = value;
+/** True when a queue message's `kind` is a sweep's. */
+export function isJobSweepKind(kind: unknown): kind is JobSweepMessage['kind'] {
+  return kind === 'cancel-sweep' || kind === 'expire-sweep';
+}
+
+/** Reads a queue message known to be a sweep (cancel or expire); throws {@link MalformedCancelSweepError}. */
+export function parseCancelSweep(value: Record<string, unknown>): JobSweepMessage {
+  const { kind, clientId, jobId, shard, cursor, heldUntil } = value;
   if (
+    !isJobSweepKind(kind) ||
     typeof clientId !== 'string' ||
     typeof jobId !== 'string' ||
     !Number.isInteger(shard) ||
@@ -112,11 +190,11 @@ export function parseCancelSweep(value: Record<string, unknown>): CancelSweepMes
     (heldUntil !== undefined && (!Number.isSafeInteger(heldUntil) || (heldUntil as number) < 0))
   ) {
     throw new MalformedCancelSweepError(
-      'cancel sweep without clientId, jobId, a valid shard, cursor or heldUntil',
+      'sweep without its kind, clientId, jobId, a valid shard, cursor or heldUntil',
     );
   }
   return {
-    kind: 'cancel-sweep',
+    kind,
     clientId,
     jobId,
     shard: shard as number,
@@ -125,75 +203,100 @@ export function parseCancelSweep(value: Record<string, unknown>): CancelSweepMes
   };
 }
 
-/** Builds the cancel sweep; `handle` runs one message. */
-export function makeCancelSweep(deps: CancelSweepDeps) {
-  const marginMs = deps.marginMs ?? 20_000;
-  const maxPages = deps.maxPagesPerRun ?? Number.POSITIVE_INFINITY;
-
-  return {
-    /** Runs one sweep message; throws only when the message should be retried. */
-    async handle(message: CancelSweepMessage, ctx: { remainingMs(): number }): Promise<CancelSweepOutcome> {
-      const { clientId, jobId } = message;
-      const job = await deps.jobs.get(clientId, jobId);
-      if (job?.status !== 'cancelled') {
-        return { kind: 'ignored', jobId, reason: `the job is ${job?.status ?? 'gone'}, not cancelled` };
-      }
-      const maxCallSeconds = job.maxCallDurationSeconds ?? DEFAULT_MAX_CALL_SECONDS;
-      let shard = message.shard;
-      let cursor = message.cursor;
-      let heldUntil = message.heldUntil;
-      let cancelled = 0;
-      for (let pages = 0; shard < TASK_SHARDS; pages++) {
-        if (pages >= maxPages || ctx.remainingMs() < marginMs) {
-          const next: CancelSweepMessage = {
-            kind: 'cancel-sweep',
-            clientId,
-            jobId,
-            shard,
-            ...(cursor === undefined ? {} : { cursor }),
-            ...(heldUntil === undefined ? {} : { heldUntil }),
-          };
-          await deps.queue.send(next);
-          return { kind: 'continued', jobId, cancelled, next };
-        }
-        const page = await deps.tasks.sweepPage(jobId, shard, cursor);
-        const now = deps.clock.now();
-        const ending: SweptTask[] = [];
-        const callsNeverEnded: SweptTask[] = [];
-        for (const t of page.tasks) {
-          if (t.state !== 'in-flight') ending.push(t);
-          else {
-            const until = inFlightUntil(t, maxCallSeconds);
-            if (until > now) heldUntil = Math.max(heldUntil ?? 0, until);
-            else if (t.channel === 'message') ending.push(t);
-            else callsNeverEnded.push(t);
-          }
-        }
-        if (ending.length > 0) {
-          cancelled += await deps.tasks.cancelTasks(clientId, jobId, ending, JOB_CANCELLED_REASON, now);
-        }
-        if (callsNeverEnded.length > 0) {
-          cancelled += await deps.tasks.cancelTasks(
-            clientId,
-            jobId,
-            callsNeverEnded,
-            CALL_NEVER_ENDED_REASON,
-            now,
-          );
-        }
-        if (page.next === undefined) {
-          shard++;
-          cursor = undefined;
-        } else cursor = page.next;
-      }
-      if (heldUntil === undefined) return { kind: 'swept', jobId, cancelled };
-      // Some broker held messages or calls: whatever it has not written back once the hold (or the
-      // call's longest duration) passed, its broker is gone. The re-check is a new pass (from shard 0) that forgets this pass's holds.
-      const delaySeconds = recheckDelaySeconds(heldUntil, deps.clock.now());
-      await deps.queue.send(cancelSweepStart(clientId, jobId), { delaySeconds });
-      return { kind: 'recheck', jobId, cancelled, heldUntil, delaySeconds };
-    },
-  };
+/** The tasks of a page a sweep ends, by how it ends them. */
+interface PageEnds {
+  readonly waiting: SweptTask[];
+  readonly heldMessages: SweptTask[];
+  readonly callsNeverEnded: SweptTask[];
 }
 
-export type CancelSweep = ReturnType<typeof makeCancelSweep>;
+/** The sweeps around their ports; {@link handle} runs one queue message. */
+export class JobSweep {
+  readonly #deps: JobSweepDeps;
+  readonly #marginMs: number;
+  readonly #maxPages: number;
+
+  constructor(deps: JobSweepDeps) {
+    this.#deps = deps;
+    this.#marginMs = deps.marginMs ?? 20_000;
+    this.#maxPages = deps.maxPagesPerRun ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Runs one sweep message; throws only when the message should be retried. */
+  async handle(message: JobSweepMessage, ctx: { remainingMs(): number }): Promise<JobSweepOutcome> {
+    const { kind, clientId, jobId } = message;
+    const rules = SWEEPS[kind];
+    const job = await this.#deps.jobs.get(clientId, jobId);
+    const ignored = rules.ignore(job, this.#deps.clock.now());
+    if (ignored !== undefined || !job)
+      return { kind: 'ignored', jobId, reason: ignored ?? 'the job is gone' };
+    const maxCallSeconds = job.maxCallDurationSeconds ?? DEFAULT_MAX_CALL_SECONDS;
+    let { shard, cursor, heldUntil } = message;
+    let ended = 0;
+    for (let pages = 0; shard < TASK_SHARDS; pages++) {
+      if (pages >= this.#maxPages || ctx.remainingMs() < this.#marginMs) {
+        const next: JobSweepMessage = {
+          kind,
+          clientId,
+          jobId,
+          shard,
+          ...(cursor === undefined ? {} : { cursor }),
+          ...(heldUntil === undefined ? {} : { heldUntil }),
+        };
+        await this.#deps.queue.send(next);
+        return { kind: 'continued', jobId, ended, next };
+      }
+      const page = await this.#deps.tasks.sweepPage(jobId, shard, cursor);
+      const now = this.#deps.clock.now();
+      const ends: PageEnds = { waiting: [], heldMessages: [], callsNeverEnded: [] };
+      for (const t of page.tasks) {
+        if (t.state !== 'in-flight') ends.waiting.push(t);
+        else if (t.channel === 'call' && !rules.callNeverEnded) {
+          // Left to its broker: it settles, and retries nothing at or after the job's end.
+        } else {
+          const until = inFlightUntil(t, maxCallSeconds);
+          if (until > now) heldUntil = Math.max(heldUntil ?? 0, until);
+          else if (t.channel === 'message') ends.heldMessages.push(t);
+          else ends.callsNeverEnded.push(t);
+        }
+      }
+      ended += await this.#end(rules, clientId, jobId, ends, now);
+      if (page.next === undefined) {
+        shard++;
+        cursor = undefined;
+      } else cursor = page.next;
+    }
+    if (heldUntil === undefined) return { kind: 'swept', jobId, ended };
+    // Some broker held messages or calls: whatever it has not written back once the hold (or the
+    // call's longest duration) passed, its broker is gone. The re-check is a new pass (from shard 0) that forgets this pass's holds.
+    const delaySeconds = recheckDelaySeconds(heldUntil, this.#deps.clock.now());
+    await this.#deps.queue.send(sweepStart(kind, clientId, jobId), { delaySeconds });
+    return { kind: 'recheck', jobId, ended, heldUntil, delaySeconds };
+  }
+
+  /** Ends a page's tasks, each group with its reason; returns how many ended. */
+  async #end(
+    rules: SweepRules,
+    clientId: string,
+    jobId: string,
+    ends: PageEnds,
+    now: number,
+  ): Promise<number> {
+    const groups: [readonly SweptTask[], SweepEnding | undefined][] = [
+      [ends.waiting, rules.waiting],
+      [ends.heldMessages, rules.heldMessage],
+      [ends.callsNeverEnded, rules.callNeverEnded],
+    ];
+    let ended = 0;
+    for (const [tasks, ending] of groups) {
+      if (tasks.length > 0 && ending)
+        ended += await this.#deps.tasks.endTasks(clientId, jobId, tasks, ending, now);
+    }
+    return ended;
+  }
+}
+
+/** Builds the sweeps (cancel and expire); `handle` runs one message. */
+export function makeJobSweep(deps: JobSweepDeps): JobSweep {
+  return new JobSweep(deps);
+}

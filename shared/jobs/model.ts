@@ -80,6 +80,16 @@ export function canTransition(from: JobStatus, to: JobStatus): boolean {
   return JOB_TRANSITIONS[from].includes(to);
 }
 
+/**
+ * Whether `job` has reached its end at `now`: from `endAt` on (that instant included) no call or
+ * message of it may start, and its tasks not ended yet are to end `expired`. A job without an end
+ * never has. Every place that starts, claims, retries or sweeps asks this; the DynamoDB start
+ * condition says the same (`endAt > :now`).
+ */
+export function jobHasEnded(job: Pick<Job, 'endAt'>, now: number): boolean {
+  return job.endAt !== undefined && now >= job.endAt;
+}
+
 export interface JobCounts {
   /** Data rows read from the file. */
   readonly rows: number;
@@ -90,6 +100,16 @@ export interface JobCounts {
   readonly completed: number;
   readonly failed: number;
   readonly cancelled: number;
+  /**
+   * Tasks ended because the job reached its end (`endAt`) before they did. Absent on jobs stored
+   * before the job end existed: read it with {@link endedTasks}.
+   */
+  readonly expired?: number;
+}
+
+/** Tasks of the job that have ended, whatever the way (completed, failed, cancelled, expired). */
+export function endedTasks(counts: JobCounts): number {
+  return counts.completed + counts.failed + counts.cancelled + (counts.expired ?? 0);
 }
 
 export interface Job {
@@ -102,6 +122,12 @@ export interface Job {
   readonly scenarioId: string;
   /** Epoch ms: not started before. */
   readonly startAt: number;
+  /**
+   * Epoch ms: the job's end (the `endAt` option, or `startAt` + `expireAfter`). No call or message
+   * of the job starts at or after it; its tasks not ended by then end `expired` and the job
+   * completes once its calls in flight have ended (see {@link jobHasEnded}). No end when absent.
+   */
+  readonly endAt?: number;
   /** Overrides the client's calling hours for this job. */
   readonly callingHours?: CallingHours;
   /** Attempts per task, including the first (busy / no-answer / voicemail are retried). */
@@ -127,7 +153,18 @@ export interface Job {
   readonly updatedAt: number;
 }
 
-export type TaskState = 'pending' | 'in-flight' | 'retry-wait' | 'completed' | 'failed' | 'cancelled';
+/**
+ * A task's state (`shared/jobs/task-lifecycle.ts` says which may become which). `expired`: its job
+ * reached its end (`endAt`) before the task did.
+ */
+export type TaskState =
+  | 'pending'
+  | 'in-flight'
+  | 'retry-wait'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'expired';
 
 export interface Task {
   readonly clientId: string;

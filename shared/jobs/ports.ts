@@ -6,6 +6,7 @@
 import type { IngestCounts, IngestCursor } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import type { ClientSettings, Job, JobCounts, JobStatus, Task } from './model.ts';
+import type { SweepEnd } from './task-lifecycle.ts';
 
 export interface ClientStore {
   get(clientId: string): Promise<ClientSettings | undefined>;
@@ -149,11 +150,10 @@ export interface ContinueIngestMessage {
 }
 
 /**
- * A step of a cancelled job's sweep: end the tasks it may end in `shard` from `cursor` on
- * (absent: from the shard's start), then the shards after it.
+ * A step of a job's sweep ({@link JobSweepMessage}): end the tasks it may end in `shard` from
+ * `cursor` on (absent: from the shard's start), then the shards after it.
  */
-export interface CancelSweepMessage {
-  readonly kind: 'cancel-sweep';
+interface SweepStep {
   readonly clientId: string;
   readonly jobId: string;
   readonly shard: number;
@@ -165,20 +165,32 @@ export interface CancelSweepMessage {
   readonly heldUntil?: number;
 }
 
+/** A step of a cancelled job's sweep: its tasks end `cancelled`. */
+export interface CancelSweepMessage extends SweepStep {
+  readonly kind: 'cancel-sweep';
+}
+
+/** A step of the sweep of a job past its end (`endAt`): its tasks end `expired`. */
+export interface ExpireSweepMessage extends SweepStep {
+  readonly kind: 'expire-sweep';
+}
+
+export type JobSweepMessage = CancelSweepMessage | ExpireSweepMessage;
+
 /** How a message is queued. */
 export interface QueueSendOptions {
   /** Seconds before the message can be received (SQS `DelaySeconds`, 0–900). */
   readonly delaySeconds?: number;
 }
 
-/** The ingest queue: continuations of paused ingests and of cancel sweeps. */
+/** The ingest queue: continuations of paused ingests and of the sweeps (cancel, expire). */
 export interface IngestQueue {
-  send(message: ContinueIngestMessage | CancelSweepMessage, options?: QueueSendOptions): Promise<void>;
+  send(message: ContinueIngestMessage | JobSweepMessage, options?: QueueSendOptions): Promise<void>;
 }
 
 /**
- * A task of a cancelled job that the sweep reads: not started (`pending`, `retry-wait`), or a
- * message task `in-flight` under a broker's claim, held until `readyAt`.
+ * A task of a cancelled or ended job that a sweep reads: not started (`pending`, `retry-wait`),
+ * or `in-flight` (a message under a broker's claim, held until `readyAt`; a call since `startedAt`).
  */
 export type SweptTask = Pick<Task, 'taskId' | 'state' | 'channel' | 'readyAt' | 'startedAt'>;
 
@@ -189,7 +201,13 @@ export interface SweptTaskPage {
   readonly next?: string;
 }
 
-/** The tasks table as the cancel sweep sees it. */
+/** How a sweep ends the tasks it reaches, and why. */
+export interface SweepEnding {
+  readonly state: SweepEnd;
+  readonly reason: string;
+}
+
+/** The tasks table as the sweeps (cancel, expire) see it. */
 export interface TaskCanceller {
   /**
    * One page of `shard`'s tasks from `cursor` on that are `pending`, `retry-wait` or `in-flight`
@@ -197,18 +215,19 @@ export interface TaskCanceller {
    */
   sweepPage(jobId: string, shard: number, cursor: string | undefined): Promise<SweptTaskPage>;
   /**
-   * Ends each of `tasks` still as read as `cancelled` with `reason` (out of the outstanding
-   * index): a waiting task if it is still `pending` or `retry-wait`, a message in flight if it is
-   * still `in-flight` with the `readyAt` read (its broker wrote nothing since, nor did another
-   * claim it), a call in flight if it is still `in-flight` with the `startedAt` read. Adds how many it ended to the job's `counts.cancelled` in the same write; a task
-   * that moved on meanwhile is left alone and not counted, so a page done twice counts once.
-   * Returns how many this call ended.
+   * Ends each of `tasks` still as read as `ending.state` (`cancelled` or `expired`) with
+   * `ending.reason` (out of the outstanding index), by the lifecycle's `sweepMove`: a waiting task
+   * if it is still `pending` or `retry-wait`, a message in flight if it is still `in-flight` with
+   * the `readyAt` read (its broker wrote nothing since, nor did another claim it), a call in
+   * flight if it is still `in-flight` with the `startedAt` read. Adds how many it ended to the
+   * job's count of that state in the same write; a task that moved on meanwhile is left alone and
+   * not counted, so a page done twice counts once. Returns how many this call ended.
    */
-  cancelTasks(
+  endTasks(
     clientId: string,
     jobId: string,
     tasks: readonly SweptTask[],
-    reason: string,
+    ending: SweepEnding,
     now: number,
   ): Promise<number>;
 }

@@ -1,20 +1,20 @@
 /**
  * The ingest queue's messages, written and read through this one module: an S3 event notification
  * for an uploaded list (written by S3), a continuation of a paused ingest, or a step of a cancelled
- * job's sweep (both written by Switchboard as JSON).
+ * or ended job's sweep (both written by Switchboard as JSON).
  */
-import { MalformedCancelSweepError, parseCancelSweep } from './cancel.ts';
+import { isJobSweepKind, MalformedCancelSweepError, parseCancelSweep } from './cancel.ts';
 import type { IngestMessage } from './ingest.ts';
-import type { CancelSweepMessage, ContinueIngestMessage } from './ports.ts';
+import type { ContinueIngestMessage, JobSweepMessage } from './ports.ts';
 import { MalformedS3EventError, parseS3Event } from './s3-events.ts';
 
 /** The body of a message Switchboard itself puts on the ingest queue. */
-export function encodeIngestQueueMessage(message: ContinueIngestMessage | CancelSweepMessage): string {
+export function encodeIngestQueueMessage(message: ContinueIngestMessage | JobSweepMessage): string {
   return JSON.stringify(message);
 }
 
 /** The messages of one SQS record; throws {@link MalformedS3EventError} for a body that is neither. */
-export function parseIngestQueueMessage(body: string): (IngestMessage | CancelSweepMessage)[] {
+export function parseIngestQueueMessage(body: string): (IngestMessage | JobSweepMessage)[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -22,7 +22,7 @@ export function parseIngestQueueMessage(body: string): (IngestMessage | CancelSw
     throw new MalformedS3EventError('queue message is not JSON');
   }
   const message = parsed as Partial<Extract<IngestMessage, { kind: 'continue' }>>;
-  if ((parsed as { kind?: unknown })?.kind === 'cancel-sweep') {
+  if (isJobSweepKind((parsed as { kind?: unknown })?.kind)) {
     try {
       return [parseCancelSweep(parsed as Record<string, unknown>)];
     } catch (error) {

@@ -8,8 +8,12 @@
  *      │                    │  ▲   │  └─failed─────────────────▶ failed
  *      │                    │  └───┘ reclaim (message: an older lease holder, or its hold ended)
  *      │                    └──busy, no-answer, released──▶ retry-wait ──start/claim──▶ in-flight
- *      └──────── cancel (job cancelled, opted out) ────────────────────────────────────▶ cancelled
+ *      ├──────── cancel (job cancelled, opted out) ────────────────────────────────────▶ cancelled
+ *      └──────── expire (the job's end passed: waiting, or a message its dead holder left) ─▶ expired
  * ```
+ *
+ * A call in flight when its job ends is not expired: it finishes and settles as usual, except that
+ * a retry due at or after the job's end is not scheduled (the attempt ends `expired` instead).
  *
  * A message's outcome may arrive after its task was released (retry-wait) by the same holder, so
  * a message end is allowed from `retry-wait` as well; a call ends only from `in-flight`, on the
@@ -26,6 +30,14 @@ export const OPTED_OUT_REASON = 'the recipient opted out (unfollowed the channel
 export const OPTED_OUT_MAYBE_SENT_REASON =
   'the recipient opted out (unfollowed the channel) after an attempt whose answer was lost: it may have been delivered';
 
+/** The reason of a task that had not ended when its job reached its end (`endAt`). */
+export const JOB_ENDED_REASON = 'job ended (its endAt passed) before this task was done';
+/** The same, for a message its broker held in flight and never wrote back (it may have been delivered). */
+export const JOB_ENDED_IN_FLIGHT_REASON =
+  'job ended (its endAt passed) while this message was in flight with a broker that stopped: it may have been delivered';
+/** The reason of a call whose retry would have been due at or after its job's end. */
+export const RETRY_AFTER_END_REASON = "job ends before this task's next attempt would be due";
+
 /** A move of a task: the states it may be in before, the state it is in after. */
 export interface TaskMove {
   readonly from: readonly TaskState[];
@@ -35,8 +47,8 @@ export interface TaskMove {
 /** States a task waits in: listed in the `outstanding` index, ready at `readyAt`. */
 export const WAITING_STATES: readonly TaskState[] = ['pending', 'retry-wait'];
 /** States a task never leaves. */
-export const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'cancelled'];
-/** States a task still has work in (the cancel sweep's reach). */
+export const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'cancelled', 'expired'];
+/** States a task still has work in (the sweeps' reach: cancel and expire). */
 export const OPEN_TASK_STATES: readonly TaskState[] = ['pending', 'retry-wait', 'in-flight'];
 
 /** Every move a task may make; adapters build their write conditions from these. */
@@ -55,6 +67,13 @@ export const TASK_MOVES = {
   cancelWaiting: { from: WAITING_STATES, to: ['cancelled'] },
   /** The cancel sweep ends a task in flight, as it read it (a newer write wins). */
   cancelInFlight: { from: ['in-flight'], to: ['cancelled'] },
+  /** The expire sweep ends a waiting task of a job past its end. */
+  expire: { from: WAITING_STATES, to: ['expired'] },
+  /**
+   * The expire sweep ends a message in flight whose claim's hold has passed (its broker is gone,
+   * and no claim of an ended job is allowed), as it read it. A call in flight is never expired.
+   */
+  expireInFlight: { from: ['in-flight'], to: ['expired'] },
 } as const satisfies Record<string, TaskMove>;
 
 export const isFinal = (state: TaskState): boolean => FINAL_TASK_STATES.includes(state);
@@ -87,25 +106,43 @@ export function mayHaveBeenSent(task: { readonly state?: unknown; readonly maybe
   return task.state === 'in-flight' || task.maybeSent === true;
 }
 
+/** How a sweep ends the tasks it reaches: a cancelled job's, or a job's past its end. */
+export type SweepEnd = 'cancelled' | 'expired';
+
+/** The move a sweep that ends tasks as `end` makes for a task it read in `state` (waiting or in flight). */
+export function sweepMove(end: SweepEnd, state: TaskState): TaskMove {
+  const inFlight = state === 'in-flight';
+  if (end === 'cancelled') return inFlight ? TASK_MOVES.cancelInFlight : TASK_MOVES.cancelWaiting;
+  return inFlight ? TASK_MOVES.expireInFlight : TASK_MOVES.expire;
+}
+
 /** Where a message's outcome takes its task: back to wait (same attempt), or to its end. */
 export type MessageOutcomeMove =
   | { readonly move: typeof TASK_MOVES.releaseMessage; readonly state: 'retry-wait' }
   | {
       readonly move: typeof TASK_MOVES.endMessage;
-      readonly state: 'completed' | 'failed' | 'cancelled';
+      readonly state: 'completed' | 'failed' | 'cancelled' | 'expired';
       /** Why it ended (none for a delivery: an earlier reason is cleared). */
       readonly reason?: string;
     };
+
+/** What a released message's move depends on: whether its job was cancelled, or ends before it could wait again. */
+export interface ReleasedJob {
+  readonly cancelled: boolean;
+  /** True when the job has ended by the time the task would be ready again (see `jobHasEnded`). */
+  readonly endedBeforeReady: boolean;
+}
 
 /**
  * The move a message's outcome makes: delivered → completed; failed → failed with its reason;
  * skipped (opted out) → cancelled, saying whether it may have been delivered; released → waits
  * again with the same attempt, unless its job was cancelled meanwhile (→ cancelled: the sweep may
- * have passed already, and a task waiting after it would wait for ever).
+ * have passed already, and a task waiting after it would wait for ever) or has ended by the time
+ * the task would be ready again (→ expired, for the same reason: nothing of it may start then).
  */
 export function messageOutcomeMove(
   outcome: Pick<TaskOutcome, 'kind' | 'reason' | 'lastResult' | 'maybeSent'>,
-  jobCancelled: boolean,
+  job: ReleasedJob,
 ): MessageOutcomeMove {
   const endMessage = TASK_MOVES.endMessage;
   switch (outcome.kind) {
@@ -120,8 +157,8 @@ export function messageOutcomeMove(
         reason: outcome.maybeSent ? OPTED_OUT_MAYBE_SENT_REASON : OPTED_OUT_REASON,
       };
     case 'released':
-      return jobCancelled
-        ? { move: endMessage, state: 'cancelled', reason: JOB_CANCELLED_REASON }
-        : { move: TASK_MOVES.releaseMessage, state: 'retry-wait' };
+      if (job.cancelled) return { move: endMessage, state: 'cancelled', reason: JOB_CANCELLED_REASON };
+      if (job.endedBeforeReady) return { move: endMessage, state: 'expired', reason: JOB_ENDED_REASON };
+      return { move: TASK_MOVES.releaseMessage, state: 'retry-wait' };
   }
 }

@@ -84,6 +84,7 @@ export type JobOptions = Pick<
   | 'channel'
   | 'scenarioId'
   | 'startAt'
+  | 'endAt'
   | 'callingHours'
   | 'maxAttempts'
   | 'retryDelaySeconds'
@@ -150,16 +151,42 @@ function toTemplate(message: z.infer<typeof messageSchema>): MessageTemplate {
   return template;
 }
 
+/** An instant: ISO 8601 with its offset (`2026-11-25T18:00:00+09:00`), or epoch milliseconds. */
+const instantSchema = z.union([
+  z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' }),
+  z.number().int().min(0),
+]);
+
+/** Days, hours, minutes, seconds of an ISO 8601 duration (`P2D`, `PT4H`, `PT90M`, `P1DT12H`). */
+const ISO_DURATION = /^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
+/** The longest `expireAfter`: a year (a longer one is most likely a typo). */
+export const MAX_EXPIRE_AFTER_MS = 366 * 86_400_000;
+
+/**
+ * The length of an ISO 8601 duration in days, hours, minutes and seconds (no years, months or
+ * weeks: their length depends on the calendar), in ms; undefined when `text` is not one.
+ */
+export function isoDurationMs(text: string): number | undefined {
+  const match = ISO_DURATION.exec(text);
+  if (!match || text === 'P' || text.endsWith('T')) return undefined;
+  const [, days, hours, minutes, seconds] = match.map((part) => Number(part ?? 0));
+  return (((days! * 24 + hours!) * 60 + minutes!) * 60 + seconds!) * 1000;
+}
+
+const expireAfterSchema = z.string().refine((text) => {
+  const ms = isoDurationMs(text);
+  return ms !== undefined && ms > 0 && ms <= MAX_EXPIRE_AFTER_MS;
+}, 'must be an ISO 8601 duration from PT1S to P366D, in days, hours, minutes and seconds (e.g. PT4H, PT90M, P2D)');
+
 const jobOptionsSchema = z.strictObject({
   name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
   channel: channelSchema.optional(),
   scenarioId: idSchema.optional(),
-  startAt: z
-    .union([
-      z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' }),
-      z.number().int().min(0),
-    ])
-    .optional(),
+  startAt: instantSchema.optional(),
+  /** The job's end: an instant after `startAt`, not in the past. */
+  endAt: instantSchema.optional(),
+  /** The job's end as a duration after `startAt` (ISO 8601, e.g. `PT4H`); not with `endAt`. */
+  expireAfter: expireAfterSchema.optional(),
   callingHours: z.record(z.string(), z.unknown()).optional(),
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
@@ -211,18 +238,15 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
       `Amazon Connect rings ${CONNECT_RING_TIMEOUT.min} to ${CONNECT_RING_TIMEOUT.max} seconds`,
     );
   }
+  const startAt = data?.startAt === undefined ? now : instantMs(data.startAt);
+  const endAt = data ? jobEnd(errors, data, startAt, now) : undefined;
   if (!data || Object.keys(errors).length > 0) throw new ValidationError('invalid job options', errors);
-  const startAt =
-    data.startAt === undefined
-      ? now
-      : typeof data.startAt === 'number'
-        ? data.startAt
-        : Date.parse(data.startAt);
   return {
     name: data.name,
     channel,
     scenarioId: data.scenarioId ?? client.jobDefaults?.scenarioId ?? JOB_DEFAULTS.scenarioId,
     startAt,
+    ...(endAt === undefined ? {} : { endAt }),
     ...(hours ? { callingHours: hours } : {}),
     maxAttempts: data.maxAttempts ?? client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
     retryDelaySeconds:
@@ -232,6 +256,47 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
   };
+}
+
+function instantMs(value: string | number): number {
+  return typeof value === 'number' ? value : Date.parse(value);
+}
+
+/**
+ * The job's end from `endAt` or `expireAfter` (counted from `startAt`), checked against the start
+ * and against `now`; undefined when neither is given or one is wrong (the error is added).
+ */
+function jobEnd(
+  errors: Record<string, string[]>,
+  options: { readonly endAt?: string | number; readonly expireAfter?: string },
+  startAt: number,
+  now: number,
+): number | undefined {
+  if (options.endAt !== undefined && options.expireAfter !== undefined) {
+    add(errors, 'endAt', 'give endAt or expireAfter, not both');
+    add(errors, 'expireAfter', 'give endAt or expireAfter, not both');
+    return undefined;
+  }
+  const field = options.endAt === undefined ? 'expireAfter' : 'endAt';
+  const endAt =
+    options.endAt !== undefined
+      ? instantMs(options.endAt)
+      : options.expireAfter !== undefined
+        ? startAt + isoDurationMs(options.expireAfter)!
+        : undefined;
+  if (endAt === undefined) return undefined;
+  if (endAt <= startAt) {
+    add(errors, field, `must end after startAt (${new Date(startAt).toISOString()})`);
+  } else if (endAt <= now) {
+    add(
+      errors,
+      field,
+      field === 'endAt'
+        ? 'is in the past'
+        : `ends in the past: startAt + expireAfter is ${new Date(endAt).toISOString()}`,
+    );
+  }
+  return endAt;
 }
 
 /**
@@ -247,7 +312,7 @@ export function jobOptionsFromQuery(
     if (value === undefined) continue;
     if (key === 'maxAttempts' || key === 'retryDelaySeconds' || key === 'ringTimeoutSeconds') {
       out[key] = numberOr(value);
-    } else if (key === 'startAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
+    } else if (key === 'startAt' || key === 'endAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
     else if (key === 'message' && value.trimStart().startsWith('{')) {
       try {
         out[key] = JSON.parse(value);

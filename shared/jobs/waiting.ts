@@ -5,15 +5,22 @@
  * work it out from the client's hours.
  */
 import { effectiveCallingHours, isOpen, nextOpening, wallTimeAt } from '#shared/pacing/calling-hours.ts';
-import type { ClientSettings, Job } from './model.ts';
+import { type ClientSettings, type Job, jobHasEnded } from './model.ts';
 
 /**
  * - `start-time`: scheduled for later (`startAt`);
  * - `client-paused`: the whole client is paused (`POST /clients/{id}/pause`);
  * - `calling-hours`: outside the job's (or the client's) calling hours;
- * - `concurrent-limit`: as many calls in flight as the client's contract allows.
+ * - `concurrent-limit`: as many calls in flight as the client's contract allows;
+ * - `job-ended`: the job reached its end (`endAt`): nothing of it starts again; it completes once
+ *   its calls in flight have ended and its other tasks have been expired.
  */
-export type JobWaitReason = 'start-time' | 'client-paused' | 'calling-hours' | 'concurrent-limit';
+export type JobWaitReason =
+  | 'start-time'
+  | 'client-paused'
+  | 'calling-hours'
+  | 'concurrent-limit'
+  | 'job-ended';
 
 export interface JobWaiting {
   readonly reason: JobWaitReason;
@@ -31,9 +38,16 @@ export interface JobWaitingInput {
   readonly callsInFlight?: number;
 }
 
-/** Whether a call or message of `job` may start now: the client not paused, inside the hours that apply. */
+/**
+ * Whether a call or message of `job` may start now: the job not past its end, the client not
+ * paused, inside the hours that apply.
+ */
 export function mayStartNow(client: ClientSettings, job: Job, now: number): boolean {
-  return !client.paused && isOpen(effectiveCallingHours(client.callingHours, job.callingHours), now);
+  return (
+    !jobHasEnded(job, now) &&
+    !client.paused &&
+    isOpen(effectiveCallingHours(client.callingHours, job.callingHours), now)
+  );
 }
 
 /** Why `job` is not starting calls or messages now, or undefined when nothing holds it back. */
@@ -41,6 +55,12 @@ export function jobWaitingFor(input: JobWaitingInput): JobWaiting | undefined {
   const { job, client, now } = input;
   if (job.status !== 'scheduled' && job.status !== 'running') return undefined;
   const zone = client.timeZone;
+  if (jobHasEnded(job, now)) {
+    return {
+      reason: 'job-ended',
+      message: `the job ended at ${localTime(zone, job.endAt!)}: nothing more starts; tasks not done expire, and it completes once its calls in flight end`,
+    };
+  }
   if (job.status === 'scheduled' && job.startAt > now) {
     return at('start-time', job.startAt, `scheduled to start at ${localTime(zone, job.startAt)}`);
   }

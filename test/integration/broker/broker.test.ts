@@ -404,6 +404,8 @@ describe('a broker killed with only calls in flight, their callbacks lost', () =
     return makeRunJobManager({
       store: makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable }),
       scaler: { setDesiredCount: async () => {} },
+      // No job of this suite has an end: nothing is ever queued.
+      sweeps: { send: async () => {} },
       clock: { now: () => Date.now() },
       maxBrokers: 10,
       desiredVersion: () => 'v1',

@@ -19,7 +19,7 @@ import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import { cancelSweepStart, makeCancelSweep } from '#shared/jobs/cancel.ts';
+import { cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
 import { OPTED_OUT_MAYBE_SENT_REASON, OPTED_OUT_REASON } from '#shared/jobs/task-lifecycle.ts';
@@ -492,7 +492,7 @@ describe('a message job served by the broker', () => {
 
     // The sweep the cancel queued ends every task still waiting.
     const continuations: CancelSweepMessage[] = [];
-    const sweep = makeCancelSweep({
+    const sweep = makeJobSweep({
       jobs,
       tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
       queue: { send: async (m) => void (m.kind === 'cancel-sweep' && continuations.push(m)) },

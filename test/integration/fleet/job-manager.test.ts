@@ -92,6 +92,8 @@ function manager(now: number, maxBrokers = 10) {
   const run = makeRunJobManager({
     store,
     scaler,
+    // No job of this suite has an end: nothing is ever queued.
+    sweeps: { send: async () => {} },
     clock: { now: () => now },
     maxBrokers,
     desiredVersion: () => 'v7',
@@ -291,6 +293,7 @@ describe('the local job manager driving the local fleet', () => {
       doc: cloud.doc,
       controlTable,
       tasksTable,
+      cloud: cloud.info,
       fleet,
       maxBrokers: 1,
       log: makeLogger('job-manager', { write: () => {} }),

@@ -14,7 +14,7 @@ import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
-import { CALL_NEVER_ENDED_REASON, cancelSweepStart, makeCancelSweep } from '#shared/jobs/cancel.ts';
+import { CALL_NEVER_ENDED_REASON, cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
@@ -250,7 +250,7 @@ describe('cancelling a job', () => {
     const store = makeDynamoJobStore(cloud.doc, controlTable);
     const job = (await store.get(clientId, jobId))!;
     expect((await store.transition(job, 'cancelled', Date.now())).ok).toBe(true);
-    const sweep = makeCancelSweep({
+    const sweep = makeJobSweep({
       jobs: store,
       tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
       queue: {
@@ -302,14 +302,14 @@ describe('a call its dead broker left in flight', () => {
     expect((await store.transition((await store.get(clientId, jobId))!, 'cancelled', Date.now())).ok).toBe(
       true,
     );
-    const sweep = makeCancelSweep({
+    const sweep = makeJobSweep({
       jobs: store,
       tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
       queue: { send: async () => {} },
       clock: { now: () => Date.now() },
     });
     const outcome = await sweep.handle(cancelSweepStart(clientId, jobId), { remainingMs: () => 600_000 });
-    expect(outcome).toEqual({ kind: 'swept', jobId, cancelled: 3 });
+    expect(outcome).toEqual({ kind: 'swept', jobId, ended: 3 });
     const after = new Map((await tasksOf(jobId)).map((t) => [t.taskId, t]));
     expect(after.get(orphan.taskId)).toMatchObject({ state: 'cancelled', reason: CALL_NEVER_ENDED_REASON });
     expect([...after.values()].every((t) => t.state === 'cancelled')).toBe(true);
@@ -363,13 +363,21 @@ describe('cancelling a message job while messages are in flight', () => {
       channel: 'message' as const,
       readyAt: heldUntil,
     };
-    expect(await canceller.cancelTasks(clientId, jobId, [stale], JOB_CANCELLED_REASON, late)).toBe(0);
+    expect(
+      await canceller.endTasks(
+        clientId,
+        jobId,
+        [stale],
+        { state: 'cancelled', reason: JOB_CANCELLED_REASON },
+        late,
+      ),
+    ).toBe(0);
     expect((await tasksOf(jobId)).find((t) => t.taskId === held2.taskId)?.state).toBe('in-flight');
 
     // The re-check, run when its delay is over: the live broker died too, nothing was written back.
     const queued: { message: unknown; options?: QueueSendOptions }[] = [];
     const store = makeDynamoJobStore(cloud.doc, controlTable);
-    const recheck = makeCancelSweep({
+    const recheck = makeJobSweep({
       jobs: store,
       tasks: canceller,
       queue: {
@@ -378,7 +386,7 @@ describe('cancelling a message job while messages are in flight', () => {
       clock: { now: () => late },
     });
     const outcome = await recheck.handle(cancelSweepStart(clientId, jobId), { remainingMs: () => 600_000 });
-    expect(outcome).toEqual({ kind: 'swept', jobId, cancelled: 2 });
+    expect(outcome).toEqual({ kind: 'swept', jobId, ended: 2 });
     expect(queued).toEqual([]);
     const after = await tasksOf(jobId);
     expect(after.every((t) => t.state === 'cancelled' && t.reason === JOB_CANCELLED_REASON)).toBe(true);

@@ -90,6 +90,7 @@ describe('a list uploaded through the presigned URL', () => {
       completed: 0,
       failed: 0,
       cancelled: 0,
+      expired: 0,
       outstanding: 4,
     });
 

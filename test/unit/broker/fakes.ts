@@ -15,7 +15,7 @@ import type {
 } from '#shared/broker/ports.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { type FleetWork, fleetWorkItem } from '#shared/fleet/work-list.ts';
-import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, jobHasEnded, type Task } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';
 import type {
@@ -139,7 +139,9 @@ export class MemoryTaskStore implements BrokerTaskStore {
   async start(task: Task, fence: Fence): Promise<StartResult> {
     if (!this.leases.fence(fence.clientId, fence.owner, fence.token, fence.now)) return { kind: 'fenced' };
     const current = this.tasks.get(key(task));
-    const running = this.jobs.get(`${task.clientId}/${task.jobId}`)?.status === 'running';
+    const job = this.jobs.get(`${task.clientId}/${task.jobId}`);
+    // As the DynamoDB start's condition: running, and not past its end at the fence's time.
+    const running = job?.status === 'running' && !jobHasEnded(job, fence.now);
     if (
       !current ||
       !running ||
@@ -175,7 +177,7 @@ export class MemoryTaskStore implements BrokerTaskStore {
       ...rest,
       state: settlement.state,
       lastResult: settlement.lastResult,
-      ...(settlement.state === 'failed' || settlement.state === 'cancelled'
+      ...(settlement.state === 'failed' || settlement.state === 'cancelled' || settlement.state === 'expired'
         ? { reason: settlement.reason }
         : {}),
       ...(settlement.state === 'retry-wait' ? { readyAt: settlement.readyAt } : {}),

@@ -7,6 +7,7 @@ import { makeLogger } from '#shared/adapters/powertools.ts';
 import { InvalidJobManagerOptionsError, makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
+import { memoryQueue } from '../jobs/fakes.ts';
 import { client, job, MINUTE, NOW, task, weekdays } from './fakes.ts';
 
 const scheduledEvent = JSON.parse(
@@ -22,16 +23,18 @@ function setup(options: { maxBrokers?: number; now?: number; version?: string } 
   const store = new MemoryFleetStore();
   const scaler = recordingScaler();
   const clock = { now: () => options.now ?? NOW };
+  const sweeps = memoryQueue();
   const run = makeRunJobManager({
     store,
     scaler,
+    sweeps,
     clock,
     maxBrokers: options.maxBrokers ?? 10,
     desiredVersion: () => options.version ?? 'v1',
   });
   const addClient = (id: string, hours = weekdays('Asia/Tokyo', '09:00', '18:00'), paused = false) =>
     store.clients.set(id, { settings: client(id, hours), paused });
-  return { store, scaler, run, addClient };
+  return { store, scaler, sweeps, run, addClient };
 }
 
 describe('the job manager', () => {
@@ -101,6 +104,7 @@ describe('the job manager', () => {
     const run = makeRunJobManager({
       store,
       scaler: recordingScaler(),
+      sweeps: memoryQueue(),
       clock: { now: () => now },
       maxBrokers: 10,
       desiredVersion: () => 'v1',

@@ -5,10 +5,10 @@ import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import {
   CALL_END_GRACE_MS,
   CALL_NEVER_ENDED_REASON,
-  type CancelSweepOutcome,
   cancelSweepStart,
+  type JobSweepOutcome,
   MAX_RECHECK_DELAY_SECONDS,
-  makeCancelSweep,
+  makeJobSweep,
   recheckDelaySeconds,
 } from '#shared/jobs/cancel.ts';
 import {
@@ -19,12 +19,10 @@ import {
   taskShard,
 } from '#shared/jobs/model.ts';
 import type {
-  CancelSweepMessage,
   ContinueIngestMessage,
   IngestQueue,
+  JobSweepMessage,
   QueueSendOptions,
-  SweptTask,
-  TaskCanceller,
 } from '#shared/jobs/ports.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
@@ -34,6 +32,7 @@ import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
 import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { clientSettings, MemoryTaskStore } from '../broker/fakes.ts';
 import {
+  memoryCanceller,
   memoryClients,
   memoryFiles,
   memoryJobs,
@@ -45,69 +44,6 @@ import {
 
 const NOW = Date.parse('2026-11-23T01:00:00Z');
 const JOB_ID = '01JD0000000000000000000001';
-
-/**
- * The tasks table as the sweep sees it, over the in-memory tasks: pages of `pageItems` items
- * read in key order before the filter (as a DynamoDB Query with a FilterExpression: waiting
- * tasks and tasks in flight), and the job's count moved with each ended group. A task ends only if
- * it is still as read: waiting, a message in flight with the same hold end, a call in flight with
- * the same start.
- */
-function memoryCanceller(
-  tasks: ReturnType<typeof memoryTasks>,
-  jobs: ReturnType<typeof memoryJobs>,
-  pageItems = 3,
-): TaskCanceller & { writes: number } {
-  const waiting = (t: Pick<Task, 'state'>) => t.state === 'pending' || t.state === 'retry-wait';
-  const read = (t: Task) => waiting(t) || t.state === 'in-flight';
-  const canceller = {
-    writes: 0,
-    async sweepPage(jobId: string, shard: number, cursor: string | undefined) {
-      const inShard = [...tasks.all.values()]
-        .filter((t) => t.jobId === jobId && taskShard(t.taskId) === shard)
-        .sort((a, b) => (a.taskId < b.taskId ? -1 : 1))
-        .filter((t) => cursor === undefined || t.taskId > cursor);
-      const items = inShard.slice(0, pageItems);
-      const more = inShard.length > pageItems;
-      return {
-        tasks: items.filter(read).map((t) => ({
-          taskId: t.taskId,
-          state: t.state,
-          channel: t.channel,
-          readyAt: t.readyAt,
-          ...(t.startedAt === undefined ? {} : { startedAt: t.startedAt }),
-        })),
-        ...(more ? { next: items.at(-1)!.taskId } : {}),
-      };
-    },
-    async cancelTasks(
-      clientId: string,
-      jobId: string,
-      group: readonly SweptTask[],
-      reason: string,
-      now: number,
-    ) {
-      canceller.writes++;
-      let ended = 0;
-      for (const seen of group) {
-        const t = tasks.all.get(`${jobId}/${seen.taskId}`);
-        const asRead =
-          seen.state !== 'in-flight'
-            ? t !== undefined && waiting(t)
-            : seen.channel === 'message'
-              ? t?.state === 'in-flight' && t.readyAt === seen.readyAt
-              : t?.state === 'in-flight' && t.startedAt === seen.startedAt;
-        if (!t || !asRead) continue;
-        tasks.all.set(`${jobId}/${seen.taskId}`, { ...t, state: 'cancelled', reason, updatedAt: now });
-        ended++;
-      }
-      const row = jobs.rows.get(`${clientId}/${jobId}`)!;
-      row.job = { ...row.job, counts: { ...row.job.counts, cancelled: row.job.counts.cancelled + ended } };
-      return ended;
-    },
-  };
-  return canceller;
-}
 
 function task(i: number, state: TaskState): Task {
   return {
@@ -172,7 +108,7 @@ async function world(status: Job['status'] = 'running') {
     clock,
   });
   const canceller = memoryCanceller(tasks, jobs);
-  const sweep = makeCancelSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
+  const sweep = makeJobSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
   const ctx = { remainingMs: () => 600_000 };
   const states = () => {
     const by: Partial<Record<TaskState, number>> = {};
@@ -203,12 +139,12 @@ describe('cancelling a job', () => {
     expect(w.queue.sent).toEqual([{ kind: 'cancel-sweep', clientId: 'acme', jobId: JOB_ID, shard: 0 }]);
     let runs = 0;
     let swept = 0;
-    let last: CancelSweepOutcome | undefined;
+    let last: JobSweepOutcome | undefined;
     while (w.queue.sent.length > 0 && last?.kind !== 'recheck') {
-      const message = w.queue.sent.shift() as CancelSweepMessage;
+      const message = w.queue.sent.shift() as JobSweepMessage;
       last = await w.sweep.handle(message, w.ctx);
       runs++;
-      if (last.kind !== 'ignored') swept += last.cancelled;
+      if (last.kind !== 'ignored') swept += last.ended;
     }
     expect(runs).toBeGreaterThan(1);
     // Calls in flight are left to their broker (the call's end settles them), and looked at again
@@ -234,7 +170,7 @@ describe('cancelling a job', () => {
     await w.api.changeStatus('acme', JOB_ID, 'cancel');
     const drain = async (redeliver: boolean) => {
       for (;;) {
-        const message = w.queue.sent.shift() as CancelSweepMessage | undefined;
+        const message = w.queue.sent.shift() as JobSweepMessage | undefined;
         if (!message) return;
         const outcome = await w.sweep.handle(message, w.ctx);
         if (redeliver) {
@@ -258,7 +194,7 @@ describe('cancelling a job', () => {
   it('stops in time and continues from the shard and page it reached', async () => {
     const w = await world('cancelled');
     let left = 3;
-    const sweep = makeCancelSweep({
+    const sweep = makeJobSweep({
       jobs: w.jobs,
       tasks: w.canceller,
       queue: w.queue,
@@ -271,13 +207,13 @@ describe('cancelling a job', () => {
     );
     expect(outcome.kind).toBe('continued');
     expect(w.queue.sent).toHaveLength(1);
-    const next = w.queue.sent[0] as CancelSweepMessage;
+    const next = w.queue.sent[0] as JobSweepMessage;
     expect(next).toEqual(outcome.kind === 'continued' ? outcome.next : undefined);
     const ended = w.states().cancelled ?? 0;
     expect(ended).toBeGreaterThan(0);
     expect(ended).toBeLessThan(expected.waiting);
     const rest = await sweep.handle(next, { remainingMs: () => 60_000 });
-    expect(rest).toMatchObject({ kind: 'recheck', cancelled: expected.waiting - ended });
+    expect(rest).toMatchObject({ kind: 'recheck', ended: expected.waiting - ended });
     expect(w.states().cancelled).toBe(expected.waiting);
   });
 
@@ -295,19 +231,19 @@ describe('cancelling a job', () => {
   it('ends a call its dead broker left in flight once its longest duration and a grace have passed', async () => {
     const w = await world('cancelled');
     const sweepAt = (now: number) =>
-      makeCancelSweep({ jobs: w.jobs, tasks: w.canceller, queue: w.queue, clock: { now: () => now } });
+      makeJobSweep({ jobs: w.jobs, tasks: w.canceller, queue: w.queue, clock: { now: () => now } });
     // Before: the calls are left to their broker, and a re-check is asked for after the grace.
     const early = await sweepAt(CALLS_HELD_UNTIL - 1).handle(cancelSweepStart('acme', JOB_ID), w.ctx);
     expect(early).toMatchObject({
       kind: 'recheck',
-      cancelled: expected.waiting,
+      ended: expected.waiting,
       heldUntil: CALLS_HELD_UNTIL,
     });
     expect(w.states()['in-flight']).toBe(expected.inFlight);
     // At the re-check no end came: the calls end cancelled, saying why, and are counted.
     w.queue.sent.length = 0;
     const late = await sweepAt(CALLS_HELD_UNTIL).handle(cancelSweepStart('acme', JOB_ID), w.ctx);
-    expect(late).toEqual({ kind: 'swept', jobId: JOB_ID, cancelled: expected.inFlight });
+    expect(late).toEqual({ kind: 'swept', jobId: JOB_ID, ended: expected.inFlight });
     expect(w.states()).toEqual({
       cancelled: expected.waiting + expected.inFlight,
       completed: expected.completed,
@@ -324,7 +260,15 @@ describe('cancelling a job', () => {
     expect(seen).toMatchObject({ state: 'in-flight', startedAt: CALLS_STARTED_AT });
     const key = `${JOB_ID}/task-0005`;
     w.tasks.all.set(key, { ...w.tasks.all.get(key)!, startedAt: NOW, attempts: 2 });
-    expect(await w.canceller.cancelTasks('acme', JOB_ID, [seen], CALL_NEVER_ENDED_REASON, NOW)).toBe(0);
+    expect(
+      await w.canceller.endTasks(
+        'acme',
+        JOB_ID,
+        [seen],
+        { state: 'cancelled', reason: CALL_NEVER_ENDED_REASON },
+        NOW,
+      ),
+    ).toBe(0);
     expect(w.tasks.all.get(key)!.state).toBe('in-flight');
   });
 
@@ -389,6 +333,7 @@ describe('cancelling a job', () => {
     const run = makeRunJobManager({
       store,
       scaler: { setDesiredCount: async () => {} },
+      sweeps: memoryQueue(),
       clock: { now: () => NOW },
       maxBrokers: 5,
       desiredVersion: () => 'v1',
@@ -426,7 +371,7 @@ const LATEST_HOLD = Math.max(...HELD.map((t) => t.readyAt));
 const DELIVERED = MESSAGE_TASKS.filter((t) => t.state === 'completed').length;
 const WAITING = MESSAGE_TASKS.filter((t) => t.state === 'pending' || t.state === 'retry-wait').length;
 
-type Sent = { readonly message: ContinueIngestMessage | CancelSweepMessage; readonly delaySeconds?: number };
+type Sent = { readonly message: ContinueIngestMessage | JobSweepMessage; readonly delaySeconds?: number };
 
 /** The ingest queue, keeping each message's delay. */
 function delayingQueue(): IngestQueue & { sent: Sent[] } {
@@ -482,7 +427,7 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
     clock,
   });
   const canceller = memoryCanceller(tasks, jobs);
-  const sweep = makeCancelSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
+  const sweep = makeJobSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
   const ctx = { remainingMs: () => 600_000 };
   const key = (taskId: string) => `${JOB_ID}/${taskId}`;
   const w = {
@@ -519,9 +464,9 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
      * continuations); returns the pass's last outcome, how many it ended, and what it queued with
      * a delay.
      */
-    async pass(): Promise<{ last: CancelSweepOutcome; cancelled: number; delayed: Sent[] }> {
+    async pass(): Promise<{ last: JobSweepOutcome; cancelled: number; delayed: Sent[] }> {
       const delayed: Sent[] = [];
-      let last: CancelSweepOutcome | undefined;
+      let last: JobSweepOutcome | undefined;
       let cancelled = 0;
       while (queue.sent.length > 0) {
         const sent = queue.sent.shift()!;
@@ -529,8 +474,8 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
           delayed.push(sent);
           continue;
         }
-        last = await sweep.handle(sent.message as CancelSweepMessage, ctx);
-        if (last.kind !== 'ignored') cancelled += last.cancelled;
+        last = await sweep.handle(sent.message as JobSweepMessage, ctx);
+        if (last.kind !== 'ignored') cancelled += last.ended;
       }
       return { last: last!, cancelled, delayed };
     },
@@ -598,12 +543,12 @@ describe('cancelling a message job whose messages are in flight', () => {
     await w.api.changeStatus('acme', JOB_ID, 'cancel');
     // The broker of the "dead" claims was only late: it writes each back just before the sweep's write.
     const racing = new Set(DEAD);
-    const cancelTasks = w.canceller.cancelTasks.bind(w.canceller);
-    w.canceller.cancelTasks = async (clientId, jobId, group, reason, now) => {
+    const endTasks = w.canceller.endTasks.bind(w.canceller);
+    w.canceller.endTasks = async (clientId, jobId, group, ending, now) => {
       for (const seen of group) {
         if (racing.delete(seen.taskId)) w.brokerWrites(seen.taskId, 'delivered');
       }
-      return cancelTasks(clientId, jobId, group, reason, now);
+      return endTasks(clientId, jobId, group, ending, now);
     };
     const first = await w.pass();
     w.at(LATEST_HOLD + 1);
@@ -629,11 +574,11 @@ describe('cancelling a message job whose messages are in flight', () => {
           delayed.push(sent);
           continue;
         }
-        await w.sweep.handle(sent.message as CancelSweepMessage, w.ctx);
+        await w.sweep.handle(sent.message as JobSweepMessage, w.ctx);
         // The redelivered copy: its continuation duplicates one already queued, so it is dropped;
         // a re-check it queues is a second, real message (SQS would deliver it).
         const before = w.queue.sent.length;
-        await w.sweep.handle(sent.message as CancelSweepMessage, w.ctx);
+        await w.sweep.handle(sent.message as JobSweepMessage, w.ctx);
         const extra = w.queue.sent.splice(before);
         delayed.push(...extra.filter((e) => e.delaySeconds !== undefined));
       }
@@ -659,7 +604,7 @@ describe('cancelling a message job whose messages are in flight', () => {
     ]);
     await w.api.changeStatus('acme', JOB_ID, 'cancel');
     const delays: number[] = [];
-    let outcome: CancelSweepOutcome | undefined;
+    let outcome: JobSweepOutcome | undefined;
     for (let now = NOW; ; ) {
       const { last, delayed } = await w.pass();
       outcome = last;
@@ -680,21 +625,21 @@ describe('cancelling a message job whose messages are in flight', () => {
     const held = { ...HELD[0]!, readyAt: NOW + 5 * MINUTE };
     const w = await messageWorld([held]);
     await w.api.changeStatus('acme', JOB_ID, 'cancel');
-    const sweep = makeCancelSweep({
+    const sweep = makeJobSweep({
       jobs: w.jobs,
       tasks: w.canceller,
       queue: w.queue,
       clock: { now: () => NOW },
       maxPagesPerRun: 1,
     });
-    const continued: CancelSweepMessage[] = [];
-    let last: CancelSweepOutcome | undefined;
+    const continued: JobSweepMessage[] = [];
+    let last: JobSweepOutcome | undefined;
     for (
       let sent = w.queue.sent.shift();
       sent?.delaySeconds === undefined && sent;
       sent = w.queue.sent.shift()
     ) {
-      last = await sweep.handle(sent.message as CancelSweepMessage, w.ctx);
+      last = await sweep.handle(sent.message as JobSweepMessage, w.ctx);
       if (last.kind === 'continued') continued.push(last.next);
     }
     const heldShard = taskShard(held.taskId);

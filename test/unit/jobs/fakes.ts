@@ -4,12 +4,15 @@ import type { ReportEntry } from '#shared/csv/report.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import { type ClientSettings, type Job, type JobStatus, type Task, taskShard } from '#shared/jobs/model.ts';
 import type {
-  CancelSweepMessage,
   ClientStore,
   ContinueIngestMessage,
   IngestQueue,
   IngestState,
   JobStore,
+  JobSweepMessage,
+  SweepEnding,
+  SweptTask,
+  TaskCanceller,
   TaskStore,
   UploadFiles,
   ValidationReportStore,
@@ -191,9 +194,81 @@ export function memoryReports(): ValidationReportStore & { pages: Map<string, Re
   };
 }
 
-export function memoryQueue(): IngestQueue & { sent: (ContinueIngestMessage | CancelSweepMessage)[] } {
-  const sent: (ContinueIngestMessage | CancelSweepMessage)[] = [];
+export function memoryQueue(): IngestQueue & { sent: (ContinueIngestMessage | JobSweepMessage)[] } {
+  const sent: (ContinueIngestMessage | JobSweepMessage)[] = [];
   return { sent, send: async (m) => void sent.push(m) };
+}
+
+/**
+ * The tasks table as the sweeps see it, over the in-memory tasks: pages of `pageItems` items
+ * read in key order before the filter (as a DynamoDB Query with a FilterExpression: waiting
+ * tasks and tasks in flight), and the job's count of the sweep's end moved with each ended group.
+ * A task ends only if it is still as read: waiting, a message in flight with the same hold end, a
+ * call in flight with the same start.
+ */
+export function memoryCanceller(
+  tasks: ReturnType<typeof memoryTasks>,
+  jobs: ReturnType<typeof memoryJobs>,
+  pageItems = 3,
+): TaskCanceller & { writes: number } {
+  const waiting = (t: Pick<Task, 'state'>) => t.state === 'pending' || t.state === 'retry-wait';
+  const read = (t: Task) => waiting(t) || t.state === 'in-flight';
+  const canceller = {
+    writes: 0,
+    async sweepPage(jobId: string, shard: number, cursor: string | undefined) {
+      const inShard = [...tasks.all.values()]
+        .filter((t) => t.jobId === jobId && taskShard(t.taskId) === shard)
+        .sort((a, b) => (a.taskId < b.taskId ? -1 : 1))
+        .filter((t) => cursor === undefined || t.taskId > cursor);
+      const items = inShard.slice(0, pageItems);
+      const more = inShard.length > pageItems;
+      return {
+        tasks: items.filter(read).map((t) => ({
+          taskId: t.taskId,
+          state: t.state,
+          channel: t.channel,
+          readyAt: t.readyAt,
+          ...(t.startedAt === undefined ? {} : { startedAt: t.startedAt }),
+        })),
+        ...(more ? { next: items.at(-1)!.taskId } : {}),
+      };
+    },
+    async endTasks(
+      clientId: string,
+      jobId: string,
+      group: readonly SweptTask[],
+      ending: SweepEnding,
+      now: number,
+    ) {
+      canceller.writes++;
+      let ended = 0;
+      for (const seen of group) {
+        const t = tasks.all.get(`${jobId}/${seen.taskId}`);
+        const asRead =
+          seen.state !== 'in-flight'
+            ? t !== undefined && waiting(t)
+            : seen.channel === 'message'
+              ? t?.state === 'in-flight' && t.readyAt === seen.readyAt
+              : t?.state === 'in-flight' && t.startedAt === seen.startedAt;
+        if (!t || !asRead) continue;
+        tasks.all.set(`${jobId}/${seen.taskId}`, {
+          ...t,
+          state: ending.state,
+          reason: ending.reason,
+          updatedAt: now,
+        });
+        ended++;
+      }
+      const row = jobs.rows.get(`${clientId}/${jobId}`)!;
+      const counts = row.job.counts;
+      row.job = {
+        ...row.job,
+        counts: { ...counts, [ending.state]: (counts[ending.state] ?? 0) + ended },
+      };
+      return ended;
+    },
+  };
+  return canceller;
 }
 
 export const TOKYO_CLIENT = {

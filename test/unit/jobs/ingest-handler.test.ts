@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { makeIngestHandler } from '#lambdas/ingest/handler.ts';
-import { makeCancelSweep } from '#shared/jobs/cancel.ts';
+import { makeJobSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
 import { parseIngestQueueMessage as ingestMessages } from '#shared/jobs/queue-message.ts';
 import { MalformedS3EventError } from '#shared/jobs/s3-events.ts';
@@ -59,16 +59,16 @@ describe('ingest handler', () => {
         return { kind: 'ignored', reason: 'test' };
       },
     };
-    const cancelSweep = makeCancelSweep({
+    const sweep = makeJobSweep({
       jobs: { get: async () => undefined },
       tasks: {
         sweepPage: async () => ({ tasks: [] }),
-        cancelTasks: async () => 0,
+        endTasks: async () => 0,
       },
       queue: { send: async () => {} },
       clock: { now: () => 0 },
     });
-    const handler = makeIngestHandler({ ingest, cancelSweep, log: silentLogger });
+    const handler = makeIngestHandler({ ingest, sweep, log: silentLogger });
     const event: SQSEvent = {
       Records: [
         record('a', s3Event),

@@ -49,7 +49,7 @@ function world(options: { maxRowsPerRun?: number; batchSize?: number; optedOut?:
     const outcomes = [await ingest.handle(first, ctx)];
     while (queue.sent.length > 0) {
       const next = queue.sent.shift()!;
-      if (next.kind !== 'cancel-sweep') outcomes.push(await ingest.handle(next, ctx));
+      if (next.kind === 'continue') outcomes.push(await ingest.handle(next, ctx));
     }
     return outcomes;
   };
@@ -89,6 +89,7 @@ describe('ingest of an uploaded list', () => {
       completed: 0,
       failed: 0,
       cancelled: 0,
+      expired: 0,
       outstanding: 4,
     });
     const tasks = [...w.tasks.all.values()].sort((a, b) => a.row - b.row);
