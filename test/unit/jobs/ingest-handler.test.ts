@@ -38,6 +38,13 @@ describe('ingest queue messages', () => {
     ).toEqual([
       { kind: 'cancel-sweep', clientId: 'acme', jobId: 'J', shard: 7, heldUntil: 1_795_000_000_000 },
     ]);
+    // The sweep of a job past its end travels the same way, and continues as what it is.
+    expect(
+      ingestMessages('{"kind":"expire-sweep","clientId":"acme","jobId":"J","shard":2,"cursor":"t-3"}'),
+    ).toEqual([{ kind: 'expire-sweep', clientId: 'acme', jobId: 'J', shard: 2, cursor: 't-3' }]);
+    expect(() => ingestMessages('{"kind":"expire-sweep","clientId":"acme","shard":0}')).toThrow(
+      MalformedS3EventError,
+    );
     expect(() => ingestMessages('{"kind":"cancel-sweep","clientId":"acme","jobId":"J","shard":99}')).toThrow(
       MalformedS3EventError,
     );

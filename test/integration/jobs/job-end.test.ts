@@ -1,0 +1,293 @@
+/**
+ * A job's end (issue 14 #6) on the local cloud: the operator API and the ingest poller behind the
+ * API Gateway stand-in, DynamoDB Local, the broker's start and settle transactions, the job
+ * manager and the expire sweep. Time is injected where the rule is applied (the job manager, the
+ * sweep, the broker's start and settle); the one test of the ingest queue's path moves the job's
+ * end into the past instead of waiting for it.
+ */
+import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
+import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
+import type { Fence } from '#shared/broker/ports.ts';
+import { settleFromSnapshot } from '#shared/broker/settle.ts';
+import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import type { FleetStore } from '#shared/fleet/ports.ts';
+import { expireSweepStart, type JobSweepOutcome, makeJobSweep } from '#shared/jobs/cancel.ts';
+import { keys, type Task } from '#shared/jobs/model.ts';
+import type { IngestQueue, JobSweepMessage } from '#shared/jobs/ports.ts';
+import { JOB_ENDED_REASON, RETRY_AFTER_END_REASON } from '#shared/jobs/task-lifecycle.ts';
+import { TASK_SHARDS } from '#shared/resources.ts';
+import { attemptKey } from '#shared/retry-keys.ts';
+import type { FinalCallStatus } from '#shared/telephony/port.ts';
+import { testCloud, uniqueName } from '../../support/cloud.ts';
+import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
+
+const cloud = testCloud();
+const controlTable = cloud.info.tableNames.control!;
+const tasksTable = cloud.info.tableNames.tasks!;
+const harness = useJobsApi(cloud);
+const call = (method: string, path: string, body?: unknown, contentType = 'application/json') =>
+  harness.call(method, path, body, { 'content-type': contentType });
+
+const SECOND = 1_000;
+const HOUR = 3_600_000;
+/** Calling hours open all week, so only the job's end holds its tasks back. */
+const ALWAYS = Object.fromEntries(
+  ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+);
+const list = (n: number) =>
+  Buffer.from(
+    `phone,name\n${Array.from({ length: n }, (_, i) => `090-4444-${1000 + i},Name ${i}`).join('\n')}\n`,
+    'utf8',
+  );
+
+async function tasksOf(jobId: string): Promise<Task[]> {
+  const items: Record<string, unknown>[] = [];
+  for (let shard = 0; shard < TASK_SHARDS; shard++) {
+    const out = await cloud.doc.send(
+      new QueryCommand({
+        TableName: tasksTable,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
+        ConsistentRead: true,
+      }),
+    );
+    items.push(...(out.Items ?? []));
+  }
+  return items.sort((a, b) => Number(a.row) - Number(b.row)) as unknown as Task[];
+}
+
+/** The job's entries in the client's outstanding index. */
+async function outstandingOf(clientId: string, jobId: string): Promise<unknown[]> {
+  const found: unknown[] = [];
+  for (let shard = 0; shard < TASK_SHARDS; shard++) {
+    const out = await cloud.doc.send(
+      new QueryCommand({
+        TableName: tasksTable,
+        IndexName: 'outstanding',
+        KeyConditionExpression: 'openPk = :pk',
+        ExpressionAttributeValues: { ':pk': `${clientId}#${shard}` },
+      }),
+    );
+    found.push(...(out.Items ?? []).filter((item) => item.jobId === jobId));
+  }
+  return found;
+}
+
+/** A client whose hours are always open, with a scheduled job of `rows` calls and the given end. */
+async function scheduledJob(rows: number, end: string) {
+  const clientId = uniqueName('end');
+  expect((await call('PUT', `/clients/${clientId}`, { ...CLIENT, callingHours: ALWAYS })).status).toBe(200);
+  const created = await call(
+    'POST',
+    `/clients/${clientId}/jobs?name=list&retryDelaySeconds=60&${end}`,
+    list(rows),
+    'text/csv',
+  );
+  expect(created.status).toBe(201);
+  const { jobId } = created.body;
+  const job = await eventually(async () => {
+    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    return ['scheduled', 'failed'].includes(body.status) ? body : undefined;
+  }, 'the ingest');
+  expect(job.status).toBe('scheduled');
+  return { clientId, jobId, view: job, tasks: await tasksOf(jobId) };
+}
+
+/**
+ * The job manager at `now` on the shared tables, seeing only `clientId`'s jobs (the other suites'
+ * jobs are theirs to start and complete) and writing no work list.
+ */
+function jobManager(clientId: string, now: () => number, sweeps: Pick<IngestQueue, 'send'>) {
+  const real = makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable });
+  const own = <T extends { clientId: string }>(items: T[]) => items.filter((i) => i.clientId === clientId);
+  const store: FleetStore = {
+    dueScheduledJobs: async (at) => own(await real.dueScheduledJobs(at)),
+    runningJobs: async () => own(await real.runningJobs()),
+    startJob: (job, at) => real.startJob(job, at),
+    completeJob: (job, at) => real.completeJob(job, at),
+    hasOpenTask: (jobId) => real.hasOpenTask(jobId),
+    hasReadyTask: (c, jobIds, readyBy) => real.hasReadyTask(c, jobIds, readyBy),
+    hasOrphanedCalls: (c, at) => real.hasOrphanedCalls(c, at),
+    client: (c) => real.client(c),
+    putFleetWork: async () => false,
+  };
+  return makeRunJobManager({
+    store,
+    scaler: { setDesiredCount: async () => {} },
+    sweeps,
+    clock: { now },
+    maxBrokers: 10,
+    desiredVersion: () => 'v1',
+  });
+}
+
+/** The broker's side: its lease on the client, and its start and settle transactions at a given time. */
+async function broker(clientId: string, at: number) {
+  const tasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+  const lease = await makeDynamoLeaseStore(cloud.doc, controlTable).tryTake({
+    clientId,
+    owner: 'broker-end',
+    now: at,
+    leaseMs: 4 * HOUR,
+  });
+  expect(lease).toBeDefined();
+  const fence = (now: number): Fence => ({ clientId, owner: 'broker-end', token: lease!.token, now });
+  const job = async (jobId: string) => (await tasks.getJob(clientId, jobId))!;
+  return {
+    tasks,
+    start: (task: Task, now: number) => tasks.start(task, fence(now)),
+    /** The call of `task`'s attempt ends `status` at `now`, as its status callback reports it. */
+    end: async (task: Task, status: FinalCallStatus, now: number) =>
+      settleFromSnapshot(tasks, {
+        task,
+        job: await job(task.jobId),
+        attempt: task.attempts,
+        snapshot: {
+          callId: `call-${task.taskId}-${task.attempts}`,
+          idempotencyKey: attemptKey(task.jobId, task.taskId, task.attempts),
+          status,
+          at: new Date(now).toISOString(),
+          sequence: 9,
+        },
+        now,
+      }),
+  };
+}
+
+describe('a job that reaches its end', () => {
+  it('expires its waiting tasks with the reason, lets its calls in flight finish, refuses a start after the end in the transaction, and completes', async () => {
+    const endAt = new Date(Date.now() + HOUR);
+    endAt.setMilliseconds(0);
+    const END = endAt.getTime();
+    const { clientId, jobId, view, tasks } = await scheduledJob(6, `endAt=${endAt.toISOString()}`);
+    expect(view.endAt).toBe(endAt.toISOString());
+    expect(tasks).toHaveLength(6);
+    let now = END - HOUR / 2;
+    const sent: JobSweepMessage[] = [];
+    const run = jobManager(clientId, () => now, {
+      send: async (m) => void (m.kind === 'expire-sweep' && sent.push(m)),
+    });
+    expect((await run()).started).toEqual([jobId]);
+
+    // Before the end: three calls start in the start's transaction. One is answered, one is busy
+    // (a retry, due a minute later, well before the end), one is still ringing.
+    const b = await broker(clientId, now);
+    const [answered, busy, ringing, waiting, late, last] = tasks as [Task, Task, Task, Task, Task, Task];
+    const started: Task[] = [];
+    for (const t of [answered, busy, ringing]) {
+      const result = await b.start(t, now);
+      expect(result.kind).toBe('started');
+      if (result.kind === 'started') started.push(result.task);
+    }
+    const [answeredCall, busyCall, ringingCall] = started as [Task, Task, Task];
+    expect(await b.end(answeredCall, 'completed', now + SECOND)).toBe(true);
+    expect(await b.end(busyCall, 'busy', now + SECOND)).toBe(true);
+    expect((await tasksOf(jobId)).find((t) => t.taskId === busy.taskId)).toMatchObject({
+      state: 'retry-wait',
+      readyAt: now + SECOND + 60_000,
+    });
+
+    // At and after the end, the start's transaction refuses: a broker's copy of the job, or its
+    // list of outstanding tasks, may be stale; the transaction reads the job's end itself.
+    now = END;
+    expect(await b.start(waiting, END)).toEqual({ kind: 'gone' });
+    expect(await b.start(late, END + SECOND)).toEqual({ kind: 'gone' });
+    expect((await tasksOf(jobId)).find((t) => t.taskId === waiting.taskId)?.state).toBe('pending');
+
+    // The job manager's run after the end queues the expire sweep and asks no broker for the job.
+    now = END + SECOND;
+    const ended = await run();
+    expect(ended).toMatchObject({ expiring: [jobId], clients: [], completed: [] });
+    expect(sent).toEqual([expireSweepStart(clientId, jobId)]);
+
+    // The sweep (the ingest runs it) ends the waiting tasks, the retry among them, as expired.
+    const sweep = makeJobSweep({
+      jobs: makeDynamoJobStore(cloud.doc, controlTable),
+      tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
+      queue: { send: async (m) => void (m.kind === 'expire-sweep' && sent.push(m)) },
+      clock: { now: () => now },
+      maxPagesPerRun: 4,
+    });
+    let outcome: JobSweepOutcome | undefined;
+    let expired = 0;
+    for (let m = sent.shift(); m; m = sent.shift()) {
+      outcome = await sweep.handle(m, { remainingMs: () => 600_000 });
+      if (outcome.kind !== 'ignored') expired += outcome.ended;
+    }
+    expect(outcome).toMatchObject({ kind: 'swept' });
+    expect(expired).toBe(4);
+    const swept = await tasksOf(jobId);
+    expect(swept.map((t) => [t.taskId, t.state])).toEqual([
+      [answered.taskId, 'completed'],
+      [busy.taskId, 'expired'],
+      [ringing.taskId, 'in-flight'],
+      [waiting.taskId, 'expired'],
+      [late.taskId, 'expired'],
+      [last.taskId, 'expired'],
+    ]);
+    for (const t of swept) if (t.state === 'expired') expect(t.reason).toBe(JOB_ENDED_REASON);
+    expect(await outstandingOf(clientId, jobId)).toEqual([]);
+    // Not complete while a call is in flight.
+    expect((await run()).completed).toEqual([]);
+
+    // The call in flight finishes after the end and settles normally: no answer, and since its
+    // retry would come after the end, it expires saying so instead of waiting for ever.
+    now = END + 2 * SECOND;
+    expect(await b.end(ringingCall, 'no-answer', now)).toBe(true);
+    expect((await tasksOf(jobId)).find((t) => t.taskId === ringing.taskId)).toMatchObject({
+      state: 'expired',
+      lastResult: 'no-answer',
+      reason: RETRY_AFTER_END_REASON,
+    });
+
+    now = END + 3 * SECOND;
+    expect((await run()).completed).toEqual([jobId]);
+    const done = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    expect(done.body).toMatchObject({ status: 'completed', endAt: endAt.toISOString() });
+    expect(done.body.counts).toMatchObject({ tasks: 6, completed: 1, expired: 5, outstanding: 0 });
+
+    // The report says what became of each row, and why.
+    const report = await call('GET', `/clients/${clientId}/jobs/${jobId}/report`);
+    expect(report.status).toBe(200);
+    const rows = (report.body as string)
+      .replace(/^\ufeff/, '')
+      .trim()
+      .split('\r\n')
+      .slice(1);
+    expect(rows.filter((r) => r.includes(',expired,'))).toHaveLength(5);
+    expect(rows.filter((r) => r.includes(JOB_ENDED_REASON))).toHaveLength(4);
+    expect(rows.filter((r) => r.includes(RETRY_AFTER_END_REASON))).toHaveLength(1);
+  });
+
+  it('is swept through the ingest queue by the job manager, as deployed', async () => {
+    const { clientId, jobId, tasks } = await scheduledJob(4, 'expireAfter=PT2H');
+    const ingest = makeSqsIngestQueue(cloud.sqs, harness.ingestQueueUrl());
+    expect((await jobManager(clientId, Date.now, ingest)()).started).toEqual([jobId]);
+    // The end, two hours away, has passed (as if they had gone by): the deployed parts act on it.
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.job(clientId, jobId),
+        UpdateExpression: 'SET endAt = :past',
+        ExpressionAttributeValues: { ':past': Date.now() - SECOND },
+      }),
+    );
+    const run = jobManager(clientId, Date.now, ingest);
+    expect((await run()).expiring).toEqual([jobId]);
+    const swept = await eventually(async () => {
+      const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+      return body.counts.expired === tasks.length ? body : undefined;
+    }, 'the expire sweep');
+    expect(swept.counts.outstanding).toBe(0);
+    expect((await tasksOf(jobId)).every((t) => t.state === 'expired' && t.reason === JOB_ENDED_REASON)).toBe(
+      true,
+    );
+    expect((await run()).completed).toEqual([jobId]);
+  });
+});
