@@ -65,6 +65,8 @@ export interface DemoJobOptions extends DemoClientOptions {
   readonly csvPath?: string;
   /** Stop waiting after this long (ms). */
   readonly timeoutMs?: number;
+  /** More job options (e.g. `endAt`), added to the demo's. */
+  readonly jobOptions?: Readonly<Record<string, unknown>>;
 }
 
 interface JobView {
@@ -156,6 +158,7 @@ export async function runDemoJob(
       scenarioId: 'reminder',
       maxAttempts: 2,
       retryDelaySeconds: 5,
+      ...options.jobOptions,
     },
     readFileSync(csvPath),
   );

@@ -1,7 +1,8 @@
 /**
  * The drills of the broker fleet, on one local stack with real broker processes: (a) a clean job
  * of 300 calls, (b) a broker SIGKILLed mid-job, (c) a rolling deploy mid-job, (d) lost, duplicated
- * and reordered status events with ambiguous starts, (e) settings changed mid-job. (b), (c) and (d) run
+ * and reordered status events with ambiguous starts, (e) settings changed mid-job, (f) the job's
+ * end (`endAt`) reached mid-job. (b), (c) and (d) run
  * for each emulated provider: the HTTP contract's sandbox, Amazon Connect and Twilio. Each drill is its own
  * client and job, uploaded through the operator API and its presigned URL as `npm start` does, and
  * each checks invariants 1-4 (DESIGN.md) from the records: the provider emulator's rings (the far
@@ -20,6 +21,7 @@ import type { LocalFleet } from '#local/ecs-service.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { FLEET_WORK_KEY, parseFleetWork } from '#shared/fleet/work-list.ts';
+import { JOB_ENDED_REASON, RETRY_AFTER_END_REASON } from '#shared/jobs/task-lifecycle.ts';
 
 /** Rows, calls at once and calls per second of each drill's client. */
 interface DrillSize {
@@ -399,6 +401,61 @@ describe('broker fleet drills', () => {
       }
     },
   );
+
+  it('(f) a job that reaches its endAt mid-job: no call starts after it, calls in flight finish, the rest expire and the job completes', async () => {
+    const clientId = 'drill-f';
+    const size: DrillSize = { rows: 60, limit: 3, rate: 2 };
+    const leases = watchLease(clientId);
+    // 60 calls at 2 a second need 30 s: the job ends well before that.
+    const endAt = Date.now() + 12_000;
+    // A start decided before the end may reach the provider a moment later (its fenced
+    // transaction, then the provider's request): at most this much later.
+    const startLatencyMs = 1_500;
+    try {
+      const view = await runDemoJob(stack, () => {}, {
+        csvPath: callList(12, size.rows),
+        clientId,
+        maxConcurrentCalls: size.limit,
+        callsPerSecond: size.rate,
+        timeoutMs: 200_000,
+        jobOptions: { endAt: new Date(endAt).toISOString() },
+      });
+      await leases.stop();
+      expect(view.status).toBe('completed');
+
+      // The far side: calls were placed before the end, none after it, and each one placed ran
+      // to its natural end (the end cut no call).
+      const stats = stack.telephony.stats(clientId);
+      const rings = stack.telephony.rings().filter((r) => r.clientId === clientId);
+      expect(rings.length).toBeGreaterThan(0);
+      expect(rings.filter((r) => r.startedAt > endAt + startLatencyMs).map((r) => r.taskId)).toEqual([]);
+      expect(rings.filter((r) => r.endedAt === undefined || r.outcome === undefined)).toEqual([]);
+      expect(stats.repeatedRings).toEqual([]);
+      expect(stats.inFlight).toBe(0);
+      expect(stats.maxInFlight).toBeLessThanOrEqual(size.limit);
+
+      // Every task ended: those not done by the end expired, saying why; the counts agree.
+      const tasks = await reportTasks(clientId, view.jobId);
+      expect(tasks).toHaveLength(size.rows);
+      expect(tasks.filter((t) => !['completed', 'failed', 'expired'].includes(t.outcome))).toEqual([]);
+      const expired = tasks.filter((t) => t.outcome === 'expired');
+      expect(expired.length).toBeGreaterThan(0);
+      expect(
+        expired.filter((t) => t.reason !== JOB_ENDED_REASON && t.reason !== RETRY_AFTER_END_REASON),
+      ).toEqual([]);
+      // A task that expired for its retry rang before the end: its call was in flight then, and finished.
+      const rang = new Set(rings.map((r) => r.to));
+      const number = (t: ReportTask) => t.recipient.replace(/^'/, '');
+      expect(expired.filter((t) => t.reason === RETRY_AFTER_END_REASON && !rang.has(number(t)))).toEqual([]);
+      const got = await stack.operator('GET', `/clients/${clientId}/jobs/${view.jobId}`);
+      const job = got.json<{ endAt: string; counts: Record<string, number> }>();
+      expect(job.endAt).toBe(new Date(endAt).toISOString());
+      expect(job.counts).toMatchObject({ expired: expired.length, outstanding: 0 });
+      expect(job.counts.completed! + job.counts.failed! + job.counts.expired!).toBe(size.rows);
+    } finally {
+      await leases.stop();
+    }
+  });
 
   it('(e) settings changed mid-job: closed hours and a pause of the client stop new calls within seconds; reopened, the job completes', async () => {
     const clientId = 'drill-e';
