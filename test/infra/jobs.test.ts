@@ -168,6 +168,20 @@ describe('jobs infrastructure', () => {
     expect(sqsActions).not.toContain('sqs:DeleteMessage');
   });
 
+  it("lets the job manager queue an ended job's expire sweep on the ingest queue, and nothing more of it", () => {
+    const queue = stateful.queues.ingest;
+    const manager = resources[idOf(fleet.jobManager)]!.Properties as {
+      Environment: { Variables: Record<string, unknown> };
+    };
+    expect(manager.Environment.Variables[queue.spec.envVar]).toEqual({ Ref: idOf(queue.queue) });
+    const sqsActions = statementsOf(idOf(fleet.jobManager.role!))
+      .filter((s) => JSON.stringify(s.Resource).includes(idOf(queue.queue)))
+      .flatMap(actionsOf);
+    expect(sqsActions).toContain('sqs:SendMessage');
+    expect(sqsActions).not.toContain('sqs:ReceiveMessage');
+    expect(sqsActions).not.toContain('sqs:DeleteMessage');
+  });
+
   it('runs the operator API in the brokers’ VPC, allowed into their nudge port', () => {
     const api = resources[idOf(jobs.api)]!.Properties as {
       VpcConfig: { SecurityGroupIds: unknown[]; SubnetIds: unknown[] };

@@ -5,22 +5,27 @@
  * sweep, the broker's start and settle); the one test of the ingest queue's path moves the job's
  * end into the past instead of waiting for it.
  */
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import type { Fence } from '#shared/broker/ports.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { FleetStore } from '#shared/fleet/ports.ts';
 import { expireSweepStart, type JobSweepOutcome, makeJobSweep } from '#shared/jobs/cancel.ts';
-import { keys, type Task } from '#shared/jobs/model.ts';
+import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import type { IngestQueue, JobSweepMessage } from '#shared/jobs/ports.ts';
-import { JOB_ENDED_REASON, RETRY_AFTER_END_REASON } from '#shared/jobs/task-lifecycle.ts';
+import {
+  JOB_ENDED_IN_FLIGHT_REASON,
+  JOB_ENDED_REASON,
+  RETRY_AFTER_END_REASON,
+} from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import type { FinalCallStatus } from '#shared/telephony/port.ts';
@@ -289,5 +294,155 @@ describe('a job that reaches its end', () => {
       true,
     );
     expect((await run()).completed).toEqual([jobId]);
+  });
+});
+
+/** A client with a running message job of `n` recipients ending at `endAt`, written as ingest would. */
+async function messageJob(n: number, endAt: number): Promise<Job> {
+  const clientId = uniqueName('endmsg');
+  const now = endAt - HOUR;
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: controlTable,
+      Item: {
+        ...keys.client(clientId),
+        clientId,
+        ...CLIENT,
+        callingHours: { timeZone: 'Asia/Tokyo', weekly: ALWAYS },
+        messageChannelId: 'end-channel',
+        updatedAt: now,
+      },
+    }),
+  );
+  const job: Job = {
+    clientId,
+    jobId: `01JE${clientId.toUpperCase().replace(/[^0-9A-Z]/g, '')}${'0'.repeat(26)}`.slice(0, 26),
+    name: 'campaign',
+    channel: 'message',
+    scenarioId: 'default',
+    message: { messages: [{ type: 'text', text: 'Sale ends today' }] },
+    startAt: now,
+    endAt,
+    maxAttempts: 1,
+    retryDelaySeconds: 0,
+    status: 'running',
+    counts: { rows: n, rejected: 0, skipped: 0, tasks: n, completed: 0, failed: 0, cancelled: 0, expired: 0 },
+    createdAt: now,
+    updatedAt: now,
+  };
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: controlTable,
+      Item: { ...keys.job(clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
+    }),
+  );
+  const items = Array.from({ length: n }, (_, i) => {
+    const task: Task = {
+      clientId,
+      jobId: job.jobId,
+      taskId: `m${String(i).padStart(5, '0')}`,
+      row: i + 2,
+      channel: 'message',
+      recipient: `U${clientId.length}${i.toString(16).padStart(31, '0')}`,
+      variables: {},
+      state: 'pending',
+      attempts: 0,
+      readyAt: now,
+      updatedAt: now,
+    };
+    return { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
+  });
+  await cloud.doc.send(
+    new BatchWriteCommand({
+      RequestItems: { [tasksTable]: items.map((Item) => ({ PutRequest: { Item } })) },
+    }),
+  );
+  return job;
+}
+
+describe('a message job that reaches its end', () => {
+  it('claims nothing at or after the end, sends by its end only, and expires what its broker gives back or leaves', async () => {
+    const END = Date.now() + HOUR;
+    const job = await messageJob(8, END);
+    let now = END - 2_000;
+    const clock = { now: () => now };
+    const store = makeDynamoMessageTasks(cloud.doc, { controlTable, tasksTable, clock, holdMs: 60_000 });
+    const lease = await makeDynamoLeaseStore(cloud.doc, controlTable).tryTake({
+      clientId: job.clientId,
+      owner: 'sender',
+      now,
+      leaseMs: 4 * HOUR,
+    });
+    const session = () =>
+      store.session({ clientId: job.clientId, owner: 'sender', token: () => lease!.token });
+
+    // Before the end: a page is claimed, each task carrying the instant its sends must start by.
+    const before = session();
+    const page = await before.source.nextPage(3);
+    expect(page.length).toBeGreaterThanOrEqual(2);
+    expect(page.every((t) => t.sendBy === END)).toBe(true);
+    const [sent, unsent, ...held] = page as [(typeof page)[0], (typeof page)[0], ...typeof page];
+
+    // At the end: one was delivered just before it; the other is given back unsent (its sender
+    // saw the end) and ends expired at once, rather than wait for a claim that never comes.
+    now = END;
+    await before.report.write([
+      {
+        jobId: job.jobId,
+        taskId: sent.taskId,
+        attempt: 1,
+        kind: 'delivered',
+        lastResult: 'delivered',
+        at: END - 1,
+      },
+      {
+        jobId: job.jobId,
+        taskId: unsent.taskId,
+        attempt: 1,
+        kind: 'released',
+        lastResult: 'job-ended',
+        maybeSent: false,
+        at: END,
+      },
+    ]);
+    const afterRelease = await tasksOf(job.jobId);
+    expect(afterRelease.find((t) => t.taskId === sent.taskId)?.state).toBe('completed');
+    expect(afterRelease.find((t) => t.taskId === unsent.taskId)).toMatchObject({
+      state: 'expired',
+      reason: JOB_ENDED_REASON,
+    });
+
+    // At and after the end, nothing more is claimed: the rest stay pending for the sweep.
+    expect(await session().source.nextPage(8)).toEqual([]);
+    now = END + 1_000;
+    expect(await session().source.nextPage(8)).toEqual([]);
+    const pending = (await tasksOf(job.jobId)).filter((t) => t.state === 'pending');
+    expect(pending).toHaveLength(8 - page.length);
+
+    // The expire sweep ends the waiting ones now, and those its (dead) broker still held once
+    // their hold has passed, saying they may have been delivered.
+    const sweep = (at: number) =>
+      makeJobSweep({
+        jobs: makeDynamoJobStore(cloud.doc, controlTable),
+        tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
+        queue: { send: async () => {} },
+        clock: { now: () => at },
+      });
+    const first = await sweep(now).handle(expireSweepStart(job.clientId, job.jobId), {
+      remainingMs: () => 600_000,
+    });
+    expect(first).toMatchObject({ kind: held.length > 0 ? 'recheck' : 'swept', ended: pending.length });
+    const recheck = await sweep(END + 60_000).handle(expireSweepStart(job.clientId, job.jobId), {
+      remainingMs: () => 600_000,
+    });
+    expect(recheck).toEqual({ kind: 'swept', jobId: job.jobId, ended: held.length });
+    const final = await tasksOf(job.jobId);
+    expect(final.filter((t) => t.state === 'completed')).toHaveLength(1);
+    expect(final.filter((t) => t.state === 'expired')).toHaveLength(7);
+    for (const t of held) {
+      expect(final.find((f) => f.taskId === t.taskId)?.reason).toBe(JOB_ENDED_IN_FLIGHT_REASON);
+    }
+    const counts = (await makeDynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId))!.counts;
+    expect(counts).toMatchObject({ completed: 1, expired: 7 });
   });
 });
