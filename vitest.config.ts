@@ -1,9 +1,10 @@
 import { defineConfig } from 'vitest/config';
 import { LongestFirstSequencer } from './test/support/sequencer.ts';
 
-// One runner, four projects: unit (pure logic, no emulators), integration (against the local
+// One runner, five projects: unit (pure logic, no emulators), integration (against the local
 // cloud started once in global setup), e2e (whole flows on the local cloud) and infra (CDK synth
-// + assertions + cdk-nag). `npm test` runs them all; each has its own npm script too.
+// + assertions + cdk-nag), browser (the console in Chromium). `npm test` runs them all; each has
+// its own npm script too.
 export default defineConfig({
   test: {
     pool: 'forks',
@@ -36,6 +37,11 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: 'infra', include: ['test/infra/**/*.test.ts'], testTimeout: 180_000 } },
+      // The console in headless Chromium (from @sparticuz/chromium) against its own local stack.
+      {
+        extends: true,
+        test: { name: 'browser', include: ['test/browser/**/*.test.ts'], testTimeout: 180_000 },
+      },
     ],
   },
 });

@@ -48,6 +48,9 @@ function buildInto(outDir: string, fontCss: string): readonly string[] {
     entryPoints: [path.join(HERE, 'src/main.ts')],
     bundle: true,
     format: 'esm',
+    // The chart library loads with the job page, in a chunk of its own.
+    splitting: true,
+    chunkNames: 'chunk-[hash]',
     platform: 'browser',
     target: ['es2022'],
     minify: true,
@@ -62,8 +65,11 @@ function buildInto(outDir: string, fontCss: string): readonly string[] {
     legalComments: 'none',
   });
   const outputs = Object.keys(result.metafile.outputs).map((file) => path.basename(file));
-  const js = outputs.find((f) => f.endsWith('.js'));
-  const css = outputs.find((f) => f.endsWith('.css'));
+  const entry = Object.entries(result.metafile.outputs).find(([, o]) =>
+    o.entryPoint?.endsWith('src/main.ts'),
+  );
+  const js = entry ? path.basename(entry[0]) : undefined;
+  const css = entry?.[1].cssBundle ? path.basename(entry[1].cssBundle) : undefined;
   if (!js || !css) throw new Error('the console build wrote no script or no stylesheet');
   const page = readFileSync(path.join(HERE, 'index.html'), 'utf8')
     .replace('{{js}}', js)

@@ -403,6 +403,7 @@ class LocalStackStarter {
       USER_POOL_ID: cognito.userPoolId,
       USER_POOL_CLIENT_ID: cognito.clientId,
       COGNITO_ENDPOINT: cognito.url,
+      STORAGE_ORIGIN: new URL(this.#cloud.s3Endpoint).origin,
     });
     this.#log(`Cognito         ${cognito.url} (user pool emulator: sign-in, tokens, keys)`);
     return cognito;

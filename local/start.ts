@@ -9,7 +9,7 @@ import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { playWebhookDemo } from './demo.ts';
 import { DEMO_PROVIDERS, type DemoProvider, runDemoJob } from './demo-job.ts';
 import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
-import { type LocalStack, startLocalStack } from './stack.ts';
+import { DEMO_CHANNEL, LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from './stack.ts';
 import { MAX_BODY_BYTES } from './strict-s3.ts';
 
 const HELP = `Usage: npm start -- [options]
@@ -199,6 +199,9 @@ async function run(options: StartOptions): Promise<void> {
   log(
     `demo channel "demo": webhook URL ${stack.webhookUrl('demo')}, channel secret: DEMO_CHANNEL.channelSecret in local/stack.ts`,
   );
+  const consoleLine = () =>
+    `console: ${stack.consoleUrl} — sign in as ${LOCAL_CONSOLE_USERS.map((u) => u.username).join(' (every client) or ')} (${DEMO_CHANNEL.clientId} only); their local passwords are in the README and LOCAL_CONSOLE_USERS in local/stack.ts`;
+  log(consoleLine());
   if (options.demo) {
     await playWebhookDemo(stack, demoLog).catch((error: unknown) =>
       demoLog(`demo failed: ${(error as Error).message}`),
@@ -234,6 +237,7 @@ async function run(options: StartOptions): Promise<void> {
       demoLog(`message campaign failed to run: ${(error as Error).message}`);
     }
   }
+  demoLog(consoleLine());
   demoLog('ready — press Ctrl-C to stop');
 }
 

@@ -30,11 +30,13 @@ export const CONSOLE_PAGE = 'index.html';
  * What the page may load and call: its own files and API, and Cognito's endpoint to sign in. No
  * inline script; styles set from script (the chart's) are allowed, as CSSOM writes are.
  */
-function contentSecurityPolicy(config: ConsoleConfig): string {
+function contentSecurityPolicy(config: ConsoleConfig, storageOrigin: string | undefined): string {
   const cognito = config.cognitoEndpoint ?? `https://cognito-idp.${config.region}.amazonaws.com`;
+  // Uploads and large reports go to presigned S3 URLs: S3's own hosts in AWS, the emulator locally.
+  const storage = storageOrigin ?? 'https://*.amazonaws.com';
   return [
     "default-src 'self'",
-    `connect-src 'self' ${cognito} https://*.amazonaws.com`,
+    `connect-src 'self' ${cognito} ${storage}`,
     "img-src 'self' data: blob:",
     "style-src 'self'",
     "font-src 'self'",
@@ -68,8 +70,10 @@ function fileResponse(file: ConsoleFile, cacheControl: string, extra: Record<str
 export function makeConsoleHandler(deps: {
   readonly files: ReadonlyMap<string, ConsoleFile>;
   readonly config: ConsoleConfig;
+  /** Where presigned upload URLs point, when not at S3 in AWS (`npm start`'s S3 emulator). */
+  readonly storageOrigin?: string;
 }) {
-  const csp = contentSecurityPolicy(deps.config);
+  const csp = contentSecurityPolicy(deps.config, deps.storageOrigin);
   const route = (event: APIGatewayProxyEventV2): APIGatewayProxyStructuredResultV2 => {
     switch (event.routeKey) {
       case 'GET /':

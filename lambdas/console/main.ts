@@ -9,7 +9,9 @@ import { makeConsoleHandler } from './handler.ts';
 
 const { observe } = lambdaObservability('console');
 
+// Set only on the local cloud, whose Cognito and S3 are emulators.
 const cognitoEndpoint = process.env.COGNITO_ENDPOINT;
+const storageOrigin = process.env.STORAGE_ORIGIN;
 
 export const handler = observe(
   makeConsoleHandler({
@@ -20,5 +22,6 @@ export const handler = observe(
       userPoolClientId: getStringFromEnv('USER_POOL_CLIENT_ID'),
       ...(cognitoEndpoint ? { cognitoEndpoint } : {}),
     },
+    ...(storageOrigin ? { storageOrigin } : {}),
   }),
 );

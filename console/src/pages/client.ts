@@ -168,18 +168,18 @@ function settingsForm(
 function callingHoursEditor(initial: ClientSettings['callingHours']) {
   const days = new Map<Weekday, HTMLElement>();
   const windowRow = (day: Weekday, w: CallingWindow) => {
-    const start = h('input', {
-      type: 'time',
-      value: w.start,
-      required: true,
-      'aria-label': `${DAY_NAMES[day]} from`,
-    });
-    const end = h('input', {
-      type: 'time',
-      value: w.end,
-      required: true,
-      'aria-label': `${DAY_NAMES[day]} until`,
-    });
+    // Text, not type=time: a window may end at 24:00, which a time input cannot hold.
+    const time = (value: string, label: string) =>
+      h('input', {
+        value,
+        required: true,
+        size: 5,
+        placeholder: 'HH:MM',
+        pattern: '([01][0-9]|2[0-3]):[0-5][0-9]|24:00',
+        'aria-label': label,
+      });
+    const start = time(w.start, `${DAY_NAMES[day]} from`);
+    const end = time(w.end, `${DAY_NAMES[day]} until`);
     const row = h('span', { class: 'window' }, start, '–', end);
     row.append(
       h(

@@ -5,7 +5,7 @@
  * of the job (its counts, and the client's calls in flight for a running call job): never of its
  * tasks.
  */
-import uPlot from 'uplot';
+import type uPlot from 'uplot';
 import { ApiError } from '../api.ts';
 import type { App, Page } from '../app.ts';
 import { formatNumber, formatTime, h, replace } from '../dom.ts';
@@ -179,6 +179,7 @@ class RateChart {
   #plot: uPlot | undefined;
   readonly #data: number[][] = [[], [], [], [], []];
   #last: { t: number; done: number; inFlight: number } | undefined;
+  #loading: Promise<void> | undefined;
 
   constructor(box: HTMLElement) {
     this.#box = box;
@@ -204,17 +205,27 @@ class RateChart {
       this.#data[i]!.push(v);
       if (this.#data[i]!.length > MAX_POINTS) this.#data[i]!.shift();
     });
-    if (!this.#plot) this.#plot = this.#create(job.channel);
-    else this.#plot.setData(this.#data as uPlot.AlignedData);
+    if (this.#plot) this.#plot.setData(this.#data as uPlot.AlignedData);
+    else if (!this.#loading) {
+      // Loaded with the first sample; the counters above work without it.
+      this.#loading = import('uplot').then(
+        ({ default: UPlot }) => {
+          this.#plot = this.#create(UPlot, job.channel);
+        },
+        (error: Error) => {
+          this.#box.textContent = `The chart could not load: ${error.message}`;
+        },
+      );
+    }
   }
 
   destroy(): void {
     this.#plot?.destroy();
   }
 
-  #create(channel: 'call' | 'message'): uPlot {
+  #create(UPlot: typeof uPlot, channel: 'call' | 'message'): uPlot {
     const calls = channel === 'call';
-    return new uPlot(
+    return new UPlot(
       {
         width: Math.max(this.#box.clientWidth, 320),
         height: 260,

@@ -68,6 +68,7 @@ export function newJobPage(app: App, clientId: string): Page {
   channel.addEventListener('change', syncChannel);
   syncChannel();
   const status = h('p', { class: 'form-errors', role: 'alert' });
+  const note = h('p', { class: 'note', role: 'status' });
   const progress = h('progress', { max: 100, value: 0, hidden: true, 'aria-label': 'Upload progress' });
   const result = h('section', { class: 'result', 'aria-live': 'polite' });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create job and upload');
@@ -94,6 +95,7 @@ export function newJobPage(app: App, clientId: string): Page {
       h('p', { class: 'field-error', role: 'alert' }),
     ),
     progress,
+    note,
     status,
     h('div', { class: 'actions' }, submit),
   );
@@ -116,7 +118,7 @@ export function newJobPage(app: App, clientId: string): Page {
     };
     submit.disabled = true;
     try {
-      status.textContent = 'Creating the job…';
+      note.textContent = 'Creating the job…';
       const created = await app.api.json<{ jobId: string; upload?: { url: string } }>(
         'POST',
         `${path}/jobs`,
@@ -126,11 +128,12 @@ export function newJobPage(app: App, clientId: string): Page {
       progress.hidden = false;
       await uploadFile(created.upload.url, chosen, (sent, total) => {
         progress.value = Math.round((sent / total) * 100);
-        status.textContent = `Uploading… ${Math.round((sent / total) * 100)} %`;
+        note.textContent = `Uploading… ${Math.round((sent / total) * 100)} %`;
       });
-      status.textContent = 'Uploaded. Reading the list…';
-      watchIngest(app, path, created.jobId, result, status);
+      note.textContent = 'Uploaded. Reading the list…';
+      watchIngest(app, path, created.jobId, result, note, status);
     } catch (error) {
+      note.textContent = '';
       if (error instanceof ApiError) showFieldErrors(form, error.fieldErrors);
       const unplaced = error instanceof ApiError ? status.textContent : '';
       status.textContent = `${(error as Error).message}${unplaced ? `: ${unplaced}` : ''}`;
@@ -158,21 +161,31 @@ export function newJobPage(app: App, clientId: string): Page {
 }
 
 /** Waits for the ingest to decide, then shows what it read and the first rows it refused. */
-function watchIngest(app: App, path: string, jobId: string, result: HTMLElement, status: HTMLElement): void {
+function watchIngest(
+  app: App,
+  path: string,
+  jobId: string,
+  result: HTMLElement,
+  note: HTMLElement,
+  problem: HTMLElement,
+): void {
   poll<JobView>({
     intervalMs: 1_000,
     read: () => app.api.json<JobView>('GET', `${path}/jobs/${jobId}`),
     onData: (job) => {
       if (job.status === 'uploading' || job.status === 'validating') return undefined;
-      status.textContent =
-        job.status === 'failed'
-          ? `The list was refused: ${job.failureReason ?? 'see the report'}`
-          : 'The list is read.';
-      void showIngest(app, path, job, result);
+      if (job.status === 'failed') {
+        note.textContent = '';
+        problem.textContent = `The list was refused: ${job.failureReason ?? 'see the report'}`;
+      } else note.textContent = 'The list is read.';
+      void showIngest(app, path, job, result).catch((error: Error) => {
+        problem.textContent = error.message;
+      });
       return true;
     },
     onState: ({ retrying, message }) => {
-      if (retrying) status.textContent = `Cannot reach the API (${message}); retrying…`;
+      if (retrying) note.textContent = `Cannot reach the API (${message}); retrying…`;
+      else if (message) problem.textContent = message;
     },
   });
 }

@@ -1,0 +1,255 @@
+/// <reference lib="dom" />
+/**
+ * The console in a real browser (headless Chromium from @sparticuz/chromium, which `npm ci`
+ * installs, driven by puppeteer-core) against the local stack with its broker fleet: an operator
+ * signs in, creates a client (a field error first), uploads a list and sees its rejected rows with
+ * the Japanese text intact, watches the job complete, downloads the report and checks its rows,
+ * pauses and resumes a second job; a user of one client sees only that client. Every input is
+ * labelled and the controls are reached with the keyboard. Screenshots go to
+ * `.test-results/screenshots` (`SCREENSHOTS_DIR=docs/screenshots` refreshes the README's).
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import chromium from '@sparticuz/chromium';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from '#local/stack.ts';
+
+const SCREENSHOTS = process.env.SCREENSHOTS_DIR ?? '.test-results/screenshots';
+const CLIENT = `web-${process.pid}`;
+const [ADMIN, DEMO_USER] = LOCAL_CONSOLE_USERS as [
+  (typeof LOCAL_CONSOLE_USERS)[0],
+  (typeof LOCAL_CONSOLE_USERS)[0],
+];
+
+let stack: LocalStack;
+let browser: Browser;
+let page: Page;
+let work: string;
+
+beforeAll(async () => {
+  process.env.LOG_LEVEL = 'error';
+  work = mkdtempSync(path.join(os.tmpdir(), 'switchboard-browser-'));
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  stack = await startLocalStack({ stage: 'browser', fleet: true, telephonyTimeScale: 60 });
+  browser = await puppeteer.launch({
+    executablePath: await chromium.executablePath(),
+    // The browser's language from the machine's locale may be 'en-US@posix', which Intl (and so
+    // uPlot) refuses; an operator's browser has a real one.
+    args: [...chromium.args, '--lang=en-US'],
+    env: { ...process.env, LANG: 'en_US.UTF-8', LC_ALL: 'en_US.UTF-8' },
+    headless: true,
+  });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  // Confirmations (pause, resume) are accepted, as the operator would.
+  page.on('dialog', (dialog) => void dialog.accept());
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+/** Every input, select and textarea on the page has a label (for= or aria-label). */
+async function unlabelledInputs(): Promise<string[]> {
+  return page.$$eval('input:not([type=file]), select, textarea', (elements) =>
+    elements
+      .filter((e) => (e as HTMLInputElement).labels?.length === 0 && !e.getAttribute('aria-label'))
+      .map((e) => e.outerHTML),
+  );
+}
+
+async function text(selector: string): Promise<string> {
+  return page.$eval(selector, (e) => e.textContent ?? '');
+}
+
+async function waitForText(selector: string, pattern: RegExp, timeout = 60_000): Promise<void> {
+  await page.waitForFunction(
+    (sel, source) => new RegExp(source).test(document.querySelector(sel)?.textContent ?? ''),
+    { timeout, polling: 200 },
+    selector,
+    pattern.source,
+  );
+}
+
+async function signIn(username: string, password: string): Promise<void> {
+  await page.goto(stack.consoleUrl);
+  await page.waitForSelector('form[aria-label="Sign in"]');
+  await page.type('#f-username', username);
+  await page.type('#f-password', password);
+  // By keyboard: Enter in the password field submits.
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Clients', {
+    timeout: 20_000,
+  });
+}
+
+async function setInput(selector: string, value: string): Promise<void> {
+  await page.$eval(
+    selector,
+    (e, v) => {
+      (e as HTMLInputElement).value = v;
+    },
+    value,
+  );
+}
+
+const LIST = [
+  '電話番号,名前,メモ',
+  '090-1111-0001,山田太郎,初回',
+  '090-1111-0002,佐藤花子,',
+  '電話できない,鈴木一郎,番号なし',
+  '090-1111-0003,高橋,',
+  '090-1111-0001,山田太郎,重複',
+].join('\r\n');
+
+describe('the operator console in a browser', () => {
+  it('signs in, creates a client (a field error first), with every input labelled', async () => {
+    await signIn(ADMIN.username, ADMIN.password);
+    expect(await unlabelledInputs()).toEqual([]);
+    await page.type('#f-clientId', CLIENT);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('form[aria-label="Client settings"]');
+    expect(await unlabelledInputs()).toEqual([]);
+    // Every day open all day, so the jobs run whenever the test does.
+    for (const day of ['Saturday', 'Sunday']) await page.click(`button[aria-label="Add a ${day} window"]`);
+    await page.$$eval('input[aria-label$=" from"]', (inputs) => {
+      for (const input of inputs) (input as HTMLInputElement).value = '00:00';
+    });
+    await page.$$eval('input[aria-label$=" until"]', (inputs) => {
+      for (const input of inputs) (input as HTMLInputElement).value = '24:00';
+    });
+    await setInput('#f-maxConcurrentCalls', '3');
+    await setInput('#f-callsPerSecond', '0');
+    await page.click('form[aria-label="Client settings"] button[type=submit]');
+    await waitForText('[data-field="callsPerSecond"] .field-error', /callsPerSecond/);
+    expect(await page.$eval('#f-callsPerSecond', (e) => e.getAttribute('aria-invalid'))).toBe('true');
+    await setInput('#f-callsPerSecond', '2');
+    await page.click('form[aria-label="Client settings"] button[type=submit]');
+    await waitForText('form[aria-label="Client settings"] .form-errors', /Saved/);
+    await page.waitForSelector('a.button[href$="/jobs/new"]');
+  });
+
+  it('uploads a list and shows its rejected rows with the Japanese text intact', async () => {
+    const csv = path.join(work, 'list.csv');
+    writeFileSync(csv, LIST);
+    await page.click('a.button[href$="/jobs/new"]');
+    await page.waitForSelector('form[aria-label="New job"]');
+    expect(await unlabelledInputs()).toEqual([]);
+    await page.type('#f-name', '初回のお知らせ');
+    await setInput('#f-maxAttempts', '1');
+    const input = await page.$('#f-file');
+    await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(csv);
+    await page.$eval('#f-file', (e) => e.dispatchEvent(new Event('change')));
+    await page.click('form[aria-label="New job"] button[type=submit]');
+    await page.waitForSelector('table[aria-label="Rejected and skipped rows"]', { timeout: 60_000 });
+    expect(await text('[data-count="rows"]')).toBe('5');
+    expect(await text('[data-count="tasks"]')).toBe('3');
+    const problems = await page.$$eval('table[aria-label="Rejected and skipped rows"] tbody tr', (rows) =>
+      rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)),
+    );
+    expect(problems).toEqual([
+      ['4', 'rejected', '電話番号', expect.stringMatching(/phone|number/i), '電話できない'],
+      ['6', 'skipped', '電話番号', expect.stringMatching(/duplicate of row 2/), '090-1111-0001'],
+    ]);
+    // The console's own font draws the Japanese (the machine has none).
+    expect(await page.evaluate(() => document.fonts.check('16px "Noto Sans JP"', '電話番号'))).toBe(true);
+    await page.evaluate(() => document.fonts.ready);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'upload-result.png'), fullPage: true });
+  });
+
+  it('watches the job complete and downloads its report', async () => {
+    await page.click('.result a.button');
+    await page.waitForSelector('[data-status]');
+    await page.waitForSelector('[data-status="completed"]', { timeout: 120_000 });
+    expect(await text('[data-count="completed"]')).not.toBe('');
+    await page.waitForSelector('.chart .uplot');
+    await page.evaluate(() => document.fonts.ready);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'job-page.png'), fullPage: true });
+    const downloads = path.join(work, 'downloads');
+    mkdirSync(downloads);
+    const cdp = await page.createCDPSession();
+    await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+    // The button is reached with the keyboard: focused, then Enter.
+    let clicked = false;
+    for (const button of await page.$$('button')) {
+      if ((await button.evaluate((b) => b.textContent)) === 'Download report') {
+        await button.focus();
+        await page.keyboard.press('Enter');
+        clicked = true;
+      }
+    }
+    expect(clicked).toBe(true);
+    await page.waitForFunction(
+      () => document.querySelector('.answer')?.textContent === 'Report downloaded.',
+      {
+        timeout: 60_000,
+      },
+    );
+    const file = await waitForFile(downloads);
+    const report = readFileSync(path.join(downloads, file), 'utf8');
+    expect(report).toContain('電話できない');
+    expect(report.match(/\+819011110001|\+819011110002|\+819011110003/g)?.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('pauses and resumes a second job', async () => {
+    const csv = path.join(work, 'second.csv');
+    writeFileSync(
+      csv,
+      [
+        'phone,name',
+        ...Array.from({ length: 40 }, (_, i) => `090-2222-${String(i).padStart(4, '0')},n${i}`),
+      ].join('\n'),
+    );
+    await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}/jobs/new`);
+    await page.waitForSelector('form[aria-label="New job"]');
+    await page.type('#f-name', 'second');
+    // It starts in an hour: it is still scheduled when paused.
+    const later = new Date(Date.now() + 3_600_000);
+    const local = new Date(later.getTime() - later.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await setInput('#f-startAt', local);
+    const input = await page.$('#f-file');
+    await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(csv);
+    await page.$eval('#f-file', (e) => e.dispatchEvent(new Event('change')));
+    await page.click('form[aria-label="New job"] button[type=submit]');
+    await page.waitForSelector('.result a.button', { timeout: 60_000 });
+    await page.click('.result a.button');
+    await page.waitForSelector('[data-status="scheduled"]', { timeout: 30_000 });
+    await clickButton('Pause');
+    await page.waitForSelector('[data-status="paused"]');
+    expect(await text('.answer')).toBe('The job is paused.');
+    await clickButton('Resume');
+    await page.waitForSelector('[data-status="scheduled"]');
+    expect(await text('.answer')).toBe('The job is scheduled.');
+  });
+
+  it('a user of the demo client sees only the demo client, and not this one', async () => {
+    await clickButton('Sign out');
+    await signIn(DEMO_USER.username, DEMO_USER.password);
+    const clients = await page.$$eval('.client-list a', (links) => links.map((a) => a.textContent));
+    expect(clients).toEqual(['demo-client']);
+    await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}`);
+    await waitForText('main section', new RegExp(`do not belong to client ${CLIENT}`));
+  });
+});
+
+async function clickButton(label: string): Promise<void> {
+  for (const button of await page.$$('button')) {
+    const [name, hidden] = await button.evaluate((b) => [b.textContent, b.hidden] as const);
+    if (name === label && !hidden) {
+      await button.click();
+      return;
+    }
+  }
+  throw new Error(`no button "${label}"`);
+}
+
+async function waitForFile(dir: string): Promise<string> {
+  for (;;) {
+    const done = readdirSync(dir).find((f) => !f.endsWith('.crdownload'));
+    if (done) return done;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
