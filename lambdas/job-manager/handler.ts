@@ -30,6 +30,7 @@ export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
       scheduledAt: event.time,
       started: result.started,
       completed: result.completed,
+      expiring: result.expiring,
       clients: result.clients,
       desiredCount: result.desiredCount,
       desiredVersion: result.desiredVersion,

@@ -270,6 +270,24 @@ describe('a job that reaches its end', () => {
     expect(rows.filter((r) => r.includes(RETRY_AFTER_END_REASON))).toHaveLength(1);
   });
 
+  it('is refused with a 400 naming the field when its end is given twice, malformed or already past', async () => {
+    const clientId = uniqueName('end400');
+    expect((await call('PUT', `/clients/${clientId}`, CLIENT)).status).toBe(200);
+    const future = new Date(Date.now() + HOUR).toISOString();
+    const cases: [Record<string, unknown>, string[]][] = [
+      [{ endAt: future, expireAfter: 'PT1H' }, ['endAt', 'expireAfter']],
+      [{ endAt: 'tomorrow' }, ['endAt']],
+      [{ expireAfter: '4 hours' }, ['expireAfter']],
+      [{ endAt: new Date(Date.now() - HOUR).toISOString() }, ['endAt']],
+      [{ startAt: new Date(Date.now() + 2 * HOUR).toISOString(), endAt: future }, ['endAt']],
+    ];
+    for (const [options, fields] of cases) {
+      const answer = await call('POST', `/clients/${clientId}/jobs`, { name: 'list', ...options });
+      expect(answer.status).toBe(400);
+      expect(Object.keys(answer.body.fieldErrors).sort()).toEqual(fields);
+    }
+  });
+
   it('is swept through the ingest queue by the job manager, as deployed', async () => {
     const { clientId, jobId, tasks } = await scheduledJob(4, 'expireAfter=PT2H');
     const ingest = makeSqsIngestQueue(cloud.sqs, harness.ingestQueueUrl());
