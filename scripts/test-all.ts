@@ -53,7 +53,7 @@ let skipped = 0;
 
 const checks = Promise.all(steps.map(runStep));
 
-console.log('\n== vitest (unit, integration, e2e, infra) ==');
+console.log('\n== vitest (unit, integration, e2e, infra, browser) ==');
 mkdirSync('.test-results', { recursive: true });
 const jsonFile = '.test-results/vitest.json';
 rmSync(jsonFile, { force: true });

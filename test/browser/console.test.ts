@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * The console in a real browser (headless Chromium from @sparticuz/chromium, which `npm ci`
  * installs, driven by puppeteer-core) against the local stack with its broker fleet: an operator
@@ -15,6 +14,25 @@ import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from '#local/stack.ts';
+
+/**
+ * The little of the DOM the page callbacks below touch, declared here: the project is typechecked
+ * for Node, whose `fetch` types the DOM's would replace.
+ */
+interface PageElement {
+  textContent: string | null;
+  value: string;
+  hidden: boolean;
+  labels?: { length: number } | null;
+  getAttribute(name: string): string | null;
+  querySelectorAll(selector: string): PageElement[];
+  dispatchEvent(event: unknown): boolean;
+}
+declare const document: {
+  querySelector(selector: string): PageElement | null;
+  fonts: { check(font: string, text: string): boolean; ready: Promise<unknown> };
+};
+declare const Event: new (type: string) => unknown;
 
 const SCREENSHOTS = process.env.SCREENSHOTS_DIR ?? '.test-results/screenshots';
 const CLIENT = `web-${process.pid}`;
@@ -56,7 +74,7 @@ afterAll(async () => {
 async function unlabelledInputs(): Promise<string[]> {
   return page.$$eval('input:not([type=file]), select, textarea', (elements) =>
     elements
-      .filter((e) => (e as HTMLInputElement).labels?.length === 0 && !e.getAttribute('aria-label'))
+      .filter((e) => (e as unknown as PageElement).labels?.length === 0 && !e.getAttribute('aria-label'))
       .map((e) => e.outerHTML),
   );
 }
@@ -90,7 +108,7 @@ async function setInput(selector: string, value: string): Promise<void> {
   await page.$eval(
     selector,
     (e, v) => {
-      (e as HTMLInputElement).value = v;
+      (e as unknown as PageElement).value = v;
     },
     value,
   );
@@ -116,10 +134,10 @@ describe('the operator console in a browser', () => {
     // Every day open all day, so the jobs run whenever the test does.
     for (const day of ['Saturday', 'Sunday']) await page.click(`button[aria-label="Add a ${day} window"]`);
     await page.$$eval('input[aria-label$=" from"]', (inputs) => {
-      for (const input of inputs) (input as HTMLInputElement).value = '00:00';
+      for (const input of inputs) (input as unknown as PageElement).value = '00:00';
     });
     await page.$$eval('input[aria-label$=" until"]', (inputs) => {
-      for (const input of inputs) (input as HTMLInputElement).value = '24:00';
+      for (const input of inputs) (input as unknown as PageElement).value = '24:00';
     });
     await setInput('#f-maxConcurrentCalls', '3');
     await setInput('#f-callsPerSecond', '0');
