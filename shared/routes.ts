@@ -29,6 +29,7 @@ export const operatorRoutes: readonly RouteSpec[] = [
   { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/pause', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/resume', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'GET', path: '/clients/{clientId}/opt-outs', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}', functionId: 'jobs-api', auth: 'iam' },

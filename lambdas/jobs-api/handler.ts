@@ -114,6 +114,8 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
       case 'POST /clients/{clientId}/pause':
       case 'POST /clients/{clientId}/resume':
         return jsonResponse(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
+      case 'GET /clients/{clientId}/opt-outs':
+        return jsonResponse(200, await api.optOuts(clientId, event.queryStringParameters ?? {}));
       case 'POST /clients/{clientId}/jobs': {
         if (isCsvUpload(event)) {
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});

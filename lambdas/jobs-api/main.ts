@@ -9,6 +9,7 @@ import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
@@ -45,6 +46,7 @@ export const handler = observe(
       // VPC, which this function runs in (cdk/constructs/jobs.ts).
       brokers: { leases, notifier: makeHttpBrokerNotifier(), log },
       calls: leases,
+      optOuts: makeDynamoOptOutStore(doc, controlTable),
     }),
     log,
   }),

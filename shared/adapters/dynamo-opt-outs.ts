@@ -1,6 +1,7 @@
 /**
  * DynamoDB adapter of the {@link OptOutStore}: opt-outs in the control table (the latest follow or
- * unfollow per recipient), read by the webhook processor, the ingest and the message claims.
+ * unfollow per recipient), read by the webhook processor, the ingest, the message claims and the
+ * operator API's lookup.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
@@ -10,6 +11,8 @@ import {
   PutCommand,
   QueryCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { ValidationError } from '#shared/jobs/errors.ts';
+import type { OptOutReader, OptOutRecord } from '#shared/jobs/ports.ts';
 import type { OptOutStore } from '#shared/webhooks/ports.ts';
 
 /** BatchGetItem calls of one opt-out lookup in flight at once. */
@@ -31,7 +34,7 @@ export interface OptOutStoreOptions {
 }
 
 /** Opt-outs in the control table (pk=OPTOUT#{clientId}, sk=recipient), the latest event per recipient. */
-export class DynamoOptOutStore implements OptOutStore {
+export class DynamoOptOutStore implements OptOutStore, OptOutReader {
   readonly #doc: DynamoDBDocumentClient;
   readonly #tableName: string;
   readonly #partitionReadAbove: number;
@@ -112,21 +115,89 @@ export class DynamoOptOutStore implements OptOutStore {
     return new Set((out.Items ?? []).filter((item) => item.optedOut === true).map((item) => String(item.sk)));
   }
 
-  /** Adds the opted-out recipients of `chunk` (at most 100) to `result`, retrying unprocessed keys. */
+  /** Adds the opted-out recipients of `chunk` (at most 100) to `result`. */
   async #readChunk(clientId: string, chunk: readonly string[], result: Set<string>): Promise<void> {
+    for (const item of await this.#getItems(clientId, chunk, 'sk, optedOut'))
+      if (item.optedOut === true) result.add(String(item.sk));
+  }
+
+  /** The items of `chunk` (at most 100 recipients) that exist, retrying unprocessed keys. */
+  async #getItems(
+    clientId: string,
+    chunk: readonly string[],
+    projection: string,
+  ): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
     let keys: Record<string, unknown>[] | undefined = chunk.map((sk) => ({ pk: optOutPk(clientId), sk }));
     for (let attempt = 0; keys && keys.length > 0; attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
       const out: BatchGetCommandOutput = await this.#doc.send(
         new BatchGetCommand({
-          RequestItems: { [this.#tableName]: { Keys: keys, ProjectionExpression: 'sk, optedOut' } },
+          RequestItems: { [this.#tableName]: { Keys: keys, ProjectionExpression: projection } },
         }),
       );
-      for (const item of out.Responses?.[this.#tableName] ?? [])
-        if (item.optedOut === true) result.add(item.sk);
+      items.push(...(out.Responses?.[this.#tableName] ?? []));
       keys = out.UnprocessedKeys?.[this.#tableName]?.Keys;
     }
+    return items;
   }
+
+  async records(clientId: string, recipients: readonly string[]): Promise<readonly OptOutRecord[]> {
+    const unique = [...new Set(recipients)];
+    if (unique.length > 100) throw new RangeError('at most 100 recipients at once');
+    if (unique.length === 0) return [];
+    const items = await this.#getItems(clientId, unique, 'sk, optedOut, eventTimestamp');
+    return items.map(toRecord);
+  }
+
+  /**
+   * A page of opted-out recipients: a Query of the client's partition that keeps only opt-outs
+   * (a follow that opted back in is kept as a record too), continued until the page is full or
+   * {@link PAGE_QUERIES} Queries were read, so a partition of mostly opt-ins costs bounded reads.
+   */
+  async page(
+    clientId: string,
+    page: { readonly limit: number; readonly next?: string },
+  ): Promise<{ readonly records: readonly OptOutRecord[]; readonly next?: string }> {
+    const pk = optOutPk(clientId);
+    const records: OptOutRecord[] = [];
+    let start = page.next === undefined ? undefined : { pk, sk: decodePageToken(page.next) };
+    for (let query = 0; query < PAGE_QUERIES && records.length < page.limit; query++) {
+      const out = await this.#doc.send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          KeyConditionExpression: 'pk = :pk',
+          FilterExpression: 'optedOut = :yes',
+          ExpressionAttributeValues: { ':pk': pk, ':yes': true },
+          ProjectionExpression: 'sk, optedOut, eventTimestamp',
+          Limit: page.limit - records.length,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      records.push(...(out.Items ?? []).map(toRecord));
+      start = out.LastEvaluatedKey as { pk: string; sk: string } | undefined;
+      if (!start) break;
+    }
+    return { records, ...(start ? { next: Buffer.from(start.sk, 'utf8').toString('base64url') } : {}) };
+  }
+}
+
+/** Queries one page of opt-outs may take before it answers with what it found. */
+const PAGE_QUERIES = 10;
+
+function toRecord(item: Record<string, unknown>): OptOutRecord {
+  return {
+    recipient: String(item.sk),
+    optedOut: item.optedOut === true,
+    eventAt: Number(item.eventTimestamp),
+  };
+}
+
+function decodePageToken(token: string): string {
+  const sk = Buffer.from(token, 'base64url').toString('utf8');
+  if (sk === '' || Buffer.from(sk, 'utf8').toString('base64url') !== token)
+    throw new ValidationError('invalid opt-out query', { next: ['is not a token this API returned'] });
+  return sk;
 }
 
 function optOutPk(clientId: string): string {
@@ -137,6 +208,6 @@ export function makeDynamoOptOutStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
   options: OptOutStoreOptions = {},
-): OptOutStore {
+): OptOutStore & OptOutReader {
   return new DynamoOptOutStore(doc, tableName, options);
 }

@@ -1,6 +1,6 @@
 /**
- * Use cases of the operator API: client settings, and jobs (create with an upload URL or an
- * inline file, read, list, pause / resume / cancel, report).
+ * Use cases of the operator API: client settings, jobs (create with an upload URL or an inline
+ * file, read, list, pause / resume / cancel, report), and the client's opt-outs (`opt-outs.ts`).
  *
  * Input: already-parsed requests (path ids, JSON bodies, raw CSV bytes). Output: plain records;
  * problems are typed errors ({@link ValidationError}, {@link ClientNotFoundError},
@@ -33,7 +33,8 @@ import {
   type JobCounts,
   type JobStatus,
 } from './model.ts';
-import type { JobChangeNotifier, JobStores } from './ports.ts';
+import { findOptOuts, type OptOutsAnswer } from './opt-outs.ts';
+import type { JobChangeNotifier, JobStores, OptOutReader } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { uploadKey } from './s3-events.ts';
 import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
@@ -140,6 +141,8 @@ export interface JobsApiDeps extends JobStores {
   readonly brokers?: BrokerNudgeDeps;
   /** The client's calls in flight (the lease item), for a job's `waiting`; without it, not said. */
   readonly calls?: CallsInFlightReader;
+  /** The client's opt-outs, for {@link JobsApi.optOuts}; without it, that use case fails. */
+  readonly optOuts?: OptOutReader;
 }
 
 export interface CallsInFlightReader {
@@ -383,6 +386,19 @@ export class JobsApi {
       job = await this.#jobOf(clientId, jobId);
     }
     throw new IllegalTransitionError(`the job keeps changing; it is ${job.status}`, job.status);
+  }
+
+  /**
+   * Whether recipients of the client are opted out, or a page of its opted-out recipients
+   * (`opt-outs.ts`); a client reads only its own list.
+   */
+  async optOuts(
+    clientId: string,
+    query: Readonly<Record<string, string | undefined>>,
+  ): Promise<OptOutsAnswer> {
+    const client = await this.#clientOf(clientId);
+    if (!this.#deps.optOuts) throw new Error('no opt-out store is wired into the jobs API');
+    return findOptOuts(this.#deps.optOuts, client, query);
   }
 
   /**

@@ -16,6 +16,28 @@ export interface ClientStore {
   setPaused(clientId: string, paused: boolean, now: number): Promise<ClientSettings | undefined>;
 }
 
+/** A recipient's latest follow or unfollow, as recorded for a client (see `opt-outs.ts`). */
+export interface OptOutRecord {
+  readonly recipient: string;
+  readonly optedOut: boolean;
+  /** Epoch ms of the event that decided it. */
+  readonly eventAt: number;
+}
+
+/** A client's opt-outs as the operator reads them (the webhooks' `OptOutStore` writes them). */
+export interface OptOutReader {
+  /** The records of those of `recipients` (at most 100) that have one. */
+  records(clientId: string, recipients: readonly string[]): Promise<readonly OptOutRecord[]>;
+  /**
+   * A page of the client's opted-out recipients, in recipient order. `next` is opaque; a token
+   * this store did not return is a {@link import('./errors.ts').ValidationError}.
+   */
+  page(
+    clientId: string,
+    page: { readonly limit: number; readonly next?: string },
+  ): Promise<{ readonly records: readonly OptOutRecord[]; readonly next?: string }>;
+}
+
 export interface JobPage {
   readonly jobs: readonly Job[];
   /** Opaque: hand it back to get the next page; absent on the last page. */
