@@ -21,14 +21,21 @@ export class Sha256 {
   reset(): void {}
 }
 
+/** AWS credentials, as the SDK's signer takes them. */
+export interface OperatorCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
+
 export interface OperatorClientOptions {
   readonly baseUrl: string;
   readonly region: string;
-  readonly credentials: {
-    readonly accessKeyId: string;
-    readonly secretAccessKey: string;
-    readonly sessionToken?: string;
-  };
+  /**
+   * The credentials, or a provider of them (e.g. the SDK's `fromNodeProviderChain()`), asked before
+   * each signature: temporary credentials are refreshed by the provider, not held here.
+   */
+  readonly credentials: OperatorCredentials | (() => Promise<OperatorCredentials>);
 }
 
 export interface OperatorResponse {
@@ -51,7 +58,13 @@ export function makeSignedFetch(options: Omit<OperatorClientOptions, 'baseUrl'>)
   return async (
     method: string,
     url: URL,
-    init: { readonly headers?: Readonly<Record<string, string>>; readonly body?: Uint8Array | string } = {},
+    init: {
+      readonly headers?: Readonly<Record<string, string>>;
+      readonly body?: Uint8Array | string;
+      /** `manual`: answer a redirect as it is (a report's 303 to S3 must not carry the signature). */
+      readonly redirect?: 'follow' | 'manual' | 'error';
+      readonly signal?: AbortSignal;
+    } = {},
   ): Promise<Response> => {
     const payload = init.body === undefined ? undefined : Buffer.from(init.body);
     const headers: Record<string, string> = { host: url.host };
@@ -72,6 +85,8 @@ export function makeSignedFetch(options: Omit<OperatorClientOptions, 'baseUrl'>)
       method,
       headers: signed.headers as Record<string, string>,
       ...(payload ? { body: payload } : {}),
+      ...(init.redirect ? { redirect: init.redirect } : {}),
+      ...(init.signal ? { signal: init.signal } : {}),
     });
   };
 }

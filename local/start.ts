@@ -6,10 +6,12 @@
 import { existsSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
+import { LOCAL_CREDENTIALS } from './cloud.ts';
 import { playWebhookDemo } from './demo.ts';
 import { DEMO_PROVIDERS, type DemoProvider, runDemoJob } from './demo-job.ts';
 import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
 import { DEMO_CHANNEL, LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from './stack.ts';
+import { writeLocalState } from './state-file.ts';
 import { MAX_BODY_BYTES } from './strict-s3.ts';
 
 const HELP = `Usage: npm start -- [options]
@@ -172,6 +174,8 @@ async function run(options: StartOptions): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  // `npm run ops -- --local` finds this cloud through .switchboard/local.json (gone when this exits).
+  writeLocalState({ apiUrl: stack.api.url, region: stack.cloud.region, credentials: LOCAL_CREDENTIALS });
 
   let stopping = false;
   const stop = async (why: string) => {
