@@ -17,8 +17,9 @@
  *    runs (a retry written as the sweep passed its shard is caught then); it completes like any
  *    job once nothing is left open. A paused job is not looked at: it ends once resumed;
  * 3. find the clients with work they may do now: a running job not past its end, inside its
- *    calling hours (the job's own, else the client's), the client not paused, and an outstanding task ready now
- *    (or within `lookaheadMs`, so a retry due before the next run finds a broker waiting).
+ *    calling hours (the job's own, else the client's), the client not paused, and an outstanding
+ *    task ready now (or within `lookaheadMs`, so a retry due before the next run finds a broker
+ *    waiting).
  *    Started calls leave the outstanding index, so a client whose open tasks are all in flight
  *    has no ready task: while its broker lives that is right (the broker is protected and ends
  *    them), but if the broker died or lost the lease, nobody would ever reconcile those calls

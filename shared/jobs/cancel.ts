@@ -50,12 +50,7 @@ import type {
   SweptTask,
   TaskCanceller,
 } from './ports.ts';
-import {
-  JOB_CANCELLED_REASON,
-  JOB_ENDED_IN_FLIGHT_REASON,
-  JOB_ENDED_REASON,
-  type SweepEnd,
-} from './task-lifecycle.ts';
+import { JOB_CANCELLED_REASON, JOB_ENDED_IN_FLIGHT_REASON, JOB_ENDED_REASON } from './task-lifecycle.ts';
 
 /** A call in flight with no end recorded this long after its longest duration is ended by the sweep. */
 export const CALL_END_GRACE_MS = 5 * 60_000;
@@ -111,7 +106,6 @@ export function expireSweepStart(clientId: string, jobId: string): ExpireSweepMe
 interface SweepRules {
   /** Why the sweep leaves the job's tasks alone at `now`; undefined when it ends them. */
   ignore(job: Job | undefined, now: number): string | undefined;
-  readonly end: SweepEnd;
   /** A task that has not started. */
   readonly waiting: SweepEnding;
   /** A message in flight whose claim's hold has passed (its broker is gone). */
@@ -125,7 +119,6 @@ const SWEEPS: Readonly<Record<JobSweepMessage['kind'], SweepRules>> = {
   'cancel-sweep': {
     ignore: (job) =>
       job?.status === 'cancelled' ? undefined : `the job is ${job?.status ?? 'gone'}, not cancelled`,
-    end: 'cancelled',
     waiting: { state: 'cancelled', reason: JOB_CANCELLED_REASON },
     heldMessage: { state: 'cancelled', reason: JOB_CANCELLED_REASON },
     callNeverEnded: { state: 'cancelled', reason: CALL_NEVER_ENDED_REASON },
@@ -137,7 +130,6 @@ const SWEEPS: Readonly<Record<JobSweepMessage['kind'], SweepRules>> = {
       if (!jobHasEnded(job, now)) return 'the job has not reached its end';
       return undefined;
     },
-    end: 'expired',
     waiting: { state: 'expired', reason: JOB_ENDED_REASON },
     heldMessage: { state: 'expired', reason: JOB_ENDED_IN_FLIGHT_REASON },
   },
@@ -176,7 +168,7 @@ export function isJobSweepKind(kind: unknown): kind is JobSweepMessage['kind'] {
   return kind === 'cancel-sweep' || kind === 'expire-sweep';
 }
 
-/** Reads a queue message known to be a sweep (cancel or expire); throws {@link MalformedCancelSweepError}. */
+/** Reads a queue message known to be a sweep (cancel, expire); throws {@link MalformedCancelSweepError}. */
 export function parseCancelSweep(value: Record<string, unknown>): JobSweepMessage {
   const { kind, clientId, jobId, shard, cursor, heldUntil } = value;
   if (
@@ -250,15 +242,17 @@ export class JobSweep {
       const now = this.#deps.clock.now();
       const ends: PageEnds = { waiting: [], heldMessages: [], callsNeverEnded: [] };
       for (const t of page.tasks) {
-        if (t.state !== 'in-flight') ends.waiting.push(t);
-        else if (t.channel === 'call' && !rules.callNeverEnded) {
-          // Left to its broker: it settles, and retries nothing at or after the job's end.
-        } else {
-          const until = inFlightUntil(t, maxCallSeconds);
-          if (until > now) heldUntil = Math.max(heldUntil ?? 0, until);
-          else if (t.channel === 'message') ends.heldMessages.push(t);
-          else ends.callsNeverEnded.push(t);
+        if (t.state !== 'in-flight') {
+          ends.waiting.push(t);
+          continue;
         }
+        // The expire sweep leaves a call in flight to its broker: it settles, retrying nothing
+        // at or after the job's end.
+        if (t.channel === 'call' && !rules.callNeverEnded) continue;
+        const until = inFlightUntil(t, maxCallSeconds);
+        if (until > now) heldUntil = Math.max(heldUntil ?? 0, until);
+        else if (t.channel === 'message') ends.heldMessages.push(t);
+        else ends.callsNeverEnded.push(t);
       }
       ended += await this.#end(rules, clientId, jobId, ends, now);
       if (page.next === undefined) {
