@@ -174,9 +174,13 @@ export function progressLine(job: JobView): string {
   }
   const ended = endedTasks(counts);
   const fraction = counts.tasks === 0 ? 1 : ended / counts.tasks;
+  // Short enough for a terminal's width: the outcomes that happened only, then what it waits for.
+  const happened = outcomes(counts)
+    .split(', ')
+    .filter((o) => !o.startsWith('0 '));
   const parts = [
-    `${job.status.padEnd(9)} ▕${bar(fraction, 16)}▏${percent(fraction)}`,
-    `${count(ended)}/${count(counts.tasks)} ended (${outcomes(counts)})`,
+    `${job.status.padEnd(9)} ▕${bar(fraction, 12)}▏${percent(fraction)}`,
+    `${count(ended)}/${count(counts.tasks)} ended${happened.length > 0 ? ` (${happened.join(', ')})` : ''}`,
     `${count(counts.outstanding)} outstanding`,
   ];
   if (job.waiting) parts.push(`waiting: ${job.waiting.message}`);

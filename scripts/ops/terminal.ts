@@ -53,7 +53,8 @@ export class Terminal {
    */
   live(text: string, options: { readonly transient?: boolean } = {}): void {
     if (this.interactive) {
-      const width = Math.max(20, (this.#err.columns ?? 100) - 1);
+      // A terminal that does not say its width (0 under some ptys) is taken as 100 columns.
+      const width = Math.max(20, (this.#err.columns || 100) - 1);
       const chars = [...text];
       const shown = chars.length > width ? `${chars.slice(0, width - 1).join('')}…` : text;
       this.#err.write(`\r\x1b[2K${shown}`);

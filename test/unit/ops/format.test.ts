@@ -105,7 +105,7 @@ describe('ops output', () => {
 
   it("puts a job's progress on one line: status, bar, counts, outstanding and what it waits for", () => {
     expect(progressLine(job())).toBe(
-      'running   ▕████████░░░░░░░░▏ 49% · 615/1,231 ended (600 completed, 15 failed, 0 cancelled) · 616 outstanding',
+      'running   ▕██████░░░░░░▏ 49% · 615/1,231 ended (600 completed, 15 failed) · 616 outstanding',
     );
     expect(
       progressLine(
@@ -114,6 +114,10 @@ describe('ops output', () => {
         }),
       ),
     ).toMatch(/ · waiting: 6 calls in flight, the client's limit$/);
+    const none = { ...job().counts, completed: 0, failed: 0, outstanding: 1231 };
+    expect(progressLine(job({ status: 'scheduled', counts: none }))).toBe(
+      'scheduled ▕░░░░░░░░░░░░▏  0% · 0/1,231 ended · 1,231 outstanding',
+    );
     expect(progressLine(job({ status: 'uploading' }))).toBe('uploading: waiting for the list to arrive');
     expect(progressLine(job({ status: 'validating' }))).toBe(
       'validating: 1,234 rows: 1,231 tasks, 2 rejected, 1 skipped so far',
