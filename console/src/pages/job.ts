@@ -11,6 +11,7 @@ import type { App, Page } from '../app.ts';
 import { formatNumber, formatTime, h, replace } from '../dom.ts';
 import { poll } from '../poll.ts';
 import { doneOf, FINAL_STATUSES, type JobView } from '../types.ts';
+import { countList, crumbs } from './parts.ts';
 
 const REFRESH_MS = 2_000;
 /** Points kept on the chart (at one every 2 s: ten minutes). */
@@ -84,15 +85,7 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
     element: h(
       'main',
       {},
-      h(
-        'nav',
-        { class: 'crumbs' },
-        h('a', { href: '#/' }, 'Clients'),
-        ' / ',
-        h('a', { href: `#/clients/${encodeURIComponent(clientId)}` }, clientId),
-        ' / ',
-        jobId,
-      ),
+      crumbs(clientId, jobId),
       heading,
       state,
       summary,
@@ -131,22 +124,13 @@ function summaryOf(job: JobView): (HTMLElement | null)[] {
       value: done,
       'aria-label': `${done} of ${counts.tasks} tasks ended`,
     }),
-    h(
-      'dl',
-      { class: 'counts' },
-      ...(
-        [
-          ['Rows', counts.rows],
-          ['Tasks', counts.tasks],
-          ['Rejected', counts.rejected],
-          ['Skipped', counts.skipped],
-          ...outcomes.map(([k, n]) => [k[0]!.toUpperCase() + k.slice(1), n] as const),
-        ] as const
-      ).flatMap(([label, n]) => [
-        h('dt', {}, label),
-        h('dd', { 'data-count': label.toLowerCase() }, formatNumber(n)),
-      ]),
-    ),
+    countList([
+      ['Rows', counts.rows],
+      ['Tasks', counts.tasks],
+      ['Rejected', counts.rejected],
+      ['Skipped', counts.skipped],
+      ...outcomes.map(([k, n]) => [k[0]!.toUpperCase() + k.slice(1), n] as const),
+    ]),
     job.live
       ? h(
           'p',

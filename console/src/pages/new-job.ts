@@ -5,9 +5,10 @@
  */
 import { ApiError, uploadFile } from '../api.ts';
 import type { App, Page } from '../app.ts';
-import { field, formatNumber, h, replace, showFieldErrors } from '../dom.ts';
+import { field, h, replace, showFieldErrors } from '../dom.ts';
 import { poll } from '../poll.ts';
 import type { JobView, RowProblem } from '../types.ts';
+import { countList, crumbs, dropZone } from './parts.ts';
 
 /** Refused before upload: S3 would take it, but no call list is this large. */
 const MAX_FILE_BYTES = 1024 * 1024 * 1024;
@@ -27,38 +28,7 @@ export function newJobPage(app: App, clientId: string): Page {
   const maxAttempts = h('input', { type: 'number', min: 1, max: 10, value: '3' });
   const retryDelay = h('input', { type: 'number', min: 0, value: '600' });
   const file = h('input', { type: 'file', accept: '.csv,.tsv,.txt,text/csv' });
-  const drop = h(
-    'div',
-    {
-      class: 'drop',
-      tabindex: 0,
-      role: 'button',
-      'aria-label': 'Drop a CSV file here, or press Enter to choose one',
-    },
-    'Drop a CSV file here, or choose one',
-  );
-  let chosen: File | undefined;
-  const choose = (f: File | undefined) => {
-    chosen = f;
-    drop.textContent = f
-      ? `${f.name} (${formatNumber(f.size)} bytes)`
-      : 'Drop a CSV file here, or choose one';
-  };
-  drop.addEventListener('click', () => file.click());
-  drop.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' || e.key === ' ') file.click();
-  });
-  drop.addEventListener('dragover', (e) => {
-    e.preventDefault();
-    drop.classList.add('over');
-  });
-  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
-  drop.addEventListener('drop', (e) => {
-    e.preventDefault();
-    drop.classList.remove('over');
-    choose(e.dataTransfer?.files[0]);
-  });
-  file.addEventListener('change', () => choose(file.files?.[0]));
+  const drop = dropZone(file);
   const messageField = field('Message', 'message', message, 'Text with {{column}} placeholders');
   const scenarioField = field('Call scenario', 'scenarioId', scenario);
   const syncChannel = () => {
@@ -90,7 +60,7 @@ export function newJobPage(app: App, clientId: string): Page {
       'div',
       { class: 'field', 'data-field': 'file' },
       h('label', { for: 'f-file' }, 'Call or message list (CSV)'),
-      drop,
+      drop.element,
       file,
       h('p', { class: 'field-error', role: 'alert' }),
     ),
@@ -104,6 +74,7 @@ export function newJobPage(app: App, clientId: string): Page {
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     showFieldErrors(form, {});
+    const chosen = drop.chosen();
     if (!chosen) return showFieldErrors(form, { file: ['choose a CSV file'] });
     if (chosen.size === 0) return showFieldErrors(form, { file: ['the file is empty'] });
     if (chosen.size > MAX_FILE_BYTES)
@@ -117,47 +88,53 @@ export function newJobPage(app: App, clientId: string): Page {
       ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
     };
     submit.disabled = true;
-    try {
-      note.textContent = 'Creating the job…';
-      const created = await app.api.json<{ jobId: string; upload?: { url: string } }>(
-        'POST',
-        `${path}/jobs`,
-        options,
-      );
-      if (!created.upload) throw new Error('the API gave no upload URL');
-      progress.hidden = false;
-      await uploadFile(created.upload.url, chosen, (sent, total) => {
-        progress.value = Math.round((sent / total) * 100);
-        note.textContent = `Uploading… ${Math.round((sent / total) * 100)} %`;
-      });
-      note.textContent = 'Uploaded. Reading the list…';
-      watchIngest(app, path, created.jobId, result, note, status);
-    } catch (error) {
-      note.textContent = '';
-      if (error instanceof ApiError) showFieldErrors(form, error.fieldErrors);
-      const unplaced = error instanceof ApiError ? status.textContent : '';
-      status.textContent = `${(error as Error).message}${unplaced ? `: ${unplaced}` : ''}`;
-      submit.disabled = false;
-    }
+    const ok = await createAndUpload(app, path, options, chosen, { form, progress, note, status, result });
+    if (!ok) submit.disabled = false;
   });
   return {
     title: 'New job',
-    element: h(
-      'main',
-      {},
-      h(
-        'nav',
-        { class: 'crumbs' },
-        h('a', { href: '#/' }, 'Clients'),
-        ' / ',
-        h('a', { href: `#/clients/${encodeURIComponent(clientId)}` }, clientId),
-        ' / new job',
-      ),
-      h('h1', {}, 'New job'),
-      form,
-      result,
-    ),
+    element: h('main', {}, crumbs(clientId, 'new job'), h('h1', {}, 'New job'), form, result),
   };
+}
+
+/** Creates the job, uploads its file to the presigned URL, then watches the ingest; false on a problem. */
+async function createAndUpload(
+  app: App,
+  path: string,
+  options: Record<string, unknown>,
+  chosen: File,
+  ui: {
+    readonly form: HTMLElement;
+    readonly progress: HTMLProgressElement;
+    readonly note: HTMLElement;
+    readonly status: HTMLElement;
+    readonly result: HTMLElement;
+  },
+): Promise<boolean> {
+  const { form, progress, note, status, result } = ui;
+  try {
+    note.textContent = 'Creating the job…';
+    const created = await app.api.json<{ jobId: string; upload?: { url: string } }>(
+      'POST',
+      `${path}/jobs`,
+      options,
+    );
+    if (!created.upload) throw new Error('the API gave no upload URL');
+    progress.hidden = false;
+    await uploadFile(created.upload.url, chosen, (sent, total) => {
+      progress.value = Math.round((sent / total) * 100);
+      note.textContent = `Uploading… ${Math.round((sent / total) * 100)} %`;
+    });
+    note.textContent = 'Uploaded. Reading the list…';
+    watchIngest(app, path, created.jobId, result, note, status);
+    return true;
+  } catch (error) {
+    note.textContent = '';
+    if (error instanceof ApiError) showFieldErrors(form, error.fieldErrors);
+    const unplaced = error instanceof ApiError ? status.textContent : '';
+    status.textContent = `${(error as Error).message}${unplaced ? `: ${unplaced}` : ''}`;
+    return false;
+  }
 }
 
 /** Waits for the ingest to decide, then shows what it read and the first rows it refused. */
@@ -199,21 +176,12 @@ async function showIngest(app: App, path: string, job: JobView, result: HTMLElem
   replace(
     result,
     h('h2', {}, 'What the list held'),
-    h(
-      'dl',
-      { class: 'counts' },
-      ...(
-        [
-          ['Rows', counts.rows],
-          ['Tasks', counts.tasks],
-          ['Rejected', counts.rejected],
-          ['Skipped', counts.skipped],
-        ] as const
-      ).flatMap(([label, n]) => [
-        h('dt', {}, label),
-        h('dd', { 'data-count': label.toLowerCase() }, formatNumber(n)),
-      ]),
-    ),
+    countList([
+      ['Rows', counts.rows],
+      ['Tasks', counts.tasks],
+      ['Rejected', counts.rejected],
+      ['Skipped', counts.skipped],
+    ]),
     problems.entries.length
       ? h(
           'table',
