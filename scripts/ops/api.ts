@@ -9,7 +9,7 @@ import type { CreatedJob, JobAction, JobView } from '#shared/jobs/api.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import type { OptOutsAnswer } from '#shared/jobs/opt-outs.ts';
 import { ApiError, NetworkError, OpsError, oneLine } from './errors.ts';
-import { fieldErrorsLine } from './format.ts';
+import { fieldErrorsLine, type RowProblem } from './format.ts';
 import type { Target } from './target.ts';
 
 /** How long a JSON call may take (a message job's pause waits up to 3 s for its broker). */
@@ -25,8 +25,6 @@ export interface ReportDownload {
   readonly body: ReadableStream<Uint8Array>;
   readonly jobStatus?: string;
   readonly waiting?: string;
-  /** Stops the download (when the reader has what it needs). */
-  cancel(): void;
 }
 
 /** A one-line error for a failed call: `POST /clients/acme/jobs: 400 invalid job options — maxAttempts: …`. */
@@ -113,7 +111,8 @@ export class OperatorApi {
       body?: string;
       headers?: Record<string, string>;
       redirect?: 'follow' | 'manual' | 'error';
-      signal?: AbortSignal;
+      /** A download: no time limit (it takes what it takes; undici's idle timeouts still hold). */
+      download?: boolean;
     },
   ): Promise<Response> {
     try {
@@ -121,7 +120,7 @@ export class OperatorApi {
         ...(init.body === undefined ? {} : { body: init.body }),
         ...(init.headers ? { headers: init.headers } : {}),
         ...(init.redirect ? { redirect: init.redirect } : {}),
-        signal: init.signal ?? AbortSignal.timeout(CALL_TIMEOUT_MS),
+        ...(init.download ? {} : { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }),
       });
     } catch (error) {
       if (isFetchFailure(error)) throw networkErrorOf(error, url, this.#target.local);
@@ -182,6 +181,17 @@ export class OperatorApi {
     return this.#call('POST', `/clients/${seg(clientId)}/jobs/${seg(jobId)}/${action}`);
   }
 
+  /** The first `limit` (at most 500) rejected and skipped rows of a job's list, and whether there are more. */
+  rowProblems(
+    clientId: string,
+    jobId: string,
+    limit: number,
+  ): Promise<{ readonly entries: readonly RowProblem[]; readonly more: boolean }> {
+    return this.#call('GET', `/clients/${seg(clientId)}/jobs/${seg(jobId)}/row-problems`, {
+      query: { limit: String(limit) },
+    });
+  }
+
   optOuts(
     clientId: string,
     query: { readonly recipient?: string; readonly limit?: string; readonly next?: string },
@@ -196,9 +206,7 @@ export class OperatorApi {
   async report(clientId: string, jobId: string): Promise<ReportDownload> {
     const path = `/clients/${seg(clientId)}/jobs/${seg(jobId)}/report`;
     const url = this.#url(path);
-    const abort = new AbortController();
-    // No time limit on a download: the abort is the reader's (and undici's idle timeouts).
-    const answer = await this.#send('GET', url, { redirect: 'manual', signal: abort.signal });
+    const answer = await this.#send('GET', url, { redirect: 'manual', download: true });
     const about = {
       ...(answer.headers.get('x-switchboard-job-status')
         ? { jobStatus: answer.headers.get('x-switchboard-job-status')! }
@@ -214,7 +222,7 @@ export class OperatorApi {
       if (!location) throw new OpsError(`GET ${path}: 303 without a location`);
       const s3 = new URL(location);
       try {
-        response = await fetch(s3, { signal: abort.signal });
+        response = await fetch(s3);
       } catch (error) {
         throw networkErrorOf(error, s3, false);
       }
@@ -228,6 +236,6 @@ export class OperatorApi {
       throw apiErrorOf('GET', path, answer.status, await answer.text());
     }
     if (!response.body) throw new OpsError(`GET ${path}: an empty answer`);
-    return { body: response.body, ...about, cancel: () => abort.abort() };
+    return { body: response.body, ...about };
   }
 }

@@ -116,7 +116,7 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     help: "then show the ingest's result and live progress until the job is done",
   },
   timeout: WATCH_TIMEOUT,
-  rows: { type: 'string', value: 'N', help: 'rejected and skipped rows to print (default 20)' },
+  rows: { type: 'string', value: 'N', help: 'rejected and skipped rows to print (default 20, at most 500)' },
 };
 
 export const COMMANDS: readonly CommandSpec[] = [

@@ -6,7 +6,7 @@ import type { JobView } from '#shared/jobs/api.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import type { OptOutsAnswer } from '#shared/jobs/opt-outs.ts';
 
-/** A rejected or skipped row of a list, as the job's report gives it. */
+/** A rejected or skipped row of a list, as `GET …/jobs/{jobId}/row-problems` gives it. */
 export interface RowProblem {
   readonly row: number;
   readonly outcome: 'rejected' | 'skipped';

@@ -34,7 +34,6 @@ import {
   uploadLine,
 } from './format.ts';
 import { clientSettingsBody, jobOptionsBody, settingsForPut } from './inputs.ts';
-import { firstRowProblems } from './report.ts';
 import { resolveTarget } from './target.ts';
 import { type OutputStream, Terminal } from './terminal.ts';
 import { listSize, uploadFile } from './upload.ts';
@@ -123,11 +122,10 @@ async function watching(
   }
 }
 
-/** The first rejected and skipped rows, from the head of the job's report. */
-async function rowProblems(ctx: Context, job: JobView, max: number): Promise<RowProblem[]> {
+/** The first rejected and skipped rows (the job's validation entries, not its tasks). */
+async function rowProblems(ctx: Context, job: JobView, max: number): Promise<readonly RowProblem[]> {
   if (max === 0 || job.counts.rejected + job.counts.skipped === 0) return [];
-  const report = await ctx.api.report(job.clientId, job.jobId);
-  return firstRowProblems(report.body, max, report.cancel);
+  return (await ctx.api.rowProblems(job.clientId, job.jobId, max)).entries;
 }
 
 const clientsPut: Runner = async (ctx) => {
@@ -152,7 +150,7 @@ const jobsCreate: Runner = async (ctx) => {
   const csv = required(ctx.options, 'csv');
   const size = listSize(csv);
   const body = jobOptionsBody(ctx.options);
-  const rows = wholeNumber(ctx.options, 'rows', { min: 0 }) ?? DEFAULT_ROWS;
+  const rows = wholeNumber(ctx.options, 'rows', { min: 0, max: 500 }) ?? DEFAULT_ROWS;
   wholeNumber(ctx.options, 'timeout', { min: 1 });
 
   const created = await ctx.api.createJob(clientId, body);

@@ -16,7 +16,6 @@ import {
   table,
   uploadLine,
 } from '../../../scripts/ops/format.ts';
-import { firstRowProblems, rowProblemOf, unguardCell } from '../../../scripts/ops/report.ts';
 import { Terminal, withoutQueries } from '../../../scripts/ops/terminal.ts';
 
 function job(overrides: Partial<JobView> = {}): JobView {
@@ -297,42 +296,5 @@ describe('ops terminal', () => {
     term.live('x'.repeat(30));
     term.endLive();
     expect(err).toEqual([`\r\x1b[2K${'x'.repeat(19)}…`, '\n']);
-  });
-});
-
-describe("the report's head", () => {
-  const header = ['row', 'recipient', 'outcome', 'attempts', 'last_result', 'reason', 'column', 'value'];
-
-  it('reads rejected and skipped rows, without the formula guard', () => {
-    expect(unguardCell("'+819012345678")).toBe('+819012345678');
-    expect(unguardCell("'abc")).toBe("'abc");
-    expect(
-      rowProblemOf(['4', '', 'rejected', '0', '', 'invalid phone number', 'phone', "'=1+1"], header),
-    ).toEqual({
-      row: 4,
-      outcome: 'rejected',
-      reason: 'invalid phone number',
-      column: 'phone',
-      value: '=1+1',
-    });
-    expect(rowProblemOf(['5', "'+8190", 'completed', '1', 'completed', '', '', ''], header)).toBeUndefined();
-  });
-
-  it('stops at the first task line, or at the number asked for', async () => {
-    const csv =
-      '\ufeffrow,recipient,outcome,attempts,last_result,reason,column,value\r\n' +
-      '3,,rejected,0,,"ragged row: a value under no header",,"a,b\r\nc"\r\n' +
-      '7,,skipped,0,,opted out,userId,U1\r\n' +
-      "2,'+819000000001,pending,0,,,,\r\n" +
-      '9,,rejected,0,,never read,,\r\n';
-    const stream = () => new Blob([csv]).stream();
-    let stopped = 0;
-    const problems = await firstRowProblems(stream(), 10, () => stopped++);
-    expect(problems).toEqual([
-      { row: 3, outcome: 'rejected', reason: 'ragged row: a value under no header', value: 'a,b\r\nc' },
-      { row: 7, outcome: 'skipped', reason: 'opted out', column: 'userId', value: 'U1' },
-    ]);
-    expect(stopped).toBe(1);
-    expect(await firstRowProblems(stream(), 1, () => {})).toHaveLength(1);
   });
 });
