@@ -179,9 +179,12 @@ describe('also worth fixing', () => {
     });
   });
 
-  it('lets browsers upload to the bucket from the configured origins only (none by default)', () => {
-    const bucket = ofType('AWS::S3::Bucket').find(([, b]) => b.Properties.CorsConfiguration);
-    expect(bucket).toBeUndefined();
+  it("lets browsers upload to the bucket from the console's origin, and the configured ones", () => {
+    // The console is served by the HTTP API: its origin is the API's, in the stack's region.
+    const [, bucket] = ofType('AWS::S3::Bucket').find(([, b]) => b.Properties.CorsConfiguration)!;
+    const [rule] = bucket.Properties.CorsConfiguration.CorsRules;
+    expect(rule.AllowedMethods).toEqual(['PUT', 'GET']);
+    expect(JSON.stringify(rule.AllowedOrigins)).toContain('https://*.execute-api.');
     const withOrigin = synth({
       stage: 'dev',
       telephonyApiUrl: 'https://api.telephony.test',
@@ -190,7 +193,10 @@ describe('also worth fixing', () => {
     withOrigin.hasResourceProperties('AWS::S3::Bucket', {
       CorsConfiguration: {
         CorsRules: [
-          Match.objectLike({ AllowedMethods: ['PUT'], AllowedOrigins: ['https://console.acme.test'] }),
+          Match.objectLike({
+            AllowedMethods: ['PUT', 'GET'],
+            AllowedOrigins: Match.arrayWith(['https://console.acme.test']),
+          }),
         ],
       },
     });
