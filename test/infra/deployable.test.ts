@@ -182,9 +182,12 @@ describe('also worth fixing', () => {
   it("lets browsers upload to the bucket from the console's origin, and the configured ones", () => {
     // The console is served by the HTTP API: its origin is the API's, in the stack's region.
     const [, bucket] = ofType('AWS::S3::Bucket').find(([, b]) => b.Properties.CorsConfiguration)!;
-    const [rule] = bucket.Properties.CorsConfiguration.CorsRules;
-    expect(rule.AllowedMethods).toEqual(['PUT', 'GET']);
-    expect(JSON.stringify(rule.AllowedOrigins)).toContain('https://*.execute-api.');
+    const cors = bucket.Properties.CorsConfiguration as {
+      CorsRules: { AllowedMethods: string[]; AllowedOrigins: unknown[] }[];
+    };
+    const [rule] = cors.CorsRules;
+    expect(rule?.AllowedMethods).toEqual(['PUT', 'GET']);
+    expect(JSON.stringify(rule?.AllowedOrigins)).toContain('https://*.execute-api.');
     const withOrigin = synth({
       stage: 'dev',
       telephonyApiUrl: 'https://api.telephony.test',
