@@ -395,9 +395,7 @@ class LocalStackStarter {
       users: this.#options.consoleUsers ?? LOCAL_CONSOLE_USERS,
     });
     this.#stoppers.push(() => cognito.stop());
-    const filesDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-console-'));
-    this.#stoppers.push(async () => rmSync(filesDir, { recursive: true, force: true }));
-    buildConsole(filesDir);
+    const filesDir = builtConsole();
     Object.assign(process.env, {
       CONSOLE_FILES_DIR: filesDir,
       USER_POOL_ID: cognito.userPoolId,
@@ -532,6 +530,21 @@ class LocalStackStarter {
       ...options.brokerEnv,
     };
   }
+}
+
+let consoleDir: string | undefined;
+
+/**
+ * The console's files, built once per process (every local stack of a test run serves the same
+ * page), into a folder removed when the process exits.
+ */
+function builtConsole(): string {
+  if (consoleDir) return consoleDir;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-console-'));
+  buildConsole(dir);
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  consoleDir = dir;
+  return dir;
 }
 
 /** A Lambda behind an HTTP route: its handler and timeout. */

@@ -387,7 +387,7 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
           IndexName: OUTSTANDING_INDEX,
           KeyConditionExpression: upper === undefined ? 'openPk = :pk' : 'openPk = :pk AND openSk <= :upper',
           ExpressionAttributeValues: {
-            ':pk': `${clientId}#${shard}`,
+            ':pk': keys.openShardPk(clientId, shard),
             ...(upper === undefined ? {} : { ':upper': upper }),
           },
           Limit: Math.max(limit, 10),

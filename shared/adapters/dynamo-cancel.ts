@@ -66,7 +66,7 @@ class DynamoTaskCanceller implements TaskCanceller {
   }
 
   async sweepPage(jobId: string, shard: number, cursor: string | undefined) {
-    const pk = `${jobId}#${shard}`;
+    const pk = keys.taskShardPk(jobId, shard);
     const open = stateIn(OPEN_TASK_STATES);
     const out: QueryCommandOutput = await this.#doc.send(
       new QueryCommand({

@@ -223,7 +223,7 @@ function openTaskQuery(tasksTable: string, jobId: string, shard: number): QueryC
     FilterExpression: OPEN.condition,
     ProjectionExpression: 'pk',
     ExpressionAttributeNames: STATE_NAME,
-    ExpressionAttributeValues: { ':pk': `${jobId}#${shard}`, ...OPEN.values },
+    ExpressionAttributeValues: { ':pk': keys.taskShardPk(jobId, shard), ...OPEN.values },
     // Consistent: an open task just written must never be missed, or the job would
     // complete with work left.
     ConsistentRead: true,
@@ -245,7 +245,10 @@ function readyTaskQuery(
     IndexName: OUTSTANDING_INDEX,
     KeyConditionExpression: 'openPk = :pk AND openSk <= :ready',
     ProjectionExpression: 'jobId',
-    ExpressionAttributeValues: { ':pk': `${clientId}#${shard}`, ':ready': `${iso(readyBy)}${HIGH}` },
+    ExpressionAttributeValues: {
+      ':pk': keys.openShardPk(clientId, shard),
+      ':ready': `${iso(readyBy)}${HIGH}`,
+    },
     // Small pages: the first entry is nearly always of a running job, and all shards are read
     // at once (pages of 1,000 read the whole index of a big job at every run).
     Limit: 25,

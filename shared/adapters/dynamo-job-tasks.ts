@@ -106,7 +106,7 @@ export function makeDynamoTaskStore(
           new QueryCommand({
             TableName: tableName,
             KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
+            ExpressionAttributeValues: { ':pk': keys.taskShardPk(jobId, shard) },
             ...(start ? { ExclusiveStartKey: start } : {}),
           }),
         );

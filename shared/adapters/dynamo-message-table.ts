@@ -14,7 +14,7 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
-import { type Job, jobHasEnded, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
+import { type Job, jobHasEnded, keys, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 
@@ -97,7 +97,7 @@ export class MessageTaskTable {
               ? 'openPk = :pk AND openSk <= :upper'
               : 'openPk = :pk AND openSk BETWEEN :lower AND :upper',
           ExpressionAttributeValues: {
-            ':pk': `${clientId}#${shard}`,
+            ':pk': keys.openShardPk(clientId, shard),
             ':upper': range.upper,
             ...(range.lower === undefined ? {} : { ':lower': range.lower }),
           },

@@ -205,13 +205,25 @@ function openSk(readyAt: number, jobId: string, taskId: string): string {
   return `${new Date(readyAt).toISOString()}#${jobId}#${taskId}`;
 }
 
+function taskShardPk(jobId: string, shard: number): string {
+  return `${jobId}#${shard}`;
+}
+
+function openShardPk(clientId: string, shard: number): string {
+  return `${clientId}#${shard}`;
+}
+
 export const keys = {
   client: (clientId: string) => ({ pk: `CLIENT#${clientId}`, sk: 'PROFILE' }),
   job: (clientId: string, jobId: string) => ({ pk: `CLIENT#${clientId}`, sk: `JOB#${jobId}` }),
   jobsOf: (clientId: string) => ({ pk: `CLIENT#${clientId}`, skPrefix: 'JOB#' }),
   lease: (clientId: string) => ({ pk: `LEASE#${clientId}`, sk: 'LEASE' }),
   optOut: (clientId: string, recipient: string) => ({ pk: `OPTOUT#${clientId}`, sk: recipient }),
-  task: (jobId: string, taskId: string) => ({ pk: `${jobId}#${taskShard(taskId)}`, sk: taskId }),
+  task: (jobId: string, taskId: string) => ({ pk: taskShardPk(jobId, taskShard(taskId)), sk: taskId }),
+  /** The partition of one shard of a job's tasks (tasks table). */
+  taskShardPk,
+  /** The `outstanding` index partition of one shard of a client's tasks. */
+  openShardPk,
   /** Which attempt a provider's call id belongs to (tasks table; for events that name only the call). */
   callLink: (callId: string) => ({ pk: `CALL#${callId}`, sk: 'LINK' }),
   /** The byStatus index entry of a job that the job manager must look at. */
@@ -226,7 +238,7 @@ export const keys = {
   outstandingIndex: (task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'state' | 'readyAt'>) =>
     isWaiting(task.state)
       ? {
-          openPk: `${task.clientId}#${taskShard(task.taskId)}`,
+          openPk: openShardPk(task.clientId, taskShard(task.taskId)),
           openSk: openSk(task.readyAt, task.jobId, task.taskId),
         }
       : undefined,

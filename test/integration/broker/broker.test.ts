@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { get as httpGet } from 'node:http';
 import { createInterface } from 'node:readline';
-import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeCallStatusHandler } from '#lambdas/call-status/handler.ts';
 import { type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
@@ -27,11 +27,12 @@ import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
-import { TASK_SHARDS, tableSpec } from '#shared/resources.ts';
+import { tableSpec } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testCloud } from '../../support/cloud.ts';
+import { readTasks } from '../../support/task-table.ts';
 
 const SECRET = 'integration-callback-secret';
 const PROVIDER = 'sandbox';
@@ -173,21 +174,7 @@ async function seed(input: {
   return job;
 }
 
-async function tasksOf(jobId: string): Promise<Task[]> {
-  const all: Task[] = [];
-  for (let shard = 0; shard < TASK_SHARDS; shard++) {
-    const out = await cloud.doc.send(
-      new QueryCommand({
-        TableName: tasksTable,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
-        ConsistentRead: true,
-      }),
-    );
-    all.push(...((out.Items ?? []) as Task[]));
-  }
-  return all;
-}
+const tasksOf = (jobId: string) => readTasks(cloud.doc, tasksTable, jobId);
 
 async function putWork(clients: string[], desiredVersion = 'v1') {
   await cloud.doc.send(

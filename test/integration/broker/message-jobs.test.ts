@@ -6,7 +6,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import { BatchWriteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
@@ -25,10 +25,11 @@ import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
 import { OPTED_OUT_MAYBE_SENT_REASON, OPTED_OUT_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line/messaging-client.ts';
 import { silentLogger } from '#shared/log.ts';
-import { TASK_SHARDS, tableSpec } from '#shared/resources.ts';
+import { tableSpec } from '#shared/resources.ts';
 import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testCloud } from '../../support/cloud.ts';
+import { readTasks } from '../../support/task-table.ts';
 
 const cloud = testCloud();
 const stage = `msg${process.pid}${Math.random().toString(36).slice(2, 6)}`.slice(0, 20);
@@ -198,26 +199,7 @@ async function seed(clientId: string, tasks: number, message: MessageTemplate): 
   return job;
 }
 
-async function tasksOf(jobId: string): Promise<(Task & { claimToken?: number })[]> {
-  const all: Task[] = [];
-  for (let shard = 0; shard < TASK_SHARDS; shard++) {
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const out = await cloud.doc.send(
-        new QueryCommand({
-          TableName: tasksTable,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
-          ConsistentRead: true,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      all.push(...((out.Items ?? []) as Task[]));
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
-  }
-  return all;
-}
+const tasksOf = (jobId: string) => readTasks<Task & { claimToken?: number }>(cloud.doc, tasksTable, jobId);
 
 async function jobOf(job: Job): Promise<Job> {
   const out = await makeDynamoMessageTasks(cloud.doc, {

@@ -5,7 +5,7 @@
  * sweep, the broker's start and settle); the one test of the ingest queue's path moves the job's
  * end into the past instead of waiting for it.
  */
-import { BatchWriteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
@@ -26,11 +26,11 @@ import {
   JOB_ENDED_REASON,
   RETRY_AFTER_END_REASON,
 } from '#shared/jobs/task-lifecycle.ts';
-import { TASK_SHARDS } from '#shared/resources.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import type { FinalCallStatus } from '#shared/telephony/port.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
+import { readOutstanding, readTasks } from '../../support/task-table.ts';
 
 const cloud = testCloud();
 const controlTable = cloud.info.tableNames.control!;
@@ -51,38 +51,10 @@ const list = (n: number) =>
     'utf8',
   );
 
-async function tasksOf(jobId: string): Promise<Task[]> {
-  const items: Record<string, unknown>[] = [];
-  for (let shard = 0; shard < TASK_SHARDS; shard++) {
-    const out = await cloud.doc.send(
-      new QueryCommand({
-        TableName: tasksTable,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
-        ConsistentRead: true,
-      }),
-    );
-    items.push(...(out.Items ?? []));
-  }
-  return items.sort((a, b) => Number(a.row) - Number(b.row)) as unknown as Task[];
-}
+const tasksOf = (jobId: string) => readTasks(cloud.doc, tasksTable, jobId);
 
-/** The job's entries in the client's outstanding index. */
-async function outstandingOf(clientId: string, jobId: string): Promise<unknown[]> {
-  const found: unknown[] = [];
-  for (let shard = 0; shard < TASK_SHARDS; shard++) {
-    const out = await cloud.doc.send(
-      new QueryCommand({
-        TableName: tasksTable,
-        IndexName: 'outstanding',
-        KeyConditionExpression: 'openPk = :pk',
-        ExpressionAttributeValues: { ':pk': `${clientId}#${shard}` },
-      }),
-    );
-    found.push(...(out.Items ?? []).filter((item) => item.jobId === jobId));
-  }
-  return found;
-}
+const outstandingOf = (clientId: string, jobId: string) =>
+  readOutstanding(cloud.doc, tasksTable, clientId, jobId);
 
 /** A client whose hours are always open, with a scheduled job of `rows` calls and the given end. */
 async function scheduledJob(rows: number, end: string) {

@@ -8,7 +8,7 @@
 
 import { readFileSync } from 'node:fs';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
@@ -18,10 +18,10 @@ import { CALL_NEVER_ENDED_REASON, cancelSweepStart, makeJobSweep } from '#shared
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
-import { TASK_SHARDS } from '#shared/resources.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
+import { readOutstanding, readTasks } from '../../support/task-table.ts';
 
 const cloud = testCloud();
 const controlTable = cloud.info.tableNames.control!;
@@ -31,38 +31,10 @@ const harness = useJobsApi(cloud);
 const call = (method: string, path: string, body?: unknown, contentType = 'application/json') =>
   harness.call(method, path, body, { 'content-type': contentType });
 
-async function tasksOf(jobId: string): Promise<Task[]> {
-  const items: Record<string, unknown>[] = [];
-  for (let shard = 0; shard < TASK_SHARDS; shard++) {
-    const out = await cloud.doc.send(
-      new QueryCommand({
-        TableName: tasksTable,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
-        ConsistentRead: true,
-      }),
-    );
-    items.push(...(out.Items ?? []));
-  }
-  return items.sort((a, b) => Number(a.row) - Number(b.row)) as unknown as Task[];
-}
+const tasksOf = (jobId: string) => readTasks(cloud.doc, tasksTable, jobId);
 
-/** The job's entries in the client's outstanding index, every shard. */
-async function outstandingOf(clientId: string, jobId: string): Promise<unknown[]> {
-  const found: unknown[] = [];
-  for (let shard = 0; shard < TASK_SHARDS; shard++) {
-    const out = await cloud.doc.send(
-      new QueryCommand({
-        TableName: tasksTable,
-        IndexName: 'outstanding',
-        KeyConditionExpression: 'openPk = :pk',
-        ExpressionAttributeValues: { ':pk': `${clientId}#${shard}` },
-      }),
-    );
-    found.push(...(out.Items ?? []).filter((item) => item.jobId === jobId));
-  }
-  return found;
-}
+const outstandingOf = (clientId: string, jobId: string) =>
+  readOutstanding(cloud.doc, tasksTable, clientId, jobId);
 
 /**
  * A client with a scheduled job made of `csv`, uploaded inline through the operator API; with

@@ -6,7 +6,6 @@
 import { readFileSync } from 'node:fs';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { s3EventNotification } from '#local/s3-notifier.ts';
 import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
@@ -18,12 +17,12 @@ import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import { newUlid } from '#shared/ids.ts';
 import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import { type IngestMessage, makeIngestJob } from '#shared/jobs/ingest.ts';
-import { keys, taskShard } from '#shared/jobs/model.ts';
+import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { ContinueIngestMessage } from '#shared/jobs/ports.ts';
 import { silentLogger } from '#shared/log.ts';
-import { TASK_SHARDS } from '#shared/resources.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
+import { readTasks } from '../../support/task-table.ts';
 
 const cloud = testCloud();
 const controlTable = cloud.info.tableNames.control!;
@@ -51,20 +50,7 @@ async function newClient(): Promise<string> {
   return clientId;
 }
 
-async function tasksOf(jobId: string) {
-  const items: Record<string, unknown>[] = [];
-  for (let shard = 0; shard < TASK_SHARDS; shard++) {
-    const out = await cloud.doc.send(
-      new QueryCommand({
-        TableName: tasksTable,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `${jobId}#${shard}` },
-      }),
-    );
-    items.push(...(out.Items ?? []));
-  }
-  return items.sort((a, b) => Number(a.row) - Number(b.row));
-}
+const tasksOf = (jobId: string) => readTasks<Task & { openSk?: string }>(cloud.doc, tasksTable, jobId);
 
 describe('a list uploaded through the presigned URL', () => {
   it('becomes a scheduled job with the exact counts, outstanding tasks and a report', async () => {

@@ -278,3 +278,14 @@ export const TOKYO_CLIENT = {
   callingHours: { mon: [{ start: '09:00', end: '18:00' }], tue: [{ start: '09:00', end: '18:00' }] },
   defaultRegion: 'JP',
 };
+
+/** The field errors of the ValidationError `fn` throws (fails when it throws none). */
+export function fieldErrorsOf(fn: () => unknown): Record<string, readonly string[]> {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ValidationError) return { ...error.fieldErrors };
+    throw error;
+  }
+  throw new Error('expected a ValidationError');
+}

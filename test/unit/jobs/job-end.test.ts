@@ -10,7 +10,6 @@ import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import { jobView, makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import { expireSweepStart, type JobSweepOutcome, makeJobSweep } from '#shared/jobs/cancel.ts';
-import { ValidationError } from '#shared/jobs/errors.ts';
 import { type Job, jobHasEnded, type Task, type TaskState } from '#shared/jobs/model.ts';
 import type { JobSweepMessage } from '#shared/jobs/ports.ts';
 import {
@@ -41,6 +40,7 @@ import {
   weekdays,
 } from '../fleet/fakes.ts';
 import {
+  fieldErrorsOf,
   memoryCanceller,
   memoryClients,
   memoryFiles,
@@ -58,16 +58,6 @@ const EVERY_DAY = Object.fromEntries(
   ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '09:00', end: '18:00' }]]),
 );
 const client = parseClientSettings('acme', { ...TOKYO_CLIENT, callingHours: EVERY_DAY }, NOW);
-
-function fieldErrors(fn: () => unknown): Record<string, readonly string[]> {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ValidationError) return { ...error.fieldErrors };
-    throw error;
-  }
-  throw new Error('expected a ValidationError');
-}
 
 describe('the rule: has a job ended?', () => {
   it('from its endAt on, that instant included; a job without an end never has', () => {
@@ -174,28 +164,28 @@ describe('the job options endAt and expireAfter', () => {
   });
 
   it('refuses each mistake with a 400 naming its field', () => {
-    expect(fieldErrors(() => options({ endAt: NOW + HOUR, expireAfter: 'PT1H' }))).toEqual({
+    expect(fieldErrorsOf(() => options({ endAt: NOW + HOUR, expireAfter: 'PT1H' }))).toEqual({
       endAt: ['give endAt or expireAfter, not both'],
       expireAfter: ['give endAt or expireAfter, not both'],
     });
     expect(
-      fieldErrors(() =>
+      fieldErrorsOf(() =>
         options({ startAt: '2026-11-21T09:00:00+09:00', endAt: '2026-11-21T08:00:00+09:00' }),
       ),
     ).toEqual({ endAt: ['must end after startAt (2026-11-21T00:00:00.000Z)'] });
-    expect(fieldErrors(() => options({ startAt: NOW + HOUR, endAt: NOW + HOUR }))).toHaveProperty('endAt');
-    expect(fieldErrors(() => options({ startAt: NOW - 2 * HOUR, endAt: NOW - HOUR }))).toEqual({
+    expect(fieldErrorsOf(() => options({ startAt: NOW + HOUR, endAt: NOW + HOUR }))).toHaveProperty('endAt');
+    expect(fieldErrorsOf(() => options({ startAt: NOW - 2 * HOUR, endAt: NOW - HOUR }))).toEqual({
       endAt: ['is in the past'],
     });
-    expect(fieldErrors(() => options({ startAt: NOW - 5 * HOUR, expireAfter: 'PT4H' }))).toEqual({
+    expect(fieldErrorsOf(() => options({ startAt: NOW - 5 * HOUR, expireAfter: 'PT4H' }))).toEqual({
       expireAfter: ['ends in the past: startAt + expireAfter is 2026-11-19T23:00:00.000Z'],
     });
     for (const endAt of ['tomorrow', '2026-11-20T18:00:00', -1, 1.5, true]) {
-      expect(fieldErrors(() => options({ endAt }))).toHaveProperty('endAt');
+      expect(fieldErrorsOf(() => options({ endAt }))).toHaveProperty('endAt');
     }
     // Not a duration; calendar units (years, months, weeks); nothing in it; more than a year.
     for (const expireAfter of ['4h', 'PT', 'P', 'P1DT', 'P1M', 'P1Y', 'P1W', 'PT0S', 'P367D', 14400]) {
-      const errors = fieldErrors(() => options({ expireAfter }));
+      const errors = fieldErrorsOf(() => options({ expireAfter }));
       expect(Object.keys(errors)).toEqual(['expireAfter']);
     }
   });

@@ -1,19 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '#shared/jobs/errors.ts';
 import { jobOptionsFromQuery, parseClientSettings, parseJobOptions } from '#shared/jobs/validation.ts';
-import { TOKYO_CLIENT } from './fakes.ts';
+import { fieldErrorsOf, TOKYO_CLIENT } from './fakes.ts';
 
 const NOW = Date.parse('2026-11-20T00:00:00Z');
-
-function fieldErrors(fn: () => unknown): Record<string, readonly string[]> {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ValidationError) return { ...error.fieldErrors };
-    throw error;
-  }
-  throw new Error('expected a ValidationError');
-}
 
 describe('client settings', () => {
   it('accepts a complete contract and keeps the calling hours in the client zone', () => {
@@ -31,7 +20,7 @@ describe('client settings', () => {
   });
 
   it('names every wrong field at once', () => {
-    const errors = fieldErrors(() =>
+    const errors = fieldErrorsOf(() =>
       parseClientSettings(
         'acme',
         {
@@ -68,7 +57,7 @@ describe('client settings', () => {
   });
 
   it('says which required fields are missing, and rejects an unknown weekday', () => {
-    const errors = fieldErrors(() => parseClientSettings('acme', { callingHours: { funday: [] } }, NOW));
+    const errors = fieldErrorsOf(() => parseClientSettings('acme', { callingHours: { funday: [] } }, NOW));
     expect(errors).toHaveProperty('maxConcurrentCalls');
     expect(errors).toHaveProperty('callsPerSecond');
     expect(errors).toHaveProperty('defaultRegion');
@@ -76,7 +65,7 @@ describe('client settings', () => {
   });
 
   it('refuses a client id that cannot be part of a path and a key', () => {
-    expect(fieldErrors(() => parseClientSettings('a/b', TOKYO_CLIENT, NOW))).toHaveProperty('clientId');
+    expect(fieldErrorsOf(() => parseClientSettings('a/b', TOKYO_CLIENT, NOW))).toHaveProperty('clientId');
   });
 });
 
@@ -112,7 +101,7 @@ describe('job options', () => {
       timeZone: 'Asia/Tokyo',
       weekly: { sat: [{ start: '10:00', end: '12:00' }] },
     });
-    const errors = fieldErrors(() =>
+    const errors = fieldErrorsOf(() =>
       parseJobOptions(
         {
           name: '',
@@ -136,7 +125,7 @@ describe('job options', () => {
 
   it('needs a message channel on the client for a message job', () => {
     const job = { name: 'x', channel: 'message', message: 'Hello' };
-    expect(fieldErrors(() => parseJobOptions(job, client, NOW))).toEqual({
+    expect(fieldErrorsOf(() => parseJobOptions(job, client, NOW))).toEqual({
       channel: ['a message job needs the client to have a messageChannelId'],
     });
   });
@@ -159,7 +148,7 @@ describe('keys that are names of Object.prototype (issue 13 #2)', () => {
   it('names each as an unknown field of client settings, with no 500', () => {
     for (const key of hostile) {
       const body = JSON.parse(JSON.stringify(TOKYO_CLIENT).replace(/^\{/, `{"${key}":1,`));
-      const errors = fieldErrors(() => parseClientSettings('acme', body, NOW));
+      const errors = fieldErrorsOf(() => parseClientSettings('acme', body, NOW));
       expect(Object.keys(errors), key).toEqual([key]);
       expect(errors[key]).toEqual(['is not a known field']);
     }
@@ -168,11 +157,11 @@ describe('keys that are names of Object.prototype (issue 13 #2)', () => {
   it('names each as an unknown option in an inline upload query, and as an unknown weekday', () => {
     const client = parseClientSettings('acme', TOKYO_CLIENT, NOW);
     for (const key of hostile) {
-      const errors = fieldErrors(() =>
+      const errors = fieldErrorsOf(() =>
         parseJobOptions(jobOptionsFromQuery({ name: 'x', [key]: '1' }), client, NOW),
       );
       expect(Object.keys(errors), key).toContain(key);
-      const hours = fieldErrors(() =>
+      const hours = fieldErrorsOf(() =>
         parseJobOptions({ name: 'x', callingHours: JSON.parse(`{"${key}":[]}`) }, client, NOW),
       );
       expect(Object.keys(hours).join(), key).toContain(key);
