@@ -33,6 +33,7 @@ import { signCallback } from '#shared/telephony/callback-signature.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
+import { until as untilHolds } from '../../support/wait.ts';
 
 const SECRET = 'integration-callback-secret';
 const PROVIDER = 'sandbox';
@@ -221,13 +222,8 @@ async function startBroker(config: BrokerConfig): Promise<RunningBroker> {
   return b;
 }
 
-async function until(done: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const until = (done: () => Promise<boolean>, timeoutMs: number) =>
+  untilHolds(done, `a condition within ${timeoutMs} ms`, { timeoutMs, everyMs: 200 });
 
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
 

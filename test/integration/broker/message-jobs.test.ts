@@ -30,6 +30,7 @@ import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
+import { eventually } from '../../support/wait.ts';
 
 const cloud = testCloud();
 const stage = `msg${process.pid}${Math.random().toString(36).slice(2, 6)}`.slice(0, 20);
@@ -210,21 +211,15 @@ async function jobOf(job: Job): Promise<Job> {
   return out!;
 }
 
-async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 async function allFinal(job: Job): Promise<Task[]> {
-  return until(async () => {
-    const tasks = await tasksOf(job.jobId);
-    return tasks.every((t) => ['completed', 'failed', 'cancelled'].includes(t.state)) ? tasks : undefined;
-  }, `every task of ${job.jobId} to end`);
+  return eventually(
+    async () => {
+      const tasks = await tasksOf(job.jobId);
+      return tasks.every((t) => ['completed', 'failed', 'cancelled'].includes(t.state)) ? tasks : undefined;
+    },
+    `every task of ${job.jobId} to end`,
+    { timeoutMs: 90_000 },
+  );
 }
 
 /** Deliveries per recipient of this job's recipients, from the sandbox's log. */
@@ -245,7 +240,7 @@ function deliveredCounts(clientId: string, n: number): number[] {
  * request it had on the wire has been answered (and logged by the sandbox) and recorded.
  */
 function letGo(broker: RunningBroker, clientId: string): Promise<true> {
-  return until(
+  return eventually(
     async () => (broker.broker.clientId === clientId ? undefined : true),
     `the broker to let ${clientId} go`,
   );
@@ -258,7 +253,7 @@ async function sendingJob(prefix: string, n: number) {
   line.setRateLimit(400);
   const broker = await startBroker({ messageRatePerSecond: 400 });
   await putWork([clientId]);
-  await until(
+  await eventually(
     async () => (deliveredCounts(clientId, n).reduce((a, b) => a + b, 0) > 300 ? true : undefined),
     'the first sends',
   );
@@ -467,7 +462,7 @@ describe('a message job served by the broker', () => {
     expect(line.log().length - atNudge).toBeLessThanOrEqual(64);
     const stoppedAt = line.log().length;
     // The broker gives back what it claimed and did not send: cancelled, as the job is.
-    await until(async () => {
+    await eventually(async () => {
       const tasks = await tasksOf(job.jobId);
       return tasks.some((t) => t.state === 'in-flight') ? undefined : true;
     }, 'the claimed tasks to be given back');
