@@ -419,6 +419,7 @@ class LocalStackStarter {
         'webhook-receiver': await httpFunction('webhook-receiver'),
         'call-status': await httpFunction('call-status'),
         console: await httpFunction('console'),
+        'channels-api': await httpFunction('channels-api'),
         ...jobs.httpFunctions,
       },
       port: this.#options.port ?? 0,
@@ -548,7 +549,7 @@ function builtConsole(): string {
 }
 
 /** A Lambda behind an HTTP route: its handler and timeout. */
-async function httpFunction(id: 'webhook-receiver' | 'call-status' | 'console') {
+async function httpFunction(id: 'webhook-receiver' | 'call-status' | 'console' | 'channels-api') {
   return {
     handler: await loadHandler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>(id),
     timeoutMs: functions[id].timeoutSeconds * 1000,

@@ -14,6 +14,7 @@
  * | jobs due / running (job manager, every minute) | control | GSI byStatus: statusKey=JOBSTATUS#{status}, dueKey  |
  * | a client's lease (owner, expiry, fencing)      | control | pk=LEASE#{clientId}, sk=LEASE                       |
  * | a LINE channel (secrets, mode, rules)          | channels| channelId (own KMS key: only its readers decrypt)   |
+ * | a client's channels (channels API, console)    | channels| GSI byClient: clientId, channelId                   |
  * | is a recipient opted out                       | control | pk=OPTOUT#{clientId}, sk={recipient}                |
  * | a task by job + task id                        | tasks   | pk={jobId}#{shard}, sk={taskId}                     |
  * | a job's report (every row)                     | tasks   | pk={jobId}#{shard} for each shard, in parallel      |
@@ -90,6 +91,9 @@ export interface BucketSpec {
   readonly expireUploadsAfterDays: number;
 }
 
+/** The channels table's index of a client's channels. */
+export const CHANNELS_BY_CLIENT_INDEX = 'byClient';
+
 export type TableId = 'control' | 'tasks' | 'events' | 'channels';
 export type QueueId = 'webhook-events' | 'ingest';
 export type BucketId = 'uploads';
@@ -144,7 +148,14 @@ export const tables: readonly TableSpec[] = [
     // may use. Kept apart from `control` so reading a job never means being able to read secrets.
     id: 'channels',
     partitionKey: { name: 'channelId', type: 'S' },
-    globalIndexes: [],
+    // A client's channels, for the channels API (the console's channel list).
+    globalIndexes: [
+      {
+        name: CHANNELS_BY_CLIENT_INDEX,
+        partitionKey: { name: 'clientId', type: 'S' },
+        sortKey: { name: 'channelId', type: 'S' },
+      },
+    ],
     pointInTimeRecovery: true,
     encryption: 'customer-managed',
     envVar: 'CHANNELS_TABLE',

@@ -4,7 +4,7 @@
  */
 
 /** Lambdas that sit behind the HTTP API. */
-export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'call-status' | 'console';
+export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'channels-api' | 'call-status' | 'console';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -23,7 +23,7 @@ export interface RouteSpec {
 /** Where the console's copy of the operator API lives: the same routes, behind the JWT authorizer. */
 export const CONSOLE_API_PREFIX = '/console/api';
 
-/** The operator API: client settings and jobs (SigV4-signed calls only). */
+/** The operator API: client settings, jobs and channels (SigV4-signed calls only). */
 export const operatorRoutes: readonly RouteSpec[] = [
   { method: 'PUT', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
@@ -41,6 +41,25 @@ export const operatorRoutes: readonly RouteSpec[] = [
     method: 'GET',
     path: '/clients/{clientId}/jobs/{jobId}/row-problems',
     functionId: 'jobs-api',
+    auth: 'iam',
+  },
+  { method: 'GET', path: '/clients/{clientId}/channels', functionId: 'channels-api', auth: 'iam' },
+  {
+    method: 'GET',
+    path: '/clients/{clientId}/channels/{channelId}',
+    functionId: 'channels-api',
+    auth: 'iam',
+  },
+  {
+    method: 'PUT',
+    path: '/clients/{clientId}/channels/{channelId}',
+    functionId: 'channels-api',
+    auth: 'iam',
+  },
+  {
+    method: 'POST',
+    path: '/clients/{clientId}/channels/{channelId}/rotate-secret',
+    functionId: 'channels-api',
     auth: 'iam',
   },
 ];

@@ -6,7 +6,13 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { decodeRequestBody, getHeader, jsonResponse } from '#shared/http/api-gateway.ts';
+import {
+  decodeRequestBody,
+  getHeader,
+  jsonRequestBody,
+  jsonResponse,
+  MalformedRequestError,
+} from '#shared/http/api-gateway.ts';
 import type { JobAction, JobsApi, JobView } from '#shared/jobs/api.ts';
 import {
   ClientNotFoundError,
@@ -17,12 +23,8 @@ import {
 } from '#shared/jobs/errors.ts';
 import { jobOptionsFromQuery } from '#shared/jobs/validation.ts';
 import type { Logger } from '#shared/log.ts';
-import { type ClaimValue, mayActFor, type Operator, operatorFromClaims } from '#shared/operators/tenancy.ts';
+import { consoleOperator, consoleRefusal } from '#shared/operators/console-request.ts';
 import { CONSOLE_API_PREFIX, operatorRouteKey } from '#shared/routes.ts';
-
-class MalformedRequestError extends Error {
-  override name = 'MalformedRequestError';
-}
 
 /** The one mapping from the jobs use cases' typed errors to HTTP statuses. */
 export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
@@ -37,16 +39,6 @@ export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 |
     return jsonResponse(409, { message: error.message, status: error.current });
   if (error instanceof UploadTooLargeError) return jsonResponse(413, { message: error.message });
   return undefined;
-}
-
-function jsonBody(event: APIGatewayProxyEventV2): unknown {
-  const bytes = decodeRequestBody(event);
-  if (bytes.length === 0) return {};
-  try {
-    return JSON.parse(bytes.toString('utf8'));
-  } catch {
-    throw new MalformedRequestError('the body is not JSON');
-  }
 }
 
 /** A CSV posted inline: `text/csv` (UTF-8 text), or `application/octet-stream` for other encodings. */
@@ -71,44 +63,17 @@ function reportHeaders(job: JobView): Record<string, string> {
   return headers;
 }
 
-/** The console user of a `jwt` route, from the claims the gateway's JWT authorizer verified. */
-function consoleOperator(event: APIGatewayProxyEventV2): Operator | undefined {
-  const authorizer = (
-    event.requestContext as { authorizer?: { jwt?: { claims?: Record<string, ClaimValue> } } }
-  ).authorizer;
-  const claims = authorizer?.jwt?.claims;
-  return claims ? operatorFromClaims(claims) : undefined;
-}
-
-/**
- * Tenancy for a console route: who is asking, and whether they may act for the route's client.
- * Answers the refusal, or undefined when the request may go on (an operator route: IAM decided).
- */
-function consoleRefusal(
-  event: APIGatewayProxyEventV2,
-  clientId: string,
-): APIGatewayProxyStructuredResultV2 | undefined {
-  if (!event.routeKey.includes(` ${CONSOLE_API_PREFIX}/`)) return undefined;
-  const operator = consoleOperator(event);
-  // Behind the JWT authorizer there are always claims; without them, nothing is answered.
-  if (!operator) return jsonResponse(401, { message: 'Unauthorized' });
-  if (event.pathParameters?.clientId !== undefined && !mayActFor(operator, clientId)) {
-    return jsonResponse(403, { message: `Forbidden: you do not belong to client ${clientId}` });
-  }
-  return undefined;
-}
-
 export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: Logger }) {
   const { api } = deps;
   const route = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const clientId = event.pathParameters?.clientId ?? '';
     const jobId = event.pathParameters?.jobId ?? '';
-    const refused = consoleRefusal(event, clientId);
+    const refused = consoleRefusal(event);
     if (refused) return refused;
     if (event.routeKey === `GET ${CONSOLE_API_PREFIX}/me`) return jsonResponse(200, consoleOperator(event));
     switch (operatorRouteKey(event.routeKey)) {
       case 'PUT /clients/{clientId}':
-        return jsonResponse(200, await api.putClient(clientId, jsonBody(event)));
+        return jsonResponse(200, await api.putClient(clientId, jsonRequestBody(event)));
       case 'GET /clients/{clientId}':
         return jsonResponse(200, await api.getClient(clientId));
       case 'POST /clients/{clientId}/pause':
@@ -121,7 +86,7 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});
           return jsonResponse(201, await api.createJob(clientId, options, decodeRequestBody(event)));
         }
-        return jsonResponse(201, await api.createJob(clientId, jsonBody(event)));
+        return jsonResponse(201, await api.createJob(clientId, jsonRequestBody(event)));
       }
       case 'GET /clients/{clientId}/jobs':
         return jsonResponse(200, await api.listJobs(clientId, event.queryStringParameters ?? {}));

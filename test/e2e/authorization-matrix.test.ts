@@ -38,6 +38,8 @@ const CLIENT_SETTINGS = {
 
 let stack: LocalStack;
 const jobOf: Record<string, string> = {};
+/** Each client's own LINE channel, for the channel routes. */
+const channelOf = (clientId: string) => `${clientId}-own-channel`;
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'error';
@@ -71,6 +73,12 @@ beforeAll(async () => {
     });
     expect(created.status).toBe(201);
     jobOf[clientId] = created.json<{ jobId: string }>().jobId;
+    await stack.putChannel({
+      channelId: channelOf(clientId),
+      clientId,
+      channelSecret: `${clientId}-channel-secret`,
+      accessToken: `${clientId}-channel-token`,
+    });
   }
 }, 120_000);
 
@@ -135,19 +143,24 @@ async function call(
 
 const operatorRoutes = routes.filter((r) => r.auth === 'iam');
 const pathFor = (template: string, clientId: string) =>
-  template.replace('{clientId}', clientId).replace('{jobId}', jobOf[clientId]!);
+  template
+    .replace('{clientId}', clientId)
+    .replace('{jobId}', jobOf[clientId]!)
+    .replace('{channelId}', channelOf(clientId));
 const bodyFor = (method: string, template: string) =>
   method === 'GET' ? undefined : template === '/clients/{clientId}' ? JSON.stringify(CLIENT_SETTINGS) : '{}';
 
-/** What the refused requests must leave alone: A's settings, jobs and job. */
-async function stateOfA(): Promise<string> {
+/** What refused requests must leave alone: a client's settings, jobs, job and channels. */
+async function stateOf(clientId: string): Promise<string> {
   const parts = await Promise.all([
-    stack.operator('GET', `/clients/${A}`),
-    stack.operator('GET', `/clients/${A}/jobs`),
-    stack.operator('GET', `/clients/${A}/jobs/${jobOf[A]}`),
+    stack.operator('GET', `/clients/${clientId}`),
+    stack.operator('GET', `/clients/${clientId}/jobs`),
+    stack.operator('GET', `/clients/${clientId}/jobs/${jobOf[clientId]}`),
+    stack.operator('GET', `/clients/${clientId}/channels`),
   ]);
   return parts.map((p) => p.body).join('\n');
 }
+const stateOfA = () => stateOf(A);
 
 describe('authorization matrix: operator routes', () => {
   const refused: Caller[] = [
@@ -269,17 +282,7 @@ describe('authorization matrix: console routes (user pool tokens)', () => {
     });
     return { status: response.status, text: await response.text(), headers: response.headers };
   };
-  /** What refused requests must leave alone: B's settings, jobs and job, read with the IAM routes. */
-  const stateOfB = async () =>
-    (
-      await Promise.all([
-        stack.operator('GET', `/clients/${B}`),
-        stack.operator('GET', `/clients/${B}/jobs`),
-        stack.operator('GET', `/clients/${B}/jobs/${jobOf[B]}`),
-      ])
-    )
-      .map((p) => p.body)
-      .join('\n');
+  const stateOfB = () => stateOf(B);
 
   it('the console API mirrors every operator route under /console/api', () => {
     const operatorPaths = routes.filter((r) => r.auth === 'iam').map((r) => `${r.method} ${r.path}`);
