@@ -82,3 +82,29 @@ export const FINAL_STATUSES: readonly JobStatus[] = ['completed', 'cancelled', '
 export function doneOf(counts: JobCounts): number {
   return counts.completed + counts.failed + counts.cancelled + (counts.expired ?? 0);
 }
+
+/** A LINE channel as the channels API shows it (`shared/channels/api.ts`): no secret, no token. */
+export interface ChannelView {
+  readonly channelId: string;
+  readonly clientId: string;
+  readonly autoAnswer: 'reply' | 'push';
+  readonly greeting?: string;
+  readonly rules: readonly {
+    readonly match: 'exact' | 'contains' | 'regex';
+    readonly pattern: string;
+    readonly answer: string;
+    readonly ignoreCase?: boolean;
+  }[];
+  readonly fallback?: string;
+  readonly updatedAt: string;
+  readonly secret: { readonly set: true; readonly previousAcceptedUntil?: string };
+  readonly accessToken: { readonly set: true };
+}
+
+/** One recipient of an opt-out lookup (`shared/jobs/opt-outs.ts`). */
+export interface OptOutView {
+  readonly recipient: string;
+  readonly input?: string;
+  readonly optedOut: boolean;
+  readonly since?: string;
+}

@@ -252,6 +252,34 @@ describe('the operator console in a browser', () => {
     expect(await text('.answer')).toBe('The job is scheduled.');
   });
 
+  it('adds a LINE channel and rotates its secret without ever showing it; looks up an opt-out', async () => {
+    const secret = 'browser-first-secret-0001';
+    const next = 'browser-next-secret-0002';
+    const token = 'browser-access-token-0003';
+    await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}`);
+    await page.waitForSelector('section[aria-label="Channels"] form');
+    expect(await unlabelledInputs()).toEqual([]);
+    await page.type('#f-channelId', `${CLIENT}-line`);
+    await page.type('#f-channelSecret', secret);
+    await page.type('#f-accessToken', token);
+    await page.click('section[aria-label="Channels"] button[type=submit]');
+    await waitForText('h1', new RegExp(`Channel ${CLIENT}-line`));
+    await waitForText('[data-fact="channel secret"]', /^set$/);
+    expect(await unlabelledInputs()).toEqual([]);
+    await page.type('#f-channelSecret', next);
+    await page.click('section[aria-label="Rotate the secret"] button[type=submit]');
+    await waitForText('[data-fact="channel secret"]', /previous one is accepted until/);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'channel-page.png'), fullPage: true });
+    const html = await page.content();
+    for (const value of [secret, next, token]) expect(html).not.toContain(value);
+
+    await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}/opt-outs`);
+    await page.waitForSelector('#f-recipient');
+    await page.type('#f-recipient', '090-1111-0001');
+    await page.click('main form button[type=submit]');
+    await waitForText('table.opt-outs tbody', /\+819011110001.*may be contacted/);
+  });
+
   it('a user of the demo client sees only the demo client, and not this one', async () => {
     await clickButton('Sign out');
     await signIn(DEMO_USER.username, DEMO_USER.password);

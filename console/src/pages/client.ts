@@ -15,6 +15,7 @@ import {
   WEEKDAYS,
   type Weekday,
 } from '../types.ts';
+import { channelsSection } from './channels.ts';
 
 const DAY_NAMES: Record<Weekday, string> = {
   mon: 'Monday',
@@ -48,9 +49,20 @@ export function clientPage(app: App, clientId: string): Page {
     h('h1', {}, `Client ${clientId}`),
     settings,
     jobs,
+    h('div', { class: 'client-more' }),
   );
   const showJobs = () => {
     poller = jobList(app, path, jobs, clientId);
+    replace(
+      element.querySelector('.client-more')!,
+      channelsSection(app, clientId),
+      h(
+        'section',
+        { class: 'card', 'aria-label': 'Opt-outs' },
+        h('h2', {}, 'Opt-outs'),
+        h('a', { href: `#/clients/${encodeURIComponent(clientId)}/opt-outs` }, 'Look up opt-outs'),
+      ),
+    );
   };
   app.api.json<ClientSettings>('GET', path).then(
     (client) => {
