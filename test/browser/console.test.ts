@@ -280,6 +280,39 @@ describe('the operator console in a browser', () => {
     await waitForText('table.opt-outs tbody', /\+819011110001.*may be contacted/);
   });
 
+  it('edits job defaults (a field error first) and keeps the settings the form does not show', async () => {
+    const other = `${CLIENT}-defaults`;
+    const telephony = { provider: 'http', baseUrl: 'http://127.0.0.1:9/' };
+    const put = await stack.operator('PUT', `/clients/${other}`, {
+      json: {
+        maxConcurrentCalls: 1,
+        callsPerSecond: 1,
+        timeZone: 'Asia/Tokyo',
+        callingHours: { mon: [{ start: '09:00', end: '18:00' }] },
+        defaultRegion: 'JP',
+        jobDefaults: { maxAttempts: 2 },
+        telephony,
+      },
+    });
+    expect(put.status, put.body).toBe(200);
+    await page.goto(`${stack.consoleUrl}#/clients/${other}`);
+    await page.waitForSelector('#f-jobDefaults-maxAttempts');
+    expect(await page.$eval('#f-jobDefaults-maxAttempts', (e) => (e as unknown as PageElement).value)).toBe(
+      '2',
+    );
+    expect(await unlabelledInputs()).toEqual([]);
+    await setInput('#f-jobDefaults-maxAttempts', '11');
+    await page.click('form[aria-label="Client settings"] button[type=submit]');
+    await waitForText('[data-field="jobDefaults.maxAttempts"] .field-error', /maxAttempts/);
+    await setInput('#f-jobDefaults-maxAttempts', '3');
+    await setInput('#f-jobDefaults-retryDelaySeconds', '600');
+    await page.click('form[aria-label="Client settings"] button[type=submit]');
+    await waitForText('form[aria-label="Client settings"] .form-errors', /Saved/);
+    const saved = (await stack.operator('GET', `/clients/${other}`)).json<Record<string, unknown>>();
+    expect(saved.jobDefaults).toEqual({ maxAttempts: 3, retryDelaySeconds: 600 });
+    expect(saved.telephony).toEqual(telephony);
+  });
+
   it('a user of the demo client sees only the demo client, and not this one', async () => {
     await clickButton('Sign out');
     await signIn(DEMO_USER.username, DEMO_USER.password);

@@ -105,6 +105,7 @@ function settingsForm(
   });
   const channel = h('input', { value: client.messageChannelId ?? '' });
   const hours = callingHoursEditor(client.callingHours);
+  const defaults = jobDefaultsEditor(client.jobDefaults ?? {});
   const status = h('p', { class: 'form-errors', role: 'alert' });
   const pause = h('button', { type: 'button' }, client.paused ? 'Resume client' : 'Pause client');
   let paused = client.paused === true;
@@ -138,6 +139,7 @@ function settingsForm(
       field('LINE channel for message jobs', 'messageChannelId', channel),
     ),
     hours.element,
+    defaults.element,
     status,
     h(
       'div',
@@ -149,14 +151,26 @@ function settingsForm(
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     status.textContent = 'Saving…';
+    // Settings this form does not edit (a client's telephony, say) go back as they came: a PUT
+    // replaces the client, and what it leaves out is removed.
+    const {
+      clientId: _,
+      updatedAt: __,
+      paused: ___,
+      messageChannelId: ____,
+      jobDefaults: _____,
+      ...kept
+    } = client as ClientSettings & { updatedAt?: unknown };
+    const jobDefaults = defaults.value();
     const body = {
+      ...kept,
       maxConcurrentCalls: Number(maxConcurrent.value),
       callsPerSecond: Number(perSecond.value),
       timeZone: zone.value,
       defaultRegion: region.value.trim().toUpperCase(),
       callingHours: hours.value(),
       ...(channel.value.trim() ? { messageChannelId: channel.value.trim() } : {}),
-      ...(client.jobDefaults ? { jobDefaults: client.jobDefaults } : {}),
+      ...(Object.keys(jobDefaults).length > 0 ? { jobDefaults } : {}),
     };
     try {
       await app.api.json('PUT', path, body);
@@ -174,6 +188,46 @@ function settingsForm(
     }
   });
   return form;
+}
+
+/**
+ * What a new job of this client gets when its request does not say: channel, scenario, attempts
+ * and the delay between them. An empty field is no default; a default this editor does not know
+ * is kept as it is.
+ */
+function jobDefaultsEditor(initial: Record<string, unknown>) {
+  const text = (value: unknown) => (value === undefined ? '' : String(value));
+  const channel = h(
+    'select',
+    {},
+    h('option', { value: '' }, '(call)'),
+    ...['call', 'message'].map((c) => h('option', { value: c, selected: initial.channel === c }, c)),
+  );
+  const scenario = h('input', { value: text(initial.scenarioId) });
+  const attempts = h('input', { type: 'number', min: 1, max: 10, step: 1, value: text(initial.maxAttempts) });
+  const delay = h('input', { type: 'number', min: 0, step: 1, value: text(initial.retryDelaySeconds) });
+  const element = h(
+    'fieldset',
+    { class: 'grid', 'data-field': 'jobDefaults' },
+    h('legend', {}, 'Job defaults (when a job does not say)'),
+    field('Channel', 'jobDefaults.channel', channel),
+    field('Scenario', 'jobDefaults.scenarioId', scenario, "The voice bot's scenario id"),
+    field('Attempts per task', 'jobDefaults.maxAttempts', attempts, '1 to 10'),
+    field('Seconds between attempts', 'jobDefaults.retryDelaySeconds', delay),
+  );
+  const value = (): Record<string, unknown> => {
+    const out: Record<string, unknown> = { ...initial };
+    const set = (key: string, v: unknown) => {
+      if (v === '' || v === undefined) delete out[key];
+      else out[key] = v;
+    };
+    set('channel', channel.value);
+    set('scenarioId', scenario.value.trim());
+    set('maxAttempts', attempts.value === '' ? '' : Number(attempts.value));
+    set('retryDelaySeconds', delay.value === '' ? '' : Number(delay.value));
+    return out;
+  };
+  return { element, value };
 }
 
 /** Calling hours per weekday: each day a list of windows (start, end), added and removed by buttons. */
