@@ -12,6 +12,7 @@
  * | a client's jobs, newest first, paged           | control | pk=CLIENT#{clientId}, sk begins_with JOB# (ULIDs)   |
  * | a job by id                                    | control | pk=CLIENT#{clientId}, sk=JOB#{jobId}                |
  * | jobs due / running (job manager, every minute) | control | GSI byStatus: statusKey=JOBSTATUS#{status}, dueKey  |
+ * | every client, by id (administrators' list)     | control | GSI byStatus: statusKey=CLIENTS, dueKey={clientId}  |
  * | a client's lease (owner, expiry, fencing)      | control | pk=LEASE#{clientId}, sk=LEASE                       |
  * | a LINE channel (secrets, mode, rules)          | channels| channelId (own KMS key: only its readers decrypt)   |
  * | a client's channels (channels API, console)    | channels| GSI byClient: clientId, channelId                   |

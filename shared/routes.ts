@@ -25,6 +25,7 @@ export const CONSOLE_API_PREFIX = '/console/api';
 
 /** The operator API: client settings, jobs and channels (SigV4-signed calls only). */
 export const operatorRoutes: readonly RouteSpec[] = [
+  { method: 'GET', path: '/clients', functionId: 'jobs-api', auth: 'iam' },
   { method: 'PUT', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/pause', functionId: 'jobs-api', auth: 'iam' },

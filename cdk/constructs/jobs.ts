@@ -84,7 +84,8 @@ export class Jobs extends Construct {
       logRemovalPolicy,
       network: { vpc, subnets: { subnetType: ec2.SubnetType.PUBLIC }, securityGroup: this.apiSecurityGroup },
     })
-      .bindTable(tables.control, 'readwrite', control.envVar)
+      // byStatus: its CLIENTS partition is the administrators' list of every client.
+      .bindTable(tables.control, 'readwrite', control.envVar, { indexes: ['byStatus'] })
       .bindTable(tables.tasks, 'read', tasks.envVar)
       .bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
     this.api.addEnvironment(bucketEnv, bucket.bucketName);

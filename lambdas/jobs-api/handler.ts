@@ -72,6 +72,13 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
     if (refused) return refused;
     if (event.routeKey === `GET ${CONSOLE_API_PREFIX}/me`) return jsonResponse(200, consoleOperator(event));
     switch (operatorRouteKey(event.routeKey)) {
+      case 'GET /clients': {
+        // Every client: an operator whose IAM policy names this route, or a console administrator.
+        const operator = consoleOperator(event);
+        if (operator && !operator.admin)
+          return jsonResponse(403, { message: 'Forbidden: only administrators list every client' });
+        return jsonResponse(200, await api.listClients(event.queryStringParameters ?? {}));
+      }
       case 'PUT /clients/{clientId}':
         return jsonResponse(200, await api.putClient(clientId, jsonRequestBody(event)));
       case 'GET /clients/{clientId}':

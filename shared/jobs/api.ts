@@ -247,6 +247,18 @@ export class JobsApi {
     return this.#deps.clients.put(settings);
   }
 
+  /** Every client, by id, 50 a page (at most 100): the administrators' list. */
+  async listClients(query: {
+    readonly limit?: string;
+    readonly next?: string;
+  }): Promise<{ clients: ClientSettings[]; next?: string }> {
+    const limit = query.limit === undefined ? 50 : Number(query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw new ValidationError('invalid query', { limit: ['must be a whole number from 1 to 100'] });
+    }
+    return this.#deps.clients.list({ limit, ...(query.next === undefined ? {} : { next: query.next }) });
+  }
+
   getClient(clientId: string): Promise<ClientSettings> {
     return this.#clientOf(clientId);
   }

@@ -256,6 +256,9 @@ describe('the operator console in a browser', () => {
     const secret = 'browser-first-secret-0001';
     const next = 'browser-next-secret-0002';
     const token = 'browser-access-token-0003';
+    // An administrator's clients page lists every client.
+    await page.goto(`${stack.consoleUrl}#/`);
+    await waitForText('.client-list', new RegExp(CLIENT));
     await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}`);
     await page.waitForSelector('section[aria-label="Channels"] form');
     expect(await unlabelledInputs()).toEqual([]);

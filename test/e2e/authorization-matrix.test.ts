@@ -52,6 +52,7 @@ beforeAll(async () => {
       { username: 'user-b', password: 'User-b-password-1', groups: [clientGroup(B)] },
       { username: 'user-ab', password: 'User-ab-password-1', groups: [clientGroup(A), clientGroup(B)] },
       { username: 'nobody', password: 'Nobody-password-1', groups: [] },
+      { username: 'boss', password: 'Boss-password-1', groups: ['admins'] },
     ],
     operators: {
       [B_OPERATOR.accessKeyId]: {
@@ -188,7 +189,8 @@ describe('authorization matrix: operator routes', () => {
   });
 
   it("own-client: client B's operator passes the authorizer on every route of B, only of B", async () => {
-    for (const route of operatorRoutes.filter((r) => !r.path.endsWith('/cancel'))) {
+    const ofAClient = operatorRoutes.filter((r) => r.path.includes('{clientId}'));
+    for (const route of ofAClient.filter((r) => !r.path.endsWith('/cancel'))) {
       const answer = await call(
         'own-client',
         route.method,
@@ -200,6 +202,8 @@ describe('authorization matrix: operator routes', () => {
     }
     // The policy names B exactly: a client whose id starts with B's is another client.
     expect((await call('own-client', 'GET', `/clients/${B}x`)).status).toBe(403);
+    // Nor the list of every client.
+    expect((await call('own-client', 'GET', '/clients')).status).toBe(403);
   });
 
   it('admin: the local credentials pass on every route of A', async () => {
@@ -286,7 +290,8 @@ describe('authorization matrix: console routes (user pool tokens)', () => {
 
   it('the console API mirrors every operator route under /console/api', () => {
     const operatorPaths = routes.filter((r) => r.auth === 'iam').map((r) => `${r.method} ${r.path}`);
-    expect(consoleRoutes.map((r) => `${r.method} ${r.path.slice(CONSOLE_API_PREFIX.length)}`).sort()).toEqual(
+    const mirrored = routes.filter((r) => r.auth === 'jwt' && r.path !== `${CONSOLE_API_PREFIX}/me`);
+    expect(mirrored.map((r) => `${r.method} ${r.path.slice(CONSOLE_API_PREFIX.length)}`).sort()).toEqual(
       operatorPaths.sort(),
     );
   });
@@ -333,6 +338,18 @@ describe('authorization matrix: console routes (user pool tokens)', () => {
       admin: false,
       clients: [],
     });
+  });
+
+  it('only an administrator lists every client; a user of clients is refused the list', async () => {
+    const list = `${CONSOLE_API_PREFIX}/clients`;
+    const refused = await consoleCall(await signIn('user-ab'), 'GET', list);
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.text)).toEqual({ message: 'Forbidden: only administrators list every client' });
+    const all = await consoleCall(await signIn('boss'), 'GET', list);
+    expect(all.status, all.text).toBe(200);
+    const ids = (JSON.parse(all.text) as { clients: { clientId: string }[] }).clients.map((c) => c.clientId);
+    expect(ids).toEqual(expect.arrayContaining([A, B]));
+    expect(ids).toEqual([...ids].sort());
   });
 
   it('a user of two clients sees both in /me and may act for each', async () => {
