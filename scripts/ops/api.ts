@@ -153,6 +153,13 @@ export class OperatorApi {
     }
   }
 
+  listClients(page: { readonly limit?: string; readonly next?: string }): Promise<{
+    clients: ClientSettings[];
+    next?: string;
+  }> {
+    return this.#call('GET', '/clients', { query: page });
+  }
+
   getClient(clientId: string): Promise<ClientSettings> {
     return this.#call('GET', `/clients/${seg(clientId)}`);
   }

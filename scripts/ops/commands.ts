@@ -135,6 +135,16 @@ the client's settings as a whole, so a new client needs at least --max-concurren
   npm run ops -- clients put acme --merge --calls-per-second 3`,
   },
   {
+    name: 'clients list',
+    summary: 'every client, by id (an operator allowed GET /clients)',
+    args: '',
+    positionals: { min: 0, max: 0 },
+    options: {
+      limit: { type: 'string', value: 'N', help: 'clients per page (1-100, default 50)' },
+      next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+    },
+  },
+  {
     name: 'clients get',
     summary: "show a client's settings",
     args: '<clientId>',

@@ -296,8 +296,27 @@ const optoutsList: Runner = async (ctx) => {
   return 0;
 };
 
+const clientsList: Runner = async (ctx) => {
+  const limit = wholeNumber(ctx.options, 'limit', { min: 1 });
+  const next = stringOption(ctx.options, 'next');
+  const answer = await ctx.api.listClients({
+    ...(limit === undefined ? {} : { limit: String(limit) }),
+    ...(next === undefined ? {} : { next }),
+  });
+  if (ctx.global.json) ctx.term.printJson(answer);
+  else {
+    for (const c of answer.clients)
+      ctx.term.print(
+        `${c.clientId}${c.paused ? '  (paused)' : ''}  ${c.maxConcurrentCalls} calls, ${c.callsPerSecond}/s, ${c.timeZone}`,
+      );
+    if (answer.next) ctx.term.print(`more: --next ${answer.next}`);
+  }
+  return 0;
+};
+
 const RUNNERS: Readonly<Record<string, Runner>> = {
   'clients put': clientsPut,
+  'clients list': clientsList,
   'clients get': async (ctx) => printClient(ctx, await ctx.api.getClient(ctx.positionals[0]!)),
   'clients pause': clientsPaused(true),
   'clients resume': clientsPaused(false),
