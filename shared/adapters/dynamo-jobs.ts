@@ -26,6 +26,8 @@ const JOB_FIELDS = [
   'startAt',
   'endAt',
   'callingHours',
+  'restrictedPeriods',
+  'holidays',
   'maxAttempts',
   'retryDelaySeconds',
   'retries',

@@ -19,10 +19,9 @@ import {
   jobHasEnded,
   type Task,
 } from '#shared/jobs/model.ts';
-import { mayStartNow } from '#shared/jobs/waiting.ts';
+import { earliestStart, mayStartNow } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
-import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { type CallSlot, Pacer, PacingGate } from '#shared/pacing/pacer.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
@@ -378,10 +377,10 @@ export class ClientServer {
       const job = await this.#job(task.jobId);
       // An ended job's tasks wait for the expire sweep; its start would be refused anyway.
       if (job?.status !== 'running' || jobHasEnded(job, clock.now())) continue;
-      const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+      // Outside its hours or inside a restricted period: wait for the earliest start of any job.
       const now = clock.now();
-      if (!isOpen(hours, now)) {
-        const opens = nextOpening(hours, now);
+      const opens = earliestStart(client, job, now);
+      if (opens !== now) {
         if (opens !== undefined) closedUntil = Math.min(closedUntil ?? opens, opens);
         continue;
       }
