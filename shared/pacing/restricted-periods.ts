@@ -7,8 +7,8 @@
  * wall-clock rule ({@link firstInstantAtWallTime}): a boundary falls at the first instant the
  * zone's clock reaches it, so a daylight-saving day is neither skipped nor counted twice.
  *
- * - `start`: `YYYY-MM-DD` (from 00:00 of that day) or `YYYY-MM-DDTHH:MM` (from that time);
- * - `end`: `YYYY-MM-DD` = through the end of that day (inclusive), `YYYY-MM-DDTHH:MM` = up to
+ * - `start`: `YYYY-MM-DD` (from 00:00 of that day) or `YYYY-MM-DDTHH:MM[:SS]` (from that time);
+ * - `end`: `YYYY-MM-DD` = through the end of that day (inclusive), `YYYY-MM-DDTHH:MM[:SS]` = up to
  *   that time (exclusive); absent = the start's day only (or the rest of it).
  *
  * A holiday restricts its whole local date (00:00 to the next 00:00) in that same zone.
@@ -40,8 +40,7 @@ export interface Restrictions {
 export const MAX_RESTRICTED_PERIODS = 100;
 
 const DAY = 86_400_000;
-const MINUTE = 60_000;
-const LOCAL_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T([01]\d|2[0-3]):([0-5]\d))?$/;
+const LOCAL_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?)?$/;
 
 /** A local date or date-time as wall-time milliseconds (see `calling-hours.ts`); undefined if not real. */
 export function parseLocal(text: string): { wall: number; dateOnly: boolean } | undefined {
@@ -53,7 +52,8 @@ export function parseLocal(text: string): { wall: number; dateOnly: boolean } | 
   if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day)
     return undefined;
   if (m[4] === undefined) return { wall: date, dateOnly: true };
-  return { wall: date + (Number(m[4]) * 60 + Number(m[5])) * MINUTE, dateOnly: false };
+  const seconds = (Number(m[4]) * 60 + Number(m[5])) * 60 + Number(m[6] ?? 0);
+  return { wall: date + seconds * 1000, dateOnly: false };
 }
 
 /** The wall-time interval `[from, to)` of a valid period. */
@@ -65,7 +65,7 @@ function wallInterval(period: RestrictedPeriod): { from: number; to: number } {
   return { from, to: end.dateOnly ? end.wall + DAY : end.wall };
 }
 
-const LOCAL_MESSAGE = 'must be a date YYYY-MM-DD or a local date-time YYYY-MM-DDTHH:MM';
+const LOCAL_MESSAGE = 'must be a date YYYY-MM-DD or a local date-time YYYY-MM-DDTHH:MM[:SS]';
 
 export const restrictedPeriodSchema = z
   .strictObject({

@@ -92,8 +92,8 @@ describe('bad input: restricted periods and holidays are named at their field', 
     );
     expect(errors).toEqual({
       'restrictedPeriods[0].end': ['ends before it starts (2026-12-31)'],
-      'restrictedPeriods[1].start': ['must be a date YYYY-MM-DD or a local date-time YYYY-MM-DDTHH:MM'],
-      'restrictedPeriods[2].end': ['must be a date YYYY-MM-DD or a local date-time YYYY-MM-DDTHH:MM'],
+      'restrictedPeriods[1].start': ['must be a date YYYY-MM-DD or a local date-time YYYY-MM-DDTHH:MM[:SS]'],
+      'restrictedPeriods[2].end': ['must be a date YYYY-MM-DD or a local date-time YYYY-MM-DDTHH:MM[:SS]'],
       'holidays.country': ['must be a country code whose holidays are known, such as JP or US'],
     });
     const many = Array.from({ length: 101 }, () => ({ start: '2026-01-01' }));
