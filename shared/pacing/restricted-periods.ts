@@ -181,17 +181,21 @@ export interface RestrictionHit {
   readonly name: string;
 }
 
-function hitAt(c: Compiled, instant: number): RestrictionHit | undefined {
+/** The restriction holding `instant`; a holiday's name is looked up only when asked (it is slow). */
+function hitAt(c: Compiled, instant: number): { end: number; name: () => string } | undefined {
   for (const period of c.periods) {
     if (period.start > instant) break;
-    if (instant < period.end) return { end: period.end, name: period.name };
+    if (instant < period.end) return { end: period.end, name: () => period.name };
   }
   if (c.restrictions.holidays.length === 0) return undefined;
   const day = Math.floor(wallTimeAt(c.timeZone, instant) / DAY);
   const year = new Date(day * DAY).getUTCFullYear();
   for (const country of c.restrictions.holidays) {
     if (!publicHolidays(country, year).has(day)) continue;
-    return { end: firstInstantAtWallTime(c.timeZone, (day + 1) * DAY), name: holidayName(country, day) };
+    return {
+      end: firstInstantAtWallTime(c.timeZone, (day + 1) * DAY),
+      name: () => holidayName(country, day),
+    };
   }
   return undefined;
 }
@@ -223,7 +227,7 @@ export function restrictionAt(
     if (!next) break;
     end = next.end;
   }
-  return { end, name: first.name };
+  return { end, name: first.name() };
 }
 
 export const NO_RESTRICTIONS: Restrictions = Object.freeze({ periods: [], holidays: [] });
