@@ -126,7 +126,15 @@ describe('validation of periods', () => {
     expect(parseLocal('2026-02-28')).toEqual({ wall: Date.UTC(2026, 1, 28), dateOnly: true });
     expect(parseLocal('2026-02-28T09:30')?.wall).toBe(Date.UTC(2026, 1, 28, 9, 30));
     expect(parseLocal('2026-02-28T09:30:15')?.wall).toBe(Date.UTC(2026, 1, 28, 9, 30, 15));
-    for (const bad of ['2026-02-30', '2026-13-01', '2026-1-1', '2026-01-01T24:00', '2026-01-01T09:00:60', '2026-01-01 09:00', ''])
+    for (const bad of [
+      '2026-02-30',
+      '2026-13-01',
+      '2026-1-1',
+      '2026-01-01T24:00',
+      '2026-01-01T09:00:60',
+      '2026-01-01 09:00',
+      '',
+    ])
       expect(parseLocal(bad)).toBeUndefined();
   });
 
