@@ -28,6 +28,7 @@ const JOB_FIELDS = [
   'callingHours',
   'restrictedPeriods',
   'holidays',
+  'timeZoneBy',
   'maxAttempts',
   'retryDelaySeconds',
   'retries',

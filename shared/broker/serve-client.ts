@@ -19,7 +19,7 @@ import {
   jobHasEnded,
   type Task,
 } from '#shared/jobs/model.ts';
-import { earliestStart, mayStartNow } from '#shared/jobs/restrictions.ts';
+import { earliestStart, mayStartNow, taskZone } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
@@ -322,7 +322,8 @@ export class ClientServer {
         continue;
       }
       // The hours may have closed, or the client been paused, while the slot was awaited.
-      if (!mayStartNow(await this.#currentClient(), next.job, clock.now())) {
+      const current = await this.#currentClient();
+      if (!mayStartNow(current, next.job, clock.now(), taskZone(current, next.job, next.task))) {
         this.#buffer.unshift(next.task);
         slot.release();
         continue;
@@ -379,7 +380,7 @@ export class ClientServer {
       if (job?.status !== 'running' || jobHasEnded(job, clock.now())) continue;
       // Outside its hours or inside a restricted period: wait for the earliest start of any job.
       const now = clock.now();
-      const opens = earliestStart(client, job, now);
+      const opens = earliestStart(client, job, now, taskZone(client, job, task));
       if (opens !== now) {
         if (opens !== undefined) closedUntil = Math.min(closedUntil ?? opens, opens);
         continue;

@@ -40,7 +40,7 @@ import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { expireSweepStart } from '#shared/jobs/cancel.ts';
 import { endedTasks, type Job, jobHasEnded } from '#shared/jobs/model.ts';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
-import { mayStartNow } from '#shared/jobs/restrictions.ts';
+import { jobMayStartSomewhere } from '#shared/jobs/restrictions.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import type { EcsServiceScaler, FleetStore } from './ports.ts';
 
@@ -257,8 +257,9 @@ export class JobManager {
         const open = profile.paused
           ? []
           : jobs.filter((job) =>
-              // Its end, its hours, restricted periods and holidays: the broker's own rule.
-              mayStartNow(profile.settings, job, now),
+              // Its end, its hours, restricted periods and holidays: the broker's own rule (for a
+              // job read in its recipients' zones, their tasks' readyAt says who is open).
+              jobMayStartSomewhere(profile.settings, job, now),
             );
         const ids = open.map((job) => job.jobId);
         if (ids.length > 0 && (await this.#store.hasReadyTask(clientId, ids, now + this.#lookaheadMs))) {

@@ -141,6 +141,11 @@ export interface Job {
   readonly restrictedPeriods?: readonly RestrictedPeriod[];
   /** Public holidays of a country during which this job starts nothing, on top of the client's. */
   readonly holidays?: HolidayCalendar;
+  /**
+   * Whose zone calling hours and restricted periods are read in: the client's (default) or each
+   * recipient's (`Task.timeZone`; call jobs only). See `shared/jobs/restrictions.ts`.
+   */
+  readonly timeZoneBy?: 'client' | 'recipient';
   /** Attempts per task, including the first (busy / no-answer / voicemail are retried). */
   readonly maxAttempts: number;
   readonly retryDelaySeconds: number;
@@ -200,6 +205,8 @@ export interface Task {
   readonly callId?: string;
   /** Epoch ms the current attempt started (set when it goes in flight). */
   readonly startedAt?: number;
+  /** The recipient's IANA zone, for a job with `timeZoneBy: 'recipient'` (from the list's cell or the number). */
+  readonly timeZone?: string;
   readonly updatedAt: number;
 }
 

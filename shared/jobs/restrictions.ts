@@ -5,7 +5,13 @@
  * closed for every job). Every place that decides a start asks here, through
  * `shared/jobs/waiting.ts`'s {@link mayStartNow} or {@link earliestStart}.
  */
-import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
+import {
+  type CallingHours,
+  effectiveCallingHours,
+  isOpen,
+  nextOpening,
+} from '#shared/pacing/calling-hours.ts';
+import { hoursInZone } from '#shared/pacing/recipient-zone.ts';
 import {
   isRestricted,
   NO_RESTRICTIONS,
@@ -13,7 +19,7 @@ import {
   type Restrictions,
   restrictionAt,
 } from '#shared/pacing/restricted-periods.ts';
-import { type ClientSettings, type Job, jobHasEnded } from './model.ts';
+import { type ClientSettings, type Job, jobHasEnded, type Task } from './model.ts';
 
 type RestrictionSource = Pick<ClientSettings, 'restrictedPeriods' | 'holidays'>;
 
@@ -46,9 +52,24 @@ function combine(client: RestrictionSource, job: RestrictionSource): Restriction
   return { periods, holidays };
 }
 
-/** The zone calling hours and restricted periods use for `job` (the recipient's, with issue 14 item 4). */
+/** The zone calling hours and restricted periods use for `job` in the client's zone. */
 export function startZone(client: ClientSettings, job: Job): string {
   return effectiveCallingHours(client.callingHours, job.callingHours).timeZone;
+}
+
+/**
+ * The zone a task's hours and periods are read in: its recipient's when the job says
+ * `timeZoneBy: 'recipient'` and the task knows it, else the client's (the hours' own zone).
+ */
+export function taskZone(client: ClientSettings, job: Job, task?: Pick<Task, 'timeZone'>): string {
+  if (job.timeZoneBy === 'recipient' && task?.timeZone) return task.timeZone;
+  return startZone(client, job);
+}
+
+/** The hours that govern `job`, read in `zone` (the same weekly windows, another clock). */
+function hoursFor(client: ClientSettings, job: Job, zone: string | undefined): CallingHours {
+  const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+  return zone === undefined ? hours : hoursInZone(hours, zone);
 }
 
 /** The restriction holding `now` for `job`, in `zone` (default: {@link startZone}). */
@@ -63,19 +84,30 @@ export function restrictionNow(
 
 /**
  * Whether a call or message of `job` may start now: the job not past its end, the client not
- * paused, inside the hours that apply, outside every restricted period and holiday.
+ * paused, inside the hours that apply, outside every restricted period and holiday — all read in
+ * `zone` when given (a recipient's, see {@link taskZone}), else in the hours' own zone.
  */
 export function mayStartNow(client: ClientSettings, job: Job, now: number, zone?: string): boolean {
   if (jobHasEnded(job, now) || client.paused) return false;
-  const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+  const hours = hoursFor(client, job, zone);
   if (!isOpen(hours, now)) return false;
-  return !isRestricted(jobRestrictions(client, job), zone ?? hours.timeZone, now);
+  return !isRestricted(jobRestrictions(client, job), hours.timeZone, now);
 }
 
 /**
- * The first instant at or after `now` when the hours are open and no restriction holds (ignoring
- * a pause and the job's end, which no clock settles); undefined when that never comes (hours that
- * never open). `now` itself when a start may happen now.
+ * Whether some task of `job` may start now: {@link mayStartNow} in the client's zone, or, for a
+ * job read in its recipients' zones, only the job's end and the client's pause (whose recipients
+ * are inside their hours is the tasks' `readyAt`, stamped with their zone's next opening).
+ */
+export function jobMayStartSomewhere(client: ClientSettings, job: Job, now: number): boolean {
+  if (job.timeZoneBy !== 'recipient') return mayStartNow(client, job, now);
+  return !jobHasEnded(job, now) && !client.paused;
+}
+
+/**
+ * The first instant at or after `now` when the hours are open and no restriction holds, in `zone`
+ * when given (ignoring a pause and the job's end, which no clock settles); undefined when that
+ * never comes (hours that never open). `now` itself when a start may happen now.
  */
 export function earliestStart(
   client: ClientSettings,
@@ -83,15 +115,14 @@ export function earliestStart(
   now: number,
   zone?: string,
 ): number | undefined {
-  const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+  const hours = hoursFor(client, job, zone);
   const restrictions = jobRestrictions(client, job);
-  const tz = zone ?? hours.timeZone;
   let at = now;
   // Each round moves past a closed stretch or a restriction; a year of holidays is far fewer.
   for (let round = 0; round < 800; round++) {
     const opens = nextOpening(hours, at);
     if (opens === undefined) return undefined;
-    const hit = restrictionAt(restrictions, tz, opens);
+    const hit = restrictionAt(restrictions, hours.timeZone, opens);
     if (!hit) return opens;
     at = hit.end;
   }

@@ -97,6 +97,7 @@ export type JobOptions = Pick<
   | 'callingHours'
   | 'restrictedPeriods'
   | 'holidays'
+  | 'timeZoneBy'
   | 'maxAttempts'
   | 'retryDelaySeconds'
   | 'retries'
@@ -202,6 +203,8 @@ const jobOptionsSchema = z.strictObject({
   /** On top of the client's; the client's `jobDefaults` ones when absent. */
   restrictedPeriods: restrictedPeriodsSchema.optional(),
   holidays: holidayCalendarSchema.optional(),
+  /** `recipient`: calling hours and restricted periods apply in each recipient's zone (call jobs). */
+  timeZoneBy: z.enum(['client', 'recipient']).optional(),
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
   retries: retryPolicySchema.optional(),
@@ -239,6 +242,13 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
   if (channel === 'message' && parsed.success && data?.message === undefined) {
     add(errors, 'message', 'a message job needs its message (text, or { messages: [...] })');
   }
+  if (channel === 'message' && data?.timeZoneBy === 'recipient') {
+    add(
+      errors,
+      'timeZoneBy',
+      "a message job's recipients are LINE user ids, which carry no zone: only a call job can use recipient",
+    );
+  }
   if (channel === 'call' && data?.message !== undefined) {
     add(errors, 'message', 'only a message job sends a message; a call job runs its scenarioId');
   }
@@ -265,6 +275,7 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     ...(endAt === undefined ? {} : { endAt }),
     ...(hours ? { callingHours: hours } : {}),
     ...jobRestrictionOptions(data, client.jobDefaults),
+    ...(data.timeZoneBy === 'recipient' ? { timeZoneBy: 'recipient' as const } : {}),
     maxAttempts: data.maxAttempts ?? client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
     retryDelaySeconds:
       data.retryDelaySeconds ?? client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,

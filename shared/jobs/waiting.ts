@@ -64,6 +64,8 @@ export function jobWaitingFor(input: JobWaitingInput): JobWaiting | undefined {
       message: `the client is paused: nothing starts until POST /clients/${client.clientId}/resume`,
     };
   }
+  // Read in each recipient's zone, the hours and periods hold tasks back one by one, not the job.
+  if (job.timeZoneBy === 'recipient') return concurrentLimit(input);
   const restricted = restrictionNow(client, job, now);
   if (restricted) {
     const hours = effectiveCallingHours(client.callingHours, job.callingHours);
@@ -91,15 +93,16 @@ export function jobWaitingFor(input: JobWaitingInput): JobWaiting | undefined {
       `outside ${whose} calling hours; they open at ${localTime(zone, opens)}`,
     );
   }
-  if (job.channel === 'call' && input.callsInFlight !== undefined) {
-    if (input.callsInFlight >= client.maxConcurrentCalls) {
-      return {
-        reason: 'concurrent-limit',
-        message: `${input.callsInFlight} calls in flight, the client's limit of ${client.maxConcurrentCalls}: the next starts when one ends`,
-      };
-    }
-  }
-  return undefined;
+  return concurrentLimit(input);
+}
+
+function concurrentLimit({ job, client, callsInFlight }: JobWaitingInput): JobWaiting | undefined {
+  if (job.channel !== 'call' || callsInFlight === undefined) return undefined;
+  if (callsInFlight < client.maxConcurrentCalls) return undefined;
+  return {
+    reason: 'concurrent-limit',
+    message: `${callsInFlight} calls in flight, the client's limit of ${client.maxConcurrentCalls}: the next starts when one ends`,
+  };
 }
 
 function at(reason: JobWaitReason, instant: number, message: string): JobWaiting {
