@@ -383,6 +383,8 @@ export class ClientServer {
       const opens = earliestStart(client, job, now, taskZone(client, job, task));
       if (opens !== now) {
         if (opens !== undefined) closedUntil = Math.min(closedUntil ?? opens, opens);
+        // Read in its recipient's zone: out of the way until that zone opens (see #deferTask).
+        if (opens !== undefined && job.timeZoneBy === 'recipient') await this.#deferTask(task, opens);
         continue;
       }
       return { kind: 'task', task, job };
@@ -397,6 +399,24 @@ export class ClientServer {
           ? (closedUntil ?? now + settings.recheckMs)
           : nextReady;
     return { kind: 'wait', until };
+  }
+
+  /**
+   * Moves a task whose recipient's zone is closed to when it opens, so the next index read finds
+   * recipients that may be called now rather than the same closed ones (issue 14 #4). A failure
+   * is only logged: the task stays where it was and is checked again.
+   */
+  async #deferTask(task: Task, readyAt: number): Promise<void> {
+    const { tasks, clock, logger } = this.#deps;
+    try {
+      await tasks.defer?.(task, readyAt, clock.now());
+    } catch (error) {
+      logger.warn('could not defer a task to its zone opening', {
+        clientId: this.clientId,
+        taskId: task.taskId,
+        error,
+      });
+    }
   }
 
   async #job(jobId: string): Promise<Job | undefined> {
