@@ -1,8 +1,11 @@
 /**
- * A restricted period reached mid-job (issue 14 #3), on a local stack with real broker processes:
- * the telephony sandbox (the far side) records no call started inside the period, the job says it
- * waits for the period until its end, and calls resume once it is over until the job completes.
- * The period is a job option in the client's zone (Asia/Tokyo), to the second, a few seconds ahead.
+ * When a recipient may be called (issue 14 #3 and #4), on a local stack with real broker processes,
+ * counted on the far side (the telephony sandbox's rings):
+ * - a restricted period reached mid-job: no call started inside it, the job says it waits for the
+ *   period until its end, and calls resume once it is over until the job completes (the period is
+ *   a job option in the client's zone, Asia/Tokyo, to the second, a few seconds ahead);
+ * - recipient-local time: the job's hours read in each recipient's zone call the recipients whose
+ *   zone is inside them and none of the others.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,7 +53,7 @@ async function waitFor(check: () => boolean | Promise<boolean>, what: string, ti
 /** Tokyo's wall clock at `instant`, to the second (`2026-11-20T09:00:05`). */
 const tokyo = (instant: number) => new Date(instant + 9 * 3600_000).toISOString().slice(0, 19);
 
-describe('restricted periods on the fleet', () => {
+describe('contact time on the fleet', () => {
   it('no call starts inside a period reached mid-job; the job says why and until when; calls resume after it', async () => {
     const clientId = 'periods-a';
     const rows = 80;
@@ -107,6 +110,63 @@ describe('restricted periods on the fleet', () => {
       expect(stats.repeatedRings).toEqual([]);
       expect(stats.inFlight).toBe(0);
       expect(stats.maxInFlight).toBeLessThanOrEqual(3);
+    } finally {
+      await job.catch(() => {});
+    }
+  }, 240_000);
+
+  it("recipient-local time: only recipients inside the job's hours in their own zone are called", async () => {
+    const clientId = 'periods-b';
+    // A 3-hour window around now in UTC: open for a UTC recipient, closed for Tokyo (9 hours ahead).
+    const hour = new Date().getUTCHours();
+    const hh = (h: number) => `${String((h + 24) % 24).padStart(2, '0')}:00`;
+    const window = [{ start: hh(hour - 1), end: hh(hour + 2) }];
+    const weekly = Object.fromEntries(
+      ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, window]),
+    );
+    const rows = [
+      ...Array.from({ length: 12 }, (_, i) => `090-5200-${1000 + i},UTC ${i},UTC`),
+      ...Array.from({ length: 6 }, (_, i) => `090-5200-${2000 + i},東京 ${i},Asia/Tokyo`),
+      // No zone in the row: a +81 number is in Tokyo.
+      ...Array.from({ length: 4 }, (_, i) => `090-5200-${3000 + i},番号から ${i},`),
+    ];
+    const csvPath = path.join(dir, 'zones.csv');
+    writeFileSync(csvPath, `電話番号,氏名,タイムゾーン\n${rows.join('\n')}\n`);
+    const rings = () => stack.telephony.rings().filter((r) => r.clientId === clientId);
+    const job = runDemoJob(stack, () => {}, {
+      csvPath,
+      clientId,
+      maxConcurrentCalls: 3,
+      callsPerSecond: 3,
+      timeZone: 'UTC',
+      timeoutMs: 200_000,
+      jobOptions: { timeZoneBy: 'recipient', callingHours: weekly, maxAttempts: 1 },
+    });
+    try {
+      const utc = new Set(Array.from({ length: 12 }, (_, i) => `+81905200${1000 + i}`));
+      await waitFor(() => new Set(rings().map((r) => r.to)).size >= 12, 'the UTC recipients', 120_000);
+      // Every UTC recipient rang; no one in Tokyo did.
+      expect(new Set(rings().map((r) => r.to))).toEqual(utc);
+      const { jobs } = (await stack.operator('GET', `/clients/${clientId}/jobs`)).json<{
+        jobs: { jobId: string; status: string; counts: { outstanding: number } }[];
+      }>();
+      const [view] = jobs;
+      expect(view?.status).toBe('running');
+      await waitFor(
+        async () =>
+          (await stack.operator('GET', `/clients/${clientId}/jobs/${view!.jobId}`)).json<{
+            counts: { outstanding: number };
+          }>().counts.outstanding === 10,
+        'the UTC calls to end',
+      );
+      // The Tokyo recipients wait for their morning: cancelled here rather than waited for.
+      expect((await stack.operator('POST', `/clients/${clientId}/jobs/${view!.jobId}/cancel`)).status).toBe(
+        200,
+      );
+      const ended = await job;
+      expect(ended.status).toBe('cancelled');
+      expect(new Set(rings().map((r) => r.to))).toEqual(utc);
+      expect(stack.telephony.stats(clientId).repeatedRings).toEqual([]);
     } finally {
       await job.catch(() => {});
     }
