@@ -15,6 +15,7 @@ import {
   WEEKDAYS,
   type Weekday,
 } from '../types.ts';
+import { restrictionsEditor } from './restrictions-editor.ts';
 
 const DAY_NAMES: Record<Weekday, string> = {
   mon: 'Monday',
@@ -93,6 +94,7 @@ function settingsForm(
   });
   const channel = h('input', { value: client.messageChannelId ?? '' });
   const hours = callingHoursEditor(client.callingHours);
+  const restrictions = restrictionsEditor(client);
   const status = h('p', { class: 'form-errors', role: 'alert' });
   const pause = h('button', { type: 'button' }, client.paused ? 'Resume client' : 'Pause client');
   let paused = client.paused === true;
@@ -126,6 +128,7 @@ function settingsForm(
       field('LINE channel for message jobs', 'messageChannelId', channel),
     ),
     hours.element,
+    h('div', { class: 'grid' }, ...restrictions.elements),
     status,
     h(
       'div',
@@ -145,6 +148,7 @@ function settingsForm(
       callingHours: hours.value(),
       ...(channel.value.trim() ? { messageChannelId: channel.value.trim() } : {}),
       ...(client.jobDefaults ? { jobDefaults: client.jobDefaults } : {}),
+      ...restrictions.value(),
     };
     try {
       await app.api.json('PUT', path, body);
