@@ -24,7 +24,10 @@
  * its emulator (`StartOutboundVoiceContact`, contact events in EventBridge's envelope handled by
  * the connect-events use case, call links in DynamoDB). The baselines call through the HTTP sandbox.
  *
- *   npm run bench:pacing [-- --quick] [-- --scale 60] [-- --provider http,connect,twilio]
+ *   npm run bench:pacing [-- --quick] [-- --scale 60] [-- --provider http,connect,twilio] [-- --checks-only]
+ *
+ * First (and last) it prints the cost of the start check per start with restricted periods off and
+ * on (`bench/start-check.ts`); `--checks-only` prints only that.
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -74,6 +77,7 @@ import {
   reactionTimes,
 } from './lib/pacing-plan.ts';
 import { seedRunningJob } from './lib/seed-job.ts';
+import { measureStartCheck, startCheckLine } from './start-check.ts';
 
 const { values } = parseArgs({
   options: {
@@ -81,8 +85,15 @@ const { values } = parseArgs({
     scale: { type: 'string', default: '25' },
     polls: { type: 'string', default: '5,1' },
     provider: { type: 'string', default: 'http,connect,twilio' },
+    'checks-only': { type: 'boolean', default: false },
   },
 });
+
+// The start check every start passes (hours, restricted periods, holidays), off and on: printed
+// first, and alone with --checks-only (no local cloud needed).
+const startCheck = startCheckLine(measureStartCheck());
+console.log(startCheck);
+if (values['checks-only']) process.exit(0);
 const BENCH_PROVIDERS = ['http', 'connect', 'twilio'] as const;
 type BenchProvider = (typeof BENCH_PROVIDERS)[number];
 const providers = values.provider.split(',').map((p) => p.trim()) as BenchProvider[];
@@ -619,6 +630,7 @@ console.log(
   `starts/wall s: the sandbox's own count in any 1 s wall window (≤ R·S); starts/call s: in any 1 call-second window, from its ring records (≤ R).`,
 );
 for (const line of summary) console.log(line);
+console.log(startCheck);
 console.log(`total ${fmt((Date.now() - started) / 1000, 0)} s wall`);
 
 await callbackStore.stop();

@@ -24,6 +24,15 @@ export interface ClientSettings {
   readonly messageChannelId?: string;
   readonly paused?: boolean;
   readonly jobDefaults?: Record<string, unknown>;
+  readonly restrictedPeriods?: readonly RestrictedPeriod[];
+  readonly holidays?: { readonly country: string };
+}
+
+/** A date or range when nothing of the client starts (local, in its zone). */
+export interface RestrictedPeriod {
+  readonly start: string;
+  readonly end?: string;
+  readonly name?: string;
 }
 
 export type JobStatus =

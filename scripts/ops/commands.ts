@@ -77,6 +77,16 @@ const SETTINGS_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     help: 'region of numbers without a country code, e.g. JP',
   },
   'message-channel': { type: 'string', value: 'ID', help: 'the LINE channel message jobs send through' },
+  'restricted-periods': {
+    type: 'string',
+    value: 'JSON',
+    help: 'dates or ranges when nothing starts, e.g. \'[{"start":"2026-12-29","end":"2027-01-03"}]\', or @FILE',
+  },
+  holidays: {
+    type: 'string',
+    value: 'CC',
+    help: "no call or message on this country's public holidays, e.g. JP",
+  },
 };
 
 const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
@@ -99,6 +109,21 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     type: 'string',
     value: 'HOURS',
     help: "the job's own calling hours (as for clients put)",
+  },
+  'restricted-periods': {
+    type: 'string',
+    value: 'JSON',
+    help: 'dates or ranges when nothing of the job starts (on top of the client ones), e.g. \'[{"start":"2026-12-29","end":"2027-01-03"}]\', or @FILE',
+  },
+  holidays: {
+    type: 'string',
+    value: 'CC',
+    help: "no call or message on this country's public holidays, e.g. JP",
+  },
+  'time-zone-by': {
+    type: 'string',
+    value: 'client|recipient',
+    help: "read the hours and periods in the client's zone (default) or each recipient's",
   },
   scenario: { type: 'string', value: 'ID', help: 'the call scenario (scenarioId)' },
   'max-attempts': { type: 'string', value: 'N', help: 'attempts per task, the first included' },

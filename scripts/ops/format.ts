@@ -122,7 +122,7 @@ export function formatClient(client: ClientSettings): string {
     : undefined;
   const defaults = client.jobDefaults
     ? Object.entries(client.jobDefaults)
-        .map(([k, v]) => `${k}=${String(v)}`)
+        .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
         .join(', ')
     : undefined;
   return fields([
@@ -131,6 +131,8 @@ export function formatClient(client: ClientSettings): string {
     ['calls per second', String(client.callsPerSecond)],
     ['time zone', client.timeZone],
     ['calling hours', callingHoursLine(client.callingHours.weekly)],
+    ['restricted periods', restrictedPeriodsLine(client.restrictedPeriods)],
+    ['holidays', client.holidays ? `public holidays of ${client.holidays.country}` : undefined],
     ['default region', client.defaultRegion],
     ['message channel', client.messageChannelId],
     ['job defaults', defaults || undefined],
@@ -216,6 +218,8 @@ export function formatJob(job: JobView): string {
       `${job.maxAttempts} at most, ${job.retryDelaySeconds} s apart${job.retries ? ' (retries by outcome set)' : ''}`,
     ],
     ['calling hours', job.callingHours ? callingHoursLine(job.callingHours.weekly) : "the client's"],
+    ['restricted periods', restrictedPeriodsLine(job.restrictedPeriods)],
+    ['holidays', job.holidays ? `public holidays of ${job.holidays.country}` : undefined],
     ['created', job.createdAt],
     ['updated', job.updatedAt],
   ]);
@@ -276,6 +280,16 @@ export function formatOptOuts(answer: OptOutsAnswer): string {
     ]),
   ];
   return `${table(rows)}${answer.next ? `\nmore: --next ${answer.next}` : ''}`;
+}
+
+/** `2026-12-29–2027-01-03 (year-end), 2026-11-20T12:00–2026-11-20T13:00`; undefined when none. */
+export function restrictedPeriodsLine(
+  periods: readonly { start: string; end?: string; name?: string }[] | undefined,
+): string | undefined {
+  if (!periods || periods.length === 0) return undefined;
+  return periods
+    .map((p) => `${p.start}${p.end ? `–${p.end}` : ''}${p.name ? ` (${p.name})` : ''}`)
+    .join(', ');
 }
 
 /** An API error's field errors on one line: `maxAttempts: must be …; callingHours.mon[0].start: …`. */

@@ -33,6 +33,7 @@ import { JOB_CANCELLED_REASON, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
+import { deferTask } from './dynamo-task-deferral.ts';
 import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
 
 export interface DynamoBrokerTaskStoreOptions {
@@ -122,6 +123,10 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
   async outstanding(clientId: string, now: number, limit: number) {
     const upper = keys.openSkAfter(now);
     return (await this.#acrossShards(clientId, upper, limit)).map((f) => f.task);
+  }
+
+  defer(task: Task, readyAt: number, now: number) {
+    return deferTask(this.#doc, this.#tasksTable, task, readyAt, now);
   }
 
   async nextReadyAt(clientId: string) {

@@ -86,7 +86,13 @@ export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: st
 }
 
 /** Settings a `PUT /clients/{id}` may leave out: removed when it does (`paused` is kept). */
-const CLIENT_OPTIONAL_FIELDS = ['messageChannelId', 'jobDefaults', 'telephony'] as const;
+const CLIENT_OPTIONAL_FIELDS = [
+  'messageChannelId',
+  'jobDefaults',
+  'telephony',
+  'restrictedPeriods',
+  'holidays',
+] as const;
 
 const BY_STATUS_INDEX = 'byStatus';
 /** The `byStatus` partition that lists every client (jobs use `JOBSTATUS#…` partitions). */

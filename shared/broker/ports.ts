@@ -65,6 +65,11 @@ export interface BrokerTaskStore {
   /** When the client's earliest outstanding task becomes ready, whatever `now` is; undefined if none. */
   nextReadyAt(clientId: string): Promise<number | undefined>;
   /**
+   * Moves a waiting task to a later `readyAt` (its recipient's zone is closed or restricted until
+   * then); false when it had moved on. Optional: a store without it leaves the task where it is.
+   */
+  defer?(task: Task, readyAt: number, now: number): Promise<boolean>;
+  /**
    * Starts `task` in one transaction: the lease passes the fence, the job is `running` and has not
    * reached its end at the fence's `now` (`jobHasEnded`), and the task is still `pending`/`retry-wait` with the attempts seen; it becomes `in-flight` with
    * attempts + 1 and leaves the outstanding index.

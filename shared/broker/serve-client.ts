@@ -19,10 +19,9 @@ import {
   jobHasEnded,
   type Task,
 } from '#shared/jobs/model.ts';
-import { mayStartNow } from '#shared/jobs/waiting.ts';
+import { earliestStart, mayStartNow, taskZone } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
-import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { type CallSlot, Pacer, PacingGate } from '#shared/pacing/pacer.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
@@ -323,7 +322,8 @@ export class ClientServer {
         continue;
       }
       // The hours may have closed, or the client been paused, while the slot was awaited.
-      if (!mayStartNow(await this.#currentClient(), next.job, clock.now())) {
+      const current = await this.#currentClient();
+      if (!mayStartNow(current, next.job, clock.now(), taskZone(current, next.job, next.task))) {
         this.#buffer.unshift(next.task);
         slot.release();
         continue;
@@ -378,11 +378,13 @@ export class ClientServer {
       const job = await this.#job(task.jobId);
       // An ended job's tasks wait for the expire sweep; its start would be refused anyway.
       if (job?.status !== 'running' || jobHasEnded(job, clock.now())) continue;
-      const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+      // Outside its hours or inside a restricted period: wait for the earliest start of any job.
       const now = clock.now();
-      if (!isOpen(hours, now)) {
-        const opens = nextOpening(hours, now);
+      const opens = earliestStart(client, job, now, taskZone(client, job, task));
+      if (opens !== now) {
         if (opens !== undefined) closedUntil = Math.min(closedUntil ?? opens, opens);
+        // Read in its recipient's zone: out of the way until that zone opens (see #deferTask).
+        if (opens !== undefined && job.timeZoneBy === 'recipient') await this.#deferTask(task, opens);
         continue;
       }
       return { kind: 'task', task, job };
@@ -397,6 +399,24 @@ export class ClientServer {
           ? (closedUntil ?? now + settings.recheckMs)
           : nextReady;
     return { kind: 'wait', until };
+  }
+
+  /**
+   * Moves a task whose recipient's zone is closed to when it opens, so the next index read finds
+   * recipients that may be called now rather than the same closed ones (issue 14 #4). A failure
+   * is only logged: the task stays where it was and is checked again.
+   */
+  async #deferTask(task: Task, readyAt: number): Promise<void> {
+    const { tasks, clock, logger } = this.#deps;
+    try {
+      await tasks.defer?.(task, readyAt, clock.now());
+    } catch (error) {
+      logger.warn('could not defer a task to its zone opening', {
+        clientId: this.clientId,
+        taskId: task.taskId,
+        error,
+      });
+    }
   }
 
   async #job(jobId: string): Promise<Job | undefined> {

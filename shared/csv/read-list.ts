@@ -24,6 +24,8 @@
  * and are not data rows. `onBatch` and `onReport` must be idempotent per row: after a crash,
  * a retry from the last cursor hands the same page again.
  */
+
+import { checkTimeZoneCell } from '#shared/pacing/recipient-zone.ts';
 import { type CsvDelimiter, delimiterName } from './delimiter.ts';
 import { type DuplicateFilter, DuplicateFilterStateError } from './duplicates.ts';
 import type { CellDecoder, TextEncodingName } from './encoding.ts';
@@ -46,6 +48,8 @@ export interface TaskDraft {
   readonly name?: string;
   /** The other columns of the row, keyed by header text as written, for the scenario/template. */
   readonly variables: Readonly<Record<string, string>>;
+  /** The row's `timezone` / `タイムゾーン` cell, a valid IANA zone, when the list has one and it is filled. */
+  readonly timeZone?: string;
 }
 
 export interface IngestCounts {
@@ -377,9 +381,25 @@ function checkRow(
       ...(value === '' ? {} : { value: reportValue(value) }),
     });
   }
+  const zoneCell = map.timeZone === undefined ? '' : cells[map.timeZone]!.trim();
+  const zone = zoneCell === '' ? undefined : checkTimeZoneCell(zoneCell);
+  if (zone && !zone.ok) {
+    return reject({
+      code: 'bad-time-zone',
+      reason: zone.reason,
+      column: map.headers[map.timeZone!],
+      value: reportValue(zoneCell),
+    });
+  }
   const name = map.name === undefined ? '' : cells[map.name]!.trim();
   const variables = Object.fromEntries(map.variables.map(({ index, key }) => [key, cells[index]!.trim()]));
-  const draft: TaskDraft = { row, recipient: checked.recipient, ...(name === '' ? {} : { name }), variables };
+  const draft: TaskDraft = {
+    row,
+    recipient: checked.recipient,
+    ...(name === '' ? {} : { name }),
+    variables,
+    ...(zone?.ok ? { timeZone: zone.timeZone } : {}),
+  };
   return { kind: 'candidate', draft, column: map.headers[map.recipient]!, value: reportValue(cell.trim()) };
 }
 

@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
+import type { HolidayCalendar, RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -42,6 +43,10 @@ export interface ClientSettings {
   readonly paused?: boolean;
   /** The provider the client's calls go through; the deployment's default HTTP provider when absent. */
   readonly telephony?: TelephonySettings;
+  /** Dates or ranges when none of the client's calls or messages starts (`shared/jobs/restrictions.ts`). */
+  readonly restrictedPeriods?: readonly RestrictedPeriod[];
+  /** The public holidays of a country during which nothing of the client starts. */
+  readonly holidays?: HolidayCalendar;
   readonly updatedAt: number;
 }
 
@@ -51,6 +56,8 @@ export interface JobDefaults {
   readonly scenarioId?: string;
   readonly maxAttempts?: number;
   readonly retryDelaySeconds?: number;
+  readonly restrictedPeriods?: readonly RestrictedPeriod[];
+  readonly holidays?: HolidayCalendar;
 }
 
 /** uploading → validating → scheduled → running → completed; paused, cancelled, failed. */
@@ -130,6 +137,15 @@ export interface Job {
   readonly endAt?: number;
   /** Overrides the client's calling hours for this job. */
   readonly callingHours?: CallingHours;
+  /** Restricted periods of this job, on top of the client's (see `shared/jobs/restrictions.ts`). */
+  readonly restrictedPeriods?: readonly RestrictedPeriod[];
+  /** Public holidays of a country during which this job starts nothing, on top of the client's. */
+  readonly holidays?: HolidayCalendar;
+  /**
+   * Whose zone calling hours and restricted periods are read in: the client's (default) or each
+   * recipient's (`Task.timeZone`; call jobs only). See `shared/jobs/restrictions.ts`.
+   */
+  readonly timeZoneBy?: 'client' | 'recipient';
   /** Attempts per task, including the first (busy / no-answer / voicemail are retried). */
   readonly maxAttempts: number;
   readonly retryDelaySeconds: number;
@@ -189,6 +205,8 @@ export interface Task {
   readonly callId?: string;
   /** Epoch ms the current attempt started (set when it goes in flight). */
   readonly startedAt?: number;
+  /** The recipient's IANA zone, for a job with `timeZoneBy: 'recipient'` (from the list's cell or the number). */
+  readonly timeZone?: string;
   readonly updatedAt: number;
 }
 

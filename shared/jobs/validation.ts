@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { compileTemplate, type MessageTemplate } from '#shared/campaign/template.ts';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
+import { holidayCalendarSchema, restrictedPeriodsSchema } from '#shared/pacing/restricted-periods.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
 import type { ClientSettings, Job, JobDefaults } from './model.ts';
@@ -29,6 +30,8 @@ const jobDefaultsSchema = z.strictObject({
   scenarioId: idSchema.optional(),
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
+  restrictedPeriods: restrictedPeriodsSchema.optional(),
+  holidays: holidayCalendarSchema.optional(),
 });
 
 const clientSettingsSchema = z.strictObject({
@@ -43,6 +46,10 @@ const clientSettingsSchema = z.strictObject({
   /** Settable here too (a GET's answer can be PUT back); `POST …/pause` and `/resume` are the usual way. */
   paused: z.boolean().optional(),
   telephony: telephonySettingsSchema.optional(),
+  /** Dates or ranges (local, in `timeZone`) when nothing of the client starts. */
+  restrictedPeriods: restrictedPeriodsSchema.optional(),
+  /** `{ country }`: that country's public holidays restrict every job of the client. */
+  holidays: holidayCalendarSchema.optional(),
 });
 
 /** Client ids and job ids as they may appear in a path and an S3 key. */
@@ -73,6 +80,8 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     ...(data.jobDefaults === undefined ? {} : { jobDefaults: data.jobDefaults }),
     ...(data.paused === undefined ? {} : { paused: data.paused }),
     ...(data.telephony === undefined ? {} : { telephony: data.telephony }),
+    ...(data.restrictedPeriods === undefined ? {} : { restrictedPeriods: data.restrictedPeriods }),
+    ...(data.holidays === undefined ? {} : { holidays: data.holidays }),
     updatedAt: now,
   };
 }
@@ -86,6 +95,9 @@ export type JobOptions = Pick<
   | 'startAt'
   | 'endAt'
   | 'callingHours'
+  | 'restrictedPeriods'
+  | 'holidays'
+  | 'timeZoneBy'
   | 'maxAttempts'
   | 'retryDelaySeconds'
   | 'retries'
@@ -188,6 +200,11 @@ const jobOptionsSchema = z.strictObject({
   /** The job's end as a duration after `startAt` (ISO 8601, e.g. `PT4H`); not with `endAt`. */
   expireAfter: expireAfterSchema.optional(),
   callingHours: z.record(z.string(), z.unknown()).optional(),
+  /** On top of the client's; the client's `jobDefaults` ones when absent. */
+  restrictedPeriods: restrictedPeriodsSchema.optional(),
+  holidays: holidayCalendarSchema.optional(),
+  /** `recipient`: calling hours and restricted periods apply in each recipient's zone (call jobs). */
+  timeZoneBy: z.enum(['client', 'recipient']).optional(),
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
   retries: retryPolicySchema.optional(),
@@ -197,7 +214,9 @@ const jobOptionsSchema = z.strictObject({
 });
 
 /** Built-in defaults where neither the request nor the client's `jobDefaults` say. */
-export const JOB_DEFAULTS: Required<JobDefaults> = {
+export const JOB_DEFAULTS: Required<
+  Pick<JobDefaults, 'channel' | 'scenarioId' | 'maxAttempts' | 'retryDelaySeconds'>
+> = {
   channel: 'call',
   scenarioId: 'default',
   maxAttempts: 3,
@@ -222,6 +241,13 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
   }
   if (channel === 'message' && parsed.success && data?.message === undefined) {
     add(errors, 'message', 'a message job needs its message (text, or { messages: [...] })');
+  }
+  if (channel === 'message' && data?.timeZoneBy === 'recipient') {
+    add(
+      errors,
+      'timeZoneBy',
+      "a message job's recipients are LINE user ids, which carry no zone: only a call job can use recipient",
+    );
   }
   if (channel === 'call' && data?.message !== undefined) {
     add(errors, 'message', 'only a message job sends a message; a call job runs its scenarioId');
@@ -248,6 +274,8 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     startAt,
     ...(endAt === undefined ? {} : { endAt }),
     ...(hours ? { callingHours: hours } : {}),
+    ...jobRestrictionOptions(data, client.jobDefaults),
+    ...(data.timeZoneBy === 'recipient' ? { timeZoneBy: 'recipient' as const } : {}),
     maxAttempts: data.maxAttempts ?? client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
     retryDelaySeconds:
       data.retryDelaySeconds ?? client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
@@ -255,6 +283,19 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     ...(data.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: data.ringTimeoutSeconds }),
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
+  };
+}
+
+/** The job's restricted periods and holidays: its own, else the client's `jobDefaults`. */
+function jobRestrictionOptions(
+  data: Pick<JobOptions, 'restrictedPeriods' | 'holidays'>,
+  defaults: JobDefaults | undefined,
+): Pick<JobOptions, 'restrictedPeriods' | 'holidays'> {
+  const periods = data.restrictedPeriods ?? defaults?.restrictedPeriods;
+  const holidays = data.holidays ?? defaults?.holidays;
+  return {
+    ...(periods === undefined || periods.length === 0 ? {} : { restrictedPeriods: periods }),
+    ...(holidays === undefined ? {} : { holidays }),
   };
 }
 
@@ -319,7 +360,12 @@ export function jobOptionsFromQuery(
       } catch {
         out[key] = new UnreadableJson(value);
       }
-    } else if (key === 'callingHours' || key === 'retries') {
+    } else if (
+      key === 'callingHours' ||
+      key === 'retries' ||
+      key === 'restrictedPeriods' ||
+      key === 'holidays'
+    ) {
       try {
         out[key] = JSON.parse(value);
       } catch {

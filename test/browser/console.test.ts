@@ -149,6 +149,11 @@ describe('the operator console in a browser', () => {
     await waitForText('[data-field="callsPerSecond"] .field-error', /callsPerSecond/);
     expect(await page.$eval('#f-callsPerSecond', (e) => e.getAttribute('aria-invalid'))).toBe('true');
     await setInput('#f-callsPerSecond', '2');
+    // A restricted period that ends before it starts is named at its field (issue 14 #3).
+    await setInput('#f-restrictedPeriods', '2026-12-31..2026-12-30 year-end');
+    await page.click('form[aria-label="Client settings"] button[type=submit]');
+    await waitForText('[data-field="restrictedPeriods"] .field-error', /ends before it starts/);
+    await setInput('#f-restrictedPeriods', '');
     await page.click('form[aria-label="Client settings"] button[type=submit]');
     await waitForText('form[aria-label="Client settings"] .form-errors', /Saved/);
     await page.waitForSelector('a.button[href$="/jobs/new"]');

@@ -16,6 +16,7 @@ import {
   type Weekday,
 } from '../types.ts';
 import { channelsSection } from './channels.ts';
+import { restrictionsEditor } from './restrictions-editor.ts';
 
 const DAY_NAMES: Record<Weekday, string> = {
   mon: 'Monday',
@@ -106,6 +107,7 @@ function settingsForm(
   const channel = h('input', { value: client.messageChannelId ?? '' });
   const hours = callingHoursEditor(client.callingHours);
   const defaults = jobDefaultsEditor(client.jobDefaults ?? {});
+  const restrictions = restrictionsEditor(client);
   const status = h('p', { class: 'form-errors', role: 'alert' });
   const pause = h('button', { type: 'button' }, client.paused ? 'Resume client' : 'Pause client');
   let paused = client.paused === true;
@@ -140,6 +142,7 @@ function settingsForm(
     ),
     hours.element,
     defaults.element,
+    h('div', { class: 'grid' }, ...restrictions.elements),
     status,
     h(
       'div',
@@ -171,6 +174,7 @@ function settingsForm(
       callingHours: hours.value(),
       ...(channel.value.trim() ? { messageChannelId: channel.value.trim() } : {}),
       ...(Object.keys(jobDefaults).length > 0 ? { jobDefaults } : {}),
+      ...restrictions.value(),
     };
     try {
       await app.api.json('PUT', path, body);

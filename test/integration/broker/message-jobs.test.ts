@@ -549,3 +549,41 @@ describe('a message job served by the broker', () => {
     expect((await jobOf(job)).counts.completed).toBe(n);
   });
 });
+
+describe('a message job and restricted periods (issue 14 #3)', () => {
+  it('a restricted period set mid-campaign stops new sends; once it is gone the job finishes, nobody twice', async () => {
+    const n = 3_000;
+    const { clientId, job, broker } = await sendingJob('period', n);
+    // Today in Tokyo (the client's zone), as a restricted date of the job.
+    const today = new Date(Date.now() + 9 * 3_600_000).toISOString().slice(0, 10);
+    const setPeriods = (periods: readonly { start: string }[]) =>
+      cloud.doc.send(
+        new UpdateCommand({
+          TableName: controlTable,
+          Key: keys.job(clientId, job.jobId),
+          UpdateExpression: 'SET restrictedPeriods = :periods',
+          ExpressionAttributeValues: { ':periods': periods },
+        }),
+      );
+    // No nudge: a period is reached by the clock, and the broker's job watch (every quarter second)
+    // sees it: at 400/s, about 100 more sends may start, besides the 128 already on the wire.
+    const started = line.log().length;
+    await setPeriods([{ start: today }]);
+    await letGo(broker, clientId);
+    expect(line.log().length - started).toBeLessThanOrEqual(100 + 128);
+    const atPeriod = line.log().length;
+    broker.stop('sigterm');
+    await broker.done;
+    expect(line.log().length).toBe(atPeriod);
+    const held = await tasksOf(job.jobId);
+    expect(held.filter((t) => t.state === 'in-flight')).toEqual([]);
+    expect(held.filter((t) => t.state === 'completed').length).toBeLessThan(n);
+
+    await setPeriods([]);
+    await startBroker({ messageRatePerSecond: 400 });
+    await putWork([clientId]);
+    await allFinal(job);
+    expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
+    expect((await jobOf(job)).counts.completed).toBe(n);
+  });
+});
