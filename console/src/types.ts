@@ -82,3 +82,22 @@ export const FINAL_STATUSES: readonly JobStatus[] = ['completed', 'cancelled', '
 export function doneOf(counts: JobCounts): number {
   return counts.completed + counts.failed + counts.cancelled + (counts.expired ?? 0);
 }
+
+/** One window of a job's series (`GET …/jobs/{jobId}/series`), as the brokers sampled it. */
+export interface JobSeriesPoint {
+  readonly at: string;
+  readonly seconds: number;
+  readonly callsInFlight: number;
+  readonly maxConcurrentCalls?: number;
+  readonly starts: number;
+  readonly callsPerSecond?: number;
+  readonly messagesSent: number;
+  readonly rateLimited: number;
+}
+
+export interface JobSeriesPage {
+  readonly jobId: string;
+  readonly channel: 'call' | 'message';
+  readonly samples: readonly JobSeriesPoint[];
+  readonly next?: string;
+}
