@@ -363,14 +363,14 @@ function seriesWritten(series: JobSeriesRecorder): Promise<void> {
 
 /** Each served job's series, sampled every `jobSeriesSeconds` into the tasks table (the console's chart). */
 function jobSeries(config: BrokerConfig, ports: ProcessPorts): JobSeriesRecorder {
-  const sampler = new JobSeriesSampler(config.brokerId, {
+  const sampler = new JobSeriesSampler(config.brokerId, ports.clock, {
     ...DEFAULT_JOB_SERIES_SETTINGS,
     windowSeconds: config.jobSeriesSeconds ?? DEFAULT_JOB_SERIES_SETTINGS.windowSeconds,
   });
   const store = makeDynamoJobSeries(ports.doc, config.tasksTable, {
     ...(config.jobSeriesRetentionDays === undefined ? {} : { retentionDays: config.jobSeriesRetentionDays }),
   });
-  return new JobSeriesRecorder({ sampler, store, logger: ports.logger, clock: ports.clock });
+  return new JobSeriesRecorder({ sampler, store, logger: ports.logger });
 }
 
 /** The nudge server's routes, answered by the broker once there is one. */

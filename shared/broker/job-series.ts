@@ -94,21 +94,28 @@ interface ClientWindow {
   limits: ClientLimits | undefined;
   inFlight: number;
   peakInFlight: number;
-  /** Start of the window being counted; undefined until the first flush sees the client. */
-  at: number | undefined;
+  /** Start of the window being counted. */
+  at: number;
   readonly jobs: Map<string, JobCounts>;
 }
 
-/** Counts per client and job, in memory; {@link take} turns the windows that ended into samples. */
+/**
+ * Counts per client and job, in memory, each count in the window of the moment it happened (a
+ * window is closed by the first count or {@link take} after its end, so a late flush moves nothing
+ * into the wrong window); {@link take} hands over the samples of the windows that ended.
+ */
 export class JobSeriesSampler {
   readonly #brokerId: string;
+  readonly #clock: Clock;
   readonly #settings: JobSeriesSettings;
   readonly #clients = new Map<string, ClientWindow>();
   readonly #windowMs: number;
+  #closed: JobSample[] = [];
 
-  constructor(brokerId: string, settings: JobSeriesSettings = DEFAULT_JOB_SERIES_SETTINGS) {
+  constructor(brokerId: string, clock: Clock, settings: JobSeriesSettings = DEFAULT_JOB_SERIES_SETTINGS) {
     if (!(settings.windowSeconds >= 1)) throw new RangeError('a series window is at least 1 second');
     this.#brokerId = brokerId;
+    this.#clock = clock;
     this.#settings = settings;
     this.#windowMs = settings.windowSeconds * 1000;
   }
@@ -119,11 +126,12 @@ export class JobSeriesSampler {
       limits: undefined,
       inFlight: 0,
       peakInFlight: 0,
-      at: undefined,
+      at: this.#windowStart(this.#clock.now()),
       jobs: new Map(),
     };
     this.#clients.set(clientId, window);
     const job = (jobId: string) => {
+      this.#roll(clientId, window);
       let counts = window.jobs.get(jobId);
       if (!counts) {
         counts = { starts: 0, messagesSent: 0, rateLimited: 0, idle: 0 };
@@ -136,6 +144,7 @@ export class JobSeriesSampler {
         window.limits = limits;
       },
       inFlight: (calls) => {
+        this.#roll(clientId, window);
         window.inFlight = calls;
         window.peakInFlight = Math.max(window.peakInFlight, calls);
       },
@@ -152,24 +161,20 @@ export class JobSeriesSampler {
     };
   }
 
-  /** The client is no longer served here: its open window is closed at the next {@link take}. */
-  released(clientId: string, now: number): JobSample[] {
+  /** The client is no longer served here: its open window is closed now, partial, for the next {@link take}. */
+  released(clientId: string): void {
     const window = this.#clients.get(clientId);
+    if (!window) return;
     this.#clients.delete(clientId);
-    if (!window || window.at === undefined) return [];
-    return this.#close(clientId, window, now);
+    this.#roll(clientId, window);
+    this.#closed.push(...this.#close(clientId, window));
   }
 
-  /** Samples of every window that ended by `now` (call it often: once a second is fine). */
-  take(now: number): JobSample[] {
-    const current = this.#windowStart(now);
-    const samples: JobSample[] = [];
-    for (const [clientId, window] of this.#clients) {
-      if (window.at === undefined) window.at = current;
-      if (window.at >= current) continue;
-      samples.push(...this.#close(clientId, window, now));
-      window.at = current;
-    }
+  /** Samples of every window that ended (call it often: once a second is fine). */
+  take(): JobSample[] {
+    for (const [clientId, window] of this.#clients) this.#roll(clientId, window);
+    const samples = this.#closed;
+    this.#closed = [];
     return samples;
   }
 
@@ -177,9 +182,16 @@ export class JobSeriesSampler {
     return Math.floor(now / this.#windowMs) * this.#windowMs;
   }
 
+  /** Closes the client's window if it has ended; counting goes on in the window of now. */
+  #roll(clientId: string, window: ClientWindow): void {
+    const current = this.#windowStart(this.#clock.now());
+    if (window.at >= current) return;
+    this.#closed.push(...this.#close(clientId, window));
+    window.at = current;
+  }
+
   /** Samples of the client's window, then a fresh window: counts zeroed, idle jobs forgotten. */
-  #close(clientId: string, window: ClientWindow, now: number): JobSample[] {
-    const at = window.at ?? this.#windowStart(now);
+  #close(clientId: string, window: ClientWindow): JobSample[] {
     const samples: JobSample[] = [];
     for (const [jobId, counts] of window.jobs) {
       const active = counts.starts + counts.messagesSent + counts.rateLimited > 0;
@@ -189,7 +201,7 @@ export class JobSeriesSampler {
         window.jobs.delete(jobId);
         continue;
       }
-      samples.push(this.#sample(clientId, jobId, at, window, counts));
+      samples.push(this.#sample(clientId, jobId, window.at, window, counts));
       counts.starts = 0;
       counts.messagesSent = 0;
       counts.rateLimited = 0;
@@ -230,16 +242,14 @@ export class JobSeriesRecorder implements ClientCountsTee {
   readonly #sampler: JobSeriesSampler;
   readonly #store: JobSeriesStore;
   readonly #logger: Logger;
-  readonly #clock: Clock;
   readonly #pending: JobSample[] = [];
   #writing: Promise<void> | undefined;
   #dropped = 0;
 
-  constructor(deps: { sampler: JobSeriesSampler; store: JobSeriesStore; logger: Logger; clock: Clock }) {
+  constructor(deps: { sampler: JobSeriesSampler; store: JobSeriesStore; logger: Logger }) {
     this.#sampler = deps.sampler;
     this.#store = deps.store;
     this.#logger = deps.logger;
-    this.#clock = deps.clock;
   }
 
   /** Starts counting a client this broker now serves (`BrokerMetrics` tees its counts here). */
@@ -249,12 +259,13 @@ export class JobSeriesRecorder implements ClientCountsTee {
 
   /** Takes the windows that ended and starts writing them; returns at once. */
   flush(): void {
-    this.#enqueue(this.#sampler.take(this.#clock.now()));
+    this.#enqueue(this.#sampler.take());
   }
 
   /** The client is no longer served here: its last, partial window is written now. */
   released(clientId: string): void {
-    this.#enqueue(this.#sampler.released(clientId, this.#clock.now()));
+    this.#sampler.released(clientId);
+    this.#enqueue(this.#sampler.take());
   }
 
   /** Resolves once every sample taken so far is written (or dropped): for a broker's exit. */

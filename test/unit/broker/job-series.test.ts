@@ -26,11 +26,17 @@ const push = (jobId: string, outcome: SendObservation['outcome'], recipients = 1
   latencyMs: 5,
 });
 
+/** A sampler on a clock the test moves. */
+function sampled() {
+  const clock = { t: T0 + 500, now: () => clock.t };
+  const sampler = new JobSeriesSampler('b1', clock, settings);
+  return { clock, sampler, at: (ms: number) => (clock.t = T0 + ms) };
+}
+
 describe('JobSeriesSampler', () => {
   it('gives one sample per job when a window ends: peak in flight, limits, starts, sends, 429s', () => {
-    const sampler = new JobSeriesSampler('b1', settings);
+    const { sampler, at } = sampled();
     const client = sampler.forClient('c1');
-    expect(sampler.take(T0 + 500)).toEqual([]); // the first window opens
     client.limits({ maxConcurrentCalls: 6, callsPerSecond: 2 });
     for (let i = 1; i <= 5; i++) {
       client.callStarted('jobA');
@@ -40,8 +46,10 @@ describe('JobSeriesSampler', () => {
     client.sent('ch1', push('jobB', 'delivered', 500));
     client.sent('ch1', push('jobB', 'rate-limited'));
     client.sent('ch1', push('jobB', 'rejected'));
-    expect(sampler.take(T0 + 9_999)).toEqual([]); // the window has not ended
-    const samples = sampler.take(T0 + 10_100);
+    at(9_999);
+    expect(sampler.take()).toEqual([]); // the window has not ended
+    at(10_100);
+    const samples = sampler.take();
     const base = { clientId: 'c1', at: T0, seconds: 10, brokerId: 'b1', peakInFlight: 5 };
     const limits = { maxConcurrentCalls: 6, callsPerSecond: 2 };
     expect(samples).toEqual([
@@ -50,16 +58,30 @@ describe('JobSeriesSampler', () => {
     ]);
     // The next window starts from the calls still in flight, with counts at zero.
     client.callStarted('jobA');
-    const [next] = sampler.take(T0 + 20_000);
-    expect(next).toMatchObject({ jobId: 'jobA', at: T0 + 10_000, peakInFlight: 3, starts: 1 });
+    at(20_000);
+    expect(sampler.take()[0]).toMatchObject({ jobId: 'jobA', at: T0 + 10_000, peakInFlight: 3, starts: 1 });
+  });
+
+  it('counts each start in the window it happened in, however late the flush comes', () => {
+    const { sampler, at } = sampled();
+    const client = sampler.forClient('c1');
+    client.callStarted('jobA');
+    at(10_200); // a flush ~1 s late would have put this start in the first window
+    client.callStarted('jobA');
+    at(12_000);
+    expect(sampler.take().map((s) => [s.at - T0, s.starts])).toEqual([[0, 1]]);
+    at(20_000);
+    expect(sampler.take().map((s) => [s.at - T0, s.starts])).toEqual([[10_000, 1]]);
   });
 
   it('samples a job that stopped down to zero, then no more (longer while calls are in flight)', () => {
-    const sampler = new JobSeriesSampler('b1', settings);
+    const { sampler, at } = sampled();
     const client = sampler.forClient('c1');
-    sampler.take(T0);
     client.sent('ch1', push('jobM', 'delivered'));
-    const jobs = (k: number) => sampler.take(T0 + k * 10_000).map((s) => `${s.jobId}:${s.messagesSent}`);
+    const jobs = (k: number) => {
+      at(k * 10_000);
+      return sampler.take().map((s) => `${s.jobId}:${s.messagesSent}`);
+    };
     expect(jobs(1)).toEqual(['jobM:1']);
     expect(jobs(2)).toEqual(['jobM:0']);
     expect(jobs(3)).toEqual(['jobM:0']);
@@ -67,34 +89,39 @@ describe('JobSeriesSampler', () => {
 
     client.callStarted('jobC');
     client.inFlight(1);
-    const calls = (k: number) => sampler.take(T0 + k * 10_000).map((s) => s.jobId);
+    const calls = (k: number) => {
+      at(k * 10_000);
+      return sampler.take().map((s) => s.jobId);
+    };
     expect([5, 6, 7, 8, 9].map(calls)).toEqual([['jobC'], ['jobC'], ['jobC'], ['jobC'], ['jobC']]);
     expect(calls(10)).toEqual([]); // idle for more than 4 windows, even with a call in flight
   });
 
   it('closes a released client at once, and counts nothing of it after', () => {
-    const sampler = new JobSeriesSampler('b1', settings);
+    const { sampler, at } = sampled();
     const client = sampler.forClient('c1');
-    sampler.take(T0);
     client.callStarted('jobA');
-    expect(sampler.released('c1', T0 + 4_000)).toMatchObject([{ jobId: 'jobA', at: T0, starts: 1 }]);
+    at(4_000);
+    sampler.released('c1');
+    expect(sampler.take()).toMatchObject([{ jobId: 'jobA', at: T0, starts: 1 }]);
     client.callStarted('jobA');
-    expect(sampler.take(T0 + 60_000)).toEqual([]);
+    at(60_000);
+    expect(sampler.take()).toEqual([]);
   });
 
   it('is fed by BrokerMetrics: what CloudWatch counts per client, the series counts per job', () => {
-    const sampler = new JobSeriesSampler('b1', settings);
+    const { sampler, at } = sampled();
     const metrics = new BrokerMetrics(makeLogger('broker', { write: () => {} }), {
       forClient: (clientId) => sampler.forClient(clientId),
-      released: (clientId) => sampler.released(clientId, T0),
+      released: (clientId) => sampler.released(clientId),
     });
     const client = metrics.forClient('c1');
-    sampler.take(T0);
     client.limits({ maxConcurrentCalls: 2, callsPerSecond: 1 });
     client.callStarted('jobA');
     client.inFlight(1);
     metrics.flush();
-    expect(sampler.take(T0 + 10_000)).toMatchObject([
+    at(10_000);
+    expect(sampler.take()).toMatchObject([
       { jobId: 'jobA', starts: 1, peakInFlight: 1, maxConcurrentCalls: 2 },
     ]);
   });
@@ -129,18 +156,16 @@ describe('mergeSamples', () => {
 
 describe('JobSeriesRecorder', () => {
   it('writes in the background, one at a time; a failed write is dropped, never thrown', async () => {
-    let now = T0;
+    const { sampler, at } = sampled();
     const written: JobSample[] = [];
     let fail = true;
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const sampler = new JobSeriesSampler('b1', settings);
     const recorder = new JobSeriesRecorder({
       sampler,
       logger: silentLogger,
-      clock: { now: () => now },
       store: {
         put: async (sample) => {
           await gate;
@@ -156,7 +181,7 @@ describe('JobSeriesRecorder', () => {
     recorder.flush();
     client.callStarted('jobA');
     client.callStarted('jobB');
-    now = T0 + 10_000;
+    at(10_000);
     recorder.flush(); // returns at once though the store has not answered
     expect(written).toEqual([]);
     release();

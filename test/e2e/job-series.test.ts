@@ -1,0 +1,89 @@
+/**
+ * A call job's series on the local stack, end to end: a real broker process samples the job (one
+ * window a second here) while it calls through the telephony sandbox, and the operator route
+ * answers it. The series says what the far side saw: never more calls in flight than the limit,
+ * never more starts a second than the line's rate, and every call the job started, counted once.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runDemoJob } from '#local/demo-job.ts';
+import { type LocalStack, startLocalStack } from '#local/stack.ts';
+import type { JobSeriesAnswer } from '#shared/jobs/series.ts';
+import { eventually } from '../support/wait.ts';
+
+const LIMIT = 4;
+const RATE = 4;
+const ROWS = 40;
+
+let stack: LocalStack;
+let dir: string;
+
+beforeAll(async () => {
+  process.env.LOG_LEVEL = 'error';
+  dir = mkdtempSync(path.join(tmpdir(), 'job-series-'));
+  stack = await startLocalStack({
+    stage: 'e2eseries',
+    port: 0,
+    fleet: true,
+    telephonyTimeScale: 10,
+    maxBrokers: 1,
+    jobManagerIntervalMs: 1_000,
+    brokerEnv: { JOB_SERIES_SECONDS: '1', BROKER_IDLE_WAIT_MS: '300', BROKER_RECHECK_MS: '500' },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function callList(rows: number): string {
+  const lines = ['電話番号,氏名'];
+  for (let i = 0; i < rows; i++) lines.push(`090-5150-${1000 + i},顧客 ${i + 1}`);
+  const file = path.join(dir, 'series.csv');
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+describe("a call job's series", () => {
+  it('shows calls in flight within the limit and starts within the rate, every start counted once', async () => {
+    const clientId = 'series-client';
+    const view = await runDemoJob(stack, () => {}, {
+      csvPath: callList(ROWS),
+      clientId,
+      maxConcurrentCalls: LIMIT,
+      callsPerSecond: RATE,
+      timeoutMs: 200_000,
+    });
+    expect(view.status).toBe('completed');
+    const rings = stack.telephony.stats(clientId).rings;
+    const seriesPath = `/clients/${clientId}/jobs/${view.jobId}/series`;
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    // The last window is written when the broker lets the client go, a moment after the job ends.
+    const series = await eventually(async () => {
+      const got = await stack.operator('GET', `${seriesPath}?since=${encodeURIComponent(since)}`);
+      expect(got.status).toBe(200);
+      const answer = got.json<JobSeriesAnswer>();
+      const starts = answer.samples.reduce((sum, s) => sum + s.starts, 0);
+      return starts === rings ? answer : undefined;
+    }, 'every start of the job in its series');
+
+    expect(series.channel).toBe('call');
+    expect(series.samples.length).toBeGreaterThan(3);
+    for (const sample of series.samples) {
+      expect(sample.seconds).toBe(1);
+      expect(sample.callsInFlight).toBeLessThanOrEqual(LIMIT);
+      expect(sample).toMatchObject({ maxConcurrentCalls: LIMIT, callsPerSecond: RATE });
+      expect(sample.starts / sample.seconds).toBeLessThanOrEqual(RATE);
+    }
+    // The busiest windows reached the limit: the series shows the contract being used.
+    expect(Math.max(...series.samples.map((s) => s.callsInFlight))).toBe(LIMIT);
+
+    // A refresh asks only for the windows after the last one shown: there are none now.
+    const last = series.samples.at(-1)!.at;
+    const after = await stack.operator('GET', `${seriesPath}?since=${encodeURIComponent(last)}`);
+    expect(after.json<JobSeriesAnswer>().samples).toEqual([]);
+  });
+});
