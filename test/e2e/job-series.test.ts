@@ -30,7 +30,15 @@ beforeAll(async () => {
     telephonyTimeScale: 10,
     maxBrokers: 1,
     jobManagerIntervalMs: 1_000,
-    brokerEnv: { JOB_SERIES_SECONDS: '1', BROKER_IDLE_WAIT_MS: '300', BROKER_RECHECK_MS: '500' },
+    brokerEnv: {
+      JOB_SERIES_SECONDS: '1',
+      LEASE_MS: '3000',
+      BROKER_IDLE_WAIT_MS: '300',
+      BROKER_RECHECK_MS: '500',
+      // A call with no final callback is asked of the provider 5 s after it started.
+      DEFAULT_MAX_CALL_SECONDS: '4',
+      RECONCILE_MARGIN_MS: '1000',
+    },
   });
 }, 120_000);
 
