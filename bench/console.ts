@@ -275,9 +275,10 @@ async function seededJob(size: number): Promise<void> {
     createdAt: now,
     updatedAt: now,
   };
-  // The last task still waits (the client is paused), so the job stays running while measured.
+  // One task still waits (the client is paused), so the job stays running while measured; it is the
+  // first written, or the job manager could complete the job before it exists.
   const tasks = (i: number): Task =>
-    i === size - 1 ? { ...endedTask(job, i, now), state: 'pending', attempts: 0 } : endedTask(job, i, now);
+    i === 0 ? { ...endedTask(job, i, now), state: 'pending', attempts: 0 } : endedTask(job, i, now);
   await seedRunningJob(doc, { controlTable, tasksTable }, { client, job, count: size, tasks });
   const series = makeDynamoJobSeries(doc, tasksTable);
   for (let k = 0; k < 360; k++) {
