@@ -68,6 +68,14 @@ describe('the job series store', () => {
     expect(answer.next).toBeUndefined();
   });
 
+  it("answers, without `since`, the job's last hour: before now while it runs, else before its end", async () => {
+    const later = T0 + 5 * 3_600_000;
+    const running = await readJobSeries(series, { ...job, status: 'running' }, {}, later);
+    expect(running.samples).toEqual([]);
+    const ended = { ...job, status: 'completed', updatedAt: T0 + 115_000 } as Job;
+    expect((await readJobSeries(series, ended, {}, later)).samples).toHaveLength(12);
+  });
+
   it('pages with `next`, never splitting a window between pages', async () => {
     const seen: string[] = [];
     let since: string | undefined = new Date(T0 - 1).toISOString();
