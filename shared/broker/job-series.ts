@@ -274,15 +274,21 @@ export class JobSeriesRecorder implements ClientCountsTee {
   }
 
   #enqueue(samples: readonly JobSample[]): void {
-    if (samples.length === 0) return;
     this.#pending.push(...samples);
     const over = this.#pending.length - MAX_PENDING_SAMPLES;
     if (over > 0) {
       this.#pending.splice(0, over);
       this.#dropped += over;
     }
-    this.#writing ??= this.#writeAll().finally(() => {
+    this.#kick();
+  }
+
+  /** Starts the writer unless it runs; a sample queued as it finished starts it again. */
+  #kick(): void {
+    if (this.#writing || this.#pending.length === 0) return;
+    this.#writing = this.#writeAll().finally(() => {
       this.#writing = undefined;
+      this.#kick();
     });
   }
 
