@@ -22,6 +22,7 @@
  * | next N outstanding tasks of client X           | tasks   | GSI outstanding: openPk={clientId}#{shard},         |
  * |                                                |         |   openSk={readyAt}#{jobId}#{taskId} (sparse)        |
  * | webhook event / callback already processed     | events  | pk=EVENT#{id}, TTL expiresAt                        |
+ * | a job's series after a time (the console chart)| tasks   | pk={jobId}#series, sk > {iso}#…, TTL expiresAt      |
  *
  * Why shards: one partition takes about 1,000 writes/s. A job of 1,000,000 tasks is spread over
  * {@link TASK_SHARDS} partitions by a hash of the task id, both in the table and in the sparse
@@ -129,7 +130,7 @@ export const tables: readonly TableSpec[] = [
         sortKey: { name: 'openSk', type: 'S' },
       },
     ],
-    ttlAttribute: 'expiresAt', // only multicast batch records ({jobId}#batch) carry it; tasks never
+    ttlAttribute: 'expiresAt', // multicast records ({jobId}#batch) and job series ({jobId}#series) carry it; tasks never
     pointInTimeRecovery: true,
     encryption: 'aws-managed',
     envVar: 'TASKS_TABLE',

@@ -63,6 +63,8 @@ export const operatorRoutes: readonly RouteSpec[] = [
     functionId: 'channels-api',
     auth: 'iam',
   },
+  // The job's series over time (the console's chart): one Query of its samples, never its tasks.
+  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/series', functionId: 'jobs-api', auth: 'iam' },
 ];
 
 /**

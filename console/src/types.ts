@@ -117,3 +117,22 @@ export interface OptOutView {
   readonly optedOut: boolean;
   readonly since?: string;
 }
+
+/** One window of a job's series (`GET …/jobs/{jobId}/series`), as the brokers sampled it. */
+export interface JobSeriesPoint {
+  readonly at: string;
+  readonly seconds: number;
+  readonly callsInFlight: number;
+  readonly maxConcurrentCalls?: number;
+  readonly starts: number;
+  readonly callsPerSecond?: number;
+  readonly messagesSent: number;
+  readonly rateLimited: number;
+}
+
+export interface JobSeriesPage {
+  readonly jobId: string;
+  readonly channel: 'call' | 'message';
+  readonly samples: readonly JobSeriesPoint[];
+  readonly next?: string;
+}

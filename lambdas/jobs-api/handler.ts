@@ -105,6 +105,8 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         const action = event.routeKey.slice(event.routeKey.lastIndexOf('/') + 1) as JobAction;
         return jsonResponse(200, await api.changeStatus(clientId, jobId, action));
       }
+      case 'GET /clients/{clientId}/jobs/{jobId}/series':
+        return jsonResponse(200, await api.jobSeries(clientId, jobId, event.queryStringParameters ?? {}));
       case 'GET /clients/{clientId}/jobs/{jobId}/row-problems':
         return jsonResponse(200, await api.rowProblems(clientId, jobId, event.queryStringParameters ?? {}));
       case 'GET /clients/{clientId}/jobs/{jobId}/report': {

@@ -6,6 +6,7 @@ import {
   makeSqsClient,
 } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
@@ -47,6 +48,8 @@ export const handler = observe(
       brokers: { leases, notifier: makeHttpBrokerNotifier(), log },
       calls: leases,
       optOuts: makeDynamoOptOutStore(doc, controlTable),
+      // Each job's series (the console's chart): Query of `{jobId}#series` in the tasks table.
+      series: makeDynamoJobSeries(doc, tasksTable),
     }),
     log,
   }),

@@ -352,7 +352,7 @@ export class ClientServer {
         slot.release();
         continue;
       }
-      this.#metrics.callStarted();
+      this.#metrics.callStarted(next.job.jobId);
       void this.#launch(result.task, next.job, slot);
     }
     return this.#lost ? { kind: 'lost' } : undefined;

@@ -119,6 +119,8 @@ export interface JobProgress {
 
 /** One HTTP request the pipeline made (for metrics and benchmarks). */
 export interface SendObservation {
+  /** The job the request's tasks belong to (a unit is always of one job). */
+  readonly jobId?: string;
   readonly endpoint: SendEndpoint;
   readonly recipients: number;
   readonly outcome: SendOutcome['kind'];

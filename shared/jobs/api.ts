@@ -12,6 +12,7 @@
  * send of the job starts. A broker that cannot be reached is logged and left to its own job
  * watch (it stops the sends within a fraction of a second); the operator gets the answer anyway.
  */
+import type { JobSeriesReader } from '#shared/broker/job-series.ts';
 import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { newUlid } from '#shared/ids.ts';
@@ -37,6 +38,7 @@ import { findOptOuts, type OptOutsAnswer } from './opt-outs.ts';
 import type { JobChangeNotifier, JobStores, OptOutReader } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { uploadKey } from './s3-events.ts';
+import { type JobSeriesAnswer, readJobSeries } from './series.ts';
 import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
 import { type JobWaiting, jobWaitingFor } from './waiting.ts';
 
@@ -143,6 +145,8 @@ export interface JobsApiDeps extends JobStores {
   readonly calls?: CallsInFlightReader;
   /** The client's opt-outs, for {@link JobsApi.optOuts}; without it, that use case fails. */
   readonly optOuts?: OptOutReader;
+  /** Each job's series (the console's chart), for {@link JobsApi.jobSeries}; without it, that fails. */
+  readonly series?: JobSeriesReader;
 }
 
 export interface CallsInFlightReader {
@@ -320,6 +324,20 @@ export class JobsApi {
     const job = await this.#jobOf(clientId, jobId);
     const { waiting, live } = await this.#liveOf(job);
     return { ...jobView(job, waiting), ...(live ? { live } : {}) };
+  }
+
+  /**
+   * A page of the job's series over time (`series.ts`): the job item and one Query of its samples,
+   * never its tasks.
+   */
+  async jobSeries(
+    clientId: string,
+    jobId: string,
+    query: { readonly since?: string; readonly limit?: string },
+  ): Promise<JobSeriesAnswer> {
+    const job = await this.#jobOf(clientId, jobId);
+    if (!this.#deps.series) throw new Error('no job series reader is wired into the jobs API');
+    return readJobSeries(this.#deps.series, job, query, this.#deps.clock.now());
   }
 
   /** A page of a client's jobs, newest first. */
