@@ -85,12 +85,14 @@ export class SeriesChart {
   #draw(): void {
     if (this.#plot) {
       this.#plot.setData(this.#data as uPlot.AlignedData);
+      this.#narrowSingleWindow(this.#plot);
       return;
     }
     // Loaded with the first answer; the counters above work without it.
     this.#loading ??= import('uplot').then(
       ({ default: UPlot }) => {
         this.#plot = this.#create(UPlot);
+        this.#narrowSingleWindow(this.#plot);
       },
       (error: Error) => {
         this.#box.textContent = `The chart could not load: ${error.message}`;
@@ -98,13 +100,24 @@ export class SeriesChart {
     );
   }
 
+  /**
+   * One window only (a short job): uPlot's time axis around a single point spans 86,400 / 0.001 s,
+   * about three years (its day in milliseconds, taken as seconds), and ignores the scale's range
+   * function for x; a minute around the point is set instead.
+   */
+  #narrowSingleWindow(plot: uPlot): void {
+    const x = this.#data[0]!;
+    if (x.length === 1) plot.setScale('x', { min: x[0]! - 30, max: x[0]! + 30 });
+  }
+
   #create(UPlot: typeof uPlot): uPlot {
+    const X_SCALE: uPlot.Scale = { time: true };
     const calls = this.#channel === 'call';
     const options: uPlot.Options = calls
       ? {
           width: Math.max(this.#box.clientWidth, 320),
           height: 260,
-          scales: { x: { time: true } },
+          scales: { x: X_SCALE },
           axes: [
             {},
             { label: 'in flight' },
@@ -121,7 +134,7 @@ export class SeriesChart {
       : {
           width: Math.max(this.#box.clientWidth, 320),
           height: 260,
-          scales: { x: { time: true } },
+          scales: { x: X_SCALE },
           axes: [
             {},
             { label: 'messages/s' },
