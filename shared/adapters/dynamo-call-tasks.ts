@@ -33,6 +33,8 @@ import { JOB_CANCELLED_REASON, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
+import { endSuppressedTask } from './dynamo-suppressed-tasks.ts';
+import { suppressionConditionCheck } from './dynamo-suppressions.ts';
 import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
 
 export interface DynamoBrokerTaskStoreOptions {
@@ -40,6 +42,11 @@ export interface DynamoBrokerTaskStoreOptions {
   readonly tasksTable: string;
   /** How long a job's status is trusted when filtering the index, ms (the start re-checks it). Default 5,000. */
   readonly jobCacheMs?: number;
+  /**
+   * Hold a ConditionCheck on the recipient's suppression entry in every start (default true). Off
+   * only for the benchmark's baseline: the cost of the check is what it measures.
+   */
+  readonly checkSuppressions?: boolean;
   readonly now?: () => number;
 }
 
@@ -88,9 +95,11 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
   readonly #tasksTable: string;
   readonly #jobs: JobCache;
   readonly #now: () => number;
+  readonly #checkSuppressions: boolean;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoBrokerTaskStoreOptions) {
     this.#doc = doc;
+    this.#checkSuppressions = options.checkSuppressions ?? true;
     this.#controlTable = options.controlTable;
     this.#tasksTable = options.tasksTable;
     this.#now = options.now ?? Date.now;
@@ -131,10 +140,16 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
 
   async start(task: Task, fence: Fence): Promise<StartResult> {
     const startedAt = fence.now;
+    // The suppression list is checked in the start itself (docs/suppression-list.md): an entry
+    // written before this transaction refuses it, one written after it finds the call started.
+    const suppression = this.#checkSuppressions
+      ? [suppressionConditionCheck(this.#controlTable, task.clientId, task.recipient)]
+      : [];
     const codes = await this.#transact([
       this.#leaseAdd(task, fence),
       this.#jobRunning(task, startedAt),
       this.#taskStart(task, startedAt),
+      ...suppression,
     ]);
     if (codes === undefined) {
       const { callId: _callId, ...rest } = task;
@@ -144,6 +159,15 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
       };
     }
     if (codes[0] === 'ConditionalCheckFailed') return { kind: 'fenced' };
+    if (codes[3] === 'ConditionalCheckFailed' && !codes.slice(1, 3).includes('ConditionalCheckFailed')) {
+      const ended = await endSuppressedTask(
+        this.#doc,
+        { controlTable: this.#controlTable, tasksTable: this.#tasksTable },
+        task,
+        startedAt,
+      );
+      return ended.kind === 'ended' ? { kind: 'suppressed', reason: ended.reason } : { kind: 'gone' };
+    }
     if (codes.includes('ConditionalCheckFailed')) return { kind: 'gone' };
     throw new Error(`task start cancelled: ${codes.join(', ')}`);
   }

@@ -47,6 +47,8 @@ export interface ClaimerDeps {
   readonly state: SessionState;
   readonly batches: MulticastRecords;
   readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Those of `recipients` on the client's suppression list → the reason their task ends with. */
+  readonly suppressed?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlyMap<string, string>>;
 }
 
 type Chosen = { item: Item; batchKey?: string };
@@ -179,8 +181,9 @@ export class MessageClaimer implements TaskSource {
   async #claimForJob(jobId: string, group: Chosen[], token: number): Promise<ClaimedTask[]> {
     const job = await this.#deps.table.jobs.cached(this.#clientId, jobId);
     if (!this.#jobAccepted(job)) return [];
-    // Opt-outs are read while the claim is written: each takes a round trip or more.
-    const [claimed, optedOut] = await Promise.all([
+    // Opt-outs and suppressions are read while the claim is written: each takes a round trip or more.
+    const recipients = group.map((c) => String(c.item.recipient));
+    const [claimed, optedOut, suppressed] = await Promise.all([
       this.#claim(job, group, token),
       this.#deps.optedOut
         ? this.#deps.optedOut(
@@ -188,6 +191,7 @@ export class MessageClaimer implements TaskSource {
             group.map((c) => String(c.item.recipient)),
           )
         : new Set<string>(),
+      this.#deps.suppressed ? this.#deps.suppressed(this.#clientId, recipients) : new Map<string, string>(),
     ]);
     if (claimed.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
@@ -205,6 +209,7 @@ export class MessageClaimer implements TaskSource {
         attempt: c.attempt,
         attemptStartedAt: c.startedAt,
         ...(optedOut.has(recipient) ? { optedOut: true } : {}),
+        ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
         ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
         ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
         ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),

@@ -30,7 +30,9 @@ export interface Fence {
 export type StartResult =
   | { readonly kind: 'started'; readonly task: Task }
   | { readonly kind: 'fenced' }
-  | { readonly kind: 'gone' };
+  | { readonly kind: 'gone' }
+  /** The recipient is on the client's suppression list: the task ended `cancelled` with `reason`. */
+  | { readonly kind: 'suppressed'; readonly reason: string };
 
 /** How a call's end leaves its task. */
 export type Settlement =

@@ -352,6 +352,11 @@ export class ClientServer {
         slot.release();
         continue;
       }
+      if (result.kind === 'suppressed') {
+        slot.release();
+        logger.info('task not started: recipient suppressed', { clientId: this.clientId, taskId: next.task.taskId, reason: result.reason });
+        continue;
+      }
       this.#metrics.callStarted();
       void this.#launch(result.task, next.job, slot);
     }

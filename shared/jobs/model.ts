@@ -105,6 +105,8 @@ export interface JobCounts {
    * before the job end existed: read it with {@link endedTasks}.
    */
   readonly expired?: number;
+  /** Of the `cancelled`, those whose recipient was on the suppression list at their start. Absent when none. */
+  readonly suppressed?: number;
 }
 
 /** Tasks of the job that have ended, whatever the way (completed, failed, cancelled, expired). */
