@@ -19,6 +19,7 @@ import { jobOptionsFromQuery } from '#shared/jobs/validation.ts';
 import type { Logger } from '#shared/log.ts';
 import { type ClaimValue, mayActFor, type Operator, operatorFromClaims } from '#shared/operators/tenancy.ts';
 import { CONSOLE_API_PREFIX, operatorRouteKey } from '#shared/routes.ts';
+import type { SuppressionsApi } from '#shared/suppressions/api.ts';
 
 class MalformedRequestError extends Error {
   override name = 'MalformedRequestError';
@@ -98,8 +99,17 @@ function consoleRefusal(
   return undefined;
 }
 
-export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: Logger }) {
+export function makeJobsApiHandler(deps: {
+  readonly api: JobsApi;
+  /** The suppression list's routes; without it they fail (a handler wired for the jobs only). */
+  readonly suppressions?: SuppressionsApi;
+  readonly log: Logger;
+}) {
   const { api } = deps;
+  const suppressionsApi = (): SuppressionsApi => {
+    if (!deps.suppressions) throw new Error('no suppression list is wired into the operator API');
+    return deps.suppressions;
+  };
   const route = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const clientId = event.pathParameters?.clientId ?? '';
     const jobId = event.pathParameters?.jobId ?? '';
@@ -116,6 +126,19 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         return jsonResponse(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
       case 'GET /clients/{clientId}/opt-outs':
         return jsonResponse(200, await api.optOuts(clientId, event.queryStringParameters ?? {}));
+      case 'GET /clients/{clientId}/suppressions':
+        return jsonResponse(200, await suppressionsApi().find(clientId, event.queryStringParameters ?? {}));
+      case 'POST /clients/{clientId}/suppressions':
+        if (isCsvUpload(event)) {
+          const query = event.queryStringParameters ?? {};
+          return jsonResponse(200, await suppressionsApi().upload(clientId, decodeRequestBody(event), query));
+        }
+        return jsonResponse(200, await suppressionsApi().add(clientId, jsonBody(event)));
+      case 'DELETE /clients/{clientId}/suppressions/{recipient}':
+        return jsonResponse(
+          200,
+          await suppressionsApi().remove(clientId, event.pathParameters?.recipient ?? ''),
+        );
       case 'POST /clients/{clientId}/jobs': {
         if (isCsvUpload(event)) {
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});

@@ -10,12 +10,14 @@ import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
+import { makeSuppressionsApi } from '#shared/suppressions/api.ts';
 import { makeJobsApiHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('jobs-api');
@@ -30,6 +32,8 @@ const s3 = makeS3Client();
 const sqs = makeSqsClient();
 
 const leases = makeDynamoLeaseStore(doc, controlTable);
+const clients = makeDynamoClientStore(doc, controlTable);
+const clock = { now: () => Date.now() };
 
 export const handler = observe(
   makeJobsApiHandler({
@@ -47,6 +51,11 @@ export const handler = observe(
       brokers: { leases, notifier: makeHttpBrokerNotifier(), log },
       calls: leases,
       optOuts: makeDynamoOptOutStore(doc, controlTable),
+    }),
+    suppressions: makeSuppressionsApi({
+      clients,
+      store: makeDynamoSuppressionStore(doc, controlTable),
+      clock,
     }),
     log,
   }),

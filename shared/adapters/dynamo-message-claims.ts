@@ -48,7 +48,10 @@ export interface ClaimerDeps {
   readonly batches: MulticastRecords;
   readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Those of `recipients` on the client's suppression list → the reason their task ends with. */
-  readonly suppressed?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlyMap<string, string>>;
+  readonly suppressed?: (
+    clientId: string,
+    recipients: readonly string[],
+  ) => Promise<ReadonlyMap<string, string>>;
 }
 
 type Chosen = { item: Item; batchKey?: string };

@@ -32,7 +32,8 @@ export async function endSuppressedTask(
 ): Promise<SuppressedEnd> {
   const key = suppressionKeys.entry(task.clientId, task.recipient);
   const item =
-    entry ?? (await doc.send(new GetCommand({ TableName: tables.controlTable, Key: key, ConsistentRead: true }))).Item;
+    entry ??
+    (await doc.send(new GetCommand({ TableName: tables.controlTable, Key: key, ConsistentRead: true }))).Item;
   if (!item) return { kind: 'gone' };
   const reason = suppressedReason(entryOf(item).source);
   const from = moveFrom(TASK_MOVES.suppress);
@@ -65,7 +66,11 @@ export async function endSuppressedTask(
               Key: keys.job(task.clientId, task.jobId),
               UpdateExpression: 'ADD #counts.#cancelled :one, #counts.#suppressed :one',
               ConditionExpression: 'attribute_exists(#counts)',
-              ExpressionAttributeNames: { '#counts': 'counts', '#cancelled': 'cancelled', '#suppressed': 'suppressed' },
+              ExpressionAttributeNames: {
+                '#counts': 'counts',
+                '#cancelled': 'cancelled',
+                '#suppressed': 'suppressed',
+              },
               ExpressionAttributeValues: { ':one': 1 },
             },
           },

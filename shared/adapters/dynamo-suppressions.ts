@@ -50,7 +50,9 @@ export function entryOf(item: Record<string, unknown>): SuppressionEntry {
   return {
     recipient: String(item.sk),
     kind: kindOf(String(item.sk)),
-    source: (SUPPRESSION_SOURCES as readonly string[]).includes(source) ? (source as SuppressionSource) : 'api',
+    source: (SUPPRESSION_SOURCES as readonly string[]).includes(source)
+      ? (source as SuppressionSource)
+      : 'api',
     reason: String(item.reason ?? ''),
     addedAt: Number(item.addedAt ?? 0),
   };
@@ -77,7 +79,11 @@ export class DynamoSuppressionStore implements SuppressionStore {
         Key: suppressionKeys.entry(clientId, entry.recipient),
         UpdateExpression: 'SET #source = :source, reason = :reason, addedAt = :addedAt',
         ExpressionAttributeNames: { '#source': 'source' },
-        ExpressionAttributeValues: { ':source': entry.source, ':reason': entry.reason, ':addedAt': entry.addedAt },
+        ExpressionAttributeValues: {
+          ':source': entry.source,
+          ':reason': entry.reason,
+          ':addedAt': entry.addedAt,
+        },
       }),
     );
   }
@@ -116,7 +122,10 @@ export class DynamoSuppressionStore implements SuppressionStore {
     }
   }
 
-  async suppressed(clientId: string, recipients: readonly string[]): Promise<ReadonlyMap<string, SuppressionEntry>> {
+  async suppressed(
+    clientId: string,
+    recipients: readonly string[],
+  ): Promise<ReadonlyMap<string, SuppressionEntry>> {
     const unique = [...new Set(recipients)];
     const found = new Map<string, SuppressionEntry>();
     const chunks: string[][] = [];
@@ -175,6 +184,9 @@ function decodePageToken(token: string): string {
   return sk;
 }
 
-export function makeDynamoSuppressionStore(doc: DynamoDBDocumentClient, tableName: string): DynamoSuppressionStore {
+export function makeDynamoSuppressionStore(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+): DynamoSuppressionStore {
   return new DynamoSuppressionStore(doc, tableName);
 }

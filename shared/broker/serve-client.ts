@@ -354,7 +354,11 @@ export class ClientServer {
       }
       if (result.kind === 'suppressed') {
         slot.release();
-        logger.info('task not started: recipient suppressed', { clientId: this.clientId, taskId: next.task.taskId, reason: result.reason });
+        logger.info('task not started: recipient suppressed', {
+          clientId: this.clientId,
+          taskId: next.task.taskId,
+          reason: result.reason,
+        });
         continue;
       }
       this.#metrics.callStarted();

@@ -19,7 +19,12 @@ export interface SuppressionStore extends SuppressionWriter, SuppressionReader {
    * Removes an entry only if it came from `source` and was added at or before `before` (a LINE
    * follow takes back its own unfollow, never an operator's entry); false when nothing was removed.
    */
-  removeIfFrom(clientId: string, recipient: string, source: SuppressionSource, before: number): Promise<boolean>;
+  removeIfFrom(
+    clientId: string,
+    recipient: string,
+    source: SuppressionSource,
+    before: number,
+  ): Promise<boolean>;
   /** A page of the list in recipient order; `next` is opaque (a bad one is a `ValidationError`). */
   page(
     clientId: string,
