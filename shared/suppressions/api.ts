@@ -276,7 +276,10 @@ function readRecipients(
   inputs.forEach((input, i) => {
     const r = readSuppressionRecipient(input, region);
     if (r.ok) read.push({ input, recipient: r.recipient, kind: r.kind });
-    else (errors[field === 'recipients' ? `recipients[${i}]` : field] ??= []).push(r.reason);
+    else {
+      const key = field === 'recipients' ? `recipients[${i}]` : field;
+      errors[key] = [...(errors[key] ?? []), r.reason];
+    }
   });
   return read;
 }
