@@ -16,6 +16,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import {
+  AUTOMATIC_SOURCES,
   kindOf,
   SUPPRESSION_SOURCES,
   type SuppressionEntry,
@@ -73,19 +74,29 @@ export class DynamoSuppressionStore implements SuppressionStore {
   }
 
   async #put(clientId: string, entry: SuppressionEntry): Promise<void> {
-    await this.#doc.send(
-      new UpdateCommand({
-        TableName: this.#tableName,
-        Key: suppressionKeys.entry(clientId, entry.recipient),
-        UpdateExpression: 'SET #source = :source, reason = :reason, addedAt = :addedAt',
-        ExpressionAttributeNames: { '#source': 'source' },
-        ExpressionAttributeValues: {
-          ':source': entry.source,
-          ':reason': entry.reason,
-          ':addedAt': entry.addedAt,
-        },
-      }),
-    );
+    const automatic = AUTOMATIC_SOURCES.includes(entry.source);
+    try {
+      await this.#doc.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: suppressionKeys.entry(clientId, entry.recipient),
+          UpdateExpression: 'SET #source = :source, reason = :reason, addedAt = :addedAt',
+          // An automatic entry never replaces an operator's (AUTOMATIC_SOURCES).
+          ...(automatic
+            ? { ConditionExpression: 'attribute_not_exists(pk) OR #source IN (:line, :call)' }
+            : {}),
+          ExpressionAttributeNames: { '#source': 'source' },
+          ExpressionAttributeValues: {
+            ':source': entry.source,
+            ':reason': entry.reason,
+            ':addedAt': entry.addedAt,
+            ...(automatic ? { ':line': 'line-unfollow', ':call': 'call-outcome' } : {}),
+          },
+        }),
+      );
+    } catch (error) {
+      if (!(automatic && error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 
   async remove(clientId: string, recipient: string): Promise<boolean> {

@@ -16,6 +16,13 @@ import { normalizeLineUserId, normalizePhoneNumber } from '#shared/csv/recipient
 export const SUPPRESSION_SOURCES = ['api', 'csv', 'line-unfollow', 'call-outcome'] as const;
 export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
 
+/**
+ * Sources that write entries on their own (an unfollow, a call's outcome): such an entry never
+ * replaces an operator's (`api`, `csv`), so that a later follow, which takes back its unfollow's
+ * entry, cannot take an operator's with it.
+ */
+export const AUTOMATIC_SOURCES: readonly SuppressionSource[] = ['line-unfollow', 'call-outcome'];
+
 /** What kind of recipient an entry names. */
 export type SuppressionKind = 'phone' | 'line';
 
