@@ -20,7 +20,15 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { BrokerTaskStore, Fence, SettleRequest, StartResult, TaskRef } from '#shared/broker/ports.ts';
+import type {
+  BrokerTaskStore,
+  Fence,
+  SettleRequest,
+  StartLimits,
+  StartResult,
+  TaskRef,
+} from '#shared/broker/ports.ts';
+import { type CapSlot, cappedReason, overCapMove } from '#shared/contact-limits/model.ts';
 import {
   type ClientSettings,
   type Job,
@@ -31,6 +39,7 @@ import {
 } from '#shared/jobs/model.ts';
 import { JOB_CANCELLED_REASON, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { capCounterUpdates, deferTask, endCappedTask } from './dynamo-contact-caps.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
 import { endSuppressedTask } from './dynamo-suppressed-tasks.ts';
@@ -138,18 +147,20 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     return first?.task.readyAt;
   }
 
-  async start(task: Task, fence: Fence): Promise<StartResult> {
+  async start(task: Task, fence: Fence, limits?: StartLimits): Promise<StartResult> {
     const startedAt = fence.now;
     // The suppression list is checked in the start itself (docs/suppression-list.md): an entry
     // written before this transaction refuses it, one written after it finds the call started.
     const suppression = this.#checkSuppressions
       ? [suppressionConditionCheck(this.#controlTable, task.clientId, task.recipient)]
       : [];
+    const slots = limits?.slots ?? [];
     const codes = await this.#transact([
       this.#leaseAdd(task, fence),
       this.#jobRunning(task, startedAt),
       this.#taskStart(task, startedAt),
       ...suppression,
+      ...capCounterUpdates(this.#tasksTable, task, slots),
     ]);
     if (codes === undefined) {
       const { callId: _callId, ...rest } = task;
@@ -159,7 +170,11 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
       };
     }
     if (codes[0] === 'ConditionalCheckFailed') return { kind: 'fenced' };
-    if (codes[3] === 'ConditionalCheckFailed' && !codes.slice(1, 3).includes('ConditionalCheckFailed')) {
+    const capped = slots.findIndex((_, i) => codes[3 + suppression.length + i] === 'ConditionalCheckFailed');
+    if (capped >= 0 && !codes.slice(0, 3 + suppression.length).includes('ConditionalCheckFailed'))
+      return this.#overCap(task, slots[capped]!, limits?.jobEndAt, startedAt);
+    const suppressed = suppression.length > 0 && codes[3] === 'ConditionalCheckFailed';
+    if (suppressed && !codes.slice(1, 3).includes('ConditionalCheckFailed')) {
       const ended = await endSuppressedTask(
         this.#doc,
         { controlTable: this.#controlTable, tasksTable: this.#tasksTable },
@@ -170,6 +185,19 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     }
     if (codes.includes('ConditionalCheckFailed')) return { kind: 'gone' };
     throw new Error(`task start cancelled: ${codes.join(', ')}`);
+  }
+
+  /** A start refused by a contact limit: the task waits for the window's end, or ends (`overCapMove`). */
+  async #overCap(task: Task, slot: CapSlot, jobEndAt: number | undefined, now: number): Promise<StartResult> {
+    const until = slot.window.end;
+    if (overCapMove(until, jobEndAt) === 'wait') {
+      const waiting = await deferTask(this.#doc, this.#tasksTable, task, until, now);
+      return waiting ? { kind: 'capped', until, ended: false } : { kind: 'gone' };
+    }
+    const reason = cappedReason(slot.limit, until);
+    const tables = { controlTable: this.#controlTable, tasksTable: this.#tasksTable };
+    const ended = await endCappedTask(this.#doc, tables, task, reason, now);
+    return ended ? { kind: 'capped', until, ended: true, reason } : { kind: 'gone' };
   }
 
   async recordCallId(ref: TaskRef, attempt: number, callId: string, now: number) {

@@ -12,6 +12,7 @@
  * reconciliation after the job's maximum call duration plus a margin.
  */
 
+import { capSlots } from '#shared/contact-limits/model.ts';
 import {
   type ClientSettings,
   DEFAULT_MAX_CALL_SECONDS,
@@ -36,7 +37,7 @@ import type {
 import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
 import { type ClientMetrics, noClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
-import type { BrokerTaskStore, CallEnded, CallLinkStore, Settlement } from './ports.ts';
+import type { BrokerTaskStore, CallEnded, CallLinkStore, Settlement, StartLimits } from './ports.ts';
 import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
 
 export interface ServeSettings {
@@ -330,12 +331,12 @@ export class ClientServer {
       }
       let result: Awaited<ReturnType<BrokerTaskStore['start']>>;
       try {
-        result = await tasks.start(next.task, {
-          clientId: this.clientId,
-          owner: keeper.owner,
-          token,
-          now: clock.now(),
-        });
+        const now = clock.now();
+        result = await tasks.start(
+          next.task,
+          { clientId: this.clientId, owner: keeper.owner, token, now },
+          startLimits(await this.#currentClient(), next.job, now),
+        );
       } catch (error) {
         slot.release();
         logger.warn('task start did not answer; trying the next', { clientId: this.clientId, error });
@@ -350,6 +351,16 @@ export class ClientServer {
       }
       if (result.kind === 'gone') {
         slot.release();
+        continue;
+      }
+      if (result.kind === 'capped') {
+        slot.release();
+        logger.info('task not started: contact limit reached', {
+          clientId: this.clientId,
+          taskId: next.task.taskId,
+          until: new Date(result.until).toISOString(),
+          ended: result.ended,
+        });
         continue;
       }
       if (result.kind === 'suppressed') {
@@ -777,4 +788,10 @@ export class ClientServer {
       }
     });
   }
+}
+
+/** The contact limits a call of `job` starting at `now` must pass (none when the job ignores them). */
+function startLimits(client: ClientSettings, job: Job, now: number): StartLimits {
+  const slots = job.ignoreContactLimits ? [] : capSlots(client.contactLimits, 'call', now, client.timeZone);
+  return { slots, ...(job.endAt === undefined ? {} : { jobEndAt: job.endAt }) };
 }

@@ -7,8 +7,10 @@
  * is outstanding (in the sparse `outstanding` index) while it may be started: `pending`, or
  * `retry-wait` once its retry delay has passed.
  */
+
 import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
+import type { ContactLimit } from '#shared/contact-limits/model.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
@@ -42,6 +44,8 @@ export interface ClientSettings {
   readonly paused?: boolean;
   /** The provider the client's calls go through; the deployment's default HTTP provider when absent. */
   readonly telephony?: TelephonySettings;
+  /** How often one person may be contacted, across jobs and channels (`shared/contact-limits/model.ts`). */
+  readonly contactLimits?: readonly ContactLimit[];
   readonly updatedAt: number;
 }
 
@@ -107,6 +111,8 @@ export interface JobCounts {
   readonly expired?: number;
   /** Of the `cancelled`, those whose recipient was on the suppression list at their start. Absent when none. */
   readonly suppressed?: number;
+  /** Of the `cancelled`, those whose recipient's contact limit held them past the job's end. Absent when none. */
+  readonly capped?: number;
 }
 
 /** Tasks of the job that have ended, whatever the way (completed, failed, cancelled, expired). */
@@ -142,6 +148,8 @@ export interface Job {
   /** How long a call may ring before it is `no-answer`; the provider's default when absent. */
   readonly ringTimeoutSeconds?: number;
   readonly status: JobStatus;
+  /** Not counted against, nor held by, the client's contact limits (a transactional notice). */
+  readonly ignoreContactLimits?: boolean;
   readonly counts: JobCounts;
   /** Why the job failed (file unusable…), when it did. */
   readonly failureReason?: string;

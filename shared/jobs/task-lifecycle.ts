@@ -67,6 +67,8 @@ export const TASK_MOVES = {
   cancelWaiting: { from: WAITING_STATES, to: ['cancelled'] },
   /** A waiting task whose recipient is on the client's suppression list, found at its start or claim. */
   suppress: { from: WAITING_STATES, to: ['cancelled'] },
+  /** A waiting task whose recipient's contact limit is reached until after its job's end. */
+  cap: { from: WAITING_STATES, to: ['cancelled'] },
   /** The cancel sweep ends a task in flight, as it read it (a newer write wins). */
   cancelInFlight: { from: ['in-flight'], to: ['cancelled'] },
   /** The expire sweep ends a waiting task of a job past its end. */
