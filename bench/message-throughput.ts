@@ -91,7 +91,7 @@ async function printClaimChecks(): Promise<void> {
     );
     const tables = { controlTable: cloud.tableNames.control!, tasksTable: cloud.tableNames.tasks! };
     const figures = await measureMessageClaimChecks(doc, tables, claimChecks);
-    const title = `\ncontact-policy checks at the message claim (DynamoDB Local, pages of 500, interleaved; contact limits are not yet checked for messages):`;
+    const title = `\ncontact-policy checks at the message claim (DynamoDB Local, pages of 500, interleaved):`;
     for (const line of checkLines(title, 'message', figures)) console.log(line);
   } finally {
     await cloud.stop();

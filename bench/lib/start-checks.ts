@@ -3,7 +3,8 @@
  * with the same starts without them:
  *   - a call's start transaction (`DynamoBrokerTaskStore.start`): off; + the suppression
  *     ConditionCheck; + 1 contact-limit counter; + 3 counters;
- *   - a message page's claim (`MessageClaimer.nextPage`): off; + the suppression read of the page.
+ *   - a message page's claim (`MessageClaimer.nextPage`): off; + the suppression read of the page;
+ *     + 3 contact-limit counters per first claim (in the claim's transactions).
  * The variants run interleaved (one start of each in turn), on tasks of their own, under one lease,
  * so drift on a shared machine hits them alike. Every start passes (no entry, caps far above the
  * count): what is measured is the price of checking, not of refusing.
@@ -174,8 +175,9 @@ export async function measureMessageClaimChecks(
   const page = 500;
   const suppressions = makeDynamoSuppressionStore(doc, tables.controlTable);
   const variants = [
-    { name: 'off (no suppression read)', suppressed: false },
-    { name: '+ suppression read of each page', suppressed: true },
+    { name: 'off (no checks)', suppressed: false, caps: false },
+    { name: '+ suppression read of each page', suppressed: true, caps: false },
+    { name: '+ suppression + 3 contact limits', suppressed: true, caps: true },
   ];
   const runs = await Promise.all(
     variants.map(async (v, k) => {
@@ -203,6 +205,7 @@ export async function measureMessageClaimChecks(
         ...tables,
         clock: { now: () => Date.now() },
         ...(v.suppressed ? { suppressed: suppressionReasons(suppressions) } : {}),
+        checkContactLimits: v.caps,
       });
       const session = store.session({ clientId, owner: 'bench', token: () => lease.token });
       return { ...v, session, times: [] as number[], claimed: 0 };

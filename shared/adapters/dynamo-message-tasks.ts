@@ -62,6 +62,8 @@ export interface DynamoMessageTasksOptions {
   readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   /** The recipients of `recipients` on the client's suppression list, with the reason their task ends with. */
   readonly suppressed?: ClaimerDeps['suppressed'];
+  /** Take a slot of the client's contact limits at each first claim (default true). */
+  readonly checkContactLimits?: boolean;
   readonly holdMs?: number;
   /** How long a job's status is trusted when choosing tasks (the claim re-checks it), ms. Default 1,000. */
   readonly jobCacheMs?: number;
@@ -104,6 +106,7 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
   readonly #table: MessageTaskTable;
   readonly #optedOut: DynamoMessageTasksOptions['optedOut'];
   readonly #suppressed: DynamoMessageTasksOptions['suppressed'];
+  readonly #checkContactLimits: boolean;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoMessageTasksOptions) {
     this.#table = new MessageTaskTable(doc, {
@@ -115,6 +118,7 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
     });
     this.#optedOut = options.optedOut;
     this.#suppressed = options.suppressed;
+    this.#checkContactLimits = options.checkContactLimits ?? true;
   }
 
   session(lease: MessageClaimLease, accept: (job: Job) => boolean = () => true): MessageSession {
@@ -130,6 +134,7 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
         batches,
         ...(this.#optedOut ? { optedOut: this.#optedOut } : {}),
         ...(this.#suppressed ? { suppressed: this.#suppressed } : {}),
+        checkContactLimits: this.#checkContactLimits,
       }),
       report: new OutcomeWriter({ table, lease, state, batches }),
       batches,

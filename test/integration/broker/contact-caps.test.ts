@@ -10,6 +10,7 @@ import { createTable } from '#local/cloud.ts';
 import { startTelephonySandbox, type TelephonySandbox } from '#local/telephony-sandbox.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
@@ -104,7 +105,7 @@ async function putJob(clientId: string, n: number, recipients: readonly string[]
       const task: Task = {
         clientId,
         jobId: job.jobId,
-        taskId: `t${String(i).padStart(4, '0')}`,
+        taskId: `t${n}-${String(i).padStart(4, '0')}`,
         row: i + 2,
         channel: 'call',
         recipient,
@@ -219,6 +220,46 @@ describe('two jobs listing the same people at once', () => {
     broker.stop('sigterm');
     await broker.done;
   }, 90_000);
+});
+
+describe('message jobs listing the same LINE users at once', () => {
+  it('claim each user no more than the cap; the tasks over it end capped with the limit named', async () => {
+    const clientId = 'cap-line';
+    await putClient(clientId, [{ max: 1, per: LONG, channels: ['line'] }]);
+    const users = Array.from({ length: 5 }, (_, i) => `U${String(i).padStart(32, 'a')}`);
+    const message = {
+      message: { messages: [{ type: 'text' as const, text: 'hi' }] },
+      channel: 'message' as const,
+    };
+    const jobs = [await putJob(clientId, 1, users, message), await putJob(clientId, 2, users, message)];
+    for (const j of jobs)
+      for (const t of await readTasks<Task>(cloud.doc, tasksTable, j.jobId))
+        await cloud.doc.send(
+          new PutCommand({
+            TableName: tasksTable,
+            Item: { ...keys.task(t.jobId, t.taskId), ...t, channel: 'message', ...keys.outstandingIndex(t) },
+          }),
+        );
+    const leases = makeDynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
+    const lease = await leases.tryTake({ clientId, owner: 'claimer', now: Date.now(), leaseMs: 60_000 });
+    const store = makeDynamoMessageTasks(cloud.doc, {
+      controlTable,
+      tasksTable,
+      clock: { now: () => Date.now() },
+    });
+    const session = store.session({ clientId, owner: 'claimer', token: () => lease!.token });
+    const claimed = [...(await session.source.nextPage(500)), ...(await session.source.nextPage(500))];
+    const perUser = users.map((u) => claimed.filter((c) => c.recipient === u).length);
+    expect(perUser).toEqual([1, 1, 1, 1, 1]);
+    const tasks = (
+      await Promise.all(jobs.map((j) => readTasks<Task>(cloud.doc, tasksTable, j.jobId)))
+    ).flat();
+    const capped = tasks.filter((t) => t.state === 'cancelled');
+    expect(capped).toHaveLength(5);
+    expect(capped.every((t) => t.reason?.startsWith('capped: contact limit 1 per 366 days (line)'))).toBe(
+      true,
+    );
+  });
 });
 
 function brokerConfig(): BrokerConfig {
