@@ -10,7 +10,8 @@ export type ReportCode =
   | 'row-too-long'
   | 'unclosed-quote'
   | 'duplicate'
-  | 'opted-out';
+  | 'opted-out'
+  | 'suppressed';
 
 /** Why one data row did not become a task. */
 export interface ReportEntry {
