@@ -92,7 +92,9 @@ describe('ops command line', () => {
   });
 
   it('says in one line what is wrong with a command line', () => {
-    expect(usageError([])).toBe('which command? clients, jobs, optouts, suppressions (see npm run ops -- --help)');
+    expect(usageError([])).toBe(
+      'which command? clients, jobs, optouts, suppressions (see npm run ops -- --help)',
+    );
     expect(usageError(['job', 'list'])).toBe(
       'unknown command "job": use clients, jobs, optouts, suppressions (did you mean jobs?)',
     );
