@@ -37,7 +37,14 @@ import type {
 import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
 import { type ClientMetrics, noClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
-import type { BrokerTaskStore, CallEnded, CallLinkStore, Settlement, StartLimits } from './ports.ts';
+import type {
+  BrokerTaskStore,
+  CallEnded,
+  CallLinkStore,
+  Settlement,
+  StartLimits,
+  StartResult,
+} from './ports.ts';
 import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
 
 export interface ServeSettings {
@@ -343,39 +350,43 @@ export class ClientServer {
         await this.#sleep(settings.initiateRetryMs);
         continue;
       }
-      if (result.kind === 'fenced') {
+      if (result.kind !== 'started') {
         slot.release();
-        logger.warn('start refused by the lease fence; stopping', { clientId: this.clientId });
-        this.#loseLease('refused');
-        break;
-      }
-      if (result.kind === 'gone') {
-        slot.release();
-        continue;
-      }
-      if (result.kind === 'capped') {
-        slot.release();
-        logger.info('task not started: contact limit reached', {
-          clientId: this.clientId,
-          taskId: next.task.taskId,
-          until: new Date(result.until).toISOString(),
-          ended: result.ended,
-        });
-        continue;
-      }
-      if (result.kind === 'suppressed') {
-        slot.release();
-        logger.info('task not started: recipient suppressed', {
-          clientId: this.clientId,
-          taskId: next.task.taskId,
-          reason: result.reason,
-        });
+        if (this.#refused(result, next.task)) break;
         continue;
       }
       this.#metrics.callStarted();
       void this.#launch(result.task, next.job, slot);
     }
     return this.#lost ? { kind: 'lost' } : undefined;
+  }
+
+  /** A start the store refused: says why; true when the broker must stop starting (the fence). */
+  #refused(result: Exclude<StartResult, { kind: 'started' }>, task: Task): boolean {
+    const { logger } = this.#deps;
+    switch (result.kind) {
+      case 'fenced':
+        logger.warn('start refused by the lease fence; stopping', { clientId: this.clientId });
+        this.#loseLease('refused');
+        return true;
+      case 'gone':
+        return false;
+      case 'capped':
+        logger.info('task not started: contact limit reached', {
+          clientId: this.clientId,
+          taskId: task.taskId,
+          until: new Date(result.until).toISOString(),
+          ended: result.ended,
+        });
+        return false;
+      case 'suppressed':
+        logger.info('task not started: recipient suppressed', {
+          clientId: this.clientId,
+          taskId: task.taskId,
+          reason: result.reason,
+        });
+        return false;
+    }
   }
 
   /** The next task to start, or how long to wait for one. */
