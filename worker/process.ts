@@ -15,6 +15,7 @@ import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts';
@@ -41,6 +42,7 @@ import {
 } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
+import { suppressionReasons } from '#shared/suppressions/model.ts';
 import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import { type BrokerHttpHandlers, type BrokerHttpServer, startBrokerHttpServer } from './http.ts';
@@ -225,6 +227,7 @@ export async function advertisedEndpoint(
 function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: Clock, logger: Logger) {
   const channels = makeDynamoChannelStore(doc, config.channelsTable!);
   const optOuts = makeDynamoOptOutStore(doc, config.controlTable);
+  const suppressions = makeDynamoSuppressionStore(doc, config.controlTable);
   // The channel changed (a new access token): the old sockets go with the old token.
   const senders = new ChannelClients<HttpSend>({
     create: (channel) => {
@@ -245,6 +248,7 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
       tasksTable: config.tasksTable,
       clock,
       optedOut: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
+      suppressed: suppressionReasons(suppressions),
     }),
     async sendFor(channelId: string): Promise<SendPort> {
       const channel = await channels.get(channelId);

@@ -82,9 +82,13 @@ export class Webhooks extends Construct {
       .bindTable(tables.events, 'readwrite', tableSpec('events').envVar, {
         writes: { actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
       })
-      // Follows and unfollows only: leases, jobs and client settings share the control table.
+      // Follows and unfollows, and the suppression entries they add and take back, only: leases,
+      // jobs and client settings share the control table.
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, {
-        writes: { actions: ['dynamodb:PutItem'], leadingKeys: ['OPTOUT#*'] },
+        writes: {
+          actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+          leadingKeys: ['OPTOUT#*', 'SUPPRESS#*'],
+        },
       });
     this.processor.consumeQueue(webhookEvents.queue, webhookEvents.spec);
 

@@ -25,6 +25,7 @@ import { jobOptionsFromQuery } from '#shared/jobs/validation.ts';
 import type { Logger } from '#shared/log.ts';
 import { consoleOperator, consoleRefusal } from '#shared/operators/console-request.ts';
 import { CONSOLE_API_PREFIX, operatorRouteKey } from '#shared/routes.ts';
+import type { SuppressionsApi } from '#shared/suppressions/api.ts';
 
 /** The one mapping from the jobs use cases' typed errors to HTTP statuses. */
 export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
@@ -63,8 +64,17 @@ function reportHeaders(job: JobView): Record<string, string> {
   return headers;
 }
 
-export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: Logger }) {
+export function makeJobsApiHandler(deps: {
+  readonly api: JobsApi;
+  /** The suppression list's routes; without it they fail (a handler wired for the jobs only). */
+  readonly suppressions?: SuppressionsApi;
+  readonly log: Logger;
+}) {
   const { api } = deps;
+  const suppressionsApi = (): SuppressionsApi => {
+    if (!deps.suppressions) throw new Error('no suppression list is wired into the operator API');
+    return deps.suppressions;
+  };
   const route = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const clientId = event.pathParameters?.clientId ?? '';
     const jobId = event.pathParameters?.jobId ?? '';
@@ -88,6 +98,19 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         return jsonResponse(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
       case 'GET /clients/{clientId}/opt-outs':
         return jsonResponse(200, await api.optOuts(clientId, event.queryStringParameters ?? {}));
+      case 'GET /clients/{clientId}/suppressions':
+        return jsonResponse(200, await suppressionsApi().find(clientId, event.queryStringParameters ?? {}));
+      case 'POST /clients/{clientId}/suppressions':
+        if (isCsvUpload(event)) {
+          const query = event.queryStringParameters ?? {};
+          return jsonResponse(200, await suppressionsApi().upload(clientId, decodeRequestBody(event), query));
+        }
+        return jsonResponse(200, await suppressionsApi().add(clientId, jsonRequestBody(event)));
+      case 'DELETE /clients/{clientId}/suppressions/{recipient}':
+        return jsonResponse(
+          200,
+          await suppressionsApi().remove(clientId, event.pathParameters?.recipient ?? ''),
+        );
       case 'POST /clients/{clientId}/jobs': {
         if (isCsvUpload(event)) {
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});

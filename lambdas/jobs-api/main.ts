@@ -11,12 +11,14 @@ import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
+import { makeSuppressionsApi } from '#shared/suppressions/api.ts';
 import { makeJobsApiHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('jobs-api');
@@ -31,6 +33,8 @@ const s3 = makeS3Client();
 const sqs = makeSqsClient();
 
 const leases = makeDynamoLeaseStore(doc, controlTable);
+const clients = makeDynamoClientStore(doc, controlTable);
+const clock = { now: () => Date.now() };
 
 export const handler = observe(
   makeJobsApiHandler({
@@ -50,6 +54,11 @@ export const handler = observe(
       optOuts: makeDynamoOptOutStore(doc, controlTable),
       // Each job's series (the console's chart): Query of `{jobId}#series` in the tasks table.
       series: makeDynamoJobSeries(doc, tasksTable),
+    }),
+    suppressions: makeSuppressionsApi({
+      clients,
+      store: makeDynamoSuppressionStore(doc, controlTable),
+      clock,
     }),
     log,
   }),

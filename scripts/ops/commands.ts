@@ -144,6 +144,57 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   rows: { type: 'string', value: 'N', help: 'rejected and skipped rows to print (default 20, at most 500)' },
 };
 
+const RECIPIENTS_DETAILS = `A recipient is a LINE user id (U + 32 hex digits) or a phone number, written as in a list
+(090-1234-5678 is read in the client's default region).`;
+
+/** The suppression (do-not-call) list: nobody on it is called or messaged by any job of the client. */
+const SUPPRESSION_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: 'suppressions add',
+    summary: "put recipients on the client's suppression list (source api)",
+    args: '<recipient>...',
+    positionals: { min: 1, max: 100 },
+    options: { client: CLIENT, reason: { type: 'string', value: 'TEXT', help: 'why (kept on each entry)' } },
+    details: `${RECIPIENTS_DETAILS} A task of a recipient on the list ends cancelled ("suppressed: api")
+when its call would start or its message be claimed, even in a job already running.`,
+  },
+  {
+    name: 'suppressions remove',
+    summary: "take a recipient off the client's suppression list",
+    args: '<recipient>',
+    positionals: { min: 1, max: 1 },
+    options: { client: CLIENT },
+    details: RECIPIENTS_DETAILS,
+  },
+  {
+    name: 'suppressions list',
+    summary: 'look recipients up on the suppression list, or page through it',
+    args: '[<recipient>...]',
+    positionals: { min: 0, max: 100 },
+    options: {
+      client: CLIENT,
+      limit: { type: 'string', value: 'N', help: 'entries per page (1-500, default 50)' },
+      next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+    },
+  },
+  {
+    name: 'suppressions upload',
+    summary: 'add every recipient of a CSV to the suppression list (source csv); bad rows are listed',
+    args: '',
+    positionals: { min: 0, max: 0 },
+    options: {
+      client: CLIENT,
+      csv: {
+        type: 'string',
+        value: 'FILE',
+        help: 'the list (as a call or message list is read)',
+        required: true,
+      },
+      reason: { type: 'string', value: 'TEXT', help: 'why, for rows without a reason/理由 column' },
+    },
+  },
+];
+
 export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'clients put',
@@ -279,6 +330,7 @@ on any of its channels opts the user out of all its later jobs.`,
       next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
     },
   },
+  ...SUPPRESSION_COMMANDS,
 ];
 
 /** Every option name any command takes, with its type: one name means one type everywhere. */

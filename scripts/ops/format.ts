@@ -5,6 +5,7 @@
 import type { JobView } from '#shared/jobs/api.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import type { OptOutsAnswer } from '#shared/jobs/opt-outs.ts';
+import type { SuppressionsAnswer, SuppressionUploadAnswer } from '#shared/suppressions/api.ts';
 
 /** A rejected or skipped row of a list, as `GET …/jobs/{jobId}/row-problems` gives it. */
 export interface RowProblem {
@@ -290,6 +291,39 @@ export function restrictedPeriodsLine(
   return periods
     .map((p) => `${p.start}${p.end ? `–${p.end}` : ''}${p.name ? ` (${p.name})` : ''}`)
     .join(', ');
+}
+
+/** Suppression entries: one line per recipient; a page's next token after them. */
+export function formatSuppressions(answer: SuppressionsAnswer): string {
+  if (answer.suppressions.length === 0)
+    return answer.next ? `none on this page\nmore: --next ${answer.next}` : 'nobody on the suppression list';
+  const rows = [
+    ['RECIPIENT', 'SUPPRESSED', 'SOURCE', 'SINCE', 'REASON', 'AS TYPED'],
+    ...answer.suppressions.map((s) => [
+      s.recipient,
+      s.suppressed ? 'yes' : 'no',
+      s.source ?? '',
+      s.addedAt ?? '',
+      s.reason ?? '',
+      s.input ?? '',
+    ]),
+  ];
+  return `${table(rows)}${answer.next ? `\nmore: --next ${answer.next}` : ''}`;
+}
+
+/** What an upload did, and its bad rows (row, column, reason, value). */
+export function formatSuppressionUpload(answer: SuppressionUploadAnswer): string {
+  const lines = [
+    `${answer.added} added of ${answer.dataRows} rows (${answer.rejected} rejected, ${answer.skipped} skipped)`,
+  ];
+  if (answer.problems.length > 0)
+    lines.push(
+      table([
+        ['ROW', 'OUTCOME', 'COLUMN', 'REASON', 'VALUE'],
+        ...answer.problems.map((p) => [String(p.row), p.outcome, p.column ?? '', p.reason, p.value ?? '']),
+      ]),
+    );
+  return lines.join('\n');
 }
 
 /** An API error's field errors on one line: `maxAttempts: must be …; callingHours.mon[0].start: …`. */

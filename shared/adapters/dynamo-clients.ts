@@ -92,6 +92,7 @@ const CLIENT_OPTIONAL_FIELDS = [
   'telephony',
   'restrictedPeriods',
   'holidays',
+  'contactLimits',
 ] as const;
 
 const BY_STATUS_INDEX = 'byStatus';

@@ -12,6 +12,7 @@
  * reconciliation after the job's maximum call duration plus a margin.
  */
 
+import { capSlots } from '#shared/contact-limits/model.ts';
 import {
   type ClientSettings,
   DEFAULT_MAX_CALL_SECONDS,
@@ -35,7 +36,14 @@ import type {
 import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
 import { type ClientMetrics, noClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
-import type { BrokerTaskStore, CallEnded, CallLinkStore, Settlement } from './ports.ts';
+import type {
+  BrokerTaskStore,
+  CallEnded,
+  CallLinkStore,
+  Settlement,
+  StartLimits,
+  StartResult,
+} from './ports.ts';
 import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
 
 export interface ServeSettings {
@@ -330,32 +338,55 @@ export class ClientServer {
       }
       let result: Awaited<ReturnType<BrokerTaskStore['start']>>;
       try {
-        result = await tasks.start(next.task, {
-          clientId: this.clientId,
-          owner: keeper.owner,
-          token,
-          now: clock.now(),
-        });
+        const now = clock.now();
+        result = await tasks.start(
+          next.task,
+          { clientId: this.clientId, owner: keeper.owner, token, now },
+          startLimits(await this.#currentClient(), next.job, now),
+        );
       } catch (error) {
         slot.release();
         logger.warn('task start did not answer; trying the next', { clientId: this.clientId, error });
         await this.#sleep(settings.initiateRetryMs);
         continue;
       }
-      if (result.kind === 'fenced') {
+      if (result.kind !== 'started') {
         slot.release();
-        logger.warn('start refused by the lease fence; stopping', { clientId: this.clientId });
-        this.#loseLease('refused');
-        break;
-      }
-      if (result.kind === 'gone') {
-        slot.release();
+        if (this.#refused(result, next.task)) break;
         continue;
       }
       this.#metrics.callStarted(next.job.jobId);
       void this.#launch(result.task, next.job, slot);
     }
     return this.#lost ? { kind: 'lost' } : undefined;
+  }
+
+  /** A start the store refused: says why; true when the broker must stop starting (the fence). */
+  #refused(result: Exclude<StartResult, { kind: 'started' }>, task: Task): boolean {
+    const { logger } = this.#deps;
+    switch (result.kind) {
+      case 'fenced':
+        logger.warn('start refused by the lease fence; stopping', { clientId: this.clientId });
+        this.#loseLease('refused');
+        return true;
+      case 'gone':
+        return false;
+      case 'capped':
+        logger.info('task not started: contact limit reached', {
+          clientId: this.clientId,
+          taskId: task.taskId,
+          until: new Date(result.until).toISOString(),
+          ended: result.ended,
+        });
+        return false;
+      case 'suppressed':
+        logger.info('task not started: recipient suppressed', {
+          clientId: this.clientId,
+          taskId: task.taskId,
+          reason: result.reason,
+        });
+        return false;
+    }
   }
 
   /** The next task to start, or how long to wait for one. */
@@ -788,4 +819,10 @@ export class ClientServer {
       }
     });
   }
+}
+
+/** The contact limits a call of `job` starting at `now` must pass (none when the job ignores them). */
+function startLimits(client: ClientSettings, job: Job, now: number): StartLimits {
+  const slots = job.ignoreContactLimits ? [] : capSlots(client.contactLimits, 'call', now, client.timeZone);
+  return { slots, ...(job.endAt === undefined ? {} : { jobEndAt: job.endAt }) };
 }

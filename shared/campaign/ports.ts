@@ -28,6 +28,8 @@ export interface ClaimedTask {
   readonly attemptStartedAt: number;
   /** The recipient opted out (unfollowed): nothing is sent, the task is reported `skipped`. */
   readonly optedOut?: boolean;
+  /** The recipient is on the client's suppression list: nothing is sent, the task ends `cancelled` with this reason. */
+  readonly suppressed?: string;
   /**
    * This attempt may already have reached LINE (an earlier holder had it in flight, or it was
    * released after an unanswered request). Resending it is safe (same retry key: 409 if it went

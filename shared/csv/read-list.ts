@@ -98,6 +98,8 @@ export interface IngestRowsInput {
   readonly defaultRegion?: string;
   /** Returns which of the given recipients (at most 100) opted out of this client's contacts. */
   readonly isOptedOut: (recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Returns which of the given recipients (at most 100) are on the client's suppression list; none when absent. */
+  readonly isSuppressed?: (recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Remembers this job's recipients; restored from its snapshot when resuming. */
   readonly duplicates: DuplicateFilter;
   /** Stores a page of accepted drafts (in row order, at most `batchSize`). */
@@ -412,7 +414,7 @@ type Candidate = Extract<Checked, { kind: 'candidate' }>;
  */
 async function settlePage(
   page: readonly Checked[],
-  ports: Pick<IngestRowsInput, 'isOptedOut' | 'duplicates'>,
+  ports: Pick<IngestRowsInput, 'isOptedOut' | 'isSuppressed' | 'duplicates'>,
 ): Promise<{ tasks: TaskDraft[]; entries: ReportEntry[] }> {
   const entries: ReportEntry[] = [];
   const candidates: Candidate[] = [];
@@ -423,13 +425,22 @@ async function settlePage(
 
   const distinct = [...new Set(candidates.map((c) => c.draft.recipient))];
   const optedOut = new Set<string>();
+  const suppressed = new Set<string>();
   for (let i = 0; i < distinct.length; i += OPT_OUT_BATCH) {
     const chunk = distinct.slice(i, i + OPT_OUT_BATCH);
-    const answer = await ports.isOptedOut(chunk);
+    const [answer, listed] = await Promise.all([
+      ports.isOptedOut(chunk),
+      ports.isSuppressed ? ports.isSuppressed(chunk) : new Set<string>(),
+    ]);
     for (const recipient of chunk) if (answer.has(recipient)) optedOut.add(recipient);
+    for (const recipient of chunk) if (listed.has(recipient)) suppressed.add(recipient);
   }
 
-  const skip = (c: Candidate, code: 'duplicate' | 'opted-out', reason: string): ReportEntry => ({
+  const skip = (
+    c: Candidate,
+    code: 'duplicate' | 'opted-out' | 'suppressed',
+    reason: string,
+  ): ReportEntry => ({
     row: c.draft.row,
     outcome: 'skipped',
     code,
@@ -442,6 +453,8 @@ async function settlePage(
   const repeats: Candidate[] = [];
   for (const c of candidates) {
     if (optedOut.has(c.draft.recipient)) entries.push(skip(c, 'opted-out', 'opted out'));
+    else if (suppressed.has(c.draft.recipient))
+      entries.push(skip(c, 'suppressed', 'on the suppression list'));
     else if (firstInPage.has(c.draft.recipient)) repeats.push(c);
     else firstInPage.set(c.draft.recipient, c);
   }

@@ -11,7 +11,8 @@ export type ReportCode =
   | 'unclosed-quote'
   | 'bad-time-zone'
   | 'duplicate'
-  | 'opted-out';
+  | 'opted-out'
+  | 'suppressed';
 
 /** Why one data row did not become a task. */
 export interface ReportEntry {

@@ -67,6 +67,8 @@ export interface IngestRunContext {
 export interface IngestJobDeps extends JobStores {
   /** Which of the recipients (at most 100) opted out of the client's contacts. */
   readonly optOuts?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Which of the recipients are on the client's suppression list (skipped at upload, checked again at the start). */
+  readonly suppressed?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   readonly clock: Clock;
   readonly log: Logger;
   /** Pause when less than this is left of the run (to store the state and send the continuation). */
@@ -400,6 +402,8 @@ class IngestStepRun {
       defaultRegion: client.defaultRegion,
       isOptedOut: async (recipients) =>
         this.#deps.optOuts ? this.#deps.optOuts(clientId, recipients) : new Set<string>(),
+      isSuppressed: async (recipients) =>
+        this.#deps.suppressed ? this.#deps.suppressed(clientId, recipients) : new Set<string>(),
       duplicates,
       onBatch: async (drafts) =>
         this.#deps.tasks.put(drafts.map((draft) => this.#toTask(draft, client, now))),

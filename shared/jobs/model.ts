@@ -7,8 +7,10 @@
  * is outstanding (in the sparse `outstanding` index) while it may be started: `pending`, or
  * `retry-wait` once its retry delay has passed.
  */
+
 import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
+import type { ContactLimit } from '#shared/contact-limits/model.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import type { HolidayCalendar, RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -47,6 +49,8 @@ export interface ClientSettings {
   readonly restrictedPeriods?: readonly RestrictedPeriod[];
   /** The public holidays of a country during which nothing of the client starts. */
   readonly holidays?: HolidayCalendar;
+  /** How often one person may be contacted, across jobs and channels (`shared/contact-limits/model.ts`). */
+  readonly contactLimits?: readonly ContactLimit[];
   readonly updatedAt: number;
 }
 
@@ -112,6 +116,10 @@ export interface JobCounts {
    * before the job end existed: read it with {@link endedTasks}.
    */
   readonly expired?: number;
+  /** Of the `cancelled`, those whose recipient was on the suppression list at their start. Absent when none. */
+  readonly suppressed?: number;
+  /** Of the `cancelled`, those whose recipient's contact limit held them past the job's end. Absent when none. */
+  readonly capped?: number;
 }
 
 /** Tasks of the job that have ended, whatever the way (completed, failed, cancelled, expired). */
@@ -156,6 +164,8 @@ export interface Job {
   /** How long a call may ring before it is `no-answer`; the provider's default when absent. */
   readonly ringTimeoutSeconds?: number;
   readonly status: JobStatus;
+  /** Not counted against, nor held by, the client's contact limits (a transactional notice). */
+  readonly ignoreContactLimits?: boolean;
   readonly counts: JobCounts;
   /** Why the job failed (file unusable…), when it did. */
   readonly failureReason?: string;

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { compileTemplate, type MessageTemplate } from '#shared/campaign/template.ts';
+import { contactLimitsSchema } from '#shared/contact-limits/model.ts';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
 import { holidayCalendarSchema, restrictedPeriodsSchema } from '#shared/pacing/restricted-periods.ts';
@@ -50,6 +51,8 @@ const clientSettingsSchema = z.strictObject({
   restrictedPeriods: restrictedPeriodsSchema.optional(),
   /** `{ country }`: that country's public holidays restrict every job of the client. */
   holidays: holidayCalendarSchema.optional(),
+  /** Frequency caps per recipient across jobs and channels (`shared/contact-limits/model.ts`). */
+  contactLimits: contactLimitsSchema.optional(),
 });
 
 /** Client ids and job ids as they may appear in a path and an S3 key. */
@@ -82,6 +85,7 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     ...(data.telephony === undefined ? {} : { telephony: data.telephony }),
     ...(data.restrictedPeriods === undefined ? {} : { restrictedPeriods: data.restrictedPeriods }),
     ...(data.holidays === undefined ? {} : { holidays: data.holidays }),
+    ...(data.contactLimits === undefined ? {} : { contactLimits: data.contactLimits }),
     updatedAt: now,
   };
 }
@@ -104,6 +108,7 @@ export type JobOptions = Pick<
   | 'ringTimeoutSeconds'
   | 'recipientColumn'
   | 'message'
+  | 'ignoreContactLimits'
 >;
 
 /** LINE's longest text message, in characters. */
@@ -211,6 +216,8 @@ const jobOptionsSchema = z.strictObject({
   ringTimeoutSeconds: z.number().int('must be a whole number of seconds').min(5).max(600).optional(),
   recipientColumn: z.string().min(1).max(200).optional(),
   message: messageSchema.optional(),
+  /** The job is not counted against, nor held by, the client's contact limits (a transactional notice). */
+  ignoreContactLimits: z.boolean().optional(),
 });
 
 /** Built-in defaults where neither the request nor the client's `jobDefaults` say. */
@@ -283,6 +290,7 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     ...(data.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: data.ringTimeoutSeconds }),
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
+    ...(data.ignoreContactLimits ? { ignoreContactLimits: true } : {}),
   };
 }
 

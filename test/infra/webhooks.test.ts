@@ -253,14 +253,19 @@ describe('least privilege', () => {
     // Idempotency records are put and updated, never deleted (TTL does that).
     const eventWrites = on(stack.stateful.tables.events).filter((a) => writeActions.includes(a));
     expect(eventWrites.sort()).toEqual(['dynamodb:PutItem', 'dynamodb:UpdateItem']);
-    // In the control table (leases, jobs, settings too) it may only put opt-out records.
+    // In the control table (leases, jobs, settings too) it may only write opt-out records and the
+    // suppression entries of unfollows (added, and taken back by a follow).
     const controlId = idOf(stack.stateful.tables.control);
     const controlWrites = statements.filter(
       (s) => mentions(s.Resource, controlId) && actionsOf(s).some((a) => writeActions.includes(a)),
     );
-    expect(controlWrites.flatMap(actionsOf)).toEqual(['dynamodb:PutItem']);
+    expect(controlWrites.flatMap(actionsOf)).toEqual([
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:DeleteItem',
+    ]);
     expect(controlWrites.map((s) => s.Condition)).toEqual([
-      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['OPTOUT#*'] } },
+      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['OPTOUT#*', 'SUPPRESS#*'] } },
     ]);
     expect(on(stack.stateful.tables.channels)).not.toContain('dynamodb:PutItem');
     expect(on(stack.stateful.tables.tasks)).toEqual([]);

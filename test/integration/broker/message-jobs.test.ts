@@ -15,6 +15,7 @@ import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
@@ -301,6 +302,38 @@ describe('a message job served by the broker', () => {
       failed: 0,
       cancelled: optedOut.length,
     });
+  });
+
+  it('a recipient put on the suppression list while the campaign runs gets nothing from the next claim on', async () => {
+    const n = 2_000;
+    const { clientId, job } = await sendingJob('dnc', n);
+    const late = Array.from({ length: 200 }, (_, k) => n - 200 + k);
+    const at = Date.now();
+    await makeDynamoSuppressionStore(cloud.doc, controlTable).add(
+      clientId,
+      late.map((i) => ({
+        recipient: recipientOf(clientId, i),
+        kind: 'line',
+        source: 'api',
+        reason: 'asked',
+        addedAt: at,
+      })),
+    );
+    const tasks = await allFinal(job);
+    const counts = deliveredCounts(clientId, n);
+    const byRecipient = new Map(tasks.map((t) => [t.recipient, t]));
+    let suppressed = 0;
+    for (const i of late) {
+      const task = byRecipient.get(recipientOf(clientId, i))!;
+      // Claimed before the entry: sent once; claimed after: never sent, cancelled saying why.
+      if (task.state === 'cancelled') {
+        suppressed++;
+        expect(task.reason).toBe('suppressed: api');
+        expect(counts[i], `recipient ${i}`).toBe(0);
+      } else expect(counts[i], `recipient ${i}`).toBe(1);
+    }
+    expect(suppressed).toBeGreaterThan(0);
+    expect((await jobOf(job)).counts).toMatchObject({ cancelled: suppressed, suppressed });
   });
 
   it('multicasts a message without placeholders in batches of up to 500, each recipient once', async () => {
