@@ -10,9 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { CapSlot } from '#shared/contact-limits/model.ts';
-import { keys, type Task } from '#shared/jobs/model.ts';
+import type { Task } from '#shared/jobs/model.ts';
 import { TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
-import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
+import { policyCancelItems } from './dynamo-task-cancel-items.ts';
 
 /** How long a counter outlives its window (TTL), seconds. */
 const COUNTER_GRACE_SECONDS = 24 * 3600;
@@ -42,45 +42,11 @@ export async function endCappedTask(
   reason: string,
   now: number,
 ): Promise<boolean> {
-  const from = moveFrom(TASK_MOVES.cap);
-  const to = stateValue('cancelled');
   try {
     await doc.send(
       new TransactWriteCommand({
         ClientRequestToken: randomUUID(),
-        TransactItems: [
-          {
-            Update: {
-              TableName: tables.tasksTable,
-              Key: keys.task(task.jobId, task.taskId),
-              UpdateExpression: `SET #state = ${to.placeholder}, reason = :reason, lastResult = :lastResult, updatedAt = :now REMOVE openPk, openSk`,
-              ConditionExpression: `${from.condition} AND attempts = :seen`,
-              ExpressionAttributeNames: STATE_NAME,
-              ExpressionAttributeValues: {
-                ...to.values,
-                ...from.values,
-                ':reason': reason,
-                ':lastResult': 'capped',
-                ':now': now,
-                ':seen': task.attempts,
-              },
-            },
-          },
-          {
-            Update: {
-              TableName: tables.controlTable,
-              Key: keys.job(task.clientId, task.jobId),
-              UpdateExpression: 'ADD #counts.#cancelled :one, #counts.#capped :one',
-              ConditionExpression: 'attribute_exists(#counts)',
-              ExpressionAttributeNames: {
-                '#counts': 'counts',
-                '#cancelled': 'cancelled',
-                '#capped': 'capped',
-              },
-              ExpressionAttributeValues: { ':one': 1 },
-            },
-          },
-        ],
+        TransactItems: policyCancelItems(tables, task, { move: TASK_MOVES.cap, reason, rule: 'capped' }, now),
       }),
     );
     return true;

@@ -8,11 +8,11 @@
 import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { keys, type Task } from '#shared/jobs/model.ts';
+import type { Task } from '#shared/jobs/model.ts';
 import { TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { suppressedReason, suppressionKeys } from '#shared/suppressions/model.ts';
 import { entryOf } from './dynamo-suppressions.ts';
-import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
+import { policyCancelItems } from './dynamo-task-cancel-items.ts';
 
 export interface SuppressedTaskTables {
   readonly controlTable: string;
@@ -36,44 +36,12 @@ export async function endSuppressedTask(
     (await doc.send(new GetCommand({ TableName: tables.controlTable, Key: key, ConsistentRead: true }))).Item;
   if (!item) return { kind: 'gone' };
   const reason = suppressedReason(entryOf(item).source);
-  const from = moveFrom(TASK_MOVES.suppress);
-  const to = stateValue('cancelled');
   try {
     await doc.send(
       new TransactWriteCommand({
         ClientRequestToken: randomUUID(),
         TransactItems: [
-          {
-            Update: {
-              TableName: tables.tasksTable,
-              Key: keys.task(task.jobId, task.taskId),
-              UpdateExpression: `SET #state = ${to.placeholder}, reason = :reason, lastResult = :lastResult, updatedAt = :now REMOVE openPk, openSk`,
-              ConditionExpression: `${from.condition} AND attempts = :seen`,
-              ExpressionAttributeNames: STATE_NAME,
-              ExpressionAttributeValues: {
-                ...to.values,
-                ...from.values,
-                ':reason': reason,
-                ':lastResult': 'suppressed',
-                ':now': now,
-                ':seen': task.attempts,
-              },
-            },
-          },
-          {
-            Update: {
-              TableName: tables.controlTable,
-              Key: keys.job(task.clientId, task.jobId),
-              UpdateExpression: 'ADD #counts.#cancelled :one, #counts.#suppressed :one',
-              ConditionExpression: 'attribute_exists(#counts)',
-              ExpressionAttributeNames: {
-                '#counts': 'counts',
-                '#cancelled': 'cancelled',
-                '#suppressed': 'suppressed',
-              },
-              ExpressionAttributeValues: { ':one': 1 },
-            },
-          },
+          ...policyCancelItems(tables, task, { move: TASK_MOVES.suppress, reason, rule: 'suppressed' }, now),
           {
             ConditionCheck: {
               TableName: tables.controlTable,
