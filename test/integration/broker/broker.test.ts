@@ -31,6 +31,7 @@ import { tableSpec } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
 import { until as untilHolds } from '../../support/wait.ts';
@@ -187,33 +188,10 @@ async function putWork(clients: string[], desiredVersion = 'v1') {
 }
 
 function brokerConfig(s: TelephonySandbox, over: Partial<BrokerConfig> = {}): BrokerConfig {
-  return {
-    controlTable,
-    tasksTable,
-    telephonyApiUrl: s.url,
-    telephonyApiToken: s.apiToken,
-    callStatusCallbackUrl: callbackUrl(),
-    twilioCallbackUrl: 'http://127.0.0.1:9/providers/twilio/calls/status',
-    twilioApiUrl: undefined,
-    ecsAgentUri: undefined,
-    version: 'v1',
-    brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,
-    httpHost: '127.0.0.1',
-    httpPort: 0,
-    advertiseUrl: undefined,
-    leaseMs: 30_000,
-    idleWaitMs: 200,
-    stopGraceMs: 100_000,
-    reconcileMarginMs: 30_000,
-    defaultMaxCallSeconds: 600,
-    holdMs: 60_000,
-    recheckMs: 1_000,
-    channelsTable: undefined,
-    lineApiUrl: 'http://127.0.0.1:9',
-    messageRatePerSecond: 2_000,
-    messageConcurrency: 128,
-    ...over,
-  };
+  return testBrokerConfig(
+    { controlTable, tasksTable },
+    { telephonyApiUrl: s.url, telephonyApiToken: s.apiToken, callStatusCallbackUrl: callbackUrl(), ...over },
+  );
 }
 
 async function startBroker(config: BrokerConfig): Promise<RunningBroker> {

@@ -17,6 +17,7 @@ import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/mod
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
 
@@ -263,31 +264,15 @@ describe('message jobs listing the same LINE users at once', () => {
 });
 
 function brokerConfig(): BrokerConfig {
-  return {
-    controlTable,
-    tasksTable,
-    telephonyApiUrl: sandbox.url,
-    telephonyApiToken: sandbox.apiToken,
-    // Callbacks go nowhere: the broker reconciles each call with the sandbox once it should have ended.
-    callStatusCallbackUrl: 'http://127.0.0.1:9/providers/sandbox/calls/status',
-    twilioCallbackUrl: 'http://127.0.0.1:9/providers/twilio/calls/status',
-    twilioApiUrl: undefined,
-    ecsAgentUri: undefined,
-    version: 'v1',
-    brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,
-    httpHost: '127.0.0.1',
-    httpPort: 0,
-    advertiseUrl: undefined,
-    leaseMs: 30_000,
-    idleWaitMs: 200,
-    stopGraceMs: 100_000,
-    reconcileMarginMs: 500,
-    defaultMaxCallSeconds: 1,
-    holdMs: 60_000,
-    recheckMs: 500,
-    channelsTable: undefined,
-    lineApiUrl: 'http://127.0.0.1:9',
-    messageRatePerSecond: 2_000,
-    messageConcurrency: 128,
-  };
+  return testBrokerConfig(
+    { controlTable, tasksTable },
+    {
+      telephonyApiUrl: sandbox.url,
+      telephonyApiToken: sandbox.apiToken,
+      // Callbacks go nowhere: the broker reconciles each call with the sandbox once it should have ended.
+      reconcileMarginMs: 500,
+      defaultMaxCallSeconds: 1,
+      recheckMs: 500,
+    },
+  );
 }

@@ -29,6 +29,7 @@ import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
 import { eventually } from '../../support/wait.ts';
@@ -87,33 +88,16 @@ afterAll(async () => {
 });
 
 function brokerConfig(over: Partial<BrokerConfig> = {}): BrokerConfig {
-  return {
-    controlTable,
-    tasksTable,
-    telephonyApiUrl: 'http://127.0.0.1:9',
-    telephonyApiToken: 'unused',
-    callStatusCallbackUrl: 'http://127.0.0.1:9/status',
-    twilioCallbackUrl: 'http://127.0.0.1:9/providers/twilio/calls/status',
-    twilioApiUrl: undefined,
-    ecsAgentUri: undefined,
-    version: 'v1',
-    brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,
-    httpHost: '127.0.0.1',
-    httpPort: 0,
-    advertiseUrl: undefined,
-    leaseMs: 30_000,
-    idleWaitMs: 200,
-    stopGraceMs: 100_000,
-    reconcileMarginMs: 30_000,
-    defaultMaxCallSeconds: 600,
-    holdMs: 60_000,
-    recheckMs: 1_000,
-    channelsTable,
-    lineApiUrl: line.url,
-    messageRatePerSecond: 2_000,
-    messageConcurrency: 64,
-    ...over,
-  };
+  return testBrokerConfig(
+    { controlTable, tasksTable },
+    {
+      callStatusCallbackUrl: 'http://127.0.0.1:9/status',
+      channelsTable,
+      lineApiUrl: line.url,
+      messageConcurrency: 64,
+      ...over,
+    },
+  );
 }
 
 async function startBroker(over: Partial<BrokerConfig> = {}): Promise<RunningBroker> {
