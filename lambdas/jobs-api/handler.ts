@@ -64,6 +64,53 @@ function reportHeaders(job: JobView): Record<string, string> {
   return headers;
 }
 
+/** Every client: an operator whose IAM policy names this route, or a console administrator. */
+async function listAllClients(api: JobsApi, event: APIGatewayProxyEventV2) {
+  const operator = consoleOperator(event);
+  if (operator && !operator.admin)
+    return jsonResponse(403, { message: 'Forbidden: only administrators list every client' });
+  return jsonResponse(200, await api.listClients(event.queryStringParameters ?? {}));
+}
+
+/** The suppression list's routes: look up or page, add (JSON) or upload (CSV), remove. */
+async function suppressionRoute(
+  suppressions: SuppressionsApi,
+  clientId: string,
+  event: APIGatewayProxyEventV2,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  const query = event.queryStringParameters ?? {};
+  switch (event.routeKey.slice(0, event.routeKey.indexOf(' '))) {
+    case 'GET':
+      return jsonResponse(200, await suppressions.find(clientId, query));
+    case 'DELETE':
+      return jsonResponse(200, await suppressions.remove(clientId, event.pathParameters?.recipient ?? ''));
+    default:
+      if (isCsvUpload(event))
+        return jsonResponse(200, await suppressions.upload(clientId, decodeRequestBody(event), query));
+      return jsonResponse(200, await suppressions.add(clientId, jsonRequestBody(event)));
+  }
+}
+
+/** The report: in the response when small, else a 303 to the object in the bucket. */
+function reportResponse(
+  report: Awaited<ReturnType<JobsApi['report']>>,
+  jobId: string,
+): APIGatewayProxyStructuredResultV2 {
+  const about = reportHeaders(report.job);
+  if (report.kind === 'redirect')
+    return { statusCode: 303, headers: { location: report.url, ...about }, body: '' };
+  return {
+    statusCode: 200,
+    headers: {
+      ...about,
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="job-${jobId}-report.csv"`,
+    },
+    body: report.csv.toString('base64'),
+    isBase64Encoded: true,
+  };
+}
+
 export function makeJobsApiHandler(deps: {
   readonly api: JobsApi;
   /** The suppression list's routes; without it they fail (a handler wired for the jobs only). */
@@ -82,13 +129,8 @@ export function makeJobsApiHandler(deps: {
     if (refused) return refused;
     if (event.routeKey === `GET ${CONSOLE_API_PREFIX}/me`) return jsonResponse(200, consoleOperator(event));
     switch (operatorRouteKey(event.routeKey)) {
-      case 'GET /clients': {
-        // Every client: an operator whose IAM policy names this route, or a console administrator.
-        const operator = consoleOperator(event);
-        if (operator && !operator.admin)
-          return jsonResponse(403, { message: 'Forbidden: only administrators list every client' });
-        return jsonResponse(200, await api.listClients(event.queryStringParameters ?? {}));
-      }
+      case 'GET /clients':
+        return listAllClients(api, event);
       case 'PUT /clients/{clientId}':
         return jsonResponse(200, await api.putClient(clientId, jsonRequestBody(event)));
       case 'GET /clients/{clientId}':
@@ -99,18 +141,9 @@ export function makeJobsApiHandler(deps: {
       case 'GET /clients/{clientId}/opt-outs':
         return jsonResponse(200, await api.optOuts(clientId, event.queryStringParameters ?? {}));
       case 'GET /clients/{clientId}/suppressions':
-        return jsonResponse(200, await suppressionsApi().find(clientId, event.queryStringParameters ?? {}));
       case 'POST /clients/{clientId}/suppressions':
-        if (isCsvUpload(event)) {
-          const query = event.queryStringParameters ?? {};
-          return jsonResponse(200, await suppressionsApi().upload(clientId, decodeRequestBody(event), query));
-        }
-        return jsonResponse(200, await suppressionsApi().add(clientId, jsonRequestBody(event)));
       case 'DELETE /clients/{clientId}/suppressions/{recipient}':
-        return jsonResponse(
-          200,
-          await suppressionsApi().remove(clientId, event.pathParameters?.recipient ?? ''),
-        );
+        return suppressionRoute(suppressionsApi(), clientId, event);
       case 'POST /clients/{clientId}/jobs': {
         if (isCsvUpload(event)) {
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});
@@ -132,22 +165,8 @@ export function makeJobsApiHandler(deps: {
         return jsonResponse(200, await api.jobSeries(clientId, jobId, event.queryStringParameters ?? {}));
       case 'GET /clients/{clientId}/jobs/{jobId}/row-problems':
         return jsonResponse(200, await api.rowProblems(clientId, jobId, event.queryStringParameters ?? {}));
-      case 'GET /clients/{clientId}/jobs/{jobId}/report': {
-        const report = await api.report(clientId, jobId);
-        const about = reportHeaders(report.job);
-        if (report.kind === 'redirect')
-          return { statusCode: 303, headers: { location: report.url, ...about }, body: '' };
-        return {
-          statusCode: 200,
-          headers: {
-            ...about,
-            'content-type': 'text/csv; charset=utf-8',
-            'content-disposition': `attachment; filename="job-${jobId}-report.csv"`,
-          },
-          body: report.csv.toString('base64'),
-          isBase64Encoded: true,
-        };
-      }
+      case 'GET /clients/{clientId}/jobs/{jobId}/report':
+        return reportResponse(await api.report(clientId, jobId), jobId);
       default:
         return jsonResponse(404, { message: 'Not Found' });
     }

@@ -83,6 +83,34 @@ export function clientPage(app: App, clientId: string): Page {
   return { title: `Client ${clientId}`, element, dispose: () => poller?.stop() };
 }
 
+/** Pauses or resumes the whole client, after a confirmation; the answer goes to `status`. */
+function pauseButton(
+  app: App,
+  path: string,
+  initiallyPaused: boolean,
+  status: HTMLElement,
+): HTMLButtonElement {
+  let paused = initiallyPaused;
+  const pause = h('button', { type: 'button' }, paused ? 'Resume client' : 'Pause client');
+  pause.addEventListener('click', async () => {
+    if (
+      !confirm(paused ? 'Resume every job of this client?' : 'Pause every call and message of this client?')
+    )
+      return;
+    try {
+      const out = await app.api.json<ClientSettings>('POST', `${path}/${paused ? 'resume' : 'pause'}`);
+      paused = out.paused === true;
+      pause.textContent = paused ? 'Resume client' : 'Pause client';
+      status.textContent = paused
+        ? 'The client is paused: none of its calls or messages start.'
+        : 'The client is running.';
+    } catch (error) {
+      status.textContent = (error as Error).message;
+    }
+  });
+  return pause;
+}
+
 function settingsForm(
   app: App,
   path: string,
@@ -109,24 +137,7 @@ function settingsForm(
   const defaults = jobDefaultsEditor(client.jobDefaults ?? {});
   const restrictions = restrictionsEditor(client);
   const status = h('p', { class: 'form-errors', role: 'alert' });
-  const pause = h('button', { type: 'button' }, client.paused ? 'Resume client' : 'Pause client');
-  let paused = client.paused === true;
-  pause.addEventListener('click', async () => {
-    if (
-      !confirm(paused ? 'Resume every job of this client?' : 'Pause every call and message of this client?')
-    )
-      return;
-    try {
-      const out = await app.api.json<ClientSettings>('POST', `${path}/${paused ? 'resume' : 'pause'}`);
-      paused = out.paused === true;
-      pause.textContent = paused ? 'Resume client' : 'Pause client';
-      status.textContent = paused
-        ? 'The client is paused: none of its calls or messages start.'
-        : 'The client is running.';
-    } catch (error) {
-      status.textContent = (error as Error).message;
-    }
-  });
+  const pause = pauseButton(app, path, client.paused === true, status);
   const form = h(
     'form',
     { 'aria-label': 'Client settings', novalidate: true },
