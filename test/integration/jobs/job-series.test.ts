@@ -19,7 +19,8 @@ const cloud = testCloud();
 let tasksTable: string;
 let series: ReturnType<typeof makeDynamoJobSeries>;
 
-const T0 = Date.parse('2026-11-24T09:00:00Z');
+// The hour this run started: samples carry a TTL DynamoDB Local enforces, so never a fixed past date.
+const T0 = Math.floor(Date.now() / 3_600_000) * 3_600_000;
 const job = { clientId: 'c1', jobId: '01JSERIES0000000000000000A', channel: 'call' } as Job;
 
 const sample = (k: number, brokerId = 'b1', starts = 10): JobSample => ({
