@@ -40,7 +40,7 @@ import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type { ContinueIngestMessage, IngestClaim, IngestState, JobStores } from './ports.ts';
 import { recipientTiming } from './recipient-timing.ts';
 import { dropJobId, type UploadedObject, uploadTarget } from './s3-events.ts';
-import { JOB_DEFAULTS, type JobOptions, parseJobOptions } from './validation.ts';
+import { JOB_DEFAULTS, type JobOptions, jobRetryOptions, parseJobOptions } from './validation.ts';
 
 export type IngestMessage =
   | { readonly kind: 'object'; readonly object: UploadedObject }
@@ -293,6 +293,7 @@ function defaultDropOptions(client: ClientSettings, fileName: string, now: numbe
     startAt: now,
     maxAttempts: client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
     retryDelaySeconds: client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
+    ...jobRetryOptions({}, client.jobDefaults),
   };
 }
 

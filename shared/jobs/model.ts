@@ -62,6 +62,8 @@ export interface JobDefaults {
   readonly retryDelaySeconds?: number;
   readonly restrictedPeriods?: readonly RestrictedPeriod[];
   readonly holidays?: HolidayCalendar;
+  /** Retries by outcome for a job that gives no `retries` of its own (replaced whole, not merged). */
+  readonly retries?: RetryPolicy;
 }
 
 /** uploading → validating → scheduled → running → completed; paused, cancelled, failed. */

@@ -33,6 +33,7 @@ const jobDefaultsSchema = z.strictObject({
   retryDelaySeconds: retryDelaySchema.optional(),
   restrictedPeriods: restrictedPeriodsSchema.optional(),
   holidays: holidayCalendarSchema.optional(),
+  retries: retryPolicySchema.optional(),
 });
 
 const clientSettingsSchema = z.strictObject({
@@ -286,7 +287,7 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     maxAttempts: data.maxAttempts ?? client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
     retryDelaySeconds:
       data.retryDelaySeconds ?? client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
-    ...(data.retries === undefined ? {} : { retries: data.retries }),
+    ...jobRetryOptions(data, client.jobDefaults),
     ...(data.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: data.ringTimeoutSeconds }),
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
@@ -305,6 +306,19 @@ function jobRestrictionOptions(
     ...(periods === undefined || periods.length === 0 ? {} : { restrictedPeriods: periods }),
     ...(holidays === undefined ? {} : { holidays }),
   };
+}
+
+/**
+ * The job's retries by outcome: its own, else the client's `jobDefaults` ones. A job's policy
+ * replaces the default whole (an outcome it leaves out falls back to its `maxAttempts`, not to the
+ * default's entry), so what a job says is all there is to read to know how it retries.
+ */
+export function jobRetryOptions(
+  data: Pick<JobOptions, 'retries'>,
+  defaults: JobDefaults | undefined,
+): Pick<JobOptions, 'retries'> {
+  const retries = data.retries ?? defaults?.retries;
+  return retries === undefined ? {} : { retries };
 }
 
 function instantMs(value: string | number): number {

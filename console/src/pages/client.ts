@@ -207,8 +207,8 @@ function settingsForm(
 
 /**
  * What a new job of this client gets when its request does not say: channel, scenario, attempts
- * and the delay between them. An empty field is no default; a default this editor does not know
- * is kept as it is.
+ * and the delay between them, and retries by outcome (JSON, as the API takes it). An empty field
+ * is no default; a default this editor does not know is kept as it is.
  */
 function jobDefaultsEditor(initial: Record<string, unknown>) {
   const text = (value: unknown) => (value === undefined ? '' : String(value));
@@ -221,6 +221,8 @@ function jobDefaultsEditor(initial: Record<string, unknown>) {
   const scenario = h('input', { value: text(initial.scenarioId) });
   const attempts = h('input', { type: 'number', min: 1, max: 10, step: 1, value: text(initial.maxAttempts) });
   const delay = h('input', { type: 'number', min: 0, step: 1, value: text(initial.retryDelaySeconds) });
+  const retries = h('textarea', { rows: 3, spellcheck: false }) as HTMLTextAreaElement;
+  retries.value = initial.retries === undefined ? '' : JSON.stringify(initial.retries);
   const element = h(
     'fieldset',
     { class: 'grid', 'data-field': 'jobDefaults' },
@@ -229,6 +231,12 @@ function jobDefaultsEditor(initial: Record<string, unknown>) {
     field('Scenario', 'jobDefaults.scenarioId', scenario, "The voice bot's scenario id"),
     field('Attempts per task', 'jobDefaults.maxAttempts', attempts, '1 to 10'),
     field('Seconds between attempts', 'jobDefaults.retryDelaySeconds', delay),
+    field(
+      'Retries by outcome (JSON)',
+      'jobDefaults.retries',
+      retries,
+      'Per busy, no-answer, voicemail, failed: e.g. {"busy":{"maxAttempts":3,"delay":{"kind":"list","seconds":[1800,3600]}},"no-answer":{"maxAttempts":1}}',
+    ),
   );
   const value = (): Record<string, unknown> => {
     const out: Record<string, unknown> = { ...initial };
@@ -240,9 +248,19 @@ function jobDefaultsEditor(initial: Record<string, unknown>) {
     set('scenarioId', scenario.value.trim());
     set('maxAttempts', attempts.value === '' ? '' : Number(attempts.value));
     set('retryDelaySeconds', delay.value === '' ? '' : Number(delay.value));
+    set('retries', retries.value.trim() === '' ? '' : readJson(retries.value));
     return out;
   };
   return { element, value };
+}
+
+/** The text as JSON; text that is not JSON is sent as it is, for the API to name at its field. */
+function readJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }
 
 /** Calling hours per weekday: each day a list of windows (start, end), added and removed by buttons. */

@@ -3,7 +3,7 @@ import { settlementFor } from '#shared/broker/settle.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import { nextRetry, type RetryPolicy, retryDelayMs } from '#shared/jobs/retry-policy.ts';
-import { jobOptionsFromQuery, parseJobOptions } from '#shared/jobs/validation.ts';
+import { jobOptionsFromQuery, parseClientSettings, parseJobOptions } from '#shared/jobs/validation.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 1, 0, 0);
 const ALWAYS = {
@@ -130,5 +130,70 @@ describe('the retries job option', () => {
     expect(jobOptionsFromQuery({ retries: '{"busy":{"maxAttempts":1}}' })).toEqual({
       retries: { busy: { maxAttempts: 1 } },
     });
+  });
+});
+
+describe("the client's default retries (jobDefaults.retries)", () => {
+  const defaults: RetryPolicy = {
+    busy: { maxAttempts: 3, delay: { kind: 'list', seconds: [1800, 3600, 7200] } },
+    'no-answer': { maxAttempts: 1 },
+  };
+  const settings = {
+    maxConcurrentCalls: 2,
+    callsPerSecond: 1,
+    timeZone: 'Asia/Tokyo',
+    callingHours: ALWAYS.weekly,
+    defaultRegion: 'JP',
+  };
+  const client = parseClientSettings('acme', { ...settings, jobDefaults: { retries: defaults } }, T0);
+
+  it('is kept with the client settings', () => {
+    expect(client.jobDefaults?.retries).toEqual(defaults);
+  });
+
+  it('is what a job without retries of its own gets, and its settlements follow it', () => {
+    const job = parseJobOptions({ name: 'j' }, client, T0);
+    expect(job.retries).toEqual(defaults);
+    expect(settlementFor('busy', { attempts: 1, now: T0 }, job)).toEqual({
+      state: 'retry-wait',
+      lastResult: 'busy',
+      readyAt: T0 + 30 * MIN,
+    });
+    expect(settlementFor('no-answer', { attempts: 1, now: T0 }, job)).toMatchObject({ state: 'failed' });
+  });
+
+  it("is replaced whole by a job's own retries, not merged with them", () => {
+    const own: RetryPolicy = { voicemail: { maxAttempts: 2, delay: { kind: 'fixed', seconds: 60 } } };
+    expect(parseJobOptions({ name: 'j', retries: own }, client, T0).retries).toEqual(own);
+  });
+
+  it('names every bad field under jobDefaults.retries', () => {
+    let error: unknown;
+    try {
+      parseClientSettings(
+        'acme',
+        {
+          ...settings,
+          jobDefaults: {
+            retries: {
+              busy: { maxAttempts: 3 },
+              failed: { maxAttempts: 11, delay: { kind: 'fixed', seconds: 60 } },
+              hangup: { maxAttempts: 2 },
+            },
+          },
+        },
+        T0,
+      );
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(Object.keys((error as ValidationError).fieldErrors).sort()).toEqual(
+      [
+        'jobDefaults.retries.busy.delay',
+        'jobDefaults.retries.failed.maxAttempts',
+        'jobDefaults.retries.hangup',
+      ].sort(),
+    );
   });
 });
