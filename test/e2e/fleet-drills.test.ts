@@ -2,13 +2,14 @@
  * The drills of the broker fleet, on one local stack with real broker processes: (a) a clean job
  * of 300 calls, (b) a broker SIGKILLed mid-job, (c) a rolling deploy mid-job, (d) lost, duplicated
  * and reordered status events with ambiguous starts, (e) settings changed mid-job, (f) the job's
- * end (`endAt`) reached mid-job. (b), (c) and (d) run
+ * end (`endAt`) reached mid-job, (g) a broker SIGKILLed while two jobs listing the same people
+ * under a contact limit (1 call each) start their calls. (b), (c) and (d) run
  * for each emulated provider: the HTTP contract's sandbox, Amazon Connect and Twilio. Each drill is its own
  * client and job, uploaded through the operator API and its presigned URL as `npm start` does, and
  * each checks invariants 1-4 (DESIGN.md) from the records: the provider emulator's rings (the far
  * side's view), the job's report, the lease item.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -16,10 +17,17 @@ import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
-import { type DemoProvider, demoClientSettings, emulatorOf, runDemoJob } from '#local/demo-job.ts';
+import {
+  createJobWithList,
+  type DemoProvider,
+  demoClientSettings,
+  emulatorOf,
+  runDemoJob,
+} from '#local/demo-job.ts';
 import type { LocalFleet } from '#local/ecs-service.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { isCappedReason } from '#shared/contact-limits/model.ts';
 import { FLEET_WORK_KEY, parseFleetWork } from '#shared/fleet/work-list.ts';
 import { JOB_ENDED_REASON, RETRY_AFTER_END_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { until } from '../support/wait.ts';
@@ -166,6 +174,8 @@ async function reportTasks(clientId: string, jobId: string): Promise<ReportTask[
 }
 
 type JobView = Awaited<ReturnType<typeof runDemoJob>>;
+/** A job's view with the counts of tasks cancelled, and of those, capped by a contact limit. */
+type CappedJobView = JobView & { readonly counts: { cancelled: number; capped: number } };
 
 function startJob(
   clientId: string,
@@ -522,6 +532,122 @@ describe('broker fleet drills', () => {
       await stack.operator('POST', `/clients/${clientId}/resume`);
       await put({});
       await job.catch(() => {});
+      await leases.stop();
+    }
+  });
+
+  it('(g) a broker SIGKILLed twice while two jobs call the same people under a limit of 1: nobody is called twice, every task ends', async () => {
+    const clientId = 'drill-g';
+    const rows = 40;
+    const size: DrillSize = { rows, limit: 4, rate: 4 };
+    const leases = watchLease(clientId);
+    // One call per person across the client's jobs, over a window far longer than the drill, so
+    // that a task over the limit ends capped (its window ends after its job's) instead of waiting.
+    const limit = { max: 1, per: { days: 366 }, channels: ['call'] };
+    const put = await stack.operator('PUT', `/clients/${clientId}`, {
+      json: {
+        ...demoClientSettings({ maxConcurrentCalls: size.limit, callsPerSecond: size.rate }),
+        contactLimits: [limit],
+      },
+    });
+    expect(put.status, put.body).toBe(200);
+    const list = readFileSync(callList(13, rows));
+    // Both jobs list the same people; a busy or unanswered call is tried once more (another
+    // contact, which the limit refuses).
+    const options = (name: string) => ({
+      name,
+      channel: 'call',
+      scenarioId: 'reminder',
+      maxAttempts: 2,
+      retryDelaySeconds: 1,
+      endAt: new Date(Date.now() + 30 * 60_000).toISOString(),
+    });
+    const jobIds = await Promise.all(
+      ['first', 'second'].map((name) => createJobWithList(stack, clientId, options(name), list)),
+    );
+    const rings = () => stack.telephony.rings().filter((r) => r.clientId === clientId);
+    try {
+      const killed: Lease[] = [];
+      for (let round = 0; round < 2; round++) {
+        let victim: Lease | undefined;
+        await until(
+          async () => {
+            if (stack.telephony.stats(clientId).inFlight < 2) return false;
+            victim = await readLease(clientId);
+            return (
+              victim !== undefined &&
+              !killed.some((k) => k.owner === victim!.owner) &&
+              brokerOf(victim.owner)?.state === 'ready'
+            );
+          },
+          `calls starting on a broker holding the lease (kill ${round + 1})`,
+        );
+        killed.push(victim!);
+        fleet.kill(victim!.owner, 'SIGKILL');
+      }
+      const views = await Promise.all(
+        jobIds.map(async (jobId) => {
+          let view: CappedJobView | undefined;
+          await until(
+            async () => {
+              const got = await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}`);
+              view = got.json<CappedJobView>();
+              return ['completed', 'failed', 'cancelled'].includes(view.status);
+            },
+            `job ${jobId} to end`,
+            { timeoutMs: 200_000, everyMs: 500 },
+          );
+          return view!;
+        }),
+      );
+      await leases.stop();
+
+      // The far side: no person rang more than once, whichever job, attempt or broker placed it.
+      const stats = stack.telephony.stats(clientId);
+      const perPerson = Object.entries(stats.ringsPerRecipient).map(
+        ([to, perTask]) => [to, Object.values(perTask).reduce((a, b) => a + b, 0)] as const,
+      );
+      expect(perPerson.filter(([, n]) => n > limit.max)).toEqual([]);
+      // The drill placed calls (a slot taken by a start the kill cut may leave a person uncalled).
+      expect(perPerson.length).toBeGreaterThan(rows / 2);
+      expect(stats.repeatedRings).toEqual([]);
+      expect(stats.inFlight).toBe(0);
+      expect(stats.maxInFlight).toBeLessThanOrEqual(size.limit);
+      expect(stats.maxStartsPerSecond).toBeLessThanOrEqual(size.rate);
+
+      // Every task of both jobs ended: completed, failed with a reason, or cancelled capped.
+      let capped = 0;
+      for (const view of views) {
+        expect(view.status).toBe('completed');
+        expect(view.counts.tasks).toBe(rows);
+        expect(view.counts.outstanding).toBe(0);
+        expect(view.counts.completed + view.counts.failed + view.counts.cancelled).toBe(rows);
+        const tasks = await reportTasks(clientId, view.jobId);
+        expect(tasks).toHaveLength(rows);
+        expect(tasks.filter((t) => !['completed', 'failed', 'cancelled'].includes(t.outcome))).toEqual([]);
+        expect(tasks.filter((t) => t.outcome === 'failed' && t.reason === '')).toEqual([]);
+        const cancelled = tasks.filter((t) => t.outcome === 'cancelled');
+        expect(cancelled.filter((t) => !isCappedReason(t.reason))).toEqual([]);
+        expect(view.counts.capped).toBe(cancelled.length);
+        capped += cancelled.length;
+      }
+      // Each person listed twice and called at most once: at least one of their two tasks was capped.
+      expect(capped).toBeGreaterThanOrEqual(rows);
+
+      // The kills struck a broker with calls starting, and another broker took the client over.
+      const after = await readLease(clientId);
+      for (const k of killed) {
+        expect(after?.owner).not.toBe(k.owner);
+        expect(after!.token).toBeGreaterThan(k.token);
+        expect(fleet.exits.find((e) => e.brokerId === k.owner)?.signal).toBe('SIGKILL');
+      }
+      const killedAt = fleet.stops.find((s) => s.brokerId === killed[1]!.owner)!.at;
+      expect(rings().some((r) => r.startedAt > killedAt)).toBe(true);
+      for (let i = 1; i < leases.seen.length; i++) {
+        const [before, next] = [leases.seen[i - 1]!, leases.seen[i]!];
+        if (next.owner !== before.owner) expect(next.token).toBeGreaterThan(before.token);
+      }
+    } finally {
       await leases.stop();
     }
   });
