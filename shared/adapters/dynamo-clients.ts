@@ -64,4 +64,4 @@ export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: st
 }
 
 /** Settings a `PUT /clients/{id}` may leave out: removed when it does (`paused` is kept). */
-const CLIENT_OPTIONAL_FIELDS = ['messageChannelId', 'jobDefaults', 'telephony'] as const;
+const CLIENT_OPTIONAL_FIELDS = ['messageChannelId', 'jobDefaults', 'telephony', 'outcomeWebhook'] as const;

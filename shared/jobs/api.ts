@@ -12,10 +12,15 @@
  * send of the job starts. A broker that cannot be reached is logged and left to its own job
  * watch (it stops the sends within a fraction of a second); the operator gets the answer anyway.
  */
+
 import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { newUlid } from '#shared/ids.ts';
 import type { Logger } from '#shared/log.ts';
+import {
+  clientSettingsWithOutcomeWebhook,
+  type OutcomeWebhookDeps,
+} from '#shared/outcomes/client-settings.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { cancelSweepStart } from './cancel.ts';
 import {
@@ -143,6 +148,8 @@ export interface JobsApiDeps extends JobStores {
   readonly calls?: CallsInFlightReader;
   /** The client's opt-outs, for {@link JobsApi.optOuts}; without it, that use case fails. */
   readonly optOuts?: OptOutReader;
+  /** Outcome webhooks' secret store and URL rule; without it, `outcomeWebhook` is refused. */
+  readonly outcomeWebhooks?: OutcomeWebhookDeps;
 }
 
 export interface CallsInFlightReader {
@@ -243,7 +250,14 @@ export class JobsApi {
 
   /** Creates or replaces a client's settings. */
   async putClient(clientId: string, body: unknown): Promise<ClientSettings> {
-    const settings = parseClientSettings(clientId, body, this.#deps.clock.now());
+    const now = this.#deps.clock.now();
+    const settings = await clientSettingsWithOutcomeWebhook({
+      body,
+      existing: isValidClientId(clientId) ? await this.#deps.clients.get(clientId) : undefined,
+      deps: this.#deps.outcomeWebhooks,
+      now,
+      parse: () => parseClientSettings(clientId, body, now),
+    });
     return this.#deps.clients.put(settings);
   }
 

@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
+import type { OutcomeWebhookSettings } from '#shared/outcomes/settings.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
@@ -42,6 +43,8 @@ export interface ClientSettings {
   readonly paused?: boolean;
   /** The provider the client's calls go through; the deployment's default HTTP provider when absent. */
   readonly telephony?: TelephonySettings;
+  /** Where the client's task ends and job status changes are POSTed (its secret is kept apart). */
+  readonly outcomeWebhook?: OutcomeWebhookSettings;
   readonly updatedAt: number;
 }
 

@@ -43,6 +43,8 @@ const clientSettingsSchema = z.strictObject({
   /** Settable here too (a GET's answer can be PUT back); `POST …/pause` and `/resume` are the usual way. */
   paused: z.boolean().optional(),
   telephony: telephonySettingsSchema.optional(),
+  /** Validated by `shared/outcomes/settings.ts` (its URL rule depends on the deployment). */
+  outcomeWebhook: z.unknown().optional(),
 });
 
 /** Client ids and job ids as they may appear in a path and an S3 key. */
