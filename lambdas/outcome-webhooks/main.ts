@@ -3,7 +3,7 @@ import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.
 import { DynamoOutcomeTargets } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { SqsOutcomeDeliveryQueue } from '#shared/adapters/sqs-outcome-deliveries.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { OutcomeDeliverer } from '#shared/outcomes/deliver.ts';
 import { makeFetchOutcomeHttp } from '#shared/outcomes/http.ts';
 import { makeOutcomeWebhooksHandler } from './handler.ts';
@@ -26,6 +26,8 @@ export const handler = observe(
       targets: new DynamoOutcomeTargets({ doc, controlTable, channelsTable, clock }),
       http: makeFetchOutcomeHttp({ timeoutMs: POST_TIMEOUT_MS }),
       clock,
+      // Never set in AWS: the local cloud's fault tests shorten the 24 h schedule with it.
+      delayScale: getNumberFromEnv('OUTCOME_RETRY_DELAY_SCALE', 1),
     }),
     retryLater: (receiptHandle, seconds) => queue.retryLater(receiptHandle, seconds),
     log,

@@ -24,6 +24,8 @@ export interface OutcomeDelivererDeps {
   readonly clock: { now(): number };
   /** Jitter source, in [0, 1) (tests pass a constant). */
   readonly random?: () => number;
+  /** Multiplies every backoff delay (default 1; the local cloud's fault tests shorten them). */
+  readonly delayScale?: number;
 }
 
 export class OutcomeDeliverer {
@@ -52,7 +54,8 @@ export class OutcomeDeliverer {
   }
 
   #delay(attempt: number): number {
-    return retryDelaySeconds(Math.max(1, attempt), (this.#deps.random ?? Math.random)());
+    const delay = retryDelaySeconds(Math.max(1, attempt), (this.#deps.random ?? Math.random)());
+    return Math.max(1, Math.round(delay * (this.#deps.delayScale ?? 1)));
   }
 }
 
