@@ -51,6 +51,8 @@ class StreamMapping {
   readonly #counters = { invocations: 0, failedInvocations: 0, records: 0 };
   /** Shard id → its next iterator (undefined once the shard is closed and read). */
   readonly #iterators = new Map<string, string | undefined>();
+  /** Shard id → the last sequence number read from it (where a new iterator starts after). */
+  readonly #lastRead = new Map<string, string>();
   #stopping = false;
   #streamArn: string | undefined;
 
@@ -89,13 +91,10 @@ class StreamMapping {
       let read = 0;
       for (const [shardId, iterator] of this.#iterators) {
         if (!iterator || out.length >= batchSize) continue;
-        const page = await this.#call('GetRecords', {
-          ShardIterator: iterator,
-          Limit: batchSize - out.length,
-        });
-        this.#iterators.set(shardId, page.NextShardIterator as string | undefined);
+        const page = await this.#read(shardId, iterator, batchSize - out.length);
         for (const raw of (page.Records ?? []) as Record<string, unknown>[]) {
           read++;
+          this.#lastRead.set(shardId, (raw.dynamodb as { SequenceNumber: string }).SequenceNumber);
           const record = this.#toLambdaRecord(raw);
           if (matchesAnyFilter(record, filters)) out.push(record);
         }
@@ -104,6 +103,35 @@ class StreamMapping {
       if (read === 0 && out.length === 0) break;
     } while (Date.now() < deadline && !this.#stopping);
     return out;
+  }
+
+  /**
+   * One GetRecords. DynamoDB Local answers TrimmedDataAccessException to an iterator taken on a
+   * shard that was empty then: a new iterator after the last record read (or from the start) fixes it.
+   */
+  async #read(shardId: string, iterator: string, limit: number): Promise<Record<string, unknown>> {
+    try {
+      const page = await this.#call('GetRecords', { ShardIterator: iterator, Limit: limit });
+      this.#iterators.set(shardId, page.NextShardIterator as string | undefined);
+      return page;
+    } catch (error) {
+      if (!/TrimmedDataAccessException|ExpiredIteratorException/.test(String((error as Error).message)))
+        throw error;
+      this.#iterators.set(shardId, await this.#iteratorFor(shardId));
+      return { Records: [] };
+    }
+  }
+
+  async #iteratorFor(shardId: string): Promise<string> {
+    const last = this.#lastRead.get(shardId);
+    const it = await this.#call('GetShardIterator', {
+      StreamArn: this.#streamArn,
+      ShardId: shardId,
+      ...(last
+        ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: last }
+        : { ShardIteratorType: 'TRIM_HORIZON' }),
+    });
+    return it.ShardIterator as string;
   }
 
   async #discoverShards(): Promise<void> {
@@ -122,12 +150,7 @@ class StreamMapping {
     );
     for (const shardId of shards) {
       if (this.#iterators.has(shardId)) continue;
-      const it = await this.#call('GetShardIterator', {
-        StreamArn: this.#streamArn,
-        ShardId: shardId,
-        ShardIteratorType: 'TRIM_HORIZON',
-      });
-      this.#iterators.set(shardId, it.ShardIterator as string);
+      this.#iterators.set(shardId, await this.#iteratorFor(shardId));
     }
   }
 
