@@ -24,13 +24,15 @@ import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { type LocalCloud, startLocalCloud } from '#local/cloud.ts';
+import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from '#local/cloud.ts';
+import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
 import type { BrokerContenderRequest, BrokerContenderResult } from './lib/message-broker-contender.ts';
 import type { ContenderRequest, WarmedUp } from './lib/message-contender.ts';
 import type { CeilingRequest, CeilingResult } from './lib/message-load-worker.ts';
 import { BENCH_CHANNEL, type SandboxCommand, type SandboxStats } from './lib/message-sandbox.ts';
 import { type ContenderResult, steadyRate } from './lib/message-stats.ts';
+import { checkLines, measureMessageClaimChecks } from './lib/start-checks.ts';
 
 const USAGE = `npm run bench:message-throughput [-- options]
   --messages N         messages per contender (default 100000)
@@ -45,6 +47,8 @@ const USAGE = `npm run bench:message-throughput [-- options]
   --rate-concurrency N senders in the 2,000/s scenario (default 128, the pipeline's default)
   --default-heap       run contenders with V8's default heap sizing instead of the broker task's flags
   --broker-messages N  the whole broker on DynamoDB Local at 2,000/s: this many messages (default 20000; 0 skips)
+  --claim-checks N     the suppression read at the claim, on and off: this many messages each (default 5000; 0 skips)
+  --claim-checks-only  only that
   --help`;
 
 const { values } = parseArgs({
@@ -61,11 +65,40 @@ const { values } = parseArgs({
     'rate-concurrency': { type: 'string', default: '128' },
     'default-heap': { type: 'boolean', default: false },
     'broker-messages': { type: 'string', default: '20000' },
+    'claim-checks': { type: 'string', default: '5000' },
+    'claim-checks-only': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   console.log(USAGE);
+  process.exit(0);
+}
+const claimChecks = Number(values['claim-checks']);
+if (!Number.isInteger(claimChecks) || claimChecks < 0)
+  throw new RangeError('--claim-checks must be a whole number');
+
+/** The claim's contact-policy checks on DynamoDB Local, with and without (bench/lib/start-checks.ts). */
+async function printClaimChecks(): Promise<void> {
+  const cloud = await startLocalCloud();
+  try {
+    const doc = makeDocumentClient(
+      makeDynamoClient({
+        region: cloud.region,
+        endpoint: cloud.dynamoEndpoint,
+        credentials: LOCAL_CREDENTIALS,
+      }),
+    );
+    const tables = { controlTable: cloud.tableNames.control!, tasksTable: cloud.tableNames.tasks! };
+    const figures = await measureMessageClaimChecks(doc, tables, claimChecks);
+    const title = `\ncontact-policy checks at the message claim (DynamoDB Local, pages of 500, interleaved):`;
+    for (const line of checkLines(title, 'message', figures)) console.log(line);
+  } finally {
+    await cloud.stop();
+  }
+}
+if (values['claim-checks-only']) {
+  await printClaimChecks();
   process.exit(0);
 }
 const messages = Number(values.messages);
@@ -446,6 +479,8 @@ if (brokerMessages > 0) {
     }
   }
 }
+
+if (claimChecks > 0) await printClaimChecks();
 
 /** CPU seconds (user + system) used so far by the Java processes this bench started (DynamoDB Local). */
 function javaCpuSeconds(): number {

@@ -24,7 +24,10 @@
  * its emulator (`StartOutboundVoiceContact`, contact events in EventBridge's envelope handled by
  * the connect-events use case, call links in DynamoDB). The baselines call through the HTTP sandbox.
  *
- *   npm run bench:pacing [-- --quick] [-- --scale 60] [-- --provider http,connect,twilio]
+ *   npm run bench:pacing [-- --quick] [-- --scale 60] [-- --provider http,connect,twilio] [-- --checks-only]
+ *
+ * First (and last) it prints the cost of the start check per start with restricted periods off and
+ * on (`bench/start-check.ts`); `--checks-only` prints only that.
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -74,6 +77,8 @@ import {
   reactionTimes,
 } from './lib/pacing-plan.ts';
 import { seedRunningJob } from './lib/seed-job.ts';
+import { checkLines, measureCallStartChecks } from './lib/start-checks.ts';
+import { measureStartCheck, startCheckLine } from './start-check.ts';
 
 const { values } = parseArgs({
   options: {
@@ -81,8 +86,19 @@ const { values } = parseArgs({
     scale: { type: 'string', default: '25' },
     polls: { type: 'string', default: '5,1' },
     provider: { type: 'string', default: 'http,connect,twilio' },
+    'checks-only': { type: 'boolean', default: false },
+    /** Call starts per variant in the contact-policy checks' lines (0 skips them). */
+    'start-checks': { type: 'string', default: '300' },
+    /** Only the checks' lines, no pacing scenario. */
+    'start-checks-only': { type: 'boolean', default: false },
   },
 });
+
+// The start check every start passes (hours, restricted periods, holidays), off and on: printed
+// first, and alone with --checks-only (no local cloud needed).
+const startCheck = startCheckLine(measureStartCheck());
+console.log(startCheck);
+if (values['checks-only']) process.exit(0);
 const BENCH_PROVIDERS = ['http', 'connect', 'twilio'] as const;
 type BenchProvider = (typeof BENCH_PROVIDERS)[number];
 const providers = values.provider.split(',').map((p) => p.trim()) as BenchProvider[];
@@ -100,11 +116,16 @@ const PROVIDER = 'sandbox';
 const RATE_MARGIN_MS = DEFAULT_SERVE_SETTINGS.rateMarginMs;
 const MAX_CALL_SECONDS = 600;
 
-const scenarios: PacingScenario[] = [
-  fixedScenario({ id: 'fixed', count: quick ? 60 : 600, seconds: 60, limit: 6, rate: 1, timeScale }),
-  mixedScenario({ id: 'mixed', count: quick ? 60 : 240, limit: 6, rate: 1, timeScale }),
-  fixedScenario({ id: 'wide', count: quick ? 200 : 400, seconds: 60, limit: 20, rate: 5, timeScale }),
-];
+const startChecks = Number(values['start-checks']);
+if (!Number.isInteger(startChecks) || startChecks < 0)
+  throw new RangeError('--start-checks must be a whole number');
+const scenarios: PacingScenario[] = values['start-checks-only']
+  ? []
+  : [
+      fixedScenario({ id: 'fixed', count: quick ? 60 : 600, seconds: 60, limit: 6, rate: 1, timeScale }),
+      mixedScenario({ id: 'mixed', count: quick ? 60 : 240, limit: 6, rate: 1, timeScale }),
+      fixedScenario({ id: 'wide', count: quick ? 200 : 400, seconds: 60, limit: 20, rate: 5, timeScale }),
+    ];
 
 process.env.LOG_LEVEL = 'error';
 const started = Date.now();
@@ -619,6 +640,13 @@ console.log(
   `starts/wall s: the sandbox's own count in any 1 s wall window (≤ R·S); starts/call s: in any 1 call-second window, from its ring records (≤ R).`,
 );
 for (const line of summary) console.log(line);
+console.log(startCheck);
+if (startChecks > 0) {
+  const figures = await measureCallStartChecks(doc, { controlTable, tasksTable }, startChecks);
+  const title =
+    'contact-policy checks in the call start transaction (DynamoDB Local, sequential starts, interleaved; WCU: 2 per item of a transaction under 1 KB):';
+  for (const line of checkLines(title, 'start', figures)) console.log(line);
+}
 console.log(`total ${fmt((Date.now() - started) / 1000, 0)} s wall`);
 
 await callbackStore.stop();

@@ -92,6 +92,7 @@ export class SwitchboardStack extends Stack {
       handlers: {
         'webhook-receiver': this.webhooks.receiver,
         'jobs-api': this.jobs.api,
+        'channels-api': this.webhooks.channelsApi,
         'call-status': this.callStatus.handler,
         console: this.console.files,
       },

@@ -426,6 +426,7 @@ class LocalStackStarter {
         'webhook-receiver': await httpFunction('webhook-receiver'),
         'call-status': await httpFunction('call-status'),
         console: await httpFunction('console'),
+        'channels-api': await httpFunction('channels-api'),
         ...jobs.httpFunctions,
       },
       port: this.#options.port ?? 0,
@@ -555,7 +556,7 @@ function builtConsole(): string {
 }
 
 /** A Lambda behind an HTTP route: its handler and timeout. */
-async function httpFunction(id: 'webhook-receiver' | 'call-status' | 'console') {
+async function httpFunction(id: 'webhook-receiver' | 'call-status' | 'console' | 'channels-api') {
   return {
     handler: await loadHandler<APIGatewayProxyEventV2, APIGatewayProxyResultV2>(id),
     timeoutMs: functions[id].timeoutSeconds * 1000,

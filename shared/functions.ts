@@ -12,6 +12,7 @@ export type FunctionId =
   | 'call-status'
   | 'connect-events'
   | 'jobs-api'
+  | 'channels-api'
   | 'ingest'
   | 'console';
 
@@ -74,6 +75,13 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     // API Gateway gives up at 30 s; a report larger than a response is written to S3 in that time.
     timeoutSeconds: 29,
     memoryMb: 1024,
+  },
+  'channels-api': {
+    id: 'channels-api',
+    entry: 'lambdas/channels-api/main.ts',
+    // A GetItem, a Query or a conditional PutItem per request.
+    timeoutSeconds: 10,
+    memoryMb: 512,
   },
   ingest: {
     id: 'ingest',

@@ -12,14 +12,17 @@
  * | a client's jobs, newest first, paged           | control | pk=CLIENT#{clientId}, sk begins_with JOB# (ULIDs)   |
  * | a job by id                                    | control | pk=CLIENT#{clientId}, sk=JOB#{jobId}                |
  * | jobs due / running (job manager, every minute) | control | GSI byStatus: statusKey=JOBSTATUS#{status}, dueKey  |
+ * | every client, by id (administrators' list)     | control | GSI byStatus: statusKey=CLIENTS, dueKey={clientId}  |
  * | a client's lease (owner, expiry, fencing)      | control | pk=LEASE#{clientId}, sk=LEASE                       |
  * | a LINE channel (secrets, mode, rules)          | channels| channelId (own KMS key: only its readers decrypt)   |
+ * | a client's channels (channels API, console)    | channels| GSI byClient: clientId, channelId                   |
  * | is a recipient opted out                       | control | pk=OPTOUT#{clientId}, sk={recipient}                |
  * | a task by job + task id                        | tasks   | pk={jobId}#{shard}, sk={taskId}                     |
  * | a job's report (every row)                     | tasks   | pk={jobId}#{shard} for each shard, in parallel      |
  * | next N outstanding tasks of client X           | tasks   | GSI outstanding: openPk={clientId}#{shard},         |
  * |                                                |         |   openSk={readyAt}#{jobId}#{taskId} (sparse)        |
  * | webhook event / callback already processed     | events  | pk=EVENT#{id}, TTL expiresAt                        |
+ * | a job's series after a time (the console chart)| tasks   | pk={jobId}#series, sk > {iso}#…, TTL expiresAt      |
  *
  * Why shards: one partition takes about 1,000 writes/s. A job of 1,000,000 tasks is spread over
  * {@link TASK_SHARDS} partitions by a hash of the task id, both in the table and in the sparse
@@ -94,6 +97,9 @@ export interface BucketSpec {
   readonly expireUploadsAfterDays: number;
 }
 
+/** The channels table's index of a client's channels. */
+export const CHANNELS_BY_CLIENT_INDEX = 'byClient';
+
 export type TableId = 'control' | 'tasks' | 'events' | 'channels';
 export type QueueId = 'webhook-events' | 'ingest' | 'outcome-webhooks';
 export type BucketId = 'uploads';
@@ -129,7 +135,7 @@ export const tables: readonly TableSpec[] = [
         sortKey: { name: 'openSk', type: 'S' },
       },
     ],
-    ttlAttribute: 'expiresAt', // only multicast batch records ({jobId}#batch) carry it; tasks never
+    ttlAttribute: 'expiresAt', // multicast records ({jobId}#batch) and job series ({jobId}#series) carry it; tasks never
     pointInTimeRecovery: true,
     encryption: 'aws-managed',
     envVar: 'TASKS_TABLE',
@@ -150,7 +156,14 @@ export const tables: readonly TableSpec[] = [
     // may use. Kept apart from `control` so reading a job never means being able to read secrets.
     id: 'channels',
     partitionKey: { name: 'channelId', type: 'S' },
-    globalIndexes: [],
+    // A client's channels, for the channels API (the console's channel list).
+    globalIndexes: [
+      {
+        name: CHANNELS_BY_CLIENT_INDEX,
+        partitionKey: { name: 'clientId', type: 'S' },
+        sortKey: { name: 'channelId', type: 'S' },
+      },
+    ],
     pointInTimeRecovery: true,
     encryption: 'customer-managed',
     envVar: 'CHANNELS_TABLE',

@@ -4,7 +4,7 @@
  */
 
 /** Lambdas that sit behind the HTTP API. */
-export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'call-status' | 'console';
+export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'channels-api' | 'call-status' | 'console';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -23,13 +23,22 @@ export interface RouteSpec {
 /** Where the console's copy of the operator API lives: the same routes, behind the JWT authorizer. */
 export const CONSOLE_API_PREFIX = '/console/api';
 
-/** The operator API: client settings and jobs (SigV4-signed calls only). */
+/** The operator API: client settings, jobs and channels (SigV4-signed calls only). */
 export const operatorRoutes: readonly RouteSpec[] = [
+  { method: 'GET', path: '/clients', functionId: 'jobs-api', auth: 'iam' },
   { method: 'PUT', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/pause', functionId: 'jobs-api', auth: 'iam' },
   { method: 'POST', path: '/clients/{clientId}/resume', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/opt-outs', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'GET', path: '/clients/{clientId}/suppressions', functionId: 'jobs-api', auth: 'iam' },
+  { method: 'POST', path: '/clients/{clientId}/suppressions', functionId: 'jobs-api', auth: 'iam' },
+  {
+    method: 'DELETE',
+    path: '/clients/{clientId}/suppressions/{recipient}',
+    functionId: 'jobs-api',
+    auth: 'iam',
+  },
   { method: 'POST', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
   { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}', functionId: 'jobs-api', auth: 'iam' },
@@ -43,6 +52,27 @@ export const operatorRoutes: readonly RouteSpec[] = [
     functionId: 'jobs-api',
     auth: 'iam',
   },
+  { method: 'GET', path: '/clients/{clientId}/channels', functionId: 'channels-api', auth: 'iam' },
+  {
+    method: 'GET',
+    path: '/clients/{clientId}/channels/{channelId}',
+    functionId: 'channels-api',
+    auth: 'iam',
+  },
+  {
+    method: 'PUT',
+    path: '/clients/{clientId}/channels/{channelId}',
+    functionId: 'channels-api',
+    auth: 'iam',
+  },
+  {
+    method: 'POST',
+    path: '/clients/{clientId}/channels/{channelId}/rotate-secret',
+    functionId: 'channels-api',
+    auth: 'iam',
+  },
+  // The job's series over time (the console's chart): one Query of its samples, never its tasks.
+  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/series', functionId: 'jobs-api', auth: 'iam' },
 ];
 
 /**

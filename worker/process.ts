@@ -11,15 +11,22 @@ import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
 import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts';
 import { TWILIO_LOOKUP_SETTLE_MS } from '#shared/adapters/twilio-telephony.ts';
 import { Broker, type BrokerDeps, type BrokerSettings, type StopReason } from '#shared/broker/broker.ts';
 import { BrokerMetrics } from '#shared/broker/broker-metrics.ts';
+import {
+  DEFAULT_JOB_SERIES_SETTINGS,
+  JobSeriesRecorder,
+  JobSeriesSampler,
+} from '#shared/broker/job-series.ts';
 import type { CallLinkStore } from '#shared/broker/ports.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
@@ -35,6 +42,7 @@ import {
 } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
+import { suppressionReasons } from '#shared/suppressions/model.ts';
 import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import { type BrokerHttpHandlers, type BrokerHttpServer, startBrokerHttpServer } from './http.ts';
@@ -73,6 +81,10 @@ export interface BrokerConfig {
   /** A channel's push + multicast requests per second (LINE: 2,000). */
   readonly messageRatePerSecond: number;
   readonly messageConcurrency: number;
+  /** Length of a window of each job's series (the console's chart), seconds. Default 10. */
+  readonly jobSeriesSeconds?: number;
+  /** Days a job's series is kept before TTL removes it. Default 14. */
+  readonly jobSeriesRetentionDays?: number;
 }
 
 /** Reads the broker's configuration from the environment; throws `ConfigError` on a missing value. */
@@ -121,6 +133,8 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
       DEFAULT_MESSAGE_SETTINGS.messageConcurrency,
       env,
     ),
+    jobSeriesSeconds: getNumberFromEnv('JOB_SERIES_SECONDS', DEFAULT_JOB_SERIES_SETTINGS.windowSeconds, env),
+    jobSeriesRetentionDays: getNumberFromEnv('JOB_SERIES_RETENTION_DAYS', 14, env),
   };
 }
 
@@ -213,6 +227,7 @@ export async function advertisedEndpoint(
 function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: Clock, logger: Logger) {
   const channels = makeDynamoChannelStore(doc, config.channelsTable!);
   const optOuts = makeDynamoOptOutStore(doc, config.controlTable);
+  const suppressions = makeDynamoSuppressionStore(doc, config.controlTable);
   // The channel changed (a new access token): the old sockets go with the old token.
   const senders = new ChannelClients<HttpSend>({
     create: (channel) => {
@@ -233,6 +248,7 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
       tasksTable: config.tasksTable,
       clock,
       optedOut: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
+      suppressed: suppressionReasons(suppressions),
     }),
     async sendFor(channelId: string): Promise<SendPort> {
       const channel = await channels.get(channelId);
@@ -304,9 +320,14 @@ export async function startBrokerProcess(
     },
   );
   const endpoint = await advertisedEndpointOrStop(config, server);
-  const metrics = new BrokerMetrics(logger);
-  // The second that ended, for every client served: high-resolution metrics, one record each.
-  const flushEverySecond = setInterval(() => metrics.flush(), METRICS_FLUSH_MS);
+  const series = jobSeries(config, ports);
+  const metrics = new BrokerMetrics(logger, series);
+  // The second that ended, for every client served: high-resolution metrics, one record each; and
+  // each job's series window once it ended (written in the background, never awaited here).
+  const flushEverySecond = setInterval(() => {
+    metrics.flush();
+    series.flush();
+  }, METRICS_FLUSH_MS);
   flushEverySecond.unref();
   const protection = taskProtection(config, ports, metrics);
   const messages = config.channelsTable ? messageSide(config, doc, clock, logger) : undefined;
@@ -315,8 +336,9 @@ export async function startBrokerProcess(
   const done = running.run().finally(() => {
     clearInterval(flushEverySecond);
     metrics.flush();
+    series.flush();
     messages?.close();
-    return server.stop();
+    return Promise.all([server.stop(), seriesWritten(series)]).then(() => {});
   });
   return {
     broker: running,
@@ -327,6 +349,32 @@ export async function startBrokerProcess(
     done,
     stop: (reason) => running.stop(reason),
   };
+}
+
+/** The last series samples, waited for at most {@link SERIES_EXIT_WAIT_MS}: a chart never holds up an exit. */
+const SERIES_EXIT_WAIT_MS = 5_000;
+
+function seriesWritten(series: JobSeriesRecorder): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, SERIES_EXIT_WAIT_MS);
+    timer.unref();
+    void series.settled().then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** Each served job's series, sampled every `jobSeriesSeconds` into the tasks table (the console's chart). */
+function jobSeries(config: BrokerConfig, ports: ProcessPorts): JobSeriesRecorder {
+  const sampler = new JobSeriesSampler(config.brokerId, ports.clock, {
+    ...DEFAULT_JOB_SERIES_SETTINGS,
+    windowSeconds: config.jobSeriesSeconds ?? DEFAULT_JOB_SERIES_SETTINGS.windowSeconds,
+  });
+  const store = makeDynamoJobSeries(ports.doc, config.tasksTable, {
+    ...(config.jobSeriesRetentionDays === undefined ? {} : { retentionDays: config.jobSeriesRetentionDays }),
+  });
+  return new JobSeriesRecorder({ sampler, store, logger: ports.logger });
 }
 
 /** The nudge server's routes, answered by the broker once there is one. */

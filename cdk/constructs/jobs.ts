@@ -85,7 +85,8 @@ export class Jobs extends Construct {
       logRemovalPolicy,
       network: { vpc, subnets: { subnetType: ec2.SubnetType.PUBLIC }, securityGroup: this.apiSecurityGroup },
     })
-      .bindTable(tables.control, 'readwrite', control.envVar)
+      // byStatus: its CLIENTS partition is the administrators' list of every client.
+      .bindTable(tables.control, 'readwrite', control.envVar, { indexes: ['byStatus'] })
       .bindTable(tables.tasks, 'read', tasks.envVar)
       // A client's outcome webhook secret (settings: outcomeWebhook): put, never read, and only its
       // OUTCOMEWEBHOOK# item under the secrets key, never a LINE channel or a callback secret.

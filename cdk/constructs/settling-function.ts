@@ -37,7 +37,8 @@ export function settlingFunction(scope: Construct, props: SettlingFunctionProps)
     ...(props.environment ? { environment: props.environment } : {}),
   })
     .bindTable(props.stateful.tables.control, 'readwrite', tableSpec('control').envVar, {
-      writes: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['LEASE#*', 'CLIENT#*'] },
+      // SUPPRESS#: a call outcome that asks to opt out adds the recipient to the suppression list.
+      writes: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['LEASE#*', 'CLIENT#*', 'SUPPRESS#*'] },
     })
     .bindTable(props.stateful.tables.tasks, 'readwrite', tableSpec('tasks').envVar);
   props.fleet.allowNudgesFrom(securityGroup);

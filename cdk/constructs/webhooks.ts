@@ -23,7 +23,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { functions } from '#shared/functions.ts';
 import { DEFAULT_LINE_API_URL } from '#shared/line/messaging-client.ts';
-import { resourceName, tableSpec } from '#shared/resources.ts';
+import { CHANNELS_BY_CLIENT_INDEX, resourceName, tableSpec } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import { SwitchboardFunction } from './function.ts';
 import type { SwitchboardHttpApi } from './http-api.ts';
@@ -40,6 +40,8 @@ export interface WebhooksProps {
 export class Webhooks extends Construct {
   readonly receiver: SwitchboardFunction;
   readonly processor: SwitchboardFunction;
+  /** The channels API (list, show, create or replace a channel, rotate its secret). */
+  readonly channelsApi: SwitchboardFunction;
   /**
    * The role operators assume to run `npm run channel` (channels and callback secrets): the
    * secrets key's policy names it, as it names each function that reads secrets.
@@ -80,11 +82,26 @@ export class Webhooks extends Construct {
       .bindTable(tables.events, 'readwrite', tableSpec('events').envVar, {
         writes: { actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
       })
-      // Follows and unfollows only: leases, jobs and client settings share the control table.
+      // Follows and unfollows, and the suppression entries they add and take back, only: leases,
+      // jobs and client settings share the control table.
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, {
-        writes: { actions: ['dynamodb:PutItem'], leadingKeys: ['OPTOUT#*'] },
+        writes: {
+          actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+          leadingKeys: ['OPTOUT#*', 'SUPPRESS#*'],
+        },
       });
     this.processor.consumeQueue(webhookEvents.queue, webhookEvents.spec);
+
+    // The channels API reads a channel, lists a client's (index byClient) and writes one only
+    // with a condition (new, or still the client's and unchanged): never a delete.
+    this.channelsApi = new SwitchboardFunction(this, 'ChannelsApi', {
+      spec: functions['channels-api'],
+      logRemovalPolicy: removalPolicy,
+    }).bindTable(tables.channels, 'readwrite', channels.envVar, {
+      reads: { actions: ['dynamodb:GetItem'] },
+      writes: { actions: ['dynamodb:PutItem'] },
+      indexes: [CHANNELS_BY_CLIENT_INDEX],
+    });
 
     this.channelAdmin = new iam.Role(this, 'ChannelAdminRole', {
       // Any principal of this account whose own policy lets it assume this role.

@@ -10,10 +10,12 @@ import type { App, Page } from './app.ts';
 import { Session } from './auth.ts';
 import { loadConfig } from './config.ts';
 import { h, replace } from './dom.ts';
+import { channelPage } from './pages/channels.ts';
 import { clientPage } from './pages/client.ts';
 import { clientsPage } from './pages/clients.ts';
 import { jobPage } from './pages/job.ts';
 import { newJobPage } from './pages/new-job.ts';
+import { optOutsPage } from './pages/opt-outs.ts';
 import { signInPage } from './pages/sign-in.ts';
 import type { Operator } from './types.ts';
 
@@ -25,6 +27,8 @@ function route(app: App, hash: string): Page {
   if (parts[0] === 'clients' && parts[1]) {
     if (parts[2] === 'jobs' && parts[3] === 'new') return newJobPage(app, parts[1]);
     if (parts[2] === 'jobs' && parts[3]) return jobPage(app, parts[1], parts[3]);
+    if (parts[2] === 'channels' && parts[3]) return channelPage(app, parts[1], parts[3]);
+    if (parts[2] === 'opt-outs') return optOutsPage(app, parts[1]);
     return clientPage(app, parts[1]);
   }
   return clientsPage(app);

@@ -24,6 +24,15 @@ export interface ClientSettings {
   readonly messageChannelId?: string;
   readonly paused?: boolean;
   readonly jobDefaults?: Record<string, unknown>;
+  readonly restrictedPeriods?: readonly RestrictedPeriod[];
+  readonly holidays?: { readonly country: string };
+}
+
+/** A date or range when nothing of the client starts (local, in its zone). */
+export interface RestrictedPeriod {
+  readonly start: string;
+  readonly end?: string;
+  readonly name?: string;
 }
 
 export type JobStatus =
@@ -81,4 +90,49 @@ export const FINAL_STATUSES: readonly JobStatus[] = ['completed', 'cancelled', '
 /** Tasks that have ended, of all tasks. */
 export function doneOf(counts: JobCounts): number {
   return counts.completed + counts.failed + counts.cancelled + (counts.expired ?? 0);
+}
+
+/** A LINE channel as the channels API shows it (`shared/channels/api.ts`): no secret, no token. */
+export interface ChannelView {
+  readonly channelId: string;
+  readonly clientId: string;
+  readonly autoAnswer: 'reply' | 'push';
+  readonly greeting?: string;
+  readonly rules: readonly {
+    readonly match: 'exact' | 'contains' | 'regex';
+    readonly pattern: string;
+    readonly answer: string;
+    readonly ignoreCase?: boolean;
+  }[];
+  readonly fallback?: string;
+  readonly updatedAt: string;
+  readonly secret: { readonly set: true; readonly previousAcceptedUntil?: string };
+  readonly accessToken: { readonly set: true };
+}
+
+/** One recipient of an opt-out lookup (`shared/jobs/opt-outs.ts`). */
+export interface OptOutView {
+  readonly recipient: string;
+  readonly input?: string;
+  readonly optedOut: boolean;
+  readonly since?: string;
+}
+
+/** One window of a job's series (`GET …/jobs/{jobId}/series`), as the brokers sampled it. */
+export interface JobSeriesPoint {
+  readonly at: string;
+  readonly seconds: number;
+  readonly callsInFlight: number;
+  readonly maxConcurrentCalls?: number;
+  readonly starts: number;
+  readonly callsPerSecond?: number;
+  readonly messagesSent: number;
+  readonly rateLimited: number;
+}
+
+export interface JobSeriesPage {
+  readonly jobId: string;
+  readonly channel: 'call' | 'message';
+  readonly samples: readonly JobSeriesPoint[];
+  readonly next?: string;
 }

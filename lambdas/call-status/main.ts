@@ -4,6 +4,7 @@ import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clien
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
@@ -46,6 +47,7 @@ const settle = {
   notifier: makeHttpBrokerNotifier(),
   clock,
   onCallEnded: callEndedMetrics(log),
+  suppressions: makeDynamoSuppressionStore(doc, controlTable),
 };
 
 export const handler = observe(

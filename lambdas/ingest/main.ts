@@ -5,6 +5,7 @@ import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
@@ -26,6 +27,7 @@ const doc = makeDocumentClient();
 const s3 = makeS3Client();
 const sqs = makeSqsClient();
 const optOuts = makeDynamoOptOutStore(doc, controlTable);
+const suppressions = makeDynamoSuppressionStore(doc, controlTable);
 const jobs = makeDynamoJobStore(doc, controlTable);
 // Continuations, and a sweep's delayed re-check of messages a broker still holds.
 const queue = makeSqsIngestQueue(sqs, queueUrl);
@@ -40,6 +42,8 @@ export const handler = observe(
       validationReports: makeS3ValidationReportStore(s3, bucket),
       queue,
       optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
+      suppressed: async (clientId, recipients) =>
+        new Set((await suppressions.suppressed(clientId, recipients)).keys()),
       clock: { now: () => Date.now() },
       log,
       ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),

@@ -6,7 +6,13 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { decodeRequestBody, getHeader, jsonResponse } from '#shared/http/api-gateway.ts';
+import {
+  decodeRequestBody,
+  getHeader,
+  jsonRequestBody,
+  jsonResponse,
+  MalformedRequestError,
+} from '#shared/http/api-gateway.ts';
 import type { JobAction, JobsApi, JobView } from '#shared/jobs/api.ts';
 import {
   ClientNotFoundError,
@@ -17,12 +23,9 @@ import {
 } from '#shared/jobs/errors.ts';
 import { jobOptionsFromQuery } from '#shared/jobs/validation.ts';
 import type { Logger } from '#shared/log.ts';
-import { type ClaimValue, mayActFor, type Operator, operatorFromClaims } from '#shared/operators/tenancy.ts';
+import { consoleOperator, consoleRefusal } from '#shared/operators/console-request.ts';
 import { CONSOLE_API_PREFIX, operatorRouteKey } from '#shared/routes.ts';
-
-class MalformedRequestError extends Error {
-  override name = 'MalformedRequestError';
-}
+import type { SuppressionsApi } from '#shared/suppressions/api.ts';
 
 /** The one mapping from the jobs use cases' typed errors to HTTP statuses. */
 export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
@@ -37,16 +40,6 @@ export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 |
     return jsonResponse(409, { message: error.message, status: error.current });
   if (error instanceof UploadTooLargeError) return jsonResponse(413, { message: error.message });
   return undefined;
-}
-
-function jsonBody(event: APIGatewayProxyEventV2): unknown {
-  const bytes = decodeRequestBody(event);
-  if (bytes.length === 0) return {};
-  try {
-    return JSON.parse(bytes.toString('utf8'));
-  } catch {
-    throw new MalformedRequestError('the body is not JSON');
-  }
 }
 
 /** A CSV posted inline: `text/csv` (UTF-8 text), or `application/octet-stream` for other encodings. */
@@ -71,44 +64,75 @@ function reportHeaders(job: JobView): Record<string, string> {
   return headers;
 }
 
-/** The console user of a `jwt` route, from the claims the gateway's JWT authorizer verified. */
-function consoleOperator(event: APIGatewayProxyEventV2): Operator | undefined {
-  const authorizer = (
-    event.requestContext as { authorizer?: { jwt?: { claims?: Record<string, ClaimValue> } } }
-  ).authorizer;
-  const claims = authorizer?.jwt?.claims;
-  return claims ? operatorFromClaims(claims) : undefined;
-}
-
-/**
- * Tenancy for a console route: who is asking, and whether they may act for the route's client.
- * Answers the refusal, or undefined when the request may go on (an operator route: IAM decided).
- */
-function consoleRefusal(
-  event: APIGatewayProxyEventV2,
-  clientId: string,
-): APIGatewayProxyStructuredResultV2 | undefined {
-  if (!event.routeKey.includes(` ${CONSOLE_API_PREFIX}/`)) return undefined;
+/** Every client: an operator whose IAM policy names this route, or a console administrator. */
+async function listAllClients(api: JobsApi, event: APIGatewayProxyEventV2) {
   const operator = consoleOperator(event);
-  // Behind the JWT authorizer there are always claims; without them, nothing is answered.
-  if (!operator) return jsonResponse(401, { message: 'Unauthorized' });
-  if (event.pathParameters?.clientId !== undefined && !mayActFor(operator, clientId)) {
-    return jsonResponse(403, { message: `Forbidden: you do not belong to client ${clientId}` });
-  }
-  return undefined;
+  if (operator && !operator.admin)
+    return jsonResponse(403, { message: 'Forbidden: only administrators list every client' });
+  return jsonResponse(200, await api.listClients(event.queryStringParameters ?? {}));
 }
 
-export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: Logger }) {
+/** The suppression list's routes: look up or page, add (JSON) or upload (CSV), remove. */
+async function suppressionRoute(
+  suppressions: SuppressionsApi,
+  clientId: string,
+  event: APIGatewayProxyEventV2,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  const query = event.queryStringParameters ?? {};
+  switch (event.routeKey.slice(0, event.routeKey.indexOf(' '))) {
+    case 'GET':
+      return jsonResponse(200, await suppressions.find(clientId, query));
+    case 'DELETE':
+      return jsonResponse(200, await suppressions.remove(clientId, event.pathParameters?.recipient ?? ''));
+    default:
+      if (isCsvUpload(event))
+        return jsonResponse(200, await suppressions.upload(clientId, decodeRequestBody(event), query));
+      return jsonResponse(200, await suppressions.add(clientId, jsonRequestBody(event)));
+  }
+}
+
+/** The report: in the response when small, else a 303 to the object in the bucket. */
+function reportResponse(
+  report: Awaited<ReturnType<JobsApi['report']>>,
+  jobId: string,
+): APIGatewayProxyStructuredResultV2 {
+  const about = reportHeaders(report.job);
+  if (report.kind === 'redirect')
+    return { statusCode: 303, headers: { location: report.url, ...about }, body: '' };
+  return {
+    statusCode: 200,
+    headers: {
+      ...about,
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="job-${jobId}-report.csv"`,
+    },
+    body: report.csv.toString('base64'),
+    isBase64Encoded: true,
+  };
+}
+
+export function makeJobsApiHandler(deps: {
+  readonly api: JobsApi;
+  /** The suppression list's routes; without it they fail (a handler wired for the jobs only). */
+  readonly suppressions?: SuppressionsApi;
+  readonly log: Logger;
+}) {
   const { api } = deps;
+  const suppressionsApi = (): SuppressionsApi => {
+    if (!deps.suppressions) throw new Error('no suppression list is wired into the operator API');
+    return deps.suppressions;
+  };
   const route = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
     const clientId = event.pathParameters?.clientId ?? '';
     const jobId = event.pathParameters?.jobId ?? '';
-    const refused = consoleRefusal(event, clientId);
+    const refused = consoleRefusal(event);
     if (refused) return refused;
     if (event.routeKey === `GET ${CONSOLE_API_PREFIX}/me`) return jsonResponse(200, consoleOperator(event));
     switch (operatorRouteKey(event.routeKey)) {
+      case 'GET /clients':
+        return listAllClients(api, event);
       case 'PUT /clients/{clientId}':
-        return jsonResponse(200, await api.putClient(clientId, jsonBody(event)));
+        return jsonResponse(200, await api.putClient(clientId, jsonRequestBody(event)));
       case 'GET /clients/{clientId}':
         return jsonResponse(200, await api.getClient(clientId));
       case 'POST /clients/{clientId}/pause':
@@ -116,12 +140,16 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         return jsonResponse(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
       case 'GET /clients/{clientId}/opt-outs':
         return jsonResponse(200, await api.optOuts(clientId, event.queryStringParameters ?? {}));
+      case 'GET /clients/{clientId}/suppressions':
+      case 'POST /clients/{clientId}/suppressions':
+      case 'DELETE /clients/{clientId}/suppressions/{recipient}':
+        return suppressionRoute(suppressionsApi(), clientId, event);
       case 'POST /clients/{clientId}/jobs': {
         if (isCsvUpload(event)) {
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});
           return jsonResponse(201, await api.createJob(clientId, options, decodeRequestBody(event)));
         }
-        return jsonResponse(201, await api.createJob(clientId, jsonBody(event)));
+        return jsonResponse(201, await api.createJob(clientId, jsonRequestBody(event)));
       }
       case 'GET /clients/{clientId}/jobs':
         return jsonResponse(200, await api.listJobs(clientId, event.queryStringParameters ?? {}));
@@ -133,24 +161,12 @@ export function makeJobsApiHandler(deps: { readonly api: JobsApi; readonly log: 
         const action = event.routeKey.slice(event.routeKey.lastIndexOf('/') + 1) as JobAction;
         return jsonResponse(200, await api.changeStatus(clientId, jobId, action));
       }
+      case 'GET /clients/{clientId}/jobs/{jobId}/series':
+        return jsonResponse(200, await api.jobSeries(clientId, jobId, event.queryStringParameters ?? {}));
       case 'GET /clients/{clientId}/jobs/{jobId}/row-problems':
         return jsonResponse(200, await api.rowProblems(clientId, jobId, event.queryStringParameters ?? {}));
-      case 'GET /clients/{clientId}/jobs/{jobId}/report': {
-        const report = await api.report(clientId, jobId);
-        const about = reportHeaders(report.job);
-        if (report.kind === 'redirect')
-          return { statusCode: 303, headers: { location: report.url, ...about }, body: '' };
-        return {
-          statusCode: 200,
-          headers: {
-            ...about,
-            'content-type': 'text/csv; charset=utf-8',
-            'content-disposition': `attachment; filename="job-${jobId}-report.csv"`,
-          },
-          body: report.csv.toString('base64'),
-          isBase64Encoded: true,
-        };
-      }
+      case 'GET /clients/{clientId}/jobs/{jobId}/report':
+        return reportResponse(await api.report(clientId, jobId), jobId);
       default:
         return jsonResponse(404, { message: 'Not Found' });
     }

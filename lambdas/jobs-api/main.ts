@@ -6,17 +6,20 @@ import {
   makeSqsClient,
 } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoOutcomeSecretWriter } from '#shared/adapters/dynamo-outcome-webhooks.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
+import { makeSuppressionsApi } from '#shared/suppressions/api.ts';
 import { makeJobsApiHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('jobs-api');
@@ -31,6 +34,8 @@ const s3 = makeS3Client();
 const sqs = makeSqsClient();
 
 const leases = makeDynamoLeaseStore(doc, controlTable);
+const clients = makeDynamoClientStore(doc, controlTable);
+const clock = { now: () => Date.now() };
 
 export const handler = observe(
   makeJobsApiHandler({
@@ -53,6 +58,13 @@ export const handler = observe(
         // Only the local cloud sets it: in AWS an outcome webhook URL must be https.
         policy: { allowLoopbackHttp: process.env.OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP === 'true' },
       },
+      // Each job's series (the console's chart): Query of `{jobId}#series` in the tasks table.
+      series: makeDynamoJobSeries(doc, tasksTable),
+    }),
+    suppressions: makeSuppressionsApi({
+      clients,
+      store: makeDynamoSuppressionStore(doc, controlTable),
+      clock,
     }),
     log,
   }),

@@ -3,6 +3,7 @@ import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { makeDynamoProcessedEventStore } from '#shared/adapters/dynamo-webhook-events.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
@@ -46,6 +47,7 @@ export const handler = observe(
       channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
       events: makeDynamoProcessedEventStore(doc, eventsTable),
       optOuts: makeDynamoOptOutStore(doc, controlTable),
+      suppressions: makeDynamoSuppressionStore(doc, controlTable),
       messagingFor: (channel) => clients.for(channel),
       clock,
       log,

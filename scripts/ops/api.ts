@@ -8,6 +8,11 @@ import { makeSignedFetch } from '#local/operator-client.ts';
 import type { CreatedJob, JobAction, JobView } from '#shared/jobs/api.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import type { OptOutsAnswer } from '#shared/jobs/opt-outs.ts';
+import type {
+  SuppressionsAnswer,
+  SuppressionUploadAnswer,
+  SuppressionView,
+} from '#shared/suppressions/api.ts';
 import { ApiError, NetworkError, OpsError, oneLine } from './errors.ts';
 import { fieldErrorsLine, type RowProblem } from './format.ts';
 import type { Target } from './target.ts';
@@ -108,7 +113,7 @@ export class OperatorApi {
     method: string,
     url: URL,
     init: {
-      body?: string;
+      body?: string | Uint8Array;
       headers?: Record<string, string>;
       redirect?: 'follow' | 'manual' | 'error';
       /** A download: no time limit (it takes what it takes; undici's idle timeouts still hold). */
@@ -131,13 +136,16 @@ export class OperatorApi {
   async #call<T>(
     method: string,
     path: string,
-    options: { json?: unknown; query?: Record<string, string | undefined> } = {},
+    options: { json?: unknown; csv?: Uint8Array; query?: Record<string, string | undefined> } = {},
   ): Promise<T> {
     const url = this.#url(path, options.query);
     const response = await this.#send(method, url, {
       ...(options.json === undefined
         ? {}
         : { body: JSON.stringify(options.json), headers: { 'content-type': 'application/json' } }),
+      ...(options.csv === undefined
+        ? {}
+        : { body: options.csv, headers: { 'content-type': 'application/octet-stream' } }),
     });
     let text: string;
     try {
@@ -151,6 +159,13 @@ export class OperatorApi {
     } catch {
       throw new OpsError(`${method} ${url.pathname}: ${response.status} but the answer is not JSON`);
     }
+  }
+
+  listClients(page: { readonly limit?: string; readonly next?: string }): Promise<{
+    clients: ClientSettings[];
+    next?: string;
+  }> {
+    return this.#call('GET', '/clients', { query: page });
   }
 
   getClient(clientId: string): Promise<ClientSettings> {
@@ -197,6 +212,32 @@ export class OperatorApi {
     query: { readonly recipient?: string; readonly limit?: string; readonly next?: string },
   ): Promise<OptOutsAnswer> {
     return this.#call('GET', `/clients/${seg(clientId)}/opt-outs`, { query });
+  }
+
+  /** Looks recipients up on the client's suppression list (`recipient`), or pages through it. */
+  suppressions(
+    clientId: string,
+    query: { readonly recipient?: string; readonly limit?: string; readonly next?: string },
+  ): Promise<SuppressionsAnswer> {
+    return this.#call('GET', `/clients/${seg(clientId)}/suppressions`, { query });
+  }
+
+  addSuppressions(
+    clientId: string,
+    body: { recipients: string[]; reason?: string },
+  ): Promise<SuppressionsAnswer> {
+    return this.#call('POST', `/clients/${seg(clientId)}/suppressions`, { json: body });
+  }
+
+  removeSuppression(clientId: string, recipient: string): Promise<SuppressionView> {
+    return this.#call('DELETE', `/clients/${seg(clientId)}/suppressions/${seg(recipient)}`);
+  }
+
+  uploadSuppressions(clientId: string, csv: Uint8Array, reason?: string): Promise<SuppressionUploadAnswer> {
+    return this.#call('POST', `/clients/${seg(clientId)}/suppressions`, {
+      csv,
+      query: { reason },
+    });
   }
 
   /**

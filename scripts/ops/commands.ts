@@ -77,6 +77,16 @@ const SETTINGS_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     help: 'region of numbers without a country code, e.g. JP',
   },
   'message-channel': { type: 'string', value: 'ID', help: 'the LINE channel message jobs send through' },
+  'restricted-periods': {
+    type: 'string',
+    value: 'JSON',
+    help: 'dates or ranges when nothing starts, e.g. \'[{"start":"2026-12-29","end":"2027-01-03"}]\', or @FILE',
+  },
+  holidays: {
+    type: 'string',
+    value: 'CC',
+    help: "no call or message on this country's public holidays, e.g. JP",
+  },
 };
 
 const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
@@ -100,6 +110,21 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     value: 'HOURS',
     help: "the job's own calling hours (as for clients put)",
   },
+  'restricted-periods': {
+    type: 'string',
+    value: 'JSON',
+    help: 'dates or ranges when nothing of the job starts (on top of the client ones), e.g. \'[{"start":"2026-12-29","end":"2027-01-03"}]\', or @FILE',
+  },
+  holidays: {
+    type: 'string',
+    value: 'CC',
+    help: "no call or message on this country's public holidays, e.g. JP",
+  },
+  'time-zone-by': {
+    type: 'string',
+    value: 'client|recipient',
+    help: "read the hours and periods in the client's zone (default) or each recipient's",
+  },
   scenario: { type: 'string', value: 'ID', help: 'the call scenario (scenarioId)' },
   'max-attempts': { type: 'string', value: 'N', help: 'attempts per task, the first included' },
   'retry-delay': { type: 'string', value: 'S', help: 'seconds between attempts' },
@@ -119,6 +144,57 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   rows: { type: 'string', value: 'N', help: 'rejected and skipped rows to print (default 20, at most 500)' },
 };
 
+const RECIPIENTS_DETAILS = `A recipient is a LINE user id (U + 32 hex digits) or a phone number, written as in a list
+(090-1234-5678 is read in the client's default region).`;
+
+/** The suppression (do-not-call) list: nobody on it is called or messaged by any job of the client. */
+const SUPPRESSION_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: 'suppressions add',
+    summary: "put recipients on the client's suppression list (source api)",
+    args: '<recipient>...',
+    positionals: { min: 1, max: 100 },
+    options: { client: CLIENT, reason: { type: 'string', value: 'TEXT', help: 'why (kept on each entry)' } },
+    details: `${RECIPIENTS_DETAILS} A task of a recipient on the list ends cancelled ("suppressed: api")
+when its call would start or its message be claimed, even in a job already running.`,
+  },
+  {
+    name: 'suppressions remove',
+    summary: "take a recipient off the client's suppression list",
+    args: '<recipient>',
+    positionals: { min: 1, max: 1 },
+    options: { client: CLIENT },
+    details: RECIPIENTS_DETAILS,
+  },
+  {
+    name: 'suppressions list',
+    summary: 'look recipients up on the suppression list, or page through it',
+    args: '[<recipient>...]',
+    positionals: { min: 0, max: 100 },
+    options: {
+      client: CLIENT,
+      limit: { type: 'string', value: 'N', help: 'entries per page (1-500, default 50)' },
+      next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+    },
+  },
+  {
+    name: 'suppressions upload',
+    summary: 'add every recipient of a CSV to the suppression list (source csv); bad rows are listed',
+    args: '',
+    positionals: { min: 0, max: 0 },
+    options: {
+      client: CLIENT,
+      csv: {
+        type: 'string',
+        value: 'FILE',
+        help: 'the list (as a call or message list is read)',
+        required: true,
+      },
+      reason: { type: 'string', value: 'TEXT', help: 'why, for rows without a reason/理由 column' },
+    },
+  },
+];
+
 export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'clients put',
@@ -133,6 +209,16 @@ the client's settings as a whole, so a new client needs at least --max-concurren
   npm run ops -- clients put acme --max-concurrent-calls 6 --calls-per-second 2 \\
     --time-zone Asia/Tokyo --calling-hours "mon-fri=09:00-18:00" --default-region JP
   npm run ops -- clients put acme --merge --calls-per-second 3`,
+  },
+  {
+    name: 'clients list',
+    summary: 'every client, by id (an operator allowed GET /clients)',
+    args: '',
+    positionals: { min: 0, max: 0 },
+    options: {
+      limit: { type: 'string', value: 'N', help: 'clients per page (1-100, default 50)' },
+      next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+    },
   },
   {
     name: 'clients get',
@@ -244,6 +330,7 @@ on any of its channels opts the user out of all its later jobs.`,
       next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
     },
   },
+  ...SUPPRESSION_COMMANDS,
 ];
 
 /** Every option name any command takes, with its type: one name means one type everywhere. */

@@ -5,6 +5,7 @@
 import type { JobView } from '#shared/jobs/api.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import type { OptOutsAnswer } from '#shared/jobs/opt-outs.ts';
+import type { SuppressionsAnswer, SuppressionUploadAnswer } from '#shared/suppressions/api.ts';
 
 /** A rejected or skipped row of a list, as `GET …/jobs/{jobId}/row-problems` gives it. */
 export interface RowProblem {
@@ -122,7 +123,7 @@ export function formatClient(client: ClientSettings): string {
     : undefined;
   const defaults = client.jobDefaults
     ? Object.entries(client.jobDefaults)
-        .map(([k, v]) => `${k}=${String(v)}`)
+        .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
         .join(', ')
     : undefined;
   return fields([
@@ -131,6 +132,8 @@ export function formatClient(client: ClientSettings): string {
     ['calls per second', String(client.callsPerSecond)],
     ['time zone', client.timeZone],
     ['calling hours', callingHoursLine(client.callingHours.weekly)],
+    ['restricted periods', restrictedPeriodsLine(client.restrictedPeriods)],
+    ['holidays', client.holidays ? `public holidays of ${client.holidays.country}` : undefined],
     ['default region', client.defaultRegion],
     ['message channel', client.messageChannelId],
     ['job defaults', defaults || undefined],
@@ -216,6 +219,8 @@ export function formatJob(job: JobView): string {
       `${job.maxAttempts} at most, ${job.retryDelaySeconds} s apart${job.retries ? ' (retries by outcome set)' : ''}`,
     ],
     ['calling hours', job.callingHours ? callingHoursLine(job.callingHours.weekly) : "the client's"],
+    ['restricted periods', restrictedPeriodsLine(job.restrictedPeriods)],
+    ['holidays', job.holidays ? `public holidays of ${job.holidays.country}` : undefined],
     ['created', job.createdAt],
     ['updated', job.updatedAt],
   ]);
@@ -276,6 +281,49 @@ export function formatOptOuts(answer: OptOutsAnswer): string {
     ]),
   ];
   return `${table(rows)}${answer.next ? `\nmore: --next ${answer.next}` : ''}`;
+}
+
+/** `2026-12-29–2027-01-03 (year-end), 2026-11-20T12:00–2026-11-20T13:00`; undefined when none. */
+export function restrictedPeriodsLine(
+  periods: readonly { start: string; end?: string; name?: string }[] | undefined,
+): string | undefined {
+  if (!periods || periods.length === 0) return undefined;
+  return periods
+    .map((p) => `${p.start}${p.end ? `–${p.end}` : ''}${p.name ? ` (${p.name})` : ''}`)
+    .join(', ');
+}
+
+/** Suppression entries: one line per recipient; a page's next token after them. */
+export function formatSuppressions(answer: SuppressionsAnswer): string {
+  if (answer.suppressions.length === 0)
+    return answer.next ? `none on this page\nmore: --next ${answer.next}` : 'nobody on the suppression list';
+  const rows = [
+    ['RECIPIENT', 'SUPPRESSED', 'SOURCE', 'SINCE', 'REASON', 'AS TYPED'],
+    ...answer.suppressions.map((s) => [
+      s.recipient,
+      s.suppressed ? 'yes' : 'no',
+      s.source ?? '',
+      s.addedAt ?? '',
+      s.reason ?? '',
+      s.input ?? '',
+    ]),
+  ];
+  return `${table(rows)}${answer.next ? `\nmore: --next ${answer.next}` : ''}`;
+}
+
+/** What an upload did, and its bad rows (row, column, reason, value). */
+export function formatSuppressionUpload(answer: SuppressionUploadAnswer): string {
+  const lines = [
+    `${answer.added} added of ${answer.dataRows} rows (${answer.rejected} rejected, ${answer.skipped} skipped)`,
+  ];
+  if (answer.problems.length > 0)
+    lines.push(
+      table([
+        ['ROW', 'OUTCOME', 'COLUMN', 'REASON', 'VALUE'],
+        ...answer.problems.map((p) => [String(p.row), p.outcome, p.column ?? '', p.reason, p.value ?? '']),
+      ]),
+    );
+  return lines.join('\n');
 }
 
 /** An API error's field errors on one line: `maxAttempts: must be …; callingHours.mon[0].start: …`. */

@@ -132,6 +132,8 @@ export function settingsForPut(current: ClientSettings): Record<string, unknown>
     ...(current.messageChannelId === undefined ? {} : { messageChannelId: current.messageChannelId }),
     ...(current.jobDefaults === undefined ? {} : { jobDefaults: current.jobDefaults }),
     ...(current.telephony === undefined ? {} : { telephony: current.telephony }),
+    ...(current.restrictedPeriods === undefined ? {} : { restrictedPeriods: current.restrictedPeriods }),
+    ...(current.holidays === undefined ? {} : { holidays: current.holidays }),
   };
 }
 
@@ -156,6 +158,7 @@ export function clientSettingsBody(
   if (hours !== undefined) set('callingHours', parseCallingHours(hours, '--calling-hours', read));
   set('defaultRegion', stringOption(options, 'default-region'));
   set('messageChannelId', stringOption(options, 'message-channel'));
+  setRestrictions(options, set, read);
   if (Object.keys(body).length === 0) {
     throw new UsageError(
       'clients put needs the settings: --file FILE or flags (see npm run ops -- clients put --help)',
@@ -201,7 +204,20 @@ export function jobOptionsBody(options: Options, read: ReadText = readText): Rec
   if (retries !== undefined) set('retries', jsonArgument(retries, '--retries', read));
   set('ringTimeoutSeconds', wholeNumber(options, 'ring-timeout', { min: 0 }));
   set('recipientColumn', stringOption(options, 'recipient-column'));
+  setRestrictions(options, set, read);
+  const by = stringOption(options, 'time-zone-by');
+  if (by !== undefined && by !== 'client' && by !== 'recipient')
+    throw new UsageError(`--time-zone-by must be client or recipient, got ${JSON.stringify(by)}`);
+  set('timeZoneBy', by);
   return body;
+}
+
+/** --restricted-periods (JSON or @FILE) and --holidays (a country code), for clients and jobs alike. */
+function setRestrictions(options: Options, set: (key: string, value: unknown) => void, read: ReadText): void {
+  const periods = stringOption(options, 'restricted-periods');
+  if (periods !== undefined) set('restrictedPeriods', jsonArgument(periods, '--restricted-periods', read));
+  const country = stringOption(options, 'holidays');
+  if (country !== undefined) set('holidays', { country: country.toUpperCase() });
 }
 
 /** `lists/june calls.csv` → `june calls`. */

@@ -3,6 +3,7 @@
  * prints the answer. Returns the exit status; every error becomes one line on stderr.
  */
 import { createWriteStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -28,6 +29,8 @@ import {
   formatJob,
   formatJobTable,
   formatOptOuts,
+  formatSuppressions,
+  formatSuppressionUpload,
   INGEST_STATUSES,
   progressLine,
   type RowProblem,
@@ -296,8 +299,79 @@ const optoutsList: Runner = async (ctx) => {
   return 0;
 };
 
+const clientsList: Runner = async (ctx) => {
+  const limit = wholeNumber(ctx.options, 'limit', { min: 1 });
+  const next = stringOption(ctx.options, 'next');
+  const answer = await ctx.api.listClients({
+    ...(limit === undefined ? {} : { limit: String(limit) }),
+    ...(next === undefined ? {} : { next }),
+  });
+  if (ctx.global.json) ctx.term.printJson(answer);
+  else {
+    for (const c of answer.clients)
+      ctx.term.print(
+        `${c.clientId}${c.paused ? '  (paused)' : ''}  ${c.maxConcurrentCalls} calls, ${c.callsPerSecond}/s, ${c.timeZone}`,
+      );
+    if (answer.next) ctx.term.print(`more: --next ${answer.next}`);
+  }
+  return 0;
+};
+
+const suppressionsAdd: Runner = async (ctx) => {
+  const clientId = required(ctx.options, 'client');
+  const reason = stringOption(ctx.options, 'reason');
+  const answer = await ctx.api.addSuppressions(clientId, {
+    recipients: [...ctx.positionals],
+    ...(reason === undefined ? {} : { reason }),
+  });
+  if (ctx.global.json) ctx.term.printJson(answer);
+  else ctx.term.print(formatSuppressions(answer));
+  return 0;
+};
+
+const suppressionsRemove: Runner = async (ctx) => {
+  const clientId = required(ctx.options, 'client');
+  const answer = await ctx.api.removeSuppression(clientId, ctx.positionals[0]!);
+  if (ctx.global.json) ctx.term.printJson(answer);
+  else ctx.term.print(`${answer.recipient}: ${answer.reason ?? 'removed from the suppression list'}`);
+  return 0;
+};
+
+const suppressionsList: Runner = async (ctx) => {
+  const clientId = required(ctx.options, 'client');
+  const limit = wholeNumber(ctx.options, 'limit', { min: 1 });
+  const next = stringOption(ctx.options, 'next');
+  const answer = await ctx.api.suppressions(
+    clientId,
+    ctx.positionals.length > 0
+      ? { recipient: ctx.positionals.join(',') }
+      : { ...(limit === undefined ? {} : { limit: String(limit) }), ...(next === undefined ? {} : { next }) },
+  );
+  if (ctx.global.json) ctx.term.printJson(answer);
+  else ctx.term.print(formatSuppressions(answer));
+  return 0;
+};
+
+const suppressionsUpload: Runner = async (ctx) => {
+  const clientId = required(ctx.options, 'client');
+  const file = required(ctx.options, 'csv');
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(path.resolve(ctx.cwd, file));
+  } catch (error) {
+    throw new OpsError(
+      `reading ${file} failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
+  }
+  const answer = await ctx.api.uploadSuppressions(clientId, bytes, stringOption(ctx.options, 'reason'));
+  if (ctx.global.json) ctx.term.printJson(answer);
+  else ctx.term.print(formatSuppressionUpload(answer));
+  return 0;
+};
+
 const RUNNERS: Readonly<Record<string, Runner>> = {
   'clients put': clientsPut,
+  'clients list': clientsList,
   'clients get': async (ctx) => printClient(ctx, await ctx.api.getClient(ctx.positionals[0]!)),
   'clients pause': clientsPaused(true),
   'clients resume': clientsPaused(false),
@@ -310,6 +384,10 @@ const RUNNERS: Readonly<Record<string, Runner>> = {
   'jobs report': jobsReport,
   'optouts lookup': optoutsLookup,
   'optouts list': optoutsList,
+  'suppressions add': suppressionsAdd,
+  'suppressions remove': suppressionsRemove,
+  'suppressions list': suppressionsList,
+  'suppressions upload': suppressionsUpload,
 };
 
 /** Runs the command line `argv`; resolves to the exit status. */

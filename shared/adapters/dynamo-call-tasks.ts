@@ -20,7 +20,15 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { BrokerTaskStore, Fence, SettleRequest, StartResult, TaskRef } from '#shared/broker/ports.ts';
+import type {
+  BrokerTaskStore,
+  Fence,
+  SettleRequest,
+  StartLimits,
+  StartResult,
+  TaskRef,
+} from '#shared/broker/ports.ts';
+import { type CapSlot, cappedReason, overCapMove } from '#shared/contact-limits/model.ts';
 import {
   type ClientSettings,
   type Job,
@@ -31,8 +39,12 @@ import {
 } from '#shared/jobs/model.ts';
 import { JOB_CANCELLED_REASON, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { capCounterUpdates, endCappedTask } from './dynamo-contact-caps.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
+import { endSuppressedTask } from './dynamo-suppressed-tasks.ts';
+import { suppressionConditionCheck } from './dynamo-suppressions.ts';
+import { deferTask } from './dynamo-task-deferral.ts';
 import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
 
 export interface DynamoBrokerTaskStoreOptions {
@@ -40,6 +52,11 @@ export interface DynamoBrokerTaskStoreOptions {
   readonly tasksTable: string;
   /** How long a job's status is trusted when filtering the index, ms (the start re-checks it). Default 5,000. */
   readonly jobCacheMs?: number;
+  /**
+   * Hold a ConditionCheck on the recipient's suppression entry in every start (default true). Off
+   * only for the benchmark's baseline: the cost of the check is what it measures.
+   */
+  readonly checkSuppressions?: boolean;
   readonly now?: () => number;
 }
 
@@ -88,9 +105,11 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
   readonly #tasksTable: string;
   readonly #jobs: JobCache;
   readonly #now: () => number;
+  readonly #checkSuppressions: boolean;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoBrokerTaskStoreOptions) {
     this.#doc = doc;
+    this.#checkSuppressions = options.checkSuppressions ?? true;
     this.#controlTable = options.controlTable;
     this.#tasksTable = options.tasksTable;
     this.#now = options.now ?? Date.now;
@@ -124,17 +143,29 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     return (await this.#acrossShards(clientId, upper, limit)).map((f) => f.task);
   }
 
+  defer(task: Task, readyAt: number, now: number) {
+    return deferTask(this.#doc, this.#tasksTable, task, readyAt, now);
+  }
+
   async nextReadyAt(clientId: string) {
     const [first] = await this.#acrossShards(clientId, undefined, 1);
     return first?.task.readyAt;
   }
 
-  async start(task: Task, fence: Fence): Promise<StartResult> {
+  async start(task: Task, fence: Fence, limits?: StartLimits): Promise<StartResult> {
     const startedAt = fence.now;
+    // The suppression list is checked in the start itself (docs/suppression-list.md): an entry
+    // written before this transaction refuses it, one written after it finds the call started.
+    const suppression = this.#checkSuppressions
+      ? [suppressionConditionCheck(this.#controlTable, task.clientId, task.recipient)]
+      : [];
+    const slots = limits?.slots ?? [];
     const codes = await this.#transact([
       this.#leaseAdd(task, fence),
       this.#jobRunning(task, startedAt),
       this.#taskStart(task, startedAt),
+      ...suppression,
+      ...capCounterUpdates(this.#tasksTable, task, slots),
     ]);
     if (codes === undefined) {
       const { callId: _callId, ...rest } = task;
@@ -144,8 +175,34 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
       };
     }
     if (codes[0] === 'ConditionalCheckFailed') return { kind: 'fenced' };
+    const capped = slots.findIndex((_, i) => codes[3 + suppression.length + i] === 'ConditionalCheckFailed');
+    if (capped >= 0 && !codes.slice(0, 3 + suppression.length).includes('ConditionalCheckFailed'))
+      return this.#overCap(task, slots[capped]!, limits?.jobEndAt, startedAt);
+    const suppressed = suppression.length > 0 && codes[3] === 'ConditionalCheckFailed';
+    if (suppressed && !codes.slice(1, 3).includes('ConditionalCheckFailed')) {
+      const ended = await endSuppressedTask(
+        this.#doc,
+        { controlTable: this.#controlTable, tasksTable: this.#tasksTable },
+        task,
+        startedAt,
+      );
+      return ended.kind === 'ended' ? { kind: 'suppressed', reason: ended.reason } : { kind: 'gone' };
+    }
     if (codes.includes('ConditionalCheckFailed')) return { kind: 'gone' };
     throw new Error(`task start cancelled: ${codes.join(', ')}`);
+  }
+
+  /** A start refused by a contact limit: the task waits for the window's end, or ends (`overCapMove`). */
+  async #overCap(task: Task, slot: CapSlot, jobEndAt: number | undefined, now: number): Promise<StartResult> {
+    const until = slot.window.end;
+    if (overCapMove(until, jobEndAt) === 'wait') {
+      const waiting = await deferTask(this.#doc, this.#tasksTable, task, until, now);
+      return waiting ? { kind: 'capped', until, ended: false } : { kind: 'gone' };
+    }
+    const reason = cappedReason(slot.limit, until);
+    const tables = { controlTable: this.#controlTable, tasksTable: this.#tasksTable };
+    const ended = await endCappedTask(this.#doc, tables, task, reason, now);
+    return ended ? { kind: 'capped', until, ended: true, reason } : { kind: 'gone' };
   }
 
   async recordCallId(ref: TaskRef, attempt: number, callId: string, now: number) {

@@ -1,9 +1,13 @@
 /**
  * DynamoDB adapter of the {@link ClientStore}: a client's settings as one control-table item
  * (`CLIENT#{clientId}` / `PROFILE`), written as an update so a pause set by its own route stays.
+ * Each client item is also an entry of the `byStatus` index under `statusKey = CLIENTS` (sorted by
+ * client id): the administrators' list of every client is one Query of that partition, a page at
+ * a time, never a scan.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ValidationError } from '#shared/jobs/errors.ts';
 import { type ClientSettings, keys } from '#shared/jobs/model.ts';
 import type { ClientStore } from '#shared/jobs/ports.ts';
 
@@ -11,16 +15,29 @@ export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: st
   return {
     async get(clientId) {
       const out = await doc.send(new GetCommand({ TableName: tableName, Key: keys.client(clientId) }));
-      if (!out.Item) return undefined;
-      const { pk: _pk, sk: _sk, ...settings } = out.Item;
-      return settings as ClientSettings;
+      return out.Item ? settingsOf(out.Item) : undefined;
+    },
+    async list({ limit, next }) {
+      const out = await doc.send(
+        new QueryCommand({
+          TableName: tableName,
+          IndexName: BY_STATUS_INDEX,
+          KeyConditionExpression: 'statusKey = :clients',
+          ExpressionAttributeValues: { ':clients': CLIENT_LIST_KEY },
+          Limit: limit,
+          ...(next === undefined ? {} : { ExclusiveStartKey: clientPageKey(next) }),
+        }),
+      );
+      const clients = (out.Items ?? []).map(settingsOf);
+      const last = out.LastEvaluatedKey?.dueKey;
+      return { clients, ...(typeof last === 'string' ? { next: last } : {}) };
     },
     async put(settings) {
       // An update, not a put: a pause set by its own route stays unless the settings name it.
       const names: Record<string, string> = {};
       const values: Record<string, unknown> = {};
       const set: string[] = [];
-      for (const [field, value] of Object.entries(settings)) {
+      for (const [field, value] of Object.entries({ ...settings, ...listEntry(settings.clientId) })) {
         if (value === undefined) continue;
         names[`#${field}`] = field;
         values[`:${field}`] = value;
@@ -38,8 +55,7 @@ export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: st
           ReturnValues: 'ALL_NEW',
         }),
       );
-      const { pk: _pk, sk: _sk, ...stored } = out.Attributes ?? {};
-      return stored as ClientSettings;
+      return settingsOf(out.Attributes ?? {});
     },
     async setPaused(clientId, paused, now) {
       try {
@@ -47,13 +63,19 @@ export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: st
           new UpdateCommand({
             TableName: tableName,
             Key: keys.client(clientId),
-            UpdateExpression: 'SET paused = :paused, updatedAt = :now',
+            // The list entry too: a client saved before the list existed joins it here.
+            UpdateExpression: 'SET paused = :paused, updatedAt = :now, statusKey = :list, dueKey = :clientId',
             ConditionExpression: 'attribute_exists(pk)',
-            ExpressionAttributeValues: { ':paused': paused, ':now': now },
+            ExpressionAttributeValues: {
+              ':paused': paused,
+              ':now': now,
+              ':list': CLIENT_LIST_KEY,
+              ':clientId': clientId,
+            },
             ReturnValues: 'ALL_NEW',
           }),
         );
-        const { pk: _pk, sk: _sk, ...settings } = out.Attributes ?? {};
+        const settings = settingsOf(out.Attributes ?? {});
         return settings as ClientSettings;
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) return undefined;
@@ -64,4 +86,33 @@ export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: st
 }
 
 /** Settings a `PUT /clients/{id}` may leave out: removed when it does (`paused` is kept). */
-const CLIENT_OPTIONAL_FIELDS = ['messageChannelId', 'jobDefaults', 'telephony', 'outcomeWebhook'] as const;
+const CLIENT_OPTIONAL_FIELDS = [
+  'messageChannelId',
+  'jobDefaults',
+  'telephony',
+  'restrictedPeriods',
+  'holidays',
+  'contactLimits',
+  'outcomeWebhook',
+] as const;
+
+const BY_STATUS_INDEX = 'byStatus';
+/** The `byStatus` partition that lists every client (jobs use `JOBSTATUS#…` partitions). */
+const CLIENT_LIST_KEY = 'CLIENTS';
+
+function listEntry(clientId: string) {
+  return { statusKey: CLIENT_LIST_KEY, dueKey: clientId };
+}
+
+/** The settings of a stored client item: its keys and its index entry are storage only. */
+function settingsOf(item: Record<string, unknown>): ClientSettings {
+  const { pk: _pk, sk: _sk, statusKey: _statusKey, dueKey: _dueKey, ...settings } = item;
+  return settings as unknown as ClientSettings;
+}
+
+/** The page after the client `next` (a client id this store returned). */
+function clientPageKey(next: string): Record<string, unknown> {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(next))
+    throw new ValidationError('invalid query', { next: ['is not a token this API returned'] });
+  return { ...keys.client(next), ...listEntry(next) };
+}

@@ -11,6 +11,7 @@ import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
 import { isLeftByOlderHolder, mayClaimMessage, mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
+import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
 import {
   failedConditions,
   type Item,
@@ -47,6 +48,13 @@ export interface ClaimerDeps {
   readonly state: SessionState;
   readonly batches: MulticastRecords;
   readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Those of `recipients` on the client's suppression list → the reason their task ends with. */
+  readonly suppressed?: (
+    clientId: string,
+    recipients: readonly string[],
+  ) => Promise<ReadonlyMap<string, string>>;
+  /** Take a slot of the client's contact limits at each first claim (default true; off for the bench's baseline). */
+  readonly checkContactLimits?: boolean;
 }
 
 type Chosen = { item: Item; batchKey?: string };
@@ -66,10 +74,16 @@ export class MessageClaimer implements TaskSource {
   /** What an older holder left in flight, read once; undefined until the first page. */
   #adoptQueue: Item[] | undefined;
   #batchByTask = new Map<string, string>();
+  readonly #caps: MessageCaps | undefined;
 
   constructor(deps: ClaimerDeps) {
     this.#deps = deps;
     this.#clientId = deps.lease.clientId;
+    const { doc, controlTable, tasksTable } = deps.table;
+    this.#caps =
+      deps.checkContactLimits === false
+        ? undefined
+        : new MessageCaps(doc, { controlTable, tasksTable }, this.#clientId);
   }
 
   async nextPage(limit: number): Promise<readonly ClaimedTask[]> {
@@ -179,8 +193,9 @@ export class MessageClaimer implements TaskSource {
   async #claimForJob(jobId: string, group: Chosen[], token: number): Promise<ClaimedTask[]> {
     const job = await this.#deps.table.jobs.cached(this.#clientId, jobId);
     if (!this.#jobAccepted(job)) return [];
-    // Opt-outs are read while the claim is written: each takes a round trip or more.
-    const [claimed, optedOut] = await Promise.all([
+    // Opt-outs and suppressions are read while the claim is written: each takes a round trip or more.
+    const recipients = group.map((c) => String(c.item.recipient));
+    const [claimed, optedOut, suppressed] = await Promise.all([
       this.#claim(job, group, token),
       this.#deps.optedOut
         ? this.#deps.optedOut(
@@ -188,6 +203,7 @@ export class MessageClaimer implements TaskSource {
             group.map((c) => String(c.item.recipient)),
           )
         : new Set<string>(),
+      this.#deps.suppressed ? this.#deps.suppressed(this.#clientId, recipients) : new Map<string, string>(),
     ]);
     if (claimed.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
@@ -205,6 +221,7 @@ export class MessageClaimer implements TaskSource {
         attempt: c.attempt,
         attemptStartedAt: c.startedAt,
         ...(optedOut.has(recipient) ? { optedOut: true } : {}),
+        ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
         ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
         ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
         ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
@@ -220,11 +237,15 @@ export class MessageClaimer implements TaskSource {
   async #claim(job: Job, chosen: Chosen[], token: number): Promise<Claimed[]> {
     const { jobId } = job;
     const claimed: Claimed[] = [];
-    for (let i = 0; i < chosen.length && !this.#deps.state.fenced; i += CLAIMS_PER_TRANSACTION) {
-      let group = chosen.slice(i, i + CLAIMS_PER_TRANSACTION);
+    const slots = (await this.#caps?.slotsFor(job, this.#deps.table.clock.now())) ?? [];
+    // Each first claim takes one more item per contact limit: smaller groups keep 100 items at most.
+    const size = Math.floor(CLAIMS_PER_TRANSACTION / (1 + slots.length));
+    for (let i = 0; i < chosen.length && !this.#deps.state.fenced; i += size) {
+      let group = chosen.slice(i, i + size);
       while (group.length > 0) {
         const now = this.#deps.table.clock.now();
         if (jobHasEnded(job, now)) return claimed;
+        const counters = this.#caps?.counters(group, slots) ?? { items: [], owners: [] };
         const codes = await this.#deps.table.transact([
           leaseFenceCheck(this.#deps.table.controlTable, {
             clientId: this.#clientId,
@@ -233,6 +254,7 @@ export class MessageClaimer implements TaskSource {
             now,
           }),
           ...group.map(({ item }) => this.#claimUpdate(jobId, item, token, now)),
+          ...counters.items,
         ]);
         if (codes === undefined) {
           for (const c of group) {
@@ -245,13 +267,31 @@ export class MessageClaimer implements TaskSource {
           this.#deps.state.fenced = true;
           break;
         }
-        // Tasks that moved on since the index read: drop them, claim the rest.
+        // Tasks that moved on since the index read, or over a contact limit: drop them, claim the rest.
         const moved = failedConditions(codes);
         if (moved.size === 0) throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
-        group = group.filter((_, j) => !moved.has(j));
+        const over = await this.#holdCapped(job, group, counters, moved, now);
+        group = group.filter((_, j) => !moved.has(j) && !over.has(j));
       }
     }
     return claimed;
+  }
+
+  /** The group's tasks whose contact-limit counter refused them (indexes), each held or ended. */
+  async #holdCapped(
+    job: Job,
+    group: readonly Chosen[],
+    counters: ClaimCounters,
+    failed: ReadonlySet<number>,
+    now: number,
+  ): Promise<Set<number>> {
+    const over = new Map<number, ClaimCounters['owners'][number]['slot']>();
+    for (const j of failed) {
+      const owner = counters.owners[j - group.length];
+      if (owner && !over.has(owner.task)) over.set(owner.task, owner.slot);
+    }
+    for (const [task, slot] of over) await this.#caps!.hold(job, group[task]!.item, slot, now);
+    return new Set(over.keys());
   }
 
   /**

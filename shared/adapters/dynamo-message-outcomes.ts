@@ -11,6 +11,7 @@ import type { ReportSink, TaskOutcome } from '#shared/campaign/ports.ts';
 import { jobHasEnded, keys } from '#shared/jobs/model.ts';
 import { messageOutcomeMove, type ReleasedJob } from '#shared/jobs/task-lifecycle.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
+import { isSuppressedReason } from '#shared/suppressions/model.ts';
 import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
 import { failedConditions, MAX_TRIES, type MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
@@ -78,8 +79,12 @@ export class OutcomeWriter implements ReportSink {
       const counts = { completed: 0, failed: 0, cancelled: 0, expired: 0 };
       for (const u of updates) if (u.count) counts[u.count]++;
       const releases = updates.some((u) => u.count === undefined) && !cancelledJob;
+      // Of the cancelled, those whose recipient was on the suppression list (`counts.suppressed`).
+      const suppressed = left.filter(
+        (o, j) => updates[j]!.count === 'cancelled' && isSuppressedReason(o.reason),
+      ).length;
       const codes = await this.#deps.table.transact([
-        this.#jobCounts(jobId, counts, releases),
+        this.#jobCounts(jobId, counts, releases, suppressed),
         ...updates.map((u) => u.update),
       ]);
       if (codes === undefined) return left;
@@ -98,13 +103,14 @@ export class OutcomeWriter implements ReportSink {
   }
 
   /** The job's counts moved by the outcomes; with a release, only while the job is not cancelled. */
-  #jobCounts(jobId: string, counts: Record<Count, number>, releases: boolean) {
+  #jobCounts(jobId: string, counts: Record<Count, number>, releases: boolean, suppressed = 0) {
     return {
       Update: {
         TableName: this.#deps.table.controlTable,
         Key: keys.job(this.#deps.lease.clientId, jobId),
         UpdateExpression:
-          'ADD #counts.#completed :completed, #counts.#failed :failed, #counts.#cancelled :cancelled, #counts.#expired :expired',
+          'ADD #counts.#completed :completed, #counts.#failed :failed, #counts.#cancelled :cancelled, #counts.#expired :expired' +
+          (suppressed > 0 ? ', #counts.#suppressed :suppressed' : ''),
         ConditionExpression: releases
           ? 'attribute_exists(#counts) AND #status <> :cancelledStatus'
           : 'attribute_exists(#counts)',
@@ -114,6 +120,7 @@ export class OutcomeWriter implements ReportSink {
           '#failed': 'failed',
           '#cancelled': 'cancelled',
           '#expired': 'expired',
+          ...(suppressed > 0 ? { '#suppressed': 'suppressed' } : {}),
           ...(releases ? { '#status': 'status' } : {}),
         },
         ExpressionAttributeValues: {
@@ -121,6 +128,7 @@ export class OutcomeWriter implements ReportSink {
           ':failed': counts.failed,
           ':cancelled': counts.cancelled,
           ':expired': counts.expired,
+          ...(suppressed > 0 ? { ':suppressed': suppressed } : {}),
           ...(releases ? { ':cancelledStatus': 'cancelled' } : {}),
         },
       },

@@ -39,7 +39,12 @@ import type { BatchLedger, ReportSink, TaskSource } from '#shared/campaign/ports
 import { type Job, keys } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import { MessageClaimer, type MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
+import {
+  type ClaimerDeps,
+  MessageClaimer,
+  type MessageClaimLease,
+  SessionState,
+} from './dynamo-message-claims.ts';
 import { OutcomeWriter } from './dynamo-message-outcomes.ts';
 import { isRunningMessageJob, MessageTaskTable } from './dynamo-message-table.ts';
 import { MulticastRecords } from './dynamo-multicast-records.ts';
@@ -55,6 +60,10 @@ export interface DynamoMessageTasksOptions {
   readonly clock: Clock;
   /** The recipients of `recipients` who opted out (unfollowed); none when absent. */
   readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** The recipients of `recipients` on the client's suppression list, with the reason their task ends with. */
+  readonly suppressed?: ClaimerDeps['suppressed'];
+  /** Take a slot of the client's contact limits at each first claim (default true). */
+  readonly checkContactLimits?: boolean;
   readonly holdMs?: number;
   /** How long a job's status is trusted when choosing tasks (the claim re-checks it), ms. Default 1,000. */
   readonly jobCacheMs?: number;
@@ -96,6 +105,8 @@ export function makeDynamoMessageTasks(
 class DynamoMessageTaskStore implements DynamoMessageTasks {
   readonly #table: MessageTaskTable;
   readonly #optedOut: DynamoMessageTasksOptions['optedOut'];
+  readonly #suppressed: DynamoMessageTasksOptions['suppressed'];
+  readonly #checkContactLimits: boolean;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoMessageTasksOptions) {
     this.#table = new MessageTaskTable(doc, {
@@ -106,6 +117,8 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
       jobCacheMs: options.jobCacheMs ?? 1_000,
     });
     this.#optedOut = options.optedOut;
+    this.#suppressed = options.suppressed;
+    this.#checkContactLimits = options.checkContactLimits ?? true;
   }
 
   session(lease: MessageClaimLease, accept: (job: Job) => boolean = () => true): MessageSession {
@@ -120,6 +133,8 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
         state,
         batches,
         ...(this.#optedOut ? { optedOut: this.#optedOut } : {}),
+        ...(this.#suppressed ? { suppressed: this.#suppressed } : {}),
+        checkContactLimits: this.#checkContactLimits,
       }),
       report: new OutcomeWriter({ table, lease, state, batches }),
       batches,

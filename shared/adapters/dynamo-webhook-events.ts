@@ -11,6 +11,20 @@ import {
 } from '#shared/webhooks/ports.ts';
 /** How long an event is remembered: well past LINE's redelivery and SQS's retention (4 days). */
 export const PROCESSED_EVENT_TTL_SECONDS = PROCESSED_EVENT_TTL_MS / 1000;
+/** Put-then-read rounds one claim tries before giving up. */
+const CLAIM_ATTEMPTS = 5;
+
+function recordOf(eventId: string, item: Record<string, unknown>): ProcessedEventRecord {
+  return {
+    eventId,
+    state: item.state as ProcessedEventRecord['state'],
+    firstAttemptAt: item.firstAttemptAt as number,
+    replyAttempted: item.replyAttempted === true,
+    ...(item.outcome ? { outcome: item.outcome as string } : {}),
+    ...(item.reason ? { reason: item.reason as string } : {}),
+  };
+}
+
 export function makeDynamoProcessedEventStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
@@ -18,37 +32,36 @@ export function makeDynamoProcessedEventStore(
   const key = (eventId: string) => ({ pk: `EVENT#${eventId}` });
   return {
     async claim(eventId, now) {
-      try {
-        await doc.send(
-          new PutCommand({
-            TableName: tableName,
-            Item: {
-              ...key(eventId),
-              eventId,
-              state: 'processing',
-              firstAttemptAt: now,
-              replyAttempted: false,
-              expiresAt: Math.floor(now / 1000) + PROCESSED_EVENT_TTL_SECONDS,
-            },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
+      // A failed condition means the record exists, so a consistent read finds it; DynamoDB Local
+      // can answer the read before the winning write is visible, and an expired record can vanish
+      // between the two calls: then the claim is simply tried again (still conditional).
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await doc.send(
+            new PutCommand({
+              TableName: tableName,
+              Item: {
+                ...key(eventId),
+                eventId,
+                state: 'processing',
+                firstAttemptAt: now,
+                replyAttempted: false,
+                expiresAt: Math.floor(now / 1000) + PROCESSED_EVENT_TTL_SECONDS,
+              },
+              ConditionExpression: 'attribute_not_exists(pk)',
+            }),
+          );
+          return { eventId, state: 'processing', firstAttemptAt: now, replyAttempted: false };
+        } catch (error) {
+          if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        }
+        const out = await doc.send(
+          new GetCommand({ TableName: tableName, Key: key(eventId), ConsistentRead: true }),
         );
-        return { eventId, state: 'processing', firstAttemptAt: now, replyAttempted: false };
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        if (out.Item) return recordOf(eventId, out.Item);
+        if (attempt >= CLAIM_ATTEMPTS)
+          throw new Error(`event ${eventId}: claim kept losing to a record it cannot read`);
       }
-      const out = await doc.send(
-        new GetCommand({ TableName: tableName, Key: key(eventId), ConsistentRead: true }),
-      );
-      const item = out.Item!;
-      return {
-        eventId,
-        state: item.state,
-        firstAttemptAt: item.firstAttemptAt,
-        replyAttempted: item.replyAttempted === true,
-        ...(item.outcome ? { outcome: item.outcome } : {}),
-        ...(item.reason ? { reason: item.reason } : {}),
-      } satisfies ProcessedEventRecord;
     },
     async markReplyAttempted(eventId) {
       try {

@@ -22,7 +22,8 @@ export interface ClientLimits {
 export interface ClientMetrics {
   limits(limits: ClientLimits): void;
   inFlight(calls: number): void;
-  callStarted(): void;
+  /** A call of `jobId` started (the job's series counts it; CloudWatch counts the client's). */
+  callStarted(jobId?: string): void;
   sent(channelId: string, observation: SendObservation): void;
   quota(channelId: string, quota: MessageQuota): void;
 }
@@ -45,12 +46,20 @@ export const noClientMetrics: ClientMetrics = {
   quota: () => {},
 };
 
+/** Where else the per-client counts go: each job's series (`job-series.ts`). */
+export interface ClientCountsTee {
+  forClient(clientId: string): ClientMetrics;
+  released(clientId: string): void;
+}
+
 export class BrokerMetrics {
   readonly #log: Logger;
   readonly #windows = new Map<string, Window>();
+  readonly #tee: ClientCountsTee | undefined;
 
-  constructor(log: Logger) {
+  constructor(log: Logger, tee?: ClientCountsTee) {
     this.#log = log;
+    this.#tee = tee;
   }
 
   /** Starts counting for a client this broker now serves. */
@@ -63,7 +72,7 @@ export class BrokerMetrics {
       channels: new Map(),
     };
     this.#windows.set(clientId, window);
-    return {
+    const counts: ClientMetrics = {
       limits: (limits) => {
         window.limits = limits;
       },
@@ -82,6 +91,7 @@ export class BrokerMetrics {
       },
       quota: (channelId, quota) => this.quota(channelId, quota),
     };
+    return this.#tee ? both(counts, this.#tee.forClient(clientId)) : counts;
   }
 
   /** The client is no longer served here: its last second is published, then nothing more. */
@@ -89,6 +99,7 @@ export class BrokerMetrics {
     const window = this.#windows.get(clientId);
     if (window) this.#publish(clientId, window);
     this.#windows.delete(clientId);
+    this.#tee?.released(clientId);
   }
 
   /** A lease lost without a release (expired, or refused by the fence): another broker takes over. */
@@ -142,6 +153,32 @@ export class BrokerMetrics {
     window.starts = 0;
     window.channels.clear();
   }
+}
+
+/** Counts told to `a` and then `b`. */
+function both(a: ClientMetrics, b: ClientMetrics): ClientMetrics {
+  return {
+    limits: (limits) => {
+      a.limits(limits);
+      b.limits(limits);
+    },
+    inFlight: (calls) => {
+      a.inFlight(calls);
+      b.inFlight(calls);
+    },
+    callStarted: (jobId) => {
+      a.callStarted(jobId);
+      b.callStarted(jobId);
+    },
+    sent: (channelId, observation) => {
+      a.sent(channelId, observation);
+      b.sent(channelId, observation);
+    },
+    quota: (channelId, quota) => {
+      a.quota(channelId, quota);
+      b.quota(channelId, quota);
+    },
+  };
 }
 
 /**

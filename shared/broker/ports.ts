@@ -3,6 +3,7 @@
  * store (claiming, starting and settling tasks, DynamoDB in production), the fleet's work list,
  * and the nudge that tells a broker one of its calls has ended.
  */
+import type { CapSlot } from '#shared/contact-limits/model.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import type { CallStatusEvent } from '#shared/telephony/port.ts';
 import type { FleetWork } from '../fleet/work-list.ts';
@@ -30,7 +31,20 @@ export interface Fence {
 export type StartResult =
   | { readonly kind: 'started'; readonly task: Task }
   | { readonly kind: 'fenced' }
-  | { readonly kind: 'gone' };
+  | { readonly kind: 'gone' }
+  /** The recipient is on the client's suppression list: the task ended `cancelled` with `reason`. */
+  | { readonly kind: 'suppressed'; readonly reason: string }
+  /**
+   * A contact limit of the recipient is reached: the task waits until `until` (its window's end),
+   * or, when that is not inside its job's life, ended `cancelled` with `reason` (`ended`).
+   */
+  | { readonly kind: 'capped'; readonly until: number; readonly ended: boolean; readonly reason?: string };
+
+/** The contact limits a start must pass (none for a job that ignores them), and its job's end. */
+export interface StartLimits {
+  readonly slots: readonly CapSlot[];
+  readonly jobEndAt?: number;
+}
 
 /** How a call's end leaves its task. */
 export type Settlement =
@@ -65,11 +79,16 @@ export interface BrokerTaskStore {
   /** When the client's earliest outstanding task becomes ready, whatever `now` is; undefined if none. */
   nextReadyAt(clientId: string): Promise<number | undefined>;
   /**
+   * Moves a waiting task to a later `readyAt` (its recipient's zone is closed or restricted until
+   * then); false when it had moved on. Optional: a store without it leaves the task where it is.
+   */
+  defer?(task: Task, readyAt: number, now: number): Promise<boolean>;
+  /**
    * Starts `task` in one transaction: the lease passes the fence, the job is `running` and has not
    * reached its end at the fence's `now` (`jobHasEnded`), and the task is still `pending`/`retry-wait` with the attempts seen; it becomes `in-flight` with
    * attempts + 1 and leaves the outstanding index.
    */
-  start(task: Task, fence: Fence): Promise<StartResult>;
+  start(task: Task, fence: Fence, limits?: StartLimits): Promise<StartResult>;
   /** Records the provider's call id on an in-flight attempt (no-op if it moved on). */
   recordCallId(ref: TaskRef, attempt: number, callId: string, now: number): Promise<void>;
   /**

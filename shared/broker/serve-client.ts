@@ -12,6 +12,7 @@
  * reconciliation after the job's maximum call duration plus a margin.
  */
 
+import { capSlots } from '#shared/contact-limits/model.ts';
 import {
   type ClientSettings,
   DEFAULT_MAX_CALL_SECONDS,
@@ -19,10 +20,9 @@ import {
   jobHasEnded,
   type Task,
 } from '#shared/jobs/model.ts';
-import { mayStartNow } from '#shared/jobs/waiting.ts';
+import { earliestStart, mayStartNow, taskZone } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
-import { effectiveCallingHours, isOpen, nextOpening } from '#shared/pacing/calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { type CallSlot, Pacer, PacingGate } from '#shared/pacing/pacer.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
@@ -36,7 +36,14 @@ import type {
 import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
 import { type ClientMetrics, noClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
-import type { BrokerTaskStore, CallEnded, CallLinkStore, Settlement } from './ports.ts';
+import type {
+  BrokerTaskStore,
+  CallEnded,
+  CallLinkStore,
+  Settlement,
+  StartLimits,
+  StartResult,
+} from './ports.ts';
 import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
 
 export interface ServeSettings {
@@ -323,39 +330,63 @@ export class ClientServer {
         continue;
       }
       // The hours may have closed, or the client been paused, while the slot was awaited.
-      if (!mayStartNow(await this.#currentClient(), next.job, clock.now())) {
+      const current = await this.#currentClient();
+      if (!mayStartNow(current, next.job, clock.now(), taskZone(current, next.job, next.task))) {
         this.#buffer.unshift(next.task);
         slot.release();
         continue;
       }
       let result: Awaited<ReturnType<BrokerTaskStore['start']>>;
       try {
-        result = await tasks.start(next.task, {
-          clientId: this.clientId,
-          owner: keeper.owner,
-          token,
-          now: clock.now(),
-        });
+        const now = clock.now();
+        result = await tasks.start(
+          next.task,
+          { clientId: this.clientId, owner: keeper.owner, token, now },
+          startLimits(await this.#currentClient(), next.job, now),
+        );
       } catch (error) {
         slot.release();
         logger.warn('task start did not answer; trying the next', { clientId: this.clientId, error });
         await this.#sleep(settings.initiateRetryMs);
         continue;
       }
-      if (result.kind === 'fenced') {
+      if (result.kind !== 'started') {
         slot.release();
-        logger.warn('start refused by the lease fence; stopping', { clientId: this.clientId });
-        this.#loseLease('refused');
-        break;
-      }
-      if (result.kind === 'gone') {
-        slot.release();
+        if (this.#refused(result, next.task)) break;
         continue;
       }
-      this.#metrics.callStarted();
+      this.#metrics.callStarted(next.job.jobId);
       void this.#launch(result.task, next.job, slot);
     }
     return this.#lost ? { kind: 'lost' } : undefined;
+  }
+
+  /** A start the store refused: says why; true when the broker must stop starting (the fence). */
+  #refused(result: Exclude<StartResult, { kind: 'started' }>, task: Task): boolean {
+    const { logger } = this.#deps;
+    switch (result.kind) {
+      case 'fenced':
+        logger.warn('start refused by the lease fence; stopping', { clientId: this.clientId });
+        this.#loseLease('refused');
+        return true;
+      case 'gone':
+        return false;
+      case 'capped':
+        logger.info('task not started: contact limit reached', {
+          clientId: this.clientId,
+          taskId: task.taskId,
+          until: new Date(result.until).toISOString(),
+          ended: result.ended,
+        });
+        return false;
+      case 'suppressed':
+        logger.info('task not started: recipient suppressed', {
+          clientId: this.clientId,
+          taskId: task.taskId,
+          reason: result.reason,
+        });
+        return false;
+    }
   }
 
   /** The next task to start, or how long to wait for one. */
@@ -378,11 +409,13 @@ export class ClientServer {
       const job = await this.#job(task.jobId);
       // An ended job's tasks wait for the expire sweep; its start would be refused anyway.
       if (job?.status !== 'running' || jobHasEnded(job, clock.now())) continue;
-      const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+      // Outside its hours or inside a restricted period: wait for the earliest start of any job.
       const now = clock.now();
-      if (!isOpen(hours, now)) {
-        const opens = nextOpening(hours, now);
+      const opens = earliestStart(client, job, now, taskZone(client, job, task));
+      if (opens !== now) {
         if (opens !== undefined) closedUntil = Math.min(closedUntil ?? opens, opens);
+        // Read in its recipient's zone: out of the way until that zone opens (see #deferTask).
+        if (opens !== undefined && job.timeZoneBy === 'recipient') await this.#deferTask(task, opens);
         continue;
       }
       return { kind: 'task', task, job };
@@ -397,6 +430,24 @@ export class ClientServer {
           ? (closedUntil ?? now + settings.recheckMs)
           : nextReady;
     return { kind: 'wait', until };
+  }
+
+  /**
+   * Moves a task whose recipient's zone is closed to when it opens, so the next index read finds
+   * recipients that may be called now rather than the same closed ones (issue 14 #4). A failure
+   * is only logged: the task stays where it was and is checked again.
+   */
+  async #deferTask(task: Task, readyAt: number): Promise<void> {
+    const { tasks, clock, logger } = this.#deps;
+    try {
+      await tasks.defer?.(task, readyAt, clock.now());
+    } catch (error) {
+      logger.warn('could not defer a task to its zone opening', {
+        clientId: this.clientId,
+        taskId: task.taskId,
+        error,
+      });
+    }
   }
 
   async #job(jobId: string): Promise<Job | undefined> {
@@ -768,4 +819,10 @@ export class ClientServer {
       }
     });
   }
+}
+
+/** The contact limits a call of `job` starting at `now` must pass (none when the job ignores them). */
+function startLimits(client: ClientSettings, job: Job, now: number): StartLimits {
+  const slots = job.ignoreContactLimits ? [] : capSlots(client.contactLimits, 'call', now, client.timeZone);
+  return { slots, ...(job.endAt === undefined ? {} : { jobEndAt: job.endAt }) };
 }

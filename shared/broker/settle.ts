@@ -10,6 +10,8 @@ import { nextRetry, type RetrySettings } from '#shared/jobs/retry-policy.ts';
 import { JOB_CANCELLED_REASON, RETRY_AFTER_END_REASON } from '#shared/jobs/task-lifecycle.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
+import { entryReason, kindOf, type SuppressionEntry } from '#shared/suppressions/model.ts';
+import type { SuppressionWriter } from '#shared/suppressions/ports.ts';
 import type { CallSnapshot, CallStatusEvent, FinalCallStatus } from '#shared/telephony/port.ts';
 import { isFinal } from '#shared/telephony/port.ts';
 import { readSignedCallStatusEvent } from '#shared/telephony/status-event.ts';
@@ -130,6 +132,8 @@ export interface RecordCallStatusDeps {
    * (the call-status function: `CachedCallbackSecrets`, so a rotation needs no deploy).
    */
   readonly secrets: string | readonly string[] | (() => Promise<readonly string[]>);
+  /** Where a call outcome that asks to opt out puts the recipient (source `call-outcome`). */
+  readonly suppressions?: SuppressionWriter;
   /** Told once per attempt settled here by its final status (the answer-rate metric); must not throw. */
   readonly onCallEnded?: (ended: { readonly clientId: string; readonly status: FinalCallStatus }) => void;
 }
@@ -174,6 +178,9 @@ export function makeRecordCallEvent(deps: RecordCallEventDeps) {
     const task = await deps.tasks.getTask(ref);
     // A callback signed with one client's credentials never touches another client's task.
     if (!task || (ref.clientId !== undefined && task.clientId !== ref.clientId)) return 'unknown-task';
+    // Whatever the attempt's state: the person's wish holds even on a duplicate or late event.
+    if (event.optOut && deps.suppressions)
+      await deps.suppressions.add(task.clientId, [callOutcomeEntry(task.recipient, deps.clock.now())]);
     if (task.attempts !== ref.attempt || task.state !== 'in-flight') {
       if (task.attempts === ref.attempt && isFinal(event.status)) {
         await nudge(deps, task, event.callId);
@@ -210,4 +217,15 @@ async function nudge(deps: RecordCallEventDeps, task: Task, callId: string): Pro
   } catch {
     // Best effort: the broker's reconciliation frees the slot without the nudge.
   }
+}
+
+/** The suppression entry of a call outcome that asked to opt out. */
+export function callOutcomeEntry(recipient: string, now: number): SuppressionEntry {
+  return {
+    recipient,
+    kind: kindOf(recipient),
+    source: 'call-outcome',
+    reason: entryReason(undefined, 'call-outcome'),
+    addedAt: now,
+  };
 }

@@ -325,11 +325,12 @@ class PipelineRun implements SendingRun {
     this.totals.claimed += page.length;
     const resumed = new Map<string, ClaimedTask[]>();
     for (const task of page) {
-      if (task.optedOut) {
+      if (task.optedOut || task.suppressed !== undefined) {
         this.#settle({
           ...identity(task),
           kind: 'skipped',
-          lastResult: 'opted-out',
+          lastResult: task.optedOut ? 'opted-out' : 'suppressed',
+          ...(task.optedOut || task.suppressed === undefined ? {} : { reason: task.suppressed }),
           ...(task.maybeSent ? { maybeSent: true } : {}),
           at: this.#clock.now(),
         });

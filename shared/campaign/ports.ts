@@ -28,6 +28,8 @@ export interface ClaimedTask {
   readonly attemptStartedAt: number;
   /** The recipient opted out (unfollowed): nothing is sent, the task is reported `skipped`. */
   readonly optedOut?: boolean;
+  /** The recipient is on the client's suppression list: nothing is sent, the task ends `cancelled` with this reason. */
+  readonly suppressed?: string;
   /**
    * This attempt may already have reached LINE (an earlier holder had it in flight, or it was
    * released after an unanswered request). Resending it is safe (same retry key: 409 if it went
@@ -119,6 +121,8 @@ export interface JobProgress {
 
 /** One HTTP request the pipeline made (for metrics and benchmarks). */
 export interface SendObservation {
+  /** The job the request's tasks belong to (a unit is always of one job). */
+  readonly jobId?: string;
   readonly endpoint: SendEndpoint;
   readonly recipients: number;
   readonly outcome: SendOutcome['kind'];

@@ -162,6 +162,7 @@ export class UnitSender {
     if (prepared.endpoint === 'multicast') totals.multicastRequests++;
     const outcome = await send(prepared);
     observe?.({
+      ...(unit.tasks[0] ? { jobId: unit.tasks[0].jobId } : {}),
       endpoint: prepared.endpoint,
       recipients: unit.tasks.length,
       outcome: outcome.kind,

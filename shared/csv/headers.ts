@@ -45,6 +45,9 @@ const NAME_HEADERS = [
   '宛名',
 ];
 
+/** A call list's per-row time zone (issue 14 #4), e.g. `America/New_York`. */
+const TIME_ZONE_HEADERS = ['timezone', 'timezoneid', 'tz', 'タイムゾーン', 'タイムゾーンid'];
+
 /** The comparable form of a header: NFKC (full-width → half-width), lower case, no separators. */
 export function normalizeHeader(header: string): string {
   return header
@@ -59,6 +62,8 @@ export interface HeaderMap {
   /** Column index of the recipient (phone number for calls, LINE user id for messages). */
   readonly recipient: number;
   readonly name: number | undefined;
+  /** Column index of the recipient's time zone (call lists only), when the list has one. */
+  readonly timeZone?: number;
   /** The other columns, each with the (unique) key its values are stored under. */
   readonly variables: readonly { readonly index: number; readonly key: string }[];
 }
@@ -93,18 +98,28 @@ export function mapHeader(
     return { ok: false, reason: missingRecipientReason(headers, channel, options.recipientColumn) };
   const nameIndex = normalized.findIndex((header, i) => i !== recipient && NAME_HEADERS.includes(header));
   const name = nameIndex < 0 ? undefined : nameIndex;
+  const zoneIndex =
+    channel === 'call'
+      ? normalized.findIndex(
+          (header, i) => i !== recipient && i !== name && TIME_ZONE_HEADERS.includes(header),
+        )
+      : -1;
+  const timeZone = zoneIndex < 0 ? undefined : zoneIndex;
 
   const used = new Set<string>();
   const variables: { index: number; key: string }[] = [];
   headers.forEach((header, index) => {
-    if (index === recipient || index === name) return;
+    if (index === recipient || index === name || index === timeZone) return;
     const base = header === '' ? columnLetter(index) : header;
     let key = base;
     for (let n = 2; used.has(key); n++) key = `${base} (${n})`;
     used.add(key);
     variables.push({ index, key });
   });
-  return { ok: true, map: { headers, recipient, name, variables } };
+  return {
+    ok: true,
+    map: { headers, recipient, name, ...(timeZone === undefined ? {} : { timeZone }), variables },
+  };
 }
 
 function missingRecipientReason(

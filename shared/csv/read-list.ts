@@ -24,6 +24,8 @@
  * and are not data rows. `onBatch` and `onReport` must be idempotent per row: after a crash,
  * a retry from the last cursor hands the same page again.
  */
+
+import { checkTimeZoneCell } from '#shared/pacing/recipient-zone.ts';
 import { type CsvDelimiter, delimiterName } from './delimiter.ts';
 import { type DuplicateFilter, DuplicateFilterStateError } from './duplicates.ts';
 import type { CellDecoder, TextEncodingName } from './encoding.ts';
@@ -46,6 +48,8 @@ export interface TaskDraft {
   readonly name?: string;
   /** The other columns of the row, keyed by header text as written, for the scenario/template. */
   readonly variables: Readonly<Record<string, string>>;
+  /** The row's `timezone` / `タイムゾーン` cell, a valid IANA zone, when the list has one and it is filled. */
+  readonly timeZone?: string;
 }
 
 export interface IngestCounts {
@@ -94,6 +98,8 @@ export interface IngestRowsInput {
   readonly defaultRegion?: string;
   /** Returns which of the given recipients (at most 100) opted out of this client's contacts. */
   readonly isOptedOut: (recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Returns which of the given recipients (at most 100) are on the client's suppression list; none when absent. */
+  readonly isSuppressed?: (recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Remembers this job's recipients; restored from its snapshot when resuming. */
   readonly duplicates: DuplicateFilter;
   /** Stores a page of accepted drafts (in row order, at most `batchSize`). */
@@ -377,9 +383,25 @@ function checkRow(
       ...(value === '' ? {} : { value: reportValue(value) }),
     });
   }
+  const zoneCell = map.timeZone === undefined ? '' : cells[map.timeZone]!.trim();
+  const zone = zoneCell === '' ? undefined : checkTimeZoneCell(zoneCell);
+  if (zone && !zone.ok) {
+    return reject({
+      code: 'bad-time-zone',
+      reason: zone.reason,
+      column: map.headers[map.timeZone!],
+      value: reportValue(zoneCell),
+    });
+  }
   const name = map.name === undefined ? '' : cells[map.name]!.trim();
   const variables = Object.fromEntries(map.variables.map(({ index, key }) => [key, cells[index]!.trim()]));
-  const draft: TaskDraft = { row, recipient: checked.recipient, ...(name === '' ? {} : { name }), variables };
+  const draft: TaskDraft = {
+    row,
+    recipient: checked.recipient,
+    ...(name === '' ? {} : { name }),
+    variables,
+    ...(zone?.ok ? { timeZone: zone.timeZone } : {}),
+  };
   return { kind: 'candidate', draft, column: map.headers[map.recipient]!, value: reportValue(cell.trim()) };
 }
 
@@ -392,7 +414,7 @@ type Candidate = Extract<Checked, { kind: 'candidate' }>;
  */
 async function settlePage(
   page: readonly Checked[],
-  ports: Pick<IngestRowsInput, 'isOptedOut' | 'duplicates'>,
+  ports: Pick<IngestRowsInput, 'isOptedOut' | 'isSuppressed' | 'duplicates'>,
 ): Promise<{ tasks: TaskDraft[]; entries: ReportEntry[] }> {
   const entries: ReportEntry[] = [];
   const candidates: Candidate[] = [];
@@ -403,13 +425,22 @@ async function settlePage(
 
   const distinct = [...new Set(candidates.map((c) => c.draft.recipient))];
   const optedOut = new Set<string>();
+  const suppressed = new Set<string>();
   for (let i = 0; i < distinct.length; i += OPT_OUT_BATCH) {
     const chunk = distinct.slice(i, i + OPT_OUT_BATCH);
-    const answer = await ports.isOptedOut(chunk);
+    const [answer, listed] = await Promise.all([
+      ports.isOptedOut(chunk),
+      ports.isSuppressed ? ports.isSuppressed(chunk) : new Set<string>(),
+    ]);
     for (const recipient of chunk) if (answer.has(recipient)) optedOut.add(recipient);
+    for (const recipient of chunk) if (listed.has(recipient)) suppressed.add(recipient);
   }
 
-  const skip = (c: Candidate, code: 'duplicate' | 'opted-out', reason: string): ReportEntry => ({
+  const skip = (
+    c: Candidate,
+    code: 'duplicate' | 'opted-out' | 'suppressed',
+    reason: string,
+  ): ReportEntry => ({
     row: c.draft.row,
     outcome: 'skipped',
     code,
@@ -422,6 +453,8 @@ async function settlePage(
   const repeats: Candidate[] = [];
   for (const c of candidates) {
     if (optedOut.has(c.draft.recipient)) entries.push(skip(c, 'opted-out', 'opted out'));
+    else if (suppressed.has(c.draft.recipient))
+      entries.push(skip(c, 'suppressed', 'on the suppression list'));
     else if (firstInPage.has(c.draft.recipient)) repeats.push(c);
     else firstInPage.set(c.draft.recipient, c);
   }

@@ -9,8 +9,10 @@ export type ReportCode =
   | 'ragged-row'
   | 'row-too-long'
   | 'unclosed-quote'
+  | 'bad-time-zone'
   | 'duplicate'
-  | 'opted-out';
+  | 'opted-out'
+  | 'suppressed';
 
 /** Why one data row did not become a task. */
 export interface ReportEntry {

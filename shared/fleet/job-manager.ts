@@ -40,7 +40,7 @@ import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { expireSweepStart } from '#shared/jobs/cancel.ts';
 import { endedTasks, type Job, jobHasEnded } from '#shared/jobs/model.ts';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
-import { effectiveCallingHours, isOpen } from '#shared/pacing/calling-hours.ts';
+import { jobMayStartSomewhere } from '#shared/jobs/restrictions.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import type { EcsServiceScaler, FleetStore } from './ports.ts';
 
@@ -256,10 +256,10 @@ export class JobManager {
         // A job past its end starts nothing more: it may only have calls in flight to settle.
         const open = profile.paused
           ? []
-          : jobs.filter(
-              (job) =>
-                !jobHasEnded(job, now) &&
-                isOpen(effectiveCallingHours(profile.settings.callingHours, job.callingHours), now),
+          : jobs.filter((job) =>
+              // Its end, its hours, restricted periods and holidays: the broker's own rule (for a
+              // job read in its recipients' zones, their tasks' readyAt says who is open).
+              jobMayStartSomewhere(profile.settings, job, now),
             );
         const ids = open.map((job) => job.jobId);
         if (ids.length > 0 && (await this.#store.hasReadyTask(clientId, ids, now + this.#lookaheadMs))) {

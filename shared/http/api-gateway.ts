@@ -39,6 +39,22 @@ export function decodeRequestBody(event: HttpBodyEvent): Buffer {
   return event.isBase64Encoded ? Buffer.from(body, 'base64') : Buffer.from(body, 'utf8');
 }
 
+/** A request whose body is not what the route takes (answered 400). */
+export class MalformedRequestError extends Error {
+  override name = 'MalformedRequestError';
+}
+
+/** The request body as JSON (`{}` when empty), or {@link MalformedRequestError}. */
+export function jsonRequestBody(event: HttpBodyEvent): unknown {
+  const bytes = decodeRequestBody(event);
+  if (bytes.length === 0) return {};
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw new MalformedRequestError('the body is not JSON');
+  }
+}
+
 /** A JSON answer. */
 export function jsonResponse(
   statusCode: number,

@@ -12,7 +12,7 @@
  * send of the job starts. A broker that cannot be reached is logged and left to its own job
  * watch (it stops the sends within a fraction of a second); the operator gets the answer anyway.
  */
-
+import type { JobSeriesReader } from '#shared/broker/job-series.ts';
 import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { newUlid } from '#shared/ids.ts';
@@ -42,6 +42,7 @@ import { findOptOuts, type OptOutsAnswer } from './opt-outs.ts';
 import type { JobChangeNotifier, JobStores, OptOutReader } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { uploadKey } from './s3-events.ts';
+import { type JobSeriesAnswer, readJobSeries } from './series.ts';
 import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
 import { type JobWaiting, jobWaitingFor } from './waiting.ts';
 
@@ -150,6 +151,8 @@ export interface JobsApiDeps extends JobStores {
   readonly optOuts?: OptOutReader;
   /** Outcome webhooks' secret store and URL rule; without it, `outcomeWebhook` is refused. */
   readonly outcomeWebhooks?: OutcomeWebhookDeps;
+  /** Each job's series (the console's chart), for {@link JobsApi.jobSeries}; without it, that fails. */
+  readonly series?: JobSeriesReader;
 }
 
 export interface CallsInFlightReader {
@@ -261,6 +264,18 @@ export class JobsApi {
     return this.#deps.clients.put(settings);
   }
 
+  /** Every client, by id, 50 a page (at most 100): the administrators' list. */
+  async listClients(query: {
+    readonly limit?: string;
+    readonly next?: string;
+  }): Promise<{ clients: ClientSettings[]; next?: string }> {
+    const limit = query.limit === undefined ? 50 : Number(query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw new ValidationError('invalid query', { limit: ['must be a whole number from 1 to 100'] });
+    }
+    return this.#deps.clients.list({ limit, ...(query.next === undefined ? {} : { next: query.next }) });
+  }
+
   getClient(clientId: string): Promise<ClientSettings> {
     return this.#clientOf(clientId);
   }
@@ -322,6 +337,20 @@ export class JobsApi {
     const job = await this.#jobOf(clientId, jobId);
     const { waiting, live } = await this.#liveOf(job);
     return { ...jobView(job, waiting), ...(live ? { live } : {}) };
+  }
+
+  /**
+   * A page of the job's series over time (`series.ts`): the job item and one Query of its samples,
+   * never its tasks.
+   */
+  async jobSeries(
+    clientId: string,
+    jobId: string,
+    query: { readonly since?: string; readonly limit?: string },
+  ): Promise<JobSeriesAnswer> {
+    const job = await this.#jobOf(clientId, jobId);
+    if (!this.#deps.series) throw new Error('no job series reader is wired into the jobs API');
+    return readJobSeries(this.#deps.series, job, query, this.#deps.clock.now());
   }
 
   /** A page of a client's jobs, newest first. */

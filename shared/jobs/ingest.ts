@@ -38,6 +38,7 @@ import { cancelSweepStart } from './cancel.ts';
 import { SourceChangedError, ValidationError } from './errors.ts';
 import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type { ContinueIngestMessage, IngestClaim, IngestState, JobStores } from './ports.ts';
+import { recipientTiming } from './recipient-timing.ts';
 import { dropJobId, type UploadedObject, uploadTarget } from './s3-events.ts';
 import { JOB_DEFAULTS, type JobOptions, parseJobOptions } from './validation.ts';
 
@@ -66,6 +67,8 @@ export interface IngestRunContext {
 export interface IngestJobDeps extends JobStores {
   /** Which of the recipients (at most 100) opted out of the client's contacts. */
   readonly optOuts?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Which of the recipients are on the client's suppression list (skipped at upload, checked again at the start). */
+  readonly suppressed?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   readonly clock: Clock;
   readonly log: Logger;
   /** Pause when less than this is left of the run (to store the state and send the continuation). */
@@ -399,8 +402,11 @@ class IngestStepRun {
       defaultRegion: client.defaultRegion,
       isOptedOut: async (recipients) =>
         this.#deps.optOuts ? this.#deps.optOuts(clientId, recipients) : new Set<string>(),
+      isSuppressed: async (recipients) =>
+        this.#deps.suppressed ? this.#deps.suppressed(clientId, recipients) : new Set<string>(),
       duplicates,
-      onBatch: async (drafts) => this.#deps.tasks.put(drafts.map((draft) => this.#toTask(draft, now))),
+      onBatch: async (drafts) =>
+        this.#deps.tasks.put(drafts.map((draft) => this.#toTask(draft, client, now))),
       onReport: async (entries) => this.#deps.validationReports.putPage(clientId, jobId, entries),
       ...(this.#deps.batchSize ? { batchSize: this.#deps.batchSize } : {}),
       ...(cursor ? { resumeFrom: cursor } : {}),
@@ -409,7 +415,7 @@ class IngestStepRun {
     };
   }
 
-  #toTask(draft: TaskDraft, now: number): Task {
+  #toTask(draft: TaskDraft, client: ClientSettings, now: number): Task {
     const { clientId, jobId } = this.#job;
     return {
       clientId,
@@ -422,7 +428,7 @@ class IngestStepRun {
       variables: draft.variables,
       state: 'pending',
       attempts: 0,
-      readyAt: this.#job.startAt,
+      ...recipientTiming(this.#job, client, draft),
       updatedAt: now,
     };
   }

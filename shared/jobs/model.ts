@@ -7,10 +7,13 @@
  * is outstanding (in the sparse `outstanding` index) while it may be started: `pending`, or
  * `retry-wait` once its retry delay has passed.
  */
+
 import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
+import type { ContactLimit } from '#shared/contact-limits/model.ts';
 import type { OutcomeWebhookSettings } from '#shared/outcomes/settings.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
+import type { HolidayCalendar, RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -45,6 +48,12 @@ export interface ClientSettings {
   readonly telephony?: TelephonySettings;
   /** Where the client's task ends and job status changes are POSTed (its secret is kept apart). */
   readonly outcomeWebhook?: OutcomeWebhookSettings;
+  /** Dates or ranges when none of the client's calls or messages starts (`shared/jobs/restrictions.ts`). */
+  readonly restrictedPeriods?: readonly RestrictedPeriod[];
+  /** The public holidays of a country during which nothing of the client starts. */
+  readonly holidays?: HolidayCalendar;
+  /** How often one person may be contacted, across jobs and channels (`shared/contact-limits/model.ts`). */
+  readonly contactLimits?: readonly ContactLimit[];
   readonly updatedAt: number;
 }
 
@@ -54,6 +63,8 @@ export interface JobDefaults {
   readonly scenarioId?: string;
   readonly maxAttempts?: number;
   readonly retryDelaySeconds?: number;
+  readonly restrictedPeriods?: readonly RestrictedPeriod[];
+  readonly holidays?: HolidayCalendar;
 }
 
 /** uploading → validating → scheduled → running → completed; paused, cancelled, failed. */
@@ -108,6 +119,10 @@ export interface JobCounts {
    * before the job end existed: read it with {@link endedTasks}.
    */
   readonly expired?: number;
+  /** Of the `cancelled`, those whose recipient was on the suppression list at their start. Absent when none. */
+  readonly suppressed?: number;
+  /** Of the `cancelled`, those whose recipient's contact limit held them past the job's end. Absent when none. */
+  readonly capped?: number;
 }
 
 /** Tasks of the job that have ended, whatever the way (completed, failed, cancelled, expired). */
@@ -133,6 +148,15 @@ export interface Job {
   readonly endAt?: number;
   /** Overrides the client's calling hours for this job. */
   readonly callingHours?: CallingHours;
+  /** Restricted periods of this job, on top of the client's (see `shared/jobs/restrictions.ts`). */
+  readonly restrictedPeriods?: readonly RestrictedPeriod[];
+  /** Public holidays of a country during which this job starts nothing, on top of the client's. */
+  readonly holidays?: HolidayCalendar;
+  /**
+   * Whose zone calling hours and restricted periods are read in: the client's (default) or each
+   * recipient's (`Task.timeZone`; call jobs only). See `shared/jobs/restrictions.ts`.
+   */
+  readonly timeZoneBy?: 'client' | 'recipient';
   /** Attempts per task, including the first (busy / no-answer / voicemail are retried). */
   readonly maxAttempts: number;
   readonly retryDelaySeconds: number;
@@ -143,6 +167,8 @@ export interface Job {
   /** How long a call may ring before it is `no-answer`; the provider's default when absent. */
   readonly ringTimeoutSeconds?: number;
   readonly status: JobStatus;
+  /** Not counted against, nor held by, the client's contact limits (a transactional notice). */
+  readonly ignoreContactLimits?: boolean;
   readonly counts: JobCounts;
   /** Why the job failed (file unusable…), when it did. */
   readonly failureReason?: string;
@@ -192,6 +218,8 @@ export interface Task {
   readonly callId?: string;
   /** Epoch ms the current attempt started (set when it goes in flight). */
   readonly startedAt?: number;
+  /** The recipient's IANA zone, for a job with `timeZoneBy: 'recipient'` (from the list's cell or the number). */
+  readonly timeZone?: string;
   readonly updatedAt: number;
 }
 

@@ -14,6 +14,11 @@ export interface ClientStore {
   put(settings: ClientSettings): Promise<ClientSettings>;
   /** Pauses or resumes the client; undefined when there is no such client. */
   setPaused(clientId: string, paused: boolean, now: number): Promise<ClientSettings | undefined>;
+  /** Every client, by id, a page at a time (`next`: the token of the page after). */
+  list(page: { readonly limit: number; readonly next?: string }): Promise<{
+    clients: ClientSettings[];
+    next?: string;
+  }>;
 }
 
 /** A recipient's latest follow or unfollow, as recorded for a client (see `opt-outs.ts`). */

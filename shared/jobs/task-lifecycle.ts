@@ -8,7 +8,7 @@
  *      │                    │  ▲   │  └─failed─────────────────▶ failed
  *      │                    │  └───┘ reclaim (message: an older lease holder, or its hold ended)
  *      │                    └──busy, no-answer, released──▶ retry-wait ──start/claim──▶ in-flight
- *      ├──────── cancel (job cancelled, opted out) ────────────────────────────────────▶ cancelled
+ *      ├──────── cancel (job cancelled, opted out, suppressed) ────────────────────────────────────▶ cancelled
  *      └──────── expire (the job's end passed: waiting, or a message its dead holder left) ─▶ expired
  * ```
  *
@@ -65,6 +65,10 @@ export const TASK_MOVES = {
   endMessage: { from: ['in-flight', 'retry-wait'], to: FINAL_TASK_STATES },
   /** The cancel sweep ends a waiting task. */
   cancelWaiting: { from: WAITING_STATES, to: ['cancelled'] },
+  /** A waiting task whose recipient is on the client's suppression list, found at its start or claim. */
+  suppress: { from: WAITING_STATES, to: ['cancelled'] },
+  /** A waiting task whose recipient's contact limit is reached until after its job's end. */
+  cap: { from: WAITING_STATES, to: ['cancelled'] },
   /** The cancel sweep ends a task in flight, as it read it (a newer write wins). */
   cancelInFlight: { from: ['in-flight'], to: ['cancelled'] },
   /** The expire sweep ends a waiting task of a job past its end. */
@@ -154,7 +158,7 @@ export function messageOutcomeMove(
       return {
         move: endMessage,
         state: 'cancelled',
-        reason: outcome.maybeSent ? OPTED_OUT_MAYBE_SENT_REASON : OPTED_OUT_REASON,
+        reason: outcome.reason ?? (outcome.maybeSent ? OPTED_OUT_MAYBE_SENT_REASON : OPTED_OUT_REASON),
       };
     case 'released':
       if (job.cancelled) return { move: endMessage, state: 'cancelled', reason: JOB_CANCELLED_REASON };

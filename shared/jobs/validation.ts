@@ -4,8 +4,10 @@
  */
 import { z } from 'zod';
 import { compileTemplate, type MessageTemplate } from '#shared/campaign/template.ts';
+import { contactLimitsSchema } from '#shared/contact-limits/model.ts';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
+import { holidayCalendarSchema, restrictedPeriodsSchema } from '#shared/pacing/restricted-periods.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
 import type { ClientSettings, Job, JobDefaults } from './model.ts';
@@ -29,6 +31,8 @@ const jobDefaultsSchema = z.strictObject({
   scenarioId: idSchema.optional(),
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
+  restrictedPeriods: restrictedPeriodsSchema.optional(),
+  holidays: holidayCalendarSchema.optional(),
 });
 
 const clientSettingsSchema = z.strictObject({
@@ -45,6 +49,12 @@ const clientSettingsSchema = z.strictObject({
   telephony: telephonySettingsSchema.optional(),
   /** Validated by `shared/outcomes/settings.ts` (its URL rule depends on the deployment). */
   outcomeWebhook: z.unknown().optional(),
+  /** Dates or ranges (local, in `timeZone`) when nothing of the client starts. */
+  restrictedPeriods: restrictedPeriodsSchema.optional(),
+  /** `{ country }`: that country's public holidays restrict every job of the client. */
+  holidays: holidayCalendarSchema.optional(),
+  /** Frequency caps per recipient across jobs and channels (`shared/contact-limits/model.ts`). */
+  contactLimits: contactLimitsSchema.optional(),
 });
 
 /** Client ids and job ids as they may appear in a path and an S3 key. */
@@ -75,6 +85,9 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     ...(data.jobDefaults === undefined ? {} : { jobDefaults: data.jobDefaults }),
     ...(data.paused === undefined ? {} : { paused: data.paused }),
     ...(data.telephony === undefined ? {} : { telephony: data.telephony }),
+    ...(data.restrictedPeriods === undefined ? {} : { restrictedPeriods: data.restrictedPeriods }),
+    ...(data.holidays === undefined ? {} : { holidays: data.holidays }),
+    ...(data.contactLimits === undefined ? {} : { contactLimits: data.contactLimits }),
     updatedAt: now,
   };
 }
@@ -88,12 +101,16 @@ export type JobOptions = Pick<
   | 'startAt'
   | 'endAt'
   | 'callingHours'
+  | 'restrictedPeriods'
+  | 'holidays'
+  | 'timeZoneBy'
   | 'maxAttempts'
   | 'retryDelaySeconds'
   | 'retries'
   | 'ringTimeoutSeconds'
   | 'recipientColumn'
   | 'message'
+  | 'ignoreContactLimits'
 >;
 
 /** LINE's longest text message, in characters. */
@@ -190,16 +207,25 @@ const jobOptionsSchema = z.strictObject({
   /** The job's end as a duration after `startAt` (ISO 8601, e.g. `PT4H`); not with `endAt`. */
   expireAfter: expireAfterSchema.optional(),
   callingHours: z.record(z.string(), z.unknown()).optional(),
+  /** On top of the client's; the client's `jobDefaults` ones when absent. */
+  restrictedPeriods: restrictedPeriodsSchema.optional(),
+  holidays: holidayCalendarSchema.optional(),
+  /** `recipient`: calling hours and restricted periods apply in each recipient's zone (call jobs). */
+  timeZoneBy: z.enum(['client', 'recipient']).optional(),
   maxAttempts: maxAttemptsSchema.optional(),
   retryDelaySeconds: retryDelaySchema.optional(),
   retries: retryPolicySchema.optional(),
   ringTimeoutSeconds: z.number().int('must be a whole number of seconds').min(5).max(600).optional(),
   recipientColumn: z.string().min(1).max(200).optional(),
   message: messageSchema.optional(),
+  /** The job is not counted against, nor held by, the client's contact limits (a transactional notice). */
+  ignoreContactLimits: z.boolean().optional(),
 });
 
 /** Built-in defaults where neither the request nor the client's `jobDefaults` say. */
-export const JOB_DEFAULTS: Required<JobDefaults> = {
+export const JOB_DEFAULTS: Required<
+  Pick<JobDefaults, 'channel' | 'scenarioId' | 'maxAttempts' | 'retryDelaySeconds'>
+> = {
   channel: 'call',
   scenarioId: 'default',
   maxAttempts: 3,
@@ -224,6 +250,13 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
   }
   if (channel === 'message' && parsed.success && data?.message === undefined) {
     add(errors, 'message', 'a message job needs its message (text, or { messages: [...] })');
+  }
+  if (channel === 'message' && data?.timeZoneBy === 'recipient') {
+    add(
+      errors,
+      'timeZoneBy',
+      "a message job's recipients are LINE user ids, which carry no zone: only a call job can use recipient",
+    );
   }
   if (channel === 'call' && data?.message !== undefined) {
     add(errors, 'message', 'only a message job sends a message; a call job runs its scenarioId');
@@ -250,6 +283,8 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     startAt,
     ...(endAt === undefined ? {} : { endAt }),
     ...(hours ? { callingHours: hours } : {}),
+    ...jobRestrictionOptions(data, client.jobDefaults),
+    ...(data.timeZoneBy === 'recipient' ? { timeZoneBy: 'recipient' as const } : {}),
     maxAttempts: data.maxAttempts ?? client.jobDefaults?.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
     retryDelaySeconds:
       data.retryDelaySeconds ?? client.jobDefaults?.retryDelaySeconds ?? JOB_DEFAULTS.retryDelaySeconds,
@@ -257,6 +292,20 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     ...(data.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: data.ringTimeoutSeconds }),
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
+    ...(data.ignoreContactLimits ? { ignoreContactLimits: true } : {}),
+  };
+}
+
+/** The job's restricted periods and holidays: its own, else the client's `jobDefaults`. */
+function jobRestrictionOptions(
+  data: Pick<JobOptions, 'restrictedPeriods' | 'holidays'>,
+  defaults: JobDefaults | undefined,
+): Pick<JobOptions, 'restrictedPeriods' | 'holidays'> {
+  const periods = data.restrictedPeriods ?? defaults?.restrictedPeriods;
+  const holidays = data.holidays ?? defaults?.holidays;
+  return {
+    ...(periods === undefined || periods.length === 0 ? {} : { restrictedPeriods: periods }),
+    ...(holidays === undefined ? {} : { holidays }),
   };
 }
 
@@ -321,7 +370,12 @@ export function jobOptionsFromQuery(
       } catch {
         out[key] = new UnreadableJson(value);
       }
-    } else if (key === 'callingHours' || key === 'retries') {
+    } else if (
+      key === 'callingHours' ||
+      key === 'retries' ||
+      key === 'restrictedPeriods' ||
+      key === 'holidays'
+    ) {
       try {
         out[key] = JSON.parse(value);
       } catch {

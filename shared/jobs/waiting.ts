@@ -6,11 +6,16 @@
  */
 import { effectiveCallingHours, isOpen, nextOpening, wallTimeAt } from '#shared/pacing/calling-hours.ts';
 import { type ClientSettings, type Job, jobHasEnded } from './model.ts';
+import { mayStartNow, restrictionNow } from './restrictions.ts';
+
+export { mayStartNow };
 
 /**
  * - `start-time`: scheduled for later (`startAt`);
  * - `client-paused`: the whole client is paused (`POST /clients/{id}/pause`);
  * - `calling-hours`: outside the job's (or the client's) calling hours;
+ * - `restricted-period`: inside a restricted period or public holiday of the client or the job
+ *   (until = when it ends);
  * - `concurrent-limit`: as many calls in flight as the client's contract allows;
  * - `job-ended`: the job reached its end (`endAt`): nothing of it starts again; it completes once
  *   its calls in flight have ended and its other tasks have been expired.
@@ -19,6 +24,7 @@ export type JobWaitReason =
   | 'start-time'
   | 'client-paused'
   | 'calling-hours'
+  | 'restricted-period'
   | 'concurrent-limit'
   | 'job-ended';
 
@@ -36,18 +42,6 @@ export interface JobWaitingInput {
   readonly now: number;
   /** The client's calls in flight now, when known (the lease item). */
   readonly callsInFlight?: number;
-}
-
-/**
- * Whether a call or message of `job` may start now: the job not past its end, the client not
- * paused, inside the hours that apply.
- */
-export function mayStartNow(client: ClientSettings, job: Job, now: number): boolean {
-  return (
-    !jobHasEnded(job, now) &&
-    !client.paused &&
-    isOpen(effectiveCallingHours(client.callingHours, job.callingHours), now)
-  );
 }
 
 /** Why `job` is not starting calls or messages now, or undefined when nothing holds it back. */
@@ -70,6 +64,22 @@ export function jobWaitingFor(input: JobWaitingInput): JobWaiting | undefined {
       message: `the client is paused: nothing starts until POST /clients/${client.clientId}/resume`,
     };
   }
+  // Read in each recipient's zone, the hours and periods hold tasks back one by one, not the job.
+  if (job.timeZoneBy === 'recipient') return concurrentLimit(input);
+  const restricted = restrictionNow(client, job, now);
+  if (restricted) {
+    const hours = effectiveCallingHours(client.callingHours, job.callingHours);
+    const opens = nextOpening(hours, restricted.end);
+    const then =
+      opens === undefined || opens === restricted.end
+        ? ''
+        : `; starts resume at ${localTime(zone, opens)}, when the hours open`;
+    return at(
+      'restricted-period',
+      restricted.end,
+      `inside the restricted period ${restricted.name} until ${localTime(zone, restricted.end)}${then}`,
+    );
+  }
   const hours = effectiveCallingHours(client.callingHours, job.callingHours);
   if (!isOpen(hours, now)) {
     const whose = job.callingHours ? "the job's" : "the client's";
@@ -83,15 +93,16 @@ export function jobWaitingFor(input: JobWaitingInput): JobWaiting | undefined {
       `outside ${whose} calling hours; they open at ${localTime(zone, opens)}`,
     );
   }
-  if (job.channel === 'call' && input.callsInFlight !== undefined) {
-    if (input.callsInFlight >= client.maxConcurrentCalls) {
-      return {
-        reason: 'concurrent-limit',
-        message: `${input.callsInFlight} calls in flight, the client's limit of ${client.maxConcurrentCalls}: the next starts when one ends`,
-      };
-    }
-  }
-  return undefined;
+  return concurrentLimit(input);
+}
+
+function concurrentLimit({ job, client, callsInFlight }: JobWaitingInput): JobWaiting | undefined {
+  if (job.channel !== 'call' || callsInFlight === undefined) return undefined;
+  if (callsInFlight < client.maxConcurrentCalls) return undefined;
+  return {
+    reason: 'concurrent-limit',
+    message: `${callsInFlight} calls in flight, the client's limit of ${client.maxConcurrentCalls}: the next starts when one ends`,
+  };
 }
 
 function at(reason: JobWaitReason, instant: number, message: string): JobWaiting {

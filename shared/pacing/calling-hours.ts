@@ -56,7 +56,8 @@ function minutesOf(time: string): number {
   return Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5));
 }
 
-function isTimeZone(value: string): boolean {
+/** Whether the runtime knows `value` as an IANA time zone. */
+export function isTimeZone(value: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: value });
     return true;

@@ -60,6 +60,11 @@ export interface CallSnapshot {
   readonly durationSeconds?: number;
   /** Why, on `failed` (and on `completed` cut at the maximum duration). */
   readonly reason?: string;
+  /**
+   * The person asked not to be called again (a key press or an answer the provider's flow reports):
+   * the recipient goes on the client's suppression list, source `call-outcome`.
+   */
+  readonly optOut?: boolean;
 }
 
 /** The body of one status callback. */

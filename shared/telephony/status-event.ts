@@ -18,6 +18,7 @@ const common = {
   at: z.iso.datetime({ offset: true }),
   durationSeconds: z.number().nonnegative().optional(),
   reason: z.string().optional(),
+  optOut: z.boolean().optional(),
 };
 const eventSchema = z.object({
   ...common,

@@ -182,6 +182,13 @@ export function twilioCallSnapshot(resource: unknown, idempotencyKey: string): C
 }
 
 /**
+ * The key a called person presses to ask not to be called again. Twilio reports it as the `Digits`
+ * parameter of a `<Gather>`'s action request (https://www.twilio.com/docs/voice/twiml/gather): a
+ * flow whose Gather posts to the status callback URL puts the recipient on the suppression list.
+ */
+export const TWILIO_OPT_OUT_DIGITS = '9';
+
+/**
  * A status callback's parameters as a call status event (`idempotencyKey`: the attempt the signed
  * callback URL names). `SequenceNumber` (from 0) orders the events of a call, so a late `ringing`
  * never undoes `in-progress`; Twilio numbers from 0 where Switchboard's events start at 1.
@@ -206,6 +213,7 @@ export function twilioStatusEvent(params: FormParams, idempotencyKey: string, no
   });
   const duration = Number(get('CallDuration'));
   const at = parseTwilioTime(get('Timestamp')) ?? now;
+  const optOut = get('Digits') === TWILIO_OPT_OUT_DIGITS;
   return {
     callId,
     idempotencyKey,
@@ -215,5 +223,6 @@ export function twilioStatusEvent(params: FormParams, idempotencyKey: string, no
     sequence: Number.isInteger(sequenceNumber) && sequenceNumber >= 0 ? sequenceNumber + 1 : 1,
     ...(mapped.status === 'completed' && Number.isFinite(duration) ? { durationSeconds: duration } : {}),
     ...(mapped.reason === undefined ? {} : { reason: mapped.reason }),
+    ...(optOut ? { optOut: true } : {}),
   };
 }

@@ -23,6 +23,8 @@ import {
 } from '#shared/line/webhook.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { retryKeyStillSafe, webhookRetryKey } from '#shared/retry-keys.ts';
+import { entryReason, type SuppressionEntry } from '#shared/suppressions/model.ts';
+import type { SuppressionStore } from '#shared/suppressions/ports.ts';
 import {
   type MessagingFor,
   type OptOutStore,
@@ -51,6 +53,11 @@ export interface ProcessDeps {
   readonly channels: ChannelLookup;
   readonly events: ProcessedEventStore;
   readonly optOuts: OptOutStore;
+  /**
+   * The client's suppression list: an unfollow (once recorded as the latest) puts the user on it
+   * with source `line-unfollow`, a later follow takes that entry back (never an operator's).
+   */
+  readonly suppressions?: Pick<SuppressionStore, 'add' | 'removeIfFrom'>;
   readonly messagingFor: MessagingFor;
   readonly clock: Clock;
   /** Where a follow or unfollow dropped as stale is said (it changes nothing, and is no error). */
@@ -289,12 +296,13 @@ export function oldEventRefusal(
 async function decide(
   channel: Channel,
   known: KnownWebhookEvent,
-  deps: Pick<ProcessDeps, 'optOuts' | 'log'>,
+  deps: Pick<ProcessDeps, 'optOuts' | 'log' | 'suppressions'>,
 ): Promise<Action | undefined> {
   const userId = known.source?.type === 'user' ? known.source.userId : undefined;
   const record = async (optedOut: boolean) => {
     if (!userId) return;
     const applied = await deps.optOuts.record(channel.clientId, userId, optedOut, known.timestamp);
+    if (applied) await mirrorOnSuppressionList(deps, channel.clientId, userId, optedOut, known.timestamp);
     if (!applied) {
       deps.log?.warn('follow/unfollow older than the one recorded: not applied', {
         clientId: channel.clientId,
@@ -321,4 +329,27 @@ async function decide(
     default:
       return undefined;
   }
+}
+
+/** An applied unfollow puts the user on the client's suppression list; an applied follow takes its own entry back. */
+async function mirrorOnSuppressionList(
+  deps: Pick<ProcessDeps, 'suppressions'>,
+  clientId: string,
+  userId: string,
+  optedOut: boolean,
+  at: number,
+): Promise<void> {
+  if (!deps.suppressions) return;
+  if (!optedOut) {
+    await deps.suppressions.removeIfFrom(clientId, userId, 'line-unfollow', at);
+    return;
+  }
+  const entry: SuppressionEntry = {
+    recipient: userId,
+    kind: 'line',
+    source: 'line-unfollow',
+    reason: entryReason(undefined, 'line-unfollow'),
+    addedAt: at,
+  };
+  await deps.suppressions.add(clientId, [entry]);
 }

@@ -149,6 +149,11 @@ describe('the operator console in a browser', () => {
     await waitForText('[data-field="callsPerSecond"] .field-error', /callsPerSecond/);
     expect(await page.$eval('#f-callsPerSecond', (e) => e.getAttribute('aria-invalid'))).toBe('true');
     await setInput('#f-callsPerSecond', '2');
+    // A restricted period that ends before it starts is named at its field (issue 14 #3).
+    await setInput('#f-restrictedPeriods', '2026-12-31..2026-12-30 year-end');
+    await page.click('form[aria-label="Client settings"] button[type=submit]');
+    await waitForText('[data-field="restrictedPeriods"] .field-error', /ends before it starts/);
+    await setInput('#f-restrictedPeriods', '');
     await page.click('form[aria-label="Client settings"] button[type=submit]');
     await waitForText('form[aria-label="Client settings"] .form-errors', /Saved/);
     await page.waitForSelector('a.button[href$="/jobs/new"]');
@@ -250,6 +255,70 @@ describe('the operator console in a browser', () => {
     await clickButton('Resume');
     await page.waitForSelector('[data-status="scheduled"]');
     expect(await text('.answer')).toBe('The job is scheduled.');
+  });
+
+  it('adds a LINE channel and rotates its secret without ever showing it; looks up an opt-out', async () => {
+    const secret = 'browser-first-secret-0001';
+    const next = 'browser-next-secret-0002';
+    const token = 'browser-access-token-0003';
+    // An administrator's clients page lists every client.
+    await page.goto(`${stack.consoleUrl}#/`);
+    await waitForText('.client-list', new RegExp(CLIENT));
+    await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}`);
+    await page.waitForSelector('section[aria-label="Channels"] form');
+    expect(await unlabelledInputs()).toEqual([]);
+    await page.type('#f-channelId', `${CLIENT}-line`);
+    await page.type('#f-channelSecret', secret);
+    await page.type('#f-accessToken', token);
+    await page.click('section[aria-label="Channels"] button[type=submit]');
+    await waitForText('h1', new RegExp(`Channel ${CLIENT}-line`));
+    await waitForText('[data-fact="channel secret"]', /^set$/);
+    expect(await unlabelledInputs()).toEqual([]);
+    await page.type('#f-channelSecret', next);
+    await page.click('section[aria-label="Rotate the secret"] button[type=submit]');
+    await waitForText('[data-fact="channel secret"]', /previous one is accepted until/);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'channel-page.png'), fullPage: true });
+    const html = await page.content();
+    for (const value of [secret, next, token]) expect(html).not.toContain(value);
+
+    await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}/opt-outs`);
+    await page.waitForSelector('#f-recipient');
+    await page.type('#f-recipient', '090-1111-0001');
+    await page.click('main form button[type=submit]');
+    await waitForText('table.opt-outs tbody', /\+819011110001.*may be contacted/);
+  });
+
+  it('edits job defaults (a field error first) and keeps the settings the form does not show', async () => {
+    const other = `${CLIENT}-defaults`;
+    const telephony = { provider: 'http', baseUrl: 'http://127.0.0.1:9/' };
+    const put = await stack.operator('PUT', `/clients/${other}`, {
+      json: {
+        maxConcurrentCalls: 1,
+        callsPerSecond: 1,
+        timeZone: 'Asia/Tokyo',
+        callingHours: { mon: [{ start: '09:00', end: '18:00' }] },
+        defaultRegion: 'JP',
+        jobDefaults: { maxAttempts: 2 },
+        telephony,
+      },
+    });
+    expect(put.status, put.body).toBe(200);
+    await page.goto(`${stack.consoleUrl}#/clients/${other}`);
+    await page.waitForSelector('#f-jobDefaults-maxAttempts');
+    expect(await page.$eval('#f-jobDefaults-maxAttempts', (e) => (e as unknown as PageElement).value)).toBe(
+      '2',
+    );
+    expect(await unlabelledInputs()).toEqual([]);
+    await setInput('#f-jobDefaults-maxAttempts', '11');
+    await page.click('form[aria-label="Client settings"] button[type=submit]');
+    await waitForText('[data-field="jobDefaults.maxAttempts"] .field-error', /maxAttempts/);
+    await setInput('#f-jobDefaults-maxAttempts', '3');
+    await setInput('#f-jobDefaults-retryDelaySeconds', '600');
+    await page.click('form[aria-label="Client settings"] button[type=submit]');
+    await waitForText('form[aria-label="Client settings"] .form-errors', /Saved/);
+    const saved = (await stack.operator('GET', `/clients/${other}`)).json<Record<string, unknown>>();
+    expect(saved.jobDefaults).toEqual({ maxAttempts: 3, retryDelaySeconds: 600 });
+    expect(saved.telephony).toEqual(telephony);
   });
 
   it('a user of the demo client sees only the demo client, and not this one', async () => {

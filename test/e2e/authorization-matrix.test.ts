@@ -38,6 +38,8 @@ const CLIENT_SETTINGS = {
 
 let stack: LocalStack;
 const jobOf: Record<string, string> = {};
+/** Each client's own LINE channel, for the channel routes. */
+const channelOf = (clientId: string) => `${clientId}-own-channel`;
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'error';
@@ -50,6 +52,7 @@ beforeAll(async () => {
       { username: 'user-b', password: 'User-b-password-1', groups: [clientGroup(B)] },
       { username: 'user-ab', password: 'User-ab-password-1', groups: [clientGroup(A), clientGroup(B)] },
       { username: 'nobody', password: 'Nobody-password-1', groups: [] },
+      { username: 'boss', password: 'Boss-password-1', groups: ['admins'] },
     ],
     operators: {
       [B_OPERATOR.accessKeyId]: {
@@ -71,6 +74,12 @@ beforeAll(async () => {
     });
     expect(created.status).toBe(201);
     jobOf[clientId] = created.json<{ jobId: string }>().jobId;
+    await stack.putChannel({
+      channelId: channelOf(clientId),
+      clientId,
+      channelSecret: `${clientId}-channel-secret`,
+      accessToken: `${clientId}-channel-token`,
+    });
   }
 }, 120_000);
 
@@ -135,19 +144,24 @@ async function call(
 
 const operatorRoutes = routes.filter((r) => r.auth === 'iam');
 const pathFor = (template: string, clientId: string) =>
-  template.replace('{clientId}', clientId).replace('{jobId}', jobOf[clientId]!);
+  template
+    .replace('{clientId}', clientId)
+    .replace('{jobId}', jobOf[clientId]!)
+    .replace('{channelId}', channelOf(clientId));
 const bodyFor = (method: string, template: string) =>
   method === 'GET' ? undefined : template === '/clients/{clientId}' ? JSON.stringify(CLIENT_SETTINGS) : '{}';
 
-/** What the refused requests must leave alone: A's settings, jobs and job. */
-async function stateOfA(): Promise<string> {
+/** What refused requests must leave alone: a client's settings, jobs, job and channels. */
+async function stateOf(clientId: string): Promise<string> {
   const parts = await Promise.all([
-    stack.operator('GET', `/clients/${A}`),
-    stack.operator('GET', `/clients/${A}/jobs`),
-    stack.operator('GET', `/clients/${A}/jobs/${jobOf[A]}`),
+    stack.operator('GET', `/clients/${clientId}`),
+    stack.operator('GET', `/clients/${clientId}/jobs`),
+    stack.operator('GET', `/clients/${clientId}/jobs/${jobOf[clientId]}`),
+    stack.operator('GET', `/clients/${clientId}/channels`),
   ]);
   return parts.map((p) => p.body).join('\n');
 }
+const stateOfA = () => stateOf(A);
 
 describe('authorization matrix: operator routes', () => {
   const refused: Caller[] = [
@@ -175,7 +189,8 @@ describe('authorization matrix: operator routes', () => {
   });
 
   it("own-client: client B's operator passes the authorizer on every route of B, only of B", async () => {
-    for (const route of operatorRoutes.filter((r) => !r.path.endsWith('/cancel'))) {
+    const ofAClient = operatorRoutes.filter((r) => r.path.includes('{clientId}'));
+    for (const route of ofAClient.filter((r) => !r.path.endsWith('/cancel'))) {
       const answer = await call(
         'own-client',
         route.method,
@@ -187,6 +202,8 @@ describe('authorization matrix: operator routes', () => {
     }
     // The policy names B exactly: a client whose id starts with B's is another client.
     expect((await call('own-client', 'GET', `/clients/${B}x`)).status).toBe(403);
+    // Nor the list of every client.
+    expect((await call('own-client', 'GET', '/clients')).status).toBe(403);
   });
 
   it('admin: the local credentials pass on every route of A', async () => {
@@ -269,21 +286,12 @@ describe('authorization matrix: console routes (user pool tokens)', () => {
     });
     return { status: response.status, text: await response.text(), headers: response.headers };
   };
-  /** What refused requests must leave alone: B's settings, jobs and job, read with the IAM routes. */
-  const stateOfB = async () =>
-    (
-      await Promise.all([
-        stack.operator('GET', `/clients/${B}`),
-        stack.operator('GET', `/clients/${B}/jobs`),
-        stack.operator('GET', `/clients/${B}/jobs/${jobOf[B]}`),
-      ])
-    )
-      .map((p) => p.body)
-      .join('\n');
+  const stateOfB = () => stateOf(B);
 
   it('the console API mirrors every operator route under /console/api', () => {
     const operatorPaths = routes.filter((r) => r.auth === 'iam').map((r) => `${r.method} ${r.path}`);
-    expect(consoleRoutes.map((r) => `${r.method} ${r.path.slice(CONSOLE_API_PREFIX.length)}`).sort()).toEqual(
+    const mirrored = routes.filter((r) => r.auth === 'jwt' && r.path !== `${CONSOLE_API_PREFIX}/me`);
+    expect(mirrored.map((r) => `${r.method} ${r.path.slice(CONSOLE_API_PREFIX.length)}`).sort()).toEqual(
       operatorPaths.sort(),
     );
   });
@@ -330,6 +338,18 @@ describe('authorization matrix: console routes (user pool tokens)', () => {
       admin: false,
       clients: [],
     });
+  });
+
+  it('only an administrator lists every client; a user of clients is refused the list', async () => {
+    const list = `${CONSOLE_API_PREFIX}/clients`;
+    const refused = await consoleCall(await signIn('user-ab'), 'GET', list);
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.text)).toEqual({ message: 'Forbidden: only administrators list every client' });
+    const all = await consoleCall(await signIn('boss'), 'GET', list);
+    expect(all.status, all.text).toBe(200);
+    const ids = (JSON.parse(all.text) as { clients: { clientId: string }[] }).clients.map((c) => c.clientId);
+    expect(ids).toEqual(expect.arrayContaining([A, B]));
+    expect(ids).toEqual([...ids].sort());
   });
 
   it('a user of two clients sees both in /me and may act for each', async () => {

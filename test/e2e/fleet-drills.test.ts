@@ -22,6 +22,7 @@ import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { FLEET_WORK_KEY, parseFleetWork } from '#shared/fleet/work-list.ts';
 import { JOB_ENDED_REASON, RETRY_AFTER_END_REASON } from '#shared/jobs/task-lifecycle.ts';
+import { until } from '../support/wait.ts';
 
 /** Rows, calls at once and calls per second of each drill's client. */
 interface DrillSize {
@@ -149,14 +150,6 @@ function watchLease(clientId: string): { readonly seen: Lease[]; stop(): Promise
   };
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 interface ReportTask {
   readonly recipient: string;
   readonly outcome: string;
@@ -273,7 +266,7 @@ describe('broker fleet drills', () => {
         const killed: Lease[] = [];
         for (let round = 0; round < 2; round++) {
           let victim: Lease | undefined;
-          await waitFor(
+          await until(
             async () => {
               if (far.stats(clientId).inFlight < 2) return false;
               victim = await readLease(clientId);
@@ -320,7 +313,7 @@ describe('broker fleet drills', () => {
       try {
         const job = startJob(clientId, drill, DRILL, false, provider);
         let before: Lease | undefined;
-        await waitFor(async () => {
+        await until(async () => {
           if (far.stats(clientId).inFlight < 2) return false;
           before = await readLease(clientId);
           return before !== undefined && brokerOf(before.owner)?.state === 'ready';
@@ -477,7 +470,9 @@ describe('broker fleet drills', () => {
     const stopsWithin = async (what: string) => {
       const at = Date.now();
       // Once nobody serves the client and the work list leaves it out, no call of it starts.
-      await waitFor(() => noLongerServed(clientId, at), `nobody to serve ${clientId} after ${what}`, 120_000);
+      await until(() => noLongerServed(clientId, at), `nobody to serve ${clientId} after ${what}`, {
+        timeoutMs: 120_000,
+      });
       const late = rings().filter((r) => r.startedAt > at + appliesWithinMs);
       expect(
         late.map((r) => r.taskId),
@@ -486,7 +481,7 @@ describe('broker fleet drills', () => {
     };
     const job = startJob(clientId, 5, size);
     try {
-      await waitFor(() => rings().length >= 5, 'the first calls');
+      await until(() => rings().length >= 5, 'the first calls');
       // The window now closed: open only in an hour that is 12 hours away.
       const hour = String((new Date().getUTCHours() + 12) % 24).padStart(2, '0');
       const closed = Object.fromEntries(
@@ -506,7 +501,7 @@ describe('broker fleet drills', () => {
       expect(beforeReopen).toBeLessThan(size.rows);
 
       await put({});
-      await waitFor(() => rings().length >= beforeReopen + 5, 'calls after the hours reopened');
+      await until(() => rings().length >= beforeReopen + 5, 'calls after the hours reopened');
       const paused = await stack.operator('POST', `/clients/${clientId}/pause`);
       expect(paused.status).toBe(200);
       expect(paused.json<{ paused: boolean }>().paused).toBe(true);

@@ -22,7 +22,7 @@ import { Sha256 } from '#local/operator-client.ts';
 import { DEMO_CHANNEL, LOCAL_TELEPHONY, type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDynamoClient, makeS3Client, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { signBody } from '#shared/line/signature.ts';
-import { routes } from '#shared/routes.ts';
+import { matchRoute, routes } from '#shared/routes.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';
 
 const SEED = 20_261_124;
@@ -343,6 +343,10 @@ describe('fuzz: refused requests change nothing', () => {
           tamper: how === 'tampered',
         });
         seenStatuses.set(`operator ${how}`, answer.status);
+        // The client resolves dot segments before sending (`/clients/..` is `/`): a path that lands
+        // on a public route (the console's page) was never an operator route.
+        const sent = new URL(path, 'http://api.invalid').pathname;
+        if (matchRoute(routes, route.method, sent)?.route.auth === 'none') return;
         // A path that matches no route is API Gateway's 404 before any authorizer.
         expect([403, 404], `${route.method} ${path} (${how}) → ${answer.status}`).toContain(answer.status);
       }),

@@ -19,6 +19,11 @@ import type { LocalFleet } from '#local/ecs-service.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { OPTED_OUT_MAYBE_SENT_REASON } from '#shared/jobs/task-lifecycle.ts';
+import { eventually as waitUp } from '../support/wait.ts';
+
+/** The campaign's waits: a bound of 3 minutes against a hang, on a loaded machine. */
+const waitFor = <T>(check: () => Promise<T | undefined>, what: string) =>
+  waitUp(check, what, { timeoutMs: 180_000 });
 
 const RECIPIENTS = 20_000;
 const CLIENT = 'campaign-client';
@@ -91,20 +96,6 @@ async function holder(): Promise<{ owner: string; token: number } | undefined> {
   );
   if (!Item || typeof Item.owner !== 'string' || Number(Item.expiresAt) <= Date.now()) return undefined;
   return { owner: Item.owner, token: Number(Item.token) };
-}
-
-async function waitFor<T>(
-  check: () => Promise<T | undefined>,
-  what: string,
-  timeoutMs = 180_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const delivered = () => stack.line.counters().deliveries;

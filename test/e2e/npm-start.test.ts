@@ -11,8 +11,12 @@ import { LOCAL_TWILIO } from '#local/twilio-emulator.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 
 const children: ChildProcess[] = [];
+// Each start's state file goes here, not to the checkout's `.switchboard/local.json`, where it
+// would replace the file of a developer's own `npm start`.
+const stateDir = mkdtempSync(path.join(tmpdir(), 'npm-start-state-'));
 afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  rmSync(stateDir, { recursive: true, force: true });
 });
 
 /**
@@ -29,7 +33,14 @@ function start(
   const child = spawn(
     process.execPath,
     ['local/start.ts', '--port', '0', ...demo, ...job, ...campaign, ...args],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        SWITCHBOARD_LOCAL_STATE: path.join(stateDir, `local-${children.length}.json`),
+        ...options.env,
+      },
+    },
   );
   children.push(child);
   let out = '';

@@ -122,6 +122,11 @@ describe('npm run ops', () => {
     expect(put.stdout).toContain('calling hours:    mon–sun 00:00–24:00');
     expect((await local('clients', 'put', OTHER, ...SETTINGS)).code).toBe(0);
 
+    const listed = await local('clients', 'list');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${CLIENT}  2 calls, 5/s, Asia/Tokyo$`, 'm'));
+    expect(listed.stdout).toMatch(new RegExp(`^${OTHER}  `, 'm'));
+
     const got = await local('clients', 'get', CLIENT, '--json');
     expect(got.code, got.stderr).toBe(0);
     expect(JSON.parse(got.stdout)).toMatchObject({

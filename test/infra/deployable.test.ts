@@ -67,6 +67,22 @@ describe('finding 1: call-status may settle a call', () => {
     ]);
     expect(report.denied).toHaveLength(4);
   });
+
+  it('may add a suppression entry (a call outcome asking to opt out), but not delete or replace one', () => {
+    const write = (action: string): RecordedCall => ({
+      principal: 'call-status',
+      via: 'test',
+      action,
+      resource: 'arn:aws:dynamodb:REGION:ACCOUNT:table/switchboard-STAGE-control',
+      context: { 'dynamodb:LeadingKeys': ['SUPPRESS#acme'] },
+    });
+    const report = checkConformance(template.toJSON() as CfnTemplate, [
+      write('dynamodb:UpdateItem'),
+      write('dynamodb:DeleteItem'),
+      write('dynamodb:PutItem'),
+    ]);
+    expect(report.denied.map((d) => d.request.action)).toEqual(['dynamodb:DeleteItem', 'dynamodb:PutItem']);
+  });
 });
 
 describe('finding 3: a deploy never resets the broker fleet, and the new version is known at once', () => {

@@ -253,14 +253,19 @@ describe('least privilege', () => {
     // Idempotency records are put and updated, never deleted (TTL does that).
     const eventWrites = on(stack.stateful.tables.events).filter((a) => writeActions.includes(a));
     expect(eventWrites.sort()).toEqual(['dynamodb:PutItem', 'dynamodb:UpdateItem']);
-    // In the control table (leases, jobs, settings too) it may only put opt-out records.
+    // In the control table (leases, jobs, settings too) it may only write opt-out records and the
+    // suppression entries of unfollows (added, and taken back by a follow).
     const controlId = idOf(stack.stateful.tables.control);
     const controlWrites = statements.filter(
       (s) => mentions(s.Resource, controlId) && actionsOf(s).some((a) => writeActions.includes(a)),
     );
-    expect(controlWrites.flatMap(actionsOf)).toEqual(['dynamodb:PutItem']);
+    expect(controlWrites.flatMap(actionsOf)).toEqual([
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:DeleteItem',
+    ]);
     expect(controlWrites.map((s) => s.Condition)).toEqual([
-      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['OPTOUT#*'] } },
+      { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['OPTOUT#*', 'SUPPRESS#*'] } },
     ]);
     expect(on(stack.stateful.tables.channels)).not.toContain('dynamodb:PutItem');
     expect(on(stack.stateful.tables.tasks)).toEqual([]);
@@ -278,11 +283,12 @@ describe('least privilege', () => {
     }
   });
 
-  it('only the receiver, the processor, call-status (its callback secret), the broker task and the channel admin role may use the secrets key, each named in the key policy, only through DynamoDB', () => {
+  it('only the receiver, the processor, call-status (its callback secret), the broker task, the channels API and the channel admin role may use the secrets key, each named in the key policy, only through DynamoDB', () => {
     const keyId = idOf(stack.stateful.secretsKey);
     const brokerRole = idOf(stack.fleet.taskDefinition.taskRole);
     const callStatusRole = idOf(stack.callStatus.handler.role!);
     const adminRole = idOf(stack.webhooks.channelAdmin);
+    const channelsApiRole = idOf(stack.webhooks.channelsApi.role!);
     const grantees = Object.values(resources)
       .filter((r) => r.Type === 'AWS::IAM::Policy')
       .filter((r) =>
@@ -294,7 +300,9 @@ describe('least privilege', () => {
         ),
       )
       .flatMap((r) => (r.Properties.Roles as Json[]).map((role) => role.Ref));
-    expect(grantees.sort()).toEqual([processorRole(), receiverRole(), brokerRole, callStatusRole].sort());
+    expect(grantees.sort()).toEqual(
+      [processorRole(), receiverRole(), brokerRole, callStatusRole, channelsApiRole].sort(),
+    );
 
     for (const role of [receiverRole(), processorRole(), brokerRole, callStatusRole]) {
       const keyStatements = statementsOf(role).filter((s) => mentions(s.Resource, keyId));
@@ -303,6 +311,11 @@ describe('least privilege', () => {
         expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
       }
     }
+    // The channels API writes channels (create, replace, rotate): it may encrypt too, through DynamoDB.
+    const apiKeyStatements = statementsOf(channelsApiRole).filter((s) => mentions(s.Resource, keyId));
+    expect(apiKeyStatements.flatMap(actionsOf)).toContain('kms:GenerateDataKey');
+    for (const s of apiKeyStatements)
+      expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
     // The key policy: the account administers the key but may not use it; each user is named.
     const keyPolicy = resources[keyId]?.Properties.KeyPolicy as { Statement: Statement[] };
     const useActions = ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:ReEncryptFrom', 'kms:*'];
@@ -311,11 +324,13 @@ describe('least privilege', () => {
     const users = keyPolicy.Statement.filter((s) => !JSON.stringify(s.Principal).includes(':root'));
     const named = users.map((s) => JSON.stringify(s.Principal).match(/"Fn::GetAtt":\["([^"]+)"/)?.[1]);
     expect(named.sort()).toEqual(
-      [receiverRole(), processorRole(), brokerRole, callStatusRole, adminRole].sort(),
+      [receiverRole(), processorRole(), brokerRole, callStatusRole, channelsApiRole, adminRole].sort(),
     );
     for (const s of users) expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
     const writers = users.filter((s) => actionsOf(s).includes('kms:GenerateDataKey'));
-    expect(writers.map((s) => JSON.stringify(s.Principal))).toEqual([expect.stringContaining(adminRole)]);
+    expect(writers.map((s) => JSON.stringify(s.Principal)).sort()).toEqual(
+      [expect.stringContaining(adminRole), expect.stringContaining(channelsApiRole)].sort(),
+    );
   });
 });
 

@@ -93,16 +93,4 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
   };
 }
 
-/**
- * Polls until `check` returns a value (the ingest runs asynchronously, as in AWS). The bound is
- * against a hang, not a speed requirement: the poller shares the machine with other suites.
- */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 100_000;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+export { eventually } from './wait.ts';

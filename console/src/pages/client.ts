@@ -15,6 +15,8 @@ import {
   WEEKDAYS,
   type Weekday,
 } from '../types.ts';
+import { channelsSection } from './channels.ts';
+import { restrictionsEditor } from './restrictions-editor.ts';
 
 const DAY_NAMES: Record<Weekday, string> = {
   mon: 'Monday',
@@ -48,9 +50,20 @@ export function clientPage(app: App, clientId: string): Page {
     h('h1', {}, `Client ${clientId}`),
     settings,
     jobs,
+    h('div', { class: 'client-more' }),
   );
   const showJobs = () => {
     poller = jobList(app, path, jobs, clientId);
+    replace(
+      element.querySelector('.client-more')!,
+      channelsSection(app, clientId),
+      h(
+        'section',
+        { class: 'card', 'aria-label': 'Opt-outs' },
+        h('h2', {}, 'Opt-outs'),
+        h('a', { href: `#/clients/${encodeURIComponent(clientId)}/opt-outs` }, 'Look up opt-outs'),
+      ),
+    );
   };
   app.api.json<ClientSettings>('GET', path).then(
     (client) => {
@@ -68,6 +81,34 @@ export function clientPage(app: App, clientId: string): Page {
     },
   );
   return { title: `Client ${clientId}`, element, dispose: () => poller?.stop() };
+}
+
+/** Pauses or resumes the whole client, after a confirmation; the answer goes to `status`. */
+function pauseButton(
+  app: App,
+  path: string,
+  initiallyPaused: boolean,
+  status: HTMLElement,
+): HTMLButtonElement {
+  let paused = initiallyPaused;
+  const pause = h('button', { type: 'button' }, paused ? 'Resume client' : 'Pause client');
+  pause.addEventListener('click', async () => {
+    if (
+      !confirm(paused ? 'Resume every job of this client?' : 'Pause every call and message of this client?')
+    )
+      return;
+    try {
+      const out = await app.api.json<ClientSettings>('POST', `${path}/${paused ? 'resume' : 'pause'}`);
+      paused = out.paused === true;
+      pause.textContent = paused ? 'Resume client' : 'Pause client';
+      status.textContent = paused
+        ? 'The client is paused: none of its calls or messages start.'
+        : 'The client is running.';
+    } catch (error) {
+      status.textContent = (error as Error).message;
+    }
+  });
+  return pause;
 }
 
 function settingsForm(
@@ -93,25 +134,10 @@ function settingsForm(
   });
   const channel = h('input', { value: client.messageChannelId ?? '' });
   const hours = callingHoursEditor(client.callingHours);
+  const defaults = jobDefaultsEditor(client.jobDefaults ?? {});
+  const restrictions = restrictionsEditor(client);
   const status = h('p', { class: 'form-errors', role: 'alert' });
-  const pause = h('button', { type: 'button' }, client.paused ? 'Resume client' : 'Pause client');
-  let paused = client.paused === true;
-  pause.addEventListener('click', async () => {
-    if (
-      !confirm(paused ? 'Resume every job of this client?' : 'Pause every call and message of this client?')
-    )
-      return;
-    try {
-      const out = await app.api.json<ClientSettings>('POST', `${path}/${paused ? 'resume' : 'pause'}`);
-      paused = out.paused === true;
-      pause.textContent = paused ? 'Resume client' : 'Pause client';
-      status.textContent = paused
-        ? 'The client is paused: none of its calls or messages start.'
-        : 'The client is running.';
-    } catch (error) {
-      status.textContent = (error as Error).message;
-    }
-  });
+  const pause = pauseButton(app, path, client.paused === true, status);
   const form = h(
     'form',
     { 'aria-label': 'Client settings', novalidate: true },
@@ -126,6 +152,8 @@ function settingsForm(
       field('LINE channel for message jobs', 'messageChannelId', channel),
     ),
     hours.element,
+    defaults.element,
+    h('div', { class: 'grid' }, ...restrictions.elements),
     status,
     h(
       'div',
@@ -137,14 +165,27 @@ function settingsForm(
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     status.textContent = 'Saving…';
+    // Settings this form does not edit (a client's telephony, say) go back as they came: a PUT
+    // replaces the client, and what it leaves out is removed.
+    const {
+      clientId: _,
+      updatedAt: __,
+      paused: ___,
+      messageChannelId: ____,
+      jobDefaults: _____,
+      ...kept
+    } = client as ClientSettings & { updatedAt?: unknown };
+    const jobDefaults = defaults.value();
     const body = {
+      ...kept,
       maxConcurrentCalls: Number(maxConcurrent.value),
       callsPerSecond: Number(perSecond.value),
       timeZone: zone.value,
       defaultRegion: region.value.trim().toUpperCase(),
       callingHours: hours.value(),
       ...(channel.value.trim() ? { messageChannelId: channel.value.trim() } : {}),
-      ...(client.jobDefaults ? { jobDefaults: client.jobDefaults } : {}),
+      ...(Object.keys(jobDefaults).length > 0 ? { jobDefaults } : {}),
+      ...restrictions.value(),
     };
     try {
       await app.api.json('PUT', path, body);
@@ -162,6 +203,46 @@ function settingsForm(
     }
   });
   return form;
+}
+
+/**
+ * What a new job of this client gets when its request does not say: channel, scenario, attempts
+ * and the delay between them. An empty field is no default; a default this editor does not know
+ * is kept as it is.
+ */
+function jobDefaultsEditor(initial: Record<string, unknown>) {
+  const text = (value: unknown) => (value === undefined ? '' : String(value));
+  const channel = h(
+    'select',
+    {},
+    h('option', { value: '' }, '(call)'),
+    ...['call', 'message'].map((c) => h('option', { value: c, selected: initial.channel === c }, c)),
+  );
+  const scenario = h('input', { value: text(initial.scenarioId) });
+  const attempts = h('input', { type: 'number', min: 1, max: 10, step: 1, value: text(initial.maxAttempts) });
+  const delay = h('input', { type: 'number', min: 0, step: 1, value: text(initial.retryDelaySeconds) });
+  const element = h(
+    'fieldset',
+    { class: 'grid', 'data-field': 'jobDefaults' },
+    h('legend', {}, 'Job defaults (when a job does not say)'),
+    field('Channel', 'jobDefaults.channel', channel),
+    field('Scenario', 'jobDefaults.scenarioId', scenario, "The voice bot's scenario id"),
+    field('Attempts per task', 'jobDefaults.maxAttempts', attempts, '1 to 10'),
+    field('Seconds between attempts', 'jobDefaults.retryDelaySeconds', delay),
+  );
+  const value = (): Record<string, unknown> => {
+    const out: Record<string, unknown> = { ...initial };
+    const set = (key: string, v: unknown) => {
+      if (v === '' || v === undefined) delete out[key];
+      else out[key] = v;
+    };
+    set('channel', channel.value);
+    set('scenarioId', scenario.value.trim());
+    set('maxAttempts', attempts.value === '' ? '' : Number(attempts.value));
+    set('retryDelaySeconds', delay.value === '' ? '' : Number(delay.value));
+    return out;
+  };
+  return { element, value };
 }
 
 /** Calling hours per weekday: each day a list of windows (start, end), added and removed by buttons. */

@@ -1,26 +1,55 @@
-/** The clients the user belongs to; an administrator may open (or create) any client by id. */
+/**
+ * The clients the user belongs to; an administrator sees every client (a page at a time) and may
+ * open (or create) any client by id.
+ */
 import type { App, Page } from '../app.ts';
 import { field, h, replace } from '../dom.ts';
+import type { ClientSettings } from '../types.ts';
+
+const clientLink = (id: string, note?: string) =>
+  h('li', {}, h('a', { href: `#/clients/${encodeURIComponent(id)}` }, id), note ? ` ${note}` : null);
 
 export function clientsPage(app: App): Page {
   const body = h('section', { class: 'card' }, h('p', {}, 'Loading…'));
   void app.me().then(
     (me) => {
+      if (me.admin) {
+        replace(body, h('h1', {}, 'Clients'), allClients(app), openClientForm(app));
+        return;
+      }
       const list = me.clients.length
-        ? h(
-            'ul',
-            { class: 'client-list' },
-            ...me.clients.map((id) =>
-              h('li', {}, h('a', { href: `#/clients/${encodeURIComponent(id)}` }, id)),
-            ),
-          )
+        ? h('ul', { class: 'client-list' }, ...me.clients.map((id) => clientLink(id)))
         : h('p', {}, 'You do not belong to any client yet. Ask an administrator to add you to one.');
-      const open = me.admin ? openClientForm(app) : null;
-      replace(body, h('h1', {}, 'Clients'), list, open);
+      replace(body, h('h1', {}, 'Clients'), list);
     },
     (error: Error) => replace(body, h('p', { class: 'form-errors', role: 'alert' }, error.message)),
   );
   return { title: 'Clients', element: h('main', {}, body) };
+}
+
+/** Every client, 50 a page, for an administrator. */
+function allClients(app: App): HTMLElement {
+  const list = h('ul', { class: 'client-list' });
+  const more = h('button', { type: 'button', hidden: true }, 'More clients');
+  const state = h('p', { role: 'status' }, 'Loading…');
+  let next: string | undefined;
+  const load = async () => {
+    try {
+      const page = await app.api.json<{ clients: ClientSettings[]; next?: string }>(
+        'GET',
+        `/clients?limit=50${next ? `&next=${encodeURIComponent(next)}` : ''}`,
+      );
+      list.append(...page.clients.map((c) => clientLink(c.clientId, c.paused ? '(paused)' : undefined)));
+      next = page.next;
+      more.hidden = !next;
+      state.textContent = list.children.length === 0 ? 'No clients yet: create one below.' : '';
+    } catch (error) {
+      state.textContent = (error as Error).message;
+    }
+  };
+  more.addEventListener('click', () => void load());
+  void load();
+  return h('div', {}, list, state, more);
 }
 
 function openClientForm(app: App): HTMLFormElement {

@@ -1,21 +1,19 @@
 /**
  * A job as it runs: counters, a chart over time (calls in flight against the contract's limit and
- * starts per second against the line's rate; for a message job, messages per second), the outcome
- * breakdown, pause / resume / cancel with confirmation, and the report. Each refresh is one read
- * of the job (its counts, and the client's calls in flight for a running call job): never of its
- * tasks.
+ * starts per second against the line's rate; for a message job, messages and 429s per second), the
+ * outcome breakdown, pause / resume / cancel with confirmation, and the report. Each refresh reads
+ * the job (its counts, and the client's calls in flight for a running call job) and the windows of
+ * its series after the last one shown (`job-chart.ts`): never its tasks.
  */
-import type uPlot from 'uplot';
 import { ApiError } from '../api.ts';
 import type { App, Page } from '../app.ts';
 import { formatNumber, formatTime, h, replace } from '../dom.ts';
 import { poll } from '../poll.ts';
 import { doneOf, FINAL_STATUSES, type JobView } from '../types.ts';
+import { SeriesChart } from './job-chart.ts';
 import { countList, crumbs } from './parts.ts';
 
 const REFRESH_MS = 2_000;
-/** Points kept on the chart (at one every 2 s: ten minutes). */
-const MAX_POINTS = 300;
 
 export function jobPage(app: App, clientId: string, jobId: string): Page {
   const path = `/clients/${encodeURIComponent(clientId)}/jobs/${encodeURIComponent(jobId)}`;
@@ -25,7 +23,7 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   const state = h('p', { class: 'poll-state', role: 'status' });
   const chartBox = h('div', { class: 'chart', 'aria-label': 'Rate over time' });
   const actions = h('div', { class: 'actions' });
-  const chart = new RateChart(chartBox);
+  const chart = new SeriesChart(app, chartBox, path);
   let current: JobView | undefined;
   const act = async (action: 'pause' | 'resume' | 'cancel') => {
     const question = {
@@ -67,10 +65,11 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   };
   const poller = poll<JobView>({
     intervalMs: REFRESH_MS,
-    read: () => app.api.json<JobView>('GET', path),
+    // The chart's read never fails the refresh: the counters come first, the chart catches up.
+    read: async () =>
+      (await Promise.all([app.api.json<JobView>('GET', path), chart.refresh().catch(() => undefined)]))[0],
     onData: (job) => {
       show(job);
-      chart.add(job);
       return FINAL_STATUSES.includes(job.status) ? true : undefined;
     },
     onState: ({ retrying, message, inMs }) => {
@@ -152,85 +151,6 @@ function summaryOf(job: JobView): (HTMLElement | null)[] {
         ),
     ),
   ];
-}
-
-/**
- * The chart, fed one sample a refresh: in flight (and its limit) from the client's lease, starts
- * per second from the counts (tasks that ended plus the change in flight), or messages per second.
- */
-class RateChart {
-  readonly #box: HTMLElement;
-  #plot: uPlot | undefined;
-  readonly #data: number[][] = [[], [], [], [], []];
-  #last: { t: number; done: number; inFlight: number } | undefined;
-  #loading: Promise<void> | undefined;
-
-  constructor(box: HTMLElement) {
-    this.#box = box;
-  }
-
-  add(job: JobView): void {
-    const t = Date.now() / 1000;
-    const done = doneOf(job.counts);
-    const inFlight = job.live?.callsInFlight ?? 0;
-    const rate = this.#last
-      ? Math.max(0, done - this.#last.done + (inFlight - this.#last.inFlight)) /
-        Math.max(t - this.#last.t, 0.001)
-      : 0;
-    this.#last = { t, done, inFlight };
-    const row = [
-      t,
-      inFlight,
-      job.live?.maxConcurrentCalls ?? Number.NaN,
-      rate,
-      job.live?.callsPerSecond ?? Number.NaN,
-    ];
-    row.forEach((v, i) => {
-      this.#data[i]!.push(v);
-      if (this.#data[i]!.length > MAX_POINTS) this.#data[i]!.shift();
-    });
-    if (this.#plot) this.#plot.setData(this.#data as uPlot.AlignedData);
-    else if (!this.#loading) {
-      // Loaded with the first sample; the counters above work without it.
-      this.#loading = import('uplot').then(
-        ({ default: UPlot }) => {
-          this.#plot = this.#create(UPlot, job.channel);
-        },
-        (error: Error) => {
-          this.#box.textContent = `The chart could not load: ${error.message}`;
-        },
-      );
-    }
-  }
-
-  destroy(): void {
-    this.#plot?.destroy();
-  }
-
-  #create(UPlot: typeof uPlot, channel: 'call' | 'message'): uPlot {
-    const calls = channel === 'call';
-    return new UPlot(
-      {
-        width: Math.max(this.#box.clientWidth, 320),
-        height: 260,
-        scales: { x: { time: true } },
-        axes: [
-          {},
-          { label: calls ? 'in flight' : '' },
-          { side: 1, scale: 'rate', label: calls ? 'starts/s' : 'messages/s', grid: { show: false } },
-        ],
-        series: [
-          {},
-          { label: 'calls in flight', stroke: '#2563eb', width: 2, show: calls },
-          { label: 'limit', stroke: '#2563eb', dash: [6, 4], show: calls },
-          { label: calls ? 'starts/s' : 'messages/s', stroke: '#16a34a', width: 2, scale: 'rate' },
-          { label: 'line rate', stroke: '#16a34a', dash: [6, 4], scale: 'rate', show: calls },
-        ],
-      },
-      this.#data as uPlot.AlignedData,
-      this.#box,
-    );
-  }
 }
 
 /** Fetches the report with the user's token and saves it (a large one comes from S3 through a redirect). */

@@ -31,8 +31,10 @@ import { tableSpec } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
+import { until as untilHolds } from '../../support/wait.ts';
 
 const SECRET = 'integration-callback-secret';
 const PROVIDER = 'sandbox';
@@ -186,33 +188,10 @@ async function putWork(clients: string[], desiredVersion = 'v1') {
 }
 
 function brokerConfig(s: TelephonySandbox, over: Partial<BrokerConfig> = {}): BrokerConfig {
-  return {
-    controlTable,
-    tasksTable,
-    telephonyApiUrl: s.url,
-    telephonyApiToken: s.apiToken,
-    callStatusCallbackUrl: callbackUrl(),
-    twilioCallbackUrl: 'http://127.0.0.1:9/providers/twilio/calls/status',
-    twilioApiUrl: undefined,
-    ecsAgentUri: undefined,
-    version: 'v1',
-    brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,
-    httpHost: '127.0.0.1',
-    httpPort: 0,
-    advertiseUrl: undefined,
-    leaseMs: 30_000,
-    idleWaitMs: 200,
-    stopGraceMs: 100_000,
-    reconcileMarginMs: 30_000,
-    defaultMaxCallSeconds: 600,
-    holdMs: 60_000,
-    recheckMs: 1_000,
-    channelsTable: undefined,
-    lineApiUrl: 'http://127.0.0.1:9',
-    messageRatePerSecond: 2_000,
-    messageConcurrency: 128,
-    ...over,
-  };
+  return testBrokerConfig(
+    { controlTable, tasksTable },
+    { telephonyApiUrl: s.url, telephonyApiToken: s.apiToken, callStatusCallbackUrl: callbackUrl(), ...over },
+  );
 }
 
 async function startBroker(config: BrokerConfig): Promise<RunningBroker> {
@@ -221,13 +200,8 @@ async function startBroker(config: BrokerConfig): Promise<RunningBroker> {
   return b;
 }
 
-async function until(done: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const until = (done: () => Promise<boolean>, timeoutMs: number) =>
+  untilHolds(done, `a condition within ${timeoutMs} ms`, { timeoutMs, everyMs: 200 });
 
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
 

@@ -15,6 +15,7 @@ import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
@@ -28,8 +29,10 @@ import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
+import { eventually } from '../../support/wait.ts';
 
 const cloud = testCloud();
 const stage = `msg${process.pid}${Math.random().toString(36).slice(2, 6)}`.slice(0, 20);
@@ -85,33 +88,16 @@ afterAll(async () => {
 });
 
 function brokerConfig(over: Partial<BrokerConfig> = {}): BrokerConfig {
-  return {
-    controlTable,
-    tasksTable,
-    telephonyApiUrl: 'http://127.0.0.1:9',
-    telephonyApiToken: 'unused',
-    callStatusCallbackUrl: 'http://127.0.0.1:9/status',
-    twilioCallbackUrl: 'http://127.0.0.1:9/providers/twilio/calls/status',
-    twilioApiUrl: undefined,
-    ecsAgentUri: undefined,
-    version: 'v1',
-    brokerId: `broker-${Math.random().toString(36).slice(2, 8)}`,
-    httpHost: '127.0.0.1',
-    httpPort: 0,
-    advertiseUrl: undefined,
-    leaseMs: 30_000,
-    idleWaitMs: 200,
-    stopGraceMs: 100_000,
-    reconcileMarginMs: 30_000,
-    defaultMaxCallSeconds: 600,
-    holdMs: 60_000,
-    recheckMs: 1_000,
-    channelsTable,
-    lineApiUrl: line.url,
-    messageRatePerSecond: 2_000,
-    messageConcurrency: 64,
-    ...over,
-  };
+  return testBrokerConfig(
+    { controlTable, tasksTable },
+    {
+      callStatusCallbackUrl: 'http://127.0.0.1:9/status',
+      channelsTable,
+      lineApiUrl: line.url,
+      messageConcurrency: 64,
+      ...over,
+    },
+  );
 }
 
 async function startBroker(over: Partial<BrokerConfig> = {}): Promise<RunningBroker> {
@@ -210,21 +196,15 @@ async function jobOf(job: Job): Promise<Job> {
   return out!;
 }
 
-async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 async function allFinal(job: Job): Promise<Task[]> {
-  return until(async () => {
-    const tasks = await tasksOf(job.jobId);
-    return tasks.every((t) => ['completed', 'failed', 'cancelled'].includes(t.state)) ? tasks : undefined;
-  }, `every task of ${job.jobId} to end`);
+  return eventually(
+    async () => {
+      const tasks = await tasksOf(job.jobId);
+      return tasks.every((t) => ['completed', 'failed', 'cancelled'].includes(t.state)) ? tasks : undefined;
+    },
+    `every task of ${job.jobId} to end`,
+    { timeoutMs: 90_000 },
+  );
 }
 
 /** Deliveries per recipient of this job's recipients, from the sandbox's log. */
@@ -245,7 +225,7 @@ function deliveredCounts(clientId: string, n: number): number[] {
  * request it had on the wire has been answered (and logged by the sandbox) and recorded.
  */
 function letGo(broker: RunningBroker, clientId: string): Promise<true> {
-  return until(
+  return eventually(
     async () => (broker.broker.clientId === clientId ? undefined : true),
     `the broker to let ${clientId} go`,
   );
@@ -258,7 +238,7 @@ async function sendingJob(prefix: string, n: number) {
   line.setRateLimit(400);
   const broker = await startBroker({ messageRatePerSecond: 400 });
   await putWork([clientId]);
-  await until(
+  await eventually(
     async () => (deliveredCounts(clientId, n).reduce((a, b) => a + b, 0) > 300 ? true : undefined),
     'the first sends',
   );
@@ -306,6 +286,38 @@ describe('a message job served by the broker', () => {
       failed: 0,
       cancelled: optedOut.length,
     });
+  });
+
+  it('a recipient put on the suppression list while the campaign runs gets nothing from the next claim on', async () => {
+    const n = 2_000;
+    const { clientId, job } = await sendingJob('dnc', n);
+    const late = Array.from({ length: 200 }, (_, k) => n - 200 + k);
+    const at = Date.now();
+    await makeDynamoSuppressionStore(cloud.doc, controlTable).add(
+      clientId,
+      late.map((i) => ({
+        recipient: recipientOf(clientId, i),
+        kind: 'line',
+        source: 'api',
+        reason: 'asked',
+        addedAt: at,
+      })),
+    );
+    const tasks = await allFinal(job);
+    const counts = deliveredCounts(clientId, n);
+    const byRecipient = new Map(tasks.map((t) => [t.recipient, t]));
+    let suppressed = 0;
+    for (const i of late) {
+      const task = byRecipient.get(recipientOf(clientId, i))!;
+      // Claimed before the entry: sent once; claimed after: never sent, cancelled saying why.
+      if (task.state === 'cancelled') {
+        suppressed++;
+        expect(task.reason).toBe('suppressed: api');
+        expect(counts[i], `recipient ${i}`).toBe(0);
+      } else expect(counts[i], `recipient ${i}`).toBe(1);
+    }
+    expect(suppressed).toBeGreaterThan(0);
+    expect((await jobOf(job)).counts).toMatchObject({ cancelled: suppressed, suppressed });
   });
 
   it('multicasts a message without placeholders in batches of up to 500, each recipient once', async () => {
@@ -467,7 +479,7 @@ describe('a message job served by the broker', () => {
     expect(line.log().length - atNudge).toBeLessThanOrEqual(64);
     const stoppedAt = line.log().length;
     // The broker gives back what it claimed and did not send: cancelled, as the job is.
-    await until(async () => {
+    await eventually(async () => {
       const tasks = await tasksOf(job.jobId);
       return tasks.some((t) => t.state === 'in-flight') ? undefined : true;
     }, 'the claimed tasks to be given back');
@@ -547,6 +559,44 @@ describe('a message job served by the broker', () => {
         ExpressionAttributeValues: { ':running': 'running' },
       }),
     );
+    await startBroker({ messageRatePerSecond: 400 });
+    await putWork([clientId]);
+    await allFinal(job);
+    expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
+    expect((await jobOf(job)).counts.completed).toBe(n);
+  });
+});
+
+describe('a message job and restricted periods (issue 14 #3)', () => {
+  it('a restricted period set mid-campaign stops new sends; once it is gone the job finishes, nobody twice', async () => {
+    const n = 3_000;
+    const { clientId, job, broker } = await sendingJob('period', n);
+    // Today in Tokyo (the client's zone), as a restricted date of the job.
+    const today = new Date(Date.now() + 9 * 3_600_000).toISOString().slice(0, 10);
+    const setPeriods = (periods: readonly { start: string }[]) =>
+      cloud.doc.send(
+        new UpdateCommand({
+          TableName: controlTable,
+          Key: keys.job(clientId, job.jobId),
+          UpdateExpression: 'SET restrictedPeriods = :periods',
+          ExpressionAttributeValues: { ':periods': periods },
+        }),
+      );
+    // No nudge: a period is reached by the clock, and the broker's job watch (every quarter second)
+    // sees it: at 400/s, about 100 more sends may start, besides the 128 already on the wire.
+    const started = line.log().length;
+    await setPeriods([{ start: today }]);
+    await letGo(broker, clientId);
+    expect(line.log().length - started).toBeLessThanOrEqual(100 + 128);
+    const atPeriod = line.log().length;
+    broker.stop('sigterm');
+    await broker.done;
+    expect(line.log().length).toBe(atPeriod);
+    const held = await tasksOf(job.jobId);
+    expect(held.filter((t) => t.state === 'in-flight')).toEqual([]);
+    expect(held.filter((t) => t.state === 'completed').length).toBeLessThan(n);
+
+    await setPeriods([]);
     await startBroker({ messageRatePerSecond: 400 });
     await putWork([clientId]);
     await allFinal(job);

@@ -11,6 +11,7 @@ import { createQueueWithDlq } from '#local/cloud.ts';
 import { type SqsPoller, startSqsPoller } from '#local/sqs-poller.ts';
 import { queueSpec } from '#shared/resources.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
+import { eventually } from '../../support/wait.ts';
 
 const cloud = testCloud();
 let poller: SqsPoller | undefined;
@@ -19,15 +20,8 @@ afterEach(async () => {
   poller = undefined;
 });
 
-async function until<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(check: () => Promise<T | undefined> | T | undefined) =>
+  eventually(check, 'the condition', { timeoutMs: 60_000, everyMs: 50 });
 
 /**
  * The test cloud's SQS client as a poller sees it, counting the poller's receives and the records

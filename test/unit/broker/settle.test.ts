@@ -6,6 +6,7 @@ import {
   settlementFor,
 } from '#shared/broker/settle.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
+import type { SuppressionEntry } from '#shared/suppressions/model.ts';
 import { SignatureMismatchError, signCallback } from '#shared/telephony/callback-signature.ts';
 import type { CallStatusEvent } from '#shared/telephony/port.ts';
 import { MalformedCallStatusError } from '#shared/telephony/status-event.ts';
@@ -50,7 +51,9 @@ describe('recording a call status', () => {
     store.add(clientSettings(), j, [{ ...task!, state: 'in-flight', attempts: 1, startedAt: T0 }]);
     store.flying.set('c1', new Set([`${j.jobId}/${task!.taskId}`]));
     const nudges: string[] = [];
+    const suppressed: SuppressionEntry[] = [];
     const record = makeRecordCallStatus({
+      suppressions: { add: async (_clientId, entries) => void suppressed.push(...entries) },
       tasks: store,
       leases: { endpointOf: async () => 'http://broker' },
       notifier: { callEnded: async (endpoint, ended) => void nudges.push(`${endpoint} ${ended.taskId}`) },
@@ -79,7 +82,7 @@ describe('recording a call status', () => {
       });
     };
     const stored = () => store.all()[0]!;
-    return { time, store, send, event, stored, nudges, ref, record };
+    return { time, store, send, event, stored, nudges, ref, record, suppressed };
   }
 
   it('settles the attempt once and nudges the lease holder; a duplicate changes nothing', async () => {
@@ -91,6 +94,18 @@ describe('recording a call status', () => {
     expect(s.stored()).toMatchObject({ state: 'completed' });
     expect(s.nudges).toEqual(['http://broker task-0000', 'http://broker task-0000']);
     expect(await s.store.inFlight('c1')).toEqual([]);
+  });
+
+  it('puts the number on the suppression list when the outcome asks to opt out, even on a late event', async () => {
+    const s = await setup();
+    expect(await s.send(s.event('completed', { optOut: true }))).toBe('settled');
+    expect(await s.send(s.event('completed', { optOut: true }))).toBe('already-settled');
+    const recipient = s.stored().recipient;
+    expect(s.suppressed.map((e) => [e.recipient, e.source, e.kind])).toEqual([
+      [recipient, 'call-outcome', 'phone'],
+      [recipient, 'call-outcome', 'phone'],
+    ]);
+    expect(s.stored()).toMatchObject({ state: 'completed' });
   });
 
   it('never lets a late or conflicting status regress a final one', async () => {

@@ -42,6 +42,13 @@ export function memoryClients(): ClientStore & { all: Map<string, ClientSettings
       all.set(id, next);
       return next;
     },
+    list: async ({ limit, next }) => {
+      const sorted = [...all.values()].sort((a, b) => a.clientId.localeCompare(b.clientId));
+      const from = next === undefined ? 0 : sorted.findIndex((c) => c.clientId > next);
+      const clients = from < 0 ? [] : sorted.slice(from, from + limit);
+      const more = from >= 0 && from + limit < sorted.length;
+      return { clients, ...(more ? { next: clients.at(-1)!.clientId } : {}) };
+    },
   };
 }
 

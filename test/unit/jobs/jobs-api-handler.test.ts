@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { makeJobsApiHandler } from '#lambdas/jobs-api/handler.ts';
+import type { JobSample } from '#shared/broker/job-series.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
 import { silentLogger } from '#shared/log.ts';
 import { matchRoute, routeKey, routes } from '#shared/routes.ts';
@@ -16,10 +17,19 @@ import {
 
 let now = Date.parse('2026-11-20T00:00:00Z');
 
+/** Samples the brokers wrote, read as the series store does (after a time, oldest first). */
+const samples: JobSample[] = [];
+
 function setup() {
   const files = memoryFiles();
   const jobs = memoryJobs();
   const api = makeJobsApi({
+    series: {
+      since: async (clientId, jobId, afterMs, limit) => {
+        const found = samples.filter((x) => x.clientId === clientId && x.jobId === jobId && x.at > afterMs);
+        return { samples: found.slice(0, limit), more: found.length > limit };
+      },
+    },
     clients: memoryClients(),
     jobs,
     tasks: memoryTasks(),
@@ -213,5 +223,50 @@ describe('operator API: jobs', () => {
     expect(report.status).toBe(200);
     expect(report.headers['content-type']).toBe('text/csv; charset=utf-8');
     expect(report.body).toBe('\ufeffrow,recipient,outcome,attempts,last_result,reason,column,value\r\n');
+  });
+});
+
+describe('operator API: a job series', () => {
+  it("answers the job's windows after `since`; 400 for a bad `since`, 404 for another client's job", async () => {
+    const { call } = setup();
+    await call('PUT', '/clients/acme', { body: JSON.stringify(TOKYO_CLIENT) });
+    await call('PUT', '/clients/other', { body: JSON.stringify(TOKYO_CLIENT) });
+    const created = await call('POST', '/clients/acme/jobs', { body: JSON.stringify({ name: 'March' }) });
+    const jobId = created.body.jobId as string;
+    const at = Date.parse('2026-11-20T00:00:00Z');
+    for (const k of [0, 1, 2]) {
+      samples.push({
+        clientId: 'acme',
+        jobId,
+        at: at + k * 10_000,
+        seconds: 10,
+        brokerId: 'b1',
+        peakInFlight: 3,
+        maxConcurrentCalls: 5,
+        callsPerSecond: 2,
+        starts: 7,
+        messagesSent: 0,
+        rateLimited: 0,
+      });
+    }
+    const since = new Date(at).toISOString();
+    const series = await call('GET', `/clients/acme/jobs/${jobId}/series`, { query: { since } });
+    expect(series.status).toBe(200);
+    expect(series.body).toMatchObject({ jobId, channel: 'call' });
+    expect(series.body.samples).toEqual(
+      [1, 2].map((k) => ({
+        at: new Date(at + k * 10_000).toISOString(),
+        seconds: 10,
+        callsInFlight: 3,
+        maxConcurrentCalls: 5,
+        starts: 7,
+        callsPerSecond: 2,
+        messagesSent: 0,
+        rateLimited: 0,
+      })),
+    );
+    const bad = await call('GET', `/clients/acme/jobs/${jobId}/series`, { query: { since: 'soon' } });
+    expect(bad).toMatchObject({ status: 400, body: { fieldErrors: { since: [expect.any(String)] } } });
+    expect((await call('GET', `/clients/other/jobs/${jobId}/series`)).status).toBe(404);
   });
 });

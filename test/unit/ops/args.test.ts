@@ -92,9 +92,11 @@ describe('ops command line', () => {
   });
 
   it('says in one line what is wrong with a command line', () => {
-    expect(usageError([])).toBe('which command? clients, jobs, optouts (see npm run ops -- --help)');
+    expect(usageError([])).toBe(
+      'which command? clients, jobs, optouts, suppressions (see npm run ops -- --help)',
+    );
     expect(usageError(['job', 'list'])).toBe(
-      'unknown command "job": use clients, jobs, optouts (did you mean jobs?)',
+      'unknown command "job": use clients, jobs, optouts, suppressions (did you mean jobs?)',
     );
     expect(usageError(['jobs'])).toBe(
       'which jobs command? create, list, show, pause, resume, cancel, report',

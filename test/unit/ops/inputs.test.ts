@@ -142,6 +142,33 @@ describe('client settings from the command line', () => {
       defaultRegion: 'JP',
       telephony: { provider: 'http', baseUrl: 'https://tel.example' },
     });
+    // --merge keeps restricted periods and holidays (a PUT without them removes them).
+    const restricted = {
+      ...stored,
+      restrictedPeriods: [{ start: '2026-12-31' }],
+      holidays: { country: 'JP' },
+    };
+    expect(settingsForPut(restricted)).toMatchObject({
+      restrictedPeriods: [{ start: '2026-12-31' }],
+      holidays: { country: 'JP' },
+    });
+  });
+
+  it('takes restricted periods (JSON or @FILE) and a holidays country (issue 14 #3)', () => {
+    const periods = '[{"start":"2026-12-29","end":"2027-01-03","name":"year-end"}]';
+    expect(clientSettingsBody({ 'restricted-periods': periods, holidays: 'jp' })).toEqual({
+      restrictedPeriods: [{ start: '2026-12-29', end: '2027-01-03', name: 'year-end' }],
+      holidays: { country: 'JP' },
+    });
+    expect(
+      jobOptionsBody(
+        { csv: 'list.csv', 'restricted-periods': '@p.json', 'time-zone-by': 'recipient' },
+        files({ 'p.json': '[{"start":"2026-12-24"}]' }),
+      ),
+    ).toEqual({ name: 'list', restrictedPeriods: [{ start: '2026-12-24' }], timeZoneBy: 'recipient' });
+    expect(() => jobOptionsBody({ csv: 'l.csv', 'time-zone-by': 'moon' })).toThrow(
+      '--time-zone-by must be client or recipient, got "moon"',
+    );
   });
 });
 

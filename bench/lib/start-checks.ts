@@ -1,0 +1,250 @@
+/**
+ * The cost of the contact-policy checks where a contact starts, on DynamoDB Local, side by side
+ * with the same starts without them:
+ *   - a call's start transaction (`DynamoBrokerTaskStore.start`): off; + the suppression
+ *     ConditionCheck; + 1 contact-limit counter; + 3 counters;
+ *   - a message page's claim (`MessageClaimer.nextPage`): off; + the suppression read of the page;
+ *     + 3 contact-limit counters per first claim (in the claim's transactions).
+ * The variants run interleaved (one start of each in turn), on tasks of their own, under one lease,
+ * so drift on a shared machine hits them alike. Every start passes (no entry, caps far above the
+ * count): what is measured is the price of checking, not of refusing.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import type { StartLimits } from '#shared/broker/ports.ts';
+import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
+import { newUlid } from '#shared/ids.ts';
+import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import { suppressionReasons } from '#shared/suppressions/model.ts';
+import { seedRunningJob } from './seed-job.ts';
+
+export interface CheckFigures {
+  readonly name: string;
+  /** Wall ms per start (a call) or per claimed task (a message). */
+  readonly perStartMs: readonly number[];
+  /** Items of each start's transaction (a call), for the write units. */
+  readonly items?: number;
+}
+
+type Tables = { readonly controlTable: string; readonly tasksTable: string };
+
+const ALWAYS = {
+  timeZone: 'Asia/Tokyo',
+  weekly: Object.fromEntries(
+    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+  ),
+};
+const LIMITS: ContactLimit[] = [
+  { max: 1000, per: 'day', channels: ['call', 'line'] },
+  { max: 1000, per: 'week', channels: ['call', 'line'] },
+  { max: 1000, per: { days: 30 }, channels: ['call', 'line'] },
+];
+
+function client(clientId: string): ClientSettings {
+  return {
+    clientId,
+    maxConcurrentCalls: 10_000,
+    callsPerSecond: 1_000,
+    timeZone: 'Asia/Tokyo',
+    callingHours: ALWAYS,
+    defaultRegion: 'JP',
+    contactLimits: LIMITS,
+    messageChannelId: 'bench',
+    updatedAt: Date.now(),
+  };
+}
+
+function job(clientId: string, channel: 'call' | 'message', count: number): Job {
+  const now = Date.now();
+  return {
+    clientId,
+    jobId: newUlid(),
+    name: `checks ${channel}`,
+    channel,
+    scenarioId: 's1',
+    startAt: now - 1000,
+    maxAttempts: 1,
+    retryDelaySeconds: 1,
+    status: 'running',
+    counts: { rows: count, rejected: 0, skipped: 0, tasks: count, completed: 0, failed: 0, cancelled: 0 },
+    ...(channel === 'message' ? { message: { messages: [{ type: 'text', text: 'hello' }] } } : {}),
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+function taskOf(j: Job, i: number, prefix: string): Task {
+  const recipient =
+    j.channel === 'call'
+      ? `+8190${prefix}${String(i).padStart(6, '0')}`
+      : `U${prefix}${i.toString(16).padStart(31 - prefix.length, '0')}`;
+  return {
+    clientId: j.clientId,
+    jobId: j.jobId,
+    taskId: `t${String(i).padStart(6, '0')}`,
+    row: i + 2,
+    channel: j.channel,
+    recipient,
+    variables: {},
+    state: 'pending',
+    attempts: 0,
+    readyAt: j.startAt + i,
+    updatedAt: j.startAt,
+  };
+}
+
+/** A suppression list of `n` other recipients, so the checks read a partition that is not empty. */
+async function someSuppressions(doc: DynamoDBDocumentClient, tables: Tables, clientId: string, n: number) {
+  const at = Date.now();
+  await makeDynamoSuppressionStore(doc, tables.controlTable).add(
+    clientId,
+    Array.from({ length: n }, (_, i) => ({
+      recipient: `+8180${String(i).padStart(8, '0')}`,
+      kind: 'phone' as const,
+      source: 'api' as const,
+      reason: 'bench',
+      addedAt: at,
+    })),
+  );
+}
+
+/** `starts` call starts per variant, interleaved; see the module comment. */
+export async function measureCallStartChecks(
+  doc: DynamoDBDocumentClient,
+  tables: Tables,
+  starts: number,
+): Promise<CheckFigures[]> {
+  const clientId = `checks-call-${Date.now().toString(36)}`;
+  const settings = client(clientId);
+  await someSuppressions(doc, tables, clientId, 200);
+  const variants = [
+    { name: 'off (no checks)', suppression: false, limits: 0 },
+    { name: '+ suppression ConditionCheck', suppression: true, limits: 0 },
+    { name: '+ suppression + 1 contact limit', suppression: true, limits: 1 },
+    { name: '+ suppression + 3 contact limits', suppression: true, limits: 3 },
+  ];
+  const runs = await Promise.all(
+    variants.map(async (v, k) => {
+      const j = job(clientId, 'call', starts);
+      const tasks = Array.from({ length: starts }, (_, i) => taskOf(j, i, String(k)));
+      await seedRunningJob(doc, tables, { client: settings, job: j, tasks: (i) => tasks[i]!, count: starts });
+      const store = makeDynamoBrokerTaskStore(doc, { ...tables, checkSuppressions: v.suppression });
+      return { ...v, tasks, store, times: [] as number[] };
+    }),
+  );
+  const lease = await makeDynamoLeaseStore(doc, tables.controlTable, {
+    endpoint: 'http://127.0.0.1:9',
+  }).tryTake({
+    clientId,
+    owner: 'bench',
+    now: Date.now(),
+    leaseMs: 3_600_000,
+  });
+  if (!lease) throw new Error('the bench could not take its lease');
+  for (let i = 0; i < starts; i++)
+    for (const run of runs) {
+      const now = Date.now();
+      const limits: StartLimits = {
+        slots: capSlots(LIMITS.slice(0, run.limits), 'call', now, settings.timeZone),
+      };
+      const t0 = performance.now();
+      const result = await run.store.start(
+        run.tasks[i]!,
+        { clientId, owner: 'bench', token: lease.token, now },
+        limits,
+      );
+      run.times.push(performance.now() - t0);
+      if (result.kind !== 'started') throw new Error(`a bench start was refused: ${result.kind}`);
+    }
+  return runs.map((r) => ({
+    name: r.name,
+    perStartMs: r.times,
+    items: 3 + (r.suppression ? 1 : 0) + r.limits,
+  }));
+}
+
+/** Pages of 500 claimed per variant, interleaved: per claimed task, with and without the suppression read. */
+export async function measureMessageClaimChecks(
+  doc: DynamoDBDocumentClient,
+  tables: Tables,
+  messages: number,
+): Promise<CheckFigures[]> {
+  const page = 500;
+  const suppressions = makeDynamoSuppressionStore(doc, tables.controlTable);
+  const variants = [
+    { name: 'off (no checks)', suppressed: false, caps: false },
+    { name: '+ suppression read of each page', suppressed: true, caps: false },
+    { name: '+ suppression + 3 contact limits', suppressed: true, caps: true },
+  ];
+  const runs = await Promise.all(
+    variants.map(async (v, k) => {
+      // A client per variant: a claim takes the client's ready tasks of every running job.
+      const clientId = `checks-msg-${k}-${Date.now().toString(36)}`;
+      const settings = client(clientId);
+      await someSuppressions(doc, tables, clientId, 200);
+      const j = job(clientId, 'message', messages);
+      await seedRunningJob(doc, tables, {
+        client: settings,
+        job: j,
+        tasks: (i) => taskOf(j, i, String(k)),
+        count: messages,
+      });
+      const lease = await makeDynamoLeaseStore(doc, tables.controlTable, {
+        endpoint: 'http://127.0.0.1:9',
+      }).tryTake({
+        clientId,
+        owner: 'bench',
+        now: Date.now(),
+        leaseMs: 3_600_000,
+      });
+      if (!lease) throw new Error('the bench could not take its lease');
+      const store = makeDynamoMessageTasks(doc, {
+        ...tables,
+        clock: { now: () => Date.now() },
+        ...(v.suppressed ? { suppressed: suppressionReasons(suppressions) } : {}),
+        checkContactLimits: v.caps,
+      });
+      const session = store.session({ clientId, owner: 'bench', token: () => lease.token });
+      return { ...v, session, times: [] as number[], claimed: 0 };
+    }),
+  );
+  for (let done = false; !done; ) {
+    done = true;
+    for (const run of runs) {
+      if (run.claimed >= messages) continue;
+      const t0 = performance.now();
+      const claimed = await run.session.source.nextPage(page);
+      const ms = performance.now() - t0;
+      if (claimed.length === 0) throw new Error('a bench claim found nothing');
+      for (let i = 0; i < claimed.length; i++) run.times.push(ms / claimed.length);
+      run.claimed += claimed.length;
+      done = false;
+    }
+  }
+  return runs.map((r) => ({ name: r.name, perStartMs: r.times }));
+}
+
+/** The lines a bench prints for `figures` (the first is the baseline the others are set against). */
+export function checkLines(title: string, unit: string, figures: readonly CheckFigures[]): string[] {
+  const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const pct = (xs: readonly number[], q: number) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.floor((q / 100) * sorted.length))] ?? Number.NaN;
+  };
+  const base = mean(figures[0]!.perStartMs);
+  const f = (x: number, d = 3) => x.toFixed(d);
+  return [
+    title,
+    ...figures.map((fig) => {
+      const m = mean(fig.perStartMs);
+      const wcu = fig.items === undefined ? '' : `, ${fig.items} items = ${fig.items * 2} WCU`;
+      return (
+        `    ${fig.name.padEnd(36)} mean ${f(m)} ms/${unit}, p50 ${f(pct(fig.perStartMs, 50))}, p99 ${f(pct(fig.perStartMs, 99))}` +
+        ` (${fig.perStartMs.length} ${unit}s${wcu}); ×${f(m / base, 2)} of off, +${f(m - base)} ms`
+      );
+    }),
+  ];
+}

@@ -1,0 +1,15 @@
+/** Wires the channels API to the channels table; configuration is read once, at start. */
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { ChannelsApi } from '#shared/channels/api.ts';
+import { getStringFromEnv } from '#shared/config.ts';
+import { makeChannelsApiHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('channels-api');
+
+const channels = makeDynamoChannelStore(makeDocumentClient(), getStringFromEnv('CHANNELS_TABLE'));
+
+export const handler = observe(
+  makeChannelsApiHandler({ api: new ChannelsApi(channels, () => Date.now()), log }),
+);

@@ -1,0 +1,102 @@
+/**
+ * Contact limits at a message's claim: a message task's first claim (attempt 0 → 1, the moment it
+ * becomes a contact; a reclaim of the same attempt is not a new one) takes a slot of each of the
+ * client's limits over `line` in the claim's own transaction (`capCounterUpdates`), so concurrent
+ * claims and call starts share one count per recipient. A refused task is not claimed: it waits for
+ * the window's end or ends `capped` (`overCapMove`), as a call does.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  type CapSlot,
+  type ContactLimit,
+  cappedReason,
+  capSlots,
+  overCapMove,
+} from '#shared/contact-limits/model.ts';
+import { type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { capCounterUpdates, endCappedTask } from './dynamo-contact-caps.ts';
+import type { Item } from './dynamo-message-table.ts';
+import { deferTask } from './dynamo-task-deferral.ts';
+
+/** How long a client's limits are trusted, ms (a change applies to claims within it). */
+const LIMITS_CACHE_MS = 5_000;
+
+/** The counter items of a claim group, and which task and limit each belongs to. */
+export interface ClaimCounters {
+  readonly items: ReturnType<typeof capCounterUpdates>;
+  readonly owners: readonly { readonly task: number; readonly slot: CapSlot }[];
+}
+
+export class MessageCaps {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tables: { readonly controlTable: string; readonly tasksTable: string };
+  readonly #clientId: string;
+  #cached: { at: number; limits?: readonly ContactLimit[]; timeZone: string } | undefined;
+
+  constructor(
+    doc: DynamoDBDocumentClient,
+    tables: { readonly controlTable: string; readonly tasksTable: string },
+    clientId: string,
+  ) {
+    this.#doc = doc;
+    this.#tables = tables;
+    this.#clientId = clientId;
+  }
+
+  /** The limits a first contact of `job` at `now` must pass (none when the job ignores them). */
+  async slotsFor(job: Job, now: number): Promise<CapSlot[]> {
+    if (job.ignoreContactLimits) return [];
+    if (!this.#cached || now - this.#cached.at >= LIMITS_CACHE_MS) {
+      const out = await this.#doc.send(
+        new GetCommand({ TableName: this.#tables.controlTable, Key: keys.client(this.#clientId) }),
+      );
+      const item = out.Item as { contactLimits?: ContactLimit[]; timeZone?: string } | undefined;
+      this.#cached = {
+        at: now,
+        ...(item?.contactLimits ? { limits: item.contactLimits } : {}),
+        timeZone: item?.timeZone ?? 'UTC',
+      };
+    }
+    return capSlots(this.#cached.limits, 'line', now, this.#cached.timeZone);
+  }
+
+  /** The counters of the group's first contacts (attempts 0), one per task and limit. */
+  counters(group: readonly { readonly item: Item }[], slots: readonly CapSlot[]): ClaimCounters {
+    const owners: { task: number; slot: CapSlot }[] = [];
+    const items: ClaimCounters['items'] = [];
+    if (slots.length === 0) return { items, owners };
+    group.forEach(({ item }, task) => {
+      if (Number(item.attempts ?? 0) !== 0) return;
+      items.push(...capCounterUpdates(this.#tables.tasksTable, taskOf(item), slots));
+      for (const slot of slots) owners.push({ task, slot });
+    });
+    return { items, owners };
+  }
+
+  /** A task refused by `slot`: it waits for the window's end inside its job's life, else ends capped. */
+  async hold(job: Job, item: Item, slot: CapSlot, now: number): Promise<void> {
+    const task = taskOf(item);
+    const until = slot.window.end;
+    if (overCapMove(until, job.endAt) === 'wait')
+      await deferTask(this.#doc, this.#tables.tasksTable, task, until, now);
+    else await endCappedTask(this.#doc, this.#tables, task, cappedReason(slot.limit, until), now);
+  }
+}
+
+/** The fields of a task item the counters and moves read. */
+function taskOf(item: Item): Task {
+  return {
+    clientId: String(item.clientId),
+    jobId: String(item.jobId),
+    taskId: String(item.taskId),
+    row: Number(item.row ?? 0),
+    channel: 'message',
+    recipient: String(item.recipient),
+    variables: {},
+    state: item.state as Task['state'],
+    attempts: Number(item.attempts ?? 0),
+    readyAt: Number(item.readyAt ?? 0),
+    updatedAt: Number(item.updatedAt ?? 0),
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * A client's suppression (do-not-call) list: the recipients none of its jobs may contact, whatever
+ * the list uploaded says. An entry is a phone number (E.164, normalised with the call lists' rules
+ * in the client's `defaultRegion`) or a LINE user id, with where it came from (`source`), why
+ * (`reason`) and when (`addedAt`).
+ *
+ * The list is checked where a contact starts, not only at upload: a call's start transaction holds
+ * a ConditionCheck that the recipient's entry does not exist (`shared/adapters/dynamo-call-tasks.ts`,
+ * argued in `docs/suppression-list.md`), and a message's claim reads the entries of the page it
+ * claims (`shared/adapters/dynamo-message-claims.ts`). A suppressed task ends `cancelled` with
+ * {@link suppressedReason}.
+ */
+import { normalizeLineUserId, normalizePhoneNumber } from '#shared/csv/recipients.ts';
+
+/** Where an entry came from. */
+export const SUPPRESSION_SOURCES = ['api', 'csv', 'line-unfollow', 'call-outcome'] as const;
+export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
+
+/**
+ * Sources that write entries on their own (an unfollow, a call's outcome): such an entry never
+ * replaces an operator's (`api`, `csv`), so that a later follow, which takes back its unfollow's
+ * entry, cannot take an operator's with it.
+ */
+export const AUTOMATIC_SOURCES: readonly SuppressionSource[] = ['line-unfollow', 'call-outcome'];
+
+/** What kind of recipient an entry names. */
+export type SuppressionKind = 'phone' | 'line';
+
+export interface SuppressionEntry {
+  /** E.164 for a phone number, the LINE user id as is. */
+  readonly recipient: string;
+  readonly kind: SuppressionKind;
+  readonly source: SuppressionSource;
+  readonly reason: string;
+  /** Epoch ms the entry was added. */
+  readonly addedAt: number;
+}
+
+/** Longest reason kept on an entry, in characters. */
+export const SUPPRESSION_REASON_MAX = 500;
+/** Most recipients one API add, lookup or remove may name. */
+export const SUPPRESSION_BATCH_MAX = 100;
+
+/** The reason a task of a suppressed recipient ends `cancelled` with (the report and counts show it). */
+export function suppressedReason(source: string): string {
+  return `suppressed: ${source}`;
+}
+
+/** Is `reason` one {@link suppressedReason} wrote? */
+export function isSuppressedReason(reason: string | undefined): boolean {
+  return reason?.startsWith('suppressed: ') === true;
+}
+
+/** The default reason of an entry of each source, when none is given. */
+export const DEFAULT_SUPPRESSION_REASON: Readonly<Record<SuppressionSource, string>> = {
+  api: 'added by an operator',
+  csv: 'uploaded in a suppression list',
+  'line-unfollow': 'the recipient unfollowed the LINE channel',
+  'call-outcome': 'the recipient asked not to be called again',
+};
+
+/** Where an entry lives in the control table: one partition per client, one item per recipient. */
+export const suppressionKeys = {
+  pk: (clientId: string) => `SUPPRESS#${clientId}`,
+  entry: (clientId: string, recipient: string) => ({ pk: `SUPPRESS#${clientId}`, sk: recipient }),
+};
+
+/** A recipient as an operator writes it, read the way a list row is. */
+export type SuppressionRecipient =
+  | { readonly ok: true; readonly recipient: string; readonly kind: SuppressionKind }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * Reads a recipient as a list row would name it: a LINE user id (`U` + 32 hex digits), else a
+ * phone number of `region` normalised to E.164.
+ */
+export function readSuppressionRecipient(input: string, region: string): SuppressionRecipient {
+  const line = normalizeLineUserId(input);
+  if (line.ok) return { ok: true, recipient: line.recipient, kind: 'line' };
+  const phone = normalizePhoneNumber(input, region as Parameters<typeof normalizePhoneNumber>[1]);
+  if (phone.ok) return { ok: true, recipient: phone.recipient, kind: 'phone' };
+  return {
+    ok: false,
+    reason: `${JSON.stringify(input)} is neither a phone number (${phone.reason}) nor a LINE user id (U + 32 hex digits)`,
+  };
+}
+
+/** The kind of a stored recipient (E.164 starts with `+`). */
+export function kindOf(recipient: string): SuppressionKind {
+  return recipient.startsWith('+') ? 'phone' : 'line';
+}
+
+/** A reason as stored: trimmed, at most {@link SUPPRESSION_REASON_MAX} characters, or the source's default. */
+export function entryReason(reason: string | undefined, source: SuppressionSource): string {
+  const text = (reason ?? '').trim();
+  if (text === '') return DEFAULT_SUPPRESSION_REASON[source];
+  const chars = [...text];
+  return chars.length <= SUPPRESSION_REASON_MAX ? text : chars.slice(0, SUPPRESSION_REASON_MAX).join('');
+}
+
+/**
+ * The message claim's view of the list: those of `recipients` on it → the reason their task ends
+ * with (`shared/adapters/dynamo-message-claims.ts` reads it for every page it claims).
+ */
+export function suppressionReasons(reader: {
+  suppressed(clientId: string, recipients: readonly string[]): Promise<ReadonlyMap<string, SuppressionEntry>>;
+}): (clientId: string, recipients: readonly string[]) => Promise<ReadonlyMap<string, string>> {
+  return async (clientId, recipients) => {
+    const found = await reader.suppressed(clientId, recipients);
+    return new Map([...found].map(([recipient, entry]) => [recipient, suppressedReason(entry.source)]));
+  };
+}
