@@ -10,8 +10,43 @@ import type { JobImage, RecordChange, TaskImage } from '#shared/outcomes/events.
 
 type Image = Record<string, unknown>;
 
+/** The attributes an outcome event reads from a task or job image; the rest is never decoded. */
+const READ_ATTRIBUTES = [
+  'sk',
+  'clientId',
+  'jobId',
+  'taskId',
+  'row',
+  'channel',
+  'state',
+  'attempts',
+  'lastResult',
+  'reason',
+  'updatedAt',
+  'name',
+  'status',
+  'failureReason',
+  'counts',
+] as const;
+
+/**
+ * The image's attributes an event reads, decoded one by one: an attribute that cannot be decoded
+ * (DynamoDB Local streams an empty map as `{}`) is left out instead of failing the whole batch,
+ * which would hold the shard until the records expire.
+ */
 function imageOf(raw: Record<string, unknown> | undefined): Image | undefined {
-  return raw ? unmarshall(raw as Record<string, AttributeValue>) : undefined;
+  if (!raw) return undefined;
+  const image: Image = {};
+  for (const name of READ_ATTRIBUTES) {
+    const value = raw[name];
+    if (value === undefined) continue;
+    try {
+      image[name] = unmarshall({ v: value as AttributeValue }).v;
+    } catch {
+      // Not decodable: left out (a task or job without it is not an event, or one without the field).
+    }
+  }
+  return image;
 }
 
 function isTask(image: Image): boolean {
