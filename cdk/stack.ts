@@ -9,6 +9,7 @@ import { OperatorConsole } from './constructs/console.ts';
 import { SwitchboardHttpApi } from './constructs/http-api.ts';
 import { Jobs } from './constructs/jobs.ts';
 import { Operations } from './constructs/operations.ts';
+import { OutcomeWebhooks } from './constructs/outcome-webhooks.ts';
 import { StatefulResources } from './constructs/stateful.ts';
 import { Webhooks } from './constructs/webhooks.ts';
 import type { DeploySettings } from './settings.ts';
@@ -28,6 +29,7 @@ export class SwitchboardStack extends Stack {
   readonly connectEvents: ConnectEvents | undefined;
   readonly operations: Operations;
   readonly console: OperatorConsole;
+  readonly outcomeWebhooks: OutcomeWebhooks;
 
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
@@ -58,6 +60,12 @@ export class SwitchboardStack extends Stack {
       stage,
       stateful: this.stateful,
       fleet: this.fleet,
+      retain,
+      alarmTopic: this.webhooks.alarmTopic,
+    });
+    this.outcomeWebhooks = new OutcomeWebhooks(this, 'OutcomeWebhooks', {
+      stage,
+      stateful: this.stateful,
       retain,
       alarmTopic: this.webhooks.alarmTopic,
     });

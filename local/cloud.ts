@@ -393,6 +393,7 @@ export async function createTable(ddb: DynamoDBClient, stage: string, spec: Tabl
       { AttributeName: spec.partitionKey.name, KeyType: 'HASH' },
       ...(spec.sortKey ? [{ AttributeName: spec.sortKey.name, KeyType: 'RANGE' as const }] : []),
     ],
+    ...(spec.stream ? { StreamSpecification: { StreamEnabled: true, StreamViewType: spec.stream } } : {}),
     ...(spec.globalIndexes.length > 0
       ? {
           GlobalSecondaryIndexes: spec.globalIndexes.map((index) => ({

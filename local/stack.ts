@@ -34,6 +34,7 @@ import { type JobsLocal, startJobsLocal } from './jobs-wiring.ts';
 import { type Handler, invokeHandler } from './lambda.ts';
 import { type LineSandbox, startLineSandbox } from './line-sandbox.ts';
 import { makeOperatorClient, type OperatorRequest } from './operator-client.ts';
+import { LOCAL_OUTCOME_ENV, type LocalOutcomeWebhooks, startLocalOutcomeWebhooks } from './outcome-wiring.ts';
 import { startScheduler } from './scheduler.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
 import {
@@ -142,6 +143,8 @@ export interface LocalStack {
   readonly api: ApiGatewayServer;
   readonly line: LineSandbox;
   readonly processor: SqsPoller;
+  /** Outcome webhooks: the stream mappings and the delivery worker's poller. */
+  readonly outcomes: LocalOutcomeWebhooks;
   readonly telephony: TelephonySandbox;
   /** The Amazon Connect emulator (clients with `telephony: { provider: 'connect', … }`). */
   readonly connect: TelephonyEmulator;
@@ -271,6 +274,8 @@ class LocalStackStarter {
     const cognito = await this.#startConsole();
     const api = await this.#startApi(jobs, cognito);
     const processor = await this.#startProcessor();
+    const outcomes = await startLocalOutcomeWebhooks({ cloud: this.#cloud, log: this.#log });
+    this.#stoppers.push(() => outcomes.stop());
     const fleet = this.#options.fleet ? await this.#startFleet(providers, api, admin.doc) : undefined;
     const { line, connect, twilio, telephony } = providers;
     return {
@@ -278,6 +283,7 @@ class LocalStackStarter {
       api,
       line,
       processor,
+      outcomes,
       telephony,
       connect,
       twilio,
@@ -345,6 +351,7 @@ class LocalStackStarter {
       TELEPHONY_PROVIDER: LOCAL_TELEPHONY.provider,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
       POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+      ...LOCAL_OUTCOME_ENV,
     });
   }
 

@@ -3,7 +3,7 @@
  * cloud invokes the same handlers): entry module, timeout, memory and, for queue consumers, the
  * event source mapping.
  */
-import type { QueueId } from './resources.ts';
+import type { QueueId, TableId } from './resources.ts';
 
 export type FunctionId =
   | 'webhook-receiver'
@@ -17,7 +17,7 @@ export type FunctionId =
   | 'console';
 
 export interface FunctionSpec {
-  readonly id: FunctionId;
+  readonly id: FunctionId | OutcomeFunctionId;
   /** The module exporting `handler`, relative to the repository root. */
   readonly entry: string;
   readonly timeoutSeconds: number;
@@ -99,5 +99,69 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     // Static files from memory: the page, its scripts and its font.
     timeoutSeconds: 5,
     memoryMb: 256,
+  },
+};
+
+/**
+ * Outcome webhooks' two functions: `outcome-events` reads the tasks and control tables' DynamoDB
+ * streams (filtered by the event source mappings to task ends and job records, so other changes
+ * never invoke it) and queues deliveries; `outcome-webhooks` POSTs them, one queue message per POST.
+ */
+export type OutcomeFunctionId = 'outcome-events' | 'outcome-webhooks';
+
+/** A DynamoDB stream source: the table and the event source mapping's settings and filters. */
+export interface StreamSource {
+  readonly table: TableId;
+  readonly batchSize: number;
+  readonly maxBatchingWindowSeconds: number;
+  /** Lambda event filter patterns (ORed): only matching records invoke the function. */
+  readonly filters: readonly Record<string, unknown>[];
+}
+
+const FINAL_STATES = ['completed', 'failed', 'cancelled', 'expired'];
+
+export const outcomeFunctions: Readonly<
+  Record<OutcomeFunctionId, FunctionSpec & { readonly streamSources?: readonly StreamSource[] }>
+> = {
+  'outcome-events': {
+    id: 'outcome-events',
+    entry: 'lambdas/outcome-events/main.ts',
+    // A batch of stream records: a cached settings read per client and a few SendMessageBatch calls.
+    timeoutSeconds: 30,
+    memoryMb: 512,
+    streamSources: [
+      {
+        table: 'tasks',
+        // Up to 1,000 task ends per invocation: a campaign's million ends are ~1,000 invocations.
+        batchSize: 1000,
+        maxBatchingWindowSeconds: 1,
+        filters: [
+          {
+            eventName: ['MODIFY'],
+            dynamodb: {
+              NewImage: { state: { S: FINAL_STATES } },
+              OldImage: { state: { S: [{ 'anything-but': FINAL_STATES }] } },
+            },
+          },
+        ],
+      },
+      {
+        table: 'control',
+        batchSize: 100,
+        maxBatchingWindowSeconds: 1,
+        // Job records only (counts change often; the function keeps status changes).
+        filters: [
+          { eventName: ['INSERT', 'MODIFY'], dynamodb: { Keys: { sk: { S: [{ prefix: 'JOB#' }] } } } },
+        ],
+      },
+    ],
+  },
+  'outcome-webhooks': {
+    id: 'outcome-webhooks',
+    entry: 'lambdas/outcome-webhooks/main.ts',
+    // Ten POSTs at once, each given up after 10 s; the queue's visibility (60 s) is six times this.
+    timeoutSeconds: 10,
+    memoryMb: 256,
+    queueSource: { queue: 'outcome-webhooks', batchSize: 10, maxConcurrency: 20 },
   },
 };

@@ -35,6 +35,8 @@
  * client over finds what a dead holder left in flight.
  */
 
+import { MAX_DELIVERY_ATTEMPTS } from './outcomes/backoff.ts';
+
 /** Partitions a job's tasks are spread over (table and outstanding index). */
 export const TASK_SHARDS = 16;
 
@@ -67,6 +69,8 @@ export interface TableSpec {
   readonly encryption: 'aws-managed' | 'customer-managed';
   /** The environment variable handlers read the table name from. */
   readonly envVar: string;
+  /** A DynamoDB stream of the table's changes (outcome webhooks read task ends and job statuses). */
+  readonly stream?: 'NEW_AND_OLD_IMAGES';
 }
 
 export interface QueueSpec {
@@ -97,7 +101,7 @@ export interface BucketSpec {
 export const CHANNELS_BY_CLIENT_INDEX = 'byClient';
 
 export type TableId = 'control' | 'tasks' | 'events' | 'channels';
-export type QueueId = 'webhook-events' | 'ingest';
+export type QueueId = 'webhook-events' | 'ingest' | 'outcome-webhooks';
 export type BucketId = 'uploads';
 
 export const tables: readonly TableSpec[] = [
@@ -118,6 +122,7 @@ export const tables: readonly TableSpec[] = [
     pointInTimeRecovery: true,
     encryption: 'aws-managed',
     envVar: 'CONTROL_TABLE',
+    stream: 'NEW_AND_OLD_IMAGES',
   },
   {
     id: 'tasks',
@@ -134,6 +139,7 @@ export const tables: readonly TableSpec[] = [
     pointInTimeRecovery: true,
     encryption: 'aws-managed',
     envVar: 'TASKS_TABLE',
+    stream: 'NEW_AND_OLD_IMAGES',
   },
   {
     id: 'events',
@@ -185,6 +191,16 @@ export const queues: readonly QueueSpec[] = [
     retentionSeconds: 4 * 24 * 3600,
     maxReceiveCount: 5,
     envVar: 'INGEST_QUEUE_URL',
+  },
+  {
+    // Outcome webhook deliveries (shared/outcomes/): the worker hides a failed one for its backoff
+    // delay, so the receive count is the attempt; after 24 h of attempts SQS moves it to the DLQ.
+    id: 'outcome-webhooks',
+    fifo: false,
+    visibilityTimeoutSeconds: 60,
+    retentionSeconds: 4 * 24 * 3600,
+    maxReceiveCount: MAX_DELIVERY_ATTEMPTS,
+    envVar: 'OUTCOME_WEBHOOKS_QUEUE_URL',
   },
 ];
 

@@ -196,7 +196,9 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
    * under a customer-managed key also gets the key, usable only through DynamoDB. `writes`
    * narrows what `readwrite` allows: only these write actions, only on items whose partition key
    * matches one of these patterns (`dynamodb:LeadingKeys`, e.g. `OPTOUT#*`). `reads` narrows reads
-   * the same way (the call-status function reads its callback secret, never a LINE channel).
+   * the same way (the call-status function reads its callback secret, never a LINE channel);
+   * `reads.actions: []` grants no read at all (the jobs API writes outcome webhook secrets, never
+   * reads one).
    */
   bindTable(
     table: dynamodb.ITable,
@@ -210,15 +212,20 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
   ): this {
     this.addEnvironment(envVar, table.tableName);
     const reads = options.reads;
-    this.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: [...(reads?.actions ?? TABLE_READ_ACTIONS)],
-        resources: [table.tableArn],
-        ...(reads?.leadingKeys
-          ? { conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...reads.leadingKeys] } } }
-          : {}),
-      }),
-    );
+    const readActions = reads?.actions ?? TABLE_READ_ACTIONS;
+    if (readActions.length > 0) {
+      this.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: [...readActions],
+          resources: [table.tableArn],
+          ...(reads?.leadingKeys
+            ? {
+                conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...reads.leadingKeys] } },
+              }
+            : {}),
+        }),
+      );
+    }
     if (access === 'readwrite') {
       const writes = options.writes;
       this.addToRolePolicy(

@@ -24,6 +24,7 @@ import * as s3n from 'aws-cdk-lib/aws-s3-notifications';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+import { OUTCOME_SECRET_KEY_PREFIX } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { functions } from '#shared/functions.ts';
 import { buckets, resourceName, tableSpec, UPLOAD_NOTIFICATIONS } from '#shared/resources.ts';
 import { BROKER_HTTP_PORT, type BrokerFleet } from './broker-fleet.ts';
@@ -87,6 +88,12 @@ export class Jobs extends Construct {
       // byStatus: its CLIENTS partition is the administrators' list of every client.
       .bindTable(tables.control, 'readwrite', control.envVar, { indexes: ['byStatus'] })
       .bindTable(tables.tasks, 'read', tasks.envVar)
+      // A client's outcome webhook secret (settings: outcomeWebhook): put, never read, and only its
+      // OUTCOMEWEBHOOK# item under the secrets key, never a LINE channel or a callback secret.
+      .bindTable(tables.channels, 'readwrite', tableSpec('channels').envVar, {
+        reads: { actions: [] },
+        writes: { actions: ['dynamodb:PutItem'], leadingKeys: [`${OUTCOME_SECRET_KEY_PREFIX}*`] },
+      })
       .bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
     this.api.addEnvironment(bucketEnv, bucket.bucketName);
     // Presigned PUTs are signed with this role: it may put lists under uploads/ only.

@@ -256,6 +256,7 @@ export class StatefulResources extends Construct {
       partitionKey: attr(spec.partitionKey),
       ...(spec.sortKey ? { sortKey: attr(spec.sortKey) } : {}),
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      ...(spec.stream ? { stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES } : {}),
       ...(spec.encryption === 'customer-managed'
         ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: this.secretsKey }
         : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),

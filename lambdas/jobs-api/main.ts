@@ -11,6 +11,7 @@ import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoOutcomeSecretWriter } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
@@ -52,6 +53,11 @@ export const handler = observe(
       brokers: { leases, notifier: makeHttpBrokerNotifier(), log },
       calls: leases,
       optOuts: makeDynamoOptOutStore(doc, controlTable),
+      outcomeWebhooks: {
+        secrets: new DynamoOutcomeSecretWriter(doc, getStringFromEnv('CHANNELS_TABLE')),
+        // Only the local cloud sets it: in AWS an outcome webhook URL must be https.
+        policy: { allowLoopbackHttp: process.env.OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP === 'true' },
+      },
       // Each job's series (the console's chart): Query of `{jobId}#series` in the tasks table.
       series: makeDynamoJobSeries(doc, tasksTable),
     }),

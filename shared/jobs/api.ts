@@ -17,6 +17,10 @@ import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { newUlid } from '#shared/ids.ts';
 import type { Logger } from '#shared/log.ts';
+import {
+  clientSettingsWithOutcomeWebhook,
+  type OutcomeWebhookDeps,
+} from '#shared/outcomes/client-settings.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { cancelSweepStart } from './cancel.ts';
 import {
@@ -145,6 +149,8 @@ export interface JobsApiDeps extends JobStores {
   readonly calls?: CallsInFlightReader;
   /** The client's opt-outs, for {@link JobsApi.optOuts}; without it, that use case fails. */
   readonly optOuts?: OptOutReader;
+  /** Outcome webhooks' secret store and URL rule; without it, `outcomeWebhook` is refused. */
+  readonly outcomeWebhooks?: OutcomeWebhookDeps;
   /** Each job's series (the console's chart), for {@link JobsApi.jobSeries}; without it, that fails. */
   readonly series?: JobSeriesReader;
 }
@@ -247,7 +253,14 @@ export class JobsApi {
 
   /** Creates or replaces a client's settings. */
   async putClient(clientId: string, body: unknown): Promise<ClientSettings> {
-    const settings = parseClientSettings(clientId, body, this.#deps.clock.now());
+    const now = this.#deps.clock.now();
+    const settings = await clientSettingsWithOutcomeWebhook({
+      body,
+      existing: isValidClientId(clientId) ? await this.#deps.clients.get(clientId) : undefined,
+      deps: this.#deps.outcomeWebhooks,
+      now,
+      parse: () => parseClientSettings(clientId, body, now),
+    });
     return this.#deps.clients.put(settings);
   }
 

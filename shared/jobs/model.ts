@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { ContactLimit } from '#shared/contact-limits/model.ts';
+import type { OutcomeWebhookSettings } from '#shared/outcomes/settings.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import type { HolidayCalendar, RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -45,6 +46,8 @@ export interface ClientSettings {
   readonly paused?: boolean;
   /** The provider the client's calls go through; the deployment's default HTTP provider when absent. */
   readonly telephony?: TelephonySettings;
+  /** Where the client's task ends and job status changes are POSTed (its secret is kept apart). */
+  readonly outcomeWebhook?: OutcomeWebhookSettings;
   /** Dates or ranges when none of the client's calls or messages starts (`shared/jobs/restrictions.ts`). */
   readonly restrictedPeriods?: readonly RestrictedPeriod[];
   /** The public holidays of a country during which nothing of the client starts. */

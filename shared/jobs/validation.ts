@@ -48,6 +48,8 @@ const clientSettingsSchema = z.strictObject({
   /** Settable here too (a GET's answer can be PUT back); `POST …/pause` and `/resume` are the usual way. */
   paused: z.boolean().optional(),
   telephony: telephonySettingsSchema.optional(),
+  /** Validated by `shared/outcomes/settings.ts` (its URL rule depends on the deployment). */
+  outcomeWebhook: z.unknown().optional(),
   /** Dates or ranges (local, in `timeZone`) when nothing of the client starts. */
   restrictedPeriods: restrictedPeriodsSchema.optional(),
   /** `{ country }`: that country's public holidays restrict every job of the client. */

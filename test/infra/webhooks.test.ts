@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '#cdk/app.ts';
 import { REPO_ROOT } from '#cdk/constructs/function.ts';
 import type { SwitchboardStack } from '#cdk/stack.ts';
-import { functions } from '#shared/functions.ts';
+import { type FunctionId, functions } from '#shared/functions.ts';
 import { queueSpec } from '#shared/resources.ts';
 
 type Json = Record<string, unknown>;
@@ -71,7 +71,7 @@ const processorRole = () => idOf(stack.webhooks.processor.role!);
 describe('the webhook Lambdas', () => {
   it('run Node.js 24 on arm64 with active tracing, timeout and memory from the shared specs', () => {
     for (const fn of [stack.webhooks.receiver, stack.webhooks.processor]) {
-      const spec = functions[fn.spec.id];
+      const spec = functions[fn.spec.id as FunctionId];
       expect(propsOf(fn)).toMatchObject({
         Runtime: 'nodejs24.x',
         Architectures: ['arm64'],

@@ -1,0 +1,31 @@
+/** Wires the outcome event producer to the real AWS clients; configuration is read once, at start. */
+import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
+import { clientHasOutcomeWebhook } from '#shared/adapters/dynamo-outcome-webhooks.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { SqsOutcomeDeliveryQueue } from '#shared/adapters/sqs-outcome-deliveries.ts';
+import { getStringFromEnv } from '#shared/config.ts';
+import { CachedWebhookDirectory, OutcomeRouter } from '#shared/outcomes/route.ts';
+import { makeOutcomeEventsHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('outcome-events');
+
+const controlTable = getStringFromEnv('CONTROL_TABLE');
+const queueUrl = getStringFromEnv('OUTCOME_WEBHOOKS_QUEUE_URL');
+
+const doc = makeDocumentClient();
+const sqs = makeSqsClient();
+const clock = { now: () => Date.now() };
+
+export const handler = observe(
+  makeOutcomeEventsHandler({
+    router: new OutcomeRouter({
+      directory: new CachedWebhookDirectory({
+        read: (clientId) => clientHasOutcomeWebhook(doc, controlTable, clientId),
+        clock,
+      }),
+      queue: new SqsOutcomeDeliveryQueue(sqs, queueUrl),
+      clock,
+    }),
+    log,
+  }),
+);

@@ -1,0 +1,35 @@
+/** Wires the outcome webhook worker to the real AWS clients; configuration is read once, at start. */
+import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
+import { DynamoOutcomeTargets } from '#shared/adapters/dynamo-outcome-webhooks.ts';
+import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { SqsOutcomeDeliveryQueue } from '#shared/adapters/sqs-outcome-deliveries.ts';
+import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { OutcomeDeliverer } from '#shared/outcomes/deliver.ts';
+import { makeFetchOutcomeHttp } from '#shared/outcomes/http.ts';
+import { makeOutcomeWebhooksHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('outcome-webhooks');
+
+const controlTable = getStringFromEnv('CONTROL_TABLE');
+const channelsTable = getStringFromEnv('CHANNELS_TABLE');
+const queueUrl = getStringFromEnv('OUTCOME_WEBHOOKS_QUEUE_URL');
+
+const doc = makeDocumentClient();
+const queue = new SqsOutcomeDeliveryQueue(makeSqsClient(), queueUrl);
+const clock = { now: () => Date.now() };
+/** A receiver that has not answered in this long counts as failed (the delivery is retried). */
+const POST_TIMEOUT_MS = 8_000;
+
+export const handler = observe(
+  makeOutcomeWebhooksHandler({
+    deliverer: new OutcomeDeliverer({
+      targets: new DynamoOutcomeTargets({ doc, controlTable, channelsTable, clock }),
+      http: makeFetchOutcomeHttp({ timeoutMs: POST_TIMEOUT_MS }),
+      clock,
+      // Never set in AWS: the local cloud's fault tests shorten the 24 h schedule with it.
+      delayScale: getNumberFromEnv('OUTCOME_RETRY_DELAY_SCALE', 1),
+    }),
+    retryLater: (receiptHandle, seconds) => queue.retryLater(receiptHandle, seconds),
+    log,
+  }),
+);

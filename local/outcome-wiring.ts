@@ -1,0 +1,87 @@
+/**
+ * Outcome webhooks on the local cloud, wired as deployed: the tasks and control tables' streams
+ * feed `outcome-events` through the stream event source mapping stand-in (the same filters as the
+ * CDK mappings), and the `outcome-webhooks` queue feeds the delivery worker through the SQS poller.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
+import { type OutcomeFunctionId, outcomeFunctions } from '#shared/functions.ts';
+import { LOCAL_CREDENTIALS, type LocalCloud } from './cloud.ts';
+import { type StreamPoller, startStreamPoller } from './dynamodb-stream-poller.ts';
+import type { Handler } from './lambda.ts';
+import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** The environment the local cloud's client API needs to accept `http://127.0.0.1` webhook URLs. */
+export const LOCAL_OUTCOME_ENV = { OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true' } as const;
+
+export interface LocalOutcomeWebhooks {
+  readonly streams: readonly StreamPoller[];
+  readonly deliveries: SqsPoller;
+  stop(): Promise<void>;
+}
+
+async function loadHandler<E>(id: OutcomeFunctionId): Promise<Handler<E, unknown>> {
+  const entry = pathToFileURL(path.join(ROOT, outcomeFunctions[id].entry)).href;
+  return ((await import(entry)) as { handler: Handler<E, unknown> }).handler;
+}
+
+/** Starts both mappings (after the handlers' environment is set). */
+export async function startLocalOutcomeWebhooks(options: {
+  readonly cloud: LocalCloud;
+  readonly log: (line: string) => void;
+  /** Parallel pollers of the delivery queue (Lambda scales with the queue). */
+  readonly deliveryConcurrency?: number;
+}): Promise<LocalOutcomeWebhooks> {
+  const { cloud, log } = options;
+  const producer = outcomeFunctions['outcome-events'];
+  const producerHandler = await loadHandler<DynamoDBStreamEvent>('outcome-events');
+  const streams = (producer.streamSources ?? []).map((source) =>
+    startStreamPoller({
+      endpoint: cloud.dynamoEndpoint,
+      region: cloud.region,
+      tableName: cloud.tableNames[source.table]!,
+      functionName: producer.id,
+      handler: producerHandler,
+      functionTimeoutMs: producer.timeoutSeconds * 1000,
+      batchSize: source.batchSize,
+      maxBatchingWindowMs: source.maxBatchingWindowSeconds * 1000,
+      filters: source.filters,
+      onError: (error) => log(`outcome-events (${source.table} stream): ${(error as Error).message}`),
+    }),
+  );
+  const worker = outcomeFunctions['outcome-webhooks'];
+  const queue = cloud.queues[worker.queueSource!.queue]!;
+  const sqs = new SQSClient({
+    region: cloud.region,
+    credentials: LOCAL_CREDENTIALS,
+    endpoint: cloud.sqsEndpoint,
+  });
+  const deliveries = startSqsPoller({
+    sqs,
+    queueUrl: queue.url,
+    queueArn: queue.arn,
+    functionName: worker.id,
+    handler: await loadHandler<SQSEvent>('outcome-webhooks'),
+    functionTimeoutMs: worker.timeoutSeconds * 1000,
+    batchSize: worker.queueSource!.batchSize,
+    concurrency: options.deliveryConcurrency ?? 2,
+    region: cloud.region,
+    onError: (error) => log(`outcome-webhooks: ${(error as Error).message}`),
+  });
+  log(
+    `Streams → Lambda outcome-events reads the tasks and control streams; outcome-webhooks polls ${queue.url}`,
+  );
+  return {
+    streams,
+    deliveries,
+    stop: async () => {
+      await Promise.all(streams.map((s) => s.stop()));
+      await deliveries.stop();
+      sqs.destroy();
+    },
+  };
+}

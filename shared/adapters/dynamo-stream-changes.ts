@@ -1,0 +1,97 @@
+/**
+ * DynamoDB Streams records (NEW_AND_OLD_IMAGES, as Lambda delivers them) of the tasks and control
+ * tables, as the outcome domain's {@link RecordChange}s: a task item (it has a `state` and a
+ * `taskId`) or a job item (sort key `JOB#…`, a `status`). Removals and other items are none.
+ */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import type { JobImage, RecordChange, TaskImage } from '#shared/outcomes/events.ts';
+
+type Image = Record<string, unknown>;
+
+/** The attributes an outcome event reads from a task or job image; the rest is never decoded. */
+const READ_ATTRIBUTES = [
+  'sk',
+  'clientId',
+  'jobId',
+  'taskId',
+  'row',
+  'channel',
+  'state',
+  'attempts',
+  'lastResult',
+  'reason',
+  'updatedAt',
+  'name',
+  'status',
+  'failureReason',
+  'counts',
+] as const;
+
+/**
+ * The image's attributes an event reads, decoded one by one: an attribute that cannot be decoded
+ * (DynamoDB Local streams an empty map as `{}`) is left out instead of failing the whole batch,
+ * which would hold the shard until the records expire.
+ */
+function imageOf(raw: Record<string, unknown> | undefined): Image | undefined {
+  if (!raw) return undefined;
+  const image: Image = {};
+  for (const name of READ_ATTRIBUTES) {
+    const value = raw[name];
+    if (value === undefined) continue;
+    try {
+      image[name] = unmarshall({ v: value as AttributeValue }).v;
+    } catch {
+      // Not decodable: left out (a task or job without it is not an event, or one without the field).
+    }
+  }
+  return image;
+}
+
+function isTask(image: Image): boolean {
+  return (
+    typeof image.state === 'string' && typeof image.taskId === 'string' && typeof image.clientId === 'string'
+  );
+}
+
+function isJob(image: Image): boolean {
+  return typeof image.sk === 'string' && image.sk.startsWith('JOB#') && typeof image.status === 'string';
+}
+
+/** The change a stream record is, when it is a task's or a job's. */
+export function changeOfStreamRecord(record: DynamoDBRecord): RecordChange | undefined {
+  if (record.eventName === 'REMOVE') return undefined;
+  const stream = record.dynamodb;
+  const after = imageOf(stream?.NewImage);
+  const sequence = stream?.SequenceNumber;
+  if (!after || !sequence) return undefined;
+  const before = imageOf(stream?.OldImage);
+  if (isTask(after)) {
+    return {
+      kind: 'task',
+      sequence,
+      ...(before && isTask(before) ? { before: before as unknown as TaskImage } : {}),
+      after: after as unknown as TaskImage,
+    };
+  }
+  if (isJob(after)) {
+    return {
+      kind: 'job',
+      sequence,
+      ...(before && isJob(before) ? { before: before as unknown as JobImage } : {}),
+      after: after as unknown as JobImage,
+    };
+  }
+  return undefined;
+}
+
+/** The changes of a stream batch, in its order. */
+export function changesOfStreamRecords(records: readonly DynamoDBRecord[]): RecordChange[] {
+  const out: RecordChange[] = [];
+  for (const record of records) {
+    const change = changeOfStreamRecord(record);
+    if (change) out.push(change);
+  }
+  return out;
+}

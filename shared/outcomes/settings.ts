@@ -1,0 +1,90 @@
+/**
+ * A client's outcome webhook setting: `outcomeWebhook: { url, secret }` in `PUT /clients/{id}`.
+ * The URL is stored in the client's settings; the secret is written to the secret store (the
+ * channels table, under its KMS key) and never stored with the settings, so neither the API, the
+ * CLI nor the console can return it. A later PUT may leave the secret out to keep the one set.
+ *
+ * The URL must be https; plain http is allowed only to a loopback host, and only where the
+ * deployment says so (the local cloud sets `OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP=true`; AWS never).
+ */
+import { emptyFieldErrors, type FieldErrors } from '#shared/jobs/errors.ts';
+
+/** What the client's settings keep: the URL and when its secret was last set (never the secret). */
+export interface OutcomeWebhookSettings {
+  readonly url: string;
+  readonly secretSetAt: number;
+}
+
+export interface OutcomeWebhookPolicy {
+  /** Whether `http://127.0.0.1`/`localhost` URLs are accepted (the local cloud only). */
+  readonly allowLoopbackHttp: boolean;
+}
+
+export const OUTCOME_SECRET_MIN_LENGTH = 16;
+const OUTCOME_SECRET_MAX_LENGTH = 512;
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+export type OutcomeWebhookInput =
+  | { readonly ok: true; readonly settings: OutcomeWebhookSettings | undefined; readonly newSecret?: string }
+  | { readonly ok: false; readonly fieldErrors: FieldErrors };
+
+function urlErrors(raw: unknown, policy: OutcomeWebhookPolicy): string[] {
+  if (typeof raw !== 'string' || raw === '') return ['required: the https URL events are POSTed to'];
+  if (raw.length > 2048) return ['must be at most 2048 characters'];
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return ['must be an absolute URL'];
+  }
+  if (url.username || url.password) return ['must not carry a user name or password'];
+  if (url.protocol === 'https:') return [];
+  if (url.protocol === 'http:' && policy.allowLoopbackHttp && LOOPBACK_HOSTS.has(url.hostname)) return [];
+  return [
+    policy.allowLoopbackHttp
+      ? 'must be https (or http to 127.0.0.1/localhost on the local cloud)'
+      : 'must be https',
+  ];
+}
+
+function secretErrors(raw: unknown, hasStored: boolean): string[] {
+  if (raw === undefined) return hasStored ? [] : ['required: no secret is set for this client yet'];
+  if (typeof raw !== 'string') return ['must be a string'];
+  if (raw.length < OUTCOME_SECRET_MIN_LENGTH || raw.length > OUTCOME_SECRET_MAX_LENGTH || /\s/.test(raw)) {
+    return [`must be ${OUTCOME_SECRET_MIN_LENGTH} to ${OUTCOME_SECRET_MAX_LENGTH} characters, no spaces`];
+  }
+  return [];
+}
+
+/**
+ * Reads `outcomeWebhook` from a client's settings request. `existing` is what the client has now
+ * (its secret may be kept); absent input removes the webhook.
+ */
+export function parseOutcomeWebhook(
+  input: unknown,
+  existing: OutcomeWebhookSettings | undefined,
+  policy: OutcomeWebhookPolicy,
+  now: number,
+): OutcomeWebhookInput {
+  if (input === undefined || input === null) return { ok: true, settings: undefined };
+  const errors = emptyFieldErrors();
+  if (typeof input !== 'object' || Array.isArray(input)) {
+    errors.outcomeWebhook = ['must be an object {url, secret}'];
+    return { ok: false, fieldErrors: errors };
+  }
+  const { url, secret, ...rest } = input as Record<string, unknown>;
+  for (const key of Object.keys(rest)) {
+    if (key !== 'secretSetAt') errors[`outcomeWebhook.${key}`] = ['unknown field'];
+  }
+  const forUrl = urlErrors(url, policy);
+  if (forUrl.length) errors['outcomeWebhook.url'] = forUrl;
+  const forSecret = secretErrors(secret, existing !== undefined);
+  if (forSecret.length) errors['outcomeWebhook.secret'] = forSecret;
+  if (Object.keys(errors).length > 0) return { ok: false, fieldErrors: errors };
+  const newSecret = typeof secret === 'string' ? secret : undefined;
+  return {
+    ok: true,
+    settings: { url: url as string, secretSetAt: newSecret ? now : existing!.secretSetAt },
+    ...(newSecret ? { newSecret } : {}),
+  };
+}
