@@ -22,6 +22,8 @@ export interface ReceivedEvent {
   readonly event: OutcomeEvent;
   /** How many deliveries carried it (1 = no duplicate). */
   readonly deliveries: number;
+  /** Epoch ms of its first accepted delivery. */
+  readonly receivedAt: number;
 }
 
 export interface OutcomeReceiverStats {
@@ -34,7 +36,7 @@ export interface OutcomeReceiverStats {
 
 export class OutcomeReceiver {
   readonly #secret: string;
-  readonly #events = new Map<string, { event: OutcomeEvent; deliveries: number }>();
+  readonly #events = new Map<string, { event: OutcomeEvent; deliveries: number; receivedAt: number }>();
   /** Subject (task `jobId/taskId` or job id) → the newest sequence seen. */
   readonly #newest = new Map<string, string>();
   readonly #faults: ReceiverFault[] = [];
@@ -81,7 +83,11 @@ export class OutcomeReceiver {
   }
 
   events(): ReceivedEvent[] {
-    return [...this.#events.values()].map(({ event, deliveries }) => ({ event, deliveries }));
+    return [...this.#events.values()].map(({ event, deliveries, receivedAt }) => ({
+      event,
+      deliveries,
+      receivedAt,
+    }));
   }
 
   /** Resolves when `predicate` holds over the recorded events (checked at every accepted request). */
@@ -139,7 +145,7 @@ export class OutcomeReceiver {
         this.#stats.duplicates++;
         continue;
       }
-      this.#events.set(event.id, { event, deliveries: 1 });
+      this.#events.set(event.id, { event, deliveries: 1, receivedAt: Date.now() });
       const subject =
         event.type === 'task.ended' ? `${event.data.jobId}/${event.data.taskId}` : event.data.jobId;
       const newest = this.#newest.get(subject);
