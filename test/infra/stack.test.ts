@@ -94,9 +94,13 @@ describe('stateful resources', () => {
       QueueName: 'switchboard-prod-ingest',
       RedrivePolicy: Match.objectLike({ maxReceiveCount: 5 }),
     });
-    // Every queue refuses plain HTTP.
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      QueueName: 'switchboard-prod-outcome-webhooks',
+      RedrivePolicy: Match.objectLike({ maxReceiveCount: Match.anyValue() }),
+    });
+    // Every queue refuses plain HTTP: webhook events, ingest and outcome webhooks, each with its DLQ.
     const policies = template.findResources('AWS::SQS::QueuePolicy');
-    expect(Object.keys(policies).length).toBe(4);
+    expect(Object.keys(policies).length).toBe(6);
   });
 
   it('blocks public access to the upload bucket and enforces SSL', () => {

@@ -283,12 +283,14 @@ describe('least privilege', () => {
     }
   });
 
-  it('only the receiver, the processor, call-status (its callback secret), the broker task, the channels API and the channel admin role may use the secrets key, each named in the key policy, only through DynamoDB', () => {
+  it('only the receiver, the processor, call-status (its callback secret), the broker task, the channels API, the jobs API and the outcome deliveries (an outcome webhook secret) and the channel admin role may use the secrets key, each named in the key policy, only through DynamoDB', () => {
     const keyId = idOf(stack.stateful.secretsKey);
     const brokerRole = idOf(stack.fleet.taskDefinition.taskRole);
     const callStatusRole = idOf(stack.callStatus.handler.role!);
     const adminRole = idOf(stack.webhooks.channelAdmin);
     const channelsApiRole = idOf(stack.webhooks.channelsApi.role!);
+    const jobsApiRole = idOf(stack.jobs.api.role!);
+    const deliveriesRole = idOf(stack.outcomeWebhooks.deliveries.role!);
     const grantees = Object.values(resources)
       .filter((r) => r.Type === 'AWS::IAM::Policy')
       .filter((r) =>
@@ -301,21 +303,32 @@ describe('least privilege', () => {
       )
       .flatMap((r) => (r.Properties.Roles as Json[]).map((role) => role.Ref));
     expect(grantees.sort()).toEqual(
-      [processorRole(), receiverRole(), brokerRole, callStatusRole, channelsApiRole].sort(),
+      [
+        processorRole(),
+        receiverRole(),
+        brokerRole,
+        callStatusRole,
+        channelsApiRole,
+        jobsApiRole,
+        deliveriesRole,
+      ].sort(),
     );
 
-    for (const role of [receiverRole(), processorRole(), brokerRole, callStatusRole]) {
+    for (const role of [receiverRole(), processorRole(), brokerRole, callStatusRole, deliveriesRole]) {
       const keyStatements = statementsOf(role).filter((s) => mentions(s.Resource, keyId));
       expect(keyStatements.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:DescribeKey']);
       for (const s of keyStatements) {
         expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
       }
     }
-    // The channels API writes channels (create, replace, rotate): it may encrypt too, through DynamoDB.
-    const apiKeyStatements = statementsOf(channelsApiRole).filter((s) => mentions(s.Resource, keyId));
-    expect(apiKeyStatements.flatMap(actionsOf)).toContain('kms:GenerateDataKey');
-    for (const s of apiKeyStatements)
-      expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
+    // The channels API writes channels (create, replace, rotate) and the jobs API a client's outcome
+    // webhook secret: they may encrypt too, through DynamoDB.
+    for (const writer of [channelsApiRole, jobsApiRole]) {
+      const apiKeyStatements = statementsOf(writer).filter((s) => mentions(s.Resource, keyId));
+      expect(apiKeyStatements.flatMap(actionsOf)).toContain('kms:GenerateDataKey');
+      for (const s of apiKeyStatements)
+        expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
+    }
     // The key policy: the account administers the key but may not use it; each user is named.
     const keyPolicy = resources[keyId]?.Properties.KeyPolicy as { Statement: Statement[] };
     const useActions = ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:ReEncryptFrom', 'kms:*'];
@@ -324,13 +337,23 @@ describe('least privilege', () => {
     const users = keyPolicy.Statement.filter((s) => !JSON.stringify(s.Principal).includes(':root'));
     const named = users.map((s) => JSON.stringify(s.Principal).match(/"Fn::GetAtt":\["([^"]+)"/)?.[1]);
     expect(named.sort()).toEqual(
-      [receiverRole(), processorRole(), brokerRole, callStatusRole, channelsApiRole, adminRole].sort(),
+      [
+        receiverRole(),
+        processorRole(),
+        brokerRole,
+        callStatusRole,
+        channelsApiRole,
+        jobsApiRole,
+        deliveriesRole,
+        adminRole,
+      ].sort(),
     );
     for (const s of users) expect(JSON.stringify(s.Condition?.StringEquals)).toContain('kms:ViaService');
     const writers = users.filter((s) => actionsOf(s).includes('kms:GenerateDataKey'));
-    expect(writers.map((s) => JSON.stringify(s.Principal)).sort()).toEqual(
-      [expect.stringContaining(adminRole), expect.stringContaining(channelsApiRole)].sort(),
-    );
+    const writerPrincipals = writers.map((s) => JSON.stringify(s.Principal));
+    expect(writerPrincipals).toHaveLength(3);
+    for (const writer of [adminRole, channelsApiRole, jobsApiRole])
+      expect(writerPrincipals.some((p) => p.includes(writer))).toBe(true);
   });
 });
 
