@@ -150,10 +150,10 @@ async function runOnce(meter: AwsMeter, handler: ReturnType<typeof makeLocalJobM
     error = `would time out on AWS (${JOB_MANAGER.timeoutSeconds} s): ran ${fmt(ms / 1000, 1)} s under --timeout`;
   // A timed-out run goes on in the background (Lambda would have killed it): let it end before
   // the next one is measured.
-  if (error?.startsWith('LambdaTimeoutError')) await new Promise((r) => setTimeout(r, 5_000));
+  if (!result) await new Promise((r) => setTimeout(r, 5_000));
   const tally = diffTally(meter.snapshot(), before);
   return {
-    ok: result !== undefined,
+    ok: result !== undefined && error === undefined,
     ...(error ? { error } : {}),
     ms,
     tally,
