@@ -39,6 +39,23 @@ export function lambdaContext(options: InvokeOptions): Context {
   };
 }
 
+/** Told of every invocation once it ends: the function, its wall time (what Lambda bills) and outcome. */
+export type InvocationListener = (functionName: string, milliseconds: number, ok: boolean) => void;
+
+const listeners: InvocationListener[] = [];
+
+/**
+ * Calls `listener` after every invocation from now on (benchmarks count invocations and their
+ * billed duration); returns a function that removes it.
+ */
+export function onEveryInvocation(listener: InvocationListener): () => void {
+  listeners.push(listener);
+  return () => {
+    const at = listeners.indexOf(listener);
+    if (at >= 0) listeners.splice(at, 1);
+  };
+}
+
 export class LambdaTimeoutError extends Error {
   override name = 'LambdaTimeoutError';
 }
@@ -53,6 +70,8 @@ export async function invokeHandler<TEvent, TResult>(
   options: InvokeOptions,
 ): Promise<TResult> {
   const context = lambdaContext(options);
+  const startedAt = performance.now();
+  let ok = false;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -62,11 +81,15 @@ export async function invokeHandler<TEvent, TResult>(
   });
   try {
     // The function is the principal of the AWS calls its handler makes (the IAM conformance record).
-    return await Promise.race([
+    const result = await Promise.race([
       awsPrincipal.run(options.functionName, () => handler(event, context)),
       timeout,
     ]);
+    ok = true;
+    return result;
   } finally {
     clearTimeout(timer);
+    const ms = performance.now() - startedAt;
+    for (const listener of listeners) listener(options.functionName, ms, ok);
   }
 }

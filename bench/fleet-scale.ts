@@ -1,0 +1,384 @@
+/**
+ * bench/fleet-scale: what one job manager run costs, and whether it still succeeds, as the number
+ * of clients grows.
+ *
+ * The job manager is run as deployed: its Lambda handler (lambdas/job-manager/handler.ts through
+ * local/job-manager.ts: the use case, the DynamoDB fleet store, the ingest queue for sweeps),
+ * invoked the way Lambda invokes it (local/lambda.ts: its 50 s timeout), against DynamoDB Local.
+ * Only the broker service is a stand-in that records the desired count. For N clients, one in four
+ * has a running job with a few tasks ready now (so it is listed in the work list); the rest have
+ * none. For each N, two runs: cold (a fresh handler instance and SDK client, as after a Lambda cold
+ * start: the job manager remembers nothing, so it reads every running job's tasks) and warm (the
+ * same instance a minute later). Each run: wall time, requests by operation, read and write units
+ * (counted by bench/lib/aws-meter.ts) and whether it succeeded (the work list is one item: past
+ * DynamoDB's 400 KB it cannot be written and the whole run fails).
+ *
+ * Data is seeded fast (BatchWriteItem, 8 writers), with the item shapes the adapters write
+ * (keys from shared/jobs/model.ts, the client list entry of dynamo-clients), growing from one N
+ * to the next.
+ *
+ * Designs: {@link DESIGNS} lists the job manager designs measured side by side (today's only).
+ *
+ *   npm run bench:fleet-scale [-- --sizes 10,100,1000,10000] [--big]
+ */
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ScheduledEvent } from 'aws-lambda';
+import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from '#local/cloud.ts';
+import { makeLocalJobManager } from '#local/job-manager.ts';
+import { invokeHandler } from '#local/lambda.ts';
+import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import type { JobManagerResult } from '#shared/fleet/job-manager.ts';
+import { fleetWorkItem } from '#shared/fleet/work-list.ts';
+import { functions } from '#shared/functions.ts';
+import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { silentLogger } from '#shared/log.ts';
+import { AwsMeter, diffTally, sumWhere, type Tally, writeUnits } from './lib/aws-meter.ts';
+import { PRICES } from './lib/prices.ts';
+
+const USAGE = `npm run bench:fleet-scale [-- options]
+  --sizes LIST   numbers of clients (default 10,100,1000,10000)
+  --big          also 100,000 clients (seeding takes minutes)
+  --tasks N      tasks per running job (default 4)
+  --timeout S    the run's timeout in seconds (default 50, the deployed function's); a longer one
+                 measures what a run that would time out on AWS asks of DynamoDB
+  --help`;
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '10,100,1000,10000' },
+    big: { type: 'boolean', default: false },
+    tasks: { type: 'string', default: '4' },
+    timeout: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const BIG = 100_000;
+const SIZES = [...values.sizes.split(',').map(Number), ...(values.big ? [BIG] : [])].sort((a, b) => a - b);
+const TASKS_PER_JOB = Number(values.tasks);
+/** One client in four has a running job. */
+const RUNNING_SHARE = 4;
+/** DynamoDB's largest item. */
+const ITEM_LIMIT = 400 * 1024;
+const JOB_MANAGER = functions['job-manager'];
+const TIMEOUT_MS = Number(values.timeout ?? JOB_MANAGER.timeoutSeconds) * 1000;
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** A client id as long as a ULID (26 characters), as client ids tend to be. */
+const clientId = (i: number) => `cl${String(i).padStart(24, '0')}`;
+
+interface Run {
+  readonly ok: boolean;
+  readonly error?: string;
+  readonly ms: number;
+  readonly tally: Tally;
+  readonly listed: number;
+}
+
+interface Measured {
+  readonly clients: number;
+  readonly running: number;
+  readonly cold: Run;
+  readonly warm: Run;
+}
+
+/** A job manager design: measures one size on a seeded table. */
+interface Design {
+  readonly name: string;
+  measure(env: Env, clients: number): Promise<Measured>;
+}
+
+interface Env {
+  readonly cloud: LocalCloud;
+  readonly meter: AwsMeter;
+  readonly now: number;
+}
+
+const DESIGNS: readonly Design[] = [{ name: 'today', measure: measureToday }];
+
+/** Today's job manager: a fresh handler (cold), then the same one again (warm). */
+async function measureToday(env: Env, clients: number): Promise<Measured> {
+  const doc = makeDocumentClient(
+    makeDynamoClient({
+      region: env.cloud.region,
+      endpoint: env.cloud.dynamoEndpoint,
+      credentials: LOCAL_CREDENTIALS,
+    }),
+  );
+  const handler = makeLocalJobManager({
+    doc,
+    controlTable: env.cloud.tableNames.control!,
+    tasksTable: env.cloud.tableNames.tasks!,
+    cloud: env.cloud,
+    fleet: { version: 'v1', setDesiredCount: async () => {} },
+    maxBrokers: 1_000_000,
+    log: silentLogger,
+  });
+  try {
+    const cold = await runOnce(env.meter, handler);
+    const warm = await runOnce(env.meter, handler);
+    return { clients, running: Math.ceil(clients / RUNNING_SHARE), cold, warm };
+  } finally {
+    doc.destroy();
+  }
+}
+
+async function runOnce(meter: AwsMeter, handler: ReturnType<typeof makeLocalJobManager>): Promise<Run> {
+  const before = meter.snapshot();
+  const started = performance.now();
+  let result: JobManagerResult | undefined;
+  let error: string | undefined;
+  try {
+    result = await invokeHandler(handler, scheduledEvent(), {
+      functionName: JOB_MANAGER.id,
+      timeoutMs: TIMEOUT_MS,
+      memoryMb: JOB_MANAGER.memoryMb,
+    });
+  } catch (e) {
+    error = `${(e as Error).name}: ${(e as Error).message}`.slice(0, 160);
+  }
+  const ms = performance.now() - started;
+  if (result && ms > JOB_MANAGER.timeoutSeconds * 1000)
+    error = `would time out on AWS (${JOB_MANAGER.timeoutSeconds} s): ran ${fmt(ms / 1000, 1)} s under --timeout`;
+  // A timed-out run goes on in the background (Lambda would have killed it): let it end before
+  // the next one is measured.
+  if (!result) await new Promise((r) => setTimeout(r, 5_000));
+  const tally = diffTally(meter.snapshot(), before);
+  return {
+    ok: result !== undefined && error === undefined,
+    ...(error ? { error } : {}),
+    ms,
+    tally,
+    listed: result?.clients.length ?? 0,
+  };
+}
+
+function scheduledEvent(): ScheduledEvent {
+  return {
+    version: '0',
+    id: crypto.randomUUID(),
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: '000000000000',
+    time: new Date().toISOString(),
+    region: 'us-east-1',
+    resources: ['arn:aws:events:us-east-1:000000000000:rule/job-manager'],
+    detail: {},
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeding.
+
+const ALWAYS = {
+  timeZone: 'Asia/Tokyo',
+  weekly: Object.fromEntries(
+    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+  ),
+};
+
+/** The items of clients `[from, to)`: each client, and for one in four a running job and its tasks. */
+function* itemsFor(
+  from: number,
+  to: number,
+  now: number,
+): Generator<Record<string, unknown> & { table: 'control' | 'tasks' }> {
+  for (let i = from; i < to; i++) {
+    const id = clientId(i);
+    const client: ClientSettings = {
+      clientId: id,
+      maxConcurrentCalls: 10,
+      callsPerSecond: 5,
+      timeZone: 'Asia/Tokyo',
+      callingHours: ALWAYS,
+      defaultRegion: 'JP',
+      updatedAt: now,
+    };
+    yield { table: 'control', ...keys.client(id), ...client, statusKey: 'CLIENTS', dueKey: id };
+    if (i % RUNNING_SHARE !== 0) continue;
+    const job: Job = {
+      clientId: id,
+      jobId: `01JOB${String(i).padStart(21, '0')}`,
+      name: `list ${i}`,
+      channel: 'call',
+      scenarioId: 'reminder',
+      startAt: now - 3_600_000,
+      maxAttempts: 1,
+      retryDelaySeconds: 60,
+      status: 'running',
+      counts: {
+        rows: TASKS_PER_JOB,
+        rejected: 0,
+        skipped: 0,
+        tasks: TASKS_PER_JOB,
+        completed: 0,
+        failed: 0,
+        cancelled: 0,
+      },
+      createdAt: now - 3_600_000,
+      updatedAt: now,
+    };
+    yield { table: 'control', ...keys.job(id, job.jobId), ...job, ...keys.jobStatusIndex(job) };
+    for (let t = 0; t < TASKS_PER_JOB; t++) {
+      const task: Task = {
+        clientId: id,
+        jobId: job.jobId,
+        taskId: `t${String(t).padStart(6, '0')}`,
+        row: t + 2,
+        channel: 'call',
+        recipient: `+8190${String(60000000 + t)}`,
+        variables: {},
+        state: 'pending',
+        attempts: 0,
+        readyAt: now - 60_000,
+        updatedAt: now,
+      };
+      yield { table: 'tasks', ...keys.task(job.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
+    }
+  }
+}
+
+/** Writes clients `[from, to)` in BatchWriteItems of 25, 8 at once (not counted: an unmetered client). */
+async function seed(doc: DynamoDBDocumentClient, cloud: LocalCloud, from: number, to: number, now: number) {
+  const tableName = { control: cloud.tableNames.control!, tasks: cloud.tableNames.tasks! };
+  const items = itemsFor(from, to, now);
+  const writer = async () => {
+    for (;;) {
+      const batch: Record<string, unknown[]> = {};
+      let n = 0;
+      while (n < 25) {
+        const next = items.next();
+        if (next.done) break;
+        const { table, ...item } = next.value;
+        batch[tableName[table]] ??= [];
+        batch[tableName[table]]!.push({ PutRequest: { Item: item } });
+        n += 1;
+      }
+      if (n === 0) return;
+      let left: Record<string, unknown[]> | undefined = batch;
+      while (left && Object.keys(left).length > 0) {
+        const out = await doc.send(new BatchWriteCommand({ RequestItems: left as never }));
+        left = out.UnprocessedItems as Record<string, unknown[]> | undefined;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, writer));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const meter = new AwsMeter('bench');
+meter.install();
+process.env.LOG_LEVEL ??= 'error';
+const cloud = await startLocalCloud({ stage: 'benchfleet' });
+// Seeding is not measured: a client of its own, not built by the project's factory.
+const seeder = DynamoDBDocumentClient.from(
+  new DynamoDBClient({
+    region: cloud.region,
+    endpoint: cloud.dynamoEndpoint,
+    credentials: LOCAL_CREDENTIALS,
+  }),
+);
+const now = Date.now();
+const env: Env = { cloud, meter, now };
+const results = new Map<string, Measured[]>(DESIGNS.map((d) => [d.name, []]));
+console.log(
+  `fleet-scale: the job manager's Lambda handler on DynamoDB Local, one client in four with a running job of ${TASKS_PER_JOB} ready tasks; client ids of 26 characters; timeout ${TIMEOUT_MS / 1000} s (deployed: ${JOB_MANAGER.timeoutSeconds} s); ${os.availableParallelism()} cores, load average ${fmt(os.loadavg()[0]!, 1)}\n`,
+);
+try {
+  let seeded = 0;
+  for (const size of SIZES) {
+    const t0 = performance.now();
+    await seed(seeder, cloud, seeded, size, now);
+    seeded = size;
+    console.error(`  … seeded ${fmt(size)} clients in ${fmt((performance.now() - t0) / 1000, 1)} s`);
+    for (const design of DESIGNS) {
+      const m = await design.measure(env, size);
+      results.get(design.name)!.push(m);
+      console.error(
+        `  … ${design.name}, ${fmt(size)} clients: cold ${fmt(m.cold.ms / 1000, 1)} s${m.cold.ok ? '' : ' FAILED'}, warm ${fmt(m.warm.ms / 1000, 1)} s${m.warm.ok ? '' : ' FAILED'}`,
+      );
+    }
+  }
+} finally {
+  seeder.destroy();
+  await cloud.stop();
+}
+
+const pad = (s: string, n: number) => s.padStart(n);
+for (const design of DESIGNS) {
+  console.log(`design: ${design.name}`);
+  console.log(
+    `${'clients'.padStart(8)} ${pad('running', 8)} ${pad('run', 5)} ${pad('wall s', 7)} ${pad('requests', 9)} ${pad('req/job', 8)} ${pad('RCU', 9)} ${pad('WCU', 7)} ${pad('$/month', 8)}  result`,
+  );
+  for (const m of results.get(design.name)!) {
+    for (const [label, run] of [
+      ['cold', m.cold],
+      ['warm', m.warm],
+    ] as const) {
+      const all = sumWhere(run.tally, (k) => k.principal === JOB_MANAGER.id);
+      // A run a minute for a 30-day month: DynamoDB units, one invocation and its GB-s.
+      const perRun =
+        all.read * PRICES.dynamoRead.usd +
+        writeUnits(all) * PRICES.dynamoWrite.usd +
+        PRICES.lambdaRequest.usd +
+        (run.ms / 1000) * (JOB_MANAGER.memoryMb / 1024) * PRICES.lambdaGbSecondArm.usd;
+      console.log(
+        `${pad(fmt(m.clients), 8)} ${pad(fmt(m.running), 8)} ${pad(label, 5)} ${pad(fmt(run.ms / 1000, 2), 7)} ${pad(fmt(all.requests), 9)} ${pad(fmt(all.requests / Math.max(1, m.running), 1), 8)} ${pad(fmt(all.read, 1), 9)} ${pad(fmt(writeUnits(all), 1), 7)} ${pad(`$${fmt(perRun * 43_200, 2)}`, 8)}  ${run.ok ? `ok, ${fmt(run.listed)} listed` : `FAILED: ${run.error}`}`,
+      );
+    }
+    console.log(
+      `${''.padStart(8)} requests by operation: cold ${ops(m.cold.tally)}; warm ${ops(m.warm.tally)}`,
+    );
+  }
+}
+
+// The work list at sizes not seeded: the item the job manager would write, measured.
+console.log('\nthe work list (one control-table item, written whole every run) by clients listed:');
+for (const size of [...new Set([...SIZES, BIG])]) {
+  const listed = Math.ceil(size / RUNNING_SHARE);
+  const bytes = workListBytes(listed);
+  console.log(
+    `  ${pad(fmt(size), 8)} clients → ${pad(fmt(listed), 6)} listed: ${pad(fmt(bytes / 1024, 1), 6)} KB ${bytes > ITEM_LIMIT ? '> 400 KB: PutItem refused, the run FAILS' : 'fits'}${!SIZES.includes(size) ? ` (not run: seeding ${fmt(size)} clients is ${fmt(size + (size / RUNNING_SHARE) * (1 + TASKS_PER_JOB))} items; --big runs it)` : ''}`,
+  );
+}
+const fitsUpTo = Math.floor(ITEM_LIMIT / (workListBytes(10_000) / 10_000));
+console.log(
+  `  the list overflows DynamoDB's 400 KB item at about ${fmt(fitsUpTo)} listed clients (ids of 26 characters), i.e. ${fmt(fitsUpTo * RUNNING_SHARE)} clients at one in four.`,
+);
+
+function ops(tally: Tally): string {
+  const by = new Map<string, number>();
+  for (const [key, c] of Object.entries(tally)) {
+    const [principal, , operation] = key.split('|');
+    if (principal !== JOB_MANAGER.id) continue;
+    by.set(operation!, (by.get(operation!) ?? 0) + c.requests);
+  }
+  return [...by].map(([op, n]) => `${op} ${fmt(n)}`).join(', ');
+}
+
+/** DynamoDB's size of the work list item listing `listed` clients (names + values; a list costs 3 + 1 per element). */
+function workListBytes(listed: number): number {
+  const item = fleetWorkItem({
+    clients: Array.from({ length: listed }, (_, i) => clientId(i)),
+    desiredVersion: 'v1',
+    updatedAt: now,
+  }) as unknown as Record<string, unknown>;
+  let bytes = 0;
+  for (const [name, value] of Object.entries(item)) {
+    bytes += Buffer.byteLength(name);
+    if (typeof value === 'string') bytes += Buffer.byteLength(value);
+    else if (typeof value === 'number') bytes += Math.ceil(String(value).length / 2) + 1;
+    else if (Array.isArray(value))
+      bytes += 3 + value.reduce((n: number, v) => n + 1 + Buffer.byteLength(String(v)), 0);
+  }
+  return bytes;
+}
