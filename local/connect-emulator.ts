@@ -3,14 +3,17 @@
  * `AWS_ENDPOINT_URL_CONNECT`), SigV4-checked like AWS, in front of the shared far side. It serves
  * the three operations Switchboard uses — `StartOutboundVoiceContact` (`PUT /contact/outbound-voice`,
  * `ClientToken` kept 7 days: a repeat returns the same contact), `DescribeContact`
- * (`GET /contacts/{InstanceId}/{ContactId}`) and `StopContact` (`POST /contact/stop`) — and sends
+ * (`GET /contacts/{InstanceId}/{ContactId}`), `StopContact` (`POST /contact/stop`) and
+ * `GetContactAttributes` (`GET /contact/attributes/{InstanceId}/{InitialContactId}`: the start's
+ * `Attributes`, plus, once a person answered, what the scripted call's contact flow set —
+ * `ScriptedCall.contactAttributes`) — and sends
  * each contact's events (INITIATED, CONNECTED_TO_SYSTEM, DISCONNECTED) in EventBridge's envelope
  * to `deliver`, the handler the EventBridge rule targets in AWS. The far side's faults apply:
  * throttling (`LimitExceededException`, 429), 500s before and after a contact is created, slow
  * answers, lost, late, duplicated and reordered events, answering machines.
  *
  * Not reproduced: contact flows (an answered call "talks" for the far side's duration), queues,
- * agents, the instance's real quotas, `GetContactAttributes`, and events other than those three.
+ * agents, the instance's real quotas, and events other than those three.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -69,6 +72,8 @@ interface ContactFacts {
   readonly instanceId: string;
   readonly amd: boolean;
   readonly attributes: Readonly<Record<string, string>>;
+  /** What the contact flow sets once a person answers (the scripted call's, at the start). */
+  readonly flowAttributes: Readonly<Record<string, string>>;
   readonly tokenUntil: number;
 }
 
@@ -86,7 +91,7 @@ export async function startConnectEmulator(options: ConnectEmulatorOptions): Pro
   return front.far.emulatorView(served.url, () => served.close());
 }
 
-/** The Connect API's three operations and the contact events, over the far side. */
+/** The Connect API's four operations and the contact events, over the far side. */
 class ConnectFront {
   readonly far: FarSide;
   readonly #options: ConnectEmulatorOptions;
@@ -169,7 +174,13 @@ class ConnectFront {
     const amd =
       (input.AnswerMachineDetectionConfig as { EnableAnswerMachineDetection?: boolean } | undefined)
         ?.EnableAnswerMachineDetection === true;
-    const contact: ContactFacts = { instanceId, amd, attributes, tokenUntil: now + CLIENT_TOKEN_MS };
+    const contact: ContactFacts = {
+      instanceId,
+      amd,
+      attributes,
+      flowAttributes: this.far.override(to)?.contactAttributes ?? {},
+      tokenUntil: now + CLIENT_TOKEN_MS,
+    };
     const call = this.far.place({
       key,
       fingerprint: canonical(input),
@@ -219,6 +230,20 @@ class ConnectFront {
     });
   }
 
+  /** The contact's user-defined attributes: the start's, and the flow's once a person answered. */
+  #attributes(res: ServerResponse, instanceId: string, contactId: string): void {
+    if (!this.#instances[instanceId]) {
+      throw awsError(404, 'ResourceNotFoundException', `Instance ${instanceId} not found`);
+    }
+    const call = this.far.call(contactId);
+    const contact = this.#facts.get(contactId);
+    if (!call || !contact || contact.instanceId !== instanceId) {
+      throw awsError(404, 'ResourceNotFoundException', `Contact ${contactId} not found`);
+    }
+    const flowRan = call.answeredAt !== undefined && !call.machine;
+    answer(res, 200, { Attributes: { ...contact.attributes, ...(flowRan ? contact.flowAttributes : {}) } });
+  }
+
   #stop(body: string, res: ServerResponse): void {
     const input = parseJson(body);
     const contactId = text(input, 'ContactId');
@@ -257,6 +282,14 @@ class ConnectFront {
     const path = new URL(req.url ?? '/', 'http://connect').pathname;
     if (req.method === 'PUT' && path === '/contact/outbound-voice') return this.#start(text, res);
     if (req.method === 'POST' && path === '/contact/stop') return this.#stop(text, res);
+    const attributesMatch = /^\/contact\/attributes\/([^/]+)\/([^/]+)$/.exec(path);
+    if (req.method === 'GET' && attributesMatch) {
+      return this.#attributes(
+        res,
+        decodeURIComponent(attributesMatch[1]!),
+        decodeURIComponent(attributesMatch[2]!),
+      );
+    }
     const describeMatch = /^\/contacts\/([^/]+)\/([^/]+)$/.exec(path);
     if (req.method === 'GET' && describeMatch) {
       return this.#describe(
@@ -290,6 +323,7 @@ function contactDetail(
   const connected = call.answeredAt !== undefined && (status === 'answered' || over);
   return {
     contactId: call.callId,
+    initialContactId: call.callId,
     channel: 'VOICE',
     initiationMethod: 'API',
     initiationTimestamp: iso(call.startedAt),

@@ -182,27 +182,37 @@ async function loadHandler<E, R>(id: FunctionId): Promise<Handler<E, R>> {
 }
 
 /**
- * The Amazon Connect emulator; its contact events go to the connect-events handler, invoked as
- * Lambda's asynchronous invocation would (the EventBridge rule's target), once `target` names it.
+ * The Amazon Connect emulator; its contact events go to the connect-events handler and, for a
+ * `DISCONNECTED` event, to connect-opt-outs (the stack's two EventBridge rules), each invoked as
+ * Lambda's asynchronous invocation would, once `target` names them. A failure of either is retried
+ * by the far side for both (each handler is idempotent).
  */
 async function startLocalConnect(options: LocalStackOptions) {
-  let handler: Handler<EventBridgeEvent, unknown> | undefined;
-  const spec = functions['connect-events'];
+  const handlers = new Map<ConnectTargetId, Handler<EventBridgeEvent, unknown>>();
+  const invoke = async (id: ConnectTargetId, event: EventBridgeEvent) => {
+    const handler = handlers.get(id);
+    if (!handler) throw new Error(`${id} is not loaded yet`);
+    const spec = functions[id];
+    await invokeHandler(handler, event, { functionName: spec.id, timeoutMs: spec.timeoutSeconds * 1000 });
+  };
   const emulator = await startConnectEmulator({
     timeScale: options.telephonyTimeScale ?? 30,
     ...(options.connectTalkSeconds === undefined ? {} : { durationSeconds: options.connectTalkSeconds }),
     deliver: async (event) => {
-      if (!handler) throw new Error('connect-events is not loaded yet');
-      await invokeHandler(handler, event, { functionName: spec.id, timeoutMs: spec.timeoutSeconds * 1000 });
+      await invoke('connect-events', event);
+      if (event.detail.eventType === 'DISCONNECTED') await invoke('connect-opt-outs', event);
     },
   });
   return {
     emulator,
-    target: (loaded: Handler<EventBridgeEvent, unknown>) => {
-      handler = loaded;
+    target: (id: ConnectTargetId, loaded: Handler<EventBridgeEvent, unknown>) => {
+      handlers.set(id, loaded);
     },
   };
 }
+
+/** The functions Amazon Connect's contact events are delivered to. */
+type ConnectTargetId = 'connect-events' | 'connect-opt-outs';
 
 /** Starts the local cloud, then everything that runs on it. */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
@@ -228,8 +238,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 interface Providers {
   readonly line: LineSandbox;
   readonly connect: TelephonyEmulator;
-  /** Names the connect-events handler, once it is loaded. */
-  readonly connectTarget: (handler: Handler<EventBridgeEvent, unknown>) => void;
+  /** Names the contact events' target handlers, once they are loaded. */
+  readonly connectTarget: (id: ConnectTargetId, handler: Handler<EventBridgeEvent, unknown>) => void;
   readonly twilio: TelephonyEmulator;
   readonly telephony: TelephonySandbox;
 }
@@ -266,9 +276,10 @@ class LocalStackStarter {
 
   async start(): Promise<LocalStack> {
     const providers = await this.#startProviders();
-    this.#setHandlerEnvironment(providers.line);
+    this.#setHandlerEnvironment(providers);
     const admin = await this.#seedChannels(providers.line);
-    providers.connectTarget(await loadHandler<EventBridgeEvent, unknown>('connect-events'));
+    for (const id of ['connect-events', 'connect-opt-outs'] as const)
+      providers.connectTarget(id, await loadHandler<EventBridgeEvent, unknown>(id));
     const jobs = await startJobsLocal({ cloud: this.#cloud, log: this.#log });
     this.#stoppers.push(() => jobs.stop());
     const cognito = await this.#startConsole();
@@ -325,7 +336,7 @@ class LocalStackStarter {
     const { emulator: connect, target: connectTarget } = await startLocalConnect(options);
     this.#stoppers.push(() => connect.stop());
     this.#log(
-      `Amazon Connect  ${connect.url} (emulator: StartOutboundVoiceContact, DescribeContact, contact events)`,
+      `Amazon Connect  ${connect.url} (emulator: StartOutboundVoiceContact, DescribeContact, GetContactAttributes, contact events)`,
     );
 
     const twilio = await startTwilioEmulator({ timeScale: options.telephonyTimeScale ?? 30 });
@@ -345,9 +356,10 @@ class LocalStackStarter {
   }
 
   /** Handlers read their configuration once, at import: set the environment first. */
-  #setHandlerEnvironment(line: LineSandbox): void {
+  #setHandlerEnvironment({ line, connect }: Providers): void {
     Object.assign(process.env, this.#cloud.env(), {
       LINE_API_URL: line.url,
+      AWS_ENDPOINT_URL_CONNECT: connect.url,
       TELEPHONY_PROVIDER: LOCAL_TELEPHONY.provider,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
       POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',

@@ -11,6 +11,7 @@ export type FunctionId =
   | 'job-manager'
   | 'call-status'
   | 'connect-events'
+  | 'connect-opt-outs'
   | 'jobs-api'
   | 'channels-api'
   | 'ingest'
@@ -68,6 +69,13 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     // The EventBridge rule's target (Amazon Connect contact events): a few DynamoDB reads and writes.
     timeoutSeconds: 10,
     memoryMb: 512,
+  },
+  'connect-opt-outs': {
+    id: 'connect-opt-outs',
+    entry: 'lambdas/connect-opt-outs/main.ts',
+    // A contact's end: one GetContactAttributes, and for an opt-out a task read and a suppression write.
+    timeoutSeconds: 10,
+    memoryMb: 256,
   },
   'jobs-api': {
     id: 'jobs-api',

@@ -212,7 +212,9 @@ function ecsRequests(operation: string, input: Input): IamRequest[] {
 
 function connectRequests(operation: string, input: Input): IamRequest[] {
   // A contact is the resource; a new one (a start) has no id yet: the instance's contacts.
-  const contact = typeof input.ContactId === 'string' ? input.ContactId : '*';
+  // GetContactAttributes names it by its initial contact id.
+  const named = input.ContactId ?? input.InitialContactId;
+  const contact = typeof named === 'string' ? named : '*';
   const resource = `arn:aws:connect:${REGION}:${ACCOUNT}:instance/${String(input.InstanceId)}/contact/${contact}`;
   return [{ action: `connect:${operation}`, resource, context: {} }];
 }

@@ -58,6 +58,11 @@ export interface ScriptedCall {
   readonly ringSeconds?: number;
   /** `failed`'s reason (default `unreachable`). */
   readonly reason?: string;
+  /**
+   * Amazon Connect only: the user-defined contact attributes the contact flow sets once a person
+   * answers (e.g. `{ switchboard_opt_out: 'true' }`), read back with `GetContactAttributes`.
+   */
+  readonly contactAttributes?: Readonly<Record<string, string>>;
 }
 
 /** Faults, changeable at run time with `setFaults`. Rates are probabilities in [0, 1]. */
@@ -452,6 +457,11 @@ export class FarSide {
 
   setFaults(change: Partial<TelephonyFaults>): void {
     this.#faults = { ...this.#faults, ...change };
+  }
+
+  /** The scripted call for a number, if a test set one. */
+  override(to: string): ScriptedCall | undefined {
+    return this.#overrides.get(to);
   }
 
   setOverride(to: string, call: ScriptedCall | undefined): void {

@@ -18,6 +18,7 @@ import {
   StopContactCommand,
 } from '@aws-sdk/client-connect';
 import {
+  CONNECT_ATTRIBUTES,
   CONNECT_KEY_ATTRIBUTE,
   type ConnectContactState,
   connectCallSnapshot,
@@ -31,14 +32,7 @@ import type {
 import { TelephonyRequestError, TelephonyUnavailableError } from '#shared/telephony/port.ts';
 import type { ConnectSettings } from '#shared/telephony/settings.ts';
 
-/** Contact attributes Switchboard sets on every call (the contact flow may read them too). */
-export const CONNECT_ATTRIBUTES = {
-  client: 'switchboard_client',
-  job: 'switchboard_job',
-  task: 'switchboard_task',
-  attempt: 'switchboard_attempt',
-  key: CONNECT_KEY_ATTRIBUTE,
-} as const;
+export { CONNECT_ATTRIBUTES };
 
 /** How long a throttled start waits when Connect says nothing (it sends no Retry-After). */
 const THROTTLE_WAIT_MS = 1_000;

@@ -34,6 +34,46 @@ const NOT_A_PERSON = new Set(['FAX_MACHINE_DETECTED', 'SIT_TONE_INVALID_NUMBER',
 /** The attempt key Switchboard stores in the contact's attributes (`DescribeContact` returns them). */
 export const CONNECT_KEY_ATTRIBUTE = 'switchboard_attempt_key';
 
+/** Contact attributes Switchboard sets on every call (the contact flow may read them too). */
+export const CONNECT_ATTRIBUTES = {
+  client: 'switchboard_client',
+  job: 'switchboard_job',
+  task: 'switchboard_task',
+  attempt: 'switchboard_attempt',
+  key: CONNECT_KEY_ATTRIBUTE,
+} as const;
+
+/**
+ * The contact attribute a contact flow sets (a "Set contact attributes" block, user-defined) when
+ * the person asks not to be called again: `"true"` (any letter case) puts the recipient on the
+ * client's suppression list, source `call-outcome`.
+ */
+export const CONNECT_OPT_OUT_ATTRIBUTE = 'switchboard_opt_out';
+
+/** True when a contact's attributes say the person asked to opt out ({@link CONNECT_OPT_OUT_ATTRIBUTE}). */
+export function contactAsksToOptOut(attributes: Readonly<Record<string, string>> | undefined): boolean {
+  return attributes?.[CONNECT_OPT_OUT_ATTRIBUTE]?.trim().toLowerCase() === 'true';
+}
+
+/** The attempt a contact's attributes name (the ones the broker set at the start), if they name one. */
+export function attemptOfContact(
+  attributes: Readonly<Record<string, string>> | undefined,
+): { readonly clientId: string; readonly jobId: string; readonly taskId: string } | undefined {
+  const clientId = attributes?.[CONNECT_ATTRIBUTES.client];
+  const jobId = attributes?.[CONNECT_ATTRIBUTES.job];
+  const taskId = attributes?.[CONNECT_ATTRIBUTES.task];
+  if (!clientId || !jobId || !taskId) return undefined;
+  return { clientId, jobId, taskId };
+}
+
+/** The region and id of an Amazon Connect instance ARN (`arn:aws:connect:{region}:{account}:instance/{id}`). */
+export function connectInstanceOf(
+  instanceArn: string,
+): { readonly region: string; readonly instanceId: string } | undefined {
+  const match = /^arn:[\w-]+:connect:([\w-]+):\d{12}:instance\/([\w-]+)$/.exec(instanceArn);
+  return match ? { region: match[1]!, instanceId: match[2]! } : undefined;
+}
+
 /**
  * The contact's status now. Sequence follows the status's rank (initiated 1, connected 2,
  * disconnected 3), so events merged with `mergeStatus` never go backwards whatever order
@@ -86,6 +126,7 @@ const contactEventSchema = z.object({
   detail: z.object({
     eventType: z.string().min(1),
     contactId: z.string().min(1),
+    initialContactId: z.string().min(1).optional(),
     channel: z.string().optional(),
     instanceArn: z.string().optional(),
     initiationTimestamp: isoTime.optional(),
@@ -103,7 +144,13 @@ const CALL_EVENTS = new Set(['INITIATED', 'CONNECTED_TO_SYSTEM', 'DISCONNECTED']
 
 /** A contact event read: the contact and its status, or `ignored` for events that do not move a call. */
 export type ContactEventReading =
-  | { readonly kind: 'status'; readonly instanceArn?: string; readonly contact: ConnectContactState }
+  | {
+      readonly kind: 'status';
+      readonly instanceArn?: string;
+      /** The first contact of a chain of transfers (an outbound call's own id when never transferred). */
+      readonly initialContactId?: string;
+      readonly contact: ConnectContactState;
+    }
   | { readonly kind: 'ignored'; readonly why: string };
 
 /** Reads one EventBridge event; throws {@link MalformedContactEventError} for a bad envelope. */
@@ -132,7 +179,12 @@ export function readContactEvent(event: unknown): ContactEventReading {
     ...(reason === undefined ? {} : { disconnectReason: reason }),
     ...(amd === undefined ? {} : { amdStatus: amd }),
   };
-  return { kind: 'status', ...(d.instanceArn ? { instanceArn: d.instanceArn } : {}), contact };
+  return {
+    kind: 'status',
+    ...(d.instanceArn ? { instanceArn: d.instanceArn } : {}),
+    ...(d.initialContactId ? { initialContactId: d.initialContactId } : {}),
+    contact,
+  };
 }
 
 /** The status event a contact reading stands for, for the attempt whose key is `idempotencyKey`. */

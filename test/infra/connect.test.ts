@@ -50,16 +50,64 @@ describe('Amazon Connect instances given', () => {
 
   it('lets the brokers start, describe and stop contacts of those instances only', () => {
     const statements = connectStatements(template);
-    expect(statements).toHaveLength(1);
-    expect([statements[0]!.Action].flat().sort()).toEqual([
+    expect(statements).toHaveLength(2);
+    const broker = statements.find((s) => [s.Action].flat().includes('connect:StartOutboundVoiceContact'))!;
+    expect([broker.Action].flat().sort()).toEqual([
       'connect:DescribeContact',
       'connect:StartOutboundVoiceContact',
       'connect:StopContact',
     ]);
-    const resources = JSON.stringify(statements[0]!.Resource);
+    const resources = JSON.stringify(broker.Resource);
     expect(resources).toContain(`:instance/${A}/contact/*`);
     expect(resources).toContain(`:instance/${B}/contact/*`);
     expect(resources).not.toMatch(/"\*"/);
+  });
+
+  it("sends contacts' ends to connect-opt-outs, which may read those instances' contact attributes only", () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.connect'],
+        'detail-type': ['Amazon Connect Contact Event'],
+        detail: {
+          instanceArn: [
+            { 'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp(`:instance/${A}$`)])] },
+            { 'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp(`:instance/${B}$`)])] },
+          ],
+          eventType: ['DISCONNECTED'],
+        },
+      },
+      Targets: [
+        Match.objectLike({ RetryPolicy: { MaximumRetryAttempts: 8, MaximumEventAgeInSeconds: 3600 } }),
+      ],
+    });
+    const reads = connectStatements(template).filter((s) =>
+      [s.Action].flat().includes('connect:GetContactAttributes'),
+    );
+    expect(reads).toHaveLength(1);
+    expect([reads[0]!.Action].flat()).toEqual(['connect:GetContactAttributes']);
+    const resources = JSON.stringify(reads[0]!.Resource);
+    expect(resources).toContain(`:instance/${A}/contact/*`);
+    expect(resources).toContain(`:instance/${B}/contact/*`);
+    expect(resources).not.toMatch(/"\*"/);
+    // Outside the VPC (Connect's API has no endpoint there), and writing only suppression entries.
+    const fn = Object.values(template.findResources('AWS::Lambda::Function')).find((f) =>
+      String(f.Properties.Description ?? '').includes('connect-opt-outs'),
+    );
+    expect(fn).toBeDefined();
+    expect(fn!.Properties.VpcConfig).toBeUndefined();
+    const policy = Object.values(template.findResources('AWS::IAM::Policy')).find((p) =>
+      JSON.stringify(p.Properties.PolicyDocument).includes('connect:GetContactAttributes'),
+    )!;
+    const statements = policy.Properties.PolicyDocument.Statement as {
+      Action: string | string[];
+      Condition?: unknown;
+    }[];
+    const writes = statements.filter((s) =>
+      [s.Action].flat().some((a) => /^dynamodb:(Put|Update|Delete|BatchWrite)/.test(a)),
+    );
+    expect(writes).toHaveLength(1);
+    expect(JSON.stringify(writes[0]!.Condition)).toContain('SUPPRESS#*');
+    expect(writes.map((s) => s.Action)).toEqual(['dynamodb:UpdateItem']);
   });
 
   it('passes cdk-nag', () => {

@@ -9,9 +9,17 @@ import { LOCAL_CREDENTIALS, LOCAL_REGION } from '#local/cloud.ts';
 import { type EventBridgeEvent, LOCAL_CONNECT, startConnectEmulator } from '#local/connect-emulator.ts';
 import type { ScriptedCall, TelephonyEmulator, TelephonyFaults } from '#local/telephony-sandbox.ts';
 import { makeConnectClient } from '#shared/adapters/aws-clients.ts';
+import { makeConnectContactAttributes } from '#shared/adapters/connect-contact-attributes.ts';
 import { makeConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
-import { contactStatusEvent, readContactEvent } from '#shared/telephony/connect-contact.ts';
+import {
+  attemptOfContact,
+  CONNECT_OPT_OUT_ATTRIBUTE,
+  connectInstanceOf,
+  contactAsksToOptOut,
+  contactStatusEvent,
+  readContactEvent,
+} from '#shared/telephony/connect-contact.ts';
 import type { CallRequest, CallSnapshot, TelephonyProvider } from '#shared/telephony/port.ts';
 import { mergeStatus } from '#shared/telephony/port.ts';
 import type { ConnectSettings } from '#shared/telephony/settings.ts';
@@ -27,6 +35,7 @@ const settings: ConnectSettings = {
 let emulator: TelephonyEmulator | undefined;
 let time: ManualTime;
 let events: EventBridgeEvent[];
+let client: ReturnType<typeof makeConnectClient>;
 
 afterEach(async () => {
   await emulator?.stop();
@@ -49,7 +58,7 @@ async function start(
       events.push(event);
     },
   });
-  const client = makeConnectClient({ region: LOCAL_REGION, endpoint: emulator.url, credentials });
+  client = makeConnectClient({ region: LOCAL_REGION, endpoint: emulator.url, credentials });
   return makeConnectTelephonyProvider(client, { ...settings, ...connect });
 }
 
@@ -207,5 +216,51 @@ describe('Amazon Connect adapter and emulator', () => {
         detail: { eventType: 'QUEUED', contactId: 'x', channel: 'VOICE' },
       }),
     ).toEqual({ kind: 'ignored', why: 'event QUEUED' });
+  });
+
+  it("GetContactAttributes: the start's attributes, and the contact flow's once a person answered", async () => {
+    const optOut = { [CONNECT_OPT_OUT_ATTRIBUTE]: 'TRUE' };
+    const provider = await start({
+      overrides: {
+        '+815011110012': {
+          outcome: 'answered',
+          ringSeconds: 2,
+          durationSeconds: 30,
+          contactAttributes: optOut,
+        },
+        '+815011110013': { outcome: 'busy', contactAttributes: optOut },
+      },
+    });
+    const answered = await place(provider, request('+815011110012', { taskId: 'task-opt-out' }));
+    const busy = await place(provider, request('+815011110013'));
+    const attributes = makeConnectContactAttributes(() => client);
+    const instanceArn = String(events[0]?.detail.instanceArn);
+    // Before the answer the flow has set nothing.
+    expect(contactAsksToOptOut(await attributes.read(instanceArn, answered))).toBe(false);
+    await settle();
+    const end = events.find((e) => e.detail.contactId === answered && e.detail.eventType === 'DISCONNECTED')!;
+    const reading = readContactEvent(end);
+    expect(reading).toMatchObject({ kind: 'status', instanceArn, initialContactId: answered });
+    const read = await attributes.read(instanceArn, answered);
+    expect(contactAsksToOptOut(read)).toBe(true);
+    expect(attemptOfContact(read)).toEqual({ clientId: 'c1', jobId: 'job-1', taskId: 'task-opt-out' });
+    expect(read).toMatchObject({ name: 'あいこ' });
+    // Nobody answered the busy call: its flow never ran.
+    expect(contactAsksToOptOut(await attributes.read(instanceArn, busy))).toBe(false);
+    // An unknown contact, or an instance that is not one, is undefined (Connect's 404).
+    expect(await attributes.read(instanceArn, '22222222-2222-4222-8222-222222222222')).toBeUndefined();
+    expect(await attributes.read('not an arn', answered)).toBeUndefined();
+    expect(connectInstanceOf(instanceArn)).toEqual({
+      region: LOCAL_REGION,
+      instanceId: LOCAL_CONNECT.instanceId,
+    });
+  });
+
+  it('only "true" (any case, trimmed) asks to opt out', () => {
+    expect(contactAsksToOptOut({ [CONNECT_OPT_OUT_ATTRIBUTE]: ' True ' })).toBe(true);
+    for (const value of ['false', '1', 'yes', ''])
+      expect(contactAsksToOptOut({ [CONNECT_OPT_OUT_ATTRIBUTE]: value })).toBe(false);
+    expect(contactAsksToOptOut(undefined)).toBe(false);
+    expect(attemptOfContact({ switchboard_client: 'c1' })).toBeUndefined();
   });
 });

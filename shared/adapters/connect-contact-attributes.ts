@@ -1,0 +1,41 @@
+/**
+ * A contact's user-defined attributes from Amazon Connect: `GetContactAttributes`
+ * (`GET /contact/attributes/{InstanceId}/{InitialContactId}`, REST-JSON), through one SDK client
+ * per region (the region and the instance come from the event's instance ARN).
+ */
+import { type ConnectClient, GetContactAttributesCommand } from '@aws-sdk/client-connect';
+import type { ContactAttributesReader } from '#shared/broker/contact-opt-outs.ts';
+import { connectInstanceOf } from '#shared/telephony/connect-contact.ts';
+
+export function makeConnectContactAttributes(
+  clientFor: (region: string) => ConnectClient,
+): ContactAttributesReader {
+  const clients = new Map<string, ConnectClient>();
+  const client = (region: string) => {
+    let made = clients.get(region);
+    if (!made) {
+      made = clientFor(region);
+      clients.set(region, made);
+    }
+    return made;
+  };
+  return {
+    async read(instanceArn, initialContactId) {
+      const instance = connectInstanceOf(instanceArn);
+      if (!instance) return undefined;
+      try {
+        const out = await client(instance.region).send(
+          new GetContactAttributesCommand({
+            InstanceId: instance.instanceId,
+            InitialContactId: initialContactId,
+          }),
+        );
+        return out.Attributes ?? {};
+      } catch (error) {
+        // Any other error is thrown: the event is retried (Lambda's asynchronous retries).
+        if ((error as { name?: string }).name === 'ResourceNotFoundException') return undefined;
+        throw error;
+      }
+    },
+  };
+}
