@@ -5,7 +5,8 @@
  * the same rule, so a task ends the same way whichever path saw the call end first.
  */
 
-import { type Job, jobHasEnded, type Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, jobHasEnded, type Task } from '#shared/jobs/model.ts';
+import { retryReadyAt } from '#shared/jobs/recipient-timing.ts';
 import { nextRetry, type RetrySettings } from '#shared/jobs/retry-policy.ts';
 import { JOB_CANCELLED_REASON, RETRY_AFTER_END_REASON } from '#shared/jobs/task-lifecycle.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
@@ -48,6 +49,25 @@ export function settlementFor(
 }
 
 /**
+ * A retry moved to its recipient's next opening (`retryReadyAt`): the later of its retry delay and
+ * the opening of the recipient's hours outside restricted periods, for a job read in its
+ * recipients' zones. An opening at or after the job's end leaves no attempt to make: `expired`.
+ * Any other settlement, or no client settings, is returned as it is.
+ */
+export function retimedRetry(
+  settlement: Settlement,
+  input: { readonly client: ClientSettings | undefined; readonly job: Job; readonly task: Task },
+): Settlement {
+  if (settlement.state !== 'retry-wait' || input.client === undefined) return settlement;
+  const readyAt = retryReadyAt(input.client, input.job, input.task, settlement.readyAt);
+  if (readyAt === settlement.readyAt) return settlement;
+  if (jobHasEnded(input.job, readyAt)) {
+    return { state: 'expired', lastResult: settlement.lastResult, reason: RETRY_AFTER_END_REASON };
+  }
+  return { ...settlement, readyAt };
+}
+
+/**
  * Settles `task`'s in-flight `attempt` from a final snapshot of its call. True when this settled
  * it; false when it had already moved on (another path settled it first).
  */
@@ -68,6 +88,10 @@ export async function settleFromSnapshot(
     // retry is only written for a job that is, as of now, not cancelled.
     const job = (await tasks.getJob(task.clientId, task.jobId)) ?? input.job;
     settlement = settlementFor(snapshot.status, detail, job);
+    // Read in its recipient's zone: the retry waits for that zone's opening, not only its delay.
+    if (settlement.state === 'retry-wait' && job.timeZoneBy === 'recipient') {
+      settlement = retimedRetry(settlement, { client: await tasks.getClient(task.clientId), job, task });
+    }
   }
   return tasks.settle({ task, attempt, settlement, callId: snapshot.callId, now });
 }

@@ -8,7 +8,7 @@
  */
 import { recipientZone } from '#shared/pacing/recipient-zone.ts';
 import type { ClientSettings, Job, Task } from './model.ts';
-import { earliestStart } from './restrictions.ts';
+import { earliestStart, taskZone } from './restrictions.ts';
 
 export function recipientTiming(
   job: Job,
@@ -20,4 +20,21 @@ export function recipientTiming(
   // Hours that never open leave the task at the job's start: the broker's check still holds it.
   const readyAt = earliestStart(client, job, job.startAt, timeZone) ?? job.startAt;
   return { readyAt, timeZone };
+}
+
+/**
+ * When a retry of `task` that falls due at `dueAt` (the end of its retry delay) may start: for a
+ * job read in its recipients' zones, the first instant at or after `dueAt` when the recipient's
+ * zone is inside the hours and outside every restricted period and holiday, so the retry waits in
+ * the `outstanding` index until its recipient's morning instead of falling due at night; `dueAt`
+ * itself for any other job (its hours are the job's, checked at the job) or when the hours never open.
+ */
+export function retryReadyAt(
+  client: ClientSettings,
+  job: Job,
+  task: Pick<Task, 'timeZone'>,
+  dueAt: number,
+): number {
+  if (job.timeZoneBy !== 'recipient' || job.channel !== 'call') return dueAt;
+  return earliestStart(client, job, dueAt, taskZone(client, job, task)) ?? dueAt;
 }

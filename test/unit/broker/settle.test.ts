@@ -3,8 +3,10 @@ import {
   CallbackMismatchError,
   callbackUrlFor,
   makeRecordCallStatus,
+  retimedRetry,
   settlementFor,
 } from '#shared/broker/settle.ts';
+import { retryReadyAt } from '#shared/jobs/recipient-timing.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import type { SuppressionEntry } from '#shared/suppressions/model.ts';
 import { SignatureMismatchError, signCallback } from '#shared/telephony/callback-signature.ts';
@@ -163,5 +165,78 @@ describe('recording a call status', () => {
     );
     expect(url.pathname).toBe('/providers/acme/calls/status');
     expect(Object.fromEntries(url.searchParams)).toEqual({ job: 'J', task: 't/1', attempt: '3' });
+  });
+});
+
+describe("a retry in its recipient's zone (issue 14 #4)", () => {
+  // 09:00-18:00 every day; T0 is 10:00 on Monday in Tokyo, 20:00 on Sunday in New York (EST).
+  const weekdays = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+  const client = clientSettings({
+    callingHours: {
+      timeZone: 'Asia/Tokyo',
+      weekly: Object.fromEntries(weekdays.map((d) => [d, [{ start: '09:00', end: '18:00' }]])),
+    },
+  });
+  const recipientJob = job({ timeZoneBy: 'recipient', maxAttempts: 2, retryDelaySeconds: 60 });
+  const [base] = tasksFor(recipientJob, 1);
+  const inNewYork = { ...base!, timeZone: 'America/New_York' };
+  const inTokyo = { ...base!, timeZone: 'Asia/Tokyo' };
+  const newYorkMonday9 = Date.parse('2026-03-02T14:00:00Z');
+  const retry = { state: 'retry-wait', lastResult: 'busy', readyAt: T0 + 60_000 } as const;
+
+  it("waits for the later of its delay and the recipient's next opening, in the recipient's zone", () => {
+    expect(retryReadyAt(client, recipientJob, inNewYork, T0 + 60_000)).toBe(newYorkMonday9);
+    expect(retimedRetry(retry, { client, job: recipientJob, task: inNewYork })).toEqual({
+      ...retry,
+      readyAt: newYorkMonday9,
+    });
+    // Open in Tokyo: the delay alone.
+    expect(retimedRetry(retry, { client, job: recipientJob, task: inTokyo })).toEqual(retry);
+    // A job read in the client's zone keeps its delay (its hours are checked at the job).
+    expect(retryReadyAt(client, job({ timeZoneBy: 'client' }), inNewYork, T0 + 60_000)).toBe(T0 + 60_000);
+    expect(retimedRetry(retry, { client: undefined, job: recipientJob, task: inNewYork })).toEqual(retry);
+  });
+
+  it("skips restricted periods read in the recipient's zone, and expires when the opening is past the job's end", () => {
+    // Monday the 2nd is restricted where the recipient is: Tuesday 09:00 in New York.
+    const closedMonday = job({ timeZoneBy: 'recipient', restrictedPeriods: [{ start: '2026-03-02' }] });
+    expect(retimedRetry(retry, { client, job: closedMonday, task: inNewYork })).toEqual({
+      ...retry,
+      readyAt: Date.parse('2026-03-03T14:00:00Z'),
+    });
+    const endsFirst = job({ timeZoneBy: 'recipient', endAt: newYorkMonday9 });
+    expect(retimedRetry(retry, { client, job: endsFirst, task: inNewYork })).toMatchObject({
+      state: 'expired',
+      lastResult: 'busy',
+    });
+  });
+
+  it('a busy call of a New York recipient at their night is retried at their morning, not after the delay', async () => {
+    const time = new FakeTime(T0);
+    const store = new MemoryTaskStore(new MemoryLeaseStore(), time);
+    store.add(client, recipientJob, [{ ...inNewYork, state: 'in-flight', attempts: 1, startedAt: T0 }]);
+    store.flying.set('c1', new Set([`${recipientJob.jobId}/${inNewYork.taskId}`]));
+    const record = makeRecordCallStatus({
+      tasks: store,
+      leases: { endpointOf: async () => undefined },
+      notifier: { callEnded: async () => {} },
+      clock: time,
+      secrets: SECRET,
+    });
+    const ref = { jobId: recipientJob.jobId, taskId: inNewYork.taskId, attempt: 1 };
+    const body = JSON.stringify({
+      callId: 'call-ny',
+      idempotencyKey: attemptKey(ref.jobId, ref.taskId, 1),
+      status: 'busy',
+      at: new Date(T0).toISOString(),
+      sequence: 1,
+    });
+    const signature = signCallback(SECRET, body, Math.floor(T0 / 1000));
+    expect(await record({ signature, rawBody: body, ref })).toBe('settled');
+    expect(store.all()[0]).toMatchObject({
+      state: 'retry-wait',
+      lastResult: 'busy',
+      readyAt: newYorkMonday9,
+    });
   });
 });
