@@ -5,7 +5,9 @@
  *   `maxAttempts` with its schedule's waits between the calls, no-answer is not retried (its max is
  *   1), voicemail and failed are retried as their entries say (failed is not retried by default),
  *   each attempt under its own idempotency key; the report shows each task's attempts;
- * - a retry due while the calling hours are closed does not start until they open again.
+ * - a retry due while the calling hours are closed does not start until they open again;
+ * - in a job read in its recipients' zones, a retry due while its recipient's hours are closed (in the
+ *   recipient's zone, 9 hours from the client's) does not start until they open there.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobWithList, demoClientSettings } from '#local/demo-job.ts';
@@ -263,6 +265,63 @@ describe('retries by outcome on the fleet', () => {
         attempts: '2',
         reason: 'busy on all 2 attempts',
       });
+    } finally {
+      stack.telephony.setOverride(busy, undefined);
+      stack.telephony.setOverride(answered, undefined);
+    }
+  }, 240_000);
+
+  it("a retry of a job read in its recipients' zones waits for its recipient's hours, not the client's", async () => {
+    const clientId = 'retries-c';
+    const block = 5303;
+    const [busy, answered] = [e164(block, 0), e164(block, 1)];
+    stack.telephony.setOverride(busy, { outcome: 'busy' });
+    stack.telephony.setOverride(answered, { outcome: 'answered', durationSeconds: 2 });
+    // Closed for one minute of Tokyo's clock (the recipients' zone, UTC+9) every day; the client's
+    // zone is UTC, where that minute is nine hours away.
+    const minute = 60_000;
+    const closeAt = Math.ceil((Date.now() + 25_000) / minute) * minute;
+    const openAt = closeAt + minute;
+    const tokyoHhmm = (t: number) => new Date(t + 9 * 3600_000).toISOString().slice(11, 16);
+    const weekly = Object.fromEntries(
+      ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [
+        d,
+        [{ start: tokyoHhmm(openAt), end: tokyoHhmm(closeAt) }],
+      ]),
+    );
+    const delaySeconds = Math.round((closeAt + 30_000 - Date.now()) / 1000);
+    const startLatencyMs = 1_500;
+    try {
+      await putClient(clientId, { timeZone: 'UTC' });
+      const csv = `電話番号,氏名,タイムゾーン\n${written(block, 0)},顧客 1,Asia/Tokyo\n${written(block, 1)},顧客 2,Asia/Tokyo\n`;
+      const jobId = await createJobWithList(
+        stack,
+        clientId,
+        {
+          name: `${clientId}.csv`,
+          channel: 'call',
+          timeZoneBy: 'recipient',
+          callingHours: weekly,
+          retries: { busy: { maxAttempts: 2, delay: { kind: 'fixed', seconds: delaySeconds } } },
+        },
+        new TextEncoder().encode(csv),
+      );
+      const view = await jobEnded(clientId, jobId);
+      expect(view.status).toBe('completed');
+      const [first, retry] = ringsTo(clientId, busy);
+      expect(first?.attempt).toBe(1);
+      const dueAround = first!.endedAt! + delaySeconds * 1000;
+      expect(dueAround).toBeGreaterThanOrEqual(closeAt);
+      expect(dueAround).toBeLessThan(openAt);
+      // Rang once the recipient's hours opened again, not when it fell due.
+      expect(retry?.attempt).toBe(2);
+      expect(retry!.startedAt).toBeGreaterThanOrEqual(openAt);
+      const inside = stack.telephony
+        .rings()
+        .filter(
+          (r) => r.clientId === clientId && r.startedAt > closeAt + startLatencyMs && r.startedAt < openAt,
+        );
+      expect(inside).toEqual([]);
     } finally {
       stack.telephony.setOverride(busy, undefined);
       stack.telephony.setOverride(answered, undefined);
