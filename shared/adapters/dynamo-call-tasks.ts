@@ -28,7 +28,12 @@ import type {
   StartResult,
   TaskRef,
 } from '#shared/broker/ports.ts';
-import { type CapSlot, cappedReason, overCapMove } from '#shared/contact-limits/model.ts';
+import {
+  type CapSlot,
+  cappedReason,
+  cappedWaitingReason,
+  overCapMove,
+} from '#shared/contact-limits/model.ts';
 import {
   type ClientSettings,
   type Job,
@@ -196,7 +201,8 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
   async #overCap(task: Task, slot: CapSlot, jobEndAt: number | undefined, now: number): Promise<StartResult> {
     const until = slot.window.end;
     if (overCapMove(until, jobEndAt) === 'wait') {
-      const waiting = await deferTask(this.#doc, this.#tasksTable, task, until, now);
+      const reason = cappedWaitingReason(slot.limit, until);
+      const waiting = await deferTask(this.#doc, this.#tasksTable, task, until, now, reason);
       return waiting ? { kind: 'capped', until, ended: false } : { kind: 'gone' };
     }
     const reason = cappedReason(slot.limit, until);
@@ -372,7 +378,8 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
         Key: keys.task(task.jobId, task.taskId),
         UpdateExpression:
           `SET #state = ${to.placeholder}, attempts = :attempts, startedAt = :now, updatedAt = :now ` +
-          'REMOVE openPk, openSk, callId',
+          // A reason a waiting task carried (`capped: waiting until …`) no longer holds.
+          'REMOVE openPk, openSk, callId, reason',
         ConditionExpression: `${from.condition} AND attempts = :seen`,
         ExpressionAttributeNames: STATE_NAME,
         ExpressionAttributeValues: {

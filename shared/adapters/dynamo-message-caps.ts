@@ -11,6 +11,7 @@ import {
   type CapSlot,
   type ContactLimit,
   cappedReason,
+  cappedWaitingReason,
   capSlots,
   overCapMove,
 } from '#shared/contact-limits/model.ts';
@@ -79,7 +80,14 @@ export class MessageCaps {
     const task = taskOf(item);
     const until = slot.window.end;
     if (overCapMove(until, job.endAt) === 'wait')
-      await deferTask(this.#doc, this.#tables.tasksTable, task, until, now);
+      await deferTask(
+        this.#doc,
+        this.#tables.tasksTable,
+        task,
+        until,
+        now,
+        cappedWaitingReason(slot.limit, until),
+      );
     else await endCappedTask(this.#doc, this.#tables, task, cappedReason(slot.limit, until), now);
   }
 }

@@ -4,6 +4,8 @@
  * moved, in the `outstanding` index, to the instant its zone opens, so the next index read of the
  * client hands a broker recipients it may call now instead of the same closed ones again. A task
  * that moved meanwhile (started, settled, cancelled, deferred by another broker) is left alone.
+ * A task over a contact limit is deferred the same way to its window's end, with the reason it
+ * waits (`cappedWaitingReason`), which the job's report shows until the task starts.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -11,13 +13,17 @@ import { keys, type Task } from '#shared/jobs/model.ts';
 import { WAITING_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { STATE_NAME, stateIn } from './task-state-conditions.ts';
 
-/** True when deferred; false when the task had moved on. Never earlier than it was. */
+/**
+ * True when deferred; false when the task had moved on. Never earlier than it was. `reason`, when
+ * given, is why it waits (the start clears it).
+ */
 export async function deferTask(
   doc: DynamoDBDocumentClient,
   tableName: string,
   task: Task,
   readyAt: number,
   now: number,
+  reason?: string,
 ): Promise<boolean> {
   if (readyAt <= task.readyAt) return false;
   const waiting = stateIn(WAITING_STATES);
@@ -28,7 +34,7 @@ export async function deferTask(
       new UpdateCommand({
         TableName: tableName,
         Key: keys.task(task.jobId, task.taskId),
-        UpdateExpression: 'SET readyAt = :readyAt, openSk = :openSk, updatedAt = :now',
+        UpdateExpression: `SET readyAt = :readyAt, openSk = :openSk, updatedAt = :now${reason === undefined ? '' : ', reason = :reason'}`,
         ConditionExpression: `${waiting.condition} AND readyAt = :was AND attempts = :attempts`,
         ExpressionAttributeNames: STATE_NAME,
         ExpressionAttributeValues: {
@@ -38,6 +44,7 @@ export async function deferTask(
           ':now': now,
           ':was': task.readyAt,
           ':attempts': task.attempts,
+          ...(reason === undefined ? {} : { ':reason': reason }),
         },
       }),
     );

@@ -138,7 +138,20 @@ export function cappedReason(limit: ContactLimit, until: number): string {
   return `capped: contact limit ${describeLimit(limit)} reached until ${new Date(until).toISOString()}, after the job's end`;
 }
 
-/** Is `reason` one {@link cappedReason} wrote? */
+/**
+ * The reason a task over a limit carries while it waits for the window's end (shown in the job's
+ * report; cleared when the task starts): `capped: waiting until … (contact limit 2 per day (call))`.
+ */
+export function cappedWaitingReason(limit: ContactLimit, until: number): string {
+  return `capped: waiting until ${new Date(until).toISOString()} (contact limit ${describeLimit(limit)})`;
+}
+
+/** Is `reason` one {@link cappedWaitingReason} wrote (a task still waiting, not ended)? */
+export function isCappedWaitingReason(reason: string | undefined): boolean {
+  return reason?.startsWith('capped: waiting until ') === true;
+}
+
+/** Is `reason` one {@link cappedReason} (or, for a waiting task, {@link cappedWaitingReason}) wrote? */
 export function isCappedReason(reason: string | undefined): boolean {
   return reason?.startsWith('capped: ') === true;
 }

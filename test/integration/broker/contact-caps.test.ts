@@ -12,8 +12,10 @@ import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
+import type { ReportEntry } from '#shared/csv/report.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { jobReportCsv } from '#shared/jobs/report.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
@@ -172,10 +174,31 @@ describe('a contact limit in the start transaction', () => {
         );
         expect((await jobOf(clientId, jobs[i]!.jobId)).counts).toMatchObject({ cancelled: 1, capped: 1 });
       } else {
-        expect(after[i]).toMatchObject({ state: 'pending', readyAt: slots[0]!.window.end });
+        // Waiting, and saying so in the report until it starts.
+        expect(after[i]).toMatchObject({
+          state: 'pending',
+          readyAt: slots[0]!.window.end,
+          reason: `capped: waiting until ${new Date(slots[0]!.window.end).toISOString()} (contact limit 3 per 366 days (call, line))`,
+        });
+        expect((await jobOf(clientId, jobs[i]!.jobId)).counts).toMatchObject({ cancelled: 0 });
       }
     }
     expect(capped.some((r) => r.kind === 'capped' && r.ended)).toBe(true);
+    const waitingIndex = results.findIndex((r) => r.kind === 'capped' && !r.ended);
+    const waiting = after[waitingIndex]!;
+    const report = await reportText(jobReportCsv(noEntries(), oneTask(waiting)));
+    expect(report).toContain(`pending,0,,"capped: waiting until ${new Date(waiting.readyAt).toISOString()}`);
+    // Started once its limits let it (here: a start with none), the waiting reason is gone.
+    const started = await store.start(waiting, {
+      clientId,
+      owner: 'racer',
+      token: lease!.token,
+      now: Date.now(),
+    });
+    expect(started.kind).toBe('started');
+    const [afterStart] = await readTasks<Task>(cloud.doc, tasksTable, jobs[waitingIndex]!.jobId);
+    expect(afterStart).toMatchObject({ state: 'in-flight' });
+    expect(afterStart!.reason).toBeUndefined();
   });
 });
 
@@ -275,4 +298,14 @@ function brokerConfig(): BrokerConfig {
       recheckMs: 500,
     },
   );
+}
+
+async function* noEntries(): AsyncGenerator<ReportEntry> {}
+async function* oneTask(task: Task): AsyncGenerator<Task> {
+  yield task;
+}
+async function reportText(chunks: AsyncIterable<Uint8Array>): Promise<string> {
+  let text = '';
+  for await (const chunk of chunks) text += Buffer.from(chunk).toString('utf8');
+  return text;
 }

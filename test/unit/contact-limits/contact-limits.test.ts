@@ -7,9 +7,11 @@ import { describe, expect, it } from 'vitest';
 import {
   type ContactLimit,
   cappedReason,
+  cappedWaitingReason,
   capSlots,
   contactChannelOf,
   isCappedReason,
+  isCappedWaitingReason,
   limitName,
   overCapMove,
   windowOf,
@@ -138,5 +140,11 @@ describe('which limits a contact must pass', () => {
       "capped: contact limit 3 per day (call, line) reached until 2026-11-25T15:00:00.000Z, after the job's end",
     );
     expect(isCappedReason(reason)).toBe(true);
+    expect(isCappedWaitingReason(reason)).toBe(false);
+    const waiting = cappedWaitingReason(limits[1]!, Date.parse('2026-11-25T15:00:00Z'));
+    expect(waiting).toBe(
+      'capped: waiting until 2026-11-25T15:00:00.000Z (contact limit 3 per day (call, line))',
+    );
+    expect(isCappedWaitingReason(waiting)).toBe(true);
   });
 });
