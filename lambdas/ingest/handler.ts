@@ -1,7 +1,7 @@
 /**
  * The ingest (SQS standard queue → Lambda, partial batch failures): each record is an S3 event
- * notification for an uploaded list, a continuation of a paused ingest, or a step of a cancelled
- * or ended job's sweep. The run's remaining time comes from the Lambda context, so a long file (or a long
+ * notification for an uploaded list, a continuation of a paused ingest, a step of a cancelled
+ * or ended job's sweep, or of a re-time sweep. The run's remaining time comes from the Lambda context, so a long file (or a long
  * sweep) pauses in time and continues in a new run.
  */
 import middy from '@middy/core';
@@ -10,12 +10,15 @@ import type { JobSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage, IngestOutcome } from '#shared/jobs/ingest.ts';
 import type { JobSweepMessage } from '#shared/jobs/ports.ts';
 import { parseIngestQueueMessage } from '#shared/jobs/queue-message.ts';
+import type { RetimeSweep, RetimeSweepMessage } from '#shared/jobs/retime.ts';
 import type { Logger } from '#shared/log.ts';
 
 export function makeIngestHandler(deps: {
   readonly ingest: IngestJob;
   /** The cancel and expire sweeps. */
   readonly sweep: JobSweep;
+  /** The re-time sweep after a client's hours changed. */
+  readonly retime: RetimeSweep;
   readonly log: Logger;
   /** Default `Date.now`: times a run for the rows-per-second metric. */
   readonly now?: () => number;
@@ -24,7 +27,7 @@ export function makeIngestHandler(deps: {
   return middy(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const failures: SQSBatchItemFailure[] = [];
     for (const record of event.Records) {
-      let messages: (IngestMessage | JobSweepMessage)[];
+      let messages: (IngestMessage | JobSweepMessage | RetimeSweepMessage)[];
       try {
         messages = parseIngestQueueMessage(record.body);
       } catch (error) {
@@ -37,6 +40,13 @@ export function makeIngestHandler(deps: {
       }
       try {
         for (const message of messages) {
+          if (message.kind === 'retime-sweep') {
+            const retimed = await deps.retime.handle(message, {
+              remainingMs: () => context.getRemainingTimeInMillis(),
+            });
+            deps.log.info(`re-time sweep ${retimed.kind}`, { ...retimed });
+            continue;
+          }
           if (message.kind === 'cancel-sweep' || message.kind === 'expire-sweep') {
             const swept = await deps.sweep.handle(message, {
               remainingMs: () => context.getRemainingTimeInMillis(),

@@ -5,6 +5,7 @@ import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeDynamoTaskRetimer } from '#shared/adapters/dynamo-retime.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/powertools.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
@@ -12,6 +13,7 @@ import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeJobSweep } from '#shared/jobs/cancel.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
+import { RetimeSweep } from '#shared/jobs/retime.ts';
 import { makeIngestHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('ingest');
@@ -29,13 +31,14 @@ const sqs = makeSqsClient();
 const optOuts = makeDynamoOptOutStore(doc, controlTable);
 const suppressions = makeDynamoSuppressionStore(doc, controlTable);
 const jobs = makeDynamoJobStore(doc, controlTable);
+const clients = makeDynamoClientStore(doc, controlTable);
 // Continuations, and a sweep's delayed re-check of messages a broker still holds.
 const queue = makeSqsIngestQueue(sqs, queueUrl);
 
 export const handler = observe(
   makeIngestHandler({
     ingest: makeIngestJob({
-      clients: makeDynamoClientStore(doc, controlTable),
+      clients,
       jobs,
       tasks: makeDynamoTaskStore(doc, tasksTable),
       files: makeS3UploadFiles(s3, bucket),
@@ -51,6 +54,13 @@ export const handler = observe(
     sweep: makeJobSweep({
       jobs,
       tasks: makeDynamoTaskCanceller(doc, { controlTable, tasksTable }),
+      queue,
+      clock: { now: () => Date.now() },
+    }),
+    retime: new RetimeSweep({
+      jobs,
+      clients,
+      tasks: makeDynamoTaskRetimer(doc, tasksTable),
       queue,
       clock: { now: () => Date.now() },
     }),

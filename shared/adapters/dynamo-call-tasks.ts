@@ -202,7 +202,10 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     const until = slot.window.end;
     if (overCapMove(until, jobEndAt) === 'wait') {
       const reason = cappedWaitingReason(slot.limit, until);
-      const waiting = await deferTask(this.#doc, this.#tasksTable, task, until, now, reason);
+      const waiting = await deferTask(this.#doc, this.#tasksTable, task, until, now, {
+        reason,
+        notBefore: until,
+      });
       return waiting ? { kind: 'capped', until, ended: false } : { kind: 'gone' };
     }
     const reason = cappedReason(slot.limit, until);
@@ -379,7 +382,7 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
         UpdateExpression:
           `SET #state = ${to.placeholder}, attempts = :attempts, startedAt = :now, updatedAt = :now ` +
           // A reason a waiting task carried (`capped: waiting until …`) no longer holds.
-          'REMOVE openPk, openSk, callId, reason',
+          'REMOVE openPk, openSk, callId, reason, notBefore',
         ConditionExpression: `${from.condition} AND attempts = :seen`,
         ExpressionAttributeNames: STATE_NAME,
         ExpressionAttributeValues: {
@@ -420,6 +423,10 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
       values[':readyAt'] = settlement.readyAt;
       values[':openPk'] = index.openPk;
       values[':openSk'] = index.openSk;
+      if (settlement.notBefore !== undefined) {
+        set.push('notBefore = :notBefore');
+        values[':notBefore'] = settlement.notBefore;
+      } else remove.push('notBefore');
     }
     return {
       Update: {

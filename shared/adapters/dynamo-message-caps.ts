@@ -80,14 +80,9 @@ export class MessageCaps {
     const task = taskOf(item);
     const until = slot.window.end;
     if (overCapMove(until, job.endAt) === 'wait')
-      await deferTask(
-        this.#doc,
-        this.#tables.tasksTable,
-        task,
-        until,
-        now,
-        cappedWaitingReason(slot.limit, until),
-      );
+      await deferTask(this.#doc, this.#tables.tasksTable, task, until, now, {
+        reason: cappedWaitingReason(slot.limit, until),
+      });
     else await endCappedTask(this.#doc, this.#tables, task, cappedReason(slot.limit, until), now);
   }
 }

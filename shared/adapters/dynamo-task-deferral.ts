@@ -15,7 +15,8 @@ import { STATE_NAME, stateIn } from './task-state-conditions.ts';
 
 /**
  * True when deferred; false when the task had moved on. Never earlier than it was. `reason`, when
- * given, is why it waits (the start clears it).
+ * given, is why it waits; `notBefore`, the instant it may not start before whatever the hours say
+ * (a contact limit's window end); the start clears both.
  */
 export async function deferTask(
   doc: DynamoDBDocumentClient,
@@ -23,9 +24,36 @@ export async function deferTask(
   task: Task,
   readyAt: number,
   now: number,
-  reason?: string,
+  why: { readonly reason?: string; readonly notBefore?: number } = {},
 ): Promise<boolean> {
   if (readyAt <= task.readyAt) return false;
+  return moveTask(doc, tableName, task, readyAt, now, why);
+}
+
+/**
+ * Moves a waiting task *earlier*, to `readyAt` (a re-time after its client's hours widened: see
+ * `shared/jobs/retime.ts`), on the same conditions as a deferral. True when moved.
+ */
+export async function advanceTask(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'state' | 'readyAt' | 'attempts'>,
+  readyAt: number,
+  now: number,
+): Promise<boolean> {
+  if (readyAt >= task.readyAt) return false;
+  return moveTask(doc, tableName, task, readyAt, now, {});
+}
+
+async function moveTask(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'state' | 'readyAt' | 'attempts'>,
+  readyAt: number,
+  now: number,
+  why: { readonly reason?: string; readonly notBefore?: number },
+): Promise<boolean> {
+  const { reason, notBefore } = why;
   const waiting = stateIn(WAITING_STATES);
   const index = keys.outstandingIndex({ ...task, readyAt });
   if (!index) return false;
@@ -34,7 +62,10 @@ export async function deferTask(
       new UpdateCommand({
         TableName: tableName,
         Key: keys.task(task.jobId, task.taskId),
-        UpdateExpression: `SET readyAt = :readyAt, openSk = :openSk, updatedAt = :now${reason === undefined ? '' : ', reason = :reason'}`,
+        UpdateExpression:
+          'SET readyAt = :readyAt, openSk = :openSk, updatedAt = :now' +
+          (reason === undefined ? '' : ', reason = :reason') +
+          (notBefore === undefined ? '' : ', notBefore = :notBefore'),
         ConditionExpression: `${waiting.condition} AND readyAt = :was AND attempts = :attempts`,
         ExpressionAttributeNames: STATE_NAME,
         ExpressionAttributeValues: {
@@ -45,6 +76,7 @@ export async function deferTask(
           ':was': task.readyAt,
           ':attempts': task.attempts,
           ...(reason === undefined ? {} : { ':reason': reason }),
+          ...(notBefore === undefined ? {} : { ':notBefore': notBefore }),
         },
       }),
     );

@@ -49,7 +49,13 @@ export interface StartLimits {
 /** How a call's end leaves its task. */
 export type Settlement =
   | { readonly state: 'completed'; readonly lastResult: string }
-  | { readonly state: 'retry-wait'; readonly lastResult: string; readonly readyAt: number }
+  | {
+      readonly state: 'retry-wait';
+      readonly lastResult: string;
+      readonly readyAt: number;
+      /** The retry delay's end, when `readyAt` was moved past it (the recipient's opening). */
+      readonly notBefore?: number;
+    }
   | { readonly state: 'failed'; readonly lastResult: string; readonly reason: string }
   /** A busy / no-answer attempt of a job cancelled meanwhile: not retried. */
   | { readonly state: 'cancelled'; readonly lastResult: string; readonly reason: string }

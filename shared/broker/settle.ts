@@ -64,7 +64,7 @@ export function retimedRetry(
   if (jobHasEnded(input.job, readyAt)) {
     return { state: 'expired', lastResult: settlement.lastResult, reason: RETRY_AFTER_END_REASON };
   }
-  return { ...settlement, readyAt };
+  return { ...settlement, readyAt, notBefore: settlement.readyAt };
 }
 
 /**

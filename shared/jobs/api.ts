@@ -41,6 +41,7 @@ import {
 import { findOptOuts, type OptOutsAnswer } from './opt-outs.ts';
 import type { JobChangeNotifier, JobStores, OptOutReader } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
+import { contactTimeSettings, jobNeedsRetime, retimeSweepStart } from './retime.ts';
 import { uploadKey } from './s3-events.ts';
 import { type JobSeriesAnswer, readJobSeries } from './series.ts';
 import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
@@ -251,17 +252,42 @@ export class JobsApi {
     }
   }
 
-  /** Creates or replaces a client's settings. */
+  /**
+   * Creates or replaces a client's settings. When its hours, zone, restricted periods or holidays
+   * change, each of its open jobs read in its recipients' zones gets a re-time sweep on the ingest
+   * queue (`shared/jobs/retime.ts`): tasks waiting for an opening the old settings computed move to
+   * an earlier one the new settings give (a narrowing is caught by the broker's start check).
+   */
   async putClient(clientId: string, body: unknown): Promise<ClientSettings> {
     const now = this.#deps.clock.now();
+    const existing = isValidClientId(clientId) ? await this.#deps.clients.get(clientId) : undefined;
     const settings = await clientSettingsWithOutcomeWebhook({
       body,
-      existing: isValidClientId(clientId) ? await this.#deps.clients.get(clientId) : undefined,
+      existing,
       deps: this.#deps.outcomeWebhooks,
       now,
       parse: () => parseClientSettings(clientId, body, now),
     });
-    return this.#deps.clients.put(settings);
+    const saved = await this.#deps.clients.put(settings);
+    if (existing && contactTimeSettings(existing) !== contactTimeSettings(saved)) {
+      await this.#retimeJobs(clientId, now);
+    }
+    return saved;
+  }
+
+  /** Queues the re-time sweep of each open job of the client read in its recipients' zones. */
+  async #retimeJobs(clientId: string, now: number): Promise<void> {
+    let next: string | undefined;
+    do {
+      const page = await this.#deps.jobs.list(clientId, {
+        limit: 100,
+        ...(next === undefined ? {} : { next }),
+      });
+      for (const job of page.jobs) {
+        if (jobNeedsRetime(job, now)) await this.#deps.queue.send(retimeSweepStart(clientId, job.jobId));
+      }
+      next = page.next;
+    } while (next !== undefined);
   }
 
   /** Every client, by id, 50 a page (at most 100): the administrators' list. */

@@ -222,6 +222,12 @@ export interface Task {
   readonly startedAt?: number;
   /** The recipient's IANA zone, for a job with `timeZoneBy: 'recipient'` (from the list's cell or the number). */
   readonly timeZone?: string;
+  /**
+   * Epoch ms before which the waiting attempt may not start whatever the hours say: a retry's delay
+   * end, a contact limit's window end. Absent: the job's start. `readyAt` is this or later (moved to
+   * the recipient's opening); a re-time after the hours change never moves it earlier than this.
+   */
+  readonly notBefore?: number;
   readonly updatedAt: number;
 }
 

@@ -3,9 +3,11 @@
  * adapters implement them (`shared/adapters/dynamo-clients.ts`, `dynamo-jobs.ts`,
  * `dynamo-job-tasks.ts`, `dynamo-cancel.ts`, `s3-uploads.ts`); tests hand in their own.
  */
+
 import type { IngestCounts, IngestCursor } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import type { ClientSettings, Job, JobCounts, JobStatus, Task } from './model.ts';
+import type { RetimeSweepMessage } from './retime.ts';
 import type { SweepEnd } from './task-lifecycle.ts';
 
 export interface ClientStore {
@@ -210,9 +212,12 @@ export interface QueueSendOptions {
   readonly delaySeconds?: number;
 }
 
-/** The ingest queue: continuations of paused ingests and of the sweeps (cancel, expire). */
+/** The ingest queue: continuations of paused ingests and of the sweeps (cancel, expire, re-time). */
 export interface IngestQueue {
-  send(message: ContinueIngestMessage | JobSweepMessage, options?: QueueSendOptions): Promise<void>;
+  send(
+    message: ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage,
+    options?: QueueSendOptions,
+  ): Promise<void>;
 }
 
 /**

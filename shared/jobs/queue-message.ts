@@ -1,20 +1,26 @@
 /**
  * The ingest queue's messages, written and read through this one module: an S3 event notification
- * for an uploaded list (written by S3), a continuation of a paused ingest, or a step of a cancelled
- * or ended job's sweep (both written by Switchboard as JSON).
+ * for an uploaded list (written by S3), a continuation of a paused ingest, a step of a cancelled
+ * or ended job's sweep, or of a re-time sweep after a client's hours changed (written by Switchboard
+ * as JSON).
  */
 import { isJobSweepKind, MalformedCancelSweepError, parseCancelSweep } from './cancel.ts';
 import type { IngestMessage } from './ingest.ts';
 import type { ContinueIngestMessage, JobSweepMessage } from './ports.ts';
+import { MalformedRetimeSweepError, parseRetimeSweep, type RetimeSweepMessage } from './retime.ts';
 import { MalformedS3EventError, parseS3Event } from './s3-events.ts';
 
 /** The body of a message Switchboard itself puts on the ingest queue. */
-export function encodeIngestQueueMessage(message: ContinueIngestMessage | JobSweepMessage): string {
+export function encodeIngestQueueMessage(
+  message: ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage,
+): string {
   return JSON.stringify(message);
 }
 
 /** The messages of one SQS record; throws {@link MalformedS3EventError} for a body that is neither. */
-export function parseIngestQueueMessage(body: string): (IngestMessage | JobSweepMessage)[] {
+export function parseIngestQueueMessage(
+  body: string,
+): (IngestMessage | JobSweepMessage | RetimeSweepMessage)[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -27,6 +33,14 @@ export function parseIngestQueueMessage(body: string): (IngestMessage | JobSweep
       return [parseCancelSweep(parsed as Record<string, unknown>)];
     } catch (error) {
       if (error instanceof MalformedCancelSweepError) throw new MalformedS3EventError(error.message);
+      throw error;
+    }
+  }
+  if ((parsed as { kind?: unknown })?.kind === 'retime-sweep') {
+    try {
+      return [parseRetimeSweep(parsed as Record<string, unknown>)];
+    } catch (error) {
+      if (error instanceof MalformedRetimeSweepError) throw new MalformedS3EventError(error.message);
       throw error;
     }
   }

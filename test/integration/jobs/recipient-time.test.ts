@@ -2,7 +2,10 @@
  * Recipient-local time (issue 14 #4) on the local cloud: a call list uploaded through the operator
  * API with `timeZoneBy=recipient` and a `タイムゾーン` column; the ingest writes each task's zone and
  * stamps its `readyAt` with that zone's first opening, so the broker's index read (`outstanding`)
- * finds only recipients inside their hours; a task found closed is deferred to its opening.
+ * finds only recipients inside their hours; a task found closed is deferred to its opening. When
+ * the client's hours widen, the re-time sweep (queued by the settings update, run by the ingest)
+ * moves the tasks waiting for an opening of the old hours to the new one, never before a retry's
+ * delay end (`notBefore`).
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
@@ -92,5 +95,92 @@ describe('recipient-local time on the tasks table', () => {
       (e) => e.taskId === task.taskId,
     );
     expect(String(entry?.openSk)).toContain(new Date(later).toISOString());
+  });
+
+  it("widened hours: the waiting tasks move to their recipients' new opening, never before a retry's delay", async () => {
+    const clientId = uniqueName('tzwide');
+    expect((await call('PUT', `/clients/${clientId}`, { ...CLIENT, callingHours: DAYTIME })).status).toBe(
+      200,
+    );
+    const csv = [
+      '電話番号,氏名,タイムゾーン',
+      '090-7777-2001,東京,Asia/Tokyo',
+      '090-7777-2002,NY,America/New_York',
+      '090-7777-2003,LDN,Europe/London',
+    ].join('\n');
+    const created = await call(
+      'POST',
+      `/clients/${clientId}/jobs?name=tz&timeZoneBy=recipient`,
+      csv,
+      'text/csv',
+    );
+    expect(created.status).toBe(201);
+    const { jobId } = created.body;
+    await eventually(async () => {
+      const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+      return body.status === 'scheduled' ? body : undefined;
+    }, 'the ingest');
+    const stamped = await readTasks(cloud.doc, tasksTable, jobId);
+    // At any instant one of the three zones is outside 09:00-18:00: its task waits for its morning.
+    const now = Date.now();
+    expect(stamped.some((t) => t.readyAt > now)).toBe(true);
+    // One task waits for a retry whose delay ends in an hour, stamped (under the old hours) 2 days on.
+    const retry = stamped[0] as Task;
+    const notBefore = now + 3_600_000;
+    const deferred = now + 2 * 86_400_000;
+    const index = keys.outstandingIndex({ ...retry, state: 'retry-wait', readyAt: deferred })!;
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: tasksTable,
+        Key: keys.task(jobId, retry.taskId),
+        UpdateExpression:
+          'SET #state = :retry, readyAt = :readyAt, openSk = :openSk, notBefore = :notBefore, attempts = :one',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: {
+          ':retry': 'retry-wait',
+          ':readyAt': deferred,
+          ':openSk': index.openSk,
+          ':notBefore': notBefore,
+          ':one': 1,
+        },
+      }),
+    );
+
+    // Open all day, every day: every first attempt is ready now, the retry at its delay's end.
+    const allDay = Object.fromEntries(
+      ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+    );
+    expect((await call('PUT', `/clients/${clientId}`, { ...CLIENT, callingHours: allDay })).status).toBe(200);
+    const moved = await eventually(async () => {
+      const tasks = await readTasks(cloud.doc, tasksTable, jobId);
+      const done = tasks.every((t) =>
+        t.taskId === retry.taskId ? t.readyAt === notBefore : t.readyAt <= Date.now(),
+      );
+      return done ? tasks : undefined;
+    }, 'the re-time sweep');
+    expect(moved.find((t) => t.taskId === retry.taskId)).toMatchObject({
+      state: 'retry-wait',
+      readyAt: notBefore,
+    });
+    const store = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.job(clientId, jobId),
+        UpdateExpression: 'SET #status = :running',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':running': 'running' },
+      }),
+    );
+    // The brokers' "ready by now" read finds the two first attempts, and the retry only at its time.
+    const listed = (await store.outstanding(clientId, Date.now(), 10)).filter((t) => t.jobId === jobId);
+    expect(listed.map((t) => t.taskId).sort()).toEqual(
+      stamped
+        .filter((t) => t.taskId !== retry.taskId)
+        .map((t) => t.taskId)
+        .sort(),
+    );
+    const atDelayEnd = (await store.outstanding(clientId, notBefore, 10)).filter((t) => t.jobId === jobId);
+    expect(atDelayEnd).toHaveLength(3);
   });
 });

@@ -189,6 +189,7 @@ describe("a retry in its recipient's zone (issue 14 #4)", () => {
     expect(retimedRetry(retry, { client, job: recipientJob, task: inNewYork })).toEqual({
       ...retry,
       readyAt: newYorkMonday9,
+      notBefore: retry.readyAt,
     });
     // Open in Tokyo: the delay alone.
     expect(retimedRetry(retry, { client, job: recipientJob, task: inTokyo })).toEqual(retry);
@@ -203,6 +204,7 @@ describe("a retry in its recipient's zone (issue 14 #4)", () => {
     expect(retimedRetry(retry, { client, job: closedMonday, task: inNewYork })).toEqual({
       ...retry,
       readyAt: Date.parse('2026-03-03T14:00:00Z'),
+      notBefore: retry.readyAt,
     });
     const endsFirst = job({ timeZoneBy: 'recipient', endAt: newYorkMonday9 });
     expect(retimedRetry(retry, { client, job: endsFirst, task: inNewYork })).toMatchObject({

@@ -24,6 +24,7 @@ import type {
   JobSweepMessage,
   QueueSendOptions,
 } from '#shared/jobs/ports.ts';
+import type { RetimeSweepMessage } from '#shared/jobs/retime.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -371,7 +372,10 @@ const LATEST_HOLD = Math.max(...HELD.map((t) => t.readyAt));
 const DELIVERED = MESSAGE_TASKS.filter((t) => t.state === 'completed').length;
 const WAITING = MESSAGE_TASKS.filter((t) => t.state === 'pending' || t.state === 'retry-wait').length;
 
-type Sent = { readonly message: ContinueIngestMessage | JobSweepMessage; readonly delaySeconds?: number };
+type Sent = {
+  readonly message: ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage;
+  readonly delaySeconds?: number;
+};
 
 /** The ingest queue, keeping each message's delay. */
 function delayingQueue(): IngestQueue & { sent: Sent[] } {

@@ -17,6 +17,7 @@ import type {
   UploadFiles,
   ValidationReportStore,
 } from '#shared/jobs/ports.ts';
+import type { RetimeSweepMessage } from '#shared/jobs/retime.ts';
 
 interface JobRow {
   job: Job;
@@ -201,8 +202,10 @@ export function memoryReports(): ValidationReportStore & { pages: Map<string, Re
   };
 }
 
-export function memoryQueue(): IngestQueue & { sent: (ContinueIngestMessage | JobSweepMessage)[] } {
-  const sent: (ContinueIngestMessage | JobSweepMessage)[] = [];
+export function memoryQueue(): IngestQueue & {
+  sent: (ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage)[];
+} {
+  const sent: (ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage)[] = [];
   return { sent, send: async (m) => void sent.push(m) };
 }
 

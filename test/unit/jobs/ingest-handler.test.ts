@@ -5,6 +5,7 @@ import { makeIngestHandler } from '#lambdas/ingest/handler.ts';
 import { makeJobSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
 import { parseIngestQueueMessage as ingestMessages } from '#shared/jobs/queue-message.ts';
+import { RetimeSweep } from '#shared/jobs/retime.ts';
 import { MalformedS3EventError } from '#shared/jobs/s3-events.ts';
 import { silentLogger } from '#shared/log.ts';
 
@@ -75,7 +76,14 @@ describe('ingest handler', () => {
       queue: { send: async () => {} },
       clock: { now: () => 0 },
     });
-    const handler = makeIngestHandler({ ingest, sweep, log: silentLogger });
+    const retime = new RetimeSweep({
+      jobs: { get: async () => undefined },
+      clients: { get: async () => undefined },
+      tasks: { retimePage: async () => ({ tasks: [] }), advance: async () => false },
+      queue: { send: async () => {} },
+      clock: { now: () => 0 },
+    });
+    const handler = makeIngestHandler({ ingest, sweep, retime, log: silentLogger });
     const event: SQSEvent = {
       Records: [
         record('a', s3Event),
