@@ -16,6 +16,7 @@ import type { ClientSettings, Job } from '#shared/jobs/model.ts';
 import { mayStartNow } from '#shared/jobs/waiting.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
+import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { ClientMetrics } from './broker-metrics.ts';
@@ -38,8 +39,10 @@ export interface MessageTaskStore {
 }
 
 export interface MessageServeSettings {
-  /** The channel's request rate for push + multicast (LINE: 2,000/s). */
+  /** The channel's push requests per second (LINE: 2,000/s). */
   readonly messageRatePerSecond: number;
+  /** The channel's multicast requests per second, its own bucket (LINE: 200/s). */
+  readonly multicastRatePerSecond: number;
   /** Senders (requests in flight). Default 128. */
   readonly messageConcurrency: number;
   /** Claimed tasks held ahead of the senders. Default 2,000. */
@@ -55,7 +58,8 @@ export interface MessageServeSettings {
 }
 
 export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
-  messageRatePerSecond: 2_000,
+  messageRatePerSecond: LINE_RATE_LIMITS.push,
+  multicastRatePerSecond: LINE_RATE_LIMITS.multicast,
   messageConcurrency: 128,
   messageQueueCapacity: 2_000,
   jobCheckMs: 250,
@@ -195,7 +199,10 @@ export class MessageServer {
         report: session.report,
         batches: session.batches,
         send,
-        rate: { perSecond: settings.messageRatePerSecond },
+        rate: {
+          perSecond: settings.messageRatePerSecond,
+          multicastPerSecond: settings.multicastRatePerSecond,
+        },
         concurrency: settings.messageConcurrency,
         queueCapacity: settings.messageQueueCapacity,
         clock,

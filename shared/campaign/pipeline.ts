@@ -10,8 +10,9 @@
  *    waits for room (so memory stays flat whatever the size of the job).
  * 2. Tasks whose template has no placeholders are grouped (same job, attempt and message) into
  *    multicast batches of up to 500; others are pushed one by one.
- * 3. Senders pace every HTTP request through one token bucket at the channel's rate, back the
- *    whole pool off on a 429 (Retry-After when given), and retry 5xx, timeouts and dropped
+ * 3. Senders pace every HTTP request through its endpoint's token bucket (push and multicast
+ *    each at LINE's rate for that endpoint), back the endpoint's senders off on a 429
+ *    (Retry-After when given), and retry 5xx, timeouts and dropped
  *    responses with the same prepared request (same bytes, same retry key) while the key is
  *    inside LINE's 24 h window. 2xx and 409 are delivered, other 4xx failed.
  * 4. The reporter writes outcomes in batches (every N outcomes or T ms), one write at a time, and

@@ -145,7 +145,7 @@ export class UnitSender {
       });
       return undefined;
     }
-    if (!(await pacer.acquire()) || this.#run.stopping) {
+    if (!(await pacer.acquire(prepared.endpoint)) || this.#run.stopping) {
       this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: sending.maybeSent });
       return undefined;
     }
@@ -176,7 +176,7 @@ export class UnitSender {
     const { unit } = sending;
     switch (outcome.kind) {
       case 'delivered':
-        this.#options.pacer.succeeded();
+        this.#options.pacer.succeeded(sending.prepared.endpoint);
         this.#run.settleUnit(unit, {
           kind: 'delivered',
           lastResult: 'delivered',
@@ -184,7 +184,7 @@ export class UnitSender {
         });
         return true;
       case 'already-delivered':
-        this.#options.pacer.succeeded();
+        this.#options.pacer.succeeded(sending.prepared.endpoint);
         this.#run.settleUnit(unit, {
           kind: 'delivered',
           lastResult: 'already-delivered',
@@ -219,7 +219,7 @@ export class UnitSender {
       });
       return true;
     }
-    this.#options.pacer.backOff(outcome.retryAfterMs, this.#options.random);
+    this.#options.pacer.backOff(sending.prepared.endpoint, outcome.retryAfterMs, this.#options.random);
     return false;
   }
 
