@@ -93,6 +93,7 @@ const CLIENT_OPTIONAL_FIELDS = [
   'restrictedPeriods',
   'holidays',
   'contactLimits',
+  'allowPartialDelivery',
 ] as const;
 
 const BY_STATUS_INDEX = 'byStatus';

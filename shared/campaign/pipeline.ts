@@ -20,7 +20,9 @@
  *
  * Stopping: when `signal` aborts, the producer stops at once and no new request starts; requests
  * in flight finish and are reported; queued tasks are reported `released` (claim them again with
- * the same attempt). A 429 for the monthly quota stops the pipeline the same way.
+ * the same attempt). A 429 for the monthly quota stops the pipeline the same way, unless
+ * `monthlyLimit` is `fail-tasks` (the client allows partial delivery): then each task LINE refuses
+ * for the monthly limit ends `failed` with the reason, and the pipeline goes on.
  *
  * The parts: `send-queue.ts` (units and the bounded queue), `unit-sender.ts` (one unit until it
  * settles), `send-pacer.ts` (the pool's rate and 429 back-off), `outcome-reporter.ts` (batched
@@ -101,6 +103,11 @@ export interface MessagePipelineOptions {
   readonly observe?: (observation: SendObservation) => void;
   /** For retry jitter. Default Math.random. */
   readonly random?: () => number;
+  /**
+   * What LINE's monthly-limit 429 does: `stop` the pipeline, releasing its tasks (default), or
+   * `fail-tasks`: the refused unit's tasks end `failed` with the reason and sending goes on.
+   */
+  readonly monthlyLimit?: 'stop' | 'fail-tasks';
 }
 
 export interface PipelineTotals {
@@ -205,6 +212,7 @@ class PipelineRun implements SendingRun {
       maxRetries: options.maxRetries ?? 10,
       retryBaseMs: options.retryBaseMs ?? 200,
       random: options.random ?? Math.random,
+      monthlyLimit: options.monthlyLimit ?? 'stop',
     });
   }
 

@@ -18,6 +18,7 @@ import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { retryKeyStillSafe } from '#shared/retry-keys.ts';
 import type { BatchLedger, SendObservation, SendPort, TaskOutcome } from './ports.ts';
+import { MONTHLY_LIMIT_FAILURE_REASON } from './quota.ts';
 import type { SendPacer } from './send-pacer.ts';
 import type { SendUnit } from './send-queue.ts';
 import { compileTemplate, MissingVariableError } from './template.ts';
@@ -45,6 +46,8 @@ export interface UnitSenderOptions {
   readonly maxRetries: number;
   readonly retryBaseMs: number;
   readonly random: () => number;
+  /** LINE's monthly-limit 429: stop the run, or fail the unit's tasks and go on. */
+  readonly monthlyLimit: 'stop' | 'fail-tasks';
 }
 
 /** One unit's state while it is being sent. */
@@ -208,6 +211,17 @@ export class UnitSender {
 
   #rateLimited(sending: Sending, outcome: Extract<SendOutcome, { kind: 'rate-limited' }>): boolean {
     this.#run.totals.rateLimited++;
+    if (outcome.reason === 'monthly-quota' && this.#options.monthlyLimit === 'fail-tasks') {
+      this.#run.settleUnit(sending.unit, {
+        kind: 'failed',
+        lastResult: 'monthly-quota',
+        reason: sending.maybeSent
+          ? `${MONTHLY_LIMIT_FAILURE_REASON}; an earlier request of this attempt may have been delivered`
+          : MONTHLY_LIMIT_FAILURE_REASON,
+        requestId: outcome.requestId,
+      });
+      return true;
+    }
     if (outcome.reason === 'monthly-quota') {
       if (!this.#run.stopping)
         this.#options.log?.error('LINE monthly message quota used up: message pipeline stopped');
