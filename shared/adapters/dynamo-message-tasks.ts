@@ -160,6 +160,9 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
     const job = await this.#table.jobs.get(clientId, jobId);
     if (job?.status !== 'running') return false;
     const moved = await this.#jobs.transition(job, 'paused', this.#clock.now(), reason);
+    // Read again, so that the claims' job cache (which the read above filled with `running`) stops
+    // handing out its tasks at once rather than a cache age later.
+    await this.#table.jobs.get(clientId, jobId);
     return moved.ok;
   }
 
