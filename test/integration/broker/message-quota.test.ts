@@ -14,6 +14,7 @@ import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import { MONTHLY_LIMIT_FAILURE_REASON, MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
@@ -219,6 +220,24 @@ describe("LINE's monthly quota (issue 14 #8)", () => {
     const reads = line.log().filter((r) => r.channelId === ch.channelId);
     expect(reads.length).toBeGreaterThan(0);
     expect(reads.every((r) => r.method === 'GET')).toBe(true);
+
+    // A resume clears the reason; the job is checked again before it sends, and paused again with
+    // fresh figures while the plan has not changed.
+    line.setMonthlyQuota(1_000, { [ch.channelId]: 850 });
+    const resumed = await makeDynamoJobStore(cloud.doc, controlTable).transition(
+      paused,
+      'running',
+      Date.now(),
+    );
+    expect(resumed.ok && 'pausedReason' in resumed.job).toBe(false);
+    expect(resumed.ok).toBe(true);
+    expect((await jobOf(job)).pausedReason).toBeUndefined();
+    const again = await eventually(async () => {
+      const j = await jobOf(job);
+      return j.status === 'paused' ? j : undefined;
+    }, 'the resumed job to be paused again');
+    expect(again.pausedReason).toContain('300 messages left to send, 150 left in the quota for it');
+    expect(deliveriesOn(ch.channelId)).toHaveLength(0);
   });
 
   it('with partial delivery allowed it sends what the quota allows; the rest end failed with the reason, once', async () => {
