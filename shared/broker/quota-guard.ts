@@ -77,6 +77,9 @@ export class QuotaGuard {
   #inFlight = 0;
   #inFlightPeak = 0;
   #reads: Promise<boolean> | undefined;
+  #lastReadOk = false;
+  /** A job asked for a reading ({@link admits} on none fresh): the server waits for it after the round. */
+  #wanted = false;
 
   constructor(deps: QuotaGuardDeps) {
     this.#deps = deps;
@@ -123,6 +126,7 @@ export class QuotaGuard {
     const reading = this.#reading;
     if (!reading || this.#deps.clock.now() - reading.at >= this.#deps.settings.freshMs) {
       // Not read just before this job's first send: read first (nothing of it is claimed meanwhile).
+      this.#wanted = true;
       void this.#refresh();
       return false;
     }
@@ -139,6 +143,17 @@ export class QuotaGuard {
     }
     this.#refuse(short, reading.quota);
     return false;
+  }
+
+  /**
+   * After a round: `none` when no job asked for a reading, else how the reading it asked for went
+   * (`read`: claim again at once; `unread`: logged and counted, the jobs wait).
+   */
+  async asked(): Promise<'none' | 'read' | 'unread'> {
+    if (!this.#wanted) return 'none';
+    this.#wanted = false;
+    if (this.#reads) await this.#reads;
+    return this.#lastReadOk ? 'read' : 'unread';
   }
 
   /** The pipeline's send, counting recipients in flight (a reading may already hold them). */
@@ -172,8 +187,10 @@ export class QuotaGuard {
 
   /** Reads the quota (once at a time); true when it was read. */
   #refresh(): Promise<boolean> {
-    this.#reads ??= this.#read().finally(() => {
+    this.#reads ??= this.#read().then((ok) => {
+      this.#lastReadOk = ok;
       this.#reads = undefined;
+      return ok;
     });
     return this.#reads;
   }

@@ -184,13 +184,15 @@ export class MessageServer {
     try {
       if (!client.messageChannelId) return { kind: 'no-work', nextReadyAt: undefined };
       while (!this.#stopping && !this.#lost) {
-        if (this.#quota && !(await this.#quota.ready())) {
-          // No reading of LINE's quota (logged and counted by the guard): nothing starts blind.
-          return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaCheckMs };
-        }
         const totals = await this.#round(client.messageChannelId);
         if (this.#lost) return { kind: 'lost' };
         if (this.#stopping) return { kind: 'stopped' };
+        // A job whose tasks came up without a fresh reading of LINE's quota asked for one (read only
+        // when something is to be sent): claim again once it is in, or wait when it could not be had.
+        const asked = this.#quota ? await this.#quota.asked() : 'none';
+        if (asked === 'unread' && this.#client.current.allowPartialDelivery !== true) {
+          return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaCheckMs };
+        }
         if (totals.stoppedBy === 'monthly-quota' && (await this.#pauseAtMonthlyLimit())) continue;
         if (totals.stoppedBy === 'monthly-quota') {
           logger.error("LINE's monthly message quota is used up; message jobs wait", {
@@ -199,7 +201,7 @@ export class MessageServer {
           });
           return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaBackoffMs };
         }
-        if (totals.stoppedBy === 'drained' && totals.claimed === 0) break;
+        if (totals.stoppedBy === 'drained' && totals.claimed === 0 && asked !== 'read') break;
       }
       if (this.#lost) return { kind: 'lost' };
       return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: undefined };

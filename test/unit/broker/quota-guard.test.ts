@@ -83,6 +83,20 @@ describe('QuotaGuard', () => {
     expect(state.short.map((s) => s.jobId)).toEqual(['A']);
   });
 
+  it('reads only when a job asks: the server waits for that reading after its round', async () => {
+    const { guard, state } = setup();
+    expect(await guard.asked()).toBe('none');
+    expect(state.reads).toBe(0);
+    expect(guard.admits(messageJob('A', 10))).toBe(false);
+    expect(await guard.asked()).toBe('read');
+    expect(guard.admits(messageJob('A', 10))).toBe(true);
+    expect(await guard.asked()).toBe('none');
+    state.failing = true;
+    state.now += DEFAULT_QUOTA_GUARD_SETTINGS.freshMs;
+    expect(guard.admits(messageJob('B', 10))).toBe(false);
+    expect(await guard.asked()).toBe('unread');
+  });
+
   it('counts its own sends between readings, so a second job gets only what the first leaves', async () => {
     const { guard } = setup({ quota: { limit: 1000, used: 0 } });
     await guard.ready();
