@@ -27,11 +27,13 @@ import { Worker } from 'node:worker_threads';
 import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from '#local/cloud.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
+import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { BrokerContenderRequest, BrokerContenderResult } from './lib/message-broker-contender.ts';
 import type { ContenderRequest, WarmedUp } from './lib/message-contender.ts';
 import type { CeilingRequest, CeilingResult } from './lib/message-load-worker.ts';
 import { BENCH_CHANNEL, type SandboxCommand, type SandboxStats } from './lib/message-sandbox.ts';
 import { type ContenderResult, steadyRate } from './lib/message-stats.ts';
+import { measurePacedRates, measureQuotaCheck, pacedLines, quotaLines } from './lib/quota-check.ts';
 import { checkLines, measureMessageClaimChecks } from './lib/start-checks.ts';
 
 const USAGE = `npm run bench:message-throughput [-- options]
@@ -49,6 +51,8 @@ const USAGE = `npm run bench:message-throughput [-- options]
   --broker-messages N  the whole broker on DynamoDB Local at 2,000/s: this many messages (default 20000; 0 skips)
   --claim-checks N     the suppression read at the claim, on and off: this many messages each (default 5000; 0 skips)
   --claim-checks-only  only that
+  --quota-check-only   only LINE's per-endpoint pacing (vs multicast at the push rate) and the quota check's cost
+  --quota-seconds S    the per-endpoint pacing runs' length (default 5)
   --help`;
 
 const { values } = parseArgs({
@@ -67,6 +71,8 @@ const { values } = parseArgs({
     'broker-messages': { type: 'string', default: '20000' },
     'claim-checks': { type: 'string', default: '5000' },
     'claim-checks-only': { type: 'boolean', default: false },
+    'quota-check-only': { type: 'boolean', default: false },
+    'quota-seconds': { type: 'string', default: '5' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -96,6 +102,27 @@ async function printClaimChecks(): Promise<void> {
   } finally {
     await cloud.stop();
   }
+}
+if (values['quota-check-only']) {
+  const seconds = Number(values['quota-seconds']);
+  const paced = [
+    await measurePacedRates(
+      'multicasts: Switchboard, a bucket per endpoint',
+      LINE_RATE_LIMITS.multicast,
+      seconds,
+      'multicast',
+    ),
+    await measurePacedRates(
+      'multicasts: baseline, paced at the push rate',
+      LINE_RATE_LIMITS.push,
+      seconds,
+      'multicast',
+    ),
+    await measurePacedRates('pushes + multicasts: Switchboard', LINE_RATE_LIMITS.multicast, seconds, 'mixed'),
+  ];
+  for (const line of pacedLines(paced)) console.log(line);
+  for (const line of quotaLines(await measureQuotaCheck())) console.log(line);
+  process.exit(0);
 }
 if (values['claim-checks-only']) {
   await printClaimChecks();
