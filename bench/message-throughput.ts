@@ -27,11 +27,13 @@ import { Worker } from 'node:worker_threads';
 import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from '#local/cloud.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
+import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { BrokerContenderRequest, BrokerContenderResult } from './lib/message-broker-contender.ts';
 import type { ContenderRequest, WarmedUp } from './lib/message-contender.ts';
 import type { CeilingRequest, CeilingResult } from './lib/message-load-worker.ts';
 import { BENCH_CHANNEL, type SandboxCommand, type SandboxStats } from './lib/message-sandbox.ts';
 import { type ContenderResult, steadyRate } from './lib/message-stats.ts';
+import { measurePacedRates, measureQuotaCheck, pacedLines, quotaLines } from './lib/quota-check.ts';
 import { checkLines, measureMessageClaimChecks } from './lib/start-checks.ts';
 
 const USAGE = `npm run bench:message-throughput [-- options]
@@ -49,6 +51,8 @@ const USAGE = `npm run bench:message-throughput [-- options]
   --broker-messages N  the whole broker on DynamoDB Local at 2,000/s: this many messages (default 20000; 0 skips)
   --claim-checks N     the suppression read at the claim, on and off: this many messages each (default 5000; 0 skips)
   --claim-checks-only  only that
+  --quota-check-only   only LINE's per-endpoint pacing (vs multicast at the push rate) and the quota check's cost
+  --quota-seconds S    the per-endpoint pacing runs' length (default 5)
   --help`;
 
 const { values } = parseArgs({
@@ -67,6 +71,8 @@ const { values } = parseArgs({
     'broker-messages': { type: 'string', default: '20000' },
     'claim-checks': { type: 'string', default: '5000' },
     'claim-checks-only': { type: 'boolean', default: false },
+    'quota-check-only': { type: 'boolean', default: false },
+    'quota-seconds': { type: 'string', default: '5' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -96,6 +102,27 @@ async function printClaimChecks(): Promise<void> {
   } finally {
     await cloud.stop();
   }
+}
+if (values['quota-check-only']) {
+  const seconds = Number(values['quota-seconds']);
+  const paced = [
+    await measurePacedRates(
+      'multicasts: Switchboard, a bucket per endpoint',
+      LINE_RATE_LIMITS.multicast,
+      seconds,
+      'multicast',
+    ),
+    await measurePacedRates(
+      'multicasts: baseline, paced at the push rate',
+      LINE_RATE_LIMITS.push,
+      seconds,
+      'multicast',
+    ),
+    await measurePacedRates('pushes + multicasts: Switchboard', LINE_RATE_LIMITS.multicast, seconds, 'mixed'),
+  ];
+  for (const line of pacedLines(paced)) console.log(line);
+  for (const line of quotaLines(await measureQuotaCheck())) console.log(line);
+  process.exit(0);
 }
 if (values['claim-checks-only']) {
   await printClaimChecks();
@@ -428,6 +455,48 @@ console.log(
  * same with an in-memory table (the row above): the difference is the table. DynamoDB Local is one
  * Java process on the cores the broker and the sandbox share, so its CPU time is printed too.
  */
+/** One run of the whole broker; `withXRaySdk` loads Powertools' Tracer first, as the broker did. */
+async function runWholeBroker(cloud: LocalCloud, withXRaySdk: boolean) {
+  const sandbox = await freshSandbox();
+  try {
+    const proc = child(
+      './lib/message-broker-contender.ts',
+      [
+        JSON.stringify({
+          dynamoEndpoint: cloud.dynamoEndpoint,
+          region: cloud.region,
+          lineUrl: sandbox.url,
+          channelId: BENCH_CHANNEL.channelId,
+          accessToken: BENCH_CHANNEL.accessToken,
+          messages: brokerMessages,
+          rate: LINE_RATE,
+          concurrency: rateConcurrency,
+          withXRaySdk,
+        } satisfies BrokerContenderRequest),
+      ],
+      [
+        ...HEAP_FLAGS,
+        ...(process.env.BENCH_BROKER_CPU_PROF
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_BROKER_CPU_PROF}`]
+          : []),
+      ],
+    );
+    await nextMessage<{ seeded: true }>(proc);
+    await sandbox.command({ cmd: 'reset' });
+    await sandbox.command({ cmd: 'rate', perSecond: LINE_RATE });
+    const javaAtGo = javaCpuSeconds();
+    const answer = nextMessage<BrokerContenderResult>(proc);
+    proc.send('go');
+    const r = await answer;
+    const javaSeconds = javaCpuSeconds() - javaAtGo;
+    await new Promise((done) => proc.once('exit', done));
+    const stats = await sandbox.command<SandboxStats>({ cmd: 'stats' });
+    return { r, javaSeconds, stats };
+  } finally {
+    await sandbox.stop();
+  }
+}
+
 if (brokerMessages > 0) {
   let cloud: LocalCloud | undefined;
   try {
@@ -436,34 +505,11 @@ if (brokerMessages > 0) {
     console.log(`\nthe whole broker on DynamoDB Local: skipped (${(error as Error).message})`);
   }
   if (cloud) {
-    const sandbox = await freshSandbox();
     try {
-      const proc = child(
-        './lib/message-broker-contender.ts',
-        [
-          JSON.stringify({
-            dynamoEndpoint: cloud.dynamoEndpoint,
-            region: cloud.region,
-            lineUrl: sandbox.url,
-            channelId: BENCH_CHANNEL.channelId,
-            accessToken: BENCH_CHANNEL.accessToken,
-            messages: brokerMessages,
-            rate: LINE_RATE,
-            concurrency: rateConcurrency,
-          } satisfies BrokerContenderRequest),
-        ],
-        HEAP_FLAGS,
-      );
-      await nextMessage<{ seeded: true }>(proc);
-      await sandbox.command({ cmd: 'reset' });
-      await sandbox.command({ cmd: 'rate', perSecond: LINE_RATE });
-      const javaAtGo = javaCpuSeconds();
-      const answer = nextMessage<BrokerContenderResult>(proc);
-      proc.send('go');
-      const r = await answer;
-      const javaSeconds = javaCpuSeconds() - javaAtGo;
-      await new Promise((done) => proc.once('exit', done));
-      const stats = await sandbox.command<SandboxStats>({ cmd: 'stats' });
+      // Before: the broker's logger module also imported X-Ray's Tracer, whose cls-hooked async hook
+      // taxes every promise. Same job, same tables' shape, run first so the machine is as warm for both.
+      const before = await runWholeBroker(cloud, true);
+      const { r, javaSeconds, stats } = await runWholeBroker(cloud, false);
       console.log(
         `\nthe whole broker on DynamoDB Local (worker/process.ts: lease, fenced claims, pipeline, outcome transactions), ${fmt(r.messages)} personalised messages, channel and sandbox at ${fmt(LINE_RATE)}/s:`,
       );
@@ -473,8 +519,11 @@ if (brokerMessages > 0) {
       console.log(
         `  vs the same pipeline paced at ${fmt(LINE_RATE)}/s on an in-memory table (above, whole run): ×${fmt(r.messagesPerSecond / (paced.requests / paced.seconds), 2)}. In that time (${fmt(r.seconds * availableParallelism(), 1)} CPU-s on ${availableParallelism()} cores) DynamoDB Local used ${fmt(javaSeconds, 1)} CPU-s and the broker ${fmt(r.cpuSeconds, 1)} (${fmt((1000 * r.cpuSeconds) / r.messages, 2)} ms a message, start-up included: ${fmt((LINE_RATE * r.cpuSeconds) / r.messages, 2)} vCPU at ${fmt(LINE_RATE)}/s, the broker task has ${BROKER_TASK_SIZE.cpu / 1024}): the broker waits on the table, which is the bound here (DynamoDB in AWS takes thousands of writes/s on a sharded on-demand table).`,
       );
+      const perMessage = (x: BrokerContenderResult) => (1000 * x.cpuSeconds) / x.messages;
+      console.log(
+        `  broker CPU per message: ${fmt(perMessage(r), 3)} ms now vs ${fmt(perMessage(before.r), 3)} ms with X-Ray's SDK loaded as before (×${fmt(perMessage(before.r) / perMessage(r), 2)} less; ${fmt(before.r.messagesPerSecond)} msgs/s then)`,
+      );
     } finally {
-      await sandbox.stop();
       await cloud.stop();
     }
   }

@@ -6,7 +6,11 @@
  * - `X-Line-Retry-Key` must be a UUID, is refused on reply, and the same key within 24 hours is
  *   answered 409 with `x-line-accepted-request-id` and delivers nothing;
  * - reply tokens are single-use and expire about a minute after they were issued;
- * - push and multicast share a per-channel rate limit (token bucket), 429 beyond it;
+ * - each endpoint has its own per-channel rate limit, LINE's table (push and reply 2,000/s,
+ *   multicast 200/s: `shared/line/rate-limits.ts`), 429 with LINE's body beyond it;
+ * - the monthly message quota (`GET /v2/bot/message/quota`, `/quota/consumption`), counted from
+ *   the messages it accepted (a multicast counts each recipient), 429 "You have reached your
+ *   monthly limit." beyond it;
  * - request bodies are checked (at most 5 messages, 500 multicast recipients), 400 with LINE's
  *   `{ message, details }`.
  *
@@ -23,6 +27,7 @@
  * faults; the `FaultInjector` (fault-injector.ts) picks and applies them; the `LineFront`
  * (front.ts) is the HTTP side that puts the two together and logs every request.
  */
+import { type EndpointRates, LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import { RETRY_KEY_LIFETIME_MS } from '#shared/retry-keys.ts';
 import { type Clock, LineContract, type SandboxChannel } from './line-sandbox/contract.ts';
 import { type FaultControls, FaultInjector, type FaultProbabilities } from './line-sandbox/fault-injector.ts';
@@ -64,8 +69,13 @@ export interface LineSandboxOptions {
   readonly channels?: readonly SandboxChannel[];
   /** Default the system clock. */
   readonly clock?: Clock;
-  /** Push + multicast requests per second per channel (and, separately, replies). Default 2,000. */
+  /**
+   * Push (and reply) requests per second per channel: LINE's "other endpoints" row, 2,000 by
+   * default. Multicast keeps its own row (200/s) unless `rateLimits` says otherwise.
+   */
   readonly rateLimitPerSecond?: number;
+  /** Per-endpoint requests per second per channel, over LINE's table. */
+  readonly rateLimits?: Partial<EndpointRates>;
   /** How long a reply token stays valid. Default 60 s. */
   readonly replyTokenTtlMs?: number;
   /** How long a retry key is remembered. Default 24 h. */
@@ -85,8 +95,10 @@ export interface LineSandbox {
   readonly faults: FaultControls;
   readonly events: EventBuilders;
   addChannel(channel: SandboxChannel): void;
-  /** Changes the rate limit; `Infinity` lifts it. */
+  /** One rate for every endpoint (a test's simplification of LINE's table); `Infinity` lifts them all. */
   setRateLimit(perSecond: number): void;
+  /** Changes some endpoints' rates (`{ multicast: 200 }`); `Infinity` lifts one. */
+  setRateLimits(rates: Partial<EndpointRates>): void;
   /** Sets every channel's monthly message quota (`undefined`: none) and, optionally, what was used. */
   setMonthlyQuota(limit: number | undefined, used?: Readonly<Record<string, number>>): void;
   /** Registers a reply token for a conversation (the event builders do this themselves). */
@@ -125,7 +137,13 @@ function sandboxParts(options: LineSandboxOptions): SandboxParts {
   const contract = new LineContract({
     clock,
     channels: options.channels ?? [],
-    rateLimitPerSecond: options.rateLimitPerSecond ?? 2000,
+    rateLimits: {
+      ...LINE_RATE_LIMITS,
+      ...(options.rateLimitPerSecond === undefined
+        ? {}
+        : { push: options.rateLimitPerSecond, reply: options.rateLimitPerSecond }),
+      ...options.rateLimits,
+    },
     replyTokenTtlMs: options.replyTokenTtlMs ?? 60_000,
     retryKeyTtlMs: options.retryKeyTtlMs ?? RETRY_KEY_LIFETIME_MS,
     monthlyQuota: options.monthlyQuota,
@@ -145,7 +163,9 @@ function sandboxView(parts: SandboxParts, served: ServedFront): LineSandbox {
     faults: faults.controls(),
     addChannel: (channel) => contract.addChannel(channel),
     setMonthlyQuota: (limit, used) => contract.setMonthlyQuota(limit, used),
-    setRateLimit: (perSecond) => contract.setRateLimit(perSecond),
+    setRateLimit: (perSecond) =>
+      contract.setRateLimits({ push: perSecond, multicast: perSecond, reply: perSecond }),
+    setRateLimits: (rates) => contract.setRateLimits(rates),
     issueReplyToken: (channelId, to) =>
       contract.replyTokens.issue(channelId, to, { eventTimestamp: clock.now() }),
     sendWebhook: ({ redeliver, ...rest }) =>

@@ -78,8 +78,10 @@ export interface BrokerConfig {
   /** The LINE channels (access tokens) message jobs send through; without it only calls are served. */
   readonly channelsTable: string | undefined;
   readonly lineApiUrl: string;
-  /** A channel's push + multicast requests per second (LINE: 2,000). */
+  /** A channel's push requests per second (LINE: 2,000). */
   readonly messageRatePerSecond: number;
+  /** A channel's multicast requests per second, its own bucket (LINE: 200). Default LINE's. */
+  readonly multicastRatePerSecond?: number;
   readonly messageConcurrency: number;
   /** Length of a window of each job's series (the console's chart), seconds. Default 10. */
   readonly jobSeriesSeconds?: number;
@@ -126,6 +128,11 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
     messageRatePerSecond: getNumberFromEnv(
       'LINE_RATE_PER_SECOND',
       DEFAULT_MESSAGE_SETTINGS.messageRatePerSecond,
+      env,
+    ),
+    multicastRatePerSecond: getNumberFromEnv(
+      'LINE_MULTICAST_RATE_PER_SECOND',
+      DEFAULT_MESSAGE_SETTINGS.multicastRatePerSecond,
       env,
     ),
     messageConcurrency: getNumberFromEnv(
@@ -267,6 +274,8 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
     settings: {
       ...DEFAULT_MESSAGE_SETTINGS,
       messageRatePerSecond: config.messageRatePerSecond,
+      multicastRatePerSecond:
+        config.multicastRatePerSecond ?? DEFAULT_MESSAGE_SETTINGS.multicastRatePerSecond,
       messageConcurrency: config.messageConcurrency,
     },
     /** Closes every channel's sockets. */

@@ -37,6 +37,8 @@ export interface BrokerContenderRequest {
   /** The broker's MESSAGE_RATE_PER_SECOND (the channel's limit). */
   readonly rate: number;
   readonly concurrency: number;
+  /** Load Powertools' Tracer (X-Ray SDK, cls-hooked) first, as the broker's logger module once did. */
+  readonly withXRaySdk?: boolean;
 }
 
 export interface BrokerContenderResult {
@@ -63,6 +65,7 @@ const TEMPLATE: MessageTemplate = {
 };
 
 const request = JSON.parse(process.argv[2]!) as BrokerContenderRequest;
+if (request.withXRaySdk) await import('@aws-lambda-powertools/tracer');
 const ddb = new DynamoDBClient({
   region: request.region,
   endpoint: request.dynamoEndpoint,

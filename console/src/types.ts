@@ -26,6 +26,8 @@ export interface ClientSettings {
   readonly jobDefaults?: Record<string, unknown>;
   readonly restrictedPeriods?: readonly RestrictedPeriod[];
   readonly holidays?: { readonly country: string };
+  /** Send a message job partly when LINE's monthly quota cannot cover it (default: pause it). */
+  readonly allowPartialDelivery?: boolean;
 }
 
 /** A date or range when nothing of the client starts (local, in its zone). */
@@ -68,6 +70,8 @@ export interface JobView {
   readonly updatedAt: string;
   readonly counts: JobCounts;
   readonly failureReason?: string;
+  /** Why Switchboard paused the job (LINE's monthly quota…), when it did. */
+  readonly pausedReason?: string;
   readonly waiting?: { readonly reason: string; readonly until?: string; readonly message: string };
   readonly live?: {
     readonly callsInFlight: number;

@@ -5,7 +5,7 @@ import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';

@@ -1,7 +1,7 @@
 /** Wires the channels API to the channels table; configuration is read once, at start. */
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { ChannelsApi } from '#shared/channels/api.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeChannelsApiHandler } from './handler.ts';

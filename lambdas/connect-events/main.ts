@@ -4,7 +4,7 @@ import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clien
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';

@@ -2,7 +2,7 @@
  * Wires the console's files: read once, at start, from the folder the stack puts them in (a
  * Lambda layer in AWS, `/opt/console`; the local build under `npm start`).
  */
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { readConsoleFiles } from './files.ts';
 import { makeConsoleHandler } from './handler.ts';

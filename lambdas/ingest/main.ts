@@ -7,7 +7,7 @@ import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeDynamoTaskRetimer } from '#shared/adapters/dynamo-retime.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';

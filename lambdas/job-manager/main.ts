@@ -5,7 +5,7 @@
 import { makeDocumentClient, makeEcsClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';

@@ -13,7 +13,7 @@ import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoOutcomeSecretWriter } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';

@@ -1,7 +1,7 @@
 /** Wires the outcome event producer to the real AWS clients; configuration is read once, at start. */
 import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { clientHasOutcomeWebhook } from '#shared/adapters/dynamo-outcome-webhooks.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { SqsOutcomeDeliveryQueue } from '#shared/adapters/sqs-outcome-deliveries.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { CachedWebhookDirectory, OutcomeRouter } from '#shared/outcomes/route.ts';

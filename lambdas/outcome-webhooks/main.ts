@@ -1,7 +1,7 @@
 /** Wires the outcome webhook worker to the real AWS clients; configuration is read once, at start. */
 import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoOutcomeTargets } from '#shared/adapters/dynamo-outcome-webhooks.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { SqsOutcomeDeliveryQueue } from '#shared/adapters/sqs-outcome-deliveries.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { OutcomeDeliverer } from '#shared/outcomes/deliver.ts';

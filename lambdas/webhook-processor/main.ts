@@ -5,7 +5,7 @@ import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { makeDynamoProcessedEventStore } from '#shared/adapters/dynamo-webhook-events.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';
 import { getStringFromEnv } from '#shared/config.ts';

@@ -2,7 +2,7 @@
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { getStringFromEnv } from '#shared/config.ts';

@@ -2,7 +2,8 @@
  * LINE's Messaging API contract as the sandbox keeps it, with no fault injection: the routes, the
  * bearer token naming the channel, request validation, response shapes, `X-Line-Retry-Key`
  * (a UUID, refused on reply, a repeat within its lifetime answered 409 with
- * `x-line-accepted-request-id`), single-use reply tokens, the rate limit and the monthly quota.
+ * `x-line-accepted-request-id`), single-use reply tokens, the per-endpoint rate limits and the
+ * monthly quota.
  */
 
 import {
@@ -11,6 +12,7 @@ import {
   QUOTA_PATH,
   type SendEndpoint,
 } from '#shared/line/messaging-client.ts';
+import type { EndpointRates } from '#shared/line/rate-limits.ts';
 import { isRetryKey } from '#shared/retry-keys.ts';
 import { type Answer, badRequest, monthlyLimitReached, rateLimited } from './answers.ts';
 import { MonthlyQuota, RateLimiter } from './limits.ts';
@@ -37,7 +39,8 @@ export interface SandboxChannel {
 export interface ContractSettings {
   readonly clock: Clock;
   readonly channels: readonly SandboxChannel[];
-  readonly rateLimitPerSecond: number;
+  /** Requests per second per channel, each endpoint its own bucket (LINE's table by default). */
+  readonly rateLimits: EndpointRates;
   readonly replyTokenTtlMs: number;
   readonly retryKeyTtlMs: number;
   readonly monthlyQuota: number | undefined;
@@ -92,7 +95,7 @@ export class LineContract {
     this.#records = settings.records;
     this.#retryKeyTtlMs = settings.retryKeyTtlMs;
     for (const channel of settings.channels) this.addChannel(channel);
-    this.#rate = new RateLimiter(settings.rateLimitPerSecond, settings.clock);
+    this.#rate = new RateLimiter(settings.rateLimits, settings.clock);
     this.#quota = new MonthlyQuota(settings.monthlyQuota);
     this.replyTokens = new ReplyTokens(settings.clock, settings.replyTokenTtlMs);
   }
@@ -101,9 +104,9 @@ export class LineContract {
     this.#channelsByToken.set(channel.accessToken, channel.channelId);
   }
 
-  /** Changes the rate limit; `Infinity` lifts it. */
-  setRateLimit(perSecond: number): void {
-    this.#rate.set(perSecond);
+  /** Changes some endpoints' rate limits; `Infinity` lifts one. */
+  setRateLimits(rates: Partial<EndpointRates>): void {
+    this.#rate.set(rates);
   }
 
   /** Sets every channel's monthly message quota (`undefined`: none) and, optionally, what was used. */
@@ -135,7 +138,7 @@ export class LineContract {
     if (retryKey !== undefined && !isRetryKey(retryKey)) {
       return badRequest("The value of the 'X-Line-Retry-Key' header must be a UUID");
     }
-    if (!this.#rate.take(channelId, endpoint === 'reply' ? 'reply' : 'send')) return rateLimited();
+    if (!this.#rate.take(channelId, endpoint)) return rateLimited();
     const checked = checkSendBody(endpoint, request.text);
     if (!checked.ok) return { status: 400, body: checked.error satisfies LineErrorBody };
     const send = { ...request, now: this.#clock.now() };

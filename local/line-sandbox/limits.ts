@@ -1,30 +1,34 @@
 /** LINE's two limits on sending: the per-second rate limit and the monthly message quota. */
-import { QUOTA_CONSUMPTION_PATH } from '#shared/line/messaging-client.ts';
+import { QUOTA_CONSUMPTION_PATH, type SendEndpoint } from '#shared/line/messaging-client.ts';
+import type { EndpointRates } from '#shared/line/rate-limits.ts';
 import type { Answer } from './answers.ts';
 import type { Clock } from './contract.ts';
 
-/** A token bucket per channel and kind of send (push and multicast share one; replies have their own). */
+/**
+ * A token bucket per channel and endpoint, each at its own rate from LINE's table (push 2,000/s,
+ * multicast 200/s, reply 2,000/s: `shared/line/rate-limits.ts`). A bucket holds a second's worth.
+ */
 export class RateLimiter {
   readonly #clock: Clock;
-  #perSecond: number;
+  #rates: EndpointRates;
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
 
-  constructor(perSecond: number, clock: Clock) {
-    this.#perSecond = perSecond;
+  constructor(rates: EndpointRates, clock: Clock) {
+    this.#rates = rates;
     this.#clock = clock;
   }
 
-  /** Changes the rate (`Infinity` lifts it); every bucket starts full again. */
-  set(perSecond: number): void {
-    this.#perSecond = perSecond;
+  /** Changes some endpoints' rates (`Infinity` lifts one); every bucket starts full again. */
+  set(rates: Partial<EndpointRates>): void {
+    this.#rates = { ...this.#rates, ...rates };
     this.#buckets.clear();
   }
 
-  /** Takes one request from the channel's bucket; false when it is empty. */
-  take(channelId: string, bucket: 'send' | 'reply'): boolean {
-    const rate = this.#perSecond;
+  /** Takes one request from the channel's bucket for `endpoint`; false when it is empty. */
+  take(channelId: string, endpoint: SendEndpoint): boolean {
+    const rate = this.#rates[endpoint];
     if (!Number.isFinite(rate)) return true;
-    const key = `${channelId}:${bucket}`;
+    const key = `${channelId}:${endpoint}`;
     const now = this.#clock.now();
     const state = this.#buckets.get(key) ?? { tokens: rate, at: now };
     const refilled = Math.min(rate, state.tokens + ((now - state.at) * rate) / 1000);

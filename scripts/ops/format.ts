@@ -136,6 +136,14 @@ export function formatClient(client: ClientSettings): string {
     ['holidays', client.holidays ? `public holidays of ${client.holidays.country}` : undefined],
     ['default region', client.defaultRegion],
     ['message channel', client.messageChannelId],
+    [
+      'LINE quota short',
+      client.messageChannelId
+        ? client.allowPartialDelivery
+          ? 'send what the quota allows (allowPartialDelivery)'
+          : 'pause the job, saying why'
+        : undefined,
+    ],
     ['job defaults', defaults || undefined],
     [
       'telephony',
@@ -188,6 +196,7 @@ export function progressLine(job: JobView): string {
   ];
   if (job.waiting) parts.push(`waiting: ${job.waiting.message}`);
   if (job.failureReason) parts.push(job.failureReason);
+  if (job.status === 'paused' && job.pausedReason) parts.push(`paused: ${job.pausedReason}`);
   return parts.join(' · ');
 }
 
@@ -210,6 +219,7 @@ export function formatJob(job: JobView): string {
     ['channel', `${job.channel}${job.channel === 'call' ? `, scenario ${job.scenarioId}` : ''}`],
     ['status', job.status],
     ['failed because', job.failureReason],
+    ['paused because', job.status === 'paused' ? job.pausedReason : undefined],
     ['waiting', waiting],
     ['list', rowsLine(counts)],
     ['tasks', `${outcomes(counts)}; ${count(counts.outstanding)} outstanding`],

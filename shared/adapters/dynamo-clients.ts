@@ -94,6 +94,7 @@ const CLIENT_OPTIONAL_FIELDS = [
   'holidays',
   'contactLimits',
   'outcomeWebhook',
+  'allowPartialDelivery',
 ] as const;
 
 const BY_STATUS_INDEX = 'byStatus';

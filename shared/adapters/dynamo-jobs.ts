@@ -36,6 +36,7 @@ const JOB_FIELDS = [
   'status',
   'counts',
   'failureReason',
+  'pausedReason',
   'source',
   'recipientColumn',
   'message',
@@ -150,16 +151,33 @@ class DynamoJobStore implements JobStore {
     return { jobs, ...(out.LastEvaluatedKey ? { next: pageToken.encode(out.LastEvaluatedKey) } : {}) };
   }
 
-  async transition(job: Job, to: JobStatus, now: number) {
+  async transition(job: Job, to: JobStatus, now: number, reason?: string) {
     const index = statusIndexUpdate(job, to);
+    // A pause by Switchboard says why; any other move (an operator's pause, a resume) clears it.
+    const why = to === 'paused' && reason !== undefined ? reason : undefined;
+    const remove = [index.remove ? 'statusKey, dueKey' : '', why === undefined ? 'pausedReason' : '']
+      .filter(Boolean)
+      .join(', ');
     const ok = await this.#conditional({
       Key: keys.job(job.clientId, job.jobId),
-      UpdateExpression: `SET #status = :to, updatedAt = :now${index.set}${index.remove}`,
+      UpdateExpression: `SET #status = :to, updatedAt = :now${index.set}${why === undefined ? '' : ', pausedReason = :why'} REMOVE ${remove}`,
       ConditionExpression: '#status = :from',
       ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ':to': to, ':from': job.status, ':now': now, ...index.values },
+      ExpressionAttributeValues: {
+        ':to': to,
+        ':from': job.status,
+        ':now': now,
+        ...index.values,
+        ...(why === undefined ? {} : { ':why': why }),
+      },
     });
-    if (ok) return { ok: true as const, job: { ...job, status: to, updatedAt: now } };
+    if (ok) {
+      const { pausedReason: _old, ...rest } = job;
+      return {
+        ok: true as const,
+        job: { ...rest, status: to, updatedAt: now, ...(why === undefined ? {} : { pausedReason: why }) },
+      };
+    }
     const item = await this.#item(job.clientId, job.jobId);
     return { ok: false as const, ...(item ? { current: item.status as JobStatus } : {}) };
   }

@@ -37,8 +37,10 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { BatchLedger, ReportSink, TaskSource } from '#shared/campaign/ports.ts';
 import { type Job, keys } from '#shared/jobs/model.ts';
+import type { JobStore } from '#shared/jobs/ports.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { makeDynamoJobStore } from './dynamo-jobs.ts';
 import {
   type ClaimerDeps,
   MessageClaimer,
@@ -90,6 +92,8 @@ export interface DynamoMessageTasks {
   session(lease: MessageClaimLease, accept?: (job: Job) => boolean): MessageSession;
   /** The job as stored now (strongly consistent). */
   getJob(clientId: string, jobId: string): Promise<Job | undefined>;
+  /** Pauses a running job with the reason (`Job.pausedReason`); false when it was not running. */
+  pauseJob(clientId: string, jobId: string, reason: string): Promise<boolean>;
   /** Whether the client has a `message` task ready to claim now (any running message job). */
   hasClaimable(clientId: string): Promise<boolean>;
 }
@@ -107,8 +111,12 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
   readonly #optedOut: DynamoMessageTasksOptions['optedOut'];
   readonly #suppressed: DynamoMessageTasksOptions['suppressed'];
   readonly #checkContactLimits: boolean;
+  readonly #jobs: JobStore;
+  readonly #clock: Clock;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoMessageTasksOptions) {
+    this.#jobs = makeDynamoJobStore(doc, options.controlTable);
+    this.#clock = options.clock;
     this.#table = new MessageTaskTable(doc, {
       controlTable: options.controlTable,
       tasksTable: options.tasksTable,
@@ -146,6 +154,16 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
 
   getJob(clientId: string, jobId: string): Promise<Job | undefined> {
     return this.#table.jobs.get(clientId, jobId);
+  }
+
+  async pauseJob(clientId: string, jobId: string, reason: string): Promise<boolean> {
+    const job = await this.#table.jobs.get(clientId, jobId);
+    if (job?.status !== 'running') return false;
+    const moved = await this.#jobs.transition(job, 'paused', this.#clock.now(), reason);
+    // Read again, so that the claims' job cache (which the read above filled with `running`) stops
+    // handing out its tasks at once rather than a cache age later.
+    await this.#table.jobs.get(clientId, jobId);
+    return moved.ok;
   }
 
   async hasClaimable(clientId: string): Promise<boolean> {

@@ -1,18 +1,14 @@
 /**
  * The `Logger` port on Powertools for AWS Lambda: its Logger writes the JSON lines (with the
  * Lambda context, cold start and X-Ray trace id when in Lambda), its Metrics builds and checks
- * the Embedded Metric Format records, and its Tracer (Lambda only) traces the handler and every
- * AWS SDK client. The broker uses the same Logger and Metrics outside Lambda; X-Ray's Tracer does
- * not run there (see README, "Operating Switchboard").
+ * the Embedded Metric Format records. The broker uses the same Logger and Metrics outside Lambda.
+ * X-Ray's Tracer is apart, in `lambda-observability.ts`: importing it loads `cls-hooked`, whose
+ * async hook makes every promise of the process about ten times as costly (measured: 50,000
+ * awaited promises ×20 take 0.5 s of CPU without it, 5.2 s with it), so the broker must not load it.
  */
 import { type LogItem, Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricResolution, Metrics } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
-import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
-import type middy from '@middy/core';
 import type { Logger, LogLevel, MetricOptions } from '#shared/log.ts';
-import { onEveryAwsClientBuilt } from './aws-clients.ts';
 
 /** The CloudWatch namespace of every Switchboard metric. */
 export const METRICS_NAMESPACE = 'Switchboard';
@@ -132,27 +128,4 @@ class KeyedLogger implements Logger {
 /** The logger of a service (a Lambda, the broker, a local stand-in). */
 export function makeLogger(service: string, options: LoggerOptions = {}): PowertoolsLog {
   return new PowertoolsLog(service, options);
-}
-
-/**
- * What every Lambda's `main.ts` wires: the service's logger, and (in Lambda) X-Ray tracing of the
- * handler and of every AWS SDK client built after this call. Outside Lambda (the local cloud runs
- * the same handlers in-process) the Tracer turns itself off.
- */
-export function lambdaObservability(service: string): {
-  readonly log: PowertoolsLog;
-  /** Adds the Lambda context to every log line and traces the invocation. */
-  // biome-ignore lint/suspicious/noExplicitAny: any event and result: the middleware reads neither
-  readonly observe: <H extends middy.MiddyfiedHandler<any, any>>(handler: H) => H;
-} {
-  const log = makeLogger(service);
-  const tracer = new Tracer({ serviceName: service });
-  if (tracer.isTracingEnabled()) onEveryAwsClientBuilt((client) => tracer.captureAWSv3Client(client));
-  return {
-    log,
-    observe: (handler) =>
-      handler
-        .use(injectLambdaContext(log.powertools, { resetKeys: true }))
-        .use(captureLambdaHandler(tracer, { captureResponse: false })) as typeof handler,
-  };
 }

@@ -25,7 +25,8 @@ export interface ClientMetrics {
   /** A call of `jobId` started (the job's series counts it; CloudWatch counts the client's). */
   callStarted(jobId?: string): void;
   sent(channelId: string, observation: SendObservation): void;
-  quota(channelId: string, quota: MessageQuota): void;
+  /** A reading of the channel's monthly quota, or `unread` when it could not be read. */
+  quota(channelId: string, quota: MessageQuota | 'unread'): void;
 }
 
 interface Window {
@@ -112,8 +113,15 @@ export class BrokerMetrics {
     this.#log.metrics({ ProtectionFailures: 1 }, {}, {});
   }
 
-  /** How much of the channel's monthly message quota is used; nothing for a channel without a limit. */
-  quota(channelId: string, quota: MessageQuota): void {
+  /**
+   * How much of the channel's monthly message quota is used (nothing for a channel without a
+   * limit), or one `LineQuotaUnread` when it could not be read.
+   */
+  quota(channelId: string, quota: MessageQuota | 'unread'): void {
+    if (quota === 'unread') {
+      this.#log.metrics({ LineQuotaUnread: 1 }, { channelId }, { rollUp: true });
+      return;
+    }
     if (quota.limit === undefined || quota.limit <= 0) return;
     const percent = Math.min(100, (quota.used / quota.limit) * 100);
     this.#log.metrics(

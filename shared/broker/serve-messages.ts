@@ -8,18 +8,33 @@
  * cancel) stops the pipeline at once — no new request starts; requests in flight finish and are
  * recorded; claimed tasks not sent go back with their attempt — and serving goes on with the
  * client's other jobs. Losing the lease, or {@link MessageServer.stop}, stops it the same way.
+ *
+ * LINE's monthly quota (`quota-guard.ts`): read before a job's first send and every `quotaCheckMs`
+ * while it sends; a job whose messages left it cannot cover is paused with the reason (`Job.
+ * pausedReason`), unless the client sets `allowPartialDelivery`: then what the quota allows goes
+ * out and the tasks LINE refuses for the monthly limit end `failed` with the reason.
  */
 
 import { type PipelineTotals, runMessagePipeline } from '#shared/campaign/pipeline.ts';
-import type { BatchLedger, JobProgress, ReportSink, SendPort, TaskSource } from '#shared/campaign/ports.ts';
+import type {
+  BatchLedger,
+  JobProgress,
+  ReportSink,
+  SendObservation,
+  SendPort,
+  TaskSource,
+} from '#shared/campaign/ports.ts';
+import { MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
 import { mayStartNow } from '#shared/jobs/waiting.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
+import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { ClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
+import { DEFAULT_QUOTA_GUARD_SETTINGS, QuotaGuard } from './quota-guard.ts';
 import type { ServeEnd } from './serve-client.ts';
 
 /** The store's side: a session per lease, and job reads. */
@@ -35,11 +50,15 @@ export interface MessageTaskStore {
     jobs(): readonly string[];
   };
   getJob(clientId: string, jobId: string): Promise<Job | undefined>;
+  /** Pauses a running job, saying why (`Job.pausedReason`); false when it was not running. */
+  pauseJob(clientId: string, jobId: string, reason: string): Promise<boolean>;
 }
 
 export interface MessageServeSettings {
-  /** The channel's request rate for push + multicast (LINE: 2,000/s). */
+  /** The channel's push requests per second (LINE: 2,000/s). */
   readonly messageRatePerSecond: number;
+  /** The channel's multicast requests per second, its own bucket (LINE: 200/s). */
+  readonly multicastRatePerSecond: number;
   /** Senders (requests in flight). Default 128. */
   readonly messageConcurrency: number;
   /** Claimed tasks held ahead of the senders. Default 2,000. */
@@ -50,18 +69,22 @@ export interface MessageServeSettings {
   readonly quotaBackoffMs: number;
   /** How long the client's settings (hours, pause) are trusted while sending, ms. Default 5,000. */
   readonly clientCheckMs: number;
-  /** How often LINE's monthly quota is read while a channel sends, ms. Default 5 min. */
+  /** How often LINE's monthly quota is read while a channel sends, ms. Default 1 min. */
   readonly quotaCheckMs: number;
+  /** How old a quota reading may be when a job starts sending, ms. Default 5 s. */
+  readonly quotaFreshMs: number;
 }
 
 export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
-  messageRatePerSecond: 2_000,
+  messageRatePerSecond: LINE_RATE_LIMITS.push,
+  multicastRatePerSecond: LINE_RATE_LIMITS.multicast,
   messageConcurrency: 128,
   messageQueueCapacity: 2_000,
   jobCheckMs: 250,
   quotaBackoffMs: 3_600_000,
   clientCheckMs: 5_000,
-  quotaCheckMs: 300_000,
+  quotaCheckMs: DEFAULT_QUOTA_GUARD_SETTINGS.checkMs,
+  quotaFreshMs: DEFAULT_QUOTA_GUARD_SETTINGS.freshMs,
 };
 
 export interface MessageServerDeps {
@@ -82,7 +105,7 @@ export interface MessageServerDeps {
   readonly onProgress?: (progress: readonly JobProgress[]) => void;
   /** The client's figures for CloudWatch: messages sent, 429s, the monthly quota. */
   readonly metrics?: ClientMetrics;
-  /** Reads the channel's monthly quota (Messaging API), for the quota metric. */
+  /** Reads the channel's monthly quota (Messaging API): the quota check and its metric. None: no check. */
   readonly readQuota?: (channelId: string) => Promise<MessageQuota>;
 }
 
@@ -94,8 +117,8 @@ export class MessageServer {
   #lost = false;
   #current: AbortController | undefined;
   #sessionJobs: (() => readonly string[]) | undefined;
-  #quotaCheckAt = Number.NEGATIVE_INFINITY;
   readonly #client: HeldClientSettings;
+  readonly #quota: QuotaGuard | undefined;
 
   constructor(deps: MessageServerDeps) {
     this.#deps = deps;
@@ -109,6 +132,27 @@ export class MessageServer {
       },
       deps.client,
     );
+    const channelId = deps.client.messageChannelId;
+    const read = deps.readQuota;
+    this.#quota =
+      channelId && read
+        ? new QuotaGuard({
+            clientId: this.clientId,
+            channelId,
+            read: () => read(channelId),
+            allowsPartial: () => this.#client.current.allowPartialDelivery === true,
+            onShort: (jobId, reason) => void this.#pauseJob(jobId, reason),
+            clock: deps.clock,
+            sleep: (ms) => new Promise((resolve) => deps.timers.setTimeout(resolve, ms)),
+            logger: deps.logger,
+            ...(deps.metrics ? { metrics: deps.metrics } : {}),
+            settings: {
+              ...DEFAULT_QUOTA_GUARD_SETTINGS,
+              checkMs: deps.settings.quotaCheckMs,
+              freshMs: deps.settings.quotaFreshMs,
+            },
+          })
+        : undefined;
   }
 
   /** Stops starting sends; {@link serve} resolves once the sends in flight are recorded. */
@@ -124,7 +168,10 @@ export class MessageServer {
   async jobChanged(jobId: string): Promise<void> {
     if (!this.#sessionJobs?.().includes(jobId)) return;
     const job = await this.#deps.store.getJob(this.clientId, jobId);
-    if (job?.status !== 'running') this.#current?.abort();
+    if (job?.status !== 'running') {
+      this.#quota?.release(jobId);
+      this.#current?.abort();
+    }
   }
 
   /** Sends until no message task is ready, the lease is lost, or {@link stop} was called. */
@@ -140,6 +187,13 @@ export class MessageServer {
         const totals = await this.#round(client.messageChannelId);
         if (this.#lost) return { kind: 'lost' };
         if (this.#stopping) return { kind: 'stopped' };
+        // A job whose tasks came up without a fresh reading of LINE's quota asked for one (read only
+        // when something is to be sent): claim again once it is in, or wait when it could not be had.
+        const asked = this.#quota ? await this.#quota.asked() : 'none';
+        if (asked === 'unread' && this.#client.current.allowPartialDelivery !== true) {
+          return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaCheckMs };
+        }
+        if (totals.stoppedBy === 'monthly-quota' && (await this.#pauseAtMonthlyLimit())) continue;
         if (totals.stoppedBy === 'monthly-quota') {
           logger.error("LINE's monthly message quota is used up; message jobs wait", {
             clientId: this.clientId,
@@ -147,7 +201,7 @@ export class MessageServer {
           });
           return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaBackoffMs };
         }
-        if (totals.stoppedBy === 'drained' && totals.claimed === 0) break;
+        if (totals.stoppedBy === 'drained' && totals.claimed === 0 && asked !== 'read') break;
       }
       if (this.#lost) return { kind: 'lost' };
       return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: undefined };
@@ -157,18 +211,37 @@ export class MessageServer {
   }
 
   /**
-   * Reads LINE's monthly quota for the metric an alarm watches, at most every `quotaCheckMs`. A
-   * failed read is only logged: the quota figure must never hold back a send.
+   * Pauses a job the quota cannot cover, with the reason, and stops the round if it is sending it.
+   * A pause that cannot be written is logged: the job stays refused by the guard meanwhile.
    */
-  async #checkQuota(channelId: string): Promise<void> {
-    const { readQuota, metrics, clock, settings, logger } = this.#deps;
-    if (!readQuota || !metrics || clock.now() < this.#quotaCheckAt) return;
-    this.#quotaCheckAt = clock.now() + settings.quotaCheckMs;
+  async #pauseJob(jobId: string, reason: string): Promise<boolean> {
+    const { store, logger } = this.#deps;
+    this.#quota?.release(jobId);
     try {
-      metrics.quota(channelId, await readQuota(channelId));
+      const paused = await store.pauseJob(this.clientId, jobId, reason);
+      if (paused) logger.warn('message job paused', { clientId: this.clientId, jobId, reason });
+      if (this.#sessionJobs?.().includes(jobId)) this.#current?.abort();
+      return true;
     } catch (error) {
-      logger.warn('LINE message quota not read', { clientId: this.clientId, channelId, error });
+      logger.error('message job not paused', { clientId: this.clientId, jobId, reason, error });
+      return false;
     }
+  }
+
+  /**
+   * LINE answered the monthly limit and the client does not allow partial delivery: the jobs of the
+   * round are paused with the reason (a later reading decides about the others). False when the
+   * client allows it, or a pause could not be written: then the client waits, as before.
+   */
+  async #pauseAtMonthlyLimit(): Promise<boolean> {
+    if (!this.#quota || this.#client.current.allowPartialDelivery === true) return false;
+    this.#quota.invalidate();
+    let all = true;
+    for (const jobId of this.#sessionJobs?.() ?? []) {
+      const job = await this.#deps.store.getJob(this.clientId, jobId).catch(() => undefined);
+      if (job?.status === 'running') all = (await this.#pauseJob(jobId, MONTHLY_LIMIT_PAUSE_REASON)) && all;
+    }
+    return all;
   }
 
   /** One pipeline run over a fresh session; resolves once every claimed task is written. */
@@ -180,14 +253,23 @@ export class MessageServer {
         owner: keeper.owner,
         token: () => (this.#lost ? undefined : keeper.currentToken()),
       },
-      (job) => this.#maySend(job),
+      (job) => this.#maySend(job) && (this.#quota?.admits(job) ?? true),
     );
     const abort = new AbortController();
     this.#current = abort;
     this.#sessionJobs = () => session.jobs();
     const stopWatch = this.#watchJobs(session.jobs, abort);
-    const send = await this.#deps.sendFor(channelId);
-    await this.#checkQuota(channelId);
+    const channelSend = await this.#deps.sendFor(channelId);
+    const quota = this.#quota;
+    const send = quota ? quota.counting(channelSend) : channelSend;
+    const metrics = this.#deps.metrics;
+    const observe =
+      quota || metrics
+        ? (o: SendObservation) => {
+            quota?.observe(o);
+            metrics?.sent(channelId, o);
+          }
+        : undefined;
     this.#deps.onActiveChange?.(1);
     try {
       const totals = await runMessagePipeline({
@@ -195,7 +277,10 @@ export class MessageServer {
         report: session.report,
         batches: session.batches,
         send,
-        rate: { perSecond: settings.messageRatePerSecond },
+        rate: {
+          perSecond: settings.messageRatePerSecond,
+          multicastPerSecond: settings.multicastRatePerSecond,
+        },
         concurrency: settings.messageConcurrency,
         queueCapacity: settings.messageQueueCapacity,
         clock,
@@ -203,7 +288,8 @@ export class MessageServer {
         signal: abort.signal,
         log: logger,
         ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
-        ...(this.#deps.metrics ? { observe: (o) => this.#deps.metrics?.sent(channelId, o) } : {}),
+        ...(observe ? { observe } : {}),
+        monthlyLimit: this.#client.current.allowPartialDelivery === true ? 'fail-tasks' : 'stop',
       });
       if (session.fenced()) this.#lost = true;
       if (totals.claimed > 0) {
@@ -234,6 +320,19 @@ export class MessageServer {
     return mayStartNow(this.#client.current, job, this.#deps.clock.now());
   }
 
+  /** Reads the quota when due (the guard pauses what it cannot cover); stops the round when it stays unreadable. */
+  async #checkQuota(quota: QuotaGuard, abort: AbortController): Promise<void> {
+    if (!(await quota.check())) {
+      this.#deps.logger.error(
+        'LINE message quota unreadable for two intervals: sends stop until it is read',
+        {
+          clientId: this.clientId,
+        },
+      );
+      abort.abort();
+    }
+  }
+
   /** Polls the jobs being sent; one that is no longer running stops the round. */
   #watchJobs(jobs: () => readonly string[], abort: AbortController): () => void {
     const { store, timers, settings, logger } = this.#deps;
@@ -242,10 +341,12 @@ export class MessageServer {
     const tick = async () => {
       try {
         await this.#client.fresh();
+        if (this.#quota) void this.#checkQuota(this.#quota, abort);
         for (const jobId of jobs()) {
           const job = await store.getJob(this.clientId, jobId);
           const maySend = job !== undefined && this.#maySend(job);
           if (job?.status !== 'running' || !maySend) {
+            if (job?.status !== 'running') this.#quota?.release(jobId);
             logger.info('job no longer sending; stopping its sends', {
               clientId: this.clientId,
               jobId,

@@ -10,8 +10,9 @@
  *    waits for room (so memory stays flat whatever the size of the job).
  * 2. Tasks whose template has no placeholders are grouped (same job, attempt and message) into
  *    multicast batches of up to 500; others are pushed one by one.
- * 3. Senders pace every HTTP request through one token bucket at the channel's rate, back the
- *    whole pool off on a 429 (Retry-After when given), and retry 5xx, timeouts and dropped
+ * 3. Senders pace every HTTP request through its endpoint's token bucket (push and multicast
+ *    each at LINE's rate for that endpoint), back the endpoint's senders off on a 429
+ *    (Retry-After when given), and retry 5xx, timeouts and dropped
  *    responses with the same prepared request (same bytes, same retry key) while the key is
  *    inside LINE's 24 h window. 2xx and 409 are delivered, other 4xx failed.
  * 4. The reporter writes outcomes in batches (every N outcomes or T ms), one write at a time, and
@@ -19,7 +20,9 @@
  *
  * Stopping: when `signal` aborts, the producer stops at once and no new request starts; requests
  * in flight finish and are reported; queued tasks are reported `released` (claim them again with
- * the same attempt). A 429 for the monthly quota stops the pipeline the same way.
+ * the same attempt). A 429 for the monthly quota stops the pipeline the same way, unless
+ * `monthlyLimit` is `fail-tasks` (the client allows partial delivery): then each task LINE refuses
+ * for the monthly limit ends `failed` with the reason, and the pipeline goes on.
  *
  * The parts: `send-queue.ts` (units and the bounded queue), `unit-sender.ts` (one unit until it
  * settles), `send-pacer.ts` (the pool's rate and 429 back-off), `outcome-reporter.ts` (batched
@@ -100,6 +103,11 @@ export interface MessagePipelineOptions {
   readonly observe?: (observation: SendObservation) => void;
   /** For retry jitter. Default Math.random. */
   readonly random?: () => number;
+  /**
+   * What LINE's monthly-limit 429 does: `stop` the pipeline, releasing its tasks (default), or
+   * `fail-tasks`: the refused unit's tasks end `failed` with the reason and sending goes on.
+   */
+  readonly monthlyLimit?: 'stop' | 'fail-tasks';
 }
 
 export interface PipelineTotals {
@@ -204,6 +212,7 @@ class PipelineRun implements SendingRun {
       maxRetries: options.maxRetries ?? 10,
       retryBaseMs: options.retryBaseMs ?? 200,
       random: options.random ?? Math.random,
+      monthlyLimit: options.monthlyLimit ?? 'stop',
     });
   }
 

@@ -1,23 +1,77 @@
 /**
- * One token bucket for all of a pipeline's senders, with a FIFO of waiters and a single timer, so
- * the pool as a whole keeps the channel's rate and a 429 holds everyone back, not just the sender
- * that got it.
+ * The pool's pacing, one lane per LINE endpoint: LINE limits each endpoint of a channel on its own
+ * (push 2,000 requests/s, multicast 200/s: `shared/line/rate-limits.ts`), so pushes and multicasts
+ * each take tokens from their own bucket. A lane is one token bucket for all of the pipeline's
+ * senders, with a FIFO of waiters and a single timer, so the pool as a whole keeps the endpoint's
+ * rate and a 429 holds back every sender of that endpoint, not just the one that got it.
  */
+import type { SendEndpoint } from '#shared/line/messaging-client.ts';
+import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { TokenBucket } from '#shared/pacing/token-bucket.ts';
 
 export interface PipelineRate {
-  /** HTTP requests per second for push + multicast together (LINE: 2,000 per channel); Infinity for none. */
+  /** Push requests per second (LINE: 2,000 per channel); Infinity for none. */
   readonly perSecond: number;
   /**
-   * Requests that may go back to back after a lull. Default 1 % of a second's worth (20 at
-   * 2,000/s): timers fire a millisecond or so late, and without a little burst every late wake
-   * would lose its share of the rate. LINE's own bucket holds a full second's worth.
+   * Multicast requests per second (LINE: 200 per channel). Default: LINE's 200, or `perSecond` when
+   * that is lower (Infinity when `perSecond` is: no limit at all).
+   */
+  readonly multicastPerSecond?: number;
+  /**
+   * Requests that may go back to back after a lull, per lane. Default 1 % of a second's worth (20
+   * at 2,000/s, 2 at 200/s): timers fire a millisecond or so late, and without a little burst every
+   * late wake would lose its share of the rate. LINE's own bucket holds a full second's worth.
    */
   readonly burst?: number;
 }
 
+/** The rate each lane keeps, from a {@link PipelineRate}. */
+export function laneRates(rate: PipelineRate): Readonly<Record<'push' | 'multicast', number>> {
+  const multicast =
+    rate.multicastPerSecond ??
+    (Number.isFinite(rate.perSecond) ? Math.min(rate.perSecond, LINE_RATE_LIMITS.multicast) : rate.perSecond);
+  return { push: rate.perSecond, multicast };
+}
+
 export class SendPacer {
+  readonly #lanes: Readonly<Record<'push' | 'multicast', PacerLane>>;
+
+  constructor(rate: PipelineRate, clock: Clock, timers: Timers, backOffBaseMs: number) {
+    const rates = laneRates(rate);
+    this.#lanes = {
+      push: new PacerLane(rates.push, rate.burst, clock, timers, backOffBaseMs),
+      multicast: new PacerLane(rates.multicast, rate.burst, clock, timers, backOffBaseMs),
+    };
+  }
+
+  /** Waits for a token of `endpoint` (and for its 429 back-off to end); false when the pipeline stopped. */
+  acquire(endpoint: SendEndpoint): Promise<boolean> {
+    return this.#lane(endpoint).acquire();
+  }
+
+  /** A 429 from `endpoint`: none of its requests starts until the wait is over. */
+  backOff(endpoint: SendEndpoint, retryAfterMs: number | undefined, random: () => number): void {
+    this.#lane(endpoint).backOff(retryAfterMs, random);
+  }
+
+  succeeded(endpoint: SendEndpoint): void {
+    this.#lane(endpoint).succeeded();
+  }
+
+  abort(): void {
+    this.#lanes.push.abort();
+    this.#lanes.multicast.abort();
+  }
+
+  #lane(endpoint: SendEndpoint): PacerLane {
+    // The pipeline never replies; a reply would take push's lane (LINE's "other endpoints" row).
+    return endpoint === 'multicast' ? this.#lanes.multicast : this.#lanes.push;
+  }
+}
+
+/** One endpoint's bucket, waiters and 429 back-off. */
+class PacerLane {
   readonly #bucket: TokenBucket | undefined;
   readonly #clock: Clock;
   readonly #timers: Timers;
@@ -28,11 +82,17 @@ export class SendPacer {
   #timer: TimerHandle | undefined;
   #aborted = false;
 
-  constructor(rate: PipelineRate, clock: Clock, timers: Timers, backOffBaseMs: number) {
-    this.#bucket = Number.isFinite(rate.perSecond)
+  constructor(
+    perSecond: number,
+    burst: number | undefined,
+    clock: Clock,
+    timers: Timers,
+    backOffBaseMs: number,
+  ) {
+    this.#bucket = Number.isFinite(perSecond)
       ? new TokenBucket({
-          ratePerSecond: rate.perSecond,
-          burst: rate.burst ?? Math.max(1, Math.round(rate.perSecond / 100)),
+          ratePerSecond: perSecond,
+          burst: burst ?? Math.max(1, Math.round(perSecond / 100)),
         })
       : undefined;
     this.#clock = clock;
@@ -40,7 +100,6 @@ export class SendPacer {
     this.#backOffBaseMs = backOffBaseMs;
   }
 
-  /** Waits for a token (and for any 429 back-off to end); false when the pipeline stopped. */
   acquire(): Promise<boolean> {
     if (this.#aborted) return Promise.resolve(false);
     if (this.#waiters.length === 0 && this.#ready(this.#clock.now())) return Promise.resolve(true);
@@ -50,7 +109,6 @@ export class SendPacer {
     });
   }
 
-  /** A 429: nobody sends until the wait is over. */
   backOff(retryAfterMs: number | undefined, random: () => number): void {
     const now = this.#clock.now();
     // 429s of requests sent before the back-off began are the same episode: no escalation.

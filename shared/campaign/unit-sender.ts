@@ -18,6 +18,7 @@ import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { retryKeyStillSafe } from '#shared/retry-keys.ts';
 import type { BatchLedger, SendObservation, SendPort, TaskOutcome } from './ports.ts';
+import { MONTHLY_LIMIT_FAILURE_REASON } from './quota.ts';
 import type { SendPacer } from './send-pacer.ts';
 import type { SendUnit } from './send-queue.ts';
 import { compileTemplate, MissingVariableError } from './template.ts';
@@ -45,6 +46,8 @@ export interface UnitSenderOptions {
   readonly maxRetries: number;
   readonly retryBaseMs: number;
   readonly random: () => number;
+  /** LINE's monthly-limit 429: stop the run, or fail the unit's tasks and go on. */
+  readonly monthlyLimit: 'stop' | 'fail-tasks';
 }
 
 /** One unit's state while it is being sent. */
@@ -145,7 +148,7 @@ export class UnitSender {
       });
       return undefined;
     }
-    if (!(await pacer.acquire()) || this.#run.stopping) {
+    if (!(await pacer.acquire(prepared.endpoint)) || this.#run.stopping) {
       this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: sending.maybeSent });
       return undefined;
     }
@@ -176,7 +179,7 @@ export class UnitSender {
     const { unit } = sending;
     switch (outcome.kind) {
       case 'delivered':
-        this.#options.pacer.succeeded();
+        this.#options.pacer.succeeded(sending.prepared.endpoint);
         this.#run.settleUnit(unit, {
           kind: 'delivered',
           lastResult: 'delivered',
@@ -184,7 +187,7 @@ export class UnitSender {
         });
         return true;
       case 'already-delivered':
-        this.#options.pacer.succeeded();
+        this.#options.pacer.succeeded(sending.prepared.endpoint);
         this.#run.settleUnit(unit, {
           kind: 'delivered',
           lastResult: 'already-delivered',
@@ -208,6 +211,17 @@ export class UnitSender {
 
   #rateLimited(sending: Sending, outcome: Extract<SendOutcome, { kind: 'rate-limited' }>): boolean {
     this.#run.totals.rateLimited++;
+    if (outcome.reason === 'monthly-quota' && this.#options.monthlyLimit === 'fail-tasks') {
+      this.#run.settleUnit(sending.unit, {
+        kind: 'failed',
+        lastResult: 'monthly-quota',
+        reason: sending.maybeSent
+          ? `${MONTHLY_LIMIT_FAILURE_REASON}; an earlier request of this attempt may have been delivered`
+          : MONTHLY_LIMIT_FAILURE_REASON,
+        requestId: outcome.requestId,
+      });
+      return true;
+    }
     if (outcome.reason === 'monthly-quota') {
       if (!this.#run.stopping)
         this.#options.log?.error('LINE monthly message quota used up: message pipeline stopped');
@@ -219,7 +233,7 @@ export class UnitSender {
       });
       return true;
     }
-    this.#options.pacer.backOff(outcome.retryAfterMs, this.#options.random);
+    this.#options.pacer.backOff(sending.prepared.endpoint, outcome.retryAfterMs, this.#options.random);
     return false;
   }
 

@@ -54,6 +54,12 @@ export interface ClientSettings {
   readonly holidays?: HolidayCalendar;
   /** How often one person may be contacted, across jobs and channels (`shared/contact-limits/model.ts`). */
   readonly contactLimits?: readonly ContactLimit[];
+  /**
+   * Send a message job even when LINE's monthly quota left cannot cover the rest of it: what the
+   * quota allows goes out, and the tasks LINE then refuses for the monthly limit end `failed`. When
+   * absent (false), such a job is paused before it sends, with the reason (`shared/campaign/quota.ts`).
+   */
+  readonly allowPartialDelivery?: boolean;
   readonly updatedAt: number;
 }
 
@@ -174,6 +180,11 @@ export interface Job {
   readonly counts: JobCounts;
   /** Why the job failed (file unusable…), when it did. */
   readonly failureReason?: string;
+  /**
+   * Why Switchboard paused the job, when it did (not an operator's pause): e.g. LINE's monthly
+   * quota cannot cover the rest of a message job (`line-quota: …`). Cleared by a resume.
+   */
+  readonly pausedReason?: string;
   /** Where the uploaded list is. */
   readonly source?: { readonly bucket: string; readonly key: string };
   /** The recipient column's header, when the job names it instead of relying on the aliases. */

@@ -80,12 +80,14 @@ export interface JobStore {
   list(clientId: string, page: { readonly limit: number; readonly next?: string }): Promise<JobPage>;
   /**
    * Moves the job to `to` if its status is still `from` (conditional write). Returns the new job,
-   * or the status it has now when that changed meanwhile (undefined when it does not exist).
+   * or the status it has now when that changed meanwhile (undefined when it does not exist). A move
+   * to `paused` may say why (`Job.pausedReason`); every other move clears the reason.
    */
   transition(
     job: Job,
     to: JobStatus,
     now: number,
+    reason?: string,
   ): Promise<{ readonly ok: true; readonly job: Job } | { readonly ok: false; readonly current?: JobStatus }>;
   /** `uploading` → `validating` at step 0, remembering the object's ETag and size. */
   beginValidation(

@@ -56,6 +56,8 @@ const clientSettingsSchema = z.strictObject({
   holidays: holidayCalendarSchema.optional(),
   /** Frequency caps per recipient across jobs and channels (`shared/contact-limits/model.ts`). */
   contactLimits: contactLimitsSchema.optional(),
+  /** Send a message job partly when LINE's monthly quota cannot cover all of it (default: pause it). */
+  allowPartialDelivery: z.boolean('must be true or false').optional(),
 });
 
 /** Client ids and job ids as they may appear in a path and an S3 key. */
@@ -89,6 +91,7 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     ...(data.restrictedPeriods === undefined ? {} : { restrictedPeriods: data.restrictedPeriods }),
     ...(data.holidays === undefined ? {} : { holidays: data.holidays }),
     ...(data.contactLimits === undefined ? {} : { contactLimits: data.contactLimits }),
+    ...(data.allowPartialDelivery === undefined ? {} : { allowPartialDelivery: data.allowPartialDelivery }),
     updatedAt: now,
   };
 }

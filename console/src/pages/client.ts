@@ -133,6 +133,7 @@ function settingsForm(
     maxlength: 2,
   });
   const channel = h('input', { value: client.messageChannelId ?? '' });
+  const partial = h('input', { type: 'checkbox', checked: client.allowPartialDelivery === true });
   const hours = callingHoursEditor(client.callingHours);
   const defaults = jobDefaultsEditor(client.jobDefaults ?? {});
   const restrictions = restrictionsEditor(client);
@@ -150,6 +151,12 @@ function settingsForm(
       field('Time zone', 'timeZone', zone),
       field('Default region', 'defaultRegion', region, 'For numbers written without a country code, e.g. JP'),
       field('LINE channel for message jobs', 'messageChannelId', channel),
+      field(
+        'Send part of a message job when LINE’s monthly quota cannot cover all of it',
+        'allowPartialDelivery',
+        partial,
+        'Unticked: such a job is paused, saying so, before it sends',
+      ),
     ),
     hours.element,
     defaults.element,
@@ -173,6 +180,7 @@ function settingsForm(
       paused: ___,
       messageChannelId: ____,
       jobDefaults: _____,
+      allowPartialDelivery: ______,
       ...kept
     } = client as ClientSettings & { updatedAt?: unknown };
     const jobDefaults = defaults.value();
@@ -186,6 +194,7 @@ function settingsForm(
       ...(channel.value.trim() ? { messageChannelId: channel.value.trim() } : {}),
       ...(Object.keys(jobDefaults).length > 0 ? { jobDefaults } : {}),
       ...restrictions.value(),
+      ...(partial.checked ? { allowPartialDelivery: true } : {}),
     };
     try {
       await app.api.json('PUT', path, body);

@@ -118,6 +118,9 @@ function summaryOf(job: JobView): (HTMLElement | null)[] {
     ),
     job.waiting ? h('p', { class: 'waiting' }, `Waiting: ${job.waiting.message}`) : null,
     job.failureReason ? h('p', { class: 'form-errors' }, job.failureReason) : null,
+    job.status === 'paused' && job.pausedReason
+      ? h('p', { class: 'form-errors' }, `Paused: ${job.pausedReason}`)
+      : null,
     h('progress', {
       max: Math.max(counts.tasks, 1),
       value: done,

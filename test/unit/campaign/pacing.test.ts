@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { PreparedSend, SendOutcome } from '#shared/line/messaging-client.ts';
 import type { TimerHandle, Timers } from '#shared/pacing/clock.ts';
-import { makeTasks, memorySink, memorySource, PERSONAL } from './support.ts';
+import { makeTasks, memorySink, memorySource, PERSONAL, SAME_FOR_ALL } from './support.ts';
 
 interface FakeTimer {
   readonly at: number;
@@ -57,6 +57,16 @@ function simulatedTime(start = Date.parse('2026-11-20T09:00:00Z')) {
       return promise;
     },
   };
+}
+
+/** The most of `starts` (sorted) inside any window of 1,000 ms. */
+function mostInAnySecond(starts: readonly number[]): number {
+  let most = 0;
+  for (let i = 0, j = 0; i < starts.length; i++) {
+    while (starts[j]! < starts[i]! - 999) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
 }
 
 const delivered: SendOutcome = { kind: 'delivered', status: 200, requestId: 'r', sentMessages: [] };
@@ -125,6 +135,86 @@ describe('runMessagePipeline pacing (simulated time)', () => {
     expect(totals).toMatchObject({ delivered: 200, rateLimited: 1, requests: 201 });
     const after = starts.slice(50);
     expect(after.every((t) => t >= limitedAt + 3000)).toBe(true);
+  });
+
+  it('paces push and multicast each at its own rate: multicasts never above theirs, on their own buckets', async () => {
+    const time = simulatedTime();
+    const starts: Record<string, number[]> = { push: [], multicast: [] };
+    const send = async (prepared: PreparedSend) => {
+      starts[prepared.endpoint]!.push(time.clock.now());
+      return delivered;
+    };
+    const at = time.clock.now();
+    // Interleaved pages: 1,000 personal messages (pushes) and 25,000 of one text (50 multicasts of 500).
+    const pushes = makeTasks(1000, PERSONAL, { attemptStartedAt: at });
+    const multicasts = makeTasks(25_000, SAME_FOR_ALL, { attemptStartedAt: at, from: 1000 });
+    const tasks = [];
+    for (let i = 0; i < 50; i++)
+      tasks.push(...multicasts.slice(i * 500, (i + 1) * 500), ...pushes.slice(i * 20, (i + 1) * 20));
+    const totals = await time.run(
+      runMessagePipeline({
+        source: memorySource(tasks),
+        send,
+        report: memorySink(),
+        rate: { perSecond: 100, multicastPerSecond: 5, burst: 1 },
+        concurrency: 32,
+        clock: time.clock,
+        timers: time.timers,
+      }),
+    );
+    expect(totals.delivered).toBe(26_000);
+    // At least 50 multicasts (a batch sealed early, when the queue fills, holds fewer than 500).
+    expect(starts.multicast!.length).toBeGreaterThanOrEqual(50);
+    expect(mostInAnySecond(starts.multicast!)).toBe(5);
+    expect(mostInAnySecond(starts.push!)).toBeLessThanOrEqual(100);
+    // n multicasts at 5/s take (n - 1) / 5 simulated seconds at least.
+    const n = starts.multicast!.length;
+    expect(starts.multicast!.at(-1)! - starts.multicast![0]!).toBeGreaterThanOrEqual(
+      ((n - 1) / 5) * 1000 - 1,
+    );
+  });
+
+  it('a 429 on multicast holds back multicasts only', async () => {
+    const time = simulatedTime();
+    const starts: { endpoint: string; at: number }[] = [];
+    let limitedAt: number | undefined;
+    const send = async (prepared: PreparedSend): Promise<SendOutcome> => {
+      starts.push({ endpoint: prepared.endpoint, at: time.clock.now() });
+      if (prepared.endpoint === 'multicast' && limitedAt === undefined) {
+        limitedAt = time.clock.now();
+        return {
+          kind: 'rate-limited',
+          reason: 'rate',
+          retryAfterMs: 5000,
+          message: 'limited',
+          requestId: 'r',
+        };
+      }
+      return delivered;
+    };
+    const at = time.clock.now();
+    const tasks = [
+      ...makeTasks(1000, SAME_FOR_ALL, { attemptStartedAt: at }),
+      ...makeTasks(200, PERSONAL, { attemptStartedAt: at, from: 1000 }),
+    ];
+    const totals = await time.run(
+      runMessagePipeline({
+        source: memorySource(tasks),
+        send,
+        report: memorySink(),
+        rate: { perSecond: 100, multicastPerSecond: 10 },
+        concurrency: 16,
+        clock: time.clock,
+        timers: time.timers,
+      }),
+    );
+    expect(totals).toMatchObject({ delivered: 1200, rateLimited: 1 });
+    const later = starts.filter((s) => s.at > limitedAt!);
+    expect(later.filter((s) => s.endpoint === 'multicast').every((s) => s.at >= limitedAt! + 5000)).toBe(
+      true,
+    );
+    // Pushes went on during the multicast back-off.
+    expect(later.some((s) => s.endpoint === 'push' && s.at < limitedAt! + 5000)).toBe(true);
   });
 
   it('gives up on a retry key once LINE may have forgotten it, even mid-retry', async () => {

@@ -64,6 +64,20 @@ describe('client settings', () => {
     expect(errors['callingHours.funday']).toEqual(['is not a weekday (mon … sun)']);
   });
 
+  it('takes allowPartialDelivery as true or false, and names the field for anything else', () => {
+    expect(
+      parseClientSettings('acme', { ...TOKYO_CLIENT, allowPartialDelivery: true }, NOW).allowPartialDelivery,
+    ).toBe(true);
+    expect(parseClientSettings('acme', TOKYO_CLIENT, NOW)).not.toHaveProperty('allowPartialDelivery');
+    for (const bad of ['yes', 1, null]) {
+      expect(
+        fieldErrorsOf(() => parseClientSettings('acme', { ...TOKYO_CLIENT, allowPartialDelivery: bad }, NOW)),
+      ).toEqual({
+        allowPartialDelivery: ['must be true or false'],
+      });
+    }
+  });
+
   it('refuses a client id that cannot be part of a path and a key', () => {
     expect(fieldErrorsOf(() => parseClientSettings('a/b', TOKYO_CLIENT, NOW))).toHaveProperty('clientId');
   });

@@ -151,20 +151,45 @@ describe('push', () => {
     });
   });
 
-  it('is rate-limited beyond the channel’s rate, and goes through once the bucket refills', async () => {
-    sandbox.setRateLimit(2);
+  it('is rate-limited per endpoint beyond LINE’s rate, and goes through once the bucket refills', async () => {
+    sandbox.setRateLimits({ push: 2, multicast: 1 });
     expectKind(await client.push(USER, HELLO, webhookRetryKey('01FZ74A0TDDPYRVKNK77XKC3ZR')), 'delivered');
+    expectKind(await client.push(USER, HELLO, crypto.randomUUID()), 'delivered');
+    const limited = expectKind(await client.push(USER, HELLO, KEY), 'rate-limited');
+    expect(limited.reason).toBe('rate');
+    // Multicast has its own allowance: the pushes did not use it up.
     expectKind(
       await client.multicast([USER], HELLO, webhookRetryKey('01FZ74ASS536FW97EX38NKCZQK')),
       'delivered',
     );
-    const limited = expectKind(await client.push(USER, HELLO, KEY), 'rate-limited');
-    expect(limited.reason).toBe('rate');
-    expect(sandbox.deliveries()).toHaveLength(2);
+    expectKind(await client.multicast([USER], HELLO, crypto.randomUUID()), 'rate-limited');
+    expect(sandbox.deliveries()).toHaveLength(3);
     clock.t += 1000;
     expectKind(await client.push(USER, HELLO, KEY), 'delivered');
     sandbox.setRateLimit(Number.POSITIVE_INFINITY);
     for (let i = 0; i < 5; i++) expectKind(await client.push(USER, HELLO, crypto.randomUUID()), 'delivered');
+  });
+
+  it('keeps LINE’s table by default: multicast 200 requests a second, push 2,000', async () => {
+    const fresh = await startLineSandbox({ channels: [CHANNEL], clock });
+    try {
+      const c = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: fresh.url });
+      const multicasts = await Promise.all(
+        Array.from({ length: 201 }, () => c.multicast([USER], HELLO, crypto.randomUUID())),
+      );
+      expect(multicasts.filter((o) => o.kind === 'delivered')).toHaveLength(200);
+      const limited = multicasts.find((o) => o.kind === 'rate-limited');
+      expect(limited).toMatchObject({
+        reason: 'rate',
+        message: 'The API rate limit has been exceeded. Try again later.',
+      });
+      const pushes = await Promise.all(
+        Array.from({ length: 250 }, () => c.push(USER, HELLO, crypto.randomUUID())),
+      );
+      expect(pushes.every((o) => o.kind === 'delivered')).toBe(true);
+    } finally {
+      await fresh.stop();
+    }
   });
 
   it('tells a used-up monthly quota from a passing rate limit', async () => {
