@@ -7,7 +7,7 @@ import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared
 import { makeConnectContactAttributes } from '#shared/adapters/connect-contact-attributes.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
-import { lambdaObservability } from '#shared/adapters/powertools.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeRecordContactOptOut } from '#shared/broker/contact-opt-outs.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeConnectOptOutsHandler } from './handler.ts';
