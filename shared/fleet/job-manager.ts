@@ -5,21 +5,29 @@
  * Main course:
  * 1. start due jobs: every `scheduled` job whose `startAt` has come moves to `running`
  *    (a conditional write: of two runs at once, one starts it, the other sees it started);
- * 2. complete running jobs with no open task (`pending`, `in-flight` or `retry-wait`), again
+ * 2. read, in batches, each client with a running job: profile, lease and ready hint
+ *    (`shared/fleet/ready-hints.ts`: what the last runs learnt of its tasks);
+ * 3. complete running jobs with no open task (`pending`, `in-flight` or `retry-wait`), again
  *    conditionally on `running`, so a job paused or cancelled meanwhile is left alone. A job's
  *    counts move in the same transaction as each task's end, so while they say tasks are left
- *    the tasks are not read; once they say none are (or every `fullCheckEveryMs`, in case a count
- *    was lost), a consistent read of the tasks decides. Reading a million-task job's shards every
- *    minute only to find the first open task near their ends would cost more than the job.
+ *    the tasks are not read; once they say none are (or when the job is first seen, and then
+ *    every `fullCheckEveryMs` jittered, in case a count was lost: the due time is kept in the
+ *    client's hint, so a cold instance reads no more than a warm one), a consistent read of the
+ *    tasks decides. Reading a million-task job's shards every minute only to find the first open
+ *    task near their ends would cost more than the job.
  *    A running job that has reached its end (`endAt`, see `jobHasEnded`) with tasks left gets its
  *    expire sweep queued on the ingest queue (`shared/jobs/cancel.ts`: its waiting tasks end
  *    `expired`; calls in flight finish), once, then again every `fullCheckEveryMs` while it still
  *    runs (a retry written as the sweep passed its shard is caught then); it completes like any
  *    job once nothing is left open. A paused job is not looked at: it ends once resumed;
- * 3. find the clients with work they may do now: a running job not past its end, inside its
+ * 4. find the clients with work they may do now: a running job not past its end, inside its
  *    calling hours (the job's own, else the client's), the client not paused, and an outstanding
  *    task ready now (or within `lookaheadMs`, so a retry due before the next run finds a broker
- *    waiting).
+ *    waiting). The outstanding tasks are read only for a client whose hint no longer holds (its
+ *    open jobs or its lease changed, the window it read has passed, or its jittered sweep came
+ *    due), at most `maxTaskReadsPerRun` clients a run (the rest are listed unread: a broker
+ *    too many, never a client forgotten); a hint made right after a change is read again a run
+ *    later before it is trusted for longer (the outstanding index is eventually consistent).
  *    Started calls leave the outstanding index, so a client whose open tasks are all in flight
  *    has no ready task: while its broker lives that is right (the broker is protected and ends
  *    them), but if the broker died or lost the lease, nobody would ever reconcile those calls
@@ -27,22 +35,33 @@
  *    expired while it still records calls in flight gets a broker too: in the work list when it
  *    may call now, else (paused, outside its hours) in `orphaned`, taken only to adopt and settle
  *    those calls — reconciling is not starting work, so hours and a pause do not hold it back;
- * 4. write the fleet's work list (those clients and the broker version that should serve),
- *    unless a newer run already wrote one;
- * 5. set the broker service's desired count to the number of those clients, at most
+ * 5. write the hints that changed, then the fleet's work list (those clients, which of them a
+ *    live broker holds, and the broker version that should serve; sharded when long, so it never
+ *    passes an item's size), unless a newer run already wrote one;
+ * 6. set the broker service's desired count to the number of those clients, at most
  *    `maxBrokers`. Scale-in only ever removes unprotected (idle) brokers, so lowering it never
  *    cuts a call.
  *
  * Every write is conditional or whole-item and idempotent: running twice at once, or the same
- * run twice (EventBridge delivers at least once), ends in the same state.
+ * run twice (EventBridge delivers at least once), ends in the same state. A run that crashes
+ * midway has written at most some hints (each one true of what it read, and checked against
+ * fresh marks before use) and, shards before head, part of a work list a minute old at worst.
  */
+import {
+  jitteredDue,
+  jobsMark,
+  leaseMark,
+  type ReadyHint,
+  readyFromHint,
+  sameHint,
+} from '#shared/fleet/ready-hints.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { expireSweepStart } from '#shared/jobs/cancel.ts';
 import { endedTasks, type Job, jobHasEnded } from '#shared/jobs/model.ts';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
 import { jobMayStartSomewhere } from '#shared/jobs/restrictions.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
-import type { EcsServiceScaler, FleetStore } from './ports.ts';
+import type { ClientState, EcsServiceScaler, FleetStore } from './ports.ts';
 
 export interface JobManagerOptions {
   readonly store: FleetStore;
@@ -59,18 +78,31 @@ export interface JobManagerOptions {
   readonly desiredVersion: () => string | Promise<string>;
   /** Tasks ready this much later still count as work now. Default: one minute (one run). */
   readonly lookaheadMs?: number;
-  /** Store calls in flight at once (per step). Default 8. */
+  /** Store calls in flight at once (per step; they are reads). Default 32. */
   readonly concurrency?: number;
   /**
-   * How often a job whose counts say tasks are left has its tasks read anyway (per job manager
-   * instance), so a count that went missing cannot keep a finished job running; and how often a
-   * job past its end that still runs gets its expire sweep queued again. Default 10 min.
+   * How often a job whose counts say tasks are left has its tasks read anyway (jittered: from half
+   * to all of it), so a count that went missing cannot keep a finished job running; and how often
+   * a job past its end that still runs gets its expire sweep queued again. Default 10 min.
    */
   readonly fullCheckEveryMs?: number;
+  /**
+   * How long a client's ready hint is trusted at most (jittered: from half to all of it) though
+   * nothing it marks changed: the sweep that finds ready work a writer left no mark of. Default 30 min.
+   */
+  readonly sweepEveryMs?: number;
+  /** How far ahead a read of a client's outstanding tasks looks, so a quiet client is not read every run. Default 30 min. */
+  readonly horizonMs?: number;
+  /**
+   * Most clients whose outstanding tasks a run reads, and most jobs whose tasks it reads for an
+   * open one because a check came due (each read is 16 queries); the rest wait for later runs.
+   * Default 1,500 each. Bounds a run's time whatever happened since the last.
+   */
+  readonly maxTaskReadsPerRun?: number;
 }
 
 export interface JobManagerProblem {
-  readonly step: 'start' | 'complete' | 'expire' | 'client';
+  readonly step: 'start' | 'complete' | 'expire' | 'client' | 'hints';
   /** The job or client the step was about. */
   readonly id: string;
   readonly error: unknown;
@@ -88,6 +120,12 @@ export interface JobManagerResult {
   readonly clients: readonly string[];
   /** Clients with no work now but calls a dead broker left in flight, to adopt and settle (sorted). */
   readonly orphaned: readonly string[];
+  /** Of `clients`, those a live broker held at the run (sorted). */
+  readonly served: readonly string[];
+  /** Clients whose outstanding tasks this run read (the rest were answered by their hints). */
+  readonly read: number;
+  /** Clients listed unread because the run's reads ran out (`maxTaskReadsPerRun`). */
+  readonly unread: number;
   /** The desired count set, or undefined when a newer run's work list was found and kept. */
   readonly desiredCount: number | undefined;
   readonly desiredVersion: string;
@@ -99,7 +137,7 @@ export class InvalidJobManagerOptionsError extends Error {
   override name = 'InvalidJobManagerOptionsError';
 }
 
-/** Running jobs after step 2: every one seen, those that still have work, and what the step did. */
+/** Running jobs after step 3: every one seen, those that still have work, and what the step did. */
 interface RunningJobs {
   readonly running: ReadonlyMap<string, Job>;
   readonly active: readonly Job[];
@@ -107,15 +145,38 @@ interface RunningJobs {
   readonly expiring: readonly string[];
 }
 
-/** Clients that get a broker: to work now, or only to adopt and settle orphaned calls (both sorted). */
+/** Clients that get a broker: to work now, or only to adopt and settle orphaned calls (all sorted). */
 interface ClientsToServe {
   readonly clients: readonly string[];
   readonly orphaned: readonly string[];
+  readonly served: readonly string[];
+  readonly read: number;
+  readonly unread: number;
+}
+
+/** What one run learns of a client for its next hint: a new reading, and its jobs' next full checks. */
+interface HintDraft {
+  reading?: Omit<ReadyHint, 'openCheckDue'>;
+  readonly openCheckDue: Record<string, number>;
+}
+
+/** A count of reads a run may still make. */
+class ReadBudget {
+  #left: number;
+  constructor(limit: number) {
+    this.#left = limit;
+  }
+  take(): boolean {
+    if (this.#left <= 0) return false;
+    this.#left -= 1;
+    return true;
+  }
 }
 
 /**
- * The job manager around its ports; {@link run} is one scheduled run. Between runs it remembers
- * when it last read each running job's tasks.
+ * The job manager around its ports; {@link run} is one scheduled run. What it must remember
+ * between runs is in the clients' ready hints (the store), so a fresh instance costs what a warm
+ * one does; only when it last queued each ended job's expire sweep is kept in memory.
  */
 export class JobManager {
   readonly #options: JobManagerOptions;
@@ -125,8 +186,9 @@ export class JobManager {
   readonly #lookaheadMs: number;
   readonly #concurrency: number;
   readonly #fullCheckEveryMs: number;
-  /** When this instance last read each running job's tasks. */
-  readonly #checkedAt = new Map<string, number>();
+  readonly #sweepEveryMs: number;
+  readonly #horizonMs: number;
+  readonly #maxTaskReads: number;
   /** When this instance last queued the expire sweep of each running job past its end. */
   readonly #sweptAt = new Map<string, number>();
 
@@ -141,8 +203,11 @@ export class JobManager {
     this.#scaler = options.scaler;
     this.#clock = options.clock;
     this.#lookaheadMs = options.lookaheadMs ?? 60_000;
-    this.#concurrency = options.concurrency ?? 8;
+    this.#concurrency = options.concurrency ?? 32;
     this.#fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
+    this.#sweepEveryMs = options.sweepEveryMs ?? 30 * 60_000;
+    this.#horizonMs = Math.max(options.horizonMs ?? 30 * 60_000, this.#lookaheadMs);
+    this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_500;
   }
 
   /** One scheduled run (see the module comment for its steps). */
@@ -151,18 +216,35 @@ export class JobManager {
     const desiredVersion = await this.#options.desiredVersion();
     const problems: JobManagerProblem[] = [];
     const started = await this.#startDueJobs(now, problems);
-    const { running, active, completed, expiring } = await this.#completeFinishedJobs(started, now, problems);
-    const { clients, orphaned } = await this.#clientsToServe(active, now, problems);
-    for (const seen of [this.#checkedAt, this.#sweptAt])
-      for (const jobId of seen.keys()) if (!running.has(jobId)) seen.delete(jobId);
-    const desiredCount = await this.#sizeFleet(clients, orphaned, desiredVersion, now);
+    const running = await this.#runningJobs(started);
+    const states = await this.#store.clientStates([...new Set([...running.values()].map((j) => j.clientId))]);
+    const drafts = new Map<string, HintDraft>();
+    const draftOf = (clientId: string) => {
+      const draft = drafts.get(clientId) ?? { openCheckDue: {} };
+      drafts.set(clientId, draft);
+      return draft;
+    };
+    const { active, completed, expiring } = await this.#completeFinishedJobs(
+      running,
+      states,
+      draftOf,
+      now,
+      problems,
+    );
+    const toServe = await this.#clientsToServe(active, states, draftOf, now, problems);
+    await this.#writeHints(states, drafts, problems);
+    for (const jobId of this.#sweptAt.keys()) if (!running.has(jobId)) this.#sweptAt.delete(jobId);
+    const desiredCount = await this.#sizeFleet(toServe, desiredVersion, now);
     return {
       at: now,
       started: started.map((job) => job.jobId).sort(),
       completed: [...completed].sort(),
       expiring: [...expiring].sort(),
-      clients,
-      orphaned,
+      clients: toServe.clients,
+      orphaned: toServe.orphaned,
+      served: toServe.served,
+      read: toServe.read,
+      unread: toServe.unread,
       desiredCount,
       desiredVersion,
       problems,
@@ -183,23 +265,37 @@ export class JobManager {
     return started;
   }
 
-  /** 2. Running jobs, including the ones just started (the index may not show them yet). */
-  async #completeFinishedJobs(
-    started: readonly Job[],
-    now: number,
-    problems: JobManagerProblem[],
-  ): Promise<RunningJobs> {
+  /** Running jobs, including the ones just started (the index may not show them yet). */
+  async #runningJobs(started: readonly Job[]): Promise<Map<string, Job>> {
     const running = new Map<string, Job>();
     for (const job of await this.#store.runningJobs())
       if (job.status === 'running') running.set(job.jobId, job);
     for (const job of started) running.set(job.jobId, job);
+    return running;
+  }
+
+  /** 3. Completes the running jobs with no open task left; queues the sweep of those past their end. */
+  async #completeFinishedJobs(
+    running: ReadonlyMap<string, Job>,
+    states: ReadonlyMap<string, ClientState>,
+    draftOf: (clientId: string) => HintDraft,
+    now: number,
+    problems: JobManagerProblem[],
+  ): Promise<RunningJobs> {
     const completed: string[] = [];
     const expiring: string[] = [];
     const active: Job[] = [];
+    const budget = new ReadBudget(this.#maxTaskReads);
     await forEachLimited([...running.values()], this.#concurrency, async (job) => {
       let open: boolean;
       try {
-        open = await this.#hasOpenTask(job, now);
+        open = await this.#hasOpenTask(
+          job,
+          states.get(job.clientId)?.hint,
+          draftOf(job.clientId),
+          budget,
+          now,
+        );
         if (!open && (await this.#store.completeJob(job, now))) completed.push(job.jobId);
       } catch (error) {
         problems.push({ step: 'complete', id: job.jobId, error });
@@ -230,17 +326,34 @@ export class JobManager {
     return true;
   }
 
-  /** Whether a running job still has work: its counts when they say so, else its tasks. */
-  async #hasOpenTask(job: Job, now: number): Promise<boolean> {
-    const last = this.#checkedAt.get(job.jobId);
-    if (tasksLeft(job) && last !== undefined && now - last < this.#fullCheckEveryMs) return true;
-    this.#checkedAt.set(job.jobId, now);
-    return this.#store.hasOpenTask(job.jobId);
+  /**
+   * Whether a running job still has work: its counts while they say so and its full check is not
+   * due, else its tasks. A check that came due waits for a later run when the run's reads are spent;
+   * a job whose counts say nothing is left is read at once.
+   */
+  async #hasOpenTask(
+    job: Job,
+    hint: ReadyHint | undefined,
+    draft: HintDraft,
+    budget: ReadBudget,
+    now: number,
+  ): Promise<boolean> {
+    const due = hint?.openCheckDue[job.jobId];
+    if (tasksLeft(job) && due !== undefined && (now < due || !budget.take())) {
+      draft.openCheckDue[job.jobId] = due;
+      return true;
+    }
+    if (tasksLeft(job) && due === undefined && !budget.take()) return true;
+    const open = await this.#store.hasOpenTask(job.jobId);
+    draft.openCheckDue[job.jobId] = jitteredDue(job.jobId, now, this.#fullCheckEveryMs);
+    return open;
   }
 
-  /** 3. Clients with work they may do now, and clients with only orphaned calls to settle. */
+  /** 4. Clients with work they may do now, and clients with only orphaned calls to settle. */
   async #clientsToServe(
     active: readonly Job[],
+    states: ReadonlyMap<string, ClientState>,
+    draftOf: (clientId: string) => HintDraft,
     now: number,
     problems: JobManagerProblem[],
   ): Promise<ClientsToServe> {
@@ -249,10 +362,30 @@ export class JobManager {
       jobsByClient.set(job.clientId, [...(jobsByClient.get(job.clientId) ?? []), job]);
     const clients: string[] = [];
     const orphaned: string[] = [];
-    await forEachLimited([...jobsByClient], this.#concurrency, async ([clientId, jobs]) => {
+    const served: string[] = [];
+    const readyBy = now + this.#lookaheadMs;
+    // First what the hints answer, then reads, changed clients first, while the budget lasts.
+    const toRead: { clientId: string; open: Job[]; marks: { jobs: string; lease: string }; rank: number }[] =
+      [];
+    const place = (clientId: string, ready: boolean, open: readonly Job[]) => {
+      const lease = states.get(clientId)?.lease;
+      const live = lease !== undefined && now < lease.expiresAt;
+      if (ready) {
+        clients.push(clientId);
+        if (live) served.push(clientId);
+        return;
+      }
+      // Calls a dead broker left in flight: may it call now, the broker serves it as usual
+      // (adopting first); else it only adopts.
+      if (!lease || live || lease.inFlight === 0) return;
+      if (open.length > 0) clients.push(clientId);
+      else orphaned.push(clientId);
+    };
+    for (const [clientId, jobs] of jobsByClient) {
       try {
-        const profile = await this.#store.client(clientId);
-        if (!profile) return;
+        const state = states.get(clientId);
+        const profile = state?.profile;
+        if (!profile) continue;
         // A job past its end starts nothing more: it may only have calls in flight to settle.
         const open = profile.paused
           ? []
@@ -261,42 +394,116 @@ export class JobManager {
               // job read in its recipients' zones, their tasks' readyAt says who is open).
               jobMayStartSomewhere(profile.settings, job, now),
             );
-        const ids = open.map((job) => job.jobId);
-        if (ids.length > 0 && (await this.#store.hasReadyTask(clientId, ids, now + this.#lookaheadMs))) {
-          clients.push(clientId);
-          return;
+        if (open.length === 0) {
+          place(clientId, false, open);
+          continue;
         }
-        if (!(await this.#store.hasOrphanedCalls(clientId, now))) return;
-        // May it call now, the broker serves it as usual (adopting first); else it only adopts.
-        if (ids.length > 0) clients.push(clientId);
-        else orphaned.push(clientId);
+        const marks = { jobs: jobsMark(open), lease: leaseMark(state.lease, now) };
+        const ready = readyFromHint(state.hint, marks, now, readyBy);
+        if (ready !== undefined) {
+          place(clientId, ready, open);
+          continue;
+        }
+        const changed =
+          state.hint !== undefined &&
+          (state.hint.jobsMark !== marks.jobs || state.hint.leaseMark !== marks.lease);
+        toRead.push({ clientId, open, marks, rank: changed ? 0 : state.hint ? 2 : 1 });
+      } catch (error) {
+        problems.push({ step: 'client', id: clientId, error });
+      }
+    }
+    toRead.sort((a, b) => a.rank - b.rank);
+    const budget = new ReadBudget(this.#maxTaskReads);
+    let read = 0;
+    let unread = 0;
+    await forEachLimited(toRead, this.#concurrency, async ({ clientId, open, marks }) => {
+      if (!budget.take()) {
+        unread += 1;
+        place(clientId, true, open);
+        return;
+      }
+      try {
+        const hint = states.get(clientId)?.hint;
+        const next = await this.#store.nextReadyAt(
+          clientId,
+          open.map((job) => job.jobId),
+          now + this.#horizonMs,
+        );
+        read += 1;
+        // Marks unchanged since the last reading: this one confirms it and stands until the
+        // sweep. Else it stands one run: a task written just before may not be indexed yet.
+        const confirmed = hint?.jobsMark === marks.jobs && hint.leaseMark === marks.lease;
+        draftOf(clientId).reading = {
+          clientId,
+          checkedAt: now,
+          expiresAt: confirmed ? jitteredDue(clientId, now, this.#sweepEveryMs) : now + 1,
+          jobsMark: marks.jobs,
+          leaseMark: marks.lease,
+          ...(next === undefined ? {} : { nextReadyAt: next }),
+          quietUntil: now + this.#horizonMs,
+        };
+        place(clientId, next !== undefined && next <= readyBy, open);
       } catch (error) {
         problems.push({ step: 'client', id: clientId, error });
       }
     });
     clients.sort();
     orphaned.sort();
-    return { clients, orphaned };
+    served.sort();
+    return { clients, orphaned, served, read, unread };
+  }
+
+  /** 5. Writes each client's hint that changed (a failure is a problem of the run, not its end). */
+  async #writeHints(
+    states: ReadonlyMap<string, ClientState>,
+    drafts: ReadonlyMap<string, HintDraft>,
+    problems: JobManagerProblem[],
+  ): Promise<void> {
+    const changed: ReadyHint[] = [];
+    for (const [clientId, draft] of drafts) {
+      const old = states.get(clientId)?.hint;
+      const reading = draft.reading ??
+        (old ? withoutChecks(old) : undefined) ?? {
+          clientId,
+          checkedAt: 0,
+          expiresAt: 0,
+          jobsMark: '',
+          leaseMark: '',
+          quietUntil: 0,
+        };
+      const next: ReadyHint = { ...reading, openCheckDue: draft.openCheckDue };
+      if (!sameHint(old, next)) changed.push(next);
+    }
+    try {
+      await this.#store.putReadyHints(changed);
+    } catch (error) {
+      problems.push({ step: 'hints', id: `${changed.length} clients`, error });
+    }
   }
 
   /**
-   * 4 and 5. A run that finds a newer work list leaves the fleet to the run that wrote it.
+   * 5 and 6. A run that finds a newer work list leaves the fleet to the run that wrote it.
    * Returns the desired count set, or undefined when the work list was not written.
    */
   async #sizeFleet(
-    clients: readonly string[],
-    orphaned: readonly string[],
+    { clients, orphaned, served }: ClientsToServe,
     desiredVersion: string,
     now: number,
   ): Promise<number | undefined> {
     const written = await this.#store.putFleetWork(
-      fleetWorkItem({ clients, orphaned, desiredVersion, updatedAt: now }),
+      fleetWorkItem({ clients, orphaned, served, desiredVersion, updatedAt: now }),
     );
     if (!written) return undefined;
     const desiredCount = Math.min(clients.length + orphaned.length, this.#options.maxBrokers);
     await this.#scaler.setDesiredCount(desiredCount);
     return desiredCount;
   }
+}
+
+/** A hint's reading without its jobs' check times. */
+function withoutChecks(hint: ReadyHint): Omit<ReadyHint, 'openCheckDue'> {
+  const { openCheckDue: _checks, ...reading } = hint;
+  return reading;
 }
 
 /** Builds the job manager's run; each call of the returned function is one scheduled run. */

@@ -210,10 +210,16 @@ describe('the job manager on DynamoDB', () => {
       }),
     );
 
-    expect(await store.hasOrphanedCalls('jm-live', NOW)).toBe(false);
-    expect(await store.hasOrphanedCalls('jm-dead', NOW)).toBe(true);
-    expect(await store.hasOrphanedCalls('jm-released', NOW)).toBe(false);
-    expect(await store.hasOrphanedCalls('jm-never-leased', NOW)).toBe(false);
+    const states = await store.clientStates(['jm-live', 'jm-dead', 'jm-released', 'jm-never-leased']);
+    const orphaned = (id: string) => {
+      const lease = states.get(id)?.lease;
+      return lease !== undefined && lease.inFlight > 0 && !(NOW < lease.expiresAt);
+    };
+    expect(states.get('jm-dead')?.lease).toEqual({ token: 3, expiresAt: NOW, inFlight: 2 });
+    expect(orphaned('jm-live')).toBe(false);
+    expect(orphaned('jm-dead')).toBe(true);
+    expect(orphaned('jm-released')).toBe(false);
+    expect(orphaned('jm-never-leased')).toBe(false);
   });
 
   it('gives a broker to a paused client whose dead broker left calls in flight, to settle them only', async () => {
