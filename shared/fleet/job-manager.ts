@@ -25,7 +25,7 @@
  *    task ready now (or within `lookaheadMs`, so a retry due before the next run finds a broker
  *    waiting). The outstanding tasks are read only for a client whose hint no longer holds (its
  *    open jobs or its lease changed, the window it read has passed, or its jittered sweep came
- *    due), at most `maxTaskReadsPerRun` clients a run (the rest are listed unread: a broker
+ *    due), at most `maxTaskReadsPerRun` clients a run and none after `readForMs` (the rest are listed unread: a broker
  *    too many, never a client forgotten); a hint made right after a change is read again a run
  *    later before it is trusted for longer (the outstanding index is eventually consistent).
  *    Started calls leave the outstanding index, so a client whose open tasks are all in flight
@@ -96,9 +96,12 @@ export interface JobManagerOptions {
   /**
    * Most clients whose outstanding tasks a run reads, and most jobs whose tasks it reads for an
    * open one because a check came due (each read is 16 queries); the rest wait for later runs.
-   * Default 1,500 each. Bounds a run's time whatever happened since the last.
+   * Default 1,000 each. With `readForMs`, bounds a run's time whatever happened since the last, so
+   * a run always ends, writes what it learnt, and the next one goes on from there.
    */
   readonly maxTaskReadsPerRun?: number;
+  /** No read of tasks starts later than this after the run began. Default 20 s (the function's timeout is 50 s). */
+  readonly readForMs?: number;
 }
 
 export interface JobManagerProblem {
@@ -160,14 +163,18 @@ interface HintDraft {
   readonly openCheckDue: Record<string, number>;
 }
 
-/** A count of reads a run may still make. */
+/** The reads a run may still make: a count, and a time after which none starts. */
 class ReadBudget {
   #left: number;
-  constructor(limit: number) {
+  readonly #clock: Clock;
+  readonly #until: number;
+  constructor(limit: number, clock: Clock, until: number) {
     this.#left = limit;
+    this.#clock = clock;
+    this.#until = until;
   }
   take(): boolean {
-    if (this.#left <= 0) return false;
+    if (this.#left <= 0 || this.#clock.now() >= this.#until) return false;
     this.#left -= 1;
     return true;
   }
@@ -189,6 +196,7 @@ export class JobManager {
   readonly #sweepEveryMs: number;
   readonly #horizonMs: number;
   readonly #maxTaskReads: number;
+  readonly #readForMs: number;
   /** When this instance last queued the expire sweep of each running job past its end. */
   readonly #sweptAt = new Map<string, number>();
 
@@ -207,7 +215,8 @@ export class JobManager {
     this.#fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
     this.#sweepEveryMs = options.sweepEveryMs ?? 30 * 60_000;
     this.#horizonMs = Math.max(options.horizonMs ?? 30 * 60_000, this.#lookaheadMs);
-    this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_500;
+    this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_000;
+    this.#readForMs = options.readForMs ?? 20_000;
   }
 
   /** One scheduled run (see the module comment for its steps). */
@@ -285,7 +294,7 @@ export class JobManager {
     const completed: string[] = [];
     const expiring: string[] = [];
     const active: Job[] = [];
-    const budget = new ReadBudget(this.#maxTaskReads);
+    const budget = new ReadBudget(this.#maxTaskReads, this.#clock, now + this.#readForMs);
     await forEachLimited([...running.values()], this.#concurrency, async (job) => {
       let open: boolean;
       try {
@@ -413,7 +422,7 @@ export class JobManager {
       }
     }
     toRead.sort((a, b) => a.rank - b.rank);
-    const budget = new ReadBudget(this.#maxTaskReads);
+    const budget = new ReadBudget(this.#maxTaskReads, this.#clock, now + this.#readForMs);
     let read = 0;
     let unread = 0;
     await forEachLimited(toRead, this.#concurrency, async ({ clientId, open, marks }) => {
@@ -430,9 +439,12 @@ export class JobManager {
           now + this.#horizonMs,
         );
         read += 1;
-        // Marks unchanged since the last reading: this one confirms it and stands until the
-        // sweep. Else it stands one run: a task written just before may not be indexed yet.
-        const confirmed = hint?.jobsMark === marks.jobs && hint.leaseMark === marks.lease;
+        // It stands until the sweep when its marks had not changed since the last reading, or
+        // when it found a task ready now (a task the index has not caught up with cannot make
+        // that answer wrong). Else it stands one run: a task written just before the read may
+        // not be indexed yet, so "nothing ready" is read once more before it is trusted.
+        const readyNow = next !== undefined && next <= readyBy;
+        const confirmed = readyNow || (hint?.jobsMark === marks.jobs && hint.leaseMark === marks.lease);
         draftOf(clientId).reading = {
           clientId,
           checkedAt: now,
@@ -442,7 +454,7 @@ export class JobManager {
           ...(next === undefined ? {} : { nextReadyAt: next }),
           quietUntil: now + this.#horizonMs,
         };
-        place(clientId, next !== undefined && next <= readyBy, open);
+        place(clientId, readyNow, open);
       } catch (error) {
         problems.push({ step: 'client', id: clientId, error });
       }
