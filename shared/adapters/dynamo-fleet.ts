@@ -300,10 +300,7 @@ function leaseState(item: Item): LeaseState {
 function parseHint(item: Item): ReadyHint | undefined {
   const { pk: _pk, sk: _sk, ...hint } = item;
   if (typeof hint.clientId !== 'string' || typeof hint.checkedAt !== 'number') return undefined;
-  return {
-    ...(hint as unknown as ReadyHint),
-    openCheckDue: (hint.openCheckDue as Record<string, number>) ?? {},
-  };
+  return hint as unknown as ReadyHint;
 }
 
 /** Runs `fn` over chunks of `size`, `limit` chunks at a time. */

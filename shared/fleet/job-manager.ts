@@ -10,10 +10,10 @@
  * 3. complete running jobs with no open task (`pending`, `in-flight` or `retry-wait`), again
  *    conditionally on `running`, so a job paused or cancelled meanwhile is left alone. A job's
  *    counts move in the same transaction as each task's end, so while they say tasks are left
- *    the tasks are not read; once they say none are (or when the job is first seen, and then
- *    every `fullCheckEveryMs` jittered, in case a count was lost: the due time is kept in the
- *    client's hint, so a cold instance reads no more than a warm one), a consistent read of the
- *    tasks decides. Reading a million-task job's shards every minute only to find the first open
+ *    the tasks are not read; once they say none are (or, in case a count was lost, once every
+ *    `fullCheckEveryMs` per job, in turns spread evenly over the runs and derived from the job's
+ *    id and the time, so a cold instance reads no more than a warm one), a consistent read of
+ *    the tasks decides. Reading a million-task job's shards every minute only to find the first open
  *    task near their ends would cost more than the job.
  *    A running job that has reached its end (`endAt`, see `jobHasEnded`) with tasks left gets its
  *    expire sweep queued on the ingest queue (`shared/jobs/cancel.ts`: its waiting tasks end
@@ -54,6 +54,7 @@ import {
   type ReadyHint,
   readyFromHint,
   sameHint,
+  turnComes,
 } from '#shared/fleet/ready-hints.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { expireSweepStart } from '#shared/jobs/cancel.ts';
@@ -81,11 +82,14 @@ export interface JobManagerOptions {
   /** Store calls in flight at once (per step; they are reads). Default 32. */
   readonly concurrency?: number;
   /**
-   * How often a job whose counts say tasks are left has its tasks read anyway (jittered: from half
-   * to all of it), so a count that went missing cannot keep a finished job running; and how often
-   * a job past its end that still runs gets its expire sweep queued again. Default 10 min.
+   * How often a job whose counts say tasks are left has its tasks read anyway (each job in its own
+   * turn, the turns spread over the period), so a count that went missing cannot keep a finished
+   * job running; and how often a job past its end that still runs gets its expire sweep queued
+   * again. Default 10 min.
    */
   readonly fullCheckEveryMs?: number;
+  /** How often the job manager is run (its schedule): each job's full check falls in one run a period. Default 1 min. */
+  readonly runEveryMs?: number;
   /**
    * How long a client's ready hint is trusted at most (jittered: from half to all of it) though
    * nothing it marks changed: the sweep that finds ready work a writer left no mark of. Default 30 min.
@@ -157,12 +161,6 @@ interface ClientsToServe {
   readonly unread: number;
 }
 
-/** What one run learns of a client for its next hint: a new reading, and its jobs' next full checks. */
-interface HintDraft {
-  reading?: Omit<ReadyHint, 'openCheckDue'>;
-  readonly openCheckDue: Record<string, number>;
-}
-
 /** The reads a run may still make: a count, and a time after which none starts. */
 class ReadBudget {
   #left: number;
@@ -193,6 +191,7 @@ export class JobManager {
   readonly #lookaheadMs: number;
   readonly #concurrency: number;
   readonly #fullCheckEveryMs: number;
+  readonly #runEveryMs: number;
   readonly #sweepEveryMs: number;
   readonly #horizonMs: number;
   readonly #maxTaskReads: number;
@@ -213,6 +212,7 @@ export class JobManager {
     this.#lookaheadMs = options.lookaheadMs ?? 60_000;
     this.#concurrency = options.concurrency ?? 32;
     this.#fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
+    this.#runEveryMs = Math.min(options.runEveryMs ?? 60_000, this.#fullCheckEveryMs);
     this.#sweepEveryMs = options.sweepEveryMs ?? 30 * 60_000;
     this.#horizonMs = Math.max(options.horizonMs ?? 30 * 60_000, this.#lookaheadMs);
     this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_000;
@@ -227,21 +227,10 @@ export class JobManager {
     const started = await this.#startDueJobs(now, problems);
     const running = await this.#runningJobs(started);
     const states = await this.#store.clientStates([...new Set([...running.values()].map((j) => j.clientId))]);
-    const drafts = new Map<string, HintDraft>();
-    const draftOf = (clientId: string) => {
-      const draft = drafts.get(clientId) ?? { openCheckDue: {} };
-      drafts.set(clientId, draft);
-      return draft;
-    };
-    const { active, completed, expiring } = await this.#completeFinishedJobs(
-      running,
-      states,
-      draftOf,
-      now,
-      problems,
-    );
-    const toServe = await this.#clientsToServe(active, states, draftOf, now, problems);
-    await this.#writeHints(states, drafts, problems);
+    const { active, completed, expiring } = await this.#completeFinishedJobs(running, now, problems);
+    const hints: ReadyHint[] = [];
+    const toServe = await this.#clientsToServe(active, states, hints, now, problems);
+    await this.#writeHints(states, hints, problems);
     for (const jobId of this.#sweptAt.keys()) if (!running.has(jobId)) this.#sweptAt.delete(jobId);
     const desiredCount = await this.#sizeFleet(toServe, desiredVersion, now);
     return {
@@ -286,8 +275,6 @@ export class JobManager {
   /** 3. Completes the running jobs with no open task left; queues the sweep of those past their end. */
   async #completeFinishedJobs(
     running: ReadonlyMap<string, Job>,
-    states: ReadonlyMap<string, ClientState>,
-    draftOf: (clientId: string) => HintDraft,
     now: number,
     problems: JobManagerProblem[],
   ): Promise<RunningJobs> {
@@ -298,13 +285,7 @@ export class JobManager {
     await forEachLimited([...running.values()], this.#concurrency, async (job) => {
       let open: boolean;
       try {
-        open = await this.#hasOpenTask(
-          job,
-          states.get(job.clientId)?.hint,
-          draftOf(job.clientId),
-          budget,
-          now,
-        );
+        open = await this.#hasOpenTask(job, budget, now);
         if (!open && (await this.#store.completeJob(job, now))) completed.push(job.jobId);
       } catch (error) {
         problems.push({ step: 'complete', id: job.jobId, error });
@@ -336,33 +317,23 @@ export class JobManager {
   }
 
   /**
-   * Whether a running job still has work: its counts while they say so and its full check is not
-   * due, else its tasks. A check that came due waits for a later run when the run's reads are spent;
-   * a job whose counts say nothing is left is read at once.
+   * Whether a running job still has work: its counts while they say so, except in the job's turn
+   * of the full check; else its tasks. A turn that finds the run's reads spent is skipped (the next
+   * turn comes a period later); a job whose counts say nothing is left is read at once.
    */
-  async #hasOpenTask(
-    job: Job,
-    hint: ReadyHint | undefined,
-    draft: HintDraft,
-    budget: ReadBudget,
-    now: number,
-  ): Promise<boolean> {
-    const due = hint?.openCheckDue[job.jobId];
-    if (tasksLeft(job) && due !== undefined && (now < due || !budget.take())) {
-      draft.openCheckDue[job.jobId] = due;
-      return true;
+  async #hasOpenTask(job: Job, budget: ReadBudget, now: number): Promise<boolean> {
+    if (tasksLeft(job)) {
+      const turn = turnComes(job.jobId, now, this.#fullCheckEveryMs, this.#runEveryMs);
+      if (!turn || !budget.take()) return true;
     }
-    if (tasksLeft(job) && due === undefined && !budget.take()) return true;
-    const open = await this.#store.hasOpenTask(job.jobId);
-    draft.openCheckDue[job.jobId] = jitteredDue(job.jobId, now, this.#fullCheckEveryMs);
-    return open;
+    return this.#store.hasOpenTask(job.jobId);
   }
 
   /** 4. Clients with work they may do now, and clients with only orphaned calls to settle. */
   async #clientsToServe(
     active: readonly Job[],
     states: ReadonlyMap<string, ClientState>,
-    draftOf: (clientId: string) => HintDraft,
+    hints: ReadyHint[],
     now: number,
     problems: JobManagerProblem[],
   ): Promise<ClientsToServe> {
@@ -445,7 +416,7 @@ export class JobManager {
         // not be indexed yet, so "nothing ready" is read once more before it is trusted.
         const readyNow = next !== undefined && next <= readyBy;
         const confirmed = readyNow || (hint?.jobsMark === marks.jobs && hint.leaseMark === marks.lease);
-        draftOf(clientId).reading = {
+        hints.push({
           clientId,
           checkedAt: now,
           expiresAt: confirmed ? jitteredDue(clientId, now, this.#sweepEveryMs) : now + 1,
@@ -453,7 +424,7 @@ export class JobManager {
           leaseMark: marks.lease,
           ...(next === undefined ? {} : { nextReadyAt: next }),
           quietUntil: now + this.#horizonMs,
-        };
+        });
         place(clientId, readyNow, open);
       } catch (error) {
         problems.push({ step: 'client', id: clientId, error });
@@ -468,24 +439,10 @@ export class JobManager {
   /** 5. Writes each client's hint that changed (a failure is a problem of the run, not its end). */
   async #writeHints(
     states: ReadonlyMap<string, ClientState>,
-    drafts: ReadonlyMap<string, HintDraft>,
+    hints: readonly ReadyHint[],
     problems: JobManagerProblem[],
   ): Promise<void> {
-    const changed: ReadyHint[] = [];
-    for (const [clientId, draft] of drafts) {
-      const old = states.get(clientId)?.hint;
-      const reading = draft.reading ??
-        (old ? withoutChecks(old) : undefined) ?? {
-          clientId,
-          checkedAt: 0,
-          expiresAt: 0,
-          jobsMark: '',
-          leaseMark: '',
-          quietUntil: 0,
-        };
-      const next: ReadyHint = { ...reading, openCheckDue: draft.openCheckDue };
-      if (!sameHint(old, next)) changed.push(next);
-    }
+    const changed = hints.filter((hint) => !sameHint(states.get(hint.clientId)?.hint, hint));
     try {
       await this.#store.putReadyHints(changed);
     } catch (error) {
@@ -510,12 +467,6 @@ export class JobManager {
     await this.#scaler.setDesiredCount(desiredCount);
     return desiredCount;
   }
-}
-
-/** A hint's reading without its jobs' check times. */
-function withoutChecks(hint: ReadyHint): Omit<ReadyHint, 'openCheckDue'> {
-  const { openCheckDue: _checks, ...reading } = hint;
-  return reading;
 }
 
 /** Builds the job manager's run; each call of the returned function is one scheduled run. */

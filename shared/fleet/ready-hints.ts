@@ -19,10 +19,6 @@
  * `sweepEveryMs` (from half to all of it), so every client's tasks are read again at least that
  * often, spread over runs: a client with ready work gets a broker within that time in the worst
  * case, and within a run in every case the marks see.
- *
- * The same item remembers, per running job, when the job's tasks are next read for an open one
- * though its counts say tasks are left (`openCheckDue`: the completion step's safety net for a
- * count gone missing), so a fresh job manager instance does not read every job at once.
  */
 import type { Job } from '#shared/jobs/model.ts';
 
@@ -38,8 +34,6 @@ export interface ReadyHint {
   readonly nextReadyAt?: number;
   /** The end of the window that was read: with no `nextReadyAt`, nothing is ready before it. */
   readonly quietUntil: number;
-  /** Per running job: when its tasks are next read for an open one although its counts say tasks are left. */
-  readonly openCheckDue: Readonly<Record<string, number>>;
 }
 
 /** A client's lease as the hint marks it. */
@@ -82,32 +76,43 @@ export function readyFromHint(
 }
 
 /**
- * `at + period × [0.5, 1)`, the fraction drawn from the key and `at`: hints (or checks) made in the
- * same run come due over half a period, so the sweep after a mass start is spread over runs.
+ * `at + period × [0.5, 1)`, the fraction drawn from the key and `at`: hints made in the same run
+ * come due over half a period, so the sweep after a mass start is spread over runs.
  */
 export function jitteredDue(key: string, at: number, period: number): number {
+  return at + Math.floor(period * (0.5 + hash(`${key}@${at}`) / 2 ** 33));
+}
+
+/**
+ * True when the run at `now` is the one, of runs every `runEveryMs`, in which `key`'s turn of a
+ * rotation of `period` falls: each key once a period, keys spread evenly over it, nothing stored
+ * (a fresh instance keeps the same turns). A run that does not happen skips its keys' turn once.
+ */
+export function turnComes(key: string, now: number, period: number, runEveryMs: number): boolean {
+  const phase = hash(key) % period;
+  return Math.floor((now + phase) / period) !== Math.floor((now - runEveryMs + phase) / period);
+}
+
+/** FNV-1a of a string, unsigned 32 bits. */
+function hash(s: string): number {
   let h = 0x811c9dc5;
-  const s = `${key}@${at}`;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return at + Math.floor(period * (0.5 + (h >>> 0) / 2 ** 33));
+  return h >>> 0;
 }
 
 /** True when two hints say the same (a run writes a hint only when it changed). */
 export function sameHint(a: ReadyHint | undefined, b: ReadyHint): boolean {
-  if (!a) return false;
-  if (
-    a.checkedAt !== b.checkedAt ||
-    a.expiresAt !== b.expiresAt ||
-    a.jobsMark !== b.jobsMark ||
-    a.leaseMark !== b.leaseMark ||
-    a.nextReadyAt !== b.nextReadyAt ||
-    a.quietUntil !== b.quietUntil
-  )
-    return false;
-  const ak = Object.keys(a.openCheckDue);
-  const bk = Object.keys(b.openCheckDue);
-  return ak.length === bk.length && ak.every((k) => a.openCheckDue[k] === b.openCheckDue[k]);
+  return (
+    a !== undefined &&
+    a.clientId === b.clientId &&
+    a.checkedAt === b.checkedAt &&
+    a.expiresAt === b.expiresAt &&
+    a.jobsMark === b.jobsMark &&
+    a.leaseMark === b.leaseMark &&
+    a.nextReadyAt === b.nextReadyAt &&
+    a.quietUntil === b.quietUntil
+  );
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import { turnComes } from '#shared/fleet/ready-hints.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
 import { memoryQueue } from '../jobs/fakes.ts';
 import { client, job, MINUTE, NOW, task, weekdays } from './fakes.ts';
@@ -135,5 +136,14 @@ describe("the job manager's ready hints", () => {
     let last = first;
     for (let i = 1; i <= 6 && (last.unread > 0 || last.read > 0); i++) last = await run(NOW + i * MINUTE);
     expect(last.clients).toEqual(['a', 'c', 'e']);
+  });
+
+  it("gives each job one turn of the full check a period, spread over the period's runs", () => {
+    const jobs = Array.from({ length: 1_000 }, (_, i) => `01JOB${String(i).padStart(21, '0')}`);
+    const perRun = Array.from({ length: 10 }, (_, run) =>
+      jobs.filter((j) => turnComes(j, NOW + run * MINUTE, 10 * MINUTE, MINUTE)),
+    );
+    expect(perRun.flat().sort()).toEqual([...jobs].sort());
+    for (const turns of perRun) expect(turns.length).toBeGreaterThan(60);
   });
 });
