@@ -171,7 +171,7 @@ async function measureToday(env: Env, clients: number): Promise<Measured> {
  */
 async function measureHints(env: Env, clients: number): Promise<Measured> {
   const doc = benchDoc(env);
-  const handlerWith = (maxTaskReadsPerRun?: number) =>
+  const handlerWith = (maxTaskReadsPerRun?: number, readForMs?: number) =>
     makeLocalJobManager({
       doc,
       controlTable: env.cloud.tableNames.control!,
@@ -181,12 +181,13 @@ async function measureHints(env: Env, clients: number): Promise<Measured> {
       maxBrokers: 1_000_000,
       log: silentLogger,
       ...(maxTaskReadsPerRun === undefined ? {} : { maxTaskReadsPerRun }),
+      ...(readForMs === undefined ? {} : { readForMs }),
     });
   const running = Math.ceil(clients / RUNNING_SHARE);
   try {
     await forgetHints(env, clients);
     const first = await runOnce(env.meter, handlerWith());
-    const primer = handlerWith(Number.POSITIVE_INFINITY);
+    const primer = handlerWith(Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
     const t0 = performance.now();
     let runs = 0;
     while (runs < 6) {
@@ -510,7 +511,7 @@ for (const design of DESIGNS) {
       const steady = requestsOf(m.warm) + sweep;
       const baseline = today ? requestsOf(today.warm) : undefined;
       console.log(
-        `${''.padStart(8)} steady state with nothing changing ≈ warm + the sweeps due each run (${fmt(sweep)} Queries: each client every ~22.5 runs × 16) = ${fmt(steady)} requests${baseline ? `, ÷${fmt(baseline / steady, 1)} against today's warm` : ''}`,
+        `${''.padStart(8)} steady state with nothing changing ≈ warm + the sweeps due each run (${fmt(sweep)} Queries: each client every ~45 runs × 16) = ${fmt(steady)} requests${baseline ? `, ÷${fmt(baseline / steady, 1)} against today's warm` : ''}`,
       );
     }
   }
@@ -545,12 +546,12 @@ console.log(
 );
 
 /**
- * Queries a run makes in steady state for the hints' sweep (`sweepEveryMs` 30 min, jittered over its
- * second half: a client every 22.5 runs on average, 16 Queries). The jobs' full checks (one job in
+ * Queries a run makes in steady state for the hints' sweep (`sweepEveryMs` 60 min, jittered over its
+ * second half: a client every 45 runs on average, 16 Queries). The jobs' full checks (one job in
  * ten a run, in turns) are in every measured run already.
  */
 function steadySweepQueries(running: number): number {
-  return Math.round((running / 22.5) * 16);
+  return Math.round((running / 45) * 16);
 }
 
 function ops(tally: Tally): string {

@@ -32,6 +32,8 @@ export interface LocalJobManagerOptions {
   readonly lookaheadMs?: number;
   /** The job manager's read budget (`JobManagerOptions.maxTaskReadsPerRun`); the bench lifts it. */
   readonly maxTaskReadsPerRun?: number;
+  /** The job manager's time for reads (`JobManagerOptions.readForMs`); the bench lifts it. */
+  readonly readForMs?: number;
   /** The job manager's clock; default the wall clock. */
   readonly now?: () => number;
   readonly log?: Logger;
@@ -54,6 +56,7 @@ export function makeLocalJobManager(
       desiredVersion: () => options.fleet.version,
       ...(options.lookaheadMs === undefined ? {} : { lookaheadMs: options.lookaheadMs }),
       ...(options.maxTaskReadsPerRun === undefined ? {} : { maxTaskReadsPerRun: options.maxTaskReadsPerRun }),
+      ...(options.readForMs === undefined ? {} : { readForMs: options.readForMs }),
     }),
     log: options.log ?? makeLogger('job-manager'),
   });

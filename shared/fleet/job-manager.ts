@@ -92,7 +92,7 @@ export interface JobManagerOptions {
   readonly runEveryMs?: number;
   /**
    * How long a client's ready hint is trusted at most (jittered: from half to all of it) though
-   * nothing it marks changed: the sweep that finds ready work a writer left no mark of. Default 30 min.
+   * nothing it marks changed: the sweep that finds ready work a writer left no mark of. Default 60 min.
    */
   readonly sweepEveryMs?: number;
   /** How far ahead a read of a client's outstanding tasks looks, so a quiet client is not read every run. Default 30 min. */
@@ -104,7 +104,11 @@ export interface JobManagerOptions {
    * a run always ends, writes what it learnt, and the next one goes on from there.
    */
   readonly maxTaskReadsPerRun?: number;
-  /** No read of tasks starts later than this after the run began. Default 20 s (the function's timeout is 50 s). */
+  /**
+   * No read of tasks starts later than this after the run began, or {@link MIN_READ_MS} after the
+   * step's reads began if that is later (so a run whose batch reads were slow still learns
+   * something). Default 20 s (the function's timeout is 50 s).
+   */
   readonly readForMs?: number;
 }
 
@@ -161,6 +165,9 @@ interface ClientsToServe {
   readonly unread: number;
 }
 
+/** The least time a step may spend reading tasks, however long the run took to get there. */
+const MIN_READ_MS = 5_000;
+
 /** The reads a run may still make: a count, and a time after which none starts. */
 class ReadBudget {
   #left: number;
@@ -169,7 +176,7 @@ class ReadBudget {
   constructor(limit: number, clock: Clock, until: number) {
     this.#left = limit;
     this.#clock = clock;
-    this.#until = until;
+    this.#until = Math.max(until, clock.now() + MIN_READ_MS);
   }
   take(): boolean {
     if (this.#left <= 0 || this.#clock.now() >= this.#until) return false;
@@ -213,7 +220,7 @@ export class JobManager {
     this.#concurrency = options.concurrency ?? 32;
     this.#fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
     this.#runEveryMs = Math.min(options.runEveryMs ?? 60_000, this.#fullCheckEveryMs);
-    this.#sweepEveryMs = options.sweepEveryMs ?? 30 * 60_000;
+    this.#sweepEveryMs = options.sweepEveryMs ?? 60 * 60_000;
     this.#horizonMs = Math.max(options.horizonMs ?? 30 * 60_000, this.#lookaheadMs);
     this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_000;
     this.#readForMs = options.readForMs ?? 20_000;
