@@ -30,6 +30,12 @@ export interface LocalJobManagerOptions {
   /** The local cloud: its ingest queue is where expire sweeps go, as on AWS. */
   readonly cloud: Pick<LocalCloudInfo, 'region' | 'sqsEndpoint' | 'queues'>;
   readonly lookaheadMs?: number;
+  /** The job manager's read budget (`JobManagerOptions.maxTaskReadsPerRun`); the bench lifts it. */
+  readonly maxTaskReadsPerRun?: number;
+  /** The job manager's time for reads (`JobManagerOptions.readForMs`); the bench lifts it. */
+  readonly readForMs?: number;
+  /** The job manager's clock; default the wall clock. */
+  readonly now?: () => number;
   readonly log?: Logger;
 }
 
@@ -45,17 +51,19 @@ export function makeLocalJobManager(
       }),
       scaler: options.fleet,
       sweeps: localIngestQueue(options.cloud),
-      clock: { now: () => Date.now() },
+      clock: { now: options.now ?? (() => Date.now()) },
       maxBrokers: options.maxBrokers,
       desiredVersion: () => options.fleet.version,
       ...(options.lookaheadMs === undefined ? {} : { lookaheadMs: options.lookaheadMs }),
+      ...(options.maxTaskReadsPerRun === undefined ? {} : { maxTaskReadsPerRun: options.maxTaskReadsPerRun }),
+      ...(options.readForMs === undefined ? {} : { readForMs: options.readForMs }),
     }),
     log: options.log ?? makeLogger('job-manager'),
   });
 }
 
 /** The local cloud's ingest queue, sent to as the deployed job manager sends to SQS. */
-function localIngestQueue(cloud: LocalJobManagerOptions['cloud']) {
+export function localIngestQueue(cloud: LocalJobManagerOptions['cloud']) {
   const sqs = makeSqsClient({
     region: cloud.region,
     credentials: LOCAL_CREDENTIALS,

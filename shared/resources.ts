@@ -14,6 +14,8 @@
  * | jobs due / running (job manager, every minute) | control | GSI byStatus: statusKey=JOBSTATUS#{status}, dueKey  |
  * | every client, by id (administrators' list)     | control | GSI byStatus: statusKey=CLIENTS, dueKey={clientId}  |
  * | a client's lease (owner, expiry, fencing)      | control | pk=LEASE#{clientId}, sk=LEASE                       |
+ * | the fleet's work list (brokers, job manager)   | control | pk=FLEET, sk=WORK; long: sk=WORK#{shard} too        |
+ * | a client's ready hint (job manager only)       | control | pk=FLEETHINT#{clientId}, sk=HINT (BatchGetItem)     |
  * | a LINE channel (secrets, mode, rules)          | channels| channelId (own KMS key: only its readers decrypt)   |
  * | a client's channels (channels API, console)    | channels| GSI byClient: clientId, channelId                   |
  * | is a recipient opted out                       | control | pk=OPTOUT#{clientId}, sk={recipient}                |

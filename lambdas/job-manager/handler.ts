@@ -32,6 +32,9 @@ export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
       completed: result.completed,
       expiring: result.expiring,
       clients: result.clients,
+      served: result.served.length,
+      tasksRead: result.read,
+      listedUnread: result.unread,
       desiredCount: result.desiredCount,
       desiredVersion: result.desiredVersion,
       superseded: result.desiredCount === undefined,
@@ -40,6 +43,10 @@ export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
       JobsStarted: result.started.length,
       JobsCompleted: result.completed.length,
       ClientsWithWork: result.clients.length,
+      // Clients whose outstanding tasks the run read (what changed), and those listed unread
+      // because its reads ran out: a run that keeps listing unread is behind.
+      ClientsRead: result.read,
+      ClientsListedUnread: result.unread,
       JobManagerProblems: result.problems.length,
     });
     if (result.problems.length > 0) {

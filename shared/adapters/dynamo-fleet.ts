@@ -1,27 +1,30 @@
 /**
  * DynamoDB adapter of the job manager's {@link FleetStore}: jobs through the control table's
- * `byStatus` index, tasks through the tasks table and its `outstanding` index, a client's calls
- * in flight through its lease item (`LEASE#{clientId}`: expiry and `inFlight` set), the fleet's
- * work list as one control-table item.
+ * `byStatus` index, tasks through the tasks table and its `outstanding` index, each client's
+ * profile, lease (`LEASE#{clientId}`: token, expiry and `inFlight` set) and ready hint
+ * (`FLEETHINT#{clientId}`) in batches of 100 keys, the fleet's work list as a head item and, when
+ * long, shard items (`shared/fleet/work-list.ts`).
  *
- * "Does this job have an open task?" reads the job's {@link TASK_SHARDS} partitions in parallel
- * with a filter on the state and stops at the first open task. While a job has many open tasks
- * the first page answers; the whole job is read only in its last minutes, when nearly every task
- * is final — a few reads of the job per job, instead of a counter every broker would have to
+ * "Does this job have an open task?" reads the job's {@link TASK_SHARDS} partitions one after
+ * the other with a filter on the state and stops at the first open task. While a job has many open
+ * tasks the first page of the first shard answers (one Query, not 16); the whole job is read only
+ * in its last minutes, when nearly every task is final — a few reads of the job per job, instead of a counter every broker would have to
  * update on every task (a hot item at 1,000 writes/s per client).
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
+  BatchWriteCommand,
   type DynamoDBDocumentClient,
-  GetCommand,
   PutCommand,
   QueryCommand,
   type QueryCommandInput,
   UpdateCommand,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
-import { FLEET_WORK_KEY, type FleetWork } from '#shared/fleet/work-list.ts';
+import type { ClientProfile, ClientState, FleetStore, JobRef } from '#shared/fleet/ports.ts';
+import type { LeaseState, ReadyHint } from '#shared/fleet/ready-hints.ts';
+import { FLEET_WORK_KEY, type FleetWork, splitFleetWork } from '#shared/fleet/work-list.ts';
 import { type ClientSettings, type Job, keys, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
 import { OPEN_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -79,56 +82,104 @@ export class DynamoFleetStore implements FleetStore {
     return this.#transition(job, 'running', 'completed', now);
   }
 
-  hasOpenTask(jobId: string): Promise<boolean> {
-    return this.#anyShard(
-      (shard) => openTaskQuery(this.#tasksTable, jobId, shard),
-      (items) => items.length > 0,
-    );
+  async hasOpenTask(jobId: string): Promise<boolean> {
+    for (const shard of shards) {
+      let start: Item | undefined;
+      do {
+        const out = await this.#doc.send(
+          new QueryCommand({ ...openTaskQuery(this.#tasksTable, jobId, shard), ExclusiveStartKey: start }),
+        );
+        if ((out.Items ?? []).length > 0) return true;
+        start = out.LastEvaluatedKey;
+      } while (start);
+    }
+    return false;
   }
 
-  hasReadyTask(clientId: string, jobIds: readonly string[], readyBy: number): Promise<boolean> {
+  async nextReadyAt(clientId: string, jobIds: readonly string[], until: number): Promise<number | undefined> {
     const wanted = new Set(jobIds);
-    return this.#anyShard(
-      (shard) => readyTaskQuery(this.#tasksTable, clientId, shard, readyBy),
-      (items) => items.some((item) => wanted.has(item.jobId as string)),
-    );
-  }
-
-  async hasOrphanedCalls(clientId: string, now: number): Promise<boolean> {
-    const out = await this.#doc.send(
-      new GetCommand({
-        TableName: this.#controlTable,
-        Key: keys.lease(clientId),
-        ProjectionExpression: '#expiresAt, #inFlight',
-        ExpressionAttributeNames: { '#expiresAt': 'expiresAt', '#inFlight': 'inFlight' },
-        // Consistent: a lease just taken or renewed must not read as expired (the client would be
-        // listed, and a broker started, for nothing: a live lease cannot be taken).
-        ConsistentRead: true,
+    const earliest = await Promise.all(
+      shards.map(async (shard) => {
+        let start: Item | undefined;
+        do {
+          const out = await this.#doc.send(
+            new QueryCommand({
+              ...readyTaskQuery(this.#tasksTable, clientId, shard, until),
+              ExclusiveStartKey: start,
+            }),
+          );
+          // Ascending by readyAt: the shard's first entry of a wanted job is its earliest.
+          const hit = (out.Items ?? []).find((item) => wanted.has(item.jobId as string));
+          if (hit) return Date.parse(String(hit.openSk).slice(0, String(hit.openSk).indexOf('#')));
+          start = out.LastEvaluatedKey;
+        } while (start);
+        return undefined;
       }),
     );
-    const item = out.Item;
-    // DynamoDB drops a string set with its last member: present means not empty.
-    if (!item || !(item.inFlight instanceof Set) || item.inFlight.size === 0) return false;
-    return !(now < Number(item.expiresAt));
+    const found = earliest.filter((at): at is number => at !== undefined && Number.isFinite(at));
+    return found.length > 0 ? Math.min(...found) : undefined;
   }
 
-  async client(clientId: string): Promise<ClientProfile | undefined> {
-    const out = await this.#doc.send(
-      new GetCommand({ TableName: this.#controlTable, Key: keys.client(clientId) }),
+  async clientStates(clientIds: readonly string[]): Promise<Map<string, ClientState>> {
+    const states = new Map<string, { profile?: ClientProfile; lease?: LeaseState; hint?: ReadyHint }>(
+      clientIds.map((id) => [id, {}]),
     );
-    if (!out.Item) return undefined;
-    const { pk: _pk, sk: _sk, paused, ...settings } = out.Item;
-    return { settings: settings as ClientSettings, paused: paused === true } satisfies ClientProfile;
+    // Leases consistently (a lease just taken must not read as free), profiles and hints not (a
+    // hint a run old is harmless: its marks are compared with what is read now).
+    const leases = clientIds.map((id) => keys.lease(id));
+    const rest = clientIds.flatMap((id) => [keys.client(id), hintKey(id)]);
+    await Promise.all([
+      this.#batchGet(leases, true, (item) => {
+        const state = states.get(String(item.pk).slice('LEASE#'.length));
+        if (state) state.lease = leaseState(item);
+      }),
+      this.#batchGet(rest, false, (item) => {
+        const pk = String(item.pk);
+        if (pk.startsWith(HINT_PREFIX)) {
+          const state = states.get(pk.slice(HINT_PREFIX.length));
+          if (state) state.hint = parseHint(item);
+        } else {
+          const state = states.get(pk.slice('CLIENT#'.length));
+          if (state) state.profile = clientProfile(item);
+        }
+      }),
+    ]);
+    return new Map(
+      [...states].map(([id, s]) => [id, { profile: s.profile, lease: s.lease, hint: s.hint }] as const),
+    );
+  }
+
+  async putReadyHints(hints: readonly ReadyHint[]): Promise<void> {
+    const requests = hints.map((hint) => ({ PutRequest: { Item: { ...hintKey(hint.clientId), ...hint } } }));
+    await forEachChunk(requests, 25, BATCH_CONCURRENCY, async (chunk) => {
+      let left: typeof chunk | undefined = chunk;
+      for (let attempt = 0; left && left.length > 0; attempt++) {
+        if (attempt > 0) await backoff(attempt);
+        const out = await this.#doc.send(
+          new BatchWriteCommand({ RequestItems: { [this.#controlTable]: left } }),
+        );
+        left = out.UnprocessedItems?.[this.#controlTable] as typeof chunk | undefined;
+      }
+    });
   }
 
   async putFleetWork(work: FleetWork): Promise<boolean> {
+    const { head, shards: parts } = splitFleetWork(work);
+    // Shards first, the head last: a reader that sees the new head finds its shards written. A
+    // shard refused (a newer run wrote it) means this run is superseded: its head is not written.
+    const written = await Promise.all(parts.map((shard) => this.#putIfNotOlder(shard, shard.updatedAt)));
+    if (written.includes(false)) return false;
+    return this.#putIfNotOlder(head, head.updatedAt);
+  }
+
+  async #putIfNotOlder(item: object, updatedAt: number): Promise<boolean> {
     try {
       await this.#doc.send(
         new PutCommand({
           TableName: this.#controlTable,
-          Item: work,
+          Item: item as Item,
           ConditionExpression: 'attribute_not_exists(pk) OR updatedAt <= :at',
-          ExpressionAttributeValues: { ':at': work.updatedAt },
+          ExpressionAttributeValues: { ':at': updatedAt },
         }),
       );
       return true;
@@ -136,6 +187,23 @@ export class DynamoFleetStore implements FleetStore {
       if (error instanceof ConditionalCheckFailedException) return false;
       throw error;
     }
+  }
+
+  /** Reads `keys` in BatchGetItems of 100 (a few at once), retrying what DynamoDB leaves unprocessed. */
+  async #batchGet(all: readonly Item[], consistent: boolean, onItem: (item: Item) => void): Promise<void> {
+    await forEachChunk(all, 100, BATCH_CONCURRENCY, async (chunk) => {
+      let left: Item[] | undefined = [...chunk];
+      for (let attempt = 0; left && left.length > 0; attempt++) {
+        if (attempt > 0) await backoff(attempt);
+        const out = await this.#doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.#controlTable]: { Keys: left, ConsistentRead: consistent } },
+          }),
+        );
+        for (const item of out.Responses?.[this.#controlTable] ?? []) onItem(item);
+        left = out.UnprocessedKeys?.[this.#controlTable]?.Keys as Item[] | undefined;
+      }
+    });
   }
 
   async #queryAll(input: QueryCommandInput): Promise<Item[]> {
@@ -147,27 +215,6 @@ export class DynamoFleetStore implements FleetStore {
       start = out.LastEvaluatedKey;
     } while (start);
     return items;
-  }
-
-  /** Pages through each shard's query until `found` says yes; every shard stops once one has. */
-  async #anyShard(
-    inputFor: (shard: number) => QueryCommandInput,
-    found: (items: readonly Item[]) => boolean,
-  ): Promise<boolean> {
-    let hit = false;
-    await Promise.all(
-      shards.map(async (shard) => {
-        let start: Item | undefined;
-        do {
-          const out = await this.#doc.send(
-            new QueryCommand({ ...inputFor(shard), ExclusiveStartKey: start }),
-          );
-          if (found(out.Items ?? [])) hit = true;
-          start = out.LastEvaluatedKey;
-        } while (start && !hit);
-      }),
-    );
-    return hit;
   }
 
   async #transition(
@@ -233,6 +280,48 @@ function openTaskQuery(tasksTable: string, jobId: string, shard: number): QueryC
   };
 }
 
+const HINT_PREFIX = 'FLEETHINT#';
+/** The control-table key of a client's ready hint. */
+const hintKey = (clientId: string) => ({ pk: `${HINT_PREFIX}${clientId}`, sk: 'HINT' });
+/** BatchGetItems / BatchWriteItems in flight at once. */
+const BATCH_CONCURRENCY = 16;
+
+function clientProfile(item: Item): ClientProfile {
+  const { pk: _pk, sk: _sk, paused, ...settings } = item;
+  return { settings: settings as unknown as ClientSettings, paused: paused === true };
+}
+
+function leaseState(item: Item): LeaseState {
+  // DynamoDB drops a string set with its last member: absent means none in flight.
+  const inFlight = item.inFlight instanceof Set ? item.inFlight.size : 0;
+  return { token: Number(item.token ?? 0), expiresAt: Number(item.expiresAt ?? 0), inFlight };
+}
+
+function parseHint(item: Item): ReadyHint | undefined {
+  const { pk: _pk, sk: _sk, ...hint } = item;
+  if (typeof hint.clientId !== 'string' || typeof hint.checkedAt !== 'number') return undefined;
+  return hint as unknown as ReadyHint;
+}
+
+/** Runs `fn` over chunks of `size`, `limit` chunks at a time. */
+async function forEachChunk<T>(
+  items: readonly T[],
+  size: number,
+  limit: number,
+  fn: (chunk: T[]) => Promise<void>,
+): Promise<void> {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  let next = 0;
+  const worker = async () => {
+    while (next < chunks.length) await fn(chunks[next++] as T[]);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, chunks.length) }, worker));
+}
+
+const backoff = (attempt: number) =>
+  new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** attempt) * Math.random()));
+
 /** One page of a client's shard of the outstanding index, up to `readyBy`. */
 function readyTaskQuery(
   tasksTable: string,
@@ -244,7 +333,7 @@ function readyTaskQuery(
     TableName: tasksTable,
     IndexName: OUTSTANDING_INDEX,
     KeyConditionExpression: 'openPk = :pk AND openSk <= :ready',
-    ProjectionExpression: 'jobId',
+    ProjectionExpression: 'jobId, openSk',
     ExpressionAttributeValues: {
       ':pk': keys.openShardPk(clientId, shard),
       ':ready': `${iso(readyBy)}${HIGH}`,

@@ -9,7 +9,13 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { FleetWorkReader, LeaseEndpointReader } from '#shared/broker/ports.ts';
-import { FLEET_WORK_KEY, parseFleetWork } from '#shared/fleet/work-list.ts';
+import {
+  FLEET_WORK_KEY,
+  fleetWorkShardKey,
+  mergeFleetWork,
+  parseFleetWork,
+  parseFleetWorkShard,
+} from '#shared/fleet/work-list.ts';
 import type { CallsInFlightReader } from '#shared/jobs/api.ts';
 import { keys } from '#shared/jobs/model.ts';
 import {
@@ -254,12 +260,24 @@ export function makeDynamoLeaseStore(
   return new DynamoLeaseTable(doc, tableName, options);
 }
 
-/** Reads the fleet's work list (control table, pk=FLEET, sk=WORK) the job manager writes. */
+/**
+ * Reads the fleet's work list the job manager writes: its head (control table, pk=FLEET, sk=WORK)
+ * and, when the list is sharded, each shard it names (`WORK#{i}`), merged. `{ lists: false }`
+ * reads the head only (version and time: the drain check on every heartbeat).
+ */
 export function makeDynamoFleetWorkReader(doc: DynamoDBDocumentClient, tableName: string): FleetWorkReader {
+  const get = async (Key: Record<string, string>) =>
+    (await doc.send(new GetCommand({ TableName: tableName, Key }))).Item;
   return {
-    async read() {
-      const out = await doc.send(new GetCommand({ TableName: tableName, Key: FLEET_WORK_KEY }));
-      return parseFleetWork(out.Item);
+    async read(options) {
+      const head = parseFleetWork(await get(FLEET_WORK_KEY));
+      if (!head?.shards || options?.lists === false) return head;
+      const shards = await Promise.all(
+        Array.from({ length: head.shards }, async (_, i) =>
+          parseFleetWorkShard(await get(fleetWorkShardKey(i))),
+        ),
+      );
+      return mergeFleetWork(head, shards);
     },
   };
 }

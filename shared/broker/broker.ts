@@ -71,6 +71,9 @@ function bothEnded(calls: ServeEnd, messages: ServeEnd): ServeEnd {
   return { kind: 'no-work', nextReadyAt: next.length > 0 ? Math.min(...next) : undefined };
 }
 
+/** How many clients listed as served an idle broker tries per turn (see {@link Broker}'s turn). */
+const SERVED_TRIES_PER_TURN = 4;
+
 function shuffled(clients: readonly string[]): string[] {
   const out = [...clients];
   for (let i = out.length - 1; i > 0; i--) {
@@ -175,9 +178,18 @@ export class Broker {
       const held = this.#notBefore.get(c);
       return held === undefined || held.until <= now || listedAt > held.releasedAt;
     };
-    const candidates = order([...withWork, ...orphaned]).filter((c) =>
-      orphaned.has(c) ? (this.#adoptedNotBefore.get(c) ?? 0) <= now : mayTake(c),
-    );
+    // Clients a live broker held when the list was made are tried last, and only a few of them:
+    // each try reads a lease that is most likely still held. One released since (a drain, a
+    // SIGTERM) is found by a few tries in a small fleet, and by the next list in any fleet.
+    const served = new Set(work?.served ?? []);
+    const eligible = (c: string) =>
+      orphaned.has(c) ? (this.#adoptedNotBefore.get(c) ?? 0) <= now : mayTake(c);
+    const candidates = [
+      ...order([...withWork, ...orphaned].filter((c) => !served.has(c))).filter(eligible),
+      ...order([...withWork].filter((c) => served.has(c)))
+        .filter(eligible)
+        .slice(0, SERVED_TRIES_PER_TURN),
+    ];
     for (const clientId of candidates) {
       if (this.#stopReason) return true;
       const keeper = new LeaseKeeper({
@@ -326,7 +338,7 @@ export class Broker {
     const every = heartbeatInterval(settings.leaseMs);
     const tick = async () => {
       try {
-        const work = await fleet.read();
+        const work = await fleet.read({ lists: false });
         if (!done) this.#drainRequested(work?.desiredVersion);
       } catch (error) {
         logger.warn('work list not read', { error });

@@ -110,7 +110,11 @@ export interface BrokerTaskStore {
 
 /** Reads the work list the job manager writes (undefined before its first run). */
 export interface FleetWorkReader {
-  read(): Promise<FleetWork | undefined>;
+  /**
+   * The work list; with `{ lists: false }` a reader may leave its client lists out (they can be
+   * long) and answer only the version and time.
+   */
+  read(options?: { readonly lists?: boolean }): Promise<FleetWork | undefined>;
 }
 
 /** What a call's end tells the broker holding the client. */

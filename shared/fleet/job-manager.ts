@@ -5,21 +5,29 @@
  * Main course:
  * 1. start due jobs: every `scheduled` job whose `startAt` has come moves to `running`
  *    (a conditional write: of two runs at once, one starts it, the other sees it started);
- * 2. complete running jobs with no open task (`pending`, `in-flight` or `retry-wait`), again
+ * 2. read, in batches, each client with a running job: profile, lease and ready hint
+ *    (`shared/fleet/ready-hints.ts`: what the last runs learnt of its tasks);
+ * 3. complete running jobs with no open task (`pending`, `in-flight` or `retry-wait`), again
  *    conditionally on `running`, so a job paused or cancelled meanwhile is left alone. A job's
  *    counts move in the same transaction as each task's end, so while they say tasks are left
- *    the tasks are not read; once they say none are (or every `fullCheckEveryMs`, in case a count
- *    was lost), a consistent read of the tasks decides. Reading a million-task job's shards every
- *    minute only to find the first open task near their ends would cost more than the job.
+ *    the tasks are not read; once they say none are (or, in case a count was lost, once every
+ *    `fullCheckEveryMs` per job, in turns spread evenly over the runs and derived from the job's
+ *    id and the time, so a cold instance reads no more than a warm one), a consistent read of
+ *    the tasks decides. Reading a million-task job's shards every minute only to find the first open
+ *    task near their ends would cost more than the job.
  *    A running job that has reached its end (`endAt`, see `jobHasEnded`) with tasks left gets its
  *    expire sweep queued on the ingest queue (`shared/jobs/cancel.ts`: its waiting tasks end
  *    `expired`; calls in flight finish), once, then again every `fullCheckEveryMs` while it still
  *    runs (a retry written as the sweep passed its shard is caught then); it completes like any
  *    job once nothing is left open. A paused job is not looked at: it ends once resumed;
- * 3. find the clients with work they may do now: a running job not past its end, inside its
+ * 4. find the clients with work they may do now: a running job not past its end, inside its
  *    calling hours (the job's own, else the client's), the client not paused, and an outstanding
  *    task ready now (or within `lookaheadMs`, so a retry due before the next run finds a broker
- *    waiting).
+ *    waiting). The outstanding tasks are read only for a client whose hint no longer holds (its
+ *    open jobs or its lease changed, the window it read has passed, or its jittered sweep came
+ *    due), at most `maxTaskReadsPerRun` clients a run and none after `readForMs` (the rest are listed unread: a broker
+ *    too many, never a client forgotten); a hint made right after a change is read again a run
+ *    later before it is trusted for longer (the outstanding index is eventually consistent).
  *    Started calls leave the outstanding index, so a client whose open tasks are all in flight
  *    has no ready task: while its broker lives that is right (the broker is protected and ends
  *    them), but if the broker died or lost the lease, nobody would ever reconcile those calls
@@ -27,22 +35,34 @@
  *    expired while it still records calls in flight gets a broker too: in the work list when it
  *    may call now, else (paused, outside its hours) in `orphaned`, taken only to adopt and settle
  *    those calls — reconciling is not starting work, so hours and a pause do not hold it back;
- * 4. write the fleet's work list (those clients and the broker version that should serve),
- *    unless a newer run already wrote one;
- * 5. set the broker service's desired count to the number of those clients, at most
+ * 5. write the hints that changed, then the fleet's work list (those clients, which of them a
+ *    live broker holds, and the broker version that should serve; sharded when long, so it never
+ *    passes an item's size), unless a newer run already wrote one;
+ * 6. set the broker service's desired count to the number of those clients, at most
  *    `maxBrokers`. Scale-in only ever removes unprotected (idle) brokers, so lowering it never
  *    cuts a call.
  *
  * Every write is conditional or whole-item and idempotent: running twice at once, or the same
- * run twice (EventBridge delivers at least once), ends in the same state.
+ * run twice (EventBridge delivers at least once), ends in the same state. A run that crashes
+ * midway has written at most some hints (each one true of what it read, and checked against
+ * fresh marks before use) and, shards before head, part of a work list a minute old at worst.
  */
+import {
+  jitteredDue,
+  jobsMark,
+  leaseMark,
+  type ReadyHint,
+  readyFromHint,
+  sameHint,
+  turnComes,
+} from '#shared/fleet/ready-hints.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { expireSweepStart } from '#shared/jobs/cancel.ts';
 import { endedTasks, type Job, jobHasEnded } from '#shared/jobs/model.ts';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
 import { jobMayStartSomewhere } from '#shared/jobs/restrictions.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
-import type { EcsServiceScaler, FleetStore } from './ports.ts';
+import type { ClientState, EcsServiceScaler, FleetStore } from './ports.ts';
 
 export interface JobManagerOptions {
   readonly store: FleetStore;
@@ -59,18 +79,41 @@ export interface JobManagerOptions {
   readonly desiredVersion: () => string | Promise<string>;
   /** Tasks ready this much later still count as work now. Default: one minute (one run). */
   readonly lookaheadMs?: number;
-  /** Store calls in flight at once (per step). Default 8. */
+  /** Store calls in flight at once (per step; they are reads). Default 32. */
   readonly concurrency?: number;
   /**
-   * How often a job whose counts say tasks are left has its tasks read anyway (per job manager
-   * instance), so a count that went missing cannot keep a finished job running; and how often a
-   * job past its end that still runs gets its expire sweep queued again. Default 10 min.
+   * How often a job whose counts say tasks are left has its tasks read anyway (each job in its own
+   * turn, the turns spread over the period), so a count that went missing cannot keep a finished
+   * job running; and how often a job past its end that still runs gets its expire sweep queued
+   * again. Default 10 min.
    */
   readonly fullCheckEveryMs?: number;
+  /** How often the job manager is run (its schedule): each job's full check falls in one run a period. Default 1 min. */
+  readonly runEveryMs?: number;
+  /**
+   * How long a client's ready hint is trusted at most (jittered: from half to all of it) though
+   * nothing it marks changed: the sweep that finds ready work a writer left no mark of. Default 60 min.
+   */
+  readonly sweepEveryMs?: number;
+  /** How far ahead a read of a client's outstanding tasks looks, so a quiet client is not read every run. Default 30 min. */
+  readonly horizonMs?: number;
+  /**
+   * Most clients whose outstanding tasks a run reads, and most jobs whose tasks it reads for an
+   * open one because a check came due (each read is 16 queries); the rest wait for later runs.
+   * Default 1,000 each. With `readForMs`, bounds a run's time whatever happened since the last, so
+   * a run always ends, writes what it learnt, and the next one goes on from there.
+   */
+  readonly maxTaskReadsPerRun?: number;
+  /**
+   * No read of tasks starts later than this after the run began, or {@link MIN_READ_MS} after the
+   * step's reads began if that is later (so a run whose batch reads were slow still learns
+   * something). Default 20 s (the function's timeout is 50 s).
+   */
+  readonly readForMs?: number;
 }
 
 export interface JobManagerProblem {
-  readonly step: 'start' | 'complete' | 'expire' | 'client';
+  readonly step: 'start' | 'complete' | 'expire' | 'client' | 'hints';
   /** The job or client the step was about. */
   readonly id: string;
   readonly error: unknown;
@@ -88,6 +131,12 @@ export interface JobManagerResult {
   readonly clients: readonly string[];
   /** Clients with no work now but calls a dead broker left in flight, to adopt and settle (sorted). */
   readonly orphaned: readonly string[];
+  /** Of `clients`, those a live broker held at the run (sorted). */
+  readonly served: readonly string[];
+  /** Clients whose outstanding tasks this run read (the rest were answered by their hints). */
+  readonly read: number;
+  /** Clients listed unread because the run's reads ran out (`maxTaskReadsPerRun`). */
+  readonly unread: number;
   /** The desired count set, or undefined when a newer run's work list was found and kept. */
   readonly desiredCount: number | undefined;
   readonly desiredVersion: string;
@@ -99,7 +148,7 @@ export class InvalidJobManagerOptionsError extends Error {
   override name = 'InvalidJobManagerOptionsError';
 }
 
-/** Running jobs after step 2: every one seen, those that still have work, and what the step did. */
+/** Running jobs after step 3: every one seen, those that still have work, and what the step did. */
 interface RunningJobs {
   readonly running: ReadonlyMap<string, Job>;
   readonly active: readonly Job[];
@@ -107,15 +156,39 @@ interface RunningJobs {
   readonly expiring: readonly string[];
 }
 
-/** Clients that get a broker: to work now, or only to adopt and settle orphaned calls (both sorted). */
+/** Clients that get a broker: to work now, or only to adopt and settle orphaned calls (all sorted). */
 interface ClientsToServe {
   readonly clients: readonly string[];
   readonly orphaned: readonly string[];
+  readonly served: readonly string[];
+  readonly read: number;
+  readonly unread: number;
+}
+
+/** The least time a step may spend reading tasks, however long the run took to get there. */
+const MIN_READ_MS = 5_000;
+
+/** The reads a run may still make: a count, and a time after which none starts. */
+class ReadBudget {
+  #left: number;
+  readonly #clock: Clock;
+  readonly #until: number;
+  constructor(limit: number, clock: Clock, until: number) {
+    this.#left = limit;
+    this.#clock = clock;
+    this.#until = Math.max(until, clock.now() + MIN_READ_MS);
+  }
+  take(): boolean {
+    if (this.#left <= 0 || this.#clock.now() >= this.#until) return false;
+    this.#left -= 1;
+    return true;
+  }
 }
 
 /**
- * The job manager around its ports; {@link run} is one scheduled run. Between runs it remembers
- * when it last read each running job's tasks.
+ * The job manager around its ports; {@link run} is one scheduled run. What it must remember
+ * between runs is in the clients' ready hints (the store), so a fresh instance costs what a warm
+ * one does; only when it last queued each ended job's expire sweep is kept in memory.
  */
 export class JobManager {
   readonly #options: JobManagerOptions;
@@ -125,8 +198,11 @@ export class JobManager {
   readonly #lookaheadMs: number;
   readonly #concurrency: number;
   readonly #fullCheckEveryMs: number;
-  /** When this instance last read each running job's tasks. */
-  readonly #checkedAt = new Map<string, number>();
+  readonly #runEveryMs: number;
+  readonly #sweepEveryMs: number;
+  readonly #horizonMs: number;
+  readonly #maxTaskReads: number;
+  readonly #readForMs: number;
   /** When this instance last queued the expire sweep of each running job past its end. */
   readonly #sweptAt = new Map<string, number>();
 
@@ -141,8 +217,13 @@ export class JobManager {
     this.#scaler = options.scaler;
     this.#clock = options.clock;
     this.#lookaheadMs = options.lookaheadMs ?? 60_000;
-    this.#concurrency = options.concurrency ?? 8;
+    this.#concurrency = options.concurrency ?? 32;
     this.#fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
+    this.#runEveryMs = Math.min(options.runEveryMs ?? 60_000, this.#fullCheckEveryMs);
+    this.#sweepEveryMs = options.sweepEveryMs ?? 60 * 60_000;
+    this.#horizonMs = Math.max(options.horizonMs ?? 30 * 60_000, this.#lookaheadMs);
+    this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_000;
+    this.#readForMs = options.readForMs ?? 20_000;
   }
 
   /** One scheduled run (see the module comment for its steps). */
@@ -151,18 +232,24 @@ export class JobManager {
     const desiredVersion = await this.#options.desiredVersion();
     const problems: JobManagerProblem[] = [];
     const started = await this.#startDueJobs(now, problems);
-    const { running, active, completed, expiring } = await this.#completeFinishedJobs(started, now, problems);
-    const { clients, orphaned } = await this.#clientsToServe(active, now, problems);
-    for (const seen of [this.#checkedAt, this.#sweptAt])
-      for (const jobId of seen.keys()) if (!running.has(jobId)) seen.delete(jobId);
-    const desiredCount = await this.#sizeFleet(clients, orphaned, desiredVersion, now);
+    const running = await this.#runningJobs(started);
+    const states = await this.#store.clientStates([...new Set([...running.values()].map((j) => j.clientId))]);
+    const { active, completed, expiring } = await this.#completeFinishedJobs(running, now, problems);
+    const hints: ReadyHint[] = [];
+    const toServe = await this.#clientsToServe(active, states, hints, now, problems);
+    await this.#writeHints(states, hints, problems);
+    for (const jobId of this.#sweptAt.keys()) if (!running.has(jobId)) this.#sweptAt.delete(jobId);
+    const desiredCount = await this.#sizeFleet(toServe, desiredVersion, now);
     return {
       at: now,
       started: started.map((job) => job.jobId).sort(),
       completed: [...completed].sort(),
       expiring: [...expiring].sort(),
-      clients,
-      orphaned,
+      clients: toServe.clients,
+      orphaned: toServe.orphaned,
+      served: toServe.served,
+      read: toServe.read,
+      unread: toServe.unread,
       desiredCount,
       desiredVersion,
       problems,
@@ -183,23 +270,29 @@ export class JobManager {
     return started;
   }
 
-  /** 2. Running jobs, including the ones just started (the index may not show them yet). */
-  async #completeFinishedJobs(
-    started: readonly Job[],
-    now: number,
-    problems: JobManagerProblem[],
-  ): Promise<RunningJobs> {
+  /** Running jobs, including the ones just started (the index may not show them yet). */
+  async #runningJobs(started: readonly Job[]): Promise<Map<string, Job>> {
     const running = new Map<string, Job>();
     for (const job of await this.#store.runningJobs())
       if (job.status === 'running') running.set(job.jobId, job);
     for (const job of started) running.set(job.jobId, job);
+    return running;
+  }
+
+  /** 3. Completes the running jobs with no open task left; queues the sweep of those past their end. */
+  async #completeFinishedJobs(
+    running: ReadonlyMap<string, Job>,
+    now: number,
+    problems: JobManagerProblem[],
+  ): Promise<RunningJobs> {
     const completed: string[] = [];
     const expiring: string[] = [];
     const active: Job[] = [];
+    const budget = new ReadBudget(this.#maxTaskReads, this.#clock, now + this.#readForMs);
     await forEachLimited([...running.values()], this.#concurrency, async (job) => {
       let open: boolean;
       try {
-        open = await this.#hasOpenTask(job, now);
+        open = await this.#hasOpenTask(job, budget, now);
         if (!open && (await this.#store.completeJob(job, now))) completed.push(job.jobId);
       } catch (error) {
         problems.push({ step: 'complete', id: job.jobId, error });
@@ -230,17 +323,24 @@ export class JobManager {
     return true;
   }
 
-  /** Whether a running job still has work: its counts when they say so, else its tasks. */
-  async #hasOpenTask(job: Job, now: number): Promise<boolean> {
-    const last = this.#checkedAt.get(job.jobId);
-    if (tasksLeft(job) && last !== undefined && now - last < this.#fullCheckEveryMs) return true;
-    this.#checkedAt.set(job.jobId, now);
+  /**
+   * Whether a running job still has work: its counts while they say so, except in the job's turn
+   * of the full check; else its tasks. A turn that finds the run's reads spent is skipped (the next
+   * turn comes a period later); a job whose counts say nothing is left is read at once.
+   */
+  async #hasOpenTask(job: Job, budget: ReadBudget, now: number): Promise<boolean> {
+    if (tasksLeft(job)) {
+      const turn = turnComes(job.jobId, now, this.#fullCheckEveryMs, this.#runEveryMs);
+      if (!turn || !budget.take()) return true;
+    }
     return this.#store.hasOpenTask(job.jobId);
   }
 
-  /** 3. Clients with work they may do now, and clients with only orphaned calls to settle. */
+  /** 4. Clients with work they may do now, and clients with only orphaned calls to settle. */
   async #clientsToServe(
     active: readonly Job[],
+    states: ReadonlyMap<string, ClientState>,
+    hints: ReadyHint[],
     now: number,
     problems: JobManagerProblem[],
   ): Promise<ClientsToServe> {
@@ -249,10 +349,30 @@ export class JobManager {
       jobsByClient.set(job.clientId, [...(jobsByClient.get(job.clientId) ?? []), job]);
     const clients: string[] = [];
     const orphaned: string[] = [];
-    await forEachLimited([...jobsByClient], this.#concurrency, async ([clientId, jobs]) => {
+    const served: string[] = [];
+    const readyBy = now + this.#lookaheadMs;
+    // First what the hints answer, then reads, changed clients first, while the budget lasts.
+    const toRead: { clientId: string; open: Job[]; marks: { jobs: string; lease: string }; rank: number }[] =
+      [];
+    const place = (clientId: string, ready: boolean, open: readonly Job[]) => {
+      const lease = states.get(clientId)?.lease;
+      const live = lease !== undefined && now < lease.expiresAt;
+      if (ready) {
+        clients.push(clientId);
+        if (live) served.push(clientId);
+        return;
+      }
+      // Calls a dead broker left in flight: may it call now, the broker serves it as usual
+      // (adopting first); else it only adopts.
+      if (!lease || live || lease.inFlight === 0) return;
+      if (open.length > 0) clients.push(clientId);
+      else orphaned.push(clientId);
+    };
+    for (const [clientId, jobs] of jobsByClient) {
       try {
-        const profile = await this.#store.client(clientId);
-        if (!profile) return;
+        const state = states.get(clientId);
+        const profile = state?.profile;
+        if (!profile) continue;
         // A job past its end starts nothing more: it may only have calls in flight to settle.
         const open = profile.paused
           ? []
@@ -261,36 +381,93 @@ export class JobManager {
               // job read in its recipients' zones, their tasks' readyAt says who is open).
               jobMayStartSomewhere(profile.settings, job, now),
             );
-        const ids = open.map((job) => job.jobId);
-        if (ids.length > 0 && (await this.#store.hasReadyTask(clientId, ids, now + this.#lookaheadMs))) {
-          clients.push(clientId);
-          return;
+        if (open.length === 0) {
+          place(clientId, false, open);
+          continue;
         }
-        if (!(await this.#store.hasOrphanedCalls(clientId, now))) return;
-        // May it call now, the broker serves it as usual (adopting first); else it only adopts.
-        if (ids.length > 0) clients.push(clientId);
-        else orphaned.push(clientId);
+        const marks = { jobs: jobsMark(open), lease: leaseMark(state.lease, now) };
+        const ready = readyFromHint(state.hint, marks, now, readyBy);
+        if (ready !== undefined) {
+          place(clientId, ready, open);
+          continue;
+        }
+        const changed =
+          state.hint !== undefined &&
+          (state.hint.jobsMark !== marks.jobs || state.hint.leaseMark !== marks.lease);
+        toRead.push({ clientId, open, marks, rank: changed ? 0 : state.hint ? 2 : 1 });
+      } catch (error) {
+        problems.push({ step: 'client', id: clientId, error });
+      }
+    }
+    toRead.sort((a, b) => a.rank - b.rank);
+    const budget = new ReadBudget(this.#maxTaskReads, this.#clock, now + this.#readForMs);
+    let read = 0;
+    let unread = 0;
+    await forEachLimited(toRead, this.#concurrency, async ({ clientId, open, marks }) => {
+      if (!budget.take()) {
+        unread += 1;
+        place(clientId, true, open);
+        return;
+      }
+      try {
+        const hint = states.get(clientId)?.hint;
+        const next = await this.#store.nextReadyAt(
+          clientId,
+          open.map((job) => job.jobId),
+          now + this.#horizonMs,
+        );
+        read += 1;
+        // It stands until the sweep when its marks had not changed since the last reading, or
+        // when it found a task ready now (a task the index has not caught up with cannot make
+        // that answer wrong). Else it stands one run: a task written just before the read may
+        // not be indexed yet, so "nothing ready" is read once more before it is trusted.
+        const readyNow = next !== undefined && next <= readyBy;
+        const confirmed = readyNow || (hint?.jobsMark === marks.jobs && hint.leaseMark === marks.lease);
+        hints.push({
+          clientId,
+          checkedAt: now,
+          expiresAt: confirmed ? jitteredDue(clientId, now, this.#sweepEveryMs) : now + 1,
+          jobsMark: marks.jobs,
+          leaseMark: marks.lease,
+          ...(next === undefined ? {} : { nextReadyAt: next }),
+          quietUntil: now + this.#horizonMs,
+        });
+        place(clientId, readyNow, open);
       } catch (error) {
         problems.push({ step: 'client', id: clientId, error });
       }
     });
     clients.sort();
     orphaned.sort();
-    return { clients, orphaned };
+    served.sort();
+    return { clients, orphaned, served, read, unread };
+  }
+
+  /** 5. Writes each client's hint that changed (a failure is a problem of the run, not its end). */
+  async #writeHints(
+    states: ReadonlyMap<string, ClientState>,
+    hints: readonly ReadyHint[],
+    problems: JobManagerProblem[],
+  ): Promise<void> {
+    const changed = hints.filter((hint) => !sameHint(states.get(hint.clientId)?.hint, hint));
+    try {
+      await this.#store.putReadyHints(changed);
+    } catch (error) {
+      problems.push({ step: 'hints', id: `${changed.length} clients`, error });
+    }
   }
 
   /**
-   * 4 and 5. A run that finds a newer work list leaves the fleet to the run that wrote it.
+   * 5 and 6. A run that finds a newer work list leaves the fleet to the run that wrote it.
    * Returns the desired count set, or undefined when the work list was not written.
    */
   async #sizeFleet(
-    clients: readonly string[],
-    orphaned: readonly string[],
+    { clients, orphaned, served }: ClientsToServe,
     desiredVersion: string,
     now: number,
   ): Promise<number | undefined> {
     const written = await this.#store.putFleetWork(
-      fleetWorkItem({ clients, orphaned, desiredVersion, updatedAt: now }),
+      fleetWorkItem({ clients, orphaned, served, desiredVersion, updatedAt: now }),
     );
     if (!written) return undefined;
     const desiredCount = Math.min(clients.length + orphaned.length, this.#options.maxBrokers);

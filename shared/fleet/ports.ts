@@ -4,6 +4,7 @@
  * adapter is `shared/adapters/dynamo-fleet.ts`; the ECS one `shared/adapters/ecs-service.ts`;
  * locally, `local/ecs-service.ts` is the scaler.
  */
+import type { LeaseState, ReadyHint } from '#shared/fleet/ready-hints.ts';
 import type { FleetWork } from '#shared/fleet/work-list.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
 
@@ -19,6 +20,16 @@ export interface ClientProfile {
   readonly paused: boolean;
 }
 
+/** What a run reads of each client with a running job, in one batch. */
+export interface ClientState {
+  /** Undefined when the client is unknown. */
+  readonly profile: ClientProfile | undefined;
+  /** Its lease (read consistently); undefined when it was never taken. */
+  readonly lease: LeaseState | undefined;
+  /** What the job manager remembered of it (`shared/fleet/ready-hints.ts`). */
+  readonly hint: ReadyHint | undefined;
+}
+
 export type JobRef = Pick<Job, 'clientId' | 'jobId' | 'startAt'>;
 
 export interface FleetStore {
@@ -32,18 +43,21 @@ export interface FleetStore {
   completeJob(job: JobRef, now: number): Promise<boolean>;
   /** True when the job has a task in `pending`, `in-flight` or `retry-wait`. */
   hasOpenTask(jobId: string): Promise<boolean>;
-  /** True when one of `jobIds` (of `clientId`) has an outstanding task ready at or before `readyBy`. */
-  hasReadyTask(clientId: string, jobIds: readonly string[], readyBy: number): Promise<boolean>;
   /**
-   * True when the client's lease records calls in flight and has expired at `now` (released or
-   * run out: no live holder). Their broker died or lost the lease; those calls end only when a
-   * broker takes the client, adopts and settles them. False while a holder is alive.
+   * The earliest `readyAt` of an outstanding task of one of `jobIds` (of `clientId`) at or before
+   * `until`; undefined when there is none. From the outstanding index, which is eventually
+   * consistent: a task written a moment ago may be missing (the job manager reads a changed
+   * client again a run later before it trusts the answer).
    */
-  hasOrphanedCalls(clientId: string, now: number): Promise<boolean>;
-  client(clientId: string): Promise<ClientProfile | undefined>;
+  nextReadyAt(clientId: string, jobIds: readonly string[], until: number): Promise<number | undefined>;
+  /** Profile, lease and ready hint of each client (missing clients read as all undefined). */
+  clientStates(clientIds: readonly string[]): Promise<Map<string, ClientState>>;
+  /** Stores ready hints, each replacing the client's previous one. */
+  putReadyHints(hints: readonly ReadyHint[]): Promise<void>;
   /**
    * Writes the work list unless a newer one (greater `updatedAt`) is already stored; false when
-   * it was superseded, so a late run never undoes a newer one.
+   * it was superseded, so a late run never undoes a newer one. However many clients it lists, no
+   * item written passes DynamoDB's item limit (`splitFleetWork`).
    */
   putFleetWork(work: FleetWork): Promise<boolean>;
 }

@@ -4,7 +4,8 @@
  * of the job manager interleave as they would against the real table.
  */
 
-import type { ClientProfile, FleetStore, JobRef } from '#shared/fleet/ports.ts';
+import type { ClientProfile, ClientState, FleetStore, JobRef } from '#shared/fleet/ports.ts';
+import type { ReadyHint } from '#shared/fleet/ready-hints.ts';
 import type { FleetWork } from '#shared/fleet/work-list.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 
@@ -16,7 +17,14 @@ export class MemoryFleetStore implements FleetStore {
   readonly tasks = new Map<string, Task>();
   readonly clients = new Map<string, ClientProfile>();
   /** Leases by client: their expiry and the calls they record in flight (`{jobId}|{taskId}`). */
-  readonly leases = new Map<string, { readonly expiresAt: number; readonly inFlight: readonly string[] }>();
+  readonly leases = new Map<
+    string,
+    { readonly expiresAt: number; readonly inFlight: readonly string[]; readonly token?: number }
+  >();
+  /** Ready hints by client, as the job manager wrote them. */
+  readonly hints = new Map<string, ReadyHint>();
+  /** Clients whose outstanding tasks were read (`nextReadyAt`), in order. */
+  readonly taskReads: string[] = [];
   work: FleetWork | undefined;
   /** Job transitions that were written (not refused), in order. */
   readonly transitions: { jobId: string; to: Job['status'] }[] = [];
@@ -56,26 +64,45 @@ export class MemoryFleetStore implements FleetStore {
     return [...this.tasks.values()].some((task) => task.jobId === jobId && OPEN_STATES.has(task.state));
   }
 
-  async hasReadyTask(clientId: string, jobIds: readonly string[], readyBy: number): Promise<boolean> {
+  async nextReadyAt(clientId: string, jobIds: readonly string[], until: number): Promise<number | undefined> {
     await tick();
-    return [...this.tasks.values()].some(
-      (task) =>
-        task.clientId === clientId &&
-        jobIds.includes(task.jobId) &&
-        keys.outstandingIndex(task) !== undefined &&
-        task.readyAt <= readyBy,
+    this.taskReads.push(clientId);
+    const ready = [...this.tasks.values()]
+      .filter(
+        (task) =>
+          task.clientId === clientId &&
+          jobIds.includes(task.jobId) &&
+          keys.outstandingIndex(task) !== undefined &&
+          task.readyAt <= until,
+      )
+      .map((task) => task.readyAt);
+    return ready.length > 0 ? Math.min(...ready) : undefined;
+  }
+
+  async clientStates(clientIds: readonly string[]): Promise<Map<string, ClientState>> {
+    await tick();
+    return new Map(
+      clientIds.map((id) => {
+        const lease = this.leases.get(id);
+        return [
+          id,
+          {
+            profile: this.clients.get(id),
+            lease: lease && {
+              token: lease.token ?? 1,
+              expiresAt: lease.expiresAt,
+              inFlight: lease.inFlight.length,
+            },
+            hint: this.hints.get(id),
+          },
+        ] as const;
+      }),
     );
   }
 
-  async hasOrphanedCalls(clientId: string, now: number): Promise<boolean> {
+  async putReadyHints(hints: readonly ReadyHint[]): Promise<void> {
     await tick();
-    const lease = this.leases.get(clientId);
-    return lease !== undefined && lease.inFlight.length > 0 && !(now < lease.expiresAt);
-  }
-
-  async client(clientId: string): Promise<ClientProfile | undefined> {
-    await tick();
-    return this.clients.get(clientId);
+    for (const hint of hints) this.hints.set(hint.clientId, hint);
   }
 
   async putFleetWork(work: FleetWork): Promise<boolean> {

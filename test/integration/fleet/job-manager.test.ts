@@ -11,10 +11,11 @@ import { type EcsAgentEndpoint, startEcsAgent } from '#local/ecs-agent.ts';
 import { type LocalFleet, startLocalFleet } from '#local/ecs-service.ts';
 import { makeLocalJobManager } from '#local/job-manager.ts';
 import { makeDynamoFleetStore, publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
+import { makeDynamoFleetWorkReader } from '#shared/adapters/dynamo-leases.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler, FleetStore } from '#shared/fleet/ports.ts';
-import { parseFleetWork } from '#shared/fleet/work-list.ts';
+import { fleetWorkItem, parseFleetWork } from '#shared/fleet/work-list.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type TestCloud, testCloud } from '../../support/cloud.ts';
@@ -129,7 +130,10 @@ describe('the job manager on DynamoDB', () => {
 
   it('completes a job whose tasks are all final, across every shard, and takes it out of the index', async () => {
     await putClient('jm-done');
-    const done = job('jm-done');
+    // Its counts say every task has ended (a job whose counts say tasks are left is read only in its turn).
+    const done = job('jm-done', {
+      counts: { rows: 40, rejected: 0, skipped: 0, tasks: 40, completed: 26, failed: 14, cancelled: 0 },
+    });
     await putJob(done);
     for (let i = 0; i < 40; i++) {
       await putTask(task(done, { state: i % 3 === 0 ? 'failed' : 'completed', attempts: 1 }));
@@ -210,10 +214,16 @@ describe('the job manager on DynamoDB', () => {
       }),
     );
 
-    expect(await store.hasOrphanedCalls('jm-live', NOW)).toBe(false);
-    expect(await store.hasOrphanedCalls('jm-dead', NOW)).toBe(true);
-    expect(await store.hasOrphanedCalls('jm-released', NOW)).toBe(false);
-    expect(await store.hasOrphanedCalls('jm-never-leased', NOW)).toBe(false);
+    const states = await store.clientStates(['jm-live', 'jm-dead', 'jm-released', 'jm-never-leased']);
+    const orphaned = (id: string) => {
+      const lease = states.get(id)?.lease;
+      return lease !== undefined && lease.inFlight > 0 && !(NOW < lease.expiresAt);
+    };
+    expect(states.get('jm-dead')?.lease).toEqual({ token: 3, expiresAt: NOW, inFlight: 2 });
+    expect(orphaned('jm-live')).toBe(false);
+    expect(orphaned('jm-dead')).toBe(true);
+    expect(orphaned('jm-released')).toBe(false);
+    expect(orphaned('jm-never-leased')).toBe(false);
   });
 
   it('gives a broker to a paused client whose dead broker left calls in flight, to settle them only', async () => {
@@ -308,5 +318,48 @@ describe('the local job manager driving the local fleet', () => {
     await fleet.deploy('v2');
     expect((await workList())?.desiredVersion).toBe('v2');
     await fleet.waitUntil((f) => f.running().length === 1 && f.running()[0]?.version === 'v2', 60_000);
+  });
+
+  it('writes a work list of 20,000 clients as shards no item of which nears 400 KB, and a broker reads it whole', async () => {
+    const clients = Array.from({ length: 20_000 }, (_, i) => `cl${String(i).padStart(24, '0')}`);
+    // A control table of its own: the other tests' lists are not in the way.
+    const table = await createTable(cloud.ddb, `fleetwl${process.pid % 100000}`, tableSpec('control'));
+    const own = makeDynamoFleetStore(cloud.doc, { controlTable: table, tasksTable });
+    const at = NOW;
+    const written = await own.putFleetWork(
+      fleetWorkItem({ clients, served: clients.slice(0, 10_000), desiredVersion: 'v9', updatedAt: at }),
+    );
+    expect(written).toBe(true);
+    const reader = makeDynamoFleetWorkReader(cloud.doc, table);
+    const work = await reader.read();
+    expect(work?.desiredVersion).toBe('v9');
+    expect(work?.clients).toHaveLength(20_000);
+    expect(new Set(work?.clients)).toEqual(new Set(clients));
+    expect(work?.served).toHaveLength(10_000);
+    // The drain check reads the head only.
+    expect((await reader.read({ lists: false }))?.clients).toEqual([]);
+    // An older run's list is refused, shards and head alike.
+    expect(
+      await own.putFleetWork(fleetWorkItem({ clients: ['late'], desiredVersion: 'v8', updatedAt: at - 1 })),
+    ).toBe(false);
+    expect((await reader.read())?.clients).toHaveLength(20_000);
+    // A short list again: the head holds it, and the old shards are no longer read.
+    await own.putFleetWork(fleetWorkItem({ clients: ['only'], desiredVersion: 'v9', updatedAt: at + 1 }));
+    expect((await reader.read())?.clients).toEqual(['only']);
+  });
+
+  it('keeps ready hints between instances: a fresh job manager reads no task of a client whose hint holds', async () => {
+    await putClient('jm-hint');
+    const j = job('jm-hint', { startAt: NOW - MINUTE });
+    await putJob(j);
+    await putTask(task(j, { readyAt: NOW + 3 * 3600_000 }));
+    await manager(NOW + 70 * MINUTE).run();
+    await manager(NOW + 71 * MINUTE).run();
+    const states = await store.clientStates(['jm-hint']);
+    expect(states.get('jm-hint')?.hint?.quietUntil).toBeGreaterThan(NOW + 71 * MINUTE);
+    const checkedAt = states.get('jm-hint')?.hint?.checkedAt;
+    const result = await manager(NOW + 72 * MINUTE).run();
+    expect(result.clients).not.toContain('jm-hint');
+    expect((await store.clientStates(['jm-hint'])).get('jm-hint')?.hint?.checkedAt).toBe(checkedAt);
   });
 });

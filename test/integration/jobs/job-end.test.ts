@@ -89,9 +89,9 @@ function jobManager(clientId: string, now: () => number, sweeps: Pick<IngestQueu
     startJob: (job, at) => real.startJob(job, at),
     completeJob: (job, at) => real.completeJob(job, at),
     hasOpenTask: (jobId) => real.hasOpenTask(jobId),
-    hasReadyTask: (c, jobIds, readyBy) => real.hasReadyTask(c, jobIds, readyBy),
-    hasOrphanedCalls: (c, at) => real.hasOrphanedCalls(c, at),
-    client: (c) => real.client(c),
+    nextReadyAt: (c, jobIds, until) => real.nextReadyAt(c, jobIds, until),
+    clientStates: (ids) => real.clientStates(ids),
+    putReadyHints: (hints) => real.putReadyHints(hints),
     putFleetWork: async () => false,
   };
   return makeRunJobManager({

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { Broker, type BrokerSettings } from '#shared/broker/broker.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
-import { fleetWorkItem, parseFleetWork } from '#shared/fleet/work-list.ts';
+import {
+  fleetWorkItem,
+  mergeFleetWork,
+  parseFleetWork,
+  parseFleetWorkShard,
+  splitFleetWork,
+} from '#shared/fleet/work-list.ts';
 import type { Lease } from '#shared/lease/lease.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import { oneProvider } from '#shared/telephony/port.ts';
@@ -263,7 +269,54 @@ describe('a client listed for the calls a dead broker left in flight', () => {
   });
 });
 
+describe('the broker and a list of served clients', () => {
+  it('tries the clients no live broker held first', async () => {
+    const s = setup({ callMs: 3_000 });
+    s.fleet.work = fleetWorkItem({
+      clients: ['c1', 'c2'],
+      served: ['c1'],
+      desiredVersion: 'v1',
+      updatedAt: T0,
+    });
+    s.run();
+    await s.time.advance(1_000);
+    expect(s.leases.get('c2')?.owner).toBe('broker-1');
+    expect(s.leases.get('c1')).toBeUndefined();
+  });
+});
+
 describe('the work list', () => {
+  it('stays one item while short, and splits into shards of bounded size when long, losing no client', () => {
+    const short = fleetWorkItem({ clients: ['a', 'b'], desiredVersion: 'v1', updatedAt: T0 });
+    expect(splitFleetWork(short)).toEqual({ head: short, shards: [] });
+
+    const clients = Array.from({ length: 10_001 }, (_, i) => `cl${String(i).padStart(24, '0')}`);
+    const long = fleetWorkItem({
+      clients,
+      orphaned: ['zz-orphan'],
+      served: clients.slice(0, 5_000),
+      desiredVersion: 'v2',
+      updatedAt: T0,
+    });
+    const { head, shards } = splitFleetWork(long, 3_000);
+    expect(head.clients).toEqual([]);
+    expect(head.shards).toBe(4);
+    expect(shards.map((shard) => shard.sk)).toEqual(['WORK#0', 'WORK#1', 'WORK#2', 'WORK#3']);
+    for (const shard of shards) {
+      expect(shard.clients.length).toBeLessThan(3_300);
+      expect(Buffer.byteLength(JSON.stringify(shard))).toBeLessThan(200 * 1024);
+    }
+    const stored = parseFleetWork({ ...head })!;
+    const merged = mergeFleetWork(
+      stored,
+      shards.map((shard) => parseFleetWorkShard({ ...shard })),
+    );
+    expect([...merged.clients].sort()).toEqual(clients);
+    expect(merged.orphaned).toEqual(['zz-orphan']);
+    expect([...(merged.served ?? [])].sort()).toEqual(clients.slice(0, 5_000));
+    expect(merged.desiredVersion).toBe('v2');
+  });
+
   it('carries the orphaned clients when there are some, and reads a list written without them as none', () => {
     const item = fleetWorkItem({ clients: ['a'], orphaned: ['b'], desiredVersion: 'v1', updatedAt: T0 });
     expect(parseFleetWork({ ...item })).toEqual(item);
