@@ -24,7 +24,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from '#local/cloud.ts';
+import { assertJava17, LOCAL_CREDENTIALS, startLocalCloud } from '#local/cloud.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
@@ -456,7 +456,9 @@ console.log(
  * Java process on the cores the broker and the sandbox share, so its CPU time is printed too.
  */
 /** One run of the whole broker; `withXRaySdk` loads Powertools' Tracer first, as the broker did. */
-async function runWholeBroker(cloud: LocalCloud, withXRaySdk: boolean) {
+async function runWholeBroker(withXRaySdk: boolean) {
+  // A DynamoDB Local of its own: a second job in the same Java process ran ten times slower.
+  const cloud = await startLocalCloud();
   const sandbox = await freshSandbox();
   try {
     const proc = child(
@@ -494,22 +496,24 @@ async function runWholeBroker(cloud: LocalCloud, withXRaySdk: boolean) {
     return { r, javaSeconds, stats };
   } finally {
     await sandbox.stop();
+    await cloud.stop();
   }
 }
 
 if (brokerMessages > 0) {
-  let cloud: LocalCloud | undefined;
+  let javaReady = true;
   try {
-    cloud = await startLocalCloud();
+    assertJava17();
   } catch (error) {
+    javaReady = false;
     console.log(`\nthe whole broker on DynamoDB Local: skipped (${(error as Error).message})`);
   }
-  if (cloud) {
+  if (javaReady) {
     try {
       // Before: the broker's logger module also imported X-Ray's Tracer, whose cls-hooked async hook
       // taxes every promise. Same job, same tables' shape, run first so the machine is as warm for both.
-      const before = await runWholeBroker(cloud, true);
-      const { r, javaSeconds, stats } = await runWholeBroker(cloud, false);
+      const before = await runWholeBroker(true);
+      const { r, javaSeconds, stats } = await runWholeBroker(false);
       console.log(
         `\nthe whole broker on DynamoDB Local (worker/process.ts: lease, fenced claims, pipeline, outcome transactions), ${fmt(r.messages)} personalised messages, channel and sandbox at ${fmt(LINE_RATE)}/s:`,
       );
@@ -524,7 +528,7 @@ if (brokerMessages > 0) {
         `  broker CPU per message: ${fmt(perMessage(r), 3)} ms now vs ${fmt(perMessage(before.r), 3)} ms with X-Ray's SDK loaded as before (×${fmt(perMessage(before.r) / perMessage(r), 2)} less; ${fmt(before.r.messagesPerSecond)} msgs/s then)`,
       );
     } finally {
-      await cloud.stop();
+      // each run stopped its own cloud
     }
   }
 }
