@@ -410,28 +410,15 @@ export class JobManager {
         return;
       }
       try {
-        const hint = states.get(clientId)?.hint;
-        const next = await this.#store.nextReadyAt(
+        const { hint, readyNow } = await this.#readClient(
           clientId,
-          open.map((job) => job.jobId),
-          now + this.#horizonMs,
+          open,
+          marks,
+          states.get(clientId)?.hint,
+          now,
         );
         read += 1;
-        // It stands until the sweep when its marks had not changed since the last reading, or
-        // when it found a task ready now (a task the index has not caught up with cannot make
-        // that answer wrong). Else it stands one run: a task written just before the read may
-        // not be indexed yet, so "nothing ready" is read once more before it is trusted.
-        const readyNow = next !== undefined && next <= readyBy;
-        const confirmed = readyNow || (hint?.jobsMark === marks.jobs && hint.leaseMark === marks.lease);
-        hints.push({
-          clientId,
-          checkedAt: now,
-          expiresAt: confirmed ? jitteredDue(clientId, now, this.#sweepEveryMs) : now + 1,
-          jobsMark: marks.jobs,
-          leaseMark: marks.lease,
-          ...(next === undefined ? {} : { nextReadyAt: next }),
-          quietUntil: now + this.#horizonMs,
-        });
+        hints.push(hint);
         place(clientId, readyNow, open);
       } catch (error) {
         problems.push({ step: 'client', id: clientId, error });
@@ -441,6 +428,41 @@ export class JobManager {
     orphaned.sort();
     served.sort();
     return { clients, orphaned, served, read, unread };
+  }
+
+  /**
+   * Reads one client's outstanding tasks and makes its new hint. It stands until the sweep when its
+   * marks had not changed since the last reading, or when it found a task ready now (a task the
+   * index has not caught up with cannot make that answer wrong). Else it stands one run: a task
+   * written just before the read may not be indexed yet, so "nothing ready" is read once more
+   * before it is trusted.
+   */
+  async #readClient(
+    clientId: string,
+    open: readonly Job[],
+    marks: { jobs: string; lease: string },
+    hint: ReadyHint | undefined,
+    now: number,
+  ): Promise<{ hint: ReadyHint; readyNow: boolean }> {
+    const next = await this.#store.nextReadyAt(
+      clientId,
+      open.map((job) => job.jobId),
+      now + this.#horizonMs,
+    );
+    const readyNow = next !== undefined && next <= now + this.#lookaheadMs;
+    const confirmed = readyNow || (hint?.jobsMark === marks.jobs && hint.leaseMark === marks.lease);
+    return {
+      readyNow,
+      hint: {
+        clientId,
+        checkedAt: now,
+        expiresAt: confirmed ? jitteredDue(clientId, now, this.#sweepEveryMs) : now + 1,
+        jobsMark: marks.jobs,
+        leaseMark: marks.lease,
+        ...(next === undefined ? {} : { nextReadyAt: next }),
+        quietUntil: now + this.#horizonMs,
+      },
+    };
   }
 
   /** 5. Writes each client's hint that changed (a failure is a problem of the run, not its end). */
