@@ -111,6 +111,23 @@ function pauseButton(
   return pause;
 }
 
+/**
+ * Settings the form does not edit (a client's telephony, say): they go back as they came, since a
+ * PUT replaces the client and what it leaves out is removed.
+ */
+function settingsNotEdited(client: ClientSettings): Partial<ClientSettings> {
+  const {
+    clientId: _,
+    updatedAt: __,
+    paused: ___,
+    messageChannelId: ____,
+    jobDefaults: _____,
+    allowPartialDelivery: ______,
+    ...kept
+  } = client as ClientSettings & { updatedAt?: unknown };
+  return kept;
+}
+
 function settingsForm(
   app: App,
   path: string,
@@ -172,20 +189,9 @@ function settingsForm(
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     status.textContent = 'Saving…';
-    // Settings this form does not edit (a client's telephony, say) go back as they came: a PUT
-    // replaces the client, and what it leaves out is removed.
-    const {
-      clientId: _,
-      updatedAt: __,
-      paused: ___,
-      messageChannelId: ____,
-      jobDefaults: _____,
-      allowPartialDelivery: ______,
-      ...kept
-    } = client as ClientSettings & { updatedAt?: unknown };
     const jobDefaults = defaults.value();
     const body = {
-      ...kept,
+      ...settingsNotEdited(client),
       maxConcurrentCalls: Number(maxConcurrent.value),
       callsPerSecond: Number(perSecond.value),
       timeZone: zone.value,
