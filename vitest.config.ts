@@ -8,6 +8,9 @@ import { LongestFirstSequencer } from './test/support/sequencer.ts';
 export default defineConfig({
   test: {
     pool: 'forks',
+    // The tests' own SDK clients retry as the local cloud's processes do (DYNAMO_LOCAL_MAX_ATTEMPTS
+    // in local/cloud.ts: DynamoDB Local's write lock times out under load; AWS's would not).
+    env: { AWS_MAX_ATTEMPTS: '10' },
     maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 120_000,

@@ -249,6 +249,16 @@ async function provision(
 }
 
 /** The environment a Lambda handler or broker reads to reach the local cloud described by `info`. */
+/**
+ * The SDK's attempts per call on the local cloud (AWS's default is 3, which the stack keeps).
+ * DynamoDB Local serialises every write behind one process-wide lock and answers a write that
+ * waited too long with a 500 `InternalServerError` ("…waiting for a lock. This request will
+ * succeed in actual DynamoDB API"); on a 2-core machine running several suites against one
+ * DynamoDB Local, three attempts were not always enough (a fresh-clone CI lost three tests to it).
+ * More attempts of the SDK's own standard retry ride the lock out; nothing else differs from AWS.
+ */
+export const DYNAMO_LOCAL_MAX_ATTEMPTS = '10';
+
 export function cloudEnv(info: LocalCloudInfo): Record<string, string> {
   const env: Record<string, string> = {
     AWS_REGION: info.region,
@@ -259,6 +269,7 @@ export function cloudEnv(info: LocalCloudInfo): Record<string, string> {
     AWS_ENDPOINT_URL_SQS: info.sqsEndpoint,
     AWS_ENDPOINT_URL_S3: info.s3Endpoint,
     AWS_S3_FORCE_PATH_STYLE: 'true',
+    AWS_MAX_ATTEMPTS: DYNAMO_LOCAL_MAX_ATTEMPTS,
     STAGE: info.stage,
   };
   for (const spec of tables) env[spec.envVar] = info.tableNames[spec.id]!;

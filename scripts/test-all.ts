@@ -8,6 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
 
 interface Step {
   readonly name: string;
@@ -50,6 +51,8 @@ const IAM_CONFORMANCE: Step = {
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+/** What failed, one line each, repeated just above the last line (CI keeps only the output's tail). */
+const failures: string[] = [];
 
 const checks = Promise.all(steps.map(runStep));
 
@@ -79,7 +82,7 @@ if (existsSync(jsonFile)) {
     numFailedTests: number;
     numPendingTests: number;
     numTodoTests: number;
-    testResults: { status: string; assertionResults: unknown[] }[];
+    testResults: VitestFile[];
   };
   passed += report.numPassedTests;
   failed += report.numFailedTests;
@@ -87,23 +90,59 @@ if (existsSync(jsonFile)) {
   // A file that failed to load (syntax error, failing hook) has no test results of its own.
   failed += report.testResults.filter((f) => f.status === 'failed' && f.assertionResults.length === 0).length;
   if (vitestStatus !== 0 && report.numFailedTests === 0) failed++;
+  failures.push(...failedTestsOf(report.testResults));
 } else {
   failed++;
+  failures.push('vitest: no report written');
 }
 
-for (const ok of await checks) {
+const results = await checks;
+results.forEach((ok, i) => {
   if (ok) passed++;
-  else failed++;
-}
+  else {
+    failed++;
+    failures.push(`${steps[i]!.name}: failed`);
+  }
+});
 
 // Every AWS call the integration and e2e suites recorded, against the synthesized roles; only on a
 // whole run (`npm test -- some/file` records too little to judge).
 if (process.argv.length <= 2) {
   if (await runStep(IAM_CONFORMANCE)) passed++;
-  else failed++;
+  else {
+    failed++;
+    failures.push(`${IAM_CONFORMANCE.name}: failed`);
+  }
 }
 
 if (skipped) console.log(`\n${skipped} skipped`);
+if (failures.length) console.log(`\nFailed:\n${failures.map((f) => `  ${f}`).join('\n')}`);
 // The last line, exactly `N passed, N failed`: CI reads it.
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);
+
+/** A file's entry in vitest's JSON report (the part read here). */
+interface VitestFile {
+  name: string;
+  status: string;
+  message?: string;
+  assertionResults: { status: string; fullName: string; failureMessages?: string[] }[];
+}
+
+/** Each failed test as `file > name: first line of its error`; a file that failed to load by its message. */
+function failedTestsOf(files: VitestFile[]): string[] {
+  const out: string[] = [];
+  for (const file of files) {
+    const where = path.relative(process.cwd(), file.name);
+    const failedTests = file.assertionResults.filter((t) => t.status === 'failed');
+    if (file.status === 'failed' && failedTests.length === 0) {
+      out.push(`${where}: ${firstLine(file.message) || 'failed to load'}`);
+    }
+    for (const t of failedTests) out.push(`${where} > ${t.fullName}: ${firstLine(t.failureMessages?.[0])}`);
+  }
+  return out;
+}
+
+function firstLine(text: string | undefined): string {
+  return (text ?? '').split('\n', 1)[0]!.slice(0, 300);
+}
