@@ -13,6 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDemoJob } from '#local/demo-job.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
+import { until } from '../support/wait.ts';
 
 let stack: LocalStack;
 let dir: string;
@@ -41,14 +42,6 @@ afterAll(async () => {
   await stack?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
-
-async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** Tokyo's wall clock at `instant`, to the second (`2026-11-20T09:00:05`). */
 const tokyo = (instant: number) => new Date(instant + 9 * 3600_000).toISOString().slice(0, 19);
@@ -82,11 +75,11 @@ describe('contact time on the fleet', () => {
       },
     });
     try {
-      await waitFor(() => rings().length > 0, 'the first calls');
+      await until(() => rings().length > 0, 'the first calls');
       expect(Date.now()).toBeLessThan(periodStart);
 
       // Inside the period, the job's view says it waits for it, and until when.
-      await waitFor(() => Date.now() >= periodStart + 1_000, 'the period', 30_000);
+      await until(() => Date.now() >= periodStart + 1_000, 'the period', { timeoutMs: 30_000 });
       const jobs = (await stack.operator('GET', `/clients/${clientId}/jobs`)).json<{
         jobs: { jobId: string; waiting?: { reason: string; until?: string; message: string } }[];
       }>().jobs;
@@ -144,7 +137,9 @@ describe('contact time on the fleet', () => {
     });
     try {
       const utc = new Set(Array.from({ length: 12 }, (_, i) => `+81905200${1000 + i}`));
-      await waitFor(() => new Set(rings().map((r) => r.to)).size >= 12, 'the UTC recipients', 120_000);
+      await until(() => new Set(rings().map((r) => r.to)).size >= 12, 'the UTC recipients', {
+        timeoutMs: 120_000,
+      });
       // Every UTC recipient rang; no one in Tokyo did.
       expect(new Set(rings().map((r) => r.to))).toEqual(utc);
       const { jobs } = (await stack.operator('GET', `/clients/${clientId}/jobs`)).json<{
@@ -152,7 +147,7 @@ describe('contact time on the fleet', () => {
       }>();
       const [view] = jobs;
       expect(view?.status).toBe('running');
-      await waitFor(
+      await until(
         async () =>
           (await stack.operator('GET', `/clients/${clientId}/jobs/${view!.jobId}`)).json<{
             counts: { outstanding: number };

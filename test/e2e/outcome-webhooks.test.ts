@@ -21,6 +21,7 @@ import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { redriveDeadLetters } from '#shared/adapters/sqs-dlq-redrive.ts';
 import { outcomeFunctions } from '#shared/functions.ts';
 import { queueSpec } from '#shared/resources.ts';
+import { eventually } from '../support/wait.ts';
 
 const RECIPIENTS = 300;
 const CLIENT = 'outcomes-client';
@@ -50,20 +51,6 @@ let receiver: OutcomeReceiver;
 let dir: string;
 
 const userId = (i: number) => `U${(0xfeed0000 + i).toString(16)}${'0'.repeat(24)}`;
-
-async function until<T>(
-  probe: () => Promise<T | undefined> | T | undefined,
-  what: string,
-  ms = 120_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'error';
@@ -136,19 +123,20 @@ describe('a campaign with a receiver that fails', () => {
     await receiver.waitFor(() => taskEnds() >= 50, 120_000);
     await receiver.stop();
     const failedBefore = stack.outcomes.deliveries.stats().records;
-    await until(
+    await eventually(
       () => (stack.outcomes.deliveries.stats().records > failedBefore ? true : undefined),
       'a delivery tried while down',
+      { timeoutMs: 120_000 },
     );
     await receiver.start();
 
-    await until(
+    await eventually(
       async () => {
         const { json } = await stack.operator('GET', `/clients/${CLIENT}/jobs/${jobId}`);
         return json<{ status: string }>().status === 'completed' ? true : undefined;
       },
       'the job to complete',
-      180_000,
+      { timeoutMs: 180_000 },
     );
     const statuses = ['uploading', 'validating', 'scheduled', 'running', 'completed'];
     await receiver.waitFor((events) => {
@@ -220,7 +208,7 @@ describe('the dead-letter queue and its redrive', () => {
           MessageBody: JSON.stringify({ clientId: CLIENT, events: [event] }),
         }),
       );
-      await until(
+      await eventually(
         async () => {
           const out = await sqs.send(
             new GetQueueAttributesCommand({
@@ -231,7 +219,7 @@ describe('the dead-letter queue and its redrive', () => {
           return Number(out.Attributes?.ApproximateNumberOfMessages) === 1 ? true : undefined;
         },
         'the delivery in the DLQ',
-        60_000,
+        { timeoutMs: 60_000 },
       );
       expect(receiver.events().length).toBe(before);
 

@@ -18,6 +18,7 @@ import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#work
 import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
+import { eventually } from '../../support/wait.ts';
 
 const SECRET = 'suppression-callback-secret';
 const cloud = testCloud();
@@ -138,16 +139,6 @@ function brokerConfig(): BrokerConfig {
   );
 }
 
-async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
 
 describe('a number suppressed while its job runs', () => {
@@ -157,7 +148,9 @@ describe('a number suppressed while its job runs', () => {
     const broker = await startBrokerProcess(brokerConfig(), { doc: cloud.doc, logger: silentLogger });
     running.push(broker);
     // Once the first calls have rung, the last eight numbers go on the list.
-    await until(async () => (sandbox.stats(clientId).rings >= 2 ? true : undefined), 30_000);
+    await eventually(async () => (sandbox.stats(clientId).rings >= 2 ? true : undefined), 'two rings', {
+      timeoutMs: 30_000,
+    });
     const suppressed = Array.from({ length: 8 }, (_, i) => recipientOf(i + 4));
     const store = makeDynamoSuppressionStore(cloud.doc, controlTable);
     const at = Date.now();
@@ -172,10 +165,14 @@ describe('a number suppressed while its job runs', () => {
       })),
     );
     const listedAt = Date.now();
-    const tasks = await until(async () => {
-      const all = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
-      return all.every((t) => FINAL.has(t.state)) ? all : undefined;
-    }, 60_000);
+    const tasks = await eventually(
+      async () => {
+        const all = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
+        return all.every((t) => FINAL.has(t.state)) ? all : undefined;
+      },
+      'every task to end',
+      { timeoutMs: 60_000 },
+    );
 
     // The far side: no ring to a suppressed number started after the list was written.
     const late = sandbox.rings().filter((r) => suppressed.includes(r.to) && r.startedAt >= listedAt);
