@@ -361,18 +361,27 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
   const older: JobView[] = [];
   let first: JobView[] = [];
   const render = () => replace(rows, ...[...first, ...older].map((job) => jobRow(clientId, job)));
+  const state = h('p', { class: 'poll-state', role: 'status' });
+  // A page that cannot be read is said in the list's state line; the button stays to try again.
   more.addEventListener('click', async () => {
     if (!next) return;
-    const page = await app.api.json<{ jobs: JobView[]; next?: string }>(
-      'GET',
-      `${path}/jobs?limit=20&next=${encodeURIComponent(next)}`,
-    );
-    older.push(...page.jobs);
-    next = page.next;
-    more.hidden = !next;
-    render();
+    more.disabled = true;
+    try {
+      const page = await app.api.json<{ jobs: JobView[]; next?: string }>(
+        'GET',
+        `${path}/jobs?limit=20&next=${encodeURIComponent(next)}`,
+      );
+      older.push(...page.jobs);
+      next = page.next;
+      more.hidden = !next;
+      state.textContent = '';
+      render();
+    } catch (error) {
+      state.textContent = `Older jobs could not be read: ${(error as Error).message}`;
+    } finally {
+      more.disabled = false;
+    }
   });
-  const state = h('p', { class: 'poll-state', role: 'status' });
   replace(
     section,
     h(
