@@ -362,7 +362,8 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
   let first: JobView[] = [];
   const render = () => replace(rows, ...[...first, ...older].map((job) => jobRow(clientId, job)));
   const state = h('p', { class: 'poll-state', role: 'status' });
-  // A page that cannot be read is said in the list's state line; the button stays to try again.
+  // Beside the button, not in the state line (which each refresh rewrites); the button stays to try again.
+  const moreProblem = h('p', { class: 'form-errors', role: 'alert' });
   more.addEventListener('click', async () => {
     if (!next) return;
     more.disabled = true;
@@ -374,10 +375,10 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
       older.push(...page.jobs);
       next = page.next;
       more.hidden = !next;
-      state.textContent = '';
+      moreProblem.textContent = '';
       render();
     } catch (error) {
-      state.textContent = `Older jobs could not be read: ${(error as Error).message}`;
+      moreProblem.textContent = `Older jobs could not be read: ${(error as Error).message}`;
     } finally {
       more.disabled = false;
     }
@@ -414,6 +415,7 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
       rows,
     ),
     more,
+    moreProblem,
   );
   return poll({
     intervalMs: 5_000,
