@@ -159,9 +159,14 @@ describe("a job's series", () => {
       expect(requests.length, what).toBeLessThanOrEqual(5);
       // The tasks table is read only for the job's series partition: one Query, never a task shard.
       const ofTasksTable = requests.filter((r) => r.table === tasksTable);
-      expect(ofTasksTable.map((r) => r.operation), what).toEqual(['Query']);
+      expect(
+        ofTasksTable.map((r) => r.operation),
+        what,
+      ).toEqual(['Query']);
       expect(ofTasksTable[0]!.input.IndexName, what).toBeUndefined();
-      expect(JSON.stringify(ofTasksTable[0]!.input.ExpressionAttributeValues), what).toContain(`${jobId}#series`);
+      expect(JSON.stringify(ofTasksTable[0]!.input.ExpressionAttributeValues), what).toContain(
+        `${jobId}#series`,
+      );
     }
   });
 

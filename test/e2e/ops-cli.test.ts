@@ -266,7 +266,18 @@ describe('npm run ops', () => {
       return done;
     };
     const later = new Date(Date.now() + 3_600_000).toISOString();
-    const created = await run('jobs', 'create', '--client', CLIENT, '--csv', LIST, '--name', 'later', '--start-at', later);
+    const created = await run(
+      'jobs',
+      'create',
+      '--client',
+      CLIENT,
+      '--csv',
+      LIST,
+      '--name',
+      'later',
+      '--start-at',
+      later,
+    );
     expect(created.code, created.stderr).toBe(0);
     const jobId = created.stdout.trim();
     expect(created.stderr).toContain(`job ${jobId} created for client ops-client`);
@@ -279,7 +290,9 @@ describe('npm run ops', () => {
 
     const paused = await run('jobs', 'pause', '--client', CLIENT, jobId);
     expect(paused.code, paused.stderr).toBe(0);
-    expect(paused.stdout).toMatch(new RegExp(`^job ${jobId}: paused +▕░+▏ +0% · 0/3 ended · 3 outstanding\n$`));
+    expect(paused.stdout).toMatch(
+      new RegExp(`^job ${jobId}: paused +▕░+▏ +0% · 0/3 ended · 3 outstanding\n$`),
+    );
     const resumed = await run('jobs', 'resume', '--client', CLIENT, jobId);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toMatch(new RegExp(`^job ${jobId}: scheduled +▕`));

@@ -176,7 +176,10 @@ describe('sign-in to the console', () => {
       const deployedRoute = byKey.get(key)!;
       if (route.path.startsWith(`${CONSOLE_API_PREFIX}/`)) expect(route.auth, key).toBe('jwt');
       if (route.auth === 'jwt') {
-        expect(deployedRoute, key).toMatchObject({ AuthorizationType: 'JWT', AuthorizerId: { Ref: authorizerId } });
+        expect(deployedRoute, key).toMatchObject({
+          AuthorizationType: 'JWT',
+          AuthorizerId: { Ref: authorizerId },
+        });
       } else if (route.auth === 'iam') {
         expect(deployedRoute.AuthorizationType, key).toBe('AWS_IAM');
         expect(deployedRoute.AuthorizerId, key).toBeUndefined();
@@ -185,14 +188,17 @@ describe('sign-in to the console', () => {
       }
     }
     // The operator routes (IAM) are the console's, without the prefix.
-    const iam = routes.filter((r) => r.auth === 'iam').map((r) => `${r.method} ${CONSOLE_API_PREFIX}${r.path}`);
+    const iam = routes
+      .filter((r) => r.auth === 'iam')
+      .map((r) => `${r.method} ${CONSOLE_API_PREFIX}${r.path}`);
     expect(iam.length).toBeGreaterThan(10);
     for (const key of iam) expect(byKey.get(key)?.AuthorizationType, key).toBe('JWT');
   });
 
   it("outputs the console's URL (the HTTP API's /console) and its user pool id", () => {
     const { ConsoleUrl } = template.findOutputs('ConsoleUrl');
-    const [separator, parts] = (ConsoleUrl?.Value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
+    expect(ConsoleUrl).toBeDefined();
+    const [separator, parts] = (ConsoleUrl!.Value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
     expect(separator).toBe('');
     expect(parts.at(-1)).toBe('/console');
     expect(parts).toContainEqual({ Ref: logicalId(stack.api.api) });

@@ -24,7 +24,10 @@ export class DynamoRequestLog {
     return onEveryAwsClient({
       applyToStack(stack) {
         (stack as unknown as { add: (mw: unknown, options: unknown) => void }).add(
-          (next: (args: unknown) => Promise<unknown>, context: { clientName?: string; commandName?: string }) =>
+          (
+            next: (args: unknown) => Promise<unknown>,
+            context: { clientName?: string; commandName?: string },
+          ) =>
             async (args: { input?: Record<string, unknown> }) => {
               log.#record(context, args.input ?? {});
               return next(args);
@@ -46,7 +49,10 @@ export class DynamoRequestLog {
   }
 
   /** The DynamoDB requests `principal` (a function id) made while `run` ran. */
-  async during<T>(principal: string, run: () => Promise<T>): Promise<{ result: T; requests: DynamoRequest[] }> {
+  async during<T>(
+    principal: string,
+    run: () => Promise<T>,
+  ): Promise<{ result: T; requests: DynamoRequest[] }> {
     this.#principal = principal;
     this.#requests = [];
     try {

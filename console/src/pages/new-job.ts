@@ -110,7 +110,7 @@ async function createAndUpload(
     readonly result: HTMLElement;
   },
 ): Promise<boolean> {
-  const { form, progress, note, status, result } = ui;
+  const { form, progress, note, status } = ui;
   try {
     note.textContent = 'Creating the job…';
     const created = await app.api.json<{ jobId: string; upload?: { url: string } }>(
@@ -144,7 +144,12 @@ function watchIngest(
   app: App,
   path: string,
   jobId: string,
-  ui: { readonly form: HTMLElement; readonly note: HTMLElement; readonly status: HTMLElement; readonly result: HTMLElement },
+  ui: {
+    readonly form: HTMLElement;
+    readonly note: HTMLElement;
+    readonly status: HTMLElement;
+    readonly result: HTMLElement;
+  },
 ): void {
   const { form, note, status: problem, result } = ui;
   poll<JobView>({

@@ -34,7 +34,11 @@ async function uploaded(clientId: string, name: string, body: Buffer): Promise<s
   const created = await call('POST', `/clients/${clientId}/jobs`, { name });
   expect(created.status).toBe(201);
   const { jobId, upload } = created.body;
-  const put = await fetch(upload.url, { method: upload.method, body, headers: { 'content-type': 'text/csv' } });
+  const put = await fetch(upload.url, {
+    method: upload.method,
+    body,
+    headers: { 'content-type': 'text/csv' },
+  });
   expect(put.status, await put.text()).toBe(200);
   return jobId;
 }

@@ -366,11 +366,15 @@ describe('a list dropped in incoming/', () => {
   it('fails the job of a dropped file larger than the limit, as it fails an uploaded one', async () => {
     const w = world();
     await w.files.put('incoming/acme/huge.csv', mixedList, 'text/csv');
-    const [outcome] = await w.drain(w.objectEvent('incoming/acme/huge.csv', 'etag-huge', MAX_UPLOAD_BYTES * 2));
+    const [outcome] = await w.drain(
+      w.objectEvent('incoming/acme/huge.csv', 'etag-huge', MAX_UPLOAD_BYTES * 2),
+    );
     expect(outcome).toMatchObject({ kind: 'failed' });
     const [job] = [...w.jobs.rows.values()].map((r) => r.job);
     expect(job).toMatchObject({ name: 'huge', status: 'failed' });
-    expect(job!.failureReason).toMatch(/^the file is 2 GiB \(2147483648 bytes\): a list may be at most 1 GiB/);
+    expect(job!.failureReason).toMatch(
+      /^the file is 2 GiB \(2147483648 bytes\): a list may be at most 1 GiB/,
+    );
     expect(w.tasks.all.size).toBe(0);
   });
 
