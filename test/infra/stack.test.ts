@@ -201,7 +201,7 @@ describe('sign-in to the console', () => {
     const [separator, parts] = (ConsoleUrl!.Value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
     expect(separator).toBe('');
     expect(parts.at(-1)).toBe('/console');
-    expect(parts).toContainEqual({ Ref: logicalId(stack.api.api) });
+    expect(parts).toEqual([{ 'Fn::GetAtt': [logicalId(stack.api.api), 'ApiEndpoint'] }, '/console']);
     template.hasOutput('ConsoleUserPoolId', { Value: { Ref: logicalId(stack.console.userPool) } });
   });
 });
