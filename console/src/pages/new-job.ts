@@ -87,7 +87,14 @@ export function newJobPage(app: App, clientId: string): Page {
       ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
     };
     submit.disabled = true;
-    const ok = await createAndUpload(app, path, options, chosen, { form, progress, note, status, result });
+    const ok = await createAndUpload(app, path, options, chosen, {
+      form,
+      progress,
+      note,
+      status,
+      result,
+      submit,
+    });
     if (!ok) submit.disabled = false;
   });
   return {
@@ -96,19 +103,23 @@ export function newJobPage(app: App, clientId: string): Page {
   };
 }
 
+/** The parts of the new job page that the upload and the ingest's answer write to. */
+interface NewJobUi {
+  readonly form: HTMLElement;
+  readonly progress: HTMLProgressElement;
+  readonly note: HTMLElement;
+  readonly status: HTMLElement;
+  readonly result: HTMLElement;
+  readonly submit: HTMLButtonElement;
+}
+
 /** Creates the job, uploads its file to the presigned URL, then watches the ingest; false on a problem. */
 async function createAndUpload(
   app: App,
   path: string,
   options: Record<string, unknown>,
   chosen: File,
-  ui: {
-    readonly form: HTMLElement;
-    readonly progress: HTMLProgressElement;
-    readonly note: HTMLElement;
-    readonly status: HTMLElement;
-    readonly result: HTMLElement;
-  },
+  ui: NewJobUi,
 ): Promise<boolean> {
   const { form, progress, note, status } = ui;
   try {
@@ -140,18 +151,8 @@ async function createAndUpload(
  * Waits for the ingest to decide, then shows what it read and the first rows it refused; a list it
  * refused whole (not a CSV, too large) has the API's reason at the file's field and under the form.
  */
-function watchIngest(
-  app: App,
-  path: string,
-  jobId: string,
-  ui: {
-    readonly form: HTMLElement;
-    readonly note: HTMLElement;
-    readonly status: HTMLElement;
-    readonly result: HTMLElement;
-  },
-): void {
-  const { form, note, status: problem, result } = ui;
+function watchIngest(app: App, path: string, jobId: string, ui: NewJobUi): void {
+  const { form, note, status: problem, result, submit } = ui;
   poll<JobView>({
     intervalMs: 1_000,
     read: () => app.api.json<JobView>('GET', `${path}/jobs/${jobId}`),
@@ -161,6 +162,8 @@ function watchIngest(
         note.textContent = '';
         if (job.failureReason) showFieldErrors(form, { file: [job.failureReason] });
         problem.textContent = `The list was refused: ${job.failureReason ?? 'see the report'}`;
+        // Another file may be chosen and sent: it makes a new job.
+        submit.disabled = false;
       } else note.textContent = 'The list is read.';
       void showIngest(app, path, job, result).catch((error: Error) => {
         problem.textContent = error.message;
