@@ -24,6 +24,9 @@ const bucket = getStringFromEnv('UPLOAD_BUCKET');
 const queueUrl = getStringFromEnv('INGEST_QUEUE_URL');
 // 0 (unset): pause only when time runs low. Tests and benchmarks set it to force continuations.
 const maxRowsPerRun = getNumberFromEnv('INGEST_MAX_ROWS_PER_RUN', 0);
+// 0 (unset): MAX_UPLOAD_BYTES (shared/jobs/upload-limit.ts), the limit the console and the CLI
+// say. Tests lower it to see a file refused without uploading a gigabyte.
+const maxUploadBytes = getNumberFromEnv('INGEST_MAX_UPLOAD_BYTES', 0);
 
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
@@ -50,6 +53,7 @@ export const handler = observe(
       clock: { now: () => Date.now() },
       log,
       ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
+      ...(maxUploadBytes > 0 ? { maxUploadBytes } : {}),
     }),
     sweep: makeJobSweep({
       jobs,

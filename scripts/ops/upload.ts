@@ -6,12 +6,13 @@
 import { createReadStream, statSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { uploadTooLargeReason } from '#shared/jobs/upload-limit.ts';
 import { NetworkError, OpsError, UsageError } from './errors.ts';
 
-/** S3's largest single PUT. */
-export const MAX_PUT_BYTES = 5 * 1024 ** 3;
-
-/** The size of a list to upload; a usage error when it is not a readable file S3 would take. */
+/**
+ * The size of a list to upload; a usage error when it is not a readable file, or larger than the
+ * ingest reads (said in the ingest's words, before a job is created).
+ */
 export function listSize(file: string): number {
   let size: number;
   try {
@@ -24,7 +25,8 @@ export function listSize(file: string): number {
     throw new UsageError(`--csv: cannot read ${file}${code === 'ENOENT' ? ': no such file' : ` (${code})`}`);
   }
   if (size === 0) throw new UsageError(`--csv: ${file} is empty`);
-  if (size > MAX_PUT_BYTES) throw new UsageError(`--csv: ${file} is over S3's 5 GB for one upload`);
+  const tooLarge = uploadTooLargeReason(size);
+  if (tooLarge) throw new UsageError(`--csv: ${file}: ${tooLarge}`);
   return size;
 }
 

@@ -16,6 +16,9 @@
  *    advances with the cursor (conditional on the lease), and a continuation is sent.
  * 5. At the end: `validating` → `scheduled` with the counts, or `failed` with one clear reason.
  *
+ * A file larger than `MAX_UPLOAD_BYTES` (`upload-limit.ts`), by the size S3 reported for the
+ * object, fails its job before a byte is read, with a reason that names the limit.
+ *
  * A re-run after a crash repeats the step from the last stored cursor: task ids derive from job
  * and recipient and report pages are keyed by their first row, so nothing is written twice. Tasks
  * are only ever written while the job is `validating`, before any broker may start them.
@@ -40,6 +43,7 @@ import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type { ContinueIngestMessage, IngestClaim, IngestState, JobStores } from './ports.ts';
 import { recipientTiming } from './recipient-timing.ts';
 import { dropJobId, type UploadedObject, uploadTarget } from './s3-events.ts';
+import { uploadTooLargeReason } from './upload-limit.ts';
 import { JOB_DEFAULTS, type JobOptions, jobRetryOptions, parseJobOptions } from './validation.ts';
 
 export type IngestMessage =
@@ -81,6 +85,8 @@ export interface IngestJobDeps extends JobStores {
   readonly batchSize?: number;
   /** Pages between progress updates of the job's counts. */
   readonly progressEveryPages?: number;
+  /** The largest file read; default `MAX_UPLOAD_BYTES` (tests lower it to refuse a small file). */
+  readonly maxUploadBytes?: number;
 }
 
 /** Row estimate for sizing the duplicate filter: short rows (a number and a name) are ~25 bytes. */
@@ -344,6 +350,9 @@ class IngestStepRun {
       );
     if (!this.#job.source)
       return this.#finish({ status: 'failed', reason: 'the job has no uploaded file' }, this.#job.counts);
+    // S3's own count of the object's bytes, from its event: refused before a byte is read.
+    const tooLarge = uploadTooLargeReason(this.#state.size ?? 0, this.#deps.maxUploadBytes);
+    if (tooLarge) return this.#finish({ status: 'failed', reason: tooLarge }, this.#job.counts);
 
     const duplicates = await this.#duplicateFilter();
     const input = this.#rowsInput(client, this.#job.source.key, duplicates);

@@ -3,17 +3,20 @@
  * installs, driven by puppeteer-core) against the local stack with its broker fleet: an operator
  * signs in, creates a client (a field error first), uploads a list and sees its rejected rows with
  * the Japanese text intact, watches the job complete, downloads the report and checks its rows,
- * pauses and resumes a second job; a user of one client sees only that client. Every input is
- * labelled and the controls are reached with the keyboard. Screenshots go to
+ * pauses and resumes a second job (with the mouse, then with the keyboard alone), shows a retrying
+ * state while the API cannot be reached and recovers, refuses a list that is not a CSV with the API's
+ * reason and one over the size limit before uploading; a user of one client sees only that client.
+ * Every input is labelled and the controls are reached with the keyboard. Screenshots go to
  * `.test-results/screenshots` (`SCREENSHOTS_DIR=docs/screenshots` refreshes the README's).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import chromium from '@sparticuz/chromium';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from '#local/stack.ts';
+import { MAX_UPLOAD_BYTES, uploadTooLargeReason } from '#shared/jobs/upload-limit.ts';
 
 /**
  * The little of the DOM the page callbacks below touch, declared here: the project is typechecked
@@ -21,14 +24,17 @@ import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from '#local/st
  */
 interface PageElement {
   textContent: string | null;
+  tagName: string;
   value: string;
   hidden: boolean;
+  blur(): void;
   labels?: { length: number } | null;
   getAttribute(name: string): string | null;
   querySelectorAll(selector: string): PageElement[];
   dispatchEvent(event: unknown): boolean;
 }
 declare const document: {
+  activeElement: PageElement | null;
   querySelector(selector: string): PageElement | null;
   fonts: {
     check(font: string, text: string): boolean;
@@ -257,6 +263,79 @@ describe('the operator console in a browser', () => {
     expect(await text('.answer')).toBe('The job is scheduled.');
   });
 
+  it('pauses and resumes the job with the keyboard alone: Tab to the button, Enter', async () => {
+    await page.waitForSelector('[data-status="scheduled"]');
+    expect(await tabTo('Pause')).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('[data-status="paused"]');
+    expect(await text('.answer')).toBe('The job is paused.');
+    expect(await tabTo('Resume')).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('[data-status="scheduled"]');
+    expect(await text('.answer')).toBe('The job is scheduled.');
+  });
+
+  it('shows a retrying state while the API cannot be reached, keeps the job on the page, and recovers', async () => {
+    let failing = true;
+    const onRequest = (request: HTTPRequest) => {
+      if (request.isInterceptResolutionHandled()) return;
+      if (failing && request.url().includes('/console/api/')) void request.abort('failed');
+      else void request.continue();
+    };
+    await page.setRequestInterception(true);
+    page.on('request', onRequest);
+    try {
+      await page.waitForSelector('.poll-state.retrying', { timeout: 30_000 });
+      expect(await text('.poll-state')).toMatch(/^Cannot reach the API \(.+\); retrying in \d+ s…$/);
+      // Never a blank page: what was read last stays.
+      expect(await page.$('[data-status="scheduled"]')).not.toBeNull();
+      expect(await text('[data-count="tasks"]')).toBe('40');
+      failing = false;
+      await page.waitForSelector('.poll-state:not(.retrying)', { timeout: 60_000 });
+      expect(await text('.poll-state')).toBe('');
+      expect(await page.$('[data-status="scheduled"]')).not.toBeNull();
+    } finally {
+      page.off('request', onRequest);
+      await page.setRequestInterception(false);
+    }
+  });
+
+  it("refuses a list that is not a CSV with the API's reason at the file's field, and one over the limit before uploading", async () => {
+    // PNG bytes named .csv: S3 takes the upload; the ingest refuses the list and the page says why.
+    const png = path.resolve(import.meta.dirname, '../fixtures/csv/binary-png.csv');
+    await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}/jobs/new`);
+    await page.waitForSelector('form[aria-label="New job"]');
+    await page.type('#f-name', 'not a list');
+    await chooseFile(png);
+    await page.click('form[aria-label="New job"] button[type=submit]');
+    await waitForText('form[aria-label="New job"] .form-errors', /The list was refused/);
+    expect(await text('form[aria-label="New job"] .form-errors')).toBe(
+      'The list was refused: not a CSV file: it is a PNG image',
+    );
+    expect(await text('[data-field="file"] .field-error')).toBe('file: not a CSV file: it is a PNG image');
+
+    // Another file may be tried in the same form: a gigabyte and a byte (sparse: no disk), refused
+    // at its field before a job is created or a byte sent.
+    const huge = path.join(work, 'huge.csv');
+    writeFileSync(huge, '');
+    truncateSync(huge, MAX_UPLOAD_BYTES + 1);
+    const jobsBefore = (await stack.operator('GET', `/clients/${CLIENT}/jobs?limit=100`)).json<{
+      jobs: unknown[];
+    }>().jobs.length;
+    await page.waitForSelector('form[aria-label="New job"] button[type=submit]:not([disabled])');
+    await chooseFile(huge);
+    await page.click('form[aria-label="New job"] button[type=submit]');
+    await waitForText('[data-field="file"] .field-error', /a list may be at most/);
+    expect(await text('[data-field="file"] .field-error')).toBe(
+      `file: ${uploadTooLargeReason(MAX_UPLOAD_BYTES + 1)}`,
+    );
+    expect(await page.$eval('#f-file', (e) => e.getAttribute('aria-invalid'))).toBe('true');
+    const jobsAfter = (await stack.operator('GET', `/clients/${CLIENT}/jobs?limit=100`)).json<{
+      jobs: unknown[];
+    }>().jobs.length;
+    expect(jobsAfter).toBe(jobsBefore);
+  });
+
   it('adds a LINE channel and rotates its secret without ever showing it; looks up an opt-out', async () => {
     const secret = 'browser-first-secret-0001';
     const next = 'browser-next-secret-0002';
@@ -349,6 +428,30 @@ async function clickButton(label: string): Promise<void> {
     }
   }
   throw new Error(`no button "${label}"`);
+}
+
+/** Chooses `file` in the new job form's file input, as a user's pick does. */
+async function chooseFile(file: string): Promise<void> {
+  const input = await page.$('#f-file');
+  await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(file);
+  await page.$eval('#f-file', (e) => e.dispatchEvent(new Event('change')));
+}
+
+/**
+ * Presses Tab until the button named `label` has the focus: true once it has (it is in the page's
+ * tab order), false when it never comes round.
+ */
+async function tabTo(label: string): Promise<boolean> {
+  await page.evaluate(() => document.activeElement?.blur());
+  for (let presses = 0; presses < 80; presses++) {
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => {
+      const e = document.activeElement;
+      return e?.tagName === 'BUTTON' ? e.textContent : null;
+    });
+    if (focused === label) return true;
+  }
+  return false;
 }
 
 async function waitForFile(dir: string): Promise<string> {

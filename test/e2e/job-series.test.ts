@@ -3,16 +3,21 @@
  * window a second here) while it calls through the telephony sandbox, and the operator route
  * answers it. The series says what the far side saw: never more calls in flight than the limit,
  * never more starts a second than the line's rate, and every call the job started, counted once;
- * a message job's, every recipient LINE delivered to and every 429 it answered.
+ * a message job's, every recipient LINE delivered to and every 429 it answered. A refresh of the
+ * console's job page (the job and its newer windows) costs at most five DynamoDB requests, never a
+ * read of the job's tasks.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemoJob } from '#local/demo-job.ts';
+import { createJobWithList, putDemoClient, runDemoJob } from '#local/demo-job.ts';
 import { runDemoMessages } from '#local/demo-messages.ts';
-import { type LocalStack, startLocalStack } from '#local/stack.ts';
+import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from '#local/stack.ts';
+import type { JobView } from '#shared/jobs/api.ts';
 import type { JobSeriesAnswer } from '#shared/jobs/series.ts';
+import { CONSOLE_API_PREFIX } from '#shared/routes.ts';
+import { type DynamoRequest, DynamoRequestLog } from '../support/dynamo-requests.ts';
 import { eventually } from '../support/wait.ts';
 
 const LIMIT = 4;
@@ -21,6 +26,9 @@ const ROWS = 40;
 
 let stack: LocalStack;
 let dir: string;
+// Counts the jobs function's DynamoDB requests: installed before the stack builds its clients.
+const dynamoRequests = new DynamoRequestLog();
+dynamoRequests.install();
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'error';
@@ -105,6 +113,61 @@ describe("a job's series", () => {
     const seriesPath = `/clients/${clientId}/jobs/${view.jobId}/series`;
     const after = await stack.operator('GET', `${seriesPath}?since=${encodeURIComponent(last)}`);
     expect(after.json<JobSeriesAnswer>().samples).toEqual([]);
+  });
+
+  it("costs at most 5 DynamoDB requests a refresh of the console's job page, and never reads the job's tasks", async () => {
+    const clientId = 'series-refresh';
+    await putDemoClient(stack, { clientId, maxConcurrentCalls: LIMIT, callsPerSecond: RATE });
+    const jobId = await createJobWithList(
+      stack,
+      clientId,
+      { name: 'refreshed', channel: 'call', scenarioId: 'reminder', maxAttempts: 1 },
+      readFileSync(callList(ROWS)),
+    );
+    const token = (await stack.cognito.issueTokens(LOCAL_CONSOLE_USERS[0]!.username)).AccessToken;
+    const path = `${stack.api.url}${CONSOLE_API_PREFIX}/clients/${clientId}/jobs/${jobId}`;
+    const get = async <T>(url: string): Promise<T> => {
+      const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+      expect(response.status).toBe(200);
+      return (await response.json()) as T;
+    };
+    // The page's refresh, as console/src/pages/job.ts makes it: the job, and the windows after the last shown.
+    let since = new Date(Date.now() - 3_600_000).toISOString();
+    const refreshes: { status: string; requests: DynamoRequest[] }[] = [];
+    await eventually(
+      async () => {
+        const { result, requests } = await dynamoRequests.during('jobs-api', () =>
+          Promise.all([
+            get<JobView>(path),
+            get<JobSeriesAnswer>(`${path}/series?since=${encodeURIComponent(since)}`),
+          ]),
+        );
+        const [job, series] = result;
+        refreshes.push({ status: job.status, requests });
+        since = series.samples.at(-1)?.at ?? since;
+        return ['completed', 'failed', 'cancelled'].includes(job.status) ? job : undefined;
+      },
+      `job ${jobId} to end`,
+      { timeoutMs: 200_000, everyMs: 250 },
+    );
+    // Refreshed while it ran (the costliest refresh: the client's calls in flight too) and after.
+    expect(refreshes.map((r) => r.status)).toContain('running');
+    const tasksTable = stack.cloud.tableNames.tasks!;
+    for (const { status, requests } of refreshes) {
+      const what = `${status}: ${requests.map((r) => `${r.operation} ${r.table}`).join(', ')}`;
+      expect(requests.length, what).toBeGreaterThan(0);
+      expect(requests.length, what).toBeLessThanOrEqual(5);
+      // The tasks table is read only for the job's series partition: one Query, never a task shard.
+      const ofTasksTable = requests.filter((r) => r.table === tasksTable);
+      expect(
+        ofTasksTable.map((r) => r.operation),
+        what,
+      ).toEqual(['Query']);
+      expect(ofTasksTable[0]!.input.IndexName, what).toBeUndefined();
+      expect(JSON.stringify(ofTasksTable[0]!.input.ExpressionAttributeValues), what).toContain(
+        `${jobId}#series`,
+      );
+    }
   });
 
   it("shows a message job's messages and LINE's 429s, each counted once", async () => {

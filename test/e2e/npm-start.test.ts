@@ -95,6 +95,16 @@ describe('npm start', () => {
     const { child, output } = await start(['--messages', '150'], { webhookDemo: true });
     expect(output()).toMatch(/SQS \+ S3\s+http:\/\/127\.0\.0\.1:\d+/);
     expect(output()).toMatch(/HTTP API\s+http:\/\/127\.0\.0\.1:\d+/);
+    // The console's URL, printed once the stack is up, with who signs in; it serves the page.
+    const consoleLine =
+      /^\[switchboard\] console: (http:\/\/127\.0\.0\.1:\d+\/console) — sign in as admin \(every client\) or demo \(demo-client only\); /m.exec(
+        output(),
+      );
+    expect(consoleLine, output()).not.toBeNull();
+    const page = await fetch(consoleLine![1]!);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await page.text()).toMatch(/<script[^>]+src=/);
     // The webhook demo: signed events accepted, a redelivery recognised, a forgery refused, each
     // answer delivered once (greeting, the keyword answer, the fallback), no duplicate.
     expect(output()).toMatch(/demo: {3}→ 200/);

@@ -4,10 +4,11 @@
  * file) or through `--endpoint` with AWS credentials from the environment (the SDK's chain). It
  * checks client settings, a job created from a list with a rejected and a skipped row and watched
  * until done, the report, the opt-out lookup after an unfollow, and that errors are one line with
- * a non-zero exit status.
+ * a non-zero exit status; pause, resume and cancel of a job scheduled for later; a list too large
+ * refused before upload; and that no presigned URL's signature, credential or token is printed.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -17,6 +18,8 @@ import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { writeLocalState } from '#local/state-file.ts';
 import type { JobView } from '#shared/jobs/api.ts';
 import type { OptOutsAnswer } from '#shared/jobs/opt-outs.ts';
+import { MAX_UPLOAD_BYTES } from '#shared/jobs/upload-limit.ts';
+import { eventually } from '../support/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const OPS = path.join(ROOT, 'scripts/ops.ts');
@@ -243,6 +246,91 @@ describe('npm run ops', () => {
     expect(byRow['6']).toMatchObject({ outcome: 'skipped', reason: 'duplicate of row 2' });
     expect(byRow['2']!.recipient).toBe("'+819010000001");
     for (const row of ['2', '3', '5']) expect(['completed', 'failed']).toContain(byRow[row]!.outcome);
+  });
+
+  it('pauses, resumes and cancels a job scheduled for later, a status line and exit 0 each, and never prints a signature or a secret', async () => {
+    // A deployed stack's way: the user's credentials from the environment, a session token among
+    // them (the local stack checks the signature over it as AWS does).
+    const SESSION_TOKEN = 'ops-session-token-never-printed-0001';
+    const aws = {
+      AWS_REGION: stack.cloud.region,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_SESSION_TOKEN: SESSION_TOKEN,
+    };
+    const endpoint = ['--endpoint', stack.api.url];
+    const runs: Run[] = [];
+    const run = async (...args: string[]) => {
+      const done = await ops([...args, ...endpoint], aws);
+      runs.push(done);
+      return done;
+    };
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const created = await run(
+      'jobs',
+      'create',
+      '--client',
+      CLIENT,
+      '--csv',
+      LIST,
+      '--name',
+      'later',
+      '--start-at',
+      later,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const jobId = created.stdout.trim();
+    expect(created.stderr).toContain(`job ${jobId} created for client ops-client`);
+    // The ingest reads the list: the job waits for its start time, scheduled.
+    await eventually(async () => {
+      const shown = await run('jobs', 'show', '--client', CLIENT, jobId, '--json');
+      expect(shown.code, shown.stderr).toBe(0);
+      return (JSON.parse(shown.stdout) as JobView).status === 'scheduled' ? true : undefined;
+    }, `job ${jobId} to be scheduled`);
+
+    const paused = await run('jobs', 'pause', '--client', CLIENT, jobId);
+    expect(paused.code, paused.stderr).toBe(0);
+    expect(paused.stdout).toMatch(
+      new RegExp(`^job ${jobId}: paused +▕░+▏ +0% · 0/3 ended · 3 outstanding\n$`),
+    );
+    const resumed = await run('jobs', 'resume', '--client', CLIENT, jobId);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toMatch(new RegExp(`^job ${jobId}: scheduled +▕`));
+    const cancelled = await run('jobs', 'cancel', '--client', CLIENT, jobId);
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    expect(cancelled.stdout).toMatch(new RegExp(`^job ${jobId}: cancelled +▕`));
+    const json = await run('jobs', 'show', '--client', CLIENT, jobId, '--json');
+    expect((JSON.parse(json.stdout) as JobView).status).toBe('cancelled');
+    // A cancelled job cannot be resumed: one line, exit 1.
+    const again = await run('jobs', 'resume', '--client', CLIENT, jobId);
+    expect(again.code).toBe(1);
+    expect(errorLine(again)).toBe(
+      `error: POST /clients/ops-client/jobs/${jobId}/resume: 409 cannot resume a job that is cancelled`,
+    );
+
+    for (const { stdout, stderr } of runs) {
+      const printed = stdout + stderr;
+      expect(printed).not.toMatch(/X-Amz-(Signature|Credential|Security-Token|Date)|AWS4-HMAC-SHA256/i);
+      expect(printed).not.toContain(SESSION_TOKEN);
+      expect(printed).not.toContain(CHANNEL.channelSecret);
+      expect(printed).not.toContain(CHANNEL.accessToken);
+    }
+  });
+
+  it('refuses a list larger than the ingest reads before creating a job, in the words of the ingest', async () => {
+    const huge = path.join(dir, 'huge.csv');
+    writeFileSync(huge, '');
+    // Sparse: a gigabyte and a byte that take no disk.
+    truncateSync(huge, MAX_UPLOAD_BYTES + 1);
+    const before = await local('jobs', 'list', '--client', CLIENT, '--json');
+    const refused = await local('jobs', 'create', '--client', CLIENT, '--csv', huge);
+    expect(refused.code).toBe(2);
+    expect(errorLine(refused)).toBe(
+      `error: --csv: ${huge}: the file is 1.0 GiB (1073741825 bytes): a list may be at most 1 GiB (1073741824 bytes); split it into smaller lists`,
+    );
+    const after = await local('jobs', 'list', '--client', CLIENT, '--json');
+    const ids = (run: Run) => (JSON.parse(run.stdout) as { jobs: JobView[] }).jobs.map((j) => j.jobId);
+    expect(ids(after)).toEqual(ids(before));
   });
 
   it("looks up opt-outs: a user who unfollowed the client's channel, in its list only", async () => {

@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
+import { App, type CfnElement } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '#cdk/app.ts';
 import type { SwitchboardStack } from '#cdk/stack.ts';
+import { CONSOLE_API_PREFIX, routes } from '#shared/routes.ts';
 
 let stack: SwitchboardStack;
 // Synthesized into folders removed afterwards (an App without outdir leaves one in /tmp per run).
@@ -120,6 +121,88 @@ describe('stateful resources', () => {
         ]),
       },
     });
+  });
+});
+
+describe('sign-in to the console', () => {
+  const logicalId = (construct: { node: { defaultChild?: unknown } }) =>
+    stack.getLogicalId(construct.node.defaultChild as CfnElement);
+
+  it('has one Cognito user pool of invited operators, and an app client without a secret', () => {
+    template.resourceCountIs('AWS::Cognito::UserPool', 1);
+    template.hasResourceProperties('AWS::Cognito::UserPool', {
+      UserPoolName: 'switchboard-prod-operators',
+      AdminCreateUserConfig: { AllowAdminCreateUserOnly: true },
+    });
+    template.hasResourceProperties('AWS::Cognito::UserPoolClient', {
+      UserPoolId: { Ref: logicalId(stack.console.userPool) },
+      GenerateSecret: false,
+    });
+  });
+
+  it("verifies the console's tokens with a JWT authorizer whose issuer is the user pool and audience its app client", () => {
+    template.resourceCountIs('AWS::ApiGatewayV2::Authorizer', 1);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
+      AuthorizerType: 'JWT',
+      IdentitySource: ['$request.header.Authorization'],
+      JwtConfiguration: {
+        Audience: [{ Ref: logicalId(stack.console.appClient) }],
+        Issuer: {
+          'Fn::Join': [
+            '',
+            [
+              'https://cognito-idp.',
+              { Ref: 'AWS::Region' },
+              '.amazonaws.com/',
+              { Ref: logicalId(stack.console.userPool) },
+            ],
+          ],
+        },
+      },
+    });
+  });
+
+  it('puts every console API route behind the JWT authorizer, every operator route behind IAM, nothing else behind either', () => {
+    const [authorizerId] = Object.keys(template.findResources('AWS::ApiGatewayV2::Authorizer'));
+    const deployed = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
+      (r) => r.Properties as { RouteKey: string; AuthorizationType?: string; AuthorizerId?: unknown },
+    );
+    const byKey = new Map(deployed.map((r) => [r.RouteKey, r]));
+    expect([...byKey.keys()].sort()).toEqual(routes.map((r) => `${r.method} ${r.path}`).sort());
+    const consoleApi = routes.filter((r) => r.path.startsWith(`${CONSOLE_API_PREFIX}/`));
+    expect(consoleApi.length).toBeGreaterThan(10);
+    for (const route of routes) {
+      const key = `${route.method} ${route.path}`;
+      const deployedRoute = byKey.get(key)!;
+      if (route.path.startsWith(`${CONSOLE_API_PREFIX}/`)) expect(route.auth, key).toBe('jwt');
+      if (route.auth === 'jwt') {
+        expect(deployedRoute, key).toMatchObject({
+          AuthorizationType: 'JWT',
+          AuthorizerId: { Ref: authorizerId },
+        });
+      } else if (route.auth === 'iam') {
+        expect(deployedRoute.AuthorizationType, key).toBe('AWS_IAM');
+        expect(deployedRoute.AuthorizerId, key).toBeUndefined();
+      } else {
+        expect(deployedRoute.AuthorizationType ?? 'NONE', key).toBe('NONE');
+      }
+    }
+    // The operator routes (IAM) are the console's, without the prefix.
+    const iam = routes
+      .filter((r) => r.auth === 'iam')
+      .map((r) => `${r.method} ${CONSOLE_API_PREFIX}${r.path}`);
+    expect(iam.length).toBeGreaterThan(10);
+    for (const key of iam) expect(byKey.get(key)?.AuthorizationType, key).toBe('JWT');
+  });
+
+  it("outputs the console's URL (the HTTP API's /console) and its user pool id", () => {
+    const { ConsoleUrl } = template.findOutputs('ConsoleUrl');
+    expect(ConsoleUrl).toBeDefined();
+    const [separator, parts] = (ConsoleUrl!.Value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
+    expect(separator).toBe('');
+    expect(parts.at(-1)).toBe('/console');
+    expect(parts).toEqual([{ 'Fn::GetAtt': [logicalId(stack.api.api), 'ApiEndpoint'] }, '/console']);
+    template.hasOutput('ConsoleUserPoolId', { Value: { Ref: logicalId(stack.console.userPool) } });
   });
 });
 

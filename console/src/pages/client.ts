@@ -361,18 +361,28 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
   const older: JobView[] = [];
   let first: JobView[] = [];
   const render = () => replace(rows, ...[...first, ...older].map((job) => jobRow(clientId, job)));
+  const state = h('p', { class: 'poll-state', role: 'status' });
+  // Beside the button, not in the state line (which each refresh rewrites); the button stays to try again.
+  const moreProblem = h('p', { class: 'form-errors', role: 'alert' });
   more.addEventListener('click', async () => {
     if (!next) return;
-    const page = await app.api.json<{ jobs: JobView[]; next?: string }>(
-      'GET',
-      `${path}/jobs?limit=20&next=${encodeURIComponent(next)}`,
-    );
-    older.push(...page.jobs);
-    next = page.next;
-    more.hidden = !next;
-    render();
+    more.disabled = true;
+    try {
+      const page = await app.api.json<{ jobs: JobView[]; next?: string }>(
+        'GET',
+        `${path}/jobs?limit=20&next=${encodeURIComponent(next)}`,
+      );
+      older.push(...page.jobs);
+      next = page.next;
+      more.hidden = !next;
+      moreProblem.textContent = '';
+      render();
+    } catch (error) {
+      moreProblem.textContent = `Older jobs could not be read: ${(error as Error).message}`;
+    } finally {
+      more.disabled = false;
+    }
   });
-  const state = h('p', { class: 'poll-state', role: 'status' });
   replace(
     section,
     h(
@@ -405,6 +415,7 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
       rows,
     ),
     more,
+    moreProblem,
   );
   return poll({
     intervalMs: 5_000,

@@ -3,15 +3,13 @@
  * the presigned S3 URL with a progress bar, then the ingest's result as soon as it is known —
  * rows, tasks, and the first rejected or skipped rows with row, column and reason.
  */
+import { uploadTooLargeReason } from '#shared/jobs/upload-limit.ts';
 import { ApiError, uploadFile } from '../api.ts';
 import type { App, Page } from '../app.ts';
 import { field, h, replace, showFieldErrors } from '../dom.ts';
 import { poll } from '../poll.ts';
 import type { JobView, RowProblem } from '../types.ts';
 import { countList, crumbs, dropZone } from './parts.ts';
-
-/** Refused before upload: S3 would take it, but no call list is this large. */
-const MAX_FILE_BYTES = 1024 * 1024 * 1024;
 
 export function newJobPage(app: App, clientId: string): Page {
   const path = `/clients/${encodeURIComponent(clientId)}`;
@@ -77,8 +75,9 @@ export function newJobPage(app: App, clientId: string): Page {
     const chosen = drop.chosen();
     if (!chosen) return showFieldErrors(form, { file: ['choose a CSV file'] });
     if (chosen.size === 0) return showFieldErrors(form, { file: ['the file is empty'] });
-    if (chosen.size > MAX_FILE_BYTES)
-      return showFieldErrors(form, { file: ['the file is larger than 1 GB'] });
+    // The ingest's own rule, in its words: refused here before a byte is sent.
+    const tooLarge = uploadTooLargeReason(chosen.size);
+    if (tooLarge) return showFieldErrors(form, { file: [tooLarge] });
     const options = {
       name: name.value.trim(),
       channel: channel.value,
@@ -88,7 +87,14 @@ export function newJobPage(app: App, clientId: string): Page {
       ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
     };
     submit.disabled = true;
-    const ok = await createAndUpload(app, path, options, chosen, { form, progress, note, status, result });
+    const ok = await createAndUpload(app, path, options, chosen, {
+      form,
+      progress,
+      note,
+      status,
+      result,
+      submit,
+    });
     if (!ok) submit.disabled = false;
   });
   return {
@@ -97,21 +103,25 @@ export function newJobPage(app: App, clientId: string): Page {
   };
 }
 
+/** The parts of the new job page that the upload and the ingest's answer write to. */
+interface NewJobUi {
+  readonly form: HTMLElement;
+  readonly progress: HTMLProgressElement;
+  readonly note: HTMLElement;
+  readonly status: HTMLElement;
+  readonly result: HTMLElement;
+  readonly submit: HTMLButtonElement;
+}
+
 /** Creates the job, uploads its file to the presigned URL, then watches the ingest; false on a problem. */
 async function createAndUpload(
   app: App,
   path: string,
   options: Record<string, unknown>,
   chosen: File,
-  ui: {
-    readonly form: HTMLElement;
-    readonly progress: HTMLProgressElement;
-    readonly note: HTMLElement;
-    readonly status: HTMLElement;
-    readonly result: HTMLElement;
-  },
+  ui: NewJobUi,
 ): Promise<boolean> {
-  const { form, progress, note, status, result } = ui;
+  const { form, progress, note, status } = ui;
   try {
     note.textContent = 'Creating the job…';
     const created = await app.api.json<{ jobId: string; upload?: { url: string } }>(
@@ -126,7 +136,7 @@ async function createAndUpload(
       note.textContent = `Uploading… ${Math.round((sent / total) * 100)} %`;
     });
     note.textContent = 'Uploaded. Reading the list…';
-    watchIngest(app, path, created.jobId, result, note, status);
+    watchIngest(app, path, created.jobId, ui);
     return true;
   } catch (error) {
     note.textContent = '';
@@ -137,15 +147,12 @@ async function createAndUpload(
   }
 }
 
-/** Waits for the ingest to decide, then shows what it read and the first rows it refused. */
-function watchIngest(
-  app: App,
-  path: string,
-  jobId: string,
-  result: HTMLElement,
-  note: HTMLElement,
-  problem: HTMLElement,
-): void {
+/**
+ * Waits for the ingest to decide, then shows what it read and the first rows it refused; a list it
+ * refused whole (not a CSV, too large) has the API's reason at the file's field and under the form.
+ */
+function watchIngest(app: App, path: string, jobId: string, ui: NewJobUi): void {
+  const { form, note, status: problem, result, submit } = ui;
   poll<JobView>({
     intervalMs: 1_000,
     read: () => app.api.json<JobView>('GET', `${path}/jobs/${jobId}`),
@@ -153,7 +160,10 @@ function watchIngest(
       if (job.status === 'uploading' || job.status === 'validating') return undefined;
       if (job.status === 'failed') {
         note.textContent = '';
+        if (job.failureReason) showFieldErrors(form, { file: [job.failureReason] });
         problem.textContent = `The list was refused: ${job.failureReason ?? 'see the report'}`;
+        // Another file may be chosen and sent: it makes a new job.
+        submit.disabled = false;
       } else note.textContent = 'The list is read.';
       void showIngest(app, path, job, result).catch((error: Error) => {
         problem.textContent = error.message;

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { makeJobsApi } from '#shared/jobs/api.ts';
 import { type IngestMessage, makeIngestJob } from '#shared/jobs/ingest.ts';
 import type { UploadedObject } from '#shared/jobs/s3-events.ts';
+import { MAX_UPLOAD_BYTES } from '#shared/jobs/upload-limit.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import { silentLogger } from '#shared/log.ts';
 import {
@@ -53,13 +54,14 @@ function world(options: { maxRowsPerRun?: number; batchSize?: number; optedOut?:
     }
     return outcomes;
   };
-  const objectEvent = (key: string, eTag = 'etag-1'): IngestMessage => ({
+  /** S3's event for `key`; `size` is what S3 reports (the stored bytes unless a test says). */
+  const objectEvent = (key: string, eTag = 'etag-1', size?: number): IngestMessage => ({
     kind: 'object',
     object: {
       bucket: BUCKET,
       key,
       eTag,
-      size: files.objects.get(key)?.byteLength ?? 0,
+      size: size ?? files.objects.get(key)?.byteLength ?? 0,
       eventTime: NOW,
     } satisfies UploadedObject,
   });
@@ -288,6 +290,27 @@ describe('ingest of an uploaded list', () => {
     expect(job.failureReason).toMatch(/phone/);
   });
 
+  it('fails the job of a file larger than the limit before reading it, with a reason naming the limit', async () => {
+    const w = world();
+    const { jobId, key } = await uploadedJob(w);
+    // S3 says how large the object is: a list of a gigabyte and one byte more.
+    const [outcome] = await w.drain(w.objectEvent(key, 'etag-1', MAX_UPLOAD_BYTES + 1));
+    expect(outcome).toMatchObject({ kind: 'failed', jobId });
+    const job = await w.api.getJob('acme', jobId);
+    expect(job.status).toBe('failed');
+    expect(job.failureReason).toBe(
+      'the file is 1.0 GiB (1073741825 bytes): a list may be at most 1 GiB (1073741824 bytes); split it into smaller lists',
+    );
+    expect(job.counts.rows).toBe(0);
+    expect(w.tasks.all.size).toBe(0);
+
+    // A file of exactly the limit is read.
+    const at = await uploadedJob(w);
+    expect((await w.drain(w.objectEvent(at.key, 'etag-1', MAX_UPLOAD_BYTES)))[0]).toMatchObject({
+      kind: 'scheduled',
+    });
+  });
+
   it('stops at the next step when the job is cancelled while it is validated', async () => {
     const w = world({ batchSize: 2, maxRowsPerRun: 2 });
     const { jobId, key } = await uploadedJob(w);
@@ -338,6 +361,21 @@ describe('a list dropped in incoming/', () => {
       ['plain', 'scheduled', 'default'],
     ]);
     expect(jobs[0]!.failureReason).toMatch(/sidecar incoming\/acme\/bad\.json is invalid: maxAttempts/);
+  });
+
+  it('fails the job of a dropped file larger than the limit, as it fails an uploaded one', async () => {
+    const w = world();
+    await w.files.put('incoming/acme/huge.csv', mixedList, 'text/csv');
+    const [outcome] = await w.drain(
+      w.objectEvent('incoming/acme/huge.csv', 'etag-huge', MAX_UPLOAD_BYTES * 2),
+    );
+    expect(outcome).toMatchObject({ kind: 'failed' });
+    const [job] = [...w.jobs.rows.values()].map((r) => r.job);
+    expect(job).toMatchObject({ name: 'huge', status: 'failed' });
+    expect(job!.failureReason).toMatch(
+      /^the file is 2 GiB \(2147483648 bytes\): a list may be at most 1 GiB/,
+    );
+    expect(w.tasks.all.size).toBe(0);
   });
 
   it('ignores a drop for a client without settings', async () => {
