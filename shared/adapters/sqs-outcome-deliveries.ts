@@ -10,6 +10,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { OutcomeDelivery, OutcomeDeliveryQueue } from '#shared/outcomes/ports.ts';
+import { encodeOutcomeDelivery } from '#shared/outcomes/queue-message.ts';
 import { SQS_MAX_BATCH_ENTRIES, splitSendBatches } from './sqs-batches.ts';
 
 const MAX_BATCH_BYTES = 200 * 1024;
@@ -24,7 +25,7 @@ export class SqsOutcomeDeliveryQueue implements OutcomeDeliveryQueue {
   }
 
   async send(deliveries: readonly OutcomeDelivery[]): Promise<void> {
-    const batches = this.#batches(deliveries.map((d) => JSON.stringify(d)));
+    const batches = this.#batches(deliveries.map(encodeOutcomeDelivery));
     await Promise.all(batches.map((batch) => this.#sendBatch(batch)));
   }
 
