@@ -9,7 +9,12 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { ChannelConflictError, ChannelNotFoundError, type ChannelsApi } from '#shared/channels/api.ts';
 import { InvalidChannelError } from '#shared/channels/channel.ts';
-import { answerOrRefuse, jsonRequestBody, jsonResponse, MalformedRequestError } from '#shared/http/api-gateway.ts';
+import {
+  answerOrRefuse,
+  jsonRequestBody,
+  jsonResponse,
+  MalformedRequestError,
+} from '#shared/http/api-gateway.ts';
 import type { Logger } from '#shared/log.ts';
 import { consoleRefusal } from '#shared/operators/console-request.ts';
 import { operatorRouteKey } from '#shared/routes.ts';

@@ -25,17 +25,24 @@ describe('splitSendBatches', () => {
   });
 
   it('keeps every item, in order, each batch within both limits unless it holds one oversize item', () => {
-    const limits = fc.record({ maxEntries: fc.integer({ min: 1, max: 12 }), maxBytes: fc.integer({ min: 1, max: 300 }) });
+    const limits = fc.record({
+      maxEntries: fc.integer({ min: 1, max: 12 }),
+      maxBytes: fc.integer({ min: 1, max: 300 }),
+    });
     fc.assert(
-      fc.property(fc.array(fc.nat({ max: 400 }), { maxLength: 60 }), limits, (sizes, { maxEntries, maxBytes }) => {
-        const batches = split(sizes, maxEntries, maxBytes);
-        expect(batches.flat()).toEqual(sizes);
-        for (const batch of batches) {
-          expect(batch.length).toBeGreaterThan(0);
-          expect(batch.length).toBeLessThanOrEqual(maxEntries);
-          if (batch.length > 1) expect(sum(batch)).toBeLessThanOrEqual(maxBytes);
-        }
-      }),
+      fc.property(
+        fc.array(fc.nat({ max: 400 }), { maxLength: 60 }),
+        limits,
+        (sizes, { maxEntries, maxBytes }) => {
+          const batches = split(sizes, maxEntries, maxBytes);
+          expect(batches.flat()).toEqual(sizes);
+          for (const batch of batches) {
+            expect(batch.length).toBeGreaterThan(0);
+            expect(batch.length).toBeLessThanOrEqual(maxEntries);
+            if (batch.length > 1) expect(sum(batch)).toBeLessThanOrEqual(maxBytes);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -29,7 +29,11 @@ describe('a call settled after its job was cancelled', () => {
   });
 
   it('keeps an end as it is', () => {
-    const ended = { state: 'failed', lastResult: 'no-answer', reason: 'no-answer on all 3 attempts' } as const;
+    const ended = {
+      state: 'failed',
+      lastResult: 'no-answer',
+      reason: 'no-answer on all 3 attempts',
+    } as const;
     expect(callSettlementOfCancelledJob(ended)).toBe(ended);
     const completed = { state: 'completed', lastResult: 'completed' } as const;
     expect(callSettlementOfCancelledJob(completed)).toBe(completed);

@@ -9,7 +9,13 @@ describe('the outcome-webhooks queue message', () => {
   });
 
   it('is no delivery when the body is not JSON, names no client or carries no events', () => {
-    for (const body of ['not json', 'null', '{"events":[]}', '{"clientId":"acme"}', '{"clientId":"acme","events":{}}']) {
+    for (const body of [
+      'not json',
+      'null',
+      '{"events":[]}',
+      '{"clientId":"acme"}',
+      '{"clientId":"acme","events":{}}',
+    ]) {
       expect(parseOutcomeDelivery(body)).toBeUndefined();
     }
   });
