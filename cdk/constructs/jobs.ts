@@ -42,10 +42,15 @@ export interface JobsProps {
   readonly alarmTopic: sns.ITopic;
 }
 
-/** The uploads bucket and the variable that names it to a function. */
-interface Uploads {
+/** What the parts of {@link Jobs} are built from. */
+interface JobsWiring {
+  readonly props: JobsProps;
+  readonly tables: StatefulResources['tables'];
+  readonly ingestQueue: QueuePair;
   readonly bucket: s3.Bucket;
-  readonly envVar: string;
+  /** The variable that names the uploads bucket to a function. */
+  readonly bucketEnv: string;
+  readonly logRemovalPolicy: RemovalPolicy;
 }
 
 export class Jobs extends Construct {
@@ -61,18 +66,20 @@ export class Jobs extends Construct {
 
   constructor(scope: Construct, id: string, props: JobsProps) {
     super(scope, id);
-    const logRemovalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
-    const uploads = {
+    const wiring: JobsWiring = {
+      props,
+      tables: props.stateful.tables,
+      ingestQueue: props.stateful.queues.ingest,
       bucket: props.stateful.buckets.uploads,
-      envVar: buckets.find((b) => b.id === 'uploads')!.envVar,
+      bucketEnv: buckets.find((b) => b.id === 'uploads')!.envVar,
+      logRemovalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     };
-    const ingestQueue = props.stateful.queues.ingest;
 
     this.apiSecurityGroup = this.apiNetwork(props.fleet);
-    this.api = this.operatorApi(props, uploads, logRemovalPolicy);
-    this.sqsEndpoint = this.vpcEndpoints(props.fleet.vpc, ingestQueue);
-    this.ingest = this.ingestFunction(props, uploads, logRemovalPolicy);
-    this.deadLettersAlarm = this.uploadsIntoIngest(props, uploads.bucket);
+    this.api = this.operatorApi(wiring);
+    this.sqsEndpoint = this.vpcEndpoints(props.fleet.vpc, wiring.ingestQueue);
+    this.ingest = this.ingestFunction(wiring);
+    this.deadLettersAlarm = this.uploadsIntoIngest(wiring);
     this.suppressWithReasons();
   }
 
@@ -95,17 +102,9 @@ export class Jobs extends Construct {
   }
 
   /** The operator API's function: its tables, the ingest queue and its key prefixes of the uploads bucket. */
-  private operatorApi(
-    props: JobsProps,
-    uploads: Uploads,
-    logRemovalPolicy: RemovalPolicy,
-  ): SwitchboardFunction {
-    const { tables } = props.stateful;
-    const { bucket, envVar: bucketEnv } = uploads;
-    const ingestQueue = props.stateful.queues.ingest;
-    const { vpc } = props.fleet;
-    const control = tableSpec('control');
-    const tasks = tableSpec('tasks');
+  private operatorApi(wiring: JobsWiring): SwitchboardFunction {
+    const { tables, ingestQueue, bucket, bucketEnv, logRemovalPolicy } = wiring;
+    const { vpc } = wiring.props.fleet;
     // Settings and jobs read and written (leases read: where a client's broker listens); tasks only
     // read (the report). A cancel queues the sweep that ends the job's waiting tasks on the ingest
     // queue (the ingest runs it).
@@ -115,8 +114,8 @@ export class Jobs extends Construct {
       network: { vpc, subnets: { subnetType: ec2.SubnetType.PUBLIC }, securityGroup: this.apiSecurityGroup },
     })
       // byStatus: its CLIENTS partition is the administrators' list of every client.
-      .bindTable(tables.control, 'readwrite', control.envVar, { indexes: ['byStatus'] })
-      .bindTable(tables.tasks, 'read', tasks.envVar)
+      .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
+      .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar)
       // A client's outcome webhook secret (settings: outcomeWebhook): put, never read, and only its
       // OUTCOMEWEBHOOK# item under the secrets key, never a LINE channel or a callback secret.
       .bindTable(tables.channels, 'readwrite', tableSpec('channels').envVar, {
@@ -159,24 +158,16 @@ export class Jobs extends Construct {
   }
 
   /** The ingest function on the ingest queue, and its key prefixes of the uploads bucket. */
-  private ingestFunction(
-    props: JobsProps,
-    uploads: Uploads,
-    logRemovalPolicy: RemovalPolicy,
-  ): SwitchboardFunction {
-    const { tables } = props.stateful;
-    const { bucket, envVar: bucketEnv } = uploads;
-    const ingestQueue = props.stateful.queues.ingest;
-    const control = tableSpec('control');
-    const tasks = tableSpec('tasks');
+  private ingestFunction(wiring: JobsWiring): SwitchboardFunction {
+    const { tables, ingestQueue, bucket, bucketEnv, logRemovalPolicy } = wiring;
     const ingest = new SwitchboardFunction(this, 'Ingest', { spec: functions.ingest, logRemovalPolicy })
-      .bindTable(tables.control, 'readwrite', control.envVar)
-      .bindTable(tables.tasks, 'readwrite', tasks.envVar);
+      .bindTable(tables.control, 'readwrite', tableSpec('control').envVar)
+      .bindTable(tables.tasks, 'readwrite', tableSpec('tasks').envVar);
     ingest.consumeQueue(ingestQueue.queue, ingestQueue.spec);
     // Continuations of a paused ingest or a cancel sweep go back on the queue it consumes.
     ingestQueue.queue.grantSendMessages(ingest);
     // The job manager queues the expire sweep of a job past its end (the ingest runs it).
-    props.fleet.jobManager.bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
+    wiring.props.fleet.jobManager.bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
     ingest.addEnvironment(bucketEnv, bucket.bucketName);
     this.allow(ingest, ['s3:GetObject'], bucket, ['uploads/*', 'incoming/*']);
     this.allow(ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);
@@ -188,8 +179,8 @@ export class Jobs extends Construct {
    * The ingest queue's dead-letter alarm and redrive command, the uploads bucket's output, and its
    * notifications (lists under `uploads/` and `incoming/`) onto the ingest queue.
    */
-  private uploadsIntoIngest(props: JobsProps, bucket: s3.Bucket): cloudwatch.Alarm {
-    const ingestQueue = props.stateful.queues.ingest;
+  private uploadsIntoIngest(wiring: JobsWiring): cloudwatch.Alarm {
+    const { props, ingestQueue, bucket } = wiring;
     const deadLettersAlarm = deadLetterAlarm(this, 'IngestDlqAlarm', ingestQueue, {
       alarmName: resourceName(props.stage, 'ingest-dlq-messages'),
       description:
