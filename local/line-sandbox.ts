@@ -28,8 +28,9 @@
  * (front.ts) is the HTTP side that puts the two together and logs every request.
  */
 import { type EndpointRates, LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import { RETRY_KEY_LIFETIME_MS } from '#shared/retry-keys.ts';
-import { type Clock, LineContract, type SandboxChannel } from './line-sandbox/contract.ts';
+import { LineContract, type SandboxChannel } from './line-sandbox/contract.ts';
 import { type FaultControls, FaultInjector, type FaultProbabilities } from './line-sandbox/fault-injector.ts';
 import { LineFront, type ServedFront, serveLineFront } from './line-sandbox/front.ts';
 import {
@@ -47,7 +48,8 @@ import {
   type WebhookResponse,
 } from './line-sandbox/webhook-events.ts';
 
-export type { Clock, SandboxChannel } from './line-sandbox/contract.ts';
+export type { Clock } from '#shared/pacing/clock.ts';
+export type { SandboxChannel } from './line-sandbox/contract.ts';
 export type { Fault, FaultControls, FaultProbabilities, QueuedFault } from './line-sandbox/fault-injector.ts';
 export type {
   Delivery,

@@ -9,8 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
@@ -273,23 +272,9 @@ async function run(command: Command, values: Values, doc: DynamoDBDocumentClient
       const current = await store.get(channelId);
       if (!current) throw new CommandFailedError(`no channel ${channelId} in ${table}`);
       const rotated = rotateSecret(current, secret, Date.now(), grace);
-      try {
-        // Only over the version read: a change made meanwhile (another operator) is not lost.
-        await doc.send(
-          new PutCommand({
-            TableName: table,
-            Item: rotated,
-            ConditionExpression: 'updatedAt = :seen',
-            ExpressionAttributeValues: { ':seen': current.updatedAt },
-          }),
-        );
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) {
-          throw new CommandFailedError(
-            `channel ${channelId} changed while rotating its secret: run it again`,
-          );
-        }
-        throw error;
+      // Only over the version read: a change made meanwhile (another operator) is not lost.
+      if (!(await store.putIfUnchanged(rotated, current.updatedAt))) {
+        throw new CommandFailedError(`channel ${channelId} changed while rotating its secret: run it again`);
       }
       const retiring = rotated.secrets.find((s) => s.retiresAt !== undefined);
       console.error(

@@ -111,13 +111,38 @@ export class BrokerFleet extends Construct {
 
   constructor(scope: Construct, id: string, props: BrokerFleetProps) {
     super(scope, id);
-    const stack = Stack.of(this);
     const removalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
-    const { tables } = props.stateful;
-    const maxBrokers = props.maxBrokers ?? 10;
 
-    // --- network -------------------------------------------------------------------------
-    this.vpc = new ec2.Vpc(this, 'Vpc', {
+    const network = this.network(removalPolicy);
+    this.vpc = network.vpc;
+    this.securityGroup = network.securityGroup;
+
+    const { cluster, image, telephonyToken } = this.clusterAndImage(props.stage, removalPolicy);
+    this.cluster = cluster;
+    this.brokerVersion = image.assetHash;
+    this.telephonyToken = telephonyToken;
+
+    const task = this.brokerTask(props, image, removalPolicy);
+    this.taskDefinition = task.taskDefinition;
+    this.container = task.container;
+
+    this.service = this.brokerService(props.stage);
+
+    const { jobManager, schedule } = this.jobManagerEveryMinute(props, removalPolicy);
+    this.jobManager = jobManager;
+    this.schedule = schedule;
+
+    this.alarms = this.fleetAlarms(props.stage, props.alarmTopic);
+
+    this.suppressWithReasons();
+  }
+
+  /**
+   * A VPC of two AZs, public subnets only, no NAT (see the file's docblock), and the brokers'
+   * security group: HTTPS out, nothing in until {@link allowNudgesFrom}.
+   */
+  private network(removalPolicy: RemovalPolicy): { vpc: ec2.Vpc; securityGroup: ec2.SecurityGroup } {
+    const vpc = new ec2.Vpc(this, 'Vpc', {
       maxAzs: 2,
       natGateways: 0,
       subnetConfiguration: [{ name: 'brokers', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 }],
@@ -131,21 +156,27 @@ export class BrokerFleet extends Construct {
         },
       },
     });
-    this.securityGroup = new ec2.SecurityGroup(this, 'BrokerSecurityGroup', {
-      vpc: this.vpc,
+    const securityGroup = new ec2.SecurityGroup(this, 'BrokerSecurityGroup', {
+      vpc,
       description: 'Switchboard brokers: HTTPS out only; no inbound unless allowNudgesFrom is called',
       allowAllOutbound: false,
     });
-    this.securityGroup.addEgressRule(
+    securityGroup.addEgressRule(
       ec2.Peer.anyIpv4(),
       ec2.Port.tcp(443),
       'DynamoDB, telephony API, LINE Messaging API, ECR, logs',
     );
+    return { vpc, securityGroup };
+  }
 
-    // --- cluster and image -----------------------------------------------------------------
-    this.cluster = new ecs.Cluster(this, 'Cluster', {
+  /** The cluster, the broker's image (its hash is the broker version) and the telephony token's secret. */
+  private clusterAndImage(
+    stage: string,
+    removalPolicy: RemovalPolicy,
+  ): { cluster: ecs.Cluster; image: DockerImageAsset; telephonyToken: secretsmanager.Secret } {
+    const cluster = new ecs.Cluster(this, 'Cluster', {
       vpc: this.vpc,
-      clusterName: resourceName(props.stage, 'brokers'),
+      clusterName: resourceName(stage, 'brokers'),
       containerInsightsV2: ecs.ContainerInsights.ENABLED,
     });
 
@@ -166,27 +197,33 @@ export class BrokerFleet extends Construct {
         '**/node_modules',
       ],
     });
-    this.brokerVersion = image.assetHash;
-
-    this.telephonyToken = new secretsmanager.Secret(this, 'TelephonyApiToken', {
-      description: `Switchboard ${props.stage}: the telephony provider's API token, read by brokers`,
+    const telephonyToken = new secretsmanager.Secret(this, 'TelephonyApiToken', {
+      description: `Switchboard ${stage}: the telephony provider's API token, read by brokers`,
       removalPolicy,
     });
     new CfnOutput(this, 'TelephonyApiTokenSecretArn', {
       key: 'TelephonyApiTokenSecretArn',
       description:
         "Put the telephony provider's API token here (aws secretsmanager put-secret-value); brokers started after read it",
-      value: this.telephonyToken.secretArn,
+      value: telephonyToken.secretArn,
     });
+    return { cluster, image, telephonyToken };
+  }
 
-    // --- task --------------------------------------------------------------------------------
+  /** The broker's task definition and container, its task role granted what a broker does. */
+  private brokerTask(
+    props: BrokerFleetProps,
+    image: DockerImageAsset,
+    removalPolicy: RemovalPolicy,
+  ): { taskDefinition: ecs.FargateTaskDefinition; container: ecs.ContainerDefinition } {
+    const { tables } = props.stateful;
     const taskRole = new iam.Role(this, 'BrokerTaskRole', {
       assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
       description:
         'Switchboard broker: its two tables, the LINE channels it sends through (read) and its own task protection',
     });
     const memoryMiB = props.memoryMiB ?? BROKER_TASK_SIZE.memoryMiB;
-    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'BrokerTask', {
+    const taskDefinition = new ecs.FargateTaskDefinition(this, 'BrokerTask', {
       cpu: props.cpu ?? BROKER_TASK_SIZE.cpu,
       memoryLimitMiB: memoryMiB,
       runtimePlatform: {
@@ -199,7 +236,7 @@ export class BrokerFleet extends Construct {
       retention: logs.RetentionDays.ONE_MONTH,
       removalPolicy,
     });
-    this.container = this.taskDefinition.addContainer('broker', {
+    const container = taskDefinition.addContainer('broker', {
       image: ecs.ContainerImage.fromDockerImageAsset(image),
       essential: true,
       stopTimeout: Duration.seconds(BROKER_STOP_TIMEOUT_SECONDS),
@@ -224,6 +261,17 @@ export class BrokerFleet extends Construct {
       portMappings: [{ containerPort: BROKER_HTTP_PORT, protocol: ecs.Protocol.TCP }],
     });
 
+    this.grantBrokerTaskRole(taskRole, props);
+    return { taskDefinition, container };
+  }
+
+  /**
+   * The broker's task role: its two tables (no Scan, no DeleteItem but a settled multicast's record),
+   * the LINE channels it sends through (read), Amazon Connect contacts, its own task protection.
+   */
+  private grantBrokerTaskRole(taskRole: iam.Role, props: BrokerFleetProps): void {
+    const stack = Stack.of(this);
+    const { tables } = props.stateful;
     for (const [table, indexes] of [
       [tables.control, []],
       [tables.tasks, tableSpec('tasks').globalIndexes.map((i) => i.name)],
@@ -299,11 +347,13 @@ export class BrokerFleet extends Construct {
         resources: [taskArnPattern],
       }),
     );
+  }
 
-    // --- service -----------------------------------------------------------------------------
-    this.service = new ecs.FargateService(this, 'Brokers', {
+  /** The brokers' Fargate service, rolled with protection; its desired count is the job manager's. */
+  private brokerService(stage: string): ecs.FargateService {
+    return new ecs.FargateService(this, 'Brokers', {
       cluster: this.cluster,
-      serviceName: resourceName(props.stage, 'brokers'),
+      serviceName: resourceName(stage, 'brokers'),
       taskDefinition: this.taskDefinition,
       // No desiredCount: the job manager owns it (see the file's docblock).
       minHealthyPercent: 100,
@@ -315,9 +365,16 @@ export class BrokerFleet extends Construct {
       propagateTags: ecs.PropagatedTagSource.SERVICE,
       enableECSManagedTags: true,
     });
+  }
 
-    // --- job manager ---------------------------------------------------------------------------
-    this.jobManager = new SwitchboardFunction(this, 'JobManager', {
+  /** The job manager Lambda that sizes the service, and the rule that runs it every minute. */
+  private jobManagerEveryMinute(
+    props: BrokerFleetProps,
+    removalPolicy: RemovalPolicy,
+  ): { jobManager: SwitchboardFunction; schedule: events.Rule } {
+    const { tables } = props.stateful;
+    const maxBrokers = props.maxBrokers ?? 10;
+    const jobManager = new SwitchboardFunction(this, 'JobManager', {
       spec: functions['job-manager'],
       environment: {
         BROKER_CLUSTER: this.cluster.clusterName,
@@ -333,18 +390,18 @@ export class BrokerFleet extends Construct {
     })
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
       .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar, { indexes: ['outstanding'] });
-    this.jobManager.addToRolePolicy(
+    jobManager.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['ecs:UpdateService', 'ecs:DescribeServices'],
         resources: [this.service.serviceArn],
       }),
     );
     // The primary deployment's task definition, read for its BROKER_VERSION.
-    this.jobManager.addToRolePolicy(
+    jobManager.addToRolePolicy(
       new iam.PolicyStatement({ actions: ['ecs:DescribeTaskDefinition'], resources: ['*'] }),
     );
     NagSuppressions.addResourceSuppressions(
-      this.jobManager.role!,
+      jobManager.role!,
       [
         {
           id: 'AwsSolutions-IAM5',
@@ -355,19 +412,22 @@ export class BrokerFleet extends Construct {
       ],
       true,
     );
-    this.schedule = new events.Rule(this, 'EveryMinute', {
+    const schedule = new events.Rule(this, 'EveryMinute', {
       description: 'Switchboard: run the job manager every minute',
       schedule: events.Schedule.rate(Duration.minutes(1)),
       targets: [
         // A missed run is made good by the next one: retry briefly, never pile runs up.
-        new targets.LambdaFunction(this.jobManager, { retryAttempts: 2, maxEventAge: Duration.minutes(1) }),
+        new targets.LambdaFunction(jobManager, { retryAttempts: 2, maxEventAge: Duration.minutes(1) }),
       ],
     });
+    return { jobManager, schedule };
+  }
 
-    // --- alarms --------------------------------------------------------------------------------
-    const name = (suffix: string) => resourceName(props.stage, suffix);
+  /** The job manager failing or not running, and brokers wanted but not running; they notify `alarmTopic`. */
+  private fleetAlarms(stage: string, alarmTopic: sns.ITopic | undefined): BrokerFleet['alarms'] {
+    const name = (suffix: string) => resourceName(stage, suffix);
     const period = Duration.minutes(5);
-    this.alarms = {
+    const alarms = {
       jobManagerErrors: this.jobManager
         .metricErrors({ period, statistic: 'Sum' })
         .createAlarm(this, 'JobManagerErrorsAlarm', {
@@ -407,12 +467,11 @@ export class BrokerFleet extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }),
     };
-    if (props.alarmTopic) {
-      const notify = new actions.SnsAction(props.alarmTopic);
-      for (const alarm of Object.values(this.alarms)) alarm.addAlarmAction(notify);
+    if (alarmTopic) {
+      const notify = new actions.SnsAction(alarmTopic);
+      for (const alarm of Object.values(alarms)) alarm.addAlarmAction(notify);
     }
-
-    this.suppressWithReasons();
+    return alarms;
   }
 
   /**

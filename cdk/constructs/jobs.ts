@@ -29,7 +29,7 @@ import { functions } from '#shared/functions.ts';
 import { buckets, resourceName, tableSpec, UPLOAD_NOTIFICATIONS } from '#shared/resources.ts';
 import { BROKER_HTTP_PORT, type BrokerFleet } from './broker-fleet.ts';
 import { SwitchboardFunction } from './function.ts';
-import { deadLetterAlarm, redriveCommandOutput, type StatefulResources } from './stateful.ts';
+import { deadLetterAlarm, type QueuePair, redriveCommandOutput, type StatefulResources } from './stateful.ts';
 
 export interface JobsProps {
   readonly stateful: StatefulResources;
@@ -40,6 +40,17 @@ export interface JobsProps {
   readonly stage: string;
   /** Where the ingest dead-letter alarm notifies. */
   readonly alarmTopic: sns.ITopic;
+}
+
+/** What the parts of {@link Jobs} are built from. */
+interface JobsWiring {
+  readonly props: JobsProps;
+  readonly tables: StatefulResources['tables'];
+  readonly ingestQueue: QueuePair;
+  readonly bucket: s3.Bucket;
+  /** The variable that names the uploads bucket to a function. */
+  readonly bucketEnv: string;
+  readonly logRemovalPolicy: RemovalPolicy;
 }
 
 export class Jobs extends Construct {
@@ -55,39 +66,56 @@ export class Jobs extends Construct {
 
   constructor(scope: Construct, id: string, props: JobsProps) {
     super(scope, id);
-    const logRemovalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
-    const { tables, queues } = props.stateful;
-    const bucket = props.stateful.buckets.uploads;
-    const bucketEnv = buckets.find((b) => b.id === 'uploads')!.envVar;
-    const ingestQueue = queues.ingest;
-    const control = tableSpec('control');
-    const tasks = tableSpec('tasks');
+    const wiring: JobsWiring = {
+      props,
+      tables: props.stateful.tables,
+      ingestQueue: props.stateful.queues.ingest,
+      bucket: props.stateful.buckets.uploads,
+      bucketEnv: buckets.find((b) => b.id === 'uploads')!.envVar,
+      logRemovalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    };
 
-    const { vpc } = props.fleet;
-    this.apiSecurityGroup = new ec2.SecurityGroup(this, 'ApiSecurityGroup', {
+    this.apiSecurityGroup = this.apiNetwork(props.fleet);
+    this.api = this.operatorApi(wiring);
+    this.sqsEndpoint = this.vpcEndpoints(props.fleet.vpc, wiring.ingestQueue);
+    this.ingest = this.ingestFunction(wiring);
+    this.deadLettersAlarm = this.uploadsIntoIngest(wiring);
+    this.suppressWithReasons();
+  }
+
+  /** The operator API's security group in the brokers' VPC: HTTPS out, and nudges to the brokers. */
+  private apiNetwork(fleet: BrokerFleet): ec2.SecurityGroup {
+    const { vpc } = fleet;
+    const apiSecurityGroup = new ec2.SecurityGroup(this, 'ApiSecurityGroup', {
       vpc,
       description: 'Switchboard jobs API: HTTPS to DynamoDB, S3 and SQS; job-changed nudges to brokers',
       allowAllOutbound: false,
     });
-    this.apiSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'DynamoDB, S3, SQS endpoints');
-    this.apiSecurityGroup.addEgressRule(
-      props.fleet.securityGroup,
+    apiSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'DynamoDB, S3, SQS endpoints');
+    apiSecurityGroup.addEgressRule(
+      fleet.securityGroup,
       ec2.Port.tcp(BROKER_HTTP_PORT),
       'job-changed nudges to brokers',
     );
-    props.fleet.allowNudgesFrom(this.apiSecurityGroup, 'job-changed nudges from the jobs API');
+    fleet.allowNudgesFrom(apiSecurityGroup, 'job-changed nudges from the jobs API');
+    return apiSecurityGroup;
+  }
 
+  /** The operator API's function: its tables, the ingest queue and its key prefixes of the uploads bucket. */
+  private operatorApi(wiring: JobsWiring): SwitchboardFunction {
+    const { tables, ingestQueue, bucket, bucketEnv, logRemovalPolicy } = wiring;
+    const { vpc } = wiring.props.fleet;
     // Settings and jobs read and written (leases read: where a client's broker listens); tasks only
     // read (the report). A cancel queues the sweep that ends the job's waiting tasks on the ingest
     // queue (the ingest runs it).
-    this.api = new SwitchboardFunction(this, 'Api', {
+    const api = new SwitchboardFunction(this, 'Api', {
       spec: functions['jobs-api'],
       logRemovalPolicy,
       network: { vpc, subnets: { subnetType: ec2.SubnetType.PUBLIC }, securityGroup: this.apiSecurityGroup },
     })
       // byStatus: its CLIENTS partition is the administrators' list of every client.
-      .bindTable(tables.control, 'readwrite', control.envVar, { indexes: ['byStatus'] })
-      .bindTable(tables.tasks, 'read', tasks.envVar)
+      .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
+      .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar)
       // A client's outcome webhook secret (settings: outcomeWebhook): put, never read, and only its
       // OUTCOMEWEBHOOK# item under the secrets key, never a LINE channel or a callback secret.
       .bindTable(tables.channels, 'readwrite', tableSpec('channels').envVar, {
@@ -95,45 +123,65 @@ export class Jobs extends Construct {
         writes: { actions: ['dynamodb:PutItem'], leadingKeys: [`${OUTCOME_SECRET_KEY_PREFIX}*`] },
       })
       .bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
-    this.api.addEnvironment(bucketEnv, bucket.bucketName);
+    api.addEnvironment(bucketEnv, bucket.bucketName);
     // Presigned PUTs are signed with this role: it may put lists under uploads/ only.
-    this.allow(this.api, ['s3:PutObject'], bucket, ['uploads/*']);
-    this.allow(this.api, ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], bucket, ['reports/*']);
-    this.allowList(this.api, bucket, ['reports/*']);
+    this.allow(api, ['s3:PutObject'], bucket, ['uploads/*']);
+    this.allow(api, ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], bucket, ['reports/*']);
+    this.allowList(api, bucket, ['reports/*']);
+    return api;
+  }
 
+  /**
+   * The VPC's way to S3 (a gateway endpoint) and to SQS (an interface endpoint only the operator
+   * API may send through, only to the ingest queue).
+   */
+  private vpcEndpoints(vpc: ec2.Vpc, ingestQueue: QueuePair): ec2.InterfaceVpcEndpoint {
     // The VPC's way to S3 (inline uploads, reports) without a NAT: free, and brokers' image layers
     // from ECR (stored in S3) take it too.
     vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
-    this.sqsEndpoint = new ec2.InterfaceVpcEndpoint(this, 'SqsEndpoint', {
+    const sqsEndpoint = new ec2.InterfaceVpcEndpoint(this, 'SqsEndpoint', {
       vpc,
       service: ec2.InterfaceVpcEndpointAwsService.SQS,
       subnets: { subnetType: ec2.SubnetType.PUBLIC },
       privateDnsEnabled: true,
       open: false,
     });
-    this.sqsEndpoint.connections.allowDefaultPortFrom(this.apiSecurityGroup, 'jobs API: cancel sweeps');
-    this.sqsEndpoint.addToPolicy(
+    sqsEndpoint.connections.allowDefaultPortFrom(this.apiSecurityGroup, 'jobs API: cancel sweeps');
+    sqsEndpoint.addToPolicy(
       new iam.PolicyStatement({
         principals: [this.api.role!],
         actions: ['sqs:SendMessage'],
         resources: [ingestQueue.queue.queueArn],
       }),
     );
+    return sqsEndpoint;
+  }
 
-    this.ingest = new SwitchboardFunction(this, 'Ingest', { spec: functions.ingest, logRemovalPolicy })
-      .bindTable(tables.control, 'readwrite', control.envVar)
-      .bindTable(tables.tasks, 'readwrite', tasks.envVar);
-    this.ingest.consumeQueue(ingestQueue.queue, ingestQueue.spec);
+  /** The ingest function on the ingest queue, and its key prefixes of the uploads bucket. */
+  private ingestFunction(wiring: JobsWiring): SwitchboardFunction {
+    const { tables, ingestQueue, bucket, bucketEnv, logRemovalPolicy } = wiring;
+    const ingest = new SwitchboardFunction(this, 'Ingest', { spec: functions.ingest, logRemovalPolicy })
+      .bindTable(tables.control, 'readwrite', tableSpec('control').envVar)
+      .bindTable(tables.tasks, 'readwrite', tableSpec('tasks').envVar);
+    ingest.consumeQueue(ingestQueue.queue, ingestQueue.spec);
     // Continuations of a paused ingest or a cancel sweep go back on the queue it consumes.
-    ingestQueue.queue.grantSendMessages(this.ingest);
+    ingestQueue.queue.grantSendMessages(ingest);
     // The job manager queues the expire sweep of a job past its end (the ingest runs it).
-    props.fleet.jobManager.bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
-    this.ingest.addEnvironment(bucketEnv, bucket.bucketName);
-    this.allow(this.ingest, ['s3:GetObject'], bucket, ['uploads/*', 'incoming/*']);
-    this.allow(this.ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);
-    this.allow(this.ingest, ['s3:PutObject'], bucket, ['reports/*']);
+    wiring.props.fleet.jobManager.bindQueue(ingestQueue.queue, 'send', ingestQueue.spec.envVar);
+    ingest.addEnvironment(bucketEnv, bucket.bucketName);
+    this.allow(ingest, ['s3:GetObject'], bucket, ['uploads/*', 'incoming/*']);
+    this.allow(ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);
+    this.allow(ingest, ['s3:PutObject'], bucket, ['reports/*']);
+    return ingest;
+  }
 
-    this.deadLettersAlarm = deadLetterAlarm(this, 'IngestDlqAlarm', ingestQueue, {
+  /**
+   * The ingest queue's dead-letter alarm and redrive command, the uploads bucket's output, and its
+   * notifications (lists under `uploads/` and `incoming/`) onto the ingest queue.
+   */
+  private uploadsIntoIngest(wiring: JobsWiring): cloudwatch.Alarm {
+    const { props, ingestQueue, bucket } = wiring;
+    const deadLettersAlarm = deadLetterAlarm(this, 'IngestDlqAlarm', ingestQueue, {
       alarmName: resourceName(props.stage, 'ingest-dlq-messages'),
       description:
         'An ingest, an ingest continuation or a cancel sweep failed 5 times and is in the dead-letter queue: its job may stay uploading or cancelling. Fix the cause in the ingest logs, then redrive with the stack output IngestDlqRedriveCommand (both are idempotent).',
@@ -154,7 +202,11 @@ export class Jobs extends Construct {
         });
       }
     }
+    return deadLettersAlarm;
+  }
 
+  /** cdk-nag findings that are accepted, each with its reason. */
+  private suppressWithReasons(): void {
     // CDK configures bucket notifications through a singleton Lambda of its own.
     const notificationsHandler = Stack.of(this)
       .node.findAll()

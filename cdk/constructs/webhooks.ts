@@ -27,7 +27,7 @@ import { CHANNELS_BY_CLIENT_INDEX, resourceName, tableSpec } from '#shared/resou
 import { routes } from '#shared/routes.ts';
 import { SwitchboardFunction } from './function.ts';
 import type { SwitchboardHttpApi } from './http-api.ts';
-import { deadLetterAlarm, redriveCommandOutput, type StatefulResources } from './stateful.ts';
+import { deadLetterAlarm, type QueuePair, redriveCommandOutput, type StatefulResources } from './stateful.ts';
 
 export interface WebhooksProps {
   readonly stage: string;
@@ -60,19 +60,36 @@ export class Webhooks extends Construct {
     super(scope, id);
     this.stage = props.stage;
     const removalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
-    const { tables, queues } = props.stateful;
+    const webhookEvents = props.stateful.queues['webhook-events'];
+
+    const { receiver, processor, channelsApi } = this.webhookFunctions(props.stateful, removalPolicy);
+    this.receiver = receiver;
+    this.processor = processor;
+    this.channelsApi = channelsApi;
+    this.channelAdmin = this.channelAdminRole(props.stateful);
+    this.alarmTopic = this.makeAlarmTopic(removalPolicy);
+    this.alarms = this.webhookAlarms(webhookEvents);
+    this.queueOutputs(webhookEvents);
+  }
+
+  /** The receiver, the processor on the webhook-events queue, and the channels API, each with its tables. */
+  private webhookFunctions(
+    stateful: StatefulResources,
+    removalPolicy: RemovalPolicy,
+  ): { receiver: SwitchboardFunction; processor: SwitchboardFunction; channelsApi: SwitchboardFunction } {
+    const { tables, queues } = stateful;
     const webhookEvents = queues['webhook-events'];
     const channels = tableSpec('channels');
 
     // The receiver reads channels (to verify signatures) and only ever adds to the queue.
-    this.receiver = new SwitchboardFunction(this, 'Receiver', {
+    const receiver = new SwitchboardFunction(this, 'Receiver', {
       spec: functions['webhook-receiver'],
       logRemovalPolicy: removalPolicy,
     })
       .bindTable(tables.channels, 'read', channels.envVar)
       .bindQueue(webhookEvents.queue, 'send', webhookEvents.spec.envVar);
 
-    this.processor = new SwitchboardFunction(this, 'Processor', {
+    const processor = new SwitchboardFunction(this, 'Processor', {
       spec: functions['webhook-processor'],
       environment: { LINE_API_URL: DEFAULT_LINE_API_URL },
       logRemovalPolicy: removalPolicy,
@@ -90,11 +107,11 @@ export class Webhooks extends Construct {
           leadingKeys: ['OPTOUT#*', 'SUPPRESS#*'],
         },
       });
-    this.processor.consumeQueue(webhookEvents.queue, webhookEvents.spec);
+    processor.consumeQueue(webhookEvents.queue, webhookEvents.spec);
 
     // The channels API reads a channel, lists a client's (index byClient) and writes one only
     // with a condition (new, or still the client's and unchanged): never a delete.
-    this.channelsApi = new SwitchboardFunction(this, 'ChannelsApi', {
+    const channelsApi = new SwitchboardFunction(this, 'ChannelsApi', {
       spec: functions['channels-api'],
       logRemovalPolicy: removalPolicy,
     }).bindTable(tables.channels, 'readwrite', channels.envVar, {
@@ -102,32 +119,40 @@ export class Webhooks extends Construct {
       writes: { actions: ['dynamodb:PutItem'] },
       indexes: [CHANNELS_BY_CLIENT_INDEX],
     });
+    return { receiver, processor, channelsApi };
+  }
 
-    this.channelAdmin = new iam.Role(this, 'ChannelAdminRole', {
+  /** The role operators assume to run `npm run channel`, and its output. */
+  private channelAdminRole(stateful: StatefulResources): iam.Role {
+    const { tables } = stateful;
+    const channelAdmin = new iam.Role(this, 'ChannelAdminRole', {
       // Any principal of this account whose own policy lets it assume this role.
       assumedBy: new iam.AccountRootPrincipal(),
       description: 'Switchboard: manage LINE channels and telephony callback secrets (npm run channel)',
       maxSessionDuration: Duration.hours(1),
     });
-    this.channelAdmin.addToPolicy(
+    channelAdmin.addToPolicy(
       new iam.PolicyStatement({
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
         resources: [tables.channels.tableArn],
       }),
     );
-    props.stateful.allowSecretsKeyUse(this.channelAdmin, 'readwrite');
+    stateful.allowSecretsKeyUse(channelAdmin, 'readwrite');
     new CfnOutput(this, 'ChannelAdminRoleArn', {
       key: 'ChannelAdminRoleArn',
       description: 'Assume this role to run `npm run channel` (channels, callback secrets)',
-      value: this.channelAdmin.roleArn,
+      value: channelAdmin.roleArn,
     });
+    return channelAdmin;
+  }
 
-    this.alarmTopic = this.makeAlarmTopic(removalPolicy);
+  /** The dead-letter and error alarms of the webhook functions; each notifies the alarm topic. */
+  private webhookAlarms(webhookEvents: QueuePair): Webhooks['alarms'] {
     const notify = new actions.SnsAction(this.alarmTopic);
     // Any occurrence is worth a look: each alarm fires on the first one (> 0 in one period).
     const alarm = (name: string, metric: cloudwatch.Metric, description: string) => {
       const created = metric.createAlarm(this, name, {
-        alarmName: resourceName(props.stage, name),
+        alarmName: resourceName(this.stage, name),
         alarmDescription: description,
         threshold: 0,
         evaluationPeriods: 1,
@@ -137,9 +162,9 @@ export class Webhooks extends Construct {
       created.addAlarmAction(notify);
       return created;
     };
-    this.alarms = {
+    return {
       deadLetters: deadLetterAlarm(this, 'webhook-dlq-messages', webhookEvents, {
-        alarmName: resourceName(props.stage, 'webhook-dlq-messages'),
+        alarmName: resourceName(this.stage, 'webhook-dlq-messages'),
         description:
           'Webhook events are in the dead-letter queue: they were not acted on. Fix the cause, then redrive with the stack output WebhookEventsDlqRedriveCommand.',
         topic: this.alarmTopic,
@@ -155,7 +180,10 @@ export class Webhooks extends Construct {
         'The webhook processor failed a whole batch (error or timeout); its events return to the queue and reach the DLQ after repeated failures.',
       ),
     };
+  }
 
+  /** The webhook-events queue's URLs, its redrive command, and the alarm topic's ARN. */
+  private queueOutputs(webhookEvents: QueuePair): void {
     new CfnOutput(this, 'QueueUrl', {
       key: 'WebhookEventsQueueUrl',
       description: 'URL of the webhook-events FIFO queue',

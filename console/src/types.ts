@@ -1,4 +1,6 @@
 /** The API's records as the console reads them (see shared/jobs/api.ts and model.ts). */
+import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
+import type { JobSeriesPoint } from '#shared/jobs/series-point.ts';
 
 export interface Operator {
   readonly username: string;
@@ -37,15 +39,7 @@ export interface RestrictedPeriod {
   readonly name?: string;
 }
 
-export type JobStatus =
-  | 'uploading'
-  | 'validating'
-  | 'scheduled'
-  | 'running'
-  | 'paused'
-  | 'completed'
-  | 'cancelled'
-  | 'failed';
+export type { JobStatus };
 
 export interface JobCounts {
   readonly rows: number;
@@ -123,16 +117,7 @@ export interface OptOutView {
 }
 
 /** One window of a job's series (`GET …/jobs/{jobId}/series`), as the brokers sampled it. */
-export interface JobSeriesPoint {
-  readonly at: string;
-  readonly seconds: number;
-  readonly callsInFlight: number;
-  readonly maxConcurrentCalls?: number;
-  readonly starts: number;
-  readonly callsPerSecond?: number;
-  readonly messagesSent: number;
-  readonly rateLimited: number;
-}
+export type { JobSeriesPoint };
 
 export interface JobSeriesPage {
   readonly jobId: string;

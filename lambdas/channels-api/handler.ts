@@ -9,7 +9,12 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { ChannelConflictError, ChannelNotFoundError, type ChannelsApi } from '#shared/channels/api.ts';
 import { InvalidChannelError } from '#shared/channels/channel.ts';
-import { jsonRequestBody, jsonResponse, MalformedRequestError } from '#shared/http/api-gateway.ts';
+import {
+  answerOrRefuse,
+  jsonRequestBody,
+  jsonResponse,
+  MalformedRequestError,
+} from '#shared/http/api-gateway.ts';
 import type { Logger } from '#shared/log.ts';
 import { consoleRefusal } from '#shared/operators/console-request.ts';
 import { operatorRouteKey } from '#shared/routes.ts';
@@ -46,18 +51,6 @@ export function makeChannelsApiHandler(deps: { readonly api: ChannelsApi; readon
         return jsonResponse(404, { message: 'Not Found' });
     }
   };
-  return middy(async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
-    try {
-      return await route(event);
-    } catch (error) {
-      const mapped = toHttpError(error);
-      if (mapped) {
-        // The message names fields, never their values: no secret reaches the log.
-        deps.log.info('request refused', { route: event.routeKey, status: mapped.statusCode });
-        return mapped;
-      }
-      deps.log.error('request failed', { route: event.routeKey, error });
-      return jsonResponse(500, { message: 'internal error' });
-    }
-  });
+  // A refusal's message is left out of its log line: no secret reaches the log.
+  return middy(answerOrRefuse(route, { toHttpError, log: deps.log, logRefusalReason: false }));
 }

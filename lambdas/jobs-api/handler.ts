@@ -7,6 +7,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import {
+  answerOrRefuse,
   decodeRequestBody,
   getHeader,
   jsonRequestBody,
@@ -171,21 +172,5 @@ export function makeJobsApiHandler(deps: {
         return jsonResponse(404, { message: 'Not Found' });
     }
   };
-  return middy(async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
-    try {
-      return await route(event);
-    } catch (error) {
-      const mapped = toHttpError(error);
-      if (mapped) {
-        deps.log.info('request refused', {
-          route: event.routeKey,
-          status: mapped.statusCode,
-          reason: (error as Error).message,
-        });
-        return mapped;
-      }
-      deps.log.error('request failed', { route: event.routeKey, error });
-      return jsonResponse(500, { message: 'internal error' });
-    }
-  });
+  return middy(answerOrRefuse(route, { toHttpError, log: deps.log, logRefusalReason: true }));
 }

@@ -8,7 +8,7 @@ import middy from '@middy/core';
 import type { SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Logger } from '#shared/log.ts';
 import type { OutcomeDeliverer } from '#shared/outcomes/deliver.ts';
-import type { OutcomeDelivery } from '#shared/outcomes/ports.ts';
+import { parseOutcomeDelivery } from '#shared/outcomes/queue-message.ts';
 
 export interface OutcomeWebhooksDeps {
   readonly deliverer: Pick<OutcomeDeliverer, 'deliver'>;
@@ -17,18 +17,9 @@ export interface OutcomeWebhooksDeps {
   readonly log: Logger;
 }
 
-function parseDelivery(body: string): OutcomeDelivery | undefined {
-  try {
-    const value = JSON.parse(body) as OutcomeDelivery;
-    return typeof value?.clientId === 'string' && Array.isArray(value.events) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 export function makeOutcomeWebhooksHandler(deps: OutcomeWebhooksDeps) {
   const deliverOne = async (record: SQSRecord): Promise<boolean> => {
-    const delivery = parseDelivery(record.body);
+    const delivery = parseOutcomeDelivery(record.body);
     if (!delivery) {
       deps.log.error('outcome delivery is not a delivery: dropped', { messageId: record.messageId });
       return true;

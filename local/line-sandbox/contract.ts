@@ -13,6 +13,7 @@ import {
   type SendEndpoint,
 } from '#shared/line/messaging-client.ts';
 import type { EndpointRates } from '#shared/line/rate-limits.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import { isRetryKey } from '#shared/retry-keys.ts';
 import { type Answer, badRequest, monthlyLimitReached, rateLimited } from './answers.ts';
 import { MonthlyQuota, RateLimiter } from './limits.ts';
@@ -25,10 +26,6 @@ import {
   type PushBody,
   type ReplyBody,
 } from './request-validation.ts';
-
-export interface Clock {
-  now(): number;
-}
 
 export interface SandboxChannel {
   readonly channelId: string;

@@ -4,9 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { Clock } from '#shared/pacing/clock.ts';
 import { listenLocally } from '../listen.ts';
 import type { Answer } from './answers.ts';
-import type { Clock, LineContract } from './contract.ts';
+import type { LineContract } from './contract.ts';
 import type { Fault, FaultInjector } from './fault-injector.ts';
 import type { SandboxRecords } from './records.ts';
 

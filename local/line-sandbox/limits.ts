@@ -1,8 +1,8 @@
 /** LINE's two limits on sending: the per-second rate limit and the monthly message quota. */
 import { QUOTA_CONSUMPTION_PATH, type SendEndpoint } from '#shared/line/messaging-client.ts';
 import type { EndpointRates } from '#shared/line/rate-limits.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import type { Answer } from './answers.ts';
-import type { Clock } from './contract.ts';
 
 /**
  * A token bucket per channel and endpoint, each at its own rate from LINE's table (push 2,000/s,

@@ -3,7 +3,7 @@
  * event's token shares single use with the original one and dies 20 minutes after the event.
  */
 import { randomBytes } from 'node:crypto';
-import type { Clock } from './contract.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import type { ReplyTokenIssuer } from './webhook-events.ts';
 
 const REDELIVERED_TOKEN_MAX_EVENT_AGE_MS = 20 * 60 * 1000;

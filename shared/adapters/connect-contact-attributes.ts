@@ -5,20 +5,13 @@
  */
 import { type ConnectClient, GetContactAttributesCommand } from '@aws-sdk/client-connect';
 import type { ContactAttributesReader } from '#shared/broker/contact-opt-outs.ts';
+import { oncePerKey } from '#shared/caches.ts';
 import { connectInstanceOf } from '#shared/telephony/connect-contact.ts';
 
 export function makeConnectContactAttributes(
   clientFor: (region: string) => ConnectClient,
 ): ContactAttributesReader {
-  const clients = new Map<string, ConnectClient>();
-  const client = (region: string) => {
-    let made = clients.get(region);
-    if (!made) {
-      made = clientFor(region);
-      clients.set(region, made);
-    }
-    return made;
-  };
+  const client = oncePerKey(clientFor);
   return {
     async read(instanceArn, initialContactId) {
       const instance = connectInstanceOf(instanceArn);

@@ -42,7 +42,7 @@ import {
   OUTSTANDING_INDEX,
   type Task,
 } from '#shared/jobs/model.ts';
-import { JOB_CANCELLED_REASON, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
+import { callSettlementOfCancelledJob, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { capCounterUpdates, endCappedTask } from './dynamo-contact-caps.ts';
 import { JobCache } from './dynamo-job-cache.ts';
@@ -240,9 +240,9 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
   async settle(request: SettleRequest): Promise<boolean> {
     const { task, settlement } = request;
     const taskUpdate = this.#taskSettle(request);
-    // A retry is written only while the job is not cancelled: the cancel sweep may already have
-    // passed this task's shard, and a retry written after it would wait for ever. An end moves
-    // the job's counts in the same transaction, so they are exact (the job manager trusts them).
+    // A retry is written only while the job is not cancelled; else it ends cancelled
+    // (`callSettlementOfCancelledJob`). An end moves the job's counts in the same transaction, so
+    // they are exact (the job manager trusts them).
     const final = settlement.state !== 'retry-wait';
     const jobItem = final ? this.#jobCount(task, settlement.state) : this.#jobNotCancelled(task);
     const leaseUpdate = this.#leaseRemove(task);
@@ -258,10 +258,7 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
       const leaseFailed = withLease && codes[1] === 'ConditionalCheckFailed';
       const jobFailed = withJob && codes[items.length - 1] === 'ConditionalCheckFailed';
       if (jobFailed && !final) {
-        return this.settle({
-          ...request,
-          settlement: { state: 'cancelled', lastResult: settlement.lastResult, reason: JOB_CANCELLED_REASON },
-        });
+        return this.settle({ ...request, settlement: callSettlementOfCancelledJob(settlement) });
       }
       if (!leaseFailed && !jobFailed) throw new Error(`task settle cancelled: ${codes.join(', ')}`);
       if (leaseFailed) withLease = false;

@@ -14,7 +14,8 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { IngestCursor } from '#shared/csv/read-list.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
-import { type Job, type JobCounts, type JobStatus, keys } from '#shared/jobs/model.ts';
+import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
+import { type Job, type JobCounts, keys } from '#shared/jobs/model.ts';
 import type { IngestClaim, IngestState, JobStore } from '#shared/jobs/ports.ts';
 
 const JOB_FIELDS = [

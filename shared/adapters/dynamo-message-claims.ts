@@ -8,7 +8,12 @@
 
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
-import { isLeftByOlderHolder, mayClaimMessage, mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
+import {
+  isLeftByOlderHolder,
+  mayClaimMessage,
+  mayHaveBeenSent,
+  messageClaimMove,
+} from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
@@ -20,7 +25,7 @@ import {
   type MessageTaskTable,
 } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
-import { STATE_NAME, stateValue } from './task-state-conditions.ts';
+import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
 
 /** Task updates per claim transaction (+ the lease check: 100 items, the service's limit). */
 export const CLAIMS_PER_TRANSACTION = 99;
@@ -295,13 +300,15 @@ export class MessageClaimer implements TaskSource {
   }
 
   /**
-   * A task's claim: still as the index showed it → in flight under `token`, held until now + hold,
-   * re-sorted in the index to then. The first claim makes attempt 1 and records when it started
-   * (from which LINE's 24-hour retry-key window counts); a reclaim changes neither.
+   * A task's claim: the lifecycle's claim move (`messageClaimMove`: start, or reclaim of one in
+   * flight), of a task still as the index showed it → in flight under `token`, held until now +
+   * hold, re-sorted in the index to then. The first claim makes attempt 1 and records when it
+   * started (from which LINE's 24-hour retry-key window counts); a reclaim changes neither.
    */
   #claimUpdate(jobId: string, item: Item, token: number, now: number) {
     const holdUntil = now + this.#deps.table.holdMs;
     const inFlight = stateValue('in-flight');
+    const from = moveFrom(messageClaimMove(item));
     return {
       Update: {
         TableName: this.#deps.table.tasksTable,
@@ -309,9 +316,11 @@ export class MessageClaimer implements TaskSource {
         UpdateExpression:
           `SET #state = ${inFlight.placeholder}, attempts = :attempts, startedAt = if_not_exists(startedAt, :now), ` +
           'claimToken = :token, readyAt = :holdUntil, openSk = :openSk, updatedAt = :now',
-        ConditionExpression: '#state = :seenState AND attempts = :seenAttempts AND readyAt = :seenReadyAt',
+        // The move says which states a claim may take; the seen values, that nothing moved it since the read.
+        ConditionExpression: `${from.condition} AND #state = :seenState AND attempts = :seenAttempts AND readyAt = :seenReadyAt`,
         ExpressionAttributeNames: STATE_NAME,
         ExpressionAttributeValues: {
+          ...from.values,
           ...inFlight.values,
           ':attempts': Math.max(1, Number(item.attempts)),
           ':now': now,

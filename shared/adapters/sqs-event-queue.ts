@@ -8,8 +8,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { EventQueue, QueueEntry } from '#shared/webhooks/queue-message.ts';
+import { SQS_MAX_BATCH_ENTRIES, splitSendBatches } from './sqs-batches.ts';
 
-const MAX_ENTRIES = 10;
 const MAX_BATCH_BYTES = 256 * 1024;
 
 export class EnqueueError extends Error {
@@ -18,21 +18,10 @@ export class EnqueueError extends Error {
 
 /** Splits entries into SendMessageBatch-sized chunks (count and total body size). */
 export function batchEntries(entries: readonly QueueEntry[]): QueueEntry[][] {
-  const batches: QueueEntry[][] = [];
-  let current: QueueEntry[] = [];
-  let bytes = 0;
-  for (const entry of entries) {
-    const size = Buffer.byteLength(entry.body);
-    if (current.length > 0 && (current.length === MAX_ENTRIES || bytes + size > MAX_BATCH_BYTES)) {
-      batches.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(entry);
-    bytes += size;
-  }
-  if (current.length > 0) batches.push(current);
-  return batches;
+  return splitSendBatches(entries, (entry) => Buffer.byteLength(entry.body), {
+    maxEntries: SQS_MAX_BATCH_ENTRIES,
+    maxBytes: MAX_BATCH_BYTES,
+  });
 }
 
 export function makeSqsEventQueue(

@@ -10,8 +10,9 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { OutcomeDelivery, OutcomeDeliveryQueue } from '#shared/outcomes/ports.ts';
+import { encodeOutcomeDelivery } from '#shared/outcomes/queue-message.ts';
+import { SQS_MAX_BATCH_ENTRIES, splitSendBatches } from './sqs-batches.ts';
 
-const MAX_BATCH_ENTRIES = 10;
 const MAX_BATCH_BYTES = 200 * 1024;
 
 export class SqsOutcomeDeliveryQueue implements OutcomeDeliveryQueue {
@@ -24,7 +25,7 @@ export class SqsOutcomeDeliveryQueue implements OutcomeDeliveryQueue {
   }
 
   async send(deliveries: readonly OutcomeDelivery[]): Promise<void> {
-    const batches = this.#batches(deliveries.map((d) => JSON.stringify(d)));
+    const batches = this.#batches(deliveries.map(encodeOutcomeDelivery));
     await Promise.all(batches.map((batch) => this.#sendBatch(batch)));
   }
 
@@ -40,21 +41,10 @@ export class SqsOutcomeDeliveryQueue implements OutcomeDeliveryQueue {
   }
 
   #batches(bodies: readonly string[]): SendMessageBatchRequestEntry[][] {
-    const batches: SendMessageBatchRequestEntry[][] = [];
-    let current: SendMessageBatchRequestEntry[] = [];
-    let bytes = 0;
-    for (const body of bodies) {
-      const size = Buffer.byteLength(body);
-      if (current.length === MAX_BATCH_ENTRIES || (current.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
-        batches.push(current);
-        current = [];
-        bytes = 0;
-      }
-      current.push({ Id: String(current.length), MessageBody: body });
-      bytes += size;
-    }
-    if (current.length > 0) batches.push(current);
-    return batches;
+    const limits = { maxEntries: SQS_MAX_BATCH_ENTRIES, maxBytes: MAX_BATCH_BYTES };
+    return splitSendBatches(bodies, (body) => Buffer.byteLength(body), limits).map((batch) =>
+      batch.map((body, i) => ({ Id: String(i), MessageBody: body })),
+    );
   }
 
   async #sendBatch(entries: SendMessageBatchRequestEntry[], retried = false): Promise<void> {

@@ -1,10 +1,12 @@
 /**
  * The provider of each client's calls, built from the client's `telephony` settings and kept per
- * client while its settings stay the same: Amazon Connect through one SDK client per region, the
- * HTTP contract at the client's base URL, or the deployment's default HTTP provider.
+ * client while its settings stay the same (for the 1,000 clients served last): Amazon Connect
+ * through one SDK client per region, the HTTP contract at the client's base URL, or the
+ * deployment's default HTTP provider.
  */
 import type { ConnectClient } from '@aws-sdk/client-connect';
 import type { CallLinkStore } from '#shared/broker/ports.ts';
+import { oncePerKey, VersionedCache } from '#shared/caches.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import type { TelephonyProvider, TelephonyProviders } from '#shared/telephony/port.ts';
@@ -34,20 +36,17 @@ export interface TelephonyProvidersConfig {
   readonly clock: Clock;
 }
 
-export function makeTelephonyProviders(config: TelephonyProvidersConfig): TelephonyProviders {
-  const byClient = new Map<string, { settings: string; provider: TelephonyProvider }>();
-  const connectClients = new Map<string, ConnectClient>();
-  const fallback = makeHttpTelephonyProvider({ ...config.http, clock: config.clock });
+/**
+ * Clients whose providers a process keeps at most: far more than a broker serves at once (a
+ * provider is asked for once per lease), so only a client not served for a long while is dropped.
+ */
+const MAX_CLIENT_PROVIDERS = 1_000;
 
-  function connectClient(region: string | undefined): ConnectClient {
-    const key = region ?? '';
-    let client = connectClients.get(key);
-    if (!client) {
-      client = config.connect(region);
-      connectClients.set(key, client);
-    }
-    return client;
-  }
+export function makeTelephonyProviders(config: TelephonyProvidersConfig): TelephonyProviders {
+  // By client, at its settings; a provider holds no sockets of its own, so an evicted one needs no close.
+  const byClient = new VersionedCache<TelephonyProvider>({ maxEntries: MAX_CLIENT_PROVIDERS });
+  const connectClient = oncePerKey((region: string | undefined) => config.connect(region));
+  const fallback = makeHttpTelephonyProvider({ ...config.http, clock: config.clock });
 
   function build(clientId: string, settings: TelephonySettings): TelephonyProvider {
     switch (settings.provider) {
@@ -81,12 +80,7 @@ export function makeTelephonyProviders(config: TelephonyProvidersConfig): Teleph
   return {
     forClient(clientId, settings) {
       if (!settings) return fallback;
-      const key = JSON.stringify(settings);
-      const held = byClient.get(clientId);
-      if (held?.settings === key) return held.provider;
-      const provider = build(clientId, settings);
-      byClient.set(clientId, { settings: key, provider });
-      return provider;
+      return byClient.get(clientId, JSON.stringify(settings), () => build(clientId, settings));
     },
   };
 }

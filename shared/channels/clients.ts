@@ -5,6 +5,7 @@
  * the old one is closed; past `maxEntries` channels, the least recently used one is closed and
  * dropped, so a container serving many channels does not keep every one's sockets for ever.
  */
+import { VersionedCache } from '#shared/caches.ts';
 import type { Channel } from './channel.ts';
 
 export interface ChannelClientsOptions<T> {
@@ -17,47 +18,30 @@ export interface ChannelClientsOptions<T> {
 }
 
 export class ChannelClients<T> {
-  readonly #options: ChannelClientsOptions<T>;
-  readonly #maxEntries: number;
-  /** By channel id, least recently used first (a Map keeps insertion order). */
-  readonly #entries = new Map<string, { version: number; client: T }>();
+  readonly #create: (channel: Channel) => T;
+  /** By channel id, at the channel's `updatedAt`. */
+  readonly #cache: VersionedCache<T>;
 
   constructor(options: ChannelClientsOptions<T>) {
-    this.#options = options;
-    this.#maxEntries = options.maxEntries ?? 100;
+    this.#create = options.create;
+    this.#cache = new VersionedCache({
+      maxEntries: options.maxEntries ?? 100,
+      ...(options.close ? { close: options.close } : {}),
+    });
   }
 
   /** The channel's client, new if the channel changed since the last one was made. */
   for(channel: Channel): T {
-    const entry = this.#entries.get(channel.channelId);
-    this.#entries.delete(channel.channelId);
-    if (entry && entry.version === channel.updatedAt) {
-      this.#entries.set(channel.channelId, entry);
-      return entry.client;
-    }
-    if (entry) this.#options.close?.(entry.client);
-    const client = this.#options.create(channel);
-    this.#entries.set(channel.channelId, { version: channel.updatedAt, client });
-    this.#evict();
-    return client;
+    return this.#cache.get(channel.channelId, channel.updatedAt, () => this.#create(channel));
   }
 
   /** Whether the last client made for the channel is for it as it is now. */
   isCurrent(channel: Channel): boolean {
-    return this.#entries.get(channel.channelId)?.version === channel.updatedAt;
+    return this.#cache.isCurrent(channel.channelId, channel.updatedAt);
   }
 
   /** Closes every client. */
   close(): void {
-    for (const { client } of this.#entries.values()) this.#options.close?.(client);
-    this.#entries.clear();
-  }
-
-  #evict(): void {
-    while (this.#entries.size > this.#maxEntries) {
-      const [oldest, entry] = this.#entries.entries().next().value!;
-      this.#entries.delete(oldest);
-      this.#options.close?.(entry.client);
-    }
+    this.#cache.close();
   }
 }

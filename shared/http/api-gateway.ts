@@ -1,9 +1,11 @@
 /**
  * What every Lambda behind the HTTP API (payload format 2.0) needs from its event and for its
  * answer: headers in any letter case, the raw body bytes (base64 or text, as API Gateway chose),
- * and a JSON response. One home, so the three handlers read requests the same way.
+ * and a JSON response; and the one try/refuse/500 around a route. One home, so the handlers read
+ * requests and answer errors the same way.
  */
-import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { Logger } from '#shared/log.ts';
 
 /** Headers as API Gateway (HTTP API, payload v2) hands them over. */
 export type HttpHeaders = Readonly<Record<string, string | undefined>> | null | undefined;
@@ -65,5 +67,43 @@ export function jsonResponse(
     statusCode,
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
+  };
+}
+
+/** A route of an HTTP API Lambda: its answer to one request. */
+export type HttpRoute = (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/**
+ * `route`'s answer, or, when it throws, the transport's answer to the error: a typed error that
+ * `toHttpError` maps is answered with its status and logged at info as refused; anything else is
+ * logged as failed and answered 500 with no detail, so no internal reaches the caller.
+ */
+export function answerOrRefuse(
+  route: HttpRoute,
+  options: {
+    /** The one mapping from the use cases' typed errors to HTTP statuses. */
+    readonly toHttpError: (error: unknown) => APIGatewayProxyStructuredResultV2 | undefined;
+    readonly log: Logger;
+    /** Whether a refusal's log line carries the error's message (not where a message may quote a secret). */
+    readonly logRefusalReason: boolean;
+  },
+): HttpRoute {
+  const { toHttpError, log, logRefusalReason } = options;
+  return async (event) => {
+    try {
+      return await route(event);
+    } catch (error) {
+      const mapped = toHttpError(error);
+      if (mapped) {
+        log.info('request refused', {
+          route: event.routeKey,
+          status: mapped.statusCode,
+          ...(logRefusalReason ? { reason: (error as Error).message } : {}),
+        });
+        return mapped;
+      }
+      log.error('request failed', { route: event.routeKey, error });
+      return jsonResponse(500, { message: 'internal error' });
+    }
   };
 }

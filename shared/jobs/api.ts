@@ -30,14 +30,8 @@ import {
   UploadTooLargeError,
   ValidationError,
 } from './errors.ts';
-import {
-  type ClientSettings,
-  canTransition,
-  endedTasks,
-  type Job,
-  type JobCounts,
-  type JobStatus,
-} from './model.ts';
+import { canTransition, type JobStatus } from './job-lifecycle.ts';
+import { type ClientSettings, endedTasks, type Job, type JobCounts } from './model.ts';
 import { findOptOuts, type OptOutsAnswer } from './opt-outs.ts';
 import type { JobChangeNotifier, JobStores, OptOutReader } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';

@@ -1,5 +1,5 @@
 /** Typed errors of the jobs use cases; each transport maps them to its statuses once. */
-import type { JobStatus } from './model.ts';
+import type { JobStatus } from './job-lifecycle.ts';
 
 /** Field path (`callingHours.mon[0].start`) → what is wrong with it. */
 export type FieldErrors = Readonly<Record<string, readonly string[]>>;

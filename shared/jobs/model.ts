@@ -16,6 +16,7 @@ import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import type { HolidayCalendar, RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
+import type { JobStatus } from './job-lifecycle.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 import { isWaiting } from './task-lifecycle.ts';
 
@@ -73,33 +74,6 @@ export interface JobDefaults {
   readonly holidays?: HolidayCalendar;
   /** Retries by outcome for a job that gives no `retries` of its own (replaced whole, not merged). */
   readonly retries?: RetryPolicy;
-}
-
-/** uploading → validating → scheduled → running → completed; paused, cancelled, failed. */
-export type JobStatus =
-  | 'uploading'
-  | 'validating'
-  | 'scheduled'
-  | 'running'
-  | 'paused'
-  | 'completed'
-  | 'cancelled'
-  | 'failed';
-
-/** Legal job transitions; anything else is a 409. */
-export const JOB_TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
-  uploading: ['validating', 'cancelled', 'failed'],
-  validating: ['scheduled', 'failed', 'cancelled'],
-  scheduled: ['running', 'paused', 'cancelled'],
-  running: ['completed', 'paused', 'cancelled'],
-  paused: ['scheduled', 'running', 'cancelled'],
-  completed: [],
-  cancelled: [],
-  failed: [],
-};
-
-export function canTransition(from: JobStatus, to: JobStatus): boolean {
-  return JOB_TRANSITIONS[from].includes(to);
 }
 
 /**

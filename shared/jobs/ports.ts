@@ -6,7 +6,8 @@
 
 import type { IngestCounts, IngestCursor } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
-import type { ClientSettings, Job, JobCounts, JobStatus, Task } from './model.ts';
+import type { JobStatus } from './job-lifecycle.ts';
+import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type { RetimeSweepMessage } from './retime.ts';
 import type { SweepEnd } from './task-lifecycle.ts';
 

@@ -9,26 +9,12 @@
 import { type JobSample, type JobSeriesReader, mergeSamples } from '#shared/broker/job-series.ts';
 import { ValidationError } from './errors.ts';
 import type { Job } from './model.ts';
+import type { JobSeriesPoint } from './series-point.ts';
 
 export const SERIES_DEFAULT_SPAN_MS = 3_600_000;
 export const SERIES_MAX_LIMIT = 360;
 /** After a job stops, its series goes on for the calls still in flight and the idle windows. */
 const SERIES_TAIL_MS = 120_000;
-
-/** One window of a job, per second where a rate is meant. */
-export interface JobSeriesPoint {
-  /** Start of the window (ISO 8601, UTC). */
-  readonly at: string;
-  readonly seconds: number;
-  /** The client's peak calls in flight in the window (the limit is the client's). */
-  readonly callsInFlight: number;
-  readonly maxConcurrentCalls?: number;
-  readonly starts: number;
-  readonly callsPerSecond?: number;
-  readonly messagesSent: number;
-  /** Requests LINE answered 429. */
-  readonly rateLimited: number;
-}
 
 export interface JobSeriesAnswer {
   readonly jobId: string;

@@ -105,9 +105,35 @@ export function isLeftByOlderHolder(task: ClaimView, token: number): boolean {
   return task.state === 'in-flight' && Number(task.claimToken ?? 0) < token;
 }
 
+/**
+ * The move a claim of a message task makes, by the state the index showed it in: one in flight is
+ * reclaimed (from an older holder, or past its hold), a waiting one is started.
+ */
+export function messageClaimMove(task: ClaimView): typeof TASK_MOVES.reclaim | typeof TASK_MOVES.start {
+  return task.state === 'in-flight' ? TASK_MOVES.reclaim : TASK_MOVES.start;
+}
+
 /** A reclaimed task, or one released after a request that may have reached LINE, may have been sent. */
 export function mayHaveBeenSent(task: { readonly state?: unknown; readonly maybeSent?: unknown }): boolean {
   return task.state === 'in-flight' || task.maybeSent === true;
+}
+
+/** What a call's settlement says of the attempt: its next state and the call's result. */
+export interface CallSettlementView {
+  readonly state: TaskState;
+  readonly lastResult: string;
+}
+
+/**
+ * A call's settlement once its job is found cancelled as it is written: a retry ends `cancelled`
+ * instead (the cancel sweep may already have passed the task's shard, and a retry written after it
+ * would wait for ever); an end is written as it is.
+ */
+export function callSettlementOfCancelledJob<S extends CallSettlementView>(
+  settlement: S,
+): S | { readonly state: 'cancelled'; readonly lastResult: string; readonly reason: string } {
+  if (settlement.state !== 'retry-wait') return settlement;
+  return { state: 'cancelled', lastResult: settlement.lastResult, reason: JOB_CANCELLED_REASON };
 }
 
 /** How a sweep ends the tasks it reaches: a cancelled job's, or a job's past its end. */

@@ -14,7 +14,8 @@
  * what it already has, comparing the strings as they are.
  */
 import { createHash } from 'node:crypto';
-import type { JobCounts, JobStatus, TaskState } from '#shared/jobs/model.ts';
+import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
+import type { JobCounts, TaskState } from '#shared/jobs/model.ts';
 import { isFinal } from '#shared/jobs/task-lifecycle.ts';
 
 export const TASK_ENDED = 'task.ended';

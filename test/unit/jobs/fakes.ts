@@ -2,7 +2,8 @@
 import { Readable } from 'node:stream';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
-import { type ClientSettings, type Job, type JobStatus, type Task, taskShard } from '#shared/jobs/model.ts';
+import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
+import { type ClientSettings, type Job, type Task, taskShard } from '#shared/jobs/model.ts';
 import type {
   ClientStore,
   ContinueIngestMessage,

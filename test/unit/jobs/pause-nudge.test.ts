@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
 import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
-import type { Job, JobChannel, JobStatus } from '#shared/jobs/model.ts';
+import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
+import type { Job, JobChannel } from '#shared/jobs/model.ts';
 import type { JobChanged, JobChangeNotifier, NudgeAnswer } from '#shared/jobs/ports.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import {

@@ -1,0 +1,19 @@
+/**
+ * One point of a job's series as the operator API answers it (`shared/jobs/series.ts`). Imports
+ * nothing, so the console (a browser bundle, typechecked without Node's types) reads the same shape.
+ */
+
+/** One window of a job, per second where a rate is meant. */
+export interface JobSeriesPoint {
+  /** Start of the window (ISO 8601, UTC). */
+  readonly at: string;
+  readonly seconds: number;
+  /** The client's peak calls in flight in the window (the limit is the client's). */
+  readonly callsInFlight: number;
+  readonly maxConcurrentCalls?: number;
+  readonly starts: number;
+  readonly callsPerSecond?: number;
+  readonly messagesSent: number;
+  /** Requests LINE answered 429. */
+  readonly rateLimited: number;
+}

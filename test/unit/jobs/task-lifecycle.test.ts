@@ -1,0 +1,41 @@
+/** The task lifecycle's named rules that the DynamoDB adapters write their conditions from. */
+import { describe, expect, it } from 'vitest';
+import {
+  callSettlementOfCancelledJob,
+  JOB_CANCELLED_REASON,
+  messageClaimMove,
+  TASK_MOVES,
+} from '#shared/jobs/task-lifecycle.ts';
+
+describe("a message task's claim move", () => {
+  it('starts a waiting task', () => {
+    expect(messageClaimMove({ state: 'pending' })).toBe(TASK_MOVES.start);
+    expect(messageClaimMove({ state: 'retry-wait' })).toBe(TASK_MOVES.start);
+  });
+
+  it('reclaims a task in flight', () => {
+    expect(messageClaimMove({ state: 'in-flight', claimToken: 3 })).toBe(TASK_MOVES.reclaim);
+  });
+});
+
+describe('a call settled after its job was cancelled', () => {
+  it('ends cancelled instead of waiting for a retry the cancel sweep would never reach', () => {
+    const retry = { state: 'retry-wait', lastResult: 'busy', readyAt: 1_000 } as const;
+    expect(callSettlementOfCancelledJob(retry)).toEqual({
+      state: 'cancelled',
+      lastResult: 'busy',
+      reason: JOB_CANCELLED_REASON,
+    });
+  });
+
+  it('keeps an end as it is', () => {
+    const ended = {
+      state: 'failed',
+      lastResult: 'no-answer',
+      reason: 'no-answer on all 3 attempts',
+    } as const;
+    expect(callSettlementOfCancelledJob(ended)).toBe(ended);
+    const completed = { state: 'completed', lastResult: 'completed' } as const;
+    expect(callSettlementOfCancelledJob(completed)).toBe(completed);
+  });
+});
