@@ -248,7 +248,6 @@ async function provision(
   return { tableNames, queues: queueEndpoints, bucketNames };
 }
 
-/** The environment a Lambda handler or broker reads to reach the local cloud described by `info`. */
 /**
  * The SDK's attempts per call on the local cloud (AWS's default is 3, which the stack keeps).
  * DynamoDB Local serialises every write behind one process-wide lock and answers a write that
@@ -259,6 +258,7 @@ async function provision(
  */
 export const DYNAMO_LOCAL_MAX_ATTEMPTS = '10';
 
+/** The environment a Lambda handler or broker reads to reach the local cloud described by `info`. */
 export function cloudEnv(info: LocalCloudInfo): Record<string, string> {
   const env: Record<string, string> = {
     AWS_REGION: info.region,

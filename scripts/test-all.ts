@@ -89,7 +89,10 @@ if (existsSync(jsonFile)) {
   skipped += report.numPendingTests + report.numTodoTests;
   // A file that failed to load (syntax error, failing hook) has no test results of its own.
   failed += report.testResults.filter((f) => f.status === 'failed' && f.assertionResults.length === 0).length;
-  if (vitestStatus !== 0 && report.numFailedTests === 0) failed++;
+  if (vitestStatus !== 0 && report.numFailedTests === 0) {
+    failed++;
+    failures.push(`vitest: exited ${vitestStatus} with no failed test (an unhandled error? see above)`);
+  }
   failures.push(...failedTestsOf(report.testResults));
 } else {
   failed++;

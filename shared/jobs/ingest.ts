@@ -350,8 +350,10 @@ class IngestStepRun {
       );
     if (!this.#job.source)
       return this.#finish({ status: 'failed', reason: 'the job has no uploaded file' }, this.#job.counts);
-    // S3's own count of the object's bytes, from its event: refused before a byte is read.
-    const tooLarge = uploadTooLargeReason(this.#state.size ?? 0, this.#deps.maxUploadBytes);
+    // S3's own count of the object's bytes, from its event: refused before a byte is read (on the
+    // first step only: a later one has written tasks, and a limit lowered meanwhile must not strand them).
+    const firstStep = this.#state.cursor === undefined;
+    const tooLarge = firstStep && uploadTooLargeReason(this.#state.size ?? 0, this.#deps.maxUploadBytes);
     if (tooLarge) return this.#finish({ status: 'failed', reason: tooLarge }, this.#job.counts);
 
     const duplicates = await this.#duplicateFilter();
