@@ -15,9 +15,15 @@ export interface TestCloud {
   readonly env: Record<string, string>;
 }
 
-/** Clients for the running local cloud; fails fast when the global setup did not start one. */
+/**
+ * Clients for the local cloud of this test's worker (the global setup starts one per worker for
+ * the integration project, `VITEST_POOL_ID` numbers the workers from 1); fails fast when the
+ * global setup did not start any.
+ */
 export function testCloud(): TestCloud {
-  const info = inject('cloud');
+  const clouds = inject('clouds') ?? [];
+  const worker = Math.max(1, Number(process.env.VITEST_POOL_ID) || 1);
+  const info = clouds[(worker - 1) % Math.max(1, clouds.length)];
   if (!info?.dynamoEndpoint)
     throw new Error('the local cloud is not running: run this test through its vitest project');
   const base = { region: info.region, credentials: LOCAL_CREDENTIALS };
