@@ -4,9 +4,9 @@
  * Lambdas are bundled. `node console/build.ts [outDir]` builds by hand; the stack and `npm start`
  * call {@link buildConsole}.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
 
@@ -20,32 +20,45 @@ const FONT_CSS = '@fontsource/noto-sans-jp/400.css';
 export function buildConsole(outDir: string): readonly string[] {
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
-  const workDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-console-build-'));
-  try {
-    return buildInto(outDir, woff2OnlyFontCss(workDir));
-  } finally {
-    rmSync(workDir, { recursive: true, force: true });
-  }
+  return buildInto(outDir, woff2OnlyFontCss());
 }
 
 /**
  * fontsource lists a woff fallback after each woff2: a copy of its stylesheet without them (and
- * with absolute file paths), so only the woff2 files ship. esbuild's synchronous API takes no
+ * with paths to fontsource's files), so only the woff2 files ship. esbuild's synchronous API takes no
  * plugin, so the copy is written aside and aliased in.
+ *
+ * The copy's path is part of what esbuild hashes into the script's name, so it is a fixed place in
+ * the checkout (named by its content, written whole by a rename): the same tree builds the same
+ * files, and `cdk deploy` does not publish the console again when nothing changed (a temporary
+ * folder gave the script a new name on every build).
  */
-function woff2OnlyFontCss(workDir: string): string {
+function woff2OnlyFontCss(): string {
   const source = createRequire(import.meta.url).resolve(FONT_CSS);
+  const dir = path.join(HERE, '..', 'node_modules', '.cache', 'switchboard-console');
+  const files = path
+    .relative(dir, path.join(path.dirname(source), 'files'))
+    .split(path.sep)
+    .join('/');
   const css = readFileSync(source, 'utf8')
     .replace(/,\s*url\([^)]*\.woff\)\s*format\('woff'\)/g, '')
-    .replace(/url\(\.\/files\//g, `url(${path.dirname(source)}/files/`);
-  const copy = path.join(workDir, 'noto-sans-jp-400.css');
-  writeFileSync(copy, css);
+    .replace(/url\(\.\/files\//g, `url(${files}/`);
+  mkdirSync(dir, { recursive: true });
+  const name = `noto-sans-jp-400-${createHash('sha256').update(css).digest('hex').slice(0, 16)}.css`;
+  const copy = path.join(dir, name);
+  if (!existsSync(copy)) {
+    const partial = `${copy}.${process.pid}.${randomUUID()}`;
+    writeFileSync(partial, css);
+    renameSync(partial, copy);
+  }
   return copy;
 }
 
 function buildInto(outDir: string, fontCss: string): readonly string[] {
   const result = buildSync({
     entryPoints: [path.join(HERE, 'src/main.ts')],
+    // Paths relative to the checkout, so two clones build the same names.
+    absWorkingDir: path.join(HERE, '..'),
     bundle: true,
     format: 'esm',
     // The chart library loads with the job page, in a chunk of its own.
