@@ -1,12 +1,4 @@
-/**
- * Message jobs on the local cloud: DynamoDB Local (this suite's own tables), the LINE sandbox as
- * the Messaging API, and the broker (in-process) claiming tasks under the client's lease and
- * running the message pipeline. Every invariant is read from the sandbox's delivery log and the
- * task table: each recipient gets the message once, under faults, across a takeover, a pause.
- */
-
-import { createHash } from 'node:crypto';
-import { BatchWriteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
@@ -21,7 +13,7 @@ import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
-import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
 import { OPTED_OUT_MAYBE_SENT_REASON, OPTED_OUT_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line/messaging-client.ts';
@@ -31,6 +23,7 @@ import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
+import { lineUserOf, seedMessageJob } from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
 import { eventually } from '../../support/wait.ts';
 
@@ -43,12 +36,6 @@ let channelsTable: string;
 let line: LineSandbox;
 const running: RunningBroker[] = [];
 
-const ALWAYS = {
-  timeZone: 'Asia/Tokyo',
-  weekly: Object.fromEntries(
-    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
-  ),
-};
 const PERSONAL: MessageTemplate = { messages: [{ type: 'text', text: 'こんにちは {{name}} さん 🎉' }] };
 const SAME_FOR_ALL: MessageTemplate = { messages: [{ type: 'text', text: 'お知らせ: 明日は休業です' }] };
 
@@ -115,75 +102,15 @@ async function putWork(clients: string[]) {
   );
 }
 
-/**
- * A LINE user id per (client, index). The client part is a hash of the whole id: the hex letters of
- * `take…` and `pause…` ids once made two tests' recipients the same users.
- */
-const recipientOf = (clientId: string, i: number) =>
-  `U${createHash('sha256').update(clientId).digest('hex').slice(0, 8)}${i.toString(16).padStart(24, '0')}`;
+const recipientOf = lineUserOf;
 
 /** A client with a running message job of `tasks` recipients, written as ingest would. */
-async function seed(clientId: string, tasks: number, message: MessageTemplate): Promise<Job> {
-  const now = Date.now();
-  const client: ClientSettings = {
-    clientId,
-    maxConcurrentCalls: 1,
-    callsPerSecond: 1,
-    timeZone: 'Asia/Tokyo',
-    callingHours: ALWAYS,
-    defaultRegion: 'JP',
-    messageChannelId: CHANNEL.channelId,
-    updatedAt: now,
-  };
-  const job: Job = {
-    clientId,
-    jobId: `01JM${clientId.toUpperCase().replace(/[^0-9A-Z]/g, '')}${'0'.repeat(26)}`.slice(0, 26),
-    name: 'campaign',
-    channel: 'message',
-    scenarioId: 'default',
-    message,
-    startAt: now - 1000,
-    maxAttempts: 1,
-    retryDelaySeconds: 0,
-    status: 'running',
-    counts: { rows: tasks, rejected: 0, skipped: 0, tasks, completed: 0, failed: 0, cancelled: 0 },
-    createdAt: now,
-    updatedAt: now,
-  };
-  await cloud.doc.send(
-    new PutCommand({ TableName: controlTable, Item: { ...keys.client(clientId), ...client } }),
+const seed = (clientId: string, tasks: number, message: MessageTemplate): Promise<Job> =>
+  seedMessageJob(
+    cloud.doc,
+    { controlTable, tasksTable },
+    { clientId, channelId: CHANNEL.channelId, tasks, message, jobIdPrefix: '01JM' },
   );
-  await cloud.doc.send(
-    new PutCommand({
-      TableName: controlTable,
-      Item: { ...keys.job(clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
-    }),
-  );
-  const items = Array.from({ length: tasks }, (_, i) => {
-    const task: Task = {
-      clientId,
-      jobId: job.jobId,
-      taskId: `t${String(i).padStart(5, '0')}`,
-      row: i + 2,
-      channel: 'message',
-      recipient: recipientOf(clientId, i),
-      variables: { name: `顧客${i}` },
-      state: 'pending',
-      attempts: 0,
-      readyAt: now - 1000,
-      updatedAt: now,
-    };
-    return { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
-  });
-  for (let i = 0; i < items.length; i += 25) {
-    await cloud.doc.send(
-      new BatchWriteCommand({
-        RequestItems: { [tasksTable]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) },
-      }),
-    );
-  }
-  return job;
-}
 
 const tasksOf = (jobId: string) => readTasks<Task & { claimToken?: number }>(cloud.doc, tasksTable, jobId);
 

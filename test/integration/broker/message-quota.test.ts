@@ -1,16 +1,4 @@
-/**
- * LINE's per-endpoint rate limits and monthly quota, on the local cloud: DynamoDB Local (this
- * suite's own tables), the LINE sandbox keeping LINE's table and quota, and the real broker
- * (in-process) reading the quota through the same Messaging API client it uses against LINE.
- *
- * - a campaign the quota left cannot cover is paused with the reason before it sends anything;
- * - a client that allows partial delivery gets what the quota allows, and the rest ends `failed`
- *   with LINE's monthly-limit reason, not retried for ever;
- * - multicasts stay within their own endpoint's rate at the sandbox.
- */
-
-import { createHash } from 'node:crypto';
-import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
@@ -19,12 +7,13 @@ import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts
 import { MONTHLY_LIMIT_FAILURE_REASON, MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
+import { seedMessageJob } from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
 import { eventually } from '../../support/wait.ts';
 
@@ -36,12 +25,6 @@ let channelsTable: string;
 let line: LineSandbox;
 const running: RunningBroker[] = [];
 
-const ALWAYS = {
-  timeZone: 'Asia/Tokyo',
-  weekly: Object.fromEntries(
-    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
-  ),
-};
 const PERSONAL: MessageTemplate = {
   messages: [{ type: 'text', text: '{{name}} 様、ご利用ありがとうございます' }],
 };
@@ -109,78 +92,19 @@ async function putWork(clients: string[]) {
   );
 }
 
-const recipientOf = (clientId: string, i: number) =>
-  `U${createHash('sha256').update(clientId).digest('hex').slice(0, 8)}${i.toString(16).padStart(24, '0')}`;
-
 /** A client on `channelId` with a running message job of `tasks` recipients, written as ingest would. */
-async function seed(
+const seed = (
   clientId: string,
   channelId: string,
   tasks: number,
   message: MessageTemplate,
   settings: Partial<ClientSettings> = {},
-): Promise<Job> {
-  const now = Date.now();
-  const client: ClientSettings = {
-    clientId,
-    maxConcurrentCalls: 1,
-    callsPerSecond: 1,
-    timeZone: 'Asia/Tokyo',
-    callingHours: ALWAYS,
-    defaultRegion: 'JP',
-    messageChannelId: channelId,
-    updatedAt: now,
-    ...settings,
-  };
-  const job: Job = {
-    clientId,
-    jobId: `01JQ${clientId.toUpperCase().replace(/[^0-9A-Z]/g, '')}${'0'.repeat(26)}`.slice(0, 26),
-    name: 'campaign',
-    channel: 'message',
-    scenarioId: 'default',
-    message,
-    startAt: now - 1000,
-    maxAttempts: 1,
-    retryDelaySeconds: 0,
-    status: 'running',
-    counts: { rows: tasks, rejected: 0, skipped: 0, tasks, completed: 0, failed: 0, cancelled: 0 },
-    createdAt: now,
-    updatedAt: now,
-  };
-  await cloud.doc.send(
-    new PutCommand({ TableName: controlTable, Item: { ...keys.client(clientId), ...client } }),
+): Promise<Job> =>
+  seedMessageJob(
+    cloud.doc,
+    { controlTable, tasksTable },
+    { clientId, channelId, tasks, message, jobIdPrefix: '01JQ', settings },
   );
-  await cloud.doc.send(
-    new PutCommand({
-      TableName: controlTable,
-      Item: { ...keys.job(clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
-    }),
-  );
-  const items = Array.from({ length: tasks }, (_, i) => {
-    const task: Task = {
-      clientId,
-      jobId: job.jobId,
-      taskId: `t${String(i).padStart(5, '0')}`,
-      row: i + 2,
-      channel: 'message',
-      recipient: recipientOf(clientId, i),
-      variables: { name: `顧客${i}` },
-      state: 'pending',
-      attempts: 0,
-      readyAt: now - 1000,
-      updatedAt: now,
-    };
-    return { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
-  });
-  for (let i = 0; i < items.length; i += 25) {
-    await cloud.doc.send(
-      new BatchWriteCommand({
-        RequestItems: { [tasksTable]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) },
-      }),
-    );
-  }
-  return job;
-}
 
 const tasksOf = (jobId: string) => readTasks<Task>(cloud.doc, tasksTable, jobId);
 

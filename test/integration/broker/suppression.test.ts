@@ -11,12 +11,13 @@ import { startTelephonySandbox, type TelephonySandbox } from '#local/telephony-s
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
+import { ALWAYS_OPEN, jobIdFor, writeRunningJob } from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
 import { eventually } from '../../support/wait.ts';
 
@@ -27,13 +28,6 @@ let controlTable: string;
 let tasksTable: string;
 let sandbox: TelephonySandbox;
 const running: RunningBroker[] = [];
-
-const ALWAYS = {
-  timeZone: 'Asia/Tokyo',
-  weekly: Object.fromEntries(
-    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
-  ),
-};
 
 beforeAll(async () => {
   [controlTable, tasksTable] = await Promise.all([
@@ -65,13 +59,13 @@ async function seed(clientId: string, tasks: number): Promise<Job> {
     maxConcurrentCalls: 2,
     callsPerSecond: 2,
     timeZone: 'Asia/Tokyo',
-    callingHours: ALWAYS,
+    callingHours: ALWAYS_OPEN,
     defaultRegion: 'JP',
     updatedAt: now,
   };
   const job: Job = {
     clientId,
-    jobId: `01JS${clientId.toUpperCase().replace(/[^0-9A-Z]/g, '')}${'0'.repeat(26)}`.slice(0, 26),
+    jobId: jobIdFor('01JS', clientId),
     name: 'suppression',
     channel: 'call',
     scenarioId: 's1',
@@ -83,39 +77,24 @@ async function seed(clientId: string, tasks: number): Promise<Job> {
     createdAt: now,
     updatedAt: now,
   };
-  await cloud.doc.send(
-    new PutCommand({ TableName: controlTable, Item: { ...keys.client(clientId), ...client } }),
-  );
-  await cloud.doc.send(
-    new PutCommand({
-      TableName: controlTable,
-      Item: { ...keys.job(clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
+  // Ready one after the other, so the broker starts them in order.
+  const list = Array.from(
+    { length: tasks },
+    (_, i): Task => ({
+      clientId,
+      jobId: job.jobId,
+      taskId: `t${String(i).padStart(4, '0')}`,
+      row: i + 2,
+      channel: 'call',
+      recipient: recipientOf(i),
+      variables: {},
+      state: 'pending',
+      attempts: 0,
+      readyAt: now - 1000 + i,
+      updatedAt: now,
     }),
   );
-  await Promise.all(
-    Array.from({ length: tasks }, (_, i) => {
-      // Ready one after the other, so the broker starts them in order.
-      const task: Task = {
-        clientId,
-        jobId: job.jobId,
-        taskId: `t${String(i).padStart(4, '0')}`,
-        row: i + 2,
-        channel: 'call',
-        recipient: recipientOf(i),
-        variables: {},
-        state: 'pending',
-        attempts: 0,
-        readyAt: now - 1000 + i,
-        updatedAt: now,
-      };
-      return cloud.doc.send(
-        new PutCommand({
-          TableName: tasksTable,
-          Item: { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) },
-        }),
-      );
-    }),
-  );
+  await writeRunningJob(cloud.doc, { controlTable, tasksTable }, client, job, list);
   await cloud.doc.send(
     new PutCommand({
       TableName: controlTable,
