@@ -74,6 +74,8 @@ export interface BrokerConfig {
   readonly reconcileMarginMs: number;
   readonly defaultMaxCallSeconds: number;
   readonly holdMs: number;
+  /** Where message claims are recorded (`BROKER_CLAIM_RECORDS`: `page`, the default, or `task`). */
+  readonly claimRecords: 'page' | 'task';
   readonly recheckMs: number;
   /** The LINE channels (access tokens) message jobs send through; without it only calls are served. */
   readonly channelsTable: string | undefined;
@@ -122,6 +124,7 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
       env,
     ),
     holdMs: getNumberFromEnv('BROKER_HOLD_MS', DEFAULT_SERVE_SETTINGS.holdMs, env),
+    claimRecords: claimRecordsOf(optional('BROKER_CLAIM_RECORDS')),
     recheckMs: getNumberFromEnv('BROKER_RECHECK_MS', DEFAULT_SERVE_SETTINGS.recheckMs, env),
     channelsTable: optional('CHANNELS_TABLE'),
     lineApiUrl: optional('LINE_API_URL') ?? DEFAULT_LINE_API_URL,
@@ -256,6 +259,7 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
       clock,
       optedOut: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
       suppressed: suppressionReasons(suppressions),
+      claimRecords: config.claimRecords,
     }),
     async sendFor(channelId: string): Promise<SendPort> {
       const channel = await channels.get(channelId);
@@ -507,4 +511,10 @@ function brokerSettings(config: BrokerConfig): BrokerSettings {
     holdMs: config.holdMs,
     recheckMs: config.recheckMs,
   };
+}
+
+/** `BROKER_CLAIM_RECORDS`: `page` (default) or `task`; anything else is refused at start. */
+function claimRecordsOf(value: string | undefined): 'page' | 'task' {
+  if (value === undefined || value === 'page' || value === 'task') return value ?? 'page';
+  throw new Error(`BROKER_CLAIM_RECORDS must be "page" or "task", not ${JSON.stringify(value)}`);
 }

@@ -51,7 +51,7 @@ export const BROKER_HTTP_PORT = 8080;
 export const BROKER_STOP_TIMEOUT_SECONDS = 120;
 
 // Get/query/transactions on the broker's tables; no Scan, no DeleteItem (tasks are never deleted:
-// only a settled multicast's record is, see BATCH_RECORD_KEYS).
+// only a settled multicast's record and a done claim page are, see BATCH_RECORD_KEYS).
 const BROKER_TABLE_ACTIONS = [
   'dynamodb:GetItem',
   'dynamodb:BatchGetItem',
@@ -67,6 +67,8 @@ const BROKER_TABLE_ACTIONS = [
  * A task's partition is `{jobId}#{shard}` with a numeric shard, so this never matches a task.
  */
 const BATCH_RECORD_KEYS = '*#batch';
+/** The partition keys of claim pages (`{clientId}#claims`, shared/adapters/dynamo-claim-pages.ts). */
+const CLAIM_PAGE_KEYS = '*#claims';
 
 export interface BrokerFleetProps {
   readonly stage: string;
@@ -288,12 +290,14 @@ export class BrokerFleet extends Construct {
         );
       }
     }
-    // A settled multicast's record, and nothing else of the tasks table, may be deleted.
+    // A settled multicast's record and a done claim page, and nothing else of the tasks table, may be deleted.
     taskRole.addToPolicy(
       new iam.PolicyStatement({
         actions: ['dynamodb:DeleteItem'],
         resources: [tables.tasks.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [BATCH_RECORD_KEYS] } },
+        conditions: {
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [BATCH_RECORD_KEYS, CLAIM_PAGE_KEYS] },
+        },
       }),
     );
     // Message jobs send through the client's LINE channel: the broker reads the channel (its access

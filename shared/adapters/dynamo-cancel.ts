@@ -23,6 +23,7 @@ import {
 import { keys } from '#shared/jobs/model.ts';
 import type { SweepEnding, SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
 import { OPEN_TASK_STATES, sweepMove } from '#shared/jobs/task-lifecycle.ts';
+import { claimHolds, claimKey } from './dynamo-claim-pages.ts';
 import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
 
 /** Task updates per transaction: with the job's count, 25 items (the oldest service limit). */
@@ -65,7 +66,7 @@ class DynamoTaskCanceller implements TaskCanceller {
     this.#pageItems = options.pageItems ?? PAGE_ITEMS;
   }
 
-  async sweepPage(jobId: string, shard: number, cursor: string | undefined) {
+  async sweepPage(jobId: string, shard: number, cursor: string | undefined, clientId?: string) {
     const pk = keys.taskShardPk(jobId, shard);
     const open = stateIn(OPEN_TASK_STATES);
     const out: QueryCommandOutput = await this.#doc.send(
@@ -83,7 +84,7 @@ class DynamoTaskCanceller implements TaskCanceller {
     );
     const last = out.LastEvaluatedKey?.sk;
     return {
-      tasks: (out.Items ?? []) as SweptTask[],
+      tasks: await this.#withClaimPages(clientId, jobId, (out.Items ?? []) as SweptTask[]),
       ...(typeof last === 'string' ? { next: last } : {}),
     };
   }
@@ -142,13 +143,34 @@ class DynamoTaskCanceller implements TaskCanceller {
     return 0;
   }
 
+  /**
+   * Waiting messages listed on an open claim page of the client are in flight with its broker,
+   * held until the page's hold ends (read once a page of tasks, only when it holds a waiting message).
+   */
+  async #withClaimPages(
+    clientId: string | undefined,
+    jobId: string,
+    tasks: SweptTask[],
+  ): Promise<SweptTask[]> {
+    const waitingMessage = (t: SweptTask) => t.channel === 'message' && t.state !== 'in-flight';
+    if (clientId === undefined || !tasks.some(waitingMessage)) return tasks;
+    const holds = await claimHolds(this.#doc, this.#tasksTable, clientId);
+    return tasks.map((t) => {
+      const holdUntil = waitingMessage(t) ? holds.get(claimKey(jobId, t.taskId)) : undefined;
+      return holdUntil === undefined
+        ? t
+        : { ...t, state: 'in-flight', readyAt: holdUntil, storedState: t.state };
+    });
+  }
+
   /** The task's move to the sweep's end, conditional on it still being as the page read it. */
   #taskEnd(jobId: string, task: SweptTask, ending: SweepEnding, now: number) {
     const to = stateValue(ending.state);
-    const from = moveFrom(sweepMove(ending.state, task.state));
+    const stored = task.storedState ?? task.state;
+    const from = moveFrom(sweepMove(ending.state, stored));
     const common = { ...to.values, ...from.values, ':reason': ending.reason, ':now': now };
     let condition: { ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> };
-    if (task.state === 'in-flight') {
+    if (stored === 'in-flight') {
       // Its broker's write (or a claim, a new start) since the page was read moves readyAt (a
       // message) or startedAt (a call) or the state.
       const seen = task.channel === 'message' ? 'readyAt' : 'startedAt';

@@ -6,6 +6,7 @@
  * Opt-outs are read while the claim is written.
  */
 
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
 import {
@@ -13,8 +14,10 @@ import {
   mayClaimMessage,
   mayHaveBeenSent,
   messageClaimMove,
+  WAITING_STATES,
 } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { type ClaimPage, type ClaimPages, claimKey } from './dynamo-claim-pages.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
 import {
@@ -25,7 +28,7 @@ import {
   type MessageTaskTable,
 } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
-import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
+import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
 
 /** Task updates per claim transaction (+ the lease check: 100 items, the service's limit). */
 export const CLAIMS_PER_TRANSACTION = 99;
@@ -41,6 +44,8 @@ export interface MessageClaimLease {
 export class SessionState {
   /** Tasks claimed in this session and not yet written back. */
   readonly held = new Set<string>();
+  /** When each held task's first claim started (`claimKey`), for its outcome to record. */
+  readonly startedAt = new Map<string, number>();
   readonly jobsSeen = new Set<string>();
   fenced = false;
   readonly written = { delivered: 0, failed: 0, skipped: 0, released: 0 };
@@ -60,6 +65,11 @@ export interface ClaimerDeps {
   ) => Promise<ReadonlyMap<string, string>>;
   /** Take a slot of the client's contact limits at each first claim (default true; off for the bench's baseline). */
   readonly checkContactLimits?: boolean;
+  /**
+   * Where a claim is recorded: on a claim page (`dynamo-claim-pages.ts`, the default), or on each
+   * task's item (`task`: the design before claim pages, kept to measure it beside them).
+   */
+  readonly pages?: ClaimPages;
 }
 
 type Chosen = { item: Item; batchKey?: string };
@@ -79,6 +89,8 @@ export class MessageClaimer implements TaskSource {
   /** What an older holder left in flight, read once; undefined until the first page. */
   #adoptQueue: Item[] | undefined;
   #batchByTask = new Map<string, string>();
+  /** Tasks on a live claim page of an earlier round of this holder (same token, hold not ended). */
+  readonly #heldElsewhere = new Set<string>();
   readonly #caps: MessageCaps | undefined;
 
   constructor(deps: ClaimerDeps) {
@@ -95,10 +107,14 @@ export class MessageClaimer implements TaskSource {
     const token = this.#deps.lease.token();
     if (token === undefined || this.#deps.state.fenced) return [];
     const now = this.#deps.table.clock.now();
+    if (this.#adoptQueue === undefined && this.#deps.pages) await this.#settleLeftPages(token, now);
     let candidates = await this.#adoptable(token, now, limit);
     if (candidates.length === 0) candidates = await this.#ready(token, now, limit);
     if (candidates.length === 0) return [];
-    const chosen = await this.#withBatchMembers(candidates, token, now);
+    let chosen = await this.#withBatchMembers(candidates, token, now);
+    // A page claim writes no task: what was chosen from the (eventually consistent) index is read
+    // again, strongly consistent, and only what is still claimable is claimed.
+    if (this.#deps.pages) chosen = await this.#stillClaimable(chosen, token, now);
     const byJob = new Map<string, Chosen[]>();
     for (const c of chosen) {
       const jobId = String(c.item.jobId);
@@ -112,6 +128,7 @@ export class MessageClaimer implements TaskSource {
   /** May this session claim the task as the index shows it? */
   async #claimable(item: Item, token: number, now: number): Promise<boolean> {
     if (item.channel !== 'message' || this.#deps.state.held.has(String(item.taskId))) return false;
+    if (this.#heldElsewhere.has(claimKey(String(item.jobId), String(item.taskId)))) return false;
     if (!mayClaimMessage(item, token, now)) return false;
     return this.#jobAccepted(await this.#deps.table.jobs.cached(this.#clientId, String(item.jobId)));
   }
@@ -147,6 +164,93 @@ export class MessageClaimer implements TaskSource {
       }
     }
     return this.#adoptQueue.length > 0 ? this.#adoptQueue.splice(0, limit) : [];
+  }
+
+  /**
+   * Settles the claim pages other sessions left (a holder that lost the lease, crashed or stopped):
+   * each task still waiting on such a page may have been sent, so it is marked `maybeSent` with its
+   * first claim's time (the retry key's 24-hour window) and, if it was a multicast's member, that
+   * multicast's key; it is then claimed again like any waiting task, under the same retry key. The
+   * pages are deleted once their tasks are marked. A page of this same lease token whose hold has
+   * not ended is an earlier round's of this holder that may still be sending: its tasks are left
+   * alone for this session (as a task claim's hold did before claim pages).
+   */
+  async #settleLeftPages(token: number, now: number): Promise<void> {
+    const pages: ClaimPage[] = [];
+    for (const page of await this.#deps.pages!.leftBehind()) {
+      if (page.token < token || page.holdUntil <= now) pages.push(page);
+      else {
+        for (const [jobId, taskIds] of Object.entries(page.tasks)) {
+          for (const taskId of taskIds) this.#heldElsewhere.add(claimKey(jobId, taskId));
+        }
+      }
+    }
+    if (pages.length === 0) return;
+    const claimedAt = new Map<string, { jobId: string; taskId: string; at: number }>();
+    for (const page of pages) {
+      for (const [jobId, taskIds] of Object.entries(page.tasks)) {
+        for (const taskId of taskIds) {
+          const key = claimKey(jobId, taskId);
+          const at = Math.min(claimedAt.get(key)?.at ?? page.claimedAt, page.claimedAt);
+          claimedAt.set(key, { jobId, taskId, at });
+        }
+      }
+    }
+    const items = await this.#deps.table.getItems(
+      [...claimedAt.values()].map((t) => keys.task(t.jobId, t.taskId)),
+    );
+    const open = items.filter((item) => WAITING_STATES.includes(item.state as never));
+    const byTask = await this.#deps.batches.load(new Set(open.map((item) => String(item.jobId))));
+    for (const [taskId, retryKey] of byTask) this.#batchByTask.set(taskId, retryKey);
+    for (const item of open) {
+      const jobId = String(item.jobId);
+      const taskId = String(item.taskId);
+      await this.#markMaybeSent(item, claimedAt.get(claimKey(jobId, taskId))!.at, byTask.get(taskId));
+    }
+    for (const page of pages) await this.#deps.pages!.remove(page.sk);
+  }
+
+  /** A left task marked as possibly sent (not a move: it stays waiting; gone on is left as it is). */
+  async #markMaybeSent(item: Item, claimedAt: number, batchKey: string | undefined): Promise<void> {
+    const waiting = stateIn(WAITING_STATES);
+    await this.#deps.table.doc
+      .send(
+        new UpdateCommand({
+          TableName: this.#deps.table.tasksTable,
+          Key: keys.task(String(item.jobId), String(item.taskId)),
+          UpdateExpression:
+            'SET maybeSent = :true, attempts = :one, startedAt = if_not_exists(startedAt, :claimedAt)' +
+            (batchKey ? ', batchKey = if_not_exists(batchKey, :batchKey)' : ''),
+          ConditionExpression: `${waiting.condition} AND attempts <= :one`,
+          ExpressionAttributeNames: STATE_NAME,
+          ExpressionAttributeValues: {
+            ...waiting.values,
+            ':true': true,
+            ':one': 1,
+            ':claimedAt': claimedAt,
+            ...(batchKey ? { ':batchKey': batchKey } : {}),
+          },
+        }),
+      )
+      .catch((error: unknown) => {
+        if ((error as { name?: string }).name !== 'ConditionalCheckFailedException') throw error;
+      });
+  }
+
+  /** The chosen tasks as stored now (strongly consistent), those still claimable. */
+  async #stillClaimable(chosen: Chosen[], token: number, now: number): Promise<Chosen[]> {
+    const fresh = new Map<string, Item>();
+    for (const item of await this.#deps.table.getItems(
+      chosen.map((c) => keys.task(String(c.item.jobId), String(c.item.taskId))),
+    )) {
+      fresh.set(claimKey(String(item.jobId), String(item.taskId)), item);
+    }
+    const out: Chosen[] = [];
+    for (const c of chosen) {
+      const item = fresh.get(claimKey(String(c.item.jobId), String(c.item.taskId)));
+      if (item && (await this.#claimable(item, token, now))) out.push({ ...c, item });
+    }
+    return out;
   }
 
   /** Tasks ready now, a share of the page from each shard. */
@@ -185,7 +289,8 @@ export class MessageClaimer implements TaskSource {
         batch.taskIds.filter((id) => !taken.has(id)).map((id) => keys.task(batch.jobId, id)),
       );
       for (const member of members) {
-        if (Number(member.attempts) !== batch.attempt) continue;
+        // A member first claimed on a claim page still shows attempt 0 until its outcome.
+        if (Math.max(1, Number(member.attempts)) !== batch.attempt) continue;
         if (!(await this.#claimable(member, token, now))) continue;
         taken.add(String(member.taskId));
         out.push({ item: member, batchKey: retryKey });
@@ -216,6 +321,7 @@ export class MessageClaimer implements TaskSource {
     return claimed.map((c) => {
       const taskId = String(c.item.taskId);
       this.#deps.state.held.add(taskId);
+      this.#deps.state.startedAt.set(claimKey(jobId, taskId), c.startedAt);
       const recipient = String(c.item.recipient);
       return {
         jobId,
@@ -251,6 +357,17 @@ export class MessageClaimer implements TaskSource {
         const now = this.#deps.table.clock.now();
         if (jobHasEnded(job, now)) return claimed;
         const counters = this.#caps?.counters(group, slots) ?? { items: [], owners: [] };
+        const page = this.#deps.pages?.page(
+          jobId,
+          group.map((c) => String(c.item.taskId)),
+          token,
+          now,
+          this.#deps.table.holdMs,
+        );
+        // The claim's record: one page item, or an update of each task (before claim pages).
+        const records = page
+          ? [page.item]
+          : group.map(({ item }) => this.#claimUpdate(jobId, item, token, now));
         const codes = await this.#deps.table.transact([
           leaseFenceCheck(this.#deps.table.controlTable, {
             clientId: this.#clientId,
@@ -258,10 +375,11 @@ export class MessageClaimer implements TaskSource {
             token,
             now,
           }),
-          ...group.map(({ item }) => this.#claimUpdate(jobId, item, token, now)),
+          ...records,
           ...counters.items,
         ]);
         if (codes === undefined) {
+          page?.commit();
           for (const c of group) {
             const startedAt = c.item.startedAt === undefined ? now : Number(c.item.startedAt);
             claimed.push({ ...c, startedAt, attempt: Math.max(1, Number(c.item.attempts)) });
@@ -273,16 +391,20 @@ export class MessageClaimer implements TaskSource {
           break;
         }
         // Tasks that moved on since the index read, or over a contact limit: drop them, claim the rest.
-        const moved = failedConditions(codes);
-        if (moved.size === 0) throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
-        const over = await this.#holdCapped(job, group, counters, moved, now);
+        const failed = failedConditions(codes);
+        const moved = new Set([...failed].filter((j) => !page && j < records.length));
+        const capped = new Set([...failed].filter((j) => j >= records.length).map((j) => j - records.length));
+        if (moved.size === 0 && capped.size === 0) {
+          throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
+        }
+        const over = await this.#holdCapped(job, group, counters, capped, now);
         group = group.filter((_, j) => !moved.has(j) && !over.has(j));
       }
     }
     return claimed;
   }
 
-  /** The group's tasks whose contact-limit counter refused them (indexes), each held or ended. */
+  /** The group's tasks whose contact-limit counter refused them (counter indexes), each held or ended. */
   async #holdCapped(
     job: Job,
     group: readonly Chosen[],
@@ -292,7 +414,7 @@ export class MessageClaimer implements TaskSource {
   ): Promise<Set<number>> {
     const over = new Map<number, ClaimCounters['owners'][number]['slot']>();
     for (const j of failed) {
-      const owner = counters.owners[j - group.length];
+      const owner = counters.owners[j];
       if (owner && !over.has(owner.task)) over.set(owner.task, owner.slot);
     }
     for (const [task, slot] of over) await this.#caps!.hold(job, group[task]!.item, slot, now);

@@ -12,6 +12,7 @@ import { jobHasEnded, keys } from '#shared/jobs/model.ts';
 import { messageOutcomeMove, type ReleasedJob } from '#shared/jobs/task-lifecycle.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
 import { isSuppressedReason } from '#shared/suppressions/model.ts';
+import { type ClaimPages, claimKey } from './dynamo-claim-pages.ts';
 import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
 import { failedConditions, MAX_TRIES, type MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
@@ -36,6 +37,8 @@ export interface OutcomeWriterDeps {
   readonly lease: MessageClaimLease;
   readonly state: SessionState;
   readonly batches: MulticastRecords;
+  /** The session's claim pages (absent when claims are recorded on each task). */
+  readonly pages?: ClaimPages;
 }
 
 export class OutcomeWriter implements ReportSink {
@@ -55,8 +58,10 @@ export class OutcomeWriter implements ReportSink {
         await this.#writeGroup(jobId, chunk, token);
         for (const o of chunk) {
           this.#deps.state.held.delete(o.taskId);
+          this.#deps.state.startedAt.delete(claimKey(o.jobId, o.taskId));
           this.#deps.state.written[o.kind]++;
           await this.#deps.batches.settled(o);
+          await this.#deps.pages?.settled(o.jobId, o.taskId);
         }
       }
     }
@@ -146,9 +151,15 @@ export class OutcomeWriter implements ReportSink {
       ...from.values,
       ':state': end.state,
     };
-    const set = ['#state = :state', 'lastResult = :lastResult', 'updatedAt = :now'];
+    // A task claimed on a claim page shows attempt 0 (a first claim) until this write.
+    const set = ['#state = :state', 'attempts = :attempt', 'lastResult = :lastResult', 'updatedAt = :now'];
     const remove: string[] = ['claimToken'];
-    let condition = `${from.condition} AND attempts = :attempt`;
+    let condition = `${from.condition} AND attempts <= :attempt`;
+    const startedAt = this.#deps.state.startedAt.get(claimKey(outcome.jobId, outcome.taskId));
+    if (startedAt !== undefined) {
+      set.push('startedAt = if_not_exists(startedAt, :startedAt)');
+      values[':startedAt'] = startedAt;
+    }
     const multicastKey = multicastKeyOf(outcome);
     if (outcome.requestId) {
       set.push('requestId = :requestId');
@@ -167,9 +178,12 @@ export class OutcomeWriter implements ReportSink {
         set.push('maybeSent = :maybeSent');
         values[':maybeSent'] = true;
       }
-      // Only the claim's own holder gives a task back: a newer holder may have reclaimed it.
-      condition = `${condition} AND claimToken = :token`;
+      // Only the claim's own holder gives a task in flight back: a newer holder may have reclaimed
+      // it. (A claim page leaves its tasks waiting: a newer holder claims them only after it has
+      // settled the page, and the session's `held` set keeps its own.)
+      condition = `${condition} AND (#state <> :inFlightState OR claimToken = :token)`;
       values[':token'] = token;
+      values[':inFlightState'] = 'in-flight';
     } else {
       remove.push('openPk', 'openSk', 'batchKey', 'maybeSent');
       if (end.reason === undefined) remove.push('reason');

@@ -40,6 +40,7 @@ import { type Job, keys } from '#shared/jobs/model.ts';
 import type { JobStore } from '#shared/jobs/ports.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { ClaimPages } from './dynamo-claim-pages.ts';
 import { makeDynamoJobStore } from './dynamo-jobs.ts';
 import {
   type ClaimerDeps,
@@ -67,6 +68,12 @@ export interface DynamoMessageTasksOptions {
   /** Take a slot of the client's contact limits at each first claim (default true). */
   readonly checkContactLimits?: boolean;
   readonly holdMs?: number;
+  /**
+   * Where a claim is recorded: `page` (default: one claim page per claim transaction,
+   * `dynamo-claim-pages.ts`) or `task` (an update of each task claimed: the design before claim
+   * pages, two to four times the write units; kept to measure beside it and to fall back to).
+   */
+  readonly claimRecords?: 'page' | 'task';
   /** How long a job's status is trusted when choosing tasks (the claim re-checks it), ms. Default 1,000. */
   readonly jobCacheMs?: number;
 }
@@ -111,6 +118,7 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
   readonly #optedOut: DynamoMessageTasksOptions['optedOut'];
   readonly #suppressed: DynamoMessageTasksOptions['suppressed'];
   readonly #checkContactLimits: boolean;
+  readonly #claimRecords: 'page' | 'task';
   readonly #jobs: JobStore;
   readonly #clock: Clock;
 
@@ -127,12 +135,15 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
     this.#optedOut = options.optedOut;
     this.#suppressed = options.suppressed;
     this.#checkContactLimits = options.checkContactLimits ?? true;
+    this.#claimRecords = options.claimRecords ?? 'page';
   }
 
   session(lease: MessageClaimLease, accept: (job: Job) => boolean = () => true): MessageSession {
     const table = this.#table;
     const state = new SessionState();
     const batches = new MulticastRecords(table);
+    const pages =
+      this.#claimRecords === 'page' ? new ClaimPages(table.doc, table.tasksTable, lease.clientId) : undefined;
     return {
       source: new MessageClaimer({
         table,
@@ -143,8 +154,9 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
         ...(this.#optedOut ? { optedOut: this.#optedOut } : {}),
         ...(this.#suppressed ? { suppressed: this.#suppressed } : {}),
         checkContactLimits: this.#checkContactLimits,
+        ...(pages ? { pages } : {}),
       }),
-      report: new OutcomeWriter({ table, lease, state, batches }),
+      report: new OutcomeWriter({ table, lease, state, batches, ...(pages ? { pages } : {}) }),
       batches,
       fenced: () => state.fenced,
       jobs: () => [...state.jobsSeen],

@@ -238,7 +238,7 @@ export class JobSweep {
         await this.#deps.queue.send(next);
         return { kind: 'continued', jobId, ended, next };
       }
-      const page = await this.#deps.tasks.sweepPage(jobId, shard, cursor);
+      const page = await this.#deps.tasks.sweepPage(jobId, shard, cursor, clientId);
       const now = this.#deps.clock.now();
       const ends: PageEnds = { waiting: [], heldMessages: [], callsNeverEnded: [] };
       for (const t of page.tasks) {

@@ -227,7 +227,13 @@ export interface IngestQueue {
  * A task of a cancelled or ended job that a sweep reads: not started (`pending`, `retry-wait`),
  * or `in-flight` (a message under a broker's claim, held until `readyAt`; a call since `startedAt`).
  */
-export type SweptTask = Pick<Task, 'taskId' | 'state' | 'channel' | 'readyAt' | 'startedAt'>;
+export type SweptTask = Pick<Task, 'taskId' | 'state' | 'channel' | 'readyAt' | 'startedAt'> & {
+  /**
+   * A message on a broker's claim page (`shared/adapters/dynamo-claim-pages.ts`): shown `in-flight`,
+   * held until its page's hold ends (`readyAt`); its item is still in this (waiting) state.
+   */
+  readonly storedState?: Task['state'];
+};
 
 /** A page of the tasks of a shard the sweep reads. */
 export interface SweptTaskPage {
@@ -248,7 +254,12 @@ export interface TaskCanceller {
    * One page of `shard`'s tasks from `cursor` on that are `pending`, `retry-wait` or `in-flight`
    * (a call in flight with its `startedAt`).
    */
-  sweepPage(jobId: string, shard: number, cursor: string | undefined): Promise<SweptTaskPage>;
+  sweepPage(
+    jobId: string,
+    shard: number,
+    cursor: string | undefined,
+    clientId?: string,
+  ): Promise<SweptTaskPage>;
   /**
    * Ends each of `tasks` still as read as `ending.state` (`cancelled` or `expired`) with
    * `ending.reason` (out of the outstanding index), by the lifecycle's `sweepMove`: a waiting task

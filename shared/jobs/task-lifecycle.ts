@@ -59,10 +59,13 @@ export const TASK_MOVES = {
   reclaim: { from: ['in-flight'], to: ['in-flight'] },
   /** A call's attempt ends: done, failed, cancelled, or back to wait for a retry. */
   settleCall: { from: ['in-flight'], to: [...FINAL_TASK_STATES, 'retry-wait'] },
-  /** A message's claim is given back by its holder (the same attempt waits again). */
-  releaseMessage: { from: ['in-flight'], to: ['retry-wait'] },
+  /**
+   * A message's claim is given back by its holder (the same attempt waits again). A message
+   * claimed on a claim page is still waiting (`pending` or `retry-wait`) until its outcome.
+   */
+  releaseMessage: { from: ['in-flight', ...WAITING_STATES], to: ['retry-wait'] },
   /** A message ends: delivered, failed, skipped (opted out), or its job cancelled. */
-  endMessage: { from: ['in-flight', 'retry-wait'], to: FINAL_TASK_STATES },
+  endMessage: { from: ['in-flight', ...WAITING_STATES], to: FINAL_TASK_STATES },
   /** The cancel sweep ends a waiting task. */
   cancelWaiting: { from: WAITING_STATES, to: ['cancelled'] },
   /** A waiting task whose recipient is on the client's suppression list, found at its start or claim. */

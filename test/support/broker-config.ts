@@ -24,6 +24,7 @@ export function testBrokerConfig(
     httpPort: 0,
     advertiseUrl: undefined,
     leaseMs: 30_000,
+    claimRecords: 'page',
     idleWaitMs: 200,
     stopGraceMs: 100_000,
     reconcileMarginMs: 30_000,
