@@ -17,7 +17,7 @@
  * AWS): it is a fixed cost per minute, not per message, and is printed apart.
  *
  * Designs: {@link DESIGNS} lists the designs measured side by side, each a function that runs the
- * scenarios and returns what it measured; today's design is the only one so far.
+ * scenarios and returns what it measured: today's (message claims on each task) and claim pages.
  *
  *   npm run bench:cost [-- --messages 2000 --multicast 20000 --calls 500]
  */
@@ -119,19 +119,34 @@ interface Design {
   run(scenarios: readonly Scenario[]): Promise<Map<ScenarioId, Measured>>;
 }
 
-const DESIGNS: readonly Design[] = [{ name: 'today', run: runToday }];
+const DESIGNS: readonly Design[] = [
+  // Message claims recorded on each task (the design before claim pages).
+  {
+    name: 'today',
+    run: (scenarios) => runOnLocalStack(scenarios, 'benchcosttask', { BROKER_CLAIM_RECORDS: 'task' }),
+  },
+  // Message claims recorded per page (shared/adapters/dynamo-claim-pages.ts, docs/claim-pages.md).
+  {
+    name: 'claim pages',
+    run: (scenarios) => runOnLocalStack(scenarios, 'benchcostpage', { BROKER_CLAIM_RECORDS: 'page' }),
+  },
+];
 
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 // ---------------------------------------------------------------------------------------------
-// Today's design on the local stack.
+// One design on the local stack: the brokers' environment says which.
 
-async function runToday(scenarios: readonly Scenario[]): Promise<Map<ScenarioId, Measured>> {
+async function runOnLocalStack(
+  scenarios: readonly Scenario[],
+  stage: string,
+  designEnv: Record<string, string>,
+): Promise<Map<ScenarioId, Measured>> {
   const meter = new AwsMeter('bench');
-  meter.install();
+  const uninstall = meter.install();
   const lambdas: Record<string, { count: number; ms: number }> = {};
-  onEveryInvocation((fn, ms) => {
+  const stopCounting = onEveryInvocation((fn, ms) => {
     lambdas[fn] ??= { count: 0, ms: 0 };
     const entry = lambdas[fn];
     entry.count += 1;
@@ -141,7 +156,7 @@ async function runToday(scenarios: readonly Scenario[]): Promise<Map<ScenarioId,
   const preload = fileURLToPath(new URL('./lib/aws-meter-preload.ts', import.meta.url));
   process.env.LOG_LEVEL ??= 'error';
   const stack = await startLocalStack({
-    stage: 'benchcost',
+    stage,
     port: 0,
     ...(process.env.BENCH_VERBOSE ? { log: (line: string) => console.error(line) } : {}),
     fleet: true,
@@ -154,6 +169,7 @@ async function runToday(scenarios: readonly Scenario[]): Promise<Map<ScenarioId,
       DEFAULT_MAX_CALL_SECONDS: '4',
       RECONCILE_MARGIN_MS: '1000',
       BROKER_IDLE_WAIT_MS: '300',
+      ...designEnv,
     },
   });
   // Not built by the project's factory: the bench's own reads of the job are not counted.
@@ -209,6 +225,8 @@ async function runToday(scenarios: readonly Scenario[]): Promise<Map<ScenarioId,
     }
   } finally {
     await stack.stop();
+    uninstall();
+    stopCounting();
     reader.destroy();
     rmSync(meterDir, { recursive: true, force: true });
   }

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
+import { readOpenClaims } from '#shared/adapters/dynamo-claim-pages.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
@@ -113,6 +114,7 @@ const seed = (clientId: string, tasks: number, message: MessageTemplate): Promis
   );
 
 const tasksOf = (jobId: string) => readTasks<Task & { claimToken?: number }>(cloud.doc, tasksTable, jobId);
+const claimPagesOf = (clientId: string) => readOpenClaims(cloud.doc, tasksTable, clientId);
 
 async function jobOf(job: Job): Promise<Job> {
   const out = await makeDynamoMessageTasks(cloud.doc, {
@@ -268,60 +270,78 @@ describe('a message job served by the broker', () => {
     expect((await jobOf(job)).counts.completed).toBe(n);
   });
 
-  it('a broker taking over resends what a dead holder left in flight with the same keys: nobody gets it twice', async () => {
-    const clientId = `take${Math.random().toString(36).slice(2, 6)}`;
-    const n = 700;
-    const job = await seed(clientId, n, SAME_FOR_ALL);
-    const clock = { now: () => Date.now() };
-    const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
-    const store = makeDynamoMessageTasks(cloud.doc, { controlTable, tasksTable, clock });
+  it.each(['page', 'task'] as const)(
+    'a broker taking over resends what a dead holder left in flight with the same keys: nobody gets it twice (claims recorded per %s)',
+    async (claimRecords) => {
+      const clientId = `take${claimRecords}${Math.random().toString(36).slice(2, 6)}`;
+      const n = 700;
+      const job = await seed(clientId, n, SAME_FOR_ALL);
+      const clock = { now: () => Date.now() };
+      const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
+      const store = makeDynamoMessageTasks(cloud.doc, { controlTable, tasksTable, clock, claimRecords });
 
-    // The first holder claims a page, records its multicast, sends it — and dies before writing outcomes.
-    const first = await leases.tryTake({ clientId, owner: 'dead', now: Date.now(), leaseMs: 1_000 });
-    const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
-    // A page takes up to ~1/16 of the limit from each shard: it may come back a little short.
-    const page = await dead.source.nextPage(500);
-    expect(page.length).toBeGreaterThan(0);
-    expect(page.length).toBeLessThanOrEqual(500);
-    const ids = page.map((t) => t.taskId).sort();
-    const retryKey = multicastRetryKey(job.jobId, 1, ids);
-    await dead.batches.record({ jobId: job.jobId, attempt: 1, retryKey, taskIds: ids });
-    const sorted = [...page].sort((a, b) => (a.taskId < b.taskId ? -1 : 1));
-    const client = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
-    const sent = await client.send(
-      prepareMulticast(
-        sorted.map((t) => t.recipient),
-        SAME_FOR_ALL.messages,
-        retryKey,
-      ),
-    );
-    expect(sent.kind).toBe('delivered');
+      // The first holder claims a page, records its multicast, sends it — and dies before writing outcomes.
+      const first = await leases.tryTake({ clientId, owner: 'dead', now: Date.now(), leaseMs: 1_000 });
+      const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
+      // A page takes up to ~1/16 of the limit from each shard: it may come back a little short.
+      const page = await dead.source.nextPage(500);
+      expect(page.length).toBeGreaterThan(0);
+      expect(page.length).toBeLessThanOrEqual(500);
+      const ids = page.map((t) => t.taskId).sort();
+      const claimedItems = (await tasksOf(job.jobId)).filter((t) => ids.includes(t.taskId));
+      if (claimRecords === 'page') {
+        // The claim wrote its pages, not the tasks: they still wait in the index, attempt 0.
+        expect(claimedItems.every((t) => t.state === 'pending' && t.attempts === 0)).toBe(true);
+        const listed = (await claimPagesOf(clientId)).flatMap((p) => Object.values(p.tasks).flat());
+        expect(listed.sort()).toEqual(ids);
+      } else {
+        expect(claimedItems.every((t) => t.state === 'in-flight' && t.attempts === 1)).toBe(true);
+        expect(await claimPagesOf(clientId)).toEqual([]);
+      }
+      const retryKey = multicastRetryKey(job.jobId, 1, ids);
+      await dead.batches.record({ jobId: job.jobId, attempt: 1, retryKey, taskIds: ids });
+      const sorted = [...page].sort((a, b) => (a.taskId < b.taskId ? -1 : 1));
+      const client = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
+      const sent = await client.send(
+        prepareMulticast(
+          sorted.map((t) => t.recipient),
+          SAME_FOR_ALL.messages,
+          retryKey,
+        ),
+      );
+      expect(sent.kind).toBe('delivered');
 
-    // The lease expires (the heir's clock is past it); another broker takes the client over and runs the job to its end.
-    const second = await leases.tryTake({
-      clientId,
-      owner: 'heir',
-      now: Date.now() + 1_100,
-      leaseMs: 30_000,
-    });
-    expect(second!.token).toBeGreaterThan(first!.token);
-    const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
-    const totals = await runMessagePipeline({
-      source: heir.source,
-      report: heir.report,
-      batches: heir.batches,
-      send: (prepared) => client.send(prepared),
-      rate: { perSecond: 2_000 },
-      clock,
-    });
-    expect(totals.delivered).toBe(n);
-    const tasks = await tasksOf(job.jobId);
-    expect(tasks.every((t) => t.state === 'completed')).toBe(true);
-    expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
-    // The batch went out once: the heir's resend of the recorded batch was answered 409.
-    expect(line.log().some((e) => e.retryKey === retryKey && e.status === 409)).toBe(true);
-    expect((await jobOf(job)).counts.completed).toBe(n);
-  });
+      // The lease expires (the heir's clock is past it); another broker takes the client over and runs the job to its end.
+      const second = await leases.tryTake({
+        clientId,
+        owner: 'heir',
+        now: Date.now() + 1_100,
+        leaseMs: 30_000,
+      });
+      expect(second!.token).toBeGreaterThan(first!.token);
+      const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
+      const totals = await runMessagePipeline({
+        source: heir.source,
+        report: heir.report,
+        batches: heir.batches,
+        send: (prepared) => client.send(prepared),
+        rate: { perSecond: 2_000 },
+        clock,
+      });
+      expect(totals.delivered).toBe(n);
+      const tasks = await tasksOf(job.jobId);
+      expect(tasks.every((t) => t.state === 'completed')).toBe(true);
+      expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
+      // The batch went out once: the heir's resend of the recorded batch was answered 409.
+      expect(line.log().some((e) => e.retryKey === retryKey && e.status === 409)).toBe(true);
+      expect((await jobOf(job)).counts.completed).toBe(n);
+      // Every page is gone once its tasks are written: the dead holder's (settled by the heir) and the heir's.
+      expect(await claimPagesOf(clientId)).toEqual([]);
+      // What the dead holder had claimed was resent knowing it may have gone out, from its first claim's time.
+      const left = (await tasksOf(job.jobId)).filter((t) => ids.includes(t.taskId));
+      expect(left.every((t) => t.attempts === 1 && typeof t.startedAt === 'number')).toBe(true);
+    },
+  );
 
   it('a recipient who opts out while a dead holder had their message in flight is not resent to, and the report says it may have been delivered', async () => {
     const clientId = `doubt${Math.random().toString(36).slice(2, 6)}`;
