@@ -21,7 +21,8 @@
  *
  *   npm run bench:cost [-- --messages 2000 --multicast 20000 --calls 500]
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +35,7 @@ import { DEMO_MESSAGE, messageListCsv } from '#local/demo-messages.ts';
 import { onEveryInvocation } from '#local/lambda.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { BROKER_TASK_SIZE } from '#shared/broker/runtime.ts';
-import { type FunctionId, functions } from '#shared/functions.ts';
+import { type FunctionId, functions, type OutcomeFunctionId, outcomeFunctions } from '#shared/functions.ts';
 import { type Job, keys } from '#shared/jobs/model.ts';
 import { queues } from '#shared/resources.ts';
 import { AwsMeter, addTallies, diffTally, sumWhere, type Tally, writeUnits } from './lib/aws-meter.ts';
@@ -54,6 +55,10 @@ const { values } = parseArgs({
     multicast: { type: 'string', default: '20000' },
     calls: { type: 'string', default: '500' },
     only: { type: 'string', default: 'push,multicast,call' },
+    // Internal: run one design in this process and write what it measured to `--out` (each design
+    // runs in a process of its own: the local stack's Lambdas keep their clients for the process).
+    design: { type: 'string' },
+    out: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -354,7 +359,9 @@ function cost(m: Measured): Costed {
   for (const [fn, l] of Object.entries(m.lambdas)) {
     if (FIXED.has(fn)) continue;
     invocations += l.count;
-    gbSeconds += (l.ms / 1000) * (functions[fn as FunctionId].memoryMb / 1024);
+    const memoryMb = (functions[fn as FunctionId] ?? outcomeFunctions[fn as OutcomeFunctionId])?.memoryMb;
+    if (memoryMb === undefined) throw new Error(`no memory size for the function ${JSON.stringify(fn)}`);
+    gbSeconds += (l.ms / 1000) * (memoryMb / 1024);
     // The event source mapping's receive and delete of each batch (idle long polls left out).
     if (QUEUE_FED.has(fn)) esmRequests += 2 * l.count;
   }
@@ -438,8 +445,36 @@ function topRequests(m: Measured, limit = 14): string[] {
 console.log(
   `cost: requests counted on the local cloud, priced at us-east-1 on-demand (bench/lib/prices.ts, docs/cost.md); ${os.availableParallelism()} cores, load average ${fmt(os.loadavg()[0]!, 1)}\n`,
 );
+if (values.design !== undefined) {
+  const design = DESIGNS.find((d) => d.name === values.design);
+  if (!design || values.out === undefined)
+    throw new Error(`--design ${values.design} needs a known design and --out`);
+  writeFileSync(values.out, JSON.stringify([...(await design.run(SCENARIOS))]));
+  process.exit(0);
+}
 const measured = new Map<string, Map<ScenarioId, Measured>>();
-for (const design of DESIGNS) measured.set(design.name, await design.run(SCENARIOS));
+const outDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-cost-designs-'));
+for (const design of DESIGNS) {
+  const out = path.join(outDir, 'measured.json');
+  console.error(`  design ${design.name}:`);
+  const child = spawnSync(
+    process.execPath,
+    [
+      ...process.execArgv,
+      fileURLToPath(import.meta.url),
+      ...process.argv.slice(2),
+      '--design',
+      design.name,
+      '--out',
+      out,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  if (child.status !== 0)
+    throw new Error(`design ${design.name} failed (exit ${child.status ?? child.signal})`);
+  measured.set(design.name, new Map(JSON.parse(readFileSync(out, 'utf8')) as [ScenarioId, Measured][]));
+}
+rmSync(outDir, { recursive: true, force: true });
 
 for (const scenario of SCENARIOS) {
   console.log(`\n${scenario.title}: ${fmt(scenario.size)} rows`);

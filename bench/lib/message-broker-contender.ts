@@ -28,6 +28,8 @@ import { readBrokerConfig, startBrokerProcess } from '#worker/process.ts';
 import { seedRunningJob } from './seed-job.ts';
 
 export interface BrokerContenderRequest {
+  /** Where the broker records its claims (`BROKER_CLAIM_RECORDS`): per page (now) or per task (before). */
+  readonly claimRecords: 'page' | 'task';
   readonly dynamoEndpoint: string;
   readonly region: string;
   readonly lineUrl: string;
@@ -176,6 +178,7 @@ const broker = await startBrokerProcess(
     TELEPHONY_API_TOKEN: 'unused',
     CALL_STATUS_CALLBACK_URL: 'http://127.0.0.1:9/status',
     BROKER_VERSION: 'v1',
+    BROKER_CLAIM_RECORDS: request.claimRecords,
   }),
   { doc, logger: silentLogger },
 );

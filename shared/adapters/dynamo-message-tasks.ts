@@ -3,13 +3,19 @@
  * the client's lease: the {@link TaskSource} that claims pages of tasks, the {@link ReportSink}
  * that writes their outcomes, and the {@link BatchLedger} of multicasts.
  *
- * Claim = `TransactWriteItems` of up to `CLAIMS_PER_TRANSACTION` task updates and a
- * `ConditionCheck` that the lease passes the fence. The job's status is read (≤ `jobCacheMs` old)
- * rather than checked in the transaction: the reporter moves the job's counts in its own
- * transactions, and the two would conflict on the job item at every page. Claiming is not sending:
- * a pause stops sends in the broker (job watch, nudge), whatever was claimed goes back. A claimed
- * task is `in-flight` and stays in the `outstanding` index, re-sorted to when its hold ends
- * (`readyAt` = now + `holdMs`), with the lease token that claimed it (`claimToken`):
+ * Claim = `TransactWriteItems` of a `ConditionCheck` that the lease passes the fence and one claim
+ * page listing up to `CLAIMS_PER_TRANSACTION` tasks (`dynamo-claim-pages.ts`, the default; the
+ * argument: `docs/claim-pages.md`): the tasks' items are not written until their outcome, and a
+ * broker taking the client over first settles the pages it did not write (their tasks marked
+ * `maybeSent`), then claims them again with the same attempt. The job's status is read
+ * (≤ `jobCacheMs` old) rather than checked in the transaction: the reporter moves the job's counts
+ * in its own transactions, and the two would conflict on the job item at every page. Claiming is
+ * not sending: a pause stops sends in the broker (job watch, nudge), whatever was claimed goes back.
+ *
+ * With `claimRecords: 'task'` (the design before claim pages, kept to measure and to fall back to)
+ * the transaction updates each task instead: a claimed task is `in-flight` and stays in the
+ * `outstanding` index, re-sorted to when its hold ends (`readyAt` = now + `holdMs`), with the lease
+ * token that claimed it (`claimToken`):
  * - a broker taking the client over reclaims at once every task an older token left in flight
  *   (its sends may or may not have reached LINE), with the SAME attempt, so its retry key is the
  *   same and LINE answers 409 to anything already delivered;
