@@ -132,12 +132,12 @@ describe('the broker service', () => {
       'kms:DescribeKey',
     ]);
     expect(actions).not.toContain('dynamodb:Scan');
-    // Only multicast batch records ({jobId}#batch) may be deleted; tasks never are.
+    // Only multicast batch records ({jobId}#batch) and claim pages ({clientId}#claims) may be deleted; tasks never are.
     const deletes = statements.filter((s) => actionsOf(s).includes('dynamodb:DeleteItem'));
     expect(deletes).toEqual([
       expect.objectContaining({
         Action: 'dynamodb:DeleteItem',
-        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['*#batch'] } },
+        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['*#batch', '*#claims'] } },
       }),
     ]);
     expect(mentions(deletes[0]!, stateful.tables.tasks)).toBe(true);
