@@ -89,6 +89,8 @@ export class MessageClaimer implements TaskSource {
   /** What an older holder left in flight, read once; undefined until the first page. */
   #adoptQueue: Item[] | undefined;
   #batchByTask = new Map<string, string>();
+  /** Per index partition (`openPk`): the greatest `openSk` this session claimed from it on a page. */
+  readonly #cursor = new Map<string, string>();
   /** Tasks on a live claim page of an earlier round of this holder (same token, hold not ended). */
   readonly #heldElsewhere = new Set<string>();
   readonly #caps: MessageCaps | undefined;
@@ -259,16 +261,37 @@ export class MessageClaimer implements TaskSource {
     const upper = keys.openSkAfter(now);
     const ready = await Promise.all(
       Array.from({ length: TASK_SHARDS }, (_, shard) =>
-        this.#deps.table.readShard(
-          this.#clientId,
-          shard,
-          { upper },
-          (item) => this.#claimable(item, token, now),
-          perShard,
-        ),
+        this.#readyInShard(shard, upper, token, now, perShard),
       ),
     );
     return ready.flat().slice(0, limit);
+  }
+
+  /**
+   * One shard's ready tasks. With claim pages the tasks this session holds stay at the front of the
+   * index, so a read starts where this session's last claim from the shard ended (`#cursor`); when
+   * that finds fewer than wanted, the shard is read again from its start (tasks that appeared below
+   * the cursor: an ingest step's, a late index entry) and the cursor starts over.
+   */
+  async #readyInShard(shard: number, upper: string, token: number, now: number, wanted: number) {
+    const pk = keys.openShardPk(this.#clientId, shard);
+    const claimable = (item: Item) => this.#claimable(item, token, now);
+    const after = this.#cursor.get(pk);
+    const found =
+      after === undefined || after > upper
+        ? []
+        : await this.#deps.table.readShard(this.#clientId, shard, { lower: after, upper }, claimable, wanted);
+    if (found.length >= wanted) return found;
+    this.#cursor.delete(pk);
+    const seen = new Set(found.map((item) => String(item.taskId)));
+    const more = await this.#deps.table.readShard(
+      this.#clientId,
+      shard,
+      { upper },
+      async (item) => !seen.has(String(item.taskId)) && (await claimable(item)),
+      wanted - found.length,
+    );
+    return [...found, ...more];
   }
 
   /** Adds every still-unsettled member of a recorded multicast that a candidate belongs to. */
@@ -317,6 +340,7 @@ export class MessageClaimer implements TaskSource {
     ]);
     if (claimed.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
+    if (this.#deps.pages) this.#advanceCursors(claimed);
     const template = this.#deps.table.templateOf(job);
     return claimed.map((c) => {
       const taskId = String(c.item.taskId);
@@ -338,6 +362,17 @@ export class MessageClaimer implements TaskSource {
         ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
       };
     });
+  }
+
+  /** Moves each shard's cursor past the waiting tasks just claimed from it (never past one held into the future). */
+  #advanceCursors(claimed: readonly Claimed[]): void {
+    const now = this.#deps.table.clock.now();
+    for (const { item } of claimed) {
+      if (typeof item.openPk !== 'string' || typeof item.openSk !== 'string') continue;
+      if (item.state === 'in-flight' || Number(item.readyAt) > now) continue;
+      const at = this.#cursor.get(item.openPk);
+      if (at === undefined || item.openSk > at) this.#cursor.set(item.openPk, item.openSk);
+    }
   }
 
   /**
