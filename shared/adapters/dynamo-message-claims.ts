@@ -33,6 +33,9 @@ import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditio
 /** Task updates per claim transaction (+ the lease check: 100 items, the service's limit). */
 export const CLAIMS_PER_TRANSACTION = 99;
 
+/** How often a shard's ready read ignores the session's cursor and starts from the shard's start. */
+const READS_FROM_START = 16;
+
 /** The lease a session claims under; `token()` is undefined once it is lost. */
 export interface MessageClaimLease {
   readonly clientId: string;
@@ -91,6 +94,7 @@ export class MessageClaimer implements TaskSource {
   #batchByTask = new Map<string, string>();
   /** Per index partition (`openPk`): the greatest `openSk` this session claimed from it on a page. */
   readonly #cursor = new Map<string, string>();
+  readonly #readsFromCursor = new Map<string, number>();
   /** Tasks on a live claim page of an earlier round of this holder (same token, hold not ended). */
   readonly #heldElsewhere = new Set<string>();
   readonly #caps: MessageCaps | undefined;
@@ -180,6 +184,8 @@ export class MessageClaimer implements TaskSource {
   async #settleLeftPages(token: number, now: number): Promise<void> {
     const pages: ClaimPage[] = [];
     for (const page of await this.#deps.pages!.leftBehind()) {
+      // A newer holder's page is its own to settle (this session has lost the lease: its claims fail).
+      if (page.token > token) continue;
       if (page.token < token || page.holdUntil <= now) pages.push(page);
       else {
         for (const [jobId, taskIds] of Object.entries(page.tasks)) {
@@ -250,7 +256,10 @@ export class MessageClaimer implements TaskSource {
     const out: Chosen[] = [];
     for (const c of chosen) {
       const item = fresh.get(claimKey(String(c.item.jobId), String(c.item.taskId)));
-      if (item && (await this.#claimable(item, token, now))) out.push({ ...c, item });
+      // A waiting task is claimable once ready: a release, deferral or re-time the index has not
+      // shown yet may have moved it later.
+      const notYet = item !== undefined && item.state !== 'in-flight' && Number(item.readyAt) > now;
+      if (item && !notYet && (await this.#claimable(item, token, now))) out.push({ ...c, item });
     }
     return out;
   }
@@ -276,7 +285,11 @@ export class MessageClaimer implements TaskSource {
   async #readyInShard(shard: number, upper: string, token: number, now: number, wanted: number) {
     const pk = keys.openShardPk(this.#clientId, shard);
     const claimable = (item: Item) => this.#claimable(item, token, now);
-    const after = this.#cursor.get(pk);
+    // Every READS_FROM_START-th read of a shard starts from its start anyway, so that tasks below
+    // the cursor (a later ingest step's, a job back inside its hours) do not wait for the shard to run short.
+    const reads = (this.#readsFromCursor.get(pk) ?? 0) + 1;
+    this.#readsFromCursor.set(pk, reads % READS_FROM_START);
+    const after = reads % READS_FROM_START === 0 ? undefined : this.#cursor.get(pk);
     const found =
       after === undefined || after > upper
         ? []

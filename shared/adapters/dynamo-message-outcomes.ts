@@ -181,7 +181,8 @@ export class OutcomeWriter implements ReportSink {
       // Only the claim's own holder gives a task in flight back: a newer holder may have reclaimed
       // it. (A claim page leaves its tasks waiting: a newer holder claims them only after it has
       // settled the page, and the session's `held` set keeps its own.)
-      condition = `${condition} AND (#state <> :inFlightState OR claimToken = :token)`;
+      // (`<=`: a task claimed before claim pages and adopted on a page keeps its older holder's token.)
+      condition = `${condition} AND (#state <> :inFlightState OR claimToken <= :token)`;
       values[':token'] = token;
       values[':inFlightState'] = 'in-flight';
     } else {
