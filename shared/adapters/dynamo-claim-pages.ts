@@ -43,6 +43,13 @@ function pageOf(item: Record<string, unknown>): ClaimPage {
   };
 }
 
+/** The tasks a page lists, with their `claimKey`. */
+export function* tasksOnPage(page: ClaimPage): Generator<{ jobId: string; taskId: string; key: string }> {
+  for (const [jobId, taskIds] of Object.entries(page.tasks)) {
+    for (const taskId of taskIds) yield { jobId, taskId, key: claimKey(jobId, taskId) };
+  }
+}
+
 /** Every open claim page of a client (strongly consistent: a takeover must see all of them). */
 export async function readOpenClaims(
   doc: DynamoDBDocumentClient,
@@ -75,12 +82,7 @@ export async function claimHolds(
 ): Promise<Map<string, number>> {
   const holds = new Map<string, number>();
   for (const page of await readOpenClaims(doc, tasksTable, clientId)) {
-    for (const [jobId, taskIds] of Object.entries(page.tasks)) {
-      for (const taskId of taskIds) {
-        const key = claimKey(jobId, taskId);
-        holds.set(key, Math.max(holds.get(key) ?? 0, page.holdUntil));
-      }
-    }
+    for (const { key } of tasksOnPage(page)) holds.set(key, Math.max(holds.get(key) ?? 0, page.holdUntil));
   }
   return holds;
 }

@@ -17,7 +17,7 @@ import {
   WAITING_STATES,
 } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import { type ClaimPage, type ClaimPages, claimKey } from './dynamo-claim-pages.ts';
+import { type ClaimPage, type ClaimPages, claimKey, tasksOnPage } from './dynamo-claim-pages.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
 import {
@@ -75,7 +75,8 @@ export interface ClaimerDeps {
   readonly pages?: ClaimPages;
 }
 
-type Chosen = { item: Item; batchKey?: string };
+/** `fresh`: the item was read strongly consistent just now (a multicast's member). */
+type Chosen = { item: Item; batchKey?: string; fresh?: boolean };
 type Claimed = Chosen & { startedAt: number; attempt: number };
 
 /** A task's template variables: its own columns, and `name` for the list's name column (氏名, お名前…). */
@@ -187,21 +188,14 @@ export class MessageClaimer implements TaskSource {
       // A newer holder's page is its own to settle (this session has lost the lease: its claims fail).
       if (page.token > token) continue;
       if (page.token < token || page.holdUntil <= now) pages.push(page);
-      else {
-        for (const [jobId, taskIds] of Object.entries(page.tasks)) {
-          for (const taskId of taskIds) this.#heldElsewhere.add(claimKey(jobId, taskId));
-        }
-      }
+      else for (const { key } of tasksOnPage(page)) this.#heldElsewhere.add(key);
     }
     if (pages.length === 0) return;
     const claimedAt = new Map<string, { jobId: string; taskId: string; at: number }>();
     for (const page of pages) {
-      for (const [jobId, taskIds] of Object.entries(page.tasks)) {
-        for (const taskId of taskIds) {
-          const key = claimKey(jobId, taskId);
-          const at = Math.min(claimedAt.get(key)?.at ?? page.claimedAt, page.claimedAt);
-          claimedAt.set(key, { jobId, taskId, at });
-        }
+      for (const { jobId, taskId, key } of tasksOnPage(page)) {
+        const at = Math.min(claimedAt.get(key)?.at ?? page.claimedAt, page.claimedAt);
+        claimedAt.set(key, { jobId, taskId, at });
       }
     }
     const items = await this.#deps.table.getItems(
@@ -245,17 +239,18 @@ export class MessageClaimer implements TaskSource {
       });
   }
 
-  /** The chosen tasks as stored now (strongly consistent), those still claimable. */
+  /** The chosen tasks as stored now (strongly consistent; a multicast's members were just read so), those still claimable. */
   async #stillClaimable(chosen: Chosen[], token: number, now: number): Promise<Chosen[]> {
     const fresh = new Map<string, Item>();
+    const stale = chosen.filter((c) => !c.fresh);
     for (const item of await this.#deps.table.getItems(
-      chosen.map((c) => keys.task(String(c.item.jobId), String(c.item.taskId))),
+      stale.map((c) => keys.task(String(c.item.jobId), String(c.item.taskId))),
     )) {
       fresh.set(claimKey(String(item.jobId), String(item.taskId)), item);
     }
     const out: Chosen[] = [];
     for (const c of chosen) {
-      const item = fresh.get(claimKey(String(c.item.jobId), String(c.item.taskId)));
+      const item = c.fresh ? c.item : fresh.get(claimKey(String(c.item.jobId), String(c.item.taskId)));
       // A waiting task is claimable once ready: a release, deferral or re-time the index has not
       // shown yet may have moved it later.
       const notYet = item !== undefined && item.state !== 'in-flight' && Number(item.readyAt) > now;
@@ -329,7 +324,7 @@ export class MessageClaimer implements TaskSource {
         if (Math.max(1, Number(member.attempts)) !== batch.attempt) continue;
         if (!(await this.#claimable(member, token, now))) continue;
         taken.add(String(member.taskId));
-        out.push({ item: member, batchKey: retryKey });
+        out.push({ item: member, batchKey: retryKey, fresh: true });
       }
     }
     return out;
