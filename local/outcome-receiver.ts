@@ -11,12 +11,16 @@ import type { AddressInfo } from 'node:net';
 import type { OutcomeDeliveryBody, OutcomeEvent } from '#shared/outcomes/events.ts';
 import { OUTCOME_SIGNATURE_HEADER, verifyOutcomeSignature } from '#shared/outcomes/signature.ts';
 
-/** What the next requests suffer, in order of arrival. */
-export type ReceiverFault =
+/**
+ * What the next requests suffer, in order of arrival; with `forEvent`, only a request delivering
+ * that event (other senders' requests on the same receiver pass it by).
+ */
+export type ReceiverFault = (
   | { readonly kind: 'status'; readonly status: number }
   | { readonly kind: 'lose-response' }
   | { readonly kind: 'drop-connection' }
-  | { readonly kind: 'latency'; readonly ms: number };
+  | { readonly kind: 'latency'; readonly ms: number }
+) & { readonly forEvent?: string };
 
 export interface ReceivedEvent {
   readonly event: OutcomeEvent;
@@ -115,7 +119,7 @@ export class OutcomeReceiver {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks);
     this.#stats.requests++;
-    const fault = this.#faults.shift();
+    const fault = this.#takeFault(raw);
     if (fault) this.#stats.faults++;
     if (fault?.kind === 'latency') await new Promise((r) => setTimeout(r, fault.ms));
     if (fault?.kind === 'drop-connection') return void req.socket.destroy();
@@ -134,6 +138,12 @@ export class OutcomeReceiver {
     this.#record(JSON.parse(raw.toString('utf8')) as OutcomeDeliveryBody);
     if (fault?.kind === 'lose-response') return void req.socket.destroy();
     res.writeHead(204).end();
+  }
+
+  /** The first injected fault this request suffers (one aimed at an event only if it carries it). */
+  #takeFault(raw: Buffer): ReceiverFault | undefined {
+    const at = this.#faults.findIndex((f) => f.forEvent === undefined || raw.includes(`"${f.forEvent}"`));
+    return at < 0 ? undefined : this.#faults.splice(at, 1)[0];
   }
 
   #record(body: OutcomeDeliveryBody): void {

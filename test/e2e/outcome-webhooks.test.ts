@@ -201,7 +201,10 @@ describe('the dead-letter queue and its redrive', () => {
     try {
       const before = receiver.events().length;
       const event = { ...receiver.events()[0]!.event, id: 'evt_dlq_drill_0000000000000000000000' };
-      receiver.inject(...Array.from({ length: 3 }, () => ({ kind: 'status', status: 500 }) as const));
+      // Aimed at the drill's event: the stack's own deliveries to the same receiver pass them by.
+      receiver.inject(
+        ...Array.from({ length: 3 }, () => ({ kind: 'status', status: 500, forEvent: event.id }) as const),
+      );
       await sqs.send(
         new SendMessageCommand({
           QueueUrl: pair.url,
