@@ -42,6 +42,18 @@ import { MAX_DELIVERY_ATTEMPTS } from './outcomes/backoff.ts';
 /** Partitions a job's tasks are spread over (table and outstanding index). */
 export const TASK_SHARDS = 16;
 
+/**
+ * Days an ended task (completed, failed, cancelled, expired) is kept for its job's report, then
+ * DynamoDB's TTL deletes it (free of write units, within about two days of `expiresAt`). Every
+ * write that ends a task sets `expiresAt` in the same update, so the retention costs nothing.
+ */
+export const ENDED_TASK_RETENTION_DAYS = 90;
+
+/** `expiresAt` (epoch seconds, the tasks table's TTL attribute) of a task ending at `now` (ms). */
+export function endedTaskExpiry(now: number): number {
+  return Math.floor(now / 1000) + ENDED_TASK_RETENTION_DAYS * 86_400;
+}
+
 export type KeyType = 'S' | 'N';
 
 export interface KeySpec {
@@ -137,7 +149,7 @@ export const tables: readonly TableSpec[] = [
         sortKey: { name: 'openSk', type: 'S' },
       },
     ],
-    ttlAttribute: 'expiresAt', // multicast records ({jobId}#batch) and job series ({jobId}#series) carry it; tasks never
+    ttlAttribute: 'expiresAt', // ended tasks (ENDED_TASK_RETENTION_DAYS), multicast records ({jobId}#batch), job series ({jobId}#series)
     pointInTimeRecovery: true,
     encryption: 'aws-managed',
     envVar: 'TASKS_TABLE',

@@ -13,7 +13,8 @@
  * Bucket layout (all in the uploads bucket):
  * - `uploads/{clientId}/{jobId}.csv`, `incoming/{clientId}/….csv` (+ sidecar `.json`): lists;
  * - `state/{clientId}/{jobId}/filter-*.bin`: duplicate-filter snapshots of paused ingests;
- * - `reports/{clientId}/{jobId}/…`: validation report pages and large job reports.
+ * - `reports/{clientId}/{jobId}/…`: validation report pages and large job reports;
+ * - `archives/{clientId}/{jobId}/report.csv`: an ended job's final report, kept (its tasks expire).
  */
 import { CfnOutput, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -127,6 +128,7 @@ export class Jobs extends Construct {
     // Presigned PUTs are signed with this role: it may put lists under uploads/ only.
     this.allow(api, ['s3:PutObject'], bucket, ['uploads/*']);
     this.allow(api, ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], bucket, ['reports/*']);
+    this.allow(api, ['s3:GetObject'], bucket, ['archives/*']);
     this.allowList(api, bucket, ['reports/*']);
     return api;
   }
@@ -172,6 +174,8 @@ export class Jobs extends Construct {
     this.allow(ingest, ['s3:GetObject'], bucket, ['uploads/*', 'incoming/*']);
     this.allow(ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);
     this.allow(ingest, ['s3:PutObject'], bucket, ['reports/*']);
+    // Ended jobs' final reports (report-archive.ts): streamed, so multipart when large.
+    this.allow(ingest, ['s3:PutObject', 's3:AbortMultipartUpload'], bucket, ['archives/*']);
     return ingest;
   }
 
@@ -235,9 +239,9 @@ export class Jobs extends Construct {
           {
             id: 'AwsSolutions-IAM5',
             reason:
-              'Object-level S3 permissions are scoped to key prefixes of the uploads bucket (uploads/*, incoming/*, state/*, reports/*): objects are per client and job, created at run time, so they cannot be named in advance.',
+              'Object-level S3 permissions are scoped to key prefixes of the uploads bucket (uploads/*, incoming/*, state/*, reports/*, archives/*): objects are per client and job, created at run time, so they cannot be named in advance.',
             appliesTo: [
-              { regex: '/^Resource::<.*Bucket.*\\.Arn>\\/(uploads|incoming|state|reports)\\/\\*$/g' },
+              { regex: '/^Resource::<.*Bucket.*\\.Arn>\\/(uploads|incoming|state|reports|archives)\\/\\*$/g' },
             ],
           },
         ],

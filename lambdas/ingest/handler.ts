@@ -1,7 +1,7 @@
 /**
  * The ingest (SQS standard queue → Lambda, partial batch failures): each record is an S3 event
  * notification for an uploaded list, a continuation of a paused ingest, a step of a cancelled
- * or ended job's sweep, or of a re-time sweep. The run's remaining time comes from the Lambda context, so a long file (or a long
+ * or ended job's sweep, of a re-time sweep, or an ended job's report to archive. The run's remaining time comes from the Lambda context, so a long file (or a long
  * sweep) pauses in time and continues in a new run.
  */
 import middy from '@middy/core';
@@ -10,6 +10,7 @@ import type { JobSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage, IngestOutcome } from '#shared/jobs/ingest.ts';
 import type { JobSweepMessage } from '#shared/jobs/ports.ts';
 import { parseIngestQueueMessage } from '#shared/jobs/queue-message.ts';
+import type { ArchiveReportMessage, ReportArchiver } from '#shared/jobs/report-archive.ts';
 import type { RetimeSweep, RetimeSweepMessage } from '#shared/jobs/retime.ts';
 import type { Logger } from '#shared/log.ts';
 
@@ -19,6 +20,8 @@ export function makeIngestHandler(deps: {
   readonly sweep: JobSweep;
   /** The re-time sweep after a client's hours changed. */
   readonly retime: RetimeSweep;
+  /** An ended job's final report, archived to S3 before its tasks expire. */
+  readonly archive: ReportArchiver;
   readonly log: Logger;
   /** Default `Date.now`: times a run for the rows-per-second metric. */
   readonly now?: () => number;
@@ -27,7 +30,7 @@ export function makeIngestHandler(deps: {
   return middy(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const failures: SQSBatchItemFailure[] = [];
     for (const record of event.Records) {
-      let messages: (IngestMessage | JobSweepMessage | RetimeSweepMessage)[];
+      let messages: (IngestMessage | JobSweepMessage | RetimeSweepMessage | ArchiveReportMessage)[];
       try {
         messages = parseIngestQueueMessage(record.body);
       } catch (error) {
@@ -40,6 +43,11 @@ export function makeIngestHandler(deps: {
       }
       try {
         for (const message of messages) {
+          if (message.kind === 'archive-report') {
+            const archived = await deps.archive.handle(message);
+            deps.log.info(`report archive ${archived.kind}`, { ...archived });
+            continue;
+          }
           if (message.kind === 'retime-sweep') {
             const retimed = await deps.retime.handle(message, {
               remainingMs: () => context.getRemainingTimeInMillis(),

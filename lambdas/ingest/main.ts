@@ -13,6 +13,7 @@ import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeJobSweep } from '#shared/jobs/cancel.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
+import { ReportArchiver } from '#shared/jobs/report-archive.ts';
 import { RetimeSweep } from '#shared/jobs/retime.ts';
 import { makeIngestHandler } from './handler.ts';
 
@@ -35,6 +36,9 @@ const optOuts = makeDynamoOptOutStore(doc, controlTable);
 const suppressions = makeDynamoSuppressionStore(doc, controlTable);
 const jobs = makeDynamoJobStore(doc, controlTable);
 const clients = makeDynamoClientStore(doc, controlTable);
+const tasks = makeDynamoTaskStore(doc, tasksTable);
+const files = makeS3UploadFiles(s3, bucket);
+const validationReports = makeS3ValidationReportStore(s3, bucket);
 // Continuations, and a sweep's delayed re-check of messages a broker still holds.
 const queue = makeSqsIngestQueue(sqs, queueUrl);
 
@@ -43,9 +47,9 @@ export const handler = observe(
     ingest: makeIngestJob({
       clients,
       jobs,
-      tasks: makeDynamoTaskStore(doc, tasksTable),
-      files: makeS3UploadFiles(s3, bucket),
-      validationReports: makeS3ValidationReportStore(s3, bucket),
+      tasks,
+      files,
+      validationReports,
       queue,
       optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
       suppressed: async (clientId, recipients) =>
@@ -65,6 +69,14 @@ export const handler = observe(
       jobs,
       clients,
       tasks: makeDynamoTaskRetimer(doc, tasksTable),
+      queue,
+      clock: { now: () => Date.now() },
+    }),
+    archive: new ReportArchiver({
+      jobs,
+      tasks,
+      files,
+      validationReports,
       queue,
       clock: { now: () => Date.now() },
     }),

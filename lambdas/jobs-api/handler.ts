@@ -25,6 +25,7 @@ import {
 import { jobOptionsFromQuery } from '#shared/jobs/validation.ts';
 import type { Logger } from '#shared/log.ts';
 import { consoleOperator, consoleRefusal } from '#shared/operators/console-request.ts';
+import { ENDED_TASK_RETENTION_DAYS } from '#shared/resources.ts';
 import { CONSOLE_API_PREFIX, operatorRouteKey } from '#shared/routes.ts';
 import type { SuppressionsApi } from '#shared/suppressions/api.ts';
 
@@ -55,7 +56,11 @@ function isCsvUpload(event: APIGatewayProxyEventV2): boolean {
  * values are ASCII: the message is percent-encoded where it is not.
  */
 function reportHeaders(job: JobView): Record<string, string> {
-  const headers: Record<string, string> = { 'x-switchboard-job-status': job.status };
+  const headers: Record<string, string> = {
+    'x-switchboard-job-status': job.status,
+    // Ended tasks are deleted this many days after their end: an older job's report lists fewer rows than its counts.
+    'x-switchboard-task-retention-days': String(ENDED_TASK_RETENTION_DAYS),
+  };
   if (job.waiting) {
     headers['x-switchboard-waiting'] = job.waiting.reason;
     if (job.waiting.until) headers['x-switchboard-waiting-until'] = job.waiting.until;

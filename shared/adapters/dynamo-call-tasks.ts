@@ -43,7 +43,7 @@ import {
   type Task,
 } from '#shared/jobs/model.ts';
 import { callSettlementOfCancelledJob, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
-import { TASK_SHARDS } from '#shared/resources.ts';
+import { endedTaskExpiry, TASK_SHARDS } from '#shared/resources.ts';
 import { capCounterUpdates, endCappedTask } from './dynamo-contact-caps.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
@@ -414,7 +414,10 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
       set.push('reason = :reason');
       values[':reason'] = settlement.reason;
     } else remove.push('reason');
-    if (settlement.state === 'retry-wait') {
+    if (settlement.state !== 'retry-wait') {
+      set.push('expiresAt = :expiresAt');
+      values[':expiresAt'] = endedTaskExpiry(now);
+    } else {
       const index = keys.outstandingIndex({ ...task, state: 'retry-wait', readyAt: settlement.readyAt })!;
       set.push('readyAt = :readyAt', 'openPk = :openPk', 'openSk = :openSk');
       values[':readyAt'] = settlement.readyAt;

@@ -23,6 +23,7 @@ import {
 import { keys } from '#shared/jobs/model.ts';
 import type { SweepEnding, SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
 import { OPEN_TASK_STATES, sweepMove } from '#shared/jobs/task-lifecycle.ts';
+import { endedTaskExpiry } from '#shared/resources.ts';
 import { claimHolds, claimKey } from './dynamo-claim-pages.ts';
 import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
 
@@ -168,7 +169,13 @@ class DynamoTaskCanceller implements TaskCanceller {
     const to = stateValue(ending.state);
     const stored = task.storedState ?? task.state;
     const from = moveFrom(sweepMove(ending.state, stored));
-    const common = { ...to.values, ...from.values, ':reason': ending.reason, ':now': now };
+    const common = {
+      ...to.values,
+      ...from.values,
+      ':reason': ending.reason,
+      ':now': now,
+      ':expiresAt': endedTaskExpiry(now),
+    };
     let condition: { ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> };
     if (stored === 'in-flight') {
       // Its broker's write (or a claim, a new start) since the page was read moves readyAt (a
@@ -188,7 +195,7 @@ class DynamoTaskCanceller implements TaskCanceller {
       Update: {
         TableName: this.#tasksTable,
         Key: keys.task(jobId, task.taskId),
-        UpdateExpression: `SET #state = ${to.placeholder}, reason = :reason, updatedAt = :now REMOVE openPk, openSk, claimToken`,
+        UpdateExpression: `SET #state = ${to.placeholder}, reason = :reason, updatedAt = :now, expiresAt = :expiresAt REMOVE openPk, openSk, claimToken`,
         ...condition,
         ExpressionAttributeNames: STATE_NAME,
       },

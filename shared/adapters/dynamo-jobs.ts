@@ -38,6 +38,7 @@ const JOB_FIELDS = [
   'counts',
   'failureReason',
   'pausedReason',
+  'reportArchive',
   'source',
   'recipientColumn',
   'message',
@@ -250,6 +251,15 @@ class DynamoJobStore implements JobStore {
       };
     }
     return { kind: 'busy' };
+  }
+
+  async recordReportArchive(clientId: string, jobId: string, key: string) {
+    await this.#conditional({
+      Key: keys.job(clientId, jobId),
+      UpdateExpression: 'SET reportArchive = :key',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeValues: { ':key': key },
+    });
   }
 
   async saveIngestProgress(clientId: string, jobId: string, leaseId: string, counts: JobCounts, now: number) {

@@ -10,6 +10,7 @@
 import type { ReportSink, TaskOutcome } from '#shared/campaign/ports.ts';
 import { jobHasEnded, keys } from '#shared/jobs/model.ts';
 import { messageOutcomeMove, type ReleasedJob } from '#shared/jobs/task-lifecycle.ts';
+import { endedTaskExpiry } from '#shared/resources.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
 import { isSuppressedReason } from '#shared/suppressions/model.ts';
 import { type ClaimPages, claimKey } from './dynamo-claim-pages.ts';
@@ -187,6 +188,8 @@ export class OutcomeWriter implements ReportSink {
       values[':inFlightState'] = 'in-flight';
     } else {
       remove.push('openPk', 'openSk', 'batchKey', 'maybeSent');
+      set.push('expiresAt = :expiresAt');
+      values[':expiresAt'] = endedTaskExpiry(outcome.at);
       if (end.reason === undefined) remove.push('reason');
       else {
         set.push('reason = :reason');

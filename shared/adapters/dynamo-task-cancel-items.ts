@@ -6,6 +6,7 @@
  */
 import { keys, type Task } from '#shared/jobs/model.ts';
 import type { TaskMove } from '#shared/jobs/task-lifecycle.ts';
+import { endedTaskExpiry } from '#shared/resources.ts';
 import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
 
 export interface PolicyCancel {
@@ -29,7 +30,7 @@ export function policyCancelItems(
       Update: {
         TableName: tables.tasksTable,
         Key: keys.task(task.jobId, task.taskId),
-        UpdateExpression: `SET #state = ${to.placeholder}, reason = :reason, lastResult = :lastResult, updatedAt = :now REMOVE openPk, openSk`,
+        UpdateExpression: `SET #state = ${to.placeholder}, reason = :reason, lastResult = :lastResult, updatedAt = :now, expiresAt = :expiresAt REMOVE openPk, openSk`,
         ConditionExpression: `${from.condition} AND attempts = :seen`,
         ExpressionAttributeNames: STATE_NAME,
         ExpressionAttributeValues: {
@@ -38,6 +39,7 @@ export function policyCancelItems(
           ':reason': cancel.reason,
           ':lastResult': cancel.rule,
           ':now': now,
+          ':expiresAt': endedTaskExpiry(now),
           ':seen': task.attempts,
         },
       },

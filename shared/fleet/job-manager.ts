@@ -60,6 +60,7 @@ import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { expireSweepStart } from '#shared/jobs/cancel.ts';
 import { endedTasks, type Job, jobHasEnded } from '#shared/jobs/model.ts';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
+import { ARCHIVE_AFTER_COMPLETION_SECONDS, archiveReportStart } from '#shared/jobs/report-archive.ts';
 import { jobMayStartSomewhere } from '#shared/jobs/restrictions.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import type { ClientState, EcsServiceScaler, FleetStore } from './ports.ts';
@@ -293,7 +294,14 @@ export class JobManager {
       let open: boolean;
       try {
         open = await this.#hasOpenTask(job, budget, now);
-        if (!open && (await this.#store.completeJob(job, now))) completed.push(job.jobId);
+        if (!open) {
+          // Queued before the completion, delayed past it: a completion whose message was lost
+          // would leave no run to queue it again (the job is no longer running).
+          await this.#options.sweeps.send(archiveReportStart(job.clientId, job.jobId), {
+            delaySeconds: ARCHIVE_AFTER_COMPLETION_SECONDS,
+          });
+          if (await this.#store.completeJob(job, now)) completed.push(job.jobId);
+        }
       } catch (error) {
         problems.push({ step: 'complete', id: job.jobId, error });
         return;

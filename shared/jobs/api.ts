@@ -467,7 +467,8 @@ export class JobsApi {
   /**
    * The job's report CSV (see `report.ts` for its columns and order): in the response when it
    * is small, else streamed into the bucket (`reports/{clientId}/{jobId}/report-{time}.csv`)
-   * and answered with a presigned URL, as a Lambda response cannot exceed 6 MB.
+   * and answered with a presigned URL, as a Lambda response cannot exceed 6 MB. An ended job whose
+   * report is archived is answered with the archive's URL.
    */
   async report(
     clientId: string,
@@ -480,6 +481,13 @@ export class JobsApi {
   > {
     const found = await this.#jobOf(clientId, jobId);
     const job = jobView(found, await this.#waitingOf(found));
+    // An ended job's final report, kept after its tasks expire (`report-archive.ts`).
+    if (found.reportArchive !== undefined)
+      return {
+        kind: 'redirect',
+        url: await this.#deps.files.presignGet(found.reportArchive, REPORT_URL_SECONDS),
+        job,
+      };
     const chunks = jobReportCsv(
       this.#deps.validationReports.entries(clientId, jobId),
       tasksInShardOrder((shard) => this.#deps.tasks.shard(jobId, shard)),

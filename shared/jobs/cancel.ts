@@ -50,6 +50,7 @@ import type {
   SweptTask,
   TaskCanceller,
 } from './ports.ts';
+import { archiveReportStart } from './report-archive.ts';
 import { JOB_CANCELLED_REASON, JOB_ENDED_IN_FLIGHT_REASON, JOB_ENDED_REASON } from './task-lifecycle.ts';
 
 /** A call in flight with no end recorded this long after its longest duration is ended by the sweep. */
@@ -260,7 +261,11 @@ export class JobSweep {
         cursor = undefined;
       } else cursor = page.next;
     }
-    if (heldUntil === undefined) return { kind: 'swept', jobId, ended };
+    if (heldUntil === undefined) {
+      // A cancelled job has ended for good: its report is archived before its tasks expire.
+      if (kind === 'cancel-sweep') await this.#deps.queue.send(archiveReportStart(clientId, jobId));
+      return { kind: 'swept', jobId, ended };
+    }
     // Some broker held messages or calls: whatever it has not written back once the hold (or the
     // call's longest duration) passed, its broker is gone. The re-check is a new pass (from shard 0) that forgets this pass's holds.
     const delaySeconds = recheckDelaySeconds(heldUntil, this.#deps.clock.now());

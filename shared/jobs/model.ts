@@ -159,6 +159,12 @@ export interface Job {
    * quota cannot cover the rest of a message job (`line-quota: …`). Cleared by a resume.
    */
   readonly pausedReason?: string;
+  /**
+   * The key of the job's final report in the uploads bucket (`archives/…`), written once the job
+   * has ended and none of its tasks is open (`report-archive.ts`): the report is served from it
+   * from then on, as ended tasks are deleted after `ENDED_TASK_RETENTION_DAYS`.
+   */
+  readonly reportArchive?: string;
   /** Where the uploaded list is. */
   readonly source?: { readonly bucket: string; readonly key: string };
   /** The recipient column's header, when the job names it instead of relying on the aliases. */

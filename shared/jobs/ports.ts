@@ -8,6 +8,7 @@ import type { IngestCounts, IngestCursor } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import type { JobStatus } from './job-lifecycle.ts';
 import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
+import type { ArchiveReportMessage } from './report-archive.ts';
 import type { RetimeSweepMessage } from './retime.ts';
 import type { SweepEnd } from './task-lifecycle.ts';
 
@@ -106,6 +107,8 @@ export interface JobStore {
     until: number,
     now: number,
   ): Promise<IngestClaim>;
+  /** Records where the job's final report is (`Job.reportArchive`); `updatedAt` is left as it is. */
+  recordReportArchive(clientId: string, jobId: string, key: string): Promise<void>;
   /** Records the counts so far while the lease is held (progress for the operator). */
   saveIngestProgress(
     clientId: string,
@@ -215,13 +218,17 @@ export interface QueueSendOptions {
   readonly delaySeconds?: number;
 }
 
-/** The ingest queue: continuations of paused ingests and of the sweeps (cancel, expire, re-time). */
+/** The ingest queue: continuations of paused ingests and of the sweeps (cancel, expire, re-time), report archives. */
 export interface IngestQueue {
-  send(
-    message: ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage,
-    options?: QueueSendOptions,
-  ): Promise<void>;
+  send(message: IngestQueueMessage, options?: QueueSendOptions): Promise<void>;
 }
+
+/** What Switchboard itself puts on the ingest queue. */
+export type IngestQueueMessage =
+  | ContinueIngestMessage
+  | JobSweepMessage
+  | RetimeSweepMessage
+  | ArchiveReportMessage;
 
 /**
  * A task of a cancelled or ended job that a sweep reads: not started (`pending`, `retry-wait`),

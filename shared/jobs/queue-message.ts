@@ -1,26 +1,29 @@
 /**
  * The ingest queue's messages, written and read through this one module: an S3 event notification
  * for an uploaded list (written by S3), a continuation of a paused ingest, a step of a cancelled
- * or ended job's sweep, or of a re-time sweep after a client's hours changed (written by Switchboard
- * as JSON).
+ * or ended job's sweep, of a re-time sweep after a client's hours changed, or an ended job's report
+ * to archive (written by Switchboard as JSON).
  */
 import { isJobSweepKind, MalformedCancelSweepError, parseCancelSweep } from './cancel.ts';
 import type { IngestMessage } from './ingest.ts';
-import type { ContinueIngestMessage, JobSweepMessage } from './ports.ts';
+import type { IngestQueueMessage, JobSweepMessage } from './ports.ts';
+import {
+  type ArchiveReportMessage,
+  MalformedArchiveReportError,
+  parseArchiveReport,
+} from './report-archive.ts';
 import { MalformedRetimeSweepError, parseRetimeSweep, type RetimeSweepMessage } from './retime.ts';
 import { MalformedS3EventError, parseS3Event } from './s3-events.ts';
 
 /** The body of a message Switchboard itself puts on the ingest queue. */
-export function encodeIngestQueueMessage(
-  message: ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage,
-): string {
+export function encodeIngestQueueMessage(message: IngestQueueMessage): string {
   return JSON.stringify(message);
 }
 
 /** The messages of one SQS record; throws {@link MalformedS3EventError} for a body that is neither. */
 export function parseIngestQueueMessage(
   body: string,
-): (IngestMessage | JobSweepMessage | RetimeSweepMessage)[] {
+): (IngestMessage | JobSweepMessage | RetimeSweepMessage | ArchiveReportMessage)[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -41,6 +44,14 @@ export function parseIngestQueueMessage(
       return [parseRetimeSweep(parsed as Record<string, unknown>)];
     } catch (error) {
       if (error instanceof MalformedRetimeSweepError) throw new MalformedS3EventError(error.message);
+      throw error;
+    }
+  }
+  if ((parsed as { kind?: unknown })?.kind === 'archive-report') {
+    try {
+      return [parseArchiveReport(parsed as Record<string, unknown>)];
+    } catch (error) {
+      if (error instanceof MalformedArchiveReportError) throw new MalformedS3EventError(error.message);
       throw error;
     }
   }

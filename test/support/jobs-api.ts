@@ -34,7 +34,7 @@ export interface JobsHarness {
     body?: unknown,
     headers?: Record<string, string>,
     // biome-ignore lint/suspicious/noExplicitAny: the JSON of any route, read by the tests' assertions
-  ): Promise<{ status: number; body: any }>;
+  ): Promise<{ status: number; location?: string | undefined; body: any }>;
 }
 
 /** Starts the jobs wiring for the file's tests (beforeAll) and stops it after (afterAll). */
@@ -78,7 +78,9 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
     ingestQueueUrl: () => ingestQueueUrl!,
     uploadsBucket: () => uploadsBucket!,
     async call(method, path, body, headers = {}) {
+      // A report's 303 is answered as it is: the presigned URL must be fetched without the signature.
       const response = await signedFetch(method, new URL(`${api!.url}${path}`), {
+        redirect: 'manual',
         headers: { 'content-type': 'application/json', ...headers },
         ...(body === undefined
           ? {}
@@ -87,6 +89,7 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
       const text = await response.text();
       return {
         status: response.status,
+        location: response.headers.get('location') ?? undefined,
         body: response.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text,
       };
     },

@@ -8,7 +8,7 @@
 
 import { readFileSync } from 'node:fs';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
@@ -17,6 +17,7 @@ import { settleFromSnapshot } from '#shared/broker/settle.ts';
 import { CALL_NEVER_ENDED_REASON, cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
+import { archiveReportStart, reportArchiveKey } from '#shared/jobs/report-archive.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
@@ -359,7 +360,7 @@ describe('cancelling a message job while messages are in flight', () => {
     });
     const outcome = await recheck.handle(cancelSweepStart(clientId, jobId), { remainingMs: () => 600_000 });
     expect(outcome).toEqual({ kind: 'swept', jobId, ended: 2 });
-    expect(queued).toEqual([]);
+    expect(queued).toEqual([{ message: archiveReportStart(clientId, jobId) }]); // no re-check: its report next
     const after = await tasksOf(jobId);
     expect(after.every((t) => t.state === 'cancelled' && t.reason === JOB_CANCELLED_REASON)).toBe(true);
     expect(await outstandingOf(clientId, jobId)).toEqual([]);
@@ -381,5 +382,31 @@ describe('cancelling a message job while messages are in flight', () => {
     expect(job.counts).toMatchObject({ tasks: 4, cancelled: 4, outstanding: 0 });
     expect((await tasksOf(jobId)).map((t) => t.state)).toEqual(Array(4).fill('cancelled'));
     expect(await outstandingOf(clientId, jobId)).toEqual([]);
+  });
+
+  it('archives the report once every task has ended, and serves it after the tasks expire', async () => {
+    const { clientId, jobId, tasks } = await scheduledJob(mixedList);
+    expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`)).status).toBe(200);
+    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const archive = await eventually(
+      async () => (await store.get(clientId, jobId))?.reportArchive,
+      'the cancel sweep, then the report archive',
+    );
+    expect(archive).toBe(reportArchiveKey(clientId, jobId));
+    const reportOf = async () => {
+      const answer = await call('GET', `/clients/${clientId}/jobs/${jobId}/report`);
+      expect(answer.status).toBe(303);
+      const object = await fetch(answer.location!);
+      expect(object.status).toBe(200);
+      return object.text();
+    };
+    const archived = await reportOf();
+    const rows = archived.split('\r\n').filter((line) => line.includes('job cancelled'));
+    expect(rows).toHaveLength(tasks.length);
+    // Every task carries its TTL (checked by readTasks); DynamoDB's TTL deletes them in time.
+    for (const task of await tasksOf(jobId))
+      await cloud.doc.send(new DeleteCommand({ TableName: tasksTable, Key: keys.task(jobId, task.taskId) }));
+    expect(await tasksOf(jobId)).toEqual([]);
+    expect(await reportOf()).toBe(archived);
   });
 });

@@ -6,6 +6,7 @@ import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { InvalidJobManagerOptionsError, makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
+import { archiveReportStart } from '#shared/jobs/report-archive.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
 import { memoryQueue } from '../jobs/fakes.ts';
 import { client, job, MINUTE, NOW, task, weekdays } from './fakes.ts';
@@ -79,7 +80,7 @@ describe('the job manager', () => {
   });
 
   it('completes a running job once every task is final, and only once across overlapping runs', async () => {
-    const { store, run, addClient } = setup();
+    const { store, run, addClient, sweeps } = setup();
     addClient('acme');
     const done = job('acme', {
       counts: { rows: 3, rejected: 0, skipped: 0, tasks: 3, completed: 1, failed: 1, cancelled: 1 },
@@ -94,6 +95,11 @@ describe('the job manager', () => {
     expect([...a.completed, ...b.completed]).toEqual([done.jobId]);
     expect(store.jobs.get(done.jobId)?.status).toBe('completed');
     expect(a.clients).toEqual([]);
+    // Its report is archived (queued before the completion, delayed past it; twice is harmless).
+    expect(sweeps.sent.length).toBeGreaterThan(0);
+    expect(new Set(sweeps.sent.map((m) => JSON.stringify(m)))).toEqual(
+      new Set([JSON.stringify(archiveReportStart('acme', done.jobId))]),
+    );
   });
 
   it("trusts a job's counts while they say tasks are left, and reads its tasks once every fullCheckEveryMs, cold or warm", async () => {

@@ -19,12 +19,12 @@ import {
   taskShard,
 } from '#shared/jobs/model.ts';
 import type {
-  ContinueIngestMessage,
   IngestQueue,
+  IngestQueueMessage,
   JobSweepMessage,
   QueueSendOptions,
 } from '#shared/jobs/ports.ts';
-import type { RetimeSweepMessage } from '#shared/jobs/retime.ts';
+import { archiveReportStart } from '#shared/jobs/report-archive.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -373,7 +373,7 @@ const DELIVERED = MESSAGE_TASKS.filter((t) => t.state === 'completed').length;
 const WAITING = MESSAGE_TASKS.filter((t) => t.state === 'pending' || t.state === 'retry-wait').length;
 
 type Sent = {
-  readonly message: ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage;
+  readonly message: IngestQueueMessage;
   readonly delaySeconds?: number;
 };
 
@@ -434,6 +434,7 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
   const sweep = makeJobSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
   const ctx = { remainingMs: () => 600_000 };
   const key = (taskId: string) => `${JOB_ID}/${taskId}`;
+  const archives: IngestQueueMessage[] = [];
   const w = {
     api,
     jobs,
@@ -442,6 +443,8 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
     sweep,
     canceller,
     ctx,
+    /** The report archives the sweep queued (once it finished: nothing held any more). */
+    archives,
     at: (ms: number) => {
       now = ms;
     },
@@ -474,6 +477,10 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
       let cancelled = 0;
       while (queue.sent.length > 0) {
         const sent = queue.sent.shift()!;
+        if (sent.message.kind === 'archive-report') {
+          archives.push(sent.message);
+          continue;
+        }
         if (sent.delaySeconds !== undefined) {
           delayed.push(sent);
           continue;
@@ -517,6 +524,7 @@ describe('cancelling a message job whose messages are in flight', () => {
     expect(first.delayed).toEqual([
       { message: { kind: 'cancel-sweep', clientId: 'acme', jobId: JOB_ID, shard: 0 }, delaySeconds },
     ]);
+    expect(w.archives).toEqual([]); // not while a broker holds messages
 
     // Meanwhile the live broker writes two of its messages back; the rest it never will (it dies).
     const [delivered, released] = HELD as [Task, Task, ...Task[]];
@@ -527,6 +535,7 @@ describe('cancelling a message job whose messages are in flight', () => {
     w.deliver(first.delayed);
     const recheck = await w.pass();
     expect(recheck.last.kind).toBe('swept');
+    expect(w.archives).toEqual([archiveReportStart('acme', JOB_ID)]);
     expect(recheck.cancelled).toBe(HELD.length - 2);
     expect(recheck.delayed).toEqual([]);
     expect(w.stateOf(delivered.taskId)).toBe('completed');
@@ -574,6 +583,7 @@ describe('cancelling a message job whose messages are in flight', () => {
       const delayed: Sent[] = [];
       while (w.queue.sent.length > 0) {
         const sent = w.queue.sent.shift()!;
+        if (sent.message.kind === 'archive-report') continue;
         if (sent.delaySeconds !== undefined) {
           delayed.push(sent);
           continue;
@@ -583,7 +593,7 @@ describe('cancelling a message job whose messages are in flight', () => {
         // a re-check it queues is a second, real message (SQS would deliver it).
         const before = w.queue.sent.length;
         await w.sweep.handle(sent.message as JobSweepMessage, w.ctx);
-        const extra = w.queue.sent.splice(before);
+        const extra = w.queue.sent.splice(before).filter((e) => e.message.kind !== 'archive-report');
         delayed.push(...extra.filter((e) => e.delaySeconds !== undefined));
       }
       return delayed;

@@ -6,11 +6,10 @@ import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
 import { type ClientSettings, type Job, type Task, taskShard } from '#shared/jobs/model.ts';
 import type {
   ClientStore,
-  ContinueIngestMessage,
   IngestQueue,
+  IngestQueueMessage,
   IngestState,
   JobStore,
-  JobSweepMessage,
   SweepEnding,
   SweptTask,
   TaskCanceller,
@@ -18,7 +17,6 @@ import type {
   UploadFiles,
   ValidationReportStore,
 } from '#shared/jobs/ports.ts';
-import type { RetimeSweepMessage } from '#shared/jobs/retime.ts';
 
 interface JobRow {
   job: Job;
@@ -136,6 +134,10 @@ export function memoryJobs(): JobStore & { rows: Map<string, JobRow> } {
       const row = rows.get(id(c, j));
       if (row?.lease?.id === leaseId) delete row.lease;
     },
+    async recordReportArchive(c, j, key) {
+      const row = rows.get(id(c, j));
+      if (row) row.job = { ...row.job, reportArchive: key };
+    },
   };
 }
 
@@ -204,9 +206,9 @@ export function memoryReports(): ValidationReportStore & { pages: Map<string, Re
 }
 
 export function memoryQueue(): IngestQueue & {
-  sent: (ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage)[];
+  sent: IngestQueueMessage[];
 } {
-  const sent: (ContinueIngestMessage | JobSweepMessage | RetimeSweepMessage)[] = [];
+  const sent: IngestQueueMessage[] = [];
   return { sent, send: async (m) => void sent.push(m) };
 }
 

@@ -5,6 +5,7 @@ import { makeIngestHandler } from '#lambdas/ingest/handler.ts';
 import { makeJobSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
 import { parseIngestQueueMessage as ingestMessages } from '#shared/jobs/queue-message.ts';
+import { ReportArchiver } from '#shared/jobs/report-archive.ts';
 import { RetimeSweep } from '#shared/jobs/retime.ts';
 import { MalformedS3EventError } from '#shared/jobs/s3-events.ts';
 import { silentLogger } from '#shared/log.ts';
@@ -83,7 +84,15 @@ describe('ingest handler', () => {
       queue: { send: async () => {} },
       clock: { now: () => 0 },
     });
-    const handler = makeIngestHandler({ ingest, sweep, retime, log: silentLogger });
+    const archive = new ReportArchiver({
+      jobs: { get: async () => undefined, recordReportArchive: async () => {} },
+      tasks: { shard: async function* () {} },
+      files: { write: async () => {} },
+      validationReports: { entries: async function* () {} },
+      queue: { send: async () => {} },
+      clock: { now: () => 0 },
+    });
+    const handler = makeIngestHandler({ ingest, sweep, retime, archive, log: silentLogger });
     const event: SQSEvent = {
       Records: [
         record('a', s3Event),

@@ -166,6 +166,7 @@ describe('operator API: jobs', () => {
       'x-switchboard-waiting': 'calling-hours',
       'x-switchboard-waiting-until': expected.until,
       'x-switchboard-waiting-message': expected.message,
+      'x-switchboard-task-retention-days': '90',
     });
     expect((await call('POST', '/clients/acme/pause')).body.paused).toBe(true);
     expect((await call('GET', `/clients/acme/jobs/${jobId}`)).body.waiting.reason).toBe('client-paused');

@@ -1,0 +1,95 @@
+/** The final report of an ended job, archived before its tasks expire. */
+import { describe, expect, it } from 'vitest';
+import type { Job, Task } from '#shared/jobs/model.ts';
+import type { QueueSendOptions } from '#shared/jobs/ports.ts';
+import { parseIngestQueueMessage } from '#shared/jobs/queue-message.ts';
+import {
+  ARCHIVE_MAX_ATTEMPTS,
+  ARCHIVE_RECHECK_SECONDS,
+  archiveReportStart,
+  ReportArchiver,
+  reportArchiveKey,
+} from '#shared/jobs/report-archive.ts';
+import { MalformedS3EventError } from '#shared/jobs/s3-events.ts';
+import { job as makeJob, task as makeTask } from '../fleet/fakes.ts';
+import { memoryFiles, memoryJobs, memoryReports, memoryTasks } from './fakes.ts';
+
+async function world(status: Job['status'], states: readonly Task['state'][]) {
+  const jobs = memoryJobs();
+  const tasks = memoryTasks();
+  const files = memoryFiles();
+  const validationReports = memoryReports();
+  const job = makeJob('acme', { status });
+  await jobs.create(job);
+  await tasks.put(states.map((state, i) => makeTask(job, { taskId: `T${i}`, row: i + 2, state })));
+  await validationReports.putPage('acme', job.jobId, [
+    { row: 1, outcome: 'rejected', code: 'ragged-row', reason: 'more cells than the header' },
+  ]);
+  const sent: { message: unknown; options?: QueueSendOptions }[] = [];
+  const archiver = new ReportArchiver({
+    jobs,
+    tasks,
+    files,
+    validationReports,
+    queue: { send: async (message, options) => void sent.push({ message, ...(options ? { options } : {}) }) },
+    clock: { now: () => 0 },
+  });
+  const archived = () => jobs.get('acme', job.jobId).then((j) => j?.reportArchive);
+  const csv = () =>
+    Buffer.from(files.objects.get(reportArchiveKey('acme', job.jobId)) ?? []).toString('utf8');
+  return { job, archiver, sent, archived, csv, jobs };
+}
+
+describe('the report archive', () => {
+  it('writes every row of an ended job once, then records its key', async () => {
+    const w = await world('completed', ['completed', 'failed', 'cancelled']);
+    const outcome = await w.archiver.handle(archiveReportStart('acme', w.job.jobId));
+    expect(outcome).toEqual({
+      kind: 'archived',
+      jobId: w.job.jobId,
+      key: `archives/acme/${w.job.jobId}/report.csv`,
+      open: 0,
+    });
+    expect(await w.archived()).toBe(reportArchiveKey('acme', w.job.jobId));
+    const lines = w.csv().split('\r\n').filter(Boolean);
+    expect(lines).toHaveLength(1 + 1 + 3); // header, the rejected row, three tasks
+    expect(w.sent).toEqual([]);
+    // A redelivery archives nothing twice.
+    expect((await w.archiver.handle(archiveReportStart('acme', w.job.jobId))).kind).toBe('ignored');
+  });
+
+  it('archives nothing of a job that has not ended', async () => {
+    for (const status of ['running', 'paused', 'scheduled', 'failed'] as const) {
+      const w = await world(status, ['pending']);
+      expect(await w.archiver.handle(archiveReportStart('acme', w.job.jobId))).toMatchObject({
+        kind: 'ignored',
+        reason: `the job is ${status}`,
+      });
+      expect(await w.archived()).toBeUndefined();
+    }
+  });
+
+  it('tries again later while a task is open, and archives what it sees after a day of tries', async () => {
+    const w = await world('cancelled', ['cancelled', 'in-flight']);
+    const first = archiveReportStart('acme', w.job.jobId);
+    expect(await w.archiver.handle(first)).toMatchObject({ kind: 'recheck', open: 1, attempt: 1 });
+    expect(await w.archived()).toBeUndefined();
+    expect(w.sent).toEqual([
+      { message: { ...first, attempt: 2 }, options: { delaySeconds: ARCHIVE_RECHECK_SECONDS } },
+    ]);
+    const last = { ...first, attempt: ARCHIVE_MAX_ATTEMPTS };
+    expect(await w.archiver.handle(last)).toMatchObject({ kind: 'archived', open: 1 });
+    expect(w.csv()).toContain('in-flight');
+  });
+
+  it('reads its message from the ingest queue, and refuses a malformed one', () => {
+    const message = archiveReportStart('acme', 'J1');
+    expect(parseIngestQueueMessage(JSON.stringify(message))).toEqual([message]);
+    for (const bad of [
+      { kind: 'archive-report', clientId: 'acme', jobId: 'J1' },
+      { kind: 'archive-report', clientId: 'acme', jobId: 'J1', attempt: 0 },
+      { kind: 'archive-report', jobId: 'J1', attempt: 1 },
+    ])
+      expect(() => parseIngestQueueMessage(JSON.stringify(bad))).toThrow(MalformedS3EventError);
+  });
+});
