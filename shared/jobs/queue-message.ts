@@ -31,30 +31,11 @@ export function parseIngestQueueMessage(
     throw new MalformedS3EventError('queue message is not JSON');
   }
   const message = parsed as Partial<Extract<IngestMessage, { kind: 'continue' }>>;
-  if (isJobSweepKind((parsed as { kind?: unknown })?.kind)) {
-    try {
-      return [parseCancelSweep(parsed as Record<string, unknown>)];
-    } catch (error) {
-      if (error instanceof MalformedCancelSweepError) throw new MalformedS3EventError(error.message);
-      throw error;
-    }
-  }
-  if ((parsed as { kind?: unknown })?.kind === 'retime-sweep') {
-    try {
-      return [parseRetimeSweep(parsed as Record<string, unknown>)];
-    } catch (error) {
-      if (error instanceof MalformedRetimeSweepError) throw new MalformedS3EventError(error.message);
-      throw error;
-    }
-  }
-  if ((parsed as { kind?: unknown })?.kind === 'archive-report') {
-    try {
-      return [parseArchiveReport(parsed as Record<string, unknown>)];
-    } catch (error) {
-      if (error instanceof MalformedArchiveReportError) throw new MalformedS3EventError(error.message);
-      throw error;
-    }
-  }
+  const kind = (parsed as { kind?: unknown })?.kind;
+  if (isJobSweepKind(kind)) return [asQueueMessage(parsed, parseCancelSweep, MalformedCancelSweepError)];
+  if (kind === 'retime-sweep') return [asQueueMessage(parsed, parseRetimeSweep, MalformedRetimeSweepError)];
+  if (kind === 'archive-report')
+    return [asQueueMessage(parsed, parseArchiveReport, MalformedArchiveReportError)];
   if (message?.kind === 'continue') {
     if (
       typeof message.clientId !== 'string' ||
@@ -66,4 +47,18 @@ export function parseIngestQueueMessage(
     return [{ kind: 'continue', clientId: message.clientId, jobId: message.jobId, step: message.step! }];
   }
   return parseS3Event(parsed).map((object) => ({ kind: 'object', object }));
+}
+
+/** One of Switchboard's own messages, read by its parser; its malformation said as the queue's. */
+function asQueueMessage<T>(
+  parsed: unknown,
+  parse: (value: Record<string, unknown>) => T,
+  Malformed: new (...args: never[]) => Error,
+): T {
+  try {
+    return parse(parsed as Record<string, unknown>);
+  } catch (error) {
+    if (error instanceof Malformed) throw new MalformedS3EventError(error.message);
+    throw error;
+  }
 }
