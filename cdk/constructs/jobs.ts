@@ -174,7 +174,10 @@ export class Jobs extends Construct {
     this.allow(ingest, ['s3:GetObject'], bucket, ['uploads/*', 'incoming/*']);
     this.allow(ingest, ['s3:GetObject', 's3:PutObject'], bucket, ['state/*']);
     this.allow(ingest, ['s3:PutObject'], bucket, ['reports/*']);
-    // Ended jobs' final reports (report-archive.ts): streamed, so multipart when large.
+    // Ended jobs' final reports (report-archive.ts): the validation report's pages read, the
+    // archive streamed (multipart when large).
+    this.allow(ingest, ['s3:GetObject'], bucket, ['reports/*']);
+    this.allowList(ingest, bucket, ['reports/*']);
     this.allow(ingest, ['s3:PutObject', 's3:AbortMultipartUpload'], bucket, ['archives/*']);
     return ingest;
   }
@@ -241,7 +244,9 @@ export class Jobs extends Construct {
             reason:
               'Object-level S3 permissions are scoped to key prefixes of the uploads bucket (uploads/*, incoming/*, state/*, reports/*, archives/*): objects are per client and job, created at run time, so they cannot be named in advance.',
             appliesTo: [
-              { regex: '/^Resource::<.*Bucket.*\\.Arn>\\/(uploads|incoming|state|reports|archives)\\/\\*$/g' },
+              {
+                regex: '/^Resource::<.*Bucket.*\\.Arn>\\/(uploads|incoming|state|reports|archives)\\/\\*$/g',
+              },
             ],
           },
         ],

@@ -136,7 +136,7 @@ describe('jobs infrastructure', () => {
     const ingest = idOf(jobs.ingest.role!);
     expect(s3Prefixes(api, 's3:PutObject')).toEqual(['reports/*', 'uploads/*']);
     expect(s3Prefixes(api, 's3:GetObject')).toEqual(['archives/*', 'reports/*']);
-    expect(s3Prefixes(ingest, 's3:GetObject')).toEqual(['incoming/*', 'state/*', 'uploads/*']);
+    expect(s3Prefixes(ingest, 's3:GetObject')).toEqual(['incoming/*', 'reports/*', 'state/*', 'uploads/*']);
     expect(s3Prefixes(ingest, 's3:PutObject')).toEqual(['archives/*', 'reports/*', 'state/*']);
     for (const role of [api, ingest]) {
       for (const s of statementsOf(role)) {
