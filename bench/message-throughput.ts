@@ -19,6 +19,7 @@
  * Switchboard paced at 2,000/s: the sends/s it holds in steady state and the 429s it got.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -27,12 +28,14 @@ import { Worker } from 'node:worker_threads';
 import { assertJava17, LOCAL_CREDENTIALS, startLocalCloud } from '#local/cloud.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
+import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { BrokerContenderRequest, BrokerContenderResult } from './lib/message-broker-contender.ts';
 import type { ContenderRequest, WarmedUp } from './lib/message-contender.ts';
 import type { CeilingRequest, CeilingResult } from './lib/message-load-worker.ts';
 import { BENCH_CHANNEL, type SandboxCommand, type SandboxStats } from './lib/message-sandbox.ts';
 import { type ContenderResult, steadyRate } from './lib/message-stats.ts';
+import { makeNodeHttpSend } from './lib/node-http-send.ts';
 import { measurePacedRates, measureQuotaCheck, pacedLines, quotaLines } from './lib/quota-check.ts';
 import { checkLines, measureMessageClaimChecks } from './lib/start-checks.ts';
 
@@ -50,6 +53,7 @@ const USAGE = `npm run bench:message-throughput [-- options]
   --default-heap       run contenders with V8's default heap sizing instead of the broker task's flags
   --broker-messages N  the whole broker on DynamoDB Local at 2,000/s: this many messages (default 20000; 0 skips)
   --claim-checks N     the suppression read at the claim, on and off: this many messages each (default 5000; 0 skips)
+  --transport N        LINE's transport alone, node:http vs undici: this many pushes each (default 20000; 0 skips)
   --claim-checks-only  only that
   --quota-check-only   only LINE's per-endpoint pacing (vs multicast at the push rate) and the quota check's cost
   --quota-seconds S    the per-endpoint pacing runs' length (default 5)
@@ -70,6 +74,7 @@ const { values } = parseArgs({
     'default-heap': { type: 'boolean', default: false },
     'broker-messages': { type: 'string', default: '20000' },
     'claim-checks': { type: 'string', default: '5000' },
+    transport: { type: 'string', default: '20000' },
     'claim-checks-only': { type: 'boolean', default: false },
     'quota-check-only': { type: 'boolean', default: false },
     'quota-seconds': { type: 'string', default: '5' },
@@ -81,6 +86,7 @@ if (values.help) {
   process.exit(0);
 }
 const claimChecks = Number(values['claim-checks']);
+const transportMessages = Number(values.transport);
 if (!Number.isInteger(claimChecks) || claimChecks < 0)
   throw new RangeError('--claim-checks must be a whole number');
 
@@ -455,8 +461,14 @@ console.log(
  * same with an in-memory table (the row above): the difference is the table. DynamoDB Local is one
  * Java process on the cores the broker and the sandbox share, so its CPU time is printed too.
  */
-/** One run of the whole broker, its claims recorded per page (now) or per task (before claim pages). */
-async function runWholeBroker(claimRecords: 'page' | 'task') {
+/**
+ * One run of the whole broker, its claims recorded per page (now) or per task (before claim pages),
+ * sending over undici's Pool (now) or `node:http` (before).
+ */
+async function runWholeBroker(
+  claimRecords: BrokerContenderRequest['claimRecords'],
+  transport: BrokerContenderRequest['transport'],
+) {
   // A DynamoDB Local of its own: a second job in the same Java process ran ten times slower.
   const cloud = await startLocalCloud();
   const sandbox = await freshSandbox();
@@ -475,6 +487,7 @@ async function runWholeBroker(claimRecords: 'page' | 'task') {
           concurrency: rateConcurrency,
           withXRaySdk: false,
           claimRecords,
+          transport,
         } satisfies BrokerContenderRequest),
       ],
       [
@@ -511,10 +524,12 @@ if (brokerMessages > 0) {
   }
   if (javaReady) {
     try {
-      // Before: claims recorded on each task (a transactional update and an index re-sort of each).
-      // Same job, same tables' shape, run first so the machine is as warm for both.
-      const before = await runWholeBroker('task');
-      const { r, javaSeconds, stats } = await runWholeBroker('page');
+      // Before issue #16: claims recorded on each task (a transactional update and an index re-sort
+      // of each), sent over node:http; then claim pages alone; then now (claim pages over undici).
+      // Same job, same tables' shape, the baselines first so the machine is as warm for all.
+      const before = await runWholeBroker('task', 'node-http');
+      const pagesOnly = await runWholeBroker('page', 'node-http');
+      const { r, javaSeconds, stats } = await runWholeBroker('page', 'undici');
       console.log(
         `\nthe whole broker on DynamoDB Local (worker/process.ts: lease, claim pages, pipeline, outcome transactions), ${fmt(r.messages)} personalised messages, channel and sandbox at ${fmt(LINE_RATE)}/s:`,
       );
@@ -526,13 +541,73 @@ if (brokerMessages > 0) {
       );
       const perMessage = (x: BrokerContenderResult) => (1000 * x.cpuSeconds) / x.messages;
       console.log(
-        `  broker CPU per message: ${fmt(perMessage(r), 3)} ms with claim pages vs ${fmt(perMessage(before.r), 3)} ms with claims on each task (×${fmt(perMessage(before.r) / perMessage(r), 2)}; ${fmt(before.r.messagesPerSecond)} msgs/s then); goal 0.15 ms`,
+        `  broker CPU per message: ${fmt(perMessage(r), 3)} ms now (claim pages, LINE over undici) vs ${fmt(perMessage(before.r), 3)} ms before (claims on each task, node:http; ×${fmt(perMessage(before.r) / perMessage(r), 2)}; ${fmt(before.r.messagesPerSecond)} msgs/s then); claim pages alone ${fmt(perMessage(pagesOnly.r), 3)} ms (${fmt(pagesOnly.r.messagesPerSecond)} msgs/s); goal 0.15 ms`,
       );
     } finally {
       // each run stopped its own cloud
     }
   }
 }
+
+/**
+ * LINE's transport alone: the send port pushing `n` messages, 64 at a time, from this process to a
+ * fresh sandbox (its own process), over `node:http` with a keep-alive agent (before) and undici's
+ * Pool (now), each twice in turn after a warm-up; CPU of this process per request.
+ */
+async function printTransport(n: number): Promise<void> {
+  const sandbox = await freshSandbox();
+  try {
+    await sandbox.command({ cmd: 'rate', perSecond: null });
+    const clock = { now: () => Date.now() };
+    const options = {
+      channelAccessToken: BENCH_CHANNEL.accessToken,
+      baseUrl: sandbox.url,
+      maxSockets: 64,
+      clock,
+    };
+    const transports = {
+      'node:http (before)': makeNodeHttpSend(options),
+      'undici Pool (now)': makeHttpSend(options),
+    };
+    const perRequest = async (port: HttpSend, count: number) => {
+      let next = 0;
+      const cpu = process.cpuUsage();
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          for (; next < count; next++) {
+            const to = `U${(next + 1).toString(16).padStart(32, '0')}`;
+            const outcome = await port.send({
+              endpoint: 'push',
+              body: JSON.stringify({ to, messages: [{ type: 'text', text: `お知らせ ${next}` }] }),
+              retryKey: randomUUID(),
+            });
+            if (outcome.kind !== 'delivered') throw new Error(`transport bench: ${outcome.kind}`);
+          }
+        }),
+      );
+      const used = process.cpuUsage(cpu);
+      return (used.user + used.system) / count;
+    };
+    const best = new Map<string, number>();
+    for (const port of Object.values(transports)) await perRequest(port, Math.min(n, 5_000));
+    for (let round = 0; round < 2; round++)
+      for (const [name, port] of Object.entries(transports))
+        best.set(name, Math.min(best.get(name) ?? Number.POSITIVE_INFINITY, await perRequest(port, n)));
+    for (const port of Object.values(transports)) port.close();
+    const [before, now] = [...best.values()] as [number, number];
+    console.log(
+      `\nLINE's transport alone (the send port, ${fmt(n)} pushes twice each, 64 at a time, to the sandbox):`,
+    );
+    for (const [name, us] of best) console.log(`  ${name.padEnd(20)} ${fmt(us, 1)} µs of CPU a request`);
+    console.log(
+      `  undici / node:http: ×${fmt(before / now, 2)} less CPU a message (${fmt((before - now) / 1000, 3)} ms)`,
+    );
+  } finally {
+    await sandbox.stop();
+  }
+}
+
+if (transportMessages > 0) await printTransport(transportMessages);
 
 if (claimChecks > 0) await printClaimChecks();
 

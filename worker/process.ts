@@ -31,7 +31,7 @@ import type { CallLinkStore } from '#shared/broker/ports.ts';
 import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
 import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
 import { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
-import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
+import { type HttpSend, type HttpSendOptions, makeHttpSend } from '#shared/campaign/http-send.ts';
 import type { SendPort } from '#shared/campaign/ports.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
@@ -234,7 +234,13 @@ export async function advertisedEndpoint(
  * send port per channel over a keep-alive agent sized to the senders, kept for the process's life
  * (the transport `bench/message-throughput` measures; a new access token gets a new one).
  */
-function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: Clock, logger: Logger) {
+function messageSide(
+  config: BrokerConfig,
+  doc: DynamoDBDocumentClient,
+  clock: Clock,
+  logger: Logger,
+  makeSend: (options: HttpSendOptions) => HttpSend,
+) {
   const channels = makeDynamoChannelStore(doc, config.channelsTable!);
   const optOuts = makeDynamoOptOutStore(doc, config.controlTable);
   const suppressions = makeDynamoSuppressionStore(doc, config.controlTable);
@@ -242,7 +248,7 @@ function messageSide(config: BrokerConfig, doc: DynamoDBDocumentClient, clock: C
   const senders = new ChannelClients<HttpSend>({
     create: (channel) => {
       logger.info('messaging client ready', { channelId: channel.channelId });
-      return makeHttpSend({
+      return makeSend({
         channelAccessToken: channel.accessToken,
         baseUrl: config.lineApiUrl,
         maxSockets: config.messageConcurrency,
@@ -317,7 +323,14 @@ interface ProcessPorts {
 /** Starts a broker with `config`; its loop runs until {@link RunningBroker.stop} or a drain. */
 export async function startBrokerProcess(
   config: BrokerConfig,
-  deps: { doc?: DynamoDBDocumentClient; logger?: Logger; clock?: Clock; timers?: Timers } = {},
+  deps: {
+    doc?: DynamoDBDocumentClient;
+    logger?: Logger;
+    clock?: Clock;
+    timers?: Timers;
+    /** The LINE transport (default {@link makeHttpSend}); the bench passes its baseline. */
+    makeSend?: (options: HttpSendOptions) => HttpSend;
+  } = {},
 ): Promise<RunningBroker> {
   const logger = deps.logger ?? makeLogger('broker');
   const clock = deps.clock ?? systemClock;
@@ -343,7 +356,9 @@ export async function startBrokerProcess(
   }, METRICS_FLUSH_MS);
   flushEverySecond.unref();
   const protection = taskProtection(config, ports, metrics);
-  const messages = config.channelsTable ? messageSide(config, doc, clock, logger) : undefined;
+  const messages = config.channelsTable
+    ? messageSide(config, doc, clock, logger, deps.makeSend ?? makeHttpSend)
+    : undefined;
   broker = new Broker(brokerDeps(config, ports, { endpoint, messages, protection, metrics }));
   const running = broker;
   const done = running.run().finally(() => {

@@ -25,11 +25,14 @@ import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/mod
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { readBrokerConfig, startBrokerProcess } from '#worker/process.ts';
+import { makeNodeHttpSend } from './node-http-send.ts';
 import { seedRunningJob } from './seed-job.ts';
 
 export interface BrokerContenderRequest {
   /** Where the broker records its claims (`BROKER_CLAIM_RECORDS`): per page (now) or per task (before). */
   readonly claimRecords: 'page' | 'task';
+  /** LINE's transport: undici's Pool (now) or `node:http` with a keep-alive agent (before). */
+  readonly transport: 'undici' | 'node-http';
   readonly dynamoEndpoint: string;
   readonly region: string;
   readonly lineUrl: string;
@@ -180,7 +183,7 @@ const broker = await startBrokerProcess(
     BROKER_VERSION: 'v1',
     BROKER_CLAIM_RECORDS: request.claimRecords,
   }),
-  { doc, logger: silentLogger },
+  { doc, logger: silentLogger, ...(request.transport === 'node-http' ? { makeSend: makeNodeHttpSend } : {}) },
 );
 await doc.send(
   new PutCommand({

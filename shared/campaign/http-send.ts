@@ -1,13 +1,15 @@
 /**
- * The pipeline's send port over Node's own HTTP client with a keep-alive agent: one pool of
- * sockets sized to the senders, reused request after request. At thousands of requests a second,
- * `fetch` (with an `AbortSignal.timeout` per request, as `makeMessagingClient` uses) costs several
- * times more CPU per request and keeps a timer alive per request for the whole timeout.
+ * The pipeline's send port over undici's `Pool`: one pool of keep-alive connections sized to the
+ * senders, reused request after request. At thousands of requests a second the transport is a
+ * good part of a message's CPU: `fetch` (with an `AbortSignal.timeout` per request, as
+ * `makeMessagingClient` uses) costs several times more per request and keeps a timer alive per
+ * request for the whole timeout; `node:http` with a keep-alive agent about 75 µs of CPU a request,
+ * undici's `Pool.request` about 30 (`docs/cost.md`, "Broker CPU").
  * Answers are classified by the Messaging API client's own rules (`classifyResponse` /
- * `classifyFailure`), so both transports mean the same by every {@link SendOutcome}.
+ * `classifyFailure`), so both transports mean the same by every {@link SendOutcome}: only a
+ * connection that was never made says the message did not reach LINE.
  */
-import http from 'node:http';
-import https from 'node:https';
+import { Pool } from 'undici';
 import {
   classifyFailure,
   classifyResponse,
@@ -25,9 +27,9 @@ export interface HttpSendOptions {
   readonly channelAccessToken: string;
   /** Default LINE's API; the sandbox's URL locally. */
   readonly baseUrl?: string;
-  /** Sockets kept open; size it to the pipeline's concurrency. Default 128. */
+  /** Connections kept open; size it to the pipeline's concurrency. Default 128. */
   readonly maxSockets?: number;
-  /** Time allowed for a request, response included. Default 10 s. */
+  /** Time allowed for the answer's headers, and between two pieces of its body. Default 10 s. */
   readonly timeoutMs?: number;
   /** Reads an HTTP-date `Retry-After`. */
   readonly clock: Clock;
@@ -35,90 +37,63 @@ export interface HttpSendOptions {
 
 export interface HttpSend {
   readonly send: SendPort;
-  /** Closes the pooled sockets. */
+  /** Closes the pooled connections. */
   close(): void;
 }
+
+/** The answer headers the classifier reads. */
+const READ_HEADERS = ['x-line-request-id', 'x-line-accepted-request-id', 'retry-after'] as const;
+
+/** undici's own timeouts: the request went out, no (whole) answer came back in time. */
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** A keep-alive send port for push and multicast (never reply: it has no retry key to resend with). */
 export function makeHttpSend(options: HttpSendOptions): HttpSend {
   const base = new URL((options.baseUrl ?? DEFAULT_LINE_API_URL).replace(/\/+$/, ''));
-  const secure = base.protocol === 'https:';
-  const transport = secure ? https : http;
-  const agent = new transport.Agent({
-    keepAlive: true,
-    maxSockets: options.maxSockets ?? 128,
-    maxFreeSockets: options.maxSockets ?? 128,
-    scheduling: 'lifo',
+  const pool = new Pool(base.origin, {
+    connections: options.maxSockets ?? 128,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
   });
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const authorization = `Bearer ${options.channelAccessToken}`;
   const prefix = base.pathname === '/' ? '' : base.pathname;
 
-  function send(prepared: PreparedSend): Promise<SendOutcome> {
+  async function send(prepared: PreparedSend): Promise<SendOutcome> {
     if (prepared.endpoint === 'reply' || prepared.retryKey === undefined) {
-      return Promise.reject(
-        new InvalidSendRequestError('the message pipeline sends push and multicast with a retry key'),
-      );
+      throw new InvalidSendRequestError('the message pipeline sends push and multicast with a retry key');
     }
-    const body = Buffer.from(prepared.body, 'utf8');
-    return new Promise<SendOutcome>((resolve) => {
-      let settled = false;
-      const done = (outcome: SendOutcome) => {
-        if (settled) return;
-        settled = true;
-        resolve(outcome);
-      };
-      const req = transport.request(
-        {
-          agent,
-          protocol: base.protocol,
-          hostname: base.hostname,
-          port: base.port || (secure ? 443 : 80),
-          path: `${prefix}${ENDPOINT_PATHS[prepared.endpoint]}`,
-          method: 'POST',
-          headers: {
-            authorization,
-            'content-type': 'application/json',
-            'content-length': body.length,
-            'x-line-retry-key': prepared.retryKey,
-          },
+    try {
+      const answer = await pool.request({
+        path: `${prefix}${ENDPOINT_PATHS[prepared.endpoint]}`,
+        method: 'POST',
+        headers: {
+          authorization,
+          'content-type': 'application/json',
+          'x-line-retry-key': prepared.retryKey,
         },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const headers = new Headers();
-            for (const name of ['x-line-request-id', 'x-line-accepted-request-id', 'retry-after']) {
-              const value = res.headers[name];
-              if (typeof value === 'string') headers.set(name, value);
-            }
-            done(
-              classifyResponse(
-                res.statusCode ?? 0,
-                headers,
-                Buffer.concat(chunks).toString('utf8'),
-                options.clock.now(),
-              ),
-            );
-          });
-          res.on('error', (error) => done(failure(error)));
-        },
-      );
-      req.setTimeout(timeoutMs, () => {
-        const error = new Error('the request timed out');
-        error.name = 'TimeoutError';
-        req.destroy(error);
+        body: prepared.body,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
       });
-      req.on('error', (error) => done(failure(error)));
-      req.end(body);
-    });
+      const text = await answer.body.text();
+      const headers = new Headers();
+      for (const name of READ_HEADERS) {
+        const value = answer.headers[name];
+        if (typeof value === 'string') headers.set(name, value);
+      }
+      return classifyResponse(answer.statusCode, headers, text, options.clock.now());
+    } catch (error) {
+      return failure(error as Error & { code?: string });
+    }
   }
 
-  return { send, close: () => agent.destroy() };
+  return { send, close: () => void pool.destroy().catch(() => {}) };
 }
 
-/** Node's errors carry `code` on the error itself; the client's classifier reads it on `cause`. */
+/** undici's errors carry `code` on the error itself; the client's classifier reads it on `cause`. */
 function failure(error: Error & { code?: string }): SendOutcome {
-  if (error.name === 'TimeoutError') return classifyFailure(error);
+  if (error.code !== undefined && TIMEOUT_CODES.has(error.code))
+    return classifyFailure({ name: 'TimeoutError', message: error.message });
   return classifyFailure({ name: error.name, message: error.message, cause: { code: error.code } });
 }
