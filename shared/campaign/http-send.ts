@@ -50,11 +50,18 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 /** A keep-alive send port for push and multicast (never reply: it has no retry key to resend with). */
 export function makeHttpSend(options: HttpSendOptions): HttpSend {
   const base = new URL((options.baseUrl ?? DEFAULT_LINE_API_URL).replace(/\/+$/, ''));
-  const pool = new Pool(base.origin, {
-    connections: options.maxSockets ?? 128,
-    pipelining: 1,
-    keepAliveTimeout: 30_000,
-  });
+  // Made at the first send after each close: a send still made with this port after `close()`
+  // (a round that took its sender before a channel change) opens a new pool, as an agent would
+  // open new sockets, instead of failing as "maybe delivered".
+  let pool: Pool | undefined;
+  const poolNow = () => {
+    pool ??= new Pool(base.origin, {
+      connections: options.maxSockets ?? 128,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+    });
+    return pool;
+  };
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const authorization = `Bearer ${options.channelAccessToken}`;
   const prefix = base.pathname === '/' ? '' : base.pathname;
@@ -64,7 +71,7 @@ export function makeHttpSend(options: HttpSendOptions): HttpSend {
       throw new InvalidSendRequestError('the message pipeline sends push and multicast with a retry key');
     }
     try {
-      const answer = await pool.request({
+      const answer = await poolNow().request({
         path: `${prefix}${ENDPOINT_PATHS[prepared.endpoint]}`,
         method: 'POST',
         headers: {
@@ -88,7 +95,15 @@ export function makeHttpSend(options: HttpSendOptions): HttpSend {
     }
   }
 
-  return { send, close: () => void pool.destroy().catch(() => {}) };
+  return {
+    send,
+    // Requests in flight and queued finish on the old pool; its connections close after them.
+    close: () => {
+      const closing = pool;
+      pool = undefined;
+      void closing?.close().catch(() => {});
+    },
+  };
 }
 
 /** undici's errors carry `code` on the error itself; the client's classifier reads it on `cause`. */

@@ -9,8 +9,10 @@
  *
  * Input: an {@link ArchiveReportMessage} on the ingest queue (sent by the job manager as it completes a
  * job, and by the cancel sweep as it finishes; a job not ended yet when it is read is not archived). Main course:
- * 1. nothing unless the job has ended and has no archive yet (a redelivery archives nothing twice;
- *    the object is the same rows if it did);
+ * 1. nothing unless the job has ended. An archived job is archived again: a redelivery writes the
+ *    same rows, and a later sweep's message must replace an earlier one (a job cancelled while its
+ *    list was read: the sweep at the cancel saw no task, the ingest run then wrote some and swept
+ *    again when it stopped);
  * 2. stream the report (rejected and skipped rows, then every task) into the object, counting the
  *    tasks still open as they pass;
  * 3. none open: record the key on the job. Some open (a cancelled job's call still ringing, an index
@@ -91,7 +93,6 @@ export interface ReportArchiverDeps {
 /** Why a job is not archived (now), or undefined when it is to be. */
 function notToArchive(job: Job | undefined): string | undefined {
   if (!job) return 'the job is gone';
-  if (job.reportArchive !== undefined) return 'already archived';
   if (job.status !== 'completed' && job.status !== 'cancelled') return `the job is ${job.status}`;
   return undefined;
 }

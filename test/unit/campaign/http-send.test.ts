@@ -86,7 +86,39 @@ describe('the send port over HTTP', () => {
       });
     });
     const send = sender(url);
-    expect(await send.send(PUSH)).toMatchObject({ kind: 'rate-limited', reason: 'rate', retryAfterMs: 3_000 });
+    expect(await send.send(PUSH)).toMatchObject({
+      kind: 'rate-limited',
+      reason: 'rate',
+      retryAfterMs: 3_000,
+    });
     expect(await send.send(PUSH)).toMatchObject({ kind: 'retryable', status: 500 });
+  });
+
+  it('lets a request in flight finish on close, and a send after close open new connections', async () => {
+    let release: (() => void) | undefined;
+    let arrived: () => void = () => {};
+    const first = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const url = await server((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const answer = () => {
+          res.writeHead(200, { 'content-type': 'application/json', 'x-line-request-id': 'late' });
+          res.end('{}');
+        };
+        if (release === undefined) {
+          release = answer;
+          arrived();
+        } else answer();
+      });
+    });
+    const send = sender(url);
+    const inFlight = send.send(PUSH);
+    await first;
+    send.close();
+    release!();
+    expect(await inFlight).toMatchObject({ kind: 'delivered', requestId: 'late' });
+    expect(await send.send(PUSH)).toMatchObject({ kind: 'delivered' });
   });
 });
