@@ -51,7 +51,12 @@ import type {
   TaskCanceller,
 } from './ports.ts';
 import { archiveReportStart } from './report-archive.ts';
-import { JOB_CANCELLED_REASON, JOB_ENDED_IN_FLIGHT_REASON, JOB_ENDED_REASON } from './task-lifecycle.ts';
+import {
+  JOB_CANCELLED_REASON,
+  JOB_ENDED_IN_FLIGHT_REASON,
+  JOB_ENDED_REASON,
+  JOB_FAILED_REASON,
+} from './task-lifecycle.ts';
 
 /** A call in flight with no end recorded this long after its longest duration is ended by the sweep. */
 export const CALL_END_GRACE_MS = 5 * 60_000;
@@ -118,8 +123,12 @@ interface SweepRules {
 /** The two sweeps: the cancel sweep and the expire sweep (see the module comment). */
 const SWEEPS: Readonly<Record<JobSweepMessage['kind'], SweepRules>> = {
   'cancel-sweep': {
+    // A failed job is swept as a cancelled one (`rulesFor`): the tasks its ingest wrote before the
+    // failure would otherwise wait, in the index and without a TTL, for ever.
     ignore: (job) =>
-      job?.status === 'cancelled' ? undefined : `the job is ${job?.status ?? 'gone'}, not cancelled`,
+      job?.status === 'cancelled' || job?.status === 'failed'
+        ? undefined
+        : `the job is ${job?.status ?? 'gone'}, not cancelled`,
     waiting: { state: 'cancelled', reason: JOB_CANCELLED_REASON },
     heldMessage: { state: 'cancelled', reason: JOB_CANCELLED_REASON },
     callNeverEnded: { state: 'cancelled', reason: CALL_NEVER_ENDED_REASON },
@@ -135,6 +144,14 @@ const SWEEPS: Readonly<Record<JobSweepMessage['kind'], SweepRules>> = {
     heldMessage: { state: 'expired', reason: JOB_ENDED_IN_FLIGHT_REASON },
   },
 };
+
+/** The rules of a sweep of `kind` for `job`: a failed job's tasks end with the failure's reason. */
+function rulesFor(kind: JobSweepMessage['kind'], job: Job | undefined): SweepRules {
+  const rules = SWEEPS[kind];
+  if (kind !== 'cancel-sweep' || job?.status !== 'failed') return rules;
+  const ending: SweepEnding = { state: 'cancelled', reason: JOB_FAILED_REASON };
+  return { ...rules, waiting: ending, heldMessage: ending, callNeverEnded: ending };
+}
 
 /** The first message of a sweep of `kind`. */
 function sweepStart(kind: JobSweepMessage['kind'], clientId: string, jobId: string): JobSweepMessage {
@@ -218,8 +235,8 @@ export class JobSweep {
   /** Runs one sweep message; throws only when the message should be retried. */
   async handle(message: JobSweepMessage, ctx: { remainingMs(): number }): Promise<JobSweepOutcome> {
     const { kind, clientId, jobId } = message;
-    const rules = SWEEPS[kind];
     const job = await this.#deps.jobs.get(clientId, jobId);
+    const rules = rulesFor(kind, job);
     const ignored = rules.ignore(job, this.#deps.clock.now());
     if (ignored !== undefined || !job)
       return { kind: 'ignored', jobId, reason: ignored ?? 'the job is gone' };
@@ -262,7 +279,7 @@ export class JobSweep {
       } else cursor = page.next;
     }
     if (heldUntil === undefined) {
-      // A cancelled job has ended for good: its report is archived before its tasks expire.
+      // A cancelled (or failed) job has ended for good: its report is archived before its tasks expire.
       if (kind === 'cancel-sweep') await this.#deps.queue.send(archiveReportStart(clientId, jobId));
       return { kind: 'swept', jobId, ended };
     }

@@ -478,9 +478,10 @@ class IngestStepRun {
       await this.#sweepIfCancelled();
       return { kind: 'ignored', jobId, reason: 'the job changed while it was validated (cancelled?)' };
     }
-    return outcome.status === 'failed'
-      ? { kind: 'failed', jobId, counts, reason: outcome.reason }
-      : { kind: 'scheduled', jobId, counts };
+    if (outcome.status === 'scheduled') return { kind: 'scheduled', jobId, counts };
+    // Failed after some rows became tasks: the cancel sweep ends them (and archives the report).
+    if (counts.tasks > 0) await this.#deps.queue.send(cancelSweepStart(this.#job.clientId, jobId));
+    return { kind: 'failed', jobId, counts, reason: outcome.reason };
   }
 
   /** Stores the duplicate filter's snapshot, advances the step with the cursor, sends the continuation. */

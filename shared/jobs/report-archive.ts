@@ -3,7 +3,7 @@
  *
  * An ended task is kept `ENDED_TASK_RETENTION_DAYS` (DynamoDB's TTL then deletes it, free of write
  * units), and the job's report is made of its tasks. So once a job has ended — completed (the job
- * manager found no open task) or cancelled (its sweep has ended every task it could) — its report is
+ * manager found no open task), cancelled or failed (its sweep has ended every task it could) — its report is
  * written once to `archives/{clientId}/{jobId}/report.csv` and the job records the key; the report
  * route serves that object from then on (`api.ts`).
  *
@@ -93,7 +93,8 @@ export interface ReportArchiverDeps {
 /** Why a job is not archived (now), or undefined when it is to be. */
 function notToArchive(job: Job | undefined): string | undefined {
   if (!job) return 'the job is gone';
-  if (job.status !== 'completed' && job.status !== 'cancelled') return `the job is ${job.status}`;
+  if (job.status !== 'completed' && job.status !== 'cancelled' && job.status !== 'failed')
+    return `the job is ${job.status}`;
   return undefined;
 }
 

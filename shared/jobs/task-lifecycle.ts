@@ -24,6 +24,8 @@ import type { TaskState } from './model.ts';
 
 /** The reason a task of a cancelled job ends with (the sweep, a call's settle, a message's outcome). */
 export const JOB_CANCELLED_REASON = 'job cancelled';
+/** The reason of a task of a job that failed after some of its list was read (never tried). */
+export const JOB_FAILED_REASON = 'job failed before its list was read to the end: this task was never tried';
 /** The reason of a task whose recipient unfollowed the channel after the list was uploaded. */
 export const OPTED_OUT_REASON = 'the recipient opted out (unfollowed the channel)';
 /** The same, for a task whose attempt may have reached LINE before the opt-out (a resend was not tried). */

@@ -1,12 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_CSV_LIMITS } from '#shared/csv/records.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
+import { cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
 import { type IngestMessage, makeIngestJob } from '#shared/jobs/ingest.ts';
+import type { IngestQueueMessage, JobSweepMessage } from '#shared/jobs/ports.ts';
+import { archiveReportStart } from '#shared/jobs/report-archive.ts';
 import type { UploadedObject } from '#shared/jobs/s3-events.ts';
+import { JOB_FAILED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { MAX_UPLOAD_BYTES } from '#shared/jobs/upload-limit.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import { silentLogger } from '#shared/log.ts';
 import {
+  memoryCanceller,
   memoryClients,
   memoryFiles,
   memoryJobs,
@@ -45,12 +51,15 @@ function world(options: { maxRowsPerRun?: number; batchSize?: number; optedOut?:
     ...(options.batchSize ? { batchSize: options.batchSize } : {}),
   });
   const ctx = { remainingMs: () => 600_000, receiveCount: 1 };
+  /** What the ingest queued besides its continuations (sweeps), in order. */
+  const others: IngestQueueMessage[] = [];
   /** Delivers a message, then every continuation it leads to, as the queue would. */
   const drain = async (first: IngestMessage) => {
     const outcomes = [await ingest.handle(first, ctx)];
     while (queue.sent.length > 0) {
       const next = queue.sent.shift()!;
       if (next.kind === 'continue') outcomes.push(await ingest.handle(next, ctx));
+      else others.push(next);
     }
     return outcomes;
   };
@@ -65,7 +74,20 @@ function world(options: { maxRowsPerRun?: number; batchSize?: number; optedOut?:
       eventTime: NOW,
     } satisfies UploadedObject,
   });
-  return { clients, jobs, tasks, files, validationReports, queue, api, ingest, ctx, drain, objectEvent };
+  return {
+    clients,
+    jobs,
+    tasks,
+    files,
+    validationReports,
+    queue,
+    api,
+    ingest,
+    ctx,
+    drain,
+    objectEvent,
+    others,
+  };
 }
 
 async function uploadedJob(w: ReturnType<typeof world>, bytes: Uint8Array = mixedList) {
@@ -288,6 +310,35 @@ describe('ingest of an uploaded list', () => {
     const job = await w.api.getJob('acme', b.jobId);
     expect(job.status).toBe('failed');
     expect(job.failureReason).toMatch(/phone/);
+  });
+
+  it('ends the tasks it wrote before a failure mid-file, through the cancel sweep, which archives the report', async () => {
+    const w = world({ batchSize: 2, maxRowsPerRun: 2 });
+    // A quote never closed, with more of the file after it than a record may take.
+    const runaway = `"${'x'.repeat(2 * DEFAULT_CSV_LIMITS.maxRecordBytes)}\n090-1111-5555,D\n`;
+    const list = Buffer.from(`phone,name\n090-1111-2222,A\n090-1111-3333,B\n090-1111-4444,C\n${runaway}`);
+    const { jobId, key } = await uploadedJob(w, list);
+    const outcomes = await w.drain(w.objectEvent(key));
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'failed', jobId });
+    const written = [...w.tasks.all.values()];
+    expect(written.length).toBeGreaterThan(0);
+    expect(w.others).toEqual([cancelSweepStart('acme', jobId)]);
+
+    const sweep = makeJobSweep({
+      jobs: w.jobs,
+      tasks: memoryCanceller(w.tasks, w.jobs),
+      queue: w.queue,
+      clock: { now: () => NOW },
+    });
+    expect(await sweep.handle(w.others[0] as JobSweepMessage, w.ctx)).toMatchObject({
+      kind: 'swept',
+      ended: written.length,
+    });
+    for (const task of w.tasks.all.values())
+      expect(task).toMatchObject({ state: 'cancelled', reason: JOB_FAILED_REASON });
+    expect(w.queue.sent).toEqual([archiveReportStart('acme', jobId)]);
+    const job = await w.api.getJob('acme', jobId);
+    expect(job).toMatchObject({ status: 'failed', counts: { cancelled: written.length } });
   });
 
   it('fails the job of a file larger than the limit before reading it, with a reason naming the limit', async () => {

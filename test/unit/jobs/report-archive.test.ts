@@ -61,7 +61,7 @@ describe('the report archive', () => {
   });
 
   it('archives nothing of a job that has not ended', async () => {
-    for (const status of ['running', 'paused', 'scheduled', 'failed'] as const) {
+    for (const status of ['running', 'paused', 'scheduled', 'validating'] as const) {
       const w = await world(status, ['pending']);
       expect(await w.archiver.handle(archiveReportStart('acme', w.job.jobId))).toMatchObject({
         kind: 'ignored',
