@@ -78,7 +78,6 @@ export const handler = observe(
       files,
       validationReports,
       queue,
-      clock: { now: () => Date.now() },
     }),
     log,
   }),

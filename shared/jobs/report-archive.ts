@@ -24,7 +24,6 @@
  * job ended (a job running longer than that), or if the message is lost for good (it goes to the
  * ingest queue's DLQ, whose alarm pages).
  */
-import type { Clock } from '#shared/pacing/clock.ts';
 import type { Job } from './model.ts';
 import type { IngestQueue, JobStore, TaskStore, UploadFiles, ValidationReportStore } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
@@ -87,7 +86,6 @@ export interface ReportArchiverDeps {
   readonly files: Pick<UploadFiles, 'write'>;
   readonly validationReports: Pick<ValidationReportStore, 'entries'>;
   readonly queue: Pick<IngestQueue, 'send'>;
-  readonly clock: Clock;
 }
 
 /** Why a job is not archived (now), or undefined when it is to be. */

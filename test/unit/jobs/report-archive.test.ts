@@ -32,7 +32,6 @@ async function world(status: Job['status'], states: readonly Task['state'][]) {
     files,
     validationReports,
     queue: { send: async (message, options) => void sent.push({ message, ...(options ? { options } : {}) }) },
-    clock: { now: () => 0 },
   });
   const archived = () => jobs.get('acme', job.jobId).then((j) => j?.reportArchive);
   const csv = () =>
