@@ -85,6 +85,8 @@ export interface BrokerConfig {
   /** A channel's multicast requests per second, its own bucket (LINE: 200). Default LINE's. */
   readonly multicastRatePerSecond?: number;
   readonly messageConcurrency: number;
+  /** Claimed messages held ahead of the senders. Default 2,000. */
+  readonly messageQueueCapacity?: number;
   /** Length of a window of each job's series (the console's chart), seconds. Default 10. */
   readonly jobSeriesSeconds?: number;
   /** Days a job's series is kept before TTL removes it. Default 14. */
@@ -141,6 +143,11 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
     messageConcurrency: getNumberFromEnv(
       'MESSAGE_CONCURRENCY',
       DEFAULT_MESSAGE_SETTINGS.messageConcurrency,
+      env,
+    ),
+    messageQueueCapacity: getNumberFromEnv(
+      'MESSAGE_QUEUE_CAPACITY',
+      DEFAULT_MESSAGE_SETTINGS.messageQueueCapacity,
       env,
     ),
     jobSeriesSeconds: getNumberFromEnv('JOB_SERIES_SECONDS', DEFAULT_JOB_SERIES_SETTINGS.windowSeconds, env),
@@ -287,6 +294,7 @@ function messageSide(
       multicastRatePerSecond:
         config.multicastRatePerSecond ?? DEFAULT_MESSAGE_SETTINGS.multicastRatePerSecond,
       messageConcurrency: config.messageConcurrency,
+      messageQueueCapacity: config.messageQueueCapacity ?? DEFAULT_MESSAGE_SETTINGS.messageQueueCapacity,
     },
     /** Closes every channel's sockets. */
     close(): void {

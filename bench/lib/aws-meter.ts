@@ -16,6 +16,9 @@
  *   doubles the table's writes (two underlying writes, prepare and commit: 2 WCU per item per KB,
  *   a ConditionCheck too) and updates indexes after the transaction at the standard rate.
  *   (Transactional reads, 2 RCU per 4 KB, Local reports right.)
+ * - A PartiQL `BatchExecuteStatement` of writes DynamoDB Local answers with no consumed capacity:
+ *   its units are computed the same way, statement by statement, at the standard rate (each
+ *   statement is a single-item write: 1 WCU per KB, its index writes as above).
  * - A write refused by its condition returns no consumed capacity, but AWS charges it: 1 WCU per
  *   refused single write (items here are under 1 KB), 2 per item of a cancelled transaction.
  * Everything else (item sizes rounded up to 1 KB / 4 KB, index puts, an index key change as a
@@ -126,15 +129,19 @@ export class AwsMeter {
               const key = [context[PRINCIPAL], service, operation, context[COMPONENT]].join(KEY_SEPARATOR);
               const dynamo = service === 'DynamoDB' && operation !== 'DescribeTable';
               if (dynamo) args.input.ReturnConsumedCapacity = 'INDEXES';
-              const transaction = dynamo && operation === 'TransactWriteItems';
-              const before = transaction ? await meter.#read(args.input).catch(() => undefined) : undefined;
+              const measured = dynamo && ITEM_BY_ITEM.has(operation);
+              const before = measured
+                ? await meter.#read(operation, args.input).catch(() => undefined)
+                : undefined;
               try {
                 const result = await next(args);
                 const consumed = dynamo ? result.output.ConsumedCapacity : undefined;
                 meter.#record(key, operation, args.input, consumed);
-                const after = before && (await meter.#read(args.input).catch(() => undefined));
-                if (before && after) meter.#transaction(key, args.input, before, after);
-                else if (transaction) meter.#unmeasured(key, args.input);
+                const after = before && (await meter.#read(operation, args.input).catch(() => undefined));
+                if (before && after && operation === 'BatchExecuteStatement')
+                  meter.#statements(key, args.input, before, after, result.output.Responses);
+                else if (before && after) meter.#transaction(key, args.input, before, after);
+                else if (measured) meter.#unmeasured(key, operation, args.input);
                 return result;
               } catch (error) {
                 meter.#refused(key, operation, args.input, dynamo);
@@ -169,8 +176,8 @@ export class AwsMeter {
         continue;
       }
       c.reportedWrite += total;
-      // A transaction's units are computed item by item (#transaction): Local's are wrong.
-      if (operation === 'TransactWriteItems') continue;
+      // A transaction's (or a PartiQL batch's) units are computed item by item: Local's are wrong (or none).
+      if (ITEM_BY_ITEM.has(operation)) continue;
       const index = Object.values(cap.GlobalSecondaryIndexes ?? {}).reduce(
         (sum, i) => sum + (i.CapacityUnits ?? 0),
         0,
@@ -191,30 +198,64 @@ export class AwsMeter {
     for (const action of transactActions(input)) {
       const id = itemId(action.table, action.key);
       const old = before.get(id);
-      const now = action.kind === 'ConditionCheck' ? old : after.get(id);
-      c.writeTable += 2 * Math.max(1, kb(Math.max(itemBytes(old), itemBytes(now))));
-      for (const index of specOf(action.table)?.globalIndexes ?? []) {
-        const names = [index.partitionKey.name, ...(index.sortKey ? [index.sortKey.name] : [])];
-        const keyOf = (item: AttributeMap | undefined) =>
-          item && names.every((n) => item[n] !== undefined)
-            ? JSON.stringify(names.map((n) => item[n]))
-            : undefined;
-        const was = keyOf(old);
-        const is = keyOf(now);
-        if (was && is && was !== is) c.writeIndex += kb(itemBytes(old)) + kb(itemBytes(now));
-        else if (was && is && JSON.stringify(old) !== JSON.stringify(now))
-          c.writeIndex += kb(Math.max(itemBytes(old), itemBytes(now)));
-        else if (was && !is) c.writeIndex += kb(itemBytes(old));
-        else if (!was && is) c.writeIndex += kb(itemBytes(now));
-      }
+      this.#itemWrite(c, action.table, old, action.kind === 'ConditionCheck' ? old : after.get(id), 2);
     }
   }
 
-  /** The current state of a transaction's items (consistent reads, not counted). */
-  async #read(input: Record<string, unknown>): Promise<ItemStates> {
+  /**
+   * A PartiQL batch's write units: each statement applied as a single-item write (1 WCU per KB,
+   * its index writes), each refused by its condition 1 WCU.
+   */
+  #statements(
+    key: string,
+    input: Record<string, unknown>,
+    before: ItemStates,
+    after: ItemStates,
+    responses: unknown,
+  ): void {
+    const c = this.#counter(key);
+    statementActions(input).forEach((action, j) => {
+      if ((responses as { Error?: unknown }[] | undefined)?.[j]?.Error) {
+        c.failed += 1;
+        c.writeTable += 1;
+        return;
+      }
+      const id = itemId(action.table, action.key);
+      this.#itemWrite(c, action.table, before.get(id), after.get(id), 1);
+    });
+  }
+
+  /** One item's write: `rate` × its size on the table, and each index's write at the standard rate. */
+  #itemWrite(
+    c: Counter,
+    table: string,
+    old: AttributeMap | undefined,
+    now: AttributeMap | undefined,
+    rate: number,
+  ): void {
+    c.writeTable += rate * Math.max(1, kb(Math.max(itemBytes(old), itemBytes(now))));
+    for (const index of specOf(table)?.globalIndexes ?? []) {
+      const names = [index.partitionKey.name, ...(index.sortKey ? [index.sortKey.name] : [])];
+      const keyOf = (item: AttributeMap | undefined) =>
+        item && names.every((n) => item[n] !== undefined)
+          ? JSON.stringify(names.map((n) => item[n]))
+          : undefined;
+      const was = keyOf(old);
+      const is = keyOf(now);
+      if (was && is && was !== is) c.writeIndex += kb(itemBytes(old)) + kb(itemBytes(now));
+      else if (was && is && JSON.stringify(old) !== JSON.stringify(now))
+        c.writeIndex += kb(Math.max(itemBytes(old), itemBytes(now)));
+      else if (was && !is) c.writeIndex += kb(itemBytes(old));
+      else if (!was && is) c.writeIndex += kb(itemBytes(now));
+    }
+  }
+
+  /** The current state of a transaction's (or a PartiQL batch's) items (consistent reads, not counted). */
+  async #read(operation: string, input: Record<string, unknown>): Promise<ItemStates> {
     this.#reader ??= new DynamoDBClient({});
     const byTable = new Map<string, AttributeMap[]>();
-    for (const action of transactActions(input)) {
+    const actions = operation === 'BatchExecuteStatement' ? statementActions(input) : transactActions(input);
+    for (const action of actions) {
       const keys = byTable.get(action.table) ?? [];
       keys.push(action.key);
       byTable.set(action.table, keys);
@@ -236,11 +277,11 @@ export class AwsMeter {
     return states;
   }
 
-  /** A transaction whose items could not be read: 2 WCU per item, its index writes unknown. */
-  #unmeasured(key: string, input: Record<string, unknown>): void {
+  /** A transaction (or PartiQL batch) whose items could not be read: 2 (1) WCU per item, its index writes unknown. */
+  #unmeasured(key: string, operation: string, input: Record<string, unknown>): void {
     const c = this.#counter(key);
     c.unmeasured += 1;
-    c.writeTable += 2 * itemsIn('TransactWriteItems', input);
+    c.writeTable += (operation === 'TransactWriteItems' ? 2 : 1) * itemsIn(operation, input);
   }
 
   #refused(key: string, operation: string, input: Record<string, unknown>, dynamo: boolean): void {
@@ -253,6 +294,9 @@ export class AwsMeter {
     c.writeTable += operation === 'TransactWriteItems' ? 2 * items : Math.max(1, items);
   }
 }
+
+/** Operations whose write units are computed item by item from the items' states before and after. */
+const ITEM_BY_ITEM = new Set(['TransactWriteItems', 'BatchExecuteStatement']);
 
 const COMPONENT = Symbol('benchComponent') as unknown as string;
 const PRINCIPAL = Symbol('benchPrincipal') as unknown as string;
@@ -281,6 +325,30 @@ function transactActions(input: Record<string, unknown>): TransactAction[] {
           : asAttributes(action.Key as Record<string, unknown>);
       out.push({ kind, table, key });
     }
+  }
+  return out;
+}
+
+/**
+ * The table and key of each statement of a (marshalled) PartiQL batch: the table after `UPDATE`,
+ * `INSERT INTO` or `DELETE FROM`, each key attribute's value from the parameter its `"name" = ?`
+ * in the `WHERE` takes (by position).
+ */
+function statementActions(input: Record<string, unknown>): TransactAction[] {
+  const out: TransactAction[] = [];
+  for (const s of (input.Statements ?? []) as { Statement: string; Parameters?: AttributeValue[] }[]) {
+    const table = /^\s*(?:UPDATE|INSERT\s+INTO|DELETE\s+FROM)\s+"?([\w.-]+)"?/i.exec(s.Statement)?.[1];
+    const spec = table ? specOf(table) : undefined;
+    if (!table || !spec) continue;
+    const where = s.Statement.search(/\bWHERE\b/i);
+    const key: AttributeMap = {};
+    for (const name of [spec.partitionKey.name, ...(spec.sortKey ? [spec.sortKey.name] : [])]) {
+      const m = new RegExp(`"?\\b${name}\\b"?\\s*=\\s*\\?`).exec(s.Statement.slice(where));
+      if (!m) continue;
+      const position = (s.Statement.slice(0, where + m.index + m[0].length).match(/\?/g) ?? []).length - 1;
+      key[name] = s.Parameters![position]!;
+    }
+    out.push({ kind: 'Update', table, key });
   }
   return out;
 }
@@ -347,6 +415,7 @@ function itemsIn(operation: string, input: Record<string, unknown>): number {
       (n, l) => n + l.Keys.length,
       0,
     );
+  if (operation === 'BatchExecuteStatement') return (input.Statements as unknown[] | undefined)?.length ?? 0;
   if (operation === 'SendMessageBatch' || operation === 'DeleteMessageBatch')
     return (input.Entries as unknown[] | undefined)?.length ?? 0;
   return 1;

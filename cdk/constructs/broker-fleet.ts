@@ -290,6 +290,10 @@ export class BrokerFleet extends Construct {
         );
       }
     }
+    // A message's end on a claim page is a PartiQL UPDATE (BatchExecuteStatement): the tasks table only.
+    taskRole.addToPolicy(
+      new iam.PolicyStatement({ actions: ['dynamodb:PartiQLUpdate'], resources: [tables.tasks.tableArn] }),
+    );
     // A settled multicast's record and a done claim page, and nothing else of the tasks table, may be deleted.
     taskRole.addToPolicy(
       new iam.PolicyStatement({
@@ -393,7 +397,11 @@ export class BrokerFleet extends Construct {
       invocation: { reservedConcurrency: 1, asyncRetryAttempts: 0, maxEventAge: Duration.minutes(1) },
     })
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
-      .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar, { indexes: ['outstanding'] });
+      // Before it completes a job, it closes the claim pages a stopped broker left done (and only those).
+      .bindTable(tables.tasks, 'readwrite', tableSpec('tasks').envVar, {
+        indexes: ['outstanding'],
+        writes: { actions: ['dynamodb:DeleteItem'], leadingKeys: [CLAIM_PAGE_KEYS] },
+      });
     jobManager.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['ecs:UpdateService', 'ecs:DescribeServices'],

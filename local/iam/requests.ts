@@ -3,7 +3,9 @@
  * requests (action, resource ARN, and the condition keys Switchboard's policies use). A
  * transaction is authorized item by item, with each item's own action (ConditionCheckItem,
  * PutItem, UpdateItem, DeleteItem; GetItem for TransactGetItems); a batch asks for the batch
- * action on every table it touches; `SendMessageBatch` is `sqs:SendMessage`; a multipart upload's
+ * action on every table it touches; a PartiQL statement asks for `dynamodb:PartiQL{Select|Insert|
+ * Update|Delete}` on its table (a `BatchExecuteStatement` for each of its statements: "IAM security
+ * policies with PartiQL for DynamoDB"); `SendMessageBatch` is `sqs:SendMessage`; a multipart upload's
  * parts are `s3:PutObject`. Sources: DynamoDB developer guide "Using IAM with DynamoDB
  * transactions" and "Using IAM policy conditions for fine-grained access control"; the SQS and
  * S3 actions, resources and condition keys tables of the Service Authorization Reference.
@@ -150,9 +152,48 @@ function dynamoRequests(operation: string, input: Input): IamRequest[] {
           ]),
         ),
       );
+    case 'ExecuteStatement':
+      return [partiqlRequest(input as PartiqlStatement)];
+    case 'BatchExecuteStatement':
+      return ((input.Statements ?? []) as PartiqlStatement[]).map(partiqlRequest);
     default:
       return [dynamo(operation, table || '*', [])];
   }
+}
+
+interface PartiqlStatement {
+  readonly Statement?: string;
+  readonly Parameters?: AttributeValue[];
+}
+
+/**
+ * The PartiQL action of a statement on its table, with the partition key its `WHERE` names
+ * (`"pk" = ?` or `pk = ?`, the value read from the parameters by position).
+ */
+export function partiqlRequest(statement: PartiqlStatement): IamRequest {
+  const text = String(statement.Statement ?? '');
+  const match = /^\s*(SELECT\b.*?\bFROM|INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?([\w.-]+)"?/is.exec(text);
+  const verb = (match?.[1] ?? '').trim().split(/\s+/)[0]!.toUpperCase();
+  const action = {
+    SELECT: 'PartiQLSelect',
+    INSERT: 'PartiQLInsert',
+    UPDATE: 'PartiQLUpdate',
+    DELETE: 'PartiQLDelete',
+  }[verb];
+  const table = match?.[2] ?? '*';
+  const id = resourceIdOf(table);
+  const keyName = id ? PARTITION_KEYS[id] : undefined;
+  let leading: string | undefined;
+  const where = text.search(/\bWHERE\b/i);
+  if (keyName && where >= 0) {
+    const key = new RegExp(`"?\\b${keyName}\\b"?\\s*=\\s*\\?`).exec(text.slice(where));
+    if (key) {
+      const position = (text.slice(0, where + key.index + key[0].length).match(/\?/g) ?? []).length - 1;
+      const value = statement.Parameters?.[position];
+      leading = value?.S ?? value?.N;
+    }
+  }
+  return dynamo(action ?? 'PartiQLUnknown', table, [leading]);
 }
 
 const SQS_ACTIONS: Record<string, string> = {

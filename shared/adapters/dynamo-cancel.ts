@@ -24,7 +24,7 @@ import { keys } from '#shared/jobs/model.ts';
 import type { SweepEnding, SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
 import { OPEN_TASK_STATES, sweepMove } from '#shared/jobs/task-lifecycle.ts';
 import { endedTaskExpiry } from '#shared/resources.ts';
-import { claimHolds, claimKey } from './dynamo-claim-pages.ts';
+import { claimHolds, claimKey, settleDonePages } from './dynamo-claim-pages.ts';
 import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
 
 /** Task updates per transaction: with the job's count, 25 items (the oldest service limit). */
@@ -88,6 +88,14 @@ class DynamoTaskCanceller implements TaskCanceller {
       tasks: await this.#withClaimPages(clientId, jobId, (out.Items ?? []) as SweptTask[]),
       ...(typeof last === 'string' ? { next: last } : {}),
     };
+  }
+
+  async settleClaimPages(clientId: string, jobId: string): Promise<void> {
+    await settleDonePages(
+      { doc: this.#doc, tasksTable: this.#tasksTable, controlTable: this.#controlTable },
+      clientId,
+      jobId,
+    );
   }
 
   async endTasks(

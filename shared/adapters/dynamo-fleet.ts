@@ -28,6 +28,7 @@ import { FLEET_WORK_KEY, type FleetWork, splitFleetWork } from '#shared/fleet/wo
 import { type ClientSettings, type Job, keys, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
 import { OPEN_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { settleDonePages } from './dynamo-claim-pages.ts';
 import { STATE_NAME, stateIn } from './task-state-conditions.ts';
 
 export interface DynamoFleetStoreOptions {
@@ -94,6 +95,14 @@ export class DynamoFleetStore implements FleetStore {
       } while (start);
     }
     return false;
+  }
+
+  async settleClaimPages(clientId: string, jobId: string): Promise<void> {
+    await settleDonePages(
+      { doc: this.#doc, tasksTable: this.#tasksTable, controlTable: this.#controlTable },
+      clientId,
+      jobId,
+    );
   }
 
   async nextReadyAt(clientId: string, jobIds: readonly string[], until: number): Promise<number | undefined> {

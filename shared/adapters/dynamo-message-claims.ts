@@ -6,7 +6,9 @@
  * Opt-outs are read while the claim is written.
  */
 
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
 import {
@@ -17,7 +19,7 @@ import {
   WAITING_STATES,
 } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import { type ClaimPage, type ClaimPages, claimKey, tasksOnPage } from './dynamo-claim-pages.ts';
+import { type ClaimPage, type ClaimPages, claimKey, endsOnPage, tasksOnPage } from './dynamo-claim-pages.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
 import {
@@ -191,38 +193,57 @@ export class MessageClaimer implements TaskSource {
       else for (const { key } of tasksOnPage(page)) this.#heldElsewhere.add(key);
     }
     if (pages.length === 0) return;
-    const claimedAt = new Map<string, { jobId: string; taskId: string; at: number }>();
+    const claimedAt = new Map<string, { jobId: string; taskId: string; at: number; pages: string[] }>();
     for (const page of pages) {
       for (const { jobId, taskId, key } of tasksOnPage(page)) {
-        const at = Math.min(claimedAt.get(key)?.at ?? page.claimedAt, page.claimedAt);
-        claimedAt.set(key, { jobId, taskId, at });
+        const seen = claimedAt.get(key);
+        const at = Math.min(seen?.at ?? page.claimedAt, page.claimedAt);
+        claimedAt.set(key, { jobId, taskId, at, pages: [...(seen?.pages ?? []), page.sk] });
       }
     }
     const items = await this.#deps.table.getItems(
       [...claimedAt.values()].map((t) => keys.task(t.jobId, t.taskId)),
     );
+    const stored = new Map(items.map((item) => [claimKey(String(item.jobId), String(item.taskId)), item]));
     const open = items.filter((item) => WAITING_STATES.includes(item.state as never));
     const byTask = await this.#deps.batches.load(new Set(open.map((item) => String(item.jobId))));
     for (const [taskId, retryKey] of byTask) this.#batchByTask.set(taskId, retryKey);
     for (const item of open) {
-      const jobId = String(item.jobId);
-      const taskId = String(item.taskId);
-      await this.#markMaybeSent(item, claimedAt.get(claimKey(jobId, taskId))!.at, byTask.get(taskId));
+      const key = claimKey(String(item.jobId), String(item.taskId));
+      const left = claimedAt.get(key)!;
+      const movedOn = await this.#markMaybeSent(item, left.at, left.pages, byTask.get(String(item.taskId)));
+      // Its holder's outcome landed between the read and the mark: counted with its page below.
+      if (movedOn) stored.set(key, movedOn);
     }
-    for (const page of pages) await this.#deps.pages!.remove(page.sk);
+    // From now on no outcome of the left pages' holders can end a task they list (the mark names
+    // the pages): what each page ended is final, and moves the job's counts with the page's close.
+    for (const page of pages) {
+      const listed = [...tasksOnPage(page)].flatMap(({ key }) => (stored.has(key) ? [stored.get(key)!] : []));
+      await this.#deps.pages!.close(page, endsOnPage(page.sk, listed));
+    }
   }
 
-  /** A left task marked as possibly sent (not a move: it stays waiting; gone on is left as it is). */
-  async #markMaybeSent(item: Item, claimedAt: number, batchKey: string | undefined): Promise<void> {
+  /**
+   * A left task marked as possibly sent, and as left by `pages` (`leftOn`: an outcome its holder
+   * writes on one of them from now on is refused). Not a move: it stays waiting. A task that moved
+   * on is left as it is and returned as stored.
+   */
+  async #markMaybeSent(
+    item: Item,
+    claimedAt: number,
+    pages: readonly string[],
+    batchKey: string | undefined,
+  ): Promise<Item | undefined> {
     const waiting = stateIn(WAITING_STATES);
-    await this.#deps.table.doc
-      .send(
+    try {
+      await this.#deps.table.doc.send(
         new UpdateCommand({
           TableName: this.#deps.table.tasksTable,
           Key: keys.task(String(item.jobId), String(item.taskId)),
           UpdateExpression:
             'SET maybeSent = :true, attempts = :one, startedAt = if_not_exists(startedAt, :claimedAt)' +
-            (batchKey ? ', batchKey = if_not_exists(batchKey, :batchKey)' : ''),
+            (batchKey ? ', batchKey = if_not_exists(batchKey, :batchKey)' : '') +
+            ' ADD leftOn :pages',
           ConditionExpression: `${waiting.condition} AND attempts <= :one`,
           ExpressionAttributeNames: STATE_NAME,
           ExpressionAttributeValues: {
@@ -230,13 +251,17 @@ export class MessageClaimer implements TaskSource {
             ':true': true,
             ':one': 1,
             ':claimedAt': claimedAt,
+            ':pages': new Set(pages),
             ...(batchKey ? { ':batchKey': batchKey } : {}),
           },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
-      )
-      .catch((error: unknown) => {
-        if ((error as { name?: string }).name !== 'ConditionalCheckFailedException') throw error;
-      });
+      );
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return error.Item ? unmarshall(error.Item) : undefined;
+    }
   }
 
   /** The chosen tasks as stored now (strongly consistent; a multicast's members were just read so), those still claimable. */

@@ -1,26 +1,35 @@
 /**
- * The report side of a message session ({@link ReportSink}): outcomes written in transactions of
- * up to {@link OUTCOMES_PER_TRANSACTION} task updates with the job's counts moved in the same
- * transaction (exact counts, one count write per hundred messages). Where each outcome takes its
- * task is the lifecycle's rule (`messageOutcomeMove`); this writes it. A release is written only by
- * the claim's own holder and only while the job is not cancelled (else the task ends cancelled),
- * nor past its end by the time the task would be ready again (else it ends expired).
+ * The report side of a message session ({@link ReportSink}). Where each outcome takes its task is
+ * the lifecycle's rule (`messageOutcomeMove`); this writes it, two ways:
+ * - A task's end (delivered, failed, skipped) when the task is on one of the session's claim
+ *   pages: a plain conditional update (PartiQL, {@link STATEMENTS_PER_BATCH} to a
+ *   `BatchExecuteStatement`, 1 write unit a task instead of a transaction's 2) that names the page
+ *   (`endedOn`) and is refused once a broker taking the client over has marked the task left on
+ *   that page (`leftOn`); the job's counts move once per page, with the page's deletion
+ *   (`closePage`). The argument: `docs/claim-pages.md`, "Outcomes".
+ * - Anything else (a release, a task not on a page): transactions of up to
+ *   {@link OUTCOMES_PER_TRANSACTION} task updates with the job's counts moved in the same
+ *   transaction. A release is written only by the claim's own holder and only while the job is
+ *   not cancelled (else the task ends cancelled), nor past its end by the time the task would be
+ *   ready again (else it ends expired).
  */
 
 import type { ReportSink, TaskOutcome } from '#shared/campaign/ports.ts';
 import { jobHasEnded, keys } from '#shared/jobs/model.ts';
-import { messageOutcomeMove, type ReleasedJob } from '#shared/jobs/task-lifecycle.ts';
+import { type MessageEndMove, messageOutcomeMove, type ReleasedJob } from '#shared/jobs/task-lifecycle.ts';
 import { endedTaskExpiry } from '#shared/resources.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
-import { isSuppressedReason } from '#shared/suppressions/model.ts';
-import { type ClaimPages, claimKey } from './dynamo-claim-pages.ts';
+import { type ClaimPages, claimKey, countEnd, jobCountsUpdate, noEnds } from './dynamo-claim-pages.ts';
 import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
 import { failedConditions, MAX_TRIES, type MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
+import { endOnPageStatement, executeStatements } from './dynamo-page-outcomes.ts';
 import { moveFrom, STATE_NAME } from './task-state-conditions.ts';
 
 /** Outcome updates per transaction (+ the job's counts). */
 export const OUTCOMES_PER_TRANSACTION = 99;
+/** Statements per `BatchExecuteStatement` (DynamoDB's limit). */
+export const STATEMENTS_PER_BATCH = 25;
 
 /** When a released task may be claimed again. */
 function readyAtOf(outcome: TaskOutcome): number {
@@ -30,8 +39,6 @@ function readyAtOf(outcome: TaskOutcome): number {
 class ReportRetryError extends Error {
   override name = 'ReportRetryError';
 }
-
-type Count = 'completed' | 'failed' | 'cancelled' | 'expired';
 
 export interface OutcomeWriterDeps {
   readonly table: MessageTaskTable;
@@ -54,18 +61,69 @@ export class OutcomeWriter implements ReportSink {
     const byJob = new Map<string, TaskOutcome[]>();
     for (const o of outcomes) byJob.set(o.jobId, [...(byJob.get(o.jobId) ?? []), o]);
     for (const [jobId, list] of byJob) {
-      for (let i = 0; i < list.length; i += OUTCOMES_PER_TRANSACTION) {
-        const chunk = list.slice(i, i + OUTCOMES_PER_TRANSACTION);
+      const onPages = list.filter((o) => this.#endsOnPage(o));
+      const rest = list.filter((o) => !this.#endsOnPage(o));
+      for (let i = 0; i < onPages.length; i += STATEMENTS_PER_BATCH) {
+        const chunk = onPages.slice(i, i + STATEMENTS_PER_BATCH);
+        await this.#endOnPages(chunk);
+        await this.#settled(chunk);
+      }
+      for (let i = 0; i < rest.length; i += OUTCOMES_PER_TRANSACTION) {
+        const chunk = rest.slice(i, i + OUTCOMES_PER_TRANSACTION);
         await this.#writeGroup(jobId, chunk, token);
-        for (const o of chunk) {
-          this.#deps.state.held.delete(o.taskId);
-          this.#deps.state.startedAt.delete(claimKey(o.jobId, o.taskId));
-          this.#deps.state.written[o.kind]++;
-          await this.#deps.batches.settled(o);
-          await this.#deps.pages?.settled(o.jobId, o.taskId);
-        }
+        await this.#settled(chunk);
       }
     }
+  }
+
+  async #settled(outcomes: readonly TaskOutcome[]): Promise<void> {
+    for (const o of outcomes) {
+      this.#deps.state.held.delete(o.taskId);
+      this.#deps.state.startedAt.delete(claimKey(o.jobId, o.taskId));
+      this.#deps.state.written[o.kind]++;
+      await this.#deps.batches.settled(o);
+      await this.#deps.pages?.settled(o.jobId, o.taskId);
+    }
+  }
+
+  /** An end (not a release) of a task on one of this session's claim pages. */
+  #endsOnPage(o: TaskOutcome): boolean {
+    return o.kind !== 'released' && this.#deps.pages?.pageOf(o.jobId, o.taskId) !== undefined;
+  }
+
+  /**
+   * Ends tasks on this session's pages (≤ {@link STATEMENTS_PER_BATCH}), each a conditional update
+   * naming its page; those it ended are counted on the page. A task that moved on (another
+   * holder's outcome, a sweep, marked left by a broker taking over) is neither written nor counted.
+   */
+  async #endOnPages(outcomes: readonly TaskOutcome[]): Promise<void> {
+    const pages = this.#deps.pages!;
+    const ends = outcomes.map((o) => {
+      // Not a release: an end, whatever the job.
+      const end = messageOutcomeMove(o, { cancelled: false, endedBeforeReady: false }) as MessageEndMove;
+      const page = pages.pageOf(o.jobId, o.taskId)!;
+      const startedAt = this.#deps.state.startedAt.get(claimKey(o.jobId, o.taskId));
+      return {
+        o,
+        end,
+        page,
+        statement: endOnPageStatement(this.#deps.table.tasksTable, o, end, page, {
+          ...(startedAt === undefined ? {} : { startedAt }),
+          multicastKey: multicastKeyOf(o),
+          expiresAt: endedTaskExpiry(o.at),
+        }),
+      };
+    });
+    const results = await executeStatements(
+      this.#deps.table.doc,
+      ends.map((e) => e.statement),
+    );
+    ends.forEach(({ o, end, page }, j) => {
+      const result = results[j]!;
+      // Refused, yet ended on this page: this very write, applied, whose answer was lost and retried.
+      const ours = result.applied || result.item?.endedOn === page;
+      if (ours) pages.ended(o.jobId, o.taskId, end.state, end.reason);
+    });
   }
 
   /** Writes one job's outcomes (≤ OUTCOMES_PER_TRANSACTION) and its counts in one transaction. */
@@ -82,15 +140,11 @@ export class OutcomeWriter implements ReportSink {
           endedBeforeReady: job !== undefined && jobHasEnded(job, readyAtOf(o)),
         }),
       );
-      const counts = { completed: 0, failed: 0, cancelled: 0, expired: 0 };
-      for (const u of updates) if (u.count) counts[u.count]++;
+      const counts = noEnds();
+      for (const u of updates) if (u.count) countEnd(counts, u.count, u.reason);
       const releases = updates.some((u) => u.count === undefined) && !cancelledJob;
-      // Of the cancelled, those whose recipient was on the suppression list (`counts.suppressed`).
-      const suppressed = left.filter(
-        (o, j) => updates[j]!.count === 'cancelled' && isSuppressedReason(o.reason),
-      ).length;
       const codes = await this.#deps.table.transact([
-        this.#jobCounts(jobId, counts, releases, suppressed),
+        jobCountsUpdate(this.#deps.table.controlTable, this.#deps.lease.clientId, jobId, counts, releases),
         ...updates.map((u) => u.update),
       ]);
       if (codes === undefined) return left;
@@ -106,39 +160,6 @@ export class OutcomeWriter implements ReportSink {
       left = left.filter((_, j) => !stale.has(j));
     }
     return left;
-  }
-
-  /** The job's counts moved by the outcomes; with a release, only while the job is not cancelled. */
-  #jobCounts(jobId: string, counts: Record<Count, number>, releases: boolean, suppressed = 0) {
-    return {
-      Update: {
-        TableName: this.#deps.table.controlTable,
-        Key: keys.job(this.#deps.lease.clientId, jobId),
-        UpdateExpression:
-          'ADD #counts.#completed :completed, #counts.#failed :failed, #counts.#cancelled :cancelled, #counts.#expired :expired' +
-          (suppressed > 0 ? ', #counts.#suppressed :suppressed' : ''),
-        ConditionExpression: releases
-          ? 'attribute_exists(#counts) AND #status <> :cancelledStatus'
-          : 'attribute_exists(#counts)',
-        ExpressionAttributeNames: {
-          '#counts': 'counts',
-          '#completed': 'completed',
-          '#failed': 'failed',
-          '#cancelled': 'cancelled',
-          '#expired': 'expired',
-          ...(suppressed > 0 ? { '#suppressed': 'suppressed' } : {}),
-          ...(releases ? { '#status': 'status' } : {}),
-        },
-        ExpressionAttributeValues: {
-          ':completed': counts.completed,
-          ':failed': counts.failed,
-          ':cancelled': counts.cancelled,
-          ':expired': counts.expired,
-          ...(suppressed > 0 ? { ':suppressed': suppressed } : {}),
-          ...(releases ? { ':cancelledStatus': 'cancelled' } : {}),
-        },
-      },
-    };
   }
 
   /** The task update for an outcome, and what it adds to the job's counts. */
@@ -202,6 +223,7 @@ export class OutcomeWriter implements ReportSink {
     }
     return {
       count: end.state === 'retry-wait' ? undefined : end.state,
+      reason: end.state === 'retry-wait' ? undefined : end.reason,
       update: {
         Update: {
           TableName: this.#deps.table.tasksTable,

@@ -115,51 +115,69 @@ export class MessageTaskTable {
   }
 
   /** The task items of `keyList`, strongly consistent, unprocessed keys retried. */
-  async getItems(keyList: readonly Item[]): Promise<Item[]> {
-    const items: Item[] = [];
-    for (let i = 0; i < keyList.length; i += 100) {
-      let pending: Item[] | undefined = keyList.slice(i, i + 100) as Item[];
-      for (let attempt = 0; pending && pending.length > 0; attempt++) {
-        if (attempt > 0) await sleep(Math.min(1_000, 25 * 2 ** attempt));
-        const out: BatchGetCommandOutput = await this.doc.send(
-          new BatchGetCommand({
-            RequestItems: { [this.tasksTable]: { Keys: pending, ConsistentRead: true } },
-          }),
-        );
-        items.push(...(out.Responses?.[this.tasksTable] ?? []));
-        pending = out.UnprocessedKeys?.[this.tasksTable]?.Keys as Item[] | undefined;
-      }
-    }
-    return items;
+  getItems(keyList: readonly Item[]): Promise<Item[]> {
+    return getItemsConsistent(this.doc, this.tasksTable, keyList);
   }
 
   /**
    * Writes `items` in one transaction: undefined when it was applied, else the cancellation codes
    * of a transaction refused by a condition (or still conflicting after {@link MAX_TRIES}).
    */
-  async transact(items: TransactItems): Promise<(string | undefined)[] | undefined> {
-    // One token until DynamoDB says the transaction was cancelled (it applied nothing): a retry
-    // after a timeout or a lost answer is then the same request, answered as done if it was.
-    let token = randomUUID();
-    for (let tryNo = 1; ; tryNo++) {
-      try {
-        await this.doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
-        return undefined;
-      } catch (error) {
-        if (!(error instanceof TransactionCanceledException)) {
-          if (tryNo >= MAX_TRIES) throw error;
-          await sleep(Math.min(2_000, 50 * 2 ** tryNo));
-          continue;
-        }
-        token = randomUUID();
-        const codes = (error.CancellationReasons ?? []).map((r) => r.Code);
-        if (!codes.includes('ConditionalCheckFailed') && tryNo < MAX_TRIES) {
-          // A conflict with a concurrent write, or throttling: no answer yet.
-          await sleep(Math.min(1_000, 20 * 2 ** tryNo));
-          continue;
-        }
-        return codes;
+  transact(items: TransactItems): Promise<(string | undefined)[] | undefined> {
+    return transactWrite(this.doc, items);
+  }
+}
+
+/** The items of `keyList` in `table`, strongly consistent, 100 a request, unprocessed keys retried. */
+export async function getItemsConsistent(
+  doc: DynamoDBDocumentClient,
+  table: string,
+  keyList: readonly Item[],
+): Promise<Item[]> {
+  const items: Item[] = [];
+  for (let i = 0; i < keyList.length; i += 100) {
+    let pending: Item[] | undefined = keyList.slice(i, i + 100) as Item[];
+    for (let attempt = 0; pending && pending.length > 0; attempt++) {
+      if (attempt > 0) await sleep(Math.min(1_000, 25 * 2 ** attempt));
+      const out: BatchGetCommandOutput = await doc.send(
+        new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } }),
+      );
+      items.push(...(out.Responses?.[table] ?? []));
+      pending = out.UnprocessedKeys?.[table]?.Keys as Item[] | undefined;
+    }
+  }
+  return items;
+}
+
+/**
+ * Writes `items` in one transaction: undefined when it was applied, else the cancellation codes
+ * of a transaction refused by a condition (or still conflicting after {@link MAX_TRIES}).
+ */
+export async function transactWrite(
+  doc: DynamoDBDocumentClient,
+  items: TransactItems,
+): Promise<(string | undefined)[] | undefined> {
+  // One token until DynamoDB says the transaction was cancelled (it applied nothing): a retry
+  // after a timeout or a lost answer is then the same request, answered as done if it was.
+  let token = randomUUID();
+  for (let tryNo = 1; ; tryNo++) {
+    try {
+      await doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) {
+        if (tryNo >= MAX_TRIES) throw error;
+        await sleep(Math.min(2_000, 50 * 2 ** tryNo));
+        continue;
       }
+      token = randomUUID();
+      const codes = (error.CancellationReasons ?? []).map((r) => r.Code);
+      if (!codes.includes('ConditionalCheckFailed') && tryNo < MAX_TRIES) {
+        // A conflict with a concurrent write, or throttling: no answer yet.
+        await sleep(Math.min(1_000, 20 * 2 ** tryNo));
+        continue;
+      }
+      return codes;
     }
   }
 }

@@ -148,8 +148,7 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
     const table = this.#table;
     const state = new SessionState();
     const batches = new MulticastRecords(table);
-    const pages =
-      this.#claimRecords === 'page' ? new ClaimPages(table.doc, table.tasksTable, lease.clientId) : undefined;
+    const pages = this.#claimRecords === 'page' ? new ClaimPages(table, lease.clientId) : undefined;
     return {
       source: new MessageClaimer({
         table,

@@ -300,6 +300,7 @@ export class JobManager {
           await this.#options.sweeps.send(archiveReportStart(job.clientId, job.jobId), {
             delaySeconds: ARCHIVE_AFTER_COMPLETION_SECONDS,
           });
+          await this.#store.settleClaimPages?.(job.clientId, job.jobId);
           if (await this.#store.completeJob(job, now)) completed.push(job.jobId);
         }
       } catch (error) {

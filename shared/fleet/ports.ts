@@ -44,6 +44,12 @@ export interface FleetStore {
   /** True when the job has a task in `pending`, `in-flight` or `retry-wait`. */
   hasOpenTask(jobId: string): Promise<boolean>;
   /**
+   * Closes the job's message claim pages whose tasks have all ended, moving the job's counts by
+   * what they ended (a broker that stopped between its outcomes and the page's close), so a
+   * completed job's counts are whole. Absent where messages are not claimed on pages.
+   */
+  settleClaimPages?(clientId: string, jobId: string): Promise<void>;
+  /**
    * The earliest `readyAt` of an outstanding task of one of `jobIds` (of `clientId`) at or before
    * `until`; undefined when there is none. From the outstanding index, which is eventually
    * consistent: a task written a moment ago may be missing (the job manager reads a changed

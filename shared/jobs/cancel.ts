@@ -279,6 +279,8 @@ export class JobSweep {
       } else cursor = page.next;
     }
     if (heldUntil === undefined) {
+      // Nothing is held: a page a stopped broker did not close counts what it ended now.
+      await this.#deps.tasks.settleClaimPages?.(clientId, jobId);
       // A cancelled (or failed) job has ended for good: its report is archived before its tasks expire.
       if (kind === 'cancel-sweep') await this.#deps.queue.send(archiveReportStart(clientId, jobId));
       return { kind: 'swept', jobId, ended };

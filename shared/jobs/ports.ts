@@ -283,6 +283,11 @@ export interface TaskCanceller {
     ending: SweepEnding,
     now: number,
   ): Promise<number>;
+  /**
+   * Closes the job's message claim pages whose tasks have all ended, moving the job's counts by
+   * what they ended (see `FleetStore.settleClaimPages`). Absent where there are none.
+   */
+  settleClaimPages?(clientId: string, jobId: string): Promise<void>;
 }
 
 /** A job of a client that was paused or cancelled, as its broker is told. */

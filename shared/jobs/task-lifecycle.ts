@@ -154,12 +154,15 @@ export function sweepMove(end: SweepEnd, state: TaskState): TaskMove {
 /** Where a message's outcome takes its task: back to wait (same attempt), or to its end. */
 export type MessageOutcomeMove =
   | { readonly move: typeof TASK_MOVES.releaseMessage; readonly state: 'retry-wait' }
-  | {
-      readonly move: typeof TASK_MOVES.endMessage;
-      readonly state: 'completed' | 'failed' | 'cancelled' | 'expired';
-      /** Why it ended (none for a delivery: an earlier reason is cleared). */
-      readonly reason?: string;
-    };
+  | MessageEndMove;
+
+/** A message's outcome that ends its task. */
+export interface MessageEndMove {
+  readonly move: typeof TASK_MOVES.endMessage;
+  readonly state: 'completed' | 'failed' | 'cancelled' | 'expired';
+  /** Why it ended (none for a delivery: an earlier reason is cleared). */
+  readonly reason?: string;
+}
 
 /** What a released message's move depends on: whether its job was cancelled, or ends before it could wait again. */
 export interface ReleasedJob {

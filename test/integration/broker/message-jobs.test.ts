@@ -165,7 +165,8 @@ async function sendingJob(prefix: string, n: number) {
   const clientId = `${prefix}${Math.random().toString(36).slice(2, 6)}`;
   const job = await seed(clientId, n, PERSONAL);
   line.setRateLimit(400);
-  const broker = await startBroker({ messageRatePerSecond: 400 });
+  // Claims run at most 200 tasks ahead of the senders, so the list's end is claimed seconds later.
+  const broker = await startBroker({ messageRatePerSecond: 400, messageQueueCapacity: 200 });
   await putWork([clientId]);
   await eventually(
     async () => (deliveredCounts(clientId, n).reduce((a, b) => a + b, 0) > 300 ? true : undefined),
