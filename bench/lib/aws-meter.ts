@@ -336,19 +336,19 @@ function transactActions(input: Record<string, unknown>): TransactAction[] {
  */
 function statementActions(input: Record<string, unknown>): TransactAction[] {
   const out: TransactAction[] = [];
-  for (const s of (input.Statements ?? []) as { Statement: string; Parameters?: AttributeValue[] }[]) {
+  for (const s of (input.Statements ?? []) as { Statement: string; Parameters?: unknown[] }[]) {
     const table = /^\s*(?:UPDATE|INSERT\s+INTO|DELETE\s+FROM)\s+"?([\w.-]+)"?/i.exec(s.Statement)?.[1];
     const spec = table ? specOf(table) : undefined;
     if (!table || !spec) continue;
     const where = s.Statement.search(/\bWHERE\b/i);
-    const key: AttributeMap = {};
+    const key: Record<string, unknown> = {};
     for (const name of [spec.partitionKey.name, ...(spec.sortKey ? [spec.sortKey.name] : [])]) {
       const m = new RegExp(`"?\\b${name}\\b"?\\s*=\\s*\\?`).exec(s.Statement.slice(where));
       if (!m) continue;
       const position = (s.Statement.slice(0, where + m.index + m[0].length).match(/\?/g) ?? []).length - 1;
-      key[name] = s.Parameters![position]!;
+      key[name] = (s.Parameters as unknown[] | undefined)?.[position];
     }
-    out.push({ kind: 'Update', table, key });
+    out.push({ kind: 'Update', table, key: asAttributes(key) });
   }
   return out;
 }

@@ -63,9 +63,14 @@ export class OutcomeWriter implements ReportSink {
     for (const [jobId, list] of byJob) {
       const onPages = list.filter((o) => this.#endsOnPage(o));
       const rest = list.filter((o) => !this.#endsOnPage(o));
-      for (let i = 0; i < onPages.length; i += STATEMENTS_PER_BATCH) {
-        const chunk = onPages.slice(i, i + STATEMENTS_PER_BATCH);
-        await this.#endOnPages(chunk);
+      for (let i = 0; i < onPages.length; i += OUTCOMES_PER_TRANSACTION) {
+        const chunk = onPages.slice(i, i + OUTCOMES_PER_TRANSACTION);
+        // The batches of a group side by side: one round trip, as a transaction of them was.
+        await Promise.all(
+          Array.from({ length: Math.ceil(chunk.length / STATEMENTS_PER_BATCH) }, (_, b) =>
+            this.#endOnPages(chunk.slice(b * STATEMENTS_PER_BATCH, (b + 1) * STATEMENTS_PER_BATCH)),
+          ),
+        );
         await this.#settled(chunk);
       }
       for (let i = 0; i < rest.length; i += OUTCOMES_PER_TRANSACTION) {
