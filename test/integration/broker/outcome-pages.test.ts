@@ -46,6 +46,14 @@ const delivered = (t: ClaimedTask, at: number): TaskOutcome => ({
   at,
 });
 
+/** A DynamoDB client of its own on the local cloud (a test adds its faults to it). */
+const localDynamo = () =>
+  new DynamoDBClient({
+    region: cloud.info.region,
+    credentials: LOCAL_CREDENTIALS,
+    endpoint: cloud.info.dynamoEndpoint,
+  });
+
 /** Claims until `n` tasks are held (the index is read shard by shard, eventually consistent). */
 async function claimAll(session: Awaited<ReturnType<typeof holder>>, n: number): Promise<ClaimedTask[]> {
   const claimed: ClaimedTask[] = [];
@@ -116,11 +124,7 @@ describe('message ends written on claim pages', () => {
     const job = await seed(4);
     const now = Date.now();
     // A client that applies the first PartiQL batch, then loses its answer (the SDK sends it again).
-    const ddb = new DynamoDBClient({
-      region: cloud.info.region,
-      credentials: LOCAL_CREDENTIALS,
-      endpoint: cloud.info.dynamoEndpoint,
-    });
+    const ddb = localDynamo();
     let lost = 0;
     ddb.middlewareStack.add(
       (next, context) => async (args) => {
@@ -149,11 +153,7 @@ describe('message ends written on claim pages', () => {
     const job = await seed(5);
     const now = Date.now();
     // A client whose page closes all fail: the broker "stops" between its outcomes and the close.
-    const ddb = new DynamoDBClient({
-      region: cloud.info.region,
-      credentials: LOCAL_CREDENTIALS,
-      endpoint: cloud.info.dynamoEndpoint,
-    });
+    const ddb = localDynamo();
     ddb.middlewareStack.add(
       (next, context) => async (args) => {
         const input = (args as { input: { TransactItems?: { Delete?: unknown }[] } }).input;
