@@ -57,6 +57,8 @@ export interface BrokerContenderResult {
   readonly seedSeconds: number;
   /** CPU seconds (user + system) the broker's process used during the job. */
   readonly cpuSeconds: number;
+  /** The broker's DynamoDB requests during the job, by operation (the bench's own reads apart). */
+  readonly requests: Record<string, number>;
 }
 
 const ALWAYS = {
@@ -77,6 +79,24 @@ const ddb = new DynamoDBClient({
   credentials: LOCAL_CREDENTIALS,
 });
 const doc = makeDocumentClient(ddb);
+// The bench's own reads of the job's counts go through a client of their own, not counted.
+const probe = makeDocumentClient(
+  new DynamoDBClient({
+    region: request.region,
+    endpoint: request.dynamoEndpoint,
+    credentials: LOCAL_CREDENTIALS,
+  }),
+);
+const requests: Record<string, number> = {};
+let counting = false;
+ddb.middlewareStack.add(
+  (next, context) => async (args) => {
+    const op = context.commandName ?? 'unknown';
+    if (counting) requests[op] = (requests[op] ?? 0) + 1;
+    return next(args);
+  },
+  { step: 'initialize', name: 'benchRequestCount' },
+);
 const stage = `bench${process.pid}`;
 const [controlTable, tasksTable, channelsTable] = await Promise.all([
   createTable(ddb, stage, tableSpec('control')),
@@ -166,6 +186,7 @@ await new Promise<void>((resolve) => process.once('message', () => resolve()));
 
 writeFileSync('/proc/self/clear_refs', '5');
 const cpuAtStart = process.cpuUsage();
+counting = true;
 const start = performance.now();
 // The broker's configuration as a Fargate task reads it from its environment: production's defaults
 // for everything the bench does not set (lease, hold, idle wait…). Telephony is not used here.
@@ -193,7 +214,7 @@ await doc.send(
 );
 let counts = job.counts;
 for (;;) {
-  const out = await doc.send(
+  const out = await probe.send(
     new GetCommand({ TableName: controlTable, Key: keys.job(clientId, job.jobId), ConsistentRead: true }),
   );
   counts = (out.Item as Job).counts;
@@ -202,6 +223,7 @@ for (;;) {
 }
 const seconds = (performance.now() - start) / 1000;
 const cpu = process.cpuUsage(cpuAtStart);
+counting = false;
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
 broker.stop('sigterm');
 await broker.done;
@@ -216,5 +238,6 @@ process.send!({
   peakRssMb,
   seedSeconds,
   cpuSeconds: (cpu.user + cpu.system) / 1e6,
+  requests,
 } satisfies BrokerContenderResult);
 process.disconnect();
