@@ -90,6 +90,8 @@ function variablesOf(item: Item): Record<string, string> {
 }
 
 export class MessageClaimer implements TaskSource {
+  /** Five whole claim transactions (a page of 500 took a sixth for its last 5 tasks). */
+  readonly pageSize = 5 * CLAIMS_PER_TRANSACTION;
   readonly #deps: ClaimerDeps;
   readonly #clientId: string;
   /** What an older holder left in flight, read once; undefined until the first page. */
@@ -172,7 +174,10 @@ export class MessageClaimer implements TaskSource {
         );
       }
     }
-    return this.#adoptQueue.length > 0 ? this.#adoptQueue.splice(0, limit) : [];
+    // Those claimed since with a recorded multicast of theirs are held already: not a page's worth.
+    const held = this.#deps.state.held;
+    this.#adoptQueue = this.#adoptQueue.filter((item) => !held.has(String(item.taskId)));
+    return this.#adoptQueue.splice(0, limit);
   }
 
   /**
@@ -284,47 +289,53 @@ export class MessageClaimer implements TaskSource {
     return out;
   }
 
-  /** Tasks ready now, a share of the page from each shard. */
+  /**
+   * Tasks ready now, a share of the page from each shard. A shard read from its cursor that comes
+   * up short is not read again from its start at once: near a job's end every shard does, and each
+   * such read passes over every task the session holds (2,000 and more). Tasks below a cursor are
+   * found on the shard's turn to be read from its start, or when the whole page comes up empty,
+   * before this session says it has nothing more to claim.
+   */
   async #ready(token: number, now: number, limit: number): Promise<Item[]> {
     const perShard = Math.ceil(limit / TASK_SHARDS);
     const upper = keys.openSkAfter(now);
-    const ready = await Promise.all(
-      Array.from({ length: TASK_SHARDS }, (_, shard) =>
-        this.#readyInShard(shard, upper, token, now, perShard),
-      ),
-    );
-    return ready.flat().slice(0, limit);
+    const inShards = (fromStart: boolean) =>
+      Promise.all(
+        Array.from({ length: TASK_SHARDS }, (_, shard) =>
+          this.#readyInShard(shard, upper, token, now, perShard, fromStart),
+        ),
+      );
+    let ready = (await inShards(false)).flat();
+    if (ready.length === 0) ready = (await inShards(true)).flat();
+    return ready.slice(0, limit);
   }
 
   /**
    * One shard's ready tasks. With claim pages the tasks this session holds stay at the front of the
-   * index, so a read starts where this session's last claim from the shard ended (`#cursor`); when
-   * that finds fewer than wanted, the shard is read again from its start (tasks that appeared below
-   * the cursor: an ingest step's, a late index entry) and the cursor starts over.
+   * index, so a read starts where this session's last claim from the shard ended (`#cursor`); the
+   * shard is read from its start (tasks that appeared below the cursor: an ingest step's, a late
+   * index entry) every {@link READS_FROM_START}-th read, when it has no cursor, and when
+   * `fromStart` says so — then the cursor starts over.
    */
-  async #readyInShard(shard: number, upper: string, token: number, now: number, wanted: number) {
+  async #readyInShard(
+    shard: number,
+    upper: string,
+    token: number,
+    now: number,
+    wanted: number,
+    fromStart: boolean,
+  ) {
     const pk = keys.openShardPk(this.#clientId, shard);
     const claimable = (item: Item) => this.#claimable(item, token, now);
-    // Every READS_FROM_START-th read of a shard starts from its start anyway, so that tasks below
-    // the cursor (a later ingest step's, a job back inside its hours) do not wait for the shard to run short.
     const reads = (this.#readsFromCursor.get(pk) ?? 0) + 1;
     this.#readsFromCursor.set(pk, reads % READS_FROM_START);
-    const after = reads % READS_FROM_START === 0 ? undefined : this.#cursor.get(pk);
-    const found =
-      after === undefined || after > upper
-        ? []
-        : await this.#deps.table.readShard(this.#clientId, shard, { lower: after, upper }, claimable, wanted);
-    if (found.length >= wanted) return found;
+    const cursor = this.#cursor.get(pk);
+    const after = fromStart || reads % READS_FROM_START === 0 || (cursor ?? '') > upper ? undefined : cursor;
+    if (after !== undefined) {
+      return this.#deps.table.readShard(this.#clientId, shard, { lower: after, upper }, claimable, wanted);
+    }
     this.#cursor.delete(pk);
-    const seen = new Set(found.map((item) => String(item.taskId)));
-    const more = await this.#deps.table.readShard(
-      this.#clientId,
-      shard,
-      { upper },
-      async (item) => !seen.has(String(item.taskId)) && (await claimable(item)),
-      wanted - found.length,
-    );
-    return [...found, ...more];
+    return this.#deps.table.readShard(this.#clientId, shard, { upper }, claimable, wanted);
   }
 
   /** Adds every still-unsettled member of a recorded multicast that a candidate belongs to. */

@@ -66,7 +66,7 @@ export interface MessagePipelineOptions {
    * multicasts as `queueCapacity` does before the senders. Default 10,000; at least `concurrency`.
    */
   readonly maxTasksInFlight?: number;
-  /** Largest page asked of the source. Default 500. */
+  /** Largest page asked of the source. Default: the source's own `pageSize`, else 500. */
   readonly pageSize?: number;
   /** Group tasks of a template without placeholders into multicasts. Default true. */
   readonly multicast?: boolean;
@@ -183,7 +183,7 @@ class PipelineRun implements SendingRun {
     this.#concurrency = positiveInt(options.concurrency ?? 128, 'concurrency');
     this.#maxInFlight = Math.max(this.#concurrency, options.maxTasksInFlight ?? 10_000);
     const capacity = positiveInt(options.queueCapacity ?? 2000, 'queueCapacity');
-    this.#pageSize = positiveInt(options.pageSize ?? 500, 'pageSize');
+    this.#pageSize = positiveInt(options.pageSize ?? options.source.pageSize ?? 500, 'pageSize');
     this.#queue = new SendQueue({
       capacity,
       batchLimit: Math.min(MAX_MULTICAST_RECIPIENTS, capacity),

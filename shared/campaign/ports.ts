@@ -72,6 +72,11 @@ export interface TaskSource {
    * resolves.
    */
   nextPage(limit: number): Promise<readonly ClaimedTask[]>;
+  /**
+   * The page the source claims most cheaply (e.g. a whole number of its claim transactions); the
+   * pipeline asks for it unless told otherwise.
+   */
+  readonly pageSize?: number;
 }
 
 /**
