@@ -75,15 +75,21 @@ export class MessageTaskTable {
     return template;
   }
 
-  /** Index entries of one shard with `openSk` in [lower, upper] that are `wanted`, up to `limit`. */
+  /**
+   * Index entries of one shard with `openSk` in [lower, upper] that are `wanted`, up to `limit`,
+   * reading at most `maxRead`; only `attributes` of each when given (a reader that reads the chosen
+   * items again need not parse the rest).
+   */
   async readShard(
     clientId: string,
     shard: number,
     range: { lower?: string; upper: string },
     wanted: (item: Item) => Promise<boolean>,
     limit: number,
-    maxRead = MAX_SHARD_READ,
+    options: { readonly maxRead?: number; readonly attributes?: readonly string[] } = {},
   ): Promise<Item[]> {
+    const maxRead = options.maxRead ?? MAX_SHARD_READ;
+    const names = options.attributes?.map((name, i) => [`#a${i}`, name] as const);
     const found: Item[] = [];
     let startKey: Item | undefined;
     let read = 0;
@@ -101,6 +107,12 @@ export class MessageTaskTable {
             ':upper': range.upper,
             ...(range.lower === undefined ? {} : { ':lower': range.lower }),
           },
+          ...(names
+            ? {
+                ProjectionExpression: names.map(([alias]) => alias).join(', '),
+                ExpressionAttributeNames: Object.fromEntries(names),
+              }
+            : {}),
           Limit: Math.min(MAX_SHARD_READ, Math.max(limit * 2, 20)),
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
