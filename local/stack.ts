@@ -33,6 +33,7 @@ import { makeLocalJobManager } from './job-manager.ts';
 import { type JobsLocal, startJobsLocal } from './jobs-wiring.ts';
 import { type Handler, invokeHandler } from './lambda.ts';
 import { type LineSandbox, startLineSandbox } from './line-sandbox.ts';
+import { isMetricRecord } from './metric-records.ts';
 import { makeOperatorClient, type OperatorRequest } from './operator-client.ts';
 import { LOCAL_OUTCOME_ENV, type LocalOutcomeWebhooks, startLocalOutcomeWebhooks } from './outcome-wiring.ts';
 import { startScheduler } from './scheduler.ts';
@@ -507,7 +508,12 @@ class LocalStackStarter {
       version: 'local-1',
       env: this.#brokerEnv(providers, api),
       onDeploy: publishDesiredVersion(doc, cloud.tableNames.control!),
-      onOutput: (id, line) => this.#log(`[broker ${id}] ${line}`),
+      onOutput: (id, line) => {
+        // A broker's metric records (EMF, one per client a second) are CloudWatch's on AWS; here
+        // they would bury the progress lines. SWITCHBOARD_SHOW_METRICS=1 prints them.
+        if (isMetricRecord(line) && process.env.SWITCHBOARD_SHOW_METRICS !== '1') return;
+        this.#log(`[broker ${id}] ${line}`);
+      },
     });
     this.#stoppers.push(() => fleet.stop());
     const scheduler = startScheduler({

@@ -4,6 +4,7 @@
  * resolution), and the broker's per-second figures per client and channel.
  */
 import { describe, expect, it } from 'vitest';
+import { isMetricRecord } from '#local/metric-records.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { BrokerMetrics, callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 
@@ -16,7 +17,7 @@ function capture() {
       _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: object[] }[] };
       [k: string]: unknown;
     }[];
-  return { log, records, emf };
+  return { log, records, emf, lines };
 }
 
 describe('the Powertools logger', () => {
@@ -128,5 +129,21 @@ describe("the broker's metrics", () => {
       [1, 1],
       [1, undefined],
     ]);
+  });
+});
+
+describe('npm start keeps metric records out of its output', () => {
+  it("tells the broker's EMF records from its log lines", () => {
+    const { log, lines } = capture();
+    const metrics = new BrokerMetrics(log);
+    metrics.forClient('c1').callStarted();
+    metrics.flush();
+    log.info('message round done', { clientId: 'c1', note: '"CloudWatchMetrics" in a field' });
+    const [record, logLine] = lines;
+    expect(isMetricRecord(record!)).toBe(true);
+    expect(isMetricRecord(logLine!)).toBe(false);
+    expect(isMetricRecord('{"_aws": {"CloudWatchMetrics": "not a list"}}')).toBe(false);
+    expect(isMetricRecord('{"CloudWatchMetrics" cut')).toBe(false);
+    expect(isMetricRecord('broker ready')).toBe(false);
   });
 });
