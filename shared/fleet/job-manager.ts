@@ -99,12 +99,18 @@ export interface JobManagerOptions {
   /** How far ahead a read of a client's outstanding tasks looks, so a quiet client is not read every run. Default 30 min. */
   readonly horizonMs?: number;
   /**
-   * Most clients whose outstanding tasks a run reads, and most jobs whose tasks it reads for an
-   * open one because a check came due (each read is 16 queries); the rest wait for later runs.
-   * Default 1,000 each. With `readForMs`, bounds a run's time whatever happened since the last, so
+   * Most clients whose outstanding tasks a run reads (16 queries each); the rest wait for later
+   * runs. Default 1,000. With `readForMs`, bounds a run's time whatever happened since the last, so
    * a run always ends, writes what it learnt, and the next one goes on from there.
    */
   readonly maxTaskReadsPerRun?: number;
+  /**
+   * Most full checks a run makes (a job's tasks read for an open one in its turn, up to 16 queries).
+   * When more running jobs than that would come due in a run, the full check's period is doubled
+   * (20, 40, 80 minutes…) until they fit with room to spare: every job still has its turn once a
+   * period, the run's reads stay bounded, and none is skipped for want of reads. Default 500.
+   */
+  readonly maxFullChecksPerRun?: number;
   /**
    * No read of tasks starts later than this after the run began, or {@link MIN_READ_MS} after the
    * step's reads began if that is later (so a run whose batch reads were slow still learns
@@ -203,6 +209,7 @@ export class JobManager {
   readonly #sweepEveryMs: number;
   readonly #horizonMs: number;
   readonly #maxTaskReads: number;
+  readonly #maxFullChecks: number;
   readonly #readForMs: number;
   /** When this instance last queued the expire sweep of each running job past its end. */
   readonly #sweptAt = new Map<string, number>();
@@ -224,6 +231,7 @@ export class JobManager {
     this.#sweepEveryMs = options.sweepEveryMs ?? 60 * 60_000;
     this.#horizonMs = Math.max(options.horizonMs ?? 30 * 60_000, this.#lookaheadMs);
     this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_000;
+    this.#maxFullChecks = options.maxFullChecksPerRun ?? 500;
     this.#readForMs = options.readForMs ?? 20_000;
   }
 
@@ -289,11 +297,17 @@ export class JobManager {
     const completed: string[] = [];
     const expiring: string[] = [];
     const active: Job[] = [];
-    const budget = new ReadBudget(this.#maxTaskReads, this.#clock, now + this.#readForMs);
+    const budget = new ReadBudget(this.#maxFullChecks, this.#clock, now + this.#readForMs);
+    const period = fullCheckPeriod(
+      running.size,
+      this.#maxFullChecks,
+      this.#fullCheckEveryMs,
+      this.#runEveryMs,
+    );
     await forEachLimited([...running.values()], this.#concurrency, async (job) => {
       let open: boolean;
       try {
-        open = await this.#hasOpenTask(job, budget, now);
+        open = await this.#hasOpenTask(job, { budget, period }, now);
         if (!open) {
           // Queued before the completion, delayed past it: a completion whose message was lost
           // would leave no run to queue it again (the job is no longer running).
@@ -337,10 +351,14 @@ export class JobManager {
    * of the full check; else its tasks. A turn that finds the run's reads spent is skipped (the next
    * turn comes a period later); a job whose counts say nothing is left is read at once.
    */
-  async #hasOpenTask(job: Job, budget: ReadBudget, now: number): Promise<boolean> {
+  async #hasOpenTask(
+    job: Job,
+    check: { readonly budget: ReadBudget; readonly period: number },
+    now: number,
+  ): Promise<boolean> {
     if (tasksLeft(job)) {
-      const turn = turnComes(job.jobId, now, this.#fullCheckEveryMs, this.#runEveryMs);
-      if (!turn || !budget.take()) return true;
+      const turn = turnComes(job.jobId, now, check.period, this.#runEveryMs);
+      if (!turn || !check.budget.take()) return true;
     }
     return this.#store.hasOpenTask(job.jobId);
   }
@@ -511,6 +529,21 @@ export class JobManager {
 export function makeRunJobManager(options: JobManagerOptions): () => Promise<JobManagerResult> {
   const manager = new JobManager(options);
   return () => manager.run();
+}
+
+/**
+ * The full check's period for `running` jobs: `base`, doubled until the jobs whose turn falls in
+ * one run fit `budget` with room for the turns' spread (they are placed by a hash: `running` × run /
+ * period on average, plus four standard deviations), so a run's share practically never passes its
+ * budget. Doubling, not a period fitted to the count: turns move only when the number of running
+ * jobs crosses a power of two. Before, a fixed period at 25,000 running jobs made 2,500 due a run
+ * against 1,000 reads, and the same ones — the newest, last in the list — were skipped every turn.
+ */
+export function fullCheckPeriod(running: number, budget: number, base: number, runEveryMs: number): number {
+  const due = (period: number) => (running * runEveryMs) / period;
+  let period = base;
+  while (due(period) + 4 * Math.sqrt(due(period)) > budget && period < 2 ** 40) period *= 2;
+  return period;
 }
 
 /** True when the job's counts say some of its tasks have not ended. */

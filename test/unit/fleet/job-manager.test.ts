@@ -4,7 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { JobManagerRunError, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
-import { InvalidJobManagerOptionsError, makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import {
+  fullCheckPeriod,
+  InvalidJobManagerOptionsError,
+  makeRunJobManager,
+} from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import { archiveReportStart } from '#shared/jobs/report-archive.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
@@ -151,6 +155,62 @@ describe('the job manager', () => {
     }
     expect(completedAt).toHaveLength(1);
     expect(reads).toBe(2);
+  });
+
+  it("lengthens the full check when its turns would pass a run's budget: every job still gets one, none is skipped", async () => {
+    const store = new MemoryFleetStore();
+    store.clients.set('acme', {
+      settings: client('acme', weekdays('Asia/Tokyo', '00:00', '24:00')),
+      paused: false,
+    });
+    // 60 running jobs, each with an open task its counts know of, and 10 full checks a run: at a
+    // 10-minute period 6 would come due a run (up to 16 with the hash's spread); at 20 minutes, 3.
+    const jobs = Array.from({ length: 60 }, () => job('acme'));
+    for (const j of jobs) {
+      store.putJob(j);
+      store.putTask(task(j));
+    }
+    expect(fullCheckPeriod(60, 10, 10 * MINUTE, MINUTE)).toBe(20 * MINUTE);
+    let now = NOW;
+    const checked = new Map<string, number[]>();
+    const hasOpenTask = store.hasOpenTask.bind(store);
+    let run = 0;
+    store.hasOpenTask = (jobId) => {
+      checked.set(jobId, [...(checked.get(jobId) ?? []), run]);
+      return hasOpenTask(jobId);
+    };
+    const perRun: number[] = [];
+    for (run = 1; run <= 40; run++) {
+      now = NOW + run * MINUTE;
+      const before = [...checked.values()].flat().length;
+      // A fresh instance every run: the turns are derived, not remembered.
+      await makeRunJobManager({
+        store,
+        scaler: recordingScaler(),
+        sweeps: memoryQueue(),
+        clock: { now: () => now },
+        maxBrokers: 10,
+        desiredVersion: () => 'v1',
+        fullCheckEveryMs: 10 * MINUTE,
+        maxFullChecksPerRun: 10,
+      })();
+      perRun.push([...checked.values()].flat().length - before);
+    }
+    // Two periods of 20 runs: each job read once in each, never more than the budget in a run.
+    for (const j of jobs) {
+      const runs = checked.get(j.jobId) ?? [];
+      expect(runs.filter((r) => r <= 20)).toHaveLength(1);
+      expect(runs.filter((r) => r > 20)).toHaveLength(1);
+    }
+    expect(Math.max(...perRun)).toBeLessThanOrEqual(10);
+  });
+
+  it('keeps the full check at its period while the turns fit, and doubles it by the number of running jobs', () => {
+    expect(fullCheckPeriod(0, 500, 10 * MINUTE, MINUTE)).toBe(10 * MINUTE);
+    expect(fullCheckPeriod(4_000, 500, 10 * MINUTE, MINUTE)).toBe(10 * MINUTE);
+    expect(fullCheckPeriod(4_200, 500, 10 * MINUTE, MINUTE)).toBe(20 * MINUTE);
+    expect(fullCheckPeriod(25_000, 500, 10 * MINUTE, MINUTE)).toBe(80 * MINUTE);
+    expect(fullCheckPeriod(25_000, 1_000, 10 * MINUTE, MINUTE)).toBe(40 * MINUTE);
   });
 
   it.each(['pending', 'in-flight', 'retry-wait'] as const)(
