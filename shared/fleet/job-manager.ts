@@ -12,7 +12,8 @@
  *    counts move in the same transaction as each task's end, so while they say tasks are left
  *    the tasks are not read; once they say none are (or, in case a count was lost, once every
  *    `fullCheckEveryMs` per job, in turns spread evenly over the runs and derived from the job's
- *    id and the time, so a cold instance reads no more than a warm one), a consistent read of
+ *    id and the time, so a cold instance reads no more than a warm one; at most
+ *    `maxFullChecksPerRun` a run, the period doubled while more would come due), a consistent read of
  *    the tasks decides. Reading a million-task job's shards every minute only to find the first open
  *    task near their ends would cost more than the job.
  *    A running job that has reached its end (`endAt`, see `jobHasEnded`) with tasks left gets its
