@@ -42,6 +42,20 @@ function setup(options: { maxBrokers?: number; now?: number; version?: string } 
   return { store, scaler, sweeps, run, addClient };
 }
 
+/** A job manager instance of its own (a cold Lambda) over `store` at `now`, full checks every 10 minutes. */
+function freshManager(store: MemoryFleetStore, now: number, options: { maxFullChecksPerRun?: number } = {}) {
+  return makeRunJobManager({
+    store,
+    scaler: recordingScaler(),
+    sweeps: memoryQueue(),
+    clock: { now: () => now },
+    maxBrokers: 10,
+    desiredVersion: () => 'v1',
+    fullCheckEveryMs: 10 * MINUTE,
+    ...options,
+  });
+}
+
 describe('the job manager', () => {
   it('starts a due scheduled job exactly once, even when two runs overlap', async () => {
     const { store, run, addClient } = setup();
@@ -113,16 +127,7 @@ describe('the job manager', () => {
       paused: false,
     });
     let now = NOW;
-    const make = () =>
-      makeRunJobManager({
-        store,
-        scaler: recordingScaler(),
-        sweeps: memoryQueue(),
-        clock: { now: () => now },
-        maxBrokers: 10,
-        desiredVersion: () => 'v1',
-        fullCheckEveryMs: 10 * MINUTE,
-      });
+    const make = () => freshManager(store, now);
     let reads = 0;
     const hasOpenTask = store.hasOpenTask.bind(store);
     store.hasOpenTask = (jobId) => {
@@ -184,16 +189,7 @@ describe('the job manager', () => {
       now = NOW + run * MINUTE;
       const before = [...checked.values()].flat().length;
       // A fresh instance every run: the turns are derived, not remembered.
-      await makeRunJobManager({
-        store,
-        scaler: recordingScaler(),
-        sweeps: memoryQueue(),
-        clock: { now: () => now },
-        maxBrokers: 10,
-        desiredVersion: () => 'v1',
-        fullCheckEveryMs: 10 * MINUTE,
-        maxFullChecksPerRun: 10,
-      })();
+      await freshManager(store, now, { maxFullChecksPerRun: 10 })();
       perRun.push([...checked.values()].flat().length - before);
     }
     // Two periods of 20 runs: each job read once in each, never more than the budget in a run.
