@@ -30,7 +30,7 @@ export interface LocalJobManagerOptions {
   /** The local cloud: its ingest queue is where expire sweeps go, as on AWS. */
   readonly cloud: Pick<LocalCloudInfo, 'region' | 'sqsEndpoint' | 'queues'>;
   readonly lookaheadMs?: number;
-  /** The job manager's read budget (`JobManagerOptions.maxTaskReadsPerRun`); the bench lifts it. */
+  /** The job manager's budget of client reads (`JobManagerOptions.maxTaskReadsPerRun`); the bench lifts it to prime hints. */
   readonly maxTaskReadsPerRun?: number;
   /** The job manager's time for reads (`JobManagerOptions.readForMs`); the bench lifts it. */
   readonly readForMs?: number;

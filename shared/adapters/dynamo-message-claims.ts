@@ -90,6 +90,12 @@ export interface ClaimerDeps {
   readonly pages?: ClaimPages;
 }
 
+/** How a page reads the shards: from their cursors (`fromStart` false) or from their starts, and which it read from their start. */
+interface ShardReading {
+  readonly fromStart: boolean;
+  readonly readFromStart: Set<number>;
+}
+
 /** `fresh`: the item was read strongly consistent just now (a multicast's member). */
 type Chosen = { item: Item; batchKey?: string; fresh?: boolean };
 type Claimed = Chosen & { startedAt: number; attempt: number };
@@ -139,8 +145,18 @@ export class MessageClaimer implements TaskSource {
     if (token === undefined || this.#deps.state.fenced) return [];
     const now = this.#deps.table.clock.now();
     if (this.#adoptQueue === undefined && this.#deps.pages) await this.#settleLeftPages(token, now);
+    // An empty page ends the round: before saying so, every shard is read from its start (tasks
+    // below a cursor), whatever the first reading's candidates came to once read again.
+    const readFromStart = new Set<number>();
+    const page = await this.#claimPage(token, now, limit, { readFromStart, fromStart: false });
+    if (page.length > 0 || !this.#deps.pages) return page;
+    return this.#claimPage(token, now, limit, { readFromStart, fromStart: true });
+  }
+
+  /** One reading of candidates (adopted first, else ready), claimed; those claimed leave the adopt queue. */
+  async #claimPage(token: number, now: number, limit: number, shards: ShardReading): Promise<ClaimedTask[]> {
     let candidates = await this.#adoptable(token, now, limit);
-    if (candidates.length === 0) candidates = await this.#ready(token, now, limit);
+    if (candidates.length === 0) candidates = await this.#ready(token, now, limit, shards);
     if (candidates.length === 0) return [];
     let chosen = await this.#withBatchMembers(candidates, token, now);
     // A page claim writes no task: what was chosen from the (eventually consistent) index is read
@@ -153,6 +169,13 @@ export class MessageClaimer implements TaskSource {
     }
     const page: ClaimedTask[] = [];
     for (const [jobId, group] of byJob) page.push(...(await this.#claimForJob(jobId, group, token)));
+    if (this.#adoptQueue && this.#adoptQueue.length > 0 && page.length > 0) {
+      // A recorded multicast is claimed whole: members still queued are this page's, not the next's.
+      const claimed = new Set(page.map((t) => claimKey(t.jobId, t.taskId)));
+      this.#adoptQueue = this.#adoptQueue.filter(
+        (item) => !claimed.has(claimKey(String(item.jobId), String(item.taskId))),
+      );
+    }
     return page;
   }
 
@@ -194,9 +217,6 @@ export class MessageClaimer implements TaskSource {
         );
       }
     }
-    // Those claimed since with a recorded multicast of theirs are held already: not a page's worth.
-    const held = this.#deps.state.held;
-    this.#adoptQueue = this.#adoptQueue.filter((item) => !held.has(String(item.taskId)));
     return this.#adoptQueue.splice(0, limit);
   }
 
@@ -313,21 +333,20 @@ export class MessageClaimer implements TaskSource {
    * Tasks ready now, a share of the page from each shard. A shard read from its cursor that comes
    * up short is not read again from its start at once: near a job's end every shard does, and each
    * such read passes over every task the session holds (2,000 and more). Tasks below a cursor are
-   * found on the shard's turn to be read from its start, or when the whole page comes up empty,
-   * before this session says it has nothing more to claim.
+   * found on the shard's turn to be read from its start, or when a page comes up empty
+   * (`shards.fromStart`: the shards not read from their start in this page's first reading).
    */
-  async #ready(token: number, now: number, limit: number): Promise<Item[]> {
+  async #ready(token: number, now: number, limit: number, shards: ShardReading): Promise<Item[]> {
     const perShard = Math.ceil(limit / TASK_SHARDS);
     const upper = keys.openSkAfter(now);
-    const inShards = (fromStart: boolean) =>
-      Promise.all(
-        Array.from({ length: TASK_SHARDS }, (_, shard) =>
-          this.#readyInShard(shard, upper, token, now, perShard, fromStart),
-        ),
-      );
-    let ready = (await inShards(false)).flat();
-    if (ready.length === 0) ready = (await inShards(true)).flat();
-    return ready.slice(0, limit);
+    const ready = await Promise.all(
+      Array.from({ length: TASK_SHARDS }, (_, shard) =>
+        shards.fromStart && shards.readFromStart.has(shard)
+          ? []
+          : this.#readyInShard(shard, upper, token, now, perShard, shards),
+      ),
+    );
+    return ready.flat().slice(0, limit);
   }
 
   /**
@@ -343,14 +362,15 @@ export class MessageClaimer implements TaskSource {
     token: number,
     now: number,
     wanted: number,
-    fromStart: boolean,
+    shards: ShardReading,
   ) {
     const pk = keys.openShardPk(this.#clientId, shard);
     const claimable = (item: Item) => this.#claimable(item, token, now);
     const reads = (this.#readsFromCursor.get(pk) ?? 0) + 1;
     this.#readsFromCursor.set(pk, reads % READS_FROM_START);
     const cursor = this.#cursor.get(pk);
-    const after = fromStart || reads % READS_FROM_START === 0 || (cursor ?? '') > upper ? undefined : cursor;
+    const after =
+      shards.fromStart || reads % READS_FROM_START === 0 || (cursor ?? '') > upper ? undefined : cursor;
     if (after !== undefined) {
       return this.#deps.table.readShard(
         this.#clientId,
@@ -362,6 +382,7 @@ export class MessageClaimer implements TaskSource {
       );
     }
     this.#cursor.delete(pk);
+    shards.readFromStart.add(shard);
     return this.#deps.table.readShard(this.#clientId, shard, { upper }, claimable, wanted, this.#indexView);
   }
 

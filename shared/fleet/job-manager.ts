@@ -221,6 +221,13 @@ export class JobManager {
         `maxBrokers must be a whole number ≥ 0, got ${options.maxBrokers}`,
       );
     }
+    const fullChecks = options.maxFullChecksPerRun;
+    if (fullChecks !== undefined && !(Number.isInteger(fullChecks) && fullChecks >= 1)) {
+      // None a run would leave a job whose count was lost running for ever.
+      throw new InvalidJobManagerOptionsError(
+        `maxFullChecksPerRun must be a whole number ≥ 1, got ${fullChecks}`,
+      );
+    }
     this.#options = options;
     this.#store = options.store;
     this.#scaler = options.scaler;

@@ -130,6 +130,8 @@ describe('npm start', () => {
     expect({ completed, failed, cancelled }).toEqual({ completed: '149', failed: '0', cancelled: '0' });
     expect({ delivered, duplicates }).toEqual({ delivered: '149', duplicates: '0' });
     expect(output()).toMatch(/2,,skipped,0,,opted out,userId,U[d]{31}1/);
+    // The brokers' metric records are CloudWatch's, not the terminal's (SWITCHBOARD_SHOW_METRICS=1).
+    expect(output()).not.toMatch(/"CloudWatchMetrics"/);
     child.kill('SIGINT');
     expect(await exited(child)).toBe(0);
     expect(output()).toContain('stopped cleanly');
@@ -141,7 +143,8 @@ describe('npm start', () => {
     const { child, output } = await start(['--messages', '50', '--provider', 'twilio'], {
       webhookDemo: true,
       callJob: true,
-      env: { LOG_LEVEL: 'debug', POWERTOOLS_METRICS_DISABLED: 'false' },
+      // Metric records printed too (npm start leaves them out unless asked), so they are searched.
+      env: { LOG_LEVEL: 'debug', POWERTOOLS_METRICS_DISABLED: 'false', SWITCHBOARD_SHOW_METRICS: '1' },
     });
     await until(
       child,

@@ -271,6 +271,50 @@ describe('a message job served by the broker', () => {
     expect((await jobOf(job)).counts.completed).toBe(n);
   });
 
+  it('a task that appears below the cursors (earlier readyAt) is claimed before the session says it has nothing left', async () => {
+    const clientId = `below${Math.random().toString(36).slice(2, 6)}`;
+    const job = await seed(clientId, 300, PERSONAL);
+    const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
+    const lease = await leases.tryTake({ clientId, owner: 'b1', now: Date.now(), leaseMs: 60_000 });
+    const store = makeDynamoMessageTasks(cloud.doc, {
+      controlTable,
+      tasksTable,
+      clock: { now: () => Date.now() },
+    });
+    const session = store.session({ clientId, owner: 'b1', token: () => lease!.token });
+    // A first page sets the shards' cursors; its tasks stay held (no outcome written).
+    const claimed = new Set((await session.source.nextPage(100)).map((t) => t.taskId));
+    expect(claimed.size).toBeGreaterThan(0);
+    // A task ready a minute before all the others (a later ingest step's, a retry re-timed): in
+    // its shard's index it sorts before that shard's cursor.
+    const late: Task = {
+      clientId,
+      jobId: job.jobId,
+      taskId: 'zlate',
+      row: 999,
+      channel: 'message',
+      recipient: recipientOf(clientId, 999),
+      variables: { name: '遅延' },
+      state: 'pending',
+      attempts: 0,
+      readyAt: Date.now() - 60_000,
+      updatedAt: Date.now(),
+    };
+    await cloud.doc.send(
+      new PutCommand({
+        TableName: tasksTable,
+        Item: { ...keys.task(late.jobId, late.taskId), ...late, ...keys.outstandingIndex(late) },
+      }),
+    );
+    for (;;) {
+      const page = await session.source.nextPage(100);
+      if (page.length === 0) break;
+      for (const t of page) claimed.add(t.taskId);
+    }
+    expect(claimed.has('zlate')).toBe(true);
+    expect(claimed.size).toBe(301);
+  });
+
   it.each(['page', 'task'] as const)(
     'a broker taking over resends what a dead holder left in flight with the same keys: nobody gets it twice (claims recorded per %s)',
     async (claimRecords) => {

@@ -201,6 +201,14 @@ describe('the job manager', () => {
     expect(Math.max(...perRun)).toBeLessThanOrEqual(10);
   });
 
+  it('refuses a full-check budget of none', () => {
+    for (const maxFullChecksPerRun of [0, -1, 1.5]) {
+      expect(() => freshManager(new MemoryFleetStore(), NOW, { maxFullChecksPerRun })).toThrow(
+        InvalidJobManagerOptionsError,
+      );
+    }
+  });
+
   it('keeps the full check at its period while the turns fit, and doubles it by the number of running jobs', () => {
     expect(fullCheckPeriod(0, 500, 10 * MINUTE, MINUTE)).toBe(10 * MINUTE);
     expect(fullCheckPeriod(4_000, 500, 10 * MINUTE, MINUTE)).toBe(10 * MINUTE);
