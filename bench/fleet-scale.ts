@@ -96,6 +96,8 @@ interface Run {
   readonly ms: number;
   readonly tally: Tally;
   readonly listed: number;
+  /** The run's own step times (JobManagerResult.stepMs). */
+  readonly stepMs?: JobManagerResult['stepMs'];
 }
 
 interface Measured {
@@ -154,7 +156,13 @@ async function measureToday(env: Env, clients: number): Promise<Measured> {
   });
   const handler = makeJobManagerHandler({
     // Today's result has none of the fields the handler now logs about hints.
-    run: async (): Promise<JobManagerResult> => ({ ...(await todayRun()), served: [], read: 0, unread: 0 }),
+    run: async (): Promise<JobManagerResult> => ({
+      ...(await todayRun()),
+      served: [],
+      read: 0,
+      unread: 0,
+      stepMs: { start: 0, running: 0, states: 0, complete: 0, clients: 0, hints: 0, fleet: 0 },
+    }),
     log: silentLogger,
   });
   try {
@@ -305,6 +313,7 @@ async function runOnce(meter: AwsMeter, handler: ReturnType<typeof makeLocalJobM
     ms,
     tally,
     listed: result?.clients.length ?? 0,
+    ...(result ? { stepMs: result.stepMs } : {}),
   };
 }
 
@@ -507,6 +516,13 @@ for (const design of DESIGNS) {
           '; ',
         )}${m.priming ? ` (hints primed by ${m.priming.runs} unbudgeted runs in ${fmt(m.priming.ms / 1000, 1)} s, not counted)` : ''}`,
     );
+    if (design.name === 'hints')
+      console.log(
+        `${''.padStart(8)} where the time went (s): ${rows
+          .filter(([, run]) => run?.stepMs)
+          .map(([label, run]) => `${label} ${steps(run!.stepMs!)}`)
+          .join('; ')}`,
+      );
     if (design.name === 'hints') {
       // What the measured warm run leaves out: the jittered sweeps coming due, spread over runs.
       const sweep = steadySweepQueries(m.running);
@@ -554,6 +570,14 @@ console.log(
  */
 function steadySweepQueries(running: number): number {
   return Math.round((running / 45) * 16);
+}
+
+/** A run's step times, e.g. `states 6.1, complete 3.2` (steps under 0.05 s left out). */
+function steps(stepMs: JobManagerResult['stepMs']): string {
+  return Object.entries(stepMs)
+    .filter(([, ms]) => ms >= 50)
+    .map(([step, ms]) => `${step} ${fmt(ms / 1000, 1)}`)
+    .join(', ');
 }
 
 function ops(tally: Tally): string {

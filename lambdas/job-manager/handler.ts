@@ -38,6 +38,7 @@ export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
       desiredCount: result.desiredCount,
       desiredVersion: result.desiredVersion,
       superseded: result.desiredCount === undefined,
+      stepMs: result.stepMs,
     });
     deps.log.metrics({
       JobsStarted: result.started.length,

@@ -150,7 +150,12 @@ export interface JobManagerResult {
   readonly desiredVersion: string;
   /** Steps that failed for one job or client; the rest of the run went on. */
   readonly problems: readonly JobManagerProblem[];
+  /** Milliseconds each step took, by the run's clock: where a slow run's time went. */
+  readonly stepMs: Readonly<Record<JobManagerStep, number>>;
 }
+
+/** The steps of a run, in order, as {@link JobManagerResult.stepMs} times them. */
+export type JobManagerStep = 'start' | 'running' | 'states' | 'complete' | 'clients' | 'hints' | 'fleet';
 
 export class InvalidJobManagerOptionsError extends Error {
   override name = 'InvalidJobManagerOptionsError';
@@ -214,6 +219,13 @@ export class JobManager {
   readonly #readForMs: number;
   /** When this instance last queued the expire sweep of each running job past its end. */
   readonly #sweptAt = new Map<string, number>();
+  /**
+   * Running jobs whose full-check turn came in a run whose reads ran out (by count or by time):
+   * checked first in the next run, so a run that keeps running out of time does not skip the same
+   * jobs (the last in the listing) turn after turn. Kept in memory: a cold instance forgets them,
+   * and they wait for their next turn.
+   */
+  readonly #owedFullChecks = new Set<string>();
 
   constructor(options: JobManagerOptions) {
     if (!Number.isInteger(options.maxBrokers) || options.maxBrokers < 0) {
@@ -246,17 +258,33 @@ export class JobManager {
   /** One scheduled run (see the module comment for its steps). */
   async run(): Promise<JobManagerResult> {
     const now = this.#clock.now();
+    const stepMs = {} as Record<JobManagerStep, number>;
+    let stepStarted = now;
+    const timed = async <T>(step: JobManagerStep, work: Promise<T>): Promise<T> => {
+      const value = await work;
+      const at = this.#clock.now();
+      stepMs[step] = at - stepStarted;
+      stepStarted = at;
+      return value;
+    };
     const desiredVersion = await this.#options.desiredVersion();
     const problems: JobManagerProblem[] = [];
-    const started = await this.#startDueJobs(now, problems);
-    const running = await this.#runningJobs(started);
-    const states = await this.#store.clientStates([...new Set([...running.values()].map((j) => j.clientId))]);
-    const { active, completed, expiring } = await this.#completeFinishedJobs(running, now, problems);
+    const started = await timed('start', this.#startDueJobs(now, problems));
+    const running = await timed('running', this.#runningJobs(started));
+    const states = await timed(
+      'states',
+      this.#store.clientStates([...new Set([...running.values()].map((j) => j.clientId))]),
+    );
+    const { active, completed, expiring } = await timed(
+      'complete',
+      this.#completeFinishedJobs(running, now, problems),
+    );
     const hints: ReadyHint[] = [];
-    const toServe = await this.#clientsToServe(active, states, hints, now, problems);
-    await this.#writeHints(states, hints, problems);
+    const toServe = await timed('clients', this.#clientsToServe(active, states, hints, now, problems));
+    await timed('hints', this.#writeHints(states, hints, problems));
     for (const jobId of this.#sweptAt.keys()) if (!running.has(jobId)) this.#sweptAt.delete(jobId);
-    const desiredCount = await this.#sizeFleet(toServe, desiredVersion, now);
+    for (const jobId of this.#owedFullChecks) if (!running.has(jobId)) this.#owedFullChecks.delete(jobId);
+    const desiredCount = await timed('fleet', this.#sizeFleet(toServe, desiredVersion, now));
     return {
       at: now,
       started: started.map((job) => job.jobId).sort(),
@@ -270,6 +298,7 @@ export class JobManager {
       desiredCount,
       desiredVersion,
       problems,
+      stepMs,
     };
   }
 
@@ -312,7 +341,12 @@ export class JobManager {
       this.#fullCheckEveryMs,
       this.#runEveryMs,
     );
-    await forEachLimited([...running.values()], this.#concurrency, async (job) => {
+    // The full checks owed by earlier runs first, the longest owed first, while this run's reads last.
+    const owedSince = new Map([...this.#owedFullChecks].map((jobId, i) => [jobId, i]));
+    const owedFirst = [...running.values()].sort(
+      (a, b) => (owedSince.get(a.jobId) ?? Infinity) - (owedSince.get(b.jobId) ?? Infinity),
+    );
+    await forEachLimited(owedFirst, this.#concurrency, async (job) => {
       let open: boolean;
       try {
         open = await this.#hasOpenTask(job, { budget, period }, now);
@@ -356,8 +390,8 @@ export class JobManager {
 
   /**
    * Whether a running job still has work: its counts while they say so, except in the job's turn
-   * of the full check; else its tasks. A turn that finds the run's reads spent is skipped (the next
-   * turn comes a period later); a job whose counts say nothing is left is read at once.
+   * of the full check (or when the last run owed it one); else its tasks. A turn that finds the
+   * run's reads spent is owed to the next run; a job whose counts say nothing is left is read at once.
    */
   async #hasOpenTask(
     job: Job,
@@ -365,9 +399,15 @@ export class JobManager {
     now: number,
   ): Promise<boolean> {
     if (tasksLeft(job)) {
-      const turn = turnComes(job.jobId, now, check.period, this.#runEveryMs);
-      if (!turn || !check.budget.take()) return true;
+      const turn =
+        this.#owedFullChecks.has(job.jobId) || turnComes(job.jobId, now, check.period, this.#runEveryMs);
+      if (!turn) return true;
+      if (!check.budget.take()) {
+        this.#owedFullChecks.add(job.jobId);
+        return true;
+      }
     }
+    this.#owedFullChecks.delete(job.jobId);
     return this.#store.hasOpenTask(job.jobId);
   }
 

@@ -56,10 +56,15 @@ function minutesOf(time: string): number {
   return Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5));
 }
 
+/** Zones the runtime has said it knows (a finite set: unknown strings are not remembered). */
+const knownZones = new Set<string>();
+
 /** Whether the runtime knows `value` as an IANA time zone. */
 export function isTimeZone(value: string): boolean {
+  if (knownZones.has(value)) return true;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: value });
+    knownZones.add(value);
     return true;
   } catch {
     return false;
@@ -174,8 +179,35 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
+/**
+ * Each zone's offset (wall clock minus instant) by whole minute of the instant, for the minutes
+ * asked about lately. Exact: a zone's offset changes only at its transitions, and a transition
+ * between whole-minute offsets falls on a whole minute; an offset that is not whole minutes (local
+ * mean time, before the zone's first standard time) is never remembered.
+ */
+const offsetsByMinute = new Map<string, Map<number, number>>();
+const OFFSETS_REMEMBERED = 4_096;
+
 /** The zone's wall clock at `instant`, as UTC-axis milliseconds. */
 export function wallTimeAt(timeZone: string, instant: number): number {
+  const minute = Math.floor(instant / MINUTE);
+  let offsets = offsetsByMinute.get(timeZone);
+  const known = offsets?.get(minute);
+  if (known !== undefined) return instant + known;
+  const minuteStart = minute * MINUTE;
+  const offset = formattedWallTime(timeZone, minuteStart) - minuteStart;
+  if (offset % MINUTE !== 0) return formattedWallTime(timeZone, instant);
+  if (!offsets) {
+    offsets = new Map();
+    offsetsByMinute.set(timeZone, offsets);
+  }
+  if (offsets.size >= OFFSETS_REMEMBERED) offsets.clear();
+  offsets.set(minute, offset);
+  return instant + offset;
+}
+
+/** {@link wallTimeAt} from the runtime's time zone data (`Intl`), a few microseconds a call. */
+function formattedWallTime(timeZone: string, instant: number): number {
   const fields: Record<string, number> = {};
   for (const part of formatterFor(timeZone).formatToParts(instant)) {
     if (part.type !== 'literal') fields[part.type] = Number(part.value);
@@ -224,10 +256,30 @@ interface CompiledHours {
 }
 
 const compiled = new WeakMap<CallingHours, CompiledHours>();
+/**
+ * Compiled hours by content: hours read afresh (a job manager run reads every client's profile, a
+ * broker its jobs) are new objects, mostly with the same few contents.
+ */
+const compiledByContent = new Map<string, CompiledHours>();
+const CONTENTS_REMEMBERED = 1_024;
 
 function compile(hours: CallingHours): CompiledHours {
   const cached = compiled.get(hours);
   if (cached) return cached;
+  const content = JSON.stringify(hours);
+  const same = compiledByContent.get(content);
+  if (same) {
+    compiled.set(hours, same);
+    return same;
+  }
+  const result = compileFresh(hours);
+  compiled.set(hours, result);
+  if (compiledByContent.size >= CONTENTS_REMEMBERED) compiledByContent.clear();
+  compiledByContent.set(content, result);
+  return result;
+}
+
+function compileFresh(hours: CallingHours): CompiledHours {
   const valid = parseCallingHours(hours);
   const windowsByDay: { start: number; end: number }[][] = [[], [], [], [], [], [], []];
   WEEKDAYS.forEach((day, i) => {
@@ -238,9 +290,7 @@ function compile(hours: CallingHours): CompiledHours {
     });
     windowsByDay[(i + 1) % 7] = windows.sort((a, b) => a.start - b.start);
   });
-  const result: CompiledHours = { timeZone: valid.timeZone, windowsByDay, dayCache: new Map() };
-  compiled.set(hours, result);
-  return result;
+  return { timeZone: valid.timeZone, windowsByDay, dayCache: new Map() };
 }
 
 /** The open intervals of windows that start on local date `day` (days since 1970-01-01). */

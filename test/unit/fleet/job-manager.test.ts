@@ -7,6 +7,7 @@ import { makeLogger } from '#shared/adapters/powertools.ts';
 import {
   fullCheckPeriod,
   InvalidJobManagerOptionsError,
+  type JobManagerOptions,
   makeRunJobManager,
 } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
@@ -43,12 +44,16 @@ function setup(options: { maxBrokers?: number; now?: number; version?: string } 
 }
 
 /** A job manager instance of its own (a cold Lambda) over `store` at `now`, full checks every 10 minutes. */
-function freshManager(store: MemoryFleetStore, now: number, options: { maxFullChecksPerRun?: number } = {}) {
+function freshManager(
+  store: MemoryFleetStore,
+  now: number | (() => number),
+  options: Partial<JobManagerOptions> = {},
+) {
   return makeRunJobManager({
     store,
     scaler: recordingScaler(),
     sweeps: memoryQueue(),
-    clock: { now: () => now },
+    clock: { now: typeof now === 'number' ? () => now : now },
     maxBrokers: 10,
     desiredVersion: () => 'v1',
     fullCheckEveryMs: 10 * MINUTE,
@@ -199,6 +204,41 @@ describe('the job manager', () => {
       expect(runs.filter((r) => r > 20)).toHaveLength(1);
     }
     expect(Math.max(...perRun)).toBeLessThanOrEqual(10);
+  });
+
+  it('owes a full check its run had no time for to the next run, longest owed first, so none is skipped turn after turn', async () => {
+    const store = new MemoryFleetStore();
+    store.clients.set('acme', {
+      settings: client('acme', weekdays('Asia/Tokyo', '00:00', '24:00')),
+      paused: false,
+    });
+    const jobs = Array.from({ length: 3 }, () => job('acme'));
+    for (const j of jobs) {
+      store.putJob(j);
+      store.putTask(task(j));
+    }
+    // Every job's turn comes every run, and a full check takes 6 s: a run (5 s of reads at least)
+    // has time for one. Without the debt, the first job listed would be the one checked every run.
+    let now = NOW;
+    const checked: string[] = [];
+    const hasOpenTask = store.hasOpenTask.bind(store);
+    store.hasOpenTask = (jobId) => {
+      checked.push(jobId);
+      now += 6_000;
+      return hasOpenTask(jobId);
+    };
+    const warm = freshManager(store, () => now, {
+      fullCheckEveryMs: MINUTE,
+      runEveryMs: MINUTE,
+      readForMs: 0,
+      concurrency: 1,
+    });
+    for (let run = 1; run <= 6; run++) {
+      now = NOW + run * 10 * MINUTE;
+      await warm();
+    }
+    expect(checked).toHaveLength(6);
+    for (const j of jobs) expect(checked.filter((id) => id === j.jobId)).toHaveLength(2);
   });
 
   it('refuses a full-check budget of none', () => {

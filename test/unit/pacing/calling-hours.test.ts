@@ -331,3 +331,67 @@ describe('calling hours, for any valid week in any zone', () => {
     );
   });
 });
+
+describe('wallTimeAt', () => {
+  /** The wall clock straight from Intl, to the second, plus the milliseconds (the reference). */
+  const formatters = new Map<string, Intl.DateTimeFormat>();
+  function reference(timeZone: string, instant: number): number {
+    let f = formatters.get(timeZone);
+    if (!f) {
+      f = new Intl.DateTimeFormat('en-US', {
+        timeZone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+        second: 'numeric',
+      });
+      formatters.set(timeZone, f);
+    }
+    const p = Object.fromEntries(f.formatToParts(instant).map((x) => [x.type, Number(x.value)]));
+    return (
+      Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) +
+      (((instant % 1000) + 1000) % 1000)
+    );
+  }
+
+  it('matches the zone data to the millisecond around every clock change, 1950–2040, in every zone the runtime knows, asked in any order', () => {
+    const offset = (zone: string, t: number) => reference(zone, t) - t;
+    // Four-week steps find the changes (two within four weeks are rare; the spot checks still run)
+    const STEP = 28 * 86_400_000;
+    let transitions = 0;
+    for (const zone of Intl.supportedValuesOf('timeZone')) {
+      // A binary search finds each change's millisecond.
+      const checks: number[] = [];
+      let next = offset(zone, Date.UTC(1950, 0, 1));
+      for (let t = Date.UTC(1950, 0, 1); t < Date.UTC(2040, 0, 1); t += STEP) {
+        const was = next;
+        next = offset(zone, t + STEP);
+        if (was === next) continue;
+        let before = t;
+        let after = t + STEP;
+        while (after - before > 1) {
+          const mid = Math.floor((before + after) / 2);
+          if (offset(zone, mid) === was) before = mid;
+          else after = mid;
+        }
+        transitions += 1;
+        checks.push(
+          after - 61_000,
+          after - 1_000,
+          after - 1,
+          after,
+          after + 1,
+          after + 59_999,
+          after + 60_000,
+        );
+      }
+      // Later instants first, then earlier ones: what was remembered must not answer for another.
+      for (const t of [...checks.reverse(), ...checks.reverse()])
+        expect(wallTimeAt(zone, t)).toBe(reference(zone, t));
+    }
+    expect(transitions).toBeGreaterThan(10_000);
+  });
+});
