@@ -11,7 +11,8 @@
  * | client settings by id                          | control | pk=CLIENT#{clientId}, sk=PROFILE                    |
  * | a client's jobs, newest first, paged           | control | pk=CLIENT#{clientId}, sk begins_with JOB# (ULIDs)   |
  * | a job by id                                    | control | pk=CLIENT#{clientId}, sk=JOB#{jobId}                |
- * | jobs due / running (job manager, every minute) | control | GSI byStatus: statusKey=JOBSTATUS#{status}, dueKey  |
+ * | jobs due / running (job manager, every minute) | control | GSI byStatus: statusKey=JOBSTATUS#{status}#{shard}, |
+ * |                                                |         |   dueKey={startAt}#{jobId} (16 shards, side by side)|
  * | every client, by id (administrators' list)     | control | GSI byStatus: statusKey=CLIENTS, dueKey={clientId}  |
  * | a client's lease (owner, expiry, fencing)      | control | pk=LEASE#{clientId}, sk=LEASE                       |
  * | the fleet's work list (brokers, job manager)   | control | pk=FLEET, sk=WORK; long: sk=WORK#{shard} too        |
@@ -41,6 +42,14 @@ import { MAX_DELIVERY_ATTEMPTS } from './outcomes/backoff.ts';
 
 /** Partitions a job's tasks are spread over (table and outstanding index). */
 export const TASK_SHARDS = 16;
+
+/**
+ * Partitions of the byStatus index that list scheduled and running jobs, each by a hash of the job
+ * id. One partition would take every running job's change of counts (the index projects them) at
+ * about 1,000 writes/s, and the job manager would read its pages one after another; shards spread
+ * the writes and are read side by side.
+ */
+export const JOB_STATUS_SHARDS = 16;
 
 /**
  * Days an ended task (completed, failed, cancelled, expired) is kept for its job's report, then

@@ -56,23 +56,32 @@ export class DynamoFleetStore implements FleetStore {
   }
 
   async dueScheduledJobs(now: number): Promise<Job[]> {
-    const items = await this.#queryAll({
-      TableName: this.#controlTable,
-      IndexName: 'byStatus',
+    return this.#jobsListed('scheduled', {
       KeyConditionExpression: 'statusKey = :s AND dueKey <= :due',
-      ExpressionAttributeValues: { ':s': 'JOBSTATUS#scheduled', ':due': `${iso(now)}${HIGH}` },
+      ExpressionAttributeValues: { ':due': `${iso(now)}${HIGH}` },
     });
-    return items as unknown as Job[];
   }
 
   async runningJobs(): Promise<Job[]> {
-    const items = await this.#queryAll({
-      TableName: this.#controlTable,
-      IndexName: 'byStatus',
-      KeyConditionExpression: 'statusKey = :s',
-      ExpressionAttributeValues: { ':s': 'JOBSTATUS#running' },
-    });
-    return items as unknown as Job[];
+    return this.#jobsListed('running', { KeyConditionExpression: 'statusKey = :s' });
+  }
+
+  /** The jobs of `status` the byStatus index lists, its partitions read side by side. */
+  async #jobsListed(
+    status: 'scheduled' | 'running',
+    query: { KeyConditionExpression: string; ExpressionAttributeValues?: Record<string, unknown> },
+  ): Promise<Job[]> {
+    const pages = await Promise.all(
+      keys.jobStatusPartitions(status).map((partition) =>
+        this.#queryAll({
+          TableName: this.#controlTable,
+          IndexName: 'byStatus',
+          KeyConditionExpression: query.KeyConditionExpression,
+          ExpressionAttributeValues: { ...query.ExpressionAttributeValues, ':s': partition },
+        }),
+      ),
+    );
+    return pages.flat() as unknown as Job[];
   }
 
   startJob(job: JobRef, now: number): Promise<boolean> {

@@ -14,7 +14,7 @@ import type { ContactLimit } from '#shared/contact-limits/model.ts';
 import type { OutcomeWebhookSettings } from '#shared/outcomes/settings.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import type { HolidayCalendar, RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
-import { TASK_SHARDS } from '#shared/resources.ts';
+import { JOB_STATUS_SHARDS, TASK_SHARDS } from '#shared/resources.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
 import type { JobStatus } from './job-lifecycle.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -256,14 +256,25 @@ export const keys = {
   openShardPk,
   /** Which attempt a provider's call id belongs to (tasks table; for events that name only the call). */
   callLink: (callId: string) => ({ pk: `CALL#${callId}`, sk: 'LINK' }),
-  /** The byStatus index entry of a job that the job manager must look at. */
+  /**
+   * The byStatus index entry of a job that the job manager must look at: in one of
+   * {@link JOB_STATUS_SHARDS} partitions of its status, by a hash of its id.
+   */
   jobStatusIndex: (job: Pick<Job, 'status' | 'startAt' | 'jobId'>) =>
     job.status === 'scheduled' || job.status === 'running'
       ? {
-          statusKey: `JOBSTATUS#${job.status}`,
+          statusKey: `JOBSTATUS#${job.status}#${taskShard(job.jobId) % JOB_STATUS_SHARDS}`,
           dueKey: `${new Date(job.startAt).toISOString()}#${job.jobId}`,
         }
       : undefined,
+  /**
+   * Every byStatus partition that may list jobs of `status`: its shards, and the one partition
+   * jobs written before the shards were listed in (they leave it at their next change of status).
+   */
+  jobStatusPartitions: (status: 'scheduled' | 'running') => [
+    `JOBSTATUS#${status}`,
+    ...Array.from({ length: JOB_STATUS_SHARDS }, (_, shard) => `JOBSTATUS#${status}#${shard}`),
+  ],
   /** The outstanding index entry of a task that may be started. */
   outstandingIndex: (task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'state' | 'readyAt'>) =>
     isWaiting(task.state)

@@ -40,7 +40,7 @@ export class MemoryFleetStore implements FleetStore {
   async dueScheduledJobs(now: number): Promise<Job[]> {
     await tick();
     return [...this.jobs.values()].filter(
-      (job) => keys.jobStatusIndex(job)?.statusKey === 'JOBSTATUS#scheduled' && job.startAt <= now,
+      (job) => keys.jobStatusIndex(job)?.statusKey.startsWith('JOBSTATUS#scheduled#') && job.startAt <= now,
     );
   }
 

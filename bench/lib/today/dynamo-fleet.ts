@@ -56,23 +56,33 @@ export class DynamoFleetStore implements FleetStore {
     this.#tasksTable = options.tasksTable;
   }
 
+  // Today's listing read one byStatus partition page after page; the jobs are now in shards of it
+  // (keys.jobStatusIndex), read here one after another, as today's one partition was.
   async dueScheduledJobs(now: number): Promise<Job[]> {
-    const items = await this.#queryAll({
-      TableName: this.#controlTable,
-      IndexName: 'byStatus',
-      KeyConditionExpression: 'statusKey = :s AND dueKey <= :due',
-      ExpressionAttributeValues: { ':s': 'JOBSTATUS#scheduled', ':due': `${iso(now)}${HIGH}` },
-    });
+    const items: Item[] = [];
+    for (const partition of keys.jobStatusPartitions('scheduled'))
+      items.push(
+        ...(await this.#queryAll({
+          TableName: this.#controlTable,
+          IndexName: 'byStatus',
+          KeyConditionExpression: 'statusKey = :s AND dueKey <= :due',
+          ExpressionAttributeValues: { ':s': partition, ':due': `${iso(now)}${HIGH}` },
+        })),
+      );
     return items as unknown as Job[];
   }
 
   async runningJobs(): Promise<Job[]> {
-    const items = await this.#queryAll({
-      TableName: this.#controlTable,
-      IndexName: 'byStatus',
-      KeyConditionExpression: 'statusKey = :s',
-      ExpressionAttributeValues: { ':s': 'JOBSTATUS#running' },
-    });
+    const items: Item[] = [];
+    for (const partition of keys.jobStatusPartitions('running'))
+      items.push(
+        ...(await this.#queryAll({
+          TableName: this.#controlTable,
+          IndexName: 'byStatus',
+          KeyConditionExpression: 'statusKey = :s',
+          ExpressionAttributeValues: { ':s': partition },
+        })),
+      );
     return items as unknown as Job[];
   }
 

@@ -75,16 +75,20 @@ async function workList() {
   );
   return parseFleetWork(out.Item);
 }
-async function jobsIndexed(status: string) {
-  const out = await cloud.doc.send(
-    new QueryCommand({
-      TableName: controlTable,
-      IndexName: 'byStatus',
-      KeyConditionExpression: 'statusKey = :s',
-      ExpressionAttributeValues: { ':s': `JOBSTATUS#${status}` },
-    }),
-  );
-  return (out.Items ?? []).map((i) => i.jobId as string);
+async function jobsIndexed(status: 'scheduled' | 'running') {
+  const ids: string[] = [];
+  for (const partition of keys.jobStatusPartitions(status)) {
+    const out = await cloud.doc.send(
+      new QueryCommand({
+        TableName: controlTable,
+        IndexName: 'byStatus',
+        KeyConditionExpression: 'statusKey = :s',
+        ExpressionAttributeValues: { ':s': partition },
+      }),
+    );
+    ids.push(...(out.Items ?? []).map((i) => i.jobId as string));
+  }
+  return ids;
 }
 
 function manager(now: number, maxBrokers = 10) {
@@ -118,7 +122,7 @@ describe('the job manager on DynamoDB', () => {
 
     expect([...a.started, ...b.started]).toEqual([due.jobId]);
     expect((await storedJob(due))?.status).toBe('running');
-    expect((await storedJob(due))?.statusKey).toBe('JOBSTATUS#running');
+    expect((await storedJob(due))?.statusKey).toMatch(/^JOBSTATUS#running#([0-9]|1[0-5])$/);
     expect((await storedJob(later))?.status).toBe('scheduled');
     expect(await jobsIndexed('running')).toContain(due.jobId);
     expect(await jobsIndexed('scheduled')).not.toContain(due.jobId);
@@ -146,6 +150,39 @@ describe('the job manager on DynamoDB', () => {
     expect(stored?.status).toBe('completed');
     expect(stored?.statusKey).toBeUndefined();
     expect(await jobsIndexed('running')).not.toContain(done.jobId);
+  });
+
+  it('finds jobs listed before the byStatus shards (one partition a status): starts and completes them, lists their clients', async () => {
+    await putClient('jm-legacy');
+    // Items as the version before the shards wrote them.
+    const legacy = (j: Job) => ({
+      statusKey: `JOBSTATUS#${j.status}`,
+      dueKey: keys.jobStatusIndex(j)!.dueKey,
+    });
+    const due = job('jm-legacy', { status: 'scheduled', startAt: NOW - MINUTE });
+    const done = job('jm-legacy', {
+      counts: { rows: 1, rejected: 0, skipped: 0, tasks: 1, completed: 1, failed: 0, cancelled: 0 },
+    });
+    for (const j of [due, done])
+      await cloud.doc.send(
+        new PutCommand({
+          TableName: controlTable,
+          Item: { ...keys.job(j.clientId, j.jobId), ...j, ...legacy(j) },
+        }),
+      );
+    await putTask(task(due));
+    await putTask(task(done, { state: 'completed', attempts: 1 }));
+
+    const result = await manager(NOW + 1).run();
+
+    expect(result.started).toContain(due.jobId);
+    expect(result.completed).toContain(done.jobId);
+    expect(result.clients).toContain('jm-legacy');
+    // Moved by its change of status into its shard.
+    expect((await storedJob(due))?.statusKey).toBe(
+      keys.jobStatusIndex({ ...due, status: 'running' })!.statusKey,
+    );
+    expect(await jobsIndexed('running')).toContain(due.jobId);
   });
 
   it('keeps a job running while one task in one shard is in flight, without giving it a new broker', async () => {
