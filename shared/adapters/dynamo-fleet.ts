@@ -138,14 +138,17 @@ export class DynamoFleetStore implements FleetStore {
     return found.length > 0 ? Math.min(...found) : undefined;
   }
 
-  async clientStates(clientIds: readonly string[]): Promise<Map<string, ClientState>> {
+  async clientStates(
+    clientIds: readonly string[],
+    options: { readonly hintsOf?: readonly string[] } = {},
+  ): Promise<Map<string, ClientState>> {
     const states = new Map<string, { profile?: ClientProfile; lease?: LeaseState; hint?: ReadyHint }>(
       clientIds.map((id) => [id, {}]),
     );
     // Leases consistently (a lease just taken must not read as free), profiles and hints not (a
     // hint a run old is harmless: its marks are compared with what is read now).
     const leases = clientIds.map((id) => keys.lease(id));
-    const rest = clientIds.flatMap((id) => [keys.client(id), hintKey(id)]);
+    const rest = [...clientIds.map((id) => keys.client(id)), ...(options.hintsOf ?? clientIds).map(hintKey)];
     await Promise.all([
       this.#batchGet(leases, true, (item) => {
         const state = states.get(String(item.pk).slice('LEASE#'.length));

@@ -226,6 +226,13 @@ export class JobManager {
    * and they wait for their next turn.
    */
   readonly #owedFullChecks = new Set<string>();
+  /**
+   * The hint of each client with a running job as this instance last read or wrote it: a warm run
+   * reads no hint from the table (only the job manager writes them). Another instance's newer hint
+   * is missed until this one reads the client again; each hint is true of what was read under its
+   * marks, and is checked against the marks read now, so an older one costs a read, never work.
+   */
+  readonly #hints = new Map<string, ReadyHint>();
 
   constructor(options: JobManagerOptions) {
     if (!Number.isInteger(options.maxBrokers) || options.maxBrokers < 0) {
@@ -271,10 +278,7 @@ export class JobManager {
     const problems: JobManagerProblem[] = [];
     const started = await timed('start', this.#startDueJobs(now, problems));
     const running = await timed('running', this.#runningJobs(started));
-    const states = await timed(
-      'states',
-      this.#store.clientStates([...new Set([...running.values()].map((j) => j.clientId))]),
-    );
+    const states = await timed('states', this.#clientStates(running));
     const { active, completed, expiring } = await timed(
       'complete',
       this.#completeFinishedJobs(running, now, problems),
@@ -282,6 +286,7 @@ export class JobManager {
     const hints: ReadyHint[] = [];
     const toServe = await timed('clients', this.#clientsToServe(active, states, hints, now, problems));
     await timed('hints', this.#writeHints(states, hints, problems));
+    for (const hint of hints) this.#hints.set(hint.clientId, hint);
     for (const jobId of this.#sweptAt.keys()) if (!running.has(jobId)) this.#sweptAt.delete(jobId);
     for (const jobId of this.#owedFullChecks) if (!running.has(jobId)) this.#owedFullChecks.delete(jobId);
     const desiredCount = await timed('fleet', this.#sizeFleet(toServe, desiredVersion, now));
@@ -300,6 +305,25 @@ export class JobManager {
       problems,
       stepMs,
     };
+  }
+
+  /**
+   * 2. Profile, lease and hint of each client with a running job: hints from memory when this
+   * instance has them (the rest from the table, then remembered); memory kept to these clients.
+   */
+  async #clientStates(running: ReadonlyMap<string, Job>): Promise<Map<string, ClientState>> {
+    const clientIds = new Set([...running.values()].map((job) => job.clientId));
+    for (const clientId of this.#hints.keys()) if (!clientIds.has(clientId)) this.#hints.delete(clientId);
+    const read = await this.#store.clientStates([...clientIds], {
+      hintsOf: [...clientIds].filter((clientId) => !this.#hints.has(clientId)),
+    });
+    const states = new Map<string, ClientState>();
+    for (const [clientId, state] of read) {
+      const hint = this.#hints.get(clientId) ?? state.hint;
+      if (hint) this.#hints.set(clientId, hint);
+      states.set(clientId, { ...state, hint });
+    }
+    return states;
   }
 
   /** 1. Due jobs. The index is eventually consistent: the conditional write is the truth. */

@@ -56,8 +56,14 @@ export interface FleetStore {
    * client again a run later before it trusts the answer).
    */
   nextReadyAt(clientId: string, jobIds: readonly string[], until: number): Promise<number | undefined>;
-  /** Profile, lease and ready hint of each client (missing clients read as all undefined). */
-  clientStates(clientIds: readonly string[]): Promise<Map<string, ClientState>>;
+  /**
+   * Profile, lease and ready hint of each client (missing clients read as all undefined); the hints
+   * of `hintsOf` only when given (the others read as undefined).
+   */
+  clientStates(
+    clientIds: readonly string[],
+    options?: { readonly hintsOf?: readonly string[] },
+  ): Promise<Map<string, ClientState>>;
   /** Stores ready hints, each replacing the client's previous one. */
   putReadyHints(hints: readonly ReadyHint[]): Promise<void>;
   /**

@@ -79,8 +79,12 @@ export class MemoryFleetStore implements FleetStore {
     return ready.length > 0 ? Math.min(...ready) : undefined;
   }
 
-  async clientStates(clientIds: readonly string[]): Promise<Map<string, ClientState>> {
+  async clientStates(
+    clientIds: readonly string[],
+    options: { readonly hintsOf?: readonly string[] } = {},
+  ): Promise<Map<string, ClientState>> {
     await tick();
+    const hinted = new Set(options.hintsOf ?? clientIds);
     return new Map(
       clientIds.map((id) => {
         const lease = this.leases.get(id);
@@ -93,7 +97,7 @@ export class MemoryFleetStore implements FleetStore {
               expiresAt: lease.expiresAt,
               inFlight: lease.inFlight.length,
             },
-            hint: this.hints.get(id),
+            hint: hinted.has(id) ? this.hints.get(id) : undefined,
           },
         ] as const;
       }),

@@ -90,7 +90,7 @@ function jobManager(clientId: string, now: () => number, sweeps: Pick<IngestQueu
     completeJob: (job, at) => real.completeJob(job, at),
     hasOpenTask: (jobId) => real.hasOpenTask(jobId),
     nextReadyAt: (c, jobIds, until) => real.nextReadyAt(c, jobIds, until),
-    clientStates: (ids) => real.clientStates(ids),
+    clientStates: (ids, options) => real.clientStates(ids, options),
     putReadyHints: (hints) => real.putReadyHints(hints),
     putFleetWork: async () => false,
   };

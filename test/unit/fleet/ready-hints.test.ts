@@ -46,6 +46,37 @@ describe("the job manager's ready hints", () => {
     expect(reads()).toBe(2);
   });
 
+  it('reads hints from the table only on a cold instance, or for a client it has none of; a warm one uses what it wrote', async () => {
+    const { store, run, addClient, reads } = setup();
+    addClient('acme');
+    addClient('bolt');
+    const hintReads: string[][] = [];
+    const clientStates = store.clientStates.bind(store);
+    store.clientStates = (ids, options) => {
+      hintReads.push([...(options?.hintsOf ?? ids)].sort());
+      return clientStates(ids, options);
+    };
+    const a = job('acme');
+    store.putJob(a);
+    store.putTask(task(a, { readyAt: NOW + 3 * 3600_000 }));
+
+    await run(NOW, true);
+    await run(NOW + MINUTE);
+    expect(hintReads).toEqual([['acme'], []]);
+    // A client whose first job starts: its hint is read (it has none yet), then remembered.
+    const b = job('bolt');
+    store.putJob(b);
+    store.putTask(task(b, { readyAt: NOW - MINUTE }));
+    expect((await run(NOW + 2 * MINUTE)).clients).toEqual(['bolt']);
+    expect((await run(NOW + 3 * MINUTE)).clients).toEqual(['bolt']);
+    expect(hintReads.slice(2)).toEqual([['bolt'], []]);
+    // A cold instance reads every hint, and trusts what the warm one wrote: no task read more.
+    const before = reads();
+    expect((await run(NOW + 4 * MINUTE, true)).clients).toEqual(['bolt']);
+    expect(hintReads.at(-1)).toEqual(['acme', 'bolt']);
+    expect(reads()).toBe(before);
+  });
+
   it('keeps listing a client with ready work from its hint, without reading its tasks', async () => {
     const { store, run, addClient, reads } = setup();
     addClient('acme');
