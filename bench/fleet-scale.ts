@@ -26,8 +26,9 @@
  *   budget per run, a sharded work list. Its rows: `first` (the first run after the deploy that
  *   brings hints: nothing remembered, the read budget bounds it), then, once the hints are made
  *   (priming runs, not measured, their time printed), `cold`, `warm`, `sweep` (a warm run 31
- *   minutes after the hints were made at once: the first thirtieth of them due, the sweep at its
- *   heaviest, against one in 45 a run in steady state) and `1% new` (a warm run after an ingest
+ *   minutes after the hints were made at once: the first thirtieth of the quiet clients' hints due,
+ *   the sweep at its heaviest, against one in 45 a run in steady state; `--quiet` makes a share of
+ *   the running jobs quiet) and `1% new` (a warm run after an ingest
  *   step touched 1 % of the running jobs: the cost of a change). Each run prints where its time
  *   went (the job manager's `stepMs`).
  *
@@ -57,6 +58,8 @@ const USAGE = `npm run bench:fleet-scale [-- options]
   --sizes LIST   numbers of clients (default 10,100,1000,10000)
   --big          also 100,000 clients (seeding takes minutes)
   --tasks N      tasks per running job (default 4)
+  --quiet P      percent of running jobs whose tasks are ready only in 2 hours (default 0: all ready
+                 now); the sweep row re-reads only such quiet clients
   --designs LIST designs to measure (default today,hints); today's at 100,000 clients runs for many
                  minutes past its timeout, in the background, so measure it apart if at all
   --timeout S    the run's timeout in seconds (default 50, the deployed function's); a longer one
@@ -68,6 +71,7 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '10,100,1000,10000' },
     big: { type: 'boolean', default: false },
     tasks: { type: 'string', default: '4' },
+    quiet: { type: 'string', default: '0' },
     timeout: { type: 'string' },
     designs: { type: 'string', default: 'today,hints' },
     help: { type: 'boolean', default: false },
@@ -80,6 +84,9 @@ if (values.help) {
 const BIG = 100_000;
 const SIZES = [...values.sizes.split(',').map(Number), ...(values.big ? [BIG] : [])].sort((a, b) => a - b);
 const TASKS_PER_JOB = Number(values.tasks);
+/** Running jobs in 100 whose tasks are ready only in 2 hours (their clients are quiet). */
+const QUIET_PERCENT = Number(values.quiet);
+const isQuiet = (i: number) => (i / RUNNING_SHARE) % 100 < QUIET_PERCENT;
 /** One client in four has a running job. */
 const RUNNING_SHARE = 4;
 /** DynamoDB's largest item. */
@@ -209,8 +216,8 @@ async function measureHints(env: Env, clients: number): Promise<Measured> {
     const primer = handlerWith(Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
     const t0 = performance.now();
     let runs = 0;
-    // When the hints were made: the first priming run's clock (a hint made when a client is read
-    // is confirmed at once when it finds a task ready now, as every seeded client has).
+    // When the hints were confirmed: the clock of the last priming run that read a client (a hint
+    // that finds a task ready now is confirmed at once; one that finds none, by a second reading).
     let primedAt: number | undefined;
     while (runs < 6) {
       runs += 1;
@@ -218,16 +225,17 @@ async function measureHints(env: Env, clients: number): Promise<Measured> {
         functionName: JOB_MANAGER.id,
         timeoutMs: 3_600_000,
       });
-      primedAt ??= out.at;
+      if (out.read > 0) primedAt = out.at;
       if (out.read === 0 && out.unread === 0) break;
     }
     const priming = { runs, ms: performance.now() - t0 };
     const handler = handlerWith();
     const cold = await runOnce(env.meter, handler);
     const warm = await runOnce(env.meter, handler);
-    // 31 minutes after the priming run that made and confirmed the hints: their expiries are
-    // spread over their second half hour, so the first thirtieth of them has come due (one in 45
-    // a run on average in steady state). Then back to the wall clock, which those hints are not due at.
+    // 31 minutes after the priming run that confirmed the hints: the expiries of those that say
+    // nothing is ready (`--quiet`; a "ready" hint is not swept) are spread over their second half
+    // hour, so the first thirtieth of them has come due (one in 45 a run on average in steady
+    // state). Then back to the wall clock, which those hints are not due at.
     ahead = { at: (primedAt ?? Date.now()) + 31 * 60_000, from: Date.now() };
     const sweep = await runOnce(env.meter, handler);
     ahead = undefined;
@@ -403,7 +411,7 @@ function* itemsFor(
     };
     yield { table: 'control', ...keys.job(id, job.jobId), ...job, ...keys.jobStatusIndex(job) };
     for (let t = 0; t < TASKS_PER_JOB; t++) {
-      const task = taskOf(id, job.jobId, t, now);
+      const task = taskOf(id, job.jobId, t, now, isQuiet(i) ? now + 2 * 3_600_000 : now - 60_000);
       yield { table: 'tasks', ...keys.task(job.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
     }
   }
@@ -411,8 +419,8 @@ function* itemsFor(
 
 const jobIdOf = (i: number) => `01JOB${String(i).padStart(21, '0')}`;
 
-/** Task `t` of a seeded job, pending and ready a minute before `now`. */
-function taskOf(id: string, jobId: string, t: number, now: number): Task {
+/** Task `t` of a seeded job, pending, ready at `readyAt` (a minute before `now` unless told). */
+function taskOf(id: string, jobId: string, t: number, now: number, readyAt = now - 60_000): Task {
   return {
     clientId: id,
     jobId,
@@ -423,7 +431,7 @@ function taskOf(id: string, jobId: string, t: number, now: number): Task {
     variables: {},
     state: 'pending',
     attempts: 0,
-    readyAt: now - 60_000,
+    readyAt,
     updatedAt: now,
   };
 }
@@ -473,7 +481,7 @@ const now = Date.now();
 const env: Env = { cloud, meter, now };
 const results = new Map<string, Measured[]>(DESIGNS.map((d) => [d.name, []]));
 console.log(
-  `fleet-scale: the job manager's Lambda handler on DynamoDB Local, one client in four with a running job of ${TASKS_PER_JOB} ready tasks; client ids of 26 characters; timeout ${TIMEOUT_MS / 1000} s (deployed: ${JOB_MANAGER.timeoutSeconds} s); ${os.availableParallelism()} cores, load average ${fmt(os.loadavg()[0]!, 1)}\n`,
+  `fleet-scale: the job manager's Lambda handler on DynamoDB Local, one client in four with a running job of ${TASKS_PER_JOB} tasks (ready now${QUIET_PERCENT > 0 ? `; in ${QUIET_PERCENT} % of them, in 2 hours` : ''}); client ids of 26 characters; timeout ${TIMEOUT_MS / 1000} s (deployed: ${JOB_MANAGER.timeoutSeconds} s); ${os.availableParallelism()} cores, load average ${fmt(os.loadavg()[0]!, 1)}\n`,
 );
 try {
   let seeded = 0;
@@ -545,11 +553,11 @@ for (const design of DESIGNS) {
       );
     if (design.name === 'hints') {
       // What the measured warm run leaves out: the jittered sweeps coming due, spread over runs.
-      const sweep = steadySweepQueries(m.running);
+      const sweep = steadySweepQueries(Math.round((m.running * QUIET_PERCENT) / 100));
       const steady = requestsOf(m.warm) + sweep;
       const baseline = today ? requestsOf(today.warm) : undefined;
       console.log(
-        `${''.padStart(8)} steady state with nothing changing ≈ warm + the sweeps due each run (${fmt(sweep)} Queries: each client every ~45 runs × 16) = ${fmt(steady)} requests${baseline ? `, ÷${fmt(baseline / steady, 1)} against today's warm` : ''}`,
+        `${''.padStart(8)} steady state with nothing changing ≈ warm + the sweeps due each run (${fmt(sweep)} Queries: each quiet client every ~45 runs × 16; a client with work ready is not swept) = ${fmt(steady)} requests${baseline ? `, ÷${fmt(baseline / steady, 1)} against today's warm` : ''}`,
       );
     }
   }
@@ -584,12 +592,12 @@ console.log(
 );
 
 /**
- * Queries a run makes in steady state for the hints' sweep (`sweepEveryMs` 60 min, jittered over its
- * second half: a client every 45 runs on average, 16 Queries). The jobs' full checks (one job in
- * ten a run, in turns) are in every measured run already.
+ * Queries a run makes in steady state for the hints' sweep of `quiet` clients (`sweepEveryMs` 60
+ * min, jittered over its second half: a client every 45 runs on average, 16 Queries). The jobs'
+ * full checks (in turns) are in every measured run already.
  */
-function steadySweepQueries(running: number): number {
-  return Math.round((running / 45) * 16);
+function steadySweepQueries(quiet: number): number {
+  return Math.round((quiet / 45) * 16);
 }
 
 /** A run's step times, e.g. `states 6.1, complete 3.2` (steps under 0.05 s left out). */

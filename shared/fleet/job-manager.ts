@@ -97,7 +97,11 @@ export interface JobManagerOptions {
    * nothing it marks changed: the sweep that finds ready work a writer left no mark of. Default 60 min.
    */
   readonly sweepEveryMs?: number;
-  /** How far ahead a read of a client's outstanding tasks looks, so a quiet client is not read every run. Default 30 min. */
+  /**
+   * How far ahead a read of a client's outstanding tasks looks, so a quiet client is not read every
+   * run. Default `sweepEveryMs`: a quiet client is then read again when its jittered sweep comes
+   * due (from half to all of it), not all quiet clients of a mass start in the same run.
+   */
   readonly horizonMs?: number;
   /**
    * Most clients whose outstanding tasks a run reads (16 queries each); the rest wait for later
@@ -256,7 +260,7 @@ export class JobManager {
     this.#fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
     this.#runEveryMs = Math.min(options.runEveryMs ?? 60_000, this.#fullCheckEveryMs);
     this.#sweepEveryMs = options.sweepEveryMs ?? 60 * 60_000;
-    this.#horizonMs = Math.max(options.horizonMs ?? 30 * 60_000, this.#lookaheadMs);
+    this.#horizonMs = Math.max(options.horizonMs ?? this.#sweepEveryMs, this.#lookaheadMs);
     this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_000;
     this.#maxFullChecks = options.maxFullChecksPerRun ?? 500;
     this.#readForMs = options.readForMs ?? 20_000;

@@ -15,10 +15,13 @@
  *   holds the client, the tasks it starts, settles, retries or defers are its own business: it
  *   releases the client when it has no work left, and that release changes the mark.
  * A hint whose marks both still match is trusted; any other is read again. Whatever a writer does
- * that no mark sees (a hint is only a cache), every hint also expires after a jittered
- * `sweepEveryMs` (from half to all of it), so every client's tasks are read again at least that
- * often, spread over runs: a client with ready work gets a broker within that time in the worst
- * case, and within a run in every case the marks see.
+ * that no mark sees (a hint is only a cache), every hint that says "nothing ready" also expires
+ * after a jittered `sweepEveryMs` (from half to all of it), so a quiet client's tasks are read again
+ * at least that often, spread over runs: a client with ready work gets a broker within that time in
+ * the worst case, and within a run in every case the marks see. A hint that says "ready" does not
+ * expire: being wrong it only lists a client with nothing to do, whose broker takes the lease (the
+ * lease mark changes), finds nothing and releases it (changes again), and the client is read; a
+ * sweep of it would only confirm a listing that the next lease change checks anyway.
  */
 import type { Job } from '#shared/jobs/model.ts';
 
@@ -69,9 +72,12 @@ export function readyFromHint(
   now: number,
   readyBy: number,
 ): boolean | undefined {
-  if (!hint || now >= hint.expiresAt) return undefined;
+  if (!hint) return undefined;
   if (hint.jobsMark !== marks.jobs || hint.leaseMark !== marks.lease) return undefined;
-  if (hint.nextReadyAt !== undefined) return hint.nextReadyAt <= readyBy;
+  // "Ready" stands until a mark changes (see the module comment); "nothing ready" until its sweep.
+  if (hint.nextReadyAt !== undefined && hint.nextReadyAt <= readyBy) return true;
+  if (now >= hint.expiresAt) return undefined;
+  if (hint.nextReadyAt !== undefined) return false;
   return readyBy <= hint.quietUntil ? false : undefined;
 }
 

@@ -149,6 +149,29 @@ describe("the job manager's ready hints", () => {
     expect(listedAt[0]).toBeGreaterThanOrEqual(11);
   });
 
+  it('sweeps only hints that say nothing is ready: a ready one stands until a mark changes, and its lease changes are marks', async () => {
+    const { store, run, addClient, reads } = setup({ sweepEveryMs: 20 * MINUTE });
+    addClient('acme');
+    const j = job('acme');
+    store.putJob(j);
+    const ready = task(j);
+    store.putTask(ready);
+    await run(NOW);
+    const after = reads();
+    for (let i = 1; i <= 60; i++)
+      expect((await run(NOW + i * MINUTE, i % 7 === 0)).clients).toEqual(['acme']);
+    expect(reads()).toBe(after);
+    // A broker takes the client, works its task off and releases it: each lease change is a read;
+    // the last one finds nothing and the client is no longer listed.
+    store.leases.set('acme', { expiresAt: NOW + 62 * MINUTE, inFlight: [], token: 2 });
+    expect((await run(NOW + 61 * MINUTE)).clients).toEqual(['acme']);
+    expect(reads()).toBe(after + 1);
+    store.putTask({ ...ready, state: 'completed' });
+    store.leases.set('acme', { expiresAt: NOW + 61 * MINUTE, inFlight: [], token: 2 });
+    expect((await run(NOW + 62 * MINUTE)).clients).toEqual([]);
+    expect(reads()).toBe(after + 2);
+  });
+
   it('reads at most maxTaskReadsPerRun clients a run and lists the others unread, never dropping one', async () => {
     const { store, run, addClient } = setup({ maxTaskReadsPerRun: 2 });
     for (const id of ['a', 'b', 'c', 'd', 'e']) {
