@@ -602,10 +602,10 @@ function steadySweepQueries(quiet: number): number {
 
 /** A run's step times, e.g. `states 6.1, complete 3.2` (steps under 0.05 s left out). */
 function steps(stepMs: JobManagerResult['stepMs']): string {
-  return Object.entries(stepMs)
-    .filter(([, ms]) => ms >= 50)
-    .map(([step, ms]) => `${step} ${fmt(ms / 1000, 1)}`)
-    .join(', ');
+  const long = Object.entries(stepMs).filter(([, ms]) => ms >= 50);
+  return long.length === 0
+    ? 'each step < 0.05'
+    : long.map(([step, ms]) => `${step} ${fmt(ms / 1000, 1)}`).join(', ');
 }
 
 function ops(tally: Tally): string {
