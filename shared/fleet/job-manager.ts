@@ -158,7 +158,10 @@ export interface JobManagerResult {
   readonly stepMs: Readonly<Record<JobManagerStep, number>>;
 }
 
-/** The steps of a run, in order, as {@link JobManagerResult.stepMs} times them. */
+/**
+ * The steps of a run, in order, as {@link JobManagerResult.stepMs} times them (`start` includes
+ * asking for the desired version).
+ */
 export type JobManagerStep = 'start' | 'running' | 'states' | 'complete' | 'clients' | 'hints' | 'fleet';
 
 export class InvalidJobManagerOptionsError extends Error {

@@ -56,14 +56,19 @@ function minutesOf(time: string): number {
   return Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5));
 }
 
-/** Zones the runtime has said it knows (a finite set: unknown strings are not remembered). */
+/**
+ * Names the runtime has said are zones. Unknown strings are not remembered; known ones may be spelt
+ * in any case ("asia/tokyo"), which input controls, so the set is bounded too.
+ */
 const knownZones = new Set<string>();
+const ZONES_REMEMBERED = 2_048;
 
 /** Whether the runtime knows `value` as an IANA time zone. */
 export function isTimeZone(value: string): boolean {
   if (knownZones.has(value)) return true;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: value });
+    if (knownZones.size >= ZONES_REMEMBERED) knownZones.clear();
     knownZones.add(value);
     return true;
   } catch {
@@ -261,6 +266,8 @@ const compiled = new WeakMap<CallingHours, CompiledHours>();
  * broker its jobs) are new objects, mostly with the same few contents.
  */
 const compiledByContent = new Map<string, CompiledHours>();
+// (JSON drops keys whose value is undefined: such an object finds the hours it equals without them.
+// Validation's entry point is parseCallingHours, which sees every key.)
 const CONTENTS_REMEMBERED = 1_024;
 
 function compile(hours: CallingHours): CompiledHours {
