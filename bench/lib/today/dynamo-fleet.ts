@@ -56,31 +56,29 @@ export class DynamoFleetStore implements FleetStore {
     this.#tasksTable = options.tasksTable;
   }
 
-  // Today's listing read one byStatus partition page after page; the jobs are now in shards of it
-  // (keys.jobStatusIndex), read here one after another, as today's one partition was.
   async dueScheduledJobs(now: number): Promise<Job[]> {
-    const items: Item[] = [];
-    for (const partition of keys.jobStatusPartitions('scheduled'))
-      items.push(
-        ...(await this.#queryAll({
-          TableName: this.#controlTable,
-          IndexName: 'byStatus',
-          KeyConditionExpression: 'statusKey = :s AND dueKey <= :due',
-          ExpressionAttributeValues: { ':s': partition, ':due': `${iso(now)}${HIGH}` },
-        })),
-      );
-    return items as unknown as Job[];
+    return this.#listed('scheduled', 'statusKey = :s AND dueKey <= :due', { ':due': `${iso(now)}${HIGH}` });
   }
 
   async runningJobs(): Promise<Job[]> {
+    return this.#listed('running', 'statusKey = :s', {});
+  }
+
+  // Today's listing read one byStatus partition page after page; the jobs are now in shards of it
+  // (keys.jobStatusIndex), read here one after another, as today's one partition was.
+  async #listed(
+    status: 'scheduled' | 'running',
+    condition: string,
+    values: Record<string, unknown>,
+  ): Promise<Job[]> {
     const items: Item[] = [];
-    for (const partition of keys.jobStatusPartitions('running'))
+    for (const partition of keys.jobStatusPartitions(status))
       items.push(
         ...(await this.#queryAll({
           TableName: this.#controlTable,
           IndexName: 'byStatus',
-          KeyConditionExpression: 'statusKey = :s',
-          ExpressionAttributeValues: { ':s': partition },
+          KeyConditionExpression: condition,
+          ExpressionAttributeValues: { ...values, ':s': partition },
         })),
       );
     return items as unknown as Job[];

@@ -28,16 +28,22 @@ function setup(options: { maxTaskReadsPerRun?: number; sweepEveryMs?: number } =
   const addClient = (id: string) =>
     store.clients.set(id, { settings: client(id, weekdays('Asia/Tokyo', '09:00', '18:00')), paused: false });
   const reads = () => store.taskReads.length;
-  return { store, run, addClient, reads };
+  /** A client with one running job of one task (ready a minute ago unless told). */
+  const clientWithTask = (id: string, overrides: Parameters<typeof task>[1] = {}) => {
+    addClient(id);
+    const j = job(id);
+    store.putJob(j);
+    const t = task(j, overrides);
+    store.putTask(t);
+    return { j, t };
+  };
+  return { store, run, addClient, reads, clientWithTask };
 }
 
 describe("the job manager's ready hints", () => {
   it('reads a quiet client twice (the second confirms the first), then trusts its hint, cold or warm', async () => {
-    const { store, run, addClient, reads } = setup();
-    addClient('acme');
-    const j = job('acme');
-    store.putJob(j);
-    store.putTask(task(j, { readyAt: NOW + 3 * 3600_000 }));
+    const { run, reads, clientWithTask } = setup();
+    clientWithTask('acme', { readyAt: NOW + 3 * 3600_000 });
 
     expect((await run(NOW)).clients).toEqual([]);
     expect((await run(NOW + MINUTE)).clients).toEqual([]);
@@ -78,11 +84,8 @@ describe("the job manager's ready hints", () => {
   });
 
   it('keeps listing a client with ready work from its hint, without reading its tasks', async () => {
-    const { store, run, addClient, reads } = setup();
-    addClient('acme');
-    const j = job('acme');
-    store.putJob(j);
-    store.putTask(task(j));
+    const { run, reads, clientWithTask } = setup();
+    clientWithTask('acme');
 
     await run(NOW);
     await run(NOW + MINUTE);
@@ -94,11 +97,8 @@ describe("the job manager's ready hints", () => {
   });
 
   it('reads a client again when an ingest step changes its job, and lists it within the run', async () => {
-    const { store, run, addClient } = setup();
-    addClient('acme');
-    const j = job('acme');
-    store.putJob(j);
-    store.putTask(task(j, { readyAt: NOW + 3 * 3600_000 }));
+    const { store, run, clientWithTask } = setup();
+    const { j } = clientWithTask('acme', { readyAt: NOW + 3 * 3600_000 });
     await run(NOW);
     await run(NOW + MINUTE);
 
@@ -111,12 +111,8 @@ describe("the job manager's ready hints", () => {
   });
 
   it('reads a client again when its broker releases it, and stops listing it once its ready tasks are gone', async () => {
-    const { store, run, addClient } = setup();
-    addClient('acme');
-    const j = job('acme');
-    store.putJob(j);
-    const ready = task(j);
-    store.putTask(ready);
+    const { store, run, clientWithTask } = setup();
+    const { t: ready } = clientWithTask('acme');
     await run(NOW);
     expect((await run(NOW + MINUTE)).clients).toEqual(['acme']);
 
@@ -131,12 +127,8 @@ describe("the job manager's ready hints", () => {
   });
 
   it('finds ready work a writer left no mark of within sweepEveryMs', async () => {
-    const { store, run, addClient } = setup({ sweepEveryMs: 20 * MINUTE });
-    addClient('acme');
-    const j = job('acme');
-    store.putJob(j);
-    const later = task(j, { readyAt: NOW + 3 * 3600_000 });
-    store.putTask(later);
+    const { store, run, clientWithTask } = setup({ sweepEveryMs: 20 * MINUTE });
+    const { t: later } = clientWithTask('acme', { readyAt: NOW + 3 * 3600_000 });
     await run(NOW);
     await run(NOW + MINUTE);
 
@@ -150,12 +142,8 @@ describe("the job manager's ready hints", () => {
   });
 
   it('sweeps only hints that say nothing is ready: a ready one stands until a mark changes, and its lease changes are marks', async () => {
-    const { store, run, addClient, reads } = setup({ sweepEveryMs: 20 * MINUTE });
-    addClient('acme');
-    const j = job('acme');
-    store.putJob(j);
-    const ready = task(j);
-    store.putTask(ready);
+    const { store, run, reads, clientWithTask } = setup({ sweepEveryMs: 20 * MINUTE });
+    const { t: ready } = clientWithTask('acme');
     await run(NOW);
     const after = reads();
     for (let i = 1; i <= 60; i++)
