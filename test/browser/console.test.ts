@@ -9,11 +9,11 @@
  * Every input is labelled and the controls are reached with the keyboard. Screenshots go to
  * `.test-results/screenshots` (`SCREENSHOTS_DIR=docs/screenshots` refreshes the README's).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import chromium from '@sparticuz/chromium';
-import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type CDPSession, type HTTPRequest, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from '#local/stack.ts';
 import { MAX_UPLOAD_BYTES, uploadTooLargeReason } from '#shared/jobs/upload-limit.ts';
@@ -209,7 +209,14 @@ describe('the operator console in a browser', () => {
     const downloads = path.join(work, 'downloads');
     mkdirSync(downloads);
     const cdp = await page.createCDPSession();
-    await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+    await cdp.send('Browser.setDownloadBehavior', {
+      behavior: 'allow',
+      downloadPath: downloads,
+      eventsEnabled: true,
+    });
+    // Chromium reserves the file's final name with an empty file while it writes the
+    // .crdownload: the file is read only once the browser says the download completed.
+    const downloaded = downloadCompleted(cdp);
     // The button is reached with the keyboard: focused, then Enter.
     let clicked = false;
     for (const button of await page.$$('button')) {
@@ -226,7 +233,7 @@ describe('the operator console in a browser', () => {
         timeout: 60_000,
       },
     );
-    const file = await waitForFile(downloads);
+    const file = await downloaded;
     const report = readFileSync(path.join(downloads, file), 'utf8');
     expect(report).toContain('電話できない');
     expect(report.match(/\+819011110001|\+819011110002|\+819011110003/g)?.length).toBeGreaterThanOrEqual(3);
@@ -454,10 +461,14 @@ async function tabTo(label: string): Promise<boolean> {
   return false;
 }
 
-async function waitForFile(dir: string): Promise<string> {
-  for (;;) {
-    const done = readdirSync(dir).find((f) => !f.endsWith('.crdownload'));
-    if (done) return done;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/** The file name of the next download, once Chromium reports it completed (CDP events). */
+function downloadCompleted(cdp: CDPSession): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const names = new Map<string, string>();
+    cdp.on('Browser.downloadWillBegin', (e) => names.set(e.guid, e.suggestedFilename));
+    cdp.on('Browser.downloadProgress', (e) => {
+      if (e.state === 'completed') resolve(names.get(e.guid) ?? '');
+      if (e.state === 'canceled') reject(new Error('the download was canceled'));
+    });
+  });
 }
