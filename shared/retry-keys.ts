@@ -43,6 +43,18 @@ export function multicastRetryKey(jobId: string, attempt: number, taskIds: reado
   return uuidV5(`multicast:${jobId}:${attempt}:${[...taskIds].sort().join(',')}`);
 }
 
+/**
+ * A chunk's retry key (`shared/jobs/chunks.ts`): one per chunk and attempt, whoever sends it. A
+ * holder that crashed after sending leaves its claim page; the heir sends the same chunk again
+ * under the same key (a member opted out since is left out: LINE refuses the key, not the body)
+ * and LINE answers 409.
+ */
+export function chunkRetryKey(jobId: string, chunkTaskId: string, attempt: number): string {
+  if (!Number.isInteger(attempt) || attempt < 1)
+    throw new RangeError(`attempt must be an integer ≥ 1, got ${attempt}`);
+  return uuidV5(`chunk:${jobId}:${chunkTaskId}:${attempt}`);
+}
+
 /** How long LINE remembers a retry key. */
 export const RETRY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 

@@ -71,6 +71,19 @@ export function compileTemplate(template: MessageTemplate): CompiledTemplate {
   return result;
 }
 
+/**
+ * True when a job's message is the same for every recipient (a valid template without
+ * placeholders): its recipients may be held in chunks and sent as multicasts.
+ */
+export function isSharedMessage(template: MessageTemplate | undefined): boolean {
+  if (!template) return false;
+  try {
+    return compileTemplate(template).variables.length === 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Fills `{{name}}` in one string; throws {@link MissingVariableError} for an unknown name. */
 export function fill(text: string, variables: Readonly<Record<string, string>>): string {
   return text.replace(PLACEHOLDER, (_, name: string) => {

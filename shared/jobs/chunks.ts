@@ -1,0 +1,164 @@
+/**
+ * Multicast work held per chunk (docs/multicast-chunks.md): the recipients of a message job whose
+ * message is the same for everyone, up to {@link CHUNK_MEMBERS} of them, in one task-shaped item
+ * instead of one task each. A chunk moves through the task lifecycle as one task does (pending, in
+ * flight, retry-wait, an end) and is sent as one multicast under one retry key per attempt
+ * (`chunkRetryKey`); a member that ends apart from the rest (opted out, suppressed, capped) is
+ * written in the chunk's `except` map.
+ *
+ * Everything that reads tasks one recipient at a time (the report, the outcome webhooks, the
+ * cancel sweep's counts) reads a chunk through {@link memberTasks}: one {@link Task} per member,
+ * with the very task id the member would have had as a task of its own (`recipientTaskId`), so a
+ * report or an outcome event does not show how the work was held.
+ *
+ * Members are stored packed: a LINE user id (`U` + 32 hex digits) in 16 bytes, its row in 4; 500
+ * members take 10 KB, under a third of them written as strings.
+ */
+import { recipientTaskId } from '#shared/csv/duplicates.ts';
+import type { Task, TaskState } from './model.ts';
+
+/** Most members a chunk holds: LINE's multicast limit (`MAX_MULTICAST_RECIPIENTS`). */
+export const CHUNK_MEMBERS = 500;
+
+const CHUNK_ID_PREFIX = 'chunk-';
+const LINE_USER_ID = /^U[0-9a-f]{32}$/;
+const ID_BYTES = 16;
+const ROW_BYTES = 4;
+
+/** A member's end when it differs from its chunk's: it left the chunk's work early. */
+export interface MemberEnd {
+  readonly state: Extract<TaskState, 'completed' | 'failed' | 'cancelled' | 'expired'>;
+  readonly lastResult?: string;
+  readonly reason?: string;
+  /** Attempts it had started when it ended (the chunk's attempts go on). */
+  readonly attempts: number;
+  readonly updatedAt: number;
+}
+
+/** The record of a chunk: a task's, without the per-recipient fields, plus its packed members. */
+export interface Chunk extends Omit<Task, 'taskId' | 'row' | 'recipient' | 'name' | 'variables'> {
+  /** `chunk-{first row}`: the first row read on the ingest page it came from ({@link chunkTaskId}). */
+  readonly taskId: string;
+  /** The members' LINE user ids, 16 bytes each, in row order. */
+  readonly members: Uint8Array;
+  /** The members' rows, 4 bytes each (big-endian), in the same order. */
+  readonly rows: Uint8Array;
+  /** Members that ended apart from the chunk, by their index in `members`. */
+  readonly except?: Readonly<Record<string, MemberEnd>>;
+}
+
+/** One member of a chunk. */
+export interface ChunkMember {
+  readonly index: number;
+  readonly recipient: string;
+  readonly row: number;
+}
+
+export class ChunkMemberError extends Error {
+  override name = 'ChunkMemberError';
+}
+
+/**
+ * The id of the chunk an ingest page's recipients are held in: named by the first row *read* on
+ * the page (not the first accepted), so a page written again after a crash, when new opt-outs may
+ * drop other rows, writes the same chunk and never one that overlaps it.
+ */
+export function chunkTaskId(firstRowRead: number): string {
+  if (!Number.isSafeInteger(firstRowRead) || firstRowRead < 1)
+    throw new RangeError(`a chunk is named by a row ≥ 1, got ${firstRowRead}`);
+  return `${CHUNK_ID_PREFIX}${String(firstRowRead).padStart(10, '0')}`;
+}
+
+/** True for a chunk's task id (a task of one recipient has a UUID: `recipientTaskId`). */
+export function isChunkTaskId(taskId: string): boolean {
+  return taskId.startsWith(CHUNK_ID_PREFIX);
+}
+
+/** True for a stored item or image that is a chunk. */
+export function isChunk(item: { readonly taskId?: unknown }): boolean {
+  return typeof item.taskId === 'string' && isChunkTaskId(item.taskId);
+}
+
+/** Members packed for a chunk item; throws {@link ChunkMemberError} for a recipient that is not a LINE user id. */
+export function packMembers(members: readonly Omit<ChunkMember, 'index'>[]): Pick<Chunk, 'members' | 'rows'> {
+  if (members.length < 1 || members.length > CHUNK_MEMBERS)
+    throw new ChunkMemberError(`a chunk holds 1 to ${CHUNK_MEMBERS} members, got ${members.length}`);
+  const ids = new Uint8Array(members.length * ID_BYTES);
+  const rows = new Uint8Array(members.length * ROW_BYTES);
+  const rowView = new DataView(rows.buffer);
+  members.forEach(({ recipient, row }, i) => {
+    if (!LINE_USER_ID.test(recipient))
+      throw new ChunkMemberError(`a chunk's member is a LINE user id (U + 32 hex digits), got ${recipient}`);
+    if (!Number.isInteger(row) || row < 1 || row > 0xffff_ffff)
+      throw new ChunkMemberError(`a member's row is 1 to ${0xffff_ffff}, got ${row}`);
+    ids.set(Buffer.from(recipient.slice(1), 'hex'), i * ID_BYTES);
+    rowView.setUint32(i * ROW_BYTES, row);
+  });
+  return { members: ids, rows };
+}
+
+/** The chunk's members, in order; throws {@link ChunkMemberError} when its packed fields disagree. */
+export function chunkMembers(chunk: Pick<Chunk, 'members' | 'rows'>): ChunkMember[] {
+  const ids = chunk.members;
+  const rows = chunk.rows;
+  const count = ids.length / ID_BYTES;
+  if (!Number.isInteger(count) || rows.length !== count * ROW_BYTES)
+    throw new ChunkMemberError(`a chunk's members (${ids.length} bytes) and rows (${rows.length}) disagree`);
+  const rowView = new DataView(rows.buffer, rows.byteOffset, rows.byteLength);
+  const out: ChunkMember[] = [];
+  for (let i = 0; i < count; i++) {
+    const recipient = `U${Buffer.from(ids.buffer, ids.byteOffset + i * ID_BYTES, ID_BYTES).toString('hex')}`;
+    out.push({ index: i, recipient, row: rowView.getUint32(i * ROW_BYTES) });
+  }
+  return out;
+}
+
+/**
+ * Each member as the task it stands for: its own task id, row and recipient; the state, attempts
+ * and result of its end in `except`, else the chunk's.
+ */
+export function memberTasks(chunk: Chunk): Task[] {
+  const { members: _m, rows: _r, except, taskId: _t, ...shared } = chunk;
+  return chunkMembers(chunk).map(({ index, recipient, row }) => {
+    const own = except?.[String(index)];
+    const base = {
+      ...shared,
+      taskId: recipientTaskId(chunk.jobId, recipient),
+      row,
+      recipient,
+      variables: {},
+    };
+    if (!own) return base;
+    const { lastResult: _l, reason: _reason, ...rest } = base;
+    return {
+      ...rest,
+      state: own.state,
+      attempts: own.attempts,
+      updatedAt: own.updatedAt,
+      ...(own.lastResult === undefined ? {} : { lastResult: own.lastResult }),
+      ...(own.reason === undefined ? {} : { reason: own.reason }),
+    };
+  });
+}
+
+/** How many of the chunk's members its own state speaks for (those not ended apart). */
+export function membersInChunkState(chunk: Pick<Chunk, 'members' | 'except'>): number {
+  return chunk.members.length / ID_BYTES - Object.keys(chunk.except ?? {}).length;
+}
+
+/**
+ * An ingest page's accepted recipients split into chunks of at most {@link CHUNK_MEMBERS}, in row
+ * order: the first named by the page's first row read, each next one by its own first member's row
+ * (rows only grow through a file, so names never collide between pages).
+ */
+export function pageChunks<M extends Omit<ChunkMember, 'index'>>(
+  firstRowRead: number,
+  members: readonly M[],
+): { readonly taskId: string; readonly members: readonly M[] }[] {
+  const out: { taskId: string; members: readonly M[] }[] = [];
+  for (let i = 0; i < members.length; i += CHUNK_MEMBERS) {
+    const part = members.slice(i, i + CHUNK_MEMBERS);
+    out.push({ taskId: chunkTaskId(i === 0 ? firstRowRead : part[0]!.row), members: part });
+  }
+  return out;
+}
