@@ -20,11 +20,21 @@ import {
   type QueryCommandOutput,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { type Chunk, isChunk, membersInChunkState } from '#shared/jobs/chunks.ts';
 import { keys } from '#shared/jobs/model.ts';
 import type { SweepEnding, SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
 import { OPEN_TASK_STATES, sweepMove } from '#shared/jobs/task-lifecycle.ts';
 import { endedTaskExpiry } from '#shared/resources.ts';
-import { claimHolds, claimKey, settleDonePages } from './dynamo-claim-pages.ts';
+import {
+  claimHolds,
+  claimKey,
+  countEnd,
+  type EndCounts,
+  type EndState,
+  jobCountsUpdate,
+  noEnds,
+  settleDonePages,
+} from './dynamo-claim-pages.ts';
 import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
 
 /** Task updates per transaction: with the job's count, 25 items (the oldest service limit). */
@@ -75,9 +85,9 @@ class DynamoTaskCanceller implements TaskCanceller {
         TableName: this.#tasksTable,
         KeyConditionExpression: 'pk = :pk',
         FilterExpression: open.condition,
-        ExpressionAttributeNames: { ...STATE_NAME, '#channel': 'channel' },
+        ExpressionAttributeNames: { ...STATE_NAME, '#channel': 'channel', '#except': 'except' },
         ExpressionAttributeValues: { ':pk': pk, ...open.values },
-        ProjectionExpression: 'taskId, #state, #channel, readyAt, startedAt',
+        ProjectionExpression: 'taskId, #state, #channel, readyAt, startedAt, members, #except',
         ConsistentRead: true,
         Limit: this.#pageItems,
         ...(cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: cursor } }),
@@ -85,7 +95,7 @@ class DynamoTaskCanceller implements TaskCanceller {
     );
     const last = out.LastEvaluatedKey?.sk;
     return {
-      tasks: await this.#withClaimPages(clientId, jobId, (out.Items ?? []) as SweptTask[]),
+      tasks: await this.#withClaimPages(clientId, jobId, (out.Items ?? []).map(sweptTask)),
       ...(typeof last === 'string' ? { next: last } : {}),
     };
   }
@@ -123,15 +133,16 @@ class DynamoTaskCanceller implements TaskCanceller {
     let left = [...group];
     for (let tryNo = 1; left.length > 0; tryNo++) {
       try {
+        const counts = sweptEnds(left, ending);
         await this.#doc.send(
           new TransactWriteCommand({
             TransactItems: [
               ...left.map((task) => this.#taskEnd(jobId, task, ending, now)),
-              this.#countUpdate(clientId, jobId, ending, left.length, now),
+              jobCountsUpdate(this.#controlTable, clientId, jobId, counts, false, now),
             ],
           }),
         );
-        return left.length;
+        return counts.completed + counts.failed + counts.cancelled + counts.expired;
       } catch (error) {
         if (!(error instanceof TransactionCanceledException)) throw error;
         const codes = (error.CancellationReasons ?? []).map((r) => r.Code);
@@ -199,28 +210,47 @@ class DynamoTaskCanceller implements TaskCanceller {
     } else {
       condition = { ConditionExpression: from.condition, ExpressionAttributeValues: common };
     }
+    if (task.members) {
+      // A chunk: counted as read, so only while no other member ended apart since.
+      condition = {
+        ConditionExpression: `${condition.ConditionExpression} AND (attribute_not_exists(#except) OR size(#except) = :apart)`,
+        ExpressionAttributeValues: {
+          ...condition.ExpressionAttributeValues,
+          ':apart': task.members.apart.length,
+        },
+      };
+    }
     return {
       Update: {
         TableName: this.#tasksTable,
         Key: keys.task(jobId, task.taskId),
         UpdateExpression: `SET #state = ${to.placeholder}, reason = :reason, updatedAt = :now, expiresAt = :expiresAt REMOVE openPk, openSk, claimToken`,
         ...condition,
-        ExpressionAttributeNames: STATE_NAME,
+        ExpressionAttributeNames: { ...STATE_NAME, ...(task.members ? { '#except': 'except' } : {}) },
       },
     };
   }
+}
 
-  /** The job's count of the sweep's end state moved by the tasks ended, on a job that has counts. */
-  #countUpdate(clientId: string, jobId: string, ending: SweepEnding, n: number, now: number) {
-    return {
-      Update: {
-        TableName: this.#controlTable,
-        Key: keys.job(clientId, jobId),
-        UpdateExpression: 'ADD #counts.#ended :n SET updatedAt = :now',
-        ConditionExpression: 'attribute_exists(#counts)',
-        ExpressionAttributeNames: { '#counts': 'counts', '#ended': ending.state },
-        ExpressionAttributeValues: { ':n': n, ':now': now },
-      },
-    };
+/** A swept item as the sweep sees it: a chunk with its members' share. */
+function sweptTask(item: Record<string, unknown>): SweptTask {
+  const { members: _members, except: _except, ...task } = item;
+  if (!isChunk(item)) return task as SweptTask;
+  const chunk = item as unknown as Chunk;
+  const apart = Object.values(chunk.except ?? {}).map((end) => ({
+    state: end.state,
+    ...(end.reason === undefined ? {} : { reason: end.reason }),
+  }));
+  return { ...(task as SweptTask), members: { inState: membersInChunkState(chunk), apart } };
+}
+
+/** What ending `tasks` moves the job's counts by: a chunk's members all, those apart by their own end. */
+function sweptEnds(tasks: readonly SweptTask[], ending: SweepEnding): EndCounts {
+  const counts = noEnds();
+  for (const task of tasks) {
+    const inState = task.members?.inState ?? 1;
+    for (let i = 0; i < inState; i++) countEnd(counts, ending.state, ending.reason);
+    for (const apart of task.members?.apart ?? []) countEnd(counts, apart.state as EndState, apart.reason);
   }
+  return counts;
 }

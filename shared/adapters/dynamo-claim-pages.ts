@@ -21,6 +21,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DeleteCommand, type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { type Chunk, isChunk, memberTasks } from '#shared/jobs/chunks.ts';
 import { keys } from '#shared/jobs/model.ts';
 import { isFinal } from '#shared/jobs/task-lifecycle.ts';
 import { isSuppressedReason } from '#shared/suppressions/model.ts';
@@ -129,14 +130,16 @@ export function endsOnPage(sk: string, items: Iterable<Item>): EndCounts {
   const counts = noEnds();
   for (const item of items) {
     if (item.endedOn !== sk || !isFinal(item.state as never)) continue;
-    countEnd(counts, item.state as EndState, item.reason as string | undefined);
+    // A chunk's members are counted all at once, when the chunk ends: those that ended apart too.
+    const ended = isChunk(item) ? memberTasks(item as unknown as Chunk) : [item];
+    for (const task of ended) countEnd(counts, task.state as EndState, task.reason as string | undefined);
   }
   return counts;
 }
 
 /**
  * The job's counts moved by `counts` (ADD), on a job that has counts; with `notCancelled`, only
- * while the job is not cancelled.
+ * while the job is not cancelled; with `now`, its `updatedAt` set.
  */
 export function jobCountsUpdate(
   controlTable: string,
@@ -144,6 +147,7 @@ export function jobCountsUpdate(
   jobId: string,
   counts: EndCounts,
   notCancelled = false,
+  now?: number,
 ) {
   const suppressed = counts.suppressed > 0;
   return {
@@ -152,7 +156,8 @@ export function jobCountsUpdate(
       Key: keys.job(clientId, jobId),
       UpdateExpression:
         'ADD #counts.#completed :completed, #counts.#failed :failed, #counts.#cancelled :cancelled, #counts.#expired :expired' +
-        (suppressed ? ', #counts.#suppressed :suppressed' : ''),
+        (suppressed ? ', #counts.#suppressed :suppressed' : '') +
+        (now === undefined ? '' : ' SET updatedAt = :now'),
       ConditionExpression: notCancelled
         ? 'attribute_exists(#counts) AND #status <> :cancelledStatus'
         : 'attribute_exists(#counts)',
@@ -172,6 +177,7 @@ export function jobCountsUpdate(
         ':expired': counts.expired,
         ...(suppressed ? { ':suppressed': counts.suppressed } : {}),
         ...(notCancelled ? { ':cancelledStatus': 'cancelled' } : {}),
+        ...(now === undefined ? {} : { ':now': now }),
       },
     },
   };

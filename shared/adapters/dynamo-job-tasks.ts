@@ -8,6 +8,7 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
+import { type Chunk, isChunk, memberTasks } from '#shared/jobs/chunks.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import type { TaskStore } from '#shared/jobs/ports.ts';
 
@@ -22,10 +23,10 @@ function backoffMs(attempt: number): number {
   return Math.random() * Math.min(2_000, 25 * 2 ** attempt);
 }
 
-/** The task record of an item (without keys and index attributes). */
-function toTask(item: Record<string, unknown>): Task {
+/** The task records of an item (without keys and index attributes): a chunk's, one per member. */
+function tasksOf(item: Record<string, unknown>): Task[] {
   const { pk: _pk, sk: _sk, openPk: _openPk, openSk: _openSk, ...task } = item;
-  return task as unknown as Task;
+  return isChunk(task) ? memberTasks(task as unknown as Chunk) : [task as unknown as Task];
 }
 
 /** The item of a task: its keys, the record, and its outstanding-index entry while it may start. */
@@ -110,7 +111,7 @@ export function makeDynamoTaskStore(
             ...(start ? { ExclusiveStartKey: start } : {}),
           }),
         );
-        for (const item of out.Items ?? []) yield toTask(item);
+        for (const item of out.Items ?? []) yield* tasksOf(item);
         start = out.LastEvaluatedKey;
       } while (start);
     },

@@ -6,6 +6,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
+import { type Chunk, isChunk, memberTasks } from '#shared/jobs/chunks.ts';
 import type { JobImage, RecordChange, TaskImage } from '#shared/outcomes/events.ts';
 
 type Image = Record<string, unknown>;
@@ -27,6 +28,10 @@ const READ_ATTRIBUTES = [
   'status',
   'failureReason',
   'counts',
+  // A chunk's (`shared/jobs/chunks.ts`): its members, their rows, those that ended apart.
+  'members',
+  'rows',
+  'except',
 ] as const;
 
 /**
@@ -86,12 +91,29 @@ export function changeOfStreamRecord(record: DynamoDBRecord): RecordChange | und
   return undefined;
 }
 
-/** The changes of a stream batch, in its order. */
+/**
+ * A chunk's change as its members': each member's task image after, and before it the chunk's own
+ * state. A member's end is told once, with its chunk's (the stream's filter passes a chunk's
+ * change only when the chunk ends), also for a member that ended apart earlier: its counts move
+ * then too (`endsOnPage`).
+ */
+function memberChanges(change: Extract<RecordChange, { kind: 'task' }>): RecordChange[] {
+  const after = memberTasks(change.after as unknown as Chunk);
+  return after.map((member) => ({
+    kind: 'task',
+    sequence: change.sequence,
+    ...(change.before ? { before: { ...member, state: change.before.state } } : {}),
+    after: member,
+  }));
+}
+
+/** The changes of a stream batch, in its order (a chunk's as its members'). */
 export function changesOfStreamRecords(records: readonly DynamoDBRecord[]): RecordChange[] {
   const out: RecordChange[] = [];
   for (const record of records) {
     const change = changeOfStreamRecord(record);
-    if (change) out.push(change);
+    if (change?.kind === 'task' && isChunk(change.after)) out.push(...memberChanges(change));
+    else if (change) out.push(change);
   }
   return out;
 }

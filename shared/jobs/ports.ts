@@ -240,6 +240,14 @@ export type SweptTask = Pick<Task, 'taskId' | 'state' | 'channel' | 'readyAt' | 
    * held until its page's hold ends (`readyAt`); its item is still in this (waiting) state.
    */
   readonly storedState?: Task['state'];
+  /**
+   * A chunk's (`shared/jobs/chunks.ts`): how many members its own state speaks for, and the ends of
+   * those that ended apart — all counted when the chunk ends. Absent: one task.
+   */
+  readonly members?: {
+    readonly inState: number;
+    readonly apart: readonly { readonly state: Task['state']; readonly reason?: string }[];
+  };
 };
 
 /** A page of the tasks of a shard the sweep reads. */

@@ -1,6 +1,10 @@
+import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { changeOfStreamRecord } from '#shared/adapters/dynamo-stream-changes.ts';
+import { changeOfStreamRecord, changesOfStreamRecords } from '#shared/adapters/dynamo-stream-changes.ts';
+import { recipientTaskId } from '#shared/csv/duplicates.ts';
+import { chunkTaskId, packMembers } from '#shared/jobs/chunks.ts';
+import { eventOfChange } from '#shared/outcomes/events.ts';
 
 const task = (state: string) => ({
   pk: { S: 'J1#0' },
@@ -66,5 +70,63 @@ describe('stream records as outcome changes', () => {
     expect(
       changeOfStreamRecord(record({ pk: { S: 'LEASE#c1' } }, { pk: { S: 'LEASE#c1' }, sk: { S: 'LEASE' } })),
     ).toBeUndefined();
+  });
+
+  it("tells a chunk's end as each member's, one that ended apart with its own end", () => {
+    const id = (n: number) => `U${n.toString(16).padStart(32, '0')}`;
+    const chunk = (state: string, extra: object = {}) =>
+      marshall(
+        {
+          pk: 'J1#3',
+          sk: chunkTaskId(2),
+          clientId: 'c1',
+          jobId: 'J1',
+          taskId: chunkTaskId(2),
+          channel: 'message',
+          state,
+          attempts: 1,
+          updatedAt: 1_700_000_000_000,
+          ...packMembers([2, 3, 4].map((row) => ({ recipient: id(row), row }))),
+          except: {
+            '2': { state: 'cancelled', reason: 'opted out', attempts: 0, updatedAt: 1_600_000_000_000 },
+          },
+          ...extra,
+        },
+        { removeUndefinedValues: true },
+      );
+    const changes = changesOfStreamRecords([
+      record(chunk('in-flight'), chunk('completed', { lastResult: 'delivered' })),
+    ]);
+    const events = changes.map((c) => eventOfChange(c, 0));
+    expect(events.map((e) => e?.data)).toEqual([
+      {
+        jobId: 'J1',
+        taskId: recipientTaskId('J1', id(2)),
+        row: 2,
+        channel: 'message',
+        state: 'completed',
+        outcome: 'delivered',
+        attempts: 1,
+      },
+      {
+        jobId: 'J1',
+        taskId: recipientTaskId('J1', id(3)),
+        row: 3,
+        channel: 'message',
+        state: 'completed',
+        outcome: 'delivered',
+        attempts: 1,
+      },
+      {
+        jobId: 'J1',
+        taskId: recipientTaskId('J1', id(4)),
+        row: 4,
+        channel: 'message',
+        state: 'cancelled',
+        reason: 'opted out',
+        attempts: 0,
+      },
+    ]);
+    expect(new Set(events.map((e) => e?.id)).size).toBe(3);
   });
 });

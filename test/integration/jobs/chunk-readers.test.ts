@@ -1,0 +1,140 @@
+/**
+ * A message job's recipients held in one chunk item (`shared/jobs/chunks.ts`), read by what reads
+ * tasks one recipient at a time, on the local cloud: the cancel sweep ends the chunk and moves the
+ * job's counts by every member (one that ended apart by its own end), and the report lists each
+ * member on its own row with its own task id. Nothing writes chunks yet: the test puts one where
+ * ingest will (docs/multicast-chunks.md, step 2).
+ */
+
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { recipientTaskId } from '#shared/csv/duplicates.ts';
+import { type Chunk, chunkTaskId, packMembers } from '#shared/jobs/chunks.ts';
+import { keys, type Task } from '#shared/jobs/model.ts';
+import { tasksInShardOrder } from '#shared/jobs/report.ts';
+import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
+import { testCloud, uniqueName } from '../../support/cloud.ts';
+import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
+import { readOutstanding, readTasks } from '../../support/task-table.ts';
+
+const cloud = testCloud();
+const tasksTable = cloud.info.tableNames.tasks!;
+const harness = useJobsApi(cloud);
+const call = (method: string, path: string, body?: unknown, contentType = 'application/json') =>
+  harness.call(method, path, body, { 'content-type': contentType });
+
+const recipient = (i: number) => `U${(0xc4a0c000 + i).toString(16).padStart(32, '0')}`;
+
+/** A scheduled message job of `n` LINE recipients with one message for all, as ingest leaves it. */
+async function sharedMessageJob(n: number): Promise<{ clientId: string; jobId: string; tasks: Task[] }> {
+  const clientId = uniqueName('chunk');
+  expect(
+    (await call('PUT', `/clients/${clientId}`, { ...CLIENT, messageChannelId: 'chunk-channel' })).status,
+  ).toBe(200);
+  const rows = Array.from({ length: n }, (_, i) => recipient(i));
+  const csv = Buffer.from(`userId\n${rows.join('\n')}\n`, 'utf8');
+  const created = await call(
+    'POST',
+    `/clients/${clientId}/jobs?name=sale&channel=message&message=Sale`,
+    csv,
+    'text/csv',
+  );
+  expect(created.status).toBe(201);
+  const { jobId } = created.body;
+  await eventually(async () => {
+    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    return body.status === 'scheduled' ? body : undefined;
+  }, 'the ingest');
+  return { clientId, jobId, tasks: await readTasks(cloud.doc, tasksTable, jobId) };
+}
+
+/** The job's tasks replaced by one waiting chunk of the same recipients and rows, the second ended apart. */
+async function intoOneChunk(tasks: readonly Task[]): Promise<Chunk> {
+  const first = tasks[0]!;
+  const chunk: Chunk = {
+    clientId: first.clientId,
+    jobId: first.jobId,
+    taskId: chunkTaskId(first.row),
+    channel: 'message',
+    state: 'pending',
+    attempts: 0,
+    readyAt: first.readyAt,
+    updatedAt: Date.now(),
+    ...packMembers(tasks.map((t) => ({ recipient: t.recipient, row: t.row }))),
+    except: {
+      '1': {
+        state: 'failed',
+        lastResult: 'invalid',
+        reason: 'LINE refused the user',
+        attempts: 1,
+        updatedAt: 5,
+      },
+    },
+  };
+  for (const task of tasks) {
+    await cloud.doc.send(
+      new DeleteCommand({ TableName: tasksTable, Key: keys.task(task.jobId, task.taskId) }),
+    );
+  }
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: tasksTable,
+      Item: { ...keys.task(chunk.jobId, chunk.taskId), ...chunk, ...keys.outstandingIndex(chunk) },
+    }),
+  );
+  return chunk;
+}
+
+describe('a chunk read as its members', () => {
+  it('is cancelled whole, each member counted by its own end, and reported on its own row', async () => {
+    const { clientId, jobId, tasks } = await sharedMessageJob(4);
+    expect(tasks).toHaveLength(4);
+    await intoOneChunk(tasks);
+    const members = [];
+    const store = makeDynamoTaskStore(cloud.doc, tasksTable);
+    for await (const task of tasksInShardOrder((shard) => store.shard(jobId, shard))) members.push(task);
+    expect(members.map((t) => [t.taskId, t.row, t.recipient, t.state]).sort()).toEqual(
+      tasks
+        .map((t, i) => [
+          recipientTaskId(jobId, t.recipient),
+          t.row,
+          t.recipient,
+          i === 1 ? 'failed' : 'pending',
+        ])
+        .sort(),
+    );
+
+    expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`)).status).toBe(200);
+    const job = await eventually(async () => {
+      const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+      return body.counts.outstanding === 0 ? body : undefined;
+    }, 'the cancel sweep');
+    expect(job.counts).toMatchObject({ tasks: 4, completed: 0, failed: 1, cancelled: 3, outstanding: 0 });
+    const [stored] = await readTasks<Task & Chunk>(cloud.doc, tasksTable, jobId);
+    expect(stored).toMatchObject({ state: 'cancelled', reason: JOB_CANCELLED_REASON });
+    expect(await readOutstanding(cloud.doc, tasksTable, clientId, jobId)).toEqual([]);
+
+    const report = await eventually(async () => {
+      const answer = await call('GET', `/clients/${clientId}/jobs/${jobId}/report`);
+      if (answer.status === 200) return String(answer.body);
+      if (answer.status !== 303) return undefined;
+      return (await fetch(answer.location!)).text();
+    }, 'the report');
+    const lines = report
+      .replace(/^\ufeff/, '')
+      .trim()
+      .split('\r\n')
+      .slice(1)
+      .sort();
+    expect(lines).toEqual(
+      tasks
+        .map((t, i) =>
+          i === 1
+            ? `${t.row},${t.recipient},failed,1,invalid,LINE refused the user,,`
+            : `${t.row},${t.recipient},cancelled,0,,${JOB_CANCELLED_REASON},,`,
+        )
+        .sort(),
+    );
+  });
+});
