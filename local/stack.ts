@@ -22,6 +22,7 @@ import { type FunctionId, functions } from '#shared/functions.ts';
 import { ADMINS_GROUP, clientGroup } from '#shared/operators/tenancy.ts';
 import { routes } from '#shared/routes.ts';
 import { clientSecretName, rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
+import { CONNECT_EVENT_RULES, matchesContactRule } from '#shared/telephony/connect-contact.ts';
 import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';
 import { type ApiGatewayServer, type InvokeStatement, startApiGateway } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud, type LocalCloudOptions, startLocalCloud } from './cloud.ts';
@@ -183,8 +184,8 @@ async function loadHandler<E, R>(id: FunctionId): Promise<Handler<E, R>> {
 }
 
 /**
- * The Amazon Connect emulator; its contact events go to the connect-events handler and, for a
- * `DISCONNECTED` event, to connect-opt-outs (the stack's two EventBridge rules), each invoked as
+ * The Amazon Connect emulator; its contact events go to connect-events and connect-opt-outs as the
+ * stack's two EventBridge rules route them (`CONNECT_EVENT_RULES`), each invoked as
  * Lambda's asynchronous invocation would, once `target` names them. A failure of either is retried
  * by the far side for both (each handler is idempotent).
  */
@@ -199,9 +200,11 @@ async function startLocalConnect(options: LocalStackOptions) {
   const emulator = await startConnectEmulator({
     timeScale: options.telephonyTimeScale ?? 30,
     ...(options.connectTalkSeconds === undefined ? {} : { durationSeconds: options.connectTalkSeconds }),
+    // Each rule's pattern, as EventBridge matches it (the instance is the emulator's own).
     deliver: async (event) => {
-      await invoke('connect-events', event);
-      if (event.detail.eventType === 'DISCONNECTED') await invoke('connect-opt-outs', event);
+      for (const id of ['connect-events', 'connect-opt-outs'] as const) {
+        if (matchesContactRule(event.detail, CONNECT_EVENT_RULES[id])) await invoke(id, event);
+      }
     },
   });
   return {

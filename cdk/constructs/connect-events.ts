@@ -19,6 +19,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { functions } from '#shared/functions.ts';
 import { tableSpec } from '#shared/resources.ts';
+import { CONNECT_EVENT_RULES } from '#shared/telephony/connect-contact.ts';
 import type { BrokerFleet } from './broker-fleet.ts';
 import { SwitchboardFunction } from './function.ts';
 import { settlingFunction } from './settling-function.ts';
@@ -57,7 +58,7 @@ export class ConnectEvents extends Construct {
         detailType: ['Amazon Connect Contact Event'],
         detail: {
           instanceArn: instanceArns,
-          eventType: ['INITIATED', 'CONNECTED_TO_SYSTEM', 'DISCONNECTED'],
+          ...CONNECT_EVENT_RULES['connect-events'],
         },
       },
       targets: [
@@ -108,7 +109,7 @@ export class ConnectEvents extends Construct {
       eventPattern: {
         source: ['aws.connect'],
         detailType: ['Amazon Connect Contact Event'],
-        detail: { instanceArn: instanceArns, eventType: ['DISCONNECTED'] },
+        detail: { instanceArn: instanceArns, ...CONNECT_EVENT_RULES['connect-opt-outs'] },
       },
       targets: [
         new targets.LambdaFunction(this.optOuts, { retryAttempts: 8, maxEventAge: Duration.hours(1) }),

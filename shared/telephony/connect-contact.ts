@@ -31,6 +31,31 @@ const NO_ANSWER = new Set([
 const MACHINE = new Set(['VOICEMAIL_BEEP', 'VOICEMAIL_NO_BEEP']);
 const NOT_A_PERSON = new Set(['FAX_MACHINE_DETECTED', 'SIT_TONE_INVALID_NUMBER', 'SIT_TONE_DETECTED']);
 
+/**
+ * What each EventBridge rule routes of a configured instance's contact events (its `detail`
+ * pattern beside the instance ARNs; the local cloud matches events against the same):
+ * connect-events takes the call events of contacts Switchboard started — `StartOutboundVoiceContact`
+ * makes a contact of initiation method `API`
+ * (https://docs.aws.amazon.com/connect/latest/adminguide/contact-initiation-methods.html) — so an
+ * instance's inbound, transferred or callback contacts never invoke it; connect-opt-outs takes every
+ * contact's end, a transferred one's too (its chain's attributes may carry the opt-out).
+ */
+export const CONNECT_EVENT_RULES = {
+  'connect-events': {
+    eventType: ['INITIATED', 'CONNECTED_TO_SYSTEM', 'DISCONNECTED'],
+    initiationMethod: ['API'],
+  },
+  'connect-opt-outs': { eventType: ['DISCONNECTED'] },
+} as const satisfies Record<string, Record<string, readonly string[]>>;
+
+/** True when an event's `detail` matches a rule's pattern of {@link CONNECT_EVENT_RULES} (every field one of its values). */
+export function matchesContactRule(
+  detail: Readonly<Record<string, unknown>>,
+  rule: Readonly<Record<string, readonly string[]>>,
+): boolean {
+  return Object.entries(rule).every(([field, values]) => values.includes(detail[field] as string));
+}
+
 /** The attempt key Switchboard stores in the contact's attributes (`DescribeContact` returns them). */
 export const CONNECT_KEY_ATTRIBUTE = 'switchboard_attempt_key';
 

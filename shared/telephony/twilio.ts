@@ -27,7 +27,7 @@ export function parseForm(body: string): FormParams {
 
 /**
  * The signature Twilio sends for a POST to `url` with `params`: the URL, then each parameter's
- * name and value (values of a repeated name sorted), names in byte order, HMAC-SHA1 with the auth
+ * name and value (values of a repeated name sorted, each once), names in byte order, HMAC-SHA1 with the auth
  * token, base64.
  */
 export function twilioSignature(authToken: string, url: string, params: FormParams): string {
@@ -35,7 +35,9 @@ export function twilioSignature(authToken: string, url: string, params: FormPara
   for (const [name, value] of params) byName.set(name, [...(byName.get(name) ?? []), value]);
   let data = url;
   for (const name of [...byName.keys()].sort(byteOrder)) {
-    for (const value of byName.get(name)!.sort(byteOrder)) data += name + value;
+    // A value repeated under one name counts once, as Twilio's own validator (twilio-node
+    // `toFormUrlEncodedParam`: `Array.from(new Set(values)).sort()`) computes it.
+    for (const value of [...new Set(byName.get(name)!)].sort(byteOrder)) data += name + value;
   }
   return createHmac('sha1', authToken).update(data, 'utf8').digest('base64');
 }
@@ -100,9 +102,9 @@ export function parseTwilioTime(value: string | null | undefined): number | unde
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-/** AMD's answers that mean an answering machine (or a fax), not a person. */
+/** AMD's answers that mean an answering machine (`machine_start`, `machine_end_beep`, …). */
 export function isMachine(answeredBy: string | null | undefined): boolean {
-  return typeof answeredBy === 'string' && (answeredBy.startsWith('machine') || answeredBy === 'fax');
+  return typeof answeredBy === 'string' && answeredBy.startsWith('machine');
 }
 
 interface TwilioCallFacts {
@@ -115,7 +117,7 @@ interface TwilioCallFacts {
 
 /**
  * Twilio's call status as Switchboard's: `in-progress` is answered; a `completed` call an
- * answering machine took (AMD on) is `voicemail`; `canceled` (hung up while queued or ringing) is
+ * answering machine took (AMD on) is `voicemail`, one a fax took `failed`; `canceled` (hung up while queued or ringing) is
  * a failure that names it; `queued` and `initiated` are the call being dialled.
  */
 function statusOf(facts: TwilioCallFacts): { status: CallStatus; reason?: string } {
@@ -128,6 +130,8 @@ function statusOf(facts: TwilioCallFacts): { status: CallStatus; reason?: string
     case 'in-progress':
       return { status: 'answered' };
     case 'completed':
+      // A fax is nobody to leave a message with: failed, as Amazon Connect's FAX_MACHINE_DETECTED is.
+      if (facts.answeredBy === 'fax') return { status: 'failed', reason: 'answered by fax' };
       return isMachine(facts.answeredBy)
         ? { status: 'voicemail', reason: `answered by ${facts.answeredBy}` }
         : { status: 'completed' };

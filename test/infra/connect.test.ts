@@ -36,6 +36,8 @@ describe('Amazon Connect instances given', () => {
             { 'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp(`:instance/${B}$`)])] },
           ],
           eventType: ['INITIATED', 'CONNECTED_TO_SYSTEM', 'DISCONNECTED'],
+          // Contacts Switchboard started (StartOutboundVoiceContact): no inbound or transferred one.
+          initiationMethod: ['API'],
         },
       },
       Targets: [

@@ -14,10 +14,12 @@ import { makeConnectTelephonyProvider } from '#shared/adapters/connect-telephony
 import { attemptKey } from '#shared/retry-keys.ts';
 import {
   attemptOfContact,
+  CONNECT_EVENT_RULES,
   CONNECT_OPT_OUT_ATTRIBUTE,
   connectInstanceOf,
   contactAsksToOptOut,
   contactStatusEvent,
+  matchesContactRule,
   readContactEvent,
 } from '#shared/telephony/connect-contact.ts';
 import type { CallRequest, CallSnapshot, TelephonyProvider } from '#shared/telephony/port.ts';
@@ -262,5 +264,25 @@ describe('Amazon Connect adapter and emulator', () => {
       expect(contactAsksToOptOut({ [CONNECT_OPT_OUT_ATTRIBUTE]: value })).toBe(false);
     expect(contactAsksToOptOut(undefined)).toBe(false);
     expect(attemptOfContact({ switchboard_client: 'c1' })).toBeUndefined();
+  });
+});
+
+describe("the stack's contact event rules", () => {
+  const routed = (detail: Record<string, unknown>) =>
+    (['connect-events', 'connect-opt-outs'] as const).filter((id) =>
+      matchesContactRule(detail, CONNECT_EVENT_RULES[id]),
+    );
+
+  it("send connect-events only the calls Switchboard started, and connect-opt-outs every contact's end", () => {
+    expect(routed({ eventType: 'INITIATED', initiationMethod: 'API' })).toEqual(['connect-events']);
+    expect(routed({ eventType: 'DISCONNECTED', initiationMethod: 'API' })).toEqual([
+      'connect-events',
+      'connect-opt-outs',
+    ]);
+    // An instance's own inbound calls and transfers: never a call of a task.
+    expect(routed({ eventType: 'CONNECTED_TO_SYSTEM', initiationMethod: 'INBOUND' })).toEqual([]);
+    expect(routed({ eventType: 'DISCONNECTED', initiationMethod: 'TRANSFER' })).toEqual(['connect-opt-outs']);
+    expect(routed({ eventType: 'QUEUED', initiationMethod: 'API' })).toEqual([]);
+    expect(routed({ eventType: 'INITIATED' })).toEqual([]);
   });
 });

@@ -44,6 +44,22 @@ describe('X-Twilio-Signature', () => {
     expect(twilioSignature('12345', url, params('+14158675309'))).toBe('RSOYDt4T1cUTdK1PDd93/VVr8B8=');
   });
 
+  it('counts a value repeated under one name once, as Twilio does', () => {
+    const repeated: [string, string][] = [
+      ['Sid', 'CA123'],
+      ['Digits', '5678'],
+      ['Digits', '1234'],
+      ['Digits', '1234'],
+    ];
+    const once: [string, string][] = [
+      ['Sid', 'CA123'],
+      ['Digits', '1234'],
+      ['Digits', '5678'],
+    ];
+    expect(twilioSignature('12345', url, repeated)).toBe(twilioSignature('12345', url, once));
+    expect(twilioSignature('12345', url, repeated)).not.toBe(twilioSignature('12345', url, once.slice(0, 2)));
+  });
+
   it('verifies with or without the default port, and with the previous token during a rotation', () => {
     const header = twilioSignature(
       '12345',
@@ -137,6 +153,10 @@ describe('Twilio status callbacks as call events', () => {
         now,
       ),
     ).toMatchObject({ status: 'voicemail', reason: 'answered by machine_end_beep' });
+    // A fax is failed (not retried as voicemail), as Amazon Connect's FAX_MACHINE_DETECTED is.
+    expect(
+      twilioStatusEvent(form({ CallStatus: 'completed', AnsweredBy: 'fax', CallDuration: '5' }), 'k', now),
+    ).toMatchObject({ status: 'failed', reason: 'answered by fax' });
     expect(twilioStatusEvent(form({ CallStatus: 'busy' }), 'k', now).status).toBe('busy');
     expect(
       twilioStatusEvent(form({ CallStatus: 'no-answer', SipResponseCode: '487' }), 'k', now).status,
