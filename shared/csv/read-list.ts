@@ -372,6 +372,17 @@ function checkRow(
   if (cells.length < expected || cells.slice(expected).some((cell) => cell.trim() !== '')) {
     return reject({ code: 'ragged-row', reason: `expected ${expected} columns, got ${cells.length}` });
   }
+  // A character the file's encoding cannot read (decoded as U+FFFD): nothing garbled is spoken or sent.
+  const broken = cells.findIndex((c) => c.includes('\uFFFD'));
+  if (broken >= 0) {
+    return reject({
+      code: 'bad-encoding',
+      reason:
+        "a cell has bytes that are not text in the file's encoding (a character cut in two, or text from a file in another encoding)",
+      ...(map.headers[broken] === undefined ? {} : { column: map.headers[broken] }),
+      value: reportValue(cells[broken]!.trim()),
+    });
+  }
   const cell = cells[map.recipient]!;
   const checked = checkRecipient(cell);
   if (!checked.ok) {

@@ -115,6 +115,36 @@ describe('UTF-8 or Shift_JIS half-width katakana', () => {
     });
   });
 
+  it('keeps a mostly-UTF-8 file UTF-8 when a field is cut inside a character, and rejects only that row', async () => {
+    const cut = Buffer.from('佐藤').subarray(0, 5); // 佐 and two of 藤's three bytes
+    const file = Buffer.concat([
+      Buffer.from('phone,name\n090-1111-2222,山田花子\n090-1111-3333,'),
+      cut,
+      Buffer.from('\n090-1111-4444,鈴木一郎\n'),
+    ]);
+    expect(utf8OrCp932(file)).toBe('utf-8');
+    expect(sniffEncoding(file, true)).toEqual({ encoding: 'utf-8', bomLength: 0 });
+    const { result, tasks, entries } = await ingestBytes(file);
+    expect(tasks.map((t) => [t.row, t.name])).toEqual([
+      [2, '山田花子'],
+      [4, '鈴木一郎'],
+    ]);
+    expect(entries).toEqual([
+      expect.objectContaining({ row: 3, outcome: 'rejected', code: 'bad-encoding', column: 'name' }),
+    ]);
+    expect(result.counts).toMatchObject({ accepted: 2, rejected: 1 });
+    // Too little UTF-8 to outweigh the break: read as CP932, as before.
+    expect(utf8OrCp932(Buffer.concat([Buffer.from('090-1111-3333,山田,'), cut]))).toBe('cp932');
+    // Shift_JIS Japanese stays Shift_JIS: its kanji and kana are not UTF-8 at all.
+    for (const text of [
+      '090-1111-0001,山田太郎,東京都千代田区\r\n',
+      'ﾔﾏﾀﾞ ﾀﾛｳ,ｶﾌﾞｼｷｶﾞｲｼｬ',
+      'あいうえお、かきくけこ',
+    ]) {
+      expect([text, utf8OrCp932(cp932(text))]).toEqual([text, 'cp932']);
+    }
+  });
+
   it('keeps UTF-8 for accented letters inside Latin words, symbols such as ¥, and any 3-byte character', () => {
     for (const text of ['José', 'Zoë', 'Müller', 'ñandú', '¥1000', '25°C', 'ﾐｶ 東京', 'crème brûlée']) {
       expect([text, utf8OrCp932(Buffer.from(text))]).toEqual([text, 'utf-8']);
