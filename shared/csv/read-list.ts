@@ -365,6 +365,12 @@ function checkRow(
     });
   }
   const { cells } = event;
+  if (event.acrossLines !== undefined) {
+    return reject({
+      code: 'bad-quote',
+      reason: `a quote opened in this row is closed in the wrong place, so ${event.acrossLines} lines from here were read as one row: fix the quotes and upload again`,
+    });
+  }
   const expected = map.headers.length;
   // Trailing empty cells past the header (and under the empty header cells `mapHeader` drops)
   // are what Excel writes when its used range is wider than the header: no data is lost, so

@@ -49,6 +49,11 @@ export type CsvEvent =
       readonly kind: 'record';
       readonly row: number;
       readonly cells: readonly string[];
+      /**
+       * Set when a quote opened in the record is closed in the wrong place after line ends (`"abc`
+       * … `,"e"`): `relax_quotes` made those lines (other rows) one cell. How many lines it took.
+       */
+      readonly acrossLines?: number;
       /** Offset in the file right after this record (0 when the file can only be re-read). */
       readonly end: number;
     }
@@ -221,6 +226,8 @@ class CountingParser extends Parser {
 
 interface ParsedRecord {
   readonly cells: string[];
+  /** Lines a quote closed in the wrong place made one record of (`quoteClosedAcrossLines`). */
+  readonly acrossLines?: number;
   readonly end: number;
 }
 
@@ -264,13 +271,22 @@ async function* parseRecords(
     relax_quotes: true,
     relax_column_count: true,
     // The only error left with the options above is a quote still open at the end of the file;
-    // it is reported as a broken row, not a broken job.
+    // it is reported as a broken row, not a broken job. A quote closed in the wrong place after
+    // line ends is no error here: `read-list.ts` rejects the cell it made (`bad-quote`).
     skip_records_with_error: true,
     max_record_size: 0,
-    on_record: ((cells: string[], context: { bytes: number }): ParsedRecord => {
+    // The record's raw text, for the rare record whose cells hold a line end (`quoteClosedAcrossLines`).
+    raw: true,
+    on_record: ((
+      { record: cells }: { record: string[] },
+      context: { bytes: number; raw: string },
+    ): ParsedRecord => {
       parsedRecords++;
       parsedEnd = context.bytes;
-      return { cells, end: context.bytes };
+      const lines = cells.some((cell) => LINE_END_RE.test(cell))
+        ? quoteClosedAcrossLines(context.raw, at.delimiter)
+        : undefined;
+      return { cells, end: context.bytes, ...(lines === undefined ? {} : { acrossLines: lines }) };
     }) as unknown as Options['on_record'],
     on_skip: () => {
       unclosedQuote = true;
@@ -292,8 +308,55 @@ async function* parseRecords(
     if (row <= at.skipThroughRow) continue;
     const end = at.offsetBase === null ? 0 : at.offsetBase + record.end;
     if (length > limits.maxRowBytes) yield { kind: 'too-long', row, bytes: length, end };
-    else yield { kind: 'record', row, cells: decoder.decodeRecord(record.cells), end };
+    else {
+      const cells = decoder.decodeRecord(record.cells);
+      yield {
+        kind: 'record',
+        row,
+        cells,
+        end,
+        ...(record.acrossLines ? { acrossLines: record.acrossLines } : {}),
+      };
+    }
   }
   if (runawayAfter !== undefined) yield { kind: 'runaway', row: at.rowBase + runawayAfter + 1 };
   else if (unclosedQuote) yield { kind: 'unclosed-quote', row: at.rowBase + seen + 1 };
+}
+
+const LINE_END_RE = /[\r\n]/;
+
+/**
+ * The lines a record's raw text spans when one of its quoted cells runs past a line end and is
+ * then closed by a quote that neither doubles nor ends the cell (a stray `"` that opened the cell,
+ * closed by another cell's opening quote lines later); undefined for a well-quoted record.
+ */
+export function quoteClosedAcrossLines(raw: string, delimiter: string): number | undefined {
+  const body = raw.replace(/(\r\n|\r|\n)$/, '');
+  let i = 0;
+  while (i <= body.length) {
+    if (body[i] !== '"') {
+      const next = body.indexOf(delimiter, i);
+      if (next < 0) return undefined;
+      i = next + delimiter.length;
+      continue;
+    }
+    let j = i + 1;
+    for (;;) {
+      const quote = body.indexOf('"', j);
+      if (quote < 0) return undefined; // open to the end: the parser's own error
+      if (body[quote + 1] === '"') {
+        j = quote + 2;
+        continue;
+      }
+      const after = body.slice(quote + 1, quote + 1 + delimiter.length);
+      if (quote + 1 === body.length || after === delimiter) {
+        i = quote + 1 + delimiter.length;
+        break;
+      }
+      // Closed in the wrong place: a fault only when the cell ran past a line end first.
+      if (!LINE_END_RE.test(body.slice(i, quote))) return undefined;
+      return body.split(/\r\n|\r|\n/).length;
+    }
+  }
+  return undefined;
 }

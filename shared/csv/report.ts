@@ -9,6 +9,7 @@ export type ReportCode =
   | 'ragged-row'
   | 'row-too-long'
   | 'unclosed-quote'
+  | 'bad-quote'
   | 'bad-encoding'
   | 'bad-time-zone'
   | 'duplicate'

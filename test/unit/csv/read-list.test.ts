@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { type DuplicateFilter, inMemoryDuplicateFilter } from '#shared/csv/duplicates.ts';
 import { IngestInputError, ingestRows } from '#shared/csv/read-list.ts';
+import { quoteClosedAcrossLines } from '#shared/csv/records.ts';
 import { chunked, ingestBytes } from './support.ts';
 
 describe('line endings', () => {
@@ -18,6 +19,37 @@ describe('line endings', () => {
         [5, 'C'],
       ]);
     }
+  });
+});
+
+describe('quotes', () => {
+  it("rejects a row whose quote is closed in the wrong place lines later: other rows' people never become its text", async () => {
+    const csv = 'phone,name\n090-1111-2222,"abc\n090-1111-3333,d\n090-1111-4444,"e"\n090-1111-5555,f\n';
+    const { result, tasks, entries } = await ingestBytes(Buffer.from(csv));
+    expect(tasks.map((t) => [t.row, t.recipient, t.name])).toEqual([[3, '+819011115555', 'f']]);
+    expect(entries).toEqual([expect.objectContaining({ row: 2, outcome: 'rejected', code: 'bad-quote' })]);
+    expect(entries[0]!.reason).toContain('3 lines from here were read as one row');
+    expect(result.counts).toMatchObject({ dataRows: 2, accepted: 1, rejected: 1 });
+    expect(quoteClosedAcrossLines('1,"abc\n2,d\n3,"e"\n', ',')).toBe(3);
+  });
+
+  it('keeps well-quoted cells over several lines (one starting with a quote too), and stray quotes in a one-line cell', async () => {
+    const csv = [
+      'phone,name,memo',
+      '090-1111-2222,A,"line 1\nline 2, ""quoted"""',
+      '090-1111-3333,B,"""Hi""\nthere"',
+      `090-1111-4444,C,5'11" tall`,
+      '',
+    ].join('\n');
+    const { tasks, entries } = await ingestBytes(Buffer.from(csv));
+    expect(entries).toEqual([]);
+    expect(tasks.map((t) => t.variables.memo)).toEqual([
+      'line 1\nline 2, "quoted"',
+      '"Hi"\nthere',
+      `5'11" tall`,
+    ]);
+    expect(quoteClosedAcrossLines('1,"""Hi""\nthere"\n', ',')).toBeUndefined();
+    expect(quoteClosedAcrossLines('1;"a\nb";"c"\r\n', ';')).toBeUndefined();
   });
 });
 
