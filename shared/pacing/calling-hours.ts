@@ -99,9 +99,56 @@ const weeklySchema = z.strictObject(
   >,
 );
 
+/**
+ * Abbreviations and bare offsets the runtime accepts as zones but a list must not: `EST` is a link
+ * to America/Panama (UTC−5 all year) and `MST` to America/Phoenix, so a New York recipient's hours
+ * would be an hour off all summer; `CST` is Chicago to the runtime and China to a Chinese list;
+ * `+09:00` names no place. The tz database's own upper-case names that follow their place's
+ * daylight saving (or have none) stay zones, and so do the short mixed-case ones: {@link UPPER_CASE_ZONES}.
+ */
+const ABBREVIATION_OR_OFFSET = /^(?:[A-Z]{2,5}\d{0,2}[A-Z]{0,4}|[+-]\d{1,2}(?::?\d{2})?)$/;
+const UPPER_CASE_ZONES = new Set([
+  'UTC',
+  'UCT',
+  'GMT',
+  'GMT0',
+  'CET',
+  'MET',
+  'EET',
+  'WET',
+  'EST5EDT',
+  'CST6CDT',
+  'MST7MDT',
+  'PST8PDT',
+  'GB',
+  'NZ',
+  'PRC',
+  'ROC',
+  'ROK',
+  // Names of five letters or fewer the tz database spells in mixed case (compared upper-cased).
+  'CUBA',
+  'EGYPT',
+  'EIRE',
+  'IRAN',
+  'JAPAN',
+  'LIBYA',
+  'ZULU',
+]);
+
+/** True for an abbreviation or offset that is no zone of a place (`EST`, `cst`, `+09:00`), whatever its case. */
+export function isAbbreviationOrOffset(zone: string): boolean {
+  const upper = zone.trim().toUpperCase();
+  return ABBREVIATION_OR_OFFSET.test(upper) && !UPPER_CASE_ZONES.has(upper);
+}
+
 export const callingHoursSchema = z
   .strictObject({
-    timeZone: z.string().refine(isTimeZone, 'must be an IANA time zone such as Asia/Tokyo'),
+    timeZone: z
+      .string()
+      .refine(
+        (zone) => isTimeZone(zone) && !isAbbreviationOrOffset(zone),
+        'must be an IANA time zone such as Asia/Tokyo or America/New_York (not an abbreviation such as EST, nor an offset)',
+      ),
     weekly: weeklySchema,
   })
   .superRefine((hours, ctx) => {

@@ -8,7 +8,7 @@
  */
 import ct from 'countries-and-timezones';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
-import { type CallingHours, isTimeZone } from './calling-hours.ts';
+import { type CallingHours, isAbbreviationOrOffset, isTimeZone } from './calling-hours.ts';
 
 export { isTimeZone };
 
@@ -31,6 +31,13 @@ export function checkTimeZoneCell(
   cell: string,
 ): { readonly ok: true; readonly timeZone: string } | { readonly ok: false; readonly reason: string } {
   const zone = cell.trim();
+  if (isAbbreviationOrOffset(zone)) {
+    return {
+      ok: false,
+      reason:
+        'an abbreviation or offset, not a place: write the IANA zone (such as America/New_York or Asia/Tokyo), which says when daylight saving applies',
+    };
+  }
   if (zone !== '' && isTimeZone(zone)) {
     return {
       ok: true,

@@ -37,6 +37,24 @@ describe("a recipient's zone (issue 14 #4)", () => {
     expect(checkTimeZoneCell('Asia/Tokyo')).toEqual({ ok: true, timeZone: 'Asia/Tokyo' });
     expect(checkTimeZoneCell('Mars/Olympus')).toMatchObject({ ok: false });
     expect(checkTimeZoneCell('+09:00 JST')).toMatchObject({ ok: false });
+    // Abbreviations and offsets the runtime takes as zones name no place: EST is Panama to it
+    // (no daylight saving), CST Chicago (China Standard Time to a Chinese list).
+    for (const cell of ['EST', 'est', 'MST', 'CST', 'PST', 'JST', 'HST', '+09:00', '-0500', '+9']) {
+      expect([cell, checkTimeZoneCell(cell)]).toEqual([
+        cell,
+        expect.objectContaining({ ok: false, reason: expect.stringContaining('abbreviation or offset') }),
+      ]);
+    }
+    // The tz database's own short names stay zones.
+    for (const [cell, zone] of [
+      ['UTC', 'UTC'],
+      ['EST5EDT', 'America/New_York'],
+      ['Japan', 'Asia/Tokyo'],
+      ['NZ', 'Pacific/Auckland'],
+      ['Etc/GMT-9', 'Etc/GMT-9'],
+    ]) {
+      expect(checkTimeZoneCell(cell!)).toEqual({ ok: true, timeZone: zone });
+    }
   });
 });
 

@@ -51,7 +51,9 @@ describe('client settings', () => {
         'timeZone',
       ].sort(),
     );
-    expect(errors.timeZone).toEqual(['must be an IANA time zone such as Asia/Tokyo']);
+    expect(errors.timeZone).toEqual([
+      'must be an IANA time zone such as Asia/Tokyo or America/New_York (not an abbreviation such as EST, nor an offset)',
+    ]);
     expect(errors['callingHours.mon[1]']![0]).toMatch(/overlaps weekly\.mon\[0\]/);
     expect(errors.colour).toEqual(['is not a known field']);
   });

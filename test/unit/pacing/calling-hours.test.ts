@@ -240,6 +240,13 @@ describe('calling hours validation', () => {
     ).toEqual(['weekly.sun[0]']);
   });
 
+  it('refuses an abbreviation or offset for a zone: EST is Panama to the runtime, with no daylight saving', () => {
+    for (const timeZone of ['EST', 'cst', '+09:00']) {
+      expect(issuesOf({ timeZone, weekly: {} }).map((i) => i.path)).toEqual(['timeZone']);
+    }
+    expect(() => parseCallingHours({ timeZone: 'America/New_York', weekly: {} })).not.toThrow();
+  });
+
   it('rejects unknown days and fields rather than ignoring them', () => {
     const issues = issuesOf({ timeZone: 'UTC', weekly: { monday: [] }, zone: 'x' });
     expect(issues.map((i) => i.path).sort()).toEqual(['', 'weekly']);
