@@ -12,7 +12,7 @@ import {
   type CallStatusOutcome,
   type CallStatusRequest,
 } from '#shared/broker/settle.ts';
-import type { TwilioStatusRequest } from '#shared/broker/twilio-status.ts';
+import { isGatherAction, type TwilioStatusRequest } from '#shared/broker/twilio-status.ts';
 import { decodeRequestBody, getHeader, jsonResponse } from '#shared/http/api-gateway.ts';
 import type { Logger } from '#shared/log.ts';
 import { CallbackSecretNotSetError } from '#shared/telephony/callback-secrets.ts';
@@ -50,6 +50,13 @@ export function twilioSignedUrls(event: APIGatewayProxyEventV2, publicUrl: strin
   return publicUrl === undefined ? [seen] : [...new Set([`${publicUrl}${query}`, seen])];
 }
 
+/** What a Gather's action request is answered: the key was taken, the call ends. */
+const GATHER_ANSWER: APIGatewayProxyStructuredResultV2 = {
+  statusCode: 200,
+  headers: { 'content-type': 'text/xml; charset=utf-8' },
+  body: '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>',
+};
+
 export function makeCallStatusHandler(deps: {
   /** The provider name this deployment takes callbacks from (the `{provider}` path segment). */
   provider: string;
@@ -79,6 +86,9 @@ export function makeCallStatusHandler(deps: {
       deps.log.metrics({ CallStatusCallbacks: 1 }, { outcome, provider });
       // A callback about no call of ours: acknowledged (no retries), said once.
       if (outcome === 'unknown-task') deps.log.info('status callback for no known task', { provider });
+      // A Gather's action request runs what it is answered: TwiML that ends the call, never JSON
+      // (Twilio would say "an application error has occurred" to the person).
+      if (isTwilio && isGatherAction(decodeRequestBody(event))) return GATHER_ANSWER;
       return jsonResponse(200, { outcome });
     } catch (error) {
       const mapped = toHttpError(error);

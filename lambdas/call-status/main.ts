@@ -1,6 +1,7 @@
 /** Wires the call-status route to the real AWS clients; configuration is read once, at start. */
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
@@ -58,6 +59,7 @@ export const handler = observe(
       record: makeRecordTwilioStatus({
         ...settle,
         authTokens: (clientId) => clientSecrets.verifying(clientId),
+        links: makeDynamoCallLinks(doc, tasksTable),
       }),
       // Set by the stack (the URL the brokers give Twilio); unset locally, where the request's own URL is it.
       ...(process.env.TWILIO_CALLBACK_URL ? { publicUrl: process.env.TWILIO_CALLBACK_URL } : {}),

@@ -34,12 +34,23 @@ function setup() {
   store.add(clientSettings({ clientId: 'c2' }), j2, [
     { ...t2!, state: 'in-flight', attempts: 1, startedAt: NOW - 60_000 },
   ]);
+  const suppressed: { clientId: string; recipient: string }[] = [];
   const settle = {
     tasks: store,
     leases: { endpointOf: async () => 'http://10.0.0.7:8080' },
     notifier: { callEnded: async () => {} },
     clock,
+    suppressions: {
+      add: async (clientId: string, entries: readonly { recipient: string }[]) => {
+        for (const { recipient } of entries) suppressed.push({ clientId, recipient });
+      },
+    },
   };
+  // The broker's links: the call SID of each client's task, to its attempt.
+  const links = new Map([
+    [SID, { clientId: 'c1', jobId: j1.jobId, taskId: t1!.taskId, attempt: 1 }],
+    [`CA${'d'.repeat(32)}`, { clientId: 'c2', jobId: j2.jobId, taskId: t2!.taskId, attempt: 1 }],
+  ]);
   const handler = makeCallStatusHandler({
     provider: 'sandbox',
     record: makeRecordCallStatus({ ...settle, secrets: 'unused-sandbox-secret' }),
@@ -51,13 +62,14 @@ function setup() {
           if (!token) throw new CallbackSecretNotSetError(`no token for ${clientId}`);
           return [token];
         },
+        links: { find: async (callId) => links.get(callId) },
       }),
       publicUrl: PUBLIC_URL,
     },
     log: silentLogger,
   });
   const task = (clientId: string) => store.all().find((t) => t.clientId === clientId)!;
-  return { store, handler, task, j1, j2 };
+  return { store, handler, task, j1, j2, suppressed };
 }
 
 interface Callback {
@@ -194,6 +206,42 @@ describe('the Twilio status route', () => {
       lambdaContext({ functionName: 'call-status', timeoutMs: 10_000 }),
     )) as APIGatewayProxyStructuredResultV2;
     expect(malformed.statusCode).toBe(400);
+    expect(s.task('c1').state).toBe('in-flight');
+  });
+
+  it("answers a Gather's action request with TwiML, and opts the person out on 9 by the call's link", async () => {
+    const s = setup();
+    const gather = async (query: Record<string, string>, digits: string, callSid = SID) =>
+      (await s.handler(
+        event({ query, params: { ...status('in-progress', 2), CallSid: callSid, Digits: digits } }),
+        lambdaContext({ functionName: 'call-status', timeoutMs: 10_000 }),
+      )) as APIGatewayProxyStructuredResultV2;
+    // The client's TwiML names only the client: the attempt is the call's link.
+    const answer = await gather({ client: 'c1' }, '9');
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers?.['content-type']).toMatch(/^text\/xml/);
+    expect(answer.body).toBe('<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>');
+    expect(s.suppressed).toEqual([{ clientId: 'c1', recipient: s.task('c1').recipient }]);
+    // Another key, another client's call, an unknown call: TwiML still, nobody suppressed.
+    for (const [query, digits, sid] of [
+      [{ client: 'c1' }, '1', SID],
+      [{ client: 'c1' }, '9', `CA${'d'.repeat(32)}`],
+      [{ client: 'c1' }, '9', `CA${'e'.repeat(32)}`],
+    ] as const) {
+      const other = await gather(query, digits, sid);
+      expect([other.statusCode, other.body]).toEqual([200, answer.body]);
+    }
+    expect(s.suppressed).toHaveLength(1);
+    // Unsigned: refused as any callback is.
+    const forged = (await s.handler(
+      event({
+        query: { client: 'c1' },
+        params: { ...status('in-progress', 2), Digits: '9' },
+        signWith: null,
+      }),
+      lambdaContext({ functionName: 'call-status', timeoutMs: 10_000 }),
+    )) as APIGatewayProxyStructuredResultV2;
+    expect(forged.statusCode).toBe(401);
     expect(s.task('c1').state).toBe('in-flight');
   });
 });
