@@ -10,6 +10,8 @@
  *   does: for JP that is exactly the number the customer meant.
  * - A float rendering of an integer (`9012345678.0`, from pandas and some databases) is read
  *   as that integer.
+ * - A cell written `="09012345678"` (Excel's formula that keeps a leading zero, exported as is) or
+ *   `'09012345678` (a text-prefix apostrophe) is read as the number inside.
  * - Scientific notation (`9.01235E+10`, Excel's display of long numbers) is rejected: its digits
  *   are gone, and guessing them would call a stranger.
  * - Validation uses libphonenumber's full metadata (number patterns, not just lengths).
@@ -32,6 +34,8 @@ export type RecipientCheck =
 const SEPARATORS_RE = /[\s\-‐‑‒–—―−ー.()]/g;
 const SCIENTIFIC_RE = /^[+-]?\d+(\.\d+)?e[+-]?\d+$/i;
 const FLOAT_OF_INTEGER_RE = /^(\d+)\.0+$/;
+/** `="09012345678"`: Excel's way to keep a leading zero, exported as the formula's text. */
+const EXCEL_TEXT_FORMULA_RE = /^="(.*)"$/;
 
 /** True for a region code libphonenumber knows (`JP`, `US`, ...). */
 export function isKnownRegion(region: string): region is CountryCode {
@@ -40,7 +44,7 @@ export function isKnownRegion(region: string): region is CountryCode {
 
 /** Normalises a phone cell to E.164, reading national numbers as numbers of `defaultRegion`. */
 export function normalizePhoneNumber(cell: string, defaultRegion: CountryCode): RecipientCheck {
-  const text = cell.normalize('NFKC').trim().replace(/^'/, '');
+  const text = cell.normalize('NFKC').trim().replace(/^'/, '').replace(EXCEL_TEXT_FORMULA_RE, '$1').trim();
   if (text === '') return { ok: false, code: 'phone-empty', reason: 'phone is empty' };
   if (SCIENTIFIC_RE.test(text)) {
     return {

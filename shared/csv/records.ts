@@ -309,7 +309,7 @@ async function* parseRecords(
     const end = at.offsetBase === null ? 0 : at.offsetBase + record.end;
     if (length > limits.maxRowBytes) yield { kind: 'too-long', row, bytes: length, end };
     else {
-      const cells = decoder.decodeRecord(record.cells);
+      const cells = decoder.decodeRecord(record.cells).map(unwrapSpacedQuotes);
       yield {
         kind: 'record',
         row,
@@ -359,4 +359,18 @@ export function quoteClosedAcrossLines(raw: string, delimiter: string): number |
     }
   }
   return undefined;
+}
+
+/**
+ * A quoted cell with spaces outside its quotes (`"電話番号", "氏名"`: a space after the comma), which
+ * the CSV rules read as text with quotes in it: read as the quoted text it was meant to be, its
+ * doubled quotes undone. A cell the parser read as quoted has no quotes left around it.
+ */
+export function unwrapSpacedQuotes(cell: string): string {
+  const text = cell.trim();
+  if (text === cell || text.length < 2 || !text.startsWith('"') || !text.endsWith('"')) return cell;
+  const inner = text.slice(1, -1);
+  // A lone quote inside means the quotes were not a pair around the cell: left as written.
+  if (inner.replace(/""/g, '').includes('"')) return cell;
+  return inner.replace(/""/g, '"');
 }

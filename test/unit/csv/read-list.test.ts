@@ -33,6 +33,16 @@ describe('quotes', () => {
     expect(quoteClosedAcrossLines('1,"abc\n2,d\n3,"e"\n', ',')).toBe(3);
   });
 
+  it(`reads quoted cells with a space outside their quotes as quoted, and Excel's ="0…" numbers`, async () => {
+    const csv = '"電話番号", "氏名"\n"090-1111-2222", "山田 ""タロウ"""\n="09011113333" ,"鈴木"\n';
+    const { tasks, entries } = await ingestBytes(Buffer.from(csv));
+    expect(entries).toEqual([]);
+    expect(tasks.map((t) => [t.recipient, t.name])).toEqual([
+      ['+819011112222', '山田 "タロウ"'],
+      ['+819011113333', '鈴木'],
+    ]);
+  });
+
   it('keeps well-quoted cells over several lines (one starting with a quote too), and stray quotes in a one-line cell', async () => {
     const csv = [
       'phone,name,memo',
