@@ -37,7 +37,14 @@ import {
   normalizePhoneNumber,
   type RecipientCheck,
 } from './recipients.ts';
-import { type CsvEvent, type CsvLimits, type CsvPosition, DEFAULT_CSV_LIMITS, openCsv } from './records.ts';
+import {
+  type CsvEvent,
+  type CsvLimits,
+  type CsvPosition,
+  DEFAULT_CSV_LIMITS,
+  openCsv,
+  unwrapSpacedQuotes,
+} from './records.ts';
 import { type ReportEntry, reportValue } from './report.ts';
 
 /** What one accepted row becomes: the caller adds job id, task id, status and timings. */
@@ -160,6 +167,7 @@ export async function ingestRows(input: IngestRowsInput): Promise<IngestResult> 
   const opened = await openCsv(input.source, {
     resume: resumeFrom,
     limits,
+    // As the cells are (quotes kept): a header that fits another separator better must win it.
     acceptsHeader: (cells) => mapHeader(cells, input.channel, { recipientColumn: input.recipientColumn }).ok,
   });
   if (!opened.ok) return { status: 'failed', counts, failure: { code: opened.code, reason: opened.reason } };
@@ -265,7 +273,7 @@ class IngestRun {
       return this.#fail('bad-header', `the header row is longer than ${this.#limits.maxRowBytes} bytes`);
     }
     if (!isBlank(event.cells)) {
-      const mapping = mapHeader(event.cells, this.#input.channel, {
+      const mapping = mapHeader(event.cells.map(unwrapSpacedQuotes), this.#input.channel, {
         recipientColumn: this.#input.recipientColumn,
       });
       if (!mapping.ok) {

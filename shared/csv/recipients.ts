@@ -36,6 +36,8 @@ const SCIENTIFIC_RE = /^[+-]?\d+(\.\d+)?e[+-]?\d+$/i;
 const FLOAT_OF_INTEGER_RE = /^(\d+)\.0+$/;
 /** `="09012345678"`: Excel's way to keep a leading zero, exported as the formula's text. */
 const EXCEL_TEXT_FORMULA_RE = /^="(.*)"$/;
+/** ` "090…"`: quotes a space outside left in the cell (no number has quotes). */
+const QUOTED_RE = /^"(.*)"$/;
 
 /** True for a region code libphonenumber knows (`JP`, `US`, ...). */
 export function isKnownRegion(region: string): region is CountryCode {
@@ -44,7 +46,13 @@ export function isKnownRegion(region: string): region is CountryCode {
 
 /** Normalises a phone cell to E.164, reading national numbers as numbers of `defaultRegion`. */
 export function normalizePhoneNumber(cell: string, defaultRegion: CountryCode): RecipientCheck {
-  const text = cell.normalize('NFKC').trim().replace(/^'/, '').replace(EXCEL_TEXT_FORMULA_RE, '$1').trim();
+  const text = cell
+    .normalize('NFKC')
+    .trim()
+    .replace(/^'/, '')
+    .replace(EXCEL_TEXT_FORMULA_RE, '$1')
+    .replace(QUOTED_RE, '$1')
+    .trim();
   if (text === '') return { ok: false, code: 'phone-empty', reason: 'phone is empty' };
   if (SCIENTIFIC_RE.test(text)) {
     return {

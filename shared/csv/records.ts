@@ -309,7 +309,7 @@ async function* parseRecords(
     const end = at.offsetBase === null ? 0 : at.offsetBase + record.end;
     if (length > limits.maxRowBytes) yield { kind: 'too-long', row, bytes: length, end };
     else {
-      const cells = decoder.decodeRecord(record.cells).map(unwrapSpacedQuotes);
+      const cells = decoder.decodeRecord(record.cells);
       yield {
         kind: 'record',
         row,
@@ -364,7 +364,8 @@ export function quoteClosedAcrossLines(raw: string, delimiter: string): number |
 /**
  * A quoted cell with spaces outside its quotes (`"電話番号", "氏名"`: a space after the comma), which
  * the CSV rules read as text with quotes in it: read as the quoted text it was meant to be, its
- * doubled quotes undone. A cell the parser read as quoted has no quotes left around it.
+ * doubled quotes undone. Used where quotes cannot be meant: header names (`read-list.ts`); a data
+ * cell may hold exactly that text, quoted properly, and is left as it is.
  */
 export function unwrapSpacedQuotes(cell: string): string {
   const text = cell.trim();

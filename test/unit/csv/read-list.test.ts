@@ -33,14 +33,17 @@ describe('quotes', () => {
     expect(quoteClosedAcrossLines('1,"abc\n2,d\n3,"e"\n', ',')).toBe(3);
   });
 
-  it(`reads quoted cells with a space outside their quotes as quoted, and Excel's ="0…" numbers`, async () => {
-    const csv = '"電話番号", "氏名"\n"090-1111-2222", "山田 ""タロウ"""\n="09011113333" ,"鈴木"\n';
+  it(`reads a quoted header or number with a space outside its quotes, and Excel's ="0…" numbers`, async () => {
+    const csv = '"電話番号", "氏名"\n"090-1111-2222", 山田\n "09011113333",鈴木\n="09011114444" ,"佐藤"\n';
     const { tasks, entries } = await ingestBytes(Buffer.from(csv));
     expect(entries).toEqual([]);
     expect(tasks.map((t) => [t.recipient, t.name])).toEqual([
-      ['+819011112222', '山田 "タロウ"'],
+      ['+819011112222', '山田'],
       ['+819011113333', '鈴木'],
+      ['+819011114444', '佐藤'],
     ]);
+    const second = await ingestBytes(Buffer.from('"氏名", "電話番号"\n山田, "090-1111-2222"\n'));
+    expect(second.tasks.map((t) => [t.recipient, t.name])).toEqual([['+819011112222', '山田']]);
   });
 
   it('keeps well-quoted cells over several lines (one starting with a quote too), and stray quotes in a one-line cell', async () => {
