@@ -129,7 +129,11 @@ function finalOf(contact: ConnectContactState): {
   if (NO_ANSWER.has(amd) || NO_ANSWER.has(reason)) return { status: 'no-answer' };
   if (NOT_A_PERSON.has(amd)) return { status: 'failed', reason: amd.toLowerCase() };
   if (contact.connectedAt !== undefined) return { status: 'completed', ...talk(contact) };
-  return { status: 'failed', reason: reason === '' ? 'not connected' : reason.toLowerCase() };
+  // Never connected, and nothing says why: AWS documents the reason in contact events only for
+  // outbound campaigns, so a plain StartOutboundVoiceContact call that rang out may end with none.
+  // Read as unanswered (the retry policy decides), not as a failure that is never tried again.
+  if (reason === '') return { status: 'no-answer', reason: 'not connected (no disconnect reason given)' };
+  return { status: 'failed', reason: reason.toLowerCase() };
 }
 
 function talk(contact: ConnectContactState): { durationSeconds?: number } {

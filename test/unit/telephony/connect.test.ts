@@ -285,4 +285,24 @@ describe("the stack's contact event rules", () => {
     expect(routed({ eventType: 'QUEUED', initiationMethod: 'API' })).toEqual([]);
     expect(routed({ eventType: 'INITIATED' })).toEqual([]);
   });
+
+  it('reads a contact that never connected and gives no reason as unanswered, not as failed for good', () => {
+    const reading = readContactEvent({
+      source: 'aws.connect',
+      'detail-type': 'Amazon Connect Contact Event',
+      detail: {
+        eventType: 'DISCONNECTED',
+        contactId: 'c-1',
+        channel: 'VOICE',
+        initiationMethod: 'API',
+        initiationTimestamp: '2026-01-01T00:00:00.000Z',
+        disconnectTimestamp: '2026-01-01T00:01:00.000Z',
+      },
+    });
+    if (reading.kind !== 'status') throw new Error('expected a status reading');
+    expect(contactStatusEvent(reading.contact, 'k')).toMatchObject({
+      status: 'no-answer',
+      reason: 'not connected (no disconnect reason given)',
+    });
+  });
 });
