@@ -38,7 +38,7 @@ const jobDefaultsSchema = z.strictObject({
 
 const clientSettingsSchema = z.strictObject({
   maxConcurrentCalls: z.number().int('must be a whole number').min(1).max(10_000),
-  callsPerSecond: z.number().positive('must be more than 0').max(1_000),
+  callsPerSecond: z.number().min(0.01, 'must be at least 0.01 (a call every 100 s)').max(1_000),
   timeZone: z.string(),
   /** Windows per weekday, in `timeZone`. */
   callingHours: z.record(z.string(), z.unknown()),
@@ -128,19 +128,55 @@ const textMessageSchema = z
   .string()
   .min(1, 'must not be empty')
   .max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`);
+/** LINE's message object types (https://developers.line.biz/en/reference/messaging-api/#message-objects). */
+const LINE_MESSAGE_TYPES = [
+  'text',
+  'textV2',
+  'sticker',
+  'image',
+  'video',
+  'audio',
+  'location',
+  'imagemap',
+  'template',
+  'flex',
+] as const;
+/** Most levels of nesting a message may have (a flex bubble needs about ten; DynamoDB stores 32). */
+const MAX_MESSAGE_DEPTH = 20;
+/** Most bytes of a message as JSON (LINE's flex bubble is at most 30 KB; five messages fit). */
+const MAX_MESSAGE_BYTES = 64 * 1024;
+
+/** How deeply `value` nests (objects and arrays), counted without recursion; stops past `limit`. */
+function nestingDepth(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > limit) return deepest;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 const templateMessageSchema = z.strictObject({
   messages: z
     .array(
-      z.looseObject({ type: z.string().min(1, 'must name the message type') }).superRefine((m, ctx) => {
-        if (m.type !== 'text') return;
-        const text = (m as { text?: unknown }).text;
-        if (typeof text !== 'string' || text.length === 0 || text.length > MAX_TEXT_LENGTH)
-          ctx.addIssue({
-            code: 'custom',
-            path: ['text'],
-            message: `must be 1 to ${MAX_TEXT_LENGTH} characters`,
-          });
-      }),
+      z
+        .looseObject({
+          type: z.enum(LINE_MESSAGE_TYPES, `must be a LINE message type: ${LINE_MESSAGE_TYPES.join(', ')}`),
+        })
+        .superRefine((m, ctx) => {
+          if (m.type !== 'text') return;
+          const text = (m as { text?: unknown }).text;
+          if (typeof text !== 'string' || text.length === 0 || text.length > MAX_TEXT_LENGTH)
+            ctx.addIssue({
+              code: 'custom',
+              path: ['text'],
+              message: `must be 1 to ${MAX_TEXT_LENGTH} characters`,
+            });
+        }),
     )
     .min(1, 'must hold at least one message')
     .max(5, 'LINE takes at most 5 messages in one push'),
@@ -151,6 +187,17 @@ const messageSchema = z.unknown().superRefine((value, ctx) => {
   if (value instanceof UnreadableJson) {
     ctx.addIssue({ code: 'custom', message: 'starts with { but is not valid JSON' });
     return;
+  }
+  if (typeof value === 'object' && value !== null) {
+    if (nestingDepth(value, MAX_MESSAGE_DEPTH) > MAX_MESSAGE_DEPTH) {
+      ctx.addIssue({ code: 'custom', message: `is nested more than ${MAX_MESSAGE_DEPTH} levels deep` });
+      return;
+    }
+    const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
+    if (bytes > MAX_MESSAGE_BYTES) {
+      ctx.addIssue({ code: 'custom', message: `is ${bytes} bytes as JSON; at most ${MAX_MESSAGE_BYTES}` });
+      return;
+    }
   }
   const schema = typeof value === 'string' ? textMessageSchema : templateMessageSchema;
   const parsed = schema.safeParse(value);
@@ -177,7 +224,8 @@ function toTemplate(message: z.infer<typeof messageSchema>): MessageTemplate {
 /** An instant: ISO 8601 with its offset (`2026-11-25T18:00:00+09:00`), or epoch milliseconds. */
 const instantSchema = z.union([
   z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' }),
-  z.number().int().min(0),
+  // Up to the year 9999, as an ISO date-time can be: a later instant has no ISO form at all.
+  z.number().int().min(0).max(253_402_300_799_999, 'must be before the year 10000'),
 ]);
 
 /** Days, hours, minutes, seconds of an ISO 8601 duration (`P2D`, `PT4H`, `PT90M`, `P1DT12H`). */
@@ -369,7 +417,8 @@ function jobEnd(
 
 /**
  * Job options from a query string (an inline CSV upload carries its options there): numbers are
- * read as numbers, `callingHours` as JSON; anything unreadable is left for validation to name.
+ * read as numbers, `true`/`false` as booleans, `callingHours` as JSON; anything unreadable is left
+ * for validation to name.
  */
 export function jobOptionsFromQuery(
   query: Readonly<Record<string, string | undefined>>,
@@ -380,6 +429,8 @@ export function jobOptionsFromQuery(
     if (value === undefined) continue;
     if (key === 'maxAttempts' || key === 'retryDelaySeconds' || key === 'ringTimeoutSeconds') {
       out[key] = numberOr(value);
+    } else if (BOOLEAN_OPTIONS.has(key) && (value === 'true' || value === 'false')) {
+      out[key] = value === 'true';
     } else if (key === 'startAt' || key === 'endAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
     else if (key === 'message' && value.trimStart().startsWith('{')) {
       try {
@@ -402,6 +453,9 @@ export function jobOptionsFromQuery(
   }
   return out;
 }
+
+/** Job options that are true or false (`?ignoreContactLimits=true`). */
+const BOOLEAN_OPTIONS = new Set(['ignoreContactLimits']);
 
 function numberOr(value: string): unknown {
   const n = Number(value);

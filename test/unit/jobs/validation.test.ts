@@ -156,6 +156,42 @@ describe('job options', () => {
       }),
     ).toEqual({ name: 'q', maxAttempts: 2, startAt: 1700000000000, callingHours: { mon: [] } });
   });
+
+  it('refuses what would break a job later: an instant past the year 9999, a message nested or sized past reason, an unknown message type', () => {
+    const messaging = { ...client, messageChannelId: 'ch1' };
+    expect(fieldErrorsOf(() => parseJobOptions({ name: 'x', startAt: 9e15 }, client, NOW))).toEqual({
+      startAt: [expect.stringContaining('year 10000')],
+    });
+    let deep: Record<string, unknown> = { type: 'text', text: 'x' };
+    for (let i = 0; i < 5_000; i++) deep = { contents: deep };
+    const nested = { name: 'x', channel: 'message', message: { messages: [{ type: 'flex', ...deep }] } };
+    expect(fieldErrorsOf(() => parseJobOptions(nested, messaging, NOW))).toEqual({
+      message: ['is nested more than 20 levels deep'],
+    });
+    const big = {
+      name: 'x',
+      channel: 'message',
+      message: { messages: [{ type: 'flex', alt: 'x'.repeat(70_000) }] },
+    };
+    expect(fieldErrorsOf(() => parseJobOptions(big, messaging, NOW)).message).toEqual([
+      expect.stringContaining('at most 65536'),
+    ]);
+    const banana = { name: 'x', channel: 'message', message: { messages: [{ type: 'banana' }] } };
+    expect(Object.keys(fieldErrorsOf(() => parseJobOptions(banana, messaging, NOW)))).toEqual([
+      'message.messages[0].type',
+    ]);
+  });
+
+  it('reads true and false for a boolean option of an inline upload query string', () => {
+    expect(jobOptionsFromQuery({ name: 'q', ignoreContactLimits: 'true' })).toEqual({
+      name: 'q',
+      ignoreContactLimits: true,
+    });
+    expect(jobOptionsFromQuery({ name: 'q', ignoreContactLimits: 'yes' })).toEqual({
+      name: 'q',
+      ignoreContactLimits: 'yes',
+    });
+  });
 });
 
 describe('keys that are names of Object.prototype (issue 13 #2)', () => {
