@@ -299,8 +299,9 @@ async function decide(
   deps: Pick<ProcessDeps, 'optOuts' | 'log' | 'suppressions'>,
 ): Promise<Action | undefined> {
   const userId = known.source?.type === 'user' ? known.source.userId : undefined;
-  const record = async (optedOut: boolean) => {
-    if (!userId) return;
+  /** Records the follow or unfollow; false when a newer one of the user was recorded already. */
+  const record = async (optedOut: boolean): Promise<boolean> => {
+    if (!userId) return true;
     const applied = await deps.optOuts.record(channel.clientId, userId, optedOut, known.timestamp);
     if (applied) await mirrorOnSuppressionList(deps, channel.clientId, userId, optedOut, known.timestamp);
     if (!applied) {
@@ -311,10 +312,13 @@ async function decide(
         eventTimestamp: known.timestamp,
       });
     }
+    return applied;
   };
   switch (known.type) {
     case 'follow':
-      await record(false);
+      // A follow older than the user's last recorded follow or unfollow (a late redelivery) greets
+      // nobody: the user was greeted then, or has unfollowed since.
+      if (!(await record(false))) return undefined;
       return channel.greeting
         ? { messages: [{ type: 'text', text: channel.greeting }], outcome: 'greeted' }
         : undefined;

@@ -89,6 +89,15 @@ describe('processWebhookEvent: what each event calls for', () => {
     expect(await optOuts.optedOut('client-a', [USER])).toEqual(new Set());
   });
 
+  it('greets nobody for a follow older than the last one recorded (a late redelivery after an unfollow)', async () => {
+    const { process, builders, messaging, optOuts } = setup();
+    const follow = builders.follow({ channelId: CHANNEL_ID, from: USER });
+    await optOuts.record('client-a', USER, true, follow.timestamp + HOUR);
+    expect((await process(queued(follow), 1)).kind).toBe('done');
+    expect(messaging.sent).toEqual([]);
+    expect(await optOuts.optedOut('client-a', [USER])).toEqual(new Set([USER]));
+  });
+
   it('opts a follower in without a message when the channel has no greeting', async () => {
     const { process, builders, messaging, optOuts } = setup({ greeting: undefined });
     await optOuts.record('client-a', USER, true, T0 - HOUR);
