@@ -132,6 +132,35 @@ describe('the webhook processor handler', () => {
     expect(logs.some((l) => l.includes('handed back unstarted'))).toBe(true);
   });
 
+  it('handles conversations side by side: a slow answer holds back its own conversation only', async () => {
+    // The first conversation's record waits on LINE until the second's is done: one after the
+    // other, the second would never start (and a whole batch would wait out ten timeouts).
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const order: string[] = [];
+    const handler = makeProcessorHandler({
+      process: async (event) => {
+        const name = nameOf(event);
+        order.push(`start ${name}`);
+        if (name === 'slow') await gate;
+        else release();
+        order.push(`end ${name}`);
+        return { kind: 'done', outcome: 'answered' };
+      },
+      retryLater: async () => {},
+      log: makeLogger('webhook-processor', { write: () => {} }),
+      recordBudgetMs: 1_000,
+    });
+    const out = (await handler(
+      { Records: [eventRecord(textEvent('Ua', 'slow')), eventRecord(textEvent('Ub', 'quick'))] },
+      lambdaContext({ functionName: 'webhook-processor', timeoutMs: 30_000 }),
+    )) as SQSBatchResponse;
+    expect(out.batchItemFailures).toEqual([]);
+    expect(order).toEqual(['start slow', 'start quick', 'end quick', 'end slow']);
+  });
+
   it('hands a retried record back, with the later records of its conversation, but not other conversations', async () => {
     const { invoke, processed } = setup({ 'a-1': retry(4_000) });
     const records = [
