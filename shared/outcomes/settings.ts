@@ -7,6 +7,7 @@
  * The URL must be https; plain http is allowed only to a loopback host, and only where the
  * deployment says so (the local cloud sets `OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP=true`; AWS never).
  */
+import { BlockList, isIP } from 'node:net';
 import { emptyFieldErrors, type FieldErrors } from '#shared/jobs/errors.ts';
 
 /** What the client's settings keep: the URL and when its secret was last set (never the secret). */
@@ -24,6 +25,56 @@ export const OUTCOME_SECRET_MIN_LENGTH = 16;
 const OUTCOME_SECRET_MAX_LENGTH = 512;
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
+/**
+ * Address ranges no customer's endpoint is on: the function's own host, the cloud's metadata and
+ * the VPC (a webhook to them is a request forgery, SSRF). Checked on the URL's host as written:
+ * an IP literal in any of its forms (`new URL` turns `2852039166` and `0xa9fea9fe` into dotted
+ * form) and the `localhost` names. A public name that resolves to such an address is not caught
+ * here (the deliveries Lambda runs outside any VPC, where the metadata service does not exist).
+ */
+const INSIDE = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+] as const) {
+  INSIDE.addSubnet(net, bits, 'ipv4');
+}
+for (const [net, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+] as const) {
+  INSIDE.addSubnet(net, bits, 'ipv6');
+}
+
+/** What kind of inside address `hostname` (as `URL` gives it) is, if it is one. */
+function insideAddress(hostname: string): string | undefined {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return 'a loopback name';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(host)?.[1] ?? mappedHex(host);
+  if (mapped) return insideAddress(mapped);
+  const family = isIP(host);
+  if (family === 0) return undefined;
+  return INSIDE.check(host, family === 4 ? 'ipv4' : 'ipv6')
+    ? 'a private, loopback or link-local address'
+    : undefined;
+}
+
+/** `::ffff:a9fe:a9fe` (how `URL` writes an IPv4-mapped IPv6 address) as the IPv4 address it maps. */
+function mappedHex(host: string): string | undefined {
+  const m = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
+  if (!m) return undefined;
+  const hi = Number.parseInt(m[1]!, 16);
+  const lo = Number.parseInt(m[2]!, 16);
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+}
+
 export type OutcomeWebhookInput =
   | { readonly ok: true; readonly settings: OutcomeWebhookSettings | undefined; readonly newSecret?: string }
   | { readonly ok: false; readonly fieldErrors: FieldErrors };
@@ -38,13 +89,17 @@ function urlErrors(raw: unknown, policy: OutcomeWebhookPolicy): string[] {
     return ['must be an absolute URL'];
   }
   if (url.username || url.password) return ['must not carry a user name or password'];
-  if (url.protocol === 'https:') return [];
-  if (url.protocol === 'http:' && policy.allowLoopbackHttp && LOOPBACK_HOSTS.has(url.hostname)) return [];
-  return [
-    policy.allowLoopbackHttp
-      ? 'must be https (or http to 127.0.0.1/localhost on the local cloud)'
-      : 'must be https',
-  ];
+  const loopbackHere = policy.allowLoopbackHttp && LOOPBACK_HOSTS.has(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopbackHere)) {
+    return [
+      policy.allowLoopbackHttp
+        ? 'must be https (or http to 127.0.0.1/localhost on the local cloud)'
+        : 'must be https',
+    ];
+  }
+  const inside = insideAddress(url.hostname);
+  if (inside && !loopbackHere) return [`must be a public address, not ${inside} (${url.hostname})`];
+  return [];
 }
 
 function secretErrors(raw: unknown, hasStored: boolean): string[] {

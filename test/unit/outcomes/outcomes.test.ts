@@ -246,6 +246,39 @@ describe('the outcomeWebhook setting', () => {
     expect(parseOutcomeWebhook({ url: 'http://example.com/', secret }, undefined, local, NOW).ok).toBe(false);
   });
 
+  it('refuses an address inside the cloud or the host, in any of its spellings (SSRF)', () => {
+    for (const url of [
+      'https://169.254.169.254/latest/meta-data/',
+      'https://2852039166/',
+      'https://0xa9fea9fe/',
+      'https://[::ffff:169.254.169.254]/',
+      'https://localhost/',
+      'https://api.localhost/',
+      'https://127.0.0.1:9001/',
+      'https://10.0.0.5/',
+      'https://172.20.1.1/',
+      'https://192.168.1.1/',
+      'https://100.64.0.1/',
+      'https://[::1]/',
+      'https://[fd00::1]/',
+      'https://[fe80::1]/',
+      'https://0.0.0.0/',
+    ]) {
+      const result = parseOutcomeWebhook({ url, secret }, undefined, aws, NOW);
+      expect([url, result.ok ? [] : result.fieldErrors['outcomeWebhook.url']]).toEqual([
+        url,
+        [expect.stringMatching(/^must be a public address/)],
+      ]);
+    }
+    for (const url of ['https://203.0.113.7/hook', 'https://[2001:db8::1]/', 'https://hooks.example.com/']) {
+      expect([url, parseOutcomeWebhook({ url, secret }, undefined, aws, NOW).ok]).toEqual([url, true]);
+    }
+    // The local cloud's receivers listen on loopback.
+    expect(parseOutcomeWebhook({ url: 'https://127.0.0.1:9443/', secret }, undefined, local, NOW).ok).toBe(
+      true,
+    );
+  });
+
   it('reports a bad URL, a missing or short secret and unknown fields at their field', () => {
     const result = parseOutcomeWebhook({ url: 'not a url', secret: 'short', extra: 1 }, undefined, aws, NOW);
     expect(result.ok ? undefined : Object.keys(result.fieldErrors).sort()).toEqual([
