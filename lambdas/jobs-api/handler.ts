@@ -41,13 +41,37 @@ export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 |
   if (error instanceof IllegalTransitionError)
     return jsonResponse(409, { message: error.message, status: error.current });
   if (error instanceof UploadTooLargeError) return jsonResponse(413, { message: error.message });
+  if (error instanceof UnsupportedMediaTypeError) return jsonResponse(415, { message: error.message });
   return undefined;
 }
 
-/** A CSV posted inline: `text/csv` (UTF-8 text), or `application/octet-stream` for other encodings. */
+/**
+ * A CSV posted inline: `text/csv` (UTF-8 text), or `application/octet-stream` for other encodings.
+ * A `text/csv` body in another charset is refused (415): it reaches the function as text, already
+ * read as UTF-8, so a Shift_JIS list's Japanese would be lost; its bytes travel intact as
+ * `application/octet-stream` or through the presigned upload.
+ */
 function isCsvUpload(event: APIGatewayProxyEventV2): boolean {
-  const type = (getHeader(event.headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  return type === 'text/csv' || type === 'application/octet-stream';
+  const [type = '', ...params] = (getHeader(event.headers, 'content-type') ?? '').split(';');
+  const mediaType = type.trim().toLowerCase();
+  if (mediaType === 'text/csv') {
+    const charset = params
+      .map((p) => p.trim().toLowerCase())
+      .find((p) => p.startsWith('charset='))
+      ?.slice('charset='.length)
+      .replace(/^"|"$/g, '');
+    if (charset !== undefined && !['utf-8', 'utf8', 'us-ascii'].includes(charset)) {
+      throw new UnsupportedMediaTypeError(
+        `a text/csv body must be UTF-8 (got charset=${charset}): send a list in another encoding as application/octet-stream, or create the job with a JSON body and PUT the file to the presigned upload URL it answers`,
+      );
+    }
+  }
+  return mediaType === 'text/csv' || mediaType === 'application/octet-stream';
+}
+
+/** A body in a media type or charset the route cannot read (answered 415). */
+class UnsupportedMediaTypeError extends Error {
+  override name = 'UnsupportedMediaTypeError';
 }
 
 /**

@@ -144,6 +144,22 @@ describe('operator API: jobs', () => {
     expect(Buffer.from(files.objects.get(`uploads/acme/${binary.body.jobId}.csv`)!)).toEqual(sjis);
     const missingName = await call('POST', '/clients/acme/jobs', { body: csv, contentType: 'text/csv' });
     expect(missingName).toMatchObject({ status: 400, body: { fieldErrors: { name: [expect.any(String)] } } });
+    // text/csv arrives as text read as UTF-8: another charset is refused, with the way that keeps its bytes.
+    const shiftJis = await call('POST', '/clients/acme/jobs', {
+      body: csv,
+      contentType: 'text/csv; charset=Shift_JIS',
+      query: { name: 'sjis-as-text' },
+    });
+    expect(shiftJis).toMatchObject({
+      status: 415,
+      body: { message: expect.stringContaining('application/octet-stream') },
+    });
+    const utf8 = await call('POST', '/clients/acme/jobs', {
+      body: csv,
+      contentType: 'text/csv; charset="UTF-8"',
+      query: { name: 'utf8' },
+    });
+    expect(utf8.status).toBe(201);
   });
 
   it('says what a running job waits for, in the job, the list and the report headers (issue 13 #8)', async () => {
