@@ -131,13 +131,17 @@ export class ChannelsApi {
     if (existing && existing.clientId !== clientId) throw this.#elsewhere(channelId);
     const now = this.#now();
     const current = existing?.secrets.find((s) => s.retiresAt === undefined) ?? existing?.secrets[0];
+    // A GET's answer may be PUT back: its read-only parts (`updatedAt`, `secret`, `accessToken: {set}`)
+    // say nothing to change; anything else unknown is refused by the schema.
+    const { updatedAt: _updatedAt, secret: _secret, ...input } = body;
+    const keepToken = isRecord(body.accessToken) && Object.keys(body.accessToken).join() === 'set';
     const parsed = channelFromInput(
       {
-        ...body,
+        ...input,
         channelId,
         clientId,
         channelSecret: body.channelSecret ?? current?.value,
-        accessToken: body.accessToken ?? existing?.accessToken,
+        accessToken: (keepToken ? undefined : body.accessToken) ?? existing?.accessToken,
       },
       now,
     );
@@ -150,8 +154,10 @@ export class ChannelsApi {
   /** Makes `channelSecret` the secret; the previous one verifies webhooks for `graceHours` more (default 24). */
   async rotateSecret(clientId: string, channelId: string, body: unknown): Promise<ChannelView> {
     if (!isRecord(body)) throw new InvalidChannelError({ '(body)': ['must be a JSON object'] });
-    const { channelSecret, graceHours = 24 } = body;
-    const fieldErrors: Record<string, string[]> = {};
+    const { channelSecret, graceHours = 24, ...unknown } = body;
+    // No prototype: a field named `__proto__` is reported like any other.
+    const fieldErrors = Object.create(null) as Record<string, string[]>;
+    for (const key of Object.keys(unknown)) fieldErrors[key] = ['is not a known field'];
     if (typeof channelSecret !== 'string' || channelSecret.length === 0)
       fieldErrors.channelSecret = ['required: the new channel secret'];
     if (

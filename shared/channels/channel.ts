@@ -63,7 +63,7 @@ function compileRule(pattern: string, ignoreCase: boolean): RE2JS {
 const text = z.string().min(1).max(5_000);
 
 const ruleSchema = z
-  .object({
+  .strictObject({
     match: z.enum(['exact', 'contains', 'regex']),
     pattern: z.string().min(1).max(500),
     answer: text,
@@ -95,12 +95,23 @@ export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 const idSchema = z.string().regex(ID_PATTERN, 'must be 1-64 letters, digits, "_" or "-"');
 
-/** What an operator gives to create or replace a channel. */
-export const channelInputSchema = z.object({
+/** A LINE channel secret as an operator pastes it: no spaces (a stray one would fail every signature). */
+const channelSecretSchema = z
+  .string()
+  .min(8, 'looks too short for a LINE channel secret')
+  .max(256, 'looks too long for a LINE channel secret')
+  .regex(/^\S+$/, 'must not contain spaces');
+
+/** What an operator gives to create or replace a channel (an unknown field is refused, not dropped). */
+export const channelInputSchema = z.strictObject({
   channelId: idSchema,
   clientId: idSchema,
-  channelSecret: z.string().min(8, 'looks too short for a LINE channel secret').max(256),
-  accessToken: z.string().min(8, 'looks too short for a channel access token').max(1_024),
+  channelSecret: channelSecretSchema,
+  accessToken: z
+    .string()
+    .min(8, 'looks too short for a channel access token')
+    .max(1_024)
+    .regex(/^\S+$/, 'must not contain spaces'),
   autoAnswer: z.enum(['reply', 'push']).default('push'),
   greeting: text.optional(),
   rules: z.array(ruleSchema).max(200).default([]),
@@ -129,6 +140,10 @@ export function channelFromInput(input: unknown, now: number): Channel {
     // No prototype: a field named `__proto__` or `toString` is reported like any other.
     const fieldErrors = Object.create(null) as Record<string, string[]>;
     for (const issue of parsed.error.issues) {
+      if (issue.code === 'unrecognized_keys') {
+        for (const key of issue.keys) fieldErrors[[...issue.path, key].join('.')] = ['is not a known field'];
+        continue;
+      }
       const field = issue.path.join('.') || '(body)';
       fieldErrors[field] = [...(fieldErrors[field] ?? []), issue.message];
     }
@@ -148,8 +163,9 @@ export function rotateSecret(
   now: number,
   graceMs = 24 * 3600_000,
 ): Channel {
-  if (newSecret.length < 8)
-    throw new InvalidChannelError({ channelSecret: ['looks too short for a LINE channel secret'] });
+  const checked = channelSecretSchema.safeParse(newSecret);
+  if (!checked.success)
+    throw new InvalidChannelError({ channelSecret: checked.error.issues.map((issue) => issue.message) });
   const current = channel.secrets.find((s) => s.retiresAt === undefined) ?? channel.secrets[0];
   const secrets: ChannelSecret[] = [{ value: newSecret }];
   if (current && current.value !== newSecret)
