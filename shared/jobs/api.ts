@@ -38,7 +38,7 @@ import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { contactTimeSettings, jobNeedsRetime, retimeSweepStart } from './retime.ts';
 import { uploadKey } from './s3-events.ts';
 import { type JobSeriesAnswer, readJobSeries } from './series.ts';
-import { isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
+import { clientSettingsInput, isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
 import { type JobWaiting, jobWaitingFor } from './waiting.ts';
 
 /** Largest inline CSV: API Gateway's body, base64-encoded into a 6 MB Lambda event, must fit. */
@@ -252,8 +252,9 @@ export class JobsApi {
    * queue (`shared/jobs/retime.ts`): tasks waiting for an opening the old settings computed move to
    * an earlier one the new settings give (a narrowing is caught by the broker's start check).
    */
-  async putClient(clientId: string, body: unknown): Promise<ClientSettings> {
+  async putClient(clientId: string, request: unknown): Promise<ClientSettings> {
     const now = this.#deps.clock.now();
+    const body = clientSettingsInput(clientId, request);
     const existing = isValidClientId(clientId) ? await this.#deps.clients.get(clientId) : undefined;
     const settings = await clientSettingsWithOutcomeWebhook({
       body,

@@ -65,6 +65,45 @@ export function isValidClientId(clientId: string): boolean {
   return /^[A-Za-z0-9_-]{1,64}$/.test(clientId);
 }
 
+/**
+ * A client's settings as a GET answers them, made a PUT's input (what the comment on `paused`
+ * promises: a GET's answer can be PUT back): `updatedAt` and `outcomeWebhook.secretSetAt` are
+ * dropped (read-only), `clientId` must be the path's, and `callingHours` as stored
+ * (`{timeZone, weekly}`) becomes its weekly windows when its zone is the settings' own. Anything
+ * else is left for validation, which names every unknown field.
+ */
+export function clientSettingsInput(clientId: string, input: unknown): unknown {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return input;
+  const { updatedAt: _updatedAt, clientId: named, ...rest } = input as Record<string, unknown>;
+  if (named !== undefined && named !== clientId) {
+    throw new ValidationError('invalid client settings', {
+      ...emptyFieldErrors(),
+      clientId: [`must be the client of the path (${clientId}), or left out`],
+    });
+  }
+  const hours = rest.callingHours as Record<string, unknown> | undefined;
+  if (
+    hours &&
+    typeof hours === 'object' &&
+    'weekly' in hours &&
+    Object.keys(hours).every((k) => k === 'weekly' || k === 'timeZone')
+  ) {
+    if (hours.timeZone !== undefined && hours.timeZone !== rest.timeZone) {
+      throw new ValidationError('invalid client settings', {
+        ...emptyFieldErrors(),
+        'callingHours.timeZone': ["must be the settings' timeZone, or left out"],
+      });
+    }
+    rest.callingHours = hours.weekly;
+  }
+  const webhook = rest.outcomeWebhook as Record<string, unknown> | undefined;
+  if (webhook && typeof webhook === 'object' && 'secretSetAt' in webhook) {
+    const { secretSetAt: _set, ...kept } = webhook;
+    rest.outcomeWebhook = kept;
+  }
+  return rest;
+}
+
 /** Validates a client's settings from an operator's request; throws {@link ValidationError}. */
 export function parseClientSettings(clientId: string, input: unknown, now: number): ClientSettings {
   const errors = emptyFieldErrors();

@@ -85,10 +85,20 @@ describe('operator API: client settings', () => {
     });
     expect((await call('PUT', '/clients/acme', { body: '{not json' })).status).toBe(400);
     expect((await call('PUT', '/clients/acme', { body: JSON.stringify(TOKYO_CLIENT) })).status).toBe(200);
-    expect((await call('GET', '/clients/acme')).body).toMatchObject({
-      clientId: 'acme',
-      defaultRegion: 'JP',
-      maxConcurrentCalls: 5,
+    const got = (await call('GET', '/clients/acme')).body;
+    expect(got).toMatchObject({ clientId: 'acme', defaultRegion: 'JP', maxConcurrentCalls: 5 });
+    // A GET's answer PUT back, with one change: its read-only parts are no unknown fields.
+    const back = await call('PUT', '/clients/acme', {
+      body: JSON.stringify({ ...got, maxConcurrentCalls: 6 }),
+    });
+    expect(back.status).toBe(200);
+    expect(back.body).toMatchObject({ maxConcurrentCalls: 6, callingHours: got.callingHours });
+    const elsewhere = await call('PUT', '/clients/acme', {
+      body: JSON.stringify({ ...got, clientId: 'other' }),
+    });
+    expect(elsewhere).toMatchObject({
+      status: 400,
+      body: { fieldErrors: { clientId: [expect.any(String)] } },
     });
   });
 });
