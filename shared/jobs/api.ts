@@ -172,7 +172,11 @@ export class JobsApi {
   }
 
   async #jobOf(clientId: string, jobId: string): Promise<Job> {
-    const job = isValidClientId(clientId) ? await this.#deps.jobs.get(clientId, jobId) : undefined;
+    // An id no job can have (a slash, 2 KB of text) is no job, not a key DynamoDB refuses with a 500.
+    const job =
+      isValidClientId(clientId) && isValidClientId(jobId)
+        ? await this.#deps.jobs.get(clientId, jobId)
+        : undefined;
     if (!job) throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
     return job;
   }
