@@ -1,8 +1,8 @@
 /**
  * When a failed outcome delivery is tried again: exponential from 10 s, doubling, capped at an
  * hour, with up to 20 % jitter (so a receiver coming back is not hit by every client's backlog in
- * the same second), until 24 h have passed since the delivery was first tried. Then it goes to the
- * dead-letter queue. The queue's `maxReceiveCount` is {@link MAX_DELIVERY_ATTEMPTS}, so SQS moves
+ * the same second), for about a day: 33 attempts, whose un-jittered delays cover 24 h (jittered,
+ * 19.5 to 24.4 h). Then it goes to the dead-letter queue. The queue's `maxReceiveCount` is {@link MAX_DELIVERY_ATTEMPTS}, so SQS moves
  * it there by itself (the delay is how long the worker hides the message: its visibility timeout).
  */
 
