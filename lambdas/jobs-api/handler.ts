@@ -69,6 +69,19 @@ function isCsvUpload(event: APIGatewayProxyEventV2): boolean {
   return mediaType === 'text/csv' || mediaType === 'application/octet-stream';
 }
 
+/** A new job's JSON options; a body that is not JSON names the media types a list may come as. */
+function jobRequestBody(event: APIGatewayProxyEventV2): unknown {
+  try {
+    return jsonRequestBody(event);
+  } catch (error) {
+    if (!(error instanceof MalformedRequestError)) throw error;
+    const type = getHeader(event.headers, 'content-type') ?? 'none';
+    throw new MalformedRequestError(
+      `the body is not JSON (content-type: ${type}): send the job's options as application/json, or the list itself as text/csv (UTF-8) or application/octet-stream (any encoding) with the options in the query string`,
+    );
+  }
+}
+
 /** A body in a media type or charset the route cannot read (answered 415). */
 class UnsupportedMediaTypeError extends Error {
   override name = 'UnsupportedMediaTypeError';
@@ -179,7 +192,7 @@ export function makeJobsApiHandler(deps: {
           const options = jobOptionsFromQuery(event.queryStringParameters ?? {});
           return jsonResponse(201, await api.createJob(clientId, options, decodeRequestBody(event)));
         }
-        return jsonResponse(201, await api.createJob(clientId, jsonRequestBody(event)));
+        return jsonResponse(201, await api.createJob(clientId, jobRequestBody(event)));
       }
       case 'GET /clients/{clientId}/jobs':
         return jsonResponse(200, await api.listJobs(clientId, event.queryStringParameters ?? {}));

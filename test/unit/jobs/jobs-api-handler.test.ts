@@ -170,6 +170,12 @@ describe('operator API: jobs', () => {
       query: { name: 'utf8' },
     });
     expect(utf8.status).toBe(201);
+    const plain = await call('POST', '/clients/acme/jobs', {
+      body: csv,
+      contentType: 'text/plain',
+      query: { name: 'p' },
+    });
+    expect(plain).toMatchObject({ status: 400, body: { message: expect.stringContaining('text/csv') } });
   });
 
   it('says what a running job waits for, in the job, the list and the report headers (issue 13 #8)', async () => {
