@@ -6,7 +6,17 @@ import { z } from 'zod';
 import { compileTemplate, type MessageTemplate } from '#shared/campaign/template.ts';
 import { contactLimitsSchema } from '#shared/contact-limits/model.ts';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
-import { type CallingHours, callingHoursSchema, WEEKDAYS } from '#shared/pacing/calling-hours.ts';
+import {
+  type CallingHours,
+  callingHoursSchema,
+  isAbbreviationOrOffset,
+  WEEKDAYS,
+} from '#shared/pacing/calling-hours.ts';
+
+/** Why a zone abbreviation or offset is refused where a client's settings are given. */
+const ABBREVIATION_REASON =
+  'must be an IANA time zone such as Asia/Tokyo or America/New_York (not an abbreviation such as EST, nor an offset)';
+
 import { holidayCalendarSchema, restrictedPeriodsSchema } from '#shared/pacing/restricted-periods.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
@@ -111,7 +121,10 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
   const parsed = clientSettingsSchema.safeParse(input);
   if (!parsed.success) collect(errors, parsed.error.issues);
   const raw = input as { timeZone?: unknown; callingHours?: unknown } | undefined;
-  const hours = parseHours(errors, raw?.timeZone, raw?.callingHours, 'callingHours');
+  let hours: CallingHours | undefined;
+  if (typeof raw?.timeZone === 'string' && isAbbreviationOrOffset(raw.timeZone))
+    add(errors, 'timeZone', ABBREVIATION_REASON);
+  else hours = parseHours(errors, raw?.timeZone, raw?.callingHours, 'callingHours');
   if (!parsed.success || !hours || Object.keys(errors).length > 0) {
     throw new ValidationError('invalid client settings', errors);
   }

@@ -106,7 +106,8 @@ const weeklySchema = z.strictObject(
  * `+09:00` names no place. The tz database's own upper-case names that follow their place's
  * daylight saving (or have none) stay zones, and so do the short mixed-case ones: {@link UPPER_CASE_ZONES}.
  */
-const ABBREVIATION_OR_OFFSET = /^(?:[A-Z]{2,5}\d{0,2}[A-Z]{0,4}|[+-]\d{1,2}(?::?\d{2})?)$/;
+const ABBREVIATION_OR_OFFSET =
+  /^(?:[A-Z]{2,5}|[A-Z]{3,5}[+-]?\d{1,2}(?:[A-Z]{3,5})?|[+-]\d{1,2}(?::?\d{2})?)$/;
 const UPPER_CASE_ZONES = new Set([
   'UTC',
   'UCT',
@@ -145,10 +146,9 @@ export const callingHoursSchema = z
   .strictObject({
     timeZone: z
       .string()
-      .refine(
-        (zone) => isTimeZone(zone) && !isAbbreviationOrOffset(zone),
-        'must be an IANA time zone such as Asia/Tokyo or America/New_York (not an abbreviation such as EST, nor an offset)',
-      ),
+      // Abbreviations are refused where settings are given (`shared/jobs/validation.ts`), not here:
+      // hours stored before that rule must still compile.
+      .refine(isTimeZone, 'must be an IANA time zone such as Asia/Tokyo'),
     weekly: weeklySchema,
   })
   .superRefine((hours, ctx) => {

@@ -51,9 +51,16 @@ describe('client settings', () => {
         'timeZone',
       ].sort(),
     );
-    expect(errors.timeZone).toEqual([
-      'must be an IANA time zone such as Asia/Tokyo or America/New_York (not an abbreviation such as EST, nor an offset)',
-    ]);
+    expect(errors.timeZone).toEqual(['must be an IANA time zone such as Asia/Tokyo']);
+    // EST is Panama to the runtime (no daylight saving): refused where settings are given.
+    expect(
+      fieldErrorsOf(() => parseClientSettings('acme', { ...TOKYO_CLIENT, timeZone: 'EST' }, NOW)),
+    ).toEqual({
+      timeZone: [
+        'must be an IANA time zone such as Asia/Tokyo or America/New_York (not an abbreviation such as EST, nor an offset)',
+      ],
+    });
+    expect(() => parseClientSettings('acme', { ...TOKYO_CLIENT, timeZone: 'Singapore' }, NOW)).not.toThrow();
     expect(errors['callingHours.mon[1]']![0]).toMatch(/overlaps weekly\.mon\[0\]/);
     expect(errors.colour).toEqual(['is not a known field']);
   });
