@@ -353,9 +353,13 @@ export function quoteClosedAcrossLines(raw: string, delimiter: string): number |
         i = quote + 1 + delimiter.length;
         break;
       }
-      // Closed in the wrong place: a fault only when the cell ran past a line end first.
-      if (!LINE_END_RE.test(body.slice(i, quote))) return undefined;
-      return body.split(/\r\n|\r|\n/).length;
+      // Closed in the wrong place: a fault when the cell ran past a line end first. Otherwise the
+      // parser goes on with the cell as plain text (`"Taro" Sato`) to the next separator.
+      if (LINE_END_RE.test(body.slice(i, quote))) return body.split(/\r\n|\r|\n/).length;
+      const next = body.indexOf(delimiter, quote + 1);
+      if (next < 0) return undefined;
+      i = next + delimiter.length;
+      break;
     }
   }
   return undefined;

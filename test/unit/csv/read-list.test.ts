@@ -31,6 +31,13 @@ describe('quotes', () => {
     expect(entries[0]!.reason).toContain('3 lines from here were read as one row');
     expect(result.counts).toMatchObject({ dataRows: 2, accepted: 1, rejected: 1 });
     expect(quoteClosedAcrossLines('1,"abc\n2,d\n3,"e"\n', ',')).toBe(3);
+    // A stray quote earlier on the row does not hide the one that swallows the next rows.
+    const earlier =
+      'name,phone,memo\n"Taro" Sato,09011112222,"call after 6\nHanako Ito,08033334444,VIP\nJiro Abe,07055556666,"new"\n';
+    expect(quoteClosedAcrossLines(earlier.split('\n').slice(1).join('\n'), ',')).toBe(3);
+    const swallowed = await ingestBytes(Buffer.from(earlier));
+    expect(swallowed.tasks).toEqual([]);
+    expect(swallowed.entries).toEqual([expect.objectContaining({ row: 2, code: 'bad-quote' })]);
   });
 
   it(`reads a quoted header or number with a space outside its quotes, and Excel's ="0…" numbers`, async () => {
