@@ -56,12 +56,13 @@ export function makeProcessorHandler(deps: ProcessorDeps) {
     await Promise.all(
       [...groups.values()].map(async (records) => {
         let blocked = false;
+        let outOfTime = false;
         for (const record of records) {
-          if (!blocked && context.getRemainingTimeInMillis() < deps.recordBudgetMs) {
+          outOfTime ||= !blocked && context.getRemainingTimeInMillis() < deps.recordBudgetMs;
+          if (outOfTime) {
             // Not started: visible again at once, in order (the FIFO group stays locked until then).
             counts.Deferred!++;
             await deps.retryLater(record.receiptHandle, 0).catch(() => undefined);
-            blocked = true;
             failures.push({ itemIdentifier: record.messageId });
             continue;
           }

@@ -113,23 +113,31 @@ describe('the webhook processor handler', () => {
     expect(processed.map((p) => p.name)).toEqual(['done', 'skipped', 'failed']);
   });
 
-  it('does not start a record it may not finish in time: the rest of the batch goes back at once, unstarted', async () => {
-    // 2.5 s to live, a record may take 1 s: the first slow one (1.7 s) leaves too little for more.
+  it('does not start a record it may not finish in time: the rest of its conversation goes back at once, unstarted', async () => {
+    // 2.5 s to live, a record may take 1 s: the slow one (1.7 s) leaves too little for the records after it.
     const { invoke, processed, retries, logs } = setup({}, { slowMs: 1_700, timeoutMs: 2_500 });
     const records = [
-      eventRecord(textEvent('Ua', 'fast')),
-      eventRecord(textEvent('Ub', 'slow-1')),
-      eventRecord(textEvent('Uc', 'slow-2')),
-      eventRecord(textEvent('Ua', 'after')),
+      eventRecord(textEvent('Ua', 'slow-1')),
+      eventRecord(textEvent('Ua', 'after-1')),
+      eventRecord(textEvent('Ua', 'after-2')),
     ];
     const failures = await invoke(...records);
-    expect(processed.map((p) => p.name)).toEqual(['fast', 'slow-1']);
-    expect(failures).toEqual([records[2]!.messageId, records[3]!.messageId]);
+    expect(processed.map((p) => p.name)).toEqual(['slow-1']);
+    expect(failures).toEqual([records[1]!.messageId, records[2]!.messageId]);
+    // Every record handed back unstarted is visible again at once, not after the queue's timeout.
     expect(retries).toEqual([
+      { receiptHandle: records[1]!.receiptHandle, seconds: 0 },
       { receiptHandle: records[2]!.receiptHandle, seconds: 0 },
-      { receiptHandle: records[3]!.receiptHandle, seconds: 0 },
     ]);
     expect(logs.some((l) => l.includes('handed back unstarted'))).toBe(true);
+  });
+
+  it('starts nothing with too little time left, in any conversation', async () => {
+    const { invoke, processed, retries } = setup({}, { timeoutMs: 500 });
+    const records = [eventRecord(textEvent('Ua', 'a')), eventRecord(textEvent('Ub', 'b'))];
+    expect(await invoke(...records)).toEqual(records.map((r) => r.messageId));
+    expect(processed).toEqual([]);
+    expect(retries.map((r) => r.seconds)).toEqual([0, 0]);
   });
 
   it('handles conversations side by side: a slow answer holds back its own conversation only', async () => {
