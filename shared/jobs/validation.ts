@@ -192,6 +192,7 @@ const LINE_MESSAGE_TYPES = [
   'imagemap',
   'template',
   'flex',
+  'coupon',
 ] as const;
 /** Most levels of nesting a message may have (a flex bubble needs about ten; DynamoDB stores 32). */
 const MAX_MESSAGE_DEPTH = 20;

@@ -316,9 +316,16 @@ async function decide(
   };
   switch (known.type) {
     case 'follow':
-      // A follow older than the user's last recorded follow or unfollow (a late redelivery) greets
-      // nobody: the user was greeted then, or has unfollowed since.
-      if (!(await record(false))) return undefined;
+      // A follow older than the user's last recorded unfollow (a late redelivery) greets nobody:
+      // the user has left since. One older than a later follow still greets: that may be a follow
+      // of another channel of the client (the record is per client and user), and each follow
+      // event is greeted once, under its own retry key.
+      if (
+        !(await record(false)) &&
+        userId &&
+        (await deps.optOuts.optedOut(channel.clientId, [userId])).has(userId)
+      )
+        return undefined;
       return channel.greeting
         ? { messages: [{ type: 'text', text: channel.greeting }], outcome: 'greeted' }
         : undefined;

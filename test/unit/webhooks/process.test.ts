@@ -98,6 +98,14 @@ describe('processWebhookEvent: what each event calls for', () => {
     expect(await optOuts.optedOut('client-a', [USER])).toEqual(new Set([USER]));
   });
 
+  it('still greets a follow older than a later follow (of another channel of the client, maybe)', async () => {
+    const { process, builders, messaging, optOuts } = setup();
+    const follow = builders.follow({ channelId: CHANNEL_ID, from: USER });
+    await optOuts.record('client-a', USER, false, follow.timestamp + HOUR);
+    expect(await process(queued(follow), 1)).toEqual({ kind: 'done', outcome: 'greeted' });
+    expect(text(messaging.sent[0]!.messages)).toEqual(['Welcome!']);
+  });
+
   it('opts a follower in without a message when the channel has no greeting', async () => {
     const { process, builders, messaging, optOuts } = setup({ greeting: undefined });
     await optOuts.record('client-a', USER, true, T0 - HOUR);
