@@ -40,22 +40,38 @@ for (const [net, bits] of [
   ['127.0.0.0', 8],
   ['169.254.0.0', 16],
   ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
   ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['240.0.0.0', 4],
 ] as const) {
   INSIDE.addSubnet(net, bits, 'ipv4');
 }
 for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
+  // ::/96 holds ::, ::1 and the old IPv4-compatible ::a.b.c.d; the others embed an IPv4 address
+  // (SIIT, NAT64, 6to4) or are local (unique local, link-local, the old site-local). A mapped
+  // ::ffff:a.b.c.d is checked as its IPv4 address (`insideAddress`): as a subnet here, BlockList
+  // would match every IPv4 address against it.
+  ['::', 96],
+  ['::ffff:0:0:0', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['2002::', 16],
+  ['100::', 64],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
 ] as const) {
   INSIDE.addSubnet(net, bits, 'ipv6');
 }
 
 /** What kind of inside address `hostname` (as `URL` gives it) is, if it is one. */
 function insideAddress(hostname: string): string | undefined {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  // `localhost.` is `localhost`: a trailing dot only says the name is fully qualified.
+  const host = hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return 'a loopback name';
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(host)?.[1] ?? mappedHex(host);
   if (mapped) return insideAddress(mapped);

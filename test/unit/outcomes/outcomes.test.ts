@@ -263,6 +263,13 @@ describe('the outcomeWebhook setting', () => {
       'https://[fd00::1]/',
       'https://[fe80::1]/',
       'https://0.0.0.0/',
+      'https://localhost./',
+      'https://[::ffff:0:a9fe:a9fe]/',
+      'https://[64:ff9b::a9fe:a9fe]/',
+      'https://[::7f00:1]/',
+      'https://[2002:a9fe:a9fe::]/',
+      'https://198.18.0.1/',
+      'https://[fec0::1]/',
     ]) {
       const result = parseOutcomeWebhook({ url, secret }, undefined, aws, NOW);
       expect([url, result.ok ? [] : result.fieldErrors['outcomeWebhook.url']]).toEqual([
