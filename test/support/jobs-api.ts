@@ -11,6 +11,7 @@ import { makeSignedFetch } from '#local/operator-client.ts';
 import { queueSpec, resourceName } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import type { TestCloud } from './cloud.ts';
+import { eventually } from './wait.ts';
 
 /** Client settings valid for every test. */
 export const CLIENT = {
@@ -97,3 +98,26 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
 }
 
 export { eventually } from './wait.ts';
+
+/**
+ * Posts `csv` inline as a new job of `clientId` (`query`: the options, `name=…&…`) and waits for
+ * its ingest to make it `scheduled`; returns its id.
+ */
+export async function scheduledInlineJob(
+  harness: JobsHarness,
+  clientId: string,
+  query: string,
+  csv: string | Uint8Array,
+): Promise<string> {
+  const created = await harness.call('POST', `/clients/${clientId}/jobs?${query}`, csv, {
+    'content-type': 'text/csv',
+  });
+  if (created.status !== 201)
+    throw new Error(`job not created: ${created.status} ${JSON.stringify(created.body)}`);
+  const { jobId } = created.body as { jobId: string };
+  await eventually(async () => {
+    const { body } = await harness.call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    return body.status === 'scheduled' ? body : undefined;
+  }, 'the ingest');
+  return jobId;
+}

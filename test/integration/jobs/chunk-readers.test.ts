@@ -15,7 +15,7 @@ import { keys, type Task } from '#shared/jobs/model.ts';
 import { tasksInShardOrder } from '#shared/jobs/report.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
-import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
+import { CLIENT, eventually, scheduledInlineJob, useJobsApi } from '../../support/jobs-api.ts';
 import { readOutstanding, readTasks } from '../../support/task-table.ts';
 
 const cloud = testCloud();
@@ -33,19 +33,8 @@ async function sharedMessageJob(n: number): Promise<{ clientId: string; jobId: s
     (await call('PUT', `/clients/${clientId}`, { ...CLIENT, messageChannelId: 'chunk-channel' })).status,
   ).toBe(200);
   const rows = Array.from({ length: n }, (_, i) => recipient(i));
-  const csv = Buffer.from(`userId\n${rows.join('\n')}\n`, 'utf8');
-  const created = await call(
-    'POST',
-    `/clients/${clientId}/jobs?name=sale&channel=message&message=Sale`,
-    csv,
-    'text/csv',
-  );
-  expect(created.status).toBe(201);
-  const { jobId } = created.body;
-  await eventually(async () => {
-    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
-    return body.status === 'scheduled' ? body : undefined;
-  }, 'the ingest');
+  const csv = `userId\n${rows.join('\n')}\n`;
+  const jobId = await scheduledInlineJob(harness, clientId, 'name=sale&channel=message&message=Sale', csv);
   return { clientId, jobId, tasks: await readTasks(cloud.doc, tasksTable, jobId) };
 }
 

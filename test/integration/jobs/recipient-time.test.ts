@@ -13,7 +13,7 @@ import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { earliestStart } from '#shared/jobs/restrictions.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
-import { CLIENT, eventually, useJobsApi } from '../../support/jobs-api.ts';
+import { CLIENT, eventually, scheduledInlineJob, useJobsApi } from '../../support/jobs-api.ts';
 import { readOutstanding, readTasks } from '../../support/task-table.ts';
 
 const cloud = testCloud();
@@ -108,18 +108,7 @@ describe('recipient-local time on the tasks table', () => {
       '090-7777-2002,NY,America/New_York',
       '090-7777-2003,LDN,Europe/London',
     ].join('\n');
-    const created = await call(
-      'POST',
-      `/clients/${clientId}/jobs?name=tz&timeZoneBy=recipient`,
-      csv,
-      'text/csv',
-    );
-    expect(created.status).toBe(201);
-    const { jobId } = created.body;
-    await eventually(async () => {
-      const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
-      return body.status === 'scheduled' ? body : undefined;
-    }, 'the ingest');
+    const jobId = await scheduledInlineJob(harness, clientId, 'name=tz&timeZoneBy=recipient', csv);
     const stamped = await readTasks(cloud.doc, tasksTable, jobId);
     // At any instant one of the three zones is outside 09:00-18:00: its task waits for its morning.
     const now = Date.now();
