@@ -33,7 +33,6 @@ import { DEFAULT_MESSAGE_SETTINGS } from '#shared/broker/serve-messages.ts';
 import { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
 import { type HttpSend, type HttpSendOptions, makeHttpSend } from '#shared/campaign/http-send.ts';
 import type { SendPort } from '#shared/campaign/ports.ts';
-import { ownChannel } from '#shared/channels/channel.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import {
@@ -275,11 +274,14 @@ function messageSide(
       suppressed: suppressionReasons(suppressions),
       claimRecords: config.claimRecords,
     }),
-    async sendFor(clientId: string, channelId: string): Promise<SendPort> {
-      return senders.for(await ownChannel(channels, clientId, channelId)).send;
+    async sendFor(channelId: string): Promise<SendPort> {
+      const channel = await channels.get(channelId);
+      if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
+      return senders.for(channel).send;
     },
-    async readQuota(clientId: string, channelId: string): Promise<MessageQuota> {
-      const channel = await ownChannel(channels, clientId, channelId);
+    async readQuota(channelId: string): Promise<MessageQuota> {
+      const channel = await channels.get(channelId);
+      if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
       return makeMessagingClient({
         channelAccessToken: channel.accessToken,
         baseUrl: config.lineApiUrl,

@@ -50,10 +50,10 @@ export interface BrokerDeps {
   /** Message jobs: their tasks and the LINE channel to send through. Without it, only calls are served. */
   readonly messages?: {
     readonly store: MessageTaskStore;
-    readonly sendFor: (clientId: string, channelId: string) => Promise<SendPort>;
+    readonly sendFor: (channelId: string) => Promise<SendPort>;
     readonly settings: MessageServeSettings;
     /** Reads a channel's monthly quota, for the quota metric. */
-    readonly readQuota?: (clientId: string, channelId: string) => Promise<MessageQuota>;
+    readonly readQuota?: (channelId: string) => Promise<MessageQuota>;
   };
   /** What the broker publishes to CloudWatch; nothing without it. */
   readonly metrics?: BrokerMetrics;

@@ -90,8 +90,7 @@ export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
 export interface MessageServerDeps {
   readonly store: MessageTaskStore;
   /** The Messaging API send of a LINE channel (its access token, keep-alive connections). */
-  /** The channel's send, refused unless the channel is the client's own (a channel id is no secret). */
-  readonly sendFor: (clientId: string, channelId: string) => Promise<SendPort>;
+  readonly sendFor: (channelId: string) => Promise<SendPort>;
   readonly keeper: LeaseKeeper;
   /** The client's settings when the lease was taken, and how to read them again while sending. */
   readonly client: ClientSettings;
@@ -107,7 +106,7 @@ export interface MessageServerDeps {
   /** The client's figures for CloudWatch: messages sent, 429s, the monthly quota. */
   readonly metrics?: ClientMetrics;
   /** Reads the channel's monthly quota (Messaging API): the quota check and its metric. None: no check. */
-  readonly readQuota?: (clientId: string, channelId: string) => Promise<MessageQuota>;
+  readonly readQuota?: (channelId: string) => Promise<MessageQuota>;
 }
 
 /** Serves one client's message jobs while its lease is held; make one per lease. */
@@ -140,7 +139,7 @@ export class MessageServer {
         ? new QuotaGuard({
             clientId: this.clientId,
             channelId,
-            read: () => read(this.clientId, channelId),
+            read: () => read(channelId),
             allowsPartial: () => this.#client.current.allowPartialDelivery === true,
             onShort: (jobId, reason) => void this.#pauseJob(jobId, reason),
             clock: deps.clock,
@@ -260,7 +259,7 @@ export class MessageServer {
     this.#current = abort;
     this.#sessionJobs = () => session.jobs();
     const stopWatch = this.#watchJobs(session.jobs, abort);
-    const channelSend = await this.#deps.sendFor(this.clientId, channelId);
+    const channelSend = await this.#deps.sendFor(channelId);
     const quota = this.#quota;
     const send = quota ? quota.counting(channelSend) : channelSend;
     const metrics = this.#deps.metrics;

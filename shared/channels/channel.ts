@@ -216,23 +216,3 @@ export function redactChannel(channel: Channel): Record<string, unknown> {
 function mask(value: string): string {
   return `${value.slice(0, 2)}…(${value.length} chars)`;
 }
-
-export class ForeignChannelError extends Error {
-  override name = 'ForeignChannelError';
-}
-
-/**
- * A client's own channel, or a throw ({@link ForeignChannelError}): a channel id is no secret (it
- * is in the channel's webhook URL), so settings naming another client's channel must never send
- * with its token nor read its quota.
- */
-export async function ownChannel(
-  store: { get(channelId: string): Promise<Channel | undefined> },
-  clientId: string,
-  channelId: string,
-): Promise<Channel> {
-  const channel = await store.get(channelId);
-  if (!channel || channel.clientId !== clientId)
-    throw new ForeignChannelError(`the client's message channel ${channelId} is not one of its channels`);
-  return channel;
-}
