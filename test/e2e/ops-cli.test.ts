@@ -162,7 +162,7 @@ describe('npm run ops', () => {
     const bad = await local('clients', 'put', CLIENT, '--merge', '--calls-per-second', '0');
     expect(bad.code).toBe(1);
     expect(errorLine(bad)).toBe(
-      'error: PUT /clients/ops-client: 400 invalid client settings — callsPerSecond: must be more than 0',
+      'error: PUT /clients/ops-client: 400 invalid client settings — callsPerSecond: must be at least 0.01 (a call every 100 s)',
     );
     expect(bad.stdout).toBe('');
 
