@@ -551,7 +551,8 @@ describe('fuzz: genuine callers with hostile bodies', () => {
       fc.asyncProperty(
         csvish,
         query,
-        fc.constantFrom('text/csv', 'application/octet-stream', 'text/csv; charset=shift_jis'),
+        // A text/csv body in another charset is a 415 (its bytes arrived as UTF-8 text): not fuzzed here.
+        fc.constantFrom('text/csv', 'application/octet-stream', 'text/csv; charset=utf-8'),
         async (body, q, type) => {
           const params = new URLSearchParams(q);
           if (!params.has('name')) params.set('name', 'fuzz');
