@@ -248,8 +248,7 @@ function sweptTask(item: Record<string, unknown>): SweptTask {
 function sweptEnds(tasks: readonly SweptTask[], ending: SweepEnding): EndCounts {
   const counts = noEnds();
   for (const task of tasks) {
-    const inState = task.members?.inState ?? 1;
-    for (let i = 0; i < inState; i++) countEnd(counts, ending.state, ending.reason);
+    countEnd(counts, ending.state, ending.reason, task.members?.inState ?? 1);
     for (const apart of task.members?.apart ?? []) countEnd(counts, apart.state as EndState, apart.reason);
   }
   return counts;

@@ -119,10 +119,10 @@ export const noEnds = (): EndCounts => ({ completed: 0, failed: 0, cancelled: 0,
 
 const endedAny = (c: EndCounts) => c.completed + c.failed + c.cancelled + c.expired > 0;
 
-/** Adds one task's end to `counts`. */
-export function countEnd(counts: EndCounts, state: EndState, reason: string | undefined): void {
-  counts[state]++;
-  if (state === 'cancelled' && isSuppressedReason(reason)) counts.suppressed++;
+/** Adds `n` ends (one task's, or a chunk's members in one state) to `counts`. */
+export function countEnd(counts: EndCounts, state: EndState, reason: string | undefined, n = 1): void {
+  counts[state] += n;
+  if (state === 'cancelled' && isSuppressedReason(reason)) counts.suppressed += n;
 }
 
 /** The ends of the tasks a page ended: those (of `items`, as stored) final with `endedOn` = the page. */
