@@ -20,7 +20,7 @@ import {
   type QueryCommandOutput,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { type Chunk, isChunk, membersInChunkState } from '#shared/jobs/chunks.ts';
+import { type Chunk, isChunk, membersEndedApart, membersInChunkState } from '#shared/jobs/chunks.ts';
 import { keys } from '#shared/jobs/model.ts';
 import type { SweepEnding, SweptTask, TaskCanceller } from '#shared/jobs/ports.ts';
 import { OPEN_TASK_STATES, sweepMove } from '#shared/jobs/task-lifecycle.ts';
@@ -216,7 +216,7 @@ class DynamoTaskCanceller implements TaskCanceller {
         ConditionExpression: `${condition.ConditionExpression} AND (attribute_not_exists(#except) OR size(#except) = :apart)`,
         ExpressionAttributeValues: {
           ...condition.ExpressionAttributeValues,
-          ':apart': task.members.apart.length,
+          ':apart': task.members.exceptSize,
         },
       };
     }
@@ -237,11 +237,18 @@ function sweptTask(item: Record<string, unknown>): SweptTask {
   const { members: _members, except: _except, ...task } = item;
   if (!isChunk(item)) return task as SweptTask;
   const chunk = item as unknown as Chunk;
-  const apart = Object.values(chunk.except ?? {}).map((end) => ({
+  const apart = membersEndedApart(chunk).map((end) => ({
     state: end.state,
     ...(end.reason === undefined ? {} : { reason: end.reason }),
   }));
-  return { ...(task as SweptTask), members: { inState: membersInChunkState(chunk), apart } };
+  return {
+    ...(task as SweptTask),
+    members: {
+      inState: membersInChunkState(chunk),
+      apart,
+      exceptSize: Object.keys(chunk.except ?? {}).length,
+    },
+  };
 }
 
 /** What ending `tasks` moves the job's counts by: a chunk's members all, those apart by their own end. */

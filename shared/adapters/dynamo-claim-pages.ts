@@ -125,6 +125,11 @@ export function countEnd(counts: EndCounts, state: EndState, reason: string | un
   if (state === 'cancelled' && isSuppressedReason(reason)) counts.suppressed += n;
 }
 
+/** Adds `more` to `counts`. */
+export function addEnds(counts: EndCounts, more: EndCounts): void {
+  for (const state of Object.keys(counts) as (keyof EndCounts)[]) counts[state] += more[state];
+}
+
 /** The ends of the tasks a page ended: those (of `items`, as stored) final with `endedOn` = the page. */
 export function endsOnPage(sk: string, items: Iterable<Item>): EndCounts {
   const counts = noEnds();
@@ -305,10 +310,10 @@ export class ClaimPages {
   }
 
   /** A task of this session's page was ended by its outcome written on the page (`endedOn`). */
-  ended(jobId: string, taskId: string, state: EndState, reason: string | undefined): void {
+  ended(jobId: string, taskId: string, ends: EndCounts): void {
     const sk = this.#pageOfTask.get(claimKey(jobId, taskId));
     const open = sk === undefined ? undefined : this.#open.get(sk);
-    if (open) countEnd(open.ends, state, reason);
+    if (open) addEnds(open.ends, ends);
   }
 
   /** The task's outcome was written (or it moved on): a page with nothing left is closed. */

@@ -8,7 +8,7 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
-import { type Chunk, isChunk, memberTasks } from '#shared/jobs/chunks.ts';
+import { type Chunk, isChunk, memberCountOf, memberTasks } from '#shared/jobs/chunks.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import type { TaskStore } from '#shared/jobs/ports.ts';
 
@@ -25,13 +25,23 @@ function backoffMs(attempt: number): number {
 
 /** The task records of an item (without keys and index attributes): a chunk's, one per member. */
 function tasksOf(item: Record<string, unknown>): Task[] {
-  const { pk: _pk, sk: _sk, openPk: _openPk, openSk: _openSk, ...task } = item;
+  const { pk: _pk, sk: _sk, openPk: _openPk, openSk: _openSk, memberCount: _count, ...task } = item;
   return isChunk(task) ? memberTasks(task as unknown as Chunk) : [task as unknown as Task];
 }
 
 /** The item of a task: its keys, the record, and its outstanding-index entry while it may start. */
 export function taskItem(task: Task): Record<string, unknown> {
   return { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
+}
+
+/** The item of a chunk: its keys, the record, its member count (read with its index entry) and its index entry. */
+export function chunkItem(chunk: Chunk): Record<string, unknown> {
+  return {
+    ...keys.task(chunk.jobId, chunk.taskId),
+    ...chunk,
+    memberCount: memberCountOf(chunk),
+    ...keys.outstandingIndex(chunk),
+  };
 }
 
 export interface DynamoTaskStoreOptions {

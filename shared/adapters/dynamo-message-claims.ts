@@ -10,6 +10,8 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
+import type { MessageTemplate } from '#shared/campaign/template.ts';
+import { type Chunk, isChunk, membersInState } from '#shared/jobs/chunks.ts';
 import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
 import {
   isLeftByOlderHolder,
@@ -19,9 +21,11 @@ import {
   WAITING_STATES,
 } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { spillable, spillChunk, spillStarted } from './dynamo-chunk-spill.ts';
 import { type ClaimPage, type ClaimPages, claimKey, endsOnPage, tasksOnPage } from './dynamo-claim-pages.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
+import { ClaimedChunks, chunkMemberTasks } from './dynamo-message-chunks.ts';
 import {
   failedConditions,
   type Item,
@@ -46,6 +50,7 @@ const INDEX_VIEW = [
   'batchKey',
   'openPk',
   'openSk',
+  'memberCount',
 ];
 
 /** How often a shard's ready read ignores the session's cursor and starts from the shard's start. */
@@ -65,6 +70,8 @@ export class SessionState {
   /** When each held task's first claim started (`claimKey`), for its outcome to record. */
   readonly startedAt = new Map<string, number>();
   readonly jobsSeen = new Set<string>();
+  /** Chunks claimed and not yet written back (`dynamo-message-chunks.ts`). */
+  readonly chunks = new ClaimedChunks();
   fenced = false;
   readonly written = { delivered: 0, failed: 0, skipped: 0, released: 0 };
 }
@@ -100,6 +107,26 @@ interface ShardReading {
 type Chosen = { item: Item; batchKey?: string; fresh?: boolean };
 type Claimed = Chosen & { startedAt: number; attempt: number };
 
+/** The recipients an item stands for: a chunk's members in its state, a task's own. */
+function recipientsOf(item: Item): string[] {
+  return isChunk(item)
+    ? membersInState(item as unknown as Chunk).map((m) => m.recipient)
+    : [String(item.recipient)];
+}
+
+/** Candidates, in order, whose recipients (a chunk's `memberCount`, else one) fit in `limit`; at least one. */
+function withinMembers(items: readonly Item[], limit: number): Item[] {
+  const out: Item[] = [];
+  let members = 0;
+  for (const item of items) {
+    const size = Number(item.memberCount ?? 1);
+    if (out.length > 0 && members + size > limit) continue;
+    out.push(item);
+    members += size;
+  }
+  return out;
+}
+
 /** A task's template variables: its own columns, and `name` for the list's name column (氏名, お名前…). */
 function variablesOf(item: Item): Record<string, string> {
   const variables = (item.variables as Record<string, string> | undefined) ?? {};
@@ -128,6 +155,11 @@ export class MessageClaimer implements TaskSource {
    * of a read whole; `ClaimView`, the cursor's keys, a multicast's key).
    */
   readonly #indexView: { readonly attributes?: readonly string[] };
+  /**
+   * The last ready reading was mostly chunks: read one index entry a shard (a chunk's entry is
+   * ~10 KB, and one chunk fills a page), not a page's share of tasks.
+   */
+  #chunky = false;
 
   constructor(deps: ClaimerDeps) {
     this.#deps = deps;
@@ -337,7 +369,7 @@ export class MessageClaimer implements TaskSource {
    * (`shards.fromStart`: the shards not read from their start in this page's first reading).
    */
   async #ready(token: number, now: number, limit: number, shards: ShardReading): Promise<Item[]> {
-    const perShard = Math.ceil(limit / TASK_SHARDS);
+    const perShard = this.#chunky ? 1 : Math.ceil(limit / TASK_SHARDS);
     const upper = keys.openSkAfter(now);
     const ready = await Promise.all(
       Array.from({ length: TASK_SHARDS }, (_, shard) =>
@@ -346,7 +378,9 @@ export class MessageClaimer implements TaskSource {
           : this.#readyInShard(shard, upper, token, now, perShard, shards),
       ),
     );
-    return ready.flat().slice(0, limit);
+    const candidates = ready.flat();
+    this.#chunky = candidates.filter(isChunk).length * 2 > candidates.length;
+    return withinMembers(candidates, limit);
   }
 
   /**
@@ -366,6 +400,7 @@ export class MessageClaimer implements TaskSource {
   ) {
     const pk = keys.openShardPk(this.#clientId, shard);
     const claimable = (item: Item) => this.#claimable(item, token, now);
+    const view = this.#chunky ? { ...this.#indexView, pageLimit: 2 } : this.#indexView;
     const reads = (this.#readsFromCursor.get(pk) ?? 0) + 1;
     this.#readsFromCursor.set(pk, reads % READS_FROM_START);
     const cursor = this.#cursor.get(pk);
@@ -378,12 +413,12 @@ export class MessageClaimer implements TaskSource {
         { lower: after, upper },
         claimable,
         wanted,
-        this.#indexView,
+        view,
       );
     }
     this.#cursor.delete(pk);
     shards.readFromStart.add(shard);
-    return this.#deps.table.readShard(this.#clientId, shard, { upper }, claimable, wanted, this.#indexView);
+    return this.#deps.table.readShard(this.#clientId, shard, { upper }, claimable, wanted, view);
   }
 
   /** Adds every still-unsettled member of a recorded multicast that a candidate belongs to. */
@@ -415,44 +450,87 @@ export class MessageClaimer implements TaskSource {
   }
 
   /** Claims one job's chosen tasks and turns them into the pipeline's claimed tasks. */
-  async #claimForJob(jobId: string, group: Chosen[], token: number): Promise<ClaimedTask[]> {
+  async #claimForJob(jobId: string, chosen: Chosen[], token: number): Promise<ClaimedTask[]> {
     const job = await this.#deps.table.jobs.cached(this.#clientId, jobId);
     if (!this.#jobAccepted(job)) return [];
+    const group = await this.#withoutSpilled(job, chosen);
+    if (group.length === 0) return [];
     // Opt-outs and suppressions are read while the claim is written: each takes a round trip or more.
-    const recipients = group.map((c) => String(c.item.recipient));
+    const recipients = group.flatMap((c) => recipientsOf(c.item));
     const [claimed, optedOut, suppressed] = await Promise.all([
       this.#claim(job, group, token),
-      this.#deps.optedOut
-        ? this.#deps.optedOut(
-            this.#clientId,
-            group.map((c) => String(c.item.recipient)),
-          )
-        : new Set<string>(),
+      this.#deps.optedOut ? this.#deps.optedOut(this.#clientId, recipients) : new Set<string>(),
       this.#deps.suppressed ? this.#deps.suppressed(this.#clientId, recipients) : new Map<string, string>(),
     ]);
     if (claimed.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
     if (this.#deps.pages) this.#advanceCursors(claimed);
     const template = this.#deps.table.templateOf(job);
-    return claimed.map((c) => {
+    return claimed.flatMap((c): ClaimedTask[] => {
       const taskId = String(c.item.taskId);
       this.#deps.state.held.add(taskId);
       this.#deps.state.startedAt.set(claimKey(jobId, taskId), c.startedAt);
+      if (isChunk(c.item)) return this.#chunkClaimed(job, c, template, optedOut, suppressed);
       const recipient = String(c.item.recipient);
-      return {
-        jobId,
-        taskId,
-        recipient,
-        variables: variablesOf(c.item),
-        template,
-        attempt: c.attempt,
-        attemptStartedAt: c.startedAt,
-        ...(optedOut.has(recipient) ? { optedOut: true } : {}),
-        ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
-        ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
-        ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
-        ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
-      };
+      return [
+        {
+          jobId,
+          taskId,
+          recipient,
+          variables: variablesOf(c.item),
+          template,
+          attempt: c.attempt,
+          attemptStartedAt: c.startedAt,
+          ...(optedOut.has(recipient) ? { optedOut: true } : {}),
+          ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
+          ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
+          ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
+          ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
+        },
+      ];
+    });
+  }
+
+  /**
+   * The group without its chunks that must become tasks first (`dynamo-chunk-spill.ts`): one whose
+   * spill has begun, and one never claimed while the client has contact limits over LINE (its first
+   * claim would take a slot a member). Their members are claimed as tasks from the next reading.
+   * A chunk with no member left in its state has nothing to send and is left out.
+   */
+  async #withoutSpilled(job: Job, group: Chosen[]): Promise<Chosen[]> {
+    if (!group.some((c) => isChunk(c.item))) return group;
+    const now = this.#deps.table.clock.now();
+    const slots = (await this.#caps?.slotsFor(job, now)) ?? [];
+    const out: Chosen[] = [];
+    for (const c of group) {
+      if (!isChunk(c.item)) out.push(c);
+      else if (spillStarted(c.item) || (slots.length > 0 && spillable(c.item as unknown as Chunk)))
+        await spillChunk(this.#deps.table, c.item as unknown as Chunk, now);
+      else if (membersInState(c.item as unknown as Chunk).length > 0) out.push(c);
+    }
+    return out;
+  }
+
+  /** A claimed chunk as the pipeline's tasks, one a member in its state, under the chunk's retry key. */
+  #chunkClaimed(
+    job: Job,
+    c: Claimed,
+    template: MessageTemplate,
+    optedOut: ReadonlySet<string>,
+    suppressed: ReadonlyMap<string, string>,
+  ): ClaimedTask[] {
+    const chunk = c.item as unknown as Chunk;
+    const members = membersInState(chunk);
+    this.#deps.state.chunks.claimed(job.jobId, chunk, c.attempt, members);
+    return chunkMemberTasks(chunk, members, {
+      jobId: job.jobId,
+      attempt: c.attempt,
+      startedAt: c.startedAt,
+      template,
+      maybeSent: mayHaveBeenSent(c.item),
+      optedOut,
+      suppressed,
+      ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
     });
   }
 

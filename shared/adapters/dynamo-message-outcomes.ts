@@ -19,7 +19,17 @@ import { jobHasEnded, keys } from '#shared/jobs/model.ts';
 import { type MessageEndMove, messageOutcomeMove, type ReleasedJob } from '#shared/jobs/task-lifecycle.ts';
 import { endedTaskExpiry } from '#shared/resources.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
-import { type ClaimPages, claimKey, countEnd, jobCountsUpdate, noEnds } from './dynamo-claim-pages.ts';
+import {
+  addEnds,
+  type ClaimPages,
+  claimKey,
+  countEnd,
+  type EndCounts,
+  type EndState,
+  jobCountsUpdate,
+  noEnds,
+} from './dynamo-claim-pages.ts';
+import { type ChunkOutcome, chunkEnds } from './dynamo-message-chunks.ts';
 import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
 import { failedConditions, MAX_TRIES, type MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
@@ -35,6 +45,13 @@ export const STATEMENTS_PER_BATCH = 25;
  * a transaction's 99, the 100th went alone, 5 requests where 4 do).
  */
 const BATCHES_SIDE_BY_SIDE = 4;
+
+/** What one task's end moves its job's counts by. */
+function taskEnds(end: { state: EndState; reason?: string | undefined }): EndCounts {
+  const counts = noEnds();
+  countEnd(counts, end.state, end.reason);
+  return counts;
+}
 
 /** When a released task may be claimed again. */
 function readyAtOf(outcome: TaskOutcome): number {
@@ -61,8 +78,11 @@ export class OutcomeWriter implements ReportSink {
     this.#deps = deps;
   }
 
-  async write(outcomes: readonly TaskOutcome[]): Promise<void> {
+  async write(all: readonly TaskOutcome[]): Promise<void> {
     const token = this.#deps.lease.token() ?? -1;
+    // A chunk's members' outcomes are held until each has one, then written as the chunk's.
+    const { tasks: outcomes, chunks } = this.#deps.state.chunks.gather(all);
+    for (const chunk of chunks) await this.#writeChunk(chunk, token);
     const byJob = new Map<string, TaskOutcome[]>();
     for (const o of outcomes) byJob.set(o.jobId, [...(byJob.get(o.jobId) ?? []), o]);
     for (const [jobId, list] of byJob) {
@@ -86,6 +106,18 @@ export class OutcomeWriter implements ReportSink {
     }
   }
 
+  /** A chunk's one outcome: an end on its page, else a release (or an end) in a transaction. */
+  async #writeChunk(chunk: ChunkOutcome, token: number): Promise<void> {
+    const o = chunk.outcome;
+    if (this.#endsOnPage(o)) await this.#endOnPages([o], chunk);
+    else await this.#writeGroup(o.jobId, [o], token, chunk);
+    await this.#settled([o]);
+    // Written counts members, not the chunk.
+    this.#deps.state.written[o.kind]--;
+    for (const member of chunk.members) this.#deps.state.written[member.kind]++;
+    this.#deps.state.chunks.done(chunk);
+  }
+
   async #settled(outcomes: readonly TaskOutcome[]): Promise<void> {
     for (const o of outcomes) {
       this.#deps.state.held.delete(o.taskId);
@@ -106,7 +138,7 @@ export class OutcomeWriter implements ReportSink {
    * naming its page; those it ended are counted on the page. A task that moved on (another
    * holder's outcome, a sweep, marked left by a broker taking over) is neither written nor counted.
    */
-  async #endOnPages(outcomes: readonly TaskOutcome[]): Promise<void> {
+  async #endOnPages(outcomes: readonly TaskOutcome[], chunk?: ChunkOutcome): Promise<void> {
     const pages = this.#deps.pages!;
     const ends = outcomes.map((o) => {
       // Not a release: an end, whatever the job.
@@ -121,6 +153,9 @@ export class OutcomeWriter implements ReportSink {
           ...(startedAt === undefined ? {} : { startedAt }),
           multicastKey: multicastKeyOf(o),
           expiresAt: endedTaskExpiry(o.at),
+          ...(chunk && Object.keys(chunk.except).length > 0
+            ? { set: [['except', chunk.except]] as const }
+            : {}),
         }),
       };
     });
@@ -132,12 +167,17 @@ export class OutcomeWriter implements ReportSink {
       const result = results[j]!;
       // Refused, yet ended on this page: this very write, applied, whose answer was lost and retried.
       const ours = result.applied || result.item?.endedOn === page;
-      if (ours) pages.ended(o.jobId, o.taskId, end.state, end.reason);
+      if (ours) pages.ended(o.jobId, o.taskId, chunk ? chunkEnds(end, chunk) : taskEnds(end));
     });
   }
 
   /** Writes one job's outcomes (≤ OUTCOMES_PER_TRANSACTION) and its counts in one transaction. */
-  async #writeGroup(jobId: string, outcomes: TaskOutcome[], token: number): Promise<TaskOutcome[]> {
+  async #writeGroup(
+    jobId: string,
+    outcomes: TaskOutcome[],
+    token: number,
+    chunk?: ChunkOutcome,
+  ): Promise<TaskOutcome[]> {
     let left = outcomes;
     let cancelledJob = false;
     // The job's end never changes: a cached copy of the job tells it exactly.
@@ -145,14 +185,19 @@ export class OutcomeWriter implements ReportSink {
     for (let tryNo = 1; left.length > 0; tryNo++) {
       if (tryNo > MAX_TRIES) throw new ReportRetryError(`outcomes of job ${jobId} not written`);
       const updates = left.map((o) =>
-        this.#outcomeUpdate(o, token, {
-          cancelled: cancelledJob,
-          endedBeforeReady: job !== undefined && jobHasEnded(job, readyAtOf(o)),
-        }),
+        this.#outcomeUpdate(
+          o,
+          token,
+          {
+            cancelled: cancelledJob,
+            endedBeforeReady: job !== undefined && jobHasEnded(job, readyAtOf(o)),
+          },
+          chunk,
+        ),
       );
       const counts = noEnds();
-      for (const u of updates) if (u.count) countEnd(counts, u.count, u.reason);
-      const releases = updates.some((u) => u.count === undefined) && !cancelledJob;
+      for (const u of updates) if (u.ends) addEnds(counts, u.ends);
+      const releases = updates.some((u) => u.ends === undefined) && !cancelledJob;
       const codes = await this.#deps.table.transact([
         jobCountsUpdate(this.#deps.table.controlTable, this.#deps.lease.clientId, jobId, counts, releases),
         ...updates.map((u) => u.update),
@@ -173,7 +218,7 @@ export class OutcomeWriter implements ReportSink {
   }
 
   /** The task update for an outcome, and what it adds to the job's counts. */
-  #outcomeUpdate(outcome: TaskOutcome, token: number, job: ReleasedJob) {
+  #outcomeUpdate(outcome: TaskOutcome, token: number, job: ReleasedJob, chunk?: ChunkOutcome) {
     const end = messageOutcomeMove(outcome, job);
     const from = moveFrom(end.move);
     const values: Record<string, unknown> = {
@@ -193,6 +238,12 @@ export class OutcomeWriter implements ReportSink {
       values[':startedAt'] = startedAt;
     }
     const multicastKey = multicastKeyOf(outcome);
+    const names: Record<string, string> = { ...STATE_NAME };
+    if (chunk && Object.keys(chunk.except).length > 0) {
+      set.push('#except = :except');
+      names['#except'] = 'except';
+      values[':except'] = chunk.except;
+    }
     if (outcome.requestId) {
       set.push('requestId = :requestId');
       values[':requestId'] = outcome.requestId;
@@ -231,16 +282,16 @@ export class OutcomeWriter implements ReportSink {
         values[':sentWith'] = multicastKey;
       }
     }
+    const final = end.state === 'retry-wait' ? undefined : { state: end.state, reason: end.reason };
     return {
-      count: end.state === 'retry-wait' ? undefined : end.state,
-      reason: end.state === 'retry-wait' ? undefined : end.reason,
+      ends: final && (chunk ? chunkEnds(final, chunk) : taskEnds(final)),
       update: {
         Update: {
           TableName: this.#deps.table.tasksTable,
           Key: keys.task(outcome.jobId, outcome.taskId),
           UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
           ConditionExpression: condition,
-          ExpressionAttributeNames: STATE_NAME,
+          ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
         },
       },

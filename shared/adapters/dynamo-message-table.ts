@@ -86,7 +86,12 @@ export class MessageTaskTable {
     range: { lower?: string; upper: string },
     wanted: (item: Item) => Promise<boolean>,
     limit: number,
-    options: { readonly maxRead?: number; readonly attributes?: readonly string[] } = {},
+    options: {
+      readonly maxRead?: number;
+      readonly attributes?: readonly string[];
+      /** Entries a Query reads at most (default twice `limit`, at least 20). */
+      readonly pageLimit?: number;
+    } = {},
   ): Promise<Item[]> {
     const maxRead = options.maxRead ?? MAX_SHARD_READ;
     const names = options.attributes?.map((name, i) => [`#a${i}`, name] as const);
@@ -113,7 +118,7 @@ export class MessageTaskTable {
                 ExpressionAttributeNames: Object.fromEntries(names),
               }
             : {}),
-          Limit: Math.min(MAX_SHARD_READ, Math.max(limit * 2, 20)),
+          Limit: options.pageLimit ?? Math.min(MAX_SHARD_READ, Math.max(limit * 2, 20)),
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
       );

@@ -195,6 +195,8 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
           item.channel === 'message' &&
           isRunningMessageJob(await this.#table.jobs.cached(clientId, String(item.jobId)), now),
         1,
+        // A chunk's entry is ~10 KB: a few at a time.
+        { pageLimit: 4 },
       );
       if (found.length > 0) return true;
     }

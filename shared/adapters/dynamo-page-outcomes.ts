@@ -50,7 +50,13 @@ export function endOnPageStatement(
   outcome: TaskOutcome,
   end: MessageEndMove,
   page: string,
-  extra: { startedAt?: number; multicastKey: string | undefined; expiresAt: number },
+  extra: {
+    startedAt?: number;
+    multicastKey: string | undefined;
+    expiresAt: number;
+    /** More attributes to set (a chunk's `except`). */
+    set?: readonly (readonly [string, unknown])[];
+  },
 ): PageStatement {
   const set: [string, unknown][] = [
     ['state', end.state],
@@ -66,6 +72,7 @@ export function endOnPageStatement(
   if (end.reason === undefined) remove.push('reason');
   else set.push(['reason', end.reason]);
   if (extra.multicastKey) set.push(['sentWith', extra.multicastKey]);
+  for (const [name, value] of extra.set ?? []) set.push([name, value]);
   const from = TASK_MOVES.endMessage.from;
   const key = keys.task(outcome.jobId, outcome.taskId);
   return {

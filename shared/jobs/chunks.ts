@@ -35,6 +35,19 @@ export interface MemberEnd {
   readonly updatedAt: number;
 }
 
+/**
+ * A member moved out of its chunk into a task of its own (a chunk *spilled* for contact limits:
+ * `dynamo-chunk-spill.ts`): the task speaks for it from then on, the chunk no longer does.
+ */
+export interface MemberMoved {
+  readonly moved: true;
+}
+
+/** What a chunk says of a member apart from its own state: its own end, or moved out. */
+export type MemberApart = MemberEnd | MemberMoved;
+
+export const isMoved = (apart: MemberApart): apart is MemberMoved => 'moved' in apart && apart.moved;
+
 /** The record of a chunk: a task's, without the per-recipient fields, plus its packed members. */
 export interface Chunk extends Omit<Task, 'taskId' | 'row' | 'recipient' | 'name' | 'variables'> {
   /** `chunk-{first row}`: the first row read on the ingest page it came from ({@link chunkTaskId}). */
@@ -43,8 +56,8 @@ export interface Chunk extends Omit<Task, 'taskId' | 'row' | 'recipient' | 'name
   readonly members: Uint8Array;
   /** The members' rows, 4 bytes each (big-endian), in the same order. */
   readonly rows: Uint8Array;
-  /** Members that ended apart from the chunk, by their index in `members`. */
-  readonly except?: Readonly<Record<string, MemberEnd>>;
+  /** Members that ended apart from the chunk or moved out of it, by their index in `members`. */
+  readonly except?: Readonly<Record<string, MemberApart>>;
 }
 
 /** One member of a chunk. */
@@ -115,12 +128,22 @@ export function chunkMembers(chunk: Pick<Chunk, 'members' | 'rows'>): ChunkMembe
 
 /**
  * Each member as the task it stands for: its own task id, row and recipient; the state, attempts
- * and result of its end in `except`, else the chunk's.
+ * and result of its end in `except`, else the chunk's. A member moved out is left to its task.
  */
 export function memberTasks(chunk: Chunk): Task[] {
-  const { members: _m, rows: _r, except, taskId: _t, ...shared } = chunk;
-  return chunkMembers(chunk).map(({ index, recipient, row }) => {
+  const {
+    members: _m,
+    rows: _r,
+    except,
+    taskId: _t,
+    memberCount: _c,
+    ...shared
+  } = chunk as Chunk & {
+    memberCount?: number;
+  };
+  return chunkMembers(chunk).flatMap(({ index, recipient, row }) => {
     const own = except?.[String(index)];
+    if (own && isMoved(own)) return [];
     const base = {
       ...shared,
       taskId: recipientTaskId(chunk.jobId, recipient),
@@ -128,18 +151,33 @@ export function memberTasks(chunk: Chunk): Task[] {
       recipient,
       variables: {},
     };
-    if (!own) return base;
+    if (!own) return [base];
     const { lastResult: _l, reason: _reason, ...rest } = base;
-    return {
-      ...rest,
-      state: own.state,
-      attempts: own.attempts,
-      updatedAt: own.updatedAt,
-      ...(own.lastResult === undefined ? {} : { lastResult: own.lastResult }),
-      ...(own.reason === undefined ? {} : { reason: own.reason }),
-    };
+    return [
+      {
+        ...rest,
+        state: own.state,
+        attempts: own.attempts,
+        updatedAt: own.updatedAt,
+        ...(own.lastResult === undefined ? {} : { lastResult: own.lastResult }),
+        ...(own.reason === undefined ? {} : { reason: own.reason }),
+      },
+    ];
   });
 }
+
+/** The members the chunk's own state speaks for (neither ended apart nor moved out), in order. */
+export function membersInState(chunk: Pick<Chunk, 'members' | 'rows' | 'except'>): ChunkMember[] {
+  return chunkMembers(chunk).filter(({ index }) => chunk.except?.[String(index)] === undefined);
+}
+
+/** The ends of the members that ended apart (not those moved out). */
+export function membersEndedApart(chunk: Pick<Chunk, 'except'>): MemberEnd[] {
+  return Object.values(chunk.except ?? {}).filter((apart): apart is MemberEnd => !isMoved(apart));
+}
+
+/** How many members a chunk holds (its `memberCount`, read with the index entry to size a claim page). */
+export const memberCountOf = (chunk: Pick<Chunk, 'members'>): number => chunk.members.length / ID_BYTES;
 
 /** How many of the chunk's members its own state speaks for (those not ended apart). */
 export function membersInChunkState(chunk: Pick<Chunk, 'members' | 'except'>): number {

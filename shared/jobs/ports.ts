@@ -247,6 +247,8 @@ export type SweptTask = Pick<Task, 'taskId' | 'state' | 'channel' | 'readyAt' | 
   readonly members?: {
     readonly inState: number;
     readonly apart: readonly { readonly state: Task['state']; readonly reason?: string }[];
+    /** Entries in its `except` (ended apart or moved out): the sweep ends it only while unchanged. */
+    readonly exceptSize: number;
   };
 };
 

@@ -3,9 +3,12 @@
  * (with its status index) and its tasks (with their outstanding index), for tests that start a
  * broker on it.
  */
+
 import { createHash } from 'node:crypto';
 import { BatchWriteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { chunkItem } from '#shared/adapters/dynamo-job-tasks.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
+import { type Chunk, packMembers, pageChunks } from '#shared/jobs/chunks.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 
 export interface JobTables {
@@ -73,6 +76,8 @@ export interface MessageJobSeed {
   /** The job id's first characters (the test's own, so its jobs never meet another's). */
   readonly jobIdPrefix: string;
   readonly settings?: Partial<ClientSettings>;
+  /** Hold the recipients in chunks of 500 as ingest does for a shared message (one ingest page). */
+  readonly chunks?: boolean;
 }
 
 /** A client on `channelId` with a running message job of `tasks` recipients, all ready now. */
@@ -125,6 +130,24 @@ export async function seedMessageJob(
       updatedAt: now,
     }),
   );
-  await writeRunningJob(doc, tables, client, job, list);
+  if (!seed.chunks) {
+    await writeRunningJob(doc, tables, client, job, list);
+    return job;
+  }
+  await writeRunningJob(doc, tables, client, job, []);
+  for (const { taskId, members } of pageChunks(2, list)) {
+    const chunk: Chunk = {
+      clientId,
+      jobId: job.jobId,
+      taskId,
+      channel: 'message',
+      state: 'pending',
+      attempts: 0,
+      readyAt: now - 1000,
+      updatedAt: now,
+      ...packMembers(members),
+    };
+    await doc.send(new PutCommand({ TableName: tables.tasksTable, Item: chunkItem(chunk) }));
+  }
   return job;
 }
