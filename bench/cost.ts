@@ -17,7 +17,8 @@
  * AWS): it is a fixed cost per minute, not per message, and is printed apart.
  *
  * Designs: {@link DESIGNS} lists the designs measured side by side, each a function that runs the
- * scenarios and returns what it measured: today's (message claims on each task) and claim pages.
+ * scenarios and returns what it measured: today's (message claims on each task), claim pages, and
+ * chunks (claim pages, and a message for all held 500 recipients an item: docs/multicast-chunks.md).
  *
  *   npm run bench:cost [-- --messages 2000 --multicast 20000 --calls 500]
  */
@@ -128,12 +129,23 @@ const DESIGNS: readonly Design[] = [
   // Message claims recorded on each task (the design before claim pages).
   {
     name: 'today',
-    run: (scenarios) => runOnLocalStack(scenarios, 'benchcosttask', { BROKER_CLAIM_RECORDS: 'task' }),
+    run: (scenarios) =>
+      runOnLocalStack(scenarios, 'benchcosttask', {
+        BROKER_CLAIM_RECORDS: 'task',
+        INGEST_MULTICAST_CHUNKS: 'off',
+      }),
   },
   // Message claims recorded per page (shared/adapters/dynamo-claim-pages.ts, docs/claim-pages.md).
   {
     name: 'claim pages',
-    run: (scenarios) => runOnLocalStack(scenarios, 'benchcostpage', { BROKER_CLAIM_RECORDS: 'page' }),
+    run: (scenarios) =>
+      runOnLocalStack(scenarios, 'benchcostpage', { BROKER_CLAIM_RECORDS: 'page', INGEST_MULTICAST_CHUNKS: 'off' }),
+  },
+  // And a message for all held 500 recipients a chunk item (docs/multicast-chunks.md): the default now.
+  {
+    name: 'chunks',
+    run: (scenarios) =>
+      runOnLocalStack(scenarios, 'benchcostchunk', { BROKER_CLAIM_RECORDS: 'page', INGEST_MULTICAST_CHUNKS: 'on' }),
   },
 ];
 
@@ -160,6 +172,8 @@ async function runOnLocalStack(
   const meterDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-cost-'));
   const preload = fileURLToPath(new URL('./lib/aws-meter-preload.ts', import.meta.url));
   process.env.LOG_LEVEL ??= 'error';
+  // The in-process Lambdas read the design's switches too (this process runs this design only).
+  Object.assign(process.env, designEnv);
   const stack = await startLocalStack({
     stage,
     port: 0,

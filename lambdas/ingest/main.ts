@@ -28,6 +28,8 @@ const maxRowsPerRun = getNumberFromEnv('INGEST_MAX_ROWS_PER_RUN', 0);
 // 0 (unset): MAX_UPLOAD_BYTES (shared/jobs/upload-limit.ts), the limit the console and the CLI
 // say. Tests lower it to see a file refused without uploading a gigabyte.
 const maxUploadBytes = getNumberFromEnv('INGEST_MAX_UPLOAD_BYTES', 0);
+// `off`: a task per recipient for every job (the design before chunks, kept for bench:cost's baseline).
+const multicastChunks = process.env.INGEST_MULTICAST_CHUNKS !== 'off';
 
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
@@ -58,6 +60,7 @@ export const handler = observe(
       log,
       ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
       ...(maxUploadBytes > 0 ? { maxUploadBytes } : {}),
+      multicastChunks,
     }),
     sweep: makeJobSweep({
       jobs,

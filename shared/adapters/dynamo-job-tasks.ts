@@ -8,9 +8,17 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
-import { type Chunk, isChunk, memberCountOf, memberTasks } from '#shared/jobs/chunks.ts';
+import {
+  CHUNK_ID_PREFIX,
+  type Chunk,
+  chunkMembers,
+  isChunk,
+  memberCountOf,
+  memberTasks,
+} from '#shared/jobs/chunks.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import type { TaskStore } from '#shared/jobs/ports.ts';
+import { TASK_SHARDS } from '#shared/resources.ts';
 
 export class UnprocessedWritesError extends Error {
   override name = 'UnprocessedWritesError';
@@ -75,15 +83,45 @@ export function makeDynamoTaskStore(
     }
   }
 
+  /** Writes items 25 a batch, `concurrency` batches at once. */
+  async function writeAll(items: readonly Record<string, unknown>[]): Promise<void> {
+    const batches: Record<string, unknown>[][] = [];
+    for (let i = 0; i < items.length; i += 25) batches.push(items.slice(i, i + 25));
+    let next = 0;
+    const worker = async () => {
+      while (next < batches.length) await writeBatch(batches[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
+  }
+
   return {
-    async put(tasks) {
-      const batches: Record<string, unknown>[][] = [];
-      for (let i = 0; i < tasks.length; i += 25) batches.push(tasks.slice(i, i + 25).map(taskItem));
-      let next = 0;
-      const worker = async () => {
-        while (next < batches.length) await writeBatch(batches[next++]!);
-      };
-      await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
+    put: (tasks) => writeAll(tasks.map(taskItem)),
+    putChunks: (chunks) => writeAll(chunks.map(chunkItem)),
+    async chunkedRows(jobId) {
+      const rows = new Map<string, number>();
+      await Promise.all(
+        Array.from({ length: TASK_SHARDS }, async (_, shard) => {
+          let start: Record<string, unknown> | undefined;
+          do {
+            const out: QueryCommandOutput = await doc.send(
+              new QueryCommand({
+                TableName: tableName,
+                KeyConditionExpression: 'pk = :pk AND begins_with(sk, :chunk)',
+                ExpressionAttributeValues: { ':pk': keys.taskShardPk(jobId, shard), ':chunk': CHUNK_ID_PREFIX },
+                ProjectionExpression: 'members, #rows',
+                ExpressionAttributeNames: { '#rows': 'rows' },
+                ConsistentRead: true,
+                ...(start ? { ExclusiveStartKey: start } : {}),
+              }),
+            );
+            for (const item of out.Items ?? []) {
+              for (const m of chunkMembers(item as Pick<Chunk, 'members' | 'rows'>)) rows.set(m.recipient, m.row);
+            }
+            start = out.LastEvaluatedKey;
+          } while (start);
+        }),
+      );
+      return rows;
     },
     async storedRows(jobId, recipients) {
       const rows = new Map<string, number>();

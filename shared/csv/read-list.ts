@@ -109,8 +109,11 @@ export interface IngestRowsInput {
   readonly isSuppressed?: (recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Remembers this job's recipients; restored from its snapshot when resuming. */
   readonly duplicates: DuplicateFilter;
-  /** Stores a page of accepted drafts (in row order, at most `batchSize`). */
-  readonly onBatch: (tasks: readonly TaskDraft[]) => Promise<void>;
+  /**
+   * Stores a page of accepted drafts (in row order, at most `batchSize`); `firstRow` is the page's
+   * first row read, accepted or not (the same page read again after a crash has the same).
+   */
+  readonly onBatch: (tasks: readonly TaskDraft[], page: { readonly firstRow: number }) => Promise<void>;
   /** Stores a page of report entries (in row order). */
   readonly onReport: (entries: readonly ReportEntry[]) => Promise<void>;
   /** Data rows per page; 500 by default. */
@@ -299,7 +302,9 @@ class IngestRun {
     const page = this.#page;
     if (page.length === 0) return;
     const { tasks, entries } = await settlePage(page, this.#input);
-    if (tasks.length > 0) await this.#input.onBatch(tasks);
+    const first = page[0]!;
+    const firstRow = first.kind === 'entry' ? first.entry.row : first.draft.row;
+    if (tasks.length > 0) await this.#input.onBatch(tasks, { firstRow });
     if (entries.length > 0) await this.#input.onReport(entries);
     const rejected = entries.filter((entry) => entry.outcome === 'rejected').length;
     const counts = this.#counts;

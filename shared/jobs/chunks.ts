@@ -20,7 +20,7 @@ import type { Task, TaskState } from './model.ts';
 /** Most members a chunk holds: LINE's multicast limit (`MAX_MULTICAST_RECIPIENTS`). */
 export const CHUNK_MEMBERS = 500;
 
-const CHUNK_ID_PREFIX = 'chunk-';
+export const CHUNK_ID_PREFIX = 'chunk-';
 const LINE_USER_ID = /^U[0-9a-f]{32}$/;
 const ID_BYTES = 16;
 const ROW_BYTES = 4;
@@ -81,6 +81,9 @@ export function chunkTaskId(firstRowRead: number): string {
     throw new RangeError(`a chunk is named by a row ≥ 1, got ${firstRowRead}`);
   return `${CHUNK_ID_PREFIX}${String(firstRowRead).padStart(10, '0')}`;
 }
+
+/** True for a recipient a chunk can hold: a LINE user id (`U` + 32 hex digits). */
+export const isChunkable = (recipient: string): boolean => LINE_USER_ID.test(recipient);
 
 /** True for a chunk's task id (a task of one recipient has a UUID: `recipientTaskId`). */
 export function isChunkTaskId(taskId: string): boolean {

@@ -25,6 +25,7 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import { isSharedMessage } from '#shared/campaign/template.ts';
 import { bloomDuplicateFilter, type DuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
 import {
   type IngestCounts,
@@ -38,6 +39,7 @@ import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { ZERO_COUNTS } from './api.ts';
 import { cancelSweepStart } from './cancel.ts';
+import { type Chunk, isChunkable, packMembers, pageChunks } from './chunks.ts';
 import { SourceChangedError, ValidationError } from './errors.ts';
 import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type { ContinueIngestMessage, IngestClaim, IngestState, JobStores } from './ports.ts';
@@ -87,6 +89,11 @@ export interface IngestJobDeps extends JobStores {
   readonly progressEveryPages?: number;
   /** The largest file read; default `MAX_UPLOAD_BYTES` (tests lower it to refuse a small file). */
   readonly maxUploadBytes?: number;
+  /**
+   * Hold a shared message's recipients in chunks of 500 (docs/multicast-chunks.md) where the task
+   * store can; default true (off: a task a recipient, the design before, kept to measure it).
+   */
+  readonly multicastChunks?: boolean;
 }
 
 /** Row estimate for sizing the duplicate filter: short rows (a number and a name) are ~25 bytes. */
@@ -329,6 +336,8 @@ class IngestStepRun {
   readonly #startRows: number;
   /** Pages stored by this run. */
   #pages = 0;
+  /** Recipients held in the job's chunks, read at this run's first suspected duplicate, then kept up to date. */
+  #chunkRows: Map<string, number> | undefined;
 
   constructor(input: IngestStepRunInput) {
     this.#deps = input.deps;
@@ -387,8 +396,7 @@ class IngestStepRun {
     const snapshot = state.filterKey ? await this.#deps.files.getBytes(state.filterKey) : undefined;
     if (state.filterKey && !snapshot)
       throw new Error(`the duplicate filter snapshot ${state.filterKey} is missing`);
-    const confirm = (recipients: readonly string[]) =>
-      this.#deps.tasks.storedRows(this.#job.jobId, recipients);
+    const confirm = (recipients: readonly string[]) => this.#storedRows(recipients);
     return snapshot
       ? bloomDuplicateFilter({ expectedRows: 1, confirm, from: snapshot })
       : bloomDuplicateFilter({
@@ -417,14 +425,62 @@ class IngestStepRun {
       isSuppressed: async (recipients) =>
         this.#deps.suppressed ? this.#deps.suppressed(clientId, recipients) : new Set<string>(),
       duplicates,
-      onBatch: async (drafts) =>
-        this.#deps.tasks.put(drafts.map((draft) => this.#toTask(draft, client, now))),
+      onBatch: (drafts, page) => this.#store(drafts, page.firstRow, client, now),
       onReport: async (entries) => this.#deps.validationReports.putPage(clientId, jobId, entries),
       ...(this.#deps.batchSize ? { batchSize: this.#deps.batchSize } : {}),
       ...(cursor ? { resumeFrom: cursor } : {}),
       ...(job.recipientColumn ? { recipientColumn: job.recipientColumn } : {}),
       shouldPause: (counts) => this.#shouldPause(counts),
     };
+  }
+
+  /** True when this job's recipients are held in chunks: one message for all, and a store that writes them. */
+  #chunked(): boolean {
+    const { tasks, multicastChunks } = this.#deps;
+    return (
+      multicastChunks !== false &&
+      this.#job.channel === 'message' &&
+      isSharedMessage(this.#job.message) &&
+      tasks.putChunks !== undefined &&
+      tasks.chunkedRows !== undefined
+    );
+  }
+
+  /** Of `recipients`, those the job holds already (as tasks, or in its chunks), with their rows. */
+  async #storedRows(recipients: readonly string[]): Promise<ReadonlyMap<string, number>> {
+    const stored = await this.#deps.tasks.storedRows(this.#job.jobId, recipients);
+    if (!this.#chunked()) return stored;
+    this.#chunkRows ??= await this.#deps.tasks.chunkedRows!(this.#job.jobId);
+    const out = new Map(stored);
+    for (const recipient of recipients) {
+      const row = this.#chunkRows.get(recipient);
+      if (row !== undefined && !out.has(recipient)) out.set(recipient, row);
+    }
+    return out;
+  }
+
+  /** A page of accepted drafts: in chunks of 500 for a shared message (named by the page's first row read), else as tasks. */
+  async #store(drafts: readonly TaskDraft[], firstRow: number, client: ClientSettings, now: number) {
+    const chunkable = this.#chunked() ? drafts.filter((d) => isChunkable(d.recipient)) : [];
+    const apart = chunkable.length === drafts.length ? [] : drafts.filter((d) => !chunkable.includes(d));
+    if (apart.length > 0) await this.#deps.tasks.put(apart.map((draft) => this.#toTask(draft, client, now)));
+    if (chunkable.length === 0) return;
+    const { clientId, jobId } = this.#job;
+    const chunks = pageChunks(firstRow, chunkable).map(
+      ({ taskId, members }): Chunk => ({
+        clientId,
+        jobId,
+        taskId,
+        channel: 'message',
+        state: 'pending',
+        attempts: 0,
+        readyAt: recipientTiming(this.#job, client, members[0]!).readyAt,
+        updatedAt: now,
+        ...packMembers(members),
+      }),
+    );
+    await this.#deps.tasks.putChunks!(chunks);
+    for (const { recipient, row } of chunkable) this.#chunkRows?.set(recipient, row);
   }
 
   #toTask(draft: TaskDraft, client: ClientSettings, now: number): Task {

@@ -4,6 +4,7 @@
  * `dynamo-job-tasks.ts`, `dynamo-cancel.ts`, `s3-uploads.ts`); tests hand in their own.
  */
 
+import type { Chunk } from './chunks.ts';
 import type { IngestCounts, IngestCursor } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import type { JobStatus } from './job-lifecycle.ts';
@@ -145,6 +146,13 @@ export interface TaskStore {
   storedRows(jobId: string, recipients: readonly string[]): Promise<ReadonlyMap<string, number>>;
   /** Every task of one shard of a job, in pages. */
   shard(jobId: string, shard: number): AsyncIterable<Task>;
+  /**
+   * Writes chunks: a shared message's recipients held 500 an item (docs/multicast-chunks.md; a
+   * re-run writes the very same items again). A store without it gets tasks only.
+   */
+  putChunks?(chunks: readonly Chunk[]): Promise<void>;
+  /** Every recipient held in the job's chunks, with its row (to confirm a suspected duplicate). */
+  chunkedRows?(jobId: string): Promise<Map<string, number>>;
 }
 
 /** The uploads bucket as the jobs use cases see it. */

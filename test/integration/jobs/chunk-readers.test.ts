@@ -2,15 +2,14 @@
  * A message job's recipients held in one chunk item (`shared/jobs/chunks.ts`), read by what reads
  * tasks one recipient at a time, on the local cloud: the cancel sweep ends the chunk and moves the
  * job's counts by every member (one that ended apart by its own end), and the report lists each
- * member on its own row with its own task id. Nothing writes chunks yet: the test puts one where
- * ingest will (docs/multicast-chunks.md, step 2).
+ * member on its own row with its own task id. Ingest writes the chunk (a message for all).
  */
 
-import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
-import { type Chunk, chunkTaskId, packMembers } from '#shared/jobs/chunks.ts';
+import { type Chunk, chunkTaskId } from '#shared/jobs/chunks.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import { tasksInShardOrder } from '#shared/jobs/report.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
@@ -26,6 +25,14 @@ const call = (method: string, path: string, body?: unknown, contentType = 'appli
 
 const recipient = (i: number) => `U${(0xc4a0c000 + i).toString(16).padStart(32, '0')}`;
 
+/** Every member of the job, as its report reads them (a chunk's one by one), in row order. */
+async function membersOf(jobId: string): Promise<Task[]> {
+  const store = makeDynamoTaskStore(cloud.doc, tasksTable);
+  const members: Task[] = [];
+  for await (const task of tasksInShardOrder((shard) => store.shard(jobId, shard))) members.push(task);
+  return members.sort((a, b) => a.row - b.row);
+}
+
 /** A scheduled message job of `n` LINE recipients with one message for all, as ingest leaves it. */
 async function sharedMessageJob(n: number): Promise<{ clientId: string; jobId: string; tasks: Task[] }> {
   const clientId = uniqueName('chunk');
@@ -35,54 +42,45 @@ async function sharedMessageJob(n: number): Promise<{ clientId: string; jobId: s
   const rows = Array.from({ length: n }, (_, i) => recipient(i));
   const csv = `userId\n${rows.join('\n')}\n`;
   const jobId = await scheduledInlineJob(harness, clientId, 'name=sale&channel=message&message=Sale', csv);
-  return { clientId, jobId, tasks: await readTasks(cloud.doc, tasksTable, jobId) };
+  return { clientId, jobId, tasks: await membersOf(jobId) };
 }
 
-/** The job's tasks replaced by one waiting chunk of the same recipients and rows, the second ended apart. */
-async function intoOneChunk(tasks: readonly Task[]): Promise<Chunk> {
-  const first = tasks[0]!;
-  const chunk: Chunk = {
-    clientId: first.clientId,
-    jobId: first.jobId,
-    taskId: chunkTaskId(first.row),
-    channel: 'message',
-    state: 'pending',
-    attempts: 0,
-    readyAt: first.readyAt,
-    updatedAt: Date.now(),
-    ...packMembers(tasks.map((t) => ({ recipient: t.recipient, row: t.row }))),
-    except: {
-      '1': {
-        state: 'failed',
-        lastResult: 'invalid',
-        reason: 'LINE refused the user',
-        attempts: 1,
-        updatedAt: 5,
-      },
-    },
-  };
-  for (const task of tasks) {
-    await cloud.doc.send(
-      new DeleteCommand({ TableName: tasksTable, Key: keys.task(task.jobId, task.taskId) }),
-    );
-  }
+/** The chunk's second member ended apart (as an opt-out at a claim leaves it). */
+async function secondEndedApart(jobId: string): Promise<void> {
   await cloud.doc.send(
-    new PutCommand({
+    new UpdateCommand({
       TableName: tasksTable,
-      Item: { ...keys.task(chunk.jobId, chunk.taskId), ...chunk, ...keys.outstandingIndex(chunk) },
+      Key: keys.task(jobId, chunkTaskId(2)),
+      UpdateExpression: 'SET #except = :except',
+      ExpressionAttributeNames: { '#except': 'except' },
+      ExpressionAttributeValues: {
+        ':except': {
+          '1': {
+            state: 'failed',
+            lastResult: 'invalid',
+            reason: 'LINE refused the user',
+            attempts: 1,
+            updatedAt: 5,
+          },
+        },
+      },
     }),
   );
-  return chunk;
 }
 
 describe('a chunk read as its members', () => {
   it('is cancelled whole, each member counted by its own end, and reported on its own row', async () => {
     const { clientId, jobId, tasks } = await sharedMessageJob(4);
-    expect(tasks).toHaveLength(4);
-    await intoOneChunk(tasks);
-    const members = [];
-    const store = makeDynamoTaskStore(cloud.doc, tasksTable);
-    for await (const task of tasksInShardOrder((shard) => store.shard(jobId, shard))) members.push(task);
+    // Ingest held the four in one chunk, named by the first row read.
+    const items = await readTasks<Task & Chunk>(cloud.doc, tasksTable, jobId);
+    expect(items.map((item) => [item.taskId, (item as { memberCount?: number }).memberCount])).toEqual([
+      [chunkTaskId(2), 4],
+    ]);
+    expect(tasks.map((t) => [t.taskId, t.row, t.state])).toEqual(
+      [0, 1, 2, 3].map((i) => [recipientTaskId(jobId, recipient(i)), i + 2, 'pending']),
+    );
+    await secondEndedApart(jobId);
+    const members = await membersOf(jobId);
     expect(members.map((t) => [t.taskId, t.row, t.recipient, t.state]).sort()).toEqual(
       tasks
         .map((t, i) => [
@@ -125,5 +123,25 @@ describe('a chunk read as its members', () => {
         )
         .sort(),
     );
+  });
+});
+
+describe('ingest of a message for all', () => {
+  it('holds the recipients 500 a chunk, and finds a duplicate held in an earlier page', async () => {
+    const clientId = uniqueName('chunkdup');
+    expect(
+      (await call('PUT', `/clients/${clientId}`, { ...CLIENT, messageChannelId: 'chunk-channel' })).status,
+    ).toBe(200);
+    // 1,200 rows (data rows 2 to 1,201): row 1,101 repeats row 4's recipient, three pages later.
+    const rows = Array.from({ length: 1_200 }, (_, i) => (i === 1_099 ? recipient(102) : recipient(100 + i)));
+    const csv = `userId\n${rows.join('\n')}\n`;
+    const jobId = await scheduledInlineJob(harness, clientId, 'name=sale&channel=message&message=Sale', csv);
+    const job = (await call('GET', `/clients/${clientId}/jobs/${jobId}`)).body;
+    expect(job.counts).toMatchObject({ rows: 1_200, tasks: 1_199, skipped: 1, rejected: 0 });
+    const items = await readTasks<Task & Chunk>(cloud.doc, tasksTable, jobId);
+    expect(items.map((item) => item.taskId).sort()).toEqual([2, 502, 1_002].map((row) => chunkTaskId(row)));
+    const members = await membersOf(jobId);
+    expect(members).toHaveLength(1_199);
+    expect(new Set(members.map((t) => t.recipient)).size).toBe(1_199);
   });
 });

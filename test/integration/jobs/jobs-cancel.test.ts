@@ -89,6 +89,12 @@ async function moveTask(task: Task, state: 'in-flight' | 'retry-wait', readyAt =
 const MINUTE = 60_000;
 
 /** A list of `n` LINE recipients. */
+/**
+ * A message with a name in it: each recipient a task of its own (a message for all is held in
+ * chunks, whose sweep `chunk-readers.test.ts` covers).
+ */
+const PERSONAL = 'お知らせ {{name}} 様';
+
 function lineList(n: number): Buffer {
   const rows = Array.from(
     { length: n },
@@ -292,7 +298,7 @@ describe('a call its dead broker left in flight', () => {
 
 describe('cancelling a message job while messages are in flight', () => {
   it("ends a dead broker's messages once their hold has passed, and re-checks the held ones after their hold", async () => {
-    const { clientId, jobId, tasks } = await scheduledJob(lineList(8), 'お知らせ');
+    const { clientId, jobId, tasks } = await scheduledJob(lineList(8), PERSONAL);
     expect(tasks.map((t) => t.channel)).toEqual(Array(8).fill('message'));
     const [dead1, dead2, held1, held2] = tasks as [Task, Task, Task, Task, ...Task[]];
     const expiredHold = Date.now() - MINUTE;
@@ -369,7 +375,7 @@ describe('cancelling a message job while messages are in flight', () => {
   });
 
   it('runs the delayed re-check from the ingest queue, so every message ends without anyone asking', async () => {
-    const { clientId, jobId, tasks } = await scheduledJob(lineList(4), 'お知らせ');
+    const { clientId, jobId, tasks } = await scheduledJob(lineList(4), PERSONAL);
     const [dead, held] = tasks as [Task, Task, ...Task[]];
     await claimMessage(dead, Date.now() - MINUTE, 7);
     // A hold that ends soon: the poller receives the re-check once SQS's delay is over.
