@@ -11,13 +11,13 @@
  * spoken for once: by the chunk or by its task. The chunk is deleted once every member is out.
  * A crash midway leaves a chunk with members moved out, which the next claim spills on.
  */
-import { DeleteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import { type Chunk, type MemberApart, membersEndedApart, membersInState } from '#shared/jobs/chunks.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import { countEnd, jobCountsUpdate, noEnds } from './dynamo-claim-pages.ts';
 import { taskItem } from './dynamo-job-tasks.ts';
-import { transactWrite } from './dynamo-message-table.ts';
+import { type TransactItems, transactWrite } from './dynamo-message-table.ts';
 
 /** Member tasks put per transaction (+ the chunk's update: under DynamoDB's 100 items). */
 export const MEMBERS_PER_SPILL = 98;
@@ -39,10 +39,17 @@ export interface SpillTables {
 }
 
 /**
- * Spills `chunk` (as just read, strongly consistent) into tasks. True when every member is out and
- * the chunk deleted; false when the chunk moved on meanwhile (a sweep ended it): nothing more done.
+ * Spills `chunk` (as just read, strongly consistent) into tasks, every write fenced by the
+ * spilling broker's lease (`fence`: a holder that lost the client spills nothing a newer one may be
+ * sending). `done` when every member is out and the chunk deleted; `moved` when the chunk moved on
+ * meanwhile (a sweep ended it); `fenced` when the lease is lost. Nothing more is done after either.
  */
-export async function spillChunk(tables: SpillTables, chunk: Chunk, now: number): Promise<boolean> {
+export async function spillChunk(
+  tables: SpillTables,
+  chunk: Chunk,
+  now: number,
+  fence: TransactItems[number],
+): Promise<'done' | 'moved' | 'fenced'> {
   if (!spillable(chunk)) throw new Error(`chunk ${chunk.taskId} was claimed before: it is resent whole`);
   let except: Record<string, MemberApart> = { ...(chunk.except ?? {}) };
   const waiting = membersInState(chunk);
@@ -54,6 +61,7 @@ export async function spillChunk(tables: SpillTables, chunk: Chunk, now: number)
     };
     const seen = asRead(chunk, except);
     const codes = await transactWrite(tables.doc, [
+      fence,
       {
         Update: {
           TableName: tables.tasksTable,
@@ -71,36 +79,35 @@ export async function spillChunk(tables: SpillTables, chunk: Chunk, now: number)
         },
       })),
     ]);
-    if (codes !== undefined) {
-      if (codes[0] === 'ConditionalCheckFailed') return false;
-      throw new Error(`chunk ${chunk.taskId} not spilled: ${codes.join(', ')}`);
-    }
+    const refused = refusal(codes, chunk);
+    if (refused) return refused;
     except = next;
   }
   const apart = membersEndedApart({ except });
-  const remove = {
-    Delete: {
-      TableName: tables.tasksTable,
-      Key: keys.task(chunk.jobId, chunk.taskId),
-      ...asRead(chunk, except),
-    },
-  };
-  if (apart.length === 0) {
-    try {
-      await tables.doc.send(new DeleteCommand(remove.Delete));
-      return true;
-    } catch (error) {
-      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
-  }
   const counts = noEnds();
   for (const end of apart) countEnd(counts, end.state, end.reason);
   const codes = await transactWrite(tables.doc, [
-    remove,
-    jobCountsUpdate(tables.controlTable, chunk.clientId, chunk.jobId, counts),
+    fence,
+    {
+      Delete: {
+        TableName: tables.tasksTable,
+        Key: keys.task(chunk.jobId, chunk.taskId),
+        ...asRead(chunk, except),
+      },
+    },
+    ...(apart.length === 0
+      ? []
+      : [jobCountsUpdate(tables.controlTable, chunk.clientId, chunk.jobId, counts)]),
   ]);
-  return codes === undefined;
+  return refusal(codes, chunk) ?? 'done';
+}
+
+/** What a refused spill transaction (the fence first, the chunk second) says; undefined when applied. */
+function refusal(codes: (string | undefined)[] | undefined, chunk: Chunk): 'moved' | 'fenced' | undefined {
+  if (codes === undefined) return undefined;
+  if (codes[0] === 'ConditionalCheckFailed') return 'fenced';
+  if (codes[1] === 'ConditionalCheckFailed') return 'moved';
+  throw new Error(`chunk ${chunk.taskId} not spilled: ${codes.join(', ')}`);
 }
 
 /** The condition that the chunk is as read: same state, still unclaimed, its `except` as `except`. */

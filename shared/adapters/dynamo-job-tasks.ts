@@ -107,7 +107,10 @@ export function makeDynamoTaskStore(
               new QueryCommand({
                 TableName: tableName,
                 KeyConditionExpression: 'pk = :pk AND begins_with(sk, :chunk)',
-                ExpressionAttributeValues: { ':pk': keys.taskShardPk(jobId, shard), ':chunk': CHUNK_ID_PREFIX },
+                ExpressionAttributeValues: {
+                  ':pk': keys.taskShardPk(jobId, shard),
+                  ':chunk': CHUNK_ID_PREFIX,
+                },
                 ProjectionExpression: 'members, #rows',
                 ExpressionAttributeNames: { '#rows': 'rows' },
                 ConsistentRead: true,
@@ -115,7 +118,9 @@ export function makeDynamoTaskStore(
               }),
             );
             for (const item of out.Items ?? []) {
-              for (const m of chunkMembers(item as Pick<Chunk, 'members' | 'rows'>)) rows.set(m.recipient, m.row);
+              // A recipient in two chunks (a crashed run's page read again differently) is its first row's.
+              for (const m of chunkMembers(item as Pick<Chunk, 'members' | 'rows'>))
+                if ((rows.get(m.recipient) ?? Number.POSITIVE_INFINITY) > m.row) rows.set(m.recipient, m.row);
             }
             start = out.LastEvaluatedKey;
           } while (start);

@@ -15,6 +15,7 @@ import {
   capSlots,
   overCapMove,
 } from '#shared/contact-limits/model.ts';
+import { isChunk } from '#shared/jobs/chunks.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { capCounterUpdates, endCappedTask } from './dynamo-contact-caps.ts';
 import type { Item } from './dynamo-message-table.ts';
@@ -68,7 +69,8 @@ export class MessageCaps {
     const items: ClaimCounters['items'] = [];
     if (slots.length === 0) return { items, owners };
     group.forEach(({ item }, task) => {
-      if (Number(item.attempts ?? 0) !== 0) return;
+      // A chunk takes none: one claimed at attempt 0 under limits is spilled into tasks first.
+      if (Number(item.attempts ?? 0) !== 0 || isChunk(item)) return;
       items.push(...capCounterUpdates(this.#tables.tasksTable, taskOf(item), slots));
       for (const slot of slots) owners.push({ task, slot });
     });

@@ -157,7 +157,8 @@ function chunkOutcomeOf(open: OpenChunk): ChunkOutcome {
   const except: Record<string, MemberApart> = { ...open.except };
   for (const o of members) {
     if (o.kind === main.kind && o.lastResult === main.lastResult && o.reason === main.reason) continue;
-    if (o.kind === 'released' || main.kind === 'skipped')
+    // Only members never sent differ (skipped: opted out, suppressed, each for its own reason).
+    if (o.kind === 'released' || (main.kind !== 'skipped' && o.kind !== 'skipped'))
       throw new Error(`chunk ${open.chunkId}: member outcomes disagree (${o.kind} beside ${main.kind})`);
     except[String(open.indexOf.get(o.taskId)!)] = memberEnd(o);
   }

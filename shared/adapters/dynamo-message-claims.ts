@@ -53,6 +53,9 @@ const INDEX_VIEW = [
   'memberCount',
 ];
 
+/** Readings of one page while each spills chunks and claims nothing (the spilled tasks are read next). */
+const MAX_SPILL_READINGS = 8;
+
 /** How often a shard's ready read ignores the session's cursor and starts from the shard's start. */
 const READS_FROM_START = 16;
 
@@ -160,6 +163,8 @@ export class MessageClaimer implements TaskSource {
    * ~10 KB, and one chunk fills a page), not a page's share of tasks.
    */
   #chunky = false;
+  /** Chunks this session spilled into tasks: a page that spilled and claimed nothing is read again. */
+  #spills = 0;
 
   constructor(deps: ClaimerDeps) {
     this.#deps = deps;
@@ -179,6 +184,22 @@ export class MessageClaimer implements TaskSource {
     if (this.#adoptQueue === undefined && this.#deps.pages) await this.#settleLeftPages(token, now);
     // An empty page ends the round: before saying so, every shard is read from its start (tasks
     // below a cursor), whatever the first reading's candidates came to once read again.
+    // A reading whose chunks were all spilled into tasks claimed nothing: the tasks are read next.
+    for (let reading = 1; ; reading++) {
+      const spills = this.#spills;
+      const page = await this.#claimReading(token, now, limit);
+      if (
+        page.length > 0 ||
+        spills === this.#spills ||
+        this.#deps.state.fenced ||
+        reading >= MAX_SPILL_READINGS
+      )
+        return page;
+    }
+  }
+
+  /** One page: the shards from their cursors, then, when that claimed nothing, from their starts. */
+  async #claimReading(token: number, now: number, limit: number): Promise<ClaimedTask[]> {
     const readFromStart = new Set<number>();
     const page = await this.#claimPage(token, now, limit, { readFromStart, fromStart: false });
     if (page.length > 0 || !this.#deps.pages) return page;
@@ -453,7 +474,7 @@ export class MessageClaimer implements TaskSource {
   async #claimForJob(jobId: string, chosen: Chosen[], token: number): Promise<ClaimedTask[]> {
     const job = await this.#deps.table.jobs.cached(this.#clientId, jobId);
     if (!this.#jobAccepted(job)) return [];
-    const group = await this.#withoutSpilled(job, chosen);
+    const group = await this.#withoutSpilled(job, chosen, token);
     if (group.length === 0) return [];
     // Opt-outs and suppressions are read while the claim is written: each takes a round trip or more.
     const recipients = group.flatMap((c) => recipientsOf(c.item));
@@ -497,16 +518,26 @@ export class MessageClaimer implements TaskSource {
    * claim would take a slot a member). Their members are claimed as tasks from the next reading.
    * A chunk with no member left in its state has nothing to send and is left out.
    */
-  async #withoutSpilled(job: Job, group: Chosen[]): Promise<Chosen[]> {
+  async #withoutSpilled(job: Job, group: Chosen[], token: number): Promise<Chosen[]> {
     if (!group.some((c) => isChunk(c.item))) return group;
     const now = this.#deps.table.clock.now();
     const slots = (await this.#caps?.slotsFor(job, now)) ?? [];
     const out: Chosen[] = [];
     for (const c of group) {
       if (!isChunk(c.item)) out.push(c);
-      else if (spillStarted(c.item) || (slots.length > 0 && spillable(c.item as unknown as Chunk)))
-        await spillChunk(this.#deps.table, c.item as unknown as Chunk, now);
-      else if (membersInState(c.item as unknown as Chunk).length > 0) out.push(c);
+      else if (spillStarted(c.item) || (slots.length > 0 && spillable(c.item as unknown as Chunk))) {
+        this.#spills++;
+        const fence = leaseFenceCheck(this.#deps.table.controlTable, {
+          clientId: this.#clientId,
+          owner: this.#deps.lease.owner,
+          token,
+          now,
+        });
+        if ((await spillChunk(this.#deps.table, c.item as unknown as Chunk, now, fence)) === 'fenced') {
+          this.#deps.state.fenced = true;
+          return [];
+        }
+      } else if (membersInState(c.item as unknown as Chunk).length > 0) out.push(c);
     }
     return out;
   }

@@ -46,7 +46,12 @@ function imageOf(raw: Record<string, unknown> | undefined): Image | undefined {
     const value = raw[name];
     if (value === undefined) continue;
     try {
-      image[name] = unmarshall({ v: value as AttributeValue }).v;
+      // A stream event in Lambda carries a binary value (a chunk's members and rows) as base64 text.
+      const binary = (value as { B?: unknown }).B;
+      image[name] =
+        typeof binary === 'string'
+          ? new Uint8Array(Buffer.from(binary, 'base64'))
+          : unmarshall({ v: value as AttributeValue }).v;
     } catch {
       // Not decodable: left out (a task or job without it is not an event, or one without the field).
     }

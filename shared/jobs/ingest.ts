@@ -480,7 +480,9 @@ class IngestStepRun {
       }),
     );
     await this.#deps.tasks.putChunks!(chunks);
-    for (const { recipient, row } of chunkable) this.#chunkRows?.set(recipient, row);
+    for (const { recipient, row } of chunkable)
+      if ((this.#chunkRows?.get(recipient) ?? Number.POSITIVE_INFINITY) > row)
+        this.#chunkRows?.set(recipient, row);
   }
 
   #toTask(draft: TaskDraft, client: ClientSettings, now: number): Task {

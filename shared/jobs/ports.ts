@@ -4,9 +4,9 @@
  * `dynamo-job-tasks.ts`, `dynamo-cancel.ts`, `s3-uploads.ts`); tests hand in their own.
  */
 
-import type { Chunk } from './chunks.ts';
 import type { IngestCounts, IngestCursor } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
+import type { Chunk } from './chunks.ts';
 import type { JobStatus } from './job-lifecycle.ts';
 import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
 import type { ArchiveReportMessage } from './report-archive.ts';

@@ -128,5 +128,14 @@ describe('stream records as outcome changes', () => {
       },
     ]);
     expect(new Set(events.map((e) => e?.id)).size).toBe(3);
+    // As Lambda hands a stream record over: JSON, a binary value (members, rows) as base64 text.
+    const asLambda = (image: object) =>
+      JSON.parse(
+        JSON.stringify(image, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v)),
+      );
+    const fromLambda = changesOfStreamRecords([
+      record(asLambda(chunk('in-flight')), asLambda(chunk('completed', { lastResult: 'delivered' }))),
+    ]);
+    expect(fromLambda.map((c) => eventOfChange(c, 0)?.data)).toEqual(events.map((e) => e?.data));
   });
 });
