@@ -139,13 +139,19 @@ const DESIGNS: readonly Design[] = [
   {
     name: 'claim pages',
     run: (scenarios) =>
-      runOnLocalStack(scenarios, 'benchcostpage', { BROKER_CLAIM_RECORDS: 'page', INGEST_MULTICAST_CHUNKS: 'off' }),
+      runOnLocalStack(scenarios, 'benchcostpage', {
+        BROKER_CLAIM_RECORDS: 'page',
+        INGEST_MULTICAST_CHUNKS: 'off',
+      }),
   },
   // And a message for all held 500 recipients a chunk item (docs/multicast-chunks.md): the default now.
   {
     name: 'chunks',
     run: (scenarios) =>
-      runOnLocalStack(scenarios, 'benchcostchunk', { BROKER_CLAIM_RECORDS: 'page', INGEST_MULTICAST_CHUNKS: 'on' }),
+      runOnLocalStack(scenarios, 'benchcostchunk', {
+        BROKER_CLAIM_RECORDS: 'page',
+        INGEST_MULTICAST_CHUNKS: 'on',
+      }),
   },
 ];
 
