@@ -52,6 +52,43 @@ export function chunkItem(chunk: Chunk): Record<string, unknown> {
   };
 }
 
+/** Every recipient held in the job's chunks, with its row (strongly consistent, the shards side by side). */
+async function readChunkedRows(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  jobId: string,
+): Promise<Map<string, number>> {
+  const rows = new Map<string, number>();
+  await Promise.all(
+    Array.from({ length: TASK_SHARDS }, async (_, shard) => {
+      let start: Record<string, unknown> | undefined;
+      do {
+        const out: QueryCommandOutput = await doc.send(
+          new QueryCommand({
+            TableName: tableName,
+            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :chunk)',
+            ExpressionAttributeValues: {
+              ':pk': keys.taskShardPk(jobId, shard),
+              ':chunk': CHUNK_ID_PREFIX,
+            },
+            ProjectionExpression: 'members, #rows',
+            ExpressionAttributeNames: { '#rows': 'rows' },
+            ConsistentRead: true,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        );
+        for (const item of out.Items ?? []) {
+          // A recipient in two chunks (a crashed run's page read again differently) is its first row's.
+          for (const m of chunkMembers(item as Pick<Chunk, 'members' | 'rows'>))
+            if ((rows.get(m.recipient) ?? Number.POSITIVE_INFINITY) > m.row) rows.set(m.recipient, m.row);
+        }
+        start = out.LastEvaluatedKey;
+      } while (start);
+    }),
+  );
+  return rows;
+}
+
 export interface DynamoTaskStoreOptions {
   /** BatchWriteItem calls in flight at once. */
   readonly concurrency?: number;
@@ -97,37 +134,7 @@ export function makeDynamoTaskStore(
   return {
     put: (tasks) => writeAll(tasks.map(taskItem)),
     putChunks: (chunks) => writeAll(chunks.map(chunkItem)),
-    async chunkedRows(jobId) {
-      const rows = new Map<string, number>();
-      await Promise.all(
-        Array.from({ length: TASK_SHARDS }, async (_, shard) => {
-          let start: Record<string, unknown> | undefined;
-          do {
-            const out: QueryCommandOutput = await doc.send(
-              new QueryCommand({
-                TableName: tableName,
-                KeyConditionExpression: 'pk = :pk AND begins_with(sk, :chunk)',
-                ExpressionAttributeValues: {
-                  ':pk': keys.taskShardPk(jobId, shard),
-                  ':chunk': CHUNK_ID_PREFIX,
-                },
-                ProjectionExpression: 'members, #rows',
-                ExpressionAttributeNames: { '#rows': 'rows' },
-                ConsistentRead: true,
-                ...(start ? { ExclusiveStartKey: start } : {}),
-              }),
-            );
-            for (const item of out.Items ?? []) {
-              // A recipient in two chunks (a crashed run's page read again differently) is its first row's.
-              for (const m of chunkMembers(item as Pick<Chunk, 'members' | 'rows'>))
-                if ((rows.get(m.recipient) ?? Number.POSITIVE_INFINITY) > m.row) rows.set(m.recipient, m.row);
-            }
-            start = out.LastEvaluatedKey;
-          } while (start);
-        }),
-      );
-      return rows;
-    },
+    chunkedRows: (jobId) => readChunkedRows(doc, tableName, jobId),
     async storedRows(jobId, recipients) {
       const rows = new Map<string, number>();
       let pending: Record<string, unknown>[] | undefined = recipients.map((r) =>
