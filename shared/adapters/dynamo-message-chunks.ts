@@ -15,6 +15,7 @@ import {
   type ChunkMember,
   type MemberApart,
   type MemberEnd,
+  memberCountOf,
   membersEndedApart,
 } from '#shared/jobs/chunks.ts';
 import { type MessageEndMove, messageOutcomeMove } from '#shared/jobs/task-lifecycle.ts';
@@ -105,7 +106,7 @@ export class ClaimedChunks {
       jobId,
       chunkId: chunk.taskId,
       attempt,
-      memberCount: chunk.members.length / 16,
+      memberCount: memberCountOf(chunk),
       except: chunk.except ?? {},
       indexOf,
       outcomes: new Map(),

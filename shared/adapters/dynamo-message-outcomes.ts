@@ -111,18 +111,17 @@ export class OutcomeWriter implements ReportSink {
     const o = chunk.outcome;
     if (this.#endsOnPage(o)) await this.#endOnPages([o], chunk);
     else await this.#writeGroup(o.jobId, [o], token, chunk);
-    await this.#settled([o]);
-    // Written counts members, not the chunk.
-    this.#deps.state.written[o.kind]--;
-    for (const member of chunk.members) this.#deps.state.written[member.kind]++;
+    // Settled as the chunk; counted as its members.
+    await this.#settled([o], chunk.members);
     this.#deps.state.chunks.done(chunk);
   }
 
-  async #settled(outcomes: readonly TaskOutcome[]): Promise<void> {
+  /** Outcomes written: their tasks let go, pages closed; `counted` (default: them) added to the session's counts. */
+  async #settled(outcomes: readonly TaskOutcome[], counted = outcomes): Promise<void> {
+    for (const o of counted) this.#deps.state.written[o.kind]++;
     for (const o of outcomes) {
       this.#deps.state.held.delete(o.taskId);
       this.#deps.state.startedAt.delete(claimKey(o.jobId, o.taskId));
-      this.#deps.state.written[o.kind]++;
       await this.#deps.batches.settled(o);
       await this.#deps.pages?.settled(o.jobId, o.taskId);
     }

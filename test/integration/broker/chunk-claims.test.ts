@@ -11,8 +11,6 @@ import { describe, expect, it } from 'vitest';
 import { readOpenClaims } from '#shared/adapters/dynamo-claim-pages.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import type { ClaimedTask, TaskOutcome } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
@@ -22,6 +20,7 @@ import { OPTED_OUT_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { chunkRetryKey } from '#shared/retry-keys.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
+import { claimAll, messageHolder } from '../../support/message-sessions.ts';
 import { lineUserOf, seedMessageJob } from '../../support/seed-jobs.ts';
 
 const cloud = testCloud();
@@ -74,33 +73,13 @@ const outcome = (
   ...more,
 });
 
-/** A broker's lease and a message session under it. */
-async function holder(job: Job, owner: string, now: () => number, optedOut: readonly string[] = []) {
-  const lease = await makeDynamoLeaseStore(cloud.doc, controlTable).tryTake({
-    clientId: job.clientId,
-    owner,
-    now: now(),
-    leaseMs: HOUR,
-  });
-  expect(lease, `${owner} takes the lease`).toBeDefined();
-  const store = makeDynamoMessageTasks(cloud.doc, {
-    controlTable,
-    tasksTable,
-    clock: { now },
-    holdMs: 60_000,
+/** A broker's lease and a message session under it; `optedOut` are the recipients who unfollowed. */
+const holder = (job: Job, owner: string, now: () => number, optedOut: readonly string[] = []) =>
+  messageHolder(job, owner, now, {
+    tables: { controlTable, tasksTable },
+    leaseDoc: cloud.doc,
     optedOut: async (_client, recipients) => new Set(recipients.filter((r) => optedOut.includes(r))),
   });
-  return store.session({ clientId: job.clientId, owner, token: () => lease!.token });
-}
-
-/** Claims until `n` tasks are held (the index is eventually consistent). */
-async function claimAll(session: Awaited<ReturnType<typeof holder>>, n: number): Promise<ClaimedTask[]> {
-  const claimed: ClaimedTask[] = [];
-  for (let round = 0; claimed.length < n && round < 50; round++) {
-    claimed.push(...(await session.source.nextPage(Math.max(1, n - claimed.length))));
-  }
-  return claimed;
-}
 
 describe('a chunk claimed and ended by a message session', () => {
   it('goes out as its members under one key, and ends once when every member has an outcome', async () => {

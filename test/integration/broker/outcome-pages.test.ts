@@ -10,12 +10,11 @@ import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { readOpenClaims } from '#shared/adapters/dynamo-claim-pages.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
 import type { ClaimedTask, TaskOutcome } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { Job } from '#shared/jobs/model.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
+import { claimAll, messageHolder } from '../../support/message-sessions.ts';
 import { seedMessageJob } from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
 
@@ -54,27 +53,9 @@ const localDynamo = () =>
     endpoint: cloud.info.dynamoEndpoint,
   });
 
-/** Claims until `n` tasks are held (the index is read shard by shard, eventually consistent). */
-async function claimAll(session: Awaited<ReturnType<typeof holder>>, n: number): Promise<ClaimedTask[]> {
-  const claimed: ClaimedTask[] = [];
-  for (let round = 0; claimed.length < n && round < 50; round++) {
-    claimed.push(...(await session.source.nextPage(n - claimed.length)));
-  }
-  return claimed;
-}
-
 /** A broker's lease and a message session under it, against `doc`. */
-async function holder(job: Job, owner: string, now: () => number, doc = cloud.doc) {
-  const lease = await makeDynamoLeaseStore(cloud.doc, controlTable).tryTake({
-    clientId: job.clientId,
-    owner,
-    now: now(),
-    leaseMs: HOUR,
-  });
-  expect(lease, `${owner} takes the lease`).toBeDefined();
-  const store = makeDynamoMessageTasks(doc, { controlTable, tasksTable, clock: { now }, holdMs: 60_000 });
-  return store.session({ clientId: job.clientId, owner, token: () => lease!.token });
-}
+const holder = (job: Job, owner: string, now: () => number, doc = cloud.doc) =>
+  messageHolder(job, owner, now, { tables: { controlTable, tasksTable }, leaseDoc: cloud.doc, doc });
 
 describe('message ends written on claim pages', () => {
   it('counts each end once with its page: a holder that lost the client to another cannot end what the new one took over', async () => {
