@@ -144,13 +144,24 @@ const DESIGNS: readonly Design[] = [
         INGEST_MULTICAST_CHUNKS: 'off',
       }),
   },
-  // And a message for all held 500 recipients a chunk item (docs/multicast-chunks.md): the default now.
+  // And a message for all held 500 recipients a chunk item (docs/multicast-chunks.md).
   {
     name: 'chunks',
     run: (scenarios) =>
       runOnLocalStack(scenarios, 'benchcostchunk', {
         BROKER_CLAIM_RECORDS: 'page',
         INGEST_MULTICAST_CHUNKS: 'on',
+        INGEST_PERSONALISED_CHUNKS: 'off',
+      }),
+  },
+  // And a personalised message's recipients in chunks too, each member's variables with it: the default now.
+  {
+    name: 'personalised chunks',
+    run: (scenarios) =>
+      runOnLocalStack(scenarios, 'benchcostpers', {
+        BROKER_CLAIM_RECORDS: 'page',
+        INGEST_MULTICAST_CHUNKS: 'on',
+        INGEST_PERSONALISED_CHUNKS: 'on',
       }),
   },
 ];

@@ -451,6 +451,9 @@ console.log(
   `  first second (senders filling, the pacer's burst): ${fmt(paced.startsPerSecond?.[0] ?? 0)} sends; whole run ${fmt(paced.requests / paced.seconds)}/s; p99 ${fmt(paced.p99Ms, 1)} ms; most in flight ${paced.maxInFlight} of ${rateConcurrency}; duplicates ${paced.sandbox.duplicates}`,
 );
 console.log(
+  `  CPU ${fmt((1000 * paced.cpuSeconds) / paced.messages, 3)} ms a message (the pipeline and LINE's transport, no table: the floor under the whole broker's figure below)`,
+);
+console.log(
   `  conditions: event-loop delay p99/max ${fmt(paced.loopDelayP99Ms ?? 0, 1)}/${fmt(paced.loopDelayMaxMs ?? 0)} ms in the sender, ${fmt(paced.sandbox.loopDelayP99Ms, 1)}/${fmt(paced.sandbox.loopDelayMaxMs)} ms in the sandbox; load average ${loadBefore} → ${load()} on ${availableParallelism()} cores (a stall longer than the pacer's burst, 10 ms at the default, loses sends)`,
 );
 
@@ -492,6 +495,7 @@ async function runWholeBroker(
       ],
       [
         ...HEAP_FLAGS,
+        ...(process.env.BENCH_BROKER_FLAGS ? process.env.BENCH_BROKER_FLAGS.split(' ') : []),
         ...(process.env.BENCH_BROKER_CPU_PROF
           ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_BROKER_CPU_PROF}`]
           : []),
@@ -527,6 +531,8 @@ if (brokerMessages > 0) {
       // Before issue #16: claims recorded on each task (a transactional update and an index re-sort
       // of each), sent over node:http; then claim pages alone; then now (claim pages over undici).
       // Same job, same tables' shape, the baselines first so the machine is as warm for all.
+      const { r: nowOnly } = process.env.BENCH_NOW_ONLY ? await runWholeBroker('page', 'undici') : { r: undefined };
+      if (nowOnly) { console.log(`NOW ${(1000 * nowOnly.cpuSeconds / nowOnly.messages).toFixed(3)} ms/msg ${nowOnly.messagesPerSecond.toFixed(0)} msgs/s ${perThousand(nowOnly.requests, nowOnly.messages)}`); process.exit(0); }
       const before = await runWholeBroker('task', 'node-http');
       const pagesOnly = await runWholeBroker('page', 'node-http');
       const { r, javaSeconds, stats } = await runWholeBroker('page', 'undici');

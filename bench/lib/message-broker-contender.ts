@@ -93,7 +93,13 @@ ddb.middlewareStack.add(
   (next, context) => async (args) => {
     const op = context.commandName ?? 'unknown';
     if (counting) requests[op] = (requests[op] ?? 0) + 1;
-    return next(args);
+    const out = await next(args);
+    if (counting && process.env.BENCH_ITEMS) {
+      const o = out.output as { ScannedCount?: number; Responses?: Record<string, unknown[]> | unknown[] };
+      const n = o.ScannedCount ?? (Array.isArray(o.Responses) ? o.Responses.length : Object.values(o.Responses ?? {}).reduce((a: number, v) => a + (v as unknown[]).length, 0));
+      requests[`${op}#items`] = (requests[`${op}#items`] ?? 0) + n;
+    }
+    return out;
   },
   { step: 'initialize', name: 'benchRequestCount' },
 );
@@ -223,6 +229,18 @@ for (;;) {
 }
 const seconds = (performance.now() - start) / 1000;
 const cpu = process.cpuUsage(cpuAtStart);
+if (process.env.BENCH_THREADS) {
+  const { readdirSync } = await import('node:fs');
+  const rows: string[] = [];
+  for (const tid of readdirSync('/proc/self/task')) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const f = stat.slice(close + 2).split(' ');
+    rows.push(`${comm}:${(Number(f[11]) + Number(f[12])) * 10}ms(u${Number(f[11]) * 10})`);
+  }
+  console.error(`threads (whole process life): ${rows.join(' ')}`);
+}
 counting = false;
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
 broker.stop('sigterm');

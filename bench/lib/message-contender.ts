@@ -152,6 +152,7 @@ async function sendJob(job: Job) {
   }, 50);
 
   const source = taskSource(job.count, job.prefix);
+  const cpuAtStart = process.cpuUsage();
   const t0 = preciseClock.now();
   let delivered: number;
   let requests: number;
@@ -177,6 +178,7 @@ async function sendJob(job: Job) {
     requests = latency.count;
   }
   const seconds = (preciseClock.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpuAtStart);
   clearInterval(sampler);
   loopDelay?.disable();
   if (written !== job.count) throw new Error(`${request.name}: ${written} outcomes written of ${job.count}`);
@@ -184,6 +186,7 @@ async function sendJob(job: Job) {
     delivered,
     requests,
     seconds,
+    cpuSeconds: (cpu.user + cpu.system) / 1e6,
     p50Ms: latency.quantile(0.5),
     p99Ms: latency.quantile(0.99),
     peakHeapUsedMb: peakHeapUsed / 2 ** 20,

@@ -75,6 +75,8 @@ export interface ContenderResult {
   readonly delivered: number;
   readonly requests: number;
   readonly seconds: number;
+  /** CPU seconds (user + system, every thread) of the contender's process during the job. */
+  readonly cpuSeconds: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
   /** Peak resident set size of the contender's process during the job (after its warm-up), in MB. */

@@ -30,6 +30,8 @@ const maxRowsPerRun = getNumberFromEnv('INGEST_MAX_ROWS_PER_RUN', 0);
 const maxUploadBytes = getNumberFromEnv('INGEST_MAX_UPLOAD_BYTES', 0);
 // `off`: a task per recipient for every job (the design before chunks, kept for bench:cost's baseline).
 const multicastChunks = process.env.INGEST_MULTICAST_CHUNKS !== 'off';
+// `off`: a personalised message's recipients a task each (chunks for a shared message only, as before).
+const personalisedChunks = process.env.INGEST_PERSONALISED_CHUNKS !== 'off';
 
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
@@ -61,6 +63,7 @@ export const handler = observe(
       ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
       ...(maxUploadBytes > 0 ? { maxUploadBytes } : {}),
       multicastChunks,
+      personalisedChunks,
     }),
     sweep: makeJobSweep({
       jobs,

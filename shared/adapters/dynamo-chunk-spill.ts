@@ -13,7 +13,13 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
-import { type Chunk, type MemberApart, membersEndedApart, membersInState } from '#shared/jobs/chunks.ts';
+import {
+  type Chunk,
+  type ChunkMember,
+  type MemberApart,
+  membersEndedApart,
+  membersInState,
+} from '#shared/jobs/chunks.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import { countEnd, jobCountsUpdate, noEnds } from './dynamo-claim-pages.ts';
 import { taskItem } from './dynamo-job-tasks.ts';
@@ -74,7 +80,7 @@ export async function spillChunk(
       ...part.map((m) => ({
         Put: {
           TableName: tables.tasksTable,
-          Item: taskItem(memberTask(chunk, m.recipient, m.row, now)),
+          Item: taskItem(memberTask(chunk, m, now)),
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       })),
@@ -126,8 +132,9 @@ function asRead(chunk: Chunk, except: Record<string, MemberApart>) {
   };
 }
 
-/** A member as the task it stands for, waiting as the chunk was. */
-function memberTask(chunk: Chunk, recipient: string, row: number, now: number): Task {
+/** A member as the task it stands for (its name and variables too), waiting as the chunk was. */
+function memberTask(chunk: Chunk, member: ChunkMember, now: number): Task {
+  const { recipient, row, name, variables } = member;
   return {
     clientId: chunk.clientId,
     jobId: chunk.jobId,
@@ -135,7 +142,8 @@ function memberTask(chunk: Chunk, recipient: string, row: number, now: number): 
     row,
     channel: 'message',
     recipient,
-    variables: {},
+    ...(name === undefined ? {} : { name }),
+    variables: { ...(variables ?? {}) },
     state: chunk.state,
     attempts: 0,
     readyAt: chunk.readyAt,

@@ -1,22 +1,26 @@
 /**
  * Chunks in a message session (docs/multicast-chunks.md, step 3): a claimed chunk is handed to the
- * pipeline as one task per member still in the chunk's state, every one under the chunk's retry key
- * for the attempt (`chunkRetryKey`), so they go out as one recorded multicast (`SendQueue.addRecorded`:
- * no ledger entry, the chunk is its own record). Their outcomes come back one by one and over
- * several reporter batches; {@link ClaimedChunks} gathers them and, once every member has one, gives
- * the chunk's single outcome: the multicast's (the members sent), with each member whose outcome
- * differs (skipped: opted out, suppressed) written apart in the chunk's `except`.
+ * pipeline as one task per member still in the chunk's state. A shared message's members go under
+ * the chunk's retry key for the attempt (`chunkRetryKey`), so they go out as one recorded multicast
+ * (`SendQueue.addRecorded`: no ledger entry, the chunk is its own record); a personalised message's
+ * members each go as a push of their own, under their own task's retry key (`attemptKey` of the
+ * member's `recipientTaskId`: the key the member has as a task, spilled or not). Their outcomes come
+ * back one by one and over several reporter batches; {@link ClaimedChunks} gathers them and, once
+ * every member has one, gives the chunk's single outcome, with each member whose outcome differs
+ * written apart in the chunk's `except`.
  */
 import type { ClaimedTask, TaskOutcome } from '#shared/campaign/ports.ts';
-import type { MessageTemplate } from '#shared/campaign/template.ts';
+import { isSharedMessage, type MessageTemplate } from '#shared/campaign/template.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import {
   type Chunk,
   type ChunkMember,
+  isPersonalisedChunk,
   type MemberApart,
   type MemberEnd,
   memberCountOf,
   membersEndedApart,
+  memberTemplateVariables,
 } from '#shared/jobs/chunks.ts';
 import { type MessageEndMove, messageOutcomeMove } from '#shared/jobs/task-lifecycle.ts';
 import { chunkRetryKey } from '#shared/retry-keys.ts';
@@ -34,24 +38,31 @@ export interface ChunkClaim {
   readonly suppressed: ReadonlyMap<string, string>;
 }
 
-/** The members a claim of `chunk` sends: those in the chunk's state, as the pipeline's tasks. */
+/**
+ * The members a claim of `chunk` sends: those in the chunk's state, as the pipeline's tasks — one
+ * recorded multicast for a shared message, a push each (with its own variables) for a personalised one.
+ */
 export function chunkMemberTasks(
   chunk: Chunk,
   members: readonly ChunkMember[],
   claim: ChunkClaim,
 ): ClaimedTask[] {
-  const retryKey = chunkRetryKey(claim.jobId, chunk.taskId, claim.attempt);
-  return members.map(({ recipient }) => ({
+  const batch = isSharedMessage(claim.template)
+    ? { batch: { retryKey: chunkRetryKey(claim.jobId, chunk.taskId, claim.attempt) } }
+    : {};
+  return members.map((member) => ({
     jobId: claim.jobId,
-    taskId: recipientTaskId(claim.jobId, recipient),
-    recipient,
-    variables: {},
+    taskId: recipientTaskId(claim.jobId, member.recipient),
+    recipient: member.recipient,
+    variables: memberTemplateVariables(member),
     template: claim.template,
     attempt: claim.attempt,
     attemptStartedAt: claim.startedAt,
-    batch: { retryKey },
-    ...(claim.optedOut.has(recipient) ? { optedOut: true } : {}),
-    ...(claim.suppressed.has(recipient) ? { suppressed: claim.suppressed.get(recipient)! } : {}),
+    ...batch,
+    ...(claim.optedOut.has(member.recipient) ? { optedOut: true } : {}),
+    ...(claim.suppressed.has(member.recipient)
+      ? { suppressed: claim.suppressed.get(member.recipient)! }
+      : {}),
     ...(claim.maybeSent ? { maybeSent: true } : {}),
     ...(claim.sendBy === undefined ? {} : { sendBy: claim.sendBy }),
   }));
@@ -86,6 +97,8 @@ interface OpenChunk {
   readonly attempt: number;
   readonly memberCount: number;
   readonly except: Readonly<Record<string, MemberApart>>;
+  /** A personalised message's chunk: its members went as pushes of their own. */
+  readonly personalised: boolean;
   /** Member task id → its index in the chunk, for every member claimed. */
   readonly indexOf: ReadonlyMap<string, number>;
   readonly outcomes: Map<string, TaskOutcome>;
@@ -108,6 +121,7 @@ export class ClaimedChunks {
       attempt,
       memberCount: memberCountOf(chunk),
       except: chunk.except ?? {},
+      personalised: isPersonalisedChunk(chunk),
       indexOf,
       outcomes: new Map(),
     });
@@ -148,27 +162,54 @@ export class ClaimedChunks {
 }
 
 /**
- * One outcome for a chunk from its members': the multicast's (the first member not skipped; all
- * skipped, the first's), every member whose outcome differs written apart with its own end. The
- * members sent were one request, so they share its outcome; only skipped ones (never sent) differ.
+ * One outcome for a chunk from its members', every member whose outcome differs written apart with
+ * its own end. Any member released (not sent: the session stopping, the job ending, LINE busy)
+ * makes it a release: the chunk waits again for those, the members that ended are apart (and, a
+ * personalised message's pushes being requests of their own, may be many). Else the most common
+ * end among those not skipped (a multicast's members share its one request; a push each mostly
+ * share `delivered`), all skipped, the first's.
  */
 function chunkOutcomeOf(open: OpenChunk): ChunkOutcome {
   const members = [...open.outcomes.values()];
-  const main = members.find((o) => o.kind !== 'skipped') ?? members[0]!;
+  const released = members.filter((o) => o.kind === 'released');
+  const main =
+    released.length > 0
+      ? { ...released[0]!, ...(released.some((o) => o.maybeSent) ? { maybeSent: true } : {}) }
+      : (mostCommonEnd(members.filter((o) => o.kind !== 'skipped')) ?? members[0]!);
   const except: Record<string, MemberApart> = { ...open.except };
   for (const o of members) {
-    if (o.kind === main.kind && o.lastResult === main.lastResult && o.reason === main.reason) continue;
-    // Only members never sent differ (skipped: opted out, suppressed, each for its own reason).
-    if (o.kind === 'released' || (main.kind !== 'skipped' && o.kind !== 'skipped'))
-      throw new Error(`chunk ${open.chunkId}: member outcomes disagree (${o.kind} beside ${main.kind})`);
+    if (o.kind === 'released' || sameEnd(o, main)) continue;
     except[String(open.indexOf.get(o.taskId)!)] = memberEnd(o);
   }
+  // A personalised chunk's pushes were requests of their own: no one request (its id, its key) speaks for it.
+  const { requestId: _id, retryKey: _key, ...outcome } = main;
   return {
-    outcome: { ...main, taskId: open.chunkId, attempt: open.attempt },
+    outcome: {
+      ...(open.personalised ? outcome : main),
+      taskId: open.chunkId,
+      attempt: open.attempt,
+    },
     except,
     memberCount: open.memberCount,
     members,
   };
+}
+
+const sameEnd = (a: TaskOutcome, b: TaskOutcome) =>
+  a.kind === b.kind && a.lastResult === b.lastResult && a.reason === b.reason;
+
+/** The outcome whose end (kind, result, reason) most of `outcomes` share; the first such. */
+function mostCommonEnd(outcomes: readonly TaskOutcome[]): TaskOutcome | undefined {
+  const tally = new Map<string, { first: TaskOutcome; count: number }>();
+  for (const o of outcomes) {
+    const key = JSON.stringify([o.kind, o.lastResult, o.reason ?? null]);
+    const seen = tally.get(key);
+    if (seen) seen.count++;
+    else tally.set(key, { first: o, count: 1 });
+  }
+  let best: { first: TaskOutcome; count: number } | undefined;
+  for (const entry of tally.values()) if (!best || entry.count > best.count) best = entry;
+  return best?.first;
 }
 
 /** A member's own end, as the chunk records it. */

@@ -56,6 +56,13 @@ const INDEX_VIEW = [
 /** Readings of one page while each spills chunks and claims nothing (the spilled tasks are read next). */
 const MAX_SPILL_READINGS = 8;
 
+/**
+ * Index entries a read from a shard's cursor takes beyond what it wants in its first Query: the
+ * cursor's own entry (`BETWEEN` includes it) and a few a reader may pass over (another job's, one
+ * re-timed). Twice what it wants, as a read from the start takes, parsed ~2.6 entries a message.
+ */
+const CURSOR_SLACK = 4;
+
 /** How often a shard's ready read ignores the session's cursor and starts from the shard's start. */
 const READS_FROM_START = 16;
 
@@ -428,13 +435,15 @@ export class MessageClaimer implements TaskSource {
     const after =
       shards.fromStart || reads % READS_FROM_START === 0 || (cursor ?? '') > upper ? undefined : cursor;
     if (after !== undefined) {
+      // Past the cursor are tasks this session has not claimed: a first Query of about what is
+      // wanted (not twice it), the rest paged in only if some are not claimable.
       return this.#deps.table.readShard(
         this.#clientId,
         shard,
         { lower: after, upper },
         claimable,
         wanted,
-        view,
+        { ...view, firstPageLimit: wanted + CURSOR_SLACK },
       );
     }
     this.#cursor.delete(pk);

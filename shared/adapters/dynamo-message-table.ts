@@ -91,6 +91,8 @@ export class MessageTaskTable {
       readonly attributes?: readonly string[];
       /** Entries a Query reads at most (default twice `limit`, at least 20). */
       readonly pageLimit?: number;
+      /** Entries the first Query reads at most, when fewer than `pageLimit` (a read that expects few to pass over). */
+      readonly firstPageLimit?: number;
     } = {},
   ): Promise<Item[]> {
     const maxRead = options.maxRead ?? MAX_SHARD_READ;
@@ -98,6 +100,7 @@ export class MessageTaskTable {
     const found: Item[] = [];
     let startKey: Item | undefined;
     let read = 0;
+    const pageLimit = options.pageLimit ?? Math.min(MAX_SHARD_READ, Math.max(limit * 2, 20));
     do {
       const out = await this.doc.send(
         new QueryCommand({
@@ -118,7 +121,7 @@ export class MessageTaskTable {
                 ExpressionAttributeNames: Object.fromEntries(names),
               }
             : {}),
-          Limit: options.pageLimit ?? Math.min(MAX_SHARD_READ, Math.max(limit * 2, 20)),
+          Limit: read === 0 ? Math.min(pageLimit, options.firstPageLimit ?? pageLimit) : pageLimit,
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
       );

@@ -8,7 +8,9 @@
  * "PartiQL update statements" and "Running batch operations with PartiQL"; the API reference of
  * `BatchExecuteStatement` (per-statement `Error`, `ReturnValuesOnConditionCheckFailure`).
  */
-import { BatchExecuteStatementCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type AttributeValue, BatchExecuteStatementCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { convertToAttr, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { TaskOutcome } from '#shared/campaign/ports.ts';
 import { keys } from '#shared/jobs/model.ts';
 import { type MessageEndMove, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
@@ -33,6 +35,13 @@ const RETRYABLE = new Set([
   'TransactionConflict',
   'InternalServerError',
 ]);
+
+/** As the document client marshals (`makeDocumentClient`): undefined members of a map left out. */
+const MARSHALL = { removeUndefinedValues: true } as const;
+
+function unmarshallItem(item: Record<string, AttributeValue>): Item {
+  return unmarshall(item) as Item;
+}
 
 export class StatementError extends Error {
   override name = 'StatementError';
@@ -95,15 +104,19 @@ export async function executeStatements(
   statements: readonly PageStatement[],
 ): Promise<StatementResult[]> {
   const results: (StatementResult | undefined)[] = statements.map(() => undefined);
+  // Marshalled here, once, and sent as the low-level command: the document client's marshalling
+  // walks the whole input again on every try, ~30 % of the client's CPU a statement.
+  const marshalled = statements.map((statement) => ({
+    Statement: statement.Statement,
+    Parameters: statement.Parameters.map((value) => convertToAttr(value, MARSHALL)),
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+  }));
   let pending = statements.map((_, j) => j);
   for (let tryNo = 1; pending.length > 0; tryNo++) {
     if (tryNo > 1) await sleep(Math.min(1_000, 25 * 2 ** tryNo) * Math.random());
     const out = await doc.send(
       new BatchExecuteStatementCommand({
-        Statements: pending.map((j) => ({
-          ...statements[j]!,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-        })),
+        Statements: pending.map((j) => marshalled[j]!),
       }),
     );
     const retry: number[] = [];
@@ -111,7 +124,7 @@ export async function executeStatements(
       const error = out.Responses?.[n]?.Error;
       if (!error) results[j] = { applied: true };
       else if (error.Code === 'ConditionalCheckFailed')
-        results[j] = { applied: false, ...(error.Item ? { item: error.Item } : {}) };
+        results[j] = { applied: false, ...(error.Item ? { item: unmarshallItem(error.Item) } : {}) };
       else if (RETRYABLE.has(String(error.Code)) && tryNo < MAX_TRIES) retry.push(j);
       else throw new StatementError(`statement refused: ${error.Code} ${error.Message ?? ''}`.trim());
     });

@@ -13,6 +13,12 @@
  *
  * Members are stored packed: a LINE user id (`U` + 32 hex digits) in 16 bytes, its row in 4; 500
  * members take 10 KB, under a third of them written as strings.
+ *
+ * A job whose message differs per recipient (placeholders) is held in chunks too: each member's
+ * name and variables ride along in `memberVariables` (JSON, in member order), and a claim sends
+ * each member its own push under its own task's retry key — the chunk is one item to claim and to
+ * end, not one request. Such a chunk is cut at {@link CHUNK_VARIABLE_BYTES} of variables as well as
+ * at 500 members, so it stays well inside DynamoDB's 400 KB item.
  */
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import type { Task, TaskState } from './model.ts';
@@ -23,6 +29,8 @@ export const CHUNK_MEMBERS = 500;
 export const CHUNK_ID_PREFIX = 'chunk-';
 const LINE_USER_ID = /^U[0-9a-f]{32}$/;
 const ID_BYTES = 16;
+/** Most bytes of members' variables (UTF-8 JSON) one chunk holds: its item and index entry stay under 400 KB. */
+export const CHUNK_VARIABLE_BYTES = 200_000;
 const ROW_BYTES = 4;
 
 /** A member's end when it differs from its chunk's: it left the chunk's work early. */
@@ -58,10 +66,18 @@ export interface Chunk extends Omit<Task, 'taskId' | 'row' | 'recipient' | 'name
   readonly rows: Uint8Array;
   /** Members that ended apart from the chunk or moved out of it, by their index in `members`. */
   readonly except?: Readonly<Record<string, MemberApart>>;
+  /** A personalised message's chunk: each member's {@link MemberVariables}, in member order, as JSON. */
+  readonly memberVariables?: string;
+}
+
+/** What a member of a personalised message's chunk fills the message's placeholders with. */
+export interface MemberVariables {
+  readonly name?: string;
+  readonly variables?: Readonly<Record<string, string>>;
 }
 
 /** One member of a chunk. */
-export interface ChunkMember {
+export interface ChunkMember extends MemberVariables {
   readonly index: number;
   readonly recipient: string;
   readonly row: number;
@@ -95,8 +111,14 @@ export function isChunk(item: { readonly taskId?: unknown }): boolean {
   return typeof item.taskId === 'string' && isChunkTaskId(item.taskId);
 }
 
-/** Members packed for a chunk item; throws {@link ChunkMemberError} for a recipient that is not a LINE user id. */
-export function packMembers(members: readonly Omit<ChunkMember, 'index'>[]): Pick<Chunk, 'members' | 'rows'> {
+/**
+ * Members packed for a chunk item, with their variables when `personalised`; throws
+ * {@link ChunkMemberError} for a recipient that is not a LINE user id.
+ */
+export function packMembers(
+  members: readonly Omit<ChunkMember, 'index'>[],
+  personalised = false,
+): Pick<Chunk, 'members' | 'rows' | 'memberVariables'> {
   if (members.length < 1 || members.length > CHUNK_MEMBERS)
     throw new ChunkMemberError(`a chunk holds 1 to ${CHUNK_MEMBERS} members, got ${members.length}`);
   const ids = new Uint8Array(members.length * ID_BYTES);
@@ -110,23 +132,61 @@ export function packMembers(members: readonly Omit<ChunkMember, 'index'>[]): Pic
     ids.set(Buffer.from(recipient.slice(1), 'hex'), i * ID_BYTES);
     rowView.setUint32(i * ROW_BYTES, row);
   });
-  return { members: ids, rows };
+  if (!personalised) return { members: ids, rows };
+  return { members: ids, rows, memberVariables: JSON.stringify(members.map(variablesOfMember)) };
+}
+
+/** A member's name and variables as a chunk stores them (absent ones left out). */
+function variablesOfMember(member: MemberVariables): MemberVariables {
+  const hasVariables = member.variables !== undefined && Object.keys(member.variables).length > 0;
+  return {
+    ...(member.name === undefined ? {} : { name: member.name }),
+    ...(hasVariables ? { variables: member.variables } : {}),
+  };
+}
+
+/** The UTF-8 bytes a member's variables take in a chunk. */
+export function memberVariableBytes(member: MemberVariables): number {
+  return Buffer.byteLength(JSON.stringify(variablesOfMember(member)));
 }
 
 /** The chunk's members, in order; throws {@link ChunkMemberError} when its packed fields disagree. */
-export function chunkMembers(chunk: Pick<Chunk, 'members' | 'rows'>): ChunkMember[] {
+export function chunkMembers(chunk: Pick<Chunk, 'members' | 'rows' | 'memberVariables'>): ChunkMember[] {
   const ids = chunk.members;
   const rows = chunk.rows;
   const count = ids.length / ID_BYTES;
   if (!Number.isInteger(count) || rows.length !== count * ROW_BYTES)
     throw new ChunkMemberError(`a chunk's members (${ids.length} bytes) and rows (${rows.length}) disagree`);
+  const variables = chunk.memberVariables === undefined ? undefined : parseVariables(chunk.memberVariables);
+  if (variables !== undefined && variables.length !== count)
+    throw new ChunkMemberError(
+      `a chunk's members (${count}) and their variables (${variables.length}) disagree`,
+    );
   const rowView = new DataView(rows.buffer, rows.byteOffset, rows.byteLength);
   const out: ChunkMember[] = [];
   for (let i = 0; i < count; i++) {
     const recipient = `U${Buffer.from(ids.buffer, ids.byteOffset + i * ID_BYTES, ID_BYTES).toString('hex')}`;
-    out.push({ index: i, recipient, row: rowView.getUint32(i * ROW_BYTES) });
+    out.push({ index: i, recipient, row: rowView.getUint32(i * ROW_BYTES), ...variables?.[i] });
   }
   return out;
+}
+
+function parseVariables(json: string): MemberVariables[] {
+  const parsed: unknown = JSON.parse(json);
+  if (!Array.isArray(parsed)) throw new ChunkMemberError("a chunk's member variables are not a list");
+  return parsed as MemberVariables[];
+}
+
+/** True for a chunk of a personalised message: its members are sent one push each. */
+export const isPersonalisedChunk = (chunk: Pick<Chunk, 'memberVariables'>): boolean =>
+  chunk.memberVariables !== undefined;
+
+/** A member's template variables: its own columns, and `name` for the list's name column (as a task's). */
+export function memberTemplateVariables(member: MemberVariables): Record<string, string> {
+  const variables = { ...(member.variables ?? {}) };
+  return member.name !== undefined && !Object.hasOwn(variables, 'name')
+    ? { name: member.name, ...variables }
+    : variables;
 }
 
 /**
@@ -140,11 +200,12 @@ export function memberTasks(chunk: Chunk): Task[] {
     except,
     taskId: _t,
     memberCount: _c,
+    memberVariables: _v,
     ...shared
   } = chunk as Chunk & {
     memberCount?: number;
   };
-  return chunkMembers(chunk).flatMap(({ index, recipient, row }) => {
+  return chunkMembers(chunk).flatMap(({ index, recipient, row, name, variables }) => {
     const own = except?.[String(index)];
     if (own && isMoved(own)) return [];
     const base = {
@@ -152,7 +213,8 @@ export function memberTasks(chunk: Chunk): Task[] {
       taskId: recipientTaskId(chunk.jobId, recipient),
       row,
       recipient,
-      variables: {},
+      ...(name === undefined ? {} : { name }),
+      variables: { ...(variables ?? {}) },
     };
     if (!own) return [base];
     const { lastResult: _l, reason: _reason, ...rest } = base;
@@ -188,18 +250,30 @@ export function membersInChunkState(chunk: Pick<Chunk, 'members' | 'except'>): n
 }
 
 /**
- * An ingest page's accepted recipients split into chunks of at most {@link CHUNK_MEMBERS}, in row
- * order: the first named by the page's first row read, each next one by its own first member's row
+ * An ingest page's accepted recipients split into chunks of at most {@link CHUNK_MEMBERS} (and,
+ * `personalised`, {@link CHUNK_VARIABLE_BYTES} of their variables), in row order: the first named by the page's first row read, each next one by its own first member's row
  * (rows only grow through a file, so names never collide between pages).
  */
 export function pageChunks<M extends Omit<ChunkMember, 'index'>>(
   firstRowRead: number,
   members: readonly M[],
+  personalised = false,
 ): { readonly taskId: string; readonly members: readonly M[] }[] {
   const out: { taskId: string; members: readonly M[] }[] = [];
-  for (let i = 0; i < members.length; i += CHUNK_MEMBERS) {
-    const part = members.slice(i, i + CHUNK_MEMBERS);
-    out.push({ taskId: chunkTaskId(i === 0 ? firstRowRead : part[0]!.row), members: part });
+  let part: M[] = [];
+  let bytes = 0;
+  const close = () => {
+    if (part.length === 0) return;
+    out.push({ taskId: chunkTaskId(out.length === 0 ? firstRowRead : part[0]!.row), members: part });
+    part = [];
+    bytes = 0;
+  };
+  for (const member of members) {
+    const size = personalised ? memberVariableBytes(member) : 0;
+    if (part.length === CHUNK_MEMBERS || (part.length > 0 && bytes + size > CHUNK_VARIABLE_BYTES)) close();
+    part.push(member);
+    bytes += size;
   }
+  close();
   return out;
 }

@@ -94,6 +94,11 @@ export interface IngestJobDeps extends JobStores {
    * store can; default true (off: a task a recipient, the design before, kept to measure it).
    */
   readonly multicastChunks?: boolean;
+  /**
+   * Hold a personalised message's recipients in chunks too, each member's variables with it
+   * (default true; off: a task a recipient for those, to measure the design before).
+   */
+  readonly personalisedChunks?: boolean;
 }
 
 /** Row estimate for sizing the duplicate filter: short rows (a number and a name) are ~25 bytes. */
@@ -434,16 +439,24 @@ class IngestStepRun {
     };
   }
 
-  /** True when this job's recipients are held in chunks: one message for all, and a store that writes them. */
+  /**
+   * True when this job's recipients are held in chunks: a message job, and a store that writes them
+   * (a personalised message's chunks carry each member's variables: `#personalised`).
+   */
   #chunked(): boolean {
-    const { tasks, multicastChunks } = this.#deps;
+    const { tasks, multicastChunks, personalisedChunks } = this.#deps;
     return (
       multicastChunks !== false &&
       this.#job.channel === 'message' &&
-      isSharedMessage(this.#job.message) &&
+      (personalisedChunks !== false || !this.#personalised()) &&
       tasks.putChunks !== undefined &&
       tasks.chunkedRows !== undefined
     );
+  }
+
+  /** True when the job's message differs per recipient: its chunks carry the members' variables. */
+  #personalised(): boolean {
+    return !isSharedMessage(this.#job.message);
   }
 
   /** Of `recipients`, those the job holds already (as tasks, or in its chunks), with their rows. */
@@ -466,7 +479,8 @@ class IngestStepRun {
     if (apart.length > 0) await this.#deps.tasks.put(apart.map((draft) => this.#toTask(draft, client, now)));
     if (chunkable.length === 0) return;
     const { clientId, jobId } = this.#job;
-    const chunks = pageChunks(firstRow, chunkable).map(
+    const personalised = this.#personalised();
+    const chunks = pageChunks(firstRow, chunkable, personalised).map(
       ({ taskId, members }): Chunk => ({
         clientId,
         jobId,
@@ -476,7 +490,7 @@ class IngestStepRun {
         attempts: 0,
         readyAt: recipientTiming(this.#job, client, members[0]!).readyAt,
         updatedAt: now,
-        ...packMembers(members),
+        ...packMembers(members, personalised),
       }),
     );
     await this.#deps.tasks.putChunks!(chunks);

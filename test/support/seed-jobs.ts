@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { BatchWriteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { chunkItem } from '#shared/adapters/dynamo-job-tasks.ts';
-import type { MessageTemplate } from '#shared/campaign/template.ts';
+import { isSharedMessage, type MessageTemplate } from '#shared/campaign/template.ts';
 import { type Chunk, packMembers, pageChunks } from '#shared/jobs/chunks.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 
@@ -76,7 +76,7 @@ export interface MessageJobSeed {
   /** The job id's first characters (the test's own, so its jobs never meet another's). */
   readonly jobIdPrefix: string;
   readonly settings?: Partial<ClientSettings>;
-  /** Hold the recipients in chunks of 500 as ingest does for a shared message (one ingest page). */
+  /** Hold the recipients in chunks of 500 as ingest does (one ingest page; a personalised message's with their variables). */
   readonly chunks?: boolean;
 }
 
@@ -135,7 +135,9 @@ export async function seedMessageJob(
     return job;
   }
   await writeRunningJob(doc, tables, client, job, []);
-  for (const { taskId, members } of pageChunks(2, list)) {
+  // A personalised message's chunks carry each member's variables, as ingest writes them.
+  const personalised = !isSharedMessage(seed.message);
+  for (const { taskId, members } of pageChunks(2, list, personalised)) {
     const chunk: Chunk = {
       clientId,
       jobId: job.jobId,
@@ -145,7 +147,7 @@ export async function seedMessageJob(
       attempts: 0,
       readyAt: now - 1000,
       updatedAt: now,
-      ...packMembers(members),
+      ...packMembers(members, personalised),
     };
     await doc.send(new PutCommand({ TableName: tables.tasksTable, Item: chunkItem(chunk) }));
   }

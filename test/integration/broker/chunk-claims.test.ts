@@ -4,7 +4,9 @@
  * retry key; its members' outcomes, arriving over several writes, end it once (members skipped
  * written apart), with the job's counts moved once per member at its page's close; a release keeps
  * the key; a broker taking the client over resends it under the same key; a client with contact
- * limits spills it into tasks of their own, counted and capped as tasks are.
+ * limits spills it into tasks of their own, counted and capped as tasks are. A personalised
+ * message's chunk goes out as a push a member, each with its own variables and key; a session
+ * stopped midway releases the chunk with the members that ended written apart.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
@@ -18,7 +20,7 @@ import { chunkTaskId } from '#shared/jobs/chunks.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { OPTED_OUT_REASON } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import { chunkRetryKey } from '#shared/retry-keys.ts';
+import { attemptKey, chunkRetryKey } from '#shared/retry-keys.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { claimAll, messageHolder } from '../../support/message-sessions.ts';
 import { lineUserOf, seedMessageJob } from '../../support/seed-jobs.ts';
@@ -29,12 +31,14 @@ const tasksTable = cloud.info.tableNames.tasks!;
 const HOUR = 3_600_000;
 const SHARED: MessageTemplate = { messages: [{ type: 'text', text: '本日限りのセール' }] };
 
-const seed = (tasks: number, settings = {}): Promise<Job> => {
+const PERSONAL: MessageTemplate = { messages: [{ type: 'text', text: '{{name}}様、明日お届けします' }] };
+
+const seed = (tasks: number, settings = {}, message = SHARED): Promise<Job> => {
   const clientId = uniqueName('ck').replace(/-/g, '');
   return seedMessageJob(
     cloud.doc,
     { controlTable, tasksTable },
-    { clientId, channelId: 'channel-1', tasks, message: SHARED, jobIdPrefix: 'CK', chunks: true, settings },
+    { clientId, channelId: 'channel-1', tasks, message, jobIdPrefix: 'CK', chunks: true, settings },
   );
 };
 
@@ -167,5 +171,68 @@ describe('a chunk claimed and ended by a message session', () => {
     const tasks = await memberTasks(job);
     expect(tasks.map((t) => t.row)).toEqual(Array.from({ length: 150 }, (_, i) => i + 2));
     expect(new Set(tasks.map((t) => t.taskId)).size).toBe(150);
+  });
+});
+
+describe("a personalised message's chunk claimed and ended by a message session", () => {
+  it('goes out as a push a member, each with its variables and its own key; a stop midway keeps what was sent', async () => {
+    const job = await seed(3, {}, PERSONAL);
+    let now = Date.now();
+    const a = await holder(job, 'a', () => now);
+    const claimed = await claimAll(a, 3);
+    expect(claimed.map((t) => [t.taskId, t.variables, t.batch, t.attempt])).toEqual(
+      [0, 1, 2].map((i) => [
+        recipientTaskId(job.jobId, lineUserOf(job.clientId, i)),
+        { name: `顧客${i}` },
+        undefined,
+        1,
+      ]),
+    );
+    expect(await chunkItem(job)).toMatchObject({ memberVariables: expect.any(String) });
+
+    // Stopped after two pushes: the third released, the two sent kept apart in the chunk.
+    await a.report.write([
+      outcome(claimed[0]!, 'delivered', now, {
+        requestId: 'r-0',
+        retryKey: attemptKey(job.jobId, claimed[0]!.taskId, 1),
+      }),
+      outcome(claimed[2]!, 'failed', now, { lastResult: 'rejected', reason: 'HTTP 400: invalid user' }),
+      outcome(claimed[1]!, 'released', now, { lastResult: 'stopped' }),
+    ]);
+    const released = await chunkItem(job);
+    expect(released).toMatchObject({ state: 'retry-wait', attempts: 1 });
+    expect(released).not.toHaveProperty('batchKey');
+    expect(released).not.toHaveProperty('requestId');
+    expect(Object.keys(released!.except as object).sort()).toEqual(['0', '2']);
+
+    now += 1_000;
+    const again = await claimAll(a, 3);
+    expect(again.map((t) => [t.taskId, t.variables])).toEqual([[claimed[1]!.taskId, { name: '顧客1' }]]);
+    await a.report.write([outcome(again[0]!, 'delivered', now)]);
+
+    expect(await chunkItem(job)).toMatchObject({ state: 'completed' });
+    expect((await memberTasks(job)).map((t) => [t.taskId, t.state, t.variables])).toEqual(
+      [
+        [claimed[0]!.taskId, 'completed', {}],
+        [claimed[1]!.taskId, 'completed', {}],
+        [claimed[2]!.taskId, 'failed', {}],
+      ].map(([taskId, state], i) => [taskId, state, { name: `顧客${i}` }]),
+    );
+    expect(await countsOf(job)).toMatchObject({ completed: 2, failed: 1, cancelled: 0 });
+    expect(await readOpenClaims(cloud.doc, tasksTable, job.clientId)).toEqual([]);
+  });
+
+  it("is spilled into tasks that keep each member's variables", async () => {
+    const job = await seed(5, { contactLimits: [{ max: 1, per: 'day', channels: ['line'] }] }, PERSONAL);
+    const now = Date.now();
+    const a = await holder(job, 'a', () => now);
+    const claimed = await claimAll(a, 5);
+    const byRecipient = new Map(claimed.map((t) => [t.recipient, t.variables]));
+    expect([0, 1, 2, 3, 4].map((i) => byRecipient.get(lineUserOf(job.clientId, i)))).toEqual(
+      [0, 1, 2, 3, 4].map((i) => ({ name: `顧客${i}` })),
+    );
+    expect(await chunkItem(job)).toBeUndefined();
+    await a.report.write(claimed.map((t) => outcome(t, 'delivered', now)));
+    expect(await countsOf(job)).toMatchObject({ completed: 5 });
   });
 });

@@ -1,9 +1,10 @@
 /**
  * A chunk's one outcome from its members' (`ClaimedChunks`): the multicast's, members whose outcome
- * differs written apart; members all skipped, each for its own reason, end the chunk too.
+ * differs written apart; members all skipped, each for its own reason, end the chunk too; a member
+ * released makes a release, those that ended apart. A personalised chunk's members go a push each.
  */
 import { describe, expect, it } from 'vitest';
-import { ClaimedChunks } from '#shared/adapters/dynamo-message-chunks.ts';
+import { ClaimedChunks, chunkMemberTasks } from '#shared/adapters/dynamo-message-chunks.ts';
 import type { TaskOutcome } from '#shared/campaign/ports.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import { type Chunk, chunkMembers, chunkTaskId, packMembers } from '#shared/jobs/chunks.ts';
@@ -21,6 +22,18 @@ const chunk: Chunk = {
   ...packMembers([2, 3, 4].map((row) => ({ recipient: id(row), row }))),
 };
 const members = chunkMembers(chunk);
+const personal: Chunk = {
+  ...chunk,
+  ...packMembers(
+    [
+      { recipient: id(2), row: 2, name: 'Aoki', variables: { plan: 'gold' } },
+      { recipient: id(3), row: 3, name: 'Baba' },
+      { recipient: id(4), row: 4, variables: {} },
+    ],
+    true,
+  ),
+};
+const personalMembers = chunkMembers(personal);
 const outcome = (i: number, kind: TaskOutcome['kind'], more: Partial<TaskOutcome> = {}): TaskOutcome => ({
   jobId: 'J1',
   taskId: recipientTaskId('J1', members[i]!.recipient),
@@ -57,11 +70,63 @@ describe("a chunk's outcome from its members'", () => {
     expect(done!.except['2']).toMatchObject({ state: 'cancelled', reason: 'suppressed: do not contact' });
   });
 
-  it('refuses a member released beside one sent (one request cannot do both)', () => {
+  it('makes a release of a chunk with a member released, the members that ended written apart', () => {
     const chunks = new ClaimedChunks();
-    chunks.claimed('J1', chunk, 1, members);
-    expect(() =>
-      chunks.gather([outcome(0, 'delivered'), outcome(1, 'released'), outcome(2, 'delivered')]),
-    ).toThrow(/disagree/);
+    chunks.claimed('J1', personal, 1, personalMembers);
+    const [done] = chunks.gather([
+      outcome(0, 'delivered', { requestId: 'r0', retryKey: 'k0' }),
+      outcome(1, 'released', { lastResult: 'stopped' }),
+      outcome(2, 'released', { lastResult: 'job-ended', maybeSent: true }),
+    ]).chunks;
+    expect(done!.outcome).toMatchObject({ taskId: chunkTaskId(2), kind: 'released', maybeSent: true });
+    // Pushes of their own: no one request id or key speaks for the chunk.
+    expect(done!.outcome.requestId).toBeUndefined();
+    expect(done!.outcome.retryKey).toBeUndefined();
+    expect(done!.except).toEqual({
+      '0': { state: 'completed', lastResult: 'delivered', attempts: 1, updatedAt: 5 },
+    });
+  });
+
+  it("ends a personalised chunk with its members' most common end, the others apart", () => {
+    const chunks = new ClaimedChunks();
+    chunks.claimed('J1', personal, 1, personalMembers);
+    const [done] = chunks.gather([
+      outcome(0, 'failed', { lastResult: 'rejected', reason: 'HTTP 400' }),
+      outcome(1, 'delivered'),
+      outcome(2, 'delivered'),
+    ]).chunks;
+    expect(done!.outcome).toMatchObject({ kind: 'delivered' });
+    expect(done!.except).toEqual({
+      '0': { state: 'failed', lastResult: 'rejected', reason: 'HTTP 400', attempts: 1, updatedAt: 5 },
+    });
+  });
+
+  it("sends a personalised chunk's members a push each, with their own variables and no shared key", () => {
+    const template = { messages: [{ type: 'text' as const, text: 'Hello {{name}}' }] };
+    const tasks = chunkMemberTasks(personal, personalMembers, {
+      jobId: 'J1',
+      attempt: 1,
+      startedAt: 5,
+      template,
+      maybeSent: false,
+      optedOut: new Set(),
+      suppressed: new Map(),
+    });
+    expect(tasks.map((t) => [t.recipient, t.variables, t.batch])).toEqual([
+      [id(2), { name: 'Aoki', plan: 'gold' }, undefined],
+      [id(3), { name: 'Baba' }, undefined],
+      [id(4), {}, undefined],
+    ]);
+    const shared = chunkMemberTasks(chunk, members, {
+      jobId: 'J1',
+      attempt: 1,
+      startedAt: 5,
+      template: { messages: [{ type: 'text' as const, text: 'Hello' }] },
+      maybeSent: false,
+      optedOut: new Set(),
+      suppressed: new Map(),
+    });
+    expect(new Set(shared.map((t) => t.batch?.retryKey)).size).toBe(1);
+    expect(shared[0]!.batch).toBeDefined();
   });
 });

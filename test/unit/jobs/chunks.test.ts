@@ -4,14 +4,19 @@ import { isSharedMessage } from '#shared/campaign/template.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import {
   CHUNK_MEMBERS,
+  CHUNK_VARIABLE_BYTES,
   type Chunk,
+  type ChunkMember,
   ChunkMemberError,
   chunkMembers,
   chunkTaskId,
   isChunk,
   isChunkTaskId,
+  isPersonalisedChunk,
   membersInChunkState,
   memberTasks,
+  memberTemplateVariables,
+  memberVariableBytes,
   packMembers,
   pageChunks,
 } from '#shared/jobs/chunks.ts';
@@ -122,10 +127,73 @@ describe('multicast chunks', () => {
     expect(() => chunkRetryKey('j1', chunkTaskId(2), 0)).toThrow(RangeError);
   });
 
-  it('chunks only a job whose message is the same for everyone', () => {
+  it('sends a chunk as one multicast only when its message is the same for everyone', () => {
     expect(isSharedMessage({ messages: [{ type: 'text', text: 'Sale today' }] })).toBe(true);
     expect(isSharedMessage({ messages: [{ type: 'text', text: 'Hello {{name}}' }] })).toBe(false);
     expect(isSharedMessage({ messages: [] })).toBe(false);
     expect(isSharedMessage(undefined)).toBe(false);
+  });
+});
+
+describe("a personalised message's chunks", () => {
+  const members: Omit<ChunkMember, 'index'>[] = [
+    { recipient: id(1), row: 2, name: '青木 花子', variables: { 配達日: '12/3', plan: 'gold' } },
+    { recipient: id(2), row: 3, variables: { 配達日: '12/4' } },
+    { recipient: id(3), row: 4 },
+  ];
+
+  it("carries each member's name and variables, read back in member order", () => {
+    const packed = packMembers(members, true);
+    expect(JSON.parse(packed.memberVariables!)).toHaveLength(3);
+    expect(chunkMembers(packed)).toEqual(members.map((m, index) => ({ ...m, index })));
+    expect(isPersonalisedChunk(packed)).toBe(true);
+    expect(isPersonalisedChunk(packMembers(members))).toBe(false);
+    expect(memberTemplateVariables(chunkMembers(packed)[0]!)).toEqual({
+      name: '青木 花子',
+      配達日: '12/3',
+      plan: 'gold',
+    });
+    // A `name` column of its own wins over the list's name column, as for a task.
+    expect(memberTemplateVariables({ name: 'A', variables: { name: 'B' } })).toEqual({ name: 'B' });
+  });
+
+  it('reads each member as its task with its own name and variables', () => {
+    const tasks = memberTasks(chunkOf(1, packMembers(members, true)));
+    expect(tasks.map((t) => [t.recipient, t.name, t.variables])).toEqual([
+      [id(1), '青木 花子', { 配達日: '12/3', plan: 'gold' }],
+      [id(2), undefined, { 配達日: '12/4' }],
+      [id(3), undefined, {}],
+    ]);
+    expect(tasks[0]).not.toHaveProperty('memberVariables');
+  });
+
+  it('refuses a chunk whose variables do not match its members', () => {
+    const packed = packMembers(members, true);
+    const short = JSON.stringify(JSON.parse(packed.memberVariables!).slice(1));
+    expect(() => chunkMembers({ ...packed, memberVariables: short })).toThrow(ChunkMemberError);
+    expect(() => chunkMembers({ ...packed, memberVariables: '{}' })).toThrow(ChunkMemberError);
+  });
+
+  it("cuts a chunk at its variables' byte budget as well as at 500 members, named by each first row", () => {
+    const big = 'x'.repeat(1_000);
+    const many = Array.from({ length: 450 }, (_, i) => ({
+      recipient: id(i),
+      row: 10 + i,
+      variables: { note: big },
+    }));
+    const chunks = pageChunks(9, many, true);
+    const perChunk = Math.floor(CHUNK_VARIABLE_BYTES / memberVariableBytes(many[0]!));
+    expect(chunks.map((c) => c.members.length)).toEqual([perChunk, perChunk, 450 - 2 * perChunk]);
+    expect(chunks.map((c) => c.taskId)).toEqual([
+      chunkTaskId(9),
+      chunkTaskId(10 + perChunk),
+      chunkTaskId(10 + 2 * perChunk),
+    ]);
+    for (const c of chunks)
+      expect(c.members.reduce((n, m) => n + memberVariableBytes(m), 0)).toBeLessThanOrEqual(
+        CHUNK_VARIABLE_BYTES,
+      );
+    // A shared message's chunk carries no variables: 500 a chunk whatever the columns.
+    expect(pageChunks(9, many).map((c) => c.members.length)).toEqual([450]);
   });
 });
