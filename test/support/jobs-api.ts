@@ -39,7 +39,8 @@ export interface JobsHarness {
 }
 
 /** Starts the jobs wiring for the file's tests (beforeAll) and stops it after (afterAll). */
-export function useJobsApi(cloud: TestCloud): JobsHarness {
+/** `env`: more of the Lambdas' environment (`INGEST_PERSONALISED_CHUNKS: 'off'` for a suite that wants a task a recipient). */
+export function useJobsApi(cloud: TestCloud, options: { env?: Record<string, string> } = {}): JobsHarness {
   let jobs: JobsLocal | undefined;
   let api: ApiGatewayServer | undefined;
   let ingestQueueUrl: string | undefined;
@@ -65,6 +66,7 @@ export function useJobsApi(cloud: TestCloud): JobsHarness {
       UPLOAD_BUCKET: uploadsBucket,
       LOG_LEVEL: 'warn',
       POWERTOOLS_METRICS_DISABLED: 'true',
+      ...options.env,
     });
     jobs = await startJobsLocal({ cloud: info, notifyIntervalMs: 100 });
     api = await startApiGateway({ routes, functions: { ...jobs.httpFunctions } });

@@ -145,3 +145,35 @@ describe('ingest of a message for all', () => {
     expect(new Set(members.map((t) => t.recipient)).size).toBe(1_199);
   });
 });
+
+describe('ingest of a personalised message', () => {
+  it("holds the recipients in chunks with each one's name and columns, and reports them on their rows", async () => {
+    const clientId = uniqueName('chunkvars');
+    expect(
+      (await call('PUT', `/clients/${clientId}`, { ...CLIENT, messageChannelId: 'chunk-channel' })).status,
+    ).toBe(200);
+    const csv = [
+      'userId,お名前,配達日',
+      `${recipient(300)},青木 花子,12月3日`,
+      `${recipient(301)},"Baba, Ken",12月4日`,
+      `${recipient(302)},,`,
+      '',
+    ].join('\n');
+    const message = encodeURIComponent('お知らせ {{name}}様 お届けは{{配達日}}です');
+    const jobId = await scheduledInlineJob(
+      harness,
+      clientId,
+      `name=notice&channel=message&message=${message}`,
+      csv,
+    );
+    const items = await readTasks<Task & Chunk>(cloud.doc, tasksTable, jobId);
+    expect(items.map((item) => item.taskId)).toEqual([chunkTaskId(2)]);
+    expect(items[0]!.memberVariables).toEqual(expect.any(String));
+    const members = await membersOf(jobId);
+    expect(members.map((t) => [t.taskId, t.row, t.name, t.variables])).toEqual([
+      [recipientTaskId(jobId, recipient(300)), 2, '青木 花子', { 配達日: '12月3日' }],
+      [recipientTaskId(jobId, recipient(301)), 3, 'Baba, Ken', { 配達日: '12月4日' }],
+      [recipientTaskId(jobId, recipient(302)), 4, undefined, { 配達日: '' }],
+    ]);
+  });
+});
