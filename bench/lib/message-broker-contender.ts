@@ -33,6 +33,8 @@ export interface BrokerContenderRequest {
   readonly claimRecords: 'page' | 'task';
   /** LINE's transport: undici's Pool (now) or `node:http` with a keep-alive agent (before). */
   readonly transport: 'undici' | 'node-http';
+  /** How the job's recipients are held: a task each (before), or chunks of 500 with their variables (now). */
+  readonly held: 'tasks' | 'chunks';
   readonly dynamoEndpoint: string;
   readonly region: string;
   readonly lineUrl: string;
@@ -57,6 +59,8 @@ export interface BrokerContenderResult {
   readonly seedSeconds: number;
   /** CPU seconds (user + system) the broker's process used during the job. */
   readonly cpuSeconds: number;
+  /** CPU ms a message from a quarter of the job done to its end: start-up and the JIT's warm-up behind. */
+  readonly steadyCpuMsPerMessage: number;
   /** The broker's DynamoDB requests during the job, by operation (the bench's own reads apart). */
   readonly requests: Record<string, number>;
 }
@@ -93,13 +97,7 @@ ddb.middlewareStack.add(
   (next, context) => async (args) => {
     const op = context.commandName ?? 'unknown';
     if (counting) requests[op] = (requests[op] ?? 0) + 1;
-    const out = await next(args);
-    if (counting && process.env.BENCH_ITEMS) {
-      const o = out.output as { ScannedCount?: number; Responses?: Record<string, unknown[]> | unknown[] };
-      const n = o.ScannedCount ?? (Array.isArray(o.Responses) ? o.Responses.length : Object.values(o.Responses ?? {}).reduce((a: number, v) => a + (v as unknown[]).length, 0));
-      requests[`${op}#items`] = (requests[`${op}#items`] ?? 0) + n;
-    }
-    return out;
+    return next(args);
   },
   { step: 'initialize', name: 'benchRequestCount' },
 );
@@ -183,6 +181,7 @@ await seedRunningJob(
       readyAt: now - 1000,
       updatedAt: now,
     }),
+    chunks: request.held === 'chunks',
   },
 );
 const seedSeconds = (performance.now() - seedStart) / 1000;
@@ -219,28 +218,23 @@ await doc.send(
   }),
 );
 let counts = job.counts;
+// Steady state: from the first reading at a quarter of the job done (start-up and the JIT's
+// warm-up behind) to the end.
+let quarter: { cpu: NodeJS.CpuUsage; done: number } | undefined;
 for (;;) {
   const out = await probe.send(
     new GetCommand({ TableName: controlTable, Key: keys.job(clientId, job.jobId), ConsistentRead: true }),
   );
   counts = (out.Item as Job).counts;
-  if (counts.completed + counts.failed + counts.cancelled >= request.messages) break;
+  const done = counts.completed + counts.failed + counts.cancelled;
+  if (!quarter && done >= request.messages / 4) quarter = { cpu: process.cpuUsage(), done };
+  if (done >= request.messages) break;
   await new Promise((r) => setTimeout(r, 100));
 }
 const seconds = (performance.now() - start) / 1000;
 const cpu = process.cpuUsage(cpuAtStart);
-if (process.env.BENCH_THREADS) {
-  const { readdirSync } = await import('node:fs');
-  const rows: string[] = [];
-  for (const tid of readdirSync('/proc/self/task')) {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    const close = stat.lastIndexOf(')');
-    const comm = stat.slice(stat.indexOf('(') + 1, close);
-    const f = stat.slice(close + 2).split(' ');
-    rows.push(`${comm}:${(Number(f[11]) + Number(f[12])) * 10}ms(u${Number(f[11]) * 10})`);
-  }
-  console.error(`threads (whole process life): ${rows.join(' ')}`);
-}
+const steady = quarter ? process.cpuUsage(quarter.cpu) : cpu;
+const steadyMessages = request.messages - (quarter?.done ?? 0);
 counting = false;
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
 broker.stop('sigterm');
@@ -256,6 +250,7 @@ process.send!({
   peakRssMb,
   seedSeconds,
   cpuSeconds: (cpu.user + cpu.system) / 1e6,
+  steadyCpuMsPerMessage: (steady.user + steady.system) / 1e3 / steadyMessages,
   requests,
 } satisfies BrokerContenderResult);
 process.disconnect();

@@ -4,6 +4,9 @@
  * Tasks go in `BatchWriteItem`s of 25, several at once, retrying `UnprocessedItems`.
  */
 import { BatchWriteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { chunkItem } from '#shared/adapters/dynamo-job-tasks.ts';
+import { isSharedMessage } from '#shared/campaign/template.ts';
+import { type Chunk, packMembers, pageChunks } from '#shared/jobs/chunks.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 
 export async function seedRunningJob(
@@ -14,6 +17,11 @@ export async function seedRunningJob(
     readonly job: Job;
     readonly tasks: (i: number) => Task;
     readonly count: number;
+    /**
+     * Hold the recipients in chunks as ingest does (`shared/jobs/chunks.ts`): 500 a chunk, with
+     * their variables when the job's message is personalised. The tasks must be LINE users.
+     */
+    readonly chunks?: boolean;
   },
 ): Promise<void> {
   const { controlTable, tasksTable } = tables;
@@ -27,6 +35,35 @@ export async function seedRunningJob(
       Item: { ...keys.job(job.clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
     }),
   );
+  if (seed.chunks) {
+    const personalised = !isSharedMessage(job.message);
+    const list = Array.from({ length: seed.count }, (_, i) => seed.tasks(i));
+    const items = pageChunks(2, list, personalised).map(({ taskId, members }) => {
+      const first = members[0]!;
+      const chunk: Chunk = {
+        clientId: first.clientId,
+        jobId: first.jobId,
+        taskId,
+        channel: 'message',
+        state: 'pending',
+        attempts: 0,
+        readyAt: first.readyAt,
+        updatedAt: first.updatedAt,
+        ...packMembers(members, personalised),
+      };
+      return chunkItem(chunk);
+    });
+    for (let i = 0; i < items.length; i += 25) {
+      let left: Record<string, unknown>[] | undefined = items
+        .slice(i, i + 25)
+        .map((Item) => ({ PutRequest: { Item } }));
+      while (left && left.length > 0) {
+        const out = await doc.send(new BatchWriteCommand({ RequestItems: { [tasksTable]: left as never } }));
+        left = out.UnprocessedItems?.[tasksTable] as Record<string, unknown>[] | undefined;
+      }
+    }
+    return;
+  }
   let next = 0;
   const writer = async () => {
     while (next < seed.count) {

@@ -172,6 +172,12 @@ export class MessageClaimer implements TaskSource {
   #chunky = false;
   /** Chunks this session spilled into tasks: a page that spilled and claimed nothing is read again. */
   #spills = 0;
+  /**
+   * Chunks a chunky reading read and did not take (a page takes about one: its members fill it),
+   * taken by the next pages before the index is read again. Safe however old: what is chosen is
+   * read again, strongly consistent, before it is claimed (`#stillClaimable`).
+   */
+  #spare: Item[] = [];
 
   constructor(deps: ClaimerDeps) {
     this.#deps = deps;
@@ -216,6 +222,7 @@ export class MessageClaimer implements TaskSource {
   /** One reading of candidates (adopted first, else ready), claimed; those claimed leave the adopt queue. */
   async #claimPage(token: number, now: number, limit: number, shards: ShardReading): Promise<ClaimedTask[]> {
     let candidates = await this.#adoptable(token, now, limit);
+    if (candidates.length === 0 && !shards.fromStart) candidates = this.#takeSpare(limit);
     if (candidates.length === 0) candidates = await this.#ready(token, now, limit, shards);
     if (candidates.length === 0) return [];
     let chosen = await this.#withBatchMembers(candidates, token, now);
@@ -408,7 +415,21 @@ export class MessageClaimer implements TaskSource {
     );
     const candidates = ready.flat();
     this.#chunky = candidates.filter(isChunk).length * 2 > candidates.length;
-    return withinMembers(candidates, limit);
+    const page = withinMembers(candidates, limit);
+    if (this.#chunky) {
+      const taken = new Set(page);
+      this.#spare = candidates.filter((item) => !taken.has(item));
+    }
+    return page;
+  }
+
+  /** Spare chunks (`#spare`) for a page, in the order read; none once a reading was not chunky. */
+  #takeSpare(limit: number): Item[] {
+    if (!this.#chunky || this.#spare.length === 0) return [];
+    const page = withinMembers(this.#spare, limit);
+    const taken = new Set(page);
+    this.#spare = this.#spare.filter((item) => !taken.has(item));
+    return page;
   }
 
   /**
