@@ -458,14 +458,10 @@ export class MessageClaimer implements TaskSource {
     if (after !== undefined) {
       // Past the cursor are tasks this session has not claimed: a first Query of about what is
       // wanted (not twice it), the rest paged in only if some are not claimable.
-      return this.#deps.table.readShard(
-        this.#clientId,
-        shard,
-        { lower: after, upper },
-        claimable,
-        wanted,
-        { ...view, firstPageLimit: wanted + CURSOR_SLACK },
-      );
+      return this.#deps.table.readShard(this.#clientId, shard, { lower: after, upper }, claimable, wanted, {
+        ...view,
+        firstPageLimit: wanted + CURSOR_SLACK,
+      });
     }
     this.#cursor.delete(pk);
     shards.readFromStart.add(shard);
