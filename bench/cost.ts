@@ -512,18 +512,18 @@ for (const scenario of SCENARIOS) {
   const costs = DESIGNS.map((d) => ({ design: d.name, m: measured.get(d.name)!.get(scenario.id)! }))
     .filter((x) => x.m)
     .map((x) => ({ ...x, c: cost(x.m) }));
-  const head = `  ${`$ per ${scenario.perLabel}`.padEnd(40)}${costs.map((x) => x.design.padStart(14)).join('')}`;
+  const head = `  ${`$ per ${scenario.perLabel}`.padEnd(40)}${costs.map((x) => x.design.padStart(22)).join('')}`;
   console.log(head);
   for (const [key, label] of COMPONENTS) {
     console.log(
-      `  ${label.padEnd(40)}${costs.map((x) => `$${fmt(x.c.perUnit[key] * scenario.per, 3)}`.padStart(14)).join('')}`,
+      `  ${label.padEnd(40)}${costs.map((x) => `$${fmt(x.c.perUnit[key] * scenario.per, 3)}`.padStart(22)).join('')}`,
     );
   }
   console.log(
-    `  ${'total'.padEnd(40)}${costs.map((x) => `$${fmt(x.c.total * scenario.per, 2)}`.padStart(14)).join('')}`,
+    `  ${'total'.padEnd(40)}${costs.map((x) => `$${fmt(x.c.total * scenario.per, 2)}`.padStart(22)).join('')}`,
   );
   console.log(
-    `  ${'DynamoDB writes, share of total'.padEnd(40)}${costs.map((x) => `${fmt((100 * x.c.perUnit.dynamoWrites) / x.c.total, 1)} %`.padStart(14)).join('')}`,
+    `  ${'DynamoDB writes, share of total'.padEnd(40)}${costs.map((x) => `${fmt((100 * x.c.perUnit.dynamoWrites) / x.c.total, 1)} %`.padStart(22)).join('')}`,
   );
   for (const x of costs) {
     const perUnit = (n: number) => fmt(n / x.m.units, 3);

@@ -15,7 +15,6 @@ import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import {
   type Chunk,
   type ChunkMember,
-  isPersonalisedChunk,
   type MemberApart,
   type MemberEnd,
   memberCountOf,
@@ -47,9 +46,9 @@ export function chunkMemberTasks(
   members: readonly ChunkMember[],
   claim: ChunkClaim,
 ): ClaimedTask[] {
-  const batch = isSharedMessage(claim.template)
-    ? { batch: { retryKey: chunkRetryKey(claim.jobId, chunk.taskId, claim.attempt) } }
-    : {};
+  const batch = sentAsPushes(claim.template)
+    ? {}
+    : { batch: { retryKey: chunkRetryKey(claim.jobId, chunk.taskId, claim.attempt) } };
   return members.map((member) => ({
     jobId: claim.jobId,
     taskId: recipientTaskId(claim.jobId, member.recipient),
@@ -66,6 +65,11 @@ export function chunkMemberTasks(
     ...(claim.maybeSent ? { maybeSent: true } : {}),
     ...(claim.sendBy === undefined ? {} : { sendBy: claim.sendBy }),
   }));
+}
+
+/** True when a chunk's members go a push each (a personalised message), not as one multicast. */
+export function sentAsPushes(template: MessageTemplate): boolean {
+  return !isSharedMessage(template);
 }
 
 /** A chunk all of whose claimed members have an outcome: what to write of it. */
@@ -97,8 +101,8 @@ interface OpenChunk {
   readonly attempt: number;
   readonly memberCount: number;
   readonly except: Readonly<Record<string, MemberApart>>;
-  /** A personalised message's chunk: its members went as pushes of their own. */
-  readonly personalised: boolean;
+  /** Its members went as pushes of their own (`sentAsPushes`): no one request speaks for the chunk. */
+  readonly pushes: boolean;
   /** Member task id → its index in the chunk, for every member claimed. */
   readonly indexOf: ReadonlyMap<string, number>;
   readonly outcomes: Map<string, TaskOutcome>;
@@ -111,8 +115,14 @@ export class ClaimedChunks {
   /** A claimed member's `claimKey` → its chunk's. */
   readonly #chunkOf = new Map<string, string>();
 
-  /** A chunk was claimed: its `members` were handed to the pipeline. */
-  claimed(jobId: string, chunk: Chunk, attempt: number, members: readonly ChunkMember[]): void {
+  /** A chunk was claimed: its `members` were handed to the pipeline, as pushes or as one multicast. */
+  claimed(
+    jobId: string,
+    chunk: Chunk,
+    attempt: number,
+    members: readonly ChunkMember[],
+    sent: { readonly pushes: boolean },
+  ): void {
     const key = claimKey(jobId, chunk.taskId);
     const indexOf = new Map(members.map((m) => [recipientTaskId(jobId, m.recipient), m.index]));
     this.#open.set(key, {
@@ -121,7 +131,7 @@ export class ClaimedChunks {
       attempt,
       memberCount: memberCountOf(chunk),
       except: chunk.except ?? {},
-      personalised: isPersonalisedChunk(chunk),
+      pushes: sent.pushes,
       indexOf,
       outcomes: new Map(),
     });
@@ -185,7 +195,7 @@ function chunkOutcomeOf(open: OpenChunk): ChunkOutcome {
   const { requestId: _id, retryKey: _key, ...outcome } = main;
   return {
     outcome: {
-      ...(open.personalised ? outcome : main),
+      ...(open.pushes ? outcome : main),
       taskId: open.chunkId,
       attempt: open.attempt,
     },

@@ -25,7 +25,7 @@ import { spillable, spillChunk, spillStarted } from './dynamo-chunk-spill.ts';
 import { type ClaimPage, type ClaimPages, claimKey, endsOnPage, tasksOnPage } from './dynamo-claim-pages.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
-import { ClaimedChunks, chunkMemberTasks } from './dynamo-message-chunks.ts';
+import { ClaimedChunks, chunkMemberTasks, sentAsPushes } from './dynamo-message-chunks.ts';
 import {
   failedConditions,
   type Item,
@@ -578,7 +578,9 @@ export class MessageClaimer implements TaskSource {
   ): ClaimedTask[] {
     const chunk = c.item as unknown as Chunk;
     const members = membersInState(chunk);
-    this.#deps.state.chunks.claimed(job.jobId, chunk, c.attempt, members);
+    this.#deps.state.chunks.claimed(job.jobId, chunk, c.attempt, members, {
+      pushes: sentAsPushes(template),
+    });
     return chunkMemberTasks(chunk, members, {
       jobId: job.jobId,
       attempt: c.attempt,

@@ -111,9 +111,10 @@ export class OutcomeWriter implements ReportSink {
     const o = chunk.outcome;
     if (this.#endsOnPage(o)) await this.#endOnPages([o], chunk);
     else await this.#writeGroup(o.jobId, [o], token, chunk);
-    // Settled as the chunk; counted as its members.
-    await this.#settled([o], chunk.members);
+    // Forgotten first (a reclaim of the chunk after `held` lets it go is a new claim), then
+    // settled as the chunk and counted as its members.
     this.#deps.state.chunks.done(chunk);
+    await this.#settled([o], chunk.members);
   }
 
   /** Outcomes written: their tasks let go, pages closed; `counted` (default: them) added to the session's counts. */
@@ -267,6 +268,13 @@ export class OutcomeWriter implements ReportSink {
       condition = `${condition} AND (#state <> :inFlightState OR claimToken <= :token)`;
       values[':token'] = token;
       values[':inFlightState'] = 'in-flight';
+      // Nor does a holder whose claim page a newer holder settled (`leftOn`, as an end on a page
+      // checks): its late release would undo the newer holder's (a chunk's `except`, its wait).
+      const page = this.#deps.pages?.pageOf(outcome.jobId, outcome.taskId);
+      if (page !== undefined) {
+        condition = `${condition} AND NOT contains(leftOn, :claimPage)`;
+        values[':claimPage'] = page;
+      }
     } else {
       remove.push('openPk', 'openSk', 'batchKey', 'maybeSent');
       set.push('expiresAt = :expiresAt');

@@ -59,6 +59,12 @@ export interface TaskDraft {
   readonly timeZone?: string;
 }
 
+/** What a page read was, whatever was accepted of it. */
+export interface PageRead {
+  readonly firstRow: number;
+  readonly read: readonly TaskDraft[];
+}
+
 export interface IngestCounts {
   readonly dataRows: number;
   readonly accepted: number;
@@ -111,9 +117,11 @@ export interface IngestRowsInput {
   readonly duplicates: DuplicateFilter;
   /**
    * Stores a page of accepted drafts (in row order, at most `batchSize`); `firstRow` is the page's
-   * first row read, accepted or not (the same page read again after a crash has the same).
+   * first row read, accepted or not, and `read` its rows that are drafts before opt-outs,
+   * suppressions and duplicates are taken out (the same page read again after a crash has the
+   * same of both, whatever changed in those lists meanwhile).
    */
-  readonly onBatch: (tasks: readonly TaskDraft[], page: { readonly firstRow: number }) => Promise<void>;
+  readonly onBatch: (tasks: readonly TaskDraft[], page: PageRead) => Promise<void>;
   /** Stores a page of report entries (in row order). */
   readonly onReport: (entries: readonly ReportEntry[]) => Promise<void>;
   /** Data rows per page; 500 by default. */
@@ -304,7 +312,8 @@ class IngestRun {
     const { tasks, entries } = await settlePage(page, this.#input);
     const first = page[0]!;
     const firstRow = first.kind === 'entry' ? first.entry.row : first.draft.row;
-    if (tasks.length > 0) await this.#input.onBatch(tasks, { firstRow });
+    const read = page.flatMap((row) => (row.kind === 'candidate' ? [row.draft] : []));
+    if (tasks.length > 0) await this.#input.onBatch(tasks, { firstRow, read });
     if (entries.length > 0) await this.#input.onReport(entries);
     const rejected = entries.filter((entry) => entry.outcome === 'rejected').length;
     const counts = this.#counts;

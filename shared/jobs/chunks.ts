@@ -177,10 +177,6 @@ function parseVariables(json: string): MemberVariables[] {
   return parsed as MemberVariables[];
 }
 
-/** True for a chunk of a personalised message: its members are sent one push each. */
-export const isPersonalisedChunk = (chunk: Pick<Chunk, 'memberVariables'>): boolean =>
-  chunk.memberVariables !== undefined;
-
 /** A member's template variables: its own columns, and `name` for the list's name column (as a task's). */
 export function memberTemplateVariables(member: MemberVariables): Record<string, string> {
   const variables = { ...(member.variables ?? {}) };

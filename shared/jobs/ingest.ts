@@ -33,6 +33,7 @@ import {
   type IngestResult,
   type IngestRowsInput,
   ingestRows,
+  type PageRead,
   type TaskDraft,
 } from '#shared/csv/read-list.ts';
 import type { Logger } from '#shared/log.ts';
@@ -430,7 +431,7 @@ class IngestStepRun {
       isSuppressed: async (recipients) =>
         this.#deps.suppressed ? this.#deps.suppressed(clientId, recipients) : new Set<string>(),
       duplicates,
-      onBatch: (drafts, page) => this.#store(drafts, page.firstRow, client, now),
+      onBatch: (drafts, page) => this.#store(drafts, page, client, now),
       onReport: async (entries) => this.#deps.validationReports.putPage(clientId, jobId, entries),
       ...(this.#deps.batchSize ? { batchSize: this.#deps.batchSize } : {}),
       ...(cursor ? { resumeFrom: cursor } : {}),
@@ -472,16 +473,35 @@ class IngestStepRun {
     return out;
   }
 
-  /** A page of accepted drafts: in chunks of 500 for a shared message (named by the page's first row read), else as tasks. */
-  async #store(drafts: readonly TaskDraft[], firstRow: number, client: ClientSettings, now: number) {
+  /**
+   * A page of accepted drafts: LINE users in chunks, others as tasks. The chunks are cut from the
+   * page's rows *read* (`page.read`, before opt-outs, suppressions and duplicates), each named by
+   * its first row read, and hold the accepted members of their rows: a page read again after a
+   * crash, when those lists may have changed, writes the same chunks or fewer, never one that
+   * overlaps another (a personalised message's chunks are cut by their variables' bytes too).
+   */
+  async #store(drafts: readonly TaskDraft[], page: PageRead, client: ClientSettings, now: number) {
     const chunkable = this.#chunked() ? drafts.filter((d) => isChunkable(d.recipient)) : [];
     const apart = chunkable.length === drafts.length ? [] : drafts.filter((d) => !chunkable.includes(d));
     if (apart.length > 0) await this.#deps.tasks.put(apart.map((draft) => this.#toTask(draft, client, now)));
     if (chunkable.length === 0) return;
     const { clientId, jobId } = this.#job;
     const personalised = this.#personalised();
-    const chunks = pageChunks(firstRow, chunkable, personalised).map(
-      ({ taskId, members }): Chunk => ({
+    const read = page.read.filter((d) => isChunkable(d.recipient));
+    const chunkOfRow = new Map<number, string>();
+    for (const { taskId, members } of pageChunks(page.firstRow, read, personalised))
+      for (const member of members) chunkOfRow.set(member.row, taskId);
+    const accepted = new Map<string, TaskDraft[]>();
+    for (const draft of chunkable) {
+      const taskId = chunkOfRow.get(draft.row);
+      if (taskId === undefined)
+        throw new Error(`ingest: row ${draft.row} was accepted but not read on its page`);
+      const members = accepted.get(taskId);
+      if (members) members.push(draft);
+      else accepted.set(taskId, [draft]);
+    }
+    const chunks = [...accepted].map(
+      ([taskId, members]): Chunk => ({
         clientId,
         jobId,
         taskId,

@@ -222,6 +222,42 @@ describe("a personalised message's chunk claimed and ended by a message session"
     expect(await readOpenClaims(cloud.doc, tasksTable, job.clientId)).toEqual([]);
   });
 
+  it("refuses the release of a holder whose page a newer holder settled: the newer one's ends stay", async () => {
+    const job = await seed(3, {}, PERSONAL);
+    let now = Date.now();
+    const clock = () => now;
+    const a = await holder(job, 'a', clock);
+    const held = await claimAll(a, 3);
+
+    now += HOUR + 1;
+    const b = await holder(job, 'b', clock);
+    const taken = await claimAll(b, 3);
+    expect(taken.every((t) => t.maybeSent)).toBe(true);
+    const [first, ...rest] = taken;
+    await b.report.write([
+      outcome(first!, 'delivered', now),
+      ...rest.map((t) => outcome(t, 'released', now, { lastResult: 'stopped' })),
+    ]);
+    const apart = Object.keys((await chunkItem(job))!.except as object);
+    expect(apart).toHaveLength(1);
+
+    // a's late release with another member ended (it never knew it lost the client) would write
+    // its own `except` over b's, putting b's delivered member back in the chunk.
+    const other = held.find((t) => t.taskId !== first!.taskId)!;
+    await a.report.write(
+      held.map((t) =>
+        t === other ? outcome(t, 'delivered', now) : outcome(t, 'released', now, { lastResult: 'stopped' }),
+      ),
+    );
+    expect(Object.keys((await chunkItem(job))!.except as object)).toEqual(apart);
+
+    now += 1_000;
+    const last = await claimAll(b, 3);
+    expect(last.map((t) => t.taskId).sort()).toEqual(rest.map((t) => t.taskId).sort());
+    await b.report.write(last.map((t) => outcome(t, 'delivered', now)));
+    expect(await countsOf(job)).toMatchObject({ completed: 3, failed: 0, cancelled: 0 });
+  });
+
   it("is spilled into tasks that keep each member's variables", async () => {
     const job = await seed(5, { contactLimits: [{ max: 1, per: 'day', channels: ['line'] }] }, PERSONAL);
     const now = Date.now();

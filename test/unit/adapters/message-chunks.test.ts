@@ -47,7 +47,7 @@ const outcome = (i: number, kind: TaskOutcome['kind'], more: Partial<TaskOutcome
 describe("a chunk's outcome from its members'", () => {
   it('waits for every member, over several writes', () => {
     const chunks = new ClaimedChunks();
-    chunks.claimed('J1', chunk, 1, members);
+    chunks.claimed('J1', chunk, 1, members, { pushes: false });
     expect(chunks.gather([outcome(0, 'delivered')]).chunks).toEqual([]);
     const other = { ...outcome(0, 'delivered'), taskId: 'not-a-member' };
     const { tasks, chunks: done } = chunks.gather([outcome(1, 'delivered'), outcome(2, 'delivered'), other]);
@@ -59,7 +59,7 @@ describe("a chunk's outcome from its members'", () => {
 
   it('ends a chunk whose members were all skipped, each for its own reason', () => {
     const chunks = new ClaimedChunks();
-    chunks.claimed('J1', chunk, 1, members);
+    chunks.claimed('J1', chunk, 1, members, { pushes: false });
     const [done] = chunks.gather([
       outcome(0, 'skipped', { lastResult: 'opted-out' }),
       outcome(1, 'skipped', { lastResult: 'suppressed', reason: 'suppressed: complaint' }),
@@ -72,7 +72,7 @@ describe("a chunk's outcome from its members'", () => {
 
   it('makes a release of a chunk with a member released, the members that ended written apart', () => {
     const chunks = new ClaimedChunks();
-    chunks.claimed('J1', personal, 1, personalMembers);
+    chunks.claimed('J1', personal, 1, personalMembers, { pushes: true });
     const [done] = chunks.gather([
       outcome(0, 'delivered', { requestId: 'r0', retryKey: 'k0' }),
       outcome(1, 'released', { lastResult: 'stopped' }),
@@ -89,7 +89,7 @@ describe("a chunk's outcome from its members'", () => {
 
   it("ends a personalised chunk with its members' most common end, the others apart", () => {
     const chunks = new ClaimedChunks();
-    chunks.claimed('J1', personal, 1, personalMembers);
+    chunks.claimed('J1', personal, 1, personalMembers, { pushes: true });
     const [done] = chunks.gather([
       outcome(0, 'failed', { lastResult: 'rejected', reason: 'HTTP 400' }),
       outcome(1, 'delivered'),

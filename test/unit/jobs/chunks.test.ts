@@ -12,7 +12,6 @@ import {
   chunkTaskId,
   isChunk,
   isChunkTaskId,
-  isPersonalisedChunk,
   membersInChunkState,
   memberTasks,
   memberTemplateVariables,
@@ -146,8 +145,7 @@ describe("a personalised message's chunks", () => {
     const packed = packMembers(members, true);
     expect(JSON.parse(packed.memberVariables!)).toHaveLength(3);
     expect(chunkMembers(packed)).toEqual(members.map((m, index) => ({ ...m, index })));
-    expect(isPersonalisedChunk(packed)).toBe(true);
-    expect(isPersonalisedChunk(packMembers(members))).toBe(false);
+    expect(packMembers(members).memberVariables).toBeUndefined();
     expect(memberTemplateVariables(chunkMembers(packed)[0]!)).toEqual({
       name: '青木 花子',
       配達日: '12/3',

@@ -1,0 +1,113 @@
+/**
+ * Ingest holding a personalised message's LINE recipients in chunks (`shared/jobs/chunks.ts`,
+ * `ingest.ts` `#store`), on in-memory stores: a page whose variables pass a chunk's byte budget is
+ * cut into several chunks, and a step repeated after a crash, with a recipient opted out meanwhile,
+ * writes the same chunks again (same names, same cuts), so no recipient is ever held twice.
+ */
+import { describe, expect, it } from 'vitest';
+import { makeJobsApi } from '#shared/jobs/api.ts';
+import {
+  CHUNK_VARIABLE_BYTES,
+  type Chunk,
+  chunkMembers,
+  chunkTaskId,
+  memberVariableBytes,
+} from '#shared/jobs/chunks.ts';
+import { makeIngestJob } from '#shared/jobs/ingest.ts';
+import { parseClientSettings } from '#shared/jobs/validation.ts';
+import { silentLogger } from '#shared/log.ts';
+import {
+  memoryClients,
+  memoryFiles,
+  memoryJobs,
+  memoryQueue,
+  memoryReports,
+  memoryTasks,
+  TOKYO_CLIENT,
+} from './fakes.ts';
+
+const NOW = Date.parse('2026-11-26T00:00:00Z');
+const ROWS = 60;
+const recipient = (i: number) => `U${(0xbeef00 + i).toString(16).padStart(32, '0')}`;
+/** A note of ~7 KB a row (a row may be 8 KB): about 28 members' variables fill a chunk. */
+const note = (i: number) => `${i}:${'x'.repeat(7_000)}`;
+
+function world() {
+  const clients = memoryClients();
+  const jobs = memoryJobs();
+  const chunks = new Map<string, Chunk>();
+  const tasks = {
+    ...memoryTasks(),
+    async putChunks(written: readonly Chunk[]) {
+      for (const chunk of written) chunks.set(chunk.taskId, chunk);
+      await crashAfterChunks();
+    },
+    async chunkedRows(jobId: string) {
+      const rows = new Map<string, number>();
+      for (const chunk of chunks.values())
+        if (chunk.jobId === jobId)
+          for (const m of chunkMembers(chunk))
+            rows.set(m.recipient, Math.min(rows.get(m.recipient) ?? m.row, m.row));
+      return rows;
+    },
+  };
+  let crashes = 1;
+  const crashAfterChunks = async () => {
+    if (crashes-- > 0) throw new Error('Lambda crashed after writing the page');
+  };
+  const files = memoryFiles();
+  const queue = memoryQueue();
+  const clock = { now: () => NOW };
+  const optedOut = new Set<string>();
+  void clients.put(parseClientSettings('acme', { ...TOKYO_CLIENT, messageChannelId: 'ch-1' }, NOW));
+  const deps = { clients, jobs, tasks, files, validationReports: memoryReports(), queue, clock };
+  const api = makeJobsApi({ ...deps, bucket: 'uploads' });
+  const ingest = makeIngestJob({
+    ...deps,
+    log: silentLogger,
+    optOuts: async (_client, recipients) => new Set(recipients.filter((r) => optedOut.has(r))),
+  });
+  return { api, ingest, files, chunks, optedOut, queue };
+}
+
+describe("ingest of a personalised message's recipients in chunks", () => {
+  it('cuts a page by its variables, and writes the same chunks again after a crash with a new opt-out', async () => {
+    const w = world();
+    const { jobId } = await w.api.createJob('acme', {
+      name: 'notice',
+      channel: 'message',
+      message: { messages: [{ type: 'text', text: 'お知らせ {{note}}' }] },
+    });
+    const csv = `userId,note\n${Array.from({ length: ROWS }, (_, i) => `${recipient(i)},${note(i)}`).join('\n')}\n`;
+    const key = `uploads/acme/${jobId}.csv`;
+    await w.files.put(key, Buffer.from(csv), 'text/csv');
+    const event = {
+      kind: 'object' as const,
+      object: { bucket: 'uploads', key, eTag: 'e1', size: Buffer.byteLength(csv), eventTime: NOW },
+    };
+    const ctx = { remainingMs: () => 600_000, receiveCount: 1 };
+
+    await expect(w.ingest.handle(event, ctx)).rejects.toThrow('Lambda crashed');
+    const first = new Map([...w.chunks].map(([id, c]) => [id, chunkMembers(c).map((m) => m.row)]));
+    const perChunk = Math.floor(
+      CHUNK_VARIABLE_BYTES / memberVariableBytes({ variables: { note: note(10) } }),
+    );
+    expect(first.size).toBe(Math.ceil(ROWS / perChunk));
+    expect([...first.keys()].sort()).toEqual(
+      Array.from({ length: first.size }, (_, k) => chunkTaskId(2 + k * perChunk)).sort(),
+    );
+
+    // Row 2's recipient opts out before the step is repeated: the first chunk loses a member, the
+    // cuts stay where they were (counted over the rows read, not those accepted).
+    w.optedOut.add(recipient(0));
+    await w.ingest.handle(event, ctx);
+    const again = new Map([...w.chunks].map(([id, c]) => [id, chunkMembers(c).map((m) => m.row)]));
+    expect([...again.keys()].sort()).toEqual([...first.keys()].sort());
+    expect(again.get(chunkTaskId(2))).toEqual(first.get(chunkTaskId(2))!.slice(1));
+    const held = [...again.values()].flat();
+    expect(held).toHaveLength(ROWS - 1);
+    expect(new Set(held).size).toBe(held.length);
+    for (const chunk of w.chunks.values())
+      expect(chunkMembers(chunk).every((m) => m.variables?.note === note(m.row - 2))).toBe(true);
+  });
+});
