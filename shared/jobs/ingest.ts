@@ -100,7 +100,18 @@ export interface IngestJobDeps extends JobStores {
    * (default true; off: a task a recipient for those, to measure the design before).
    */
   readonly personalisedChunks?: boolean;
+  /** The largest list (S3's size of the file) held in chunks; default {@link MAX_CHUNKED_LIST_BYTES}. */
+  readonly maxChunkedListBytes?: number;
 }
+
+/**
+ * Lists larger than this are held a task a recipient, whatever their message. A chunked job confirms
+ * a suspected duplicate against every recipient already in its chunks, held in memory (~100 bytes a
+ * recipient): 100 MiB of list is at most ~3 million rows (a LINE user id and a line break are 34
+ * bytes), ~300 MB on the 1,024 MB ingest function. Decided by the file's size, so every step of a
+ * job decides the same.
+ */
+export const MAX_CHUNKED_LIST_BYTES = 100 * 1024 * 1024;
 
 /** Row estimate for sizing the duplicate filter: short rows (a number and a name) are ~25 bytes. */
 const BYTES_PER_ROW_ESTIMATE = 25;
@@ -449,6 +460,7 @@ class IngestStepRun {
     return (
       multicastChunks !== false &&
       this.#job.channel === 'message' &&
+      (this.#state.size ?? 0) <= (this.#deps.maxChunkedListBytes ?? MAX_CHUNKED_LIST_BYTES) &&
       (personalisedChunks !== false || !this.#personalised()) &&
       tasks.putChunks !== undefined &&
       tasks.chunkedRows !== undefined

@@ -2,7 +2,8 @@
  * Ingest holding a personalised message's LINE recipients in chunks (`shared/jobs/chunks.ts`,
  * `ingest.ts` `#store`), on in-memory stores: a page whose variables pass a chunk's byte budget is
  * cut into several chunks, and a step repeated after a crash, with a recipient opted out meanwhile,
- * writes the same chunks again (same names, same cuts), so no recipient is ever held twice.
+ * writes the same chunks again (same names, same cuts), so no recipient is ever held twice. A list
+ * over the chunked limit is held a task a recipient.
  */
 import { describe, expect, it } from 'vitest';
 import { makeJobsApi } from '#shared/jobs/api.ts';
@@ -32,7 +33,7 @@ const recipient = (i: number) => `U${(0xbeef00 + i).toString(16).padStart(32, '0
 /** A note of ~7 KB a row (a row may be 8 KB): about 28 members' variables fill a chunk. */
 const note = (i: number) => `${i}:${'x'.repeat(7_000)}`;
 
-function world() {
+function world(options: { maxChunkedListBytes?: number } = {}) {
   const clients = memoryClients();
   const jobs = memoryJobs();
   const chunks = new Map<string, Chunk>();
@@ -64,28 +65,39 @@ function world() {
   const api = makeJobsApi({ ...deps, bucket: 'uploads' });
   const ingest = makeIngestJob({
     ...deps,
+    ...options,
     log: silentLogger,
     optOuts: async (_client, recipients) => new Set(recipients.filter((r) => optedOut.has(r))),
   });
-  return { api, ingest, files, chunks, optedOut, queue };
+  return { api, ingest, files, chunks, optedOut, queue, tasks };
+}
+
+/** A personalised message job of `ROWS` LINE recipients, uploaded; its S3 event and a step's context. */
+async function uploaded(w: ReturnType<typeof world>) {
+  const { jobId } = await w.api.createJob('acme', {
+    name: 'notice',
+    channel: 'message',
+    message: { messages: [{ type: 'text', text: 'お知らせ {{note}}' }] },
+  });
+  const csv = `userId,note\n${Array.from({ length: ROWS }, (_, i) => `${recipient(i)},${note(i)}`).join('\n')}\n`;
+  const key = `uploads/acme/${jobId}.csv`;
+  await w.files.put(key, Buffer.from(csv), 'text/csv');
+  const event = {
+    kind: 'object' as const,
+    object: { bucket: 'uploads', key, eTag: 'e1', size: Buffer.byteLength(csv), eventTime: NOW },
+  };
+  return {
+    jobId,
+    event,
+    ctx: { remainingMs: () => 600_000, receiveCount: 1 },
+    bytes: Buffer.byteLength(csv),
+  };
 }
 
 describe("ingest of a personalised message's recipients in chunks", () => {
   it('cuts a page by its variables, and writes the same chunks again after a crash with a new opt-out', async () => {
     const w = world();
-    const { jobId } = await w.api.createJob('acme', {
-      name: 'notice',
-      channel: 'message',
-      message: { messages: [{ type: 'text', text: 'お知らせ {{note}}' }] },
-    });
-    const csv = `userId,note\n${Array.from({ length: ROWS }, (_, i) => `${recipient(i)},${note(i)}`).join('\n')}\n`;
-    const key = `uploads/acme/${jobId}.csv`;
-    await w.files.put(key, Buffer.from(csv), 'text/csv');
-    const event = {
-      kind: 'object' as const,
-      object: { bucket: 'uploads', key, eTag: 'e1', size: Buffer.byteLength(csv), eventTime: NOW },
-    };
-    const ctx = { remainingMs: () => 600_000, receiveCount: 1 };
+    const { event, ctx } = await uploaded(w);
 
     await expect(w.ingest.handle(event, ctx)).rejects.toThrow('Lambda crashed');
     const first = new Map([...w.chunks].map(([id, c]) => [id, chunkMembers(c).map((m) => m.row)]));
@@ -109,5 +121,14 @@ describe("ingest of a personalised message's recipients in chunks", () => {
     expect(new Set(held).size).toBe(held.length);
     for (const chunk of w.chunks.values())
       expect(chunkMembers(chunk).every((m) => m.variables?.note === note(m.row - 2))).toBe(true);
+  });
+
+  it('holds a list larger than the chunked limit a task a recipient, on every step', async () => {
+    const w = world({ maxChunkedListBytes: 100_000 });
+    const { event, ctx, bytes } = await uploaded(w);
+    expect(bytes).toBeGreaterThan(100_000);
+    await w.ingest.handle(event, ctx);
+    expect(w.chunks.size).toBe(0);
+    expect(w.tasks.all.size).toBe(ROWS);
   });
 });
