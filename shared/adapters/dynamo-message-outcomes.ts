@@ -268,13 +268,6 @@ export class OutcomeWriter implements ReportSink {
       condition = `${condition} AND (#state <> :inFlightState OR claimToken <= :token)`;
       values[':token'] = token;
       values[':inFlightState'] = 'in-flight';
-      // Nor does a holder whose claim page a newer holder settled (`leftOn`, as an end on a page
-      // checks): its late release would undo the newer holder's (a chunk's `except`, its wait).
-      const page = this.#deps.pages?.pageOf(outcome.jobId, outcome.taskId);
-      if (page !== undefined) {
-        condition = `${condition} AND NOT contains(leftOn, :claimPage)`;
-        values[':claimPage'] = page;
-      }
     } else {
       remove.push('openPk', 'openSk', 'batchKey', 'maybeSent');
       set.push('expiresAt = :expiresAt');
@@ -288,6 +281,14 @@ export class OutcomeWriter implements ReportSink {
         set.push('sentWith = :sentWith');
         values[':sentWith'] = multicastKey;
       }
+    }
+    // No holder whose claim page a newer holder settled (`leftOn`, as an end on a page checks) writes
+    // an outcome here: its late release (or the end a release becomes when the job was cancelled or
+    // has ended) would undo the newer holder's — a chunk's `except`, its wait.
+    const page = this.#deps.pages?.pageOf(outcome.jobId, outcome.taskId);
+    if (page !== undefined) {
+      condition = `${condition} AND NOT contains(leftOn, :claimPage)`;
+      values[':claimPage'] = page;
     }
     const final = end.state === 'retry-wait' ? undefined : { state: end.state, reason: end.reason };
     return {

@@ -8,7 +8,7 @@
  * message's chunk goes out as a push a member, each with its own variables and key; a session
  * stopped midway releases the chunk with the members that ended written apart.
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { readOpenClaims } from '#shared/adapters/dynamo-claim-pages.ts';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
@@ -256,6 +256,40 @@ describe("a personalised message's chunk claimed and ended by a message session"
     expect(last.map((t) => t.taskId).sort()).toEqual(rest.map((t) => t.taskId).sort());
     await b.report.write(last.map((t) => outcome(t, 'delivered', now)));
     expect(await countsOf(job)).toMatchObject({ completed: 3, failed: 0, cancelled: 0 });
+  });
+
+  it('refuses it also when the job was cancelled meanwhile (the release would become an end)', async () => {
+    const job = await seed(3, {}, PERSONAL);
+    let now = Date.now();
+    const clock = () => now;
+    const a = await holder(job, 'a', clock);
+    const held = await claimAll(a, 3);
+    now += HOUR + 1;
+    const b = await holder(job, 'b', clock);
+    const taken = await claimAll(b, 3);
+    await b.report.write([
+      outcome(taken[0]!, 'delivered', now),
+      ...taken.slice(1).map((t) => outcome(t, 'released', now, { lastResult: 'stopped' })),
+    ]);
+    const before = await chunkItem(job);
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.job(job.clientId, job.jobId),
+        UpdateExpression: 'SET #status = :cancelled',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':cancelled': 'cancelled' },
+      }),
+    );
+
+    await a.report.write(
+      held.map((t, i) =>
+        i === 2 ? outcome(t, 'delivered', now) : outcome(t, 'released', now, { lastResult: 'stopped' }),
+      ),
+    );
+    // Neither ended cancelled by a nor its `except` over b's: the sweep ends it, counting b's end.
+    expect(await chunkItem(job)).toMatchObject({ state: 'retry-wait', except: before!.except });
+    expect(await countsOf(job)).toMatchObject({ completed: 0, cancelled: 0 });
   });
 
   it("is spilled into tasks that keep each member's variables", async () => {
