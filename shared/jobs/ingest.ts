@@ -475,8 +475,11 @@ class IngestStepRun {
   /** Of `recipients`, those the job holds already (as tasks, or in its chunks), with their rows. */
   async #storedRows(recipients: readonly string[]): Promise<ReadonlyMap<string, number>> {
     const stored = await this.#deps.tasks.storedRows(this.#job.jobId, recipients);
-    if (!this.#chunked()) return stored;
-    this.#chunkRows ??= await this.#deps.tasks.chunkedRows!(this.#job.jobId);
+    // A message job's chunks are read whether this step chunks or not: an earlier step may have
+    // (a flag or the size bound deployed between two steps), and its recipients are held all the same.
+    const tasks = this.#deps.tasks;
+    if (this.#job.channel !== 'message' || !tasks.chunkedRows) return stored;
+    this.#chunkRows ??= await tasks.chunkedRows(this.#job.jobId);
     const out = new Map(stored);
     for (const recipient of recipients) {
       const row = this.#chunkRows.get(recipient);

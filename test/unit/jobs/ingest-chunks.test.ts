@@ -33,7 +33,15 @@ const recipient = (i: number) => `U${(0xbeef00 + i).toString(16).padStart(32, '0
 /** A note of ~7 KB a row (a row may be 8 KB): about 28 members' variables fill a chunk. */
 const note = (i: number) => `${i}:${'x'.repeat(7_000)}`;
 
-function world(options: { maxChunkedListBytes?: number } = {}) {
+interface WorldOptions {
+  readonly maxChunkedListBytes?: number;
+  readonly batchSize?: number;
+  readonly maxRowsPerRun?: number;
+  /** Steps that crash right after writing their first chunks (default 1). */
+  readonly crashes?: number;
+}
+
+function world(options: WorldOptions = {}) {
   const clients = memoryClients();
   const jobs = memoryJobs();
   const chunks = new Map<string, Chunk>();
@@ -52,7 +60,7 @@ function world(options: { maxChunkedListBytes?: number } = {}) {
       return rows;
     },
   };
-  let crashes = 1;
+  let crashes = options.crashes ?? 1;
   const crashAfterChunks = async () => {
     if (crashes-- > 0) throw new Error('Lambda crashed after writing the page');
   };
@@ -63,23 +71,27 @@ function world(options: { maxChunkedListBytes?: number } = {}) {
   void clients.put(parseClientSettings('acme', { ...TOKYO_CLIENT, messageChannelId: 'ch-1' }, NOW));
   const deps = { clients, jobs, tasks, files, validationReports: memoryReports(), queue, clock };
   const api = makeJobsApi({ ...deps, bucket: 'uploads' });
-  const ingest = makeIngestJob({
-    ...deps,
-    ...options,
-    log: silentLogger,
-    optOuts: async (_client, recipients) => new Set(recipients.filter((r) => optedOut.has(r))),
-  });
-  return { api, ingest, files, chunks, optedOut, queue, tasks };
+  const ingestWith = (more: Pick<WorldOptions, 'maxChunkedListBytes'>) => {
+    const { crashes: _c, ...tuning } = { ...options, ...more };
+    return makeIngestJob({
+      ...deps,
+      ...tuning,
+      log: silentLogger,
+      optOuts: async (_client, recipients) => new Set(recipients.filter((r) => optedOut.has(r))),
+    });
+  };
+  const ingest = ingestWith({});
+  return { api, ingest, ingestWith, files, chunks, optedOut, queue, tasks, jobs };
 }
 
 /** A personalised message job of `ROWS` LINE recipients, uploaded; its S3 event and a step's context. */
-async function uploaded(w: ReturnType<typeof world>) {
+async function uploaded(w: ReturnType<typeof world>, rows = Array.from({ length: ROWS }, (_, i) => i)) {
   const { jobId } = await w.api.createJob('acme', {
     name: 'notice',
     channel: 'message',
     message: { messages: [{ type: 'text', text: 'お知らせ {{note}}' }] },
   });
-  const csv = `userId,note\n${Array.from({ length: ROWS }, (_, i) => `${recipient(i)},${note(i)}`).join('\n')}\n`;
+  const csv = `userId,note\n${rows.map((i) => `${recipient(i)},${note(i)}`).join('\n')}\n`;
   const key = `uploads/acme/${jobId}.csv`;
   await w.files.put(key, Buffer.from(csv), 'text/csv');
   const event = {
@@ -130,5 +142,25 @@ describe("ingest of a personalised message's recipients in chunks", () => {
     await w.ingest.handle(event, ctx);
     expect(w.chunks.size).toBe(0);
     expect(w.tasks.all.size).toBe(ROWS);
+  });
+
+  it("confirms a duplicate against the job's chunks when a later step holds tasks (a bound deployed between steps)", async () => {
+    const w = world({ crashes: 0, batchSize: 10, maxRowsPerRun: 10 });
+    // 20 rows: row 17 (the 16th data row) repeats row 4's recipient, in the second step.
+    const rows = Array.from({ length: 20 }, (_, i) => (i === 15 ? 2 : i));
+    const { jobId, event, ctx } = await uploaded(w, rows);
+    await w.ingest.handle(event, ctx);
+    expect(w.chunks.size).toBe(1);
+    const next = w.queue.sent.shift()!;
+    expect(next.kind).toBe('continue');
+    // The next step runs where lists this size are held as tasks.
+    await w.ingestWith({ maxChunkedListBytes: 1 }).handle(next as never, ctx);
+    while (w.queue.sent.length > 0) {
+      const more = w.queue.sent.shift()!;
+      if (more.kind === 'continue') await w.ingestWith({ maxChunkedListBytes: 1 }).handle(more as never, ctx);
+    }
+    expect(w.tasks.all.size).toBe(9);
+    expect([...w.tasks.all.values()].map((t) => t.recipient)).not.toContain(recipient(2));
+    expect((await w.jobs.get('acme', jobId))!.counts).toMatchObject({ rows: 20, tasks: 19, skipped: 1 });
   });
 });
