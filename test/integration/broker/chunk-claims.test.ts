@@ -222,56 +222,53 @@ describe("a personalised message's chunk claimed and ended by a message session"
     expect(await readOpenClaims(cloud.doc, tasksTable, job.clientId)).toEqual([]);
   });
 
-  it("refuses the release of a holder whose page a newer holder settled: the newer one's ends stay", async () => {
+  /**
+   * A personalised chunk of three claimed by a, then taken over by b once a's lease expired; b
+   * delivers one member and releases the others. What a late write of a's must not undo.
+   */
+  async function takenOverHalfSent() {
     const job = await seed(3, {}, PERSONAL);
-    let now = Date.now();
-    const clock = () => now;
-    const a = await holder(job, 'a', clock);
+    const clock = { now: Date.now() };
+    const a = await holder(job, 'a', () => clock.now);
     const held = await claimAll(a, 3);
-
-    now += HOUR + 1;
-    const b = await holder(job, 'b', clock);
+    clock.now += HOUR + 1;
+    const b = await holder(job, 'b', () => clock.now);
     const taken = await claimAll(b, 3);
     expect(taken.every((t) => t.maybeSent)).toBe(true);
     const [first, ...rest] = taken;
     await b.report.write([
-      outcome(first!, 'delivered', now),
-      ...rest.map((t) => outcome(t, 'released', now, { lastResult: 'stopped' })),
+      outcome(first!, 'delivered', clock.now),
+      ...rest.map((t) => outcome(t, 'released', clock.now, { lastResult: 'stopped' })),
     ]);
-    const apart = Object.keys((await chunkItem(job))!.except as object);
-    expect(apart).toHaveLength(1);
-
-    // a's late release with another member ended (it never knew it lost the client) would write
-    // its own `except` over b's, putting b's delivered member back in the chunk.
+    // a's late outcomes (it never knew it lost the client): a member other than b's delivered one
+    // delivered, the rest released — its `except` would be written over b's.
     const other = held.find((t) => t.taskId !== first!.taskId)!;
-    await a.report.write(
-      held.map((t) =>
-        t === other ? outcome(t, 'delivered', now) : outcome(t, 'released', now, { lastResult: 'stopped' }),
-      ),
-    );
-    expect(Object.keys((await chunkItem(job))!.except as object)).toEqual(apart);
+    const lateWrite = () =>
+      a.report.write(
+        held.map((t) =>
+          t === other
+            ? outcome(t, 'delivered', clock.now)
+            : outcome(t, 'released', clock.now, { lastResult: 'stopped' }),
+        ),
+      );
+    return { job, clock, b, rest, before: (await chunkItem(job))!, lateWrite };
+  }
 
-    now += 1_000;
+  it("refuses the release of a holder whose page a newer holder settled: the newer one's ends stay", async () => {
+    const { job, clock, b, rest, before, lateWrite } = await takenOverHalfSent();
+    expect(Object.keys(before.except as object)).toHaveLength(1);
+    await lateWrite();
+    expect((await chunkItem(job))!.except).toEqual(before.except);
+
+    clock.now += 1_000;
     const last = await claimAll(b, 3);
     expect(last.map((t) => t.taskId).sort()).toEqual(rest.map((t) => t.taskId).sort());
-    await b.report.write(last.map((t) => outcome(t, 'delivered', now)));
+    await b.report.write(last.map((t) => outcome(t, 'delivered', clock.now)));
     expect(await countsOf(job)).toMatchObject({ completed: 3, failed: 0, cancelled: 0 });
   });
 
   it('refuses it also when the job was cancelled meanwhile (the release would become an end)', async () => {
-    const job = await seed(3, {}, PERSONAL);
-    let now = Date.now();
-    const clock = () => now;
-    const a = await holder(job, 'a', clock);
-    const held = await claimAll(a, 3);
-    now += HOUR + 1;
-    const b = await holder(job, 'b', clock);
-    const taken = await claimAll(b, 3);
-    await b.report.write([
-      outcome(taken[0]!, 'delivered', now),
-      ...taken.slice(1).map((t) => outcome(t, 'released', now, { lastResult: 'stopped' })),
-    ]);
-    const before = await chunkItem(job);
+    const { job, before, lateWrite } = await takenOverHalfSent();
     await cloud.doc.send(
       new UpdateCommand({
         TableName: controlTable,
@@ -281,14 +278,9 @@ describe("a personalised message's chunk claimed and ended by a message session"
         ExpressionAttributeValues: { ':cancelled': 'cancelled' },
       }),
     );
-
-    await a.report.write(
-      held.map((t, i) =>
-        i === 2 ? outcome(t, 'delivered', now) : outcome(t, 'released', now, { lastResult: 'stopped' }),
-      ),
-    );
+    await lateWrite();
     // Neither ended cancelled by a nor its `except` over b's: the sweep ends it, counting b's end.
-    expect(await chunkItem(job)).toMatchObject({ state: 'retry-wait', except: before!.except });
+    expect(await chunkItem(job)).toMatchObject({ state: 'retry-wait', except: before.except });
     expect(await countsOf(job)).toMatchObject({ completed: 0, cancelled: 0 });
   });
 
