@@ -415,12 +415,9 @@ export class MessageClaimer implements TaskSource {
     );
     const candidates = ready.flat();
     this.#chunky = candidates.filter(isChunk).length * 2 > candidates.length;
-    const page = withinMembers(candidates, limit);
-    if (this.#chunky) {
-      const taken = new Set(page);
-      this.#spare = candidates.filter((item) => !taken.has(item));
-    }
-    return page;
+    if (!this.#chunky) return withinMembers(candidates, limit);
+    this.#spare = candidates;
+    return this.#takeSpare(limit);
   }
 
   /** Spare chunks (`#spare`) for a page, in the order read; none once a reading was not chunky. */

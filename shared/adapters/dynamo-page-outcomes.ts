@@ -8,7 +8,7 @@
  * "PartiQL update statements" and "Running batch operations with PartiQL"; the API reference of
  * `BatchExecuteStatement` (per-statement `Error`, `ReturnValuesOnConditionCheckFailure`).
  */
-import { type AttributeValue, BatchExecuteStatementCommand } from '@aws-sdk/client-dynamodb';
+import { BatchExecuteStatementCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { convertToAttr, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { TaskOutcome } from '#shared/campaign/ports.ts';
@@ -38,10 +38,6 @@ const RETRYABLE = new Set([
 
 /** As the document client marshals (`makeDocumentClient`): undefined members of a map left out. */
 const MARSHALL = { removeUndefinedValues: true } as const;
-
-function unmarshallItem(item: Record<string, AttributeValue>): Item {
-  return unmarshall(item) as Item;
-}
 
 export class StatementError extends Error {
   override name = 'StatementError';
@@ -124,7 +120,7 @@ export async function executeStatements(
       const error = out.Responses?.[n]?.Error;
       if (!error) results[j] = { applied: true };
       else if (error.Code === 'ConditionalCheckFailed')
-        results[j] = { applied: false, ...(error.Item ? { item: unmarshallItem(error.Item) } : {}) };
+        results[j] = { applied: false, ...(error.Item ? { item: unmarshall(error.Item) as Item } : {}) };
       else if (RETRYABLE.has(String(error.Code)) && tryNo < MAX_TRIES) retry.push(j);
       else throw new StatementError(`statement refused: ${error.Code} ${error.Message ?? ''}`.trim());
     });
