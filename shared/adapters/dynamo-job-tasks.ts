@@ -3,6 +3,7 @@ import {
   type BatchGetCommandOutput,
   BatchWriteCommand,
   type BatchWriteCommandOutput,
+  DeleteCommand,
   type DynamoDBDocumentClient,
   QueryCommand,
   type QueryCommandOutput,
@@ -135,6 +136,22 @@ export function makeDynamoTaskStore(
     put: (tasks) => writeAll(tasks.map(taskItem)),
     putChunks: (chunks) => writeAll(chunks.map(chunkItem)),
     chunkedRows: (jobId) => readChunkedRows(doc, tableName, jobId),
+    async deleteChunks(jobId, taskIds) {
+      // One at a time, each saying whether it existed (rare: a cut emptied by a re-run after a crash).
+      const existed = await Promise.all(
+        taskIds.map(async (taskId) => {
+          const out = await doc.send(
+            new DeleteCommand({
+              TableName: tableName,
+              Key: keys.task(jobId, taskId),
+              ReturnValues: 'ALL_OLD',
+            }),
+          );
+          return out.Attributes !== undefined;
+        }),
+      );
+      return existed.filter(Boolean).length;
+    },
     async storedRows(jobId, recipients) {
       const rows = new Map<string, number>();
       let pending: Record<string, unknown>[] | undefined = recipients.map((r) =>

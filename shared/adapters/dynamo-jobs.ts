@@ -60,6 +60,7 @@ function toIngestState(item: Record<string, unknown>): IngestState {
     ...(typeof item.ingestFilterKey === 'string' ? { filterKey: item.ingestFilterKey } : {}),
     ...(typeof item.ingestETag === 'string' ? { eTag: item.ingestETag } : {}),
     ...(typeof item.ingestSize === 'number' ? { size: item.ingestSize } : {}),
+    ...(typeof item.ingestChunked === 'boolean' ? { chunked: item.ingestChunked } : {}),
   };
 }
 
@@ -184,11 +185,16 @@ class DynamoJobStore implements JobStore {
     return { ok: false as const, ...(item ? { current: item.status as JobStatus } : {}) };
   }
 
-  beginValidation(clientId: string, jobId: string, source: { eTag: string; size: number }, now: number) {
+  beginValidation(
+    clientId: string,
+    jobId: string,
+    source: Parameters<JobStore['beginValidation']>[2],
+    now: number,
+  ) {
+    const chunked = source.chunked === undefined ? '' : ', ingestChunked = :chunked';
     return this.#conditional({
       Key: keys.job(clientId, jobId),
-      UpdateExpression:
-        'SET #status = :validating, ingestStep = :zero, ingestETag = :etag, ingestSize = :size, updatedAt = :now',
+      UpdateExpression: `SET #status = :validating, ingestStep = :zero, ingestETag = :etag, ingestSize = :size, updatedAt = :now${chunked}`,
       ConditionExpression: '#status = :uploading',
       ExpressionAttributeNames: { '#status': 'status' },
       ExpressionAttributeValues: {
@@ -198,6 +204,7 @@ class DynamoJobStore implements JobStore {
         ':etag': source.eTag,
         ':size': source.size,
         ':now': now,
+        ...(source.chunked === undefined ? {} : { ':chunked': source.chunked }),
       },
     });
   }

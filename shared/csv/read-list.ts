@@ -119,7 +119,8 @@ export interface IngestRowsInput {
    * Stores a page of accepted drafts (in row order, at most `batchSize`); `firstRow` is the page's
    * first row read, accepted or not, and `read` its rows that are drafts before opt-outs,
    * suppressions and duplicates are taken out (the same page read again after a crash has the
-   * same of both, whatever changed in those lists meanwhile).
+   * same of both, whatever changed in those lists meanwhile). Called for every page with a row
+   * read as a draft, even when none was accepted (so a re-read can undo what a crashed run wrote).
    */
   readonly onBatch: (tasks: readonly TaskDraft[], page: PageRead) => Promise<void>;
   /** Stores a page of report entries (in row order). */
@@ -313,7 +314,7 @@ class IngestRun {
     const first = page[0]!;
     const firstRow = first.kind === 'entry' ? first.entry.row : first.draft.row;
     const read = page.flatMap((row) => (row.kind === 'candidate' ? [row.draft] : []));
-    if (tasks.length > 0) await this.#input.onBatch(tasks, { firstRow, read });
+    if (read.length > 0) await this.#input.onBatch(tasks, { firstRow, read });
     if (entries.length > 0) await this.#input.onReport(entries);
     const rejected = entries.filter((entry) => entry.outcome === 'rejected').length;
     const counts = this.#counts;

@@ -108,8 +108,7 @@ export interface IngestJobDeps extends JobStores {
  * Lists larger than this are held a task a recipient, whatever their message. A chunked job confirms
  * a suspected duplicate against every recipient already in its chunks, held in memory (~100 bytes a
  * recipient): 100 MiB of list is at most ~3 million rows (a LINE user id and a line break are 34
- * bytes), ~300 MB on the 1,024 MB ingest function. Decided by the file's size, so every step of a
- * job decides the same.
+ * bytes), ~300 MB on the 1,024 MB ingest function. Decided by the file's size when validation begins.
  */
 export const MAX_CHUNKED_LIST_BYTES = 100 * 1024 * 1024;
 
@@ -181,7 +180,7 @@ export class JobIngest implements IngestJob {
       await this.#deps.jobs.beginValidation(
         job.clientId,
         job.jobId,
-        { eTag: object.eTag, size: object.size },
+        { eTag: object.eTag, size: object.size, chunked: holdsInChunks(this.#deps, job, object.size) },
         this.#deps.clock.now(),
       );
     }
@@ -312,6 +311,45 @@ export class JobIngest implements IngestJob {
         return { kind: 'ignored', jobId, reason: `step ${step} already ran` };
     }
   }
+}
+
+/** The accepted drafts of a page by the cut (a chunk's name) their row was read into; cuts with none are left out. */
+function acceptedByCut(
+  cuts: readonly { readonly taskId: string; readonly members: readonly TaskDraft[] }[],
+  accepted: readonly TaskDraft[],
+): Map<string, TaskDraft[]> {
+  const cutOfRow = new Map<number, string>();
+  for (const { taskId, members } of cuts) for (const member of members) cutOfRow.set(member.row, taskId);
+  const out = new Map<string, TaskDraft[]>();
+  for (const draft of accepted) {
+    const taskId = cutOfRow.get(draft.row);
+    if (taskId === undefined)
+      throw new Error(`ingest: row ${draft.row} was accepted but not read on its page`);
+    const members = out.get(taskId);
+    if (members) members.push(draft);
+    else out.set(taskId, [draft]);
+  }
+  return out;
+}
+
+/** True when the task store writes chunks (and reads and deletes them). */
+function storesChunks(tasks: IngestJobDeps['tasks']): boolean {
+  return tasks.putChunks !== undefined && tasks.chunkedRows !== undefined && tasks.deleteChunks !== undefined;
+}
+
+/**
+ * Whether a job's LINE recipients are to be held in chunks: a message job, a list (by S3's size)
+ * within the bound, a store that writes chunks and, for a personalised message, the flag on.
+ * Decided when validation begins and recorded with the ingest's state (`IngestState.chunked`).
+ */
+function holdsInChunks(deps: IngestJobDeps, job: Job, size: number): boolean {
+  return (
+    deps.multicastChunks !== false &&
+    job.channel === 'message' &&
+    size <= (deps.maxChunkedListBytes ?? MAX_CHUNKED_LIST_BYTES) &&
+    (deps.personalisedChunks !== false || isSharedMessage(job.message)) &&
+    storesChunks(deps.tasks)
+  );
 }
 
 /** A dropped file's job options when its sidecar could not be used: the client's defaults. */
@@ -452,19 +490,13 @@ class IngestStepRun {
   }
 
   /**
-   * True when this job's recipients are held in chunks: a message job, and a store that writes them
-   * (a personalised message's chunks carry each member's variables: `#personalised`).
+   * True when this job's recipients are held in chunks: as recorded when its validation began (a job
+   * begun before that was recorded decides by what is deployed, as it did).
    */
   #chunked(): boolean {
-    const { tasks, multicastChunks, personalisedChunks } = this.#deps;
-    return (
-      multicastChunks !== false &&
-      this.#job.channel === 'message' &&
-      (this.#state.size ?? 0) <= (this.#deps.maxChunkedListBytes ?? MAX_CHUNKED_LIST_BYTES) &&
-      (personalisedChunks !== false || !this.#personalised()) &&
-      tasks.putChunks !== undefined &&
-      tasks.chunkedRows !== undefined
-    );
+    const recorded = this.#state.chunked;
+    if (recorded === undefined) return holdsInChunks(this.#deps, this.#job, this.#state.size ?? 0);
+    return recorded && storesChunks(this.#deps.tasks);
   }
 
   /** True when the job's message differs per recipient: its chunks carry the members' variables. */
@@ -493,45 +525,43 @@ class IngestStepRun {
    * page's rows *read* (`page.read`, before opt-outs, suppressions and duplicates), each named by
    * its first row read, and hold the accepted members of their rows: a page read again after a
    * crash, when those lists may have changed, writes the same chunks or fewer, never one that
-   * overlaps another (a personalised message's chunks are cut by their variables' bytes too).
+   * overlaps another (a personalised message's chunks are cut by their variables' bytes too). A cut
+   * left with no member is deleted, in case the crashed run wrote it: its recipients, held there,
+   * would be held again where they appear further down the list.
    */
   async #store(drafts: readonly TaskDraft[], page: PageRead, client: ClientSettings, now: number) {
-    const chunkable = this.#chunked() ? drafts.filter((d) => isChunkable(d.recipient)) : [];
+    const chunked = this.#chunked();
+    const chunkable = chunked ? drafts.filter((d) => isChunkable(d.recipient)) : [];
     const apart = chunkable.length === drafts.length ? [] : drafts.filter((d) => !chunkable.includes(d));
     if (apart.length > 0) await this.#deps.tasks.put(apart.map((draft) => this.#toTask(draft, client, now)));
-    if (chunkable.length === 0) return;
-    const { clientId, jobId } = this.#job;
-    const personalised = this.#personalised();
+    if (!chunked) return;
     const read = page.read.filter((d) => isChunkable(d.recipient));
-    const chunkOfRow = new Map<number, string>();
-    for (const { taskId, members } of pageChunks(page.firstRow, read, personalised))
-      for (const member of members) chunkOfRow.set(member.row, taskId);
-    const accepted = new Map<string, TaskDraft[]>();
-    for (const draft of chunkable) {
-      const taskId = chunkOfRow.get(draft.row);
-      if (taskId === undefined)
-        throw new Error(`ingest: row ${draft.row} was accepted but not read on its page`);
-      const members = accepted.get(taskId);
-      if (members) members.push(draft);
-      else accepted.set(taskId, [draft]);
-    }
-    const chunks = [...accepted].map(
-      ([taskId, members]): Chunk => ({
-        clientId,
-        jobId,
-        taskId,
-        channel: 'message',
-        state: 'pending',
-        attempts: 0,
-        readyAt: recipientTiming(this.#job, client, members[0]!).readyAt,
-        updatedAt: now,
-        ...packMembers(members, personalised),
-      }),
-    );
-    await this.#deps.tasks.putChunks!(chunks);
+    const cuts = pageChunks(page.firstRow, read, this.#personalised());
+    const accepted = acceptedByCut(cuts, chunkable);
+    const chunks = [...accepted].map(([taskId, members]) => this.#toChunk(taskId, members, client, now));
+    if (chunks.length > 0) await this.#deps.tasks.putChunks!(chunks);
     for (const { recipient, row } of chunkable)
       if ((this.#chunkRows?.get(recipient) ?? Number.POSITIVE_INFINITY) > row)
         this.#chunkRows?.set(recipient, row);
+    const empty = cuts.filter((cut) => !accepted.has(cut.taskId)).map((cut) => cut.taskId);
+    // A chunk deleted held recipients this run's confirmations may have read: read them again.
+    if (empty.length > 0 && (await this.#deps.tasks.deleteChunks!(this.#job.jobId, empty)) > 0)
+      this.#chunkRows = undefined;
+  }
+
+  #toChunk(taskId: string, members: readonly TaskDraft[], client: ClientSettings, now: number): Chunk {
+    const { clientId, jobId } = this.#job;
+    return {
+      clientId,
+      jobId,
+      taskId,
+      channel: 'message',
+      state: 'pending',
+      attempts: 0,
+      readyAt: recipientTiming(this.#job, client, members[0]!).readyAt,
+      updatedAt: now,
+      ...packMembers(members, this.#personalised()),
+    };
   }
 
   #toTask(draft: TaskDraft, client: ClientSettings, now: number): Task {

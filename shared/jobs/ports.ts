@@ -64,6 +64,12 @@ export interface IngestState {
   /** The uploaded object's ETag, so a file replaced mid-ingest is noticed. */
   readonly eTag?: string;
   readonly size?: number;
+  /**
+   * Whether the job's LINE recipients are held in chunks (docs/multicast-chunks.md), decided once
+   * when validation begins so that every step, and a step repeated after a crash, holds them the
+   * same way whatever is deployed meanwhile. Absent on a job begun before it was recorded.
+   */
+  readonly chunked?: boolean;
 }
 
 export type IngestClaim =
@@ -92,11 +98,11 @@ export interface JobStore {
     now: number,
     reason?: string,
   ): Promise<{ readonly ok: true; readonly job: Job } | { readonly ok: false; readonly current?: JobStatus }>;
-  /** `uploading` → `validating` at step 0, remembering the object's ETag and size. */
+  /** `uploading` → `validating` at step 0, remembering the object's ETag and size, and how it is held. */
   beginValidation(
     clientId: string,
     jobId: string,
-    source: { readonly eTag: string; readonly size: number },
+    source: { readonly eTag: string; readonly size: number; readonly chunked?: boolean },
     now: number,
   ): Promise<boolean>;
   /** Takes the ingest's lease for `step` until `until`, if the job is validating at that step. */
@@ -153,6 +159,11 @@ export interface TaskStore {
   putChunks?(chunks: readonly Chunk[]): Promise<void>;
   /** Every recipient held in the job's chunks, with its row (to confirm a suspected duplicate). */
   chunkedRows?(jobId: string): Promise<Map<string, number>>;
+  /**
+   * Deletes these chunks where they exist (a page read again after a crash whose cut no longer has
+   * a member: its rows opted out or were suppressed meanwhile). Resolves to how many existed.
+   */
+  deleteChunks?(jobId: string, taskIds: readonly string[]): Promise<number>;
 }
 
 /** The uploads bucket as the jobs use cases see it. */

@@ -197,6 +197,7 @@ class UploadWriter {
   }
 
   async write(drafts: readonly TaskDraft[]): Promise<void> {
+    if (drafts.length === 0) return;
     const now = this.#deps.clock.now();
     const entries = drafts.map(
       (d): SuppressionEntry => ({

@@ -5,7 +5,7 @@
  * member on its own row with its own task id. Ingest writes the chunk (a message for all).
  */
 
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
@@ -143,6 +143,19 @@ describe('ingest of a message for all', () => {
     const members = await membersOf(jobId);
     expect(members).toHaveLength(1_199);
     expect(new Set(members.map((t) => t.recipient)).size).toBe(1_199);
+    // Held in chunks as decided, and recorded, when its validation began.
+    const { Item } = await cloud.doc.send(
+      new GetCommand({ TableName: cloud.info.tableNames.control!, Key: keys.job(clientId, jobId) }),
+    );
+    expect(Item?.ingestChunked).toBe(true);
+  });
+
+  it('deletes the chunks a repeated page leaves empty where they exist, saying how many did', async () => {
+    const { jobId } = await sharedMessageJob(3);
+    const store = makeDynamoTaskStore(cloud.doc, tasksTable);
+    expect(await store.deleteChunks!(jobId, [chunkTaskId(2), chunkTaskId(502)])).toBe(1);
+    expect(await readTasks(cloud.doc, tasksTable, jobId)).toEqual([]);
+    expect(await store.deleteChunks!(jobId, [chunkTaskId(2)])).toBe(0);
   });
 });
 

@@ -89,7 +89,12 @@ export function memoryJobs(): JobStore & { rows: Map<string, JobRow> } {
       const row = rows.get(id(c, j));
       if (row?.job.status !== 'uploading') return false;
       row.job = { ...row.job, status: 'validating', updatedAt: now };
-      row.ingest = { step: 0, eTag: source.eTag, size: source.size };
+      row.ingest = {
+        step: 0,
+        eTag: source.eTag,
+        size: source.size,
+        ...(source.chunked === undefined ? {} : { chunked: source.chunked }),
+      };
       return true;
     },
     async claimIngest(c, j, step, leaseId, until, now) {

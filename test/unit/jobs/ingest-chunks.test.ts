@@ -59,7 +59,12 @@ function world(options: WorldOptions = {}) {
             rows.set(m.recipient, Math.min(rows.get(m.recipient) ?? m.row, m.row));
       return rows;
     },
+    async deleteChunks(_jobId: string, taskIds: readonly string[]) {
+      deleted.push(...taskIds);
+      return taskIds.filter((taskId) => chunks.delete(taskId)).length;
+    },
   };
+  const deleted: string[] = [];
   let crashes = options.crashes ?? 1;
   const crashAfterChunks = async () => {
     if (crashes-- > 0) throw new Error('Lambda crashed after writing the page');
@@ -81,7 +86,7 @@ function world(options: WorldOptions = {}) {
     });
   };
   const ingest = ingestWith({});
-  return { api, ingest, ingestWith, files, chunks, optedOut, queue, tasks, jobs };
+  return { api, ingest, ingestWith, files, chunks, deleted, optedOut, queue, tasks, jobs };
 }
 
 /** A personalised message job of `ROWS` LINE recipients, uploaded; its S3 event and a step's context. */
@@ -144,23 +149,66 @@ describe("ingest of a personalised message's recipients in chunks", () => {
     expect(w.tasks.all.size).toBe(ROWS);
   });
 
-  it("confirms a duplicate against the job's chunks when a later step holds tasks (a bound deployed between steps)", async () => {
+  it.each([
+    ['a page with other chunks', 500],
+    ['a page left with no member at all', 10],
+  ])(
+    'deletes a chunk whose cut a repeated step leaves empty (every member opted out after the crash): %s',
+    async (_, batchSize) => {
+      const w = world({ batchSize });
+      const { jobId, event, ctx } = await uploaded(w);
+      await expect(w.ingest.handle(event, ctx)).rejects.toThrow('Lambda crashed');
+      const firstCut = chunkMembers(w.chunks.get(chunkTaskId(2))!);
+      for (const m of firstCut) w.optedOut.add(m.recipient);
+
+      await w.ingest.handle(event, ctx);
+      expect(w.deleted).toEqual([chunkTaskId(2)]);
+      expect(w.chunks.has(chunkTaskId(2))).toBe(false);
+      const held = [...w.chunks.values()].flatMap((c) => chunkMembers(c).map((m) => m.recipient));
+      const { counts } = (await w.jobs.get('acme', jobId))!;
+      expect(counts).toMatchObject({ rows: ROWS, tasks: ROWS - firstCut.length, skipped: firstCut.length });
+      expect(held).toHaveLength(counts.tasks);
+      expect(held.some((r) => w.optedOut.has(r))).toBe(false);
+    },
+  );
+
+  it('holds a job the way decided when its validation began, whatever a later step has deployed', async () => {
+    const w = world({ crashes: 0, batchSize: 10, maxRowsPerRun: 10 });
+    const { jobId, event, ctx } = await uploaded(w);
+    await w.ingest.handle(event, ctx);
+    expect(w.chunks.size).toBe(1);
+    // The next steps run where lists this size would be held as tasks: this job stays in chunks.
+    await drain(w, w.ingestWith({ maxChunkedListBytes: 1 }), ctx);
+    expect(w.tasks.all.size).toBe(0);
+    const held = [...w.chunks.values()].flatMap((c) => chunkMembers(c).map((m) => m.recipient));
+    expect(new Set(held).size).toBe(ROWS);
+    expect((await w.jobs.get('acme', jobId))!.counts).toMatchObject({ rows: ROWS, tasks: ROWS });
+  });
+
+  it("confirms a duplicate against the job's chunks when a job begun before the record changes holding", async () => {
     const w = world({ crashes: 0, batchSize: 10, maxRowsPerRun: 10 });
     // 20 rows: row 17 (the 16th data row) repeats row 4's recipient, in the second step.
     const rows = Array.from({ length: 20 }, (_, i) => (i === 15 ? 2 : i));
     const { jobId, event, ctx } = await uploaded(w, rows);
+    // Validation begun by code that recorded no decision: each step decides by what is deployed.
+    await w.jobs.beginValidation('acme', jobId, { eTag: event.object.eTag, size: event.object.size }, NOW);
     await w.ingest.handle(event, ctx);
     expect(w.chunks.size).toBe(1);
-    const next = w.queue.sent.shift()!;
-    expect(next.kind).toBe('continue');
-    // The next step runs where lists this size are held as tasks.
-    await w.ingestWith({ maxChunkedListBytes: 1 }).handle(next as never, ctx);
-    while (w.queue.sent.length > 0) {
-      const more = w.queue.sent.shift()!;
-      if (more.kind === 'continue') await w.ingestWith({ maxChunkedListBytes: 1 }).handle(more as never, ctx);
-    }
+    await drain(w, w.ingestWith({ maxChunkedListBytes: 1 }), ctx);
     expect(w.tasks.all.size).toBe(9);
     expect([...w.tasks.all.values()].map((t) => t.recipient)).not.toContain(recipient(2));
     expect((await w.jobs.get('acme', jobId))!.counts).toMatchObject({ rows: 20, tasks: 19, skipped: 1 });
   });
 });
+
+/** Runs the continuations `w`'s steps sent, and theirs, with `ingest`. */
+async function drain(
+  w: ReturnType<typeof world>,
+  ingest: ReturnType<typeof makeIngestJob>,
+  ctx: { remainingMs(): number; receiveCount: number },
+) {
+  while (w.queue.sent.length > 0) {
+    const message = w.queue.sent.shift()!;
+    if (message.kind === 'continue') await ingest.handle(message, ctx);
+  }
+}
