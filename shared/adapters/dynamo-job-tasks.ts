@@ -1,3 +1,4 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   type BatchGetCommandOutput,
@@ -137,20 +138,25 @@ export function makeDynamoTaskStore(
     putChunks: (chunks) => writeAll(chunks.map(chunkItem)),
     chunkedRows: (jobId) => readChunkedRows(doc, tableName, jobId),
     async deleteChunks(jobId, taskIds) {
-      // One at a time, each saying whether it existed (rare: a cut emptied by a re-run after a crash).
-      const existed = await Promise.all(
+      // A delete each (rare: a cut emptied when a step is repeated), conditional on the chunk being
+      // pending: one a cancel sweep ended meanwhile stays, as the job's counts have it.
+      await Promise.all(
         taskIds.map(async (taskId) => {
-          const out = await doc.send(
-            new DeleteCommand({
-              TableName: tableName,
-              Key: keys.task(jobId, taskId),
-              ReturnValues: 'ALL_OLD',
-            }),
-          );
-          return out.Attributes !== undefined;
+          try {
+            await doc.send(
+              new DeleteCommand({
+                TableName: tableName,
+                Key: keys.task(jobId, taskId),
+                ConditionExpression: '#state = :pending',
+                ExpressionAttributeNames: { '#state': 'state' },
+                ExpressionAttributeValues: { ':pending': 'pending' },
+              }),
+            );
+          } catch (error) {
+            if (!(error instanceof ConditionalCheckFailedException)) throw error;
+          }
         }),
       );
-      return existed.filter(Boolean).length;
     },
     async storedRows(jobId, recipients) {
       const rows = new Map<string, number>();

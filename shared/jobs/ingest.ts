@@ -540,13 +540,22 @@ class IngestStepRun {
     const accepted = acceptedByCut(cuts, chunkable);
     const chunks = [...accepted].map(([taskId, members]) => this.#toChunk(taskId, members, client, now));
     if (chunks.length > 0) await this.#deps.tasks.putChunks!(chunks);
-    for (const { recipient, row } of chunkable)
-      if ((this.#chunkRows?.get(recipient) ?? Number.POSITIVE_INFINITY) > row)
-        this.#chunkRows?.set(recipient, row);
     const empty = cuts.filter((cut) => !accepted.has(cut.taskId)).map((cut) => cut.taskId);
-    // A chunk deleted held recipients this run's confirmations may have read: read them again.
-    if (empty.length > 0 && (await this.#deps.tasks.deleteChunks!(this.#job.jobId, empty)) > 0)
-      this.#chunkRows = undefined;
+    if (empty.length > 0) await this.#deps.tasks.deleteChunks!(this.#job.jobId, empty);
+    this.#heldOnPage(read, chunkable);
+  }
+
+  /**
+   * Keeps the recipients read from the job's chunks (`#chunkRows`, when read) true of this page's
+   * rows: those accepted are held at their rows, the others no longer are (a crashed run may have
+   * held them there; their chunk was written again without them, or deleted).
+   */
+  #heldOnPage(read: readonly TaskDraft[], accepted: readonly TaskDraft[]): void {
+    const rows = this.#chunkRows;
+    if (!rows) return;
+    for (const { recipient, row } of read) if (rows.get(recipient) === row) rows.delete(recipient);
+    for (const { recipient, row } of accepted)
+      if ((rows.get(recipient) ?? Number.POSITIVE_INFINITY) > row) rows.set(recipient, row);
   }
 
   #toChunk(taskId: string, members: readonly TaskDraft[], client: ClientSettings, now: number): Chunk {

@@ -160,10 +160,11 @@ export interface TaskStore {
   /** Every recipient held in the job's chunks, with its row (to confirm a suspected duplicate). */
   chunkedRows?(jobId: string): Promise<Map<string, number>>;
   /**
-   * Deletes these chunks where they exist (a page read again after a crash whose cut no longer has
-   * a member: its rows opted out or were suppressed meanwhile). Resolves to how many existed.
+   * Deletes these chunks where they exist and are still pending (a page read again after a crash
+   * whose cut no longer has a member: its rows opted out or were suppressed meanwhile; one a cancel
+   * sweep ended is left as it counted it).
    */
-  deleteChunks?(jobId: string, taskIds: readonly string[]): Promise<number>;
+  deleteChunks?(jobId: string, taskIds: readonly string[]): Promise<void>;
 }
 
 /** The uploads bucket as the jobs use cases see it. */

@@ -13,6 +13,7 @@ import { type Chunk, chunkTaskId } from '#shared/jobs/chunks.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import { tasksInShardOrder } from '#shared/jobs/report.ts';
 import { JOB_CANCELLED_REASON } from '#shared/jobs/task-lifecycle.ts';
+import { endedTaskExpiry } from '#shared/resources.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 import { CLIENT, eventually, scheduledInlineJob, useJobsApi } from '../../support/jobs-api.ts';
 import { readOutstanding, readTasks } from '../../support/task-table.ts';
@@ -150,12 +151,24 @@ describe('ingest of a message for all', () => {
     expect(Item?.ingestChunked).toBe(true);
   });
 
-  it('deletes the chunks a repeated page leaves empty where they exist, saying how many did', async () => {
-    const { jobId } = await sharedMessageJob(3);
+  it('deletes the chunks a repeated page leaves empty where they exist and are pending', async () => {
     const store = makeDynamoTaskStore(cloud.doc, tasksTable);
-    expect(await store.deleteChunks!(jobId, [chunkTaskId(2), chunkTaskId(502)])).toBe(1);
-    expect(await readTasks(cloud.doc, tasksTable, jobId)).toEqual([]);
-    expect(await store.deleteChunks!(jobId, [chunkTaskId(2)])).toBe(0);
+    const pending = await sharedMessageJob(3);
+    await store.deleteChunks!(pending.jobId, [chunkTaskId(2), chunkTaskId(502)]);
+    expect(await readTasks(cloud.doc, tasksTable, pending.jobId)).toEqual([]);
+    // One a cancel sweep ended stays, as the job's counts have it.
+    const ended = await sharedMessageJob(3);
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: tasksTable,
+        Key: keys.task(ended.jobId, chunkTaskId(2)),
+        UpdateExpression: 'SET #state = :cancelled, updatedAt = :at, expiresAt = :expires',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':cancelled': 'cancelled', ':at': 5, ':expires': endedTaskExpiry(5) },
+      }),
+    );
+    await store.deleteChunks!(ended.jobId, [chunkTaskId(2)]);
+    expect(await readTasks(cloud.doc, tasksTable, ended.jobId)).toHaveLength(1);
   });
 });
 

@@ -61,7 +61,7 @@ function world(options: WorldOptions = {}) {
     },
     async deleteChunks(_jobId: string, taskIds: readonly string[]) {
       deleted.push(...taskIds);
-      return taskIds.filter((taskId) => chunks.delete(taskId)).length;
+      for (const taskId of taskIds) if (chunks.get(taskId)?.state === 'pending') chunks.delete(taskId);
     },
   };
   const deleted: string[] = [];
