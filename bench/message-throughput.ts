@@ -52,6 +52,7 @@ const USAGE = `npm run bench:message-throughput [-- options]
   --rate-concurrency N senders in the 2,000/s scenario (default 128, the pipeline's default)
   --default-heap       run contenders with V8's default heap sizing instead of the broker task's flags
   --broker-messages N  the whole broker on DynamoDB Local at 2,000/s: this many messages (default 20000; 0 skips)
+  --broker-now-only    experiment: the whole broker's current design only (no baselines beside it)
   --claim-checks N     the suppression read at the claim, on and off: this many messages each (default 5000; 0 skips)
   --transport N        LINE's transport alone, node:http vs undici: this many pushes each (default 20000; 0 skips)
   --claim-checks-only  only that
@@ -78,6 +79,7 @@ const { values } = parseArgs({
     'claim-checks-only': { type: 'boolean', default: false },
     'quota-check-only': { type: 'boolean', default: false },
     'quota-seconds': { type: 'string', default: '5' },
+    'broker-now-only': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -501,6 +503,8 @@ async function runWholeBroker(
         ...(process.env.BENCH_BROKER_CPU_PROF
           ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_BROKER_CPU_PROF}`]
           : []),
+        // Experiments: more flags for the broker's process (e.g. `--trace-gc`).
+        ...(process.env.BENCH_BROKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
       ],
     );
     await nextMessage<{ seeded: true }>(proc);
@@ -528,45 +532,59 @@ if (brokerMessages > 0) {
     javaReady = false;
     console.log(`\nthe whole broker on DynamoDB Local: skipped (${(error as Error).message})`);
   }
-  if (javaReady) {
-    try {
-      // Before issue #16: claims recorded on each task (a transactional update and an index re-sort
-      // of each), sent over node:http; then claim pages over undici, a task a recipient; then now
-      // (and the recipients in chunks of 500 with their variables: docs/multicast-chunks.md).
-      // Same job, the baselines first so the machine is as warm for all.
-      const before = await runWholeBroker('task', 'node-http', 'tasks');
-      const pagesOnly = await runWholeBroker('page', 'undici', 'tasks');
-      const { r, javaSeconds, stats } = await runWholeBroker('page', 'undici', 'chunks');
-      console.log(
-        `\nthe whole broker on DynamoDB Local (worker/process.ts: lease, claim pages, pipeline, outcome writes), ${fmt(r.messages)} personalised messages held in chunks of 500, channel and sandbox at ${fmt(LINE_RATE)}/s:`,
-      );
-      console.log(
-        `  ${fmt(r.messagesPerSecond)} msgs/s (${fmt(r.seconds, 1)} s, from the broker's start to the job's counts all final); completed ${fmt(r.completed)}, failed ${r.failed}, cancelled ${r.cancelled}; sandbox: ${fmt(stats.recipients)} recipients, ${stats.duplicates} duplicates, ${stats.byStatus['429'] ?? 0} 429s; peak RSS ${fmt(r.peakRssMb)} MB (${heapLabel})`,
-      );
-      console.log(
-        `  vs the same pipeline paced at ${fmt(LINE_RATE)}/s on an in-memory table (above, whole run): ×${fmt(r.messagesPerSecond / (paced.requests / paced.seconds), 2)}. In that time (${fmt(r.seconds * availableParallelism(), 1)} CPU-s on ${availableParallelism()} cores) DynamoDB Local used ${fmt(javaSeconds, 1)} CPU-s and the broker ${fmt(r.cpuSeconds, 1)} (${fmt((1000 * r.cpuSeconds) / r.messages, 2)} ms a message, start-up included: ${fmt((LINE_RATE * r.cpuSeconds) / r.messages, 2)} vCPU at ${fmt(LINE_RATE)}/s, the broker task has ${BROKER_TASK_SIZE.cpu / 1024}): the broker waits on the table, which is the bound here (DynamoDB in AWS takes thousands of writes/s on a sharded on-demand table).`,
-      );
-      const perMessage = (x: BrokerContenderResult) => (1000 * x.cpuSeconds) / x.messages;
-      console.log(
-        `  broker's DynamoDB requests a 1,000 messages: ${[
-          ['now', r],
-          ['a task a recipient', pagesOnly.r],
-          ['before', before.r],
-        ]
-          .map(([label, x]) => `${label} ${perThousand((x as BrokerContenderResult).requests, r.messages)}`)
-          .join('; ')}`,
-      );
-      console.log(
-        `  broker CPU per message, whole run (start-up and the JIT's warm-up in it): ${fmt(perMessage(r), 3)} ms now (chunks of 500, a push a member) vs ${fmt(perMessage(before.r), 3)} ms before (claims on each task, node:http; ×${fmt(perMessage(before.r) / perMessage(r), 2)}; ${fmt(before.r.messagesPerSecond)} msgs/s then); a task a recipient (claim pages, undici) ${fmt(perMessage(pagesOnly.r), 3)} ms (${fmt(pagesOnly.r.messagesPerSecond)} msgs/s)`,
-      );
-      const steady = (x: BrokerContenderResult) => x.steadyCpuMsPerMessage;
-      console.log(
-        `  broker CPU per message, steady state (from a quarter of the job done to its end): ${fmt(steady(r), 3)} ms now vs ${fmt(steady(before.r), 3)} ms before (×${fmt(steady(before.r) / steady(r), 2)}); a task a recipient ${fmt(steady(pagesOnly.r), 3)} ms; the pipeline alone on an in-memory table, warmed up, ${fmt((1000 * paced.cpuSeconds) / paced.messages, 3)} ms → goal 0.15 ms: ${steady(r) <= 0.15 ? 'met' : 'MISSED'}`,
-      );
-    } finally {
-      // each run stopped its own cloud
-    }
-  }
+  if (javaReady && values['broker-now-only']) {
+    const { r } = await runWholeBroker('page', 'undici', 'chunks');
+    console.log(
+      `\nthe whole broker now, ${fmt(r.messages)} personalised messages in chunks: ${fmt(r.messagesPerSecond)} msgs/s; CPU ${fmt((1000 * r.cpuSeconds) / r.messages, 3)} ms a message whole run, ${fmt(r.steadyCpuMsPerMessage, 3)} steady; by thread ${threadsLine(r)}`,
+    );
+  } else if (javaReady) await printWholeBrokers();
+}
+
+/**
+ * The whole broker before issue #16 (claims recorded on each task, a transactional update and an
+ * index re-sort of each, sent over node:http), then claim pages over undici a task a recipient,
+ * then now (the recipients in chunks of 500 with their variables: docs/multicast-chunks.md). Same
+ * job, the baselines first so the machine is as warm for all.
+ */
+async function printWholeBrokers(): Promise<void> {
+  const before = await runWholeBroker('task', 'node-http', 'tasks');
+  const pagesOnly = await runWholeBroker('page', 'undici', 'tasks');
+  const { r, javaSeconds, stats } = await runWholeBroker('page', 'undici', 'chunks');
+  console.log(
+    `\nthe whole broker on DynamoDB Local (worker/process.ts: lease, claim pages, pipeline, outcome writes), ${fmt(r.messages)} personalised messages held in chunks of 500, channel and sandbox at ${fmt(LINE_RATE)}/s:`,
+  );
+  console.log(
+    `  ${fmt(r.messagesPerSecond)} msgs/s (${fmt(r.seconds, 1)} s, from the broker's start to the job's counts all final); completed ${fmt(r.completed)}, failed ${r.failed}, cancelled ${r.cancelled}; sandbox: ${fmt(stats.recipients)} recipients, ${stats.duplicates} duplicates, ${stats.byStatus['429'] ?? 0} 429s; peak RSS ${fmt(r.peakRssMb)} MB (${heapLabel})`,
+  );
+  console.log(
+    `  vs the same pipeline paced at ${fmt(LINE_RATE)}/s on an in-memory table (above, whole run): ×${fmt(r.messagesPerSecond / (paced.requests / paced.seconds), 2)}. In that time (${fmt(r.seconds * availableParallelism(), 1)} CPU-s on ${availableParallelism()} cores) DynamoDB Local used ${fmt(javaSeconds, 1)} CPU-s and the broker ${fmt(r.cpuSeconds, 1)} (${fmt((1000 * r.cpuSeconds) / r.messages, 2)} ms a message, start-up included: ${fmt((LINE_RATE * r.cpuSeconds) / r.messages, 2)} vCPU at ${fmt(LINE_RATE)}/s, the broker task has ${BROKER_TASK_SIZE.cpu / 1024}): the broker waits on the table, which is the bound here (DynamoDB in AWS takes thousands of writes/s on a sharded on-demand table).`,
+  );
+  const perMessage = (x: BrokerContenderResult) => (1000 * x.cpuSeconds) / x.messages;
+  console.log(
+    `  broker's DynamoDB requests a 1,000 messages: ${[
+      ['now', r],
+      ['a task a recipient', pagesOnly.r],
+      ['before', before.r],
+    ]
+      .map(([label, x]) => `${label} ${perThousand((x as BrokerContenderResult).requests, r.messages)}`)
+      .join('; ')}`,
+  );
+  console.log(
+    `  broker CPU per message, whole run (start-up and the JIT's warm-up in it): ${fmt(perMessage(r), 3)} ms now (chunks of 500, a push a member) vs ${fmt(perMessage(before.r), 3)} ms before (claims on each task, node:http; ×${fmt(perMessage(before.r) / perMessage(r), 2)}; ${fmt(before.r.messagesPerSecond)} msgs/s then); a task a recipient (claim pages, undici) ${fmt(perMessage(pagesOnly.r), 3)} ms (${fmt(pagesOnly.r.messagesPerSecond)} msgs/s)`,
+  );
+  const steady = (x: BrokerContenderResult) => x.steadyCpuMsPerMessage;
+  console.log(
+    `  broker CPU per message, steady state (from a quarter of the job done to its end): ${fmt(steady(r), 3)} ms now vs ${fmt(steady(before.r), 3)} ms before (×${fmt(steady(before.r) / steady(r), 2)}); a task a recipient ${fmt(steady(pagesOnly.r), 3)} ms; the pipeline alone on an in-memory table, warmed up, ${fmt((1000 * paced.cpuSeconds) / paced.messages, 3)} ms → goal 0.15 ms: ${steady(r) <= 0.15 ? 'met' : 'MISSED'}`,
+  );
+  console.log(
+    `  where the steady state's CPU goes, ms a message by thread (user + kernel): now ${threadsLine(r)}; before ${threadsLine(before.r)}`,
+  );
+}
+
+/** `main 0.081 + 0.020, V8 DefaultWorke 0.030 + 0.001, …` (threads of the same name summed). */
+function threadsLine(r: BrokerContenderResult): string {
+  if (r.steadyThreads.length === 0) return '(no /proc/self/task here)';
+  return r.steadyThreads.map((t) => `${t.thread} ${fmt(t.userMs, 3)} + ${fmt(t.systemMs, 3)}`).join(', ');
 }
 
 /** Requests by operation per 1,000 messages, largest first: `UpdateItem 12.3, Query 4.5 (total 16.8)`. */

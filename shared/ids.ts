@@ -3,7 +3,7 @@
  * `X-Line-Retry-Key` of a webhook-driven send), and deterministic UUIDs derived from names (the
  * retry / idempotency key of a job task's attempt, the id of a job created from an S3 object).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const ULID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/i;
@@ -73,16 +73,24 @@ export function ulidTime(ulid: string): number {
 /** Switchboard's namespace for name-based UUIDs (RFC 9562 version 5). */
 export const SWITCHBOARD_NAMESPACE = '0f7c0b1e-5a55-4d1c-9c3e-3b1f2a7d9e10';
 
+/** Namespaces' bytes, parsed once (a broker derives a few ids a message, all in one namespace). */
+const namespaceBytes = new Map<string, Buffer>();
+
 /** A deterministic RFC 9562 version-5 UUID of `name` in `namespace`. */
 export function uuidV5(name: string, namespace: string = SWITCHBOARD_NAMESPACE): string {
-  const ns = Buffer.from(namespace.replaceAll('-', ''), 'hex');
-  if (ns.length !== 16) throw new RangeError(`bad namespace UUID ${namespace}`);
-  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  return formatUuid(hash.subarray(0, 16).toString('hex'));
+  let ns = namespaceBytes.get(namespace);
+  if (!ns) {
+    ns = Buffer.from(namespace.replaceAll('-', ''), 'hex');
+    if (ns.length !== 16) throw new RangeError(`bad namespace UUID ${namespace}`);
+    namespaceBytes.set(namespace, ns);
+  }
+  // One-shot hashing: no Hash object a call.
+  const digest = hash('sha1', Buffer.concat([ns, Buffer.from(name, 'utf8')]), 'buffer');
+  digest[6] = (digest[6]! & 0x0f) | 0x50;
+  digest[8] = (digest[8]! & 0x3f) | 0x80;
+  return formatUuid(digest.toString('hex', 0, 16));
 }
 
 function formatUuid(hex: string): string {
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`.toLowerCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -13,7 +13,8 @@
  *
  *   node bench/lib/message-broker-contender.ts '<BrokerContenderRequest as JSON>'
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createTable, LOCAL_CREDENTIALS } from '#local/cloud.ts';
@@ -63,6 +64,88 @@ export interface BrokerContenderResult {
   readonly steadyCpuMsPerMessage: number;
   /** The broker's DynamoDB requests during the job, by operation (the bench's own reads apart). */
   readonly requests: Record<string, number>;
+  /**
+   * Steady state's CPU ms a message by the process's threads (Linux's `/proc/self/task`), user and
+   * kernel apart: the main thread (JavaScript, and the kernel's work for its sockets), V8's helpers
+   * (concurrent GC, the optimising compiler), libuv's pool. Empty off Linux.
+   */
+  readonly steadyThreads: readonly ThreadCpu[];
+}
+
+export interface ThreadCpu {
+  readonly thread: string;
+  readonly userMs: number;
+  readonly systemMs: number;
+}
+
+/** CPU ms (user, kernel) so far of each of this process's threads, summed by thread name. */
+function threadCpu(): Map<string, { user: number; system: number }> {
+  const out = new Map<string, { user: number; system: number }>();
+  let tasks: string[];
+  try {
+    tasks = readdirSync('/proc/self/task');
+  } catch {
+    return out;
+  }
+  const msPerTick = 10; // USER_HZ is 100 on Linux.
+  for (const tid of tasks) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    // Fields after the name: state is the 3rd field of stat; utime and stime the 14th and 15th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const thread = Number(tid) === process.pid ? 'main' : name.replace(/\d+$/, '').trim();
+    const sum = out.get(thread) ?? { user: 0, system: 0 };
+    sum.user += Number(fields[11]) * msPerTick;
+    sum.system += Number(fields[12]) * msPerTick;
+    out.set(thread, sum);
+  }
+  return out;
+}
+
+/**
+ * Experiments: V8's sampling heap profiler over the steady state, counting what the garbage
+ * collector took back too (so it says what allocates, not what stays), written to `path` as a
+ * `.heapprofile` (Chrome DevTools reads it).
+ */
+function allocationSampler(path: string) {
+  const session = new Session();
+  session.connect();
+  return {
+    async start() {
+      await session.post('HeapProfiler.enable');
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 16_384,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    },
+    async stop() {
+      const { profile } = await session.post('HeapProfiler.stopSampling');
+      writeFileSync(path, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}
+
+/** Each thread's CPU ms a message between two {@link threadCpu} readings. */
+function threadCpuPerMessage(
+  from: Map<string, { user: number; system: number }>,
+  to: Map<string, { user: number; system: number }>,
+  messages: number,
+): ThreadCpu[] {
+  return [...to]
+    .map(([thread, t]) => ({
+      thread,
+      userMs: (t.user - (from.get(thread)?.user ?? 0)) / messages,
+      systemMs: (t.system - (from.get(thread)?.system ?? 0)) / messages,
+    }))
+    .filter((t) => t.userMs + t.systemMs > 0)
+    .sort((a, b) => b.userMs + b.systemMs - (a.userMs + a.systemMs));
 }
 
 const ALWAYS = {
@@ -208,6 +291,8 @@ const broker = await startBrokerProcess(
     CALL_STATUS_CALLBACK_URL: 'http://127.0.0.1:9/status',
     BROKER_VERSION: 'v1',
     BROKER_CLAIM_RECORDS: request.claimRecords,
+    // Experiments: more of the broker's environment, as JSON (e.g. `{"MESSAGE_QUEUE_CAPACITY":"1000"}`).
+    ...(JSON.parse(process.env.BENCH_BROKER_ENV ?? '{}') as Record<string, string>),
   }),
   { doc, logger: silentLogger, ...(request.transport === 'node-http' ? { makeSend: makeNodeHttpSend } : {}) },
 );
@@ -218,16 +303,22 @@ await doc.send(
   }),
 );
 let counts = job.counts;
+const allocations = process.env.BENCH_BROKER_ALLOC_PROFILE
+  ? allocationSampler(process.env.BENCH_BROKER_ALLOC_PROFILE)
+  : undefined;
 // Steady state: from the first reading at a quarter of the job done (start-up and the JIT's
 // warm-up behind) to the end.
-let quarter: { cpu: NodeJS.CpuUsage; done: number } | undefined;
+let quarter: { cpu: NodeJS.CpuUsage; threads: ReturnType<typeof threadCpu>; done: number } | undefined;
 for (;;) {
   const out = await probe.send(
     new GetCommand({ TableName: controlTable, Key: keys.job(clientId, job.jobId), ConsistentRead: true }),
   );
   counts = (out.Item as Job).counts;
   const done = counts.completed + counts.failed + counts.cancelled;
-  if (!quarter && done >= request.messages / 4) quarter = { cpu: process.cpuUsage(), done };
+  if (!quarter && done >= request.messages / 4) {
+    quarter = { cpu: process.cpuUsage(), threads: threadCpu(), done };
+    await allocations?.start();
+  }
   if (done >= request.messages) break;
   await new Promise((r) => setTimeout(r, 100));
 }
@@ -235,6 +326,8 @@ const seconds = (performance.now() - start) / 1000;
 const cpu = process.cpuUsage(cpuAtStart);
 const steady = quarter ? process.cpuUsage(quarter.cpu) : cpu;
 const steadyMessages = request.messages - (quarter?.done ?? 0);
+const steadyThreads = threadCpuPerMessage(quarter?.threads ?? new Map(), threadCpu(), steadyMessages);
+await allocations?.stop();
 counting = false;
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
 broker.stop('sigterm');
@@ -252,5 +345,6 @@ process.send!({
   cpuSeconds: (cpu.user + cpu.system) / 1e6,
   steadyCpuMsPerMessage: (steady.user + steady.system) / 1e3 / steadyMessages,
   requests,
+  steadyThreads,
 } satisfies BrokerContenderResult);
 process.disconnect();

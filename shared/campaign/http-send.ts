@@ -41,9 +41,6 @@ export interface HttpSend {
   close(): void;
 }
 
-/** The answer headers the classifier reads. */
-const READ_HEADERS = ['x-line-request-id', 'x-line-accepted-request-id', 'retry-after'] as const;
-
 /** undici's own timeouts: the request went out, no (whole) answer came back in time. */
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
@@ -84,11 +81,13 @@ export function makeHttpSend(options: HttpSendOptions): HttpSend {
         bodyTimeout: timeoutMs,
       });
       const text = await answer.body.text();
-      const headers = new Headers();
-      for (const name of READ_HEADERS) {
-        const value = answer.headers[name];
-        if (typeof value === 'string') headers.set(name, value);
-      }
+      // undici gives the headers lower-cased, as the classifier asks for them (no `Headers` a send).
+      const headers = {
+        get: (name: string) => {
+          const value = answer.headers[name];
+          return typeof value === 'string' ? value : null;
+        },
+      };
       return classifyResponse(answer.statusCode, headers, text, options.clock.now());
     } catch (error) {
       return failure(error as Error & { code?: string });

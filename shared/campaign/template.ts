@@ -65,7 +65,7 @@ export function compileTemplate(template: MessageTemplate): CompiledTemplate {
     render:
       used.length === 0
         ? () => messages
-        : (variables) => mapStrings(messages, (s) => fill(s, variables)) as readonly OutgoingMessage[],
+        : (renderer(messages) as (variables: Readonly<Record<string, string>>) => readonly OutgoingMessage[]),
   };
   compiled.set(template, result);
   return result;
@@ -100,12 +100,64 @@ function visitStrings(value: unknown, visit: (s: string) => void): void {
     for (const v of Object.values(value)) visitStrings(v, visit);
 }
 
-// Keys keep their order, so the same template and variables always serialise to the same bytes.
-function mapStrings(value: unknown, map: (s: string) => string): unknown {
-  if (typeof value === 'string') return map(value);
-  if (Array.isArray(value)) return value.map((v) => mapStrings(v, map));
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, map)]));
+type Render = (variables: Readonly<Record<string, string>>) => unknown;
+
+/**
+ * A template's value as a function of the variables, planned once: a part without placeholders is
+ * the template's own (shared, never changed), a string with some is its literal pieces and names.
+ * Keys keep their order, so the same template and variables always serialise to the same bytes.
+ */
+function renderer(value: unknown): Render {
+  if (!hasPlaceholder(value)) return () => value;
+  if (typeof value === 'string') return stringRenderer(value);
+  if (Array.isArray(value)) {
+    const items = value.map(renderer);
+    return (variables) => items.map((item) => item(variables));
   }
-  return value;
+  const entries = Object.entries(value as object).map(([key, v]) => [key, renderer(v)] as const);
+  return (variables) => {
+    const out: Record<string, unknown> = {};
+    // defineProperty: a key named `__proto__` stays a key (as JSON.parse made it), not a prototype.
+    for (const [key, item] of entries)
+      Object.defineProperty(out, key, {
+        value: item(variables),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    return out;
+  };
+}
+
+function hasPlaceholder(value: unknown): boolean {
+  let found = false;
+  visitStrings(value, (s) => {
+    PLACEHOLDER.lastIndex = 0;
+    found ||= PLACEHOLDER.test(s);
+  });
+  PLACEHOLDER.lastIndex = 0;
+  return found;
+}
+
+/** `{{name}}` filled in one string, its pieces split once; as {@link fill}. */
+function stringRenderer(text: string): Render {
+  const literals: string[] = [];
+  const names: string[] = [];
+  let last = 0;
+  for (const match of text.matchAll(PLACEHOLDER)) {
+    literals.push(text.slice(last, match.index));
+    names.push(match[1]!);
+    last = match.index + match[0].length;
+  }
+  const tail = text.slice(last);
+  return (variables) => {
+    let out = '';
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
+      const value = Object.hasOwn(variables, name) ? variables[name] : undefined;
+      if (value === undefined) throw new MissingVariableError(name);
+      out += literals[i]! + value;
+    }
+    return out + tail;
+  };
 }

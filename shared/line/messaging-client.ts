@@ -284,10 +284,15 @@ export function makeMessagingClient(options: MessagingClientOptions): MessagingC
   };
 }
 
+/** What the classifier reads of an answer's headers (a `Headers`, or a lighter view of them). */
+export interface AnswerHeaders {
+  get(name: string): string | null;
+}
+
 /** Classifies an HTTP answer from the Messaging API. */
 export function classifyResponse(
   status: number,
-  headers: Headers,
+  headers: AnswerHeaders,
   bodyText: string,
   now: number,
 ): SendOutcome {

@@ -29,6 +29,19 @@ describe('message templates', () => {
     expect(JSON.stringify(template.render(vars))).toBe(JSON.stringify(template.render({ b: '2', a: '1' })));
   });
 
+  it('keeps a key named __proto__ a key, and leaves the template as it was', () => {
+    const messages = JSON.parse(
+      '[{"type":"flex","altText":"{{a}}","contents":{"__proto__":{"text":"{{a}}$&"},"fixed":{"n":1}}}]',
+    );
+    const template = compileTemplate({ messages });
+    const [rendered] = template.render({ a: '$1' }) as unknown as [Record<string, unknown>];
+    expect(JSON.stringify(rendered)).toBe(
+      '{"type":"flex","altText":"$1","contents":{"__proto__":{"text":"$1$&"},"fixed":{"n":1}}}',
+    );
+    expect(Object.getPrototypeOf(rendered.contents)).toBe(Object.prototype);
+    expect(JSON.stringify(messages)).toContain('{{a}}');
+  });
+
   it('names the missing variable', () => {
     expect(() => fill('Dear {{name}}', {})).toThrow(MissingVariableError);
     expect(() => fill('Dear {{toString}}', {})).toThrow('{{toString}}');
