@@ -14,6 +14,7 @@ import {
 import { ValidationError } from '#shared/jobs/errors.ts';
 import type { OptOutReader, OptOutRecord } from '#shared/jobs/ports.ts';
 import type { OptOutStore } from '#shared/webhooks/ports.ts';
+import { SmallPartitions } from './small-partitions.ts';
 
 /** BatchGetItem calls of one opt-out lookup in flight at once. */
 const OPT_OUT_READS_AT_ONCE = 5;
@@ -21,9 +22,7 @@ const OPT_OUT_READS_AT_ONCE = 5;
 export interface OptOutStoreOptions {
   /**
    * A lookup of more recipients than this first reads the client's whole opt-out partition in one
-   * Query of up to `smallPartitionItems` records: most clients have a few hundred opt-outs, and one
-   * Query of them costs a fraction of the BatchGetItems for a page of 500 recipients (and is one
-   * round trip). Default 50.
+   * Query of up to `smallPartitionItems` records (`small-partitions.ts`). Default 50.
    */
   readonly partitionReadAbove?: number;
   /** Largest opt-out partition read whole. Default 1,000. */
@@ -37,20 +36,17 @@ export interface OptOutStoreOptions {
 export class DynamoOptOutStore implements OptOutStore, OptOutReader {
   readonly #doc: DynamoDBDocumentClient;
   readonly #tableName: string;
-  readonly #partitionReadAbove: number;
-  readonly #smallPartitionItems: number;
-  readonly #bigPartitionMemoryMs: number;
-  readonly #now: () => number;
-  /** Clients whose opt-out partition was too big to read whole, and when that was seen. */
-  readonly #bigPartitions = new Map<string, number>();
+  readonly #partitions: SmallPartitions;
 
   constructor(doc: DynamoDBDocumentClient, tableName: string, options: OptOutStoreOptions = {}) {
     this.#doc = doc;
     this.#tableName = tableName;
-    this.#partitionReadAbove = options.partitionReadAbove ?? 50;
-    this.#smallPartitionItems = options.smallPartitionItems ?? 1_000;
-    this.#bigPartitionMemoryMs = options.bigPartitionMemoryMs ?? 10 * 60_000;
-    this.#now = options.now ?? Date.now;
+    this.#partitions = new SmallPartitions(doc, tableName, {
+      ...(options.partitionReadAbove === undefined ? {} : { readAbove: options.partitionReadAbove }),
+      ...(options.smallPartitionItems === undefined ? {} : { maxItems: options.smallPartitionItems }),
+      ...(options.bigPartitionMemoryMs === undefined ? {} : { bigMemoryMs: options.bigPartitionMemoryMs }),
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
   }
 
   async record(
@@ -79,9 +75,10 @@ export class DynamoOptOutStore implements OptOutStore, OptOutReader {
 
   async optedOut(clientId: string, recipients: readonly string[]): Promise<Set<string>> {
     const unique = [...new Set(recipients)];
-    if (unique.length > this.#partitionReadAbove) {
-      const all = await this.#wholePartition(clientId);
-      if (all) return new Set(unique.filter((r) => all.has(r)));
+    const all = await this.#partitions.whole(optOutPk(clientId), unique.length, 'sk, optedOut');
+    if (all) {
+      const optedOut = new Set(all.filter((item) => item.optedOut === true).map((item) => String(item.sk)));
+      return new Set(unique.filter((r) => optedOut.has(r)));
     }
     const result = new Set<string>();
     const chunks: string[][] = [];
@@ -92,27 +89,6 @@ export class DynamoOptOutStore implements OptOutStore, OptOutReader {
         chunks.slice(i, i + OPT_OUT_READS_AT_ONCE).map((chunk) => this.#readChunk(clientId, chunk, result)),
       );
     return result;
-  }
-
-  /** The client's opted-out recipients, if its partition is small enough to read in one Query. */
-  async #wholePartition(clientId: string): Promise<Set<string> | undefined> {
-    const seen = this.#bigPartitions.get(clientId);
-    if (seen !== undefined && this.#now() - seen < this.#bigPartitionMemoryMs) return undefined;
-    const out = await this.#doc.send(
-      new QueryCommand({
-        TableName: this.#tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': optOutPk(clientId) },
-        ProjectionExpression: 'sk, optedOut',
-        Limit: this.#smallPartitionItems,
-      }),
-    );
-    if (out.LastEvaluatedKey) {
-      this.#bigPartitions.set(clientId, this.#now());
-      return undefined;
-    }
-    this.#bigPartitions.delete(clientId);
-    return new Set((out.Items ?? []).filter((item) => item.optedOut === true).map((item) => String(item.sk)));
   }
 
   /** Adds the opted-out recipients of `chunk` (at most 100) to `result`. */

@@ -24,6 +24,7 @@ import {
   suppressionKeys,
 } from '#shared/suppressions/model.ts';
 import type { SuppressionStore } from '#shared/suppressions/ports.ts';
+import { type SmallPartitionOptions, SmallPartitions } from './small-partitions.ts';
 
 /** BatchGetItem calls of one lookup in flight at once. */
 const READS_AT_ONCE = 5;
@@ -62,10 +63,12 @@ export function entryOf(item: Record<string, unknown>): SuppressionEntry {
 export class DynamoSuppressionStore implements SuppressionStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #tableName: string;
+  readonly #partitions: SmallPartitions;
 
-  constructor(doc: DynamoDBDocumentClient, tableName: string) {
+  constructor(doc: DynamoDBDocumentClient, tableName: string, options: SmallPartitionOptions = {}) {
     this.#doc = doc;
     this.#tableName = tableName;
+    this.#partitions = new SmallPartitions(doc, tableName, options);
   }
 
   async add(clientId: string, entries: readonly SuppressionEntry[]): Promise<void> {
@@ -139,6 +142,13 @@ export class DynamoSuppressionStore implements SuppressionStore {
   ): Promise<ReadonlyMap<string, SuppressionEntry>> {
     const unique = [...new Set(recipients)];
     const found = new Map<string, SuppressionEntry>();
+    // A message claim's 500 recipients: the client's whole list in one Query when it is small.
+    const all = await this.#partitions.whole(suppressionKeys.pk(clientId), unique.length);
+    if (all) {
+      const wanted = new Set(unique);
+      for (const item of all) if (wanted.has(String(item.sk))) found.set(String(item.sk), entryOf(item));
+      return found;
+    }
     const chunks: string[][] = [];
     for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
     for (let i = 0; i < chunks.length; i += READS_AT_ONCE)

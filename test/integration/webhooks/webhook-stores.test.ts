@@ -2,6 +2,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import {
   makeDynamoProcessedEventStore,
   PROCESSED_EVENT_TTL_SECONDS,
@@ -150,6 +151,42 @@ describe('the opt-out store', () => {
     expect(await store.optedOut(b, ['U1'])).toEqual(new Set());
     expect(await store.optedOut(a, [])).toEqual(new Set());
   });
+});
+
+describe("the suppression list's lookup", () => {
+  it.each([
+    ['read whole (a small list)', {}],
+    ['key by key (a list too big to read whole)', { maxItems: 100 }],
+  ])(
+    'finds the entries of 250 recipients at once, duplicates and unknowns included: %s',
+    async (_, options) => {
+      const store = new DynamoSuppressionStore(cloud.doc, controlTable, options);
+      const client = uniqueName('client');
+      const recipients = Array.from({ length: 250 }, (_, i) => `U${String(i).padStart(32, '0')}`);
+      const listed = recipients.filter((_, i) => i % 3 === 0);
+      // More on the list than asked for: a list of 180, of which 84 are asked.
+      const others = Array.from({ length: 96 }, (_, i) => `U${String(1_000 + i).padStart(32, '0')}`);
+      await store.add(
+        client,
+        [...listed, ...others].map((recipient) => ({
+          recipient,
+          kind: 'line' as const,
+          source: 'api' as const,
+          reason: 'asked not to be contacted',
+          addedAt: T0,
+        })),
+      );
+      const found = await store.suppressed(client, [
+        ...recipients,
+        ...recipients.slice(0, 20),
+        'Unever-seen',
+      ]);
+      expect([...found.keys()].sort()).toEqual([...listed].sort());
+      expect(found.get(listed[0]!)).toMatchObject({ source: 'api', reason: 'asked not to be contacted' });
+      // Another client's list is its own.
+      expect((await store.suppressed(uniqueName('client'), recipients)).size).toBe(0);
+    },
+  );
 });
 
 describe('the channel store', () => {
