@@ -21,6 +21,8 @@
  *   statement is a single-item write: 1 WCU per KB, its index writes as above).
  * - A write refused by its condition returns no consumed capacity, but AWS charges it: 1 WCU per
  *   refused single write (items here are under 1 KB), 2 per item of a cancelled transaction.
+ * - A `BatchGetItem`'s keys that find no item DynamoDB Local does not charge; AWS charges each the
+ *   least read (0.5 unit, 1 strongly consistent), added here.
  * Everything else (item sizes rounded up to 1 KB / 4 KB, index puts, an index key change as a
  * delete and a put, eventually consistent reads at half) DynamoDB Local already reports as AWS
  * does (checked against `ReturnConsumedCapacity` answers for each case, see docs/cost.md).
@@ -137,6 +139,8 @@ export class AwsMeter {
                 const result = await next(args);
                 const consumed = dynamo ? result.output.ConsumedCapacity : undefined;
                 meter.#record(key, operation, args.input, consumed);
+                if (dynamo && operation === 'BatchGetItem')
+                  meter.#missingKeys(key, args.input, result.output);
                 const after = before && (await meter.#read(operation, args.input).catch(() => undefined));
                 if (before && after && operation === 'BatchExecuteStatement')
                   meter.#statements(key, args.input, before, after, result.output.Responses);
@@ -184,6 +188,26 @@ export class AwsMeter {
       );
       c.writeTable += cap.Table?.CapacityUnits ?? total - index;
       c.writeIndex += index;
+    }
+  }
+
+  /**
+   * A `BatchGetItem`'s keys that found no item: AWS charges each the least read (0.5 unit, 1 when
+   * strongly consistent: "Requests for nonexistent items consume the minimum read capacity units
+   * according to the type of read", the BatchGetItem API reference); DynamoDB Local reports only
+   * the items found.
+   */
+  #missingKeys(key: string, input: Record<string, unknown>, output: Record<string, unknown>): void {
+    const requested = (input.RequestItems ?? {}) as Record<
+      string,
+      { Keys: unknown[]; ConsistentRead?: boolean }
+    >;
+    const found = (output.Responses ?? {}) as Record<string, unknown[]>;
+    const unprocessed = (output.UnprocessedKeys ?? {}) as Record<string, { Keys?: unknown[] }>;
+    const c = this.#counter(key);
+    for (const [table, ask] of Object.entries(requested)) {
+      const missing = ask.Keys.length - (found[table]?.length ?? 0) - (unprocessed[table]?.Keys?.length ?? 0);
+      c.read += Math.max(0, missing) * (ask.ConsistentRead ? 1 : 0.5);
     }
   }
 
