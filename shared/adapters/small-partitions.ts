@@ -1,8 +1,9 @@
 /**
  * A lookup of many recipients in a per-client partition (opt-outs, suppressions): most clients'
  * partitions hold a few hundred items or none, and one Query of the whole partition costs a
- * fraction of the BatchGetItems for a page of 500 recipients (0.5 read units for an empty one
- * against 250, and one round trip against five). A partition found bigger than `maxItems` is
+ * fraction of the BatchGetItems for a page of 500 recipients (a read unit or less for an empty one,
+ * against 250: AWS charges every key that finds nothing; and one round trip against five). A
+ * partition found bigger than `maxItems` is
  * looked up key by key for a while before it is tried whole again.
  */
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
