@@ -5,7 +5,7 @@ import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { SqsOutcomeDeliveryQueue } from '#shared/adapters/sqs-outcome-deliveries.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { OutcomeDeliverer } from '#shared/outcomes/deliver.ts';
-import { makeFetchOutcomeHttp } from '#shared/outcomes/http.ts';
+import { makeOutcomeHttp } from '#shared/outcomes/http.ts';
 import { makeOutcomeWebhooksHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('outcome-webhooks');
@@ -24,7 +24,11 @@ export const handler = observe(
   makeOutcomeWebhooksHandler({
     deliverer: new OutcomeDeliverer({
       targets: new DynamoOutcomeTargets({ doc, controlTable, channelsTable, clock }),
-      http: makeFetchOutcomeHttp({ timeoutMs: POST_TIMEOUT_MS }),
+      http: makeOutcomeHttp({
+        timeoutMs: POST_TIMEOUT_MS,
+        // Never set in AWS: the local cloud's receivers listen on 127.0.0.1.
+        allowLoopback: process.env.OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP === 'true',
+      }),
       clock,
       // Never set in AWS: the local cloud's fault tests shorten the 24 h schedule with it.
       delayScale: getNumberFromEnv('OUTCOME_RETRY_DELAY_SCALE', 1),

@@ -1,23 +1,83 @@
-/** The HTTP side of a delivery: one POST with a timeout; a lost answer is an error, not a status. */
+/**
+ * The HTTP side of a delivery: one POST with a timeout; a lost answer is an error, not a status.
+ *
+ * The URL's host was checked when the client set it (`settings.ts`: https, no inside address
+ * written as such), but a public name can resolve to an inside address, and resolve differently
+ * later (DNS rebinding). So the name is checked again where the connection is made: every address
+ * it resolves to must be outside the ranges `settings.ts` refuses, else the POST is not sent (a
+ * retryable error, as an unreachable receiver is). Redirects are not followed.
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { Agent, request } from 'undici';
 import type { OutcomeHttp, PostResult } from './ports.ts';
+import { insideAddress } from './settings.ts';
 
-/** A POST through `fetch`, given up after `timeoutMs`. */
-export function makeFetchOutcomeHttp(options: { timeoutMs: number }): OutcomeHttp {
+/** How names are resolved: `dns.lookup`'s every address (tests give a resolver of their own). */
+export type ResolveAll = (hostname: string) => Promise<readonly LookupAddress[]>;
+
+export interface OutcomeHttpOptions {
+  readonly timeoutMs: number;
+  /** Loopback addresses allowed too (the local cloud's receivers; `OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP`). */
+  readonly allowLoopback?: boolean;
+  readonly resolve?: ResolveAll;
+}
+
+const systemResolve: ResolveAll = (hostname) =>
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
+  );
+
+/** A refused address's error: its `code` is what a delivery's reason reads. */
+class InsideAddressError extends Error {
+  readonly code: string = 'EINSIDEADDRESS';
+}
+
+function isLoopback(address: string): boolean {
+  return /^127\./.test(address) || address === '::1' || /^::ffff:127\./.test(address);
+}
+
+/** `net`'s `lookup` option: resolves, refuses a name with any inside address among its addresses. */
+function guardedLookup(resolveAll: ResolveAll, allowLoopback: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    resolveAll(hostname).then(
+      (addresses) => {
+        const refused = addresses.find(
+          (a) => insideAddress(a.address) !== undefined && !(allowLoopback && isLoopback(a.address)),
+        );
+        if (refused || addresses.length === 0) {
+          const why = refused
+            ? `${hostname} resolves to ${refused.address}, ${insideAddress(refused.address)}: not POSTed`
+            : `${hostname} resolves to no address`;
+          callback(new InsideAddressError(why), '');
+        } else if (options.all) callback(null, [...addresses]);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (error: NodeJS.ErrnoException) => callback(error, ''),
+    );
+  };
+}
+
+/** A POST through undici, given up after `timeoutMs`, only to public addresses. */
+export function makeOutcomeHttp(options: OutcomeHttpOptions): OutcomeHttp {
+  const agent = new Agent({
+    connect: { lookup: guardedLookup(options.resolve ?? systemResolve, options.allowLoopback ?? false) },
+  });
   return {
     async post(url, body, headers): Promise<PostResult> {
       try {
-        const response = await fetch(url, {
+        const answer = await request(url, {
           method: 'POST',
           body,
           headers,
-          redirect: 'manual',
+          dispatcher: agent,
           signal: AbortSignal.timeout(options.timeoutMs),
         });
-        await response.body?.cancel().catch(() => undefined);
-        return { status: response.status };
+        await answer.body.dump().catch(() => undefined);
+        return { status: answer.statusCode };
       } catch (error) {
-        const cause = (error as { cause?: { code?: string } }).cause?.code;
-        return { error: cause ?? (error as Error).name ?? 'request failed' };
+        const e = error as { code?: string; name?: string; cause?: { code?: string } };
+        return { error: e.code ?? e.cause?.code ?? e.name ?? 'request failed' };
       }
     },
   };

@@ -29,8 +29,8 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
  * Address ranges no customer's endpoint is on: the function's own host, the cloud's metadata and
  * the VPC (a webhook to them is a request forgery, SSRF). Checked on the URL's host as written:
  * an IP literal in any of its forms (`new URL` turns `2852039166` and `0xa9fea9fe` into dotted
- * form) and the `localhost` names. A public name that resolves to such an address is not caught
- * here (the deliveries Lambda runs outside any VPC, where the metadata service does not exist).
+ * form) and the `localhost` names. A public name that resolves to such an address is refused where
+ * the delivery connects (`http.ts`), on every address it resolves to then.
  */
 const INSIDE = new BlockList();
 for (const [net, bits] of [
@@ -65,8 +65,11 @@ for (const [net, bits] of [
   INSIDE.addSubnet(net, bits, 'ipv6');
 }
 
-/** What kind of inside address `hostname` (as `URL` gives it) is, if it is one. */
-function insideAddress(hostname: string): string | undefined {
+/**
+ * What kind of inside address `hostname` (as `URL` gives it, or an address a name resolved to) is,
+ * if it is one.
+ */
+export function insideAddress(hostname: string): string | undefined {
   // `localhost.` is `localhost`: a trailing dot only says the name is fully qualified.
   const host = hostname
     .replace(/^\[|\]$/g, '')
