@@ -89,17 +89,30 @@ interface JobView {
 const DEFAULT_CSV = path.join(import.meta.dirname, 'demo', 'call-list.csv');
 
 /**
- * The demo client's settings: its calls, and the demo LINE channel for its message jobs (the
- * channel's opt-outs are this client's). The call job and the message campaign put the same ones.
+ * The demo LINE channel a client's message jobs go through: the demo channel for the demo client,
+ * a channel of its own for another (a broker sends only through the client's own channel).
+ */
+export function demoChannelOf(clientId: string): string {
+  return clientId === DEMO_CHANNEL.clientId
+    ? DEMO_CHANNEL.channelId
+    : `${DEMO_CHANNEL.channelId}-${clientId}`;
+}
+
+/**
+ * The demo client's settings: its calls, and, for the demo client itself (no `clientId`, or
+ * `demo-client`), the demo LINE channel for its message jobs (the channel's opt-outs are this
+ * client's). The call job and the message campaign put the same ones; another client's channel is
+ * made by {@link putDemoClient}.
  */
 export function demoClientSettings(options: DemoClientOptions = {}) {
+  const clientId = options.clientId ?? DEMO_CLIENT;
   return {
     maxConcurrentCalls: options.maxConcurrentCalls ?? 6,
     callsPerSecond: options.callsPerSecond ?? 2,
     timeZone: options.timeZone ?? 'Asia/Tokyo',
     callingHours: ALL_WEEK,
     defaultRegion: options.defaultRegion ?? 'JP',
-    messageChannelId: DEMO_CHANNEL.channelId,
+    ...(clientId === DEMO_CLIENT ? { messageChannelId: DEMO_CHANNEL.channelId as string } : {}),
     ...telephonyFor(options.provider),
   };
 }
@@ -108,9 +121,19 @@ export function demoClientSettings(options: DemoClientOptions = {}) {
 export async function putDemoClient(
   stack: LocalStack,
   options: DemoClientOptions = {},
-): Promise<ReturnType<typeof demoClientSettings> & { readonly clientId: string }> {
+): Promise<
+  ReturnType<typeof demoClientSettings> & { readonly clientId: string; readonly messageChannelId: string }
+> {
   const clientId = options.clientId ?? DEMO_CLIENT;
-  const settings = demoClientSettings(options);
+  const settings = { ...demoClientSettings(options), messageChannelId: demoChannelOf(clientId) };
+  // Another client sends through a LINE channel of its own on the sandbox.
+  if (clientId !== DEMO_CLIENT)
+    await stack.putChannel({
+      ...DEMO_CHANNEL,
+      channelId: settings.messageChannelId,
+      clientId,
+      accessToken: `${DEMO_CHANNEL.accessToken}-${clientId}`,
+    });
   // A Twilio client's auth token is a secret: stored encrypted, never part of its settings.
   if (options.provider === 'twilio') await stack.putTelephonySecret(clientId, LOCAL_TWILIO.authToken);
   const put = await stack.operator('PUT', `/clients/${clientId}`, { json: settings });

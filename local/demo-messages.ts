@@ -87,13 +87,13 @@ export interface MessageCampaignSummary {
 }
 
 /** What the LINE sandbox delivered to the campaign's recipients, read as its log grows. */
-function deliveryTally(stack: LocalStack, recipients: ReadonlySet<string>) {
+function deliveryTally(stack: LocalStack, recipients: ReadonlySet<string>, channelId: string) {
   let cursor = stack.line.deliveries().length;
   const perRecipient = new Map<string, number>();
   const times: number[] = [];
   let duplicates = 0;
   const counts = (d: Delivery) =>
-    d.channelId === DEMO_CHANNEL.channelId && (d.endpoint === 'push' || d.endpoint === 'multicast');
+    d.channelId === channelId && (d.endpoint === 'push' || d.endpoint === 'multicast');
   return {
     read() {
       const log = stack.line.deliveries();
@@ -120,12 +120,18 @@ function deliveryTally(stack: LocalStack, recipients: ReadonlySet<string>) {
 }
 
 /** Plays an unfollow of {@link OPTED_OUT_RECIPIENT} to the demo channel; resolves once it is recorded. */
-async function optOutOne(stack: LocalStack, clientId: string, log: (line: string) => void): Promise<void> {
-  const url = stack.webhookUrl(DEMO_CHANNEL.channelId);
+/** A recipient unfollows the client's channel (so is opted out of the client's jobs). */
+async function optOutOne(
+  stack: LocalStack,
+  clientId: string,
+  channelId: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const url = stack.webhookUrl(channelId);
   const sent = await stack.line.sendWebhook({
     url,
     channelSecret: DEMO_CHANNEL.channelSecret,
-    events: [stack.line.events.unfollow({ channelId: DEMO_CHANNEL.channelId, from: OPTED_OUT_RECIPIENT })],
+    events: [stack.line.events.unfollow({ channelId, from: OPTED_OUT_RECIPIENT })],
   });
   log(`messages: ${OPTED_OUT_RECIPIENT} (row 2 of the list) unfollows the demo channel → ${sent.status}`);
   const ddb = new DynamoDBClient({
@@ -159,12 +165,12 @@ export async function runDemoMessages(
   options: DemoMessagesOptions = {},
 ): Promise<MessageCampaignSummary> {
   const count = options.count ?? DEMO_MESSAGE_COUNT;
-  const { clientId } = await putDemoClient(stack, options);
-  log(`messages: client ${clientId} sends through LINE channel "${DEMO_CHANNEL.channelId}"`);
-  if (count > 0) await optOutOne(stack, clientId, log);
+  const { clientId, messageChannelId: channelId } = await putDemoClient(stack, options);
+  log(`messages: client ${clientId} sends through LINE channel "${channelId}"`);
+  if (count > 0) await optOutOne(stack, clientId, channelId, log);
 
   const list = demoList(count);
-  const tally = deliveryTally(stack, list.recipients);
+  const tally = deliveryTally(stack, list.recipients, channelId);
   const jobId = await createJobWithList(
     stack,
     clientId,

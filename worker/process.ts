@@ -265,6 +265,20 @@ function messageSide(
     },
     close: (http) => http.close(),
   });
+  /**
+   * The client's message channel, only if it is the client's own: a client's settings naming
+   * another client's channel (`messageChannelId` is checked when set, but the channel may have been
+   * registered later, or moved) must not send through that client's LINE account.
+   */
+  const ownChannel = async (channelId: string, clientId: string) => {
+    const channel = await channels.get(channelId);
+    if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
+    if (channel.clientId !== clientId)
+      throw new Error(
+        `the message channel ${channelId} is not client ${clientId}'s: nothing is sent through it`,
+      );
+    return channel;
+  };
   return {
     store: makeDynamoMessageTasks(doc, {
       controlTable: config.controlTable,
@@ -274,14 +288,11 @@ function messageSide(
       suppressed: suppressionReasons(suppressions),
       claimRecords: config.claimRecords,
     }),
-    async sendFor(channelId: string): Promise<SendPort> {
-      const channel = await channels.get(channelId);
-      if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
-      return senders.for(channel).send;
+    async sendFor(channelId: string, clientId: string): Promise<SendPort> {
+      return senders.for(await ownChannel(channelId, clientId)).send;
     },
-    async readQuota(channelId: string): Promise<MessageQuota> {
-      const channel = await channels.get(channelId);
-      if (!channel) throw new Error(`the client's message channel ${channelId} does not exist`);
+    async readQuota(channelId: string, clientId: string): Promise<MessageQuota> {
+      const channel = await ownChannel(channelId, clientId);
       return makeMessagingClient({
         channelAccessToken: channel.accessToken,
         baseUrl: config.lineApiUrl,

@@ -50,10 +50,11 @@ export interface BrokerDeps {
   /** Message jobs: their tasks and the LINE channel to send through. Without it, only calls are served. */
   readonly messages?: {
     readonly store: MessageTaskStore;
-    readonly sendFor: (channelId: string) => Promise<SendPort>;
+    /** The channel's send, for the client whose jobs it sends: refused when the channel is another client's. */
+    readonly sendFor: (channelId: string, clientId: string) => Promise<SendPort>;
     readonly settings: MessageServeSettings;
-    /** Reads a channel's monthly quota, for the quota metric. */
-    readonly readQuota?: (channelId: string) => Promise<MessageQuota>;
+    /** Reads a channel's monthly quota, for the quota metric (refused as `sendFor` is). */
+    readonly readQuota?: (channelId: string, clientId: string) => Promise<MessageQuota>;
   };
   /** What the broker publishes to CloudWatch; nothing without it. */
   readonly metrics?: BrokerMetrics;
@@ -307,9 +308,20 @@ export class Broker {
     if (!messages) return undefined;
     const client = await tasks.getClient(keeper.clientId);
     if (!client?.messageChannelId) return undefined;
+    try {
+      // The channel must exist and be the client's own; its calls are served either way.
+      await messages.sendFor(client.messageChannelId, keeper.clientId);
+    } catch (error) {
+      logger.error("the client's message jobs are not served: its channel cannot be used", {
+        clientId: keeper.clientId,
+        channelId: client.messageChannelId,
+        error,
+      });
+      return undefined;
+    }
     return new MessageServer({
       store: messages.store,
-      sendFor: messages.sendFor,
+      sendFor: (channelId) => messages.sendFor(channelId, keeper.clientId),
       keeper,
       client,
       readClient: () => tasks.getClient(keeper.clientId),
@@ -326,7 +338,9 @@ export class Broker {
         for (const p of progress) logger.info('message job progress', { clientId: keeper.clientId, ...p });
       },
       ...(metrics ? { metrics } : {}),
-      ...(messages.readQuota ? { readQuota: messages.readQuota } : {}),
+      ...(messages.readQuota
+        ? { readQuota: (channelId: string) => messages.readQuota!(channelId, keeper.clientId) }
+        : {}),
     });
   }
 

@@ -82,7 +82,7 @@ async function suppression(recipient: string) {
 describe('a Connect call whose contact flow asks to opt out', () => {
   it('suppresses the recipient (call-outcome), and a later job does not ring them', async () => {
     const put = await stack.operator('PUT', `/clients/${clientId}`, {
-      json: demoClientSettings({ maxConcurrentCalls: 2, callsPerSecond: 2, provider: 'connect' }),
+      json: demoClientSettings({ clientId, maxConcurrentCalls: 2, callsPerSecond: 2, provider: 'connect' }),
     });
     expect(put.status, put.body).toBe(200);
     const [asks, stays] = ['+819054001001', '+819054001002'] as const;

@@ -469,6 +469,7 @@ describe('broker fleet drills', () => {
     // fenced transaction may still place its call: 1.5 s more.
     const appliesWithinMs = 6_500;
     const settings = demoClientSettings({
+      clientId,
       maxConcurrentCalls: size.limit,
       callsPerSecond: size.rate,
       timeZone: 'UTC',
@@ -546,7 +547,7 @@ describe('broker fleet drills', () => {
     const limit = { max: 1, per: { days: 366 }, channels: ['call'] };
     const put = await stack.operator('PUT', `/clients/${clientId}`, {
       json: {
-        ...demoClientSettings({ maxConcurrentCalls: size.limit, callsPerSecond: size.rate }),
+        ...demoClientSettings({ clientId, maxConcurrentCalls: size.limit, callsPerSecond: size.rate }),
         contactLimits: [limit],
       },
     });

@@ -54,7 +54,7 @@ interface JobView {
 
 async function putClient(clientId: string, over: Readonly<Record<string, unknown>>): Promise<void> {
   const put = await stack.operator('PUT', `/clients/${clientId}`, {
-    json: { ...demoClientSettings({ maxConcurrentCalls: 3, callsPerSecond: 3 }), ...over },
+    json: { ...demoClientSettings({ clientId, maxConcurrentCalls: 3, callsPerSecond: 3 }), ...over },
   });
   expect(put.status, put.body).toBe(200);
 }

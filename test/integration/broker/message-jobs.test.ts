@@ -105,13 +105,32 @@ async function putWork(clients: string[]) {
 
 const recipientOf = lineUserOf;
 
-/** A client with a running message job of `tasks` recipients, written as ingest would. */
-const seed = (clientId: string, tasks: number, message: MessageTemplate): Promise<Job> =>
-  seedMessageJob(
+/**
+ * A client with a running message job of `tasks` recipients, written as ingest would, on a channel
+ * of its own (a broker sends only through the client's own channel) with the sandbox's one token.
+ */
+async function seed(clientId: string, tasks: number, message: MessageTemplate): Promise<Job> {
+  const channelId = `${CHANNEL.channelId}-${clientId}`;
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: channelsTable,
+      Item: {
+        channelId,
+        clientId,
+        accessToken: CHANNEL.accessToken,
+        secrets: [{ secret: 's', addedAt: 0 }],
+        autoAnswer: 'push',
+        rules: [],
+        updatedAt: 1,
+      },
+    }),
+  );
+  return seedMessageJob(
     cloud.doc,
     { controlTable, tasksTable },
-    { clientId, channelId: CHANNEL.channelId, tasks, message, jobIdPrefix: '01JM' },
+    { clientId, channelId, tasks, message, jobIdPrefix: '01JM' },
   );
+}
 
 const tasksOf = (jobId: string) => readTasks<Task & { claimToken?: number }>(cloud.doc, tasksTable, jobId);
 const claimPagesOf = (clientId: string) => readOpenClaims(cloud.doc, tasksTable, clientId);
@@ -559,6 +578,43 @@ describe('a message job served by the broker', () => {
     await allFinal(job);
     expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
     expect((await jobOf(job)).counts.completed).toBe(n);
+  });
+});
+
+describe("a client whose settings name another client's channel", () => {
+  it("sends nothing through it, and says why; the channel's own client is served", async () => {
+    const intruder = `intr${Math.random().toString(36).slice(2, 6)}`;
+    const owner = `ownr${Math.random().toString(36).slice(2, 6)}`;
+    const job = await seed(intruder, 20, PERSONAL);
+    const own = await seed(owner, 20, PERSONAL);
+    // The intruder's settings name the owner's channel (the token the owner's messages go out with).
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.client(intruder),
+        UpdateExpression: 'SET messageChannelId = :channel',
+        ExpressionAttributeValues: { ':channel': `${CHANNEL.channelId}-${owner}` },
+      }),
+    );
+    const errors: Record<string, unknown>[] = [];
+    const b = await startBrokerProcess(brokerConfig(), {
+      doc: cloud.doc,
+      logger: { ...silentLogger, error: (message, fields) => errors.push({ message, ...fields }) },
+    });
+    running.push(b);
+    await putWork([intruder, owner]);
+    await allFinal(own);
+    await eventually(
+      async () => (errors.some((e) => e.clientId === intruder) ? true : undefined),
+      "the broker to refuse the intruder's channel",
+    );
+    expect(errors.find((e) => e.clientId === intruder)).toMatchObject({
+      message: "the client's message jobs are not served: its channel cannot be used",
+      channelId: `${CHANNEL.channelId}-${owner}`,
+    });
+    expect(deliveredCounts(intruder, 20).every((n) => n === 0)).toBe(true);
+    expect(deliveredCounts(owner, 20).every((n) => n === 1)).toBe(true);
+    expect((await tasksOf(job.jobId)).every((t) => t.state === 'pending')).toBe(true);
   });
 });
 

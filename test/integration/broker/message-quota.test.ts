@@ -1,4 +1,4 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
@@ -92,19 +92,31 @@ async function putWork(clients: string[]) {
   );
 }
 
-/** A client on `channelId` with a running message job of `tasks` recipients, written as ingest would. */
-const seed = (
+/**
+ * A client on `channelId` (made the client's own: a broker sends only through the client's own
+ * channel) with a running message job of `tasks` recipients, written as ingest would.
+ */
+async function seed(
   clientId: string,
   channelId: string,
   tasks: number,
   message: MessageTemplate,
   settings: Partial<ClientSettings> = {},
-): Promise<Job> =>
-  seedMessageJob(
+): Promise<Job> {
+  await cloud.doc.send(
+    new UpdateCommand({
+      TableName: channelsTable,
+      Key: { channelId },
+      UpdateExpression: 'SET clientId = :client',
+      ExpressionAttributeValues: { ':client': clientId },
+    }),
+  );
+  return seedMessageJob(
     cloud.doc,
     { controlTable, tasksTable },
     { clientId, channelId, tasks, message, jobIdPrefix: '01JQ', settings },
   );
+}
 
 const tasksOf = (jobId: string) => readTasks<Task>(cloud.doc, tasksTable, jobId);
 
