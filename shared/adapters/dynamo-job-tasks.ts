@@ -91,6 +91,36 @@ async function readChunkedRows(
   return rows;
 }
 
+/**
+ * Deletes these chunks where they exist and are pending: a delete each (rare: a cut emptied when a
+ * step is repeated), conditional, so one a cancel sweep ended meanwhile stays as the job's counts
+ * have it.
+ */
+async function deletePendingChunks(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  jobId: string,
+  taskIds: readonly string[],
+): Promise<void> {
+  await Promise.all(
+    taskIds.map(async (taskId) => {
+      try {
+        await doc.send(
+          new DeleteCommand({
+            TableName: tableName,
+            Key: keys.task(jobId, taskId),
+            ConditionExpression: '#state = :pending',
+            ExpressionAttributeNames: { '#state': 'state' },
+            ExpressionAttributeValues: { ':pending': 'pending' },
+          }),
+        );
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
+    }),
+  );
+}
+
 export interface DynamoTaskStoreOptions {
   /** BatchWriteItem calls in flight at once. */
   readonly concurrency?: number;
@@ -137,27 +167,7 @@ export function makeDynamoTaskStore(
     put: (tasks) => writeAll(tasks.map(taskItem)),
     putChunks: (chunks) => writeAll(chunks.map(chunkItem)),
     chunkedRows: (jobId) => readChunkedRows(doc, tableName, jobId),
-    async deleteChunks(jobId, taskIds) {
-      // A delete each (rare: a cut emptied when a step is repeated), conditional on the chunk being
-      // pending: one a cancel sweep ended meanwhile stays, as the job's counts have it.
-      await Promise.all(
-        taskIds.map(async (taskId) => {
-          try {
-            await doc.send(
-              new DeleteCommand({
-                TableName: tableName,
-                Key: keys.task(jobId, taskId),
-                ConditionExpression: '#state = :pending',
-                ExpressionAttributeNames: { '#state': 'state' },
-                ExpressionAttributeValues: { ':pending': 'pending' },
-              }),
-            );
-          } catch (error) {
-            if (!(error instanceof ConditionalCheckFailedException)) throw error;
-          }
-        }),
-      );
-    },
+    deleteChunks: (jobId, taskIds) => deletePendingChunks(doc, tableName, jobId, taskIds),
     async storedRows(jobId, recipients) {
       const rows = new Map<string, number>();
       let pending: Record<string, unknown>[] | undefined = recipients.map((r) =>
