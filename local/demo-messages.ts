@@ -119,8 +119,10 @@ function deliveryTally(stack: LocalStack, recipients: ReadonlySet<string>, chann
   };
 }
 
-/** Plays an unfollow of {@link OPTED_OUT_RECIPIENT} to the demo channel; resolves once it is recorded. */
-/** A recipient unfollows the client's channel (so is opted out of the client's jobs). */
+/**
+ * Plays an unfollow of {@link OPTED_OUT_RECIPIENT} to the client's channel (so they are opted out
+ * of the client's jobs); resolves once it is recorded.
+ */
 async function optOutOne(
   stack: LocalStack,
   clientId: string,

@@ -267,8 +267,8 @@ function messageSide(
   });
   /**
    * The client's message channel, only if it is the client's own: a client's settings naming
-   * another client's channel (`messageChannelId` is checked when set, but the channel may have been
-   * registered later, or moved) must not send through that client's LINE account.
+   * another client's channel (`PUT /clients` checks only the id's form: the channel may be
+   * registered later) must not send through that client's LINE account. Read each round.
    */
   const ownChannel = async (channelId: string, clientId: string) => {
     const channel = await channels.get(channelId);

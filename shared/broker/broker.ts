@@ -308,17 +308,6 @@ export class Broker {
     if (!messages) return undefined;
     const client = await tasks.getClient(keeper.clientId);
     if (!client?.messageChannelId) return undefined;
-    try {
-      // The channel must exist and be the client's own; its calls are served either way.
-      await messages.sendFor(client.messageChannelId, keeper.clientId);
-    } catch (error) {
-      logger.error("the client's message jobs are not served: its channel cannot be used", {
-        clientId: keeper.clientId,
-        channelId: client.messageChannelId,
-        error,
-      });
-      return undefined;
-    }
     return new MessageServer({
       store: messages.store,
       sendFor: (channelId) => messages.sendFor(channelId, keeper.clientId),

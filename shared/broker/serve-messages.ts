@@ -184,7 +184,9 @@ export class MessageServer {
     try {
       if (!client.messageChannelId) return { kind: 'no-work', nextReadyAt: undefined };
       while (!this.#stopping && !this.#lost) {
-        const totals = await this.#round(client.messageChannelId);
+        const channelSend = await this.#channelSend(client.messageChannelId);
+        if (!channelSend) return { kind: 'no-work', nextReadyAt: undefined };
+        const totals = await this.#round(client.messageChannelId, channelSend);
         if (this.#lost) return { kind: 'lost' };
         if (this.#stopping) return { kind: 'stopped' };
         // A job whose tasks came up without a fresh reading of LINE's quota asked for one (read only
@@ -245,7 +247,25 @@ export class MessageServer {
   }
 
   /** One pipeline run over a fresh session; resolves once every claimed task is written. */
-  async #round(channelId: string): Promise<PipelineTotals> {
+  /**
+   * The send of the client's channel, or undefined (logged) when it cannot be had: the channel does
+   * not exist, is another client's (`sendFor` refuses it), or could not be read now. The client's
+   * message jobs wait for the next turn; its calls are served meanwhile.
+   */
+  async #channelSend(channelId: string): Promise<SendPort | undefined> {
+    try {
+      return await this.#deps.sendFor(channelId);
+    } catch (error) {
+      this.#deps.logger.error("the client's message jobs are not served: its channel cannot be used", {
+        clientId: this.clientId,
+        channelId,
+        error,
+      });
+      return undefined;
+    }
+  }
+
+  async #round(channelId: string, channelSend: SendPort): Promise<PipelineTotals> {
     const { store, keeper, clock, timers, logger, settings } = this.#deps;
     const session = store.session(
       {
@@ -259,7 +279,6 @@ export class MessageServer {
     this.#current = abort;
     this.#sessionJobs = () => session.jobs();
     const stopWatch = this.#watchJobs(session.jobs, abort);
-    const channelSend = await this.#deps.sendFor(channelId);
     const quota = this.#quota;
     const send = quota ? quota.counting(channelSend) : channelSend;
     const metrics = this.#deps.metrics;

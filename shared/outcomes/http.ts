@@ -45,10 +45,10 @@ function guardedLookup(resolveAll: ResolveAll, allowLoopback: boolean): LookupFu
         const refused = addresses.find(
           (a) => insideAddress(a.address) !== undefined && !(allowLoopback && isLoopback(a.address)),
         );
-        if (refused || addresses.length === 0) {
-          const why = refused
-            ? `${hostname} resolves to ${refused.address}, ${insideAddress(refused.address)}: not POSTed`
-            : `${hostname} resolves to no address`;
+        if (addresses.length === 0) {
+          callback(Object.assign(new Error(`${hostname} resolves to no address`), { code: 'ENOTFOUND' }), '');
+        } else if (refused) {
+          const why = `${hostname} resolves to ${refused.address}, ${insideAddress(refused.address)}: not POSTed`;
           callback(new InsideAddressError(why), '');
         } else if (options.all) callback(null, [...addresses]);
         else callback(null, addresses[0]!.address, addresses[0]!.family);
@@ -61,7 +61,11 @@ function guardedLookup(resolveAll: ResolveAll, allowLoopback: boolean): LookupFu
 /** A POST through undici, given up after `timeoutMs`, only to public addresses. */
 export function makeOutcomeHttp(options: OutcomeHttpOptions): OutcomeHttp {
   const agent = new Agent({
-    connect: { lookup: guardedLookup(options.resolve ?? systemResolve, options.allowLoopback ?? false) },
+    connect: {
+      lookup: guardedLookup(options.resolve ?? systemResolve, options.allowLoopback ?? false),
+      // undici heeds the abort signal only once connected: connecting is bounded on its own.
+      timeout: options.timeoutMs,
+    },
   });
   return {
     async post(url, body, headers): Promise<PostResult> {
@@ -76,8 +80,10 @@ export function makeOutcomeHttp(options: OutcomeHttpOptions): OutcomeHttp {
         await answer.body.dump().catch(() => undefined);
         return { status: answer.statusCode };
       } catch (error) {
-        const e = error as { code?: string; name?: string; cause?: { code?: string } };
-        return { error: e.code ?? e.cause?.code ?? e.name ?? 'request failed' };
+        // A string code (undici's, the socket's, ours); the abort's DOMException has a number (23): its name.
+        const e = error as { code?: unknown; name?: string; cause?: { code?: unknown } };
+        const code = [e.code, e.cause?.code].find((c): c is string => typeof c === 'string');
+        return { error: code ?? e.name ?? 'request failed' };
       }
     },
   };

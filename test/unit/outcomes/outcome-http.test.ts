@@ -12,6 +12,8 @@ import { makeOutcomeHttp, type ResolveAll } from '#shared/outcomes/http.ts';
 let server: Server;
 let port: number;
 const received: string[] = [];
+/** Answers held back (a receiver that never answers), ended after the suite. */
+const silent: { end(): void }[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -22,6 +24,7 @@ beforeAll(async () => {
     req.on('end', () => {
       received.push(`${req.method} ${req.url} ${body}`);
       if (req.url === '/moved') res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end();
+      else if (req.url === '/silent') silent.push(res);
       else res.writeHead(204).end();
     });
   });
@@ -30,6 +33,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const res of silent) res.end();
   await new Promise((resolve) => server.close(resolve));
 });
 
@@ -65,6 +69,23 @@ describe('the outcome webhook POST', () => {
   it('answers a redirect with its status, without following it', async () => {
     const http = makeOutcomeHttp({ timeoutMs: 2_000, allowLoopback: true, resolve: resolvesTo('127.0.0.1') });
     expect(await post(http, `http://hooks.example.test:${port}/moved`)).toEqual({ status: 302 });
+  });
+
+  it('gives up on a receiver that does not answer in time, naming the timeout', async () => {
+    const http = makeOutcomeHttp({ timeoutMs: 300, allowLoopback: true, resolve: resolvesTo('127.0.0.1') });
+    expect(await post(http, `http://hooks.example.test:${port}/silent`)).toEqual({ error: 'TimeoutError' });
+  });
+
+  it('gives up on a name whose connection is never made (the resolver hangs), naming the timeout', async () => {
+    const http = makeOutcomeHttp({ timeoutMs: 300, resolve: () => new Promise(() => {}) });
+    expect(await post(http, `http://hooks.example.test:${port}/never`)).toEqual({
+      error: 'UND_ERR_CONNECT_TIMEOUT',
+    });
+  });
+
+  it('says a name that resolves to no address was not found', async () => {
+    const http = makeOutcomeHttp({ timeoutMs: 2_000, resolve: resolvesTo() });
+    expect(await post(http, `http://hooks.example.test:${port}/none`)).toEqual({ error: 'ENOTFOUND' });
   });
 
   it('names why a name that does not resolve was not reached', async () => {
