@@ -14,23 +14,16 @@ import {
 import { ValidationError } from '#shared/jobs/errors.ts';
 import type { OptOutReader, OptOutRecord } from '#shared/jobs/ports.ts';
 import type { OptOutStore } from '#shared/webhooks/ports.ts';
-import { SmallPartitions } from './small-partitions.ts';
+import { type SmallPartitionOptions, SmallPartitions } from './small-partitions.ts';
 
 /** BatchGetItem calls of one opt-out lookup in flight at once. */
 const OPT_OUT_READS_AT_ONCE = 5;
 
-export interface OptOutStoreOptions {
-  /**
-   * A lookup of more recipients than this first reads the client's whole opt-out partition in one
-   * Query of up to `smallPartitionItems` records (`small-partitions.ts`). Default 50.
-   */
-  readonly partitionReadAbove?: number;
-  /** Largest opt-out partition read whole. Default 1,000. */
-  readonly smallPartitionItems?: number;
-  /** How long a client's partition, once found too big, is looked up key by key. Default 10 min. */
-  readonly bigPartitionMemoryMs?: number;
-  readonly now?: () => number;
-}
+/**
+ * How a lookup of many recipients reads the client's opt-out partition: whole, in one Query, when
+ * it is small (`small-partitions.ts`).
+ */
+export type OptOutStoreOptions = SmallPartitionOptions;
 
 /** Opt-outs in the control table (pk=OPTOUT#{clientId}, sk=recipient), the latest event per recipient. */
 export class DynamoOptOutStore implements OptOutStore, OptOutReader {
@@ -41,12 +34,7 @@ export class DynamoOptOutStore implements OptOutStore, OptOutReader {
   constructor(doc: DynamoDBDocumentClient, tableName: string, options: OptOutStoreOptions = {}) {
     this.#doc = doc;
     this.#tableName = tableName;
-    this.#partitions = new SmallPartitions(doc, tableName, {
-      ...(options.partitionReadAbove === undefined ? {} : { readAbove: options.partitionReadAbove }),
-      ...(options.smallPartitionItems === undefined ? {} : { maxItems: options.smallPartitionItems }),
-      ...(options.bigPartitionMemoryMs === undefined ? {} : { bigMemoryMs: options.bigPartitionMemoryMs }),
-      ...(options.now === undefined ? {} : { now: options.now }),
-    });
+    this.#partitions = new SmallPartitions(doc, tableName, options);
   }
 
   async record(

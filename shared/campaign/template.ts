@@ -65,7 +65,9 @@ export function compileTemplate(template: MessageTemplate): CompiledTemplate {
     render:
       used.length === 0
         ? () => messages
-        : (renderer(messages) as (variables: Readonly<Record<string, string>>) => readonly OutgoingMessage[]),
+        : (renderer(messages)! as (
+            variables: Readonly<Record<string, string>>,
+          ) => readonly OutgoingMessage[]),
   };
   compiled.set(template, result);
   return result;
@@ -103,24 +105,25 @@ function visitStrings(value: unknown, visit: (s: string) => void): void {
 type Render = (variables: Readonly<Record<string, string>>) => unknown;
 
 /**
- * A template's value as a function of the variables, planned once: a part without placeholders is
- * the template's own (shared, never changed), a string with some is its literal pieces and names.
- * Keys keep their order, so the same template and variables always serialise to the same bytes.
+ * A template's value as a function of the variables, planned once; undefined for a part without
+ * placeholders, which is rendered as the template's own (shared, never changed). A string with
+ * some is its literal pieces and names. Keys keep their order, so the same template and variables
+ * always serialise to the same bytes.
  */
-function renderer(value: unknown): Render {
-  if (!hasPlaceholder(value)) return () => value;
+function renderer(value: unknown): Render | undefined {
   if (typeof value === 'string') return stringRenderer(value);
-  if (Array.isArray(value)) {
-    const items = value.map(renderer);
-    return (variables) => items.map((item) => item(variables));
-  }
-  const entries = Object.entries(value as object).map(([key, v]) => [key, renderer(v)] as const);
+  if (value === null || typeof value !== 'object') return undefined;
+  const parts = Object.entries(value).map(([key, v]) => [key, v, renderer(v)] as const);
+  if (parts.every(([, , render]) => render === undefined)) return undefined;
+  const at = (v: unknown, render: Render | undefined, variables: Readonly<Record<string, string>>) =>
+    render ? render(variables) : v;
+  if (Array.isArray(value)) return (variables) => parts.map(([, v, render]) => at(v, render, variables));
   return (variables) => {
     const out: Record<string, unknown> = {};
     // defineProperty: a key named `__proto__` stays a key (as JSON.parse made it), not a prototype.
-    for (const [key, item] of entries)
+    for (const [key, v, render] of parts)
       Object.defineProperty(out, key, {
-        value: item(variables),
+        value: at(v, render, variables),
         enumerable: true,
         writable: true,
         configurable: true,
@@ -129,18 +132,8 @@ function renderer(value: unknown): Render {
   };
 }
 
-function hasPlaceholder(value: unknown): boolean {
-  let found = false;
-  visitStrings(value, (s) => {
-    PLACEHOLDER.lastIndex = 0;
-    found ||= PLACEHOLDER.test(s);
-  });
-  PLACEHOLDER.lastIndex = 0;
-  return found;
-}
-
-/** `{{name}}` filled in one string, its pieces split once; as {@link fill}. */
-function stringRenderer(text: string): Render {
+/** `{{name}}` filled in one string, its pieces split once (as {@link fill}); undefined without any. */
+function stringRenderer(text: string): Render | undefined {
   const literals: string[] = [];
   const names: string[] = [];
   let last = 0;
@@ -149,6 +142,7 @@ function stringRenderer(text: string): Render {
     names.push(match[1]!);
     last = match.index + match[0].length;
   }
+  if (names.length === 0) return undefined;
   const tail = text.slice(last);
   return (variables) => {
     let out = '';

@@ -127,7 +127,7 @@ describe('the opt-out store', () => {
 
   it.each([
     ['read whole (a small partition)', {}],
-    ['key by key (a partition too big to read whole)', { smallPartitionItems: 100 }],
+    ['key by key (a partition too big to read whole)', { maxItems: 100 }],
   ])('looks up 250 recipients at once, duplicates and unknowns included: %s', async (_, options) => {
     const store = makeDynamoOptOutStore(cloud.doc, controlTable, options);
     const client = uniqueName('client');
