@@ -60,7 +60,10 @@ async function main(): Promise<void> {
         : null,
     );
     replace(view, page.element);
-    page.element.querySelector<HTMLElement>('h1')?.setAttribute('tabindex', '-1');
+    // The focus goes to the new page's heading (a screen reader announces it), not to the body.
+    const heading = page.element.querySelector<HTMLElement>('h1');
+    heading?.setAttribute('tabindex', '-1');
+    heading?.focus({ preventScroll: true });
   };
   const signOut = () => {
     session.signOut();

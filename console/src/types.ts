@@ -1,6 +1,8 @@
 /** The API's records as the console reads them (see shared/jobs/api.ts and model.ts). */
 import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
+import type { ClientSettings as StoredClientSettings } from '#shared/jobs/model.ts';
 import type { JobSeriesPoint } from '#shared/jobs/series-point.ts';
+import type { CallingWindow, Weekday } from '#shared/pacing/calling-hours.ts';
 
 export interface Operator {
   readonly username: string;
@@ -8,36 +10,26 @@ export interface Operator {
   readonly clients: readonly string[];
 }
 
-export interface CallingWindow {
-  readonly start: string;
-  readonly end: string;
-}
+export type { CallingWindow, Weekday };
 
-export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
-export type Weekday = (typeof WEEKDAYS)[number];
+/** The weekdays in the order the calling-hours editor shows them (the shared model's own order). */
+export const WEEKDAYS = [
+  'mon',
+  'tue',
+  'wed',
+  'thu',
+  'fri',
+  'sat',
+  'sun',
+] as const satisfies readonly Weekday[];
 
-export interface ClientSettings {
-  readonly clientId: string;
-  readonly maxConcurrentCalls: number;
-  readonly callsPerSecond: number;
-  readonly timeZone: string;
-  readonly callingHours: Partial<Record<Weekday, readonly CallingWindow[]>>;
-  readonly defaultRegion: string;
-  readonly messageChannelId?: string;
-  readonly paused?: boolean;
-  readonly jobDefaults?: Record<string, unknown>;
-  readonly restrictedPeriods?: readonly RestrictedPeriod[];
-  readonly holidays?: { readonly country: string };
-  /** Send a message job partly when LINE's monthly quota cannot cover it (default: pause it). */
-  readonly allowPartialDelivery?: boolean;
-}
+/**
+ * A client as `GET /clients/{id}` answers it: the shared model itself, so a field the console
+ * reads in another shape (calling hours are `{timeZone, weekly}`) does not compile.
+ */
+export type ClientSettings = StoredClientSettings;
 
-/** A date or range when nothing of the client starts (local, in its zone). */
-export interface RestrictedPeriod {
-  readonly start: string;
-  readonly end?: string;
-  readonly name?: string;
-}
+export type { RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 
 export type { JobStatus };
 
@@ -108,13 +100,8 @@ export interface ChannelView {
   readonly accessToken: { readonly set: true };
 }
 
-/** One recipient of an opt-out lookup (`shared/jobs/opt-outs.ts`). */
-export interface OptOutView {
-  readonly recipient: string;
-  readonly input?: string;
-  readonly optedOut: boolean;
-  readonly since?: string;
-}
+export type { OptOutView } from '#shared/jobs/opt-outs.ts';
+export type { SuppressionView } from '#shared/suppressions/api.ts';
 
 /** One window of a job's series (`GET …/jobs/{jobId}/series`), as the brokers sampled it. */
 export type { JobSeriesPoint };

@@ -1,6 +1,6 @@
 /**
- * One point of a job's series as the operator API answers it (`shared/jobs/series.ts`). Imports
- * nothing, so the console (a browser bundle, typechecked without Node's types) reads the same shape.
+ * One point of a job's series as the operator API answers it (`shared/jobs/series.ts`); the
+ * console reads the same type.
  */
 
 /** One window of a job, per second where a rate is meant. */

@@ -12,27 +12,12 @@
 import { mkdirSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import chromium from '@sparticuz/chromium';
-import puppeteer, { type Browser, type CDPSession, type HTTPRequest, type Page } from 'puppeteer-core';
+import type { CDPSession, HTTPRequest, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from '#local/stack.ts';
+import { LOCAL_CONSOLE_USERS, type LocalStack } from '#local/stack.ts';
 import { MAX_UPLOAD_BYTES, uploadTooLargeReason } from '#shared/jobs/upload-limit.ts';
+import { ConsoleBrowser, type PageElement, SCREENSHOTS } from '../support/console-browser.ts';
 
-/**
- * The little of the DOM the page callbacks below touch, declared here: the project is typechecked
- * for Node, whose `fetch` types the DOM's would replace.
- */
-interface PageElement {
-  textContent: string | null;
-  tagName: string;
-  value: string;
-  hidden: boolean;
-  blur(): void;
-  labels?: { length: number } | null;
-  getAttribute(name: string): string | null;
-  querySelectorAll(selector: string): PageElement[];
-  dispatchEvent(event: unknown): boolean;
-}
 declare const document: {
   activeElement: PageElement | null;
   querySelector(selector: string): PageElement | null;
@@ -42,87 +27,40 @@ declare const document: {
     ready: Promise<unknown>;
   };
 };
-declare const Event: new (type: string) => unknown;
 
-const SCREENSHOTS = process.env.SCREENSHOTS_DIR ?? '.test-results/screenshots';
 const CLIENT = `web-${process.pid}`;
 const [ADMIN, DEMO_USER] = LOCAL_CONSOLE_USERS as [
   (typeof LOCAL_CONSOLE_USERS)[0],
   (typeof LOCAL_CONSOLE_USERS)[0],
 ];
 
+let ui: ConsoleBrowser;
 let stack: LocalStack;
-let browser: Browser;
 let page: Page;
 let work: string;
+/** The paused and resumed job, which another client's user must not be offered to act on. */
+let secondJobId: string;
 
 beforeAll(async () => {
-  process.env.LOG_LEVEL = 'error';
   work = mkdtempSync(path.join(os.tmpdir(), 'switchboard-browser-'));
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  stack = await startLocalStack({ stage: 'browser', fleet: true, telephonyTimeScale: 60 });
-  browser = await puppeteer.launch({
-    executablePath: await chromium.executablePath(),
-    // The browser's language from the machine's locale may be 'en-US@posix', which Intl (and so
-    // uPlot) refuses; an operator's browser has a real one.
-    args: [...chromium.args, '--lang=en-US'],
-    env: { ...process.env, LANG: 'en_US.UTF-8', LC_ALL: 'en_US.UTF-8' },
-    headless: true,
-  });
-  page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 900 });
-  // Confirmations (pause, resume) are accepted, as the operator would.
-  page.on('dialog', (dialog) => void dialog.accept());
+  ui = await ConsoleBrowser.start({ stage: 'browser', fleet: true, telephonyTimeScale: 60 });
+  stack = ui.stack;
+  page = ui.page;
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
+  await ui?.stop();
 });
 
-/** Every input, select and textarea on the page has a label (for= or aria-label). */
-async function unlabelledInputs(): Promise<string[]> {
-  return page.$$eval('input:not([type=file]), select, textarea', (elements) =>
-    elements
-      .filter((e) => (e as unknown as PageElement).labels?.length === 0 && !e.getAttribute('aria-label'))
-      .map((e) => e.outerHTML),
-  );
-}
-
-async function text(selector: string): Promise<string> {
-  return page.$eval(selector, (e) => e.textContent ?? '');
-}
-
-async function waitForText(selector: string, pattern: RegExp, timeout = 60_000): Promise<void> {
-  await page.waitForFunction(
-    (sel, source) => new RegExp(source).test(document.querySelector(sel)?.textContent ?? ''),
-    { timeout, polling: 200 },
-    selector,
-    pattern.source,
-  );
-}
-
-async function signIn(username: string, password: string): Promise<void> {
-  await page.goto(stack.consoleUrl);
-  await page.waitForSelector('form[aria-label="Sign in"]');
-  await page.type('#f-username', username);
-  await page.type('#f-password', password);
-  // By keyboard: Enter in the password field submits.
-  await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Clients', {
-    timeout: 20_000,
-  });
-}
-
-async function setInput(selector: string, value: string): Promise<void> {
-  await page.$eval(
-    selector,
-    (e, v) => {
-      (e as unknown as PageElement).value = v;
-    },
-    value,
-  );
-}
+const unlabelledInputs = () => ui.unlabelledInputs();
+const text = (selector: string) => ui.text(selector);
+const waitForText = (selector: string, pattern: RegExp, timeout?: number) =>
+  ui.waitForText(selector, pattern, timeout);
+const signIn = (username: string, password: string) => ui.signIn(username, password);
+const setInput = (selector: string, value: string) => ui.setInput(selector, value);
+const clickButton = (label: string) => ui.clickButton(label);
+const chooseFile = (file: string) => ui.chooseFile(file);
+const tabTo = (label: string) => ui.tabTo(label);
 
 const LIST = [
   '電話番号,名前,メモ',
@@ -262,6 +200,7 @@ describe('the operator console in a browser', () => {
     await page.waitForSelector('.result a.button', { timeout: 60_000 });
     await page.click('.result a.button');
     await page.waitForSelector('[data-status="scheduled"]', { timeout: 30_000 });
+    secondJobId = page.url().split('/').at(-1)!;
     await clickButton('Pause');
     await page.waitForSelector('[data-status="paused"]');
     expect(await text('.answer')).toBe('The job is paused.');
@@ -320,6 +259,8 @@ describe('the operator console in a browser', () => {
       'The list was refused: not a CSV file: it is a PNG image',
     );
     expect(await text('[data-field="file"] .field-error')).toBe('file: not a CSV file: it is a PNG image');
+    // The refusal is the whole answer: no "No row was rejected", no job to open.
+    expect(await text('section.result')).toBe('');
 
     // Another file may be tried in the same form: a gigabyte and a byte (sparse: no disk), refused
     // at its field before a job is created or a byte sent.
@@ -423,43 +364,12 @@ describe('the operator console in a browser', () => {
     expect(clients).toEqual(['demo-client']);
     await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}`);
     await waitForText('main section', new RegExp(`do not belong to client ${CLIENT}`));
+    // Another client's job: its refusal, and nothing to press.
+    await page.goto(`${stack.consoleUrl}#/clients/${CLIENT}/jobs/${secondJobId}`);
+    await waitForText('.poll-state', /do not belong to client/);
+    expect(await ui.visibleButtons()).toEqual([]);
   });
 });
-
-async function clickButton(label: string): Promise<void> {
-  for (const button of await page.$$('button')) {
-    const [name, hidden] = await button.evaluate((b) => [b.textContent, b.hidden] as const);
-    if (name === label && !hidden) {
-      await button.click();
-      return;
-    }
-  }
-  throw new Error(`no button "${label}"`);
-}
-
-/** Chooses `file` in the new job form's file input, as a user's pick does. */
-async function chooseFile(file: string): Promise<void> {
-  const input = await page.$('#f-file');
-  await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(file);
-  await page.$eval('#f-file', (e) => e.dispatchEvent(new Event('change')));
-}
-
-/**
- * Presses Tab until the button named `label` has the focus: true once it has (it is in the page's
- * tab order), false when it never comes round.
- */
-async function tabTo(label: string): Promise<boolean> {
-  await page.evaluate(() => document.activeElement?.blur());
-  for (let presses = 0; presses < 80; presses++) {
-    await page.keyboard.press('Tab');
-    const focused = await page.evaluate(() => {
-      const e = document.activeElement;
-      return e?.tagName === 'BUTTON' ? e.textContent : null;
-    });
-    if (focused === label) return true;
-  }
-  return false;
-}
 
 /** The file name of the next download, once Chromium reports it completed (CDP events). */
 function downloadCompleted(cdp: CDPSession): Promise<string> {

@@ -16,6 +16,7 @@ import {
   type Weekday,
 } from '../types.ts';
 import { channelsSection } from './channels.ts';
+import { scrollable } from './parts.ts';
 import { restrictionsEditor } from './restrictions-editor.ts';
 
 const DAY_NAMES: Record<Weekday, string> = {
@@ -28,15 +29,22 @@ const DAY_NAMES: Record<Weekday, string> = {
   sun: 'Sunday',
 };
 
-const NEW_CLIENT: Omit<ClientSettings, 'clientId'> = {
-  maxConcurrentCalls: 5,
-  callsPerSecond: 1,
-  timeZone: 'Asia/Tokyo',
-  callingHours: Object.fromEntries(
+/** What the form shows for a client not saved yet (`updatedAt` 0: never saved). */
+function newClient(clientId: string): ClientSettings {
+  const timeZone = 'Asia/Tokyo';
+  const weekly = Object.fromEntries(
     WEEKDAYS.slice(0, 5).map((day) => [day, [{ start: '09:00', end: '18:00' }]]),
-  ) as ClientSettings['callingHours'],
-  defaultRegion: 'JP',
-};
+  );
+  return {
+    clientId,
+    maxConcurrentCalls: 5,
+    callsPerSecond: 1,
+    timeZone,
+    callingHours: { timeZone, weekly },
+    defaultRegion: 'JP',
+    updatedAt: 0,
+  };
+}
 
 export function clientPage(app: App, clientId: string): Page {
   const path = `/clients/${encodeURIComponent(clientId)}`;
@@ -75,7 +83,7 @@ export function clientPage(app: App, clientId: string): Page {
         replace(
           settings,
           h('p', {}, 'This client does not exist yet: save its settings to create it.'),
-          settingsForm(app, path, { clientId, ...NEW_CLIENT }, true, showJobs),
+          settingsForm(app, path, newClient(clientId), true, showJobs),
         );
       } else replace(settings, h('p', { class: 'form-errors', role: 'alert' }, (error as Error).message));
     },
@@ -151,8 +159,8 @@ function settingsForm(
   });
   const channel = h('input', { value: client.messageChannelId ?? '' });
   const partial = h('input', { type: 'checkbox', checked: client.allowPartialDelivery === true });
-  const hours = callingHoursEditor(client.callingHours);
-  const defaults = jobDefaultsEditor(client.jobDefaults ?? {});
+  const hours = callingHoursEditor(client.callingHours.weekly);
+  const defaults = jobDefaultsEditor({ ...client.jobDefaults });
   const restrictions = restrictionsEditor(client);
   const status = h('p', { class: 'form-errors', role: 'alert' });
   const pause = pauseButton(app, path, client.paused === true, status);
@@ -279,7 +287,7 @@ function readJson(text: string): unknown {
 }
 
 /** Calling hours per weekday: each day a list of windows (start, end), added and removed by buttons. */
-function callingHoursEditor(initial: ClientSettings['callingHours']) {
+function callingHoursEditor(initial: ClientSettings['callingHours']['weekly']) {
   const days = new Map<Weekday, HTMLElement>();
   const windowRow = (day: Weekday, w: CallingWindow) => {
     // Text, not type=time: a window may end at 24:00, which a time input cannot hold.
@@ -340,6 +348,7 @@ function callingHoursEditor(initial: ClientSettings['callingHours']) {
   fieldset.append(h('p', { class: 'field-error', role: 'alert' }));
   return {
     element: fieldset,
+    /** The windows per day; a closed day is left out, unless the settings read named it (as `[]`). */
     value: () =>
       Object.fromEntries(
         WEEKDAYS.map((day) => [
@@ -348,7 +357,7 @@ function callingHoursEditor(initial: ClientSettings['callingHours']) {
             const [start, end] = row.querySelectorAll('input');
             return { start: start!.value, end: end!.value };
           }),
-        ]),
+        ]).filter(([day, windows]) => windows!.length > 0 || initial[day as Weekday] !== undefined),
       ),
   };
 }
@@ -396,8 +405,7 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
       ),
     ),
     state,
-    h(
-      'table',
+    scrollable(
       { class: 'jobs' },
       h(
         'thead',

@@ -21,9 +21,17 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   const summary = h('section', { class: 'card', 'aria-label': 'Progress' });
   const answer = h('p', { class: 'answer', role: 'status' });
   const state = h('p', { class: 'poll-state', role: 'status' });
-  const chartBox = h('div', { class: 'chart', 'aria-label': 'Rate over time' });
+  const chartBox = h('div', { class: 'chart' });
+  const chartTable = h('div', { class: 'table-scroll' });
   const actions = h('div', { class: 'actions' });
-  const chart = new SeriesChart(app, chartBox, path);
+  const chart = new SeriesChart(app, chartBox, chartTable, path);
+  const chartSection = h(
+    'section',
+    { class: 'card', 'aria-label': 'Over time' },
+    h('h2', {}, 'Over time'),
+    chartBox,
+    h('details', {}, h('summary', {}, 'The chart as a table'), chartTable),
+  );
   let current: JobView | undefined;
   const act = async (action: 'pause' | 'resume' | 'cancel') => {
     const question = {
@@ -36,6 +44,7 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
       const job = await app.api.json<JobView>('POST', `${path}/${action}`);
       answer.textContent = `The job is ${job.status}.`;
       show(job);
+      keepFocus(actions, answer);
       poller.now();
     } catch (error) {
       answer.textContent =
@@ -55,9 +64,12 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
     cancel: h('button', { type: 'button', class: 'danger', onclick: () => void act('cancel') }, 'Cancel job'),
   };
   actions.append(buttons.pause, buttons.resume, buttons.cancel, download);
+  // Nothing to act on before the job is read, nor when it cannot be (another client's, say).
+  actions.hidden = true;
   const show = (job: JobView) => {
     current = job;
     heading.textContent = job.name || `Job ${jobId}`;
+    actions.hidden = false;
     buttons.pause.hidden = !(job.status === 'scheduled' || job.status === 'running');
     buttons.resume.hidden = job.status !== 'paused';
     buttons.cancel.hidden = FINAL_STATUSES.includes(job.status);
@@ -70,33 +82,57 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
       (await Promise.all([app.api.json<JobView>('GET', path), chart.refresh().catch(() => undefined)]))[0],
     onData: (job) => {
       show(job);
-      return FINAL_STATUSES.includes(job.status) ? true : undefined;
+      return hasSettled(job) ? true : undefined;
     },
     onState: ({ retrying, message, inMs }) => {
+      // A job that cannot be read (forbidden, gone) offers nothing to do and no chart.
+      if (!retrying && message && !current) {
+        actions.hidden = true;
+        chartSection.hidden = true;
+      }
       state.textContent = retrying
         ? `Cannot reach the API (${message}); retrying in ${Math.round((inMs ?? 0) / 1000)} s…`
         : (message ?? '');
       state.classList.toggle('retrying', retrying);
+      state.setAttribute('role', !retrying && message ? 'alert' : 'status');
     },
   });
   return {
     title: current?.name ?? 'Job',
-    element: h(
-      'main',
-      {},
-      crumbs(clientId, jobId),
-      heading,
-      state,
-      summary,
-      actions,
-      answer,
-      h('section', { class: 'card' }, h('h2', {}, 'Over time'), chartBox),
-    ),
+    element: h('main', {}, crumbs(clientId, jobId), heading, state, summary, actions, answer, chartSection),
     dispose: () => {
       poller.stop();
       chart.destroy();
     },
   };
+}
+
+/**
+ * Whether the page may stop refreshing: the job is final and no task is outstanding. A cancel makes
+ * the job final at once, while its tasks end over the next seconds (the cancel sweep).
+ */
+function hasSettled(job: JobView): boolean {
+  return FINAL_STATUSES.includes(job.status) && job.counts.outstanding === 0;
+}
+
+/**
+ * After an action the button pressed may be hidden (Pause gives way to Resume): the focus goes to
+ * the first button still shown, else to the answer, never to the page's body.
+ */
+function keepFocus(actions: HTMLElement, answer: HTMLElement): void {
+  if (
+    document.activeElement &&
+    document.activeElement !== document.body &&
+    actions.contains(document.activeElement) &&
+    !(document.activeElement as HTMLElement).hidden
+  )
+    return;
+  const next = [...actions.querySelectorAll<HTMLButtonElement>('button')].find((b) => !b.hidden);
+  if (next) next.focus();
+  else {
+    answer.tabIndex = -1;
+    answer.focus();
+  }
 }
 
 function summaryOf(job: JobView): (HTMLElement | null)[] {

@@ -9,7 +9,7 @@ import type { App, Page } from '../app.ts';
 import { field, h, replace, showFieldErrors } from '../dom.ts';
 import { poll } from '../poll.ts';
 import type { JobView, RowProblem } from '../types.ts';
-import { countList, crumbs, dropZone } from './parts.ts';
+import { countList, crumbs, dropZone, scrollable } from './parts.ts';
 
 export function newJobPage(app: App, clientId: string): Page {
   const path = `/clients/${encodeURIComponent(clientId)}`;
@@ -162,9 +162,13 @@ function watchIngest(app: App, path: string, jobId: string, ui: NewJobUi): void 
         note.textContent = '';
         if (job.failureReason) showFieldErrors(form, { file: [job.failureReason] });
         problem.textContent = `The list was refused: ${job.failureReason ?? 'see the report'}`;
-        // Another file may be chosen and sent: it makes a new job.
+        // Another file may be chosen and sent: it makes a new job. What a refused list "held" is
+        // nothing: the refusal is the whole answer.
         submit.disabled = false;
-      } else note.textContent = 'The list is read.';
+        replace(result);
+        return true;
+      }
+      note.textContent = 'The list is read.';
       void showIngest(app, path, job, result).catch((error: Error) => {
         problem.textContent = error.message;
       });
@@ -193,8 +197,7 @@ async function showIngest(app: App, path: string, job: JobView, result: HTMLElem
       ['Skipped', counts.skipped],
     ]),
     problems.entries.length
-      ? h(
-          'table',
+      ? scrollable(
           { class: 'problems', 'aria-label': 'Rejected and skipped rows' },
           h(
             'thead',

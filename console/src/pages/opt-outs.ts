@@ -1,23 +1,59 @@
 /**
  * A client's opt-outs: look up whether recipients (phone numbers as a list row would write them,
- * or LINE user ids) are opted out now, or page through everyone who is.
+ * or LINE user ids) may be contacted now — neither opted out (a LINE unfollow) nor on the client's
+ * suppression (do-not-call) list — or page through everyone opted out.
  */
 import { ApiError } from '../api.ts';
 import type { App, Page } from '../app.ts';
 import { field, formatTime, h, replace, showFieldErrors } from '../dom.ts';
-import type { OptOutView } from '../types.ts';
-import { crumbs } from './parts.ts';
+import type { OptOutView, SuppressionView } from '../types.ts';
+import { crumbs, scrollable } from './parts.ts';
 
-function resultRows(optOuts: readonly OptOutView[]): HTMLTableRowElement[] {
-  return optOuts.map((o) =>
-    h(
+/** One looked-up recipient: its opt-out and, when the lookup read it, its suppression entry. */
+interface Lookup {
+  readonly optOut: OptOutView;
+  readonly suppression?: SuppressionView;
+}
+
+function stateOf({ optOut, suppression }: Lookup): { text: string; since?: string } {
+  if (suppression?.suppressed) {
+    return {
+      text: `on the do-not-call list (${suppression.reason ?? suppression.source ?? 'no reason given'})`,
+      ...(suppression.addedAt ? { since: suppression.addedAt } : {}),
+    };
+  }
+  if (optOut.optedOut) return { text: 'opted out', ...(optOut.since ? { since: optOut.since } : {}) };
+  return { text: 'may be contacted', ...(optOut.since ? { since: optOut.since } : {}) };
+}
+
+function resultRows(lookups: readonly Lookup[]): HTMLTableRowElement[] {
+  return lookups.map((lookup) => {
+    const o = lookup.optOut;
+    const state = stateOf(lookup);
+    const blocked = o.optedOut || lookup.suppression?.suppressed === true;
+    return h(
       'tr',
       {},
       h('td', {}, o.input && o.input !== o.recipient ? `${o.input} → ${o.recipient}` : o.recipient),
-      h('td', { 'data-opted-out': String(o.optedOut) }, o.optedOut ? 'opted out' : 'may be contacted'),
-      h('td', {}, formatTime(o.since)),
-    ),
-  );
+      h('td', { 'data-opted-out': String(blocked) }, state.text),
+      h('td', {}, formatTime(state.since)),
+    );
+  });
+}
+
+/** Looks recipients up in the opt-outs and the suppression list at once, matched by recipient. */
+async function lookUp(app: App, clientPath: string, query: string): Promise<{ lookups: Lookup[] }> {
+  const [optOuts, suppressions] = await Promise.all([
+    app.api.json<{ optOuts: OptOutView[] }>('GET', `${clientPath}/opt-outs?${query}`),
+    app.api.json<{ suppressions: SuppressionView[] }>('GET', `${clientPath}/suppressions?${query}`),
+  ]);
+  const byRecipient = new Map(suppressions.suppressions.map((s) => [s.recipient, s]));
+  return {
+    lookups: optOuts.optOuts.map((optOut) => {
+      const suppression = byRecipient.get(optOut.recipient);
+      return suppression ? { optOut, suppression } : { optOut };
+    }),
+  };
 }
 
 export function optOutsPage(app: App, clientId: string): Page {
@@ -27,20 +63,24 @@ export function optOutsPage(app: App, clientId: string): Page {
   const more = h('button', { type: 'button', hidden: true }, 'More');
   const status = h('p', { class: 'form-status', role: 'status' });
   let next: string | undefined;
-  const table = h(
-    'table',
+  const table = scrollable(
     { class: 'opt-outs' },
     h('thead', {}, h('tr', {}, h('th', {}, 'Recipient'), h('th', {}, 'State'), h('th', {}, 'Since'))),
     rows,
   );
+  const clientPath = `/clients/${encodeURIComponent(clientId)}`;
   const read = async (query: string, append: boolean) => {
     showFieldErrors(form, {});
     status.textContent = 'Looking up…';
     try {
-      const answer = await app.api.json<{ optOuts: OptOutView[]; next?: string }>('GET', `${path}?${query}`);
-      if (append) rows.append(...resultRows(answer.optOuts));
-      else replace(rows, ...resultRows(answer.optOuts));
-      next = answer.next;
+      const answer = query.startsWith('recipient=')
+        ? await lookUp(app, clientPath, query)
+        : await app.api
+            .json<{ optOuts: OptOutView[]; next?: string }>('GET', `${path}?${query}`)
+            .then((page) => ({ lookups: page.optOuts.map((optOut) => ({ optOut })), next: page.next }));
+      if (append) rows.append(...resultRows(answer.lookups));
+      else replace(rows, ...resultRows(answer.lookups));
+      next = 'next' in answer ? answer.next : undefined;
       more.hidden = !next;
       status.textContent = rows.children.length === 0 ? 'Nobody.' : '';
     } catch (error) {

@@ -1,4 +1,7 @@
-/** Pieces several pages show: the path back to a client, a row of counts, a file drop zone. */
+/**
+ * Pieces several pages show: the path back to a client, a row of counts, a table that scrolls on a
+ * narrow screen, a file drop zone.
+ */
 import { type Child, formatNumber, h } from '../dom.ts';
 
 /** `Clients / {client} / …` */
@@ -24,6 +27,14 @@ export function countList(counts: readonly (readonly [string, number])[]): HTMLE
       h('dd', { 'data-count': label.toLowerCase() }, formatNumber(n)),
     ]),
   );
+}
+
+/**
+ * A table in a box that scrolls sideways when the screen is narrower than the table (a phone):
+ * the page itself never does, and no column is cut off. `attrs` are the table's (its class, label).
+ */
+export function scrollable(attrs: Record<string, string>, ...children: Child[]): HTMLElement {
+  return h('div', { class: 'table-scroll' }, h('table', attrs, ...children));
 }
 
 /**

@@ -1,0 +1,316 @@
+/**
+ * The console shows what the API holds and changes only what the operator changed (issue 36's
+ * defects, each test failing without its fix): a client with every setting set, opened and saved
+ * unchanged, reads back identical (its calling hours were shown empty and saved closed); a call
+ * job's form shows no message box; a cancelled job's counts keep moving until its tasks have ended;
+ * the focus never falls to the page's body; a do-not-call number is not "may be contacted"; at a
+ * phone's width no table is cut off; the focus ring and breadcrumbs meet WCAG's contrast; the
+ * chart starts at 0, counts calls in whole numbers, gives each series its own colour, shows no
+ * series that is not drawn, and has a text alternative.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_CONSOLE_USERS } from '#local/stack.ts';
+import { ConsoleBrowser, type PageElement, SCREENSHOTS } from '../support/console-browser.ts';
+
+declare const document: {
+  querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): PageElement[];
+  documentElement: PageElement;
+};
+declare const window: { innerWidth: number; getComputedStyle(e: PageElement): Record<string, string> };
+
+const ADMIN = LOCAL_CONSOLE_USERS[0]!;
+const CLIENT = `faithful-${process.pid}`;
+const OPEN_ALWAYS = Object.fromEntries(
+  ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
+);
+
+let ui: ConsoleBrowser;
+let work: string;
+
+beforeAll(async () => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'switchboard-faithful-'));
+  ui = await ConsoleBrowser.start({ stage: 'faithful', fleet: true, telephonyTimeScale: 60 });
+  const put = await ui.stack.operator('PUT', `/clients/${CLIENT}`, {
+    json: {
+      maxConcurrentCalls: 2,
+      callsPerSecond: 1,
+      timeZone: 'Asia/Tokyo',
+      callingHours: OPEN_ALWAYS,
+      defaultRegion: 'JP',
+    },
+  });
+  expect(put.status, put.body).toBe(200);
+  await ui.signIn(ADMIN.username, ADMIN.password);
+}, 180_000);
+
+afterAll(async () => {
+  await ui?.stop();
+});
+
+type Json = Record<string, unknown>;
+
+async function client(clientId: string): Promise<Json> {
+  const answer = await ui.stack.operator('GET', `/clients/${clientId}`);
+  expect(answer.status, answer.body).toBe(200);
+  const { updatedAt: _, ...settings } = answer.json<Json>();
+  return settings;
+}
+
+/** Creates a job of `rows` numbers through the API, starting in an hour; answers its id. */
+async function scheduledJob(name: string, rows: number): Promise<string> {
+  const created = await ui.stack.operator('POST', `/clients/${CLIENT}/jobs`, {
+    json: {
+      name,
+      channel: 'call',
+      scenarioId: 'default',
+      startAt: new Date(Date.now() + 3_600_000).toISOString(),
+    },
+  });
+  expect(created.status, created.body).toBe(201);
+  const { jobId, upload } = created.json<{ jobId: string; upload: { url: string } }>();
+  const csv = ['phone', ...Array.from({ length: rows }, (_, i) => `090-3333-${String(i).padStart(4, '0')}`)];
+  const put = await fetch(upload.url, { method: 'PUT', body: csv.join('\n') });
+  expect(put.status).toBe(200);
+  return jobId;
+}
+
+describe('the console is faithful to the API', () => {
+  it('shows an existing client’s calling hours, and Save unchanged keeps every setting as it was', async () => {
+    const full = `${CLIENT}-full`;
+    const put = await ui.stack.operator('PUT', `/clients/${full}`, {
+      json: {
+        maxConcurrentCalls: 7,
+        callsPerSecond: 1.5,
+        timeZone: 'Asia/Tokyo',
+        callingHours: {
+          mon: [
+            { start: '09:00', end: '12:00' },
+            { start: '13:00', end: '18:00' },
+          ],
+          tue: [{ start: '09:30', end: '17:45' }],
+          fri: [{ start: '22:00', end: '02:00' }],
+          sat: [{ start: '10:00', end: '24:00' }],
+        },
+        defaultRegion: 'JP',
+        messageChannelId: `${full}-line`,
+        jobDefaults: {
+          channel: 'call',
+          scenarioId: 'reminder',
+          maxAttempts: 3,
+          retryDelaySeconds: 900,
+          restrictedPeriods: [{ start: '2026-05-03', end: '2026-05-05', name: 'golden week' }],
+          holidays: { country: 'JP' },
+          retries: { busy: { maxAttempts: 3, delay: { kind: 'list', seconds: [1800, 3600] } } },
+        },
+        telephony: { provider: 'http', baseUrl: 'http://127.0.0.1:9/' },
+        outcomeWebhook: { url: 'http://127.0.0.1:9/outcomes', secret: 'outcome-secret-0123456789' },
+        restrictedPeriods: [
+          { start: '2026-12-29', end: '2027-01-03', name: 'year-end' },
+          { start: '2026-11-20T12:00', end: '2026-11-20T13:00' },
+        ],
+        holidays: { country: 'JP' },
+        contactLimits: [
+          { max: 1, per: 'day', channels: ['call', 'line'] },
+          { max: 3, per: { days: 7 }, channels: ['call'] },
+        ],
+        allowPartialDelivery: true,
+      },
+    });
+    expect(put.status, put.body).toBe(200);
+    const before = await client(full);
+    await ui.open(`#/clients/${full}`);
+    await ui.page.waitForSelector('form[aria-label="Client settings"]');
+    const windows = await ui.page.$$eval('.day', (days) =>
+      days.map((day) =>
+        [...day.querySelectorAll('.window input')].map((input) => (input as unknown as PageElement).value),
+      ),
+    );
+    expect(windows).toEqual([
+      ['09:00', '12:00', '13:00', '18:00'],
+      ['09:30', '17:45'],
+      [],
+      [],
+      ['22:00', '02:00'],
+      ['10:00', '24:00'],
+      [],
+    ]);
+    await ui.page.click('form[aria-label="Client settings"] button[type=submit]');
+    await ui.waitForText('form[aria-label="Client settings"] .form-errors', /^Saved\.$/);
+    expect(await client(full)).toEqual(before);
+  });
+
+  it('shows no message box on a call job’s form, and no scenario on a LINE one', async () => {
+    await ui.open(`#/clients/${CLIENT}/jobs/new`);
+    await ui.page.waitForSelector('form[aria-label="New job"]');
+    const shown = (selector: string) =>
+      ui.page.$eval(selector, (e) => (e as unknown as PageElement).offsetParent !== null);
+    expect(await shown('#f-message')).toBe(false);
+    expect(await shown('#f-scenarioId')).toBe(true);
+    await ui.page.select('#f-channel', 'message');
+    expect(await shown('#f-message')).toBe(true);
+    expect(await shown('#f-scenarioId')).toBe(false);
+  });
+
+  it('puts the focus on the new page’s heading, and on the next action after Pause, never on the body', async () => {
+    const jobId = await scheduledJob('focus', 3);
+    await ui.open(`#/clients/${CLIENT}/jobs/${jobId}`);
+    await ui.page.waitForSelector('[data-status="scheduled"]');
+    expect((await ui.focused()).tag).toBe('H1');
+    await ui.clickButton('Pause');
+    await ui.page.waitForSelector('[data-status="paused"]');
+    expect(await ui.focused()).toEqual({ tag: 'BUTTON', text: 'Resume' });
+    await ui.clickButton('Resume');
+    await ui.page.waitForSelector('[data-status="scheduled"]');
+    expect(await ui.focused()).toEqual({ tag: 'BUTTON', text: 'Pause' });
+  });
+
+  it('keeps a cancelled job’s counts moving until every task has ended', async () => {
+    const jobId = await scheduledJob('to cancel', 56);
+    await ui.open(`#/clients/${CLIENT}/jobs/${jobId}`);
+    await ui.page.waitForSelector('[data-status="scheduled"]');
+    await ui.waitForText('[data-count="outstanding"]', /^56$/);
+    await ui.clickButton('Cancel job');
+    await ui.page.waitForSelector('[data-status="cancelled"]');
+    await ui.waitForText('[data-count="cancelled"]', /^56$/);
+    expect(await ui.text('[data-count="outstanding"]')).toBe('0');
+  });
+
+  it('says a number on the do-not-call list may not be contacted', async () => {
+    const add = await ui.stack.operator('POST', `/clients/${CLIENT}/suppressions`, {
+      json: { recipients: ['090-4444-0001'], reason: 'asked on the phone' },
+    });
+    expect(add.status, add.body).toBe(200);
+    await ui.open(`#/clients/${CLIENT}/opt-outs`);
+    await ui.page.waitForSelector('#f-recipient');
+    await ui.page.type('#f-recipient', '090-4444-0001, 090-4444-0002');
+    await ui.page.click('main form button[type=submit]');
+    await ui.waitForText('table.opt-outs tbody', /do-not-call/);
+    const states = await ui.page.$$eval('table.opt-outs tbody tr', (rows) =>
+      rows.map((r) => [...r.querySelectorAll('td')].slice(0, 2).map((td) => td.textContent)),
+    );
+    expect(states).toEqual([
+      ['090-4444-0001 → +819044440001', 'on the do-not-call list (asked on the phone)'],
+      ['090-4444-0002 → +819044440002', 'may be contacted'],
+    ]);
+  });
+
+  it('cuts off no table at a phone’s width: the page never scrolls sideways, a wide table does in its box', async () => {
+    await ui.page.setViewport({ width: 390, height: 844 });
+    try {
+      for (const [hash, table] of [
+        [`#/clients/${CLIENT}`, 'table.jobs'],
+        [`#/clients/${CLIENT}/opt-outs`, 'table.opt-outs'],
+      ] as const) {
+        await ui.open(hash);
+        if (table === 'table.opt-outs') {
+          await ui.page.waitForSelector('#f-recipient');
+          await ui.page.type('#f-recipient', '090-4444-0001');
+          await ui.page.click('main form button[type=submit]');
+        }
+        await ui.page.waitForSelector(`${table} tbody tr`);
+        const fit = await ui.page.$eval(table, (t) => {
+          const box = t.closest('.table-scroll');
+          const right = t.getBoundingClientRect().right;
+          return {
+            pageOverflows: document.documentElement.scrollWidth > window.innerWidth,
+            // The table ends inside the screen, or its box scrolls to show the rest.
+            reachable: right <= window.innerWidth || (box !== null && box.scrollWidth > box.clientWidth),
+          };
+        });
+        expect(fit, hash).toEqual({ pageOverflows: false, reachable: true });
+        await ui.page.screenshot({
+          path: path.join(SCREENSHOTS, `narrow-${table.replace('table.', '')}.png`),
+          fullPage: true,
+        });
+      }
+    } finally {
+      await ui.page.setViewport({ width: 1280, height: 900 });
+    }
+  });
+
+  it('draws the focus ring and the breadcrumbs at WCAG contrast (3:1 and 4.5:1)', async () => {
+    await ui.open(`#/clients/${CLIENT}`);
+    await ui.page.waitForSelector('.crumbs a');
+    const colours = await ui.page.evaluate(() => {
+      const crumbs = document.querySelector('.crumbs')!;
+      const main = document.querySelector('main')!;
+      const card = document.querySelector('.card')!;
+      return {
+        crumbs: window.getComputedStyle(crumbs).color!,
+        crumbLink: window.getComputedStyle(document.querySelector('.crumbs a')!).color!,
+        page: window.getComputedStyle(main).backgroundColor!,
+        body: window.getComputedStyle(document.documentElement).backgroundColor!,
+        card: window.getComputedStyle(card).backgroundColor!,
+      };
+    });
+    // Focused by the keyboard, so that :focus-visible draws the ring.
+    expect(await ui.tabTo('Save settings')).toBe(true);
+    const ring = await ui.page.$eval(
+      'form[aria-label="Client settings"] button[type=submit]',
+      (b) => window.getComputedStyle(b).outlineColor!,
+    );
+    const pageGrey = colours.page === 'rgba(0, 0, 0, 0)' ? colours.body : colours.page;
+    expect(contrast(colours.crumbs, pageGrey)).toBeGreaterThanOrEqual(4.5);
+    expect(contrast(colours.crumbLink, pageGrey)).toBeGreaterThanOrEqual(4.5);
+    expect(contrast(ring, colours.card)).toBeGreaterThanOrEqual(3);
+    expect(contrast(ring, pageGrey)).toBeGreaterThanOrEqual(3);
+  });
+
+  it('draws a chart that starts at 0, counts calls whole, colours each series apart, and reads as a table', async () => {
+    const csv = path.join(work, 'chart.csv');
+    writeFileSync(
+      csv,
+      ['phone', ...Array.from({ length: 12 }, (_, i) => `090-5555-${String(i).padStart(4, '0')}`)].join('\n'),
+    );
+    await ui.open(`#/clients/${CLIENT}/jobs/new`);
+    await ui.page.waitForSelector('form[aria-label="New job"]');
+    await ui.page.type('#f-name', 'chart');
+    await ui.setInput('#f-maxAttempts', '1');
+    await ui.chooseFile(csv);
+    await ui.page.click('form[aria-label="New job"] button[type=submit]');
+    await ui.page.waitForSelector('.result a.button', { timeout: 60_000 });
+    await ui.page.click('.result a.button');
+    await ui.page.waitForSelector('.chart .uplot', { timeout: 120_000 });
+    await ui.page.waitForFunction(
+      () => /latest window/.test(document.querySelector('.chart')?.getAttribute('aria-label') ?? ''),
+      { timeout: 120_000, polling: 200 },
+    );
+    await ui.page.waitForSelector('.chart[data-left-ticks]');
+    const chart = await ui.page.$eval('.chart', (box) => ({
+      label: box.getAttribute('aria-label') ?? '',
+      role: box.getAttribute('role'),
+      ticks: (box.getAttribute('data-left-ticks') ?? '').split(' ').map(Number),
+      legend: [...box.querySelectorAll('.u-legend .u-series')].map((row) => row.textContent ?? ''),
+      markers: [...box.querySelectorAll('.u-legend .u-series .u-marker')].map(
+        (m) => window.getComputedStyle(m).borderColor ?? '',
+      ),
+    }));
+    expect(chart.role).toBe('img');
+    expect(chart.label).toMatch(/^Chart over time; latest window: calls in flight \d+, limit 2, starts\/s/);
+    expect(chart.ticks[0]).toBe(0);
+    expect(chart.ticks.every(Number.isInteger)).toBe(true);
+    // The four series drawn, no hidden one, and no "--" for a value under no cursor.
+    expect(chart.legend.map((l) => l.trim())).toEqual(['calls in flight', 'limit', 'starts/s', 'line rate']);
+    expect(new Set(chart.markers).size).toBe(4);
+    const table = await ui.page.$$eval('table.series-table thead th', (th) => th.map((t) => t.textContent));
+    expect(table).toEqual(['Window ending', 'calls in flight', 'limit', 'starts/s', 'line rate']);
+    expect(await ui.page.$$eval('table.series-table tbody tr', (rows) => rows.length)).toBeGreaterThan(0);
+  });
+});
+
+/** WCAG's contrast ratio of two CSS `rgb()` colours. */
+function contrast(a: string, b: string): number {
+  const luminance = (css: string) => {
+    const [r, g, bl] = (css.match(/[\d.]+/g) ?? []).map(Number).map((c) => {
+      const s = c / 255;
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * bl!;
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi! + 0.05) / (lo! + 0.05);
+}
