@@ -20,7 +20,8 @@
  *
  * Stopping: when `signal` aborts, the producer stops at once and no new request starts; requests
  * in flight finish and are reported; queued tasks are reported `released` (claim them again with
- * the same attempt). A 429 for the monthly quota stops the pipeline the same way, unless
+ * the same attempt). A unit whose answer was lost is finished under its retry key first, for at
+ * most `finishWithinMs` (`unit-sender.ts`), so a cancelled job reports what LINE delivered. A 429 for the monthly quota stops the pipeline the same way, unless
  * `monthlyLimit` is `fail-tasks` (the client allows partial delivery): then each task LINE refuses
  * for the monthly limit ends `failed` with the reason, and the pipeline goes on.
  *
@@ -108,6 +109,12 @@ export interface MessagePipelineOptions {
    * `fail-tasks`: the refused unit's tasks end `failed` with the reason and sending goes on.
    */
   readonly monthlyLimit?: 'stop' | 'fail-tasks';
+  /**
+   * After a stop, how long a unit whose answer was lost keeps resending its request under its key
+   * (LINE's 409 then says it was delivered) before it is released as maybe sent. Default 10 s: well
+   * inside the 120 s Fargate gives a task after SIGTERM.
+   */
+  readonly finishWithinMs?: number;
 }
 
 export interface PipelineTotals {
@@ -205,6 +212,7 @@ class PipelineRun implements SendingRun {
     this.#sender = new UnitSender(this, {
       send: options.send,
       clock: this.#clock,
+      timers: this.#timers,
       pacer: this.#pacer,
       batches: options.batches,
       log: options.log,
@@ -213,6 +221,7 @@ class PipelineRun implements SendingRun {
       retryBaseMs: options.retryBaseMs ?? 200,
       random: options.random ?? Math.random,
       monthlyLimit: options.monthlyLimit ?? 'stop',
+      finishWithinMs: options.finishWithinMs ?? 10_000,
     });
   }
 

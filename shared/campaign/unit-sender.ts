@@ -5,6 +5,13 @@
  * delivered, other 4xx failed, a 429 backs the whole pool off (the monthly quota stops the
  * pipeline), a 5xx / timeout / dropped response retried with backoff while the key is inside
  * LINE's 24-hour window, else released with `maybeSent` for a later claim with the same attempt.
+ *
+ * A stop (pause, cancel, lease lost, SIGTERM) gives back a unit none of whose requests may have
+ * reached LINE. One whose answer was lost is *finished* first: its request is sent again (the same
+ * bytes, the same key) until LINE answers or `finishWithinMs` passes, so its tasks are reported as
+ * LINE has them — a 409 says delivered, and a key LINE still holds cannot deliver twice — instead of
+ * being given back to a job that may be cancelled and never claim them again. What still has no
+ * answer then is released with `maybeSent`, and the report says it may have been delivered.
  */
 
 import {
@@ -15,7 +22,7 @@ import {
   type SendOutcome,
 } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
-import type { Clock } from '#shared/pacing/clock.ts';
+import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { retryKeyStillSafe } from '#shared/retry-keys.ts';
 import type { BatchLedger, SendObservation, SendPort, TaskOutcome } from './ports.ts';
 import { MONTHLY_LIMIT_FAILURE_REASON } from './quota.ts';
@@ -39,6 +46,8 @@ export interface SendingRun {
 export interface UnitSenderOptions {
   readonly send: SendPort;
   readonly clock: Clock;
+  /** Waits between the resends that finish a unit after a stop (the run's sleep ends at a stop). */
+  readonly timers: Timers;
   readonly pacer: SendPacer;
   readonly batches: BatchLedger | undefined;
   readonly log: Logger | undefined;
@@ -48,12 +57,19 @@ export interface UnitSenderOptions {
   readonly random: () => number;
   /** LINE's monthly-limit 429: stop the run, or fail the unit's tasks and go on. */
   readonly monthlyLimit: 'stop' | 'fail-tasks';
+  /** After a stop, how long a unit whose answer was lost is resent under its key before it is released. */
+  readonly finishWithinMs: number;
 }
+
+/** The reason of a unit released after a stop while LINE had answered none of its resends. */
+export const UNFINISHED_REASON =
+  'stopped while LINE had not answered a resend of a request whose answer was lost: it may have been delivered';
 
 /** One unit's state while it is being sent. */
 interface Sending {
   readonly unit: SendUnit;
   readonly prepared: PreparedSend;
+  /** A request of this attempt (this run's, or an earlier holder's) may have reached LINE. */
   maybeSent: boolean;
   retries: number;
   sends: number;
@@ -72,7 +88,8 @@ export class UnitSender {
     const prepared = this.#prepare(unit);
     if (prepared === undefined) return;
     if (!(await this.#record(unit))) return;
-    const sending: Sending = { unit, prepared, maybeSent: false, retries: 0, sends: 0 };
+    const maybeSent = unit.tasks.some((t) => t.maybeSent === true);
+    const sending: Sending = { unit, prepared, maybeSent, retries: 0, sends: 0 };
     for (;;) {
       const outcome = await this.#request(sending);
       if (outcome === undefined || (await this.#settled(sending, outcome))) return;
@@ -136,7 +153,7 @@ export class UnitSender {
 
   /** One paced request; undefined when the unit settled without one (stopped, key too old). */
   async #request(sending: Sending): Promise<SendOutcome | undefined> {
-    const { clock, pacer, send, observe } = this.#options;
+    const { clock, pacer } = this.#options;
     const { unit, prepared } = sending;
     if (!retryKeyStillSafe(unit.startedAt, clock.now())) {
       // An earlier request may have been accepted; past LINE's memory of the key, a resend (or a
@@ -149,15 +166,22 @@ export class UnitSender {
       return undefined;
     }
     if (!(await pacer.acquire(prepared.endpoint)) || this.#run.stopping) {
-      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: sending.maybeSent });
+      await this.#stopped(sending);
       return undefined;
     }
-    const startedAt = clock.now();
-    if (sending.sends === 0 && unit.tasks.some((t) => t.sendBy !== undefined && startedAt >= t.sendBy)) {
+    if (sending.sends === 0 && unit.tasks.some((t) => t.sendBy !== undefined && clock.now() >= t.sendBy)) {
       // Its job has ended: nothing of it may start now (a resend of a request made may: it was in flight).
-      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'job-ended', maybeSent: false });
+      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'job-ended', maybeSent: sending.maybeSent });
       return undefined;
     }
+    return this.#send(sending);
+  }
+
+  /** The unit's request, once, counted and observed. */
+  async #send(sending: Sending): Promise<SendOutcome> {
+    const { clock, send, observe } = this.#options;
+    const { unit, prepared } = sending;
+    const startedAt = clock.now();
     const totals = this.#run.totals;
     if (sending.sends > 0) totals.resends++;
     sending.sends++;
@@ -172,6 +196,60 @@ export class UnitSender {
       latencyMs: clock.now() - startedAt,
     });
     return outcome;
+  }
+
+  /**
+   * The run stopped while this unit waited for its next request. Nothing of it sent in this run
+   * that may have reached LINE: given back as it is. Else finished first (see the module comment).
+   */
+  async #stopped(sending: Sending): Promise<void> {
+    if (sending.sends > 0 && sending.maybeSent) return this.#finish(sending);
+    this.#run.settleUnit(sending.unit, {
+      kind: 'released',
+      lastResult: 'stopped',
+      maybeSent: sending.maybeSent,
+    });
+  }
+
+  /**
+   * Resends a stopped unit's request (same bytes, same key) until LINE answers it, within
+   * `finishWithinMs` and the key's window. No pacer token is taken (the pacer stopped with the run):
+   * at most one request is in the air per unit in this state, and there are at most as many such
+   * units as senders; a 429 is waited out like a 5xx.
+   */
+  async #finish(sending: Sending): Promise<void> {
+    const { clock, finishWithinMs, retryBaseMs, random } = this.#options;
+    const deadline = clock.now() + finishWithinMs;
+    let wait = 0;
+    for (let tries = 0; await this.#finishWait(sending, wait, deadline); tries++) {
+      const outcome = await this.#send(sending);
+      wait = backoffDelay(Math.min(tries, 10), { baseMs: retryBaseMs, random });
+      if (outcome.kind === 'retryable') sending.maybeSent ||= outcome.maybeDelivered;
+      else if (outcome.kind === 'rate-limited' && outcome.reason !== 'monthly-quota') {
+        this.#run.totals.rateLimited++;
+        wait = Math.max(wait, outcome.retryAfterMs ?? 0);
+      } else {
+        await this.#settled(sending, outcome);
+        return;
+      }
+    }
+    this.#options.log?.warn('a stopped unit whose answer was lost is released unanswered', {
+      retryKey: sending.unit.retryKey,
+    });
+    this.#run.settleUnit(sending.unit, {
+      kind: 'released',
+      lastResult: 'stopped',
+      reason: UNFINISHED_REASON,
+      maybeSent: true,
+    });
+  }
+
+  /** Waits `ms` before a finishing resend; false when that would pass the deadline or the key's window. */
+  async #finishWait(sending: Sending, ms: number, deadline: number): Promise<boolean> {
+    const { clock, timers } = this.#options;
+    if (clock.now() + ms >= deadline) return false;
+    if (ms > 0) await new Promise<void>((resolve) => timers.setTimeout(resolve, ms));
+    return retryKeyStillSafe(sending.unit.startedAt, clock.now());
   }
 
   /** Acts on LINE's answer: true when the unit settled, false to send it again. */
@@ -241,7 +319,7 @@ export class UnitSender {
     const { unit } = sending;
     sending.maybeSent ||= outcome.maybeDelivered;
     if (this.#run.stopping) {
-      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: sending.maybeSent });
+      await this.#stopped(sending);
       return true;
     }
     if (sending.retries >= this.#options.maxRetries) {
@@ -261,7 +339,7 @@ export class UnitSender {
     });
     sending.retries++;
     if (!(await this.#run.sleep(wait))) {
-      this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: sending.maybeSent });
+      await this.#stopped(sending);
       return true;
     }
     return false;

@@ -26,6 +26,9 @@ import type { TaskState } from './model.ts';
 export const JOB_CANCELLED_REASON = 'job cancelled';
 /** The reason of a task of a job that failed after some of its list was read (never tried). */
 export const JOB_FAILED_REASON = 'job failed before its list was read to the end: this task was never tried';
+/** The same, for a message released after an attempt whose answer was lost (no resend was answered). */
+export const JOB_CANCELLED_MAYBE_SENT_REASON =
+  'job cancelled after an attempt whose answer was lost: it may have been delivered';
 /** The reason of a task whose recipient unfollowed the channel after the list was uploaded. */
 export const OPTED_OUT_REASON = 'the recipient opted out (unfollowed the channel)';
 /** The same, for a task whose attempt may have reached LINE before the opt-out (a resend was not tried). */
@@ -37,6 +40,9 @@ export const JOB_ENDED_REASON = 'job ended (its endAt passed) before this task w
 /** The same, for a message its broker held in flight and never wrote back (it may have been delivered). */
 export const JOB_ENDED_IN_FLIGHT_REASON =
   'job ended (its endAt passed) while this message was in flight with a broker that stopped: it may have been delivered';
+/** The same, for a message released after an attempt whose answer was lost. */
+export const JOB_ENDED_MAYBE_SENT_REASON =
+  'job ended (its endAt passed) after an attempt whose answer was lost: it may have been delivered';
 /** The reason of a call whose retry would have been due at or after its job's end. */
 export const RETRY_AFTER_END_REASON = "job ends before this task's next attempt would be due";
 
@@ -177,6 +183,7 @@ export interface ReleasedJob {
  * again with the same attempt, unless its job was cancelled meanwhile (→ cancelled: the sweep may
  * have passed already, and a task waiting after it would wait for ever) or has ended by the time
  * the task would be ready again (→ expired, for the same reason: nothing of it may start then).
+ * Either end says when an attempt's answer was lost (`maybeSent`): it may have been delivered.
  */
 export function messageOutcomeMove(
   outcome: Pick<TaskOutcome, 'kind' | 'reason' | 'lastResult' | 'maybeSent'>,
@@ -195,8 +202,18 @@ export function messageOutcomeMove(
         reason: outcome.reason ?? (outcome.maybeSent ? OPTED_OUT_MAYBE_SENT_REASON : OPTED_OUT_REASON),
       };
     case 'released':
-      if (job.cancelled) return { move: endMessage, state: 'cancelled', reason: JOB_CANCELLED_REASON };
-      if (job.endedBeforeReady) return { move: endMessage, state: 'expired', reason: JOB_ENDED_REASON };
+      if (job.cancelled)
+        return {
+          move: endMessage,
+          state: 'cancelled',
+          reason: outcome.maybeSent ? JOB_CANCELLED_MAYBE_SENT_REASON : JOB_CANCELLED_REASON,
+        };
+      if (job.endedBeforeReady)
+        return {
+          move: endMessage,
+          state: 'expired',
+          reason: outcome.maybeSent ? JOB_ENDED_MAYBE_SENT_REASON : JOB_ENDED_REASON,
+        };
       return { move: TASK_MOVES.releaseMessage, state: 'retry-wait' };
   }
 }

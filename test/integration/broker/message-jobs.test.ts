@@ -16,7 +16,11 @@ import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
-import { OPTED_OUT_MAYBE_SENT_REASON, OPTED_OUT_REASON } from '#shared/jobs/task-lifecycle.ts';
+import {
+  JOB_CANCELLED_REASON,
+  OPTED_OUT_MAYBE_SENT_REASON,
+  OPTED_OUT_REASON,
+} from '#shared/jobs/task-lifecycle.ts';
 import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line/messaging-client.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
@@ -177,6 +181,30 @@ function letGo(broker: RunningBroker, clientId: string): Promise<true> {
     async () => (broker.broker.clientId === clientId ? undefined : true),
     `the broker to let ${clientId} go`,
   );
+}
+
+/** Runs the cancel sweep the jobs API queues for a cancelled job, continuations included. */
+async function sweepCancelled(job: Job): Promise<void> {
+  const continuations: CancelSweepMessage[] = [];
+  const sweep = makeJobSweep({
+    jobs: makeDynamoJobStore(cloud.doc, controlTable),
+    tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
+    queue: { send: async (m) => void (m.kind === 'cancel-sweep' && continuations.push(m)) },
+    clock: { now: () => Date.now() },
+  });
+  let message: CancelSweepMessage | undefined = cancelSweepStart(job.clientId, job.jobId);
+  while (message) {
+    await sweep.handle(message, { remainingMs: () => 600_000 });
+    message = continuations.shift();
+  }
+}
+
+/** What the jobs API does on cancel: the status, then the nudge to the lease holder. */
+async function cancelJob(job: Job, broker: RunningBroker): Promise<void> {
+  const jobs = makeDynamoJobStore(cloud.doc, controlTable);
+  const stored = await jobs.get(job.clientId, job.jobId);
+  expect((await jobs.transition(stored!, 'cancelled', Date.now())).ok).toBe(true);
+  await broker.broker.jobChanged(job.clientId, job.jobId);
 }
 
 /** A job of `n` personal messages and a broker sending them at 400/s; resolves once 300 went out. */
@@ -481,12 +509,7 @@ describe('a message job served by the broker', () => {
     const n = 2_000;
     const { clientId, job, broker } = await sendingJob('cancel', n);
 
-    // What the jobs API does on cancel: the status, then the nudge to the lease holder.
-    const jobs = makeDynamoJobStore(cloud.doc, controlTable);
-    expect((await jobs.transition((await jobs.get(clientId, job.jobId))!, 'cancelled', Date.now())).ok).toBe(
-      true,
-    );
-    await broker.broker.jobChanged(clientId, job.jobId);
+    await cancelJob(job, broker);
     const atNudge = line.log().length;
     // Requests on the wire at the nudge land; then nothing more.
     await letGo(broker, clientId);
@@ -499,18 +522,7 @@ describe('a message job served by the broker', () => {
     }, 'the claimed tasks to be given back');
 
     // The sweep the cancel queued ends every task still waiting.
-    const continuations: CancelSweepMessage[] = [];
-    const sweep = makeJobSweep({
-      jobs,
-      tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
-      queue: { send: async (m) => void (m.kind === 'cancel-sweep' && continuations.push(m)) },
-      clock: { now: () => Date.now() },
-    });
-    let message: CancelSweepMessage | undefined = cancelSweepStart(clientId, job.jobId);
-    while (message) {
-      await sweep.handle(message, { remainingMs: () => 600_000 });
-      message = continuations.shift();
-    }
+    await sweepCancelled(job);
 
     const tasks = await tasksOf(job.jobId);
     const byState = Object.groupBy(tasks, (t) => t.state);
@@ -533,6 +545,53 @@ describe('a message job served by the broker', () => {
     await broker.done;
     expect(line.log().length).toBe(stoppedAt);
   });
+
+  it.each([
+    ['push', PERSONAL],
+    ['multicast', SAME_FOR_ALL],
+  ] as const)(
+    "cancel while LINE's answers are lost (%s): what LINE accepted is finished under its key and reported completed, nobody twice (issue 35 #10)",
+    async (endpoint, message) => {
+      const clientId = `lost${endpoint[0]}${Math.random().toString(36).slice(2, 6)}`;
+      const n = 400;
+      const job = await seed(clientId, n, message);
+      // Every answer lost: LINE delivers each request, and each sender waits to resend under its key.
+      line.faults.setProbabilities({ dropAfterDeliver: 1 });
+      const broker = await startBroker({ messageRatePerSecond: 400, messageQueueCapacity: 200 });
+      await putWork([clientId]);
+      await eventually(
+        async () => (deliveredCounts(clientId, n).filter((c) => c > 0).length >= 20 ? true : undefined),
+        'LINE to accept the first sends',
+      );
+
+      await cancelJob(job, broker);
+      // LINE answers again: a resend under a key it holds is a 409, already delivered.
+      line.faults.clear();
+      await letGo(broker, clientId);
+      await eventually(async () => {
+        const tasks = await tasksOf(job.jobId);
+        return tasks.some((t) => t.state === 'in-flight') ? undefined : true;
+      }, 'the claimed tasks to be given back');
+      await sweepCancelled(job);
+
+      const delivered = deliveredCounts(clientId, n);
+      expect(delivered.every((c) => c <= 1)).toBe(true);
+      const tasks = await tasksOf(job.jobId);
+      const byRecipient = new Map(tasks.map((t) => [t.recipient, t]));
+      for (let i = 0; i < n; i++) {
+        const task = byRecipient.get(recipientOf(clientId, i))!;
+        if (delivered[i] === 1) expect(task, `recipient ${i}`).toMatchObject({ state: 'completed' });
+        else
+          expect(task, `recipient ${i}`).toMatchObject({ state: 'cancelled', reason: JOB_CANCELLED_REASON });
+      }
+      const completed = delivered.filter((c) => c === 1).length;
+      expect(completed).toBeGreaterThanOrEqual(20);
+      expect((await jobOf(job)).counts).toMatchObject({ completed, cancelled: n - completed, failed: 0 });
+      // The resends that finished them were answered 409 (delivered before), never a second 200.
+      const answered = line.log().filter((e) => e.path.endsWith(`/${endpoint}`) && e.status === 409);
+      expect(answered.length).toBeGreaterThan(0);
+    },
+  );
 
   it('pause stops new sends before it returns; resume finishes the job without a gap or a repeat', async () => {
     const n = 3_000;

@@ -3,9 +3,10 @@ import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
 import { type MessagePipelineOptions, runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { BatchLedger, ClaimedTask, JobProgress } from '#shared/campaign/ports.ts';
+import { UNFINISHED_REASON } from '#shared/campaign/unit-sender.ts';
 import { newUlid } from '#shared/ids.ts';
 import { makeMessagingClient, type PreparedSend, type SendOutcome } from '#shared/line/messaging-client.ts';
-import { systemClock } from '#shared/pacing/clock.ts';
+import { systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { attemptKey, multicastRetryKey, RETRY_KEY_LIFETIME_MS } from '#shared/retry-keys.ts';
 import { CHANNEL, makeTasks, memorySink, memorySource, PERSONAL, SAME_FOR_ALL, userId } from './support.ts';
 
@@ -361,6 +362,81 @@ describe('runMessagePipeline: back-pressure, stopping, reporting', () => {
     expect(await run(rest).result).toMatchObject({ delivered: 1500 - totals.delivered });
     expect([...deliveredTo().values()].every((n) => n === 1)).toBe(true);
     expect(deliveredTo().size).toBe(1500);
+  });
+
+  describe("a stop while a request's answer is lost (issue 35 #10)", () => {
+    /**
+     * Timers that abort the run as soon as a sender goes to sleep before a resend (the only wait
+     * of `retryBaseMs / 2` with `random` at 0.5): the stop comes while the resend is waiting.
+     */
+    function abortWhenResendWaits(controller: AbortController, backoffMs: number): Timers {
+      return {
+        setTimeout: (callback, ms) => {
+          if (ms === backoffMs) queueMicrotask(() => controller.abort());
+          return systemTimers.setTimeout(callback, ms);
+        },
+        clearTimeout: systemTimers.clearTimeout,
+      };
+    }
+
+    it.each([
+      ['push', makeTasks(1, PERSONAL)],
+      ['multicast', makeTasks(3, SAME_FOR_ALL)],
+    ] as const)(
+      "finishes the %s under its key: LINE's 409 makes it delivered, sent once",
+      async (endpoint, tasks) => {
+        sandbox.faults.enqueue({ kind: 'dropAfterDeliver' });
+        const controller = new AbortController();
+        const { sink, result } = run(tasks, {
+          signal: controller.signal,
+          retryBaseMs: 20_000,
+          random: () => 0.5,
+          timers: abortWhenResendWaits(controller, 10_000),
+        });
+        expect(await result).toMatchObject({ stoppedBy: 'aborted', delivered: tasks.length, requests: 2 });
+        expect(sandbox.log().map((e) => [e.path.split('/').at(-1), e.status])).toEqual([
+          [endpoint, 'dropped'],
+          [endpoint, 409],
+        ]);
+        expect(
+          sink.outcomes.every((o) => o.kind === 'delivered' && o.lastResult === 'already-delivered'),
+        ).toBe(true);
+        expect([...deliveredTo().values()]).toEqual(tasks.map(() => 1));
+      },
+    );
+
+    it('LINE answering no resend within finishWithinMs: released, maybe sent, saying why', async () => {
+      sandbox.faults.setProbabilities({ dropAfterDeliver: 1 });
+      const controller = new AbortController();
+      const { sink, result } = run(makeTasks(1, PERSONAL), {
+        signal: controller.signal,
+        retryBaseMs: 20_000,
+        random: () => 0.5,
+        timers: abortWhenResendWaits(controller, 10_000),
+        finishWithinMs: 1_000,
+      });
+      // The first request, one finishing resend; the next would wait 10 s, past the 1 s given.
+      expect(await result).toMatchObject({ released: 1, delivered: 0, requests: 2 });
+      expect(sink.outcomes[0]).toMatchObject({
+        kind: 'released',
+        lastResult: 'stopped',
+        maybeSent: true,
+        reason: UNFINISHED_REASON,
+      });
+      expect(sandbox.deliveries()).toHaveLength(1);
+    });
+
+    it('a task claimed maybe sent and stopped before its first request here is given back as maybe sent, unsent', async () => {
+      const controller = new AbortController();
+      controller.abort();
+      const { sink, result } = run([{ ...makeTasks(1, PERSONAL)[0]!, maybeSent: true }], {
+        signal: controller.signal,
+      });
+      expect(await result).toMatchObject({ requests: 0 });
+      expect(sink.outcomes).toEqual(
+        sink.outcomes.map(() => expect.objectContaining({ kind: 'released', maybeSent: true })),
+      );
+    });
   });
 
   it('a monthly quota 429 stops the pipeline and releases the tasks unsent', async () => {

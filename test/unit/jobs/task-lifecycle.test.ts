@@ -2,8 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import {
   callSettlementOfCancelledJob,
+  JOB_CANCELLED_MAYBE_SENT_REASON,
   JOB_CANCELLED_REASON,
+  JOB_ENDED_MAYBE_SENT_REASON,
+  JOB_ENDED_REASON,
   messageClaimMove,
+  messageOutcomeMove,
   TASK_MOVES,
 } from '#shared/jobs/task-lifecycle.ts';
 
@@ -37,5 +41,38 @@ describe('a call settled after its job was cancelled', () => {
     expect(callSettlementOfCancelledJob(ended)).toBe(ended);
     const completed = { state: 'completed', lastResult: 'completed' } as const;
     expect(callSettlementOfCancelledJob(completed)).toBe(completed);
+  });
+});
+
+describe("a released message's move (issue 35 #10)", () => {
+  const released = { kind: 'released', lastResult: 'stopped' } as const;
+  const live = { cancelled: false, endedBeforeReady: false };
+
+  it('waits again with the same attempt while its job runs, maybe sent or not', () => {
+    expect(messageOutcomeMove({ ...released, maybeSent: true }, live)).toEqual({
+      move: TASK_MOVES.releaseMessage,
+      state: 'retry-wait',
+    });
+  });
+
+  it("ends cancelled with its job, saying so when an attempt's answer was lost", () => {
+    const cancelled = { cancelled: true, endedBeforeReady: false };
+    expect(messageOutcomeMove({ ...released, maybeSent: false }, cancelled)).toMatchObject({
+      state: 'cancelled',
+      reason: JOB_CANCELLED_REASON,
+    });
+    expect(messageOutcomeMove({ ...released, maybeSent: true }, cancelled)).toMatchObject({
+      state: 'cancelled',
+      reason: JOB_CANCELLED_MAYBE_SENT_REASON,
+    });
+  });
+
+  it("ends expired past its job's end, saying so when an attempt's answer was lost", () => {
+    const ended = { cancelled: false, endedBeforeReady: true };
+    expect(messageOutcomeMove(released, ended)).toMatchObject({ state: 'expired', reason: JOB_ENDED_REASON });
+    expect(messageOutcomeMove({ ...released, maybeSent: true }, ended)).toMatchObject({
+      state: 'expired',
+      reason: JOB_ENDED_MAYBE_SENT_REASON,
+    });
   });
 });
