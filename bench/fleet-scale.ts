@@ -45,12 +45,14 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
-import { makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
+import { isSkippedRun, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from '#local/cloud.ts';
 import { localIngestQueue, makeLocalJobManager } from '#local/job-manager.ts';
 import { invokeHandler } from '#local/lambda.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { DynamoLeaseTable } from '#shared/adapters/dynamo-leases.ts';
 import type { JobManagerResult } from '#shared/fleet/job-manager.ts';
+import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
 import { fleetWorkItem, splitFleetWork } from '#shared/fleet/work-list.ts';
 import { functions } from '#shared/functions.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
@@ -181,6 +183,12 @@ async function measureToday(env: Env, clients: number): Promise<Measured> {
       unread: 0,
       stepMs: { start: 0, running: 0, states: 0, complete: 0, clients: 0, hints: 0, fleet: 0 },
     }),
+    // The same run lease as deployed, so both columns pay its three requests.
+    runLease: new RunLease({
+      store: new DynamoLeaseTable(doc, env.cloud.tableNames.control!, { key: keys.runLease }),
+      clock: { now: () => Date.now() },
+      leaseMs: runLeaseMs(JOB_MANAGER.timeoutSeconds),
+    }),
     log: silentLogger,
   });
   try {
@@ -231,6 +239,7 @@ async function measureHints(env: Env, clients: number): Promise<Measured> {
         functionName: JOB_MANAGER.id,
         timeoutMs: 3_600_000,
       });
+      if (isSkippedRun(out)) throw new Error('a priming run was skipped: another run holds the run lease');
       if (out.read > 0) primedAt = out.at;
       if (out.read === 0 && out.unread === 0) break;
     }
@@ -341,11 +350,14 @@ async function runOnce(meter: AwsMeter, handler: ReturnType<typeof makeLocalJobM
   let result: JobManagerResult | undefined;
   let error: string | undefined;
   try {
-    result = await invokeHandler(handler, scheduledEvent(), {
+    const out = await invokeHandler(handler, scheduledEvent(), {
       functionName: JOB_MANAGER.id,
       timeoutMs: TIMEOUT_MS,
       memoryMb: JOB_MANAGER.memoryMb,
     });
+    // A timed-out run that goes on in the background still holds the run lease.
+    if (isSkippedRun(out)) error = `skipped: ${out.skipped}`;
+    else result = out;
   } catch (e) {
     error = `${(e as Error).name}: ${(e as Error).message}`.slice(0, 160);
   }

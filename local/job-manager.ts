@@ -9,13 +9,17 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
-import { makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
+import { type JobManagerRun, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoLeaseTable } from '#shared/adapters/dynamo-leases.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
-import { type JobManagerResult, makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
+import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
+import { functions } from '#shared/functions.ts';
+import { keys } from '#shared/jobs/model.ts';
 import type { Logger } from '#shared/log.ts';
 import { LOCAL_CREDENTIALS, type LocalCloudInfo } from './cloud.ts';
 import type { Handler } from './lambda.ts';
@@ -40,9 +44,9 @@ export interface LocalJobManagerOptions {
 }
 
 /** The job manager's handler wired to the local cloud and fleet; run it with `startScheduler`. */
-export function makeLocalJobManager(
-  options: LocalJobManagerOptions,
-): Handler<ScheduledEvent, JobManagerResult> {
+export function makeLocalJobManager(options: LocalJobManagerOptions): Handler<ScheduledEvent, JobManagerRun> {
+  const clock = { now: options.now ?? (() => Date.now()) };
+  const log = options.log ?? makeLogger('job-manager');
   return makeJobManagerHandler({
     run: makeRunJobManager({
       store: makeDynamoFleetStore(options.doc, {
@@ -51,14 +55,21 @@ export function makeLocalJobManager(
       }),
       scaler: options.fleet,
       sweeps: localIngestQueue(options.cloud),
-      clock: { now: options.now ?? (() => Date.now()) },
+      clock,
       maxBrokers: options.maxBrokers,
       desiredVersion: () => options.fleet.version,
       ...(options.lookaheadMs === undefined ? {} : { lookaheadMs: options.lookaheadMs }),
       ...(options.maxTaskReadsPerRun === undefined ? {} : { maxTaskReadsPerRun: options.maxTaskReadsPerRun }),
       ...(options.readForMs === undefined ? {} : { readForMs: options.readForMs }),
     }),
-    log: options.log ?? makeLogger('job-manager'),
+    // The deployed run lease, in the same table, with the same length.
+    runLease: new RunLease({
+      store: new DynamoLeaseTable(options.doc, options.controlTable, { key: keys.runLease }),
+      clock,
+      leaseMs: runLeaseMs(functions['job-manager'].timeoutSeconds),
+      log,
+    }),
+    log,
   });
 }
 

@@ -2,7 +2,8 @@
  * The EventBridge schedule, locally: invokes a handler (the job manager) with a scheduled event
  * of the real shape every `intervalMs` (default one minute, as deployed; tests and `npm start`
  * use shorter ticks). Like EventBridge, a tick does not wait for the previous invocation: runs
- * may overlap, which the job manager is built to tolerate.
+ * may overlap, and the job manager's run lease (`shared/fleet/run-lease.ts`) makes a run that
+ * overlaps another do nothing, as it does on AWS (the function reserves no concurrency).
  */
 import { randomUUID } from 'node:crypto';
 import type { ScheduledEvent } from 'aws-lambda';
@@ -55,20 +56,12 @@ export function startScheduler<R>(options: SchedulerOptions<R>): Scheduler<R> {
   const ruleArn = `arn:aws:events:${region}:000000000000:rule/${options.ruleName ?? `${functionName}-schedule`}`;
   const inFlight = new Set<Promise<unknown>>();
   let runs = 0;
-  // The function has a reserved concurrency of 1 (cdk/constructs/broker-fleet.ts): two runs never
-  // overlap. A tick asked for while one runs starts after it; a timer tick then is skipped, as
-  // Lambda throttles it and drops it after its maximum event age.
-  let last: Promise<unknown> = Promise.resolve();
-
   const tick = (): Promise<R> => {
     runs += 1;
-    const run = last.then(() =>
-      invokeHandler(options.handler, scheduledEvent(Date.now(), ruleArn, region), {
-        functionName,
-        timeoutMs: options.timeoutMs ?? 60_000,
-      }),
-    );
-    last = run.catch(() => {});
+    const run = invokeHandler(options.handler, scheduledEvent(Date.now(), ruleArn, region), {
+      functionName,
+      timeoutMs: options.timeoutMs ?? 60_000,
+    });
     const tracked = run.then(
       (result) => options.onResult?.(result),
       (error: unknown) => options.onError?.(error),
@@ -78,9 +71,10 @@ export function startScheduler<R>(options: SchedulerOptions<R>): Scheduler<R> {
     return run;
   };
 
-  const timer = setInterval(() => {
-    if (inFlight.size === 0) void tick().catch(() => {});
-  }, options.intervalMs ?? DEFAULT_SCHEDULE_INTERVAL_MS);
+  const timer = setInterval(
+    () => void tick().catch(() => {}),
+    options.intervalMs ?? DEFAULT_SCHEDULE_INTERVAL_MS,
+  );
   timer.unref();
   if (options.runAtStart ?? true) void tick().catch(() => {});
 

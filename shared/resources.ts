@@ -16,6 +16,7 @@
  * | every client, by id (administrators' list)     | control | GSI byStatus: statusKey=CLIENTS, dueKey={clientId}  |
  * | a client's lease (owner, expiry, fencing)      | control | pk=LEASE#{clientId}, sk=LEASE                       |
  * | the fleet's work list (brokers, job manager)   | control | pk=FLEET, sk=WORK; long: sk=WORK#{shard} too        |
+ * | the job manager's run lease (one at a time)    | control | pk=RUN#job-manager, sk=LEASE                        |
  * | a client's ready hint (job manager only)       | control | pk=FLEETHINT#{clientId}, sk=HINT (BatchGetItem)     |
  * | a LINE channel (secrets, mode, rules)          | channels| channelId (own KMS key: only its readers decrypt)   |
  * | a client's channels (channels API, console)    | channels| GSI byClient: clientId, channelId                   |

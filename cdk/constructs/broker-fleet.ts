@@ -391,10 +391,13 @@ export class BrokerFleet extends Construct {
         MAX_BROKERS: String(maxBrokers),
       },
       logRemovalPolicy: removalPolicy,
-      // One run at a time, whatever retries or a late schedule do: a run that finds another one
-      // running is throttled and dropped after a minute; the next minute's run makes good what it
-      // missed. Runs are idempotent besides (the work list is written conditionally on updatedAt).
-      invocation: { reservedConcurrency: 1, asyncRetryAttempts: 0, maxEventAge: Duration.minutes(1) },
+      // One run at a time, whatever retries or a late schedule do, through the run lease in the
+      // control table (`shared/fleet/run-lease.ts`): a run that finds another one holding it logs
+      // that and returns; the next minute's run makes good what it missed. Not reserved
+      // concurrency: reserving even 1 unit fails a deploy into an account whose concurrency quota
+      // is at most 100 (Lambda keeps 100 unreserved). Runs are idempotent besides (the work list is
+      // written conditionally on updatedAt). No async retry, no event older than a minute.
+      invocation: { asyncRetryAttempts: 0, maxEventAge: Duration.minutes(1) },
     })
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
       // Before it completes a job, it closes the claim pages a stopped broker left done (and only those).

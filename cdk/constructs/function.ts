@@ -84,11 +84,12 @@ export interface SwitchboardFunctionProps {
    * addresses offer, never the internet.
    */
   /**
-   * How the function may be invoked: reserved concurrency (1: never two runs at once), and for
-   * asynchronous invocations the retries after an error and the oldest event still run.
+   * For asynchronous invocations: the retries after an error and the oldest event still run.
+   * (No reserved concurrency: any reservation fails a deploy into an account whose concurrency
+   * quota is at most 100, as new accounts' often are; a function that must run alone holds a
+   * run lease instead, `shared/fleet/run-lease.ts`.)
    */
   readonly invocation?: {
-    readonly reservedConcurrency?: number;
     readonly asyncRetryAttempts?: number;
     readonly maxEventAge?: Duration;
   };
@@ -136,9 +137,6 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       logGroup,
       description: `Switchboard ${spec.id}`,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
-      ...(props.invocation?.reservedConcurrency === undefined
-        ? {}
-        : { reservedConcurrentExecutions: props.invocation.reservedConcurrency }),
       ...(props.invocation?.asyncRetryAttempts === undefined
         ? {}
         : { retryAttempts: props.invocation.asyncRetryAttempts }),

@@ -1,16 +1,34 @@
 /**
  * The job manager's Lambda handler: an EventBridge scheduled event (every minute) runs the job
- * manager once. The run logs what it did and emits counts as metrics; a run in which some job or
+ * manager once, alone: the run first takes the run lease (`shared/fleet/run-lease.ts`), and a run
+ * that finds another holding it logs that, counts `JobManagerRunsSkipped` and returns `skipped`.
+ * The run logs what it did and emits counts as metrics; a run in which some job or
  * client could not be handled still writes the work list and sizes the fleet, then fails, so the
  * function's error alarm fires and EventBridge retries (the run is idempotent).
  */
+import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
-import type { ScheduledEvent } from 'aws-lambda';
+import type { Context, ScheduledEvent } from 'aws-lambda';
 import type { JobManagerResult } from '#shared/fleet/job-manager.ts';
+import type { RunLease } from '#shared/fleet/run-lease.ts';
 import type { Logger } from '#shared/log.ts';
+
+/** A run that did nothing: another run held the run lease. */
+export interface SkippedJobManagerRun {
+  readonly skipped: 'another run holds the run lease';
+}
+
+export type JobManagerRun = JobManagerResult | SkippedJobManagerRun;
+
+/** True when the run did nothing (another held the run lease). */
+export function isSkippedRun(run: JobManagerRun): run is SkippedJobManagerRun {
+  return 'skipped' in run;
+}
 
 export interface JobManagerHandlerDeps {
   readonly run: () => Promise<JobManagerResult>;
+  /** One run at a time (no reserved concurrency). */
+  readonly runLease: RunLease;
   readonly log: Logger;
   /** Default `Date.now`: times the run and its lag behind its schedule. */
   readonly now?: () => number;
@@ -22,9 +40,20 @@ export class JobManagerRunError extends Error {
 
 export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
   const now = deps.now ?? Date.now;
-  return middy(async (event: ScheduledEvent): Promise<JobManagerResult> => {
+  return middy(async (event: ScheduledEvent, context: Context): Promise<JobManagerRun> => {
     const startedAt = now();
-    const result = await deps.run();
+    // The invocation's id: unique per run (a retry of the same event is a run of its own).
+    const runId = context?.awsRequestId ?? randomUUID();
+    const alone = await deps.runLease.runAlone(runId, deps.run);
+    if (!alone.ran) {
+      deps.log.info('job manager run skipped: another run holds the run lease', {
+        scheduledAt: event.time,
+        runId,
+      });
+      deps.log.metrics({ JobManagerRunsSkipped: 1 });
+      return { skipped: 'another run holds the run lease' };
+    }
+    const result = alone.result;
     publishRunTimes(deps.log, event, startedAt, now());
     deps.log.info('job manager run', {
       scheduledAt: event.time,

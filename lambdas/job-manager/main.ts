@@ -4,11 +4,15 @@
  */
 import { makeDocumentClient, makeEcsClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoLeaseTable } from '#shared/adapters/dynamo-leases.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
+import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
+import { functions } from '#shared/functions.ts';
+import { keys } from '#shared/jobs/model.ts';
 import { makeJobManagerHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('job-manager');
@@ -45,6 +49,12 @@ export const handler = observe(
       clock: { now: () => Date.now() },
       maxBrokers,
       desiredVersion,
+    }),
+    runLease: new RunLease({
+      store: new DynamoLeaseTable(doc, controlTable, { key: keys.runLease }),
+      clock: { now: () => Date.now() },
+      leaseMs: runLeaseMs(functions['job-manager'].timeoutSeconds),
+      log,
     }),
     log,
   }),

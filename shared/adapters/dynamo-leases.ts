@@ -90,6 +90,11 @@ export function leaseFenceCheck(tableName: string, fence: LeaseFence) {
 export interface DynamoLeaseStoreOptions {
   /** Where this broker can be reached; written on every take (brokers only). */
   readonly endpoint?: string;
+  /**
+   * The item of a lease's subject. Default `keys.lease` (a client's, pk=LEASE#{clientId});
+   * the job manager's run lease is `keys.runLease` (`shared/fleet/run-lease.ts`).
+   */
+  readonly key?: (subject: string) => { readonly pk: string; readonly sk: string };
 }
 
 function leaseOf(item: Record<string, unknown> | undefined): Lease | undefined {
@@ -119,11 +124,13 @@ export class DynamoLeaseTable implements DynamoLeaseStore {
   readonly #tableName: string;
   /** Where this broker can be reached, if it says (brokers only). */
   readonly #endpoint: string | undefined;
+  readonly #key: (subject: string) => { readonly pk: string; readonly sk: string };
 
   constructor(doc: DynamoDBDocumentClient, tableName: string, options: DynamoLeaseStoreOptions = {}) {
     this.#doc = doc;
     this.#tableName = tableName;
     this.#endpoint = options.endpoint;
+    this.#key = options.key ?? keys.lease;
   }
 
   async get(clientId: string): Promise<Lease | undefined> {
@@ -150,7 +157,7 @@ export class DynamoLeaseTable implements DynamoLeaseStore {
       const out = await this.#doc.send(
         new UpdateCommand({
           TableName: this.#tableName,
-          Key: keys.lease(request.clientId),
+          Key: this.#key(request.clientId),
           UpdateExpression: 'SET #expiresAt = :expiresAt',
           ConditionExpression: LEASE_CONDITIONS.renew,
           ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
@@ -179,7 +186,7 @@ export class DynamoLeaseTable implements DynamoLeaseStore {
       await this.#doc.send(
         new UpdateCommand({
           TableName: this.#tableName,
-          Key: keys.lease(request.clientId),
+          Key: this.#key(request.clientId),
           UpdateExpression: 'SET #expiresAt = :zero',
           ConditionExpression: LEASE_CONDITIONS.release,
           ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },
@@ -207,7 +214,7 @@ export class DynamoLeaseTable implements DynamoLeaseStore {
 
   async #read(clientId: string): Promise<Record<string, unknown> | undefined> {
     const out = await this.#doc.send(
-      new GetCommand({ TableName: this.#tableName, Key: keys.lease(clientId), ConsistentRead: true }),
+      new GetCommand({ TableName: this.#tableName, Key: this.#key(clientId), ConsistentRead: true }),
     );
     return out.Item;
   }
@@ -218,7 +225,7 @@ export class DynamoLeaseTable implements DynamoLeaseStore {
     await this.#doc.send(
       new PutCommand({
         TableName: this.#tableName,
-        Item: { ...keys.lease(request.clientId), ...next, ...endpoint },
+        Item: { ...this.#key(request.clientId), ...next, ...endpoint },
         ConditionExpression: LEASE_CONDITIONS.takeAbsent,
         ExpressionAttributeNames: { '#pk': NAMES['#pk'] },
       }),
@@ -232,7 +239,7 @@ export class DynamoLeaseTable implements DynamoLeaseStore {
     await this.#doc.send(
       new UpdateCommand({
         TableName: this.#tableName,
-        Key: keys.lease(request.clientId),
+        Key: this.#key(request.clientId),
         UpdateExpression: `SET #owner = :owner, #token = :token, #expiresAt = :expiresAt, clientId = :clientId${endpointUpdate}`,
         ConditionExpression: LEASE_CONDITIONS.takeSeen,
         ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#expiresAt': 'expiresAt' },

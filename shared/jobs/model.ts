@@ -248,6 +248,8 @@ export const keys = {
   job: (clientId: string, jobId: string) => ({ pk: `CLIENT#${clientId}`, sk: `JOB#${jobId}` }),
   jobsOf: (clientId: string) => ({ pk: `CLIENT#${clientId}`, skPrefix: 'JOB#' }),
   lease: (clientId: string) => ({ pk: `LEASE#${clientId}`, sk: 'LEASE' }),
+  /** The lease of a process that must run alone (the job manager: `shared/fleet/run-lease.ts`). */
+  runLease: (name: string) => ({ pk: `RUN#${name}`, sk: 'LEASE' }),
   optOut: (clientId: string, recipient: string) => ({ pk: `OPTOUT#${clientId}`, sk: recipient }),
   task: (jobId: string, taskId: string) => ({ pk: taskShardPk(jobId, taskShard(taskId)), sk: taskId }),
   /** The partition of one shard of a job's tasks (tasks table). */

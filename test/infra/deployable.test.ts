@@ -1,7 +1,7 @@
 /**
  * What CloudFormation and IAM would do with the deployed template that the local cloud cannot show
  * (issue "Deployable for real"): the call-status role against the calls a settle makes, the broker
- * service's desired count, dead-letter alarms, FIFO throughput, the job manager's concurrency, and
+ * service's desired count, dead-letter alarms, FIFO throughput, the job manager's run lease, and
  * settings a real stage must not leave as placeholders.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,6 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '#cdk/app.ts';
 import { type CfnTemplate, checkConformance } from '#local/iam/policy.ts';
 import type { RecordedCall } from '#local/iam/recorder.ts';
+import { JOB_MANAGER_RUN, runLeaseMs } from '#shared/fleet/run-lease.ts';
+import { functions } from '#shared/functions.ts';
+import { keys } from '#shared/jobs/model.ts';
 
 type Json = Record<string, unknown>;
 let template: Template;
@@ -174,16 +177,53 @@ describe('finding 7: the webhook FIFO queue is in high-throughput mode', () => {
 });
 
 describe('finding 8: the job manager never runs twice at once', () => {
-  it('has a reserved concurrency of 1, no async retries and a one-minute event age', () => {
-    const [id] = ofType('AWS::Lambda::Function').find(
+  const jobManagerId = () =>
+    ofType('AWS::Lambda::Function').find(
       ([, f]) => f.Properties.Description === 'Switchboard job-manager',
-    )!;
-    expect(resources[id]!.Properties.ReservedConcurrentExecutions).toBe(1);
+    )![0];
+
+  it('no async retries and a one-minute event age; one run at a time by its run lease, not reserved concurrency', () => {
+    const id = jobManagerId();
     template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
       FunctionName: { Ref: id },
       MaximumRetryAttempts: 0,
       MaximumEventAgeInSeconds: 60,
     });
+    // Overlap is kept out by the run lease (issue 35 #1; test/integration/fleet/job-manager.test.ts
+    // "the run lease"): it lasts longer than a run may (the function's timeout, and a margin), so a
+    // run Lambda stops at its timeout cannot overlap the next; and less than the schedule's minute,
+    // so such a run's lease has expired when the next minute's run comes.
+    const timeout = resources[id]!.Properties.Timeout as number;
+    expect(timeout).toBe(functions['job-manager'].timeoutSeconds);
+    expect(runLeaseMs(timeout)).toBeGreaterThan(timeout * 1000);
+    expect(runLeaseMs(timeout)).toBeLessThanOrEqual(60_000);
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: Match.arrayWith([Match.objectLike({ Arn: { 'Fn::GetAtt': [id, 'Arn'] } })]),
+    });
+  });
+
+  it('may take, renew and release its run lease in the control table (RUN#job-manager)', () => {
+    const call = (action: string): RecordedCall => ({
+      principal: 'job-manager',
+      via: 'test',
+      action,
+      resource: 'arn:aws:dynamodb:REGION:ACCOUNT:table/switchboard-STAGE-control',
+      context: { 'dynamodb:LeadingKeys': [keys.runLease(JOB_MANAGER_RUN).pk] },
+    });
+    const report = checkConformance(template.toJSON() as CfnTemplate, [
+      call('dynamodb:GetItem'),
+      call('dynamodb:PutItem'),
+      call('dynamodb:UpdateItem'),
+    ]);
+    expect(report.denied).toEqual([]);
+  });
+
+  it('reserves no concurrency on any function: the stack deploys into an account whose quota is 10', () => {
+    // Lambda keeps 100 units of the account's concurrency unreserved: any reservation fails to
+    // create where the quota is at most 100 (new accounts often start at 10 or 50).
+    for (const [id, f] of ofType('AWS::Lambda::Function'))
+      expect(f.Properties.ReservedConcurrentExecutions, id).toBeUndefined();
   });
 });
 

@@ -6,16 +6,19 @@ import { readFileSync } from 'node:fs';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSkippedRun } from '#lambdas/job-manager/handler.ts';
 import { createTable } from '#local/cloud.ts';
 import { type EcsAgentEndpoint, startEcsAgent } from '#local/ecs-agent.ts';
 import { type LocalFleet, startLocalFleet } from '#local/ecs-service.ts';
 import { makeLocalJobManager } from '#local/job-manager.ts';
 import { makeDynamoFleetStore, publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
-import { makeDynamoFleetWorkReader } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoLeaseTable, makeDynamoFleetWorkReader } from '#shared/adapters/dynamo-leases.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler, FleetStore } from '#shared/fleet/ports.ts';
+import { JOB_MANAGER_RUN, runLeaseMs } from '#shared/fleet/run-lease.ts';
 import { fleetWorkItem, parseFleetWork } from '#shared/fleet/work-list.ts';
+import { functions } from '#shared/functions.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type TestCloud, testCloud } from '../../support/cloud.ts';
@@ -304,6 +307,100 @@ describe('the job manager on DynamoDB', () => {
   });
 });
 
+describe('the run lease: one job manager run at a time, without reserved concurrency (issue 35 #1)', () => {
+  /** A scaler that holds each run in its last step until the test lets it go. */
+  function heldScaler() {
+    const counts: number[] = [];
+    const waiting: Array<() => void> = [];
+    let arrived: () => void = () => {};
+    return {
+      counts,
+      arrivals: () => new Promise<void>((resolve) => (arrived = resolve)),
+      letGo: () => {
+        for (const go of waiting.splice(0)) go();
+      },
+      scaler: {
+        version: 'v1',
+        setDesiredCount: async (n: number) => {
+          counts.push(n);
+          const held = new Promise<void>((resolve) => waiting.push(resolve));
+          arrived();
+          await held;
+        },
+      },
+    };
+  }
+  const quietLog = makeLogger('job-manager', { write: () => {} });
+  // Tables of its own: these runs must not start or complete the other tests' jobs.
+  let ownControl: string;
+  let ownTasks: string;
+  beforeAll(async () => {
+    const stage = `runlease${process.pid % 100000}${Math.random().toString(36).slice(2, 6)}`;
+    ownControl = await createTable(cloud.ddb, stage, tableSpec('control'));
+    ownTasks = await createTable(cloud.ddb, stage, tableSpec('tasks'));
+  });
+  const handlerOf = (fleet: ReturnType<typeof heldScaler>['scaler'], now?: () => number) =>
+    makeLocalJobManager({
+      doc: cloud.doc,
+      controlTable: ownControl,
+      tasksTable: ownTasks,
+      cloud: cloud.info,
+      fleet,
+      maxBrokers: 1,
+      log: quietLog,
+      ...(now ? { now } : {}),
+    });
+
+  it('a run that overlaps one in progress does nothing and says so; the next run after it works', async () => {
+    const held = heldScaler();
+    const handler = handlerOf(held.scaler);
+    const arrived = held.arrivals();
+    const first = handler(scheduledEvent, { awsRequestId: 'run-1' } as never);
+    await arrived;
+
+    // The first run holds the lease, in its last step: the overlapping one writes nothing.
+    const second = await handler(scheduledEvent, { awsRequestId: 'run-2' } as never);
+    expect(second).toEqual({ skipped: 'another run holds the run lease' });
+    expect(held.counts).toEqual([expect.any(Number)]);
+    const lease = await new DynamoLeaseTable(cloud.doc, ownControl, { key: keys.runLease }).get(
+      JOB_MANAGER_RUN,
+    );
+    expect(lease).toMatchObject({ owner: 'run-1' });
+
+    held.letGo();
+    expect(isSkippedRun(await first)).toBe(false);
+    // Released at its end: the next run takes the lease at once and works.
+    const next = held.arrivals();
+    const third = handler(scheduledEvent, { awsRequestId: 'run-3' } as never);
+    await next;
+    held.letGo();
+    expect(isSkippedRun(await third)).toBe(false);
+    expect(held.counts).toHaveLength(2);
+  });
+
+  it('a run Lambda stopped holding the lease (its timeout) holds up no run after the lease has passed', async () => {
+    const held = heldScaler();
+    let at = Date.now();
+    const handler = handlerOf(held.scaler, () => at);
+    const arrived = held.arrivals();
+    const stuck = handler(scheduledEvent, { awsRequestId: 'stuck-run' } as never);
+    await arrived;
+    expect(await handler(scheduledEvent, { awsRequestId: 'too-soon' } as never)).toMatchObject({
+      skipped: expect.any(String),
+    });
+
+    // Past the function's timeout and the margin, the stuck run's lease has expired.
+    at += runLeaseMs(functions['job-manager'].timeoutSeconds) + 1;
+    const next = held.arrivals();
+    const later = handler(scheduledEvent, { awsRequestId: 'next-minute' } as never);
+    await next;
+    held.letGo();
+    expect(isSkippedRun(await later)).toBe(false);
+    expect(isSkippedRun(await stuck)).toBe(false);
+    expect(held.counts).toHaveLength(2);
+  });
+});
+
 describe('the local job manager driving the local fleet', () => {
   let agent: EcsAgentEndpoint;
   let fleet: LocalFleet;
@@ -348,8 +445,7 @@ describe('the local job manager driving the local fleet', () => {
 
     const result = await handler(scheduledEvent, {} as never);
 
-    expect(result.clients).toContain('jm-local');
-    expect(result.desiredCount).toBe(1);
+    expect(result).toMatchObject({ clients: expect.arrayContaining(['jm-local']), desiredCount: 1 });
     await fleet.waitUntil((f) => f.running().filter((b) => b.state === 'ready').length === 1, 60_000);
 
     await fleet.deploy('v2');

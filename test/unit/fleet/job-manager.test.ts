@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ScheduledEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { JobManagerRunError, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
+import { isSkippedRun, JobManagerRunError, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import {
@@ -11,14 +11,21 @@ import {
   makeRunJobManager,
 } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
+import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
 import { archiveReportStart } from '#shared/jobs/report-archive.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
+import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
 import { memoryQueue } from '../jobs/fakes.ts';
 import { client, job, MINUTE, NOW, task, weekdays } from './fakes.ts';
 
 const scheduledEvent = JSON.parse(
   readFileSync(new URL('../../fixtures/fleet/scheduled-event.json', import.meta.url), 'utf8'),
 ) as ScheduledEvent;
+
+/** The run lease over an in-memory store, on the wall clock. */
+function memoryRunLease(store = new MemoryLeaseStore()): RunLease {
+  return new RunLease({ store, clock: { now: () => Date.now() }, leaseMs: 55_000 });
+}
 
 function recordingScaler(): EcsServiceScaler & { counts: number[] } {
   const counts: number[] = [];
@@ -485,11 +492,11 @@ describe('the job manager handler', () => {
     const j = job('acme');
     store.putJob(j);
     store.putTask(task(j));
-    const handler = makeJobManagerHandler({ run, log: quiet });
+    const handler = makeJobManagerHandler({ run, runLease: memoryRunLease(), log: quiet });
 
     const result = await handler(scheduledEvent, {} as never);
 
-    expect(result.clients).toEqual(['acme']);
+    expect(result).toMatchObject({ clients: ['acme'] });
   });
 
   it('fails the invocation after sizing the fleet when a step failed, so the error alarm fires', async () => {
@@ -504,12 +511,81 @@ describe('the job manager handler', () => {
     const lines: string[] = [];
     const handler = makeJobManagerHandler({
       run,
+      runLease: memoryRunLease(),
       log: makeLogger('job-manager', { write: (l) => lines.push(l) }),
     });
 
     await expect(handler(scheduledEvent, {} as never)).rejects.toThrow(JobManagerRunError);
     expect(scaler.counts).toEqual([0]);
     expect(lines.some((l) => l.includes('"job manager step failed"') && l.includes('broken'))).toBe(true);
+  });
+});
+
+describe('the run lease (issue 35 #1)', () => {
+  it('a run that overlaps another does nothing, logs it and counts it; the lease is free again after the first', async () => {
+    const store = new MemoryLeaseStore();
+    let letFirstEnd: () => void = () => {};
+    let firstRunning: () => void = () => {};
+    const running = new Promise<void>((resolve) => (firstRunning = resolve));
+    const { run } = setup();
+    const runs: string[] = [];
+    const lines: string[] = [];
+    const handler = makeJobManagerHandler({
+      run: async () => {
+        runs.push('ran');
+        if (runs.length === 1) {
+          firstRunning();
+          await new Promise<void>((resolve) => (letFirstEnd = resolve));
+        }
+        return run();
+      },
+      runLease: memoryRunLease(store),
+      log: makeLogger('job-manager', { write: (l) => lines.push(l) }),
+    });
+    const first = handler(scheduledEvent, { awsRequestId: 'a' } as never);
+    await running;
+
+    expect(await handler(scheduledEvent, { awsRequestId: 'b' } as never)).toEqual({
+      skipped: 'another run holds the run lease',
+    });
+    expect(runs).toEqual(['ran']);
+    expect(lines.some((l) => l.includes('job manager run skipped'))).toBe(true);
+    expect(lines.some((l) => l.includes('"JobManagerRunsSkipped":1'))).toBe(true);
+
+    letFirstEnd();
+    expect(isSkippedRun(await first)).toBe(false);
+    expect(store.get('job-manager')).toMatchObject({ owner: 'a', expiresAt: 0 });
+    expect(isSkippedRun(await handler(scheduledEvent, { awsRequestId: 'c' } as never))).toBe(false);
+    expect(runs).toHaveLength(2);
+  });
+
+  it('is released when the run fails, and a store that does not answer the take fails the run unrun', async () => {
+    const store = new MemoryLeaseStore();
+    const lease = memoryRunLease(store);
+    await expect(
+      lease.runAlone('failing', async () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(store.get('job-manager')).toMatchObject({ owner: 'failing', expiresAt: 0 });
+
+    const down = new RunLease({
+      store: {
+        tryTake: () => Promise.reject(new Error('unreachable')),
+        tryRenew: async () => undefined,
+        release: async () => false,
+      },
+      clock: { now: () => Date.now() },
+      leaseMs: 55_000,
+    });
+    const ran: string[] = [];
+    await expect(down.runAlone('x', async () => void ran.push('x'))).rejects.toThrow('unreachable');
+    expect(ran).toEqual([]);
+  });
+
+  it('is as long as the function may run and a margin, so a run stopped at its timeout blocks none after', () => {
+    expect(runLeaseMs(50)).toBe(55_000);
+    expect(runLeaseMs(50)).toBeLessThan(60_000);
   });
 });
 
