@@ -117,16 +117,29 @@ export interface LocalStackOptions {
 }
 
 /**
- * The console's users on the local cloud: an administrator (every client) and an operator of the
- * demo client only. Local passwords, printed by `npm start`; in AWS, users are the user pool's.
+ * The console's users on the local cloud: an administrator (every client), and the demo client's
+ * admin, operator and viewer (one of each role). Local passwords, printed by `npm start`; in AWS,
+ * users are the user pool's.
  */
 export const LOCAL_CONSOLE_USERS: readonly PoolUser[] = [
   { username: 'admin', password: 'Switchboard-admin-1', groups: [ADMINS_GROUP], email: 'admin@example.com' },
   {
     username: 'demo',
     password: 'Switchboard-demo-1',
-    groups: [clientGroup(DEMO_CHANNEL.clientId)],
+    groups: [clientGroup(DEMO_CHANNEL.clientId, 'admin')],
     email: 'demo@example.com',
+  },
+  {
+    username: 'demo-operator',
+    password: 'Switchboard-operator-1',
+    groups: [clientGroup(DEMO_CHANNEL.clientId, 'operator')],
+    email: 'demo-operator@example.com',
+  },
+  {
+    username: 'demo-viewer',
+    password: 'Switchboard-viewer-1',
+    groups: [clientGroup(DEMO_CHANNEL.clientId, 'viewer')],
+    email: 'demo-viewer@example.com',
   },
 ];
 

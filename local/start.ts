@@ -6,11 +6,12 @@
 import { existsSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
+import { operatorFromClaims } from '#shared/operators/tenancy.ts';
 import { LOCAL_CREDENTIALS } from './cloud.ts';
 import { playWebhookDemo } from './demo.ts';
 import { DEMO_PROVIDERS, type DemoProvider, runDemoJob } from './demo-job.ts';
 import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
-import { DEMO_CHANNEL, LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from './stack.ts';
+import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from './stack.ts';
 import { writeLocalState } from './state-file.ts';
 import { MAX_BODY_BYTES } from './strict-s3.ts';
 
@@ -204,7 +205,7 @@ async function run(options: StartOptions): Promise<void> {
     `demo channel "demo": webhook URL ${stack.webhookUrl('demo')}, channel secret: DEMO_CHANNEL.channelSecret in local/stack.ts`,
   );
   const consoleLine = () =>
-    `console: ${stack.consoleUrl} — sign in as ${LOCAL_CONSOLE_USERS.map((u) => u.username).join(' (every client) or ')} (${DEMO_CHANNEL.clientId} only); their local passwords are in the README and LOCAL_CONSOLE_USERS in local/stack.ts`;
+    `console: ${stack.consoleUrl} — sign in as ${LOCAL_CONSOLE_USERS.map((u) => `${u.username} (${userScope(u.groups)})`).join(', ')}; their local passwords are in the README and LOCAL_CONSOLE_USERS in local/stack.ts`;
   log(consoleLine());
   if (options.demo) {
     await playWebhookDemo(stack, demoLog).catch((error: unknown) =>
@@ -263,3 +264,12 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/** What a local console user may do, in a few words: "every client", "demo-client: viewer". */
+function userScope(groups: readonly string[]): string {
+  const operator = operatorFromClaims({ 'cognito:groups': groups });
+  if (operator.admin) return 'every client';
+  return Object.entries(operator.roles)
+    .map(([clientId, role]) => `${clientId}: ${role}`)
+    .join(', ');
+}

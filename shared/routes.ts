@@ -2,6 +2,7 @@
  * The HTTP API's route table, shared by `cdk/` (API Gateway routes and integrations) and
  * `local/` (the API Gateway stand-in), so the local cloud cannot drift from what is deployed.
  */
+import type { ClientRole } from '#shared/operators/tenancy.ts';
 
 /** Lambdas that sit behind the HTTP API. */
 export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'channels-api' | 'call-status' | 'console';
@@ -18,61 +19,60 @@ export interface RouteSpec {
    * the console's calls, with a Cognito user pool token the gateway's JWT authorizer verifies.
    */
   readonly auth: 'none' | 'iam' | 'jwt';
+  /**
+   * An operator route's least role in its client for a console user (`shared/operators/tenancy.ts`):
+   * `viewer` reads, `operator` runs jobs and the suppression list, `admin` changes settings and
+   * channels. IAM decides for SigV4 calls.
+   */
+  readonly role?: ClientRole;
+}
+
+/** An operator route: every one names the role a console user needs for it. */
+export interface OperatorRoute extends RouteSpec {
+  readonly role: ClientRole;
 }
 
 /** Where the console's copy of the operator API lives: the same routes, behind the JWT authorizer. */
 export const CONSOLE_API_PREFIX = '/console/api';
 
-/** The operator API: client settings, jobs and channels (SigV4-signed calls only). */
-export const operatorRoutes: readonly RouteSpec[] = [
-  { method: 'GET', path: '/clients', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'PUT', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'GET', path: '/clients/{clientId}', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'POST', path: '/clients/{clientId}/pause', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'POST', path: '/clients/{clientId}/resume', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'GET', path: '/clients/{clientId}/opt-outs', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'GET', path: '/clients/{clientId}/suppressions', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'POST', path: '/clients/{clientId}/suppressions', functionId: 'jobs-api', auth: 'iam' },
-  {
-    method: 'DELETE',
-    path: '/clients/{clientId}/suppressions/{recipient}',
-    functionId: 'jobs-api',
-    auth: 'iam',
-  },
-  { method: 'POST', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'GET', path: '/clients/{clientId}/jobs', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/pause', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/resume', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'POST', path: '/clients/{clientId}/jobs/{jobId}/cancel', functionId: 'jobs-api', auth: 'iam' },
-  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/report', functionId: 'jobs-api', auth: 'iam' },
-  {
-    method: 'GET',
-    path: '/clients/{clientId}/jobs/{jobId}/row-problems',
-    functionId: 'jobs-api',
-    auth: 'iam',
-  },
-  { method: 'GET', path: '/clients/{clientId}/channels', functionId: 'channels-api', auth: 'iam' },
-  {
-    method: 'GET',
-    path: '/clients/{clientId}/channels/{channelId}',
-    functionId: 'channels-api',
-    auth: 'iam',
-  },
-  {
-    method: 'PUT',
-    path: '/clients/{clientId}/channels/{channelId}',
-    functionId: 'channels-api',
-    auth: 'iam',
-  },
-  {
-    method: 'POST',
-    path: '/clients/{clientId}/channels/{channelId}/rotate-secret',
-    functionId: 'channels-api',
-    auth: 'iam',
-  },
+/** An operator route (SigV4-signed), of the jobs API unless another function is named. */
+function operatorRoute(
+  method: HttpMethod,
+  path: string,
+  role: ClientRole,
+  functionId: HttpFunctionId = 'jobs-api',
+): OperatorRoute {
+  return { method, path, functionId, auth: 'iam', role };
+}
+
+/**
+ * The operator API: client settings, jobs and channels (SigV4-signed calls only), each with the
+ * least role a console user needs for it in the client (the console's authorization matrix).
+ */
+export const operatorRoutes: readonly OperatorRoute[] = [
+  operatorRoute('GET', '/clients', 'viewer'),
+  operatorRoute('PUT', '/clients/{clientId}', 'admin'),
+  operatorRoute('GET', '/clients/{clientId}', 'viewer'),
+  operatorRoute('POST', '/clients/{clientId}/pause', 'operator'),
+  operatorRoute('POST', '/clients/{clientId}/resume', 'operator'),
+  operatorRoute('GET', '/clients/{clientId}/opt-outs', 'viewer'),
+  operatorRoute('GET', '/clients/{clientId}/suppressions', 'viewer'),
+  operatorRoute('POST', '/clients/{clientId}/suppressions', 'operator'),
+  operatorRoute('DELETE', '/clients/{clientId}/suppressions/{recipient}', 'operator'),
+  operatorRoute('POST', '/clients/{clientId}/jobs', 'operator'),
+  operatorRoute('GET', '/clients/{clientId}/jobs', 'viewer'),
+  operatorRoute('GET', '/clients/{clientId}/jobs/{jobId}', 'viewer'),
+  operatorRoute('POST', '/clients/{clientId}/jobs/{jobId}/pause', 'operator'),
+  operatorRoute('POST', '/clients/{clientId}/jobs/{jobId}/resume', 'operator'),
+  operatorRoute('POST', '/clients/{clientId}/jobs/{jobId}/cancel', 'operator'),
+  operatorRoute('GET', '/clients/{clientId}/jobs/{jobId}/report', 'viewer'),
+  operatorRoute('GET', '/clients/{clientId}/jobs/{jobId}/row-problems', 'viewer'),
+  operatorRoute('GET', '/clients/{clientId}/channels', 'viewer', 'channels-api'),
+  operatorRoute('GET', '/clients/{clientId}/channels/{channelId}', 'viewer', 'channels-api'),
+  operatorRoute('PUT', '/clients/{clientId}/channels/{channelId}', 'admin', 'channels-api'),
+  operatorRoute('POST', '/clients/{clientId}/channels/{channelId}/rotate-secret', 'admin', 'channels-api'),
   // The job's series over time (the console's chart): one Query of its samples, never its tasks.
-  { method: 'GET', path: '/clients/{clientId}/jobs/{jobId}/series', functionId: 'jobs-api', auth: 'iam' },
+  operatorRoute('GET', '/clients/{clientId}/jobs/{jobId}/series', 'viewer'),
 ];
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The operator console: who may sign in (a Cognito user pool, one app client, the `admins` group;
- * a group `client:{clientId}` per client, which an administrator creates with the CLI of AWS),
+ * a group `client:{clientId}:{role}` per client and role, which an administrator creates with the CLI of AWS),
  * and the console's files, served by a function behind the HTTP API's public `GET /console`
  * routes. The console's API calls go to `/console/api/…`, behind the JWT authorizer that trusts
  * this pool's app client (`jwtAuthorizer`).
@@ -122,7 +122,7 @@ export class OperatorConsole extends Construct {
 
     new CfnOutput(this, 'UserPoolId', {
       key: 'ConsoleUserPoolId',
-      description: 'The console users pool: create users and client:{clientId} groups in it',
+      description: 'The console users pool: create users and client:{clientId}:{role} groups in it',
       value: this.userPool.userPoolId,
     });
   }

@@ -4,11 +4,7 @@ import type { ClientSettings as StoredClientSettings } from '#shared/jobs/model.
 import type { JobSeriesPoint } from '#shared/jobs/series-point.ts';
 import type { CallingWindow, Weekday } from '#shared/pacing/calling-hours.ts';
 
-export interface Operator {
-  readonly username: string;
-  readonly admin: boolean;
-  readonly clients: readonly string[];
-}
+export type { Operator } from '#shared/operators/tenancy.ts';
 
 export type { CallingWindow, Weekday };
 

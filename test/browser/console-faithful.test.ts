@@ -6,7 +6,8 @@
  * the focus never falls to the page's body; a do-not-call number is not "may be contacted"; at a
  * phone's width no table is cut off; the focus ring and breadcrumbs meet WCAG's contrast; the
  * chart starts at 0, counts calls in whole numbers, gives each series its own colour, shows no
- * series that is not drawn, and has a text alternative.
+ * series that is not drawn, and has a text alternative. A viewer is offered nothing to change, an
+ * operator jobs but not settings (the API refuses the rest: test/e2e/authorization-matrix.test.ts).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -23,6 +24,8 @@ declare const document: {
 declare const window: { innerWidth: number; getComputedStyle(e: PageElement): Record<string, string> };
 
 const ADMIN = LOCAL_CONSOLE_USERS[0]!;
+const user = (name: string) => LOCAL_CONSOLE_USERS.find((u) => u.username === name)!;
+const DEMO = 'demo-client';
 const CLIENT = `faithful-${process.pid}`;
 const OPEN_ALWAYS = Object.fromEntries(
   ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
@@ -299,6 +302,85 @@ describe('the console is faithful to the API', () => {
     const table = await ui.page.$$eval('table.series-table thead th', (th) => th.map((t) => t.textContent));
     expect(table).toEqual(['Window ending', 'calls in flight', 'limit', 'starts/s', 'line rate']);
     expect(await ui.page.$$eval('table.series-table tbody tr', (rows) => rows.length)).toBeGreaterThan(0);
+  });
+});
+
+describe('the console offers each role what it may do', () => {
+  let demoJob: string;
+
+  beforeAll(async () => {
+    const put = await ui.stack.operator('PUT', `/clients/${DEMO}`, {
+      json: {
+        maxConcurrentCalls: 1,
+        callsPerSecond: 1,
+        timeZone: 'Asia/Tokyo',
+        callingHours: OPEN_ALWAYS,
+        defaultRegion: 'JP',
+      },
+    });
+    expect(put.status, put.body).toBe(200);
+    const created = await ui.stack.operator('POST', `/clients/${DEMO}/jobs`, {
+      json: {
+        name: 'roles',
+        channel: 'call',
+        scenarioId: 'default',
+        startAt: new Date(Date.now() + 3_600_000).toISOString(),
+      },
+    });
+    expect(created.status, created.body).toBe(201);
+    const { jobId, upload } = created.json<{ jobId: string; upload: { url: string } }>();
+    expect((await fetch(upload.url, { method: 'PUT', body: 'phone\n090-6666-0001\n' })).status).toBe(200);
+    demoJob = jobId;
+  });
+
+  /** Signs in as `username` and opens the demo client's page once its settings are shown. */
+  async function openDemoAs(username: string): Promise<void> {
+    await ui.clickButton('Sign out');
+    await ui.signIn(username, user(username).password);
+    await ui.open(`#/clients/${DEMO}`);
+    await ui.page.waitForSelector('form[aria-label="Client settings"]');
+    await ui.page.waitForSelector('section[aria-label="Jobs"] table');
+  }
+
+  const enabledInputs = () =>
+    ui.page.$$eval(
+      'form[aria-label="Client settings"] input, form[aria-label="Client settings"] select',
+      (inputs) => inputs.filter((i) => !(i as unknown as { disabled: boolean }).disabled).length,
+    );
+
+  it('a viewer reads settings and jobs, and is offered nothing to change', async () => {
+    await openDemoAs('demo-viewer');
+    await ui.waitForText('form[aria-label="Client settings"] .note', /Read only/);
+    expect(await enabledInputs()).toBe(0);
+    expect(await ui.visibleButtons()).toEqual([]);
+    expect(await ui.page.$('a.button[href$="/jobs/new"]:not([hidden])')).toBeNull();
+    expect(await ui.page.$('form.channel-add:not([hidden])')).toBeNull();
+    await ui.open(`#/clients/${DEMO}/jobs/${demoJob}`);
+    await ui.page.waitForSelector('[data-status="scheduled"]');
+    expect(await ui.visibleButtons()).toEqual(['Download report']);
+  });
+
+  it('an operator runs jobs and pauses the client, but cannot change its settings', async () => {
+    await openDemoAs('demo-operator');
+    await ui.waitForText('form[aria-label="Client settings"] .note', /Read only/);
+    expect(await enabledInputs()).toBe(0);
+    expect(await ui.visibleButtons()).toEqual(['Pause client']);
+    await ui.page.waitForSelector('a.button[href$="/jobs/new"]:not([hidden])');
+    await ui.open(`#/clients/${DEMO}/jobs/${demoJob}`);
+    await ui.page.waitForSelector('[data-status="scheduled"]');
+    expect(await ui.visibleButtons()).toEqual(['Pause', 'Cancel job', 'Download report']);
+  });
+
+  it('the client’s admin changes its settings', async () => {
+    await openDemoAs('demo');
+    await ui.page.waitForFunction(
+      () =>
+        document
+          .querySelector('form[aria-label="Client settings"] button[type=submit]')
+          ?.getAttribute('disabled') === null,
+    );
+    expect(await enabledInputs()).toBeGreaterThan(5);
+    expect(await ui.visibleButtons()).toEqual(expect.arrayContaining(['Save settings', 'Pause client']));
   });
 });
 

@@ -10,7 +10,9 @@
  * The console's routes (issue 15) carry a user pool token instead: a user of client A gets 403 on
  * every console route of client B and B is unchanged; no token, an expired one, a forged one (an
  * unknown key, or a real token with its groups rewritten) and one for another app client are each
- * a 401 before any Lambda runs.
+ * a 401 before any Lambda runs. Within a client (issue 36), every console route × every role
+ * (viewer, operator, admin, and the bare group from before roles): allowed exactly when the route's
+ * role in `shared/routes.ts` is included in the user's, and a refusal changes nothing.
  */
 import { SignatureV4 } from '@smithy/signature-v4';
 import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT } from 'jose';
@@ -48,9 +50,16 @@ beforeAll(async () => {
     stage: 'e2eauthz',
     port: 0,
     consoleUsers: [
-      { username: 'user-a', password: 'User-a-password-1', groups: [clientGroup(A)] },
-      { username: 'user-b', password: 'User-b-password-1', groups: [clientGroup(B)] },
-      { username: 'user-ab', password: 'User-ab-password-1', groups: [clientGroup(A), clientGroup(B)] },
+      { username: 'user-a', password: 'User-a-password-1', groups: [clientGroup(A, 'admin')] },
+      { username: 'user-b', password: 'User-b-password-1', groups: [clientGroup(B, 'admin')] },
+      {
+        username: 'user-ab',
+        password: 'User-ab-password-1',
+        groups: [clientGroup(A, 'viewer'), clientGroup(B, 'operator'), clientGroup(A, 'admin')],
+      },
+      { username: 'viewer-a', password: 'Viewer-a-password-1', groups: [clientGroup(A, 'viewer')] },
+      { username: 'operator-a', password: 'Operator-a-password-1', groups: [clientGroup(A, 'operator')] },
+      { username: 'legacy-a', password: 'Legacy-a-password-1', groups: [`client:${A}`] },
       { username: 'nobody', password: 'Nobody-password-1', groups: [] },
       { username: 'boss', password: 'Boss-password-1', groups: ['admins'] },
     ],
@@ -337,6 +346,7 @@ describe('authorization matrix: console routes (user pool tokens)', () => {
       username: 'nobody',
       admin: false,
       clients: [],
+      roles: {},
     });
   });
 
@@ -352,10 +362,72 @@ describe('authorization matrix: console routes (user pool tokens)', () => {
     expect(ids).toEqual([...ids].sort());
   });
 
+  it.each([
+    ['viewer-a', 'viewer'],
+    ['operator-a', 'operator'],
+    ['legacy-a', 'operator'],
+    ['user-a', 'admin'],
+  ] as const)(
+    '%s (%s of A): every console route of A answered exactly when its role allows it; a refusal changes nothing',
+    async (user, role) => {
+      const token = await signIn(user);
+      const rank = (r: string) => ['viewer', 'operator', 'admin'].indexOf(r);
+      const ofA = consoleRoutes.filter((r) => !r.path.endsWith('/cancel'));
+      const refused = ofA.filter((r) => rank(r.role!) > rank(role));
+      const allowed = ofA.filter((r) => rank(r.role!) <= rank(role));
+      expect(refused.length + allowed.length).toBe(ofA.length);
+      const before = await stateOfA();
+      for (const route of refused) {
+        const answer = await consoleCall(
+          token,
+          route.method,
+          pathFor(route.path, A),
+          bodyFor(route.method, route.path),
+        );
+        expect(answer.status, `${route.method} ${route.path} → ${answer.text}`).toBe(403);
+        expect(JSON.parse(answer.text)).toEqual({
+          message: `Forbidden: you are ${role === 'viewer' ? 'a' : 'an'} ${role} of client ${A}; this needs ${route.role === 'viewer' ? 'a' : 'an'} ${route.role}`,
+        });
+      }
+      expect(await stateOfA()).toBe(before);
+      for (const route of allowed) {
+        const answer = await consoleCall(
+          token,
+          route.method,
+          pathFor(route.path, A),
+          bodyFor(route.method, route.path),
+        );
+        expect(answer.status, `${route.method} ${route.path} → ${answer.text}`).not.toBe(403);
+        expect(answer.status).toBeLessThan(500);
+      }
+    },
+  );
+
+  it('every operator route names its role: reads for viewers, settings and channels for admins', () => {
+    const byRole = (role: string) =>
+      routes
+        .filter((r) => r.auth === 'iam' && r.role === role)
+        .map((r) => `${r.method} ${r.path}`)
+        .sort();
+    expect(routes.filter((r) => r.auth === 'iam' && r.role === undefined)).toEqual([]);
+    expect(byRole('viewer').every((key) => key.startsWith('GET '))).toBe(true);
+    expect(byRole('admin')).toEqual([
+      'POST /clients/{clientId}/channels/{channelId}/rotate-secret',
+      'PUT /clients/{clientId}',
+      'PUT /clients/{clientId}/channels/{channelId}',
+    ]);
+  });
+
   it('a user of two clients sees both in /me and may act for each', async () => {
     const token = await signIn('user-ab');
     const me = await consoleCall(token, 'GET', `${CONSOLE_API_PREFIX}/me`);
-    expect(JSON.parse(me.text)).toEqual({ username: 'user-ab', admin: false, clients: [A, B].sort() });
+    // The highest role a user's groups give in each client.
+    expect(JSON.parse(me.text)).toEqual({
+      username: 'user-ab',
+      admin: false,
+      clients: [A, B].sort(),
+      roles: { [A]: 'admin', [B]: 'operator' },
+    });
     for (const clientId of [A, B]) {
       expect((await consoleCall(token, 'GET', `${CONSOLE_API_PREFIX}/clients/${clientId}`)).status).toBe(200);
     }
@@ -369,7 +441,7 @@ describe('authorization matrix: console routes (user pool tokens)', () => {
     const real = await signIn('user-a');
     // A real token whose groups are rewritten to B's: the signature no longer matches.
     const [header, , signature] = real.split('.');
-    const claims = { ...decodeJwt(real), 'cognito:groups': [clientGroup(B)] };
+    const claims = { ...decodeJwt(real), 'cognito:groups': [clientGroup(B, 'admin')] };
     const rewritten = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`;
     // The same claims signed with a key the pool never published, under the pool's key id.
     const { privateKey, publicKey } = await generateKeyPair('RS256');

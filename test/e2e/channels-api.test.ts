@@ -32,7 +32,7 @@ beforeAll(async () => {
   stack = await startLocalStack({
     stage: 'e2echan',
     port: 0,
-    consoleUsers: [{ username: 'user-a', password: 'User-a-password-1', groups: [clientGroup(A)] }],
+    consoleUsers: [{ username: 'user-a', password: 'User-a-password-1', groups: [clientGroup(A, 'admin')] }],
   });
   for (const clientId of [A, B])
     expect((await stack.operator('PUT', `/clients/${clientId}`, { json: SETTINGS })).status).toBe(200);

@@ -7,6 +7,7 @@
 import { ApiError } from '../api.ts';
 import type { App, Page } from '../app.ts';
 import { field, formatTime, h, replace, showFieldErrors } from '../dom.ts';
+import { shownFor } from '../roles.ts';
 import type { ChannelView } from '../types.ts';
 import { crumbs } from './parts.ts';
 
@@ -95,6 +96,8 @@ export function channelsSection(app: App, clientId: string): HTMLElement {
     (channel) => app.go(channelHash(clientId, channel.channelId)),
   );
   void load();
+  // Channels are an admin's to add or change.
+  shownFor(app, clientId, 'admin', form);
   return h('section', { class: 'card', 'aria-label': 'Channels' }, h('h2', {}, 'LINE channels'), list, form);
 }
 
@@ -209,14 +212,18 @@ export function channelPage(app: App, clientId: string, channelId: string): Page
     .then(show, (error: unknown) =>
       replace(facts, h('p', { class: 'form-errors', role: 'alert' }, (error as Error).message)),
     );
+  const changes = [
+    h('section', { class: 'card', 'aria-label': 'Rotate the secret' }, rotate),
+    h('section', { class: 'card', 'aria-label': 'Replace the token' }, token),
+  ];
+  shownFor(app, clientId, 'admin', ...changes);
   const element = h(
     'main',
     {},
     crumbs(clientId, `Channel ${channelId}`),
     h('h1', {}, `Channel ${channelId}`),
     h('section', { class: 'card', 'aria-label': 'Channel' }, facts),
-    h('section', { class: 'card', 'aria-label': 'Rotate the secret' }, rotate),
-    h('section', { class: 'card', 'aria-label': 'Replace the token' }, token),
+    ...changes,
   );
   return { title: `Channel ${channelId}`, element };
 }

@@ -7,6 +7,7 @@ import { ApiError } from '../api.ts';
 import type { App, Page } from '../app.ts';
 import { field, formatTime, h, replace, showFieldErrors } from '../dom.ts';
 import { type Poller, poll } from '../poll.ts';
+import { editableFor, shownFor } from '../roles.ts';
 import {
   type CallingWindow,
   type ClientSettings,
@@ -99,7 +100,11 @@ function pauseButton(
   status: HTMLElement,
 ): HTMLButtonElement {
   let paused = initiallyPaused;
-  const pause = h('button', { type: 'button' }, paused ? 'Resume client' : 'Pause client');
+  const pause = h(
+    'button',
+    { type: 'button', 'data-role': 'operator' },
+    paused ? 'Resume client' : 'Pause client',
+  );
   pause.addEventListener('click', async () => {
     if (
       !confirm(paused ? 'Resume every job of this client?' : 'Pause every call and message of this client?')
@@ -163,6 +168,7 @@ function settingsForm(
   const defaults = jobDefaultsEditor({ ...client.jobDefaults });
   const restrictions = restrictionsEditor(client);
   const status = h('p', { class: 'form-errors', role: 'alert' });
+  const readOnly = h('p', { class: 'note', role: 'status' });
   const pause = pauseButton(app, path, client.paused === true, status);
   const form = h(
     'form',
@@ -187,6 +193,7 @@ function settingsForm(
     defaults.element,
     h('div', { class: 'grid' }, ...restrictions.elements),
     status,
+    readOnly,
     h(
       'div',
       { class: 'actions' },
@@ -194,6 +201,9 @@ function settingsForm(
       creating ? null : pause,
     ),
   );
+  // Settings and contract limits are an admin's; pausing the whole client an operator's.
+  editableFor(app, client.clientId, 'admin', form, readOnly);
+  shownFor(app, client.clientId, 'operator', pause);
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     status.textContent = 'Saving…';
@@ -394,16 +404,7 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
   });
   replace(
     section,
-    h(
-      'div',
-      { class: 'heading' },
-      h('h2', {}, 'Jobs'),
-      h(
-        'a',
-        { class: 'button primary', href: `#/clients/${encodeURIComponent(clientId)}/jobs/new` },
-        'New job',
-      ),
-    ),
+    h('div', { class: 'heading' }, h('h2', {}, 'Jobs'), newJobLink(app, clientId)),
     state,
     scrollable(
       { class: 'jobs' },
@@ -442,6 +443,17 @@ function jobList(app: App, path: string, section: HTMLElement, clientId: string)
       state.textContent = retrying ? `Cannot reach the API (${message}); retrying…` : (message ?? '');
     },
   });
+}
+
+/** "New job", for those whose role may create one. */
+function newJobLink(app: App, clientId: string): HTMLElement {
+  const link = h(
+    'a',
+    { class: 'button primary', href: `#/clients/${encodeURIComponent(clientId)}/jobs/new` },
+    'New job',
+  );
+  shownFor(app, clientId, 'operator', link);
+  return link;
 }
 
 function jobRow(clientId: string, job: JobView): HTMLTableRowElement {

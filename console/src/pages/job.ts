@@ -9,6 +9,7 @@ import { ApiError } from '../api.ts';
 import type { App, Page } from '../app.ts';
 import { formatNumber, formatTime, h, replace } from '../dom.ts';
 import { poll } from '../poll.ts';
+import { mayDo } from '../roles.ts';
 import { doneOf, FINAL_STATUSES, type JobView } from '../types.ts';
 import { SeriesChart } from './job-chart.ts';
 import { countList, crumbs } from './parts.ts';
@@ -64,17 +65,23 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
     cancel: h('button', { type: 'button', class: 'danger', onclick: () => void act('cancel') }, 'Cancel job'),
   };
   actions.append(buttons.pause, buttons.resume, buttons.cancel, download);
-  // Nothing to act on before the job is read, nor when it cannot be (another client's, say).
+  // Nothing to act on before the job is read, nor when it cannot be (another client's, say);
+  // pause, resume and cancel are an operator's (a viewer downloads the report).
   actions.hidden = true;
+  let mayOperate = false;
   const show = (job: JobView) => {
     current = job;
     heading.textContent = job.name || `Job ${jobId}`;
     actions.hidden = false;
-    buttons.pause.hidden = !(job.status === 'scheduled' || job.status === 'running');
-    buttons.resume.hidden = job.status !== 'paused';
-    buttons.cancel.hidden = FINAL_STATUSES.includes(job.status);
+    buttons.pause.hidden = !mayOperate || !(job.status === 'scheduled' || job.status === 'running');
+    buttons.resume.hidden = !mayOperate || job.status !== 'paused';
+    buttons.cancel.hidden = !mayOperate || FINAL_STATUSES.includes(job.status);
     replace(summary, ...summaryOf(job));
   };
+  void mayDo(app, clientId, 'operator').then((may) => {
+    mayOperate = may;
+    if (current) show(current);
+  });
   const poller = poll<JobView>({
     intervalMs: REFRESH_MS,
     // The chart's read never fails the refresh: the counters come first, the chart catches up.

@@ -8,6 +8,7 @@ import { ApiError, uploadFile } from '../api.ts';
 import type { App, Page } from '../app.ts';
 import { field, h, replace, showFieldErrors } from '../dom.ts';
 import { poll } from '../poll.ts';
+import { editableFor } from '../roles.ts';
 import type { JobView, RowProblem } from '../types.ts';
 import { countList, crumbs, dropZone, scrollable } from './parts.ts';
 
@@ -40,6 +41,7 @@ export function newJobPage(app: App, clientId: string): Page {
   const progress = h('progress', { max: 100, value: 0, hidden: true, 'aria-label': 'Upload progress' });
   const result = h('section', { class: 'result', 'aria-live': 'polite' });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create job and upload');
+  const readOnly = h('p', { class: 'note', role: 'status' });
   const form = h(
     'form',
     { class: 'card', novalidate: true, 'aria-label': 'New job' },
@@ -65,8 +67,10 @@ export function newJobPage(app: App, clientId: string): Page {
     progress,
     note,
     status,
+    readOnly,
     h('div', { class: 'actions' }, submit),
   );
+  editableFor(app, clientId, 'operator', form, readOnly);
   file.id = 'f-file';
   file.classList.add('visually-hidden');
   form.addEventListener('submit', async (event) => {
