@@ -60,6 +60,8 @@ export const handler = observe(
       },
       // Each job's series (the console's chart): Query of `{jobId}#series` in the tasks table.
       series: makeDynamoJobSeries(doc, tasksTable),
+      // Set by Lambda in every function's environment; the local cloud sets it too.
+      region: getStringFromEnv('AWS_REGION'),
     }),
     suppressions: makeSuppressionsApi({
       clients,

@@ -14,7 +14,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type AwsClientPlugin, onEveryAwsClient } from '#shared/adapters/aws-clients.ts';
-import { type IamRequest, iamRequestsOf } from './requests.ts';
+import { type IamRequest, iamRequestsOf, REGION } from './requests.ts';
 
 /** The function (or `broker`) on whose behalf the current async context calls AWS. */
 export const awsPrincipal = new AsyncLocalStorage<string>();
@@ -67,9 +67,10 @@ export function startAwsCallLog(options: { dir: string; principal?: string }): (
     clientName: string,
     commandName: string,
     input: Record<string, unknown>,
+    region: string | undefined,
   ) => {
     const service = clientName.replace(/Client$/, '');
-    for (const request of iamRequestsOf(clientName, commandName, input)) {
+    for (const request of iamRequestsOf(clientName, commandName, input, regionPart(region))) {
       const call: RecordedCall = {
         principal,
         via: `${service}.${commandName.replace(/Command$/, '')}`,
@@ -82,13 +83,14 @@ export function startAwsCallLog(options: { dir: string; principal?: string }): (
     }
   };
   const plugin: AwsClientPlugin = {
-    applyToStack(stack) {
+    applyToStack(stack, config) {
       (stack as unknown as { add: (mw: unknown, options: unknown) => void }).add(
         (next: (args: unknown) => Promise<unknown>, context: { clientName?: string; commandName?: string }) =>
           async (args: { input?: Record<string, unknown> }) => {
             const principal = options.principal ?? awsPrincipal.getStore();
             if (principal && context.clientName && context.commandName) {
-              record(principal, context.clientName, context.commandName, args.input ?? {});
+              const region = typeof config?.region === 'function' ? await config.region() : config?.region;
+              record(principal, context.clientName, context.commandName, args.input ?? {}, region);
             }
             return next(args);
           },
@@ -102,6 +104,15 @@ export function startAwsCallLog(options: { dir: string; principal?: string }): (
     stop();
     recordingDir = undefined;
   };
+}
+
+/**
+ * The region part of a recorded ARN: {@link REGION} for the deployment's own region (the process's
+ * `AWS_REGION`, which the template's `${AWS::Region}` becomes too), the region itself for any other
+ * (a client built for another region asks IAM about resources there, which the template may not grant).
+ */
+function regionPart(region: string | undefined): string {
+  return region === undefined || region === process.env.AWS_REGION ? REGION : region;
 }
 
 /**

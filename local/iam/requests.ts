@@ -11,8 +11,10 @@
  * S3 actions, resources and condition keys tables of the Service Authorization Reference.
  *
  * Resource names are normalised so that a local stage and a deployed one compare equal:
- * `switchboard-{stage}-{id}` becomes `switchboard-STAGE-{id}`; region and account are `REGION`
- * and `ACCOUNT` on both sides.
+ * `switchboard-{stage}-{id}` becomes `switchboard-STAGE-{id}`; the account is `ACCOUNT` on both
+ * sides, and the deployment's own region `REGION`. A call to another region (a Connect client built
+ * for an instance there) keeps that region in its ARN, so a policy that grants the stack's region
+ * only does not match it.
  */
 import { buckets, dlqId, queues, tables } from '#shared/resources.ts';
 
@@ -251,16 +253,16 @@ function ecsRequests(operation: string, input: Input): IamRequest[] {
   return [{ action: `ecs:${operation}`, resource, context: {} }];
 }
 
-function connectRequests(operation: string, input: Input): IamRequest[] {
+function connectRequests(operation: string, input: Input, region: string): IamRequest[] {
   // A contact is the resource; a new one (a start) has no id yet: the instance's contacts.
   // GetContactAttributes names it by its initial contact id.
   const named = input.ContactId ?? input.InitialContactId;
   const contact = typeof named === 'string' ? named : '*';
-  const resource = `arn:aws:connect:${REGION}:${ACCOUNT}:instance/${String(input.InstanceId)}/contact/${contact}`;
+  const resource = `arn:aws:connect:${region}:${ACCOUNT}:instance/${String(input.InstanceId)}/contact/${contact}`;
   return [{ action: `connect:${operation}`, resource, context: {} }];
 }
 
-const SERVICES: Record<string, (operation: string, input: Input) => IamRequest[]> = {
+const SERVICES: Record<string, (operation: string, input: Input, region: string) => IamRequest[]> = {
   ConnectClient: connectRequests,
   DynamoDBClient: dynamoRequests,
   SQSClient: sqsRequests,
@@ -270,9 +272,15 @@ const SERVICES: Record<string, (operation: string, input: Input) => IamRequest[]
 
 /**
  * The authorization requests of one SDK call (`clientName` and `commandName` as the SDK's
- * handler context names them, `input` after marshalling).
+ * handler context names them, `input` after marshalling, `region` the one it goes to: {@link REGION}
+ * for the deployment's own).
  */
-export function iamRequestsOf(clientName: string, commandName: string, input: Input): IamRequest[] {
+export function iamRequestsOf(
+  clientName: string,
+  commandName: string,
+  input: Input,
+  region: string = REGION,
+): IamRequest[] {
   const operation = commandName.replace(/Command$/, '');
   const service = SERVICES[clientName];
   if (!service)
@@ -283,5 +291,5 @@ export function iamRequestsOf(clientName: string, commandName: string, input: In
         context: {},
       },
     ];
-  return service(operation, input);
+  return service(operation, input, region);
 }

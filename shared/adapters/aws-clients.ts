@@ -13,9 +13,18 @@ import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
-/** Something that adds middleware to a client's stack (the SDK's `Pluggable`). */
+/** A client's resolved configuration, as far as a plugin reads it. */
+export interface AwsClientConfig {
+  /** The region the client calls (the SDK resolves it to a provider). */
+  readonly region?: string | (() => Promise<string>);
+}
+
+/**
+ * Something that adds middleware to a client's stack (the SDK's `Pluggable`), told the client's
+ * configuration (its region: the IAM conformance check names the region a call goes to).
+ */
 export interface AwsClientPlugin {
-  applyToStack(stack: { add: (...args: never[]) => void } & object): void;
+  applyToStack(stack: { add: (...args: never[]) => void } & object, config?: AwsClientConfig): void;
 }
 
 const plugins: AwsClientPlugin[] = [];
@@ -43,8 +52,9 @@ export function onEveryAwsClientBuilt<C>(hook: (client: C) => unknown): void {
   hooks.push(hook as AwsClientHook);
 }
 
-function withPlugins<C extends { middlewareStack: { use(plugin: never): void } }>(client: C): C {
-  for (const plugin of plugins) client.middlewareStack.use(plugin as never);
+function withPlugins<C extends { middlewareStack: object; config: object }>(client: C): C {
+  for (const plugin of plugins)
+    plugin.applyToStack(client.middlewareStack as never, client.config as AwsClientConfig);
   for (const hook of hooks) hook(client as never);
   return client;
 }

@@ -22,9 +22,11 @@ import {
   type OutcomeWebhookDeps,
 } from '#shared/outcomes/client-settings.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
+import { foreignConnectRegion } from '#shared/telephony/settings.ts';
 import { cancelSweepStart } from './cancel.ts';
 import {
   ClientNotFoundError,
+  emptyFieldErrors,
   IllegalTransitionError,
   JobNotFoundError,
   UploadTooLargeError,
@@ -148,6 +150,8 @@ export interface JobsApiDeps extends JobStores {
   readonly outcomeWebhooks?: OutcomeWebhookDeps;
   /** Each job's series (the console's chart), for {@link JobsApi.jobSeries}; without it, that fails. */
   readonly series?: JobSeriesReader;
+  /** The deployment's region: a client's Amazon Connect instance must be in it. */
+  readonly region: string;
 }
 
 export interface CallsInFlightReader {
@@ -265,13 +269,25 @@ export class JobsApi {
       existing,
       deps: this.#deps.outcomeWebhooks,
       now,
-      parse: () => parseClientSettings(clientId, body, now),
+      parse: () => this.#servable(parseClientSettings(clientId, body, now)),
     });
     const saved = await this.#deps.clients.put(settings);
     if (existing && contactTimeSettings(existing) !== contactTimeSettings(saved)) {
       await this.#retimeJobs(clientId, now);
     }
     return saved;
+  }
+
+  /** `settings`, when this deployment can serve them; else a {@link ValidationError} saying why. */
+  #servable(settings: ClientSettings): ClientSettings {
+    const foreign = foreignConnectRegion(settings.telephony, this.#deps.region);
+    if (foreign) {
+      throw new ValidationError('invalid client settings', {
+        ...emptyFieldErrors(),
+        'telephony.region': [foreign],
+      });
+    }
+    return settings;
   }
 
   /** Queues the re-time sweep of each open job of the client read in its recipients' zones. */

@@ -22,7 +22,10 @@ export interface ConnectSettings {
   readonly queueId?: string;
   /** Answering-machine detection: a machine ends the call as `voicemail`. */
   readonly answeringMachineDetection?: boolean;
-  /** The instance's region when it is not the stack's. */
+  /**
+   * The instance's region. It must be the deployment's own ({@link foreignConnectRegion}): the
+   * broker's role may start contacts, and the contact-event rule hears of them, only there.
+   */
   readonly region?: string;
 }
 
@@ -111,3 +114,19 @@ export const LOCAL_CONNECT_INSTANCE_ID = '00000000-0000-4000-8000-0000000c0c0c';
 
 /** Seconds Connect lets a call ring (`RingTimeoutInSeconds`). */
 export const CONNECT_RING_TIMEOUT = { min: 15, max: 60 } as const;
+
+/**
+ * Why `settings` cannot be served by a deployment in `deploymentRegion`, or undefined when they
+ * can: an Amazon Connect instance in another region. The stack grants `connect:*Contact` on its
+ * own region's instances and its contact-event rule listens on its own region's EventBridge bus, so
+ * such a client's calls would be refused (AccessDenied) and their ends never heard of. Refused when
+ * the settings are written, with this reason, rather than found one call at a time.
+ */
+export function foreignConnectRegion(
+  settings: TelephonySettings | undefined,
+  deploymentRegion: string,
+): string | undefined {
+  if (settings?.provider !== 'connect' || settings.region === undefined) return undefined;
+  if (settings.region === deploymentRegion) return undefined;
+  return `must be this deployment's region (${deploymentRegion}) or left out: Switchboard starts Amazon Connect calls and hears of their ends only in its own region; deploy a stack in ${settings.region} for an instance there`;
+}

@@ -283,6 +283,7 @@ describe('the ingest across runs, on DynamoDB and S3', () => {
     const validationReports = makeS3ValidationReportStore(cloud.s3, bucket);
     const clock = { now: () => Date.now() };
     const jobsApi = makeJobsApi({
+      region: 'ap-northeast-1',
       clients,
       jobs: store,
       tasks,

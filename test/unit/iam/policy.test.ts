@@ -114,6 +114,32 @@ describe('IAM decisions', () => {
   });
 });
 
+describe('the region a call goes to', () => {
+  const start = (region?: string) =>
+    iamRequestsOf(
+      'ConnectClient',
+      'StartOutboundVoiceContactCommand',
+      { InstanceId: '11111111-2222-3333-4444-555555555555' },
+      ...(region === undefined ? [] : [region]),
+    )[0]!;
+  const stackRegionOnly = allow(
+    ['connect:StartOutboundVoiceContact'],
+    ['arn:aws:connect:REGION:ACCOUNT:instance/11111111-2222-3333-4444-555555555555/contact/*'],
+  );
+
+  it("is the deployment's own unless named: a grant of the stack's region allows it", () => {
+    expect(start().resource).toBe(
+      'arn:aws:connect:REGION:ACCOUNT:instance/11111111-2222-3333-4444-555555555555/contact/*',
+    );
+    expect(decide([stackRegionOnly], start()).allowed).toBe(true);
+  });
+
+  it("stays in the ARN when it is another: a grant of the stack's region does not allow it", () => {
+    expect(start('eu-west-2').resource).toMatch(/^arn:aws:connect:eu-west-2:/);
+    expect(decide([stackRegionOnly], start('eu-west-2')).allowed).toBe(false);
+  });
+});
+
 describe('conformance of recorded calls against a template', () => {
   const template: CfnTemplate = {
     Resources: {

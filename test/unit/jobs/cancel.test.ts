@@ -99,6 +99,7 @@ async function world(status: Job['status'] = 'running') {
     }),
   );
   const api = makeJobsApi({
+    region: 'ap-northeast-1',
     clients,
     jobs,
     tasks,
@@ -421,6 +422,7 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
   });
   await tasks.put(tasksOf);
   const api = makeJobsApi({
+    region: 'ap-northeast-1',
     clients,
     jobs,
     tasks,

@@ -75,7 +75,7 @@ function world(options: WorldOptions = {}) {
   const optedOut = new Set<string>();
   void clients.put(parseClientSettings('acme', { ...TOKYO_CLIENT, messageChannelId: 'ch-1' }, NOW));
   const deps = { clients, jobs, tasks, files, validationReports: memoryReports(), queue, clock };
-  const api = makeJobsApi({ ...deps, bucket: 'uploads' });
+  const api = makeJobsApi({ region: 'ap-northeast-1', ...deps, bucket: 'uploads' });
   const ingestWith = (more: Pick<WorldOptions, 'maxChunkedListBytes'>) => {
     const { crashes: _c, ...tuning } = { ...options, ...more };
     return makeIngestJob({

@@ -36,7 +36,17 @@ function world(options: { maxRowsPerRun?: number; batchSize?: number; optedOut?:
   const clock = { now: () => NOW };
   const optedOut = new Set(options.optedOut ?? []);
   void clients.put(parseClientSettings('acme', TOKYO_CLIENT, NOW));
-  const api = makeJobsApi({ clients, jobs, tasks, files, validationReports, queue, bucket: BUCKET, clock });
+  const api = makeJobsApi({
+    region: 'ap-northeast-1',
+    clients,
+    jobs,
+    tasks,
+    files,
+    validationReports,
+    queue,
+    bucket: BUCKET,
+    clock,
+  });
   const ingest = makeIngestJob({
     clients,
     jobs,

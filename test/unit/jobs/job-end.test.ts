@@ -194,6 +194,7 @@ describe('the job options endAt and expireAfter', () => {
     const clients = memoryClients();
     await clients.put(client);
     const api = makeJobsApi({
+      region: 'ap-northeast-1',
       clients,
       jobs: memoryJobs(),
       tasks: memoryTasks(),

@@ -24,6 +24,7 @@ function setup() {
   const files = memoryFiles();
   const jobs = memoryJobs();
   const api = makeJobsApi({
+    region: 'ap-northeast-1',
     series: {
       since: async (clientId, jobId, afterMs, limit) => {
         const found = samples.filter((x) => x.clientId === clientId && x.jobId === jobId && x.at > afterMs);
@@ -73,6 +74,30 @@ function setup() {
 }
 
 describe('operator API: client settings', () => {
+  it("refuses an Amazon Connect instance in another region than the deployment's, saying why; takes its own", async () => {
+    const { call } = setup();
+    const connect = (region?: string) => ({
+      ...TOKYO_CLIENT,
+      telephony: {
+        provider: 'connect',
+        instanceId: '11111111-2222-3333-4444-555555555555',
+        contactFlowId: '66666666-7777-8888-9999-000000000000',
+        sourcePhoneNumber: '+815012345678',
+        ...(region ? { region } : {}),
+      },
+    });
+    const foreign = await call('PUT', '/clients/acme', { body: JSON.stringify(connect('eu-west-2')) });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.fieldErrors['telephony.region']).toEqual([
+      expect.stringMatching(/^must be this deployment's region \(ap-northeast-1\) or left out: .*eu-west-2/),
+    ]);
+    expect((await call('GET', '/clients/acme')).status).toBe(404);
+    expect(
+      (await call('PUT', '/clients/acme', { body: JSON.stringify(connect('ap-northeast-1')) })).status,
+    ).toBe(200);
+    expect((await call('PUT', '/clients/acme', { body: JSON.stringify(connect()) })).status).toBe(200);
+  });
+
   it('stores settings and reads them back; answers 400 with field errors, 404 for an unknown client', async () => {
     const { call } = setup();
     expect((await call('GET', '/clients/acme')).status).toBe(404);

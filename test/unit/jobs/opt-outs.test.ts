@@ -40,6 +40,7 @@ function memoryOptOuts(records: Record<string, OptOutRecord[]>): OptOutReader {
 async function setup() {
   const clients = memoryClients();
   const api = makeJobsApi({
+    region: 'ap-northeast-1',
     clients,
     jobs: memoryJobs(),
     tasks: memoryTasks(),

@@ -93,6 +93,7 @@ async function world(options: { channel?: JobChannel; status?: JobStatus } = {})
   const holder = broker(async (jobId) => (await jobs.get('acme', jobId))?.status);
   const warnings: { message: string; fields: Record<string, unknown> | undefined }[] = [];
   const api = makeJobsApi({
+    region: 'ap-northeast-1',
     clients,
     jobs,
     tasks: memoryTasks(),
