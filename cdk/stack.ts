@@ -112,6 +112,7 @@ export class SwitchboardStack extends Stack {
         jobManager: this.fleet.jobManager,
       },
       queues: this.stateful.queues,
+      streamFailures: this.outcomeWebhooks.streamFailures,
     });
   }
 }

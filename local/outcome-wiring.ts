@@ -5,11 +5,17 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
-import { type OutcomeFunctionId, outcomeFunctions } from '#shared/functions.ts';
+import {
+  type OutcomeFunctionId,
+  outcomeFunctions,
+  STREAM_FAILURE_HANDLING,
+  STREAM_FAILURES_QUEUE,
+} from '#shared/functions.ts';
+import { resourceName } from '#shared/resources.ts';
 import { LOCAL_CREDENTIALS, type LocalCloud } from './cloud.ts';
-import { type StreamPoller, startStreamPoller } from './dynamodb-stream-poller.ts';
+import { type StreamFailureRecord, type StreamPoller, startStreamPoller } from './dynamodb-stream-poller.ts';
 import type { Handler } from './lambda.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
 
@@ -20,6 +26,8 @@ export const LOCAL_OUTCOME_ENV = { OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true' }
 
 export interface LocalOutcomeWebhooks {
   readonly streams: readonly StreamPoller[];
+  /** The stream mappings' on-failure queue (`switchboard-{stage}-outcome-events-failures`), as deployed. */
+  readonly streamFailuresUrl: string;
   readonly deliveries: SqsPoller;
   stop(): Promise<void>;
 }
@@ -39,6 +47,22 @@ export async function startLocalOutcomeWebhooks(options: {
   const { cloud, log } = options;
   const producer = outcomeFunctions['outcome-events'];
   const producerHandler = await loadHandler<DynamoDBStreamEvent>('outcome-events');
+  const sqs = new SQSClient({
+    region: cloud.region,
+    credentials: LOCAL_CREDENTIALS,
+    endpoint: cloud.sqsEndpoint,
+  });
+  const { QueueUrl: streamFailuresUrl } = await sqs.send(
+    new CreateQueueCommand({ QueueName: resourceName(cloud.stage, STREAM_FAILURES_QUEUE) }),
+  );
+  const onFailure = async (record: StreamFailureRecord) => {
+    log(
+      `outcome-events gave a batch up (${record.requestContext.condition}): described on ${streamFailuresUrl}`,
+    );
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: streamFailuresUrl, MessageBody: JSON.stringify(record) }),
+    );
+  };
   const streams = (producer.streamSources ?? []).map((source) =>
     startStreamPoller({
       endpoint: cloud.dynamoEndpoint,
@@ -50,16 +74,13 @@ export async function startLocalOutcomeWebhooks(options: {
       batchSize: source.batchSize,
       maxBatchingWindowMs: source.maxBatchingWindowSeconds * 1000,
       filters: source.filters,
+      failureHandling: STREAM_FAILURE_HANDLING,
+      onFailure,
       onError: (error) => log(`outcome-events (${source.table} stream): ${(error as Error).message}`),
     }),
   );
   const worker = outcomeFunctions['outcome-webhooks'];
   const queue = cloud.queues[worker.queueSource!.queue]!;
-  const sqs = new SQSClient({
-    region: cloud.region,
-    credentials: LOCAL_CREDENTIALS,
-    endpoint: cloud.sqsEndpoint,
-  });
   const deliveries = startSqsPoller({
     sqs,
     queueUrl: queue.url,
@@ -77,6 +98,7 @@ export async function startLocalOutcomeWebhooks(options: {
   );
   return {
     streams,
+    streamFailuresUrl: streamFailuresUrl!,
     deliveries,
     stop: async () => {
       await Promise.all(streams.map((s) => s.stop()));

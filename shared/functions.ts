@@ -126,6 +126,24 @@ export interface StreamSource {
   readonly filters: readonly Record<string, unknown>[];
 }
 
+/**
+ * What a stream mapping does with a batch the function fails (docs/outcome-webhooks.md, "A stream
+ * that cannot stall"): split it in two and retry each half (`BisectBatchOnFunctionError`; a split
+ * consumes no retry), retry a batch at most `retryAttempts` times, never a record older than
+ * `maxRecordAgeSeconds`, then send the batch's description (shard, sequence range — not the records)
+ * to the on-failure queue (alarmed) and go on with the shard. Lambda's defaults retry until the
+ * record expires: one bad record held its shard, and the outcome webhooks behind it, up to a day.
+ * The record age leaves 18 of DynamoDB Streams' 24 hours to re-read what failed from the stream.
+ */
+export const STREAM_FAILURE_HANDLING = {
+  bisectBatchOnError: true,
+  retryAttempts: 10,
+  maxRecordAgeSeconds: 6 * 3600,
+} as const;
+
+/** The on-failure queue's id (`switchboard-{stage}-outcome-events-failures`): standard, as Lambda requires. */
+export const STREAM_FAILURES_QUEUE = 'outcome-events-failures';
+
 const FINAL_STATES = ['completed', 'failed', 'cancelled', 'expired'];
 
 export const outcomeFunctions: Readonly<

@@ -10,6 +10,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '#shared/adapters/powertools.ts';
 import { resourceName } from '#shared/resources.ts';
@@ -29,6 +30,8 @@ export interface OperationsProps {
   };
   /** The queues whose dead letters an operator redrives. */
   readonly queues: Readonly<Record<string, QueuePair>>;
+  /** The outcome-events stream mappings' on-failure queue (batches they gave up on). */
+  readonly streamFailures: sqs.IQueue;
 }
 
 /** Thresholds of the alarms this construct adds (README "Operating Switchboard"). */
@@ -90,6 +93,8 @@ export class Operations extends Construct {
     readonly protectionFailures: cloudwatch.Alarm;
     readonly lineQuota: cloudwatch.Alarm;
     readonly webhookAckSlow: cloudwatch.Alarm;
+    /** A stream mapping gave a batch up: its outcome webhooks are not sent until redriven. */
+    readonly streamFailures: cloudwatch.Alarm;
   };
 
   constructor(scope: Construct, id: string, props: OperationsProps) {
@@ -309,6 +314,15 @@ export class Operations extends Construct {
         t.webhookAckP99Ms,
         `Webhook acknowledgements are slow (p99 >= ${t.webhookAckP99Ms} ms for 3 of 5 minutes): LINE gives up after 2 s and may not redeliver. Check DynamoDB and SQS latency and the receiver's cold starts.`,
         { periods: 5, datapoints: 3 },
+      ),
+      streamFailures: atLeast(
+        'outcome-events-stream-failures',
+        props.streamFailures.metricApproximateNumberOfMessagesVisible({
+          period: MINUTE,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+        1,
+        'An outcome-events stream mapping gave a batch up after its retries (or the records grew too old) and described it on the on-failure queue: those task ends and job changes sent no outcome webhook. Re-read the batch from the stream within 24 h of its records and run it through outcome-events again (docs/outcome-webhooks.md, "A stream that cannot stall").',
       ),
     };
   }

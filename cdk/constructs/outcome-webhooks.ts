@@ -13,12 +13,13 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { OUTCOME_SECRET_KEY_PREFIX } from '#shared/adapters/dynamo-outcome-webhooks.ts';
-import { outcomeFunctions } from '#shared/functions.ts';
+import { outcomeFunctions, STREAM_FAILURE_HANDLING, STREAM_FAILURES_QUEUE } from '#shared/functions.ts';
 import { keys } from '#shared/jobs/model.ts';
 import { resourceName, tableSpec } from '#shared/resources.ts';
 import { SwitchboardFunction } from './function.ts';
@@ -42,6 +43,11 @@ export class OutcomeWebhooks extends Construct {
   /** The delivery worker: one signed POST per queue message. */
   readonly deliveries: SwitchboardFunction;
   readonly streamSources: readonly DynamoEventSource[];
+  /**
+   * Where the stream mappings send the description of a batch they gave up on (shard and sequence
+   * range, not the records): alarmed by the operations construct (`outcome-events-failures`).
+   */
+  readonly streamFailures: sqs.Queue;
   readonly alarms: {
     /** Deliveries a receiver refused for 24 hours. */
     readonly deadLetters: cloudwatch.Alarm;
@@ -64,6 +70,21 @@ export class OutcomeWebhooks extends Construct {
     this.events = new SwitchboardFunction(this, 'Events', { spec: producer, logRemovalPolicy })
       .bindTable(tables.control, 'read', control.envVar, clientSettings)
       .bindQueue(deliveryQueue.queue, 'send', deliveryQueue.spec.envVar);
+    this.streamFailures = new sqs.Queue(this, 'StreamFailures', {
+      queueName: resourceName(props.stage, STREAM_FAILURES_QUEUE),
+      removalPolicy: logRemovalPolicy,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    NagSuppressions.addResourceSuppressions(this.streamFailures, [
+      {
+        id: 'AwsSolutions-SQS3',
+        reason:
+          'This queue is the on-failure destination of the outcome-events stream mappings (a dead-letter queue in all but name): nothing consumes it but an operator redriving, so it needs no DLQ of its own.',
+      },
+    ]);
+    const onFailure = new SqsDlq(this.streamFailures);
     this.streamSources = (producer.streamSources ?? []).map((source) => {
       const eventSource = new DynamoEventSource(tables[source.table], {
         // A new mapping reads the day of records the stream holds: replayed changes carry the same
@@ -72,6 +93,13 @@ export class OutcomeWebhooks extends Construct {
         batchSize: source.batchSize,
         maxBatchingWindow: Duration.seconds(source.maxBatchingWindowSeconds),
         filters: source.filters.map((pattern) => lambda.FilterCriteria.filter({ ...pattern })),
+        // A failing batch is split and retried a bounded number of times, then described on the
+        // on-failure queue and skipped: the shard never stalls (docs/outcome-webhooks.md). No
+        // ReportBatchItemFailures: the handler queues a batch's deliveries as one and fails whole.
+        bisectBatchOnError: STREAM_FAILURE_HANDLING.bisectBatchOnError,
+        retryAttempts: STREAM_FAILURE_HANDLING.retryAttempts,
+        maxRecordAge: Duration.seconds(STREAM_FAILURE_HANDLING.maxRecordAgeSeconds),
+        onFailure,
       });
       this.events.addEventSource(eventSource);
       return eventSource;

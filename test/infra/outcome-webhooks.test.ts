@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '#cdk/constructs/function.ts';
 import { type CfnTemplate, checkConformance } from '#local/iam/policy.ts';
 import type { RecordedCall } from '#local/iam/recorder.ts';
-import { outcomeFunctions } from '#shared/functions.ts';
+import { outcomeFunctions, STREAM_FAILURE_HANDLING } from '#shared/functions.ts';
 import { synthesizer } from '../support/synth.ts';
 
 type Json = Record<string, unknown>;
@@ -102,6 +102,65 @@ describe('the outcome webhook functions', () => {
       const filters = (mapping!.Properties.FilterCriteria as { Filters: { Pattern: string }[] }).Filters;
       expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(source.filters);
     }
+  });
+
+  it('cannot stall a shard: bisect on error, bounded retries and record age, then the on-failure queue (issue 35 #4)', () => {
+    const mappings = ofType('AWS::Lambda::EventSourceMapping').filter(
+      (m) => JSON.stringify(m.Properties.FunctionName) === JSON.stringify({ Ref: idOf(outcomes.events) }),
+    );
+    expect(mappings).toHaveLength(2);
+    for (const mapping of mappings) {
+      expect(mapping.Properties).toMatchObject({
+        BisectBatchOnFunctionError: true,
+        MaximumRetryAttempts: STREAM_FAILURE_HANDLING.retryAttempts,
+        MaximumRecordAgeInSeconds: STREAM_FAILURE_HANDLING.maxRecordAgeSeconds,
+        DestinationConfig: {
+          OnFailure: { Destination: { 'Fn::GetAtt': [idOf(outcomes.streamFailures), 'Arn'] } },
+        },
+      });
+      // The handler queues a batch's deliveries as one and fails whole: no partial batch response.
+      expect(mapping.Properties.FunctionResponseTypes).toBeUndefined();
+    }
+    // Bounded (Lambda's -1 is "until the record expires"), and leaving most of the stream's 24 h to redrive.
+    expect(STREAM_FAILURE_HANDLING.retryAttempts).toBeGreaterThan(0);
+    expect(STREAM_FAILURE_HANDLING.maxRecordAgeSeconds).toBeGreaterThanOrEqual(60);
+    expect(STREAM_FAILURE_HANDLING.maxRecordAgeSeconds).toBeLessThanOrEqual(12 * 3600);
+  });
+
+  it('the on-failure queue is a standard queue, encrypted, TLS only, kept 14 days, and the producer may send to it', () => {
+    expect(propsOf(outcomes.streamFailures)).toMatchObject({
+      QueueName: 'switchboard-dev-outcome-events-failures',
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 24 * 3600,
+    });
+    expect(propsOf(outcomes.streamFailures).FifoQueue).toBeUndefined();
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: idOf(outcomes.streamFailures) }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+    const sends = statementsOf(idOf(outcomes.events.role!)).filter(
+      (st) =>
+        actionsOf(st).includes('sqs:SendMessage') &&
+        JSON.stringify(st.Resource).includes(idOf(outcomes.streamFailures)),
+    );
+    expect(sends).toHaveLength(1);
+  });
+
+  it("the operations construct alarms on the on-failure queue's first message, to the alarm topic", () => {
+    expect(propsOf(stack.operations.alarms.streamFailures)).toMatchObject({
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [
+        { Name: 'QueueName', Value: { 'Fn::GetAtt': [idOf(outcomes.streamFailures), 'QueueName'] } },
+      ],
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      AlarmActions: [{ Ref: idOf(stack.webhooks.alarmTopic) }],
+    });
   });
 
   it('consume the delivery queue in outcome-webhooks, reporting partial batch failures', () => {

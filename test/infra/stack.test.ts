@@ -99,9 +99,10 @@ describe('stateful resources', () => {
       QueueName: 'switchboard-prod-outcome-webhooks',
       RedrivePolicy: Match.objectLike({ maxReceiveCount: Match.anyValue() }),
     });
-    // Every queue refuses plain HTTP: webhook events, ingest and outcome webhooks, each with its DLQ.
+    // Every queue refuses plain HTTP: webhook events, ingest and outcome webhooks, each with its DLQ,
+    // and the outcome-events stream mappings' on-failure queue.
     const policies = template.findResources('AWS::SQS::QueuePolicy');
-    expect(Object.keys(policies).length).toBe(6);
+    expect(Object.keys(policies).length).toBe(7);
   });
 
   it('blocks public access to the upload bucket and enforces SSL', () => {
