@@ -116,7 +116,8 @@ export class Jobs extends Construct {
     })
       // byStatus: its CLIENTS partition is the administrators' list of every client.
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
-      .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar)
+      // The outstanding index's head: why a call job waits (its first waiting task).
+      .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar, { indexes: ['outstanding'] })
       // A client's outcome webhook secret (settings: outcomeWebhook): put, never read, and only its
       // OUTCOMEWEBHOOK# item under the secrets key, never a LINE channel or a callback secret.
       .bindTable(tables.channels, 'readwrite', tableSpec('channels').envVar, {

@@ -12,6 +12,7 @@ import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoOutcomeSecretWriter } from '#shared/adapters/dynamo-outcome-webhooks.ts';
+import { DynamoOutstandingHeads } from '#shared/adapters/dynamo-outstanding-heads.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
@@ -62,6 +63,8 @@ export const handler = observe(
       series: makeDynamoJobSeries(doc, tasksTable),
       // Set by Lambda in every function's environment; the local cloud sets it too.
       region: getStringFromEnv('AWS_REGION'),
+      // A call job's first waiting task: the head of its client's outstanding index (tasks table).
+      heads: new DynamoOutstandingHeads(doc, tasksTable),
     }),
     suppressions: makeSuppressionsApi({
       clients,

@@ -350,3 +350,17 @@ export interface JobStores {
   /** The ingest queue (continuations, drops, the cancel sweep). */
   readonly queue: IngestQueue;
 }
+
+/** A job's first waiting task (its `readyAt`, and why it waits when it says). */
+export interface NextTaskOfJob {
+  readonly readyAt: number;
+  /** A contact limit's `capped: waiting until …`, when that is what holds it. */
+  readonly reason?: string;
+  /** The recipient's zone, for a job read in its recipients' zones. */
+  readonly timeZone?: string;
+}
+
+/** The first waiting task of a job, from the head of its client's outstanding index. */
+export interface OutstandingHeadReader {
+  nextOf(clientId: string, jobId: string): Promise<NextTaskOfJob | undefined>;
+}

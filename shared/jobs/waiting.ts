@@ -4,8 +4,11 @@
  * going out must say why, and when it expects to start again, rather than leave the operator to
  * work it out from the client's hours.
  */
+
+import { isCappedWaitingReason } from '#shared/contact-limits/model.ts';
 import { effectiveCallingHours, isOpen, nextOpening, wallTimeAt } from '#shared/pacing/calling-hours.ts';
 import { type ClientSettings, type Job, jobHasEnded } from './model.ts';
+import type { NextTaskOfJob } from './ports.ts';
 import { mayStartNow, restrictionNow } from './restrictions.ts';
 
 export { mayStartNow };
@@ -18,7 +21,13 @@ export { mayStartNow };
  *   (until = when it ends);
  * - `concurrent-limit`: as many calls in flight as the client's contract allows;
  * - `job-ended`: the job reached its end (`endAt`): nothing of it starts again; it completes once
- *   its calls in flight have ended and its other tasks have been expired.
+ *   its calls in flight have ended and its other tasks have been expired;
+ * - `recipient-hours`: a job read in its recipients' zones whose every recipient left is outside
+ *   their local hours or inside a restricted period there (until = the first opening);
+ * - `contact-limit`: its next recipient has been contacted as often as the client's contact
+ *   limits allow (until = the limit's window end);
+ * - `retry-delay`: every task left waits for its retry delay (until = the first due).
+ * The last three come from the job's first waiting task ({@link nextTaskWait}).
  */
 export type JobWaitReason =
   | 'start-time'
@@ -26,7 +35,10 @@ export type JobWaitReason =
   | 'calling-hours'
   | 'restricted-period'
   | 'concurrent-limit'
-  | 'job-ended';
+  | 'job-ended'
+  | 'recipient-hours'
+  | 'contact-limit'
+  | 'retry-delay';
 
 export interface JobWaiting {
   readonly reason: JobWaitReason;
@@ -103,6 +115,41 @@ function concurrentLimit({ job, client, callsInFlight }: JobWaitingInput): JobWa
     reason: 'concurrent-limit',
     message: `${callsInFlight} calls in flight, the client's limit of ${client.maxConcurrentCalls}: the next starts when one ends`,
   };
+}
+
+/**
+ * Why a running call job whose hours are open and whose client has room starts nothing: its first
+ * waiting task (`next`, from the head of the client's outstanding index) is not due yet. Undefined
+ * when it is due, or not known.
+ */
+export function nextTaskWait(
+  job: Job,
+  client: ClientSettings,
+  next: NextTaskOfJob | undefined,
+  now: number,
+): JobWaiting | undefined {
+  if (job.status !== 'running' || !next || next.readyAt <= now) return undefined;
+  const zone = client.timeZone;
+  if (isCappedWaitingReason(next.reason)) {
+    const limit = /\(contact limit (.+)\)$/.exec(next.reason!)?.[1];
+    return at(
+      'contact-limit',
+      next.readyAt,
+      `its next recipient has been contacted as often as the contact limit${limit ? ` (${limit})` : ''} allows; they may be contacted again from ${localTime(zone, next.readyAt)}`,
+    );
+  }
+  if (job.timeZoneBy === 'recipient') {
+    return at(
+      'recipient-hours',
+      next.readyAt,
+      `every recipient left is outside their local calling hours or in a restricted period; the first opens at ${localTime(next.timeZone ?? zone, next.readyAt)}`,
+    );
+  }
+  return at(
+    'retry-delay',
+    next.readyAt,
+    `every task left waits for its retry delay; the next is due at ${localTime(zone, next.readyAt)}`,
+  );
 }
 
 function at(reason: JobWaitReason, instant: number, message: string): JobWaiting {

@@ -97,6 +97,38 @@ describe('recipient-local time on the tasks table', () => {
     expect(String(entry?.openSk)).toContain(new Date(later).toISOString());
   });
 
+  it('a running job whose every recipient is outside their hours says so, and when the first opens (issue 35 #7)', async () => {
+    const clientId = uniqueName('tzwait');
+    // One minute a day, two hours from now in Tokyo: closed now for every recipient.
+    const opens = new Date(Date.now() + 2 * 3_600_000 + 9 * 3_600_000);
+    const hhmm = (d: Date) => d.toISOString().slice(11, 16);
+    const minute = [{ start: hhmm(opens), end: hhmm(new Date(opens.getTime() + 60_000)) }];
+    const hours = Object.fromEntries(
+      ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, minute]),
+    );
+    expect((await call('PUT', `/clients/${clientId}`, { ...CLIENT, callingHours: hours })).status).toBe(200);
+    const csv = ['電話番号,氏名', '090-7777-3001,東京', '090-7777-3002,京都'].join('\n');
+    const jobId = await scheduledInlineJob(harness, clientId, 'name=tz&timeZoneBy=recipient', csv);
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.job(clientId, jobId),
+        UpdateExpression: 'SET #status = :running',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':running': 'running' },
+      }),
+    );
+    const [first] = (await readTasks(cloud.doc, tasksTable, jobId)).sort((a, b) => a.readyAt - b.readyAt);
+    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    expect(body.waiting).toEqual({
+      reason: 'recipient-hours',
+      until: new Date(first!.readyAt).toISOString(),
+      message: expect.stringMatching(
+        /^every recipient left is outside their local calling hours .* Asia\/Tokyo$/,
+      ),
+    });
+  });
+
   it("widened hours: the waiting tasks move to their recipients' new opening, never before a retry's delay", async () => {
     const clientId = uniqueName('tzwide');
     expect((await call('PUT', `/clients/${clientId}`, { ...CLIENT, callingHours: DAYTIME })).status).toBe(

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { cappedWaitingReason } from '#shared/contact-limits/model.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
-import { jobWaitingFor, localTime } from '#shared/jobs/waiting.ts';
+import { jobWaitingFor, localTime, nextTaskWait } from '#shared/jobs/waiting.ts';
 import { clientSettings, job as makeJob } from '../broker/fakes.ts';
 
 // Friday 2026-11-20 09:00 in Tokyo.
@@ -80,5 +81,42 @@ describe('what a job waits for (issue 13 #8)', () => {
     expect(localTime('America/New_York', Date.parse('2026-03-08T10:30:00Z'))).toBe(
       '2026-03-08 06:30 America/New_York',
     );
+  });
+});
+
+describe('what a running call job waits for when its first waiting task is not due (issue 35 #7)', () => {
+  const running = (over: Partial<Job> = {}) => job({ status: 'running', ...over });
+  const later = NOW + 3 * 3600_000;
+
+  it('a job read in its recipients’ zones: their local hours, with the first opening in its zone', () => {
+    const waiting = nextTaskWait(
+      running({ timeZoneBy: 'recipient' }),
+      client(),
+      { readyAt: later, timeZone: 'Europe/London' },
+      NOW,
+    );
+    expect(waiting).toEqual({
+      reason: 'recipient-hours',
+      until: new Date(later).toISOString(),
+      message: `every recipient left is outside their local calling hours or in a restricted period; the first opens at ${localTime('Europe/London', later)}`,
+    });
+  });
+
+  it('a contact limit: named, with when the recipient may be contacted again', () => {
+    const reason = cappedWaitingReason({ max: 1, per: 'day', channels: ['call', 'line'] }, later);
+    const waiting = nextTaskWait(running(), client(), { readyAt: later, reason }, NOW);
+    expect(waiting).toMatchObject({ reason: 'contact-limit', until: new Date(later).toISOString() });
+    expect(waiting?.message).toBe(
+      `its next recipient has been contacted as often as the contact limit (1 per day (call, line)) allows; they may be contacted again from ${localTime('Asia/Tokyo', later)}`,
+    );
+  });
+
+  it('a retry delay otherwise; nothing when the task is due, unknown, or the job not running', () => {
+    expect(nextTaskWait(running(), client(), { readyAt: later }, NOW)).toMatchObject({
+      reason: 'retry-delay',
+    });
+    expect(nextTaskWait(running(), client(), { readyAt: NOW }, NOW)).toBeUndefined();
+    expect(nextTaskWait(running(), client(), undefined, NOW)).toBeUndefined();
+    expect(nextTaskWait(job({ status: 'scheduled' }), client(), { readyAt: later }, NOW)).toBeUndefined();
   });
 });
