@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { LAMBDA_PAYLOAD_MAX_BYTES } from '#shared/functions.ts';
 import { type HttpFunctionId, matchRoute, type RouteSpec, routeKey } from '#shared/routes.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
 import { decide } from './iam/policy.ts';
@@ -16,8 +17,17 @@ import { SigV4Error, verifySigV4 } from './sigv4.ts';
 
 /** API Gateway HTTP API's request payload limit. */
 export const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
-/** Lambda's synchronous invocation payload limit (the whole event, after base64). */
-export const LAMBDA_MAX_EVENT_BYTES = 6 * 1024 * 1024;
+/** Lambda's synchronous invocation payload limit (the whole event, after base64; the result too). */
+export const LAMBDA_MAX_EVENT_BYTES = LAMBDA_PAYLOAD_MAX_BYTES;
+
+/**
+ * A handler's result over Lambda's response limit. On AWS the runtime's post of the result is
+ * refused (413, `RequestEntityTooLarge`: "Exceeded maximum allowed payload size"), the invocation
+ * fails, and the HTTP API answers the caller 500 `{"message":"Internal Server Error"}`.
+ */
+export class ResponsePayloadTooLargeError extends Error {
+  override name = 'ResponsePayloadTooLargeError';
+}
 /** HTTP API's integration timeout. */
 export const API_GATEWAY_TIMEOUT_MS = 30_000;
 
@@ -296,6 +306,13 @@ function iamAuthorizerRefusal(
   }
 }
 
+/** HTTP API's answer to a body over its 10 MB payload limit. */
+const bodyTooLarge = (): WrittenResponse => ({
+  status: 413,
+  headers: { 'content-type': 'text/plain; charset=utf-8' },
+  body: Buffer.from(`HTTP content length exceeded ${API_GATEWAY_MAX_BODY_BYTES} bytes.`),
+});
+
 async function handle(
   req: http.IncomingMessage,
   options: ApiGatewayOptions,
@@ -304,20 +321,10 @@ async function handle(
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > API_GATEWAY_MAX_BODY_BYTES) {
     req.resume();
-    return {
-      status: 413,
-      headers: { 'content-type': 'text/plain; charset=utf-8' },
-      body: Buffer.from(`HTTP content length exceeded ${API_GATEWAY_MAX_BODY_BYTES} bytes.`),
-    };
+    return bodyTooLarge();
   }
   const body = await readBody(req, API_GATEWAY_MAX_BODY_BYTES);
-  if (body === 'too-large') {
-    return {
-      status: 413,
-      headers: { 'content-type': 'text/plain; charset=utf-8' },
-      body: Buffer.from(`HTTP content length exceeded ${API_GATEWAY_MAX_BODY_BYTES} bytes.`),
-    };
-  }
+  if (body === 'too-large') return bodyTooLarge();
   const path = (req.url ?? '/').split('?')[0]!;
   const match = matchRoute(options.routes, req.method ?? 'GET', path);
   if (!match) return jsonMessage(404, 'Not Found');
@@ -350,6 +357,7 @@ async function handle(
       functionName: match.route.functionId,
       timeoutMs: Math.min(fn.timeoutMs, API_GATEWAY_TIMEOUT_MS),
     });
+    assertResponseFits(result);
     return toHttpResponse(result);
   } catch (error) {
     options.onError?.(error, routeKey(match.route));
@@ -357,6 +365,15 @@ async function handle(
       return jsonMessage(503, 'Service Unavailable');
     return jsonMessage(500, 'Internal Server Error');
   }
+}
+
+/** Throws {@link ResponsePayloadTooLargeError} when the result, as JSON, is over Lambda's response limit. */
+function assertResponseFits(result: APIGatewayProxyResultV2): void {
+  const size = Buffer.byteLength(JSON.stringify(result) ?? '');
+  if (size > LAMBDA_PAYLOAD_MAX_BYTES)
+    throw new ResponsePayloadTooLargeError(
+      `Response payload size (${size} bytes) exceeded maximum allowed payload size (${LAMBDA_PAYLOAD_MAX_BYTES} bytes)`,
+    );
 }
 
 /** The caller closed its connection before its request's body had arrived. */

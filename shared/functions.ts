@@ -111,6 +111,14 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
 };
 
 /**
+ * Lambda's synchronous invocation payload limit, the request (the whole event, a binary body
+ * base64-encoded) and the response (the handler's result as JSON) each: 6 MB ("For synchronous
+ * invocations, the maximum payload size is 6 MB", Lambda API reference, Invoke). An HTTP API in front
+ * cannot pass more: the local API Gateway stand-in refuses both as AWS does (`local/api-gateway.ts`).
+ */
+export const LAMBDA_PAYLOAD_MAX_BYTES = 6 * 1024 * 1024;
+
+/**
  * Outcome webhooks' two functions: `outcome-events` reads the tasks and control tables' DynamoDB
  * streams (filtered by the event source mappings to task ends and job records, so other changes
  * never invoke it) and queues deliveries; `outcome-webhooks` POSTs them, one queue message per POST.

@@ -3,9 +3,15 @@ import { connect } from 'node:net';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_GATEWAY_MAX_BODY_BYTES, type ApiGatewayServer, startApiGateway } from '#local/api-gateway.ts';
+import {
+  API_GATEWAY_MAX_BODY_BYTES,
+  type ApiGatewayServer,
+  ResponsePayloadTooLargeError,
+  startApiGateway,
+} from '#local/api-gateway.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '#local/cloud.ts';
 import { makeOperatorClient, Sha256 } from '#local/operator-client.ts';
+import { LAMBDA_PAYLOAD_MAX_BYTES } from '#shared/functions.ts';
 import type { RouteSpec } from '#shared/routes.ts';
 
 const routes: RouteSpec[] = [
@@ -13,6 +19,13 @@ const routes: RouteSpec[] = [
 ];
 let seen: APIGatewayProxyEventV2 | undefined;
 let gateway: ApiGatewayServer;
+const failures: unknown[] = [];
+
+/** A result whose JSON is `bytes` long: a base64 body of filler around fixed fields. */
+function resultOfSize(bytes: number): APIGatewayProxyResultV2 {
+  const shell = { statusCode: 200, isBase64Encoded: true, body: '' };
+  return { ...shell, body: 'A'.repeat(bytes - Buffer.byteLength(JSON.stringify(shell))) };
+}
 
 beforeAll(async () => {
   gateway = await startApiGateway({
@@ -23,10 +36,14 @@ beforeAll(async () => {
         handler: async (event): Promise<APIGatewayProxyResultV2> => {
           seen = event;
           if (event.rawQueryString === 'fail=1') throw new Error('secret internals');
+          const respond = /^respond=(\d+)$/.exec(event.rawQueryString);
+          // A base64 body that makes the result, as JSON, exactly this many bytes.
+          if (respond) return resultOfSize(Number(respond[1]));
           return { statusCode: 202, headers: { 'X-Echo': 'yes' }, body: JSON.stringify({ ok: true }) };
         },
       },
     },
+    onError: (error) => void failures.push(error),
   });
 });
 afterAll(() => gateway.stop());
@@ -93,6 +110,26 @@ describe('the API Gateway stand-in (HTTP API, payload v2)', () => {
     });
     expect(res2.status).toBe(413);
     expect(await res2.json()).toEqual({ message: 'Request Too Long' });
+  });
+});
+
+describe("Lambda's response limit (issue 35 #2)", () => {
+  it('passes a result of exactly 6 MB; one byte more fails the invocation, and the caller gets 500 as from AWS', async () => {
+    const fits = await fetch(`${gateway.url}/webhooks/line/c1?respond=${LAMBDA_PAYLOAD_MAX_BYTES}`, {
+      method: 'POST',
+      body: '{}',
+    });
+    expect(fits.status).toBe(200);
+    expect((await fits.arrayBuffer()).byteLength).toBeGreaterThan(4 * 1024 * 1024);
+
+    failures.length = 0;
+    const over = await fetch(`${gateway.url}/webhooks/line/c1?respond=${LAMBDA_PAYLOAD_MAX_BYTES + 1}`, {
+      method: 'POST',
+      body: '{}',
+    });
+    expect(over.status).toBe(500);
+    expect(await over.text()).toBe('{"message":"Internal Server Error"}');
+    expect(failures).toEqual([expect.any(ResponsePayloadTooLargeError)]);
   });
 });
 
