@@ -35,13 +35,13 @@ import {
 import { canTransition, type JobStatus } from './job-lifecycle.ts';
 import { type ClientSettings, endedTasks, type Job, type JobCounts } from './model.ts';
 import { findOptOuts, type OptOutsAnswer } from './opt-outs.ts';
-import type { JobChangeNotifier, JobStores, OptOutReader } from './ports.ts';
+import type { JobChangeNotifier, JobStores, OptOutReader, OutstandingHeadReader } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { contactTimeSettings, jobNeedsRetime, retimeSweepStart } from './retime.ts';
 import { uploadKey } from './s3-events.ts';
 import { type JobSeriesAnswer, readJobSeries } from './series.ts';
 import { clientSettingsInput, isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
-import { type JobWaiting, jobWaitingFor } from './waiting.ts';
+import { type JobWaiting, jobWaitingFor, nextTaskWait } from './waiting.ts';
 
 /** Largest inline CSV: API Gateway's body, base64-encoded into a 6 MB Lambda event, must fit. */
 export const INLINE_UPLOAD_MAX_BYTES = 4 * 1024 * 1024;
@@ -158,6 +158,8 @@ export interface JobsApiDeps extends JobStores {
   readonly series?: JobSeriesReader;
   /** The deployment's region: a client's Amazon Connect instance must be in it. */
   readonly region: string;
+  /** A call job's first waiting task, for its `waiting` (local hours, a contact limit, a retry delay). */
+  readonly heads?: OutstandingHeadReader;
 }
 
 export interface CallsInFlightReader {
@@ -209,12 +211,10 @@ export class JobsApi {
       job.channel === 'call' && job.status === 'running'
         ? await this.#deps.calls?.callsInFlight(job.clientId).catch(() => undefined)
         : undefined;
-    const waiting = jobWaitingFor({
-      job,
-      client,
-      now: this.#deps.clock.now(),
-      ...(callsInFlight === undefined ? {} : { callsInFlight }),
-    });
+    const now = this.#deps.clock.now();
+    const waiting =
+      jobWaitingFor({ job, client, now, ...(callsInFlight === undefined ? {} : { callsInFlight }) }) ??
+      (await this.#nextTaskWait(job, client, now));
     const live: JobLive | undefined =
       callsInFlight === undefined
         ? undefined
@@ -224,6 +224,13 @@ export class JobsApi {
             callsPerSecond: client.callsPerSecond,
           };
     return { ...(waiting ? { waiting } : {}), ...(live ? { live } : {}) };
+  }
+
+  /** A running call job held back by its first waiting task only (`waiting.ts`), read when nothing else holds it. */
+  async #nextTaskWait(job: Job, client: ClientSettings, now: number): Promise<JobWaiting | undefined> {
+    if (job.status !== 'running' || job.channel !== 'call' || !this.#deps.heads) return undefined;
+    const next = await this.#deps.heads.nextOf(job.clientId, job.jobId).catch(() => undefined);
+    return nextTaskWait(job, client, next, now);
   }
 
   /**
