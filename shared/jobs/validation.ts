@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { compileTemplate, type MessageTemplate } from '#shared/campaign/template.ts';
 import { contactLimitsSchema } from '#shared/contact-limits/model.ts';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
+import { MAX_TEXT_LENGTH, messageObjectProblems } from '#shared/line/message-objects.ts';
 import {
   type CallingHours,
   callingHoursSchema,
@@ -169,31 +170,15 @@ export type JobOptions = Pick<
   | 'ignoreContactLimits'
 >;
 
-/** LINE's longest text message, in characters. */
-const MAX_TEXT_LENGTH = 5000;
-
 /**
  * A message job's message: a string (one text message) or `{ messages: [...], notificationDisabled? }`
- * with 1 to 5 LINE message objects, each with a `type` (a `text` one with 1 to 5,000 characters).
+ * with 1 to 5 LINE message objects, each checked by LINE's rules for its type
+ * (`shared/line/message-objects.ts`).
  */
 const textMessageSchema = z
   .string()
   .min(1, 'must not be empty')
   .max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`);
-/** LINE's message object types (https://developers.line.biz/en/reference/messaging-api/#message-objects). */
-const LINE_MESSAGE_TYPES = [
-  'text',
-  'textV2',
-  'sticker',
-  'image',
-  'video',
-  'audio',
-  'location',
-  'imagemap',
-  'template',
-  'flex',
-  'coupon',
-] as const;
 /** Most levels of nesting a message may have (a flex bubble needs about ten; DynamoDB stores 32). */
 const MAX_MESSAGE_DEPTH = 20;
 /** Most bytes of a message as JSON (LINE's flex bubble is at most 30 KB; five messages fit). */
@@ -215,24 +200,14 @@ function nestingDepth(value: unknown, limit: number): number {
 
 const templateMessageSchema = z.strictObject({
   messages: z
-    .array(
-      z
-        .looseObject({
-          type: z.enum(LINE_MESSAGE_TYPES, `must be a LINE message type: ${LINE_MESSAGE_TYPES.join(', ')}`),
-        })
-        .superRefine((m, ctx) => {
-          if (m.type !== 'text') return;
-          const text = (m as { text?: unknown }).text;
-          if (typeof text !== 'string' || text.length === 0 || text.length > MAX_TEXT_LENGTH)
-            ctx.addIssue({
-              code: 'custom',
-              path: ['text'],
-              message: `must be 1 to ${MAX_TEXT_LENGTH} characters`,
-            });
-        }),
-    )
+    .array(z.unknown(), 'must be a list of LINE message objects')
     .min(1, 'must hold at least one message')
-    .max(5, 'LINE takes at most 5 messages in one push'),
+    .max(5, 'LINE takes at most 5 messages in one push')
+    .superRefine((messages, ctx) => {
+      for (const problem of messageObjectProblems(messages)) {
+        ctx.addIssue({ code: 'custom', path: [...problem.path], message: problem.message });
+      }
+    }),
   notificationDisabled: z.boolean().optional(),
 });
 /** Chosen by the input's type, so each mistake is named where it is (not "Invalid input"). */

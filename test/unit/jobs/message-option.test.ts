@@ -111,6 +111,25 @@ describe('a message job’s message', () => {
     });
   });
 
+  it('is refused, before it starts, with every message object LINE would refuse named at its property (issue 35 #6)', () => {
+    const message = {
+      messages: [
+        { type: 'sticker', packageId: '446' },
+        {
+          type: 'image',
+          originalContentUrl: 'http://example.com/a.jpg',
+          previewImageUrl: 'https://example.com/p.jpg',
+        },
+        { type: 'flex', contents: { type: 'bubble' } },
+      ],
+    };
+    expect(fieldErrors({ name: 'x', channel: 'message', message })).toEqual({
+      'message.messages[0].stickerId': ['must be a string'],
+      'message.messages[1].originalContentUrl': ['must be an https URL of at most 2000 characters'],
+      'message.messages[2].altText': ['must be 1 to 1500 characters'],
+    });
+  });
+
   it('is refused when a message has no type', () => {
     const errors = fieldErrors({ name: 'x', channel: 'message', message: { messages: [{ text: 'Hello' }] } });
     expect(Object.keys(errors)).toEqual(['message.messages[0].type']);
