@@ -81,6 +81,25 @@ function awsError(status: number, type: string, message: string): FrontError {
   return new FrontError(status, { message }, { 'x-amzn-errortype': type });
 }
 
+/**
+ * How Connect refuses a request whose signature does not pass: an access key it does not know is
+ * `UnrecognizedClientException` ("The security token included in the request is invalid."), a
+ * signature that does not match `InvalidSignatureException`, the rest `AccessDeniedException`.
+ */
+function signingRefusal(error: SigV4Error): FrontError {
+  if (error.code === 'InvalidAccessKeyId')
+    return awsError(
+      403,
+      'UnrecognizedClientException',
+      'The security token included in the request is invalid.',
+    );
+  return awsError(
+    403,
+    error.code === 'SignatureDoesNotMatch' ? 'InvalidSignatureException' : 'AccessDeniedException',
+    error.message,
+  );
+}
+
 export async function startConnectEmulator(options: ConnectEmulatorOptions): Promise<TelephonyEmulator> {
   const front = new ConnectFront(options);
   const served = await serveFront(
@@ -272,11 +291,7 @@ class ConnectFront {
       );
     } catch (error) {
       if (!(error instanceof SigV4Error)) throw error;
-      throw awsError(
-        403,
-        error.code === 'SignatureDoesNotMatch' ? 'InvalidSignatureException' : 'AccessDeniedException',
-        error.message,
-      );
+      throw signingRefusal(error);
     }
     const text = body.toString('utf8');
     const path = new URL(req.url ?? '/', 'http://connect').pathname;

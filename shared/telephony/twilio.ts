@@ -27,23 +27,21 @@ export function parseForm(body: string): FormParams {
 
 /**
  * The signature Twilio sends for a POST to `url` with `params`: the URL, then each parameter's
- * name and value (values of a repeated name sorted, each once), names in byte order, HMAC-SHA1 with the auth
- * token, base64.
+ * name and value (values of a repeated name sorted, each once), names sorted, HMAC-SHA1 with the
+ * auth token, base64. Sorted as Twilio's own validator sorts (twilio-node `getExpectedTwilioSignature`:
+ * `Object.keys(params).sort()`, `Array.from(new Set(values)).sort()`): JavaScript's default sort,
+ * by UTF-16 code units — which differs from UTF-8 byte order for a character above U+FFFF against
+ * one in U+E000–U+FFFF (a surrogate, 0xD8xx, sorts first; its UTF-8 lead byte 0xF0 would sort last).
  */
 export function twilioSignature(authToken: string, url: string, params: FormParams): string {
   const byName = new Map<string, string[]>();
   for (const [name, value] of params) byName.set(name, [...(byName.get(name) ?? []), value]);
   let data = url;
-  for (const name of [...byName.keys()].sort(byteOrder)) {
-    // A value repeated under one name counts once, as Twilio's own validator (twilio-node
-    // `toFormUrlEncodedParam`: `Array.from(new Set(values)).sort()`) computes it.
-    for (const value of [...new Set(byName.get(name)!)].sort(byteOrder)) data += name + value;
+  for (const name of [...byName.keys()].sort()) {
+    // A value repeated under one name counts once, as Twilio's validator computes it.
+    for (const value of [...new Set(byName.get(name)!)].sort()) data += name + value;
   }
   return createHmac('sha1', authToken).update(data, 'utf8').digest('base64');
-}
-
-function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
 /**

@@ -185,6 +185,15 @@ describe('Amazon Connect adapter and emulator', () => {
     expect(await forged.initiate(request('+815011110009'), 'k-2')).toMatchObject({
       kind: 'rejected',
       status: 403,
+      code: 'InvalidSignatureException',
+    });
+    expect(emulator!.stats('c1').rings).toBe(0);
+    // An access key Connect does not know, as AWS answers it (issue 35 #5).
+    const stranger = await start({}, {}, { accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'any' });
+    expect(await stranger.initiate(request('+815011110009'), 'k-3')).toMatchObject({
+      kind: 'rejected',
+      status: 403,
+      code: 'UnrecognizedClientException',
     });
     expect(emulator!.stats('c1').rings).toBe(0);
   });

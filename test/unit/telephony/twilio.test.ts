@@ -3,7 +3,7 @@
  * order they come in, and the REST adapter against the Twilio emulator — Basic auth, form bodies,
  * Twilio's errors, and the lookup that keeps an ambiguous create from ringing twice.
  */
-
+import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -58,6 +58,22 @@ describe('X-Twilio-Signature', () => {
     ];
     expect(twilioSignature('12345', url, repeated)).toBe(twilioSignature('12345', url, once));
     expect(twilioSignature('12345', url, repeated)).not.toBe(twilioSignature('12345', url, once.slice(0, 2)));
+  });
+
+  it('sorts names and repeated values by UTF-16 code units, as twilio-node does, not by UTF-8 bytes (issue 35 #5)', () => {
+    // U+1F600 is the surrogate pair D83D DE00 (before FF21 in UTF-16), but F0 9F 98 80 in UTF-8 (after EF BC A1).
+    const emoji = '\u{1F600}';
+    const fullwidthA = '\uFF21';
+    const signed = twilioSignature('12345', url, [
+      ['Digits', fullwidthA],
+      ['Digits', emoji],
+      [`X${fullwidthA}`, '1'],
+      [`X${emoji}`, '2'],
+    ]);
+    const utf16Order = `${url}Digits${emoji}Digits${fullwidthA}X${emoji}2X${fullwidthA}1`;
+    expect(signed).toBe(createHmac('sha1', '12345').update(utf16Order, 'utf8').digest('base64'));
+    const byteOrder = `${url}Digits${fullwidthA}Digits${emoji}X${fullwidthA}1X${emoji}2`;
+    expect(signed).not.toBe(createHmac('sha1', '12345').update(byteOrder, 'utf8').digest('base64'));
   });
 
   it('verifies with or without the default port, and with the previous token during a rotation', () => {
