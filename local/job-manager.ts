@@ -15,6 +15,7 @@ import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { DynamoLeaseTable } from '#shared/adapters/dynamo-leases.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
+import { clockFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
@@ -38,14 +39,14 @@ export interface LocalJobManagerOptions {
   readonly maxTaskReadsPerRun?: number;
   /** The job manager's time for reads (`JobManagerOptions.readForMs`); the bench lifts it. */
   readonly readForMs?: number;
-  /** The job manager's clock; default the wall clock. */
+  /** The job manager's clock; default the deployment's (`clockFromEnv`: the wall clock, maybe shifted). */
   readonly now?: () => number;
   readonly log?: Logger;
 }
 
 /** The job manager's handler wired to the local cloud and fleet; run it with `startScheduler`. */
 export function makeLocalJobManager(options: LocalJobManagerOptions): Handler<ScheduledEvent, JobManagerRun> {
-  const clock = { now: options.now ?? (() => Date.now()) };
+  const clock = options.now ? { now: options.now } : clockFromEnv();
   const log = options.log ?? makeLogger('job-manager');
   return makeJobManagerHandler({
     run: makeRunJobManager({

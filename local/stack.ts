@@ -18,8 +18,10 @@ import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
+import { CLOCK_OFFSET_ENV } from '#shared/config.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
 import { ADMINS_GROUP, clientGroup } from '#shared/operators/tenancy.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import { routes } from '#shared/routes.ts';
 import { clientSecretName, rotateCallbackSecret } from '#shared/telephony/callback-secrets.ts';
 import { CONNECT_EVENT_RULES, matchesContactRule } from '#shared/telephony/connect-contact.ts';
@@ -41,6 +43,8 @@ import { startScheduler } from './scheduler.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
 import {
   type Range,
+  realTime,
+  type SandboxTime,
   startTelephonySandbox,
   type TelephonyEmulator,
   type TelephonySandbox,
@@ -114,6 +118,13 @@ export interface LocalStackOptions {
   >;
   /** The console's users (default {@link LOCAL_CONSOLE_USERS}). */
   readonly consoleUsers?: readonly PoolUser[];
+  /**
+   * The instant (epoch ms) the stack's clock reads when it starts, then runs on from: every
+   * handler, broker and provider stand-in reads the system's time shifted by as much
+   * (`SWITCHBOARD_CLOCK_OFFSET_MS`), so a public holiday or a window closing at midnight can be
+   * tried on any day (`npm start -- --at`). The SDK's signatures and tokens keep the real time.
+   */
+  readonly startAt?: number;
 }
 
 /**
@@ -174,6 +185,8 @@ export interface LocalStack {
   readonly cognito: CognitoEmulator;
   /** The console's address. */
   readonly consoleUrl: string;
+  /** The stack's clock: the system's, shifted when it was started at another time (`startAt`). */
+  readonly clock: Clock;
   /** The webhook URL of a channel on the local HTTP API. */
   webhookUrl(channelId: string): string;
   /** Creates or replaces a channel (and tells the LINE sandbox its token). */
@@ -202,7 +215,7 @@ async function loadHandler<E, R>(id: FunctionId): Promise<Handler<E, R>> {
  * Lambda's asynchronous invocation would, once `target` names them. A failure of either is retried
  * by the far side for both (each handler is idempotent).
  */
-async function startLocalConnect(options: LocalStackOptions) {
+async function startLocalConnect(options: LocalStackOptions, time: SandboxTime) {
   const handlers = new Map<ConnectTargetId, Handler<EventBridgeEvent, unknown>>();
   const invoke = async (id: ConnectTargetId, event: EventBridgeEvent) => {
     const handler = handlers.get(id);
@@ -211,6 +224,7 @@ async function startLocalConnect(options: LocalStackOptions) {
     await invokeHandler(handler, event, { functionName: spec.id, timeoutMs: spec.timeoutSeconds * 1000 });
   };
   const emulator = await startConnectEmulator({
+    time,
     timeScale: options.telephonyTimeScale ?? 30,
     ...(options.connectTalkSeconds === undefined ? {} : { durationSeconds: options.connectTalkSeconds }),
     // Each rule's pattern, as EventBridge matches it (the instance is the emulator's own).
@@ -228,6 +242,11 @@ async function startLocalConnect(options: LocalStackOptions) {
   };
 }
 
+/** The system's time and timers, the clock read `offset` ms later (timers are not shifted). */
+function shiftedTime(offset: number): SandboxTime {
+  return offset === 0 ? realTime : { ...realTime, now: () => Date.now() + offset };
+}
+
 /** The functions Amazon Connect's contact events are delivered to. */
 type ConnectTargetId = 'connect-events' | 'connect-opt-outs';
 
@@ -242,7 +261,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       : {}),
     log,
   });
-  const starter = new LocalStackStarter({ options, log, cloud });
+  const offset = options.startAt === undefined ? 0 : Math.round(options.startAt - Date.now());
+  const starter = new LocalStackStarter({ options, log, cloud, clockOffsetMs: offset });
   try {
     return await starter.start();
   } catch (error) {
@@ -272,6 +292,8 @@ interface LocalStackStarterDeps {
   readonly options: LocalStackOptions;
   readonly log: (line: string) => void;
   readonly cloud: LocalCloud;
+  /** Milliseconds every process adds to the system's time ({@link LocalStackOptions.startAt}). */
+  readonly clockOffsetMs: number;
 }
 
 /**
@@ -283,11 +305,13 @@ class LocalStackStarter {
   readonly #log: (line: string) => void;
   readonly #cloud: LocalCloud;
   readonly #stoppers: (() => Promise<void>)[];
+  readonly #clockOffsetMs: number;
 
   constructor(deps: LocalStackStarterDeps) {
     this.#options = deps.options;
     this.#log = deps.log;
     this.#cloud = deps.cloud;
+    this.#clockOffsetMs = deps.clockOffsetMs;
     this.#stoppers = [() => deps.cloud.stop()];
   }
 
@@ -324,6 +348,7 @@ class LocalStackStarter {
       }),
       cognito,
       consoleUrl: `${api.url}/console`,
+      clock: { now: () => Date.now() + this.#clockOffsetMs },
       webhookUrl: (channelId) => `${api.url}/webhooks/line/${encodeURIComponent(channelId)}`,
       putChannel: admin.putChannel,
       putTelephonySecret: admin.putTelephonySecret,
@@ -343,24 +368,28 @@ class LocalStackStarter {
 
   async #startProviders(): Promise<Providers> {
     const options = this.#options;
+    const offset = this.#clockOffsetMs;
+    const time = shiftedTime(offset);
     const line = await startLineSandbox({
       channels: [{ channelId: DEMO_CHANNEL.channelId, accessToken: DEMO_CHANNEL.accessToken }],
+      clock: time,
       ...(options.lineRateLimitPerSecond ? { rateLimitPerSecond: options.lineRateLimitPerSecond } : {}),
     });
     this.#stoppers.push(() => line.stop());
     this.#log(`LINE sandbox    ${line.url} (Messaging API stand-in: retry keys, rate limit, faults)`);
 
-    const { emulator: connect, target: connectTarget } = await startLocalConnect(options);
+    const { emulator: connect, target: connectTarget } = await startLocalConnect(options, time);
     this.#stoppers.push(() => connect.stop());
     this.#log(
       `Amazon Connect  ${connect.url} (emulator: StartOutboundVoiceContact, DescribeContact, GetContactAttributes, contact events)`,
     );
 
-    const twilio = await startTwilioEmulator({ timeScale: options.telephonyTimeScale ?? 30 });
+    const twilio = await startTwilioEmulator({ timeScale: options.telephonyTimeScale ?? 30, time });
     this.#stoppers.push(() => twilio.stop());
     this.#log(`Twilio          ${twilio.url} (emulator: Calls.json, signed status callbacks)`);
 
     const telephony = await startTelephonySandbox({
+      time,
       callbackSecret: LOCAL_TELEPHONY.callbackSecret,
       apiToken: LOCAL_TELEPHONY.apiToken,
       timeScale: options.telephonyTimeScale ?? 30,
@@ -375,6 +404,7 @@ class LocalStackStarter {
   /** Handlers read their configuration once, at import: set the environment first. */
   #setHandlerEnvironment({ line, connect }: Providers): void {
     Object.assign(process.env, this.#cloud.env(), {
+      [CLOCK_OFFSET_ENV]: String(this.#clockOffsetMs),
       LINE_API_URL: line.url,
       AWS_ENDPOINT_URL_CONNECT: connect.url,
       TELEPHONY_PROVIDER: LOCAL_TELEPHONY.provider,
@@ -558,6 +588,7 @@ class LocalStackStarter {
     const options = this.#options;
     return {
       ...this.#cloud.env(),
+      [CLOCK_OFFSET_ENV]: String(this.#clockOffsetMs),
       TELEPHONY_API_URL: providers.telephony.url,
       TELEPHONY_API_TOKEN: LOCAL_TELEPHONY.apiToken,
       AWS_ENDPOINT_URL_CONNECT: providers.connect.url,

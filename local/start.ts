@@ -45,6 +45,9 @@ Options:
   --port N         serve the HTTP API on port N (default: 3000; 0 picks a free port)
   --no-demo        do not play the demo webhooks (the demo channel is still created)
   --exit-after S   stop by itself after S seconds (for scripts and CI)
+  --at TIME        run every clock of the local cloud from TIME (ISO 8601 with its offset), to try
+                   a day that is not today: a public holiday, a window closing at midnight, a
+                   quota month's end, e.g. --at 2027-01-01T09:58:00+09:00
   -h, --help       show this help
 `;
 
@@ -61,6 +64,8 @@ interface StartOptions {
   readonly messages: number | false;
   readonly demo: boolean;
   readonly exitAfter?: number;
+  /** The instant the local cloud's clocks read at start (epoch ms). */
+  readonly at?: number;
 }
 
 class OptionError extends Error {
@@ -138,7 +143,20 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
     messages: values['no-messages'] ? false : messages,
     demo: !values['no-demo'],
     ...(exitAfter === undefined ? {} : { exitAfter }),
+    ...atOption(values.at),
   };
+}
+
+/** `--at`: an ISO 8601 date-time with its offset (a zone-less one would mean this machine's zone). */
+function atOption(raw: string | undefined): { at?: number } {
+  if (raw === undefined) return {};
+  const at = Date.parse(raw);
+  if (!/(Z|[+-]\d\d:\d\d)$/.test(raw) || Number.isNaN(at)) {
+    throw new OptionError(
+      `--at must be an ISO 8601 date-time with its offset, such as 2027-01-01T09:58:00+09:00, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return { at };
 }
 
 const OPTIONS = {
@@ -155,6 +173,7 @@ const OPTIONS = {
   'no-messages': { type: 'boolean' },
   'no-demo': { type: 'boolean' },
   'exit-after': { type: 'string' },
+  at: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -168,6 +187,7 @@ async function run(options: StartOptions): Promise<void> {
       port: options.port,
       fleet: options.job || options.messages !== false,
       telephonyTimeScale: options.timeScale,
+      ...(options.at === undefined ? {} : { startAt: options.at }),
       log,
     });
   } catch (error) {
@@ -207,6 +227,9 @@ async function run(options: StartOptions): Promise<void> {
   const consoleLine = () =>
     `console: ${stack.consoleUrl} — sign in as ${LOCAL_CONSOLE_USERS.map((u) => `${u.username} (${userScope(u.groups)})`).join(', ')}; their local passwords are in the README and LOCAL_CONSOLE_USERS in local/stack.ts`;
   log(consoleLine());
+  if (options.at !== undefined) {
+    log(`clock: every part of the local cloud runs from ${new Date(stack.clock.now()).toISOString()} (--at)`);
+  }
   if (options.demo) {
     await playWebhookDemo(stack, demoLog).catch((error: unknown) =>
       demoLog(`demo failed: ${(error as Error).message}`),

@@ -28,3 +28,26 @@ export function getNumberFromEnv(
   }
   return value;
 }
+
+/**
+ * The environment variable by which the local cloud runs every process at another date and time
+ * (`npm start -- --at …`): milliseconds added to the system's time. Never set in AWS.
+ */
+export const CLOCK_OFFSET_ENV = 'SWITCHBOARD_CLOCK_OFFSET_MS';
+
+/**
+ * The clock a process reads the time from: the system's, shifted by {@link CLOCK_OFFSET_ENV} when
+ * the local cloud sets it, so that a public holiday, a window closing at midnight or a quota
+ * month's end can be tried on any day. Read once, at start.
+ */
+export function clockFromEnv(env: NodeJS.ProcessEnv = process.env): { now(): number } {
+  const raw = env[CLOCK_OFFSET_ENV];
+  if (raw === undefined || raw === '' || raw === '0') return { now: () => Date.now() };
+  const offset = Number(raw);
+  if (!Number.isSafeInteger(offset)) {
+    throw new ConfigError(
+      `environment variable ${CLOCK_OFFSET_ENV} must be whole milliseconds, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return { now: () => Date.now() + offset };
+}

@@ -34,14 +34,14 @@ import { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
 import { type HttpSend, type HttpSendOptions, makeHttpSend } from '#shared/campaign/http-send.ts';
 import type { SendPort } from '#shared/campaign/ports.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';
-import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import {
   DEFAULT_LINE_API_URL,
   type MessageQuota,
   makeMessagingClient,
 } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
-import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
+import { type Clock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { suppressionReasons } from '#shared/suppressions/model.ts';
 import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
@@ -352,7 +352,8 @@ export async function startBrokerProcess(
   } = {},
 ): Promise<RunningBroker> {
   const logger = deps.logger ?? makeLogger('broker');
-  const clock = deps.clock ?? systemClock;
+  // The system's time (the local cloud may shift it: `npm start -- --at`).
+  const clock = deps.clock ?? clockFromEnv();
   const timers = deps.timers ?? systemTimers;
   const doc = deps.doc ?? makeDocumentClient(makeBrokerDynamoClient());
   const ports: ProcessPorts = { doc, logger, clock, timers };

@@ -11,7 +11,7 @@ import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { makeRecordTwilioStatus } from '#shared/broker/twilio-status.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { CachedCallbackSecrets, ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import { makeCallStatusHandler } from './handler.ts';
 
@@ -28,7 +28,8 @@ const doc = makeDocumentClient(
     maxAttempts: 3,
   }),
 );
-const clock = { now: () => Date.now() };
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 // Read at run time from the channels table (KMS-encrypted), at most once a minute: a rotated
 // secret takes effect without a deploy, and never sits in the function's configuration.
 const callbackSecrets = new CachedCallbackSecrets({

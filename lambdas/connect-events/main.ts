@@ -8,8 +8,11 @@ import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeConnectEventsHandler } from './handler.ts';
+
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 
 const { log, observe } = lambdaObservability('connect-events');
 
@@ -30,7 +33,7 @@ export const handler = observe(
       leases: makeDynamoLeaseStore(doc, controlTable),
       notifier: makeHttpBrokerNotifier(),
       links: makeDynamoCallLinks(doc, tasksTable),
-      clock: { now: () => Date.now() },
+      clock,
       onCallEnded: callEndedMetrics(log),
     }),
     log,

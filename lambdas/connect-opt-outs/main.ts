@@ -9,8 +9,11 @@ import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeRecordContactOptOut } from '#shared/broker/contact-opt-outs.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeConnectOptOutsHandler } from './handler.ts';
+
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 
 const { log, observe } = lambdaObservability('connect-opt-outs');
 
@@ -26,7 +29,7 @@ export const handler = observe(
       attributes: makeConnectContactAttributes((region) => makeConnectClient({ region, maxAttempts: 3 })),
       tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
       suppressions: makeDynamoSuppressionStore(doc, controlTable),
-      clock: { now: () => Date.now() },
+      clock,
     }),
     log,
   }),

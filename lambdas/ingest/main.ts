@@ -10,12 +10,15 @@ import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
-import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeJobSweep } from '#shared/jobs/cancel.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
 import { ReportArchiver } from '#shared/jobs/report-archive.ts';
 import { RetimeSweep } from '#shared/jobs/retime.ts';
 import { makeIngestHandler } from './handler.ts';
+
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 
 const { log, observe } = lambdaObservability('ingest');
 
@@ -58,7 +61,7 @@ export const handler = observe(
       optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
       suppressed: async (clientId, recipients) =>
         new Set((await suppressions.suppressed(clientId, recipients)).keys()),
-      clock: { now: () => Date.now() },
+      clock,
       log,
       ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
       ...(maxUploadBytes > 0 ? { maxUploadBytes } : {}),
@@ -69,14 +72,14 @@ export const handler = observe(
       jobs,
       tasks: makeDynamoTaskCanceller(doc, { controlTable, tasksTable }),
       queue,
-      clock: { now: () => Date.now() },
+      clock,
     }),
     retime: new RetimeSweep({
       jobs,
       clients,
       tasks: makeDynamoTaskRetimer(doc, tasksTable),
       queue,
-      clock: { now: () => Date.now() },
+      clock,
     }),
     archive: new ReportArchiver({
       jobs,

@@ -8,12 +8,15 @@ import { DynamoLeaseTable } from '#shared/adapters/dynamo-leases.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
-import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
 import { functions } from '#shared/functions.ts';
 import { keys } from '#shared/jobs/model.ts';
 import { makeJobManagerHandler } from './handler.ts';
+
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 
 const { log, observe } = lambdaObservability('job-manager');
 
@@ -46,13 +49,13 @@ export const handler = observe(
       store: makeDynamoFleetStore(doc, { controlTable, tasksTable }),
       scaler: service,
       sweeps,
-      clock: { now: () => Date.now() },
+      clock,
       maxBrokers,
       desiredVersion,
     }),
     runLease: new RunLease({
       store: new DynamoLeaseTable(doc, controlTable, { key: keys.runLease }),
-      clock: { now: () => Date.now() },
+      clock,
       leaseMs: runLeaseMs(functions['job-manager'].timeoutSeconds),
       log,
     }),

@@ -18,7 +18,7 @@ import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
 import { makeSuppressionsApi } from '#shared/suppressions/api.ts';
 import { makeJobsApiHandler } from './handler.ts';
@@ -36,7 +36,8 @@ const sqs = makeSqsClient();
 
 const leases = makeDynamoLeaseStore(doc, controlTable);
 const clients = makeDynamoClientStore(doc, controlTable);
-const clock = { now: () => Date.now() };
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 
 export const handler = observe(
   makeJobsApiHandler({
@@ -48,7 +49,7 @@ export const handler = observe(
       validationReports: makeS3ValidationReportStore(s3, bucket),
       queue: makeSqsIngestQueue(sqs, ingestQueueUrl),
       bucket,
-      clock: { now: () => Date.now() },
+      clock: clock,
       // Leases live in the control table; the holder's endpoint is a private address in the fleet's
       // VPC, which this function runs in (cdk/constructs/jobs.ts).
       brokers: { leases, notifier: makeHttpBrokerNotifier(), log },

@@ -3,7 +3,7 @@ import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.
 import { clientHasOutcomeWebhook } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { SqsOutcomeDeliveryQueue } from '#shared/adapters/sqs-outcome-deliveries.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { CachedWebhookDirectory, OutcomeRouter } from '#shared/outcomes/route.ts';
 import { makeOutcomeEventsHandler } from './handler.ts';
 
@@ -14,7 +14,8 @@ const queueUrl = getStringFromEnv('OUTCOME_WEBHOOKS_QUEUE_URL');
 
 const doc = makeDocumentClient();
 const sqs = makeSqsClient();
-const clock = { now: () => Date.now() };
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 
 export const handler = observe(
   makeOutcomeEventsHandler({

@@ -3,7 +3,7 @@ import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.
 import { DynamoOutcomeTargets } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { SqsOutcomeDeliveryQueue } from '#shared/adapters/sqs-outcome-deliveries.ts';
-import { getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { OutcomeDeliverer } from '#shared/outcomes/deliver.ts';
 import { makeOutcomeHttp } from '#shared/outcomes/http.ts';
 import { makeOutcomeWebhooksHandler } from './handler.ts';
@@ -16,7 +16,8 @@ const queueUrl = getStringFromEnv('OUTCOME_WEBHOOKS_QUEUE_URL');
 
 const doc = makeDocumentClient();
 const queue = new SqsOutcomeDeliveryQueue(makeSqsClient(), queueUrl);
-const clock = { now: () => Date.now() };
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 /** A receiver that has not answered in this long counts as failed (the delivery is retried). */
 const POST_TIMEOUT_MS = 8_000;
 

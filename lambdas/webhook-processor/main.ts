@@ -8,7 +8,7 @@ import { makeDynamoProcessedEventStore } from '#shared/adapters/dynamo-webhook-e
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import {
   DEFAULT_LINE_API_URL,
   type MessagingClient,
@@ -27,7 +27,8 @@ const lineApiUrl = process.env.LINE_API_URL || DEFAULT_LINE_API_URL;
 
 const doc = makeDocumentClient();
 const sqs = makeSqsClient();
-const clock = { now: () => Date.now() };
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 /** A Messaging API request gives up after this long (then it is retried with the same key). */
 const MESSAGING_TIMEOUT_MS = 5_000;
 

@@ -5,9 +5,12 @@ import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeReceiveWebhook } from '#shared/webhooks/receive.ts';
 import { makeReceiverHandler } from './handler.ts';
+
+// The system's time (the local cloud may shift it: `npm start -- --at`).
+const clock = clockFromEnv();
 
 const { log, observe } = lambdaObservability('webhook-receiver');
 
@@ -24,7 +27,7 @@ export const handler = observe(
     receive: makeReceiveWebhook({
       channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
       queue: makeSqsEventQueue(sqs, queueUrl),
-      clock: { now: () => Date.now() },
+      clock,
     }),
     log,
   }),
