@@ -81,7 +81,7 @@ export class OperatorConsole extends Construct {
       {
         id: 'AwsSolutions-COG2',
         reason:
-          'MFA is not required yet: the console signs in with USER_PASSWORD_AUTH and does not answer the SOFTWARE_TOKEN_MFA challenge; operators are few and invited, passwords follow a 12-character policy (see README, "Console").',
+          'MFA is not required yet: the console signs in with USER_PASSWORD_AUTH and does not answer the SOFTWARE_TOKEN_MFA challenge; operators are few and invited, passwords follow a 12-character policy (see docs/console.md, "Sign-in and tenancy").',
       },
       {
         id: 'AwsSolutions-COG3',

@@ -3,7 +3,7 @@
  * from the metrics every Lambda and broker publishes in the `Switchboard` namespace through
  * Powertools) and the alarms that need a person, to the stack's alarm topic. The alarms on
  * dead-letter queues, function errors and the job manager's schedule live with their
- * constructs; this one adds those on the brokers' own figures. README "Operating Switchboard"
+ * constructs; this one adds those on the brokers' own figures. docs/operating.md
  * says what each panel and alarm means and what to do.
  */
 import { Duration } from 'aws-cdk-lib';
@@ -34,7 +34,7 @@ export interface OperationsProps {
   readonly streamFailures: sqs.IQueue;
 }
 
-/** Thresholds of the alarms this construct adds (README "Operating Switchboard"). */
+/** Thresholds of the alarms this construct adds (docs/operating.md). */
 export const OPERATIONS_THRESHOLDS = {
   /** Leases lost without a release in 5 minutes, across clients. */
   leasesLost: 3,

@@ -128,7 +128,7 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   scenario: { type: 'string', value: 'ID', help: 'the call scenario (scenarioId)' },
   'max-attempts': { type: 'string', value: 'N', help: 'attempts per task, the first included' },
   'retry-delay': { type: 'string', value: 'S', help: 'seconds between attempts' },
-  retries: { type: 'string', value: 'JSON', help: 'retries by outcome (see README), JSON or @FILE' },
+  retries: { type: 'string', value: 'JSON', help: 'retries by outcome (see docs/api.md), JSON or @FILE' },
   'ring-timeout': { type: 'string', value: 'S', help: 'seconds a call may ring' },
   'recipient-column': { type: 'string', value: 'NAME', help: 'the column that holds the recipient' },
   options: {
