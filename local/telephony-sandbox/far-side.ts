@@ -570,6 +570,10 @@ export class FarSide {
   }
 
   #happenTo(call: CallState, event: PlannedEvent): void {
+    // A call ends once. One stopped (`hangUp`) still has the rest of its plan on the timers: those
+    // events are void, as a provider says nothing more of a call that has ended (counting its end
+    // a second time took another call's place in the ledger, or threw where none was in flight).
+    if (isFinal(call.status)) return;
     const now = this.time.now();
     call.status = event.status;
     call.sequence += 1;

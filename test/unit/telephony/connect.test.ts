@@ -214,6 +214,12 @@ describe('Amazon Connect adapter and emulator', () => {
     expect(await provider.getCall(talking)).toMatchObject({ status: 'completed', durationSeconds: 10 });
     expect((await provider.getCall(ringing))?.status).toBe('no-answer');
     expect(emulator!.stats('c1').inFlight).toBe(0);
+    // Past the ends the calls had planned (issue 35 #9: the far side ended a stopped call a second
+    // time there, and threw on a loaded machine): a stopped contact stays as it was stopped.
+    time.advance(700_000);
+    expect(await provider.getCall(talking)).toMatchObject({ status: 'completed', durationSeconds: 10 });
+    expect((await provider.getCall(ringing))?.status).toBe('no-answer');
+    expect(emulator!.stats('c1').inFlight).toBe(0);
   });
 
   it('an unknown contact is undefined; a malformed event is refused by name', async () => {
