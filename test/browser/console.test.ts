@@ -7,7 +7,7 @@
  * state while the API cannot be reached and recovers, refuses a list that is not a CSV with the API's
  * reason and one over the size limit before uploading; a user of one client sees only that client.
  * Every input is labelled and the controls are reached with the keyboard. Screenshots go to
- * `.test-results/screenshots` (`SCREENSHOTS_DIR=docs/screenshots` refreshes the README's).
+ * `.test-results/screenshots` (`SCREENSHOTS_DIR=docs/screenshots` refreshes those docs/console.md shows).
  */
 import { mkdirSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
