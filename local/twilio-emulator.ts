@@ -4,12 +4,13 @@
  * answers and Twilio's error body), in front of the shared far side:
  * - `POST /2010-04-01/Accounts/{Sid}/Calls.json` places a call, every time: like Twilio, it has no
  *   idempotency key, so a repeated create rings again (the far side counts it, and the drills
- *   assert it never happens);
+ *   assert it never happens); it answers the call `queued` (Twilio has not started dialling);
  * - `GET …/Calls.json?To=&From=&PageSize=` lists calls newest first; `GET …/Calls/{Sid}.json`
  *   fetches one; `POST …/Calls/{Sid}.json` with `Status=completed|canceled` ends one;
  * - status callbacks go to each call's `StatusCallback` for the `StatusCallbackEvent`s asked for,
  *   form-encoded and signed with `X-Twilio-Signature` (HMAC-SHA1 of the URL and sorted
- *   parameters), with `SequenceNumber` and an RFC 2822 `Timestamp`; with `MachineDetection`, a
+ *   parameters), with `SequenceNumber` (the call's callbacks counted from 0: `initiated`, sent at the
+ *   create when asked for, is 0) and an RFC 2822 `Timestamp`; with `MachineDetection`, a
  *   call an answering machine took completes with `AnsweredBy=machine_end_beep`.
  * The account's calls per second are modelled: a create above them answers with the `queue_time`
  * Twilio would report. The far side's faults apply: 429 (20429), 5xx before and after the call is
@@ -92,7 +93,18 @@ export async function startTwilioEmulator(options: TwilioEmulatorOptions = {}): 
     { code: 20500, message: 'Internal Server Error', status: 500 },
     options.port,
   );
-  return front.far.emulatorView(served.url, () => served.close());
+  const view = front.far.emulatorView(served.url, async () => {
+    front.abortInitiated();
+    await served.close();
+  });
+  // The `initiated` callbacks are the front's own, outside the far side's scripted events.
+  return {
+    ...view,
+    pending: () => {
+      const far = view.pending();
+      return { ...far, callbacksInFlight: far.callbacksInFlight + front.initiatedInFlight };
+    },
+  };
 }
 
 /** Twilio's call operations and status callbacks, over the far side. */
@@ -101,6 +113,8 @@ class TwilioFront {
   readonly #accounts: Readonly<Record<string, TwilioAccount>>;
   readonly #intervalMs: number;
   readonly #facts = new Map<string, CallFacts>();
+  /** `initiated` callbacks on the wire (they are not the far side's: see {@link #initiated}). */
+  readonly #initiatedPosts = new Set<AbortController>();
   /** Call SIDs in creation order. */
   readonly #order: string[] = [];
   #nextDialAt = 0;
@@ -189,6 +203,9 @@ class TwilioFront {
     this.#nextDialAt = Math.max(now, this.#nextDialAt) + this.#intervalMs;
     const events = new Set(form.getAll('StatusCallbackEvent'));
     if (events.size === 0) events.add('completed');
+    // SequenceNumber counts the callbacks a call fires, from 0: `initiated`, when asked for, is 0.
+    const callbacks = { next: 0 };
+    const initiated = callback && events.has('initiated') ? callbacks.next++ : undefined;
     const facts: CallFacts = {
       accountSid,
       to,
@@ -206,13 +223,16 @@ class TwilioFront {
       attempt: attempt?.attempt ?? 1,
       maxDurationSeconds: timeLimit,
       ringTimeoutSeconds: timeout,
-      ...(callback ? { tell: this.#tell(callback, events, facts, account.authToken) } : {}),
+      ...(callback ? { tell: this.#tell(callback, events, facts, account.authToken, callbacks) } : {}),
     });
     this.#facts.set(call.callId, facts);
     this.#order.push(call.callId);
     if (fault.failAfterCreate)
       throw twilioError(500, 20500, 'Internal Server Error (injected after the call was created)');
-    const created = this.#resource(call);
+    if (callback && initiated !== undefined)
+      this.#initiated(callback, facts, call.callId, account.authToken, initiated);
+    // Twilio answers a create with the call queued: it has not started dialling yet.
+    const created = { ...this.#resource(call), status: 'queued', start_time: null };
     if (this.far.faults.initiateDelayMs > 0) {
       this.far.holdAnswer(res, this.far.faults.initiateDelayMs, () => answer(res, 201, created));
     } else answer(res, 201, created);
@@ -282,26 +302,66 @@ class TwilioFront {
     };
   }
 
+  /**
+   * The `initiated` callback (Twilio has handed the call to its carrier and starts dialling), sent
+   * once when the create asked for it, numbered before every later callback of the call.
+   */
+  #initiated(
+    callbackUrl: string,
+    facts: CallFacts,
+    callId: string,
+    authToken: string,
+    sequence: number,
+  ): void {
+    const params = callbackParams(
+      facts,
+      callId,
+      'initiated',
+      sequence,
+      new Date(this.far.time.now()).toISOString(),
+    );
+    const controller = new AbortController();
+    this.#initiatedPosts.add(controller);
+    void postOnce(
+      callbackUrl,
+      {
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          [TWILIO_SIGNATURE_HEADER]: twilioSignature(authToken, callbackUrl, params),
+          'i-twilio-idempotency-token': `${callId}-initiated`,
+        },
+        body: new URLSearchParams(params).toString(),
+      },
+      controller.signal,
+    )
+      .catch(() => false)
+      .finally(() => this.#initiatedPosts.delete(controller));
+  }
+
+  /** `initiated` callbacks not answered yet. */
+  get initiatedInFlight(): number {
+    return this.#initiatedPosts.size;
+  }
+
+  /** Stops the `initiated` callbacks on the wire (the emulator is stopping). */
+  abortInitiated(): void {
+    for (const controller of this.#initiatedPosts) controller.abort();
+    this.#initiatedPosts.clear();
+  }
+
   /** Each status event the create asked for is POSTed, signed, to its `StatusCallback`. */
-  #tell(callbackUrl: string, events: ReadonlySet<string>, facts: CallFacts, authToken: string) {
+  #tell(
+    callbackUrl: string,
+    events: ReadonlySet<string>,
+    facts: CallFacts,
+    authToken: string,
+    callbacks: { next: number },
+  ) {
     return (event: FarSideEvent, call: FarSideCall) => {
       const name =
         event.status === 'ringing' ? 'ringing' : event.status === 'answered' ? 'answered' : 'completed';
       if (!events.has(name)) return async () => true;
-      const params: [string, string][] = [
-        ['AccountSid', facts.accountSid],
-        ['ApiVersion', '2010-04-01'],
-        ['CallSid', call.callId],
-        ['CallStatus', wireStatus(event.status)],
-        ['Called', facts.to],
-        ['Caller', facts.from],
-        ['CallbackSource', 'call-progress-events'],
-        ['Direction', 'outbound-api'],
-        ['From', facts.from],
-        ['SequenceNumber', String(event.sequence - 1)],
-        ['Timestamp', rfc2822(Date.parse(event.at))],
-        ['To', facts.to],
-      ];
+      const params = callbackParams(facts, call.callId, wireStatus(event.status), callbacks.next++, event.at);
       if (name === 'completed' && event.durationSeconds !== undefined) {
         params.push(
           ['CallDuration', String(event.durationSeconds)],
@@ -330,6 +390,30 @@ class TwilioFront {
         );
     };
   }
+}
+
+/** The parameters every call-progress callback carries. */
+function callbackParams(
+  facts: CallFacts,
+  callId: string,
+  callStatus: string,
+  sequence: number,
+  at: string,
+): [string, string][] {
+  return [
+    ['AccountSid', facts.accountSid],
+    ['ApiVersion', '2010-04-01'],
+    ['CallSid', callId],
+    ['CallStatus', callStatus],
+    ['Called', facts.to],
+    ['Caller', facts.from],
+    ['CallbackSource', 'call-progress-events'],
+    ['Direction', 'outbound-api'],
+    ['From', facts.from],
+    ['SequenceNumber', String(sequence)],
+    ['Timestamp', rfc2822(Date.parse(at))],
+    ['To', facts.to],
+  ];
 }
 
 /** Switchboard's status as Twilio writes it (`voicemail` is a completed call). */

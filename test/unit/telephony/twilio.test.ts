@@ -341,7 +341,18 @@ describe('Twilio adapter against the Twilio emulator', () => {
     expect(sid).toMatch(/^CA[0-9a-f]{32}$/);
     await settle();
     expect(await provider.getCall(sid)).toMatchObject({ status: 'completed', durationSeconds: 42 });
-    expect(posts.length).toBe(3);
+    // initiated (asked for by the adapter), ringing, in-progress, completed: numbered from 0 (issue 35 #5).
+    expect(posts.length).toBe(4);
+    const progress = posts
+      .map((post) => Object.fromEntries(parseForm(post.body)))
+      .map((p) => [Number(p.SequenceNumber), p.CallStatus])
+      .sort(([a], [b]) => Number(a) - Number(b));
+    expect(progress).toEqual([
+      [0, 'initiated'],
+      [1, 'ringing'],
+      [2, 'in-progress'],
+      [3, 'completed'],
+    ]);
     let state: CallSnapshot | undefined;
     for (const post of posts) {
       const params = parseForm(post.body);
@@ -361,6 +372,27 @@ describe('Twilio adapter against the Twilio emulator', () => {
       state = mergeStatus(state, twilioStatusEvent(params, keyOf(call), time.now()));
     }
     expect(state).toMatchObject({ callId: sid, status: 'completed', durationSeconds: 42 });
+  });
+
+  it('answers a create with the call queued, as Twilio does (issue 35 #5)', async () => {
+    await start();
+    const created = await fetch(
+      `${emulator!.url}/2010-04-01/Accounts/${LOCAL_TWILIO.accountSid}/Calls.json`,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${LOCAL_TWILIO.accountSid}:${LOCAL_TWILIO.authToken}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({
+          To: '+815011110001',
+          From: LOCAL_TWILIO.from,
+          Url: LOCAL_TWILIO.voiceUrl,
+        }).toString(),
+      },
+    );
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({ status: 'queued', start_time: null });
   });
 
   it('maps busy, no answer, a failed number and an answering machine (AMD on)', async () => {
