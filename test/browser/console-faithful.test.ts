@@ -9,9 +9,10 @@
  * series that is not drawn, and has a text alternative. A viewer is offered nothing to change, an
  * operator jobs but not settings (the API refuses the rest: test/e2e/authorization-matrix.test.ts).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { HTTPRequest } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CONSOLE_USERS } from '#local/stack.ts';
 import { ConsoleBrowser, type PageElement, SCREENSHOTS } from '../support/console-browser.ts';
@@ -304,6 +305,97 @@ describe('the console is faithful to the API', () => {
     expect(await ui.page.$$eval('table.series-table tbody tr', (rows) => rows.length)).toBeGreaterThan(0);
   });
 });
+
+describe('uploading a list', () => {
+  it('offers a template list that the ingest reads as it is: every row a task', async () => {
+    const downloads = path.join(work, 'downloads');
+    const cdp = await ui.page.createCDPSession();
+    await cdp.send('Browser.setDownloadBehavior', {
+      behavior: 'allow',
+      downloadPath: downloads,
+      eventsEnabled: true,
+    });
+    const completed = new Promise<string>((resolve) => {
+      const names = new Map<string, string>();
+      cdp.on('Browser.downloadWillBegin', (e) => names.set(e.guid, e.suggestedFilename));
+      cdp.on('Browser.downloadProgress', (e) => {
+        if (e.state === 'completed') resolve(names.get(e.guid) ?? '');
+      });
+    });
+    await ui.open(`#/clients/${CLIENT}/jobs/new`);
+    await ui.page.waitForSelector('a.template-link');
+    await ui.page.click('a.template-link');
+    const file = path.join(downloads, await completed);
+    expect(readFileSync(file, 'utf8')).toMatch(/^\uFEFF電話番号,名前,メモ\r\n/);
+    await ui.page.type('#f-name', 'from the template');
+    await ui.setInput('#f-startAt', localInAnHour());
+    await ui.chooseFile(file);
+    await ui.page.click('form[aria-label="New job"] button[type=submit]');
+    await ui.page.waitForSelector('.result [data-count="tasks"]', { timeout: 60_000 });
+    expect(await ui.text('.result [data-count="tasks"]')).toBe('2');
+    expect(await ui.text('.result [data-count="rejected"]')).toBe('0');
+  });
+
+  it('shows how far the reading of a large list has got, as the ingest records it', async () => {
+    const csv = path.join(work, 'progress.csv');
+    writeFileSync(csv, ['phone', '090-7000-0001', '090-7000-0002'].join('\n'));
+    // The first reads of the job answer what the ingest of a large list records midway.
+    let held = 0;
+    const onRequest = (request: HTTPRequest) => {
+      if (request.isInterceptResolutionHandled()) return;
+      if (held < 3 && request.method() === 'GET' && /\/jobs\/[^/]+$/.test(new URL(request.url()).pathname)) {
+        held++;
+        const counts = {
+          rows: 12_345,
+          rejected: 3,
+          skipped: 0,
+          tasks: 12_342,
+          completed: 0,
+          failed: 0,
+          cancelled: 0,
+          outstanding: 12_342,
+        };
+        void request.respond({
+          status: 200,
+          contentType: 'application/json',
+          body: JSON.stringify({
+            clientId: CLIENT,
+            jobId: 'x',
+            name: 'big',
+            channel: 'call',
+            status: 'validating',
+            counts,
+          }),
+        });
+      } else void request.continue();
+    };
+    await ui.open(`#/clients/${CLIENT}/jobs/new`);
+    await ui.page.waitForSelector('form[aria-label="New job"]');
+    await ui.page.type('#f-name', 'progress');
+    await ui.setInput('#f-startAt', localInAnHour());
+    await ui.chooseFile(csv);
+    await ui.page.setRequestInterception(true);
+    ui.page.on('request', onRequest);
+    try {
+      await ui.page.click('form[aria-label="New job"] button[type=submit]');
+      await ui.waitForText(
+        'form[aria-label="New job"] .note',
+        /12,345 rows read so far: 12,342 tasks, 3 rejected/,
+      );
+      await ui.page.waitForSelector('.result [data-count="tasks"]', { timeout: 60_000 });
+      expect(await ui.text('.result [data-count="tasks"]')).toBe('2');
+    } finally {
+      ui.page.off('request', onRequest);
+      await ui.page.setRequestInterception(false);
+    }
+  });
+});
+
+/** An hour from now as a `datetime-local` value (the browser's zone): the job waits, calling nobody. */
+function localInAnHour(): string {
+  const later = new Date(Date.now() + 3_600_000);
+  return new Date(later.getTime() - later.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+}
 
 describe('the console offers each role what it may do', () => {
   let demoJob: string;

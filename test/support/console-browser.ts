@@ -81,9 +81,14 @@ export class ConsoleBrowser {
     await this.stack?.stop();
   }
 
-  /** Opens a page of the console by its hash (`#/clients/x`). */
+  /**
+   * Opens a page of the console by its hash (`#/clients/x`), loaded anew even when it is the page
+   * shown (a `goto` to the same URL only changes nothing, and a form would keep its last state).
+   */
   async open(hash: string): Promise<void> {
-    await this.page.goto(`${this.stack.consoleUrl}${hash}`);
+    const url = `${this.stack.consoleUrl}${hash}`;
+    if (this.page.url() === url) await this.page.reload();
+    else await this.page.goto(url);
   }
 
   async signIn(username: string, password: string): Promise<void> {

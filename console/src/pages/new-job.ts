@@ -6,7 +6,7 @@
 import { uploadTooLargeReason } from '#shared/jobs/upload-limit.ts';
 import { ApiError, uploadFile } from '../api.ts';
 import type { App, Page } from '../app.ts';
-import { field, h, replace, showFieldErrors } from '../dom.ts';
+import { field, formatNumber, h, replace, showFieldErrors } from '../dom.ts';
 import { poll } from '../poll.ts';
 import { editableFor } from '../roles.ts';
 import type { JobView, RowProblem } from '../types.ts';
@@ -62,6 +62,7 @@ export function newJobPage(app: App, clientId: string): Page {
       h('label', { for: 'f-file' }, 'Call or message list (CSV)'),
       drop.element,
       file,
+      h('p', { class: 'hint' }, templateLink(channel)),
       h('p', { class: 'field-error', role: 'alert' }),
     ),
     progress,
@@ -105,6 +106,35 @@ export function newJobPage(app: App, clientId: string): Page {
     title: 'New job',
     element: h('main', {}, crumbs(clientId, 'new job'), h('h1', {}, 'New job'), form, result),
   };
+}
+
+/**
+ * Template lists, as the ingest reads them (`shared/csv/headers.ts`): a phone column and a name for
+ * a call list, a LINE user id for a message list; every other column is a `{{variable}}`. With a
+ * BOM, so that Excel opens the Japanese headers as UTF-8.
+ */
+const TEMPLATES = {
+  call: ['電話番号,名前,メモ', '090-1234-5678,山田太郎,初回のご案内', '+81 3-1234-5678,佐藤花子,'],
+  message: ['userId,名前,クーポン', 'U0123456789abcdef0123456789abcdef,山田太郎,SPRING10'],
+} as const;
+
+/** "Download a template list", for the channel chosen now. */
+function templateLink(channel: HTMLSelectElement): HTMLAnchorElement {
+  const link = h('a', { href: '#', class: 'template-link' }, 'Download a template list (CSV)');
+  link.addEventListener('click', (event) => {
+    event.preventDefault();
+    const kind = channel.value === 'message' ? 'message' : 'call';
+    const blob = new Blob([`\uFEFF${TEMPLATES[kind].join('\r\n')}\r\n`], { type: 'text/csv;charset=utf-8' });
+    const save = h('a', {
+      href: URL.createObjectURL(blob),
+      download: `switchboard-${kind}-list-template.csv`,
+    });
+    document.body.append(save);
+    save.click();
+    save.remove();
+    setTimeout(() => URL.revokeObjectURL(save.href), 60_000);
+  });
+  return link;
 }
 
 /** The parts of the new job page that the upload and the ingest's answer write to. */
@@ -161,7 +191,16 @@ function watchIngest(app: App, path: string, jobId: string, ui: NewJobUi): void 
     intervalMs: 1_000,
     read: () => app.api.json<JobView>('GET', `${path}/jobs/${jobId}`),
     onData: (job) => {
-      if (job.status === 'uploading' || job.status === 'validating') return undefined;
+      if (job.status === 'uploading') return undefined;
+      if (job.status === 'validating') {
+        // The ingest records its counts as it goes: a large list shows its progress, not a still line.
+        const { rows, tasks, rejected } = job.counts;
+        note.textContent =
+          rows === 0
+            ? 'Uploaded. Reading the list…'
+            : `Reading the list… ${formatNumber(rows)} rows read so far: ${formatNumber(tasks)} tasks, ${formatNumber(rejected)} rejected`;
+        return undefined;
+      }
       if (job.status === 'failed') {
         note.textContent = '';
         if (job.failureReason) showFieldErrors(form, { file: [job.failureReason] });
