@@ -17,6 +17,7 @@ import { jobPage } from './pages/job.ts';
 import { newJobPage } from './pages/new-job.ts';
 import { optOutsPage } from './pages/opt-outs.ts';
 import { signInPage } from './pages/sign-in.ts';
+import { forgetPlace, rememberPlace } from './return-to.ts';
 import type { Operator } from './types.ts';
 
 const root = document.getElementById('app')!;
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
     heading?.focus({ preventScroll: true });
   };
   const signOut = () => {
+    forgetPlace();
     session.signOut();
     me = undefined;
     app.go('#/signin');
@@ -74,6 +76,8 @@ async function main(): Promise<void> {
     session,
     api: new Api(session, () => {
       me = undefined;
+      // The session ended under this page: the sign-in says so and comes back here.
+      rememberPlace({ hash: location.hash, why: 'expired' });
       if (location.hash !== '#/signin') app.go('#/signin');
     }),
     go: (hash) => {

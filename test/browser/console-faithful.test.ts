@@ -23,10 +23,16 @@ declare const document: {
   documentElement: PageElement;
 };
 declare const window: { innerWidth: number; getComputedStyle(e: PageElement): Record<string, string> };
+declare const sessionStorage: {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+};
 
 const ADMIN = LOCAL_CONSOLE_USERS[0]!;
 const user = (name: string) => LOCAL_CONSOLE_USERS.find((u) => u.username === name)!;
 const DEMO = 'demo-client';
+/** Where the console keeps this tab's tokens (`console/src/auth.ts`). */
+const SESSION_KEY = 'switchboard.tokens';
 const CLIENT = `faithful-${process.pid}`;
 const OPEN_ALWAYS = Object.fromEntries(
   ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
@@ -396,6 +402,29 @@ function localInAnHour(): string {
   const later = new Date(Date.now() + 3_600_000);
   return new Date(later.getTime() - later.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 }
+
+describe('a session that ends under a page', () => {
+  it('says the session expired, and returns to that page once signed in again', async () => {
+    const jobId = await scheduledJob('session', 2);
+    await ui.open(`#/clients/${CLIENT}/jobs/${jobId}`);
+    await ui.page.waitForSelector('[data-status="scheduled"]');
+    // The API stops accepting the token (revoked, or expired past its refresh): its next read is a 401.
+    await ui.page.evaluate((key) => {
+      const tokens = JSON.parse(sessionStorage.getItem(key) ?? '{}') as Record<string, unknown>;
+      sessionStorage.setItem(key, JSON.stringify({ ...tokens, accessToken: 'revoked.token.value' }));
+    }, SESSION_KEY);
+    await ui.page.reload();
+    await ui.page.waitForSelector('form[aria-label="Sign in"]');
+    expect(await ui.text('form[aria-label="Sign in"] .note')).toBe(
+      'Your session has expired. Sign in again to return to the page you were on.',
+    );
+    await ui.page.type('#f-username', ADMIN.username);
+    await ui.page.type('#f-password', ADMIN.password);
+    await ui.page.keyboard.press('Enter');
+    await ui.page.waitForSelector('[data-status="scheduled"]');
+    expect(ui.page.url()).toBe(`${ui.stack.consoleUrl}#/clients/${CLIENT}/jobs/${jobId}`);
+  });
+});
 
 describe('the console offers each role what it may do', () => {
   let demoJob: string;

@@ -2,15 +2,28 @@
 import type { App, Page } from '../app.ts';
 import { signInProblem } from '../auth.ts';
 import { field, h, replace } from '../dom.ts';
+import { forgetPlace, placeToReturnTo } from '../return-to.ts';
 
 export function signInPage(app: App): Page {
   const status = h('p', { class: 'form-errors', role: 'alert' });
+  const place = placeToReturnTo(location.hash);
+  const back = () => {
+    forgetPlace();
+    app.go(place?.hash ?? '#/');
+  };
   const username = h('input', { autocomplete: 'username', required: true });
   const password = h('input', { type: 'password', autocomplete: 'current-password', required: true });
   const form = h(
     'form',
     { class: 'card narrow', 'aria-label': 'Sign in' },
     h('h1', {}, 'Sign in'),
+    place?.why === 'expired'
+      ? h(
+          'p',
+          { class: 'note', role: 'status' },
+          'Your session has expired. Sign in again to return to the page you were on.',
+        )
+      : null,
     field('User name', 'username', username),
     field('Password', 'password', password),
     status,
@@ -21,8 +34,8 @@ export function signInPage(app: App): Page {
     status.textContent = 'Signing in…';
     try {
       const result = await app.session.signIn(username.value.trim(), password.value);
-      if (result.kind === 'signed-in') app.go('#/');
-      else replace(form, ...newPasswordForm(app, username.value.trim(), result.session).children);
+      if (result.kind === 'signed-in') back();
+      else replace(form, ...newPasswordForm(username.value.trim(), result.session, app, back).children);
     } catch (error) {
       status.textContent = signInProblem(error);
     }
@@ -30,7 +43,7 @@ export function signInPage(app: App): Page {
   return { title: 'Sign in', element: h('main', {}, form) };
 }
 
-function newPasswordForm(app: App, username: string, session: string): HTMLFormElement {
+function newPasswordForm(username: string, session: string, app: App, back: () => void): HTMLFormElement {
   const status = h('p', { class: 'form-errors', role: 'alert' });
   const password = h('input', {
     type: 'password',
@@ -51,7 +64,7 @@ function newPasswordForm(app: App, username: string, session: string): HTMLFormE
     event.preventDefault();
     try {
       await app.session.setNewPassword(username, password.value, session);
-      app.go('#/');
+      back();
     } catch (error) {
       status.textContent = signInProblem(error);
     }
