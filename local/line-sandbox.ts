@@ -11,8 +11,11 @@
  * - the monthly message quota (`GET /v2/bot/message/quota`, `/quota/consumption`), counted from
  *   the messages it accepted (a multicast counts each recipient), 429 "You have reached your
  *   monthly limit." beyond it;
- * - request bodies are checked (at most 5 messages, 500 multicast recipients), 400 with LINE's
- *   `{ message, details }`.
+ * - request bodies are checked (at most 5 messages, 500 multicast recipients, each message object
+ *   by its type's rules, a push's `to` a user, group or room id and a multicast's user ids), 400
+ *   with LINE's `{ message, details }`; push and reply answer `sentMessages` (id, quote token);
+ * - LINE's validation endpoints (`POST /v2/bot/message/validate/{push,multicast,reply,narrowcast,
+ *   broadcast}`) answer 200 `{}` or the same 400, deliver nothing and count against no quota.
  *
  * Faults can be injected at run time (a queue of next faults, or probabilities): a 500 that
  * delivers nothing, a delay, a 429 burst, and a dropped connection after the delivery was recorded

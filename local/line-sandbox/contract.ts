@@ -1,16 +1,20 @@
 /**
  * LINE's Messaging API contract as the sandbox keeps it, with no fault injection: the routes, the
- * bearer token naming the channel, request validation, response shapes, `X-Line-Retry-Key`
+ * bearer token naming the channel, request validation (message objects by type, `to` as LINE ids),
+ * the validation endpoints (`/v2/bot/message/validate/*`: 200 `{}` or the 400, nothing delivered,
+ * no quota), response shapes (`sentMessages` with a `quoteToken` for a quotable message), `X-Line-Retry-Key`
  * (a UUID, refused on reply, a repeat within its lifetime answered 409 with
  * `x-line-accepted-request-id`), single-use reply tokens, the per-endpoint rate limits and the
  * monthly quota.
  */
-
+import { randomBytes } from 'node:crypto';
 import {
   ENDPOINT_PATHS,
   QUOTA_CONSUMPTION_PATH,
   QUOTA_PATH,
   type SendEndpoint,
+  VALIDATION_PATHS,
+  type ValidationEndpoint,
 } from '#shared/line/messaging-client.ts';
 import type { EndpointRates } from '#shared/line/rate-limits.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
@@ -48,7 +52,8 @@ export interface ContractSettings {
 /** What a request's route and bearer token allow: a final answer, or a send from a channel. */
 export type Admission =
   | { readonly kind: 'answered'; readonly answer: Answer; readonly channelId: string | undefined }
-  | { readonly kind: 'send'; readonly channelId: string; readonly endpoint: SendEndpoint };
+  | { readonly kind: 'send'; readonly channelId: string; readonly endpoint: SendEndpoint }
+  | { readonly kind: 'validate'; readonly channelId: string; readonly endpoint: ValidationEndpoint };
 
 /** A send request from an authenticated channel. */
 export interface SendRequest {
@@ -69,8 +74,16 @@ interface CheckedSend extends SendRequest {
 interface AcceptedKey {
   readonly acceptedRequestId: string;
   readonly at: number;
-  readonly sentMessages: readonly { id: string }[] | undefined;
+  readonly sentMessages: readonly SentMessage[] | undefined;
 }
+
+interface SentMessage {
+  readonly id: string;
+  readonly quoteToken?: string;
+}
+
+/** Messages another can quote, whose `sentMessages` entry carries a `quoteToken` (LINE's "Get quote tokens"). */
+const QUOTABLE_TYPES = new Set(['text', 'textV2', 'sticker', 'image', 'video']);
 
 const INVALID_TOKEN_MESSAGE =
   'Authentication failed due to the following reason: invalid token. Confirm that the access token in the authorization header is valid.';
@@ -115,12 +128,16 @@ export class LineContract {
   /** Routes a request and checks its bearer token; quota reads are answered here. */
   admit(method: string, path: string, authorization: string | undefined): Admission {
     const endpoint = (Object.keys(ENDPOINT_PATHS) as SendEndpoint[]).find((e) => ENDPOINT_PATHS[e] === path);
+    const validation = (Object.keys(VALIDATION_PATHS) as ValidationEndpoint[]).find(
+      (e) => VALIDATION_PATHS[e] === path,
+    );
     const isQuota = path === QUOTA_PATH || path === QUOTA_CONSUMPTION_PATH;
-    if (endpoint === undefined && !isQuota) return refused(404, 'Not found');
+    if (endpoint === undefined && validation === undefined && !isQuota) return refused(404, 'Not found');
     if (method !== (isQuota ? 'GET' : 'POST')) return refused(405, 'Method not allowed');
     const auth = /^Bearer\s+(.+)$/i.exec(authorization ?? '');
     const channelId = auth ? this.#channelsByToken.get(auth[1]!.trim()) : undefined;
     if (channelId === undefined) return refused(401, INVALID_TOKEN_MESSAGE);
+    if (validation !== undefined) return { kind: 'validate', channelId, endpoint: validation };
     if (endpoint === undefined)
       return { kind: 'answered', answer: this.#quota.answer(path, channelId), channelId };
     return { kind: 'send', channelId, endpoint };
@@ -143,11 +160,18 @@ export class LineContract {
     return this.#pushOrMulticast(send, checked.body as PushBody | MulticastBody);
   }
 
+  /** The answer of a validation endpoint: the send's own checks of its messages, nothing delivered. */
+  validate(text: string): Answer {
+    const checked = checkSendBody('validate', text);
+    if (!checked.ok) return { status: 400, body: checked.error satisfies LineErrorBody };
+    return { status: 200, body: {} };
+  }
+
   /** A reply answers the conversation of a usable reply token, and uses it up. */
   #reply(send: CheckedSend, body: ReplyBody): Answer {
     const to = this.replyTokens.redeem(send.channelId, body.replyToken, send.now);
     if (to === undefined) return badRequest('Invalid reply token');
-    const sent = this.#sentMessages(body.messages.length);
+    const sent = this.#sentMessages(body.messages);
     this.#record(send, { to: [to], messages: body.messages, replyToken: body.replyToken });
     return { status: 200, body: { sentMessages: sent } };
   }
@@ -160,7 +184,8 @@ export class LineContract {
     if (accepted !== undefined) return accepted;
     const to = endpoint === 'push' ? [(body as PushBody).to] : (body as MulticastBody).to;
     if (!this.#quota.take(channelId, to.length)) return monthlyLimitReached();
-    const sent = endpoint === 'push' ? this.#sentMessages(body.messages.length) : undefined;
+    // A multicast is answered `{}`: LINE returns message ids (and quote tokens) for push and reply only.
+    const sent = endpoint === 'push' ? this.#sentMessages(body.messages) : undefined;
     if (keyId !== undefined) {
       this.#acceptedKeys.set(keyId, { acceptedRequestId: send.requestId, at: send.now, sentMessages: sent });
     }
@@ -184,9 +209,18 @@ export class LineContract {
     return undefined;
   }
 
-  /** IDs for the messages sent, as LINE answers them (decimal strings of about 18 digits). */
-  #sentMessages(count: number): { id: string }[] {
-    return Array.from({ length: count }, () => ({ id: String(this.#nextSentMessageId++) }));
+  /**
+   * What LINE answers for the messages sent: an id each (a decimal string of about 18 digits) and,
+   * for a message that can be quoted, a quote token.
+   */
+  #sentMessages(messages: readonly unknown[]): SentMessage[] {
+    return messages.map((message) => {
+      const id = String(this.#nextSentMessageId++);
+      const type = (message as { type?: unknown }).type;
+      return QUOTABLE_TYPES.has(type as string)
+        ? { id, quoteToken: randomBytes(72).toString('base64url') }
+        : { id };
+    });
   }
 
   #record(

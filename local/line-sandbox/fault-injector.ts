@@ -17,8 +17,11 @@ export type Fault =
   /** Answer 429 without delivering: the rate limit, or (`monthly`) the monthly quota used up. */
   | { readonly kind: 'status429'; readonly monthly?: boolean };
 
-/** A queued fault, optionally only for one endpoint. */
-export type QueuedFault = Fault & { readonly endpoint?: SendEndpoint };
+/**
+ * A queued fault, optionally only for one endpoint. `validate` (the validation endpoints) is struck
+ * only by a fault queued for it, so queued send faults and probabilities keep meaning sends.
+ */
+export type QueuedFault = Fault & { readonly endpoint?: SendEndpoint | 'validate' };
 
 /** Chance, per request, of each fault (checked in this order; at most one applies). */
 export interface FaultProbabilities {
@@ -84,6 +87,12 @@ export class FaultInjector {
     if (this.#chance(p.dropAfterDeliver)) return { kind: 'dropAfterDeliver' };
     if (p.delay && this.#chance(p.delay.probability)) return { kind: 'delay', ms: p.delay.ms };
     return undefined;
+  }
+
+  /** The first fault queued for exactly `endpoint`, if any (no probabilities). */
+  pickQueued(endpoint: SendEndpoint | 'validate'): Fault | undefined {
+    const index = this.#queue.findIndex((f) => f.endpoint === endpoint);
+    return index >= 0 ? this.#queue.splice(index, 1)[0] : undefined;
   }
 
   /**

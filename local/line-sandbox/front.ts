@@ -49,6 +49,7 @@ export class LineFront {
     const admission = contract.admit(request.method, request.path, req.headers.authorization);
     request.channelId = admission.channelId;
     if (admission.kind === 'answered') return this.#answer(request, res, admission.answer);
+    if (admission.kind === 'validate') return this.#validate(request, res, text);
 
     request.fault = faults.pick(admission.endpoint);
     const injected = await faults.before(request.fault);
@@ -58,6 +59,14 @@ export class LineFront {
     const result = contract.send({ channelId, endpoint, retryKey, text, requestId });
     if (request.fault?.kind === 'dropAfterDeliver') return this.#drop(request, req);
     this.#answer(request, res, result);
+  }
+
+  /** A validation request: only a fault queued for `validate` strikes it, never a random one. */
+  async #validate(request: RequestState, res: http.ServerResponse, text: string): Promise<void> {
+    const { contract, faults } = this.#deps;
+    request.fault = faults.pickQueued('validate');
+    const injected = await faults.before(request.fault);
+    this.#answer(request, res, injected ?? contract.validate(text));
   }
 
   #answer(request: RequestState, res: http.ServerResponse, answer: Answer): void {

@@ -25,6 +25,18 @@ export const ENDPOINT_PATHS: Readonly<Record<SendEndpoint, string>> = {
   multicast: '/v2/bot/message/multicast',
 };
 
+/** The kinds of send LINE can check message objects for, without sending anything. */
+export type ValidationEndpoint = 'push' | 'multicast' | 'reply' | 'narrowcast' | 'broadcast';
+
+/** LINE's validation endpoints: `{ messages }` in, 200 `{}` or a 400 with the problems out. */
+export const VALIDATION_PATHS: Readonly<Record<ValidationEndpoint, string>> = {
+  push: '/v2/bot/message/validate/push',
+  multicast: '/v2/bot/message/validate/multicast',
+  reply: '/v2/bot/message/validate/reply',
+  narrowcast: '/v2/bot/message/validate/narrowcast',
+  broadcast: '/v2/bot/message/validate/broadcast',
+};
+
 /** A LINE message object (`{ type: 'text', text: '…' }`, a sticker, a flex message…). */
 export interface OutgoingMessage {
   readonly type: string;
