@@ -12,6 +12,15 @@ export function getStringFromEnv(name: string, env: NodeJS.ProcessEnv = process.
   return value;
 }
 
+/** Reads an optional environment variable: undefined when it is missing or empty. */
+export function getOptionalStringFromEnv(
+  name: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
 /** Reads a positive number from the environment, or the given default when unset. */
 export function getNumberFromEnv(
   name: string,

@@ -7,7 +7,10 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Broker } from '#shared/broker/broker.ts';
 import type { CallEnded } from '#shared/broker/ports.ts';
+import type { Logger } from '#shared/log.ts';
+import type { BrokerConfig } from './config.ts';
 
 const MAX_BODY_BYTES = 4096;
 
@@ -115,4 +118,32 @@ export async function startBrokerHttpServer(
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * The broker's server on `httpHost:httpPort`, its routes answered by the broker once there is one
+ * (`current`): the server starts first, as the lease must advertise where it listens.
+ */
+export function startNudgeServer(
+  config: Pick<BrokerConfig, 'broker' | 'httpHost' | 'httpPort'>,
+  logger: Logger,
+  current: () => Broker | undefined,
+): Promise<BrokerHttpServer> {
+  const { brokerId, version } = config.broker;
+  const handlers: BrokerHttpHandlers = {
+    callEnded: (ended) => current()?.callEnded(ended) ?? Promise.resolve(),
+    jobChanged: (changed) => current()?.jobChanged(changed.clientId, changed.jobId) ?? Promise.resolve(),
+    health: () => {
+      const broker = current();
+      return {
+        brokerId,
+        version,
+        clientId: broker?.clientId ?? null,
+        inFlight: broker?.inFlight ?? 0,
+        stopping: broker?.stopReason ?? null,
+      };
+    },
+    onError: (error) => logger.warn('call-ended nudge not handled', { error }),
+  };
+  return startBrokerHttpServer(handlers, { host: config.httpHost, port: config.httpPort });
 }

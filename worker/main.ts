@@ -5,7 +5,8 @@
  * 100 s, inside Fargate's 120 s) or when the job manager asks its version to drain.
  */
 import { makeLogger } from '#shared/adapters/powertools.ts';
-import { readBrokerConfig, startBrokerProcess } from './process.ts';
+import { readBrokerConfig } from './config.ts';
+import { startBrokerProcess } from './process.ts';
 
 const config = readBrokerConfig();
 const logger = makeLogger('broker');

@@ -25,7 +25,8 @@ import { newUlid } from '#shared/ids.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
-import { readBrokerConfig, startBrokerProcess } from '#worker/process.ts';
+import { readBrokerConfig } from '#worker/config.ts';
+import { startBrokerProcess } from '#worker/process.ts';
 import { makeNodeHttpSend } from './node-http-send.ts';
 import { seedRunningJob } from './seed-job.ts';
 

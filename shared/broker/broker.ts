@@ -21,7 +21,7 @@ import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import type { BrokerMetrics, ClientMetrics } from './broker-metrics.ts';
 import type { BrokerTaskStore, CallEnded, CallLinkStore, FleetWorkReader } from './ports.ts';
-import { ClientServer, type ServeEnd, type ServeSettings } from './serve-client.ts';
+import { ClientServer, DEFAULT_SERVE_SETTINGS, type ServeEnd, type ServeSettings } from './serve-client.ts';
 import { MessageServer, type MessageServeSettings, type MessageTaskStore } from './serve-messages.ts';
 
 export interface BrokerSettings extends ServeSettings {
@@ -35,6 +35,15 @@ export interface BrokerSettings extends ServeSettings {
   /** Do not claim a released client again before this long, when it said nothing of its next task, ms. Default 30,000. */
   readonly noWorkBackoffMs: number;
 }
+
+/** Every setting a deployment does not name: the broker's own (its id, version and callback route are always given). */
+export const DEFAULT_BROKER_SETTINGS: Omit<BrokerSettings, 'callbackUrl' | 'brokerId' | 'version'> = {
+  ...DEFAULT_SERVE_SETTINGS,
+  leaseMs: 30_000,
+  idleWaitMs: 2_000,
+  stopGraceMs: 100_000,
+  noWorkBackoffMs: 30_000,
+};
 
 export interface BrokerDeps {
   readonly leases: LeaseStore;

@@ -20,7 +20,12 @@ import type { JobStatus } from './job-lifecycle.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 import { isWaiting } from './task-lifecycle.ts';
 
-/** A call's longest duration when its job sets none (the broker reconciles a call after it). */
+/**
+ * A call's longest duration when its job sets none (the broker reconciles a call after it; the
+ * cancel sweep holds a job's calls that long). The one default: the broker's settings take it
+ * (`DEFAULT_SERVE_SETTINGS`), and only the local drills shorten a broker's through its
+ * `DEFAULT_MAX_CALL_SECONDS` environment variable, which the CDK never sets.
+ */
 export const DEFAULT_MAX_CALL_SECONDS = 600;
 
 export type JobChannel = 'call' | 'message';

@@ -30,8 +30,9 @@ import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { routes } from '#shared/routes.ts';
 import { signCallback } from '#shared/telephony/callback-signature.ts';
-import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
-import { testBrokerConfig } from '../../support/broker-config.ts';
+import type { BrokerConfig } from '#worker/config.ts';
+import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { type BrokerConfigOverrides, testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
 import { until as untilHolds } from '../../support/wait.ts';
@@ -187,10 +188,13 @@ async function putWork(clients: string[], desiredVersion = 'v1') {
   );
 }
 
-function brokerConfig(s: TelephonySandbox, over: Partial<BrokerConfig> = {}): BrokerConfig {
+function brokerConfig(s: TelephonySandbox, over: BrokerConfigOverrides['broker'] = {}): BrokerConfig {
   return testBrokerConfig(
     { controlTable, tasksTable },
-    { telephonyApiUrl: s.url, telephonyApiToken: s.apiToken, callStatusCallbackUrl: callbackUrl(), ...over },
+    {
+      telephony: { http: { baseUrl: s.url, apiToken: s.apiToken } },
+      broker: { callbackUrl: callbackUrl(), ...over },
+    },
   );
 }
 
@@ -308,15 +312,15 @@ describe('task protection', () => {
       await putWork(['protected']);
       agent.failNext(2, 503);
       const config = brokerConfig(s);
-      const broker = await startBroker({ ...config, ecsAgentUri: agent.register(config.brokerId) });
+      const broker = await startBroker({ ...config, ecsAgentUri: agent.register(config.broker.brokerId) });
       await until(
-        async () => s.stats('protected').inFlight > 0 && agent.isProtected(config.brokerId),
+        async () => s.stats('protected').inFlight > 0 && agent.isProtected(config.broker.brokerId),
         30_000,
       );
       await until(async () => (await tasksOf(job.jobId)).every((t) => FINAL.has(t.state)), 90_000);
       expect((await tasksOf(job.jobId)).map((t) => t.state)).toEqual(Array(10).fill('completed'));
-      await until(async () => !agent.isProtected(config.brokerId), 30_000);
-      const mine = agent.updates.filter((u) => u.brokerId === config.brokerId);
+      await until(async () => !agent.isProtected(config.broker.brokerId), 30_000);
+      const mine = agent.updates.filter((u) => u.brokerId === config.broker.brokerId);
       expect(mine[0]).toMatchObject({ enabled: true, expiresInMinutes: 10 });
       expect(mine.at(-1)).toMatchObject({ enabled: false });
       broker.stop('sigterm');

@@ -18,7 +18,8 @@ import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/mod
 import { jobReportCsv } from '#shared/jobs/report.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
-import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import type { BrokerConfig } from '#worker/config.ts';
+import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { readTasks } from '../../support/task-table.ts';
@@ -290,12 +291,9 @@ function brokerConfig(): BrokerConfig {
   return testBrokerConfig(
     { controlTable, tasksTable },
     {
-      telephonyApiUrl: sandbox.url,
-      telephonyApiToken: sandbox.apiToken,
+      telephony: { http: { baseUrl: sandbox.url, apiToken: sandbox.apiToken } },
       // Callbacks go nowhere: the broker reconciles each call with the sandbox once it should have ended.
-      reconcileMarginMs: 500,
-      defaultMaxCallSeconds: 1,
-      recheckMs: 500,
+      broker: { reconcileMarginMs: 500, defaultMaxCallSeconds: 1, recheckMs: 500 },
     },
   );
 }

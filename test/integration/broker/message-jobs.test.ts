@@ -25,8 +25,9 @@ import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
-import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
-import { testBrokerConfig } from '../../support/broker-config.ts';
+import type { BrokerConfig } from '#worker/config.ts';
+import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { type BrokerConfigOverrides, testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { lineUserOf, seedMessageJob } from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
@@ -79,20 +80,19 @@ afterAll(async () => {
   await line?.stop();
 });
 
-function brokerConfig(over: Partial<BrokerConfig> = {}): BrokerConfig {
+function brokerConfig(over: BrokerConfigOverrides['messages'] = {}): BrokerConfig {
   return testBrokerConfig(
     { controlTable, tasksTable },
     {
-      callStatusCallbackUrl: 'http://127.0.0.1:9/status',
+      broker: { callbackUrl: 'http://127.0.0.1:9/status' },
       channelsTable,
       lineApiUrl: line.url,
-      messageConcurrency: 64,
-      ...over,
+      messages: { messageConcurrency: 64, ...over },
     },
   );
 }
 
-async function startBroker(over: Partial<BrokerConfig> = {}): Promise<RunningBroker> {
+async function startBroker(over: BrokerConfigOverrides['messages'] = {}): Promise<RunningBroker> {
   const b = await startBrokerProcess(brokerConfig(over), { doc: cloud.doc, logger: silentLogger });
   running.push(b);
   return b;

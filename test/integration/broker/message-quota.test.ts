@@ -10,8 +10,8 @@ import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
-import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
-import { testBrokerConfig } from '../../support/broker-config.ts';
+import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { type BrokerConfigOverrides, testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { seedMessageJob } from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
@@ -73,10 +73,10 @@ async function channel(name: string) {
   return ch;
 }
 
-async function startBroker(over: Partial<BrokerConfig> = {}): Promise<RunningBroker> {
+async function startBroker(over: BrokerConfigOverrides['messages'] = {}): Promise<RunningBroker> {
   const config = testBrokerConfig(
     { controlTable, tasksTable },
-    { channelsTable, lineApiUrl: line.url, messageConcurrency: 32, ...over },
+    { channelsTable, lineApiUrl: line.url, messages: { messageConcurrency: 32, ...over } },
   );
   const b = await startBrokerProcess(config, { doc: cloud.doc, logger: silentLogger });
   running.push(b);

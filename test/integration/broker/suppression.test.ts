@@ -14,7 +14,8 @@ import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
-import { type BrokerConfig, type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import type { BrokerConfig } from '#worker/config.ts';
+import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
 import { ALWAYS_OPEN, jobIdFor, writeRunningJob } from '../../support/seed-jobs.ts';
@@ -108,12 +109,9 @@ function brokerConfig(): BrokerConfig {
   return testBrokerConfig(
     { controlTable, tasksTable },
     {
-      telephonyApiUrl: sandbox.url,
-      telephonyApiToken: sandbox.apiToken,
+      telephony: { http: { baseUrl: sandbox.url, apiToken: sandbox.apiToken } },
       // Callbacks go nowhere: the broker reconciles each call with the sandbox once it should have ended.
-      reconcileMarginMs: 500,
-      defaultMaxCallSeconds: 1,
-      recheckMs: 500,
+      broker: { reconcileMarginMs: 500, defaultMaxCallSeconds: 1, recheckMs: 500 },
     },
   );
 }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { advertisedEndpoint, BrokerStartError } from '#worker/process.ts';
+import { advertisedEndpoint, BrokerStartError } from '#worker/advertise.ts';
 
 const server = { url: 'http://127.0.0.1:8080', port: 8080 };
-const metadata = { ECS_CONTAINER_METADATA_URI_V4: 'http://169.254.170.2/v4/abc' };
+const metadata = 'http://169.254.170.2/v4/abc';
 const noSleep = async () => {};
 const answer = (status: number, body: unknown) =>
   (async () => new Response(JSON.stringify(body), { status })) as unknown as typeof fetch;
@@ -45,13 +45,13 @@ describe('the address a broker advertises in its lease', () => {
 
   it('refuses a wildcard listen address without metadata, and takes BROKER_ADVERTISE_URL as given', async () => {
     await expect(
-      advertisedEndpoint({ advertiseUrl: undefined, httpHost: '0.0.0.0' }, server, {}),
+      advertisedEndpoint({ advertiseUrl: undefined, httpHost: '0.0.0.0' }, server, undefined),
     ).rejects.toThrow(/BROKER_ADVERTISE_URL/);
-    expect(await advertisedEndpoint({ advertiseUrl: 'http://b:1', httpHost: '0.0.0.0' }, server, {})).toBe(
-      'http://b:1',
-    );
-    expect(await advertisedEndpoint({ advertiseUrl: undefined, httpHost: '127.0.0.1' }, server, {})).toBe(
-      server.url,
-    );
+    expect(
+      await advertisedEndpoint({ advertiseUrl: 'http://b:1', httpHost: '0.0.0.0' }, server, undefined),
+    ).toBe('http://b:1');
+    expect(
+      await advertisedEndpoint({ advertiseUrl: undefined, httpHost: '127.0.0.1' }, server, undefined),
+    ).toBe(server.url);
   });
 });
