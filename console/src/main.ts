@@ -17,6 +17,7 @@ import { jobPage } from './pages/job.ts';
 import { newJobPage } from './pages/new-job.ts';
 import { optOutsPage } from './pages/opt-outs.ts';
 import { signInPage } from './pages/sign-in.ts';
+import { suppressionsPage } from './pages/suppressions.ts';
 import { forgetPlace, rememberPlace } from './return-to.ts';
 import type { Operator } from './types.ts';
 
@@ -30,6 +31,7 @@ function route(app: App, hash: string): Page {
     if (parts[2] === 'jobs' && parts[3]) return jobPage(app, parts[1], parts[3]);
     if (parts[2] === 'channels' && parts[3]) return channelPage(app, parts[1], parts[3]);
     if (parts[2] === 'opt-outs') return optOutsPage(app, parts[1]);
+    if (parts[2] === 'suppressions') return suppressionsPage(app, parts[1]);
     return clientPage(app, parts[1]);
   }
   return clientsPage(app);

@@ -403,6 +403,43 @@ function localInAnHour(): string {
   return new Date(later.getTime() - later.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 }
 
+describe('the do-not-call list', () => {
+  it('lists who is on it, with where from and why; an operator adds, uploads and removes', async () => {
+    await ui.open(`#/clients/${CLIENT}/suppressions`);
+    await ui.page.waitForSelector('form[aria-label="Add to the list"]:not([hidden])');
+    expect(await ui.unlabelledInputs()).toEqual([]);
+    await ui.page.type('#f-recipients', '090-8000-0001\n090-8000-0002');
+    await ui.page.type('#f-reason', '電話で希望');
+    await ui.page.click('form[aria-label="Add to the list"] button[type=submit]');
+    await ui.waitForText('form[aria-label="Add to the list"] .form-status', /^2 added\.$/);
+    await ui.page.waitForSelector('tr[data-recipient="+819080000002"]');
+    const row = await ui.page.$$eval('tr[data-recipient="+819080000001"] td', (td) =>
+      td.slice(0, 3).map((t) => t.textContent),
+    );
+    expect(row).toEqual(['+819080000001', 'added by an operator', '電話で希望']);
+
+    const csv = path.join(work, 'dnc.csv');
+    writeFileSync(csv, ['電話番号,備考', '090-8000-0003,苦情', 'not a number,', '090-8000-0004,'].join('\n'));
+    const input = await ui.page.$('form[aria-label="Upload a list"] input[type=file]');
+    await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(csv);
+    await ui.page.click('form[aria-label="Upload a list"] button[type=submit]');
+    await ui.waitForText('[data-upload="counts"]', /^3 rows: 2 added, 1 rejected, 0 skipped\.$/);
+    await ui.page.waitForSelector('tr[data-recipient="+819080000004"]');
+
+    await ui.page.click('tr[data-recipient="+819080000001"] button');
+    await ui.page.waitForFunction(
+      () => document.querySelector('tr[data-recipient="+819080000001"]') === null,
+    );
+    const listed = (await ui.stack.operator('GET', `/clients/${CLIENT}/suppressions?limit=500`))
+      .json<{
+        suppressions: { recipient: string }[];
+      }>()
+      .suppressions.map((e) => e.recipient);
+    expect(listed).not.toContain('+819080000001');
+    expect(listed).toEqual(expect.arrayContaining(['+819080000002', '+819080000003', '+819080000004']));
+  });
+});
+
 describe('a session that ends under a page', () => {
   it('says the session expired, and returns to that page once signed in again', async () => {
     const jobId = await scheduledJob('session', 2);
@@ -476,6 +513,11 @@ describe('the console offers each role what it may do', () => {
     expect(await ui.visibleButtons()).toEqual([]);
     expect(await ui.page.$('a.button[href$="/jobs/new"]:not([hidden])')).toBeNull();
     expect(await ui.page.$('form.channel-add:not([hidden])')).toBeNull();
+    // The do-not-call list: read, not changed.
+    await ui.open(`#/clients/${DEMO}/suppressions`);
+    await ui.waitForText('section[aria-label="The list"] .form-status', /Nobody|^$/);
+    expect(await ui.page.$('form[aria-label="Add to the list"]:not([hidden])')).toBeNull();
+    expect(await ui.visibleButtons()).toEqual([]);
     await ui.open(`#/clients/${DEMO}/jobs/${demoJob}`);
     await ui.page.waitForSelector('[data-status="scheduled"]');
     expect(await ui.visibleButtons()).toEqual(['Download report']);

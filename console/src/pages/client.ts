@@ -69,8 +69,10 @@ export function clientPage(app: App, clientId: string): Page {
       h(
         'section',
         { class: 'card', 'aria-label': 'Opt-outs' },
-        h('h2', {}, 'Opt-outs'),
+        h('h2', {}, 'Opt-outs and do-not-call'),
         h('a', { href: `#/clients/${encodeURIComponent(clientId)}/opt-outs` }, 'Look up opt-outs'),
+        ' · ',
+        h('a', { href: `#/clients/${encodeURIComponent(clientId)}/suppressions` }, 'Do-not-call list'),
       ),
     );
   };
