@@ -1,7 +1,9 @@
 /**
  * A task's life, in one place: its states, the moves between them, and the rules that choose a
- * move. Every adapter that writes a task's state builds its condition from {@link TASK_MOVES}
+ * move. Every adapter write that moves a task's state builds its condition from {@link TASK_MOVES}
  * (`shared/adapters/task-state-conditions.ts`), so "which state may become which" is said once.
+ * Writes that move no state (ingest deleting its own pending chunks, a chunk spilled into its
+ * member tasks) check the item as they read it instead.
  *
  * ```text
  *   pending ──start/claim──▶ in-flight ──delivered/answered──▶ completed

@@ -43,8 +43,3 @@ function attemptsFor(windowSeconds: number): number {
  * at most 24 h after the first, never later by the schedule).
  */
 export const MAX_DELIVERY_ATTEMPTS = attemptsFor(DELIVERY_RETRY_WINDOW_SECONDS);
-
-/** Whether a delivery first tried at `firstTriedAtMs` has passed its retry window at `nowMs`. */
-export function retryWindowPassed(firstTriedAtMs: number, nowMs: number): boolean {
-  return nowMs - firstTriedAtMs >= DELIVERY_RETRY_WINDOW_SECONDS * 1000;
-}

@@ -1,9 +1,13 @@
 /**
- * The broker's pacing: when may the client's next call start? Three limits combine — calls in
+ * The broker's pacing: when may the client's next call start? The limits combine — calls in
  * flight against the contract's concurrent-call limit, starts per second against the line's rate
- * ({@link TokenBucket}) and the calling hours — into one decision, and {@link PacingGate} turns
- * decisions into something the broker awaits: it wakes the moment a call ends (an event) or when
- * the rate or hours timer is due, never on a polling loop.
+ * ({@link TokenBucket}), and calling hours when the contract has them — into one decision, and
+ * {@link PacingGate} turns decisions into something the broker awaits: it wakes the moment a call
+ * ends (an event) or when the rate or hours timer is due, never on a polling loop.
+ *
+ * The broker (`ClientServer`) gives its pacer no hours: a job's own hours replace the client's and
+ * a recipient's zone may differ, so hours, restricted periods and holidays are checked per task by
+ * `mayStartNow` (`shared/jobs/restrictions.ts`) before each start.
  */
 import { type CallingHours, isOpen, nextOpening, parseCallingHours } from './calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from './clock.ts';

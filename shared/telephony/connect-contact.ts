@@ -4,7 +4,8 @@
  * fast path), so a call ends the same way whichever saw it first. Pure: no AWS SDK.
  *
  * Sources: the contact record data model (`DisconnectReason`, `AnsweringMachineDetectionStatus`)
- * and the contact events data model, cited in `docs/telephony-providers.md`.
+ * and the contact events data model, cited in `docs/telephony-provider.md` (the mapping) and
+ * `docs/provider-facts.md` (what each field is, with the pages read).
  */
 import { z } from 'zod';
 import type { CallSnapshot, CallStatus, CallStatusEvent } from './port.ts';
