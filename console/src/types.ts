@@ -2,11 +2,11 @@
 import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
 import type { ClientSettings as StoredClientSettings } from '#shared/jobs/model.ts';
 import type { JobSeriesPoint } from '#shared/jobs/series-point.ts';
-import type { CallingWindow, Weekday } from '#shared/pacing/calling-hours.ts';
+import type { CallingHours, CallingWindow, Weekday } from '#shared/pacing/calling-hours.ts';
 
 export type { Operator } from '#shared/operators/tenancy.ts';
 
-export type { CallingWindow, Weekday };
+export type { CallingHours, CallingWindow, Weekday };
 
 /** The weekdays in the order the calling-hours editor shows them (the shared model's own order). */
 export const WEEKDAYS = [
@@ -48,6 +48,10 @@ export interface JobView {
   readonly channel: 'call' | 'message';
   readonly status: JobStatus;
   readonly startAt: string;
+  /** When the job ends: its tasks not done by then expire. */
+  readonly endAt?: string;
+  /** `recipient`: the hours are read in each recipient's zone. */
+  readonly timeZoneBy?: 'client' | 'recipient';
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly counts: JobCounts;

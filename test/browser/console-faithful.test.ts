@@ -312,6 +312,56 @@ describe('the console is faithful to the API', () => {
   });
 });
 
+describe('a job’s settings', () => {
+  it('reach the API as entered: start, end, attempts, delay, its own hours, each recipient’s zone', async () => {
+    const csv = path.join(work, 'settings.csv');
+    writeFileSync(csv, ['phone', '090-7100-0001'].join('\n'));
+    await ui.open(`#/clients/${CLIENT}/jobs/new`);
+    await ui.page.waitForSelector('form[aria-label="New job"]');
+    expect(await ui.unlabelledInputs()).toEqual([]);
+    const start = localInAnHour();
+    const end = localIn(3 * 3_600_000);
+    await ui.page.type('#f-name', 'every setting');
+    await ui.setInput('#f-scenarioId', 'reminder');
+    await ui.setInput('#f-startAt', start);
+    await ui.setInput('#f-endAt', end);
+    await ui.setInput('#f-maxAttempts', '2');
+    await ui.setInput('#f-retryDelaySeconds', '900');
+    await ui.page.click('#f-timeZoneBy');
+    await ui.page.click('#f-callingHours-own');
+    await ui.page.click('.schedule button[aria-label="Add a Saturday window"]');
+    await ui.setInput('.schedule input[aria-label="Saturday from"]', '10:00');
+    await ui.setInput('.schedule input[aria-label="Saturday until"]', '12:30');
+    await ui.chooseFile(csv);
+    await ui.page.click('form[aria-label="New job"] button[type=submit]');
+    await ui.page.waitForSelector('.result a.button', { timeout: 60_000 });
+    const href = await ui.page.$eval('.result a.button', (a) => a.getAttribute('href') ?? '');
+    const jobId = href.split('/').at(-1)!;
+    const job = (await ui.stack.operator('GET', `/clients/${CLIENT}/jobs/${jobId}`)).json<
+      Record<string, unknown>
+    >();
+    expect(job).toMatchObject({
+      name: 'every setting',
+      channel: 'call',
+      scenarioId: 'reminder',
+      maxAttempts: 2,
+      retryDelaySeconds: 900,
+      timeZoneBy: 'recipient',
+    });
+    expect(Date.parse(String(job.startAt))).toBe(Date.parse(new Date(start).toISOString()));
+    expect(Date.parse(String(job.endAt))).toBe(Date.parse(new Date(end).toISOString()));
+    const weekday = [{ start: '09:00', end: '18:00' }];
+    expect((job.callingHours as { weekly: unknown }).weekly).toEqual({
+      mon: weekday,
+      tue: weekday,
+      wed: weekday,
+      thu: weekday,
+      fri: weekday,
+      sat: [{ start: '10:00', end: '12:30' }],
+    });
+  });
+});
+
 describe('uploading a list', () => {
   it('offers a template list that the ingest reads as it is: every row a task', async () => {
     const downloads = path.join(work, 'downloads');
@@ -399,7 +449,12 @@ describe('uploading a list', () => {
 
 /** An hour from now as a `datetime-local` value (the browser's zone): the job waits, calling nobody. */
 function localInAnHour(): string {
-  const later = new Date(Date.now() + 3_600_000);
+  return localIn(3_600_000);
+}
+
+/** `ms` from now as a `datetime-local` value, to the minute (this machine's zone is the browser's). */
+function localIn(ms: number): string {
+  const later = new Date(Date.now() + ms);
   return new Date(later.getTime() - later.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 }
 

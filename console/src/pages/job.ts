@@ -158,6 +158,8 @@ function summaryOf(job: JobView): (HTMLElement | null)[] {
       {},
       h('span', { class: `status status-${job.status}`, 'data-status': job.status }, job.status),
       ` · ${job.channel} · starts ${formatTime(job.startAt)}`,
+      job.endAt ? ` · ends ${formatTime(job.endAt)}` : '',
+      job.timeZoneBy === 'recipient' ? " · hours in each recipient's zone" : '',
     ),
     job.waiting ? h('p', { class: 'waiting' }, `Waiting: ${job.waiting.message}`) : null,
     job.failureReason ? h('p', { class: 'form-errors' }, job.failureReason) : null,

@@ -10,6 +10,7 @@ import { field, formatNumber, h, replace, showFieldErrors } from '../dom.ts';
 import { poll } from '../poll.ts';
 import { editableFor } from '../roles.ts';
 import type { JobView, RowProblem } from '../types.ts';
+import { callingHoursEditor } from './calling-hours-editor.ts';
 import { countList, crumbs, dropZone, scrollable } from './parts.ts';
 
 export function newJobPage(app: App, clientId: string): Page {
@@ -30,9 +31,11 @@ export function newJobPage(app: App, clientId: string): Page {
   const drop = dropZone(file);
   const messageField = field('Message', 'message', message, 'Text with {{column}} placeholders');
   const scenarioField = field('Call scenario', 'scenarioId', scenario);
+  const schedule = scheduleFields();
   const syncChannel = () => {
     messageField.hidden = channel.value !== 'message';
     scenarioField.hidden = channel.value !== 'call';
+    schedule.forChannel(channel.value);
   };
   channel.addEventListener('change', syncChannel);
   syncChannel();
@@ -55,6 +58,7 @@ export function newJobPage(app: App, clientId: string): Page {
       field('Attempts per task', 'maxAttempts', maxAttempts),
       field('Seconds between attempts', 'retryDelaySeconds', retryDelay),
     ),
+    schedule.element,
     messageField,
     h(
       'div',
@@ -90,6 +94,7 @@ export function newJobPage(app: App, clientId: string): Page {
       ...(startAt.value ? { startAt: new Date(startAt.value).toISOString() } : {}),
       ...(maxAttempts.value ? { maxAttempts: Number(maxAttempts.value) } : {}),
       ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
+      ...schedule.value(channel.value),
     };
     submit.disabled = true;
     const ok = await createAndUpload(app, path, options, chosen, {
@@ -105,6 +110,54 @@ export function newJobPage(app: App, clientId: string): Page {
   return {
     title: 'New job',
     element: h('main', {}, crumbs(clientId, 'new job'), h('h1', {}, 'New job'), form, result),
+  };
+}
+
+/**
+ * A job's own schedule: when it ends (its tasks not done by then expire), its own calling hours in
+ * place of the client's (in the client's zone), and, for a call job, each recipient's own zone for
+ * the hours (`timeZoneBy: recipient`). Left alone, the job has no end and the client's hours.
+ */
+function scheduleFields() {
+  const endAt = h('input', { type: 'datetime-local' });
+  const byRecipient = h('input', { type: 'checkbox' });
+  const ownHours = h('input', { type: 'checkbox' });
+  const weekdays = Object.fromEntries(
+    (['mon', 'tue', 'wed', 'thu', 'fri'] as const).map((day) => [day, [{ start: '09:00', end: '18:00' }]]),
+  );
+  const hours = callingHoursEditor(weekdays, "This job's calling hours (in the client's time zone)");
+  const recipientField = field(
+    "Call each recipient in their own time zone's hours",
+    'timeZoneBy',
+    byRecipient,
+    "From the list's time zone column, else the number's country",
+  );
+  const sync = () => {
+    hours.element.hidden = !ownHours.checked;
+  };
+  ownHours.addEventListener('change', sync);
+  sync();
+  const element = h(
+    'fieldset',
+    { class: 'grid schedule' },
+    h('legend', {}, 'Schedule'),
+    field('End at (your time)', 'endAt', endAt, 'Empty: no end. Tasks not done by then expire'),
+    recipientField,
+    field('Its own calling hours', 'callingHours.own', ownHours, "Unticked: the client's hours"),
+    hours.element,
+  );
+  return {
+    element,
+    forChannel(channel: string) {
+      recipientField.hidden = channel !== 'call';
+    },
+    value(channel: string): Record<string, unknown> {
+      return {
+        ...(endAt.value ? { endAt: new Date(endAt.value).toISOString() } : {}),
+        ...(channel === 'call' && byRecipient.checked ? { timeZoneBy: 'recipient' } : {}),
+        ...(ownHours.checked ? { callingHours: hours.value() } : {}),
+      };
+    },
   };
 }
 
