@@ -112,3 +112,10 @@ export interface JobSeriesPage {
   readonly samples: readonly JobSeriesPoint[];
   readonly next?: string;
 }
+
+export type {
+  OutcomeRetry,
+  RetryOutcome,
+  RetryPolicy,
+  RetrySchedule,
+} from '#shared/jobs/retry-policy.ts';

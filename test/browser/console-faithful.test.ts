@@ -114,7 +114,12 @@ describe('the console is faithful to the API', () => {
           retryDelaySeconds: 900,
           restrictedPeriods: [{ start: '2026-05-03', end: '2026-05-05', name: 'golden week' }],
           holidays: { country: 'JP' },
-          retries: { busy: { maxAttempts: 3, delay: { kind: 'list', seconds: [1800, 3600] } } },
+          retries: {
+            busy: { maxAttempts: 3, delay: { kind: 'list', seconds: [1800, 3600] } },
+            'no-answer': { maxAttempts: 2, delay: { kind: 'exponential', seconds: 60, factor: 2 } },
+            voicemail: { maxAttempts: 2, delay: { kind: 'fixed', seconds: 90 } },
+            failed: { maxAttempts: 1 },
+          },
         },
         telephony: { provider: 'http', baseUrl: 'http://127.0.0.1:9/' },
         outcomeWebhook: { url: 'http://127.0.0.1:9/outcomes', secret: 'outcome-secret-0123456789' },

@@ -341,15 +341,19 @@ describe('the operator console in a browser', () => {
     await waitForText('[data-field="jobDefaults.maxAttempts"] .field-error', /maxAttempts/);
     await setInput('#f-jobDefaults-maxAttempts', '3');
     await setInput('#f-jobDefaults-retryDelaySeconds', '600');
-    // Retries by outcome, as JSON: a bad one is named at its field too.
-    await setInput('#f-jobDefaults-retries', '{"busy":{"maxAttempts":3}}');
+    // Retries by outcome, as a form: a bad one is named at its field too.
+    await setInput('#f-jobDefaults-retries-busy-maxAttempts', '3');
     await page.click('form[aria-label="Client settings"] button[type=submit]');
-    await waitForText('[data-field="jobDefaults.retries"] .field-error', /jobDefaults\.retries\.busy\.delay/);
+    await waitForText(
+      '[data-field="jobDefaults.retries.busy.delay"] .field-error',
+      /jobDefaults\.retries\.busy\.delay/,
+    );
     const retries = {
       busy: { maxAttempts: 3, delay: { kind: 'list', seconds: [1800, 3600] } },
       'no-answer': { maxAttempts: 1 },
     };
-    await setInput('#f-jobDefaults-retries', JSON.stringify(retries));
+    await setInput('#f-jobDefaults-retries-busy-delay', '30, 60');
+    await setInput('#f-jobDefaults-retries-no-answer-maxAttempts', '1');
     await page.click('form[aria-label="Client settings"] button[type=submit]');
     await waitForText('form[aria-label="Client settings"] .form-errors', /Saved/);
     const saved = (await stack.operator('GET', `/clients/${other}`)).json<Record<string, unknown>>();

@@ -8,11 +8,12 @@ import type { App, Page } from '../app.ts';
 import { field, formatTime, h, replace, showFieldErrors } from '../dom.ts';
 import { type Poller, poll } from '../poll.ts';
 import { editableFor, shownFor } from '../roles.ts';
-import { type ClientSettings, doneOf, type JobView, WEEKDAYS } from '../types.ts';
+import { type ClientSettings, doneOf, type JobView, type RetryPolicy, WEEKDAYS } from '../types.ts';
 import { callingHoursEditor } from './calling-hours-editor.ts';
 import { channelsSection } from './channels.ts';
 import { scrollable } from './parts.ts';
 import { restrictionsEditor } from './restrictions-editor.ts';
+import { retriesEditor } from './retries-editor.ts';
 
 /** What the form shows for a client not saved yet (`updatedAt` 0: never saved). */
 function newClient(clientId: string): ClientSettings {
@@ -226,8 +227,8 @@ function settingsForm(
 
 /**
  * What a new job of this client gets when its request does not say: channel, scenario, attempts
- * and the delay between them, and retries by outcome (JSON, as the API takes it). An empty field
- * is no default; a default this editor does not know is kept as it is.
+ * and the delay between them, and retries by outcome (a form per outcome). An empty field is no
+ * default; a default this editor does not know is kept as it is.
  */
 function jobDefaultsEditor(initial: Record<string, unknown>) {
   const text = (value: unknown) => (value === undefined ? '' : String(value));
@@ -240,8 +241,7 @@ function jobDefaultsEditor(initial: Record<string, unknown>) {
   const scenario = h('input', { value: text(initial.scenarioId) });
   const attempts = h('input', { type: 'number', min: 1, max: 10, step: 1, value: text(initial.maxAttempts) });
   const delay = h('input', { type: 'number', min: 0, step: 1, value: text(initial.retryDelaySeconds) });
-  const retries = h('textarea', { rows: 3, spellcheck: false }) as HTMLTextAreaElement;
-  retries.value = initial.retries === undefined ? '' : JSON.stringify(initial.retries);
+  const retries = retriesEditor('jobDefaults.retries', initial.retries as RetryPolicy | undefined);
   const element = h(
     'fieldset',
     { class: 'grid', 'data-field': 'jobDefaults' },
@@ -250,12 +250,7 @@ function jobDefaultsEditor(initial: Record<string, unknown>) {
     field('Scenario', 'jobDefaults.scenarioId', scenario, "The voice bot's scenario id"),
     field('Attempts per task', 'jobDefaults.maxAttempts', attempts, '1 to 10'),
     field('Seconds between attempts', 'jobDefaults.retryDelaySeconds', delay),
-    field(
-      'Retries by outcome (JSON)',
-      'jobDefaults.retries',
-      retries,
-      'Per busy, no-answer, voicemail, failed: e.g. {"busy":{"maxAttempts":3,"delay":{"kind":"list","seconds":[1800,3600]}},"no-answer":{"maxAttempts":1}}',
-    ),
+    retries.element,
   );
   const value = (): Record<string, unknown> => {
     const out: Record<string, unknown> = { ...initial };
@@ -267,19 +262,10 @@ function jobDefaultsEditor(initial: Record<string, unknown>) {
     set('scenarioId', scenario.value.trim());
     set('maxAttempts', attempts.value === '' ? '' : Number(attempts.value));
     set('retryDelaySeconds', delay.value === '' ? '' : Number(delay.value));
-    set('retries', retries.value.trim() === '' ? '' : readJson(retries.value));
+    set('retries', retries.value());
     return out;
   };
   return { element, value };
-}
-
-/** The text as JSON; text that is not JSON is sent as it is, for the API to name at its field. */
-function readJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
 
 /** The client's jobs, newest first, 20 a page; the first page refreshes every 5 s. */
