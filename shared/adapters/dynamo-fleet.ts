@@ -88,8 +88,10 @@ export class DynamoFleetStore implements FleetStore {
     return this.#transition(job, 'scheduled', 'running', now);
   }
 
-  completeJob(job: JobRef, now: number): Promise<boolean> {
-    return this.#transition(job, 'running', 'completed', now);
+  /** A job LINE refused the message of (`failureReason` recorded while it ran) ends `failed` instead. */
+  async completeJob(job: JobRef, now: number): Promise<boolean> {
+    if (await this.#transition(job, 'running', 'completed', now)) return true;
+    return this.#transition(job, 'running', 'failed', now);
   }
 
   async hasOpenTask(jobId: string): Promise<boolean> {
@@ -241,7 +243,7 @@ export class DynamoFleetStore implements FleetStore {
   async #transition(
     job: JobRef,
     from: 'scheduled' | 'running',
-    to: 'running' | 'completed',
+    to: 'running' | 'completed' | 'failed',
     now: number,
   ): Promise<boolean> {
     try {
@@ -254,12 +256,23 @@ export class DynamoFleetStore implements FleetStore {
   }
 }
 
+/**
+ * Each move's condition: a job is started only once its time has come (even if it was rescheduled
+ * meanwhile); a running job completes unless LINE refused its message (`failureReason`, recorded by
+ * its broker), and then fails with that reason.
+ */
+const CONDITIONS = {
+  running: '#status = :from AND startAt <= :now',
+  completed: '#status = :from AND attribute_not_exists(failureReason)',
+  failed: '#status = :from AND attribute_exists(failureReason)',
+} as const;
+
 /** The conditional update that moves a job from `from` to `to`, with its status index keys. */
 function transitionUpdate(
   controlTable: string,
   job: JobRef,
   from: 'scheduled' | 'running',
-  to: 'running' | 'completed',
+  to: 'running' | 'completed' | 'failed',
   now: number,
 ): UpdateCommandInput {
   const index = keys.jobStatusIndex({ status: to, startAt: job.startAt, jobId: job.jobId });
@@ -269,8 +282,7 @@ function transitionUpdate(
     UpdateExpression: index
       ? 'SET #status = :to, updatedAt = :now, statusKey = :statusKey, dueKey = :dueKey'
       : 'SET #status = :to, updatedAt = :now REMOVE statusKey, dueKey',
-    // A job is started only once its time has come, even if it was rescheduled meanwhile.
-    ConditionExpression: from === 'scheduled' ? '#status = :from AND startAt <= :now' : '#status = :from',
+    ConditionExpression: CONDITIONS[to],
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: {
       ':from': from,

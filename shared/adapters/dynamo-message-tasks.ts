@@ -40,7 +40,8 @@
  * reads and writes they share). Which task may be claimed and where an outcome takes it are the
  * lifecycle's rules, in `shared/jobs/task-lifecycle.ts`.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { BatchLedger, ReportSink, TaskSource } from '#shared/campaign/ports.ts';
 import { type Job, keys } from '#shared/jobs/model.ts';
 import type { JobStore } from '#shared/jobs/ports.ts';
@@ -107,6 +108,8 @@ export interface DynamoMessageTasks {
   getJob(clientId: string, jobId: string): Promise<Job | undefined>;
   /** Pauses a running job with the reason (`Job.pausedReason`); false when it was not running. */
   pauseJob(clientId: string, jobId: string, reason: string): Promise<boolean>;
+  /** Records LINE's refusal on a running job (`failureReason`), once; false when not running or already recorded. */
+  refuseJob(clientId: string, jobId: string, reason: string): Promise<boolean>;
   /** Whether the client has a `message` task ready to claim now (any running message job). */
   hasClaimable(clientId: string): Promise<boolean>;
 }
@@ -181,6 +184,25 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
     // handing out its tasks at once rather than a cache age later.
     await this.#table.jobs.get(clientId, jobId);
     return moved.ok;
+  }
+
+  async refuseJob(clientId: string, jobId: string, reason: string): Promise<boolean> {
+    try {
+      await this.#table.doc.send(
+        new UpdateCommand({
+          TableName: this.#table.controlTable,
+          Key: keys.job(clientId, jobId),
+          UpdateExpression: 'SET failureReason = :reason, updatedAt = :now',
+          ConditionExpression: '#status = :running AND attribute_not_exists(failureReason)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':reason': reason, ':now': this.#clock.now(), ':running': 'running' },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
   async hasClaimable(clientId: string): Promise<boolean> {

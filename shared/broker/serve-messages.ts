@@ -13,8 +13,14 @@
  * while it sends; a job whose messages left it cannot cover is paused with the reason (`Job.
  * pausedReason`), unless the client sets `allowPartialDelivery`: then what the quota allows goes
  * out and the tasks LINE refuses for the monthly limit end `failed` with the reason.
+ *
+ * LINE's own check (`shared/campaign/message-check.ts`), when the channel's send carries its
+ * validation endpoints: a job's message is validated once, before the job's first send; one LINE
+ * refuses has every task failed unsent with LINE's reason, which is recorded on the job
+ * (`MessageTaskStore.refuseJob`), so that the job ends `failed` with it once no task is left.
  */
 
+import { MessageCheck } from '#shared/campaign/message-check.ts';
 import { type PipelineTotals, runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type {
   BatchLedger,
@@ -23,6 +29,7 @@ import type {
   SendObservation,
   SendPort,
   TaskSource,
+  ValidatePort,
 } from '#shared/campaign/ports.ts';
 import { MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
@@ -52,6 +59,12 @@ export interface MessageTaskStore {
   getJob(clientId: string, jobId: string): Promise<Job | undefined>;
   /** Pauses a running job, saying why (`Job.pausedReason`); false when it was not running. */
   pauseJob(clientId: string, jobId: string, reason: string): Promise<boolean>;
+  /**
+   * Records on a running job that LINE refused its message (`Job.failureReason`): its tasks fail
+   * unsent, and the job ends `failed` with the reason instead of `completed`. False when the job
+   * was not running or already had a reason. Absent: the tasks still fail, the job completes.
+   */
+  refuseJob?(clientId: string, jobId: string, reason: string): Promise<boolean>;
 }
 
 export interface MessageServeSettings {
@@ -119,6 +132,9 @@ export class MessageServer {
   #sessionJobs: (() => readonly string[]) | undefined;
   readonly #client: HeldClientSettings;
   readonly #quota: QuotaGuard | undefined;
+  /** LINE's check of each job's message, made at the first round whose send can validate. */
+  #check: MessageCheck | undefined;
+  #validate: ValidatePort | undefined;
 
   constructor(deps: MessageServerDeps) {
     this.#deps = deps;
@@ -246,7 +262,36 @@ export class MessageServer {
     return all;
   }
 
-  /** One pipeline run over a fresh session; resolves once every claimed task is written. */
+  /**
+   * LINE's check for this round: asks through the round's channel send (a channel whose token
+   * changed validates with the new one), remembering verdicts per job across rounds.
+   */
+  #checkFor(channelSend: SendPort): MessageCheck | undefined {
+    this.#validate = channelSend.validate;
+    if (this.#validate === undefined) return undefined;
+    this.#check ??= new MessageCheck({
+      validate: (endpoint, messages) => this.#validate!(endpoint, messages),
+      onRefused: (jobId, reason) => void this.#refuseJob(jobId, reason),
+      log: this.#deps.logger,
+    });
+    return this.#check;
+  }
+
+  /** Records LINE's refusal on the job (logged when it cannot be written: its tasks fail anyway). */
+  async #refuseJob(jobId: string, reason: string): Promise<void> {
+    const { store, logger } = this.#deps;
+    try {
+      if (await store.refuseJob?.(this.clientId, jobId, reason))
+        logger.warn('message job refused by LINE; it fails once its tasks have', {
+          clientId: this.clientId,
+          jobId,
+          reason,
+        });
+    } catch (error) {
+      logger.error("LINE's refusal not recorded on the job", { clientId: this.clientId, jobId, error });
+    }
+  }
+
   /**
    * The send of the client's channel, or undefined (logged) when it cannot be had: the channel does
    * not exist, is another client's (`sendFor` refuses it), or could not be read now. The client's
@@ -265,6 +310,7 @@ export class MessageServer {
     }
   }
 
+  /** One pipeline run over a fresh session; resolves once every claimed task is written. */
   async #round(channelId: string, channelSend: SendPort): Promise<PipelineTotals> {
     const { store, keeper, clock, timers, logger, settings } = this.#deps;
     const session = store.session(
@@ -281,6 +327,7 @@ export class MessageServer {
     const stopWatch = this.#watchJobs(session.jobs, abort);
     const quota = this.#quota;
     const send = quota ? quota.counting(channelSend) : channelSend;
+    const check = this.#checkFor(channelSend);
     const metrics = this.#deps.metrics;
     const observe =
       quota || metrics
@@ -308,6 +355,7 @@ export class MessageServer {
         log: logger,
         ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
         ...(observe ? { observe } : {}),
+        ...(check ? { check } : {}),
         monthlyLimit: this.#client.current.allowPartialDelivery === true ? 'fail-tasks' : 'stop',
       });
       if (session.fenced()) this.#lost = true;

@@ -17,11 +17,15 @@ import {
   DEFAULT_TIMEOUT_MS,
   ENDPOINT_PATHS,
   InvalidSendRequestError,
+  type MessageVerdict,
+  type OutgoingMessage,
   type PreparedSend,
   type SendOutcome,
+  VALIDATION_PATHS,
+  validationVerdict,
 } from '#shared/line/messaging-client.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
-import type { SendPort } from './ports.ts';
+import type { SendPort, ValidatePort } from './ports.ts';
 
 export interface HttpSendOptions {
   readonly channelAccessToken: string;
@@ -44,7 +48,10 @@ export interface HttpSend {
 /** undici's own timeouts: the request went out, no (whole) answer came back in time. */
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
-/** A keep-alive send port for push and multicast (never reply: it has no retry key to resend with). */
+/**
+ * A keep-alive send port for push and multicast (never reply: it has no retry key to resend with),
+ * with the channel's validation endpoints as its `validate`.
+ */
 export function makeHttpSend(options: HttpSendOptions): HttpSend {
   const base = new URL((options.baseUrl ?? DEFAULT_LINE_API_URL).replace(/\/+$/, ''));
   // Made at the first send after each close: a send still made with this port after `close()`
@@ -94,8 +101,28 @@ export function makeHttpSend(options: HttpSendOptions): HttpSend {
     }
   }
 
+  /** LINE's validation endpoint for `endpoint`: its verdict, `unknown` when it gave none. */
+  async function validate(
+    endpoint: 'push' | 'multicast',
+    messages: readonly OutgoingMessage[],
+  ): Promise<MessageVerdict> {
+    try {
+      const answer = await poolNow().request({
+        path: `${prefix}${VALIDATION_PATHS[endpoint]}`,
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/json' },
+        body: JSON.stringify({ messages }),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      return validationVerdict(answer.statusCode, await answer.body.text());
+    } catch (error) {
+      return { kind: 'unknown', message: (error as Error).message };
+    }
+  }
+
   return {
-    send,
+    send: Object.assign(send, { validate: validate satisfies ValidatePort }),
     // Requests in flight and queued finish on the old pool; its connections close after them.
     close: () => {
       const closing = pool;

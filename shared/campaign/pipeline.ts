@@ -34,6 +34,7 @@ import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { systemTimers } from '#shared/pacing/clock.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
+import type { MessageCheck } from './message-check.ts';
 import { OutcomeReporter } from './outcome-reporter.ts';
 import type {
   BatchLedger,
@@ -102,6 +103,11 @@ export interface MessagePipelineOptions {
   readonly rateLimitBackoffMs?: number;
   /** Called after every HTTP request. */
   readonly observe?: (observation: SendObservation) => void;
+  /**
+   * LINE's check of each job's message before its first send (`message-check.ts`): a job LINE
+   * refuses has its tasks failed unsent with the reason. None: messages are sent unchecked.
+   */
+  readonly check?: MessageCheck;
   /** For retry jitter. Default Math.random. */
   readonly random?: () => number;
   /**
@@ -222,6 +228,7 @@ class PipelineRun implements SendingRun {
       random: options.random ?? Math.random,
       monthlyLimit: options.monthlyLimit ?? 'stop',
       finishWithinMs: options.finishWithinMs ?? 10_000,
+      check: options.check,
     });
   }
 

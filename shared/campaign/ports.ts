@@ -3,7 +3,13 @@
  * tasks (claimed under the client's lease by the broker's adapter), the Messaging API send, and a
  * sink for outcomes (the adapter writes them to the task table in batches).
  */
-import type { PreparedSend, SendEndpoint, SendOutcome } from '#shared/line/messaging-client.ts';
+import type {
+  MessageVerdict,
+  OutgoingMessage,
+  PreparedSend,
+  SendEndpoint,
+  SendOutcome,
+} from '#shared/line/messaging-client.ts';
 import type { MessageTemplate } from './template.ts';
 
 /** A `message` task the broker has claimed for this pipeline (it is `in-flight` in the store). */
@@ -112,8 +118,23 @@ export interface ReportSink {
   write(outcomes: readonly TaskOutcome[]): Promise<void>;
 }
 
-/** Sends (or resends, byte for byte) a prepared request: `MessagingClient.send`. */
-export type SendPort = (prepared: PreparedSend) => Promise<SendOutcome>;
+/**
+ * Sends (or resends, byte for byte) a prepared request: `MessagingClient.send`. A channel's send
+ * may also carry {@link ValidatePort} (`validate`): the same channel's validation endpoints, so
+ * whoever hands out a channel's send hands out its check with it.
+ */
+export type SendPort = ((prepared: PreparedSend) => Promise<SendOutcome>) & {
+  readonly validate?: ValidatePort;
+};
+
+/**
+ * Asks LINE whether it would take these messages in a push or a multicast, sending nothing
+ * (`POST /v2/bot/message/validate/push` or `/multicast`). Never throws: a failure is `unknown`.
+ */
+export type ValidatePort = (
+  endpoint: 'push' | 'multicast',
+  messages: readonly OutgoingMessage[],
+) => Promise<MessageVerdict>;
 
 /** Counts written by the reporter since the previous progress call, per job. */
 export interface JobProgress {

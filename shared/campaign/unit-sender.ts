@@ -16,6 +16,7 @@
 
 import {
   backoffDelay,
+  type OutgoingMessage,
   type PreparedSend,
   prepareMulticast,
   preparePush,
@@ -24,6 +25,7 @@ import {
 import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { retryKeyStillSafe } from '#shared/retry-keys.ts';
+import type { MessageCheck } from './message-check.ts';
 import type { BatchLedger, SendObservation, SendPort, TaskOutcome } from './ports.ts';
 import { MONTHLY_LIMIT_FAILURE_REASON } from './quota.ts';
 import type { SendPacer } from './send-pacer.ts';
@@ -59,6 +61,8 @@ export interface UnitSenderOptions {
   readonly monthlyLimit: 'stop' | 'fail-tasks';
   /** After a stop, how long a unit whose answer was lost is resent under its key before it is released. */
   readonly finishWithinMs: number;
+  /** LINE's check of each job's message before its first send; none: sent unchecked. */
+  readonly check?: MessageCheck | undefined;
 }
 
 /** The reason of a unit released after a stop while LINE had answered none of its resends. */
@@ -85,8 +89,9 @@ export class UnitSender {
   }
 
   async send(unit: SendUnit): Promise<void> {
-    const prepared = this.#prepare(unit);
-    if (prepared === undefined) return;
+    const ready = this.#prepare(unit);
+    if (ready === undefined || (await this.#refused(unit, ready.messages))) return;
+    const { prepared } = ready;
     if (!(await this.#record(unit))) return;
     const maybeSent = unit.tasks.some((t) => t.maybeSent === true);
     const sending: Sending = { unit, prepared, maybeSent, retries: 0, sends: 0 };
@@ -97,7 +102,7 @@ export class UnitSender {
   }
 
   /** The request, rendered once; a message that cannot be rendered fails its tasks. */
-  #prepare(unit: SendUnit): PreparedSend | undefined {
+  #prepare(unit: SendUnit): { prepared: PreparedSend; messages: readonly OutgoingMessage[] } | undefined {
     const first = unit.tasks[0]!;
     try {
       const messages = compileTemplate(first.template).render(first.variables);
@@ -105,14 +110,16 @@ export class UnitSender {
         first.template.notificationDisabled === undefined
           ? {}
           : { notificationDisabled: first.template.notificationDisabled };
-      return unit.endpoint === 'push'
-        ? preparePush(first.recipient, messages, unit.retryKey, opts)
-        : prepareMulticast(
-            unit.tasks.map((t) => t.recipient),
-            messages,
-            unit.retryKey,
-            opts,
-          );
+      const prepared =
+        unit.endpoint === 'push'
+          ? preparePush(first.recipient, messages, unit.retryKey, opts)
+          : prepareMulticast(
+              unit.tasks.map((t) => t.recipient),
+              messages,
+              unit.retryKey,
+              opts,
+            );
+      return { prepared, messages };
     } catch (error) {
       const reason =
         error instanceof MissingVariableError
@@ -121,6 +128,19 @@ export class UnitSender {
       this.#run.settleUnit(unit, { kind: 'failed', lastResult: 'not-sent', reason });
       return undefined;
     }
+  }
+
+  /**
+   * LINE refused the job's message when its validation endpoint was asked (once per job, before its
+   * first send: `message-check.ts`): the unit's tasks fail unsent with LINE's reason.
+   */
+  async #refused(unit: SendUnit, messages: readonly OutgoingMessage[]): Promise<boolean> {
+    const check = this.#options.check;
+    if (check === undefined) return false;
+    const reason = await check.refusal(unit.tasks[0]!.jobId, unit.endpoint, messages);
+    if (reason === undefined) return false;
+    this.#run.settleUnit(unit, { kind: 'failed', lastResult: 'line-refused', reason });
+    return true;
   }
 
   /** A new multicast is recorded before its first request; false when its tasks were released instead. */

@@ -19,7 +19,8 @@ export const JOB_TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> 
   uploading: ['validating', 'cancelled', 'failed'],
   validating: ['scheduled', 'failed', 'cancelled'],
   scheduled: ['running', 'paused', 'cancelled'],
-  running: ['completed', 'paused', 'cancelled'],
+  // failed: LINE refused the message of a running job, whose tasks then failed unsent.
+  running: ['completed', 'paused', 'cancelled', 'failed'],
   paused: ['scheduled', 'running', 'cancelled'],
   completed: [],
   cancelled: [],

@@ -37,6 +37,27 @@ export const VALIDATION_PATHS: Readonly<Record<ValidationEndpoint, string>> = {
   broadcast: '/v2/bot/message/validate/broadcast',
 };
 
+/**
+ * LINE's verdict on message objects, from a validation endpoint's answer: `valid` (200), `refused`
+ * (400, with LINE's problems, e.g. "messages[0].stickerId: must be specified"), or `unknown` (any
+ * other answer, a timeout, a network error: LINE did not say).
+ */
+export type MessageVerdict =
+  | { readonly kind: 'valid' }
+  | { readonly kind: 'refused'; readonly reason: string }
+  | { readonly kind: 'unknown'; readonly message: string };
+
+/** The verdict a validation endpoint's answer gives (see {@link MessageVerdict}). */
+export function validationVerdict(status: number, bodyText: string): MessageVerdict {
+  if (status === 200) return { kind: 'valid' };
+  const body = parseJsonObject(bodyText);
+  const message = typeof body?.['message'] === 'string' ? body['message'] : `HTTP ${status}`;
+  if (status !== 400) return { kind: 'unknown', message: `${message} (HTTP ${status})` };
+  const details = Array.isArray(body?.['details']) ? (body['details'] as LineErrorDetail[]) : [];
+  const problems = details.map((d) => [d.property, d.message].filter(Boolean).join(': ')).filter(Boolean);
+  return { kind: 'refused', reason: problems.length > 0 ? problems.join('; ') : message };
+}
+
 /** A LINE message object (`{ type: 'text', text: '…' }`, a sticker, a flex message…). */
 export interface OutgoingMessage {
   readonly type: string;
