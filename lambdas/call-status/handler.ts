@@ -18,7 +18,7 @@ import type { Logger } from '#shared/log.ts';
 import { CallbackSecretNotSetError } from '#shared/telephony/callback-secrets.ts';
 import { CALLBACK_SIGNATURE_HEADER, CallbackSignatureError } from '#shared/telephony/callback-signature.ts';
 import { MalformedCallStatusError } from '#shared/telephony/status-event.ts';
-import { TWILIO_SIGNATURE_HEADER } from '#shared/telephony/twilio.ts';
+import { TWILIO_SIGNATURE_HEADER, TWILIO_SIGNATURE_SETTINGS_HEADER } from '#shared/telephony/twilio.ts';
 
 /** The one mapping from the use case's typed errors to HTTP statuses. */
 export function toHttpError(error: unknown): APIGatewayProxyStructuredResultV2 | undefined {
@@ -74,6 +74,7 @@ export function makeCallStatusHandler(deps: {
       const outcome = isTwilio
         ? await twilio.record({
             signature: getHeader(event.headers, TWILIO_SIGNATURE_HEADER),
+            signatureSettings: getHeader(event.headers, TWILIO_SIGNATURE_SETTINGS_HEADER),
             rawBody: decodeRequestBody(event),
             query: event.queryStringParameters ?? {},
             urls: twilioSignedUrls(event, twilio.publicUrl),

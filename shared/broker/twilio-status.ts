@@ -32,6 +32,8 @@ import {
 
 export interface TwilioStatusRequest {
   readonly signature: string | undefined;
+  /** `X-Twilio-Webhooks-Signature-Settings`, when Twilio signed with a Webhook Setting's key. */
+  readonly signatureSettings?: string | undefined;
   readonly rawBody: string | Uint8Array;
   readonly query: Readonly<Record<string, string | undefined>>;
   /**
@@ -72,7 +74,13 @@ export function makeRecordTwilioStatus(deps: RecordTwilioStatusDeps) {
     const rawBody =
       typeof request.rawBody === 'string' ? request.rawBody : Buffer.from(request.rawBody).toString('utf8');
     const params = parseForm(rawBody);
-    verifyTwilioSignature({ header: request.signature, urls: request.urls, params, authTokens });
+    verifyTwilioSignature({
+      header: request.signature,
+      settings: request.signatureSettings,
+      urls: request.urls,
+      params,
+      authTokens,
+    });
     const ref = await attemptOf(request.query, params, clientId!, deps.links);
     if (!ref) return 'unknown-task';
     const event = twilioStatusEvent(params, attemptKey(ref.jobId, ref.taskId, ref.attempt), deps.clock.now());

@@ -10,6 +10,12 @@ import type { CallSnapshot, CallStatus, CallStatusEvent, ReportedCallStatus } fr
 import { MalformedCallStatusError } from './status-event.ts';
 
 export const TWILIO_SIGNATURE_HEADER = 'X-Twilio-Signature';
+/**
+ * Set by Twilio when a Webhook Rule matches the URL: the request is then signed with that Webhook
+ * Setting's SharedKey and algorithm (`key=…,algorithm=HMAC_SHA256`) instead of the Auth Token's
+ * HMAC-SHA1 (twilio-node's WebhookSignatureValidation.md). Switchboard keeps no SharedKey.
+ */
+export const TWILIO_SIGNATURE_SETTINGS_HEADER = 'X-Twilio-Webhooks-Signature-Settings';
 /** Twilio's REST API (`https://api.twilio.com/2010-04-01/…`). */
 export const TWILIO_API_URL = 'https://api.twilio.com';
 /** The status route Twilio's callbacks go to (the `{provider}` of the call-status route is `twilio`). */
@@ -75,9 +81,17 @@ export function verifyTwilioSignature(input: {
   readonly urls: readonly string[];
   readonly params: FormParams;
   readonly authTokens: readonly string[];
+  /** {@link TWILIO_SIGNATURE_SETTINGS_HEADER}, when the request carries it. */
+  readonly settings?: string | null | undefined;
 }): void {
   const header = input.header?.trim();
   if (!header) throw new MissingSignatureError(`missing ${TWILIO_SIGNATURE_HEADER} header`);
+  if (input.settings?.trim()) {
+    // Refused with its reason (logged), not guessed at: a Webhook Rule's key is not the Auth Token.
+    throw new SignatureMismatchError(
+      `${TWILIO_SIGNATURE_SETTINGS_HEADER} (${input.settings.trim().replace(/key=[^,]*/, 'key=…')}): signed with a Webhook Setting's SharedKey, which Switchboard does not hold; it verifies the Auth Token's HMAC-SHA1 only — remove the Webhook Rule that matches the status callback URL`,
+    );
+  }
   const given = Buffer.from(header, 'utf8');
   for (const token of input.authTokens) {
     for (const url of input.urls.flatMap(signedUrlForms)) {

@@ -97,6 +97,22 @@ describe('X-Twilio-Signature', () => {
     expect(signedUrlForms('http://a.example:80/p')).toEqual(['http://a.example:80/p', 'http://a.example/p']);
   });
 
+  it("refuses a request signed with a Webhook Setting's key (HMAC-SHA256), saying why", () => {
+    const p = params('+12349013030');
+    const header = twilioSignature('12345', url, p);
+    expect(() =>
+      verifyTwilioSignature({
+        header,
+        urls: [url],
+        params: p,
+        authTokens: ['12345'],
+        settings: 'key=KSxxxxxxxx,algorithm=HMAC_SHA256',
+      }),
+    ).toThrow(
+      /X-Twilio-Webhooks-Signature-Settings \(key=…,algorithm=HMAC_SHA256\): .*remove the Webhook Rule/,
+    );
+  });
+
   it('refuses a missing header, another token, another URL and a changed parameter', () => {
     const p = params('+12349013030');
     const header = twilioSignature('12345', url, p);
