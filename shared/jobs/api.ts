@@ -158,7 +158,7 @@ export interface JobsApiDeps extends JobStores {
   readonly series?: JobSeriesReader;
   /** The deployment's region: a client's Amazon Connect instance must be in it. */
   readonly region: string;
-  /** A call job's first waiting task, for its `waiting` (local hours, a contact limit, a retry delay). */
+  /** A job's first waiting task, for its `waiting` (local hours, a contact limit, a retry delay). */
   readonly heads?: OutstandingHeadReader;
 }
 
@@ -226,9 +226,13 @@ export class JobsApi {
     return { ...(waiting ? { waiting } : {}), ...(live ? { live } : {}) };
   }
 
-  /** A running call job held back by its first waiting task only (`waiting.ts`), read when nothing else holds it. */
+  /**
+   * A running job held back by its first waiting task only (`waiting.ts`), read when nothing else
+   * holds it: a call job's, or a message job's whose recipients a contact limit holds (their
+   * chunks are spilled into tasks, deferred in the same index).
+   */
   async #nextTaskWait(job: Job, client: ClientSettings, now: number): Promise<JobWaiting | undefined> {
-    if (job.status !== 'running' || job.channel !== 'call' || !this.#deps.heads) return undefined;
+    if (job.status !== 'running' || !this.#deps.heads) return undefined;
     const next = await this.#deps.heads.nextOf(job.clientId, job.jobId).catch(() => undefined);
     return nextTaskWait(job, client, next, now);
   }

@@ -118,7 +118,7 @@ function concurrentLimit({ job, client, callsInFlight }: JobWaitingInput): JobWa
 }
 
 /**
- * Why a running call job whose hours are open and whose client has room starts nothing: its first
+ * Why a running job whose hours are open and whose client has room starts nothing: its first
  * waiting task (`next`, from the head of the client's outstanding index) is not due yet. Undefined
  * when it is due, or not known.
  */
