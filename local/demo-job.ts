@@ -192,7 +192,7 @@ export async function runDemoJob(
   let last = '';
   let view: JobView | undefined;
   for (;;) {
-    const got = await op('GET', `/clients/${clientId}/jobs/${jobId}`);
+    const got = await op('GET', `/clients/${clientId}/jobs/${jobId}?why=next-task`);
     view = got.json<JobView>();
     const c = view.counts;
     const done = c.completed + c.failed;

@@ -197,7 +197,7 @@ export function makeJobsApiHandler(deps: {
       case 'GET /clients/{clientId}/jobs':
         return jsonResponse(200, await api.listJobs(clientId, event.queryStringParameters ?? {}));
       case 'GET /clients/{clientId}/jobs/{jobId}':
-        return jsonResponse(200, await api.getJob(clientId, jobId));
+        return jsonResponse(200, await api.getJob(clientId, jobId, event.queryStringParameters ?? {}));
       case 'POST /clients/{clientId}/jobs/{jobId}/pause':
       case 'POST /clients/{clientId}/jobs/{jobId}/resume':
       case 'POST /clients/{clientId}/jobs/{jobId}/cancel': {

@@ -184,8 +184,9 @@ export class OperatorApi {
     return this.#call('POST', `/clients/${seg(clientId)}/jobs`, { json: options });
   }
 
+  /** The job, and why it starts nothing when it does not (its first waiting task, when that is why). */
   getJob(clientId: string, jobId: string): Promise<JobView> {
-    return this.#call('GET', `/clients/${seg(clientId)}/jobs/${seg(jobId)}`);
+    return this.#call('GET', `/clients/${seg(clientId)}/jobs/${seg(jobId)}`, { query: { why: 'next-task' } });
   }
 
   listJobs(clientId: string, page: { readonly limit?: string; readonly next?: string }): Promise<JobPage> {

@@ -203,7 +203,7 @@ export class JobsApi {
    * flight against its limits (the lease item and the client's settings: two reads, never the
    * job's tasks), which the console charts.
    */
-  async #liveOf(job: Job): Promise<{ waiting?: JobWaiting; live?: JobLive }> {
+  async #liveOf(job: Job, nextTask = false): Promise<{ waiting?: JobWaiting; live?: JobLive }> {
     if (job.status !== 'scheduled' && job.status !== 'running') return {};
     const client = await this.#deps.clients.get(job.clientId);
     if (!client) return {};
@@ -214,7 +214,7 @@ export class JobsApi {
     const now = this.#deps.clock.now();
     const waiting =
       jobWaitingFor({ job, client, now, ...(callsInFlight === undefined ? {} : { callsInFlight }) }) ??
-      (await this.#nextTaskWait(job, client, now));
+      (nextTask && !callsInFlight ? await this.#nextTaskWait(job, client, now) : undefined);
     const live: JobLive | undefined =
       callsInFlight === undefined
         ? undefined
@@ -391,9 +391,23 @@ export class JobsApi {
     };
   }
 
-  async getJob(clientId: string, jobId: string): Promise<JobView> {
+  /**
+   * The job, what it waits for and its live figures: three reads (job, client, lease), never its
+   * tasks. `?why=next-task` asks, when nothing else holds a running job and no call is in flight,
+   * for its first waiting task too (the head of the client's outstanding index: 16 one-page
+   * Queries), which says recipient hours, a contact limit or a retry delay: the console asks it of a
+   * job that has stopped moving, the CLI and `npm start` on every read.
+   */
+  async getJob(
+    clientId: string,
+    jobId: string,
+    query: Readonly<Record<string, string | undefined>> = {},
+  ): Promise<JobView> {
+    if (query.why !== undefined && query.why !== 'next-task') {
+      throw new ValidationError('invalid query', { why: ['must be next-task, or left out'] });
+    }
     const job = await this.#jobOf(clientId, jobId);
-    const { waiting, live } = await this.#liveOf(job);
+    const { waiting, live } = await this.#liveOf(job, query.why === 'next-task');
     return { ...jobView(job, waiting), ...(live ? { live } : {}) };
   }
 

@@ -97,7 +97,7 @@ describe('npm start', () => {
     expect(output()).toMatch(/HTTP API\s+http:\/\/127\.0\.0\.1:\d+/);
     // The console's URL, printed once the stack is up, with who signs in; it serves the page.
     const consoleLine =
-      /^\[switchboard\] console: (http:\/\/127\.0\.0\.1:\d+\/console) — sign in as admin \(every client\) or demo \(demo-client only\); /m.exec(
+      /^\[switchboard\] console: (http:\/\/127\.0\.0\.1:\d+\/console) — sign in as admin \(every client\), demo \(demo-client: admin\), demo-operator \(demo-client: operator\), demo-viewer \(demo-client: viewer\); /m.exec(
         output(),
       );
     expect(consoleLine, output()).not.toBeNull();

@@ -34,6 +34,8 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
     h('details', {}, h('summary', {}, 'The chart as a table'), chartTable),
   );
   let current: JobView | undefined;
+  /** The read before `current`: a running job neither of whose reads moved has stalled. */
+  let previous: JobView | undefined;
   const act = async (action: 'pause' | 'resume' | 'cancel') => {
     const question = {
       pause: 'Pause this job? Calls in flight finish; nothing new starts.',
@@ -70,6 +72,7 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   actions.hidden = true;
   let mayOperate = false;
   const show = (job: JobView) => {
+    previous = current;
     current = job;
     heading.textContent = job.name || `Job ${jobId}`;
     actions.hidden = false;
@@ -86,7 +89,12 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
     intervalMs: REFRESH_MS,
     // The chart's read never fails the refresh: the counters come first, the chart catches up.
     read: async () =>
-      (await Promise.all([app.api.json<JobView>('GET', path), chart.refresh().catch(() => undefined)]))[0],
+      (
+        await Promise.all([
+          app.api.json<JobView>('GET', stalled(current, previous) ? `${path}?why=next-task` : path),
+          chart.refresh().catch(() => undefined),
+        ])
+      )[0],
     onData: (job) => {
       show(job);
       return hasSettled(job) ? true : undefined;
@@ -112,6 +120,18 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
       chart.destroy();
     },
   };
+}
+
+/**
+ * Whether a running job has stopped moving (no call in flight, nothing ended between two reads, no
+ * reason given): the next read then asks the API why (`?why=next-task`: recipients' hours, a
+ * contact limit, a retry delay), which costs it a look at the head of the waiting tasks.
+ */
+function stalled(current: JobView | undefined, previous: JobView | undefined): boolean {
+  if (!current || !previous || current.status !== 'running' || current.waiting?.reason === 'concurrent-limit')
+    return false;
+  if ((current.live?.callsInFlight ?? 0) > 0) return false;
+  return doneOf(current.counts) === doneOf(previous.counts);
 }
 
 /**

@@ -119,7 +119,9 @@ describe('recipient-local time on the tasks table', () => {
       }),
     );
     const [first] = (await readTasks(cloud.doc, tasksTable, jobId)).sort((a, b) => a.readyAt - b.readyAt);
-    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}`);
+    // Asked of a job that starts nothing: its first waiting task says why.
+    expect((await call('GET', `/clients/${clientId}/jobs/${jobId}`)).body.waiting).toBeUndefined();
+    const { body } = await call('GET', `/clients/${clientId}/jobs/${jobId}?why=next-task`);
     expect(body.waiting).toEqual({
       reason: 'recipient-hours',
       until: new Date(first!.readyAt).toISOString(),
