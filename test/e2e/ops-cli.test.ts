@@ -181,7 +181,8 @@ describe('npm run ops', () => {
     const missing = await local('jobs', 'show', '--client', CLIENT, 'NOSUCHJOB');
     expect(missing.code).toBe(1);
     expect(errorLine(missing)).toBe(
-      'error: GET /clients/ops-client/jobs/NOSUCHJOB: 404 no job NOSUCHJOB for client ops-client',
+      // The request as sent: the CLI asks a job why it starts nothing (`?why=next-task`).
+      'error: GET /clients/ops-client/jobs/NOSUCHJOB?why=next-task: 404 no job NOSUCHJOB for client ops-client',
     );
   });
 
