@@ -20,11 +20,9 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   const path = `/clients/${encodeURIComponent(clientId)}/jobs/${encodeURIComponent(jobId)}`;
   const heading = h('h1', {}, `Job ${jobId}`);
   const summary = h('section', { class: 'card', 'aria-label': 'Progress' });
-  const answer = h('p', { class: 'answer', role: 'status' });
   const state = h('p', { class: 'poll-state', role: 'status' });
   const chartBox = h('div', { class: 'chart' });
   const chartTable = h('div', { class: 'table-scroll' });
-  const actions = h('div', { class: 'actions' });
   const chart = new SeriesChart(app, chartBox, chartTable, path);
   const chartSection = h(
     'section',
@@ -36,55 +34,18 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   let current: JobView | undefined;
   /** The read before `current`: a running job neither of whose reads moved has stalled. */
   let previous: JobView | undefined;
-  const act = async (action: 'pause' | 'resume' | 'cancel') => {
-    const question = {
-      pause: 'Pause this job? Calls in flight finish; nothing new starts.',
-      resume: 'Resume this job?',
-      cancel: 'Cancel this job? Tasks not started end as cancelled. This cannot be undone.',
-    }[action];
-    if (!confirm(question)) return;
-    try {
-      const job = await app.api.json<JobView>('POST', `${path}/${action}`);
-      answer.textContent = `The job is ${job.status}.`;
-      show(job);
-      keepFocus(actions, answer);
-      poller.now();
-    } catch (error) {
-      answer.textContent =
-        error instanceof ApiError && error.status === 409
-          ? `Not possible: ${error.message}`
-          : (error as Error).message;
-    }
-  };
-  const download = h(
-    'button',
-    { type: 'button', onclick: () => void downloadReport(app, path, jobId, answer) },
-    'Download report',
-  );
-  const buttons = {
-    pause: h('button', { type: 'button', onclick: () => void act('pause') }, 'Pause'),
-    resume: h('button', { type: 'button', onclick: () => void act('resume') }, 'Resume'),
-    cancel: h('button', { type: 'button', class: 'danger', onclick: () => void act('cancel') }, 'Cancel job'),
-  };
-  actions.append(buttons.pause, buttons.resume, buttons.cancel, download);
-  // Nothing to act on before the job is read, nor when it cannot be (another client's, say);
-  // pause, resume and cancel are an operator's (a viewer downloads the report).
-  actions.hidden = true;
-  let mayOperate = false;
   const show = (job: JobView) => {
     previous = current;
     current = job;
     heading.textContent = job.name || `Job ${jobId}`;
-    actions.hidden = false;
-    buttons.pause.hidden = !mayOperate || !(job.status === 'scheduled' || job.status === 'running');
-    buttons.resume.hidden = !mayOperate || job.status !== 'paused';
-    buttons.cancel.hidden = !mayOperate || FINAL_STATUSES.includes(job.status);
+    actions.show(job);
     replace(summary, ...summaryOf(job));
   };
-  void mayDo(app, clientId, 'operator').then((may) => {
-    mayOperate = may;
-    if (current) show(current);
+  const actions = new JobActions(app, path, jobId, (job) => {
+    show(job);
+    poller.now();
   });
+  void mayDo(app, clientId, 'operator').then((may) => actions.allowOperations(may, current));
   const poller = poll<JobView>({
     intervalMs: REFRESH_MS,
     // The chart's read never fails the refresh: the counters come first, the chart catches up.
@@ -102,7 +63,7 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
     onState: ({ retrying, message, inMs }) => {
       // A job that cannot be read (forbidden, gone) offers nothing to do and no chart.
       if (!retrying && message && !current) {
-        actions.hidden = true;
+        actions.element.hidden = true;
         chartSection.hidden = true;
       }
       state.textContent = retrying
@@ -114,12 +75,91 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   });
   return {
     title: current?.name ?? 'Job',
-    element: h('main', {}, crumbs(clientId, jobId), heading, state, summary, actions, answer, chartSection),
+    element: h(
+      'main',
+      {},
+      crumbs(clientId, jobId),
+      heading,
+      state,
+      summary,
+      actions.element,
+      actions.answer,
+      chartSection,
+    ),
     dispose: () => {
       poller.stop();
       chart.destroy();
     },
   };
+}
+
+const QUESTIONS = {
+  pause: 'Pause this job? Calls in flight finish; nothing new starts.',
+  resume: 'Resume this job?',
+  cancel: 'Cancel this job? Tasks not started end as cancelled. This cannot be undone.',
+} as const;
+
+/**
+ * Pause, resume and cancel (with confirmation, for an operator) and the report's download, and
+ * the line that gives the API's answer. Nothing is offered before the job is read, nor when it
+ * cannot be (another client's, say).
+ */
+class JobActions {
+  readonly element = h('div', { class: 'actions', hidden: true });
+  readonly answer = h('p', { class: 'answer', role: 'status' });
+  readonly #app: App;
+  readonly #path: string;
+  readonly #changed: (job: JobView) => void;
+  readonly #buttons: Record<keyof typeof QUESTIONS, HTMLButtonElement>;
+  #mayOperate = false;
+
+  constructor(app: App, path: string, jobId: string, changed: (job: JobView) => void) {
+    this.#app = app;
+    this.#path = path;
+    this.#changed = changed;
+    const button = (action: keyof typeof QUESTIONS, label: string, className?: string) =>
+      h('button', { type: 'button', class: className, onclick: () => void this.#act(action) }, label);
+    this.#buttons = {
+      pause: button('pause', 'Pause'),
+      resume: button('resume', 'Resume'),
+      cancel: button('cancel', 'Cancel job', 'danger'),
+    };
+    const download = h(
+      'button',
+      { type: 'button', onclick: () => void downloadReport(app, path, jobId, this.answer) },
+      'Download report',
+    );
+    this.element.append(this.#buttons.pause, this.#buttons.resume, this.#buttons.cancel, download);
+  }
+
+  /** Pause, resume and cancel are an operator's (a viewer downloads the report). */
+  allowOperations(may: boolean, job: JobView | undefined): void {
+    this.#mayOperate = may;
+    if (job) this.show(job);
+  }
+
+  show(job: JobView): void {
+    const may = this.#mayOperate;
+    this.element.hidden = false;
+    this.#buttons.pause.hidden = !may || !(job.status === 'scheduled' || job.status === 'running');
+    this.#buttons.resume.hidden = !may || job.status !== 'paused';
+    this.#buttons.cancel.hidden = !may || FINAL_STATUSES.includes(job.status);
+  }
+
+  async #act(action: keyof typeof QUESTIONS): Promise<void> {
+    if (!confirm(QUESTIONS[action])) return;
+    try {
+      const job = await this.#app.api.json<JobView>('POST', `${this.#path}/${action}`);
+      this.answer.textContent = `The job is ${job.status}.`;
+      this.#changed(job);
+      keepFocus(this.element, this.answer);
+    } catch (error) {
+      this.answer.textContent =
+        error instanceof ApiError && error.status === 409
+          ? `Not possible: ${error.message}`
+          : (error as Error).message;
+    }
+  }
 }
 
 /**
