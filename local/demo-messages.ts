@@ -176,7 +176,7 @@ export async function runDemoMessages(
   const jobId = await createJobWithList(
     stack,
     clientId,
-    { name: list.fileName, channel: 'message', message: DEMO_MESSAGE },
+    { name: list.fileName, channel: 'line', message: DEMO_MESSAGE },
     list.bytes,
   );
   log(`messages: job ${jobId} created; ${list.name} uploaded to its presigned S3 URL`);

@@ -209,7 +209,7 @@ const job: Job = {
   clientId,
   jobId: newUlid(now),
   name: 'bench campaign',
-  channel: 'message',
+  channel: 'line',
   scenarioId: 'default',
   message: TEMPLATE,
   startAt: now - 1000,

@@ -17,7 +17,7 @@ import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions
 import type { StartLimits } from '#shared/broker/ports.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import { newUlid } from '#shared/ids.ts';
-import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, type Task, taskSideOf } from '#shared/jobs/model.ts';
 import { suppressionReasons } from '#shared/suppressions/model.ts';
 import { seedRunningJob } from './seed-job.ts';
 
@@ -57,7 +57,7 @@ function client(clientId: string): ClientSettings {
   };
 }
 
-function job(clientId: string, channel: 'call' | 'message', count: number): Job {
+function job(clientId: string, channel: 'call' | 'line', count: number): Job {
   const now = Date.now();
   return {
     clientId,
@@ -70,7 +70,7 @@ function job(clientId: string, channel: 'call' | 'message', count: number): Job 
     retryDelaySeconds: 1,
     status: 'running',
     counts: { rows: count, rejected: 0, skipped: 0, tasks: count, completed: 0, failed: 0, cancelled: 0 },
-    ...(channel === 'message' ? { message: { messages: [{ type: 'text', text: 'hello' }] } } : {}),
+    ...(channel === 'line' ? { message: { messages: [{ type: 'text', text: 'hello' }] } } : {}),
     createdAt: now,
     updatedAt: now,
   };
@@ -86,7 +86,7 @@ function taskOf(j: Job, i: number, prefix: string): Task {
     jobId: j.jobId,
     taskId: `t${String(i).padStart(6, '0')}`,
     row: i + 2,
-    channel: j.channel,
+    channel: taskSideOf(j.channel),
     recipient,
     variables: {},
     state: 'pending',
@@ -185,7 +185,7 @@ export async function measureMessageClaimChecks(
       const clientId = `checks-msg-${k}-${Date.now().toString(36)}`;
       const settings = client(clientId);
       await someSuppressions(doc, tables, clientId, 200);
-      const j = job(clientId, 'message', messages);
+      const j = job(clientId, 'line', messages);
       await seedRunningJob(doc, tables, {
         client: settings,
         job: j,

@@ -1,6 +1,6 @@
 /** The API's records as the console reads them (see shared/jobs/api.ts and model.ts). */
 import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
-import type { ClientSettings as StoredClientSettings } from '#shared/jobs/model.ts';
+import type { JobChannel, ClientSettings as StoredClientSettings } from '#shared/jobs/model.ts';
 import type { JobSeriesPoint } from '#shared/jobs/series-point.ts';
 import type { CallingHours, CallingWindow, Weekday } from '#shared/pacing/calling-hours.ts';
 
@@ -45,7 +45,7 @@ export interface JobView {
   readonly clientId: string;
   readonly jobId: string;
   readonly name: string;
-  readonly channel: 'call' | 'message';
+  readonly channel: JobChannel;
   readonly status: JobStatus;
   readonly startAt: string;
   /** When the job ends: its tasks not done by then expire. */
@@ -108,7 +108,7 @@ export type { JobSeriesPoint };
 
 export interface JobSeriesPage {
   readonly jobId: string;
-  readonly channel: 'call' | 'message';
+  readonly channel: JobChannel;
   readonly samples: readonly JobSeriesPoint[];
   readonly next?: string;
 }

@@ -93,7 +93,11 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   client: CLIENT,
   csv: { type: 'string', value: 'FILE', help: 'the list (CSV: UTF-8, Shift_JIS or UTF-16)', required: true },
   name: { type: 'string', value: 'NAME', help: "the job's name (default: the file's name)" },
-  channel: { type: 'string', value: 'call|message', help: "call (default: the client's) or message" },
+  channel: {
+    type: 'string',
+    value: 'call|line|email',
+    help: "call, line or email (default: the client's); message is taken for line",
+  },
   message: { type: 'string', value: 'TEXT', help: "a message job's text; {{column}} is filled per row" },
   'message-file': {
     type: 'string',
@@ -253,7 +257,7 @@ skipped rows with row, column and reason), then the job's progress until it is d
 --watch the job id is printed; "jobs show --watch" follows it later. Example:
 
   npm run ops -- jobs create --client acme --csv list.csv --watch
-  npm run ops -- jobs create --client acme --csv users.csv --channel message \\
+  npm run ops -- jobs create --client acme --csv users.csv --channel line \\
     --message "Hello {{name}}" --start-at 2025-06-01T10:00:00+09:00`,
   },
   {

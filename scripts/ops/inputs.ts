@@ -177,8 +177,8 @@ export function jobOptionsBody(options: Options, read: ReadText = readText): Rec
   const csv = stringOption(options, 'csv');
   set('name', stringOption(options, 'name') ?? (body.name === undefined && csv ? listName(csv) : undefined));
   const channel = stringOption(options, 'channel');
-  if (channel !== undefined && channel !== 'call' && channel !== 'message')
-    throw new UsageError(`--channel must be call or message, got ${JSON.stringify(channel)}`);
+  if (channel !== undefined && !['call', 'line', 'email', 'message'].includes(channel))
+    throw new UsageError(`--channel must be call, line or email, got ${JSON.stringify(channel)}`);
   set('channel', channel);
   const text = stringOption(options, 'message');
   const messageFile = stringOption(options, 'message-file');

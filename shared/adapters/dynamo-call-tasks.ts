@@ -444,7 +444,7 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     const job = await this.#jobs.cached(clientId, jobId);
     // A message job's tasks are the message pipeline's (serve-messages.ts), not calls to start;
     // an ended job's wait for the expire sweep (`endAt` never changes, so the cache is exact here).
-    return job?.status === 'running' && job.channel !== 'message' && !jobHasEnded(job, this.#now());
+    return job?.status === 'running' && job.channel === 'call' && !jobHasEnded(job, this.#now());
   }
 
   /** Tasks of running jobs from one shard's index partition, earliest first. */

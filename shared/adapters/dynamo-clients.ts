@@ -86,16 +86,30 @@ export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: st
 }
 
 /** Settings a `PUT /clients/{id}` may leave out: removed when it does (`paused` is kept). */
-const CLIENT_OPTIONAL_FIELDS = [
-  'messageChannelId',
-  'jobDefaults',
-  'telephony',
-  'restrictedPeriods',
-  'holidays',
-  'contactLimits',
-  'outcomeWebhook',
-  'allowPartialDelivery',
-] as const;
+/** The optional fields of a type. */
+type OptionalKeys<T> = { [K in keyof T]-?: undefined extends T[K] ? K : never }[keyof T];
+
+/**
+ * The settings a PUT without them clears (REMOVE). Every optional field of {@link ClientSettings}
+ * must be named here, the compiler sees to it: `true` to clear it, `false` to keep it (`paused` has
+ * its own routes and survives a PUT that leaves it out).
+ */
+const CLEARED_WHEN_ABSENT: Record<OptionalKeys<ClientSettings>, boolean> = {
+  messageChannelId: true,
+  email: true,
+  jobDefaults: true,
+  paused: false,
+  telephony: true,
+  restrictedPeriods: true,
+  holidays: true,
+  contactLimits: true,
+  outcomeWebhook: true,
+  allowPartialDelivery: true,
+};
+
+const CLIENT_OPTIONAL_FIELDS = (Object.keys(CLEARED_WHEN_ABSENT) as OptionalKeys<ClientSettings>[]).filter(
+  (field) => CLEARED_WHEN_ABSENT[field],
+);
 
 const BY_STATUS_INDEX = 'byStatus';
 /** The `byStatus` partition that lists every client (jobs use `JOBSTATUS#…` partitions). */

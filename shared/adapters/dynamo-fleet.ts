@@ -25,7 +25,7 @@ import {
 import type { ClientProfile, ClientState, FleetStore, JobRef } from '#shared/fleet/ports.ts';
 import type { LeaseState, ReadyHint } from '#shared/fleet/ready-hints.ts';
 import { FLEET_WORK_KEY, type FleetWork, splitFleetWork } from '#shared/fleet/work-list.ts';
-import { type ClientSettings, type Job, keys, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, keys, OUTSTANDING_INDEX, storedJob } from '#shared/jobs/model.ts';
 import { OPEN_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { settleDonePages } from './dynamo-claim-pages.ts';
@@ -81,7 +81,7 @@ export class DynamoFleetStore implements FleetStore {
         }),
       ),
     );
-    return pages.flat() as unknown as Job[];
+    return (pages.flat() as unknown as Job[]).map(storedJob);
   }
 
   startJob(job: JobRef, now: number): Promise<boolean> {

@@ -4,7 +4,7 @@
  * through the cache; the transaction that starts or claims a task re-checks what matters.
  */
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { type Job, keys } from '#shared/jobs/model.ts';
+import { type Job, keys, storedJob } from '#shared/jobs/model.ts';
 
 export class JobCache {
   readonly #doc: DynamoDBDocumentClient;
@@ -41,5 +41,5 @@ export class JobCache {
 function withoutKeys(item: Record<string, unknown> | undefined): Job | undefined {
   if (!item) return undefined;
   const { pk: _pk, sk: _sk, statusKey: _statusKey, dueKey: _dueKey, ...job } = item;
-  return job as unknown as Job;
+  return storedJob(job as unknown as Job);
 }

@@ -15,7 +15,7 @@ import {
 import type { IngestCursor } from '#shared/csv/read-list.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
-import { type Job, type JobCounts, keys } from '#shared/jobs/model.ts';
+import { type Job, type JobCounts, keys, storedJob } from '#shared/jobs/model.ts';
 import type { IngestClaim, IngestState, JobStore } from '#shared/jobs/ports.ts';
 
 const JOB_FIELDS = [
@@ -50,7 +50,7 @@ const JOB_FIELDS = [
 function toJob(item: Record<string, unknown>): Job {
   const job: Record<string, unknown> = {};
   for (const field of JOB_FIELDS) if (item[field] !== undefined) job[field] = item[field];
-  return job as unknown as Job;
+  return storedJob(job as unknown as Job);
 }
 
 function toIngestState(item: Record<string, unknown>): IngestState {

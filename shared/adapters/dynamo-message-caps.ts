@@ -13,6 +13,7 @@ import {
   cappedReason,
   cappedWaitingReason,
   capSlots,
+  contactChannelOf,
   overCapMove,
 } from '#shared/contact-limits/model.ts';
 import { isChunk } from '#shared/jobs/chunks.ts';
@@ -60,7 +61,7 @@ export class MessageCaps {
         timeZone: item?.timeZone ?? 'UTC',
       };
     }
-    return capSlots(this.#cached.limits, 'line', now, this.#cached.timeZone);
+    return capSlots(this.#cached.limits, contactChannelOf(job.channel), now, this.#cached.timeZone);
   }
 
   /** The counters of the group's first contacts (attempts 0), one per task and limit. */

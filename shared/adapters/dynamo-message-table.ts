@@ -14,7 +14,7 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
-import { type Job, jobHasEnded, keys, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
+import { contentOf, type Job, jobHasEnded, keys, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 
@@ -28,14 +28,12 @@ const MAX_SHARD_READ = 1_000;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const iso = (ms: number) => new Date(ms).toISOString();
 
-/** A job whose message tasks may be claimed at `now`: running, a message job, with its message, not past its end. */
+/**
+ * A job whose message tasks may be claimed at `now`: running, a LINE job with its message or an
+ * email job with its email, not past its end.
+ */
 export function isRunningMessageJob(job: Job | undefined, now: number): job is Job {
-  return (
-    job?.status === 'running' &&
-    job.channel === 'message' &&
-    job.message !== undefined &&
-    !jobHasEnded(job, now)
-  );
+  return job?.status === 'running' && contentOf(job) !== undefined && !jobHasEnded(job, now);
 }
 
 export interface MessageTableOptions {
@@ -66,10 +64,12 @@ export class MessageTaskTable {
     this.jobs = new JobCache(doc, options.controlTable, () => options.clock.now(), options.jobCacheMs);
   }
 
+  /** The job's content its tasks carry (one object per job: tasks of one job share it). */
   templateOf(job: Job): MessageTemplate {
     let template = this.#templates.get(job.jobId);
     if (!template) {
-      template = job.message!;
+      // An email job's tasks carry its email: the pipeline's transport reads it as such.
+      template = contentOf(job) as MessageTemplate;
       this.#templates.set(job.jobId, template);
     }
     return template;

@@ -1,7 +1,8 @@
 /**
- * The message pipeline of a `message` job: producer → bounded queue → senders → reporter.
+ * The message pipeline of a `line` or `email` job: producer → bounded queue → senders → reporter.
  *
- * Input: a {@link TaskSource} of claimed tasks, the Messaging API `send`, a {@link ReportSink}.
+ * Input: a {@link TaskSource} of claimed tasks, the channel's {@link MessageTransport} (LINE's
+ * Messaging API `send` is shorthand for its {@link LineTransport}), a {@link ReportSink}.
  * Output: every claimed task reported exactly once (delivered, failed, skipped or released), and
  * the totals.
  *
@@ -34,6 +35,7 @@ import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { systemTimers } from '#shared/pacing/clock.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
+import { type LineCheckable, LineTransport, MAX_MULTICAST_RECIPIENTS } from './line-transport.ts';
 import type { MessageCheck } from './message-check.ts';
 import { OutcomeReporter } from './outcome-reporter.ts';
 import type {
@@ -46,19 +48,38 @@ import type {
   TaskOutcome,
   TaskSource,
 } from './ports.ts';
-import { type PipelineRate, SendPacer } from './send-pacer.ts';
+import { laneRates, type PipelineRate, SendPacer } from './send-pacer.ts';
 import { SendQueue, type SendUnit } from './send-queue.ts';
 import { Signal } from './signal.ts';
-import { type SendingRun, type UnitOutcome, UnitSender } from './unit-sender.ts';
+import type { MessageTemplate } from './template.ts';
+import type { MessageTransport } from './transport.ts';
+import {
+  type ChannelStop,
+  type ContentCheck,
+  type SendingRun,
+  type UnitOutcome,
+  UnitSender,
+} from './unit-sender.ts';
 
-/** LINE's most recipients of one multicast. */
-export const MAX_MULTICAST_RECIPIENTS = 500;
+export { MAX_MULTICAST_RECIPIENTS };
 
-export interface MessagePipelineOptions {
-  readonly source: TaskSource;
-  readonly send: SendPort;
+/**
+ * Where the pipeline sends: a channel's `transport`, or LINE's `send` (its {@link LineTransport}).
+ * One of the two.
+ */
+export interface MessagePipelineOptions<T extends object = MessageTemplate> extends PipelineSettings<T> {
+  readonly transport?: MessageTransport<T>;
+  readonly send?: SendPort;
+}
+
+export interface PipelineSettings<T extends object> {
+  readonly source: TaskSource<T>;
   readonly report: ReportSink;
-  readonly rate: PipelineRate;
+  /**
+   * LINE's lanes when sending through `send` (push `perSecond`, multicast `multicastPerSecond`),
+   * and the burst of every lane. With a `transport`, its limits give the lanes' rates.
+   */
+  readonly rate?: PipelineRate;
   /** Senders, i.e. most requests in flight. Default 128. */
   readonly concurrency?: number;
   /** Most claimed tasks not yet taken by a sender. Default 2,000 (at least 1). */
@@ -70,7 +91,7 @@ export interface MessagePipelineOptions {
   readonly maxTasksInFlight?: number;
   /** Largest page asked of the source. Default: the source's own `pageSize`, else 500. */
   readonly pageSize?: number;
-  /** Group tasks of a template without placeholders into multicasts. Default true. */
+  /** Group tasks whose content is the same for all into one request (a multicast, a bulk send). Default true. */
   readonly multicast?: boolean;
   /**
    * Where a multicast's members and key are recorded before its first request, so that after a
@@ -108,6 +129,11 @@ export interface MessagePipelineOptions {
    * refuses has its tasks failed unsent with the reason. None: messages are sent unchecked.
    */
   readonly check?: MessageCheck;
+  /**
+   * A channel without idempotency keys (SES): how long an attempt that may have been sent waits for
+   * the channel's event before it ends `in-doubt`. Default 10 minutes.
+   */
+  readonly inDoubtWaitMs?: number;
   /** For retry jitter. Default Math.random. */
   readonly random?: () => number;
   /**
@@ -137,8 +163,13 @@ export interface PipelineTotals {
   readonly rateLimited: number;
   /** The most claimed tasks ever held ahead of the senders (never above `queueCapacity`). */
   readonly maxAhead: number;
-  /** `drained`: the source ran dry; `aborted`: the signal; `monthly-quota`: LINE's monthly limit. */
-  readonly stoppedBy: 'drained' | 'aborted' | 'monthly-quota';
+  /**
+   * `drained`: the source ran dry; `aborted`: the signal; `monthly-quota`: LINE's monthly limit;
+   * `daily-quota`: the channel's daily quota (SES); `held`: the sending account is paused.
+   */
+  readonly stoppedBy: 'drained' | 'aborted' | ChannelStop;
+  /** The channel's words for a `daily-quota` or `held` stop. */
+  readonly stopDetail?: string;
 }
 
 /** The broker's `nextPage` failed: the pipeline stopped (its held tasks were released). */
@@ -151,13 +182,36 @@ export class TaskSourceError extends Error {
  * once every claimed task has been written to `report`. Rejects with `ReportWriteError`
  * when outcomes could not be written, or {@link TaskSourceError} when claiming failed.
  */
-export function runMessagePipeline(options: MessagePipelineOptions): Promise<PipelineTotals> {
-  return new PipelineRun(options).run();
+export function runMessagePipeline<T extends object = MessageTemplate>(
+  options: MessagePipelineOptions<T>,
+): Promise<PipelineTotals> {
+  return new PipelineRun<T>(options).run();
 }
 
-type Totals = { -readonly [K in keyof Omit<PipelineTotals, 'stoppedBy'>]: number };
+type Totals = { -readonly [K in keyof Omit<PipelineTotals, 'stoppedBy' | 'stopDetail'>]: number };
 
-class PipelineRun implements SendingRun {
+/** The transport of the options: theirs, or LINE's over `send` at `rate`'s lanes. */
+function transportOf<T extends object>(options: MessagePipelineOptions<T>): MessageTransport<T> {
+  if (options.transport) return options.transport;
+  if (options.send === undefined) throw new TypeError('the pipeline needs a transport or a send');
+  const lanes = laneRates(options.rate ?? { perSecond: Number.POSITIVE_INFINITY });
+  // `send` is LINE's: its tasks carry LINE messages.
+  return new LineTransport(options.send, {
+    pushPerSecond: lanes.push,
+    multicastPerSecond: lanes.multicast,
+  }) as unknown as MessageTransport<T>;
+}
+
+/** LINE's message check as the senders ask it (the checkable is LINE's endpoint and messages). */
+function contentCheck(check: MessageCheck | undefined): ContentCheck | undefined {
+  if (check === undefined) return undefined;
+  return (jobId, checkable) => {
+    const { endpoint, messages } = checkable as LineCheckable;
+    return check.refusal(jobId, endpoint, messages);
+  };
+}
+
+class PipelineRun<T extends object> implements SendingRun<T> {
   readonly totals: Totals = {
     claimed: 0,
     delivered: 0,
@@ -171,17 +225,18 @@ class PipelineRun implements SendingRun {
     maxAhead: 0,
   };
   stopping = false;
-  readonly #options: MessagePipelineOptions;
+  readonly #options: MessagePipelineOptions<T>;
   readonly #clock: Clock;
   readonly #timers: Timers;
   readonly #concurrency: number;
   readonly #maxInFlight: number;
   readonly #pageSize: number;
-  readonly #queue: SendQueue;
+  readonly #queue: SendQueue<T>;
   readonly #pacer: SendPacer;
   readonly #reporter: OutcomeReporter;
-  readonly #sender: UnitSender;
+  readonly #sender: UnitSender<T>;
   #stoppedBy: PipelineTotals['stoppedBy'] = 'drained';
+  #stopDetail: string | undefined;
   #fatal: Error | undefined;
   readonly #sleepers = new Set<() => void>();
   /** Tasks in requests now. */
@@ -189,20 +244,28 @@ class PipelineRun implements SendingRun {
   readonly #inFlightFreed = new Signal();
   #producerDone = false;
 
-  constructor(options: MessagePipelineOptions) {
+  constructor(options: MessagePipelineOptions<T>) {
     this.#options = options;
+    const transport = transportOf(options);
     this.#clock = options.clock;
     this.#timers = options.timers ?? systemTimers;
     this.#concurrency = positiveInt(options.concurrency ?? 128, 'concurrency');
     this.#maxInFlight = Math.max(this.#concurrency, options.maxTasksInFlight ?? 10_000);
     const capacity = positiveInt(options.queueCapacity ?? 2000, 'queueCapacity');
     this.#pageSize = positiveInt(options.pageSize ?? options.source.pageSize ?? 500, 'pageSize');
-    this.#queue = new SendQueue({
+    this.#queue = new SendQueue<T>({
       capacity,
-      batchLimit: Math.min(MAX_MULTICAST_RECIPIENTS, capacity),
+      batchLimit: Math.min(transport.limits.recipientsPerRequest, capacity),
       multicast: options.multicast ?? true,
+      groupOf: (template) => transport.groupOf(template),
     });
-    this.#pacer = new SendPacer(options.rate, this.#clock, this.#timers, options.rateLimitBackoffMs ?? 250);
+    this.#pacer = new SendPacer(
+      transport.limits.lanes,
+      options.rate?.burst,
+      this.#clock,
+      this.#timers,
+      options.rateLimitBackoffMs ?? 250,
+    );
     this.#reporter = new OutcomeReporter({
       report: options.report,
       clock: this.#clock,
@@ -215,8 +278,8 @@ class PipelineRun implements SendingRun {
       log: options.log,
       onFatal: (error) => this.stop('aborted', error),
     });
-    this.#sender = new UnitSender(this, {
-      send: options.send,
+    this.#sender = new UnitSender<T>(this, {
+      transport,
       clock: this.#clock,
       timers: this.#timers,
       pacer: this.#pacer,
@@ -228,7 +291,8 @@ class PipelineRun implements SendingRun {
       random: options.random ?? Math.random,
       monthlyLimit: options.monthlyLimit ?? 'stop',
       finishWithinMs: options.finishWithinMs ?? 10_000,
-      check: options.check,
+      check: contentCheck(options.check),
+      inDoubtWaitMs: options.inDoubtWaitMs ?? 600_000,
     });
   }
 
@@ -252,14 +316,19 @@ class PipelineRun implements SendingRun {
     }
     await this.#reporter.close();
     if (this.#fatal) throw this.#fatal;
-    return { ...this.totals, stoppedBy: this.#stoppedBy };
+    return {
+      ...this.totals,
+      stoppedBy: this.#stoppedBy,
+      ...(this.#stopDetail === undefined ? {} : { stopDetail: this.#stopDetail }),
+    };
   }
 
-  stop(reason: PipelineTotals['stoppedBy'], error?: Error): void {
-    if (error && !this.#fatal) this.#fatal = error;
+  stop(reason: PipelineTotals['stoppedBy'], detail?: string | Error): void {
+    if (detail instanceof Error && !this.#fatal) this.#fatal = detail;
     if (this.stopping) return;
     this.stopping = true;
     this.#stoppedBy = reason;
+    if (typeof detail === 'string') this.#stopDetail = detail;
     this.#pacer.abort();
     for (const wake of [...this.#sleepers]) wake();
     this.#queue.unitReady.notify();
@@ -280,9 +349,9 @@ class PipelineRun implements SendingRun {
     });
   }
 
-  settleUnit(unit: SendUnit, outcome: UnitOutcome): void {
+  settleUnit(unit: SendUnit<T>, outcome: UnitOutcome, tasks: readonly ClaimedTask<T>[] = unit.tasks): void {
     const at = this.#clock.now();
-    for (const task of unit.tasks) {
+    for (const task of tasks) {
       this.#settle({
         jobId: task.jobId,
         taskId: task.taskId,
@@ -339,7 +408,7 @@ class PipelineRun implements SendingRun {
   }
 
   /** A page from the source; undefined (and the pipeline stopped) when claiming failed. */
-  async #claim(limit: number): Promise<readonly ClaimedTask[] | undefined> {
+  async #claim(limit: number): Promise<readonly ClaimedTask<T>[] | undefined> {
     try {
       return await this.#options.source.nextPage(limit);
     } catch (error) {
@@ -353,9 +422,9 @@ class PipelineRun implements SendingRun {
   }
 
   /** A claimed page into the queue: opted-out recipients skipped, recorded multicasts resumed whole. */
-  #accept(page: readonly ClaimedTask[]): void {
+  #accept(page: readonly ClaimedTask<T>[]): void {
     this.totals.claimed += page.length;
-    const resumed = new Map<string, ClaimedTask[]>();
+    const resumed = new Map<string, ClaimedTask<T>[]>();
     for (const task of page) {
       if (task.optedOut || task.suppressed !== undefined) {
         this.#settle({
@@ -392,7 +461,7 @@ class PipelineRun implements SendingRun {
   }
 
   /** The next unit to send, once it fits under the most tasks in requests at once. */
-  async #nextUnit(): Promise<SendUnit | undefined> {
+  async #nextUnit(): Promise<SendUnit<T> | undefined> {
     for (;;) {
       if (this.stopping) return undefined;
       const next = this.#queue.peek();
@@ -411,7 +480,7 @@ class PipelineRun implements SendingRun {
   }
 }
 
-function identity(task: ClaimedTask) {
+function identity(task: ClaimedTask<object>) {
   return {
     jobId: task.jobId,
     taskId: task.taskId,

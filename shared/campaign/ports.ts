@@ -1,29 +1,33 @@
 /**
  * What the message pipeline needs from the broker that hosts it, as ports: a source of claimed
- * tasks (claimed under the client's lease by the broker's adapter), the Messaging API send, and a
- * sink for outcomes (the adapter writes them to the task table in batches).
+ * tasks (claimed under the client's lease by the broker's adapter), a channel's transport
+ * (`transport.ts`; LINE's Messaging API send is {@link SendPort}), and a sink for outcomes (the
+ * adapter writes them to the task table in batches).
  */
 import type {
   MessageVerdict,
   OutgoingMessage,
   PreparedSend,
-  SendEndpoint,
   SendOutcome,
 } from '#shared/line/messaging-client.ts';
 import type { MessageTemplate } from './template.ts';
+import type { TransportOutcome } from './transport.ts';
 
-/** A `message` task the broker has claimed for this pipeline (it is `in-flight` in the store). */
-export interface ClaimedTask {
+/**
+ * A message task (of a `line` or `email` job) the broker has claimed for this pipeline (it is
+ * `in-flight` in the store). `T` is the job's content: LINE messages, or an email template.
+ */
+export interface ClaimedTask<T extends object = MessageTemplate> {
   readonly jobId: string;
   readonly taskId: string;
-  /** The LINE user id to push to. */
+  /** The LINE user id or the email address to send to. */
   readonly recipient: string;
   readonly variables: Readonly<Record<string, string>>;
   /**
    * The job's message. Tasks of one job should share one template object: it is compiled once
    * per object, and tasks with equal templates can share a multicast.
    */
-  readonly template: MessageTemplate;
+  readonly template: T;
   /**
    * The attempt this claim sends (1 = the first). Its retry key is
    * `attemptKey(jobId, taskId, attempt)`; a task given back as `released` must be claimed again
@@ -71,13 +75,13 @@ export interface BatchLedger {
 }
 
 /** Pages of claimable tasks. */
-export interface TaskSource {
+export interface TaskSource<T extends object = MessageTemplate> {
   /**
    * Claims up to `limit` tasks and returns them (fewer, or none, when there are fewer to claim).
    * An empty page means there is nothing to claim now: the pipeline finishes what it holds and
    * resolves.
    */
-  nextPage(limit: number): Promise<readonly ClaimedTask[]>;
+  nextPage(limit: number): Promise<readonly ClaimedTask<T>[]>;
   /**
    * The page the source claims most cheaply (e.g. a whole number of its claim transactions); the
    * pipeline asks for it unless told otherwise.
@@ -149,8 +153,10 @@ export interface JobProgress {
 export interface SendObservation {
   /** The job the request's tasks belong to (a unit is always of one job). */
   readonly jobId?: string;
-  readonly endpoint: SendEndpoint;
+  /** The lane of the request (LINE: `push`, `multicast`; SES: `email`). */
+  readonly endpoint: string;
+  /** Recipients of the request (for `delivered`: those the channel accepted). */
   readonly recipients: number;
-  readonly outcome: SendOutcome['kind'];
+  readonly outcome: Exclude<TransportOutcome['kind'], 'per-recipient'>;
   readonly latencyMs: number;
 }

@@ -1,11 +1,11 @@
 /**
- * The pool's pacing, one lane per LINE endpoint: LINE limits each endpoint of a channel on its own
- * (push 2,000 requests/s, multicast 200/s: `shared/line/rate-limits.ts`), so pushes and multicasts
- * each take tokens from their own bucket. A lane is one token bucket for all of the pipeline's
+ * The pool's pacing, one lane per limit of the channel (`MessageTransport.limits.lanes`): LINE
+ * limits each endpoint of a channel on its own (push 2,000 requests/s, multicast 200/s:
+ * `shared/line/rate-limits.ts`), so pushes and multicasts each take tokens from their own bucket;
+ * SES has one lane, counted in recipients. A lane is one token bucket for all of the pipeline's
  * senders, with a FIFO of waiters and a single timer, so the pool as a whole keeps the endpoint's
  * rate and a 429 holds back every sender of that endpoint, not just the one that got it.
  */
-import type { SendEndpoint } from '#shared/line/messaging-client.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import { TokenBucket } from '#shared/pacing/token-bucket.ts';
@@ -35,38 +35,52 @@ export function laneRates(rate: PipelineRate): Readonly<Record<'push' | 'multica
 }
 
 export class SendPacer {
-  readonly #lanes: Readonly<Record<'push' | 'multicast', PacerLane>>;
+  readonly #lanes: ReadonlyMap<string, PacerLane>;
 
-  constructor(rate: PipelineRate, clock: Clock, timers: Timers, backOffBaseMs: number) {
-    const rates = laneRates(rate);
-    this.#lanes = {
-      push: new PacerLane(rates.push, rate.burst, clock, timers, backOffBaseMs),
-      multicast: new PacerLane(rates.multicast, rate.burst, clock, timers, backOffBaseMs),
-    };
+  /**
+   * One lane per key of `lanes`, each at its rate (units per second: requests, or recipients for a
+   * channel whose rate counts them); `burst` as {@link PipelineRate.burst}.
+   */
+  constructor(
+    lanes: Readonly<Record<string, number>>,
+    burst: number | undefined,
+    clock: Clock,
+    timers: Timers,
+    backOffBaseMs: number,
+  ) {
+    this.#lanes = new Map(
+      Object.entries(lanes).map(([name, perSecond]) => [
+        name,
+        new PacerLane(perSecond, burst, clock, timers, backOffBaseMs),
+      ]),
+    );
   }
 
-  /** Waits for a token of `endpoint` (and for its 429 back-off to end); false when the pipeline stopped. */
-  acquire(endpoint: SendEndpoint): Promise<boolean> {
-    return this.#lane(endpoint).acquire();
+  /**
+   * Waits for `cost` units of `lane` (and for its 429 back-off to end); false when the pipeline
+   * stopped. A cost above 1 goes as soon as one unit is there and holds the lane back by the rest.
+   */
+  acquire(lane: string, cost = 1): Promise<boolean> {
+    return this.#lane(lane).acquire(cost);
   }
 
-  /** A 429 from `endpoint`: none of its requests starts until the wait is over. */
-  backOff(endpoint: SendEndpoint, retryAfterMs: number | undefined, random: () => number): void {
-    this.#lane(endpoint).backOff(retryAfterMs, random);
+  /** A 429 from `lane`: none of its requests starts until the wait is over. */
+  backOff(lane: string, retryAfterMs: number | undefined, random: () => number): void {
+    this.#lane(lane).backOff(retryAfterMs, random);
   }
 
-  succeeded(endpoint: SendEndpoint): void {
-    this.#lane(endpoint).succeeded();
+  succeeded(lane: string): void {
+    this.#lane(lane).succeeded();
   }
 
   abort(): void {
-    this.#lanes.push.abort();
-    this.#lanes.multicast.abort();
+    for (const lane of this.#lanes.values()) lane.abort();
   }
 
-  #lane(endpoint: SendEndpoint): PacerLane {
-    // The pipeline never replies; a reply would take push's lane (LINE's "other endpoints" row).
-    return endpoint === 'multicast' ? this.#lanes.multicast : this.#lanes.push;
+  #lane(name: string): PacerLane {
+    const lane = this.#lanes.get(name);
+    if (lane === undefined) throw new RangeError(`no pacing lane ${name}`);
+    return lane;
   }
 }
 
@@ -76,7 +90,7 @@ class PacerLane {
   readonly #clock: Clock;
   readonly #timers: Timers;
   readonly #backOffBaseMs: number;
-  readonly #waiters: Array<(ok: boolean) => void> = [];
+  readonly #waiters: Array<{ resolve: (ok: boolean) => void; cost: number }> = [];
   #pausedUntil = 0;
   #level = 0;
   #timer: TimerHandle | undefined;
@@ -100,11 +114,11 @@ class PacerLane {
     this.#backOffBaseMs = backOffBaseMs;
   }
 
-  acquire(): Promise<boolean> {
+  acquire(cost: number): Promise<boolean> {
     if (this.#aborted) return Promise.resolve(false);
-    if (this.#waiters.length === 0 && this.#ready(this.#clock.now())) return Promise.resolve(true);
+    if (this.#waiters.length === 0 && this.#ready(this.#clock.now(), cost)) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
-      this.#waiters.push(resolve);
+      this.#waiters.push({ resolve, cost });
       this.#schedule();
     });
   }
@@ -131,11 +145,11 @@ class PacerLane {
     this.#aborted = true;
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
     this.#timer = undefined;
-    for (const resolve of this.#waiters.splice(0)) resolve(false);
+    for (const waiter of this.#waiters.splice(0)) waiter.resolve(false);
   }
 
-  #ready(now: number): boolean {
-    return now >= this.#pausedUntil && (this.#bucket ? this.#bucket.tryTake(now) : true);
+  #ready(now: number, cost: number): boolean {
+    return now >= this.#pausedUntil && (this.#bucket ? this.#bucket.tryTake(now, cost) : true);
   }
 
   #schedule(): void {
@@ -148,7 +162,8 @@ class PacerLane {
   #pump(): void {
     this.#timer = undefined;
     const now = this.#clock.now();
-    while (this.#waiters.length > 0 && this.#ready(now)) this.#waiters.shift()!(true);
+    while (this.#waiters.length > 0 && this.#ready(now, this.#waiters[0]!.cost))
+      this.#waiters.shift()!.resolve(true);
     this.#schedule();
   }
 }

@@ -1,27 +1,30 @@
 /**
- * The pipeline's bounded queue of send units: claimed tasks become pushes (one task, its own
- * retry key) or multicasts (up to 500 tasks of one job, attempt and message, under a key derived
- * from their sorted ids), sealed in FIFO order for the senders. `ahead` counts the claimed tasks
- * not yet taken by a sender; the producer keeps it under the capacity.
+ * The pipeline's bounded queue of send units: claimed tasks become single sends (one task, its own
+ * retry key) or batches (up to the channel's recipients per request — LINE's multicast of 500, SES's
+ * bulk send of 50 — of one job, attempt and content, under a key derived from their sorted ids),
+ * sealed in FIFO order for the senders. Which tasks may share a request is the transport's call
+ * (`MessageTransport.groupOf`). `ahead` counts the claimed tasks not yet taken by a sender; the
+ * producer keeps it under the capacity.
  */
 import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
 import type { ClaimedTask } from './ports.ts';
 import { Signal } from './signal.ts';
-import { compileTemplate } from './template.ts';
+import type { MessageTemplate } from './template.ts';
 
-/** One request's worth of tasks: a push (one task) or a multicast (up to 500). */
-export interface SendUnit {
+/** One request's worth of tasks: a single send (one task) or a batch (several, one request). */
+export interface SendUnit<T extends object = MessageTemplate> {
+  /** LINE's words for the two shapes: `push` (one recipient) and `multicast` (a batch). */
   readonly endpoint: 'push' | 'multicast';
-  /** Sorted by task id for a multicast, so the same batch always serialises to the same bytes. */
-  readonly tasks: readonly ClaimedTask[];
+  /** Sorted by task id for a batch, so the same batch always serialises to the same bytes. */
+  readonly tasks: readonly ClaimedTask<T>[];
   readonly retryKey: string;
-  /** A multicast resumed from an earlier claim: already in the ledger. */
+  /** A batch resumed from an earlier claim: already in the ledger. */
   readonly recorded: boolean;
   /** The earliest first start of its tasks' attempts: the retry key's window counts from it. */
   readonly startedAt: number;
 }
 
-export function pushUnit(task: ClaimedTask): SendUnit {
+export function pushUnit<T extends object>(task: ClaimedTask<T>): SendUnit<T> {
   return {
     endpoint: 'push',
     recorded: false,
@@ -31,7 +34,10 @@ export function pushUnit(task: ClaimedTask): SendUnit {
   };
 }
 
-export function multicastUnit(tasks: readonly ClaimedTask[], recordedKey?: string): SendUnit {
+export function multicastUnit<T extends object>(
+  tasks: readonly ClaimedTask<T>[],
+  recordedKey?: string,
+): SendUnit<T> {
   const sorted = [...tasks].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
   const first = sorted[0]!;
   return {
@@ -49,7 +55,7 @@ export function multicastUnit(tasks: readonly ClaimedTask[], recordedKey?: strin
   };
 }
 
-export class SendQueue {
+export class SendQueue<T extends object = MessageTemplate> {
   readonly capacity: number;
   /** Claimed tasks not yet taken by a sender. */
   ahead = 0;
@@ -59,18 +65,24 @@ export class SendQueue {
   readonly roomFreed = new Signal();
   readonly #batchLimit: number;
   readonly #multicast: boolean;
-  #queue: (SendUnit | undefined)[] = [];
+  /** The transport's grouping: tasks of one group (and job and attempt) may share a request. */
+  readonly #groupOf: (template: T) => string | undefined;
+  #queue: (SendUnit<T> | undefined)[] = [];
   #head = 0;
-  /** Open multicast batches still filling, by group. */
-  readonly #open = new Map<string, ClaimedTask[]>();
-  /** Each distinct message (by content) of this run gets a small number. */
-  readonly #messageIds = new Map<string, number>();
-  readonly #templateKeys = new WeakMap<object, number | null>();
+  /** Open batches still filling, by group. */
+  readonly #open = new Map<string, ClaimedTask<T>[]>();
+  readonly #templateKeys = new WeakMap<object, string | null>();
 
-  constructor(options: { capacity: number; batchLimit: number; multicast: boolean }) {
+  constructor(options: {
+    capacity: number;
+    batchLimit: number;
+    multicast: boolean;
+    groupOf: (template: T) => string | undefined;
+  }) {
     this.capacity = options.capacity;
     this.#batchLimit = options.batchLimit;
-    this.#multicast = options.multicast;
+    this.#multicast = options.multicast && options.batchLimit > 1;
+    this.#groupOf = options.groupOf;
   }
 
   get hasOpenBatches(): boolean {
@@ -78,9 +90,9 @@ export class SendQueue {
   }
 
   /** A claimed task to send: alone, or into its multicast group (sealed when full). */
-  add(task: ClaimedTask): void {
+  add(task: ClaimedTask<T>): void {
     this.ahead++;
-    const key = this.#multicast ? this.#groupOf(task) : undefined;
+    const key = this.#multicast ? this.#groupKey(task) : undefined;
     if (key === undefined) {
       this.#queue.push(pushUnit(task));
       return;
@@ -92,7 +104,7 @@ export class SendQueue {
   }
 
   /** A multicast resumed as it was recorded: same key, same members, same bytes. */
-  addRecorded(retryKey: string, tasks: readonly ClaimedTask[]): void {
+  addRecorded(retryKey: string, tasks: readonly ClaimedTask<T>[]): void {
     this.ahead += tasks.length;
     this.#queue.push(multicastUnit(tasks, retryKey));
   }
@@ -104,11 +116,11 @@ export class SendQueue {
   }
 
   /** The next unit, not taken. */
-  peek(): SendUnit | undefined {
+  peek(): SendUnit<T> | undefined {
     return this.#queue[this.#head];
   }
 
-  take(): SendUnit | undefined {
+  take(): SendUnit<T> | undefined {
     if (this.#head >= this.#queue.length) return undefined;
     const unit = this.#queue[this.#head]!;
     // Drop the reference at once: a consumed multicast slot would otherwise keep 500 tasks alive.
@@ -130,21 +142,11 @@ export class SendQueue {
     this.#queue.push(tasks.length === 1 ? pushUnit(tasks[0]!) : multicastUnit(tasks));
   }
 
-  /** The multicast group of a task, or undefined when its message differs per recipient. */
-  #groupOf(task: ClaimedTask): string | undefined {
+  /** The batch group of a task, or undefined when its content differs per recipient. */
+  #groupKey(task: ClaimedTask<T>): string | undefined {
     let key = this.#templateKeys.get(task.template);
     if (key === undefined) {
-      let compiled: ReturnType<typeof compileTemplate> | undefined;
-      try {
-        compiled = compileTemplate(task.template);
-      } catch {
-        compiled = undefined; // sent alone, where the error becomes the task's reason
-      }
-      if (compiled && compiled.variables.length === 0) {
-        const content = JSON.stringify([task.template.messages, task.template.notificationDisabled ?? null]);
-        key = this.#messageIds.get(content) ?? this.#messageIds.size;
-        this.#messageIds.set(content, key);
-      } else key = null;
+      key = this.#groupOf(task.template) ?? null;
       this.#templateKeys.set(task.template, key);
     }
     return key === null ? undefined : `${task.jobId} ${task.attempt} ${key}`;

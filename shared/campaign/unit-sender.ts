@@ -14,39 +14,44 @@
  * answer then is released with `maybeSent`, and the report says it may have been delivered.
  */
 
-import {
-  backoffDelay,
-  type OutgoingMessage,
-  type PreparedSend,
-  prepareMulticast,
-  preparePush,
-  type SendOutcome,
-} from '#shared/line/messaging-client.ts';
+import { backoffDelay } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { retryKeyStillSafe } from '#shared/retry-keys.ts';
-import type { MessageCheck } from './message-check.ts';
-import type { BatchLedger, SendObservation, SendPort, TaskOutcome } from './ports.ts';
+import type { BatchLedger, ClaimedTask, SendObservation, TaskOutcome } from './ports.ts';
 import { MONTHLY_LIMIT_FAILURE_REASON } from './quota.ts';
 import type { SendPacer } from './send-pacer.ts';
-import type { SendUnit } from './send-queue.ts';
-import { compileTemplate, MissingVariableError } from './template.ts';
+import { multicastUnit, pushUnit, type SendUnit } from './send-queue.ts';
+import {
+  type EntryOutcome,
+  type MessageTransport,
+  type PreparedRequest,
+  type TransportOutcome,
+  UnpreparableError,
+} from './transport.ts';
 
 /** An outcome for every task of a unit (the unit's identity is added). */
 export type UnitOutcome = Omit<TaskOutcome, 'at' | 'jobId' | 'taskId' | 'attempt' | 'retryKey'>;
 
+/** Why a run stopped before its source ran dry, other than its signal. */
+export type ChannelStop = 'monthly-quota' | 'daily-quota' | 'held';
+
 /** What a sender needs of the run it belongs to. */
-export interface SendingRun {
+export interface SendingRun<T extends object> {
   readonly stopping: boolean;
-  stop(reason: 'monthly-quota'): void;
+  stop(reason: ChannelStop, detail?: string): void;
   /** Sleeps `ms`; false when the pipeline stopped meanwhile (stopping wakes it at once). */
   sleep(ms: number): Promise<boolean>;
-  settleUnit(unit: SendUnit, outcome: UnitOutcome): void;
+  /** Settles every task of the unit, or only `tasks` of it, with one outcome. */
+  settleUnit(unit: SendUnit<T>, outcome: UnitOutcome, tasks?: readonly ClaimedTask<T>[]): void;
   readonly totals: { requests: number; multicastRequests: number; resends: number; rateLimited: number };
 }
 
-export interface UnitSenderOptions {
-  readonly send: SendPort;
+/** A channel's check of a job's content before its first send: the reason it refuses, if it does. */
+export type ContentCheck = (jobId: string, checkable: unknown) => Promise<string | undefined>;
+
+export interface UnitSenderOptions<T extends object> {
+  readonly transport: MessageTransport<T>;
   readonly clock: Clock;
   /** Waits between the resends that finish a unit after a stop (the run's sleep ends at a stop). */
   readonly timers: Timers;
@@ -61,90 +66,122 @@ export interface UnitSenderOptions {
   readonly monthlyLimit: 'stop' | 'fail-tasks';
   /** After a stop, how long a unit whose answer was lost is resent under its key before it is released. */
   readonly finishWithinMs: number;
-  /** LINE's check of each job's message before its first send; none: sent unchecked. */
-  readonly check?: MessageCheck | undefined;
+  /** The channel's check of each job's content before its first send; none: sent unchecked. */
+  readonly check?: ContentCheck | undefined;
+  /**
+   * For a channel that is not idempotent: how long an attempt that may have been sent waits for the
+   * channel's own word (SES's SEND event) before it ends `in-doubt`.
+   */
+  readonly inDoubtWaitMs: number;
 }
+
+/** The reason of a task ended in doubt: its send may or may not have gone out, and was not repeated. */
+export const IN_DOUBT_REASON =
+  'the send was not answered and no event said it went out: it may or may not have been sent, and was not sent again';
 
 /** The reason of a unit released after a stop while LINE had answered none of its resends. */
 export const UNFINISHED_REASON =
   'stopped while LINE had not answered a resend of a request whose answer was lost: it may have been delivered';
 
 /** One unit's state while it is being sent. */
-interface Sending {
-  readonly unit: SendUnit;
-  readonly prepared: PreparedSend;
+interface Sending<T extends object> {
+  readonly unit: SendUnit<T>;
+  readonly prepared: PreparedRequest;
+  /** Recipients of the request (the pacing cost of a lane counted in recipients). */
+  readonly cost: number;
   /** A request of this attempt (this run's, or an earlier holder's) may have reached LINE. */
   maybeSent: boolean;
   retries: number;
   sends: number;
 }
 
-export class UnitSender {
-  readonly #run: SendingRun;
-  readonly #options: UnitSenderOptions;
+export class UnitSender<T extends object> {
+  readonly #run: SendingRun<T>;
+  readonly #options: UnitSenderOptions<T>;
 
-  constructor(run: SendingRun, options: UnitSenderOptions) {
+  constructor(run: SendingRun<T>, options: UnitSenderOptions<T>) {
     this.#run = run;
     this.#options = options;
   }
 
-  async send(unit: SendUnit): Promise<void> {
-    const ready = this.#prepare(unit);
-    if (ready === undefined || (await this.#refused(unit, ready.messages))) return;
-    const { prepared } = ready;
+  async send(whole: SendUnit<T>): Promise<void> {
+    const unit = this.#options.transport.idempotent ? whole : this.#withoutDoubtful(whole);
+    if (unit === undefined) return;
+    const prepared = this.#prepare(unit);
+    if (prepared === undefined || (await this.#refused(unit, prepared))) return;
     if (!(await this.#record(unit))) return;
     const maybeSent = unit.tasks.some((t) => t.maybeSent === true);
-    const sending: Sending = { unit, prepared, maybeSent, retries: 0, sends: 0 };
+    const { transport } = this.#options;
+    const cost = transport.limits.countsRecipients ? unit.tasks.length : 1;
+    const sending: Sending<T> = { unit, prepared, cost, maybeSent, retries: 0, sends: 0 };
     for (;;) {
       const outcome = await this.#request(sending);
       if (outcome === undefined || (await this.#settled(sending, outcome))) return;
     }
   }
 
-  /** The request, rendered once; a message that cannot be rendered fails its tasks. */
-  #prepare(unit: SendUnit): { prepared: PreparedSend; messages: readonly OutgoingMessage[] } | undefined {
-    const first = unit.tasks[0]!;
+  /**
+   * A channel without idempotency keys never resends an attempt that may have gone out (an earlier
+   * holder had it in flight, or its answer was lost): it waits for the channel's event (which
+   * settles the task in the store) for `inDoubtWaitMs` from the attempt's start, then ends it
+   * `in-doubt`. What is left of the unit to send (undefined: nothing).
+   */
+  #withoutDoubtful(unit: SendUnit<T>): SendUnit<T> | undefined {
+    const doubtful = unit.tasks.filter((t) => t.maybeSent === true);
+    if (doubtful.length === 0) return unit;
+    const now = this.#options.clock.now();
+    const waiting = doubtful.filter((t) => now < t.attemptStartedAt + this.#options.inDoubtWaitMs);
+    const over = doubtful.filter((t) => !waiting.includes(t));
+    for (const task of waiting)
+      this.#run.settleUnit(
+        unit,
+        {
+          kind: 'released',
+          lastResult: 'awaiting-send-event',
+          maybeSent: true,
+          retryAfterMs: task.attemptStartedAt + this.#options.inDoubtWaitMs - now,
+        },
+        [task],
+      );
+    if (over.length > 0)
+      this.#run.settleUnit(unit, { kind: 'failed', lastResult: 'in-doubt', reason: IN_DOUBT_REASON }, over);
+    // The others of a batch go on their own: no request of the doubtful ones is repeated.
+    const rest = unit.tasks.filter((t) => t.maybeSent !== true);
+    if (rest.length === 0) return undefined;
+    return rest.length === 1 ? pushUnit(rest[0]!) : multicastUnit(rest);
+  }
+
+  /** The request, prepared once; a unit that cannot be prepared fails its tasks. */
+  #prepare(unit: SendUnit<T>): PreparedRequest | undefined {
     try {
-      const messages = compileTemplate(first.template).render(first.variables);
-      const opts =
-        first.template.notificationDisabled === undefined
-          ? {}
-          : { notificationDisabled: first.template.notificationDisabled };
-      const prepared =
-        unit.endpoint === 'push'
-          ? preparePush(first.recipient, messages, unit.retryKey, opts)
-          : prepareMulticast(
-              unit.tasks.map((t) => t.recipient),
-              messages,
-              unit.retryKey,
-              opts,
-            );
-      return { prepared, messages };
+      return this.#options.transport.prepare(unit);
     } catch (error) {
       const reason =
-        error instanceof MissingVariableError
-          ? `missing-variable: ${error.variable}`
-          : `bad-message: ${(error as Error).message}`;
+        error instanceof UnpreparableError ? error.reason : `bad-message: ${(error as Error).message}`;
       this.#run.settleUnit(unit, { kind: 'failed', lastResult: 'not-sent', reason });
       return undefined;
     }
   }
 
   /**
-   * LINE refused the job's message when its validation endpoint was asked (once per job, before its
-   * first send: `message-check.ts`): the unit's tasks fail unsent with LINE's reason.
+   * The channel refused the job's content when its check was asked (LINE: once per job, before its
+   * first send, `message-check.ts`): the unit's tasks fail unsent with the channel's reason.
    */
-  async #refused(unit: SendUnit, messages: readonly OutgoingMessage[]): Promise<boolean> {
+  async #refused(unit: SendUnit<T>, prepared: PreparedRequest): Promise<boolean> {
     const check = this.#options.check;
-    if (check === undefined) return false;
-    const reason = await check.refusal(unit.tasks[0]!.jobId, unit.endpoint, messages);
+    if (check === undefined || prepared.checkable === undefined) return false;
+    const reason = await check(unit.tasks[0]!.jobId, prepared.checkable);
     if (reason === undefined) return false;
-    this.#run.settleUnit(unit, { kind: 'failed', lastResult: 'line-refused', reason });
+    this.#run.settleUnit(unit, {
+      kind: 'failed',
+      lastResult: `${this.#options.transport.channel}-refused`,
+      reason,
+    });
     return true;
   }
 
   /** A new multicast is recorded before its first request; false when its tasks were released instead. */
-  async #record(unit: SendUnit): Promise<boolean> {
+  async #record(unit: SendUnit<T>): Promise<boolean> {
     const { batches, log } = this.#options;
     if (unit.endpoint !== 'multicast' || unit.recorded || !batches) return true;
     if (this.#run.stopping) {
@@ -172,12 +209,12 @@ export class UnitSender {
   }
 
   /** One paced request; undefined when the unit settled without one (stopped, key too old). */
-  async #request(sending: Sending): Promise<SendOutcome | undefined> {
-    const { clock, pacer } = this.#options;
+  async #request(sending: Sending<T>): Promise<TransportOutcome | undefined> {
+    const { clock, pacer, transport } = this.#options;
     const { unit, prepared } = sending;
-    if (!retryKeyStillSafe(unit.startedAt, clock.now())) {
-      // An earlier request may have been accepted; past LINE's memory of the key, a resend (or a
-      // new attempt) could deliver twice. Settling as failed keeps "at most once".
+    if (transport.idempotent && !retryKeyStillSafe(unit.startedAt, clock.now())) {
+      // An earlier request may have been accepted; past the channel's memory of the key, a resend
+      // (or a new attempt) could deliver twice. Settling as failed keeps "at most once".
       this.#run.settleUnit(unit, {
         kind: 'failed',
         lastResult: 'retry-window-passed',
@@ -185,7 +222,7 @@ export class UnitSender {
       });
       return undefined;
     }
-    if (!(await pacer.acquire(prepared.endpoint)) || this.#run.stopping) {
+    if (!(await pacer.acquire(prepared.lane, sending.cost)) || this.#run.stopping) {
       await this.#stopped(sending);
       return undefined;
     }
@@ -198,46 +235,54 @@ export class UnitSender {
   }
 
   /** The unit's request, once, counted and observed. */
-  async #send(sending: Sending): Promise<SendOutcome> {
-    const { clock, send, observe } = this.#options;
+  async #send(sending: Sending<T>): Promise<TransportOutcome> {
+    const { clock, transport, observe } = this.#options;
     const { unit, prepared } = sending;
     const startedAt = clock.now();
     const totals = this.#run.totals;
     if (sending.sends > 0) totals.resends++;
     sending.sends++;
     totals.requests++;
-    if (prepared.endpoint === 'multicast') totals.multicastRequests++;
-    const outcome = await send(prepared);
-    observe?.({
-      ...(unit.tasks[0] ? { jobId: unit.tasks[0].jobId } : {}),
-      endpoint: prepared.endpoint,
-      recipients: unit.tasks.length,
-      outcome: outcome.kind,
-      latencyMs: clock.now() - startedAt,
-    });
+    if (unit.endpoint === 'multicast') totals.multicastRequests++;
+    const outcome = await transport.send(prepared);
+    if (observe) {
+      const accepted =
+        outcome.kind === 'per-recipient'
+          ? outcome.entries.filter((e) => e.kind === 'delivered').length
+          : undefined;
+      observe({
+        ...(unit.tasks[0] ? { jobId: unit.tasks[0].jobId } : {}),
+        endpoint: prepared.lane,
+        recipients: accepted ?? unit.tasks.length,
+        outcome: outcome.kind === 'per-recipient' ? 'delivered' : outcome.kind,
+        latencyMs: clock.now() - startedAt,
+      });
+    }
     return outcome;
   }
 
   /**
    * The run stopped while this unit waited for its next request. Nothing of it sent in this run
-   * that may have reached LINE: given back as it is. Else finished first (see the module comment).
+   * that may have reached the channel: given back as it is. Else finished first (see the module
+   * comment) when the channel is idempotent; given back in doubt when it is not.
    */
-  async #stopped(sending: Sending): Promise<void> {
-    if (sending.sends > 0 && sending.maybeSent) return this.#finish(sending);
+  async #stopped(sending: Sending<T>): Promise<void> {
+    if (sending.sends > 0 && sending.maybeSent && this.#options.transport.idempotent)
+      return this.#finish(sending);
     this.#run.settleUnit(sending.unit, {
       kind: 'released',
-      lastResult: 'stopped',
+      lastResult: sending.sends > 0 && sending.maybeSent ? 'awaiting-send-event' : 'stopped',
       maybeSent: sending.maybeSent,
     });
   }
 
   /**
-   * Resends a stopped unit's request (same bytes, same key) until LINE answers it, within
+   * Resends a stopped unit's request (same bytes, same key) until the channel answers it, within
    * `finishWithinMs` and the key's window. No pacer token is taken (the pacer stopped with the run):
    * at most one request is in the air per unit in this state, and there are at most as many such
    * units as senders; a 429 is waited out like a 5xx.
    */
-  async #finish(sending: Sending): Promise<void> {
+  async #finish(sending: Sending<T>): Promise<void> {
     const { clock, finishWithinMs, retryBaseMs, random } = this.#options;
     const deadline = clock.now() + finishWithinMs;
     let wait = 0;
@@ -245,7 +290,7 @@ export class UnitSender {
       const outcome = await this.#send(sending);
       wait = backoffDelay(Math.min(tries, 10), { baseMs: retryBaseMs, random });
       if (outcome.kind === 'retryable') sending.maybeSent ||= outcome.maybeDelivered;
-      else if (outcome.kind === 'rate-limited' && outcome.reason !== 'monthly-quota') {
+      else if (outcome.kind === 'rate-limited') {
         this.#run.totals.rateLimited++;
         wait = Math.max(wait, outcome.retryAfterMs ?? 0);
       } else {
@@ -265,32 +310,36 @@ export class UnitSender {
   }
 
   /** Waits `ms` before a finishing resend; false when that would pass the deadline or the key's window. */
-  async #finishWait(sending: Sending, ms: number, deadline: number): Promise<boolean> {
+  async #finishWait(sending: Sending<T>, ms: number, deadline: number): Promise<boolean> {
     const { clock, timers } = this.#options;
     if (clock.now() + ms >= deadline) return false;
     if (ms > 0) await new Promise<void>((resolve) => timers.setTimeout(resolve, ms));
     return retryKeyStillSafe(sending.unit.startedAt, clock.now());
   }
 
-  /** Acts on LINE's answer: true when the unit settled, false to send it again. */
-  async #settled(sending: Sending, outcome: SendOutcome): Promise<boolean> {
+  /** Acts on the channel's answer: true when the unit settled, false to send it again. */
+  async #settled(sending: Sending<T>, outcome: TransportOutcome): Promise<boolean> {
     const { unit } = sending;
+    const { pacer, transport } = this.#options;
     switch (outcome.kind) {
       case 'delivered':
-        this.#options.pacer.succeeded(sending.prepared.endpoint);
+        pacer.succeeded(sending.prepared.lane);
         this.#run.settleUnit(unit, {
           kind: 'delivered',
-          lastResult: 'delivered',
+          lastResult: transport.acceptedAs,
           requestId: outcome.requestId,
         });
         return true;
       case 'already-delivered':
-        this.#options.pacer.succeeded(sending.prepared.endpoint);
+        pacer.succeeded(sending.prepared.lane);
         this.#run.settleUnit(unit, {
           kind: 'delivered',
           lastResult: 'already-delivered',
           requestId: outcome.acceptedRequestId,
         });
+        return true;
+      case 'per-recipient':
+        this.#perRecipient(sending, outcome.entries, outcome.requestId);
         return true;
       case 'rejected':
         this.#run.settleUnit(unit, {
@@ -300,16 +349,105 @@ export class UnitSender {
           requestId: outcome.requestId,
         });
         return true;
+      case 'quota-used-up':
+        return this.#quotaUsedUp(sending, outcome);
+      case 'held':
+        this.#held(sending, outcome.reason);
+        return true;
       case 'rate-limited':
-        return this.#rateLimited(sending, outcome);
+        this.#run.totals.rateLimited++;
+        pacer.backOff(sending.prepared.lane, outcome.retryAfterMs, this.#options.random);
+        return false;
       case 'retryable':
         return this.#retryable(sending, outcome);
     }
   }
 
-  #rateLimited(sending: Sending, outcome: Extract<SendOutcome, { kind: 'rate-limited' }>): boolean {
+  /**
+   * A request answered per recipient (SES's SendBulkEmail: HTTP 200 with a status per destination):
+   * each task gets its own outcome. Throttled ones back the lane off and go back for a new claim
+   * soon; nothing of theirs was sent.
+   */
+  #perRecipient(sending: Sending<T>, entries: readonly EntryOutcome[], requestId: string | undefined): void {
+    sending.unit.tasks.forEach((task, i) => {
+      this.#entrySettled(sending, task, entries[i], requestId);
+    });
+    if (entries.some((e) => e.kind === 'delivered')) this.#options.pacer.succeeded(sending.prepared.lane);
+  }
+
+  /** One recipient's own outcome (none: the answer left it out, so it goes back for later). */
+  #entrySettled(
+    sending: Sending<T>,
+    task: ClaimedTask<T>,
+    entry: EntryOutcome | undefined,
+    requestId: string | undefined,
+  ): void {
+    const { unit, prepared } = sending;
+    const { pacer, transport, random } = this.#options;
+    const settle = (outcome: UnitOutcome) => this.#run.settleUnit(unit, outcome, [task]);
+    switch (entry?.kind) {
+      case 'delivered':
+        settle({
+          kind: 'delivered',
+          lastResult: transport.acceptedAs,
+          requestId: entry.messageId ?? requestId,
+        });
+        return;
+      case 'rejected':
+        settle({ kind: 'failed', lastResult: entry.lastResult, reason: entry.reason });
+        return;
+      case 'throttled':
+        this.#run.totals.rateLimited++;
+        pacer.backOff(prepared.lane, undefined, random);
+        settle({ kind: 'released', lastResult: entry.lastResult, maybeSent: false, retryAfterMs: 1_000 });
+        return;
+      case 'quota-used-up':
+        this.#run.stop('daily-quota', entry.reason);
+        settle({ kind: 'released', lastResult: 'daily-quota', reason: entry.reason, maybeSent: false });
+        return;
+      case 'held':
+        this.#run.stop('held', entry.reason);
+        settle({ kind: 'released', lastResult: 'held', reason: entry.reason, maybeSent: false });
+        return;
+      default:
+        settle({
+          kind: 'released',
+          lastResult: entry?.lastResult ?? 'no-entry',
+          reason: entry?.reason ?? 'the answer had no entry for this recipient',
+          maybeSent: false,
+          retryAfterMs: 60_000,
+        });
+    }
+  }
+
+  /** The sending account is paused or suspended: the run stops, the unit goes back unsent. */
+  #held(sending: Sending<T>, reason: string): void {
+    if (!this.#run.stopping)
+      this.#options.log?.error('the channel holds every send; the run stops', { reason });
+    this.#run.stop('held', reason);
+    this.#run.settleUnit(sending.unit, {
+      kind: 'released',
+      lastResult: 'held',
+      reason,
+      maybeSent: sending.maybeSent,
+    });
+  }
+
+  #quotaUsedUp(sending: Sending<T>, outcome: Extract<TransportOutcome, { kind: 'quota-used-up' }>): boolean {
     this.#run.totals.rateLimited++;
-    if (outcome.reason === 'monthly-quota' && this.#options.monthlyLimit === 'fail-tasks') {
+    if (outcome.quota === 'daily') {
+      if (!this.#run.stopping)
+        this.#options.log?.error('the channel’s daily quota is used up; the run stops');
+      this.#run.stop('daily-quota', outcome.message);
+      this.#run.settleUnit(sending.unit, {
+        kind: 'released',
+        lastResult: 'daily-quota',
+        reason: outcome.message,
+        maybeSent: sending.maybeSent,
+      });
+      return true;
+    }
+    if (this.#options.monthlyLimit === 'fail-tasks') {
       this.#run.settleUnit(sending.unit, {
         kind: 'failed',
         lastResult: 'monthly-quota',
@@ -320,26 +458,39 @@ export class UnitSender {
       });
       return true;
     }
-    if (outcome.reason === 'monthly-quota') {
-      if (!this.#run.stopping)
-        this.#options.log?.error('LINE monthly message quota used up: message pipeline stopped');
-      this.#run.stop('monthly-quota');
-      this.#run.settleUnit(sending.unit, {
-        kind: 'released',
-        lastResult: 'monthly-quota',
-        maybeSent: sending.maybeSent,
-      });
-      return true;
-    }
-    this.#options.pacer.backOff(sending.prepared.endpoint, outcome.retryAfterMs, this.#options.random);
-    return false;
+    if (!this.#run.stopping)
+      this.#options.log?.error('LINE monthly message quota used up: message pipeline stopped');
+    this.#run.stop('monthly-quota');
+    this.#run.settleUnit(sending.unit, {
+      kind: 'released',
+      lastResult: 'monthly-quota',
+      maybeSent: sending.maybeSent,
+    });
+    return true;
   }
 
-  async #retryable(sending: Sending, outcome: Extract<SendOutcome, { kind: 'retryable' }>): Promise<boolean> {
+  async #retryable(
+    sending: Sending<T>,
+    outcome: Extract<TransportOutcome, { kind: 'retryable' }>,
+  ): Promise<boolean> {
     const { unit } = sending;
     sending.maybeSent ||= outcome.maybeDelivered;
     if (this.#run.stopping) {
       await this.#stopped(sending);
+      return true;
+    }
+    if (outcome.maybeDelivered && !this.#options.transport.idempotent) {
+      // No key makes a resend safe: the task waits for the channel's event (see #withoutDoubtful).
+      this.#options.log?.warn('a send was not answered; its tasks wait for the channel’s event', {
+        reason: outcome.message,
+      });
+      this.#run.settleUnit(unit, {
+        kind: 'released',
+        lastResult: 'awaiting-send-event',
+        reason: outcome.message,
+        maybeSent: true,
+        retryAfterMs: this.#options.inDoubtWaitMs,
+      });
       return true;
     }
     if (sending.retries >= this.#options.maxRetries) {
@@ -366,7 +517,7 @@ export class UnitSender {
   }
 }
 
-function rejectionReason(outcome: Extract<SendOutcome, { kind: 'rejected' }>): string {
+function rejectionReason(outcome: Extract<TransportOutcome, { kind: 'rejected' }>): string {
   const details = outcome.details
     .map((d) => [d.property, d.message].filter(Boolean).join(': '))
     .filter(Boolean)

@@ -17,9 +17,10 @@
  * else it ends with {@link cappedReason}.
  */
 import { z } from 'zod';
+import type { JobChannel } from '#shared/jobs/model.ts';
 import { firstInstantAtWallTime, wallTimeAt } from '#shared/pacing/calling-hours.ts';
 
-export const CONTACT_CHANNELS = ['call', 'line'] as const;
+export const CONTACT_CHANNELS = ['call', 'line', 'email'] as const;
 export type ContactChannel = (typeof CONTACT_CHANNELS)[number];
 
 export type ContactPeriod = 'hour' | 'day' | 'week' | { readonly days: number };
@@ -57,7 +58,7 @@ const limitSchema = z.strictObject({
     .max(1_000),
   per: periodSchema,
   channels: z
-    .array(z.enum(CONTACT_CHANNELS, { error: 'must be "call" or "line"' }))
+    .array(z.enum(CONTACT_CHANNELS, { error: 'must be "call", "line" or "email"' }))
     .min(1, 'must name at least one channel')
     .refine((channels) => new Set(channels).size === channels.length, 'must not name a channel twice'),
 });
@@ -67,9 +68,9 @@ export const contactLimitsSchema = z
   .array(limitSchema)
   .max(CONTACT_LIMITS_MAX, `at most ${CONTACT_LIMITS_MAX} limits`);
 
-/** The channel a job contacts on. */
-export function contactChannelOf(jobChannel: 'call' | 'message'): ContactChannel {
-  return jobChannel === 'call' ? 'call' : 'line';
+/** The channel a job contacts on (a job stored before email says `message` for `line`). */
+export function contactChannelOf(jobChannel: JobChannel | 'message'): ContactChannel {
+  return jobChannel === 'message' ? 'line' : jobChannel;
 }
 
 /** A name of the limit, stable while its settings are (the counter's key part). */

@@ -6,8 +6,10 @@
  * text as written.
  */
 
-/** How a job reaches its recipients: an outbound call, or a LINE push message. */
-export type Channel = 'call' | 'message';
+import type { JobChannel } from '#shared/jobs/model.ts';
+
+/** How a job reaches its recipients: an outbound call, a LINE push, an email. */
+export type Channel = JobChannel;
 
 const PHONE_HEADERS = [
   'phone',
@@ -32,6 +34,28 @@ const PHONE_HEADERS = [
 ];
 
 const LINE_USER_ID_HEADERS = ['userid', 'lineuserid', 'lineユーザーid', 'ユーザーid'];
+
+/** An email list's address column, in the words Japanese and English spreadsheets use. */
+const EMAIL_HEADERS = [
+  'email',
+  'emailaddress',
+  'mail',
+  'mailaddress',
+  'eメール',
+  'eメールアドレス',
+  'メール',
+  'メールアドレス',
+  'メアド',
+  '電子メール',
+  '電子メールアドレス',
+];
+
+/** The headers a channel's recipient column may have. */
+const RECIPIENT_HEADERS: Readonly<Record<Channel, readonly string[]>> = {
+  call: PHONE_HEADERS,
+  line: LINE_USER_ID_HEADERS,
+  email: EMAIL_HEADERS,
+};
 
 const NAME_HEADERS = [
   'name',
@@ -90,9 +114,7 @@ export function mapHeader(
   const normalized = headers.map(normalizeHeader);
   const wanted = options.recipientColumn
     ? [normalizeHeader(options.recipientColumn)]
-    : channel === 'call'
-      ? PHONE_HEADERS
-      : LINE_USER_ID_HEADERS;
+    : RECIPIENT_HEADERS[channel];
   const recipient = normalized.findIndex((header) => wanted.includes(header));
   if (recipient < 0)
     return { ok: false, reason: missingRecipientReason(headers, channel, options.recipientColumn) };
@@ -130,10 +152,11 @@ function missingRecipientReason(
   const found = headers.filter((header) => header !== '');
   const listed = found.length === 0 ? 'the header row is empty' : `the header row has ${found.join(', ')}`;
   if (explicit) return `no column named "${explicit}": ${listed}`;
-  const what =
-    channel === 'call'
-      ? 'no phone number column (name it 電話番号, 携帯電話番号, TEL or phone)'
-      : 'no LINE user id column (name it userId or line_user_id)';
+  const what = {
+    call: 'no phone number column (name it 電話番号, 携帯電話番号, TEL or phone)',
+    line: 'no LINE user id column (name it userId or line_user_id)',
+    email: 'no email address column (name it メールアドレス, Eメール, email or e-mail)',
+  }[channel];
   return `${what}: ${listed}`;
 }
 

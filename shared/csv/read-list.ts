@@ -33,6 +33,7 @@ import { type Channel, type HeaderMap, mapHeader } from './headers.ts';
 import {
   type CountryCode,
   isKnownRegion,
+  normalizeEmailRecipient,
   normalizeLineUserId,
   normalizePhoneNumber,
   type RecipientCheck,
@@ -337,7 +338,8 @@ function recipientChecker(
   channel: Channel,
   defaultRegion: string | undefined,
 ): (cell: string) => RecipientCheck {
-  if (channel === 'message') return normalizeLineUserId;
+  if (channel === 'line') return normalizeLineUserId;
+  if (channel === 'email') return normalizeEmailRecipient;
   if (channel !== 'call') throw new IngestInputError(`unknown channel ${JSON.stringify(channel)}`);
   if (defaultRegion === undefined || !isKnownRegion(defaultRegion)) {
     throw new IngestInputError(

@@ -17,6 +17,7 @@
  * - Validation uses libphonenumber's full metadata (number patterns, not just lengths).
  */
 import { type CountryCode, isSupportedCountry, parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import { normalizeEmailAddress } from '#shared/email/address.ts';
 
 export type { CountryCode };
 
@@ -25,7 +26,9 @@ export type RecipientRejection =
   | 'invalid-phone'
   | 'phone-scientific-notation'
   | 'line-user-id-empty'
-  | 'invalid-line-user-id';
+  | 'invalid-line-user-id'
+  | 'email-empty'
+  | 'invalid-email';
 
 export type RecipientCheck =
   | { readonly ok: true; readonly recipient: string }
@@ -76,6 +79,15 @@ function invalidPhone(): RecipientCheck {
 const LINE_USER_ID_RE = /^U[0-9a-f]{32}$/;
 
 /** Checks a LINE user id cell: `U` followed by 32 lower-case hex digits. */
+/** An email list's cell as the address sent to (`shared/email/address.ts`), or why it is not one. */
+export function normalizeEmailRecipient(cell: string): RecipientCheck {
+  if (cell.trim() === '') return { ok: false, code: 'email-empty', reason: 'email address is empty' };
+  const checked = normalizeEmailAddress(cell);
+  return checked.ok
+    ? { ok: true, recipient: checked.address }
+    : { ok: false, code: 'invalid-email', reason: checked.reason };
+}
+
 export function normalizeLineUserId(cell: string): RecipientCheck {
   const text = cell.trim();
   if (text === '') return { ok: false, code: 'line-user-id-empty', reason: 'LINE user id is empty' };

@@ -33,7 +33,7 @@ import {
   ValidationError,
 } from './errors.ts';
 import { canTransition, type JobStatus } from './job-lifecycle.ts';
-import { type ClientSettings, endedTasks, type Job, type JobCounts } from './model.ts';
+import { type ClientSettings, endedTasks, isMessageChannel, type Job, type JobCounts } from './model.ts';
 import { findOptOuts, type OptOutsAnswer } from './opt-outs.ts';
 import type { JobChangeNotifier, JobStores, OptOutReader, OutstandingHeadReader } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
@@ -244,7 +244,7 @@ export class JobsApi {
    */
   async #stopSends(job: Job): Promise<void> {
     const brokers = this.#deps.brokers;
-    if (!brokers || job.channel !== 'message') return;
+    if (!brokers || !isMessageChannel(job.channel)) return;
     const { clientId, jobId } = job;
     let endpoint: string | undefined;
     try {

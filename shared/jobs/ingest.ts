@@ -42,7 +42,7 @@ import { ZERO_COUNTS } from './api.ts';
 import { cancelSweepStart } from './cancel.ts';
 import { type Chunk, isChunkable, packMembers, pageChunks } from './chunks.ts';
 import { SourceChangedError, ValidationError } from './errors.ts';
-import type { ClientSettings, Job, JobCounts, Task } from './model.ts';
+import { type ClientSettings, type Job, type JobCounts, type Task, taskSideOf } from './model.ts';
 import type { ContinueIngestMessage, IngestClaim, IngestState, JobStores } from './ports.ts';
 import { recipientTiming } from './recipient-timing.ts';
 import { dropJobId, type UploadedObject, uploadTarget } from './s3-events.ts';
@@ -345,7 +345,7 @@ function storesChunks(tasks: IngestJobDeps['tasks']): boolean {
 function holdsInChunks(deps: IngestJobDeps, job: Job, size: number): boolean {
   return (
     deps.multicastChunks !== false &&
-    job.channel === 'message' &&
+    job.channel === 'line' &&
     size <= (deps.maxChunkedListBytes ?? MAX_CHUNKED_LIST_BYTES) &&
     (deps.personalisedChunks !== false || isSharedMessage(job.message)) &&
     storesChunks(deps.tasks)
@@ -510,7 +510,7 @@ class IngestStepRun {
     // A message job's chunks are read whether this step chunks or not: an earlier step may have
     // (a flag or the size bound deployed between two steps), and its recipients are held all the same.
     const tasks = this.#deps.tasks;
-    if (this.#job.channel !== 'message' || !tasks.chunkedRows) return stored;
+    if (this.#job.channel !== 'line' || !tasks.chunkedRows) return stored;
     this.#chunkRows ??= await tasks.chunkedRows(this.#job.jobId);
     const out = new Map(stored);
     for (const recipient of recipients) {
@@ -580,7 +580,7 @@ class IngestStepRun {
       jobId,
       taskId: recipientTaskId(jobId, draft.recipient),
       row: draft.row,
-      channel: this.#job.channel,
+      channel: taskSideOf(this.#job.channel),
       recipient: draft.recipient,
       ...(draft.name === undefined ? {} : { name: draft.name }),
       variables: draft.variables,

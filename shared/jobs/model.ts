@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { ContactLimit } from '#shared/contact-limits/model.ts';
+import type { EmailTemplate } from '#shared/email/template.ts';
 import type { OutcomeWebhookSettings } from '#shared/outcomes/settings.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import type { HolidayCalendar, RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
@@ -28,7 +29,68 @@ import { isWaiting } from './task-lifecycle.ts';
  */
 export const DEFAULT_MAX_CALL_SECONDS = 600;
 
-export type JobChannel = 'call' | 'message';
+/**
+ * How a job reaches its recipients: an outbound `call`, a LINE push (`line`), an `email`. The API
+ * still takes `message` for `line` (the word before email), and a job stored so reads as `line`.
+ */
+export type JobChannel = 'call' | MessageChannel;
+
+/** The channels the message pipeline sends (`shared/campaign/transport.ts`). */
+export type MessageChannel = 'line' | 'email';
+
+/**
+ * The side of the broker that works a task, as its item says: `call`, or `message` for the message
+ * pipeline whatever the job's channel (LINE, email) — the job says which.
+ */
+export type TaskSide = 'call' | 'message';
+
+/** The side that works a job's tasks. */
+export function taskSideOf(channel: JobChannel): TaskSide {
+  return channel === 'call' ? 'call' : 'message';
+}
+
+export const MESSAGE_CHANNELS: readonly MessageChannel[] = ['line', 'email'];
+
+/** True for a job the message pipeline sends (LINE, email), false for calls. */
+export function isMessageChannel(channel: JobChannel | undefined): channel is MessageChannel {
+  return channel === 'line' || channel === 'email';
+}
+
+/** A stored or requested channel in today's words: `message` (before email) is `line`. */
+export function currentChannel(channel: string): JobChannel {
+  return channel === 'message' ? 'line' : (channel as JobChannel);
+}
+
+/** An email job's content: `{{column}}` placeholders in any part; HTML, text or both. */
+export type EmailContent = EmailTemplate;
+
+/** A client's email sending (Amazon SES v2): `docs/email.md`. */
+export interface EmailSettings {
+  /** The From address; its address or domain must be a verified SES identity in the region. */
+  readonly from: string;
+  /** The display name shown with it (`"Shop" <news@shop.example>`). */
+  readonly fromName?: string;
+  readonly replyTo?: readonly string[];
+  /** The SES configuration set its sends name (events, suppression); default the stack's. */
+  readonly configurationSet?: string;
+  /**
+   * What a send SES did not answer, and of which no event came, becomes: `at-most-once` (default):
+   * the task ends `in-doubt`; `at-least-once`: it is sent once more.
+   */
+  readonly delivery?: 'at-most-once' | 'at-least-once';
+}
+
+/** The content a message job's tasks carry: a LINE job's message, an email job's email. */
+export function contentOf(job: Job): MessageTemplate | EmailContent | undefined {
+  if (job.channel === 'line') return job.message;
+  if (job.channel === 'email') return job.email;
+  return undefined;
+}
+
+/** A job as stored, in today's words (a job stored with channel `message` is a `line` job). */
+export function storedJob<J extends { readonly channel?: string }>(job: J): J {
+  return job.channel === 'message' ? { ...job, channel: 'line' } : job;
+}
 
 export interface ClientSettings {
   readonly clientId: string;
@@ -43,6 +105,8 @@ export interface ClientSettings {
   readonly defaultRegion: string;
   /** The LINE channel message jobs send through. */
   readonly messageChannelId?: string;
+  /** How its email jobs are sent (Amazon SES); none: the client sends no email. */
+  readonly email?: EmailSettings;
   /** Options for jobs that do not give them (e.g. a CSV dropped in S3 without a sidecar). */
   readonly jobDefaults?: JobDefaults;
   /**
@@ -174,8 +238,10 @@ export interface Job {
   readonly source?: { readonly bucket: string; readonly key: string };
   /** The recipient column's header, when the job names it instead of relying on the aliases. */
   readonly recipientColumn?: string;
-  /** A `message` job's message (LINE message objects with `{{column}}` placeholders). */
+  /** A `line` job's message (LINE message objects with `{{column}}` placeholders). */
   readonly message?: MessageTemplate;
+  /** An `email` job's email (subject, HTML and text parts with `{{column}}` placeholders). */
+  readonly email?: EmailContent;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -200,7 +266,8 @@ export interface Task {
   readonly taskId: string;
   /** The spreadsheet row it came from. */
   readonly row: number;
-  readonly channel: JobChannel;
+  /** Which side works it: the broker's calls, or its message pipeline (a LINE or an email job's task). */
+  readonly channel: TaskSide;
   /** E.164 number for calls, LINE user id for messages. */
   readonly recipient: string;
   readonly name?: string;

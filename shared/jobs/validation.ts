@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { compileTemplate, type MessageTemplate } from '#shared/campaign/template.ts';
 import { contactLimitsSchema } from '#shared/contact-limits/model.ts';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
+import { normalizeEmailAddress } from '#shared/email/address.ts';
+import { type EmailTemplate, validateEmailTemplate } from '#shared/email/template.ts';
 import { MAX_TEXT_LENGTH, messageObjectProblems } from '#shared/line/message-objects.ts';
 import {
   type CallingHours,
@@ -21,10 +23,39 @@ const ABBREVIATION_REASON =
 import { holidayCalendarSchema, restrictedPeriodsSchema } from '#shared/pacing/restricted-periods.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
-import type { ClientSettings, Job, JobDefaults } from './model.ts';
+import { type ClientSettings, currentChannel, type Job, type JobChannel, type JobDefaults } from './model.ts';
 import { retryPolicySchema } from './retry-policy.ts';
 
-const channelSchema = z.enum(['call', 'message']);
+/** `message` is the word before email for `line`: still taken, and stored as `line` (docs/api.md). */
+const channelSchema = z
+  .enum(['call', 'line', 'email', 'message'], { error: 'must be call, line or email' })
+  .transform(currentChannel);
+
+/** An address as SES takes it in a From or Reply-To (`shared/email/address.ts`'s rules). */
+const emailAddressSchema = z.string().superRefine((value, ctx) => {
+  const checked = normalizeEmailAddress(value);
+  if (!checked.ok) ctx.addIssue({ code: 'custom', message: checked.reason });
+  else if (checked.address !== value)
+    ctx.addIssue({ code: 'custom', message: `must be written as ${checked.address}` });
+});
+
+/** A client's email sending (`EmailSettings`). */
+const emailSettingsSchema = z.strictObject({
+  from: emailAddressSchema,
+  fromName: z
+    .string()
+    .min(1)
+    .max(256)
+    .refine((name) => !/[\r\n\0"]/.test(name), 'must hold no line break and no double quote')
+    .optional(),
+  replyTo: z.array(emailAddressSchema).min(1).max(10, 'at most 10 addresses').optional(),
+  /** SES's rule for a configuration set's name. */
+  configurationSet: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or - (an SES configuration set)')
+    .optional(),
+  delivery: z.enum(['at-most-once', 'at-least-once']).optional(),
+});
 const maxAttemptsSchema = z.number().int('must be a whole number').min(1).max(10);
 const retryDelaySchema = z
   .number()
@@ -55,6 +86,8 @@ const clientSettingsSchema = z.strictObject({
   callingHours: z.record(z.string(), z.unknown()),
   defaultRegion: z.string().refine(isKnownRegion, 'must be a region code such as JP or US'),
   messageChannelId: idSchema.optional(),
+  /** How its email jobs are sent (Amazon SES). */
+  email: emailSettingsSchema.optional(),
   jobDefaults: jobDefaultsSchema.optional(),
   /** Settable here too (a GET's answer can be PUT back); `POST …/pause` and `/resume` are the usual way. */
   paused: z.boolean().optional(),
@@ -138,6 +171,7 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     callingHours: hours,
     defaultRegion: data.defaultRegion,
     ...(data.messageChannelId === undefined ? {} : { messageChannelId: data.messageChannelId }),
+    ...(data.email === undefined ? {} : { email: data.email }),
     ...(data.jobDefaults === undefined ? {} : { jobDefaults: data.jobDefaults }),
     ...(data.paused === undefined ? {} : { paused: data.paused }),
     ...(data.telephony === undefined ? {} : { telephony: data.telephony }),
@@ -167,6 +201,7 @@ export type JobOptions = Pick<
   | 'ringTimeoutSeconds'
   | 'recipientColumn'
   | 'message'
+  | 'email'
   | 'ignoreContactLimits'
 >;
 
@@ -298,6 +333,13 @@ const jobOptionsSchema = z.strictObject({
   ringTimeoutSeconds: z.number().int('must be a whole number of seconds').min(5).max(600).optional(),
   recipientColumn: z.string().min(1).max(200).optional(),
   message: messageSchema.optional(),
+  /** An email job's email: subject, HTML and / or text, with `{{column}}` placeholders. */
+  email: z
+    .unknown()
+    .superRefine((value, ctx) => {
+      for (const problem of validateEmailTemplate(value)) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .optional(),
   /** The job is not counted against, nor held by, the client's contact limits (a transactional notice). */
   ignoreContactLimits: z.boolean().optional(),
 });
@@ -325,22 +367,7 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     rawHours === undefined ? undefined : parseHours(errors, client.timeZone, rawHours, 'callingHours');
   const data = parsed.success ? parsed.data : undefined;
   const channel = data?.channel ?? client.jobDefaults?.channel ?? JOB_DEFAULTS.channel;
-  if (channel === 'message' && !client.messageChannelId) {
-    add(errors, 'channel', 'a message job needs the client to have a messageChannelId');
-  }
-  if (channel === 'message' && parsed.success && data?.message === undefined) {
-    add(errors, 'message', 'a message job needs its message (text, or { messages: [...] })');
-  }
-  if (channel === 'message' && data?.timeZoneBy === 'recipient') {
-    add(
-      errors,
-      'timeZoneBy',
-      "a message job's recipients are LINE user ids, which carry no zone: only a call job can use recipient",
-    );
-  }
-  if (channel === 'call' && data?.message !== undefined) {
-    add(errors, 'message', 'only a message job sends a message; a call job runs its scenarioId');
-  }
+  channelRules(errors, channel, client, parsed.success ? data : undefined);
   const ring = data?.ringTimeoutSeconds;
   if (
     ring !== undefined &&
@@ -372,8 +399,43 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     ...(data.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: data.ringTimeoutSeconds }),
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
+    ...(data.email === undefined ? {} : { email: data.email as EmailTemplate }),
     ...(data.ignoreContactLimits ? { ignoreContactLimits: true } : {}),
   };
+}
+
+/** What a job's channel asks of its client and its options. */
+function channelRules(
+  errors: Record<string, string[]>,
+  channel: JobChannel,
+  client: ClientSettings,
+  data: { message?: unknown; email?: unknown; timeZoneBy?: string } | undefined,
+): void {
+  if (channel === 'line' && !client.messageChannelId) {
+    add(errors, 'channel', 'a LINE job needs the client to have a messageChannelId');
+  }
+  if (channel === 'line' && data && data.message === undefined) {
+    add(errors, 'message', 'a LINE job needs its message (text, or { messages: [...] })');
+  }
+  if (channel === 'email' && !client.email) {
+    add(errors, 'channel', 'an email job needs the client to have email settings (a From address)');
+  }
+  if (channel === 'email' && data && data.email === undefined) {
+    add(errors, 'email', 'an email job needs its email ({ subject, html and / or text })');
+  }
+  if (channel !== 'call' && data?.timeZoneBy === 'recipient') {
+    add(
+      errors,
+      'timeZoneBy',
+      `a ${channel} job's recipients carry no zone: only a call job can use recipient`,
+    );
+  }
+  if (channel !== 'line' && data?.message !== undefined) {
+    add(errors, 'message', `only a LINE job sends a message; a ${channel} job does not`);
+  }
+  if (channel !== 'email' && data?.email !== undefined) {
+    add(errors, 'email', `only an email job sends an email; a ${channel} job does not`);
+  }
 }
 
 /** The job's restricted periods and holidays: its own, else the client's `jobDefaults`. */
@@ -460,7 +522,7 @@ export function jobOptionsFromQuery(
     } else if (BOOLEAN_OPTIONS.has(key) && (value === 'true' || value === 'false')) {
       out[key] = value === 'true';
     } else if (key === 'startAt' || key === 'endAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
-    else if (key === 'message' && value.trimStart().startsWith('{')) {
+    else if ((key === 'message' && value.trimStart().startsWith('{')) || key === 'email') {
       try {
         out[key] = JSON.parse(value);
       } catch {

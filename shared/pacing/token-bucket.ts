@@ -52,10 +52,15 @@ export class TokenBucket {
     this.#toleranceMs = (burst - 1) * this.intervalMs;
   }
 
-  /** Takes a token if one is available at `now`; true means the caller may start one call. */
-  tryTake(now: number): boolean {
+  /**
+   * Takes a token if one is available at `now`; true means the caller may start one call. A `cost`
+   * above 1 takes that many at once (an email to 50 recipients spends 50 of a rate counted in
+   * recipients): it goes when one token is available and holds the next start back by all of them,
+   * so the rate is kept over any window longer than one request.
+   */
+  tryTake(now: number, cost = 1): boolean {
     if (now < this.#theoreticalArrival - this.#toleranceMs) return false;
-    this.#theoreticalArrival = Math.max(this.#theoreticalArrival, now) + this.intervalMs;
+    this.#theoreticalArrival = Math.max(this.#theoreticalArrival, now) + cost * this.intervalMs;
     return true;
   }
 

@@ -15,7 +15,7 @@ import { inMemoryDuplicateFilter } from '#shared/csv/duplicates.ts';
 import { type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { ClientNotFoundError, emptyFieldErrors, ValidationError } from '#shared/jobs/errors.ts';
-import type { ClientSettings } from '#shared/jobs/model.ts';
+import type { ClientSettings, JobChannel } from '#shared/jobs/model.ts';
 import {
   entryReason,
   kindOf,
@@ -158,11 +158,14 @@ export class SuppressionsApi {
     if (Object.keys(errors).length > 0) throw new ValidationError('invalid suppression upload', errors);
     const problems: ReportEntry[] = [];
     const writer = new UploadWriter(this.#deps, clientId, query.reason);
-    // A list of phone numbers is read as a call list, one of LINE user ids as a message list.
+    // A list of phone numbers is read as a call list, one of LINE user ids as a LINE list, one of
+    // addresses as an email list: the first whose recipient column the header has.
     let result = await readUpload(bytes, 'call', client.defaultRegion, writer, problems);
-    if (result.status === 'failed' && result.failure.code === 'no-recipient-column' && writer.added === 0) {
+    for (const channel of ['line', 'email'] as const) {
+      if (result.status !== 'failed' || result.failure.code !== 'no-recipient-column' || writer.added > 0)
+        break;
       problems.length = 0;
-      result = await readUpload(bytes, 'message', client.defaultRegion, writer, problems);
+      result = await readUpload(bytes, channel, client.defaultRegion, writer, problems);
     }
     if (result.status === 'failed' && result.failure.code !== 'no-usable-rows')
       throw new ValidationError('the suppression list cannot be read', { file: [result.failure.reason] });
@@ -215,7 +218,7 @@ class UploadWriter {
 
 function readUpload(
   bytes: Uint8Array,
-  channel: 'call' | 'message',
+  channel: JobChannel,
   region: string,
   writer: UploadWriter,
   problems: ReportEntry[],

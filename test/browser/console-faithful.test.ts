@@ -158,16 +158,20 @@ describe('the console is faithful to the API', () => {
     expect(await client(full)).toEqual(before);
   });
 
-  it('shows no message box on a call job’s form, and no scenario on a LINE one', async () => {
+  it('shows no message box on a call job’s form, no scenario on a LINE one, the email’s fields only on an email one', async () => {
     await ui.open(`#/clients/${CLIENT}/jobs/new`);
     await ui.page.waitForSelector('form[aria-label="New job"]');
     const shown = (selector: string) =>
       ui.page.$eval(selector, (e) => (e as unknown as PageElement).offsetParent !== null);
     expect(await shown('#f-message')).toBe(false);
     expect(await shown('#f-scenarioId')).toBe(true);
-    await ui.page.select('#f-channel', 'message');
+    await ui.page.select('#f-channel', 'line');
     expect(await shown('#f-message')).toBe(true);
     expect(await shown('#f-scenarioId')).toBe(false);
+    expect(await shown('#f-email')).toBe(false);
+    await ui.page.select('#f-channel', 'email');
+    expect(await shown('#f-email')).toBe(true);
+    expect(await shown('#f-message')).toBe(false);
   });
 
   it('puts the focus on the new page’s heading, and on the next action after Pause, never on the body', async () => {

@@ -181,7 +181,7 @@ describe("a job's series", () => {
       summary.job.jobId,
       (answer) => total(answer, (s) => s.messagesSent) === summary.delivered,
     );
-    expect(series.channel).toBe('message');
+    expect(series.channel).toBe('line');
     expect(total(series, (s) => s.rateLimited)).toBe(5);
     expect(total(series, (s) => s.starts)).toBe(0);
     expect(series.samples.length).toBeGreaterThan(1);

@@ -103,7 +103,7 @@ export async function seedMessageJob(
     clientId,
     jobId: jobIdFor(seed.jobIdPrefix, clientId),
     name: 'campaign',
-    channel: 'message',
+    channel: 'line',
     scenarioId: 'default',
     message: seed.message,
     startAt: now - 1000,

@@ -20,21 +20,18 @@ export function newJobPage(app: App, clientId: string): Page {
     'select',
     {},
     h('option', { value: 'call' }, 'Call'),
-    h('option', { value: 'message' }, 'LINE message'),
+    h('option', { value: 'line' }, 'LINE message'),
+    h('option', { value: 'email' }, 'Email'),
   );
-  const scenario = h('input', { value: 'default' });
-  const message = h('textarea', { rows: 3, placeholder: 'Hello {{name}}, …' });
   const startAt = h('input', { type: 'datetime-local' });
   const maxAttempts = h('input', { type: 'number', min: 1, max: 10, value: '3' });
   const retryDelay = h('input', { type: 'number', min: 0, value: '600' });
   const file = h('input', { type: 'file', accept: '.csv,.tsv,.txt,text/csv' });
   const drop = dropZone(file);
-  const messageField = field('Message', 'message', message, 'Text with {{column}} placeholders');
-  const scenarioField = field('Call scenario', 'scenarioId', scenario);
+  const content = contentFields();
   const schedule = scheduleFields();
   const syncChannel = () => {
-    messageField.hidden = channel.value !== 'message';
-    scenarioField.hidden = channel.value !== 'call';
+    content.forChannel(channel.value);
     schedule.forChannel(channel.value);
   };
   channel.addEventListener('change', syncChannel);
@@ -53,17 +50,17 @@ export function newJobPage(app: App, clientId: string): Page {
       { class: 'grid' },
       field('Name', 'name', name),
       field('Channel', 'channel', channel),
-      scenarioField,
+      content.scenarioField,
       field('Start at (your time)', 'startAt', startAt, 'Empty: now'),
       field('Attempts per task', 'maxAttempts', maxAttempts),
       field('Seconds between attempts', 'retryDelaySeconds', retryDelay),
     ),
     schedule.element,
-    messageField,
+    ...content.sent,
     h(
       'div',
       { class: 'field', 'data-field': 'file' },
-      h('label', { for: 'f-file' }, 'Call or message list (CSV)'),
+      h('label', { for: 'f-file' }, 'The list (CSV)'),
       drop.element,
       file,
       h('p', { class: 'hint' }, templateLink(channel)),
@@ -90,7 +87,7 @@ export function newJobPage(app: App, clientId: string): Page {
     const options = {
       name: name.value.trim(),
       channel: channel.value,
-      ...(channel.value === 'call' ? { scenarioId: scenario.value.trim() } : { message: message.value }),
+      ...content.value(channel.value),
       ...(startAt.value ? { startAt: new Date(startAt.value).toISOString() } : {}),
       ...(maxAttempts.value ? { maxAttempts: Number(maxAttempts.value) } : {}),
       ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
@@ -161,6 +158,46 @@ function scheduleFields() {
   };
 }
 
+/** What a job sends, by channel: a call's scenario, a LINE message, an email's subject and bodies. */
+function contentFields() {
+  const scenario = h('input', { value: 'default' });
+  const message = h('textarea', { rows: 3, placeholder: 'Hello {{name}}, …' });
+  const subject = h('input', { maxlength: 998, placeholder: '{{名前}}様へのご案内' });
+  const text = h('textarea', { rows: 5, placeholder: '{{名前}}様\n…' });
+  const html = h('textarea', { rows: 5, placeholder: '<p>{{名前}}様</p>' });
+  const scenarioField = field('Call scenario', 'scenarioId', scenario);
+  const messageField = field('Message', 'message', message, 'Text with {{column}} placeholders');
+  const emailField = h(
+    'fieldset',
+    { class: 'card-section' },
+    h('legend', {}, 'Email'),
+    field('Subject', 'email', subject, 'With {{column}} placeholders'),
+    field('Text body', 'email-text', text, 'Plain text; a text body, an HTML body or both'),
+    field('HTML body', 'email-html', html, 'Values filled in here are HTML-escaped'),
+  );
+  return {
+    scenarioField,
+    /** The fields of what is sent, after the schedule. */
+    sent: [messageField, emailField],
+    forChannel(channel: string) {
+      scenarioField.hidden = channel !== 'call';
+      messageField.hidden = channel !== 'line';
+      emailField.hidden = channel !== 'email';
+    },
+    value(channel: string): Record<string, unknown> {
+      if (channel === 'call') return { scenarioId: scenario.value.trim() };
+      if (channel === 'line') return { message: message.value };
+      return {
+        email: {
+          subject: subject.value,
+          ...(text.value ? { text: text.value } : {}),
+          ...(html.value ? { html: html.value } : {}),
+        },
+      };
+    },
+  };
+}
+
 /**
  * Template lists, as the ingest reads them (`shared/csv/headers.ts`): a phone column and a name for
  * a call list, a LINE user id for a message list; every other column is a `{{variable}}`. With a
@@ -168,7 +205,8 @@ function scheduleFields() {
  */
 const TEMPLATES = {
   call: ['電話番号,名前,メモ', '090-1234-5678,山田太郎,初回のご案内', '+81 3-1234-5678,佐藤花子,'],
-  message: ['userId,名前,クーポン', 'U0123456789abcdef0123456789abcdef,山田太郎,SPRING10'],
+  line: ['userId,名前,クーポン', 'U0123456789abcdef0123456789abcdef,山田太郎,SPRING10'],
+  email: ['メールアドレス,名前,クーポン', 'taro@example.com,山田太郎,SPRING10'],
 } as const;
 
 /** "Download a template list", for the channel chosen now. */
@@ -176,7 +214,7 @@ function templateLink(channel: HTMLSelectElement): HTMLAnchorElement {
   const link = h('a', { href: '#', class: 'template-link' }, 'Download a template list (CSV)');
   link.addEventListener('click', (event) => {
     event.preventDefault();
-    const kind = channel.value === 'message' ? 'message' : 'call';
+    const kind = channel.value === 'line' || channel.value === 'email' ? channel.value : 'call';
     const blob = new Blob([`\uFEFF${TEMPLATES[kind].join('\r\n')}\r\n`], { type: 'text/csv;charset=utf-8' });
     const save = h('a', {
       href: URL.createObjectURL(blob),

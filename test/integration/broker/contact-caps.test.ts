@@ -254,7 +254,7 @@ describe('message jobs listing the same LINE users at once', () => {
     const users = Array.from({ length: 5 }, (_, i) => `U${String(i).padStart(32, 'a')}`);
     const message = {
       message: { messages: [{ type: 'text' as const, text: 'hi' }] },
-      channel: 'message' as const,
+      channel: 'line' as const,
     };
     const jobs = [await putJob(clientId, 1, users, message), await putJob(clientId, 2, users, message)];
     for (const j of jobs)

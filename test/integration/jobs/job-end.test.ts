@@ -308,7 +308,7 @@ async function messageJob(n: number, endAt: number): Promise<Job> {
     clientId,
     jobId: `01JE${clientId.toUpperCase().replace(/[^0-9A-Z]/g, '')}${'0'.repeat(26)}`.slice(0, 26),
     name: 'campaign',
-    channel: 'message',
+    channel: 'line',
     scenarioId: 'default',
     message: { messages: [{ type: 'text', text: 'Sale ends today' }] },
     startAt: now,

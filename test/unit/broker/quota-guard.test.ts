@@ -48,7 +48,7 @@ function setup(options: { quota?: MessageQuota; partial?: boolean } = {}) {
 const messageJob = (jobId: string, tasks: number, completed = 0) =>
   job({
     jobId,
-    channel: 'message',
+    channel: 'line',
     status: 'running',
     counts: { rows: tasks, rejected: 0, skipped: 0, tasks, completed, failed: 0, cancelled: 0 },
   });

@@ -227,7 +227,7 @@ const CASES: readonly FixtureCase[] = [
   {
     file: 'line-user-ids.csv',
     does: 'reads a message job list of LINE user ids',
-    options: { channel: 'message', defaultRegion: undefined },
+    options: { channel: 'line', defaultRegion: undefined },
     result: completed('utf-8', { dataRows: 6, accepted: 2, rejected: 3, skipped: 1 }),
     tasks: [
       {
@@ -429,7 +429,7 @@ const CASES: readonly FixtureCase[] = [
   {
     file: 'utf8-bom.csv',
     does: 'a message job on a phone list says it needs a LINE user id column',
-    options: { channel: 'message' },
+    options: { channel: 'line' },
     result: failed(
       'no-recipient-column',
       'no LINE user id column (name it userId or line_user_id): the header row has Phone Number, Name, Plan',

@@ -22,7 +22,7 @@ describe('mapHeader', () => {
   it.each(['userId', 'user_id', 'line_user_id', 'LINE User ID', 'ＬＩＮＥユーザーＩＤ'])(
     'finds the LINE user id column named %j for a message job',
     (header) => {
-      expect(mapHeader(['name', header], 'message')).toMatchObject({
+      expect(mapHeader(['name', header], 'line')).toMatchObject({
         ok: true,
         map: { recipient: 1, name: 0 },
       });
@@ -76,7 +76,7 @@ describe('mapHeader', () => {
       reason:
         'no phone number column (name it 電話番号, 携帯電話番号, TEL or phone): the header row has 氏名, 住所',
     });
-    expect(mapHeader([''], 'message')).toEqual({
+    expect(mapHeader([''], 'line')).toEqual({
       ok: false,
       reason: 'no LINE user id column (name it userId or line_user_id): the header row is empty',
     });

@@ -1,5 +1,5 @@
 /** Builders for the job manager's tests: clients, jobs and tasks with sensible defaults. */
-import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, type Task, taskSideOf } from '#shared/jobs/model.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 
 /** Monday 5 January 2026, 03:00 UTC: 12:00 in Tokyo, 22:00 on Sunday in New York. */
@@ -59,7 +59,7 @@ export function task(of: Job, overrides: Partial<Task> = {}): Task {
     jobId: of.jobId,
     taskId: `task-${seq}`,
     row: seq,
-    channel: of.channel,
+    channel: taskSideOf(of.channel),
     recipient: '+81312345678',
     variables: {},
     state: 'pending',

@@ -404,7 +404,7 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
     clientId: 'acme',
     jobId: JOB_ID,
     name: 'campaign',
-    channel: 'message',
+    channel: 'line',
     scenarioId: 'default',
     message: { messages: [{ type: 'text', text: 'hello' }] },
     startAt: NOW - 30 * MINUTE,

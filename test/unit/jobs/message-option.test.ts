@@ -31,7 +31,8 @@ describe('a message job’s message', () => {
       client,
       NOW,
     );
-    expect(options.channel).toBe('message');
+    // `message`, the word before email, is taken for `line`.
+    expect(options.channel).toBe('line');
     expect(options.message).toEqual({
       messages: [{ type: 'text', text: 'Hello {{name}}, 20% off until Friday' }],
     });
@@ -62,16 +63,16 @@ describe('a message job’s message', () => {
 
   it('is required for a message job', () => {
     expect(fieldErrors({ name: 'x', channel: 'message' })).toEqual({
-      message: ['a message job needs its message (text, or { messages: [...] })'],
+      message: ['a LINE job needs its message (text, or { messages: [...] })'],
     });
   });
 
   it('is refused on a call job, which runs its scenario instead', () => {
     expect(fieldErrors({ name: 'x', message: 'Hello' })).toEqual({
-      message: ['only a message job sends a message; a call job runs its scenarioId'],
+      message: ['only a LINE job sends a message; a call job does not'],
     });
     expect(fieldErrors({ name: 'x', channel: 'call', message: 'Hello' })).toEqual({
-      message: ['only a message job sends a message; a call job runs its scenarioId'],
+      message: ['only a LINE job sends a message; a call job does not'],
     });
   });
 

@@ -77,7 +77,7 @@ async function world(options: { channel?: JobChannel; status?: JobStatus } = {})
     clientId: 'acme',
     jobId: JOB_ID,
     name: 'november offer',
-    channel: options.channel ?? 'message',
+    channel: options.channel ?? 'line',
     scenarioId: 'default',
     startAt: NOW - 60_000,
     maxAttempts: 3,

@@ -92,7 +92,7 @@ describe('the list: a timezone / タイムゾーン column', () => {
 
   it('a message list keeps a timezone column as a variable', async () => {
     const csv = 'userId,timezone\nU0123456789abcdef0123456789abcdef,Nowhere\n';
-    const run = await ingestBytes(Buffer.from(csv), { channel: 'message' });
+    const run = await ingestBytes(Buffer.from(csv), { channel: 'line' });
     expect(run.tasks.map((t) => t.variables)).toEqual([{ timezone: 'Nowhere' }]);
   });
 });
@@ -164,9 +164,7 @@ describe('calling hours and restricted periods in the recipient zone', () => {
         ),
       ),
     ).toEqual({
-      timeZoneBy: [
-        "a message job's recipients are LINE user ids, which carry no zone: only a call job can use recipient",
-      ],
+      timeZoneBy: ["a line job's recipients carry no zone: only a call job can use recipient"],
     });
   });
 });

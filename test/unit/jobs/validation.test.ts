@@ -149,7 +149,7 @@ describe('job options', () => {
   it('needs a message channel on the client for a message job', () => {
     const job = { name: 'x', channel: 'message', message: 'Hello' };
     expect(fieldErrorsOf(() => parseJobOptions(job, client, NOW))).toEqual({
-      channel: ['a message job needs the client to have a messageChannelId'],
+      channel: ['a LINE job needs the client to have a messageChannelId'],
     });
   });
 

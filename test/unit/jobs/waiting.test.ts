@@ -72,7 +72,7 @@ describe('what a job waits for (issue 13 #8)', () => {
       message: expect.stringContaining('limit of 3'),
     });
     expect(
-      jobWaitingFor({ job: job({ channel: 'message' }), client: client(), now: NOW, callsInFlight: 3 }),
+      jobWaitingFor({ job: job({ channel: 'line' }), client: client(), now: NOW, callsInFlight: 3 }),
     ).toBeUndefined();
   });
 

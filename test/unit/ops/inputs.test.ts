@@ -234,7 +234,7 @@ describe('job options from the command line', () => {
 
   it('refuses what cannot be sent', () => {
     expect(() => jobOptionsBody({ csv: 'a.csv', channel: 'sms' })).toThrow(
-      '--channel must be call or message, got "sms"',
+      '--channel must be call, line or email, got "sms"',
     );
     expect(() => jobOptionsBody({ csv: 'a.csv', message: 'a', 'message-file': 'b' })).toThrow(
       'give the message once: --message or --message-file',
