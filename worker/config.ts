@@ -10,6 +10,7 @@ import type { TelephonyProvidersConfig } from '#shared/adapters/telephony-provid
 import { TWILIO_LOOKUP_SETTLE_MS } from '#shared/adapters/twilio-telephony.ts';
 import { type BrokerSettings, DEFAULT_BROKER_SETTINGS } from '#shared/broker/broker.ts';
 import { DEFAULT_JOB_SERIES_SETTINGS, type JobSeriesSettings } from '#shared/broker/job-series.ts';
+import { DEFAULT_EMAIL_SETTINGS, type EmailServeSettings } from '#shared/broker/serve-email.ts';
 import { DEFAULT_MESSAGE_SETTINGS, type MessageServeSettings } from '#shared/broker/serve-messages.ts';
 import { ConfigError, getNumberFromEnv, getOptionalStringFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { DEFAULT_LINE_API_URL } from '#shared/line/messaging-client.ts';
@@ -29,6 +30,14 @@ export interface BrokerConfig {
   readonly telephony: Pick<TelephonyProvidersConfig, 'http' | 'twilio'>;
   /** The Messaging API: LINE's unless set (the local stand-in). */
   readonly lineApiUrl: string;
+  /**
+   * Email jobs through SES, when the deployment has a configuration set (`SES_CONFIGURATION_SET`):
+   * its name, this broker's share of the account's sending rate (`SES_RATE_SHARE`, default 1), and
+   * how email is served.
+   */
+  readonly email:
+    | { readonly configurationSet: string; readonly rateShare: number; readonly settings: EmailServeSettings }
+    | undefined;
   /** Where message claims are recorded (`BROKER_CLAIM_RECORDS`: `page`, the default, or `task`). */
   readonly claimRecords: 'page' | 'task';
   /** The ECS agent (`ECS_AGENT_URI`); absent outside ECS: protection is then a logged no-op. */
@@ -101,12 +110,31 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
     },
     telephony: readTelephony(callbackUrl, env),
     lineApiUrl: optional('LINE_API_URL') ?? DEFAULT_LINE_API_URL,
+    email: readEmail(env),
     claimRecords: claimRecordsOf(optional('BROKER_CLAIM_RECORDS')),
     ecsAgentUri: optional('ECS_AGENT_URI'),
     ecsMetadataUri: optional('ECS_CONTAINER_METADATA_URI_V4'),
     httpHost: optional('BROKER_HTTP_HOST') ?? '127.0.0.1',
     httpPort: getNumberFromEnv('BROKER_HTTP_PORT', 0, env),
     advertiseUrl: optional('BROKER_ADVERTISE_URL'),
+  };
+}
+
+const EMAIL_VARIABLES = {
+  emailConcurrency: 'EMAIL_CONCURRENCY',
+  inDoubtWaitMs: 'EMAIL_IN_DOUBT_WAIT_MS',
+} as const satisfies NumberVariables<EmailServeSettings>;
+
+function readEmail(env: NodeJS.ProcessEnv): BrokerConfig['email'] {
+  const configurationSet = getOptionalStringFromEnv('SES_CONFIGURATION_SET', env);
+  if (configurationSet === undefined) return undefined;
+  const rateShare = getNumberFromEnv('SES_RATE_SHARE', 1, env);
+  if (!(rateShare > 0 && rateShare <= 1))
+    throw new ConfigError(`SES_RATE_SHARE must be in (0, 1], got ${rateShare}`);
+  return {
+    configurationSet,
+    rateShare,
+    settings: withNumbersFromEnv(DEFAULT_EMAIL_SETTINGS, EMAIL_VARIABLES, env),
   };
 }
 

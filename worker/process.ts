@@ -4,6 +4,7 @@
  * one {@link BrokerConfig} (`readBrokerConfig`). `main.ts` runs it as a process; tests may run it
  * in-process.
  */
+import type { SESv2Client } from '@aws-sdk/client-sesv2';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
@@ -25,6 +26,7 @@ import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import { advertisedEndpoint } from './advertise.ts';
 import type { BrokerConfig } from './config.ts';
+import { emailSide } from './email-side.ts';
 import { BrokerFigures } from './figures.ts';
 import { startNudgeServer } from './http.ts';
 import { messageSide } from './message-side.ts';
@@ -68,6 +70,8 @@ export async function startBrokerProcess(
   deps: Partial<ProcessPorts> & {
     /** The LINE transport (default {@link makeHttpSend}); the bench passes its baseline. */
     makeSend?: (options: HttpSendOptions) => HttpSend;
+    /** The SES client of email jobs (default one from the environment, no retries: `makeSesClient`). */
+    ses?: SESv2Client;
   } = {},
 ): Promise<RunningBroker> {
   const ports: ProcessPorts = {
@@ -87,8 +91,10 @@ export async function startBrokerProcess(
   const messages = config.channelsTable
     ? messageSide(config, config.channelsTable, ports, deps.makeSend ?? makeHttpSend)
     : undefined;
+  const email = messages ? emailSide(config, ports, deps.ses) : undefined;
   broker = new Broker({
     ...(messages ? { messages } : {}),
+    ...(email ? { email } : {}),
     ...callSide(config, ports, endpoint),
     protection: taskProtection(config, ports, figures),
     metrics: figures.metrics,

@@ -10,6 +10,7 @@ import { ConnectClient, type ConnectClientConfig } from '@aws-sdk/client-connect
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { ECSClient, type ECSClientConfig } from '@aws-sdk/client-ecs';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { SESv2Client, type SESv2ClientConfig } from '@aws-sdk/client-sesv2';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
@@ -79,6 +80,14 @@ export function makeSqsClient(config: SQSClientConfig = {}): SQSClient {
  */
 export function makeConnectClient(config: ConnectClientConfig = {}): ConnectClient {
   return withPlugins(new ConnectClient({ maxAttempts: 1, ...config }));
+}
+
+/**
+ * Amazon SES v2 with the SDK's retries off (`maxAttempts: 1`): SES takes no idempotency key, so a
+ * retry of an unanswered send may send twice; the pipeline decides (`ses-transport.ts`).
+ */
+export function makeSesClient(config: SESv2ClientConfig = {}): SESv2Client {
+  return withPlugins(new SESv2Client({ maxAttempts: 1, ...config }));
 }
 
 export function makeEcsClient(config: ECSClientConfig = {}): ECSClient {

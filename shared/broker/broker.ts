@@ -14,6 +14,9 @@
 
 import type { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
 import type { SendPort } from '#shared/campaign/ports.ts';
+import type { MessageTransport } from '#shared/campaign/transport.ts';
+import type { EmailTemplate } from '#shared/email/template.ts';
+import type { ClientSettings } from '#shared/jobs/model.ts';
 import { heartbeatInterval, LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
@@ -22,6 +25,7 @@ import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import type { BrokerMetrics, ClientMetrics } from './broker-metrics.ts';
 import type { BrokerTaskStore, CallEnded, CallLinkStore, FleetWorkReader } from './ports.ts';
 import { ClientServer, DEFAULT_SERVE_SETTINGS, type ServeEnd, type ServeSettings } from './serve-client.ts';
+import { EmailServer, type EmailServeSettings } from './serve-email.ts';
 import { MessageServer, type MessageServeSettings, type MessageTaskStore } from './serve-messages.ts';
 
 export interface BrokerSettings extends ServeSettings {
@@ -65,10 +69,26 @@ export interface BrokerDeps {
     /** Reads a channel's monthly quota, for the quota metric (refused as `sendFor` is). */
     readonly readQuota?: (channelId: string, clientId: string) => Promise<MessageQuota>;
   };
+  /** Email jobs (with `messages`, whose store holds their tasks): SES per client. Without it, none are sent. */
+  readonly email?: EmailSide;
   /** What the broker publishes to CloudWatch; nothing without it. */
   readonly metrics?: BrokerMetrics;
   /** Picks the order to try clients in; shuffled by default so brokers spread over clients. */
   readonly order?: (clients: readonly string[]) => string[];
+}
+
+/** The broker's email side: a client's SES transport, and how email is served. */
+export interface EmailSide {
+  readonly transportFor: (client: ClientSettings) => Promise<MessageTransport<EmailTemplate>>;
+  readonly settings: EmailServeSettings;
+}
+
+/** A message server of a served client (LINE's, email's). */
+interface SendingServer {
+  readonly clientId: string;
+  serve(): Promise<ServeEnd>;
+  stop(): void;
+  jobChanged(jobId: string): Promise<void>;
 }
 
 export type StopReason = 'sigterm' | 'drain';
@@ -104,8 +124,10 @@ export class Broker {
   /** Orphaned clients this broker has just adopted: not taken again until then (the list is a minute old). */
   readonly #adoptedNotBefore = new Map<string, number>();
   #server: ClientServer | undefined;
-  #messages: MessageServer | undefined;
-  #sending = 0;
+  /** The client's message servers while it is served: LINE's and email's, each when the client has it. */
+  #messages: readonly SendingServer[] = [];
+  /** Message servers sending now. */
+  readonly #sendingNow = new Set<SendingServer>();
   #stopReason: StopReason | undefined;
   #wakeIdle: (() => void) | undefined;
   #stopped: Promise<void> | undefined;
@@ -137,7 +159,7 @@ export class Broker {
     this.#stopReason = reason;
     this.#deps.logger.info('broker stopping', { reason, inFlight: this.inFlight });
     this.#server?.stop();
-    this.#messages?.stop();
+    for (const server of this.#messages) server.stop();
     if (reason === 'sigterm') this.#onSigterm?.();
     this.#wakeIdle?.();
   }
@@ -149,7 +171,7 @@ export class Broker {
 
   /** A job of the served client changed (pause / cancel): its sends stop at once. */
   async jobChanged(clientId: string, jobId: string): Promise<void> {
-    if (this.#messages?.clientId === clientId) await this.#messages.jobChanged(jobId);
+    for (const server of this.#messages) if (server.clientId === clientId) await server.jobChanged(jobId);
   }
 
   /** Runs until stopped or drained, then releases protection. Never rejects. */
@@ -252,7 +274,7 @@ export class Broker {
       timers,
       logger,
       settings,
-      onInFlightChange: (n) => this.#deps.protection.update(n + this.#sending),
+      onInFlightChange: (n) => this.#deps.protection.update(n + this.#sendingNow.size),
       adoptOnly,
       ...(metrics ? { metrics } : {}),
     });
@@ -261,13 +283,13 @@ export class Broker {
     const drainCheck = this.#watchForDrain();
     let graceTimer: TimerHandle | undefined;
     try {
-      const messages = adoptOnly ? undefined : await this.#messageServer(keeper, metrics);
+      const messages = adoptOnly ? [] : await this.#messageServers(keeper, metrics);
       this.#messages = messages;
       // A stop that came while the client was read.
-      if (this.#stopReason) messages?.stop();
-      const served = messages
-        ? Promise.all([server.serve(), messages.serve()]).then(([calls, sent]) => bothEnded(calls, sent))
-        : server.serve();
+      if (this.#stopReason) for (const m of messages) m.stop();
+      const served = Promise.all([server.serve(), ...messages.map((m) => m.serve())]).then(
+        ([calls, ...sent]) => sent.reduce(bothEnded, calls!),
+      );
       const end = await Promise.race([
         served,
         new Promise<'grace-over'>((resolve) => {
@@ -304,20 +326,66 @@ export class Broker {
       if (graceTimer !== undefined) timers.clearTimeout(graceTimer);
       drainCheck();
       this.#server = undefined;
-      this.#messages = undefined;
+      this.#messages = [];
+      this.#sendingNow.clear();
       await keeper.release();
       stopCountingLosses();
       this.#deps.metrics?.released(keeper.clientId);
     }
   }
 
-  /** The message side of serving the client, when the broker sends messages and the client has a channel. */
-  async #messageServer(keeper: LeaseKeeper, metrics?: ClientMetrics): Promise<MessageServer | undefined> {
-    const { messages, tasks, clock, timers, logger, protection } = this.#deps;
-    if (!messages) return undefined;
+  /**
+   * The message side of serving the client, when the broker sends messages: LINE's when the client
+   * has a channel, email's when it has email settings and the broker has SES.
+   */
+  async #messageServers(keeper: LeaseKeeper, metrics?: ClientMetrics): Promise<SendingServer[]> {
+    const { messages, tasks } = this.#deps;
+    if (!messages) return [];
     const client = await tasks.getClient(keeper.clientId);
-    if (!client?.messageChannelId) return undefined;
-    return new MessageServer({
+    if (!client) return [];
+    const servers: SendingServer[] = [];
+    if (client.messageChannelId) servers.push(this.#lineServer(keeper, client, messages, metrics));
+    if (client.email && this.#deps.email) servers.push(this.#emailServer(keeper, client, this.#deps.email));
+    return servers;
+  }
+
+  /** Counts a message server as sending (task protection) while it says so. */
+  #activity(server: () => SendingServer): (active: 0 | 1) => void {
+    return (active) => {
+      if (active) this.#sendingNow.add(server());
+      else this.#sendingNow.delete(server());
+      this.#deps.protection.update(this.inFlight + this.#sendingNow.size);
+    };
+  }
+
+  #emailServer(keeper: LeaseKeeper, client: ClientSettings, email: EmailSide): EmailServer {
+    const { messages, tasks, clock, timers, logger } = this.#deps;
+    const server: EmailServer = new EmailServer({
+      store: messages!.store,
+      transportFor: (current) => email.transportFor(current),
+      keeper,
+      client,
+      readClient: () => tasks.getClient(keeper.clientId),
+      clock,
+      timers,
+      logger,
+      settings: email.settings,
+      onActiveChange: this.#activity(() => server),
+      onProgress: (progress) => {
+        for (const p of progress) logger.info('email job progress', { clientId: keeper.clientId, ...p });
+      },
+    });
+    return server;
+  }
+
+  #lineServer(
+    keeper: LeaseKeeper,
+    client: ClientSettings,
+    messages: NonNullable<BrokerDeps['messages']>,
+    metrics?: ClientMetrics,
+  ): MessageServer {
+    const { tasks, clock, timers, logger } = this.#deps;
+    const server: MessageServer = new MessageServer({
       store: messages.store,
       sendFor: (channelId) => messages.sendFor(channelId, keeper.clientId),
       keeper,
@@ -327,10 +395,7 @@ export class Broker {
       timers,
       logger,
       settings: messages.settings,
-      onActiveChange: (active) => {
-        this.#sending = active;
-        protection.update(this.inFlight + active);
-      },
+      onActiveChange: this.#activity(() => server),
       // What was written per job, at most once a second: the campaign's progress in the logs.
       onProgress: (progress) => {
         for (const p of progress) logger.info('message job progress', { clientId: keeper.clientId, ...p });
@@ -340,6 +405,7 @@ export class Broker {
         ? { readQuota: (channelId: string) => messages.readQuota!(channelId, keeper.clientId) }
         : {}),
     });
+    return server;
   }
 
   /** While serving, reads the work list on every lease heartbeat for a drain request. */

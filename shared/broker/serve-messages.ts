@@ -319,7 +319,7 @@ export class MessageServer {
         owner: keeper.owner,
         token: () => (this.#lost ? undefined : keeper.currentToken()),
       },
-      (job) => this.#maySend(job) && (this.#quota?.admits(job) ?? true),
+      (job) => job.channel === 'line' && this.#maySend(job) && (this.#quota?.admits(job) ?? true),
     );
     const abort = new AbortController();
     this.#current = abort;
@@ -402,38 +402,78 @@ export class MessageServer {
 
   /** Polls the jobs being sent; one that is no longer running stops the round. */
   #watchJobs(jobs: () => readonly string[], abort: AbortController): () => void {
-    const { store, timers, settings, logger } = this.#deps;
-    let handle: TimerHandle | undefined;
-    let done = false;
-    const tick = async () => {
-      try {
+    return watchSendingJobs({
+      clientId: this.clientId,
+      store: this.#deps.store,
+      timers: this.#deps.timers,
+      everyMs: this.#deps.settings.jobCheckMs,
+      logger: this.#deps.logger,
+      jobs,
+      abort,
+      beforeEach: async () => {
         await this.#client.fresh();
         if (this.#quota) void this.#checkQuota(this.#quota, abort);
-        for (const jobId of jobs()) {
-          const job = await store.getJob(this.clientId, jobId);
-          const maySend = job !== undefined && this.#maySend(job);
-          if (job?.status !== 'running' || !maySend) {
-            if (job?.status !== 'running') this.#quota?.release(jobId);
-            logger.info('job no longer sending; stopping its sends', {
-              clientId: this.clientId,
-              jobId,
-              status: job?.status,
-              clientPaused: this.#client.current.paused === true,
-              maySend,
-            });
-            abort.abort();
-            return;
-          }
-        }
-      } catch (error) {
-        logger.warn('job status not read', { clientId: this.clientId, error });
-      }
-      if (!done) handle = timers.setTimeout(() => void tick(), settings.jobCheckMs);
-    };
-    handle = timers.setTimeout(() => void tick(), settings.jobCheckMs);
-    return () => {
-      done = true;
-      if (handle !== undefined) timers.clearTimeout(handle);
-    };
+      },
+      maySend: (job) => this.#maySend(job),
+      clientPaused: () => this.#client.current.paused === true,
+      onEnded: (jobId) => this.#quota?.release(jobId),
+    });
   }
+}
+
+export interface SendingJobsWatch {
+  readonly clientId: string;
+  readonly store: Pick<MessageTaskStore, 'getJob'>;
+  readonly timers: Timers;
+  readonly everyMs: number;
+  readonly logger: Logger;
+  /** The jobs being sent now. */
+  readonly jobs: () => readonly string[];
+  /** Aborted when one of them may no longer be sent. */
+  readonly abort: AbortController;
+  /** Before each look (the client's settings read again, a quota check). */
+  readonly beforeEach?: () => Promise<void>;
+  readonly maySend: (job: Job) => boolean;
+  readonly clientPaused: () => boolean;
+  /** A job that left `running`. */
+  readonly onEnded?: (jobId: string) => void;
+}
+
+/**
+ * Polls the jobs a message round is sending (every `everyMs`): one that is no longer running, or
+ * may not be sent now (the client paused, outside its hours), stops the round. Returns the stop.
+ */
+export function watchSendingJobs(watch: SendingJobsWatch): () => void {
+  const { store, timers, logger, clientId } = watch;
+  let handle: TimerHandle | undefined;
+  let done = false;
+  const tick = async () => {
+    try {
+      await watch.beforeEach?.();
+      for (const jobId of watch.jobs()) {
+        const job = await store.getJob(clientId, jobId);
+        const maySend = job !== undefined && watch.maySend(job);
+        if (job?.status !== 'running' || !maySend) {
+          if (job?.status !== 'running') watch.onEnded?.(jobId);
+          logger.info('job no longer sending; stopping its sends', {
+            clientId,
+            jobId,
+            status: job?.status,
+            clientPaused: watch.clientPaused(),
+            maySend,
+          });
+          watch.abort.abort();
+          return;
+        }
+      }
+    } catch (error) {
+      logger.warn('job status not read', { clientId, error });
+    }
+    if (!done) handle = timers.setTimeout(() => void tick(), watch.everyMs);
+  };
+  handle = timers.setTimeout(() => void tick(), watch.everyMs);
+  return () => {
+    done = true;
+    if (handle !== undefined) timers.clearTimeout(handle);
+  };
 }

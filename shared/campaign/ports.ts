@@ -47,6 +47,11 @@ export interface ClaimedTask<T extends object = MessageTemplate> {
    */
   readonly maybeSent?: boolean;
   /**
+   * The channel's own event said this attempt went out (SES's SEND event, recorded on the task by
+   * `lambdas/email-events`): a task in doubt is settled by it, never sent again.
+   */
+  readonly sentConfirmed?: boolean;
+  /**
    * The multicast this attempt was recorded in by {@link BatchLedger.record} (a resumed claim).
    * The source must return every still-unsettled member of a recorded batch in the same page:
    * they are resent together, under the recorded key.

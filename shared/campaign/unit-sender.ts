@@ -127,8 +127,11 @@ export class UnitSender<T extends object> {
    * `in-doubt`. What is left of the unit to send (undefined: nothing).
    */
   #withoutDoubtful(unit: SendUnit<T>): SendUnit<T> | undefined {
-    const doubtful = unit.tasks.filter((t) => t.maybeSent === true);
-    if (doubtful.length === 0) return unit;
+    const confirmed = unit.tasks.filter((t) => t.maybeSent === true && t.sentConfirmed === true);
+    if (confirmed.length > 0)
+      this.#run.settleUnit(unit, { kind: 'delivered', lastResult: this.#options.transport.acceptedAs }, confirmed);
+    const doubtful = unit.tasks.filter((t) => t.maybeSent === true && t.sentConfirmed !== true);
+    if (confirmed.length === 0 && doubtful.length === 0) return unit;
     const now = this.#options.clock.now();
     const waiting = doubtful.filter((t) => now < t.attemptStartedAt + this.#options.inDoubtWaitMs);
     const over = doubtful.filter((t) => !waiting.includes(t));

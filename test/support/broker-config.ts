@@ -40,6 +40,7 @@ export function testBrokerConfig(
       twilio: { callbackUrl: 'http://127.0.0.1:9/providers/twilio/calls/status' },
     },
     lineApiUrl: 'http://127.0.0.1:9',
+    email: undefined,
     claimRecords: 'page',
     ecsAgentUri: undefined,
     ecsMetadataUri: undefined,

@@ -1,0 +1,221 @@
+/**
+ * Serving a client's `email` jobs under its lease: the message pipeline (`shared/campaign/
+ * pipeline.ts`) over the email tasks the lease holder claims, sending through the client's SES
+ * transport (`shared/adapters/ses-transport.ts`), beside its calls and its LINE jobs.
+ *
+ * Main course, as for LINE (`serve-messages.ts`): a session on the store (claims fenced by the
+ * lease, only the client's running email jobs inside their hours) → the pipeline until the tasks run
+ * dry → again while any is ready. A job that stops `running` stops the round; losing the lease or
+ * {@link EmailServer.stop} stops it the same way. What SES says of the account:
+ * - the daily quota is used up → the round's running email jobs are paused, with SES's reason;
+ * - sending is paused or the account suspended → every email job of the client waits
+ *   (`heldBackoffMs`), logged as an error.
+ */
+import { type PipelineTotals, runMessagePipeline } from '#shared/campaign/pipeline.ts';
+import type { JobProgress, TaskSource } from '#shared/campaign/ports.ts';
+import type { MessageTransport } from '#shared/campaign/transport.ts';
+import type { EmailTemplate } from '#shared/email/template.ts';
+import type { ClientSettings, Job } from '#shared/jobs/model.ts';
+import { mayStartNow } from '#shared/jobs/waiting.ts';
+import type { LeaseKeeper } from '#shared/lease/lease.ts';
+import type { Logger } from '#shared/log.ts';
+import type { Clock, Timers } from '#shared/pacing/clock.ts';
+import { HeldClientSettings } from './client-settings.ts';
+import type { ServeEnd } from './serve-client.ts';
+import type { MessageTaskStore } from './serve-messages.ts';
+import { watchSendingJobs } from './serve-messages.ts';
+
+export interface EmailServeSettings {
+  /** Senders (requests in flight). Default 16: SES answers in tens of ms, a bulk send is 50 recipients. */
+  readonly emailConcurrency: number;
+  /** Claimed tasks held ahead of the senders. Default 1,000. */
+  readonly emailQueueCapacity: number;
+  /** How long an email SES did not answer waits for its SEND event before it ends in doubt, ms. */
+  readonly inDoubtWaitMs: number;
+  /** After SES held every send (paused, suspended), try again after this long, ms. Default 15 min. */
+  readonly heldBackoffMs: number;
+  /** How often the jobs being sent are checked for pause / cancel, ms. Default 250. */
+  readonly jobCheckMs: number;
+  /** How long the client's settings are trusted while sending, ms. Default 5,000. */
+  readonly clientCheckMs: number;
+}
+
+export const DEFAULT_EMAIL_SETTINGS: EmailServeSettings = {
+  emailConcurrency: 16,
+  emailQueueCapacity: 1_000,
+  inDoubtWaitMs: 10 * 60_000,
+  heldBackoffMs: 15 * 60_000,
+  jobCheckMs: 250,
+  clientCheckMs: 5_000,
+};
+
+export interface EmailServerDeps {
+  readonly store: MessageTaskStore;
+  /** The client's SES transport (its From, configuration set; the account's rate). */
+  readonly transportFor: (client: ClientSettings) => Promise<MessageTransport<EmailTemplate>>;
+  readonly keeper: LeaseKeeper;
+  readonly client: ClientSettings;
+  readonly readClient?: () => Promise<ClientSettings | undefined>;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly logger: Logger;
+  readonly settings: EmailServeSettings;
+  /** Told when sending starts (1) and ends (0): task protection. Must not throw. */
+  readonly onActiveChange?: (active: 0 | 1) => void;
+  readonly onProgress?: (progress: readonly JobProgress[]) => void;
+}
+
+/** Serves one client's email jobs while its lease is held; make one per lease. */
+export class EmailServer {
+  readonly clientId: string;
+  readonly #deps: EmailServerDeps;
+  readonly #client: HeldClientSettings;
+  #stopping = false;
+  #lost = false;
+  #current: AbortController | undefined;
+  #sessionJobs: (() => readonly string[]) | undefined;
+
+  constructor(deps: EmailServerDeps) {
+    this.#deps = deps;
+    this.clientId = deps.keeper.clientId;
+    this.#client = new HeldClientSettings(
+      {
+        read: deps.readClient ?? (() => Promise.resolve(deps.client)),
+        clock: deps.clock,
+        logger: deps.logger,
+        maxAgeMs: deps.settings.clientCheckMs,
+      },
+      deps.client,
+    );
+  }
+
+  stop(): void {
+    this.#stopping = true;
+    this.#current?.abort();
+  }
+
+  /** A job of this client changed (pause, cancel): if it is being sent and no longer running, stop. */
+  async jobChanged(jobId: string): Promise<void> {
+    if (!this.#sessionJobs?.().includes(jobId)) return;
+    const job = await this.#deps.store.getJob(this.clientId, jobId);
+    if (job?.status !== 'running') this.#current?.abort();
+  }
+
+  async serve(): Promise<ServeEnd> {
+    const { keeper, clock, settings } = this.#deps;
+    const unsubscribe = keeper.onLost(() => {
+      this.#lost = true;
+      this.#current?.abort();
+    });
+    try {
+      while (!this.#stopping && !this.#lost) {
+        const transport = await this.#transport();
+        if (!transport) return { kind: 'no-work', nextReadyAt: clock.now() + settings.heldBackoffMs };
+        const totals = await this.#round(transport);
+        if (this.#lost) return { kind: 'lost' };
+        if (this.#stopping) return { kind: 'stopped' };
+        if (totals.stoppedBy === 'daily-quota') {
+          await this.#pauseRound(totals.stopDetail ?? "SES's daily sending quota is used up");
+          continue;
+        }
+        if (totals.stoppedBy === 'held') {
+          this.#deps.logger.error('SES holds every send of the account; email jobs wait', {
+            clientId: this.clientId,
+            reason: totals.stopDetail,
+          });
+          return { kind: 'no-work', nextReadyAt: clock.now() + settings.heldBackoffMs };
+        }
+        if (totals.stoppedBy === 'drained' && totals.claimed === 0) break;
+      }
+      if (this.#lost) return { kind: 'lost' };
+      return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: undefined };
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  /** The client's transport, or undefined (logged) when it has no email settings or SES cannot be read. */
+  async #transport(): Promise<MessageTransport<EmailTemplate> | undefined> {
+    const client = this.#client.current;
+    if (!client.email) return undefined;
+    try {
+      return await this.#deps.transportFor(client);
+    } catch (error) {
+      this.#deps.logger.error("the client's email jobs are not served: SES cannot be used", {
+        clientId: this.clientId,
+        error,
+      });
+      return undefined;
+    }
+  }
+
+  /** Pauses the round's running email jobs with SES's reason (the daily quota). */
+  async #pauseRound(reason: string): Promise<void> {
+    const { store, logger } = this.#deps;
+    for (const jobId of this.#sessionJobs?.() ?? []) {
+      try {
+        if (await store.pauseJob(this.clientId, jobId, reason))
+          logger.warn('email job paused', { clientId: this.clientId, jobId, reason });
+      } catch (error) {
+        logger.error('email job not paused', { clientId: this.clientId, jobId, reason, error });
+      }
+    }
+  }
+
+  async #round(transport: MessageTransport<EmailTemplate>): Promise<PipelineTotals> {
+    const { store, keeper, clock, timers, logger, settings } = this.#deps;
+    const session = store.session(
+      {
+        clientId: this.clientId,
+        owner: keeper.owner,
+        token: () => (this.#lost ? undefined : keeper.currentToken()),
+      },
+      (job) => job.channel === 'email' && this.#maySend(job),
+    );
+    const abort = new AbortController();
+    this.#current = abort;
+    this.#sessionJobs = () => session.jobs();
+    const stopWatch = watchSendingJobs({
+      clientId: this.clientId,
+      store,
+      timers,
+      everyMs: settings.jobCheckMs,
+      logger,
+      jobs: session.jobs,
+      abort,
+      beforeEach: async () => void (await this.#client.fresh()),
+      maySend: (job) => this.#maySend(job),
+      clientPaused: () => this.#client.current.paused === true,
+    });
+    this.#deps.onActiveChange?.(1);
+    try {
+      const totals = await runMessagePipeline<EmailTemplate>({
+        // The session claims from email jobs only, whose tasks carry the job's email.
+        source: session.source as TaskSource<object> as TaskSource<EmailTemplate>,
+        report: session.report,
+        batches: session.batches,
+        transport,
+        concurrency: settings.emailConcurrency,
+        queueCapacity: settings.emailQueueCapacity,
+        inDoubtWaitMs: settings.inDoubtWaitMs,
+        clock,
+        timers,
+        signal: abort.signal,
+        log: logger,
+        ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
+      });
+      if (session.fenced()) this.#lost = true;
+      if (totals.claimed > 0) logger.info('email round done', { clientId: this.clientId, ...totals });
+      return totals;
+    } finally {
+      stopWatch();
+      this.#current = undefined;
+      this.#deps.onActiveChange?.(0);
+    }
+  }
+
+  /** Email goes out only while the client is not paused, inside the job's (or the client's) hours. */
+  #maySend(job: Job): boolean {
+    return mayStartNow(this.#client.current, job, this.#deps.clock.now());
+  }
+}

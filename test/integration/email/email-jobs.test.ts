@@ -1,0 +1,242 @@
+/**
+ * Email jobs end to end in a broker: the email tasks a client's lease holder claims go out through
+ * the SES v2 stand-in (the real `SESv2Client`), by bulk sends of up to 50 with each recipient's own
+ * data and tags, paced at the account's rate; SES's answers decide each task, and an unanswered
+ * send is never repeated (the task waits for its SEND event, then ends in doubt).
+ */
+import { SESv2Client } from '@aws-sdk/client-sesv2';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createTable } from '#local/cloud.ts';
+import { LOCAL_SES, type SesEmulator, startSesEmulator } from '#local/ses-emulator.ts';
+import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DEFAULT_EMAIL_SETTINGS } from '#shared/broker/serve-email.ts';
+import type { EmailTemplate } from '#shared/email/template.ts';
+import { fleetWorkItem } from '#shared/fleet/work-list.ts';
+import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import { silentLogger } from '#shared/log.ts';
+import { tableSpec } from '#shared/resources.ts';
+import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
+import { testBrokerConfig } from '../../support/broker-config.ts';
+import { testCloud } from '../../support/cloud.ts';
+import { ALWAYS_OPEN, jobIdFor, writeRunningJob } from '../../support/seed-jobs.ts';
+import { readTasks } from '../../support/task-table.ts';
+import { eventually } from '../../support/wait.ts';
+
+const cloud = testCloud();
+const stage = `eml${process.pid}${Math.random().toString(36).slice(2, 6)}`.slice(0, 20);
+let controlTable: string;
+let tasksTable: string;
+let channelsTable: string;
+let ses: SesEmulator;
+const running: RunningBroker[] = [];
+
+const EMAIL: EmailTemplate = {
+  subject: '{{name}}様へのご案内',
+  text: 'こんにちは {{name}} さん。クーポン: {{coupon}}',
+  html: '<p>こんにちは {{name}} さん</p><p>{{coupon}}</p>',
+};
+
+beforeAll(async () => {
+  [controlTable, tasksTable, channelsTable] = await Promise.all([
+    createTable(cloud.ddb, stage, tableSpec('control')),
+    createTable(cloud.ddb, stage, tableSpec('tasks')),
+    createTable(cloud.ddb, stage, tableSpec('channels')),
+  ]);
+  ses = await startSesEmulator({ account: { maxSendRate: 400, max24HourSend: 1_000_000 } });
+});
+
+afterEach(async () => {
+  const left = running.splice(0);
+  for (const b of left) b.stop('sigterm');
+  await Promise.all(left.map((b) => b.done));
+  ses.faults.reset();
+  ses.account.set({ maxSendRate: 400, max24HourSend: 1_000_000, sendingEnabled: true });
+});
+
+afterAll(async () => {
+  await ses?.close();
+});
+
+async function startBroker(inDoubtWaitMs = 60_000): Promise<RunningBroker> {
+  const config = testBrokerConfig(
+    { controlTable, tasksTable },
+    { broker: { callbackUrl: 'http://127.0.0.1:9/status' }, channelsTable, lineApiUrl: 'http://127.0.0.1:9' },
+  );
+  const client = new SESv2Client({
+    region: LOCAL_SES.region,
+    endpoint: ses.url,
+    credentials: { accessKeyId: LOCAL_SES.accessKeyId, secretAccessKey: LOCAL_SES.secretAccessKey },
+    maxAttempts: 1,
+  });
+  const b = await startBrokerProcess(
+    {
+      ...config,
+      email: {
+        configurationSet: LOCAL_SES.configurationSet,
+        rateShare: 1,
+        settings: { ...DEFAULT_EMAIL_SETTINGS, inDoubtWaitMs },
+      },
+    },
+    { doc: cloud.doc, logger: silentLogger, ses: client },
+  );
+  running.push(b);
+  return b;
+}
+
+async function putWork(clients: string[]) {
+  await cloud.doc.send(
+    new PutCommand({
+      TableName: controlTable,
+      Item: fleetWorkItem({ clients, desiredVersion: 'v1', updatedAt: Date.now() }),
+    }),
+  );
+}
+
+/** The mailbox simulator's success address, labelled; or an ordinary address (the simulator's do not count against the daily quota). */
+const addressOf = (clientId: string, i: number, simulator = true) =>
+  simulator ? `success+${clientId}-${i}@simulator.amazonses.com` : `${clientId}-${i}@customers.example.org`;
+
+/** A client with email settings and a running email job of `n` recipients, as ingest writes them. */
+async function seed(clientId: string, n: number, simulator = true): Promise<Job> {
+  const now = Date.now();
+  const client: ClientSettings = {
+    clientId,
+    maxConcurrentCalls: 1,
+    callsPerSecond: 1,
+    timeZone: 'Asia/Tokyo',
+    callingHours: ALWAYS_OPEN,
+    defaultRegion: 'JP',
+    email: { from: LOCAL_SES.from, fromName: 'ショップ' },
+    updatedAt: now,
+  };
+  const job: Job = {
+    clientId,
+    jobId: jobIdFor('E', clientId),
+    name: 'newsletter',
+    channel: 'email',
+    scenarioId: 'default',
+    email: EMAIL,
+    startAt: now - 1000,
+    maxAttempts: 1,
+    retryDelaySeconds: 0,
+    status: 'running',
+    counts: { rows: n, rejected: 0, skipped: 0, tasks: n, completed: 0, failed: 0, cancelled: 0 },
+    createdAt: now,
+    updatedAt: now,
+  };
+  const tasks = Array.from(
+    { length: n },
+    (_, i): Task => ({
+      clientId,
+      jobId: job.jobId,
+      taskId: `t${String(i).padStart(5, '0')}`,
+      row: i + 2,
+      channel: 'message',
+      recipient: addressOf(clientId, i, simulator),
+      variables: { name: `顧客${i} <b>`, coupon: `C${i}` },
+      state: 'pending',
+      attempts: 0,
+      readyAt: now - 1000,
+      updatedAt: now,
+    }),
+  );
+  await writeRunningJob(cloud.doc, { controlTable, tasksTable }, client, job, tasks);
+  return job;
+}
+
+const jobOf = (job: Job) => makeDynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId);
+const tasksOf = (job: Job) => readTasks(cloud.doc, tasksTable, job.jobId);
+const sentTo = (clientId: string) =>
+  ses
+    .sent()
+    .filter((e) => e.tags['sb-client'] === clientId)
+    .flatMap((e) => e.to);
+
+async function allFinal(job: Job) {
+  return eventually(
+    async () => {
+      const tasks = await tasksOf(job);
+      return tasks.every((t) => ['completed', 'failed', 'cancelled'].includes(t.state)) ? tasks : undefined;
+    },
+    'every task to end',
+    { timeoutMs: 120_000 },
+  );
+}
+
+describe('email jobs in a broker', { timeout: 180_000 }, () => {
+  it('sends each recipient one email, 50 to a bulk send, with their own data, tags and an escaped HTML part', async () => {
+    const clientId = `em${Math.random().toString(36).slice(2, 6)}`;
+    const n = 230;
+    const job = await seed(clientId, n);
+    await startBroker();
+    await putWork([clientId]);
+    const tasks = await allFinal(job);
+    expect(tasks.every((t) => t.state === 'completed' && t.lastResult === 'accepted')).toBe(true);
+    const to = sentTo(clientId);
+    expect(to).toHaveLength(n);
+    expect(new Set(to).size).toBe(n);
+    const mine = ses.sent().filter((e) => e.tags['sb-client'] === clientId);
+    expect(mine.every((e) => e.operation === 'SendBulkEmail')).toBe(true);
+    const seventh = mine.find((e) => e.to[0] === addressOf(clientId, 7))!;
+    expect(seventh.subject).toBe('顧客7 <b>様へのご案内');
+    expect(seventh.text).toBe('こんにちは 顧客7 <b> さん。クーポン: C7');
+    expect(seventh.html).toBe('<p>こんにちは 顧客7 &lt;b&gt; さん</p><p>C7</p>');
+    expect(seventh.tags).toMatchObject({ 'sb-job': job.jobId, 'sb-task': 't00007', 'sb-attempt': '1' });
+    expect(seventh.fromAddress).toBe(LOCAL_SES.from);
+    expect(seventh.configurationSet).toBe(LOCAL_SES.configurationSet);
+    expect((await jobOf(job))?.counts.completed).toBe(n);
+  });
+
+  it('never sends an unanswered request again: those tasks wait for their SEND event, then end in doubt', async () => {
+    const clientId = `ed${Math.random().toString(36).slice(2, 6)}`;
+    const n = 120;
+    const job = await seed(clientId, n);
+    ses.faults.force('answer-lost', 1);
+    await startBroker(1_000);
+    await putWork([clientId]);
+    const tasks = await allFinal(job);
+    const to = sentTo(clientId);
+    // Every address once: the lost answer's bulk send went out, and was not repeated.
+    expect(new Set(to).size).toBe(to.length);
+    expect(to).toHaveLength(n);
+    const inDoubt = tasks.filter((t) => t.lastResult === 'in-doubt');
+    expect(inDoubt.length).toBeGreaterThan(0);
+    expect(inDoubt.length).toBeLessThanOrEqual(50);
+    expect(
+      inDoubt.every((t) => t.state === 'failed' && /may or may not have been sent/.test(t.reason ?? '')),
+    ).toBe(true);
+    expect(tasks.filter((t) => t.state === 'completed')).toHaveLength(n - inDoubt.length);
+  });
+
+  it('throttled destinations wait and go again; a 5xx before sending is retried; nothing twice', async () => {
+    const clientId = `et${Math.random().toString(36).slice(2, 6)}`;
+    const n = 150;
+    const job = await seed(clientId, n);
+    ses.faults.force('throttled', 2);
+    ses.faults.force('service-unavailable', 1);
+    await startBroker(1_000);
+    await putWork([clientId]);
+    const tasks = await allFinal(job);
+    const to = sentTo(clientId);
+    expect(new Set(to).size).toBe(to.length);
+    // A 503 is in doubt too (SES may have sent): those end in doubt unless their event came; none twice.
+    expect(tasks.filter((t) => t.state === 'completed').length).toBeGreaterThanOrEqual(n - 50);
+  });
+
+  it('pauses the job with SES’s reason when the daily quota is used up', async () => {
+    const clientId = `eq${Math.random().toString(36).slice(2, 6)}`;
+    const job = await seed(clientId, 80, false);
+    ses.account.set({ max24HourSend: ses.account.snapshot().sentLast24Hours + 30 });
+    await startBroker();
+    await putWork([clientId]);
+    const paused = await eventually(async () => {
+      const stored = await jobOf(job);
+      return stored?.status === 'paused' ? stored : undefined;
+    }, 'the job to pause');
+    expect(paused.pausedReason).toMatch(/daily/i);
+    const to = sentTo(clientId);
+    expect(new Set(to).size).toBe(to.length);
+    expect(to.length).toBeLessThanOrEqual(30);
+  });
+});
