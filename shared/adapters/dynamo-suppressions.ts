@@ -26,6 +26,10 @@ import {
 import type { SuppressionStore } from '#shared/suppressions/ports.ts';
 import { type SmallPartitionOptions, SmallPartitions } from './small-partitions.ts';
 
+/** The automatic sources as expression values (`:auto0`, …), and their names in an `IN (…)`. */
+const automaticValues = Object.fromEntries(AUTOMATIC_SOURCES.map((source, i) => [`:auto${i}`, source]));
+const AUTOMATIC_VALUES = Object.keys(automaticValues).join(', ');
+
 /** BatchGetItem calls of one lookup in flight at once. */
 const READS_AT_ONCE = 5;
 /** Entries written at once by {@link DynamoSuppressionStore.add}. */
@@ -84,16 +88,16 @@ export class DynamoSuppressionStore implements SuppressionStore {
           TableName: this.#tableName,
           Key: suppressionKeys.entry(clientId, entry.recipient),
           UpdateExpression: 'SET #source = :source, reason = :reason, addedAt = :addedAt',
-          // An automatic entry never replaces an operator's (AUTOMATIC_SOURCES).
+          // An automatic entry replaces only another automatic one (AUTOMATIC_SOURCES), never an operator's.
           ...(automatic
-            ? { ConditionExpression: 'attribute_not_exists(pk) OR #source IN (:line, :call)' }
+            ? { ConditionExpression: `attribute_not_exists(pk) OR #source IN (${AUTOMATIC_VALUES})` }
             : {}),
           ExpressionAttributeNames: { '#source': 'source' },
           ExpressionAttributeValues: {
             ':source': entry.source,
             ':reason': entry.reason,
             ':addedAt': entry.addedAt,
-            ...(automatic ? { ':line': 'line-unfollow', ':call': 'call-outcome' } : {}),
+            ...(automatic ? automaticValues : {}),
           },
         }),
       );

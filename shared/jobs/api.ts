@@ -543,6 +543,7 @@ export class JobsApi {
     const chunks = jobReportCsv(
       this.#deps.validationReports.entries(clientId, jobId),
       tasksInShardOrder((shard) => this.#deps.tasks.shard(jobId, shard)),
+      found,
     )[Symbol.asyncIterator]();
     const head: Uint8Array[] = [];
     let size = 0;

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { ContactLimit } from '#shared/contact-limits/model.ts';
+import type { EmailDeliveryState } from '#shared/email/ses-events.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
 import type { OutcomeWebhookSettings } from '#shared/outcomes/settings.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
@@ -279,6 +280,11 @@ export interface Task {
   readonly readyAt: number;
   /** busy, no-answer, answered, delivered, … */
   readonly lastResult?: string;
+  /**
+   * An email task's delivery state as SES's events last moved it (`shared/email/email-outcomes.ts`;
+   * the report's `email` column). Absent before any event.
+   */
+  readonly emailState?: EmailDeliveryState;
   readonly reason?: string;
   readonly callId?: string;
   /** Epoch ms the current attempt started (set when it goes in flight). */

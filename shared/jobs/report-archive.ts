@@ -120,7 +120,7 @@ export class ReportArchiver {
     const key = reportArchiveKey(clientId, jobId);
     await this.#deps.files.write(
       key,
-      jobReportCsv(this.#deps.validationReports.entries(clientId, jobId), counted),
+      jobReportCsv(this.#deps.validationReports.entries(clientId, jobId), counted, job),
       'text/csv; charset=utf-8',
     );
     if (open > 0 && attempt < ARCHIVE_MAX_ATTEMPTS) {

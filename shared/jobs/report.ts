@@ -7,10 +7,15 @@
  * mean holding a million rows in memory to sort them). The `row` column sorts it in a spreadsheet.
  * Cells are made safe from formula injection by {@link reportCell}: that also keeps E.164 numbers
  * as text (`'+81…`), which Excel would otherwise turn into a number without its `+`.
+ *
+ * An email job's report has one more column, `email`: the email's delivery state as SES's events
+ * last moved it (`sent`, `delivered`, `bounced`, `complained`, …; `shared/email/ses-events.ts`), as a
+ * task `completed` means SES accepted the email, not that it was delivered. Call and LINE reports
+ * keep their columns.
  */
 import { type ReportEntry, reportCell } from '#shared/csv/report.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import type { Task } from './model.ts';
+import type { JobChannel, Task } from './model.ts';
 
 export const JOB_REPORT_HEADER = [
   'row',
@@ -23,6 +28,9 @@ export const JOB_REPORT_HEADER = [
   'value',
 ] as const;
 
+/** The column an email job's report adds after {@link JOB_REPORT_HEADER}. */
+export const EMAIL_REPORT_COLUMN = 'email';
+
 function line(cells: readonly (string | number | undefined)[]): string {
   return `${cells.map(reportCell).join(',')}\r\n`;
 }
@@ -34,12 +42,18 @@ export async function* tasksInShardOrder(
   for (let i = 0; i < TASK_SHARDS; i++) yield* shard(i);
 }
 
-/** The report as UTF-8 CSV with a BOM (for Excel), streamed in chunks of about 32 KB. */
+/**
+ * The report as UTF-8 CSV with a BOM (for Excel), streamed in chunks of about 32 KB; `job.channel`
+ * `email` adds the {@link EMAIL_REPORT_COLUMN}.
+ */
 export async function* jobReportCsv(
   entries: AsyncIterable<ReportEntry>,
   tasks: AsyncIterable<Task>,
+  job: { readonly channel?: JobChannel } = {},
 ): AsyncGenerator<Uint8Array, void, undefined> {
-  let pending = `\ufeff${line(JOB_REPORT_HEADER)}`;
+  const email = job.channel === 'email';
+  const header: readonly string[] = email ? [...JOB_REPORT_HEADER, EMAIL_REPORT_COLUMN] : JOB_REPORT_HEADER;
+  let pending = `\ufeff${line(header)}`;
   const flush = function* () {
     if (pending.length >= 32 * 1024) {
       yield Buffer.from(pending, 'utf8');
@@ -56,6 +70,7 @@ export async function* jobReportCsv(
       entry.reason,
       entry.column,
       entry.value,
+      ...(email ? [undefined] : []),
     ]);
     yield* flush();
   }
@@ -69,6 +84,7 @@ export async function* jobReportCsv(
       task.reason,
       undefined,
       undefined,
+      ...(email ? [task.emailState] : []),
     ]);
     yield* flush();
   }

@@ -1,0 +1,25 @@
+/** Wires the SES email-event target to the real AWS clients; configuration is read once. */
+import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { DynamoEmailOutcomeStore } from '#shared/adapters/dynamo-email-outcomes.ts';
+import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
+import { getStringFromEnv } from '#shared/config.ts';
+import { makeRecordEmailEvent } from '#shared/email/email-outcomes.ts';
+import { makeEmailEventsHandler } from './handler.ts';
+
+const { log, observe } = lambdaObservability('email-events');
+
+const controlTable = getStringFromEnv('CONTROL_TABLE');
+const tasksTable = getStringFromEnv('TASKS_TABLE');
+
+const doc = makeDocumentClient(makeDynamoClient({ maxAttempts: 3 }));
+
+export const handler = observe(
+  makeEmailEventsHandler({
+    record: makeRecordEmailEvent({
+      outcomes: new DynamoEmailOutcomeStore(doc, tasksTable),
+      suppressions: makeDynamoSuppressionStore(doc, controlTable),
+    }),
+    log,
+  }),
+);
