@@ -15,7 +15,8 @@ export type FunctionId =
   | 'jobs-api'
   | 'channels-api'
   | 'ingest'
-  | 'console';
+  | 'console'
+  | 'unsubscribe';
 
 export interface FunctionSpec {
   readonly id: FunctionId | OutcomeFunctionId;
@@ -106,6 +107,14 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     entry: 'lambdas/console/main.ts',
     // Static files from memory: the page, its scripts and its font.
     timeoutSeconds: 5,
+    memoryMb: 256,
+  },
+  unsubscribe: {
+    id: 'unsubscribe',
+    entry: 'lambdas/unsubscribe/main.ts',
+    // An email's one-click link: a token checked in memory and one UpdateItem (the key is read at
+    // cold start, from Secrets Manager).
+    timeoutSeconds: 10,
     memoryMb: 256,
   },
 };

@@ -5,7 +5,13 @@
 import type { ClientRole } from '#shared/operators/tenancy.ts';
 
 /** Lambdas that sit behind the HTTP API. */
-export type HttpFunctionId = 'webhook-receiver' | 'jobs-api' | 'channels-api' | 'call-status' | 'console';
+export type HttpFunctionId =
+  | 'webhook-receiver'
+  | 'jobs-api'
+  | 'channels-api'
+  | 'call-status'
+  | 'console'
+  | 'unsubscribe';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -90,9 +96,20 @@ export const consoleRoutes: readonly RouteSpec[] = [
   ),
 ];
 
+/**
+ * An email's one-click unsubscribe link (RFC 8058; `docs/email.md`): public, as a mail client's POST
+ * carries no credential; the signed token in the path is the authority. GET shows a confirm page
+ * and changes nothing (mail scanners follow links); POST suppresses the address.
+ */
+export const UNSUBSCRIBE_PATH = '/unsubscribe/{token}';
+/** The unsubscribe links' base URL path: a link is the API's URL, this, `/` and the token. */
+export const UNSUBSCRIBE_BASE_PATH = UNSUBSCRIBE_PATH.slice(0, -'/{token}'.length);
+
 export const routes: readonly RouteSpec[] = [
   { method: 'POST', path: '/webhooks/line/{channelId}', functionId: 'webhook-receiver', auth: 'none' },
   { method: 'POST', path: '/providers/{provider}/calls/status', functionId: 'call-status', auth: 'none' },
+  { method: 'GET', path: UNSUBSCRIBE_PATH, functionId: 'unsubscribe', auth: 'none' },
+  { method: 'POST', path: UNSUBSCRIBE_PATH, functionId: 'unsubscribe', auth: 'none' },
   ...operatorRoutes,
   ...consoleRoutes,
 ];

@@ -60,6 +60,8 @@ const PUBLIC_ROUTE_REASONS: Partial<Record<HttpFunctionId, string>> = {
     "called by LINE's webhook delivery, which cannot sign with SigV4 or present a token; every request is authenticated in the handler by the x-line-signature HMAC-SHA256 of the raw body under the channel secret, and rejected with 401 before anything is stored.",
   console:
     "the console's page, script, stylesheet and font: static files that hold no data, loaded before anyone signs in; every read or change of data is a /console/api route behind the JWT authorizer.",
+  unsubscribe:
+    "an email's one-click unsubscribe link (RFC 8058): the recipient's mail provider POSTs to it, and the recipient opens it in a browser, neither with any credential (RFC 8058 §3.1: the URI itself must identify the recipient); every request is authenticated in the handler by the token in the path (HMAC-SHA256 under the keys in Secrets Manager), and a token that does not verify is refused with 404 before anything is written; GET never writes.",
   'call-status':
     'called by the telephony provider, which cannot sign with SigV4; every callback is authenticated in the handler by its X-Switchboard-Signature (HMAC-SHA256 over timestamp and raw body, 5-minute replay window) and rejected with 401 before anything is changed.',
 };

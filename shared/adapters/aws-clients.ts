@@ -10,6 +10,7 @@ import { ConnectClient, type ConnectClientConfig } from '@aws-sdk/client-connect
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { ECSClient, type ECSClientConfig } from '@aws-sdk/client-ecs';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { SecretsManagerClient, type SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
 import { SESv2Client, type SESv2ClientConfig } from '@aws-sdk/client-sesv2';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -92,6 +93,10 @@ export function makeSesClient(config: SESv2ClientConfig = {}): SESv2Client {
 
 export function makeEcsClient(config: ECSClientConfig = {}): ECSClient {
   return withPlugins(new ECSClient(config));
+}
+
+export function makeSecretsManagerClient(config: SecretsManagerClientConfig = {}): SecretsManagerClient {
+  return withPlugins(new SecretsManagerClient(config));
 }
 
 /** S3 with path-style addressing when `AWS_S3_FORCE_PATH_STYLE=true` (emulators on 127.0.0.1). */

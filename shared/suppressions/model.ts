@@ -1,8 +1,8 @@
 /**
  * A client's suppression (do-not-call) list: the recipients none of its jobs may contact, whatever
  * the list uploaded says. An entry is a phone number (E.164, normalised with the call lists' rules
- * in the client's `defaultRegion`) or a LINE user id, with where it came from (`source`), why
- * (`reason`) and when (`addedAt`).
+ * in the client's `defaultRegion`), a LINE user id or an email address (`shared/email/address.ts`),
+ * with where it came from (`source`), why (`reason`) and when (`addedAt`).
  *
  * The list is checked where a contact starts, not only at upload: a call's start transaction holds
  * a ConditionCheck that the recipient's entry does not exist (`shared/adapters/dynamo-call-tasks.ts`,
@@ -13,21 +13,23 @@
 import { normalizeLineUserId, normalizePhoneNumber } from '#shared/csv/recipients.ts';
 
 /** Where an entry came from. */
-export const SUPPRESSION_SOURCES = ['api', 'csv', 'line-unfollow', 'call-outcome'] as const;
+export const SUPPRESSION_SOURCES = ['api', 'csv', 'line-unfollow', 'call-outcome', 'unsubscribe'] as const;
 export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
 
 /**
  * Sources that write entries on their own (an unfollow, a call's outcome): such an entry never
  * replaces an operator's (`api`, `csv`), so that a later follow, which takes back its unfollow's
- * entry, cannot take an operator's with it.
+ * entry, cannot take an operator's with it. `unsubscribe` is not one of them: it is the recipient's
+ * own request (an email's one-click link), recorded over whatever entry was there, so that an
+ * operator who later removes their own entry cannot silently take the recipient's wish with it.
  */
 export const AUTOMATIC_SOURCES: readonly SuppressionSource[] = ['line-unfollow', 'call-outcome'];
 
 /** What kind of recipient an entry names. */
-export type SuppressionKind = 'phone' | 'line';
+export type SuppressionKind = 'phone' | 'line' | 'email';
 
 export interface SuppressionEntry {
-  /** E.164 for a phone number, the LINE user id as is. */
+  /** E.164 for a phone number, the LINE user id as is, an email address normalised. */
   readonly recipient: string;
   readonly kind: SuppressionKind;
   readonly source: SuppressionSource;
@@ -57,6 +59,7 @@ export const DEFAULT_SUPPRESSION_REASON: Readonly<Record<SuppressionSource, stri
   csv: 'uploaded in a suppression list',
   'line-unfollow': 'the recipient unfollowed the LINE channel',
   'call-outcome': 'the recipient asked not to be called again',
+  unsubscribe: "the recipient used the email's one-click unsubscribe link",
 };
 
 /** Where an entry lives in the control table: one partition per client, one item per recipient. */
@@ -85,9 +88,10 @@ export function readSuppressionRecipient(input: string, region: string): Suppres
   };
 }
 
-/** The kind of a stored recipient (E.164 starts with `+`). */
+/** The kind of a stored recipient (E.164 starts with `+`; a LINE user id has no `@`). */
 export function kindOf(recipient: string): SuppressionKind {
-  return recipient.startsWith('+') ? 'phone' : 'line';
+  if (recipient.startsWith('+')) return 'phone';
+  return recipient.includes('@') ? 'email' : 'line';
 }
 
 /** A reason as stored: trimmed, at most {@link SUPPRESSION_REASON_MAX} characters, or the source's default. */
