@@ -1,11 +1,14 @@
 /** The Switchboard stack: one stack, a construct per capability. */
 import { Lazy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { UNSUBSCRIBE_BASE_PATH } from '#shared/routes.ts';
 import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';
 import { BrokerFleet } from './constructs/broker-fleet.ts';
 import { CallStatus } from './constructs/call-status.ts';
 import { ConnectEvents } from './constructs/connect-events.ts';
 import { OperatorConsole } from './constructs/console.ts';
+import { EmailEvents } from './constructs/email-events.ts';
+import { EmailUnsubscribe } from './constructs/email-unsubscribe.ts';
 import { SwitchboardHttpApi } from './constructs/http-api.ts';
 import { Jobs } from './constructs/jobs.ts';
 import { Operations } from './constructs/operations.ts';
@@ -30,6 +33,10 @@ export class SwitchboardStack extends Stack {
   readonly operations: Operations;
   readonly console: OperatorConsole;
   readonly outcomeWebhooks: OutcomeWebhooks;
+  /** One-click unsubscribe: the links' signing keys and the function behind their route. */
+  readonly emailUnsubscribe: EmailUnsubscribe;
+  /** SES's configuration set for email jobs, and its events into the tasks and suppression lists. */
+  readonly emailEvents: EmailEvents;
 
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
@@ -69,6 +76,12 @@ export class SwitchboardStack extends Stack {
       retain,
       alarmTopic: this.webhooks.alarmTopic,
     });
+    this.emailEvents = new EmailEvents(this, 'EmailEvents', {
+      stage,
+      stateful: this.stateful,
+      retain,
+      alarmTopic: this.webhooks.alarmTopic,
+    });
     this.callStatus = new CallStatus(this, 'CallStatus', {
       stateful: this.stateful,
       fleet: this.fleet,
@@ -87,6 +100,16 @@ export class SwitchboardStack extends Stack {
           })
         : undefined;
     this.console = new OperatorConsole(this, 'Console', { stage, retain });
+    this.emailUnsubscribe = new EmailUnsubscribe(this, 'EmailUnsubscribe', {
+      stage,
+      stateful: this.stateful,
+      retain,
+      baseUrl: apiUrl.lazy(UNSUBSCRIBE_BASE_PATH),
+    });
+    this.fleet.sendEmail({
+      configurationSetName: this.emailEvents.configurationSetName,
+      unsubscribe: this.emailUnsubscribe,
+    });
     this.api = new SwitchboardHttpApi(this, 'Api', {
       stage,
       handlers: {
@@ -95,6 +118,7 @@ export class SwitchboardStack extends Stack {
         'channels-api': this.webhooks.channelsApi,
         'call-status': this.callStatus.handler,
         console: this.console.files,
+        unsubscribe: this.emailUnsubscribe.handler,
       },
       jwtAuthorizer: this.console.jwtAuthorizer,
       alarmTopic: this.webhooks.alarmTopic,

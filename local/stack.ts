@@ -19,6 +19,7 @@ import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
 import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
 import { CLOCK_OFFSET_ENV } from '#shared/config.ts';
+import { emailConfigurationSetName } from '#shared/email/event-destination.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';
 import { ADMINS_GROUP, clientGroup } from '#shared/operators/tenancy.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
@@ -32,6 +33,7 @@ import { type CognitoEmulator, type PoolUser, startCognitoEmulator } from './cog
 import { type EventBridgeEvent, startConnectEmulator } from './connect-emulator.ts';
 import { startEcsAgent } from './ecs-agent.ts';
 import { type LocalFleet, startLocalFleet } from './ecs-service.ts';
+import { type LocalEmail, startLocalEmail } from './email-wiring.ts';
 import { makeLocalJobManager } from './job-manager.ts';
 import { type JobsLocal, startJobsLocal } from './jobs-wiring.ts';
 import { type Handler, invokeHandler } from './lambda.ts';
@@ -40,6 +42,7 @@ import { isMetricRecord } from './metric-records.ts';
 import { makeOperatorClient, type OperatorRequest } from './operator-client.ts';
 import { LOCAL_OUTCOME_ENV, type LocalOutcomeWebhooks, startLocalOutcomeWebhooks } from './outcome-wiring.ts';
 import { startScheduler } from './scheduler.ts';
+import type { SesEmulator } from './ses-emulator.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
 import {
   type Range,
@@ -50,6 +53,7 @@ import {
   type TelephonySandbox,
 } from './telephony-sandbox.ts';
 import { startTwilioEmulator } from './twilio-emulator.ts';
+import { LocalUnsubscribeLinks, localUnsubscribeEnv, unsubscribeHttpFunction } from './unsubscribe-wiring.ts';
 
 /** The demo channel `npm start` creates, wired to the LINE sandbox. */
 export const DEMO_CHANNEL = {
@@ -176,6 +180,8 @@ export interface LocalStack {
   readonly connect: TelephonyEmulator;
   /** The Twilio emulator (clients with `telephony: { provider: 'twilio', … }` and a stored auth token). */
   readonly twilio: TelephonyEmulator;
+  /** The SES v2 stand-in; its configuration set's events reach email-events (`./email-wiring.ts`). */
+  readonly ses: SesEmulator;
   readonly jobs: JobsLocal;
   /** The broker service stand-in (when started with `fleet: true`). */
   readonly fleet: LocalFleet | undefined;
@@ -185,6 +191,8 @@ export interface LocalStack {
   readonly cognito: CognitoEmulator;
   /** The console's address. */
   readonly consoleUrl: string;
+  /** Email unsubscribe links: their base URL (`{api}/unsubscribe`) and `link(…)`, signed as brokers sign. */
+  readonly unsubscribe: LocalUnsubscribeLinks;
   /** The stack's clock: the system's, shifted when it was started at another time (`startAt`). */
   readonly clock: Clock;
   /** The webhook URL of a channel on the local HTTP API. */
@@ -305,6 +313,8 @@ class LocalStackStarter {
   readonly #log: (line: string) => void;
   readonly #cloud: LocalCloud;
   readonly #stoppers: (() => Promise<void>)[];
+  /** The SES stand-in and its events' wiring, once started (the brokers send email through it). */
+  #email: LocalEmail | undefined;
   readonly #clockOffsetMs: number;
 
   constructor(deps: LocalStackStarterDeps) {
@@ -328,6 +338,13 @@ class LocalStackStarter {
     const processor = await this.#startProcessor();
     const outcomes = await startLocalOutcomeWebhooks({ cloud: this.#cloud, log: this.#log });
     this.#stoppers.push(() => outcomes.stop());
+    const email = await startLocalEmail({
+      cloud: this.#cloud,
+      log: this.#log,
+      ses: { clock: { now: () => Date.now() + this.#clockOffsetMs } },
+    });
+    this.#stoppers.push(() => email.stop());
+    this.#email = email;
     const fleet = this.#options.fleet ? await this.#startFleet(providers, api, admin.doc) : undefined;
     const { line, connect, twilio, telephony } = providers;
     return {
@@ -339,6 +356,7 @@ class LocalStackStarter {
       telephony,
       connect,
       twilio,
+      ses: email.ses,
       jobs,
       fleet,
       operator: makeOperatorClient({
@@ -348,6 +366,7 @@ class LocalStackStarter {
       }),
       cognito,
       consoleUrl: `${api.url}/console`,
+      unsubscribe: new LocalUnsubscribeLinks(api.url, { now: () => Date.now() + this.#clockOffsetMs }),
       clock: { now: () => Date.now() + this.#clockOffsetMs },
       webhookUrl: (channelId) => `${api.url}/webhooks/line/${encodeURIComponent(channelId)}`,
       putChannel: admin.putChannel,
@@ -411,6 +430,7 @@ class LocalStackStarter {
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
       POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
       ...LOCAL_OUTCOME_ENV,
+      ...localUnsubscribeEnv(),
     });
   }
 
@@ -486,6 +506,7 @@ class LocalStackStarter {
         'call-status': await httpFunction('call-status'),
         console: await httpFunction('console'),
         'channels-api': await httpFunction('channels-api'),
+        unsubscribe: await unsubscribeHttpFunction(),
         ...jobs.httpFunctions,
       },
       port: this.#options.port ?? 0,
@@ -596,6 +617,14 @@ class LocalStackStarter {
       TWILIO_API_URL: providers.twilio.url,
       TWILIO_CALLBACK_URL: `${api.url}${TWILIO_STATUS_PATH}`,
       LINE_API_URL: providers.line.url,
+      ...localUnsubscribeEnv(api.url),
+      // Email jobs through the SES stand-in, under the stage's configuration set (its events reach email-events).
+      ...(this.#email
+        ? {
+            AWS_ENDPOINT_URL_SESV2: this.#email.ses.url,
+            SES_CONFIGURATION_SET: emailConfigurationSetName(this.#cloud.stage),
+          }
+        : {}),
       ...(options.lineRateLimitPerSecond
         ? { LINE_RATE_PER_SECOND: String(options.lineRateLimitPerSecond) }
         : {}),

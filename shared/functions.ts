@@ -16,7 +16,8 @@ export type FunctionId =
   | 'channels-api'
   | 'ingest'
   | 'console'
-  | 'unsubscribe';
+  | 'unsubscribe'
+  | 'email-events';
 
 export interface FunctionSpec {
   readonly id: FunctionId | OutcomeFunctionId;
@@ -114,6 +115,14 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     entry: 'lambdas/unsubscribe/main.ts',
     // An email's one-click link: a token checked in memory and one UpdateItem (the key is read at
     // cold start, from Secrets Manager).
+    timeoutSeconds: 10,
+    memoryMb: 256,
+  },
+  'email-events': {
+    id: 'email-events',
+    entry: 'lambdas/email-events/main.ts',
+    // The EventBridge rule's target (SES's sending events): one UpdateItem, and one more for a
+    // permanent bounce or a complaint.
     timeoutSeconds: 10,
     memoryMb: 256,
   },

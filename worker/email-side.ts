@@ -5,8 +5,18 @@
  * rate is the account's in the region, so brokers that send email at once must split it).
  */
 import type { SESv2Client } from '@aws-sdk/client-sesv2';
-import { makeSesClient } from '#shared/adapters/aws-clients.ts';
-import { readSesAccount, type SesAccountReading, SesTransport } from '#shared/adapters/ses-transport.ts';
+import { makeSecretsManagerClient, makeSesClient } from '#shared/adapters/aws-clients.ts';
+import {
+  readSesAccount,
+  type SesAccountReading,
+  SesTransport,
+  type SesTransportOptions,
+} from '#shared/adapters/ses-transport.ts';
+import {
+  UNSUBSCRIBE_BASE_URL_ENV,
+  UnsubscribeKeyring,
+  unsubscribeUrl,
+} from '#shared/adapters/unsubscribe-secret.ts';
 import type { EmailSide } from '#shared/broker/broker.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import type { BrokerConfig } from './config.ts';
@@ -39,25 +49,45 @@ class AccountRate {
   }
 }
 
+/**
+ * The one-click unsubscribe link of a recipient (RFC 8058), when the deployment has the route
+ * (`UNSUBSCRIBE_BASE_URL`), signed with the keys the route verifies with.
+ */
+async function unsubscribeLinks(
+  env: NodeJS.ProcessEnv,
+  keyring: UnsubscribeKeyring | undefined,
+): Promise<SesTransportOptions['unsubscribeUrl']> {
+  const base = env[UNSUBSCRIBE_BASE_URL_ENV];
+  if (!base || !keyring) return undefined;
+  const tokens = await keyring.tokens();
+  return (request) => unsubscribeUrl(base, tokens.sign(request));
+}
+
 /** Email jobs, when the deployment names its configuration set (`SES_CONFIGURATION_SET`). */
 export function emailSide(
   config: BrokerConfig,
   ports: { readonly clock: Clock },
   ses: SESv2Client = makeSesClient(),
+  env: NodeJS.ProcessEnv = process.env,
 ): EmailSide | undefined {
   const email = config.email;
   if (!email) return undefined;
   const account = new AccountRate(ses, ports.clock);
+  const keyring = env[UNSUBSCRIBE_BASE_URL_ENV]
+    ? UnsubscribeKeyring.fromEnvironment(env, () => makeSecretsManagerClient(), ports)
+    : undefined;
   return {
     settings: email.settings,
     transportFor: async (client) => {
       const reading = await account.read();
+      const unsubscribeUrl = await unsubscribeLinks(env, keyring);
       return new SesTransport({
         ses,
         clientId: client.clientId,
         settings: client.email!,
         defaultConfigurationSet: email.configurationSet,
         ratePerSecond: Math.max(0.1, reading.maxSendRate * email.rateShare),
+        ...(unsubscribeUrl ? { unsubscribeUrl } : {}),
       });
     },
   };

@@ -268,6 +268,50 @@ export class BrokerFleet extends Construct {
   }
 
   /**
+   * Email jobs: the brokers send through SES v2 under `configurationSet` (its events reach
+   * email-events), from any identity verified in the account (clients' From addresses are settings,
+   * known only at run time), and sign one-click unsubscribe links with the route's keys.
+   */
+  sendEmail(options: {
+    readonly configurationSetName: string;
+    readonly unsubscribe: {
+      signerEnvironment(): Record<string, string>;
+      grantSigning(grantee: iam.IGrantable): void;
+    };
+  }): void {
+    const stack = Stack.of(this);
+    const taskRole = this.taskDefinition.taskRole;
+    this.container.addEnvironment('SES_CONFIGURATION_SET', options.configurationSetName);
+    for (const [name, value] of Object.entries(options.unsubscribe.signerEnvironment()))
+      this.container.addEnvironment(name, value);
+    options.unsubscribe.grantSigning(taskRole);
+    const arn = (resource: string) => stack.formatArn({ service: 'ses', resource, resourceName: undefined });
+    taskRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['ses:SendEmail', 'ses:SendBulkEmail'],
+        resources: [arn('identity/*'), arn(`configuration-set/${options.configurationSetName}`)],
+      }),
+    );
+    // The account's sending rate and quota (GetAccount has no resource).
+    taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['ses:GetAccount'], resources: ['*'] }));
+    NagSuppressions.addResourceSuppressions(
+      taskRole,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            "Email is sent from each client's verified From identity, a setting known only at run time (identity/*, this account and region); GetAccount has no resource. The configuration set is named.",
+          appliesTo: [
+            `Resource::arn:<AWS::Partition>:ses:<AWS::Region>:<AWS::AccountId>:identity/*`,
+            'Resource::*',
+          ],
+        },
+      ],
+      true,
+    );
+  }
+
+  /**
    * The broker's task role: its two tables (no Scan, no DeleteItem but a settled multicast's record),
    * the LINE channels it sends through (read), Amazon Connect contacts, its own task protection.
    */

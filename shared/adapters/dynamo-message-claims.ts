@@ -529,7 +529,7 @@ export class MessageClaimer implements TaskSource {
           ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
           ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
           // The channel's own event said this attempt went out (SES's SEND: `lambdas/email-events`).
-          ...(Number(c.item.sentAttempt) === c.attempt ? { sentConfirmed: true } : {}),
+          ...(Number(c.item.sentAttempt ?? 0) >= c.attempt ? { sentConfirmed: true } : {}),
           ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
           ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
         },

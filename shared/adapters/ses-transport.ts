@@ -43,6 +43,7 @@ import {
   type TransportOutcome,
   UnpreparableError,
 } from '#shared/campaign/transport.ts';
+import { EMAIL_TAGS } from '#shared/email/email-outcomes.ts';
 import {
   type EmailTemplate,
   MissingVariableError,
@@ -52,6 +53,9 @@ import {
   sesTemplateData,
 } from '#shared/email/template.ts';
 import { listUnsubscribeHeaders } from '#shared/email/unsubscribe.ts';
+
+export { EMAIL_TAGS };
+
 import type { EmailSettings } from '#shared/jobs/model.ts';
 
 /** SES's most destinations in one SendBulkEmail. */
@@ -59,14 +63,6 @@ export const SES_BULK_DESTINATIONS = 50;
 
 /** The SES client's settings the transport needs: no retry of its own (a retry may send twice). */
 export const SES_CLIENT_CONFIG = { maxAttempts: 1 } as const;
-
-/** The tags every email carries (SES tag values: letters, digits, `_` and `-`). */
-export const EMAIL_TAGS = {
-  client: 'sb-client',
-  job: 'sb-job',
-  task: 'sb-task',
-  attempt: 'sb-attempt',
-} as const;
 
 /** The lane of every email request: the account's sending rate, counted in recipients. */
 export const EMAIL_LANE = 'email';

@@ -17,7 +17,7 @@
  * - Validation uses libphonenumber's full metadata (number patterns, not just lengths).
  */
 import { type CountryCode, isSupportedCountry, parsePhoneNumberFromString } from 'libphonenumber-js/max';
-import { normalizeEmailAddress } from '#shared/email/address.ts';
+import { emailSuppressionKey, normalizeEmailAddress } from '#shared/email/address.ts';
 
 export type { CountryCode };
 
@@ -79,12 +79,16 @@ function invalidPhone(): RecipientCheck {
 const LINE_USER_ID_RE = /^U[0-9a-f]{32}$/;
 
 /** Checks a LINE user id cell: `U` followed by 32 lower-case hex digits. */
-/** An email list's cell as the address sent to (`shared/email/address.ts`), or why it is not one. */
+/**
+ * An email list's cell as the address sent to (`shared/email/address.ts`), or why it is not one.
+ * The whole address is lower-cased (`emailSuppressionKey`): the same person written `Taro@…` and
+ * `taro@…` is one recipient, one duplicate, one suppression entry — as mail providers treat them.
+ */
 export function normalizeEmailRecipient(cell: string): RecipientCheck {
   if (cell.trim() === '') return { ok: false, code: 'email-empty', reason: 'email address is empty' };
   const checked = normalizeEmailAddress(cell);
   return checked.ok
-    ? { ok: true, recipient: checked.address }
+    ? { ok: true, recipient: emailSuppressionKey(checked.address) }
     : { ok: false, code: 'invalid-email', reason: checked.reason };
 }
 

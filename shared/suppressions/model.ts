@@ -13,17 +13,31 @@
 import { normalizeLineUserId, normalizePhoneNumber } from '#shared/csv/recipients.ts';
 
 /** Where an entry came from. */
-export const SUPPRESSION_SOURCES = ['api', 'csv', 'line-unfollow', 'call-outcome', 'unsubscribe'] as const;
+export const SUPPRESSION_SOURCES = [
+  'api',
+  'csv',
+  'line-unfollow',
+  'call-outcome',
+  'unsubscribe',
+  'bounce',
+  'complaint',
+] as const;
 export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
 
 /**
- * Sources that write entries on their own (an unfollow, a call's outcome): such an entry never
+ * Sources that write entries on their own (an unfollow, a call's outcome, an email's permanent
+ * bounce or complaint from SES's events, `shared/email/email-outcomes.ts`): such an entry never
  * replaces an operator's (`api`, `csv`), so that a later follow, which takes back its unfollow's
  * entry, cannot take an operator's with it. `unsubscribe` is not one of them: it is the recipient's
  * own request (an email's one-click link), recorded over whatever entry was there, so that an
  * operator who later removes their own entry cannot silently take the recipient's wish with it.
  */
-export const AUTOMATIC_SOURCES: readonly SuppressionSource[] = ['line-unfollow', 'call-outcome'];
+export const AUTOMATIC_SOURCES: readonly SuppressionSource[] = [
+  'line-unfollow',
+  'call-outcome',
+  'bounce',
+  'complaint',
+];
 
 /** What kind of recipient an entry names. */
 export type SuppressionKind = 'phone' | 'line' | 'email';
@@ -60,6 +74,8 @@ export const DEFAULT_SUPPRESSION_REASON: Readonly<Record<SuppressionSource, stri
   'line-unfollow': 'the recipient unfollowed the LINE channel',
   'call-outcome': 'the recipient asked not to be called again',
   unsubscribe: "the recipient used the email's one-click unsubscribe link",
+  bounce: 'an email to the address bounced permanently',
+  complaint: 'the recipient marked an email as spam',
 };
 
 /** Where an entry lives in the control table: one partition per client, one item per recipient. */

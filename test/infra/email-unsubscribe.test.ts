@@ -138,11 +138,14 @@ describe('the signing keys', () => {
       expect(s.Resource).toEqual({ Ref: keys });
       expect(actionsOf(s)).toEqual(['secretsmanager:GetSecretValue']);
     }
-    // Nobody else reads it (until a signer is granted with grantSigning).
+    // Nobody else reads it but the signers granted with grantSigning: the brokers' task role.
     const readers = ofType('AWS::IAM::Policy')
       .filter(([, r]) => JSON.stringify(r.Properties.PolicyDocument).includes(`{"Ref":"${keys}"}`))
       .map(([, r]) => JSON.stringify(r.Properties.Roles));
-    expect(readers).toEqual([JSON.stringify([{ Ref: role }])]);
+    const brokerRole = idOf(stack.fleet.taskDefinition.taskRole);
+    expect(readers.sort()).toEqual(
+      [JSON.stringify([{ Ref: role }]), JSON.stringify([{ Ref: brokerRole }])].sort(),
+    );
   });
 
   it("the function's table access: UpdateItem on suppression entries of the control table, and nothing else", () => {

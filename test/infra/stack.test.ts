@@ -100,9 +100,9 @@ describe('stateful resources', () => {
       RedrivePolicy: Match.objectLike({ maxReceiveCount: Match.anyValue() }),
     });
     // Every queue refuses plain HTTP: webhook events, ingest and outcome webhooks, each with its DLQ,
-    // and the outcome-events stream mappings' on-failure queue.
+    // the outcome-events stream mappings' on-failure queue and the email-events dead-letter queue.
     const policies = template.findResources('AWS::SQS::QueuePolicy');
-    expect(Object.keys(policies).length).toBe(7);
+    expect(Object.keys(policies).length).toBe(8);
   });
 
   it('blocks public access to the upload bucket and enforces SSL', () => {

@@ -110,7 +110,7 @@ describe('a suppression CSV upload', () => {
     ]);
   });
 
-  it('reads a list of LINE user ids, and refuses a file without a recipient column naming its headers', async () => {
+  it('reads a list of LINE user ids and one of email addresses, and refuses a file without a recipient column naming its headers', async () => {
     const clientId = await newClient();
     const ids = [`U${'b'.repeat(32)}`, `U${'c'.repeat(32)}`];
     const upload = await call(
@@ -127,10 +127,20 @@ describe('a suppression CSV upload', () => {
       'campaign complaint',
       'campaign complaint',
     ]);
-    const refused = await call('POST', `/clients/${clientId}/suppressions`, 'email,name\na@b.c,x\n', {
+    const refused = await call('POST', `/clients/${clientId}/suppressions`, '住所,name\n東京都,x\n', {
       'content-type': 'text/csv',
     });
     expect(refused.status).toBe(400);
-    expect(refused.body.fieldErrors.file[0]).toMatch(/email, name/);
+    expect(refused.body.fieldErrors.file[0]).toMatch(/住所, name/);
+    // A list of addresses is an email list: its addresses go on the list as they are sent to.
+    const addresses = await call(
+      'POST',
+      `/clients/${clientId}/suppressions`,
+      'メールアドレス\nTaro@Example.COM\n',
+      {
+        'content-type': 'text/csv',
+      },
+    );
+    expect(addresses.body).toMatchObject({ added: 1, rejected: 0 });
   });
 });
