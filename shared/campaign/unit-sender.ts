@@ -129,7 +129,11 @@ export class UnitSender<T extends object> {
   #withoutDoubtful(unit: SendUnit<T>): SendUnit<T> | undefined {
     const confirmed = unit.tasks.filter((t) => t.maybeSent === true && t.sentConfirmed === true);
     if (confirmed.length > 0)
-      this.#run.settleUnit(unit, { kind: 'delivered', lastResult: this.#options.transport.acceptedAs }, confirmed);
+      this.#run.settleUnit(
+        unit,
+        { kind: 'delivered', lastResult: this.#options.transport.acceptedAs },
+        confirmed,
+      );
     const doubtful = unit.tasks.filter((t) => t.maybeSent === true && t.sentConfirmed !== true);
     if (confirmed.length === 0 && doubtful.length === 0) return unit;
     const now = this.#options.clock.now();
