@@ -216,6 +216,8 @@ async function switchboard(rate: number, n: number): Promise<Row> {
       CALL_STATUS_CALLBACK_URL: 'http://127.0.0.1:9/status',
       BROKER_VERSION: 'v1',
       SES_CONFIGURATION_SET: 'bench',
+      // Experiments: more of the broker's environment, as JSON (e.g. `{"EMAIL_CONCURRENCY":"64"}`).
+      ...(JSON.parse(process.env.BENCH_BROKER_ENV ?? '{}') as Record<string, string>),
     }),
     { doc, logger: silentLogger, ses },
   );
