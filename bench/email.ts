@@ -149,10 +149,8 @@ const [controlTable, tasksTable, channelsTable] = await Promise.all([
 const standIn = await StandIn.start(RATES[0]!);
 const rows: Row[] = [];
 
-/** Switchboard: the broker serving a running email job of `n` recipients at the account's `rate`. */
-async function switchboard(rate: number, n: number): Promise<Row> {
-  await standIn.rate(rate);
-  const clientId = `bench${rate}`;
+/** A client with email settings and a running email job of `n` recipients, as ingest writes them. */
+async function seedEmailJob(clientId: string, n: number): Promise<Job> {
   const now = Date.now();
   const client: ClientSettings = {
     clientId,
@@ -205,6 +203,14 @@ async function switchboard(rate: number, n: number): Promise<Row> {
       }),
     },
   );
+  return job;
+}
+
+/** Switchboard: the broker serving a running email job of `n` recipients at the account's `rate`. */
+async function switchboard(rate: number, n: number): Promise<Row> {
+  await standIn.rate(rate);
+  const clientId = `bench${rate}`;
+  const job = await seedEmailJob(clientId, n);
   const { ses, counts } = countingSes(standIn.url);
   const broker = await startBrokerProcess(
     readBrokerConfig({
