@@ -11,6 +11,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
+import { AWAITING_RESEND_EVENT } from '#shared/campaign/unit-sender.ts';
 import { type Chunk, isChunk, membersInState } from '#shared/jobs/chunks.ts';
 import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
 import {
@@ -530,6 +531,7 @@ export class MessageClaimer implements TaskSource {
           ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
           // The channel's own event said this attempt went out (SES's SEND: `lambdas/email-events`).
           ...(Number(c.item.sentAttempt ?? 0) >= c.attempt ? { sentConfirmed: true } : {}),
+          ...(c.item.lastResult === AWAITING_RESEND_EVENT ? { resentInDoubt: true } : {}),
           ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
           ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
         },

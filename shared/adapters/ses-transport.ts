@@ -86,12 +86,15 @@ type SesRequest =
 export class SesTransport implements MessageTransport<EmailTemplate, SesRequest> {
   readonly channel = 'email';
   readonly idempotent = false;
+  /** The client chose at-least-once (`EmailSettings.delivery`): an email left in doubt is sent once more. */
+  readonly resendsInDoubt: boolean;
   readonly acceptedAs = 'accepted';
   readonly limits;
   readonly #options: SesTransportOptions;
 
   constructor(options: SesTransportOptions) {
     this.#options = options;
+    this.resendsInDoubt = options.settings.delivery === 'at-least-once';
     this.limits = {
       recipientsPerRequest: SES_BULK_DESTINATIONS,
       lanes: { [EMAIL_LANE]: options.ratePerSecond },

@@ -12,7 +12,7 @@
  *   (`heldBackoffMs`), logged as an error.
  */
 import { type PipelineTotals, runMessagePipeline } from '#shared/campaign/pipeline.ts';
-import type { JobProgress, TaskSource } from '#shared/campaign/ports.ts';
+import type { JobProgress, ReportSink, TaskSource } from '#shared/campaign/ports.ts';
 import type { MessageTransport } from '#shared/campaign/transport.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
@@ -74,6 +74,8 @@ export class EmailServer {
   #lost = false;
   #current: AbortController | undefined;
   #sessionJobs: (() => readonly string[]) | undefined;
+  /** The earliest time a task this server released waits until (see {@link EmailServer.#nextRelease}). */
+  #releasedUntil: number | undefined;
 
   constructor(deps: EmailServerDeps) {
     this.#deps = deps;
@@ -128,10 +130,35 @@ export class EmailServer {
         if (totals.stoppedBy === 'drained' && totals.claimed === 0) break;
       }
       if (this.#lost) return { kind: 'lost' };
-      return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: undefined };
+      return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: this.#nextRelease() };
     } finally {
       unsubscribe();
     }
+  }
+
+  /**
+   * When the earliest task this server gave back to wait (a throttled send, one awaiting its SEND
+   * event) is ready again, if still ahead: the broker serves the client again then, not after its
+   * idle back-off.
+   */
+  #nextRelease(): number | undefined {
+    const next = this.#releasedUntil;
+    this.#releasedUntil = undefined;
+    return next !== undefined && next > this.#deps.clock.now() ? next : undefined;
+  }
+
+  /** The session's report, noting when each task given back to wait is ready again. */
+  #noteReleases(report: ReportSink): ReportSink {
+    return {
+      write: (outcomes) => {
+        for (const o of outcomes) {
+          if (o.kind !== 'released' || o.retryAfterMs === undefined) continue;
+          const readyAt = o.at + o.retryAfterMs;
+          this.#releasedUntil = Math.min(this.#releasedUntil ?? readyAt, readyAt);
+        }
+        return report.write(outcomes);
+      },
+    };
   }
 
   /** The client's transport, or undefined (logged) when it has no email settings or SES cannot be read. */
@@ -192,7 +219,7 @@ export class EmailServer {
       const totals = await runMessagePipeline<EmailTemplate>({
         // The session claims from email jobs only, whose tasks carry the job's email.
         source: session.source as TaskSource<object> as TaskSource<EmailTemplate>,
-        report: session.report,
+        report: this.#noteReleases(session.report),
         batches: session.batches,
         transport,
         concurrency: settings.emailConcurrency,

@@ -260,8 +260,11 @@ class PipelineRun<T extends object> implements SendingRun<T> {
       groupOf: (template) => transport.groupOf(template),
     });
     this.#pacer = new SendPacer(
-      transport.limits.lanes,
-      options.rate?.burst,
+      {
+        lanes: transport.limits.lanes,
+        burst: options.rate?.burst,
+        unitsPerRequest: transport.limits.countsRecipients ? transport.limits.recipientsPerRequest : 1,
+      },
       this.#clock,
       this.#timers,
       options.rateLimitBackoffMs ?? 250,
@@ -380,9 +383,9 @@ class PipelineRun<T extends object> implements SendingRun<T> {
         if (page === undefined) break;
         this.#accept(page);
         this.totals.maxAhead = Math.max(this.totals.maxAhead, queue.ahead);
-        // A short page: the source is running dry, so waiting for fuller batches gains nothing.
-        if (page.length < limit) queue.sealAll();
-        else queue.unitReady.notify();
+        // A batch still filling is sealed once the senders would otherwise wait for it (`#starving`)
+        // or the source runs dry: sealing it at every short page sent a part-full request a page.
+        queue.unitReady.notify();
         if (page.length === 0) break;
       }
     } finally {
@@ -401,8 +404,8 @@ class PipelineRun<T extends object> implements SendingRun<T> {
     const queue = this.#queue;
     const wanted = Math.min(this.#pageSize, Math.ceil(queue.capacity / 2));
     while (queue.capacity - queue.ahead < wanted && !this.stopping) {
-      // Waiting: open batches must go, or the senders would starve while the producer waits.
-      if (queue.hasOpenBatches) queue.sealAll();
+      // Waiting with nothing sealed: open batches must go, or the senders would starve.
+      if (queue.hasOpenBatches && queue.peek() === undefined) queue.sealAll();
       await queue.roomFreed.wait();
     }
   }
@@ -456,6 +459,7 @@ class PipelineRun<T extends object> implements SendingRun<T> {
       } finally {
         this.#inFlight -= unit.tasks.length;
         this.#inFlightFreed.notify();
+        if (this.#starving) this.#queue.sealAll();
       }
     }
   }
@@ -475,8 +479,20 @@ class PipelineRun<T extends object> implements SendingRun<T> {
         return unit;
       }
       if (this.#producerDone) return undefined;
+      if (this.#starving) {
+        this.#queue.sealAll();
+        continue;
+      }
       await this.#queue.unitReady.wait();
     }
+  }
+
+  /**
+   * Nothing sealed to send and no request out, while a batch is still filling: the senders would
+   * wait for the producer's next page. Its tasks go now, as a part-full request.
+   */
+  get #starving(): boolean {
+    return this.#inFlight === 0 && this.#queue.hasOpenBatches && this.#queue.peek() === undefined;
   }
 }
 

@@ -52,6 +52,11 @@ export interface ClaimedTask<T extends object = MessageTemplate> {
    */
   readonly sentConfirmed?: boolean;
   /**
+   * This attempt was already sent once more after its first send went unanswered and no event came
+   * (a channel that resends in doubt, `MessageTransport.resendsInDoubt`): it is never sent again.
+   */
+  readonly resentInDoubt?: boolean;
+  /**
    * The multicast this attempt was recorded in by {@link BatchLedger.record} (a resumed claim).
    * The source must return every still-unsettled member of a recorded batch in the same page:
    * they are resent together, under the recorded key.

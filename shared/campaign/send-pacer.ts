@@ -21,7 +21,8 @@ export interface PipelineRate {
   /**
    * Requests that may go back to back after a lull, per lane. Default 1 % of a second's worth (20
    * at 2,000/s, 2 at 200/s): timers fire a millisecond or so late, and without a little burst every
-   * late wake would lose its share of the rate. LINE's own bucket holds a full second's worth.
+   * late wake would lose its share of the rate; a rate counted in recipients, at least a request's
+   * worth (`defaultBurst`). LINE's own bucket holds a full second's worth.
    */
   readonly burst?: number;
 }
@@ -39,19 +40,30 @@ export class SendPacer {
 
   /**
    * One lane per key of `lanes`, each at its rate (units per second: requests, or recipients for a
-   * channel whose rate counts them); `burst` as {@link PipelineRate.burst}.
+   * channel whose rate counts them); `burst` as {@link PipelineRate.burst}, by default
+   * {@link defaultBurst}.
    */
   constructor(
-    lanes: Readonly<Record<string, number>>,
-    burst: number | undefined,
+    pacing: {
+      readonly lanes: Readonly<Record<string, number>>;
+      readonly burst: number | undefined;
+      /** Units a full request costs: 1, or its recipients when the rate counts them. */
+      readonly unitsPerRequest: number;
+    },
     clock: Clock,
     timers: Timers,
     backOffBaseMs: number,
   ) {
     this.#lanes = new Map(
-      Object.entries(lanes).map(([name, perSecond]) => [
+      Object.entries(pacing.lanes).map(([name, perSecond]) => [
         name,
-        new PacerLane(perSecond, burst, clock, timers, backOffBaseMs),
+        new PacerLane(
+          perSecond,
+          pacing.burst ?? defaultBurst(perSecond, pacing.unitsPerRequest),
+          clock,
+          timers,
+          backOffBaseMs,
+        ),
       ]),
     );
   }
@@ -84,6 +96,19 @@ export class SendPacer {
   }
 }
 
+/**
+ * A lane's burst when none is given: 1 % of a second's worth (timers fire a millisecond or so late),
+ * and for a rate counted in recipients at least one full request's worth, up to a quarter of a
+ * second's: a request of 50 costs 250 ms at 200/s, and a send that went 20 ms late (a timer, a
+ * claim's parsing on the event loop) would otherwise lose those 20 ms of the rate for good. SES's own
+ * bucket holds a second's worth, so a request's worth ahead is never throttled.
+ */
+export function defaultBurst(perSecond: number, unitsPerRequest: number): number | undefined {
+  if (!Number.isFinite(perSecond)) return undefined;
+  const jitter = Math.max(1, Math.round(perSecond / 100));
+  return Math.max(jitter, Math.min(unitsPerRequest, Math.floor(perSecond / 4)));
+}
+
 /** One endpoint's bucket, waiters and 429 back-off. */
 class PacerLane {
   readonly #bucket: TokenBucket | undefined;
@@ -106,7 +131,7 @@ class PacerLane {
     this.#bucket = Number.isFinite(perSecond)
       ? new TokenBucket({
           ratePerSecond: perSecond,
-          burst: burst ?? Math.max(1, Math.round(perSecond / 100)),
+          burst: burst ?? 1,
         })
       : undefined;
     this.#clock = clock;

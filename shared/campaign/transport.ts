@@ -132,6 +132,11 @@ export interface MessageTransport<T extends object = object, R = unknown> {
    */
   readonly idempotent: boolean;
   /**
+   * For a channel that is not idempotent: an attempt left in doubt whose event did not come within
+   * the wait is sent once more (the client chose at-least-once), instead of ending `in-doubt`.
+   */
+  readonly resendsInDoubt?: boolean;
+  /**
    * What a task accepted by the channel is recorded as (`lastResult`): LINE's acceptance is its
    * delivery (`delivered`); SES's is not (`accepted`, its events say the rest).
    */

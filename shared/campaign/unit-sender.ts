@@ -79,6 +79,10 @@ export interface UnitSenderOptions<T extends object> {
 export const IN_DOUBT_REASON =
   'the send was not answered and no event said it went out: it may or may not have been sent, and was not sent again';
 
+/** What a task in doubt is released as, waiting for the channel's event: its first send's, or its resend's. */
+export const AWAITING_SEND_EVENT = 'awaiting-send-event';
+export const AWAITING_RESEND_EVENT = 'awaiting-resend-event';
+
 /** The reason of a unit released after a stop while LINE had answered none of its resends. */
 export const UNFINISHED_REASON =
   'stopped while LINE had not answered a resend of a request whose answer was lost: it may have been delivered';
@@ -144,18 +148,41 @@ export class UnitSender<T extends object> {
         unit,
         {
           kind: 'released',
-          lastResult: 'awaiting-send-event',
+          lastResult: task.resentInDoubt ? AWAITING_RESEND_EVENT : AWAITING_SEND_EVENT,
           maybeSent: true,
           retryAfterMs: task.attemptStartedAt + this.#options.inDoubtWaitMs - now,
         },
         [task],
       );
-    if (over.length > 0)
-      this.#run.settleUnit(unit, { kind: 'failed', lastResult: 'in-doubt', reason: IN_DOUBT_REASON }, over);
+    // At-least-once: what no event confirmed is sent once more, marked so that it never is again.
+    const resend = this.#options.transport.resendsInDoubt ? over.filter((t) => !t.resentInDoubt) : [];
+    const inDoubt = over.filter((t) => !resend.includes(t));
+    if (inDoubt.length > 0)
+      this.#run.settleUnit(
+        unit,
+        { kind: 'failed', lastResult: 'in-doubt', reason: IN_DOUBT_REASON },
+        inDoubt,
+      );
     // The others of a batch go on their own: no request of the doubtful ones is repeated.
-    const rest = unit.tasks.filter((t) => t.maybeSent !== true);
+    const rest = [
+      ...unit.tasks.filter((t) => t.maybeSent !== true),
+      ...resend.map(({ maybeSent: _, ...task }): ClaimedTask<T> => ({ ...task, resentInDoubt: true })),
+    ];
     if (rest.length === 0) return undefined;
     return rest.length === 1 ? pushUnit(rest[0]!) : multicastUnit(rest);
+  }
+
+  /**
+   * Gives a unit sent to a channel that is not idempotent back to wait for the channel's event: its
+   * resent tasks apart (`AWAITING_RESEND_EVENT`: never sent a third time).
+   */
+  #awaitEvent(unit: SendUnit<T>, outcome: Omit<UnitOutcome, 'kind' | 'lastResult'>): void {
+    for (const resent of [false, true]) {
+      const tasks = unit.tasks.filter((t) => (t.resentInDoubt === true) === resent);
+      if (tasks.length === 0) continue;
+      const lastResult = resent ? AWAITING_RESEND_EVENT : AWAITING_SEND_EVENT;
+      this.#run.settleUnit(unit, { ...outcome, kind: 'released', lastResult }, tasks);
+    }
   }
 
   /** The request, prepared once; a unit that cannot be prepared fails its tasks. */
@@ -276,9 +303,10 @@ export class UnitSender<T extends object> {
   async #stopped(sending: Sending<T>): Promise<void> {
     if (sending.sends > 0 && sending.maybeSent && this.#options.transport.idempotent)
       return this.#finish(sending);
+    if (sending.sends > 0 && sending.maybeSent) return this.#awaitEvent(sending.unit, { maybeSent: true });
     this.#run.settleUnit(sending.unit, {
       kind: 'released',
-      lastResult: sending.sends > 0 && sending.maybeSent ? 'awaiting-send-event' : 'stopped',
+      lastResult: 'stopped',
       maybeSent: sending.maybeSent,
     });
   }
@@ -491,9 +519,7 @@ export class UnitSender<T extends object> {
       this.#options.log?.warn('a send was not answered; its tasks wait for the channel’s event', {
         reason: outcome.message,
       });
-      this.#run.settleUnit(unit, {
-        kind: 'released',
-        lastResult: 'awaiting-send-event',
+      this.#awaitEvent(unit, {
         reason: outcome.message,
         maybeSent: true,
         retryAfterMs: this.#options.inDoubtWaitMs,

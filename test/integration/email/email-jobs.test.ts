@@ -98,7 +98,12 @@ const addressOf = (clientId: string, i: number, simulator = true) =>
   simulator ? `success+${clientId}-${i}@simulator.amazonses.com` : `${clientId}-${i}@customers.example.org`;
 
 /** A client with email settings and a running email job of `n` recipients, as ingest writes them. */
-async function seed(clientId: string, n: number, simulator = true): Promise<Job> {
+async function seed(
+  clientId: string,
+  n: number,
+  simulator = true,
+  delivery: 'at-most-once' | 'at-least-once' = 'at-most-once',
+): Promise<Job> {
   const now = Date.now();
   const client: ClientSettings = {
     clientId,
@@ -107,7 +112,7 @@ async function seed(clientId: string, n: number, simulator = true): Promise<Job>
     timeZone: 'Asia/Tokyo',
     callingHours: ALWAYS_OPEN,
     defaultRegion: 'JP',
-    email: { from: LOCAL_SES.from, fromName: 'ショップ' },
+    email: { from: LOCAL_SES.from, fromName: 'ショップ', delivery },
     updatedAt: now,
   };
   const job: Job = {
@@ -152,6 +157,13 @@ const sentTo = (clientId: string) =>
     .sent()
     .filter((e) => e.tags['sb-client'] === clientId)
     .flatMap((e) => e.to);
+
+/** How many emails each of the client's addresses was sent. */
+function timesSent(clientId: string): Map<string, number> {
+  const times = new Map<string, number>();
+  for (const to of sentTo(clientId)) times.set(to, (times.get(to) ?? 0) + 1);
+  return times;
+}
 
 async function allFinal(job: Job) {
   return eventually(
@@ -207,6 +219,36 @@ describe('email jobs in a broker', { timeout: 180_000 }, () => {
       inDoubt.every((t) => t.state === 'failed' && /may or may not have been sent/.test(t.reason ?? '')),
     ).toBe(true);
     expect(tasks.filter((t) => t.state === 'completed')).toHaveLength(n - inDoubt.length);
+  });
+
+  it('at-least-once: what no event confirmed is sent once more after the wait', async () => {
+    const clientId = `ea${Math.random().toString(36).slice(2, 6)}`;
+    const n = 120;
+    const job = await seed(clientId, n, true, 'at-least-once');
+    ses.faults.force('answer-lost', 1);
+    await startBroker(1_000);
+    await putWork([clientId]);
+    const tasks = await allFinal(job);
+    const times = timesSent(clientId);
+    // The bulk send whose answer was lost went again once; everyone else once; all accepted.
+    expect(times.size).toBe(n);
+    expect([...times.values()].filter((c) => c === 2).length).toBeGreaterThanOrEqual(1);
+    expect([...times.values()].every((c) => c === 1 || c === 2)).toBe(true);
+    expect(tasks.every((t) => t.state === 'completed' && t.lastResult === 'accepted')).toBe(true);
+  });
+
+  it('at-least-once: a resend whose answer is lost too ends in doubt, never sent a third time', async () => {
+    const clientId = `eb${Math.random().toString(36).slice(2, 6)}`;
+    const n = 50;
+    const job = await seed(clientId, n, true, 'at-least-once');
+    ses.faults.force('answer-lost', 2);
+    await startBroker(1_000);
+    await putWork([clientId]);
+    const tasks = await allFinal(job);
+    const times = timesSent(clientId);
+    expect(times.size).toBe(n);
+    expect([...times.values()].every((c) => c === 2)).toBe(true);
+    expect(tasks.every((t) => t.state === 'failed' && t.lastResult === 'in-doubt')).toBe(true);
   });
 
   it('throttled destinations wait and go again; a 5xx before sending is retried; nothing twice', async () => {
