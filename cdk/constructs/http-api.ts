@@ -35,12 +35,13 @@ export interface SwitchboardHttpApiProps {
 
 // One JSON object per request: what Logs Insights queries. No headers, no body: a webhook's
 // body is a customer's message, and its signature header is a credential.
+// No `$context.path`: a path can be a credential (the signed token of /unsubscribe/{token}, which
+// names an address) and access logs are read more widely than the data; `routeKey` names the route.
 const ACCESS_LOG_FIELDS = {
   requestId: '$context.requestId',
   requestTime: '$context.requestTimeEpoch',
   routeKey: '$context.routeKey',
   httpMethod: '$context.httpMethod',
-  path: '$context.path',
   protocol: '$context.protocol',
   status: '$context.status',
   responseLength: '$context.responseLength',

@@ -142,6 +142,8 @@ describe('the HTTP API', () => {
     });
     const format = JSON.parse((props.AccessLogSettings as { Format: string }).Format);
     expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
+    // Paths can carry credentials (an unsubscribe link's token): the route key is logged, not the path.
+    expect(JSON.stringify(format)).not.toContain('$context.path');
   });
 
   it('alarms on any 5xx and notifies the alarm topic', () => {
