@@ -21,6 +21,7 @@ import {
   bucketArn,
   type IamRequest,
   normaliseName,
+  normaliseResource,
   queueArn,
   REGION,
   tableArn,
@@ -158,7 +159,9 @@ export class TemplatePolicies {
       return {
         effect: s.Effect,
         actions: asArray(s.Action).map(String),
-        resources: asArray(s.Resource).flatMap((r) => this.resolve(r)),
+        resources: asArray(s.Resource)
+          .flatMap((r) => this.resolve(r))
+          .map(normaliseResource),
         principals,
         conditions: Object.entries(s.Condition ?? {}).flatMap(([operator, keys]) =>
           Object.entries(keys).map(([key, values]) => ({

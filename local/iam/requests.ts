@@ -34,6 +34,7 @@ const KNOWN_IDS = [
   ...queues.flatMap((q) => [q.id, dlqId(q.id)]),
   ...buckets.map((b) => b.id),
   'brokers',
+  'email',
 ].sort((a, b) => b.length - a.length);
 const NAME = new RegExp(
   `^switchboard-(.+?)-(${KNOWN_IDS.map((id) => id.replace(/-/g, '\\-')).join('|')})(\\.fifo)?$`,
@@ -43,6 +44,11 @@ const NAME = new RegExp(
 export function normaliseName(name: string): string {
   const match = NAME.exec(name);
   return match ? `switchboard-STAGE-${match[2]}${match[3] ?? ''}` : name;
+}
+
+/** A resource ARN with each of its path segments that is a Switchboard name normalised (`configuration-set/switchboard-local-email`). */
+export function normaliseResource(arn: string): string {
+  return arn.split('/').map(normaliseName).join('/');
 }
 
 /** The spec id in a normalised or physical resource name, if it is one of Switchboard's. */
@@ -262,7 +268,38 @@ function connectRequests(operation: string, input: Input, region: string): IamRe
   return [{ action: `connect:${operation}`, resource, context: {} }];
 }
 
+/** SES v2's send actions: the operation's own name (`ses:SendEmail`, `ses:SendBulkEmail`). */
+const SES_SENDS = new Set(['SendEmail', 'SendBulkEmail']);
+
+/**
+ * An SES v2 call. A send is authorized on the identity it sends as (the From address's domain,
+ * or the identity its ARN names) and on the configuration set it names; `GetAccount` has no
+ * resource (Service Authorization Reference, Amazon SES v2).
+ */
+function sesRequests(operation: string, input: Input, region: string): IamRequest[] {
+  const arn = (resource: string) => `arn:aws:ses:${region}:${ACCOUNT}:${resource}`;
+  if (!SES_SENDS.has(operation)) return [{ action: `ses:${operation}`, resource: '*', context: {} }];
+  const from = String(input.FromEmailAddress ?? '');
+  const identity = input.FromEmailAddressIdentityArn
+    ? String(input.FromEmailAddressIdentityArn)
+    : arn(
+        `identity/${
+          from
+            .replace(/^.*<([^>]*)>.*$/, '$1')
+            .split('@')
+            .pop() ?? '*'
+        }`,
+      );
+  const requests: IamRequest[] = [{ action: `ses:${operation}`, resource: identity, context: {} }];
+  if (input.ConfigurationSetName !== undefined) {
+    const set = normaliseName(String(input.ConfigurationSetName));
+    requests.push({ action: `ses:${operation}`, resource: arn(`configuration-set/${set}`), context: {} });
+  }
+  return requests;
+}
+
 const SERVICES: Record<string, (operation: string, input: Input, region: string) => IamRequest[]> = {
+  SESv2Client: sesRequests,
   ConnectClient: connectRequests,
   DynamoDBClient: dynamoRequests,
   SQSClient: sqsRequests,

@@ -114,6 +114,39 @@ describe('IAM decisions', () => {
   });
 });
 
+describe('what IAM is asked for an SES v2 call', () => {
+  const grant = allow(
+    ['ses:SendEmail', 'ses:SendBulkEmail'],
+    [
+      'arn:aws:ses:REGION:ACCOUNT:identity/*',
+      'arn:aws:ses:REGION:ACCOUNT:configuration-set/switchboard-STAGE-email',
+    ],
+  );
+
+  it("asks for the send on the From address's domain identity and on the configuration set", () => {
+    const requests = iamRequestsOf('SESv2Client', 'SendBulkEmailCommand', {
+      FromEmailAddress: '"ショップ" <news@shop.example.jp>',
+      ConfigurationSetName: 'switchboard-prod-email',
+    });
+    expect(requests.map((r) => [r.action, r.resource])).toEqual([
+      ['ses:SendBulkEmail', 'arn:aws:ses:REGION:ACCOUNT:identity/shop.example.jp'],
+      ['ses:SendBulkEmail', 'arn:aws:ses:REGION:ACCOUNT:configuration-set/switchboard-STAGE-email'],
+    ]);
+    expect(requests.every((r) => decide([grant], r).allowed)).toBe(true);
+  });
+
+  it('refuses a send naming another configuration set, and GetAccount without its own grant', () => {
+    const [, other] = iamRequestsOf('SESv2Client', 'SendEmailCommand', {
+      FromEmailAddress: 'news@shop.example.jp',
+      ConfigurationSetName: 'someone-elses',
+    });
+    expect(decide([grant], other!).allowed).toBe(false);
+    const [account] = iamRequestsOf('SESv2Client', 'GetAccountCommand', {});
+    expect(account).toEqual({ action: 'ses:GetAccount', resource: '*', context: {} });
+    expect(decide([grant], account!).allowed).toBe(false);
+  });
+});
+
 describe('the region a call goes to', () => {
   const start = (region?: string) =>
     iamRequestsOf(
