@@ -9,18 +9,24 @@
  *   - a personalised campaign (push, `{{name}}`/`{{coupon}}` filled per row): ingest → claim →
  *     send → outcome;
  *   - a multicast campaign (one text for every row, 500 recipients a request);
- *   - a call job through the telephony sandbox (start, signed status callbacks, settle).
+ *   - a call job through the telephony sandbox (start, signed status callbacks, settle);
+ *   - an email campaign through the SES v2 stand-in (`local/ses-emulator.ts`, as `npm start` wires
+ *     it): ingest → claim → SendBulkEmail, 50 recipients a call → SES's SEND and DELIVERY events of
+ *     each recipient, one EventBridge event each → the email-events Lambda → its task's state.
  * Requests are counted by bench/lib/aws-meter.ts: in this process for the Lambdas (by function),
  * in each broker process by a preload (bench/lib/aws-meter-preload.ts), with the broker's CPU time.
  * Lambda invocations and their wall time come from local/lambda.ts; GB-s use each function's
- * configured memory (shared/functions.ts). The job manager runs every second here (every minute on
- * AWS): it is a fixed cost per minute, not per message, and is printed apart.
+ * configured memory (shared/functions.ts). What the Lambdas log is counted too (bench/lib/lambda-logs.ts:
+ * they log as deployed, Powertools at `info` with metrics on) and priced as CloudWatch Logs, with the
+ * lines Lambda adds and the X-Ray traces active tracing records. The job manager runs every second
+ * here (every minute on AWS): it is a fixed cost per minute, not per message, and is printed apart.
  *
  * Designs: {@link DESIGNS} lists the designs measured side by side, each a function that runs the
  * scenarios and returns what it measured: today's (message claims on each task), claim pages, and
  * chunks (claim pages, and a message for all held 500 recipients an item: docs/multicast-chunks.md).
+ * Email, which has only today's storage, runs in the last design only.
  *
- *   npm run bench:cost [-- --messages 2000 --multicast 20000 --calls 500]
+ *   npm run bench:cost [-- --messages 2000 --multicast 20000 --calls 500 --emails 2000]
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,20 +40,31 @@ import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { createJobWithList, putDemoClient } from '#local/demo-job.ts';
 import { DEMO_MESSAGE, messageListCsv } from '#local/demo-messages.ts';
 import { onEveryInvocation } from '#local/lambda.ts';
+import { LOCAL_SES } from '#local/ses-emulator.ts';
 import { type LocalStack, startLocalStack } from '#local/stack.ts';
 import { BROKER_TASK_SIZE } from '#shared/broker/runtime.ts';
+import type { EmailTemplate } from '#shared/email/template.ts';
 import { type FunctionId, functions, type OutcomeFunctionId, outcomeFunctions } from '#shared/functions.ts';
 import { type Job, keys } from '#shared/jobs/model.ts';
 import { queues } from '#shared/resources.ts';
 import { AwsMeter, addTallies, diffTally, sumWhere, type Tally, writeUnits } from './lib/aws-meter.ts';
 import type { BrokerMeterFile } from './lib/aws-meter-preload.ts';
-import { PRICES, S3_TIER1 } from './lib/prices.ts';
+import { LambdaLogMeter, type LogVolume } from './lib/lambda-logs.ts';
+import {
+  LAMBDA_PLATFORM_LOG_BYTES,
+  LOG_EVENT_OVERHEAD_BYTES,
+  PRICES,
+  S3_TIER1,
+  XRAY_SAMPLED_SHARE,
+} from './lib/prices.ts';
 
 const USAGE = `npm run bench:cost [-- options]
   --messages N    personalised messages (default 2000)
   --multicast N   multicast recipients (default 20000)
   --calls N       calls (default 500)
-  --only LIST     scenarios to run, comma-separated: push,multicast,call (default all)
+  --emails N      emails (default 2000)
+  --email-rate N  the SES stand-in account's MaxSendRate, recipients a second (default 500)
+  --only LIST     scenarios to run, comma-separated: push,multicast,call,email (default all)
   --help`;
 
 const { values } = parseArgs({
@@ -55,7 +72,9 @@ const { values } = parseArgs({
     messages: { type: 'string', default: '2000' },
     multicast: { type: 'string', default: '20000' },
     calls: { type: 'string', default: '500' },
-    only: { type: 'string', default: 'push,multicast,call' },
+    emails: { type: 'string', default: '2000' },
+    'email-rate': { type: 'string', default: '500' },
+    only: { type: 'string', default: 'push,multicast,call,email' },
     // Internal: run one design in this process and write what it measured to `--out` (each design
     // runs in a process of its own: the local stack's Lambdas keep their clients for the process).
     design: { type: 'string' },
@@ -68,7 +87,7 @@ if (values.help) {
   process.exit(0);
 }
 
-type ScenarioId = 'push' | 'multicast' | 'call';
+type ScenarioId = 'push' | 'multicast' | 'call' | 'email';
 
 interface Scenario {
   readonly id: ScenarioId;
@@ -106,6 +125,14 @@ const SCENARIOS: readonly Scenario[] = (
       perLabel: '10,000 calls',
       size: Number(values.calls),
     },
+    {
+      id: 'email',
+      title: 'email campaign (SES, SendBulkEmail, 50 recipients a call)',
+      unit: 'email',
+      per: 1_000_000,
+      perLabel: '1,000,000 emails',
+      size: Number(values.emails),
+    },
   ] as const
 ).filter((s) => values.only.split(',').includes(s.id) && s.size > 0);
 
@@ -116,12 +143,22 @@ interface Measured {
   readonly tally: Tally;
   readonly lambdas: Readonly<Record<string, { count: number; ms: number }>>;
   readonly brokerCpuSeconds: number;
+  /**
+   * Invocation times of the functions fed one event an invocation (email-events), ms: the tenth and
+   * the median. Their events arrive all at once here, and one process runs them all, so the mean wall
+   * time is the queue of this process, not what Lambda bills an invocation alone in its sandbox.
+   */
+  readonly eventTimes?: Readonly<Record<string, { p10: number; p50: number; mean: number }>>;
+  /** What each Lambda logged (CloudWatch Logs on AWS). */
+  readonly logs: Readonly<Record<string, LogVolume>>;
   readonly outcome: string;
 }
 
 /** A design: runs every scenario it is given, returns what each measured. */
 interface Design {
   readonly name: string;
+  /** Scenarios this design does not measure (their storage is the same in every design). */
+  readonly skips?: readonly ScenarioId[];
   run(scenarios: readonly Scenario[]): Promise<Map<ScenarioId, Measured>>;
 }
 
@@ -129,6 +166,7 @@ const DESIGNS: readonly Design[] = [
   // Message claims recorded on each task (the design before claim pages).
   {
     name: 'today',
+    skips: ['email'],
     run: (scenarios) =>
       runOnLocalStack(scenarios, 'benchcosttask', {
         BROKER_CLAIM_RECORDS: 'task',
@@ -138,6 +176,7 @@ const DESIGNS: readonly Design[] = [
   // Message claims recorded per page (shared/adapters/dynamo-claim-pages.ts, docs/claim-pages.md).
   {
     name: 'claim pages',
+    skips: ['email'],
     run: (scenarios) =>
       runOnLocalStack(scenarios, 'benchcostpage', {
         BROKER_CLAIM_RECORDS: 'page',
@@ -147,6 +186,7 @@ const DESIGNS: readonly Design[] = [
   // And a message for all held 500 recipients a chunk item (docs/multicast-chunks.md).
   {
     name: 'chunks',
+    skips: ['email'],
     run: (scenarios) =>
       runOnLocalStack(scenarios, 'benchcostchunk', {
         BROKER_CLAIM_RECORDS: 'page',
@@ -179,8 +219,15 @@ async function runOnLocalStack(
 ): Promise<Map<ScenarioId, Measured>> {
   const meter = new AwsMeter('bench');
   const uninstall = meter.install();
+  const logMeter = new LambdaLogMeter();
+  const uninstallLogs = logMeter.install();
   const lambdas: Record<string, { count: number; ms: number }> = {};
+  const durations: Record<string, number[]> = {};
   const stopCounting = onEveryInvocation((fn, ms) => {
+    if (EVENT_FED.has(fn)) {
+      durations[fn] ??= [];
+      durations[fn].push(ms);
+    }
     lambdas[fn] ??= { count: 0, ms: 0 };
     const entry = lambdas[fn];
     entry.count += 1;
@@ -188,7 +235,10 @@ async function runOnLocalStack(
   });
   const meterDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-cost-'));
   const preload = fileURLToPath(new URL('./lib/aws-meter-preload.ts', import.meta.url));
-  process.env.LOG_LEVEL ??= 'error';
+  // The Lambdas log as deployed (no LOG_LEVEL in the stack: Powertools' info; metrics on), counted
+  // and not printed (bench/lib/lambda-logs.ts); the brokers, whose logs are not priced here, as before.
+  process.env.LOG_LEVEL = 'info';
+  process.env.POWERTOOLS_METRICS_DISABLED = 'false';
   // The in-process Lambdas read the design's switches too (this process runs this design only).
   Object.assign(process.env, designEnv);
   const stack = await startLocalStack({
@@ -205,6 +255,7 @@ async function runOnLocalStack(
       DEFAULT_MAX_CALL_SECONDS: '4',
       RECONCILE_MARGIN_MS: '1000',
       BROKER_IDLE_WAIT_MS: '300',
+      LOG_LEVEL: 'error',
       ...designEnv,
     },
   });
@@ -223,17 +274,19 @@ async function runOnLocalStack(
       tally: addTallies(meter.snapshot(), b.tally),
       cpu: b.cpuSeconds,
       lambdas: structuredClone(lambdas),
+      logs: logMeter.snapshot(),
     };
   };
   const results = new Map<ScenarioId, Measured>();
   try {
     for (const scenario of scenarios) {
       const clientId = `cost-${scenario.id}`;
-      await putDemoClient(stack, {
+      const settings = await putDemoClient(stack, {
         clientId,
         maxConcurrentCalls: 50,
         callsPerSecond: 50,
       });
+      if (scenario.id === 'email') await sendsEmail(stack, settings);
       await settle();
       const before = snapshot();
       const started = performance.now();
@@ -244,6 +297,15 @@ async function runOnLocalStack(
         Buffer.from(listFor(scenario)),
       );
       const job = await waitForJob(reader, stack, clientId, jobId);
+      if (scenario.id === 'email') {
+        const sent = stack.ses.sent();
+        const first = sent[0]?.at ?? 0;
+        console.error(
+          `  … email: job ended after ${fmt((performance.now() - started) / 1000, 1)} s; SES accepted ${fmt(sent.reduce((n, e) => n + e.to.length, 0))} recipients in ${fmt(((sent.at(-1)?.at ?? first) - first) / 1000, 1)} s`,
+        );
+      }
+      // An email's events reach email-events after its task ended: wait until they stop coming.
+      if (scenario.id === 'email') await eventsDrained(() => lambdas['email-events']?.count ?? 0);
       const seconds = (performance.now() - started) / 1000;
       // The broker writes its counts every half second; let its last outcomes and release land.
       await settle();
@@ -255,6 +317,8 @@ async function runOnLocalStack(
         tally: diffTally(after.tally, before.tally),
         lambdas: diffLambdas(after.lambdas, before.lambdas),
         brokerCpuSeconds: after.cpu - before.cpu,
+        logs: diffLogs(after.logs, before.logs),
+        eventTimes: eventTimes(durations, before.lambdas),
         outcome: `${job.status}: ${c.completed} completed, ${c.failed} failed, ${c.cancelled} cancelled of ${c.tasks} tasks (${c.rows} rows, ${c.rejected} rejected)`,
       });
       console.error(`  … ${scenario.title}: ${results.get(scenario.id)!.outcome} in ${fmt(seconds, 1)} s`);
@@ -262,6 +326,7 @@ async function runOnLocalStack(
   } finally {
     await stack.stop();
     uninstall();
+    uninstallLogs();
     stopCounting();
     reader.destroy();
     rmSync(meterDir, { recursive: true, force: true });
@@ -281,10 +346,51 @@ function jobOptions(scenario: Scenario): Record<string, unknown> {
       };
     case 'call':
       return { name: 'cost calls', channel: 'call', scenarioId: 'reminder', maxAttempts: 1 };
+    case 'email':
+      return { name: 'cost email', channel: 'email', email: COST_EMAIL };
+  }
+}
+
+/** The campaign's email: `{{name}}` and `{{coupon}}` are the list's columns (SES fills them, per entry). */
+const COST_EMAIL: EmailTemplate = {
+  subject: '{{name}} 様、12月のクーポンをお届けします',
+  text: '{{name}} 様\n\nいつもご利用ありがとうございます。12月のクーポン {{coupon}} をお使いください。',
+  html: '<p>{{name}} 様</p><p>いつもご利用ありがとうございます。12月のクーポン <b>{{coupon}}</b> をお使いください。</p>',
+};
+
+/**
+ * The email client's settings: the stand-in's verified sender, and its account's rate raised so the
+ * campaign takes seconds (the rate changes how long the broker runs, not what a recipient costs).
+ */
+async function sendsEmail(stack: LocalStack, settings: Awaited<ReturnType<typeof putDemoClient>>) {
+  const { clientId, ...rest } = settings;
+  const put = await stack.operator('PUT', `/clients/${clientId}`, {
+    json: { ...rest, email: { from: LOCAL_SES.from, fromName: 'Switchboard コスト' } },
+  });
+  if (put.status !== 200) throw new Error(`email settings refused (${put.status}): ${put.body}`);
+  stack.ses.account.set({ maxSendRate: Number(values['email-rate']), max24HourSend: -1 });
+}
+
+/** Resolves once `count()` (email-events invocations) has not grown for 3 seconds. */
+async function eventsDrained(count: () => number): Promise<void> {
+  const deadline = Date.now() + 5 * 60_000;
+  let last = -1;
+  while (count() !== last && Date.now() < deadline) {
+    last = count();
+    await new Promise((r) => setTimeout(r, 3_000));
   }
 }
 
 function listFor(scenario: Scenario): string {
+  if (scenario.id === 'email') {
+    // SES's mailbox simulator: every success@ address is sent, then delivered (a SEND and a DELIVERY event).
+    const rows = ['email,name,coupon'];
+    for (let i = 0; i < scenario.size; i++)
+      rows.push(
+        `success+${i + 1}@simulator.amazonses.com,顧客 ${i + 1},XMAS-M${String(i + 1).padStart(5, '0')}`,
+      );
+    return `${rows.join('\n')}\n`;
+  }
   if (scenario.id !== 'call') return messageListCsv(scenario.size);
   const lines = ['電話番号,氏名'];
   for (let i = 0; i < scenario.size; i++)
@@ -322,6 +428,33 @@ function readBrokerFiles(dir: string): { tally: Tally; cpuSeconds: number } {
   };
 }
 
+/** The tenth, median and mean of each event-fed function's invocation times since `before`. */
+function eventTimes(
+  durations: Record<string, number[]>,
+  before: Record<string, { count: number; ms: number }>,
+): Record<string, { p10: number; p50: number; mean: number }> {
+  const out: Record<string, { p10: number; p50: number; mean: number }> = {};
+  for (const [fn, all] of Object.entries(durations)) {
+    const ms = all.slice(before[fn]?.count ?? 0).sort((a, b) => a - b);
+    if (ms.length === 0) continue;
+    const at = (q: number) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!;
+    out[fn] = { p10: at(0.1), p50: at(0.5), mean: ms.reduce((a, b) => a + b, 0) / ms.length };
+  }
+  return out;
+}
+
+function diffLogs(
+  after: Record<string, LogVolume>,
+  before: Record<string, LogVolume>,
+): Record<string, LogVolume> {
+  const out: Record<string, LogVolume> = {};
+  for (const [fn, a] of Object.entries(after)) {
+    const b = before[fn] ?? { bytes: 0, events: 0 };
+    if (a.bytes > b.bytes) out[fn] = { bytes: a.bytes - b.bytes, events: a.events - b.events };
+  }
+  return out;
+}
+
 function diffLambdas(
   after: Record<string, { count: number; ms: number }>,
   before: Record<string, { count: number; ms: number }>,
@@ -345,6 +478,8 @@ const QUEUE_FED = new Set(
     .filter((f) => f.queueSource)
     .map((f) => f.id as string),
 );
+/** Functions that are the target of an EventBridge rule on an AWS service's events: one event an invocation. */
+const EVENT_FED = new Set(['email-events']);
 
 interface Breakdown {
   dynamoWrites: number;
@@ -353,6 +488,9 @@ interface Breakdown {
   s3: number;
   lambdaRequests: number;
   lambdaDuration: number;
+  eventBridge: number;
+  cloudWatchLogs: number;
+  xray: number;
   fargate: number;
 }
 
@@ -363,6 +501,9 @@ const COMPONENTS: readonly [keyof Breakdown, string][] = [
   ['s3', 'S3 requests'],
   ['lambdaRequests', 'Lambda invocations'],
   ['lambdaDuration', 'Lambda GB-s'],
+  ['eventBridge', 'EventBridge events (SES → bus)'],
+  ['cloudWatchLogs', 'CloudWatch Logs (Lambda)'],
+  ['xray', 'X-Ray traces (Lambda)'],
   ['fargate', 'Fargate broker (CPU)'],
 ];
 
@@ -375,6 +516,8 @@ interface Costed {
   readonly s3Requests: number;
   readonly invocations: number;
   readonly gbSeconds: number;
+  readonly events: number;
+  readonly logBytes: number;
   readonly brokerCpuMsPerUnit: number;
 }
 
@@ -387,12 +530,22 @@ function cost(m: Measured): Costed {
   let invocations = 0;
   let gbSeconds = 0;
   let esmRequests = 0;
+  let events = 0;
+  let logBytes = 0;
   for (const [fn, l] of Object.entries(m.lambdas)) {
     if (FIXED.has(fn)) continue;
     invocations += l.count;
+    if (EVENT_FED.has(fn)) events += l.count;
+    // Lambda's own lines for each invocation, and what the handler wrote (each line a log event).
+    const logged = m.logs?.[fn] ?? { bytes: 0, events: 0 };
+    logBytes += l.count * LAMBDA_PLATFORM_LOG_BYTES + logged.bytes + logged.events * LOG_EVENT_OVERHEAD_BYTES;
     const memoryMb = (functions[fn as FunctionId] ?? outcomeFunctions[fn as OutcomeFunctionId])?.memoryMb;
     if (memoryMb === undefined) throw new Error(`no memory size for the function ${JSON.stringify(fn)}`);
-    gbSeconds += (l.ms / 1000) * (memoryMb / 1024);
+    // An event-fed function's invocations all ran at once in this process: priced at the time of
+    // its fastest tenth (an invocation nearly alone, as each is in its own sandbox on AWS).
+    const times = m.eventTimes?.[fn];
+    const ms = times ? times.p10 * l.count : l.ms;
+    gbSeconds += (ms / 1000) * (memoryMb / 1024);
     // The event source mapping's receive and delete of each batch (idle long polls left out).
     if (QUEUE_FED.has(fn)) esmRequests += 2 * l.count;
   }
@@ -411,6 +564,9 @@ function cost(m: Measured): Costed {
     s3: s3Puts * PRICES.s3Put.usd + s3Tier2.requests * PRICES.s3Get.usd,
     lambdaRequests: invocations * PRICES.lambdaRequest.usd,
     lambdaDuration: gbSeconds * PRICES.lambdaGbSecondArm.usd,
+    eventBridge: events * PRICES.eventBridgeEvent.usd,
+    cloudWatchLogs: (logBytes / 1024 ** 3) * PRICES.cloudWatchLogsGb.usd,
+    xray: invocations * XRAY_SAMPLED_SHARE * PRICES.xrayTrace.usd,
     // The broker's measured CPU time, priced as that share of its task (vCPU and its memory).
     fargate: cpuHours * (PRICES.fargateVcpuHourArm.usd + (gb / vcpu) * PRICES.fargateGbHourArm.usd),
   };
@@ -426,6 +582,8 @@ function cost(m: Measured): Costed {
     s3Requests: s3Puts + s3Tier2.requests,
     invocations,
     gbSeconds,
+    events,
+    logBytes,
     brokerCpuMsPerUnit: (1000 * m.brokerCpuSeconds) / m.units,
   };
 }
@@ -444,12 +602,14 @@ function stages(m: Measured): [string, number][] {
     ['outcome (message)', w((k) => k.principal === 'broker' && outcome(k.component))],
     ['call start/settle (broker)', w((k) => k.principal === 'broker' && callStart(k.component))],
     ['call-status Lambda', w((k) => k.principal === 'call-status')],
+    ['email-events Lambda', w((k) => k.principal === 'email-events')],
     [
       'everything else',
       w(
         (k) =>
           k.principal !== 'ingest' &&
           k.principal !== 'call-status' &&
+          k.principal !== 'email-events' &&
           !(
             k.principal === 'broker' &&
             (claim(k.component) || outcome(k.component) || callStart(k.component))
@@ -471,6 +631,30 @@ function topRequests(m: Measured, limit = 14): string[] {
   );
 }
 
+/** Issue 38's goal for Switchboard's own AWS cost of email, per 1,000,000 emails. */
+const EMAIL_GOAL_USD = 0.3;
+
+/** The email figure against its goal, its costliest line, SES's requests, and SES's own price beside it. */
+function emailVerdict(m: Measured, c: Costed, scenario: Scenario): string[] {
+  const per = (usd: number) => `$${fmt(usd * scenario.per, 2)}`;
+  const lines = COMPONENTS.map(([key, label]) => ({ label, usd: c.perUnit[key] })).sort(
+    (a, b) => b.usd - a.usd,
+  );
+  const ses = sumWhere(m.tally, (k) => k.service === 'SESv2' && /^Send(Bulk)?Email$/.test(k.operation));
+  const bulk = sumWhere(m.tally, (k) => k.service === 'SESv2' && k.operation === 'SendBulkEmail');
+  const pass = c.total * scenario.per <= EMAIL_GOAL_USD;
+  return [
+    `  email: SES sends: ${fmt(ses.requests)} requests (${fmt(bulk.requests)} SendBulkEmail) for ${fmt(m.units)} emails: ${fmt(m.units / Math.max(1, ses.requests), 1)} recipients a request`,
+    `  email: Switchboard's own AWS cost ${per(c.total)} per ${scenario.perLabel} — goal ≤ $${fmt(EMAIL_GOAL_USD, 2)}: ${pass ? 'PASS' : `FAIL (×${fmt((c.total * scenario.per) / EMAIL_GOAL_USD, 1)} the goal)`}`,
+    `  email: costliest lines: ${lines
+      .slice(0, 3)
+      .map((l) => `${l.label} ${per(l.usd)} (${fmt((100 * l.usd) / c.total, 0)} %)`)
+      .join(', ')}`,
+    `  email: without EventBridge (were SES's events free on the bus, as AWS management events are) ${per(c.total - c.perUnit.eventBridge)}`,
+    `  email: beside it, SES's own price: ${per(PRICES.sesRecipient.usd)} per ${scenario.perLabel} ($${fmt(PRICES.sesRecipient.usd * 1000, 2)} per 1,000, à la carte; ${PRICES.sesRecipient.source}); ours is ${fmt((100 * c.total) / PRICES.sesRecipient.usd, 1)} % of it`,
+  ];
+}
+
 // ---------------------------------------------------------------------------------------------
 
 console.log(
@@ -480,12 +664,14 @@ if (values.design !== undefined) {
   const design = DESIGNS.find((d) => d.name === values.design);
   if (!design || values.out === undefined)
     throw new Error(`--design ${values.design} needs a known design and --out`);
-  writeFileSync(values.out, JSON.stringify([...(await design.run(SCENARIOS))]));
+  const scenarios = SCENARIOS.filter((s) => !design.skips?.includes(s.id));
+  writeFileSync(values.out, JSON.stringify([...(await design.run(scenarios))]));
   process.exit(0);
 }
 const measured = new Map<string, Map<ScenarioId, Measured>>();
 const outDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-cost-designs-'));
 for (const design of DESIGNS) {
+  if (SCENARIOS.every((s) => design.skips?.includes(s.id))) continue;
   const out = path.join(outDir, 'measured.json');
   console.error(`  design ${design.name}:`);
   const child = spawnSync(
@@ -509,9 +695,10 @@ rmSync(outDir, { recursive: true, force: true });
 
 for (const scenario of SCENARIOS) {
   console.log(`\n${scenario.title}: ${fmt(scenario.size)} rows`);
-  const costs = DESIGNS.map((d) => ({ design: d.name, m: measured.get(d.name)!.get(scenario.id)! }))
-    .filter((x) => x.m)
-    .map((x) => ({ ...x, c: cost(x.m) }));
+  const costs = DESIGNS.flatMap((d) => {
+    const m = measured.get(d.name)?.get(scenario.id);
+    return m ? [{ design: d.name, m, c: cost(m) }] : [];
+  });
   const head = `  ${`$ per ${scenario.perLabel}`.padEnd(40)}${costs.map((x) => x.design.padStart(22)).join('')}`;
   console.log(head);
   for (const [key, label] of COMPONENTS) {
@@ -528,8 +715,13 @@ for (const scenario of SCENARIOS) {
   for (const x of costs) {
     const perUnit = (n: number) => fmt(n / x.m.units, 3);
     console.log(
-      `  ${x.design}: ${x.m.outcome}, ${fmt(x.m.seconds, 1)} s; per ${scenario.unit}: ${perUnit(x.c.writeUnits)} write units, ${perUnit(x.c.readUnits)} read units, ${perUnit(x.c.sqsRequests)} SQS requests, ${perUnit(x.c.s3Requests)} S3 requests, ${perUnit(x.c.invocations)} Lambda invocations (${fmt((1000 * x.c.gbSeconds) / x.m.units, 3)} GB-ms), broker CPU ${fmt(x.c.brokerCpuMsPerUnit, 3)} ms`,
+      `  ${x.design}: ${x.m.outcome}, ${fmt(x.m.seconds, 1)} s; per ${scenario.unit}: ${perUnit(x.c.writeUnits)} write units, ${perUnit(x.c.readUnits)} read units, ${perUnit(x.c.sqsRequests)} SQS requests, ${perUnit(x.c.s3Requests)} S3 requests, ${perUnit(x.c.invocations)} Lambda invocations (${fmt((1000 * x.c.gbSeconds) / x.m.units, 3)} GB-ms), ${perUnit(x.c.events)} EventBridge events, ${fmt(x.c.logBytes / x.m.units, 0)} log bytes, broker CPU ${fmt(x.c.brokerCpuMsPerUnit, 3)} ms`,
     );
+    for (const [fn, t] of Object.entries(x.m.eventTimes ?? {}))
+      console.log(
+        `  ${x.design}: ${fn} invocation times here: fastest tenth ${fmt(t.p10, 1)} ms (priced), median ${fmt(t.p50, 1)} ms, mean ${fmt(t.mean, 1)} ms (every event at once in one process: the mean would add $${fmt((((t.mean - t.p10) * (x.m.lambdas[fn]?.count ?? 0)) / 1000) * (functions[fn as FunctionId].memoryMb / 1024) * PRICES.lambdaGbSecondArm.usd * (scenario.per / x.m.units), 2)} per ${scenario.perLabel})`,
+      );
+    if (scenario.id === 'email') for (const line of emailVerdict(x.m, x.c, scenario)) console.log(line);
     console.log(`  ${x.design}: write units per ${scenario.unit} by stage:`);
     for (const [stage, units] of stages(x.m))
       if (units > 0) console.log(`    ${stage.padEnd(30)} ${fmt(units, 3)}`);
@@ -551,5 +743,5 @@ console.log(
     .join('; ')}`,
 );
 console.log(
-  `Lambda GB-s: wall time of each invocation here (Lambda bills wall time) × the function's memory (shared/functions.ts); broker: its process's CPU seconds priced as that share of its task (${BROKER_TASK_SIZE.cpu / 1024} vCPU, ${BROKER_TASK_SIZE.memoryMiB / 1024} GB, arm64). SQS: the requests the code makes, plus a receive and a delete per invocation of a queue-fed function (the event source mapping) and S3's notification of the upload; S3: the code's requests plus the list's presigned PUT.`,
+  `Lambda GB-s: wall time of each invocation here (Lambda bills wall time) × the function's memory (shared/functions.ts); CloudWatch Logs: what each Lambda logged here (as deployed: info, metrics on) plus Lambda's START/END/REPORT lines (${LAMBDA_PLATFORM_LOG_BYTES} bytes an invocation) and ${LOG_EVENT_OVERHEAD_BYTES} bytes a log event; X-Ray: ${XRAY_SAMPLED_SHARE * 100} % of invocations traced (the default sampling); EventBridge: one event an email-events invocation (SES's events are data events a configuration set opts into, not the free management events); broker: its process's CPU seconds priced as that share of its task (${BROKER_TASK_SIZE.cpu / 1024} vCPU, ${BROKER_TASK_SIZE.memoryMiB / 1024} GB, arm64). SQS: the requests the code makes, plus a receive and a delete per invocation of a queue-fed function (the event source mapping) and S3's notification of the upload; S3: the code's requests plus the list's presigned PUT.`,
 );

@@ -61,7 +61,53 @@ export const PRICES = {
     unit: 'S3 Standard GET/HEAD request',
     source: 'https://c3x.dev/blog/s3-request-fees-explained',
   },
+  // Email (bench/cost's email scenario; docs/email.md#costs). Read on 2026-11-26.
+  eventBridgeEvent: {
+    usd: 1 / 1e6,
+    unit: 'EventBridge event on the default bus, an AWS opt-in data event (64 KB chunk)',
+    // "AWS management events are ingested by the event bus for free" — SES's sending events are
+    // data-plane events a configuration set's destination opts into, priced as custom events.
+    source: 'https://aws.amazon.com/eventbridge/pricing/',
+  },
+  cloudWatchLogsGb: {
+    usd: 0.5,
+    unit: 'CloudWatch Logs GB ingested (Standard; Lambda logs, first tier)',
+    source: 'https://www.duckbillgroup.com/?p=9080',
+  },
+  xrayTrace: {
+    usd: 5 / 1e6,
+    unit: 'X-Ray trace recorded',
+    // Not found in the search corpus: AWS's list price as quoted for years.
+    source: 'https://aws.amazon.com/xray/pricing/',
+  },
+  /** Amazon SES's own price, printed beside ours, never part of Switchboard's figure. */
+  sesRecipient: {
+    usd: 0.1 / 1000,
+    unit: 'SES outbound email recipient (à la carte)',
+    // The AWS Price List (AmazonSES, us-east-1) as read by api-evangelist/amazon-ses
+    // plans/amazon-ses-plans-pricing.yml: $0.0001 a recipient à la carte; the Essentials plan that
+    // new accounts get since 2026-07-21 charges $0.00016 an email up to 10 million.
+    source: 'https://aws.amazon.com/ses/pricing/',
+  },
 } as const satisfies Record<string, Price>;
+
+/**
+ * X-Ray's default sampling, which a Lambda with active tracing applies to a request that arrives
+ * without a trace header (an EventBridge event from SES has none): the first request each second,
+ * then 5 % (https://docs.aws.amazon.com/xray/latest/devguide/xray-console-sampling.html). At a
+ * campaign's event rate the reservoir is negligible: 5 % of invocations are traced.
+ */
+export const XRAY_SAMPLED_SHARE = 0.05;
+
+/**
+ * The log lines Lambda itself writes for each invocation (text format): `START RequestId: … Version:
+ * $LATEST`, `END RequestId: …` and `REPORT RequestId: … Duration … Billed Duration … Memory Size …
+ * Max Memory Used …` with its `XRAY TraceId … SegmentId … Sampled` part under active tracing: about
+ * 70 + 50 + 260 bytes, plus CloudWatch's 26 bytes of metadata per log event (3 × 26).
+ */
+export const LAMBDA_PLATFORM_LOG_BYTES = 70 + 50 + 260 + 3 * 26;
+/** CloudWatch Logs' metadata counted with each log event ingested. */
+export const LOG_EVENT_OVERHEAD_BYTES = 26;
 
 /** S3 operations billed at the PUT/COPY/POST/LIST rate; every other S3 request at the GET rate. */
 export const S3_TIER1 = /^(Put|Copy|Post|List|CreateMultipartUpload|UploadPart|CompleteMultipartUpload)/;
