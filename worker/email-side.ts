@@ -1,13 +1,18 @@
 /**
  * The broker's email side: a client's SES transport (`shared/adapters/ses-transport.ts`) over one
- * SES v2 client for the process, paced at the account's sending rate as `GetAccount` reads it (read
- * again every {@link ACCOUNT_READ_MS}), times this broker's share of it (`SES_RATE_SHARE`: SES's
- * rate is the account's in the region, so brokers that send email at once must split it).
+ * SES v2 client for the process. SES's rate is the account's in the region, so every client this
+ * broker sends for takes from one process-wide {@link SharedRate}, kept at this broker's share of
+ * the account's rate as `GetAccount` reads it (read again every {@link ACCOUNT_READ_MS}): split
+ * among the brokers sending email at once (`shared/email/send-rate-share.ts`), times
+ * `SES_RATE_SHARE` (the deployment's part of an account it shares with other senders).
  */
 import type { SESv2Client } from '@aws-sdk/client-sesv2';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeSecretsManagerClient, makeSesClient } from '#shared/adapters/aws-clients.ts';
+import { DynamoEmailSenders } from '#shared/adapters/dynamo-email-senders.ts';
 import {
   readSesAccount,
+  SES_BULK_DESTINATIONS,
   type SesAccountReading,
   SesTransport,
   type SesTransportOptions,
@@ -18,7 +23,11 @@ import {
   unsubscribeUrl,
 } from '#shared/adapters/unsubscribe-secret.ts';
 import type { EmailSide } from '#shared/broker/broker.ts';
-import type { Clock } from '#shared/pacing/clock.ts';
+import { defaultBurst } from '#shared/campaign/send-pacer.ts';
+import { SendRateShare } from '#shared/email/send-rate-share.ts';
+import type { Logger } from '#shared/log.ts';
+import type { Clock, Timers } from '#shared/pacing/clock.ts';
+import { SharedRate } from '#shared/pacing/shared-rate.ts';
 import type { BrokerConfig } from './config.ts';
 
 /** How long a reading of the account's rate is used. */
@@ -66,29 +75,58 @@ async function unsubscribeLinks(
 /** Email jobs, when the deployment names its configuration set (`SES_CONFIGURATION_SET`). */
 export function emailSide(
   config: BrokerConfig,
-  ports: { readonly clock: Clock },
+  ports: {
+    readonly clock: Clock;
+    readonly timers: Timers;
+    readonly logger: Logger;
+    readonly doc: DynamoDBDocumentClient;
+  },
   ses: SESv2Client = makeSesClient(),
   env: NodeJS.ProcessEnv = process.env,
-): EmailSide | undefined {
+): (EmailSide & { close(): Promise<void> }) | undefined {
   const email = config.email;
   if (!email) return undefined;
   const account = new AccountRate(ses, ports.clock);
+  const accountRate = async () => (await account.read()).maxSendRate * email.rateShare;
+  // Until the first refresh: the smallest rate SES grants (the sandbox's 1/s), never more than the share.
+  const rate = new SharedRate({ perSecond: 1, burst: 1, clock: ports.clock, timers: ports.timers });
+  const share = new SendRateShare({
+    senders: new DynamoEmailSenders(ports.doc, config.tasksTable),
+    brokerId: config.broker.brokerId,
+    rate,
+    accountRate,
+    burstOf: (perSecond) => defaultBurst(perSecond, SES_BULK_DESTINATIONS) ?? 1,
+    clock: ports.clock,
+    timers: ports.timers,
+    logger: ports.logger,
+  });
+  let sharing = false;
   const keyring = env[UNSUBSCRIBE_BASE_URL_ENV]
     ? UnsubscribeKeyring.fromEnvironment(env, () => makeSecretsManagerClient(), ports)
     : undefined;
   return {
     settings: email.settings,
     transportFor: async (client) => {
-      const reading = await account.read();
+      const perSecond = Math.max(0.1, await accountRate());
+      // Sending again after a lull: say so now, so the split counts this broker from the start.
+      if (!sharing || share.idle)
+        await share.refresh(true).catch((error) => {
+          ports.logger.warn('the share of SES’s sending rate was not refreshed', { error });
+        });
+      if (!sharing) share.start();
+      sharing = true;
       const unsubscribeUrl = await unsubscribeLinks(env, keyring);
       return new SesTransport({
         ses,
         clientId: client.clientId,
         settings: client.email!,
         defaultConfigurationSet: email.configurationSet,
-        ratePerSecond: Math.max(0.1, reading.maxSendRate * email.rateShare),
+        // The pipeline's own lane keeps to the account's rate; the shared rate to this broker's share.
+        ratePerSecond: perSecond,
+        sharedRate: rate,
         ...(unsubscribeUrl ? { unsubscribeUrl } : {}),
       });
     },
+    close: () => share.stop(),
   };
 }

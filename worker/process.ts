@@ -107,7 +107,7 @@ export async function startBrokerProcess(
   const done = running.run().finally(() => {
     const published = figures.close();
     messages?.close();
-    return Promise.all([server.stop(), published]).then(() => {});
+    return Promise.all([server.stop(), published, email?.close()]).then(() => {});
   });
   return {
     broker: running,

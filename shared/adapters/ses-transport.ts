@@ -75,6 +75,11 @@ export interface SesTransportOptions {
   readonly defaultConfigurationSet: string | undefined;
   /** Recipients per second: the account's `SendQuota.MaxSendRate` (or this broker's share of it). */
   readonly ratePerSecond: number;
+  /**
+   * The rate every client of the process takes its recipients from (SES's rate is the account's):
+   * each request waits for its recipients there before it goes.
+   */
+  readonly sharedRate?: { take(recipients: number): Promise<void> };
   /** The one-click unsubscribe URL of a recipient of a job (RFC 8058); none: no such headers. */
   readonly unsubscribeUrl?: (request: { clientId: string; jobId: string; address: string }) => string;
 }
@@ -122,6 +127,8 @@ export class SesTransport implements MessageTransport<EmailTemplate, SesRequest>
 
   async send(prepared: PreparedRequest<SesRequest>): Promise<TransportOutcome> {
     const { request } = prepared;
+    const recipients = request.kind === 'single' ? 1 : request.input.BulkEmailEntries!.length;
+    await this.#options.sharedRate?.take(recipients);
     try {
       if (request.kind === 'single') {
         const out = await this.#options.ses.send(new SendEmailCommand(request.input));

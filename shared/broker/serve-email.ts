@@ -138,13 +138,14 @@ export class EmailServer {
 
   /**
    * When the earliest task this server gave back to wait (a throttled send, one awaiting its SEND
-   * event) is ready again, if still ahead: the broker serves the client again then, not after its
-   * idle back-off.
+   * event) is ready again: the broker serves the client again then, not after its idle back-off.
    */
   #nextRelease(): number | undefined {
     const next = this.#releasedUntil;
     this.#releasedUntil = undefined;
-    return next !== undefined && next > this.#deps.clock.now() ? next : undefined;
+    // Already past (the last round outlasted the wait): at once. Each release is used once, so a
+    // client whose tasks cannot be claimed when ready falls back to the broker's idle back-off.
+    return next === undefined ? undefined : Math.max(next, this.#deps.clock.now());
   }
 
   /** The session's report, noting when each task given back to wait is ready again. */

@@ -77,6 +77,21 @@ export class TokenBucket {
     return next;
   }
 
+  /**
+   * The same bucket at a new rate, its debt carried over in units: what was taken ahead of `now`
+   * (a request of 50 at 1/s is 50 s ahead) is owed at the new rate, not at the old one. Two starts
+   * are never closer than the smaller of the two intervals. For a rate counted in recipients, whose
+   * takes cost many units at once.
+   */
+  rescaledAt(now: number, options: TokenBucketOptions): TokenBucket {
+    const next = new TokenBucket(options);
+    if (Number.isFinite(this.#theoreticalArrival)) {
+      const owed = Math.max(0, this.#theoreticalArrival - now) / this.intervalMs;
+      next.#theoreticalArrival = now + owed * next.intervalMs;
+    }
+    return next;
+  }
+
   /** Whole milliseconds from `now` until {@link tryTake} would succeed; 0 when it would now. */
   msUntilNextToken(now: number): number {
     return Math.max(0, Math.ceil(this.#theoreticalArrival - this.#toleranceMs - now));

@@ -266,6 +266,30 @@ describe('email jobs in a broker', { timeout: 180_000 }, () => {
     expect(tasks.filter((t) => t.state === 'completed').length).toBeGreaterThanOrEqual(n - 50);
   });
 
+  it('two clients sending at once on one broker share the account’s rate, not each its own', async () => {
+    const ids = ['s', 'r'].map((p) => `e${p}${Math.random().toString(36).slice(2, 6)}`);
+    const n = 600;
+    const jobs = await Promise.all(ids.map((id) => seed(id, n)));
+    await startBroker();
+    await putWork(ids);
+    await Promise.all(jobs.map(allFinal));
+    const sends = ses
+      .sent()
+      .filter((e) => ids.includes(e.tags['sb-client']!))
+      .map((e) => ({ at: e.at, recipients: e.to.length }));
+    expect(sends.reduce((a, s) => a + s.recipients, 0)).toBe(2 * n);
+    // In any second: at most the account's 400, a request's worth of burst and one request at its edge.
+    let most = 0;
+    for (const first of sends) {
+      const inWindow = sends.filter((s) => s.at >= first.at && s.at < first.at + 1_000);
+      most = Math.max(
+        most,
+        inWindow.reduce((a, s) => a + s.recipients, 0),
+      );
+    }
+    expect(most).toBeLessThanOrEqual(400 + 2 * 50);
+  });
+
   it('pauses the job with SES’s reason when the daily quota is used up', async () => {
     const clientId = `eq${Math.random().toString(36).slice(2, 6)}`;
     const job = await seed(clientId, 80, false);
