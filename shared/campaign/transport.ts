@@ -14,7 +14,7 @@
  * - the channel's quota used up (`quota-used-up`: the run stops and its jobs pause) or the sending
  *   account held (`held`: every job of the channel waits, visible to operators).
  *
- * LINE (`line-transport.ts`) is the first adapter; SES (`shared/email/ses-transport.ts`) the second.
+ * LINE (`line-transport.ts`) is the first adapter; SES (`shared/adapters/ses-transport.ts`) the second.
  */
 import type { ClaimedTask } from './ports.ts';
 import type { SendUnit } from './send-queue.ts';
