@@ -99,8 +99,6 @@ export interface ClaimerDeps {
     clientId: string,
     recipients: readonly string[],
   ) => Promise<ReadonlyMap<string, string>>;
-  /** Take a slot of the client's contact limits at each first claim (default true; off for the bench's baseline). */
-  readonly checkContactLimits?: boolean;
   /**
    * Where a claim is recorded: on a claim page (`dynamo-claim-pages.ts`, the default), or on each
    * task's item (`task`: the design before claim pages, kept to measure it beside them).
@@ -159,7 +157,7 @@ export class MessageClaimer implements TaskSource {
   readonly #readsFromCursor = new Map<string, number>();
   /** Tasks on a live claim page of an earlier round of this holder (same token, hold not ended). */
   readonly #heldElsewhere = new Set<string>();
-  readonly #caps: MessageCaps | undefined;
+  readonly #caps: MessageCaps;
   /**
    * With claim pages every task chosen from the index is read again, strongly consistent, before
    * it is claimed: the index read need only carry what choosing reads (about half the client's CPU
@@ -185,10 +183,7 @@ export class MessageClaimer implements TaskSource {
     this.#clientId = deps.lease.clientId;
     const { doc, controlTable, tasksTable } = deps.table;
     this.#indexView = deps.pages ? { attributes: INDEX_VIEW } : {};
-    this.#caps =
-      deps.checkContactLimits === false
-        ? undefined
-        : new MessageCaps(doc, { controlTable, tasksTable }, this.#clientId);
+    this.#caps = new MessageCaps(doc, { controlTable, tasksTable }, this.#clientId);
   }
 
   async nextPage(limit: number): Promise<readonly ClaimedTask[]> {
@@ -548,7 +543,7 @@ export class MessageClaimer implements TaskSource {
   async #withoutSpilled(job: Job, group: Chosen[], token: number): Promise<Chosen[]> {
     if (!group.some((c) => isChunk(c.item))) return group;
     const now = this.#deps.table.clock.now();
-    const slots = (await this.#caps?.slotsFor(job, now)) ?? [];
+    const slots = await this.#caps.slotsFor(job, now);
     const out: Chosen[] = [];
     for (const c of group) {
       if (!isChunk(c.item)) out.push(c);
@@ -613,7 +608,7 @@ export class MessageClaimer implements TaskSource {
   async #claim(job: Job, chosen: Chosen[], token: number): Promise<Claimed[]> {
     const { jobId } = job;
     const claimed: Claimed[] = [];
-    const slots = (await this.#caps?.slotsFor(job, this.#deps.table.clock.now())) ?? [];
+    const slots = await this.#caps.slotsFor(job, this.#deps.table.clock.now());
     // Each first claim takes one more item per contact limit: smaller groups keep 100 items at most.
     const size = Math.floor(CLAIMS_PER_TRANSACTION / (1 + slots.length));
     for (let i = 0; i < chosen.length && !this.#deps.state.fenced; i += size) {
@@ -621,7 +616,7 @@ export class MessageClaimer implements TaskSource {
       while (group.length > 0) {
         const now = this.#deps.table.clock.now();
         if (jobHasEnded(job, now)) return claimed;
-        const counters = this.#caps?.counters(group, slots) ?? { items: [], owners: [] };
+        const counters = this.#caps.counters(group, slots);
         const page = this.#deps.pages?.page(
           jobId,
           group.map((c) => String(c.item.taskId)),
@@ -682,7 +677,7 @@ export class MessageClaimer implements TaskSource {
       const owner = counters.owners[j];
       if (owner && !over.has(owner.task)) over.set(owner.task, owner.slot);
     }
-    for (const [task, slot] of over) await this.#caps!.hold(job, group[task]!.item, slot, now);
+    for (const [task, slot] of over) await this.#caps.hold(job, group[task]!.item, slot, now);
     return new Set(over.keys());
   }
 

@@ -72,8 +72,6 @@ export interface DynamoMessageTasksOptions {
   readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   /** The recipients of `recipients` on the client's suppression list, with the reason their task ends with. */
   readonly suppressed?: ClaimerDeps['suppressed'];
-  /** Take a slot of the client's contact limits at each first claim (default true). */
-  readonly checkContactLimits?: boolean;
   readonly holdMs?: number;
   /**
    * Where a claim is recorded: `page` (default: one claim page per claim transaction,
@@ -126,7 +124,6 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
   readonly #table: MessageTaskTable;
   readonly #optedOut: DynamoMessageTasksOptions['optedOut'];
   readonly #suppressed: DynamoMessageTasksOptions['suppressed'];
-  readonly #checkContactLimits: boolean;
   readonly #claimRecords: 'page' | 'task';
   readonly #jobs: JobStore;
   readonly #clock: Clock;
@@ -143,7 +140,6 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
     });
     this.#optedOut = options.optedOut;
     this.#suppressed = options.suppressed;
-    this.#checkContactLimits = options.checkContactLimits ?? true;
     this.#claimRecords = options.claimRecords ?? 'page';
   }
 
@@ -161,7 +157,6 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
         batches,
         ...(this.#optedOut ? { optedOut: this.#optedOut } : {}),
         ...(this.#suppressed ? { suppressed: this.#suppressed } : {}),
-        checkContactLimits: this.#checkContactLimits,
         ...(pages ? { pages } : {}),
       }),
       report: new OutcomeWriter({ table, lease, state, batches, ...(pages ? { pages } : {}) }),
