@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { EmailSettings } from '#shared/jobs/model.ts';
 import { LOCAL_CONNECT } from './connect-emulator.ts';
 import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
 import type { TelephonyEmulator } from './telephony-sandbox.ts';
@@ -25,6 +26,8 @@ export interface DemoClientOptions {
   readonly defaultRegion?: string;
   /** The telephony the client's calls go through (default `http`: the telephony sandbox). */
   readonly provider?: DemoProvider;
+  /** How the client's email jobs are sent (default: none, the client sends no email). */
+  readonly email?: EmailSettings;
 }
 
 /** The providers the local cloud emulates. */
@@ -114,6 +117,7 @@ export function demoClientSettings(options: DemoClientOptions = {}) {
     defaultRegion: options.defaultRegion ?? 'JP',
     ...(clientId === DEMO_CLIENT ? { messageChannelId: DEMO_CHANNEL.channelId as string } : {}),
     ...telephonyFor(options.provider),
+    ...(options.email ? { email: options.email } : {}),
   };
 }
 

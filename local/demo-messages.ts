@@ -44,6 +44,12 @@ export function demoLineUserId(i: number): string {
   return `U${createHash('sha256').update(`switchboard demo recipient ${i}`).digest('hex').slice(0, 32)}`;
 }
 
+/** The name of the `i`-th (0-based) recipient of a demo list. */
+export function demoRecipientName(i: number): string {
+  if (i === 0) return 'デモ ユーザー';
+  return `${FAMILY_NAMES[i % FAMILY_NAMES.length]} ${GIVEN_NAMES[Math.floor(i / FAMILY_NAMES.length) % GIVEN_NAMES.length]}`;
+}
+
 /**
  * The demo list of `count` recipients as CSV (`userId,name,coupon`); the same rows for the same
  * `count`, and a longer list starts with a shorter one.
@@ -51,12 +57,8 @@ export function demoLineUserId(i: number): string {
 export function messageListCsv(count: number): string {
   const rows = ['userId,name,coupon'];
   for (let i = 0; i < count; i++) {
-    const name =
-      i === 0
-        ? 'デモ ユーザー'
-        : `${FAMILY_NAMES[i % FAMILY_NAMES.length]} ${GIVEN_NAMES[Math.floor(i / FAMILY_NAMES.length) % GIVEN_NAMES.length]}`;
     const coupon = `XMAS-${String(i + 1).padStart(5, '0')}`;
-    rows.push(`${demoLineUserId(i)},${name},${coupon}`);
+    rows.push(`${demoLineUserId(i)},${demoRecipientName(i)},${coupon}`);
   }
   return `${rows.join('\n')}\n`;
 }

@@ -69,8 +69,9 @@ export async function startLocalEmail(options: LocalEmailOptions): Promise<Local
       await invokeHandler(handler, event, { functionName: spec.id, timeoutMs: spec.timeoutSeconds * 1000 });
     },
   });
+  const outbox = ses.outbox === undefined ? '' : `; each email sent is written to ${ses.outbox}`;
   log(
-    `Amazon SES      ${ses.url} (SES v2 stand-in: sends, refusals, faults; ${configurationSet}'s events → email-events)`,
+    `Amazon SES      ${ses.url} (SES v2 stand-in: sends, refusals, faults; ${configurationSet}'s events → email-events${outbox})`,
   );
   return { ses, configurationSet, stop: () => ses.close() };
 }

@@ -8,7 +8,9 @@
  * configuration set, the sending rate and the daily quota, a paused or suspended account), publishes
  * each email's events as a configuration set's EventBridge destination does (`local/ses/events.ts`:
  * the mailbox simulator's outcomes, at-least-once delivery to `deliver`) and injects SES's faults
- * (`local/ses/faults.ts`).
+ * (`local/ses/faults.ts`). Given an `outbox` directory, it also writes each email it accepts there as
+ * a `.eml` file, for a developer to read what was sent (`local/ses/outbox.ts`); nothing on the wire
+ * changes.
  *
  * Why not the npm package `aws-ses-v2-local`: it accepts the sends and shows them, but refuses
  * nothing (no identities, sandbox, quotas or rate), publishes no events, knows no mailbox-simulator
@@ -54,6 +56,7 @@ import {
 } from './ses/events.ts';
 import { type SesFaultRates, SesFaults } from './ses/faults.ts';
 import { type Caller, SesOperations } from './ses/operations.ts';
+import { SesOutbox } from './ses/outbox.ts';
 import { JsonFields, readBody, sesAnswer, sesError, signingRefusal } from './ses/wire.ts';
 import { SigV4Error, verifySigV4 } from './sigv4.ts';
 import { FrontError, serveFront } from './telephony-sandbox/http-front.ts';
@@ -102,6 +105,11 @@ export interface SesEmulatorOptions {
   readonly timers?: Timers;
   /** Largest message as sent (default 40 MB, SES v2's). */
   readonly maxMessageBytes?: number;
+  /**
+   * A directory to write each email accepted for sending to, as `{MessageId}.eml`, for a developer
+   * to read (`./ses/outbox.ts`; created if missing). Default: none, the emails are only in `sent()`.
+   */
+  readonly outbox?: string;
 }
 
 const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
@@ -113,6 +121,8 @@ export class SesEmulator {
   readonly account: Pick<SesAccount, 'set' | 'verify' | 'snapshot' | 'settings'>;
   /** `faults.set({ … rates })`, `faults.force('answer-lost' | 'throttled' | 'lost' | …, n)`, `faults.reset()`. */
   readonly faults: Pick<SesFaults, 'set' | 'force' | 'reset' | 'rates'>;
+  /** The directory each email sent is written to as a `.eml` file, when the stand-in was given one. */
+  readonly outbox: string | undefined;
   readonly #operations: SesOperations;
   readonly #publisher: SesEventPublisher;
   readonly #close: () => Promise<void>;
@@ -124,10 +134,12 @@ export class SesEmulator {
       faults: SesFaults;
       operations: SesOperations;
       publisher: SesEventPublisher;
+      outbox?: SesOutbox;
     },
     close: () => Promise<void>,
   ) {
     this.url = url;
+    this.outbox = parts.outbox?.directory;
     this.account = parts.account;
     this.faults = parts.faults;
     this.#operations = parts.operations;
@@ -175,6 +187,7 @@ export async function startSesEmulator(options: SesEmulatorOptions = {}): Promis
   });
   const sets = options.configurationSets ?? { [LOCAL_SES.configurationSet]: {} };
   const maxMessageBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+  const outbox = options.outbox === undefined ? undefined : new SesOutbox(options.outbox);
   const operations = new SesOperations({
     account,
     templates: new EmailTemplates(),
@@ -186,6 +199,7 @@ export async function startSesEmulator(options: SesEmulatorOptions = {}): Promis
       Object.entries(sets).map(([name, set]) => [name, new Set(set.eventTypes ?? SES_EVENT_TYPES)]),
     ),
     maxMessageBytes,
+    ...(outbox ? { outbox } : {}),
   });
   const front = new SesFront(operations, faults, {
     region,
@@ -202,7 +216,11 @@ export async function startSesEmulator(options: SesEmulatorOptions = {}): Promis
     { message: 'internal error' },
     options.port,
   );
-  return new SesEmulator(served.url, { account, faults, operations, publisher }, () => served.close());
+  return new SesEmulator(
+    served.url,
+    { account, faults, operations, publisher, ...(outbox ? { outbox } : {}) },
+    () => served.close(),
+  );
 }
 
 /** HTTP to operations: the signature, the route, the send faults. */

@@ -129,6 +129,8 @@ export interface LocalStackOptions {
    * tried on any day (`npm start -- --at`). The SDK's signatures and tokens keep the real time.
    */
   readonly startAt?: number;
+  /** A directory the SES stand-in writes each email it accepts to, as a `.eml` file (default: none). */
+  readonly sentEmailDir?: string;
 }
 
 /**
@@ -341,7 +343,10 @@ class LocalStackStarter {
     const email = await startLocalEmail({
       cloud: this.#cloud,
       log: this.#log,
-      ses: { clock: { now: () => Date.now() + this.#clockOffsetMs } },
+      ses: {
+        clock: { now: () => Date.now() + this.#clockOffsetMs },
+        ...(this.#options.sentEmailDir === undefined ? {} : { outbox: this.#options.sentEmailDir }),
+      },
     });
     this.#stoppers.push(() => email.stop());
     this.#email = email;
@@ -617,7 +622,12 @@ class LocalStackStarter {
       TWILIO_API_URL: providers.twilio.url,
       TWILIO_CALLBACK_URL: `${api.url}${TWILIO_STATUS_PATH}`,
       LINE_API_URL: providers.line.url,
-      ...localUnsubscribeEnv(api.url),
+      // No UNSUBSCRIBE_BASE_URL (so no List-Unsubscribe header) for now: the domain takes an https
+      // link only (RFC 8058 §3.1, `shared/email/unsubscribe.ts`) and the local API is plain http, so
+      // every local email failed `bad-email`. Once the domain allows http to a loopback host on the
+      // local cloud, as outcome webhooks do, pass `localUnsubscribeEnv(api.url)` again. The route is
+      // served all the same, and `unsubscribe.link(…)` signs links for it.
+      ...localUnsubscribeEnv(),
       // Email jobs through the SES stand-in, under the stage's configuration set (its events reach email-events).
       ...(this.#email
         ? {

@@ -3,16 +3,18 @@
  * Gateway stand-in, the SQS pollers and the sandboxes — until Ctrl-C, which stops it cleanly.
  */
 
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { operatorFromClaims } from '#shared/operators/tenancy.ts';
 import { LOCAL_CREDENTIALS } from './cloud.ts';
 import { playWebhookDemo } from './demo.ts';
+import { DEMO_EMAIL_COUNT, emailSummaryLines, runDemoEmails } from './demo-emails.ts';
 import { DEMO_PROVIDERS, type DemoProvider, runDemoJob } from './demo-job.ts';
 import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
 import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from './stack.ts';
-import { writeLocalState } from './state-file.ts';
+import { localOutboxPath, writeLocalState } from './state-file.ts';
 import { MAX_BODY_BYTES } from './strict-s3.ts';
 
 const HELP = `Usage: npm start -- [options]
@@ -23,6 +25,8 @@ demo client uploads a call list, it is validated row by row, the job manager sta
 broker fleet, and brokers call at the client's limits; progress is shown until the job completes.
 Then a message campaign: the same client sends a LINE push to 2,000 recipients through the demo
 channel (one of them unfollowed first, so it is skipped), and the LINE sandbox counts deliveries.
+Last, an email campaign to ${DEMO_EMAIL_COUNT} addresses of SES's mailbox simulator (a few bounce, two complain)
+through the SES v2 stand-in, which writes each email it sends to ${path.relative(process.cwd(), localOutboxPath()) || '.'}/ as a .eml file.
 
 Bring your own call list: a CSV with a phone column (phone, tel, 電話番号, 携帯電話…; any other
 columns become per-row variables), UTF-8 (with or without BOM) or Shift_JIS, as Excel exports it:
@@ -41,6 +45,8 @@ Options:
   --no-job         do not run the call job (the local cloud keeps running)
   --messages N     recipients of the message campaign (default ${DEMO_MESSAGE_COUNT}: local/demo/message-list.csv)
   --no-messages    do not run the message campaign
+  --emails N       recipients of the email campaign (default ${DEMO_EMAIL_COUNT}, SES mailbox simulator addresses)
+  --no-emails      do not run the email campaign
   --data-dir DIR   keep DynamoDB data in DIR between runs (default: in memory)
   --port N         serve the HTTP API on port N (default: 3000; 0 picks a free port)
   --no-demo        do not play the demo webhooks (the demo channel is still created)
@@ -62,6 +68,7 @@ interface StartOptions {
   readonly provider: DemoProvider;
   readonly job: boolean;
   readonly messages: number | false;
+  readonly emails: number | false;
   readonly demo: boolean;
   readonly exitAfter?: number;
   /** The instant the local cloud's clocks read at start (epoch ms). */
@@ -124,6 +131,7 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
     );
   }
   const messages = numberOption('messages', values.messages, DEMO_MESSAGE_COUNT, whole);
+  const emails = numberOption('emails', values.emails, DEMO_EMAIL_COUNT, whole);
   const provider = values.provider ?? 'http';
   if (!(DEMO_PROVIDERS as readonly string[]).includes(provider)) {
     throw new OptionError(
@@ -141,6 +149,7 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
     provider: provider as DemoProvider,
     job: !values['no-job'],
     messages: values['no-messages'] ? false : messages,
+    emails: values['no-emails'] ? false : emails,
     demo: !values['no-demo'],
     ...(exitAfter === undefined ? {} : { exitAfter }),
     ...atOption(values.at),
@@ -171,6 +180,8 @@ const OPTIONS = {
   'no-job': { type: 'boolean' },
   messages: { type: 'string' },
   'no-messages': { type: 'boolean' },
+  emails: { type: 'string' },
+  'no-emails': { type: 'boolean' },
   'no-demo': { type: 'boolean' },
   'exit-after': { type: 'string' },
   at: { type: 'string' },
@@ -181,11 +192,13 @@ const OPTIONS = {
 async function run(options: StartOptions): Promise<void> {
   const log = (line: string) => console.log(`[switchboard] ${line}`);
   let stack: LocalStack;
+  const sentEmailDir = freshOutbox();
   try {
     stack = await startLocalStack({
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       port: options.port,
-      fleet: options.job || options.messages !== false,
+      fleet: options.job || options.messages !== false || options.emails !== false,
+      sentEmailDir,
       telephonyTimeScale: options.timeScale,
       ...(options.at === undefined ? {} : { startAt: options.at }),
       log,
@@ -265,6 +278,19 @@ async function run(options: StartOptions): Promise<void> {
       demoLog(`message campaign failed to run: ${(error as Error).message}`);
     }
   }
+  if (options.emails !== false) {
+    try {
+      const summary = await runDemoEmails(stack, demoLog, {
+        count: options.emails,
+        maxConcurrentCalls: options.limit,
+        callsPerSecond: options.rate,
+        ...region,
+      });
+      for (const line of emailSummaryLines(summary)) demoLog(line);
+    } catch (error) {
+      demoLog(`email campaign failed to run: ${(error as Error).message}`);
+    }
+  }
   demoLog(consoleLine());
   demoLog('ready — press Ctrl-C to stop');
 }
@@ -287,6 +313,19 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/**
+ * The directory the SES stand-in writes the emails it sends to, emptied of a previous run's: each
+ * `npm start` begins with an empty outbox, which stays readable after it stops.
+ */
+function freshOutbox(): string {
+  const dir = localOutboxPath();
+  if (existsSync(dir)) {
+    for (const name of readdirSync(dir))
+      if (name.endsWith('.eml')) rmSync(path.join(dir, name), { force: true });
+  }
+  return dir;
+}
 
 /** What a local console user may do, in a few words: "every client", "demo-client: viewer". */
 function userScope(groups: readonly string[]): string {

@@ -14,6 +14,15 @@ export function localStatePath(env: Readonly<Record<string, string | undefined>>
   return env.SWITCHBOARD_LOCAL_STATE ?? path.join(ROOT, '.switchboard', 'local.json');
 }
 
+/**
+ * Where `npm start`'s SES stand-in writes the emails it sends (`.eml` files): beside the state file,
+ * named after it (`.switchboard/local-emails/` by default).
+ */
+export function localOutboxPath(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const file = localStatePath(env);
+  return path.join(path.dirname(file), `${path.basename(file, path.extname(file))}-emails`);
+}
+
 export interface LocalState {
   /** The HTTP API stand-in, e.g. `http://127.0.0.1:3000`. */
   readonly apiUrl: string;

@@ -50,6 +50,8 @@ export interface ComposedEmail {
   readonly size: number;
   /** Sent as `Content.Raw`: `headers` are the MIME message's own. */
   readonly raw?: boolean;
+  /** A raw email's MIME message, as sent. */
+  readonly message?: Uint8Array;
   /** Why the template could not be rendered: the email is accepted, then not sent. */
   readonly renderingFailure?: string;
 }
@@ -304,6 +306,7 @@ function rawEmail(raw: JsonFields, input: JsonFields, tags: Record<string, strin
     tags,
     size: data.length,
     raw: true,
+    message: data,
   };
 }
 

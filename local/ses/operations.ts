@@ -34,6 +34,7 @@ import {
   type SentEmail,
 } from './compose.ts';
 import { type SesEventPublisher, type SesEventType, simulatorScenario } from './events.ts';
+import type { SesOutbox } from './outbox.ts';
 import { type JsonFields, sesError } from './wire.ts';
 
 /** Who called, as the signature and the connection tell. */
@@ -52,6 +53,8 @@ export interface OperationsParts {
   /** Configuration sets that exist, each with the event types its EventBridge destination matches. */
   readonly configurationSets: ReadonlyMap<string, ReadonlySet<SesEventType>>;
   readonly maxMessageBytes: number;
+  /** Where each accepted email is also written for a developer to read, if anywhere. */
+  readonly outbox?: SesOutbox;
 }
 
 interface BulkEntryResult {
@@ -249,6 +252,7 @@ export class SesOperations {
       ...(configurationSet === undefined ? {} : { configurationSet }),
     };
     this.#sent.push(sent);
+    this.#parts.outbox?.write(sent);
     if (configurationSet !== undefined) {
       publisher.publish(sent, configurationSets.get(configurationSet)!, {
         sourceArn: `arn:aws:ses:${region}:${accountId}:identity/${identity}`,

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -21,18 +21,20 @@ afterAll(() => {
 
 /**
  * Runs `npm start`'s entry point and collects its output until `ready`; without the webhook demo
- * and the call job, and without the message campaign unless `args` ask for it (`--messages N`).
+ * and the call job, and without the message and email campaigns unless `args` ask for them
+ * (`--messages N`, `--emails N`).
  */
 function start(
   args: string[],
   options: { webhookDemo?: boolean; callJob?: boolean; env?: Record<string, string> } = {},
 ): Promise<{ child: ChildProcess; output: () => string; dynamo: string }> {
   const campaign = args.includes('--messages') ? [] : ['--no-messages'];
+  const emails = args.includes('--emails') ? [] : ['--no-emails'];
   const demo = options.webhookDemo ? [] : ['--no-demo'];
   const job = options.callJob ? [] : ['--no-job'];
   const child = spawn(
     process.execPath,
-    ['local/start.ts', '--port', '0', ...demo, ...job, ...campaign, ...args],
+    ['local/start.ts', '--port', '0', ...demo, ...job, ...campaign, ...emails, ...args],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -82,6 +84,50 @@ function until(child: ChildProcess, done: () => boolean, output: () => string): 
   });
 }
 
+/**
+ * The email campaign of `--emails 20` (17 success@, 2 bounce@, 1 complaint@ addresses): a live line,
+ * every email accepted once, the events recorded in the report and the suppression list, and every
+ * email sent readable as a `.eml` file where the last line says.
+ */
+function expectEmailCampaign(output: string, stateFile: string): void {
+  expect(output).toMatch(
+    /^\[switchboard\] emails: running +rows 20 .* emails\/s {2}SES accepted \d+, delivered \d+/m,
+  );
+  expect(output).toMatch(
+    /emails: completed: 20 completed, 0 failed, 0 cancelled of 20 tasks \(20 rows, 0 rejected, 0 skipped\); SES accepted 20 \([^)]*\), delivered 18, bounced 2, complained 1, duplicates 0/,
+  );
+  const recorded = /emails: the report's email column: (.*); on the suppression list: (.*)$/m.exec(output);
+  expect(recorded, output).not.toBeNull();
+  expect(recorded![1]!.split(', ').sort()).toEqual(['bounced 2', 'complained 1', 'delivered 17']);
+  expect(recorded![2]!.split(', ').sort()).toEqual(['bounce 2', 'complaint 1']);
+  expect(output).toMatch(
+    /^\[switchboard\] {3}6,bounce\+5@simulator\.amazonses\.com,completed,1,accepted,,,,bounced$/m,
+  );
+  // Where to read them: the stand-in's outbox beside the state file, one .eml file per email.
+  const outbox = path.join(path.dirname(stateFile), 'local-0-emails');
+  expect(output).toContain(`emails: read the 20 emails sent in ${outbox}${path.sep} — one .eml file each`);
+  const files = readdirSync(outbox).filter((name) => name.endsWith('.eml'));
+  expect(files).toHaveLength(20);
+  const emails = files.map((name) => readFileSync(path.join(outbox, name), 'utf8'));
+  const bounced = emails.filter((eml) => /^To: bounce\+\d+@simulator\.amazonses\.com\r$/m.test(eml));
+  expect(bounced).toHaveLength(2);
+  const sample = /emails: e\.g\. (\S+\.eml), to (\S+): "(.*)"$/m.exec(output);
+  expect(sample, output).not.toBeNull();
+  const eml = readFileSync(sample![1]!, 'utf8');
+  expect(eml).toContain(`To: ${sample![2]}\r\n`);
+  expect(eml).toMatch(/^From: =\?UTF-8\?B\?[^?]+\?= <news@example\.com>\r$/m);
+  // The subject as SES sends it (RFC 2047 words), the recipient's own name and coupon in the body.
+  const folded = /^Subject: (.*\r\n(?: .*\r\n)*)/m.exec(eml)![1]!;
+  const subject = [...folded.matchAll(/=\?UTF-8\?B\?([^?]+)\?=/g)]
+    .map((m) => Buffer.from(m[1]!, 'base64').toString('utf8'))
+    .join('');
+  expect(subject).toBe(sample![3]);
+  expect(subject).toMatch(/様、12月のクーポンをお届けします$/);
+  expect(eml).toMatch(
+    /Content-Type: multipart\/alternative;[\s\S]*12月のクーポン XMAS-M\d{4} をお使いください/,
+  );
+}
+
 function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => {
     if (child.exitCode !== null) resolve(child.exitCode);
@@ -90,9 +136,11 @@ function exited(child: ChildProcess): Promise<number | null> {
 }
 
 describe('npm start', () => {
-  // One start for what needs no restart: what runs where, the webhook demo, a small campaign, Ctrl-C.
-  it('prints what runs where, plays the webhook demo and a message campaign, and stops cleanly on Ctrl-C (SIGINT)', async () => {
-    const { child, output } = await start(['--messages', '150'], { webhookDemo: true });
+  // One start for what needs no restart: what runs where, the webhook demo, a small campaign, a
+  // small email campaign, Ctrl-C.
+  it('prints what runs where, plays the webhook demo, a message campaign and an email campaign, and stops cleanly on Ctrl-C (SIGINT)', async () => {
+    const stateFile = path.join(stateDir, `local-${children.length}.json`);
+    const { child, output } = await start(['--messages', '150', '--emails', '20'], { webhookDemo: true });
     expect(output()).toMatch(/SQS \+ S3\s+http:\/\/127\.0\.0\.1:\d+/);
     expect(output()).toMatch(/HTTP API\s+http:\/\/127\.0\.0\.1:\d+/);
     // The console's URL, printed once the stack is up, with who signs in; it serves the page.
@@ -130,6 +178,7 @@ describe('npm start', () => {
     expect({ completed, failed, cancelled }).toEqual({ completed: '149', failed: '0', cancelled: '0' });
     expect({ delivered, duplicates }).toEqual({ delivered: '149', duplicates: '0' });
     expect(output()).toMatch(/2,,skipped,0,,opted out,userId,U[d]{31}1/);
+    expectEmailCampaign(output(), stateFile);
     // The brokers' metric records are CloudWatch's, not the terminal's (SWITCHBOARD_SHOW_METRICS=1).
     expect(output()).not.toMatch(/"CloudWatchMetrics"/);
     child.kill('SIGINT');
@@ -203,6 +252,7 @@ describe('npm start', () => {
   it.each([
     [['--port', 'abc'], '--port must be a port number'],
     [['--messages', '0'], '--messages must be a whole number ≥ 1, got "0"'],
+    [['--emails', '0'], '--emails must be a whole number ≥ 1, got "0"'],
     [['--region', 'XX'], '--region must be a region code such as JP or US, got "XX"'],
   ])('explains a bad option (%j) instead of starting', async (args, explanation) => {
     const child = spawn(process.execPath, ['local/start.ts', ...args], {
