@@ -77,7 +77,7 @@ import {
   reactionTimes,
 } from './lib/pacing-plan.ts';
 import { seedRunningJob } from './lib/seed-job.ts';
-import { checkLines, measureCallStartChecks } from './lib/start-checks.ts';
+import { checkLines, measureCallStartChecks, withoutSuppressionChecks } from './lib/start-checks.ts';
 import { measureStartCheck, startCheckLine } from './start-check.ts';
 
 const { values } = parseArgs({
@@ -642,7 +642,14 @@ console.log(
 for (const line of summary) console.log(line);
 console.log(startCheck);
 if (startChecks > 0) {
-  const figures = await measureCallStartChecks(doc, { controlTable, tasksTable }, startChecks);
+  const bare = withoutSuppressionChecks(
+    new DynamoDBClient({
+      region: cloud.region,
+      endpoint: cloud.dynamoEndpoint,
+      credentials: LOCAL_CREDENTIALS,
+    }),
+  );
+  const figures = await measureCallStartChecks(doc, { controlTable, tasksTable }, startChecks, bare);
   const title =
     'contact-policy checks in the call start transaction (DynamoDB Local, sequential starts, interleaved; WCU: 2 per item of a transaction under 1 KB):';
   for (const line of checkLines(title, 'start', figures)) console.log(line);

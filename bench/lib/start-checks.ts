@@ -9,7 +9,9 @@
  * so drift on a shared machine hits them alike. Every start passes (no entry, caps far above the
  * count): what is measured is the price of checking, not of refusing.
  */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
@@ -18,7 +20,7 @@ import type { StartLimits } from '#shared/broker/ports.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import { newUlid } from '#shared/ids.ts';
 import { type ClientSettings, type Job, type Task, taskSideOf } from '#shared/jobs/model.ts';
-import { suppressionReasons } from '#shared/suppressions/model.ts';
+import { suppressionKeys, suppressionReasons } from '#shared/suppressions/model.ts';
 import { seedRunningJob } from './seed-job.ts';
 
 export interface CheckFigures {
@@ -112,11 +114,35 @@ async function someSuppressions(doc: DynamoDBDocumentClient, tables: Tables, cli
   );
 }
 
+/**
+ * The baseline of a call start without its suppression check: the store's own start, over a client
+ * that leaves the suppression entry's ConditionCheck out of the transaction it sends (a start
+ * writes nothing else under `SUPPRESS#`). The bench's, not a switch of the store.
+ */
+export function withoutSuppressionChecks(client: DynamoDBClient): DynamoDBDocumentClient {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as {
+        TransactItems?: { ConditionCheck?: { Key?: { pk?: { S?: string } } } }[];
+      };
+      if (context.commandName === 'TransactWriteItemsCommand' && input.TransactItems)
+        input.TransactItems = input.TransactItems.filter(
+          (item) => !item.ConditionCheck?.Key?.pk?.S?.startsWith(suppressionKeys.pk('')),
+        );
+      return next(args);
+    },
+    { step: 'initialize', name: 'benchWithoutSuppressionChecks' },
+  );
+  return makeDocumentClient(client);
+}
+
 /** `starts` call starts per variant, interleaved; see the module comment. */
 export async function measureCallStartChecks(
   doc: DynamoDBDocumentClient,
   tables: Tables,
   starts: number,
+  /** The same DynamoDB, for the baseline ({@link withoutSuppressionChecks}). */
+  bare: DynamoDBDocumentClient,
 ): Promise<CheckFigures[]> {
   const clientId = `checks-call-${Date.now().toString(36)}`;
   const settings = client(clientId);
@@ -132,7 +158,7 @@ export async function measureCallStartChecks(
       const j = job(clientId, 'call', starts);
       const tasks = Array.from({ length: starts }, (_, i) => taskOf(j, i, String(k)));
       await seedRunningJob(doc, tables, { client: settings, job: j, tasks: (i) => tasks[i]!, count: starts });
-      const store = makeDynamoBrokerTaskStore(doc, { ...tables, checkSuppressions: v.suppression });
+      const store = makeDynamoBrokerTaskStore(v.suppression ? doc : bare, tables);
       return { ...v, tasks, store, times: [] as number[] };
     }),
   );

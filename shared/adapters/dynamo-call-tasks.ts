@@ -57,11 +57,6 @@ export interface DynamoBrokerTaskStoreOptions {
   readonly tasksTable: string;
   /** How long a job's status is trusted when filtering the index, ms (the start re-checks it). Default 5,000. */
   readonly jobCacheMs?: number;
-  /**
-   * Hold a ConditionCheck on the recipient's suppression entry in every start (default true). Off
-   * only for the benchmark's baseline: the cost of the check is what it measures.
-   */
-  readonly checkSuppressions?: boolean;
   readonly now?: () => number;
 }
 
@@ -110,11 +105,9 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
   readonly #tasksTable: string;
   readonly #jobs: JobCache;
   readonly #now: () => number;
-  readonly #checkSuppressions: boolean;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoBrokerTaskStoreOptions) {
     this.#doc = doc;
-    this.#checkSuppressions = options.checkSuppressions ?? true;
     this.#controlTable = options.controlTable;
     this.#tasksTable = options.tasksTable;
     this.#now = options.now ?? Date.now;
@@ -161,15 +154,12 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
     const startedAt = fence.now;
     // The suppression list is checked in the start itself (docs/suppression-list.md): an entry
     // written before this transaction refuses it, one written after it finds the call started.
-    const suppression = this.#checkSuppressions
-      ? [suppressionConditionCheck(this.#controlTable, task.clientId, task.recipient)]
-      : [];
     const slots = limits?.slots ?? [];
     const codes = await this.#transact([
       this.#leaseAdd(task, fence),
       this.#jobRunning(task, startedAt),
       this.#taskStart(task, startedAt),
-      ...suppression,
+      suppressionConditionCheck(this.#controlTable, task.clientId, task.recipient),
       ...capCounterUpdates(this.#tasksTable, task, slots),
     ]);
     if (codes === undefined) {
@@ -180,10 +170,11 @@ class DynamoBrokerTaskStore implements BrokerTaskStore {
       };
     }
     if (codes[0] === 'ConditionalCheckFailed') return { kind: 'fenced' };
-    const capped = slots.findIndex((_, i) => codes[3 + suppression.length + i] === 'ConditionalCheckFailed');
-    if (capped >= 0 && !codes.slice(0, 3 + suppression.length).includes('ConditionalCheckFailed'))
+    // Items: lease, job, task, the suppression check, then the counters.
+    const capped = slots.findIndex((_, i) => codes[4 + i] === 'ConditionalCheckFailed');
+    if (capped >= 0 && !codes.slice(0, 4).includes('ConditionalCheckFailed'))
       return this.#overCap(task, slots[capped]!, limits?.jobEndAt, startedAt);
-    const suppressed = suppression.length > 0 && codes[3] === 'ConditionalCheckFailed';
+    const suppressed = codes[3] === 'ConditionalCheckFailed';
     if (suppressed && !codes.slice(1, 3).includes('ConditionalCheckFailed')) {
       const ended = await endSuppressedTask(
         this.#doc,
