@@ -622,12 +622,9 @@ class LocalStackStarter {
       TWILIO_API_URL: providers.twilio.url,
       TWILIO_CALLBACK_URL: `${api.url}${TWILIO_STATUS_PATH}`,
       LINE_API_URL: providers.line.url,
-      // No UNSUBSCRIBE_BASE_URL (so no List-Unsubscribe header) for now: the domain takes an https
-      // link only (RFC 8058 §3.1, `shared/email/unsubscribe.ts`) and the local API is plain http, so
-      // every local email failed `bad-email`. Once the domain allows http to a loopback host on the
-      // local cloud, as outcome webhooks do, pass `localUnsubscribeEnv(api.url)` again. The route is
-      // served all the same, and `unsubscribe.link(…)` signs links for it.
-      ...localUnsubscribeEnv(),
+      // Every email's List-Unsubscribe link to the local API's route (plain http to a loopback host,
+      // which `shared/email/unsubscribe.ts` allows only there).
+      ...localUnsubscribeEnv(api.url),
       // Email jobs through the SES stand-in, under the stage's configuration set (its events reach email-events).
       ...(this.#email
         ? {

@@ -149,7 +149,8 @@ export class UnsubscribeTokens {
 /**
  * The two headers of RFC 8058 §3.1, exactly: `List-Unsubscribe: <https://…>, <mailto:…>` and
  * `List-Unsubscribe-Post: List-Unsubscribe=One-Click`. Throws a RangeError for a URL that is not
- * https, or for a URL or mailto that could break out of its angle brackets or its header.
+ * https (plain http only to a loopback host: the local cloud), or for a URL or mailto that could
+ * break out of its angle brackets or its header.
  */
 export function listUnsubscribeHeaders(
   url: string,
@@ -208,6 +209,8 @@ function multipartHasOneClick(contentType: string, body: string): boolean {
   return false;
 }
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
 function headerUri(uri: string, scheme: 'https:' | 'mailto:'): string {
   // Checked on the input: URL parsing would quietly drop tabs and newlines, and a comma or
   // angle bracket would end the URI early for a reader of the header (RFC 2369 §2).
@@ -220,7 +223,10 @@ function headerUri(uri: string, scheme: 'https:' | 'mailto:'): string {
   } catch {
     throw new RangeError(`not a URI: ${JSON.stringify(uri)}`);
   }
-  if (parsed.protocol !== scheme) {
+  // The local cloud's API is plain http on a loopback address: no mail provider ever reaches it,
+  // and its links are read only in the local outbox (`local/ses/outbox.ts`).
+  const localHttp = scheme === 'https:' && parsed.protocol === 'http:' && LOOPBACK_HOSTS.has(parsed.hostname);
+  if (parsed.protocol !== scheme && !localHttp) {
     throw new RangeError(
       scheme === 'https:'
         ? `the one-click unsubscribe URL must be https (RFC 8058 §3.1), got ${parsed.protocol}`

@@ -126,6 +126,9 @@ function expectEmailCampaign(output: string, stateFile: string): void {
   expect(eml).toMatch(
     /Content-Type: multipart\/alternative;[\s\S]*12月のクーポン XMAS-M\d{4} をお使いください/,
   );
+  // One click to unsubscribe (RFC 8058), to the local API's route.
+  expect(eml).toMatch(/^List-Unsubscribe: <http:\/\/127\.0\.0\.1:\d+\/unsubscribe\/[^>]+>\r$/m);
+  expect(eml).toContain('List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n');
 }
 
 function exited(child: ChildProcess): Promise<number | null> {

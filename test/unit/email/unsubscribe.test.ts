@@ -191,6 +191,11 @@ describe('List-Unsubscribe headers', () => {
 
   it('refuse http, other schemes, and anything that could break out of the header', () => {
     expect(() => listUnsubscribeHeaders('http://example.com/u')).toThrow(/must be https/);
+    expect(() => listUnsubscribeHeaders('http://127.0.0.1.example.com/u')).toThrow(/must be https/);
+    // Plain http only to a loopback host: the local cloud's API.
+    expect(listUnsubscribeHeaders('http://127.0.0.1:8080/unsubscribe/t')['List-Unsubscribe']).toBe(
+      '<http://127.0.0.1:8080/unsubscribe/t>',
+    );
     expect(() => listUnsubscribeHeaders('mailto:u@example.com')).toThrow(/must be https/);
     expect(() => listUnsubscribeHeaders('https://example.com/u', 'https://example.com/x')).toThrow(/mailto/);
     for (const bad of [
