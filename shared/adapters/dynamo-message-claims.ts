@@ -13,7 +13,7 @@ import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { AWAITING_RESEND_EVENT } from '#shared/campaign/unit-sender.ts';
 import { type Chunk, isChunk, membersInState } from '#shared/jobs/chunks.ts';
-import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
+import { type Job, jobHasEnded, keys, resendsAreSafe } from '#shared/jobs/model.ts';
 import {
   isLeftByOlderHolder,
   mayClaimMessage,
@@ -319,7 +319,11 @@ export class MessageClaimer implements TaskSource {
     for (const item of open) {
       const key = claimKey(String(item.jobId), String(item.taskId));
       const left = claimedAt.get(key)!;
-      const movedOn = await this.#markMaybeSent(item, left.at, left.pages, byTask.get(String(item.taskId)));
+      const batchKey = byTask.get(String(item.taskId));
+      // Email records each request just before it goes: a task in none was never sent.
+      const job = await this.#deps.table.jobs.cached(this.#clientId, String(item.jobId));
+      const maybeSent = batchKey !== undefined || job === undefined || resendsAreSafe(job.channel);
+      const movedOn = await this.#markMaybeSent(item, left, batchKey, maybeSent);
       // Its holder's outcome landed between the read and the mark: counted with its page below.
       if (movedOn) stored.set(key, movedOn);
     }
@@ -338,10 +342,11 @@ export class MessageClaimer implements TaskSource {
    */
   async #markMaybeSent(
     item: Item,
-    claimedAt: number,
-    pages: readonly string[],
+    left: { readonly at: number; readonly pages: readonly string[] },
     batchKey: string | undefined,
+    maybeSent: boolean,
   ): Promise<Item | undefined> {
+    const { at: claimedAt, pages } = left;
     const waiting = stateIn(WAITING_STATES);
     try {
       await this.#deps.table.doc.send(
@@ -349,14 +354,14 @@ export class MessageClaimer implements TaskSource {
           TableName: this.#deps.table.tasksTable,
           Key: keys.task(String(item.jobId), String(item.taskId)),
           UpdateExpression:
-            'SET maybeSent = :true, attempts = :one, startedAt = if_not_exists(startedAt, :claimedAt)' +
+            `SET ${maybeSent ? 'maybeSent = :true, ' : ''}attempts = :one, startedAt = if_not_exists(startedAt, :claimedAt)` +
             (batchKey ? ', batchKey = if_not_exists(batchKey, :batchKey)' : '') +
             ' ADD leftOn :pages',
           ConditionExpression: `${waiting.condition} AND attempts <= :one`,
           ExpressionAttributeNames: STATE_NAME,
           ExpressionAttributeValues: {
             ...waiting.values,
-            ':true': true,
+            ...(maybeSent ? { ':true': true } : {}),
             ':one': 1,
             ':claimedAt': claimedAt,
             ':pages': new Set(pages),

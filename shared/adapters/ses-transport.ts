@@ -125,10 +125,16 @@ export class SesTransport implements MessageTransport<EmailTemplate, SesRequest>
     return { lane: EMAIL_LANE, request };
   }
 
+  /** The request's recipients taken from the process's share of the account's rate. */
+  async ready(prepared: PreparedRequest<SesRequest>): Promise<void> {
+    const { request } = prepared;
+    await this.#options.sharedRate?.take(
+      request.kind === 'single' ? 1 : request.input.BulkEmailEntries!.length,
+    );
+  }
+
   async send(prepared: PreparedRequest<SesRequest>): Promise<TransportOutcome> {
     const { request } = prepared;
-    const recipients = request.kind === 'single' ? 1 : request.input.BulkEmailEntries!.length;
-    await this.#options.sharedRate?.take(recipients);
     try {
       if (request.kind === 'single') {
         const out = await this.#options.ses.send(new SendEmailCommand(request.input));

@@ -132,6 +132,12 @@ export interface MessageTransport<T extends object = object, R = unknown> {
    */
   readonly idempotent: boolean;
   /**
+   * Waits until the channel's own limit beyond the pipeline's lane lets this request go (SES: the
+   * process-wide share of the account's rate). Called after the pacer, just before the request is
+   * recorded and made.
+   */
+  ready?(prepared: PreparedRequest<R>): Promise<void>;
+  /**
    * For a channel that is not idempotent: an attempt left in doubt whose event did not come within
    * the wait is sent once more (the client chose at-least-once), instead of ending `in-doubt`.
    */

@@ -113,7 +113,9 @@ export class UnitSender<T extends object> {
     if (unit === undefined) return;
     const prepared = this.#prepare(unit);
     if (prepared === undefined || (await this.#refused(unit, prepared))) return;
-    if (!(await this.#record(unit))) return;
+    // A channel without idempotency keys records its request just before it is made (`#request`):
+    // a task left by a dead holder may have gone out only if its request was recorded.
+    if (this.#options.transport.idempotent && !(await this.#record(unit))) return;
     const maybeSent = unit.tasks.some((t) => t.maybeSent === true);
     const { transport } = this.#options;
     const cost = transport.limits.countsRecipients ? unit.tasks.length : 1;
@@ -217,7 +219,9 @@ export class UnitSender<T extends object> {
   /** A new multicast is recorded before its first request; false when its tasks were released instead. */
   async #record(unit: SendUnit<T>): Promise<boolean> {
     const { batches, log } = this.#options;
-    if (unit.endpoint !== 'multicast' || unit.recorded || !batches) return true;
+    if (unit.recorded || !batches) return true;
+    // A single send is recorded only for a channel without idempotency keys (see `send`).
+    if (unit.endpoint !== 'multicast' && this.#options.transport.idempotent) return true;
     if (this.#run.stopping) {
       this.#run.settleUnit(unit, { kind: 'released', lastResult: 'stopped', maybeSent: false });
       return false;
@@ -264,6 +268,14 @@ export class UnitSender<T extends object> {
       // Its job has ended: nothing of it may start now (a resend of a request made may: it was in flight).
       this.#run.settleUnit(unit, { kind: 'released', lastResult: 'job-ended', maybeSent: sending.maybeSent });
       return undefined;
+    }
+    if (!transport.idempotent && sending.sends === 0) {
+      await transport.ready?.(prepared);
+      if (this.#run.stopping) {
+        await this.#stopped(sending);
+        return undefined;
+      }
+      if (!(await this.#record(unit))) return undefined;
     }
     return this.#send(sending);
   }

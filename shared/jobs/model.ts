@@ -57,6 +57,15 @@ export function isMessageChannel(channel: JobChannel | undefined): channel is Me
   return channel === 'line' || channel === 'email';
 }
 
+/**
+ * Whether the channel's requests carry an idempotency key (LINE's retry key), so a request that may
+ * have gone out can be made again safely. Not so for email: a task left by a dead holder may have
+ * been sent only if its request was recorded (`BatchLedger`) just before it went.
+ */
+export function resendsAreSafe(channel: JobChannel): boolean {
+  return channel !== 'email';
+}
+
 /** A stored or requested channel in today's words: `message` (before email) is `line`. */
 export function currentChannel(channel: string): JobChannel {
   return channel === 'message' ? 'line' : (channel as JobChannel);
