@@ -222,6 +222,13 @@ async function sendingJob(prefix: string, n: number) {
   return { clientId, job, broker };
 }
 
+/**
+ * The dead holder's lease: long enough that its claims (and their fence) run inside it on a loaded
+ * machine (1 s was not: its first claim found the lease gone and claimed nothing); the heir takes
+ * over at a time past it.
+ */
+const DEAD_LEASE_MS = 60_000;
+
 describe('a message job served by the broker', () => {
   it('pushes each recipient its own message once, through 500s, dropped responses and 429s, and skips who opted out', async () => {
     const clientId = `push${Math.random().toString(36).slice(2, 6)}`;
@@ -373,7 +380,12 @@ describe('a message job served by the broker', () => {
       const store = makeDynamoMessageTasks(cloud.doc, { controlTable, tasksTable, clock, claimRecords });
 
       // The first holder claims a page, records its multicast, sends it — and dies before writing outcomes.
-      const first = await leases.tryTake({ clientId, owner: 'dead', now: Date.now(), leaseMs: 1_000 });
+      const first = await leases.tryTake({
+        clientId,
+        owner: 'dead',
+        now: Date.now(),
+        leaseMs: DEAD_LEASE_MS,
+      });
       const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
       // A page takes up to ~1/16 of the limit from each shard: it may come back a little short.
       const page = await dead.source.nextPage(500);
@@ -407,7 +419,7 @@ describe('a message job served by the broker', () => {
       const second = await leases.tryTake({
         clientId,
         owner: 'heir',
-        now: Date.now() + 1_100,
+        now: Date.now() + DEAD_LEASE_MS + 100,
         leaseMs: 30_000,
       });
       expect(second!.token).toBeGreaterThan(first!.token);
@@ -453,7 +465,7 @@ describe('a message job served by the broker', () => {
     });
 
     // The first holder claims a page, sends one of them — and dies before writing any outcome.
-    const first = await leases.tryTake({ clientId, owner: 'dead', now: Date.now(), leaseMs: 1_000 });
+    const first = await leases.tryTake({ clientId, owner: 'dead', now: Date.now(), leaseMs: DEAD_LEASE_MS });
     const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
     const page = await dead.source.nextPage(100);
     expect(page.length).toBeGreaterThanOrEqual(2);
@@ -475,7 +487,7 @@ describe('a message job served by the broker', () => {
     const second = await leases.tryTake({
       clientId,
       owner: 'heir',
-      now: Date.now() + 1_100,
+      now: Date.now() + DEAD_LEASE_MS + 100,
       leaseMs: 30_000,
     });
     const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
