@@ -10,10 +10,13 @@ export interface WaitOptions {
   readonly everyMs?: number;
 }
 
-/** Resolves with the first value `check` returns that is not undefined. */
+/**
+ * Resolves with the first value `check` returns that is not undefined; `what` names what was
+ * awaited in the timeout's message (a function: read then, to say what was last seen).
+ */
 export async function eventually<T>(
   check: () => T | undefined | Promise<T | undefined>,
-  what: string,
+  what: string | (() => string),
   options: WaitOptions = {},
 ): Promise<T> {
   const { timeoutMs = 100_000, everyMs = 100 } = options;
@@ -21,7 +24,8 @@ export async function eventually<T>(
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -29,7 +33,7 @@ export async function eventually<T>(
 /** Resolves once `check` holds. */
 export async function until(
   check: () => boolean | Promise<boolean>,
-  what: string,
+  what: string | (() => string),
   options: WaitOptions = {},
 ): Promise<void> {
   await eventually(async () => ((await check()) ? true : undefined), what, options);

@@ -31,7 +31,7 @@ import { type BrokerConfigOverrides, testBrokerConfig } from '../../support/brok
 import { testCloud } from '../../support/cloud.ts';
 import { lineUserOf, seedMessageJob } from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
-import { eventually } from '../../support/wait.ts';
+import { eventually, until } from '../../support/wait.ts';
 
 const cloud = testCloud();
 const stage = `msg${process.pid}${Math.random().toString(36).slice(2, 6)}`.slice(0, 20);
@@ -322,7 +322,11 @@ describe('a message job served by the broker', () => {
     const multicasts = line.log().filter((e) => e.path.endsWith('/multicast') && e.status === 200);
     expect(multicasts.length).toBeGreaterThanOrEqual(Math.ceil(n / 500));
     expect(line.counters().requests - before).toBeLessThan(20);
-    expect((await jobOf(job)).counts.completed).toBe(n);
+    // The job's counts move when a claim page closes, a moment after its tasks ended.
+    await until(
+      async () => (await jobOf(job)).counts.completed === n,
+      "the job's counts to reach every task",
+    );
   });
 
   it('a task that appears below the cursors (earlier readyAt) is claimed before the session says it has nothing left', async () => {
@@ -441,7 +445,11 @@ describe('a message job served by the broker', () => {
       expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
       // The batch went out once: the heir's resend of the recorded batch was answered 409.
       expect(line.log().some((e) => e.retryKey === retryKey && e.status === 409)).toBe(true);
-      expect((await jobOf(job)).counts.completed).toBe(n);
+      // The job's counts move when a claim page closes, a moment after its tasks ended.
+      await until(
+        async () => (await jobOf(job)).counts.completed === n,
+        "the job's counts to reach every task",
+      );
       // Every page is gone once its tasks are written: the dead holder's (settled by the heir) and the heir's.
       expect(await claimPagesOf(clientId)).toEqual([]);
       // What the dead holder had claimed was resent knowing it may have gone out, from its first claim's time.
@@ -648,7 +656,11 @@ describe('a message job served by the broker', () => {
     await putWork([clientId]);
     await allFinal(job);
     expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
-    expect((await jobOf(job)).counts.completed).toBe(n);
+    // The job's counts move when a claim page closes, a moment after its tasks ended.
+    await until(
+      async () => (await jobOf(job)).counts.completed === n,
+      "the job's counts to reach every task",
+    );
   });
 });
 
@@ -723,6 +735,10 @@ describe('a message job and restricted periods (issue 14 #3)', () => {
     await putWork([clientId]);
     await allFinal(job);
     expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
-    expect((await jobOf(job)).counts.completed).toBe(n);
+    // The job's counts move when a claim page closes, a moment after its tasks ended.
+    await until(
+      async () => (await jobOf(job)).counts.completed === n,
+      "the job's counts to reach every task",
+    );
   });
 });
