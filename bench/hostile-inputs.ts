@@ -15,7 +15,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { answerFor, channelFromInput } from '#shared/channels/channel.ts';
+import { channelFromInput } from '#shared/channels/channel-input.ts';
+import { answerFor } from '#shared/channels/keyword-rules.ts';
 import { signBody } from '#shared/line/signature.ts';
 import { makeReceiveWebhook } from '#shared/webhooks/receive.ts';
 

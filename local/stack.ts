@@ -17,7 +17,8 @@ import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
 import { makeLogger } from '#shared/adapters/powertools.ts';
-import { type Channel, channelFromInput } from '#shared/channels/channel.ts';
+import type { Channel } from '#shared/channels/channel.ts';
+import { channelFromInput } from '#shared/channels/channel-input.ts';
 import { CLOCK_OFFSET_ENV } from '#shared/config.ts';
 import { emailConfigurationSetName } from '#shared/email/event-destination.ts';
 import { type FunctionId, functions } from '#shared/functions.ts';

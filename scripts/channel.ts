@@ -13,13 +13,8 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
-import {
-  type Channel,
-  channelFromInput,
-  InvalidChannelError,
-  redactChannel,
-  rotateSecret,
-} from '#shared/channels/channel.ts';
+import { type Channel, redactChannel } from '#shared/channels/channel.ts';
+import { channelFromInput, InvalidChannelError, rotateSecret } from '#shared/channels/channel-input.ts';
 import { isValidClientId } from '#shared/jobs/validation.ts';
 import {
   clientSecretName,

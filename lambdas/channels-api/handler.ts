@@ -8,7 +8,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { ChannelConflictError, ChannelNotFoundError, type ChannelsApi } from '#shared/channels/api.ts';
-import { InvalidChannelError } from '#shared/channels/channel.ts';
+import { InvalidChannelError } from '#shared/channels/channel-input.ts';
 import {
   answerOrRefuse,
   jsonRequestBody,

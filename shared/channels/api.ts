@@ -10,7 +10,7 @@
  * since it was read (so a rotation racing a replace cannot drop either).
  */
 import type { Channel } from './channel.ts';
-import { channelFromInput, InvalidChannelError, rotateSecret } from './channel.ts';
+import { channelFromInput, InvalidChannelError, rotateSecret } from './channel-input.ts';
 
 /** A channel as an operator sees it: everything but its secrets and token. */
 export interface ChannelView {

@@ -12,7 +12,8 @@
  */
 
 import type { ChannelLookup } from '#shared/channels/cache.ts';
-import { answerFor, type Channel } from '#shared/channels/channel.ts';
+import type { Channel } from '#shared/channels/channel.ts';
+import { answerFor } from '#shared/channels/keyword-rules.ts';
 import { backoffDelay, type OutgoingMessage, type SendOutcome } from '#shared/line/messaging-client.ts';
 import {
   eventSource,

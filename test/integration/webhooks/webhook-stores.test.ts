@@ -8,7 +8,7 @@ import {
   PROCESSED_EVENT_TTL_SECONDS,
 } from '#shared/adapters/dynamo-webhook-events.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
-import { channelFromInput, rotateSecret } from '#shared/channels/channel.ts';
+import { channelFromInput, rotateSecret } from '#shared/channels/channel-input.ts';
 import { newUlid } from '#shared/ids.ts';
 import { signBody } from '#shared/line/signature.ts';
 import { makeReceiveWebhook, UnknownChannelError } from '#shared/webhooks/receive.ts';

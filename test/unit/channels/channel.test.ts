@@ -1,18 +1,20 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  answerFor,
   type Channel,
-  type ChannelInput,
-  channelFromInput,
-  InvalidChannelError,
   type KeywordRule,
   liveSecrets,
   MAX_MATCHED_TEXT,
   MAX_REGEX_LENGTH,
   redactChannel,
-  rotateSecret,
 } from '#shared/channels/channel.ts';
+import {
+  type ChannelInput,
+  channelFromInput,
+  InvalidChannelError,
+  rotateSecret,
+} from '#shared/channels/channel-input.ts';
+import { answerFor } from '#shared/channels/keyword-rules.ts';
 import { signBody, verifySignature } from '#shared/line/signature.ts';
 
 const NOW = Date.UTC(2025, 5, 2, 9);

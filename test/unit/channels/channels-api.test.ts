@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type ChannelAdminStore, ChannelsApi } from '#shared/channels/api.ts';
-import { type Channel, InvalidChannelError } from '#shared/channels/channel.ts';
+import type { Channel } from '#shared/channels/channel.ts';
+import { InvalidChannelError } from '#shared/channels/channel-input.ts';
 
 const NOW = Date.UTC(2026, 10, 26);
 

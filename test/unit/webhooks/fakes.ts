@@ -3,7 +3,8 @@
  * conditions, FIFO queue, Messaging API outcomes), so the use cases are tested without emulators.
  */
 import { makeEventBuilders } from '#local/line-sandbox/webhook-events.ts';
-import { type Channel, type ChannelInput, channelFromInput } from '#shared/channels/channel.ts';
+import type { Channel } from '#shared/channels/channel.ts';
+import { type ChannelInput, channelFromInput } from '#shared/channels/channel-input.ts';
 import type {
   BodyOptions,
   MessagingClient,

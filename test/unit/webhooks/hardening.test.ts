@@ -1,12 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { cachedChannels } from '#shared/channels/cache.ts';
-import {
-  answerFor,
-  type Channel,
-  channelFromInput,
-  InvalidChannelError,
-  rotateSecret,
-} from '#shared/channels/channel.ts';
+import type { Channel } from '#shared/channels/channel.ts';
+import { channelFromInput, InvalidChannelError, rotateSecret } from '#shared/channels/channel-input.ts';
+import { answerFor } from '#shared/channels/keyword-rules.ts';
 import { signBody } from '#shared/line/signature.ts';
 import { MONTHLY_QUOTA_RETRY_MS, makeProcessWebhookEvent } from '#shared/webhooks/process.ts';
 import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';

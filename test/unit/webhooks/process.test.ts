@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Channel, ChannelInput } from '#shared/channels/channel.ts';
+import type { Channel } from '#shared/channels/channel.ts';
+import type { ChannelInput } from '#shared/channels/channel-input.ts';
 import { ulidToUuid } from '#shared/ids.ts';
 import type { SendOutcome } from '#shared/line/messaging-client.ts';
 import type { WebhookEvent } from '#shared/line/webhook.ts';

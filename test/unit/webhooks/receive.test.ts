@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cachedChannels } from '#shared/channels/cache.ts';
-import { type Channel, rotateSecret } from '#shared/channels/channel.ts';
+import type { Channel } from '#shared/channels/channel.ts';
+import { rotateSecret } from '#shared/channels/channel-input.ts';
 import { signBody } from '#shared/line/signature.ts';
 import { InvalidWebhookBodyError, type WebhookEvent } from '#shared/line/webhook.ts';
 import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
