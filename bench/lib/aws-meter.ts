@@ -29,7 +29,7 @@
  */
 import { type AttributeValue, BatchGetItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { awsPrincipal } from '#local/iam/recorder.ts';
-import { onEveryAwsClient } from '#shared/adapters/aws-clients.ts';
+import { onEveryAwsClient } from '#shared/adapters/aws-client-hooks.ts';
 import { type TableSpec, tables } from '#shared/resources.ts';
 
 /** What one kind of request (who × service × operation × component) added up to. */

@@ -2,12 +2,12 @@
  * Wires the console's files: read once, at start, from the folder the stack puts them in (a
  * Lambda layer in AWS, `/opt/console`; the local build under `npm start`).
  */
-import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
+import { lambdaLogging } from '#shared/adapters/lambda-logging.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { readConsoleFiles } from './files.ts';
 import { makeConsoleHandler } from './handler.ts';
 
-const { observe } = lambdaObservability('console');
+const { observe } = lambdaLogging('console');
 
 // Set only on the local cloud, whose Cognito and S3 are emulators.
 const cognitoEndpoint = process.env.COGNITO_ENDPOINT;

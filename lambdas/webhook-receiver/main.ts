@@ -2,7 +2,7 @@
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
-import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
+import { lambdaLogging } from '#shared/adapters/lambda-logging.ts';
 import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
@@ -12,7 +12,7 @@ import { makeReceiverHandler } from './handler.ts';
 // The system's time (the local cloud may shift it: `npm start -- --at`).
 const clock = clockFromEnv();
 
-const { log, observe } = lambdaObservability('webhook-receiver');
+const { log, observe } = lambdaLogging('webhook-receiver');
 
 const channelsTable = getStringFromEnv('CHANNELS_TABLE');
 const queueUrl = getStringFromEnv('WEBHOOK_EVENTS_QUEUE_URL');

@@ -13,7 +13,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type AwsClientPlugin, onEveryAwsClient } from '#shared/adapters/aws-clients.ts';
+import { type AwsClientPlugin, onEveryAwsClient } from '#shared/adapters/aws-client-hooks.ts';
 import { type IamRequest, iamRequestsOf, REGION } from './requests.ts';
 
 /** The function (or `broker`) on whose behalf the current async context calls AWS. */

@@ -4,7 +4,7 @@
  * configuration only. Clients are built once per container and handed to adapters.
  *
  * Every client is built here, so what must apply to every AWS call (the local cloud's record of
- * calls for the IAM conformance check, tracing) is attached in one place: {@link onEveryAwsClient}.
+ * calls for the IAM conformance check, tracing) is attached in one place: `aws-client-hooks.ts`.
  */
 import { ConnectClient, type ConnectClientConfig } from '@aws-sdk/client-connect';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
@@ -14,52 +14,7 @@ import { SecretsManagerClient, type SecretsManagerClientConfig } from '@aws-sdk/
 import { SESv2Client, type SESv2ClientConfig } from '@aws-sdk/client-sesv2';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-
-/** A client's resolved configuration, as far as a plugin reads it. */
-export interface AwsClientConfig {
-  /** The region the client calls (the SDK resolves it to a provider). */
-  readonly region?: string | (() => Promise<string>);
-}
-
-/**
- * Something that adds middleware to a client's stack (the SDK's `Pluggable`), told the client's
- * configuration (its region: the IAM conformance check names the region a call goes to).
- */
-export interface AwsClientPlugin {
-  applyToStack(stack: { add: (...args: never[]) => void } & object, config?: AwsClientConfig): void;
-}
-
-const plugins: AwsClientPlugin[] = [];
-
-/**
- * Applies `plugin` to every client built by this module from now on. Register before the clients
- * are built (before a handler's `main.ts` is imported, or in a `--import` preload).
- */
-export function onEveryAwsClient(plugin: AwsClientPlugin): () => void {
-  plugins.push(plugin);
-  return () => {
-    const at = plugins.indexOf(plugin);
-    if (at >= 0) plugins.splice(at, 1);
-  };
-}
-
-type AwsClientHook = (client: never) => unknown;
-const hooks: AwsClientHook[] = [];
-
-/**
- * Hands every client built by this module from now on to `hook` (X-Ray's
- * `tracer.captureAWSv3Client` in Lambda). Register before the clients are built.
- */
-export function onEveryAwsClientBuilt<C>(hook: (client: C) => unknown): void {
-  hooks.push(hook as AwsClientHook);
-}
-
-function withPlugins<C extends { middlewareStack: object; config: object }>(client: C): C {
-  for (const plugin of plugins)
-    plugin.applyToStack(client.middlewareStack as never, client.config as AwsClientConfig);
-  for (const hook of hooks) hook(client as never);
-  return client;
-}
+import { withPlugins } from './aws-client-hooks.ts';
 
 export function makeDynamoClient(config: DynamoDBClientConfig = {}): DynamoDBClient {
   return withPlugins(new DynamoDBClient(config));

@@ -1,15 +1,13 @@
 /**
- * What every Lambda's `main.ts` wires: the service's logger, Lambda context on every line, and
+ * What a Lambda's `main.ts` wires to trace its AWS calls: `lambda-logging.ts`'s logger, and
  * Powertools' Tracer (X-Ray) around the handler and every AWS SDK client. Kept apart from
  * `powertools.ts`, and the Tracer loaded only inside Lambda, because importing it loads
  * `cls-hooked`, whose async hook taxes every promise of the process (about ten times the CPU of an
  * awaited promise): Lambdas accept that for tracing; the broker, and the local cloud running the
  * same handlers in-process, never load it.
  */
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import type middy from '@middy/core';
-import { onEveryAwsClientBuilt } from './aws-clients.ts';
-import { makeLogger, type PowertoolsLog } from './powertools.ts';
+import { onEveryAwsClientBuilt } from './aws-client-hooks.ts';
+import { type LambdaLogging, lambdaLogging } from './lambda-logging.ts';
 
 /** Lambda sets it; Powertools' Tracer traces nothing without it (`isTracingEnabled`). */
 const IN_LAMBDA = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
@@ -24,19 +22,14 @@ const tracing = IN_LAMBDA
  * The service's logger, and (in Lambda) X-Ray tracing of the handler and of every AWS SDK client
  * built after this call.
  */
-export function lambdaObservability(service: string): {
-  readonly log: PowertoolsLog;
-  /** Adds the Lambda context to every log line and traces the invocation. */
-  // biome-ignore lint/suspicious/noExplicitAny: any event and result: the middleware reads neither
-  readonly observe: <H extends middy.MiddyfiedHandler<any, any>>(handler: H) => H;
-} {
-  const log = makeLogger(service);
+export function lambdaObservability(service: string): LambdaLogging {
+  const logging = lambdaLogging(service);
   const tracer = tracing ? new tracing.Tracer({ serviceName: service }) : undefined;
   if (tracer?.isTracingEnabled()) onEveryAwsClientBuilt((client) => tracer.captureAWSv3Client(client));
   return {
-    log,
+    log: logging.log,
     observe: (handler) => {
-      const withContext = handler.use(injectLambdaContext(log.powertools, { resetKeys: true }));
+      const withContext = logging.observe(handler);
       return (
         tracing && tracer
           ? withContext.use(tracing.captureLambdaHandler(tracer, { captureResponse: false }))

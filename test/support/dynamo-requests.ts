@@ -5,7 +5,7 @@
  * stack whose functions it counts is started.
  */
 import { awsPrincipal } from '#local/iam/recorder.ts';
-import { onEveryAwsClient } from '#shared/adapters/aws-clients.ts';
+import { onEveryAwsClient } from '#shared/adapters/aws-client-hooks.ts';
 
 /** One request: the operation (`GetItem`, `Query`, …), its table and its input as sent by the caller. */
 export interface DynamoRequest {
