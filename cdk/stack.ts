@@ -9,6 +9,7 @@ import { ConnectEvents } from './constructs/connect-events.ts';
 import { OperatorConsole } from './constructs/console.ts';
 import { EmailEvents } from './constructs/email-events.ts';
 import { EmailUnsubscribe } from './constructs/email-unsubscribe.ts';
+import { SwitchboardFunction } from './constructs/function.ts';
 import { SwitchboardHttpApi } from './constructs/http-api.ts';
 import { Jobs } from './constructs/jobs.ts';
 import { Operations } from './constructs/operations.ts';
@@ -135,6 +136,9 @@ export class SwitchboardStack extends Stack {
         ingest: this.jobs.ingest,
         jobManager: this.fleet.jobManager,
       },
+      allFunctions: this.node
+        .findAll()
+        .filter((c): c is SwitchboardFunction => c instanceof SwitchboardFunction),
       queues: this.stateful.queues,
       streamFailures: this.outcomeWebhooks.streamFailures,
     });

@@ -6,6 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -19,6 +20,13 @@ import type { Construct } from 'constructs';
 import type { FunctionSpec } from '#shared/functions.ts';
 import type { QueueSpec } from '#shared/resources.ts';
 import { allowKeyUseThroughDynamoDb } from './stateful.ts';
+
+/**
+ * Where the functions' cold-start times go: one metric a function, from its log group's metric
+ * filter (a filter's dimensions can only be fields of the log event, so the function is in the name).
+ */
+export const INIT_DURATION_NAMESPACE = 'Switchboard/Lambda';
+export const initDurationMetricName = (functionId: string) => `InitDuration-${functionId}`;
 
 /** The repository root: spec entries, the lockfile and `package.json` `imports` live there. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -131,6 +139,9 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
       tracing: lambda.Tracing.ACTIVE,
+      // JSON: Lambda's own report of each invocation is then a `platform.report` record a
+      // metric filter can read (`initDurationMs`, below) instead of a line of text.
+      loggingFormat: lambda.LoggingFormat.JSON,
       timeout: Duration.seconds(spec.timeoutSeconds),
       memorySize: spec.memoryMb,
       role,
@@ -163,6 +174,17 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       },
     });
     this.spec = spec;
+    new logs.MetricFilter(scope, `${id}InitDuration`, {
+      logGroup,
+      filterPattern: logs.FilterPattern.all(
+        logs.FilterPattern.stringValue('$.type', '=', 'platform.report'),
+        logs.FilterPattern.numberValue('$.record.metrics.initDurationMs', '>', 0),
+      ),
+      metricNamespace: INIT_DURATION_NAMESPACE,
+      metricName: initDurationMetricName(spec.id),
+      metricValue: '$.record.metrics.initDurationMs',
+      unit: cloudwatch.Unit.MILLISECONDS,
+    });
     if (props.network) {
       // CDK attaches AWSLambdaVPCAccessExecutionRole only to a role it creates itself; without
       // these, Lambda refuses the VPC configuration. That managed policy would also let the
@@ -186,6 +208,19 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
       ],
       true,
     );
+  }
+
+  /**
+   * The time Lambda took to start this function's environment (its cold starts: the runtime, the
+   * bundle's import, the code run at import), from the `initDurationMs` of its reports, ms.
+   */
+  metricInitDuration(options: { readonly statistic: string; readonly period: Duration }): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: INIT_DURATION_NAMESPACE,
+      metricName: initDurationMetricName(this.spec.id),
+      statistic: options.statistic,
+      period: options.period,
+    });
   }
 
   /**

@@ -28,6 +28,8 @@ export interface OperationsProps {
     readonly ingest: SwitchboardFunction;
     readonly jobManager: SwitchboardFunction;
   };
+  /** Every function of the stack: their cold starts are on the dashboard. */
+  readonly allFunctions: readonly SwitchboardFunction[];
   /** The queues whose dead letters an operator redrives. */
   readonly queues: Readonly<Record<string, QueuePair>>;
   /** The outcome-events stream mappings' on-failure queue (batches they gave up on). */
@@ -44,6 +46,8 @@ export const OPERATIONS_THRESHOLDS = {
   lineQuotaPercent: 90,
   /** p99 of the webhook acknowledgement, ms, for 3 minutes in 5 (LINE gives up after 2 s). */
   webhookAckP99Ms: 1_000,
+  /** p99 of the receiver's cold start (Init Duration), ms, in 2 of 3 quarter hours: inside LINE's 2 s. */
+  receiverInitP99Ms: 1_000,
 } as const;
 
 const SECOND = Duration.seconds(1);
@@ -93,6 +97,7 @@ export class Operations extends Construct {
     readonly protectionFailures: cloudwatch.Alarm;
     readonly lineQuota: cloudwatch.Alarm;
     readonly webhookAckSlow: cloudwatch.Alarm;
+    readonly receiverColdStartSlow: cloudwatch.Alarm;
     /** A stream mapping gave a batch up: its outcome webhooks are not sent until redriven. */
     readonly streamFailures: cloudwatch.Alarm;
   };
@@ -108,6 +113,7 @@ export class Operations extends Construct {
         this.messageWidgets(),
         this.webhookWidgets(props),
         this.fleetWidgets(props),
+        this.coldStartWidgets(props),
         [
           new cloudwatch.AlarmStatusWidget({
             title: 'Alarms',
@@ -266,6 +272,34 @@ export class Operations extends Construct {
     ];
   }
 
+  private coldStartWidgets(props: OperationsProps): cloudwatch.IWidget[] {
+    const FIFTEEN_MINUTES = Duration.minutes(15);
+    return [
+      heading(
+        "## Cold starts\nLambda's Init Duration (the runtime, the bundle's import, the code run at import), from each function's reports.",
+      ),
+      new cloudwatch.GraphWidget({
+        title: 'Init Duration p99 per function, ms',
+        width: 12,
+        left: props.allFunctions.map((fn) =>
+          fn.metricInitDuration({ statistic: 'p99', period: FIFTEEN_MINUTES }).with({ label: fn.spec.id }),
+        ),
+        leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.receiverInitP99Ms, label: 'receiver alarm' }],
+        leftYAxis: { min: 0 },
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Cold starts per function (count of Init Durations)',
+        width: 12,
+        left: props.allFunctions.map((fn) =>
+          fn
+            .metricInitDuration({ statistic: 'SampleCount', period: FIFTEEN_MINUTES })
+            .with({ label: fn.spec.id }),
+        ),
+        leftYAxis: { min: 0 },
+      }),
+    ];
+  }
+
   private makeAlarms(props: OperationsProps): Operations['alarms'] {
     const notify = new actions.SnsAction(props.alarmTopic);
     const name = (suffix: string) => resourceName(props.stage, suffix);
@@ -314,6 +348,13 @@ export class Operations extends Construct {
         t.webhookAckP99Ms,
         `Webhook acknowledgements are slow (p99 >= ${t.webhookAckP99Ms} ms for 3 of 5 minutes): LINE gives up after 2 s and may not redeliver. Check DynamoDB and SQS latency and the receiver's cold starts.`,
         { periods: 5, datapoints: 3 },
+      ),
+      receiverColdStartSlow: atLeast(
+        'webhook-receiver-cold-start-slow',
+        props.functions.receiver.metricInitDuration({ statistic: 'p99', period: Duration.minutes(15) }),
+        t.receiverInitP99Ms,
+        `The webhook receiver's cold starts are slow (Init Duration p99 >= ${t.receiverInitP99Ms} ms in 2 of 3 quarter hours): LINE waits 2 s for the acknowledgement, and a cold start spends it before the signature is checked. Look at what its bundle grew by (npm run bench:cold-start).`,
+        { periods: 3, datapoints: 2 },
       ),
       streamFailures: atLeast(
         'outcome-events-stream-failures',

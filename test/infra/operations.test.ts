@@ -80,6 +80,7 @@ describe('the alarms an operator acts on', () => {
     'broker-protection-failures',
     'line-quota-nearly-used',
     'webhook-ack-slow',
+    'webhook-receiver-cold-start-slow',
   ])('%s notifies the alarm topic', (suffix) => {
     const name = [...byName.keys()].find((n) => n.endsWith(suffix));
     expect(name, suffix).toBeDefined();
@@ -93,6 +94,59 @@ describe('the alarms an operator acts on', () => {
       MetricName: 'LineQuotaUsedPercent',
       Dimensions: [{ Name: 'service', Value: 'broker' }],
       Threshold: 90,
+    });
+  });
+});
+
+describe("cold starts: every function's Init Duration, from its reports", () => {
+  const functions = Object.values(template.findResources('AWS::Lambda::Function')).filter((f) =>
+    String(f.Properties.Description ?? '').startsWith('Switchboard '),
+  );
+  const filters = Object.values(template.findResources('AWS::Logs::MetricFilter')).map(
+    (f) => f.Properties as Record<string, unknown>,
+  );
+  const initFilters = filters.filter((f) => String(f.FilterPattern).includes('initDurationMs'));
+
+  it('logs in JSON, so the report is a platform.report record', () => {
+    expect(functions.length).toBeGreaterThan(10);
+    for (const fn of functions) expect(fn.Properties.LoggingConfig).toMatchObject({ LogFormat: 'JSON' });
+  });
+
+  it('has one metric filter per function, reading initDurationMs of platform.report records', () => {
+    expect(initFilters).toHaveLength(functions.length);
+    for (const f of initFilters) {
+      expect(f.FilterPattern).toBe(
+        '{ ($.type = "platform.report") && ($.record.metrics.initDurationMs > 0) }',
+      );
+      expect(f.MetricTransformations).toEqual([
+        expect.objectContaining({
+          MetricNamespace: 'Switchboard/Lambda',
+          MetricName: expect.stringMatching(/^InitDuration-/),
+          MetricValue: '$.record.metrics.initDurationMs',
+          Unit: 'Milliseconds',
+        }),
+      ]);
+    }
+    const names = initFilters.map(
+      (f) => (f.MetricTransformations as { MetricName: string }[])[0]!.MetricName,
+    );
+    expect(new Set(names).size).toBe(names.length);
+    expect(names).toContain('InitDuration-webhook-receiver');
+  });
+
+  it("shows each on the dashboard, and alarms on the receiver's p99", () => {
+    const body = dashboardBody();
+    for (const f of initFilters) {
+      expect(body).toContain((f.MetricTransformations as { MetricName: string }[])[0]!.MetricName);
+    }
+    const alarm = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+      .map((a) => a.Properties as Record<string, unknown>)
+      .find((a) => String(a.AlarmName).endsWith('webhook-receiver-cold-start-slow'))!;
+    expect(alarm).toMatchObject({
+      Namespace: 'Switchboard/Lambda',
+      MetricName: 'InitDuration-webhook-receiver',
+      ExtendedStatistic: 'p99',
+      Threshold: 1_000,
     });
   });
 });
