@@ -22,7 +22,8 @@
  * Pure: no AWS SDK. {@link parseSesEvent} never throws; anything it cannot use is `{ ignored }`
  * with the reason, for the handler to log and drop.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import '#shared/zod-mini.ts';
 
 export type SesEventKind =
   | 'send'
@@ -71,55 +72,57 @@ const IGNORED_DETAIL_TYPES = new Set(['Email Opened', 'Email Clicked', 'Email Su
 const envelopeSchema = z.looseObject({
   source: z.string(),
   'detail-type': z.string(),
-  time: z.string().optional(),
-  detail: z.looseObject({ eventType: z.string().optional() }),
+  time: z.optional(z.string()),
+  detail: z.looseObject({ eventType: z.optional(z.string()) }),
 });
 
 const mailSchema = z.looseObject({
-  messageId: z.string().min(1),
-  timestamp: z.string().optional(),
-  destination: z.array(z.string()).optional(),
-  tags: z.record(z.string(), z.array(z.string())).optional(),
+  messageId: z.string().check(z.minLength(1)),
+  timestamp: z.optional(z.string()),
+  destination: z.optional(z.array(z.string())),
+  tags: z.optional(z.record(z.string(), z.array(z.string()))),
 });
-const addressed = z.array(z.looseObject({ emailAddress: z.string(), diagnosticCode: z.string().optional() }));
+const addressed = z.array(
+  z.looseObject({ emailAddress: z.string(), diagnosticCode: z.optional(z.string()) }),
+);
 
 const detailSchemas = {
   send: z.looseObject({ mail: mailSchema }),
   delivery: z.looseObject({
     mail: mailSchema,
-    delivery: z.looseObject({ timestamp: z.string().optional(), recipients: z.array(z.string()) }),
+    delivery: z.looseObject({ timestamp: z.optional(z.string()), recipients: z.array(z.string()) }),
   }),
   bounce: z.looseObject({
     mail: mailSchema,
     bounce: z.looseObject({
       bounceType: z.string(),
-      bounceSubType: z.string().optional(),
+      bounceSubType: z.optional(z.string()),
       bouncedRecipients: addressed,
-      timestamp: z.string().optional(),
+      timestamp: z.optional(z.string()),
     }),
   }),
   complaint: z.looseObject({
     mail: mailSchema,
     complaint: z.looseObject({
       complainedRecipients: addressed,
-      complaintFeedbackType: z.string().optional(),
-      timestamp: z.string().optional(),
+      complaintFeedbackType: z.optional(z.string()),
+      timestamp: z.optional(z.string()),
     }),
   }),
-  reject: z.looseObject({ mail: mailSchema, reject: z.looseObject({ reason: z.string().optional() }) }),
+  reject: z.looseObject({ mail: mailSchema, reject: z.looseObject({ reason: z.optional(z.string()) }) }),
   'delivery-delay': z.looseObject({
     mail: mailSchema,
     deliveryDelay: z.looseObject({
-      delayType: z.string().optional(),
+      delayType: z.optional(z.string()),
       delayedRecipients: addressed,
-      timestamp: z.string().optional(),
+      timestamp: z.optional(z.string()),
     }),
   }),
   'rendering-failure': z.looseObject({
     mail: mailSchema,
-    failure: z.looseObject({ errorMessage: z.string().optional(), templateName: z.string().optional() }),
+    failure: z.looseObject({ errorMessage: z.optional(z.string()), templateName: z.optional(z.string()) }),
   }),
-} as const satisfies Record<SesEventKind, z.ZodType>;
+} as const satisfies Record<SesEventKind, z.ZodMiniType>;
 
 /** The parts of an event each kind reads: recipients, reason, the event object's own time. */
 type Reading = { recipients: string[]; reason?: string; permanent?: boolean; timestamp?: string } | string;
@@ -303,7 +306,7 @@ function joinReason(head: string | undefined, detail: string | undefined): strin
   return [head, detail].filter(Boolean).join(': ') || undefined;
 }
 
-function firstIssue(error: z.ZodError): string {
+function firstIssue(error: z.core.$ZodError): string {
   const issue = error.issues[0];
   if (!issue) return 'invalid';
   const path = issue.path.map(String).join('.');

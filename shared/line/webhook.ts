@@ -7,12 +7,8 @@
  * Parse only after the signature was verified on the raw bytes (see `signature.ts`).
  */
 import * as z from 'zod/mini';
-import en from 'zod/v4/locales/en.js';
+import '#shared/zod-mini.ts';
 import { isUlid } from '#shared/ids.ts';
-
-// Zod Mini (`zod/mini`, tree-shaken: about 20 KB of the webhook receiver's bundle where classic
-// Zod took 444 KB) loads no locale; English, for the issues whose own message is passed on.
-z.config(en());
 
 export class InvalidWebhookBodyError extends Error {
   override name = 'InvalidWebhookBodyError';
