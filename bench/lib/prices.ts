@@ -100,12 +100,16 @@ export const PRICES = {
 export const XRAY_SAMPLED_SHARE = 0.05;
 
 /**
- * The log lines Lambda itself writes for each invocation (text format): `START RequestId: … Version:
- * $LATEST`, `END RequestId: …` and `REPORT RequestId: … Duration … Billed Duration … Memory Size …
- * Max Memory Used …` with its `XRAY TraceId … SegmentId … Sampled` part under active tracing: about
- * 70 + 50 + 260 bytes, plus CloudWatch's 26 bytes of metadata per log event (3 × 26).
+ * The records Lambda itself writes for each invocation in the JSON log format every Switchboard
+ * function uses (its Init Duration metric reads `platform.report`): `platform.start` (request id,
+ * version, trace header: about 200 bytes), `platform.runtimeDone` (status, duration, produced bytes,
+ * its spans and the trace header: about 450) and `platform.report` (duration, billed duration, memory
+ * size and used, `initDurationMs` on a cold start, the trace header: about 380), plus CloudWatch's 26
+ * bytes of metadata per log event (3 × 26). The text format's START/END/REPORT lines were about 380
+ * bytes; the record shapes are Lambda's telemetry schema
+ * (https://docs.aws.amazon.com/lambda/latest/dg/telemetry-schema-reference.html).
  */
-export const LAMBDA_PLATFORM_LOG_BYTES = 70 + 50 + 260 + 3 * 26;
+export const LAMBDA_PLATFORM_LOG_BYTES = 200 + 450 + 380 + 3 * 26;
 /** CloudWatch Logs' metadata counted with each log event ingested. */
 export const LOG_EVENT_OVERHEAD_BYTES = 26;
 
