@@ -1,0 +1,324 @@
+/**
+ * An AWS End User Messaging SMS stand-in (service `pinpoint-sms-voice-v2`): the AWS JSON 1.0 protocol
+ * `@aws-sdk/client-pinpoint-sms-voice-v2` speaks (point the client's `endpoint` at `url`), SigV4-checked
+ * like AWS (signing name `sms-voice`), serving `SendTextMessage` and, for the opt-out lists,
+ * `DescribeOptedOutNumbers`, `PutOptedOutNumber` and `DeleteOptedOutNumber`.
+ *
+ * It refuses what the service refuses (`local/sms/operations.ts`: the model's constraints, unknown
+ * configuration sets and origination identities, opted-out destinations, the monthly spend limit,
+ * each identity's message parts per second counted with `shared/sms/parts.ts`), keeps every text it
+ * accepts (`sent()`: body, encoding, parts, price), publishes each text's events as a configuration
+ * set's event destination does (`local/sms/events.ts`: TEXT_SUCCESSFUL, TEXT_DELIVERED, the failures,
+ * at-least-once to `deliver`) and injects the service's faults: the same kinds as the SES stand-in
+ * (`local/ses/faults.ts`: an answer lost after the text was accepted, 500 `InternalServerException`,
+ * 503, bursts of `ThrottlingException`, events lost, duplicated, delayed or reordered).
+ *
+ * Sources: the SDK's model (`@aws-sdk/client-pinpoint-sms-voice-v2` 3.1138: operations, members,
+ * exception classes and their `Reason` enums; the Smithy model's length and pattern constraints), and
+ * - https://docs.aws.amazon.com/pinpoint/latest/apireference_smsvoicev2/API_SendTextMessage.html
+ * - https://docs.aws.amazon.com/sms-voice/latest/userguide/sms-limitations-character.html (parts)
+ * - https://docs.aws.amazon.com/sms-voice/latest/userguide/sms-limitations-mps.html (MPS)
+ * - https://docs.aws.amazon.com/sms-voice/latest/userguide/configuration-sets-event-format.html and
+ *   …/configuration-sets-event-types.html (the event records and types)
+ *
+ * Signatures are checked against the wall clock (the SDK signs with it); MPS, spend and event times
+ * against the injected `clock`. Not reproduced: pools' member numbers and shared routes, two-way
+ * messaging (an end user's STOP is `optOut(number)` here), keywords, registrations, protect
+ * configurations, message templates, `TimeToLive` expiry, destination-country rules of identities
+ * and the 30-day wait before a number deleted from an opt-out list can be deleted again.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
+import { LOCAL_ACCOUNT } from './api-gateway.ts';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
+import { type SesFaultRates, SesFaults } from './ses/faults.ts';
+import { readBody } from './ses/wire.ts';
+import { SigV4Error, verifySigV4 } from './sigv4.ts';
+import {
+  DEFAULT_OPT_OUT_LIST,
+  type OptedOutNumber,
+  type OriginationIdentitySettings,
+  SmsAccount,
+  type SpendSettings,
+} from './sms/account.ts';
+import {
+  type MatchingEventType,
+  type PublishedSmsEvent,
+  type SmsEvent,
+  SmsEventPublisher,
+  type SmsEventRetry,
+  type SmsOutcome,
+} from './sms/events.ts';
+import { type SentText, SmsOperations } from './sms/operations.ts';
+import { parseBody, signingRefusal, smsAnswer, smsError } from './sms/wire.ts';
+import { FrontError, serveFront } from './telephony-sandbox/http-front.ts';
+
+export type { OriginationIdentitySettings, SpendSettings } from './sms/account.ts';
+export type {
+  MatchingEventType,
+  PublishedSmsEvent,
+  SmsEvent,
+  SmsEventRetry,
+  SmsEventType,
+  SmsOutcome,
+} from './sms/events.ts';
+export type { MessageType, SentText } from './sms/operations.ts';
+/** The stand-in's faults: the SES stand-in's kinds, by rate or forced. */
+export type SmsFaultRates = SesFaultRates;
+
+/** What the local cloud's SMS uses: the local credentials and region, a phone number, a configuration set. */
+export const LOCAL_SMS = {
+  region: LOCAL_REGION,
+  accessKeyId: LOCAL_CREDENTIALS.accessKeyId,
+  secretAccessKey: LOCAL_CREDENTIALS.secretAccessKey,
+  /** A US toll-free number: 3 MPS, as the MPS page gives toll-free numbers. */
+  originationNumber: '+18445550100',
+  originationMps: 3,
+  configurationSet: 'switchboard-sms',
+} as const;
+
+/** A configuration set; its event destination matches `eventTypes` (default `TEXT_ALL`; `[]`: none). */
+export interface SmsConfigurationSetSettings {
+  readonly eventTypes?: readonly MatchingEventType[];
+}
+
+export interface SmsEmulatorOptions {
+  readonly port?: number;
+  readonly region?: string;
+  /** Secret access keys by access key id (default: the local cloud's credentials). */
+  readonly credentials?: Readonly<Record<string, string>>;
+  /** The account's origination identities (default: {@link LOCAL_SMS}'s number). */
+  readonly identities?: readonly OriginationIdentitySettings[];
+  /** Opt-out lists and the numbers on them, opted out by their end users (default: an empty "Default"). */
+  readonly optOutLists?: Readonly<Record<string, readonly string[]>>;
+  /** Configuration sets that exist (default: {@link LOCAL_SMS}'s, matching every text event). */
+  readonly configurationSets?: Readonly<Record<string, SmsConfigurationSetSettings>>;
+  /** What becomes of texts to these destinations (default `delivered`). */
+  readonly outcomes?: Readonly<Record<string, SmsOutcome>>;
+  /** The monthly spend limit and the price of a part, in US dollars (default: no limit, $0.0083 a part). */
+  readonly spend?: Partial<SpendSettings>;
+  /** The event destination's consumer: resolves once the event was handled; a rejection is retried. */
+  readonly deliver?: (event: SmsEvent) => Promise<void>;
+  readonly retry?: SmsEventRetry;
+  readonly faults?: Partial<SmsFaultRates>;
+  /** The faults' source of randomness (default `Math.random`). */
+  readonly random?: () => number;
+  readonly clock?: Clock;
+  readonly timers?: Timers;
+}
+
+/** The stand-in's default price of a part: a US one in 2025's price list, rounded. */
+const DEFAULT_PRICE_PER_PART = 0.0083;
+/** The body AWS JSON 1.0 accepts at most here: a 1,600-character text is far below it. */
+const MAX_BODY_BYTES = 256 * 1024;
+
+/** A running stand-in; start it with {@link startSmsEmulator}. */
+export class SmsEmulator {
+  readonly url: string;
+  /** `faults.set({ … rates })`, `faults.force('answer-lost' | 'throttled' | 'lost' | …, n)`, `faults.reset()`. */
+  readonly faults: Pick<SesFaults, 'set' | 'force' | 'reset' | 'rates'>;
+  /** The account: identities added, spend limit changed, money spent this month. */
+  readonly account: Pick<SmsAccount, 'addIdentity' | 'setSpend' | 'spend' | 'spentThisMonth'>;
+  readonly #account: SmsAccount;
+  readonly #operations: SmsOperations;
+  readonly #publisher: SmsEventPublisher;
+  readonly #close: () => Promise<void>;
+
+  constructor(
+    url: string,
+    parts: {
+      account: SmsAccount;
+      faults: SesFaults;
+      operations: SmsOperations;
+      publisher: SmsEventPublisher;
+    },
+    close: () => Promise<void>,
+  ) {
+    this.url = url;
+    this.faults = parts.faults;
+    this.account = parts.account;
+    this.#account = parts.account;
+    this.#operations = parts.operations;
+    this.#publisher = parts.publisher;
+    this.#close = close;
+  }
+
+  /** Every text accepted, in order: the outbox. */
+  sent(): readonly SentText[] {
+    return this.#operations.sent();
+  }
+
+  /** Every event published, with what became of its delivery. */
+  events(): readonly PublishedSmsEvent[] {
+    return this.#publisher.log();
+  }
+
+  /** An end user texts STOP: `number` goes on `optOutList` (default "Default"), end-user opted out. */
+  optOut(number: string, optOutList = DEFAULT_OPT_OUT_LIST): OptedOutNumber {
+    return this.#account.optOut(optOutList, number, true);
+  }
+
+  /** Resolves once every event was delivered, lost or given up. */
+  idle(): Promise<void> {
+    return this.#publisher.idle();
+  }
+
+  /** Stops deliveries still to come and the server. */
+  async close(): Promise<void> {
+    this.#publisher.stop();
+    await this.#close();
+  }
+}
+
+/** Starts the stand-in on 127.0.0.1 (`port`, or a free one). */
+export async function startSmsEmulator(options: SmsEmulatorOptions = {}): Promise<SmsEmulator> {
+  const clock = options.clock ?? systemClock;
+  const region = options.region ?? LOCAL_REGION;
+  const account = new SmsAccount(
+    { clock, region, accountId: LOCAL_ACCOUNT },
+    options.identities ?? [
+      { kind: 'phone-number', phoneNumber: LOCAL_SMS.originationNumber, mps: LOCAL_SMS.originationMps },
+    ],
+    options.optOutLists ?? { [DEFAULT_OPT_OUT_LIST]: [] },
+    {
+      monthlySpendLimit: Number.POSITIVE_INFINITY,
+      pricePerPart: DEFAULT_PRICE_PER_PART,
+      ...options.spend,
+    },
+  );
+  const faults = new SesFaults(options.faults, options.random);
+  const publisher = new SmsEventPublisher({
+    deliver: options.deliver ?? (async () => {}),
+    faults,
+    timers: options.timers ?? systemTimers,
+    ...(options.retry ? { retry: options.retry } : {}),
+  });
+  const sets = options.configurationSets ?? { [LOCAL_SMS.configurationSet]: {} };
+  const operations = new SmsOperations({
+    account,
+    publisher,
+    clock,
+    region,
+    accountId: LOCAL_ACCOUNT,
+    configurationSets: new Map(
+      Object.entries(sets).map(([name, set]) => [name, new Set(set.eventTypes ?? ['TEXT_ALL'])]),
+    ),
+    outcomes: new Map(Object.entries(options.outcomes ?? {})),
+  });
+  const front = new SmsFront(operations, faults, {
+    region,
+    secrets: options.credentials ?? { [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey },
+  });
+  const served = await serveFront(
+    (req, res) =>
+      front.handle(req, res).catch((error: unknown) => {
+        if (error instanceof FrontError) throw error;
+        throw smsError('InternalServerException', 'Internal server error.');
+      }),
+    { __type: 'com.amazonaws.pinpointsmsvoicev2#InternalServerException', Message: 'Internal server error.' },
+    options.port,
+  );
+  return new SmsEmulator(served.url, { account, faults, operations, publisher }, () => served.close());
+}
+
+const TARGET_PREFIX = 'PinpointSMSVoiceV2.';
+const CONTENT_TYPE = 'application/x-amz-json-1.0';
+
+/** HTTP to operations: the signature, the protocol's envelope, the send faults. */
+class SmsFront {
+  readonly #operations: SmsOperations;
+  readonly #faults: SesFaults;
+  readonly #settings: { region: string; secrets: Readonly<Record<string, string>> };
+
+  constructor(
+    operations: SmsOperations,
+    faults: SesFaults,
+    settings: { region: string; secrets: Readonly<Record<string, string>> },
+  ) {
+    this.#operations = operations;
+    this.#faults = faults;
+    this.#settings = settings;
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req, MAX_BODY_BYTES, () =>
+      smsError('SerializationException', `The request body is more than ${MAX_BODY_BYTES} bytes long.`),
+    );
+    this.#checkSignature(req, body);
+    const operation = this.#operation(req);
+    const input = parseBody(body);
+    const ops = this.#operations;
+    switch (operation) {
+      case 'SendTextMessage':
+        return this.#send(req, res, () => ops.sendTextMessage(input));
+      case 'DescribeOptedOutNumbers':
+        return smsAnswer(res, ops.describeOptedOutNumbers(input));
+      case 'PutOptedOutNumber':
+        return smsAnswer(res, ops.putOptedOutNumber(input));
+      case 'DeleteOptedOutNumber':
+        return smsAnswer(res, ops.deleteOptedOutNumber(input));
+      default:
+        throw smsError('UnknownOperationException', `The stand-in does not serve ${operation}.`);
+    }
+  }
+
+  /** The operation `POST /` names in `X-Amz-Target`, with the protocol's content type. */
+  #operation(req: IncomingMessage): string {
+    const target = req.headers['x-amz-target'];
+    const path = new URL(req.url ?? '/', 'http://sms').pathname;
+    if (
+      req.method !== 'POST' ||
+      path !== '/' ||
+      typeof target !== 'string' ||
+      !target.startsWith(TARGET_PREFIX)
+    ) {
+      throw smsError('UnknownOperationException', 'The operation is not recognised.');
+    }
+    const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (contentType !== CONTENT_TYPE) {
+      throw smsError('SerializationException', `The content type must be ${CONTENT_TYPE}.`);
+    }
+    return target.slice(TARGET_PREFIX.length);
+  }
+
+  /** The signature checked, as the service's front end refuses it. */
+  #checkSignature(req: IncomingMessage, body: Buffer): void {
+    if (req.headers.authorization === undefined) {
+      throw smsError('MissingAuthenticationTokenException', 'Missing Authentication Token');
+    }
+    try {
+      verifySigV4(
+        { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers },
+        {
+          secrets: this.#settings.secrets,
+          region: this.#settings.region,
+          service: 'sms-voice',
+          body,
+          allowQuery: false,
+        },
+      );
+    } catch (error) {
+      if (error instanceof SigV4Error) throw signingRefusal(error);
+      throw error;
+    }
+  }
+
+  /**
+   * A send, with its faults: refused before anything is done (throttled, 500, 503), or done and its
+   * answer lost (the socket destroyed: the SDK sees a network error, never a status).
+   */
+  #send(req: IncomingMessage, res: ServerResponse, operation: () => unknown): void {
+    const refusal = this.#faults.drawRefusal();
+    if (refusal === 'throttled') throw smsError('ThrottlingException', 'Rate exceeded');
+    if (refusal === 'internal-failure') throw smsError('InternalServerException', 'Internal server error.');
+    if (refusal === 'service-unavailable') {
+      throw smsError('ServiceUnavailable', 'The service is unavailable. Please try again later.');
+    }
+    const result = operation();
+    if (this.#faults.drawAnswerLoss()) {
+      req.socket.destroy();
+      return;
+    }
+    smsAnswer(res, result);
+  }
+}
