@@ -2,7 +2,7 @@
  * The End User Messaging SMS operations the stand-in serves. `SendTextMessage` checks what the
  * service checks, in this order:
  *
- * 1. the request against the model's constraints (`ValidationException`, `FIELD_VALIDATION_FAILED`
+ * 1. the request against the model's constraints (`./requests.ts`; `ValidationException`, `FIELD_VALIDATION_FAILED`
  *    with `Fields`): `DestinationPhoneNumber` required, 1–20 characters, `^\+?[1-9][0-9]{1,18}$`;
  *    `OriginationIdentity` 1–256, `^[A-Za-z0-9_:/\+-]+$`; `MessageBody` 1–1,600 characters, not blank
  *    (the model's `TextMessageBody`); `MessageType` TRANSACTIONAL or PROMOTIONAL;
@@ -24,10 +24,8 @@
  * A `DryRun` send is checked the same way (against its own MPS bucket) and answered with a message
  * id, but nothing is sent, recorded, charged or published.
  *
- * The constraints are the SDK model's (aws-sdk-js-v3 / aws-sdk-go-v2
- * `codegen/sdk-codegen/aws-models/pinpoint-sms-voice-v2.json`: `TextMessageBody`,
- * `TextMessageOriginationIdentity`, `PhoneNumber`, `ConfigurationSetNameOrArn`, `TimeToLive`) and the
- * API reference's `SendTextMessage` page
+ * The constraints are read in `./requests.ts`, from the SDK model and the API reference's
+ * `SendTextMessage` page
  * (https://docs.aws.amazon.com/pinpoint/latest/apireference_smsvoicev2/API_SendTextMessage.html). The
  * exception names, members and reasons are the SDK's (`dist-types/models/errors.d.ts`, `enums.d.ts`);
  * the messages' wording is the stand-in's own where the service's was not found.
@@ -35,12 +33,21 @@
 import { randomUUID } from 'node:crypto';
 import { isValidPhoneNumber, parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import type { Clock } from '#shared/pacing/clock.ts';
-import { messageParts, type SmsEncoding } from '#shared/sms/parts.ts';
+import { type MessageParts, messageParts, type SmsEncoding } from '#shared/sms/parts.ts';
 import type { OptedOutNumber, OriginationIdentity, SmsAccount } from './account.ts';
 import type { MatchingEventType, SmsEventPublisher, SmsOutcome } from './events.ts';
-import { epochSeconds, type FieldViolation, smsError, validationFailure } from './wire.ts';
+import {
+  endUserFilter,
+  type MessageType,
+  optionalString,
+  optionalStrings,
+  phoneViolations,
+  readSendTextMessage,
+  type SendTextMessageRequest,
+} from './requests.ts';
+import { epochSeconds, smsError, validationFailure } from './wire.ts';
 
-export type MessageType = 'TRANSACTIONAL' | 'PROMOTIONAL';
+export type { MessageType } from './requests.ts';
 
 /** One text the stand-in accepted and "sent": what a test or a demo reads. */
 export interface SentText {
@@ -77,19 +84,6 @@ export interface SmsOperationsParts {
   readonly outcomes: ReadonlyMap<string, SmsOutcome>;
 }
 
-const PHONE_NUMBER = /^\+?[1-9][0-9]{1,18}$/;
-const ORIGINATION_IDENTITY = /^[A-Za-z0-9_:/+-]+$/;
-const CONFIGURATION_SET = /^[A-Za-z0-9_:/-]+$/;
-const NOT_BLANK = /^(?!\s*$)[\s\S]+$/;
-const CONTEXT_KEY = /^\S+$/;
-const CONTEXT_VALUE = /^(?!\s)[\s\S]+(?<!\s)$/;
-const MESSAGE_TYPES: readonly string[] = ['TRANSACTIONAL', 'PROMOTIONAL'];
-const MAX_BODY = 1_600;
-const MAX_CONTEXT_ENTRIES = 5;
-
-/** A string's length as Smithy's `@length` counts it: Unicode code points. */
-const codePoints = (value: string) => [...value].length;
-
 export class SmsOperations {
   readonly #parts: SmsOperationsParts;
   readonly #sent: SentText[] = [];
@@ -103,11 +97,29 @@ export class SmsOperations {
     return [...this.#sent];
   }
 
-  /** `PinpointSMSVoiceV2.SendTextMessage`. */
+  /** `PinpointSMSVoiceV2.SendTextMessage`: checked as the service checks it, then sent (unless a dry run). */
   sendTextMessage(input: Record<string, unknown>): { MessageId: string } {
     const request = readSendTextMessage(input);
     const configurationSet = this.#configurationSet(request.configurationSet);
     const identity = this.#identity(request.originationIdentity);
+    const cost = messageParts(request.body);
+    const price = round(cost.parts * this.#parts.account.spend.pricePerPart);
+    this.#mayIdentitySend(request, identity, cost.parts, price);
+    const messageId = randomUUID();
+    if (!request.dryRun) {
+      this.#parts.account.recordSpend(price);
+      this.#accept({ messageId, request, identity, configurationSet, cost, price });
+    }
+    return { MessageId: messageId };
+  }
+
+  /** Steps 4 to 7: the opt-out list, `MaxPrice`, the monthly spend, the identity's MPS. */
+  #mayIdentitySend(
+    request: SendTextMessageRequest,
+    identity: OriginationIdentity,
+    parts: number,
+    price: number,
+  ): void {
     const { account } = this.#parts;
     if (account.isOptedOut(identity, request.destination)) {
       throw smsError(
@@ -120,8 +132,6 @@ export class SmsOperations {
         },
       );
     }
-    const cost = messageParts(request.body);
-    const price = round(cost.parts * account.spend.pricePerPart);
     if (request.maxPrice !== undefined && price > request.maxPrice) {
       throw smsError(
         'ValidationException',
@@ -140,19 +150,26 @@ export class SmsOperations {
         },
       );
     }
-    if (!account.takeParts(identity, cost.parts, request.dryRun)) {
+    if (!account.takeParts(identity, parts, request.dryRun))
       throw smsError('ThrottlingException', 'Rate exceeded');
-    }
-    const messageId = randomUUID();
-    if (request.dryRun) return { MessageId: messageId };
-    account.recordSpend(price);
-    const phone = parsePhoneNumberFromString(
-      request.destination.startsWith('+') ? request.destination : `+${request.destination}`,
-    );
+  }
+
+  /** Records the text and publishes its events to the configuration set's destination. */
+  #accept(accepted: {
+    messageId: string;
+    request: SendTextMessageRequest;
+    identity: OriginationIdentity;
+    configurationSet: string | undefined;
+    cost: MessageParts;
+    price: number;
+  }): void {
+    const { messageId, request, identity, configurationSet, cost, price } = accepted;
+    const destination = request.destination;
+    const phone = parsePhoneNumberFromString(destination.startsWith('+') ? destination : `+${destination}`);
     const text: SentText = {
       messageId,
       at: this.#parts.clock.now(),
-      destination: request.destination,
+      destination,
       originationIdentity: request.originationIdentity ?? identity.id,
       origin: identity.origin,
       body: request.body,
@@ -162,14 +179,13 @@ export class SmsOperations {
       ...cost,
       price,
       ...(phone?.country === undefined ? {} : { isoCountryCode: phone.country }),
-      validNumber: isValidPhoneNumber(phone?.number ?? request.destination),
+      validNumber: phone !== undefined && isValidPhoneNumber(phone.number),
     };
     this.#sent.push(text);
     if (configurationSet !== undefined) {
-      const outcome = this.#parts.outcomes.get(request.destination) ?? 'delivered';
+      const outcome = this.#parts.outcomes.get(destination) ?? 'delivered';
       this.#parts.publisher.publish(text, outcome, this.#parts.configurationSets.get(configurationSet)!);
     }
-    return { MessageId: messageId };
   }
 
   /** `PinpointSMSVoiceV2.DescribeOptedOutNumbers`: the list, filtered by number and by who opted out. */
@@ -186,6 +202,9 @@ export class SmsOperations {
       .filter((entry) => numbers === undefined || numbers.includes(entry.number))
       .filter((entry) => endUser === undefined || entry.endUser === endUser);
     const start = input.NextToken === undefined ? 0 : Number(input.NextToken);
+    if (!Number.isInteger(start) || start < 0) {
+      throw smsError('ValidationException', 'The NextToken is not valid.', { Reason: 'INVALID_NEXT_TOKEN' });
+    }
     const max = typeof input.MaxResults === 'number' ? input.MaxResults : 100;
     const page = matching.slice(start, start + max);
     return {
@@ -289,161 +308,6 @@ export class SmsOperations {
     }
     return identity;
   }
-}
-
-interface SendTextMessageRequest {
-  readonly destination: string;
-  readonly originationIdentity?: string;
-  readonly body: string;
-  readonly messageType: MessageType;
-  readonly configurationSet?: string;
-  readonly context: Readonly<Record<string, string>>;
-  readonly maxPrice?: number;
-  readonly dryRun: boolean;
-}
-
-/** A `SendTextMessage` body read and checked against the model's constraints. */
-function readSendTextMessage(input: Record<string, unknown>): SendTextMessageRequest {
-  const destination = optionalString(input, 'DestinationPhoneNumber');
-  const originationIdentity = optionalString(input, 'OriginationIdentity');
-  const body = optionalString(input, 'MessageBody');
-  const messageType = optionalString(input, 'MessageType');
-  const configurationSet = optionalString(input, 'ConfigurationSetName');
-  const context = optionalStringMap(input, 'Context');
-  const timeToLive = input.TimeToLive;
-  const violations: FieldViolation[] = [
-    ...phoneViolations('DestinationPhoneNumber', destination),
-    ...lengthAndPattern('OriginationIdentity', originationIdentity, 256, ORIGINATION_IDENTITY),
-    ...lengthAndPattern('MessageBody', body, MAX_BODY, NOT_BLANK),
-    ...lengthAndPattern('ConfigurationSetName', configurationSet, 256, CONFIGURATION_SET),
-    ...contextViolations(context),
-  ];
-  if (messageType !== undefined && !MESSAGE_TYPES.includes(messageType)) {
-    violations.push({
-      name: 'MessageType',
-      value: messageType,
-      constraint: `Member must satisfy enum value set: [${MESSAGE_TYPES.join(', ')}]`,
-    });
-  }
-  if (
-    timeToLive !== undefined &&
-    (!Number.isInteger(timeToLive) || (timeToLive as number) < 5 || (timeToLive as number) > 259_200)
-  ) {
-    violations.push({
-      name: 'TimeToLive',
-      value: timeToLive,
-      constraint: 'Member must have value greater than or equal to 5 and less than or equal to 259200',
-    });
-  }
-  if (violations.length > 0) throw validationFailure(violations);
-  if (body === undefined) {
-    throw smsError('ValidationException', 'MessageBody is required to send a text message.', {
-      Reason: 'MISSING_PARAMETER',
-      Fields: [{ Name: 'MessageBody', Message: 'MessageBody is required' }],
-    });
-  }
-  const maxPrice = optionalString(input, 'MaxPrice');
-  return {
-    destination: destination!,
-    ...(originationIdentity === undefined ? {} : { originationIdentity }),
-    body,
-    messageType: (messageType as MessageType | undefined) ?? 'TRANSACTIONAL',
-    ...(configurationSet === undefined ? {} : { configurationSet }),
-    context: context ?? {},
-    ...(maxPrice === undefined ? {} : { maxPrice: Number(maxPrice) }),
-    dryRun: input.DryRun === true,
-  };
-}
-
-function phoneViolations(name: string, value: string | undefined): FieldViolation[] {
-  if (value === undefined) return [{ name, value, constraint: 'Member must not be null' }];
-  return lengthAndPattern(name, value, 20, PHONE_NUMBER);
-}
-
-function lengthAndPattern(
-  name: string,
-  value: string | undefined,
-  max: number,
-  pattern: RegExp,
-): FieldViolation[] {
-  if (value === undefined) return [];
-  const length = codePoints(value);
-  if (length < 1 || length > max) {
-    return [{ name, value, constraint: `Member must have length less than or equal to ${max}` }];
-  }
-  if (!pattern.test(value)) {
-    return [{ name, value, constraint: `Member must satisfy regular expression pattern: ${pattern.source}` }];
-  }
-  return [];
-}
-
-function contextViolations(context: Readonly<Record<string, string>> | undefined): FieldViolation[] {
-  if (context === undefined) return [];
-  const entries = Object.entries(context);
-  if (entries.length > MAX_CONTEXT_ENTRIES) {
-    return [
-      { name: 'Context', value: context, constraint: 'Member must have length less than or equal to 5' },
-    ];
-  }
-  return entries.flatMap(([key, value]) => [
-    ...lengthAndPattern('Context', key, 100, CONTEXT_KEY).map((v) => ({
-      ...v,
-      constraint: `Map keys must satisfy constraint: [${v.constraint}]`,
-    })),
-    ...lengthAndPattern(`Context.${key}`, value, 800, CONTEXT_VALUE),
-  ]);
-}
-
-/** The `end-user-opted-out` filter's value, if the request filters on it. */
-function endUserFilter(filters: unknown): boolean | undefined {
-  if (!Array.isArray(filters)) return undefined;
-  for (const filter of filters as { Name?: unknown; Values?: unknown }[]) {
-    if (filter?.Name !== 'end-user-opted-out') {
-      throw smsError('ValidationException', `Unknown filter name ${String(filter?.Name)}.`, {
-        Reason: 'INVALID_FILTER_VALUES',
-      });
-    }
-    const values = Array.isArray(filter.Values) ? filter.Values : [];
-    if (values.length === 1 && (values[0] === 'true' || values[0] === 'false')) return values[0] === 'true';
-    throw smsError('ValidationException', 'end-user-opted-out takes one value, true or false.', {
-      Reason: 'INVALID_FILTER_VALUES',
-    });
-  }
-  return undefined;
-}
-
-// ---- reading the JSON body: a value of the wrong type is a SerializationException --------------
-
-function optionalString(input: Record<string, unknown>, field: string): string | undefined {
-  const value = input[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw smsError('SerializationException', `${field} must be a string.`);
-  return value;
-}
-
-function optionalStrings(input: Record<string, unknown>, field: string): string[] | undefined {
-  const value = input[field];
-  if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
-    throw smsError('SerializationException', `${field} must be a list of strings.`);
-  }
-  return value as string[];
-}
-
-function optionalStringMap(
-  input: Record<string, unknown>,
-  field: string,
-): Record<string, string> | undefined {
-  const value = input[field];
-  if (value === undefined || value === null) return undefined;
-  if (
-    typeof value !== 'object' ||
-    Array.isArray(value) ||
-    Object.values(value).some((v) => typeof v !== 'string')
-  ) {
-    throw smsError('SerializationException', `${field} must be a map of strings.`);
-  }
-  return value as Record<string, string>;
 }
 
 /** The resource type an unknown origination identity's name suggests. */
