@@ -107,7 +107,7 @@ export interface SmsEmulatorOptions {
   readonly timers?: Timers;
 }
 
-/** The stand-in's default price of a part: a US one in 2025's price list, rounded. */
+/** The stand-in's default price of a part, in US dollars: of the order of a US part's, not a quote. */
 const DEFAULT_PRICE_PER_PART = 0.0083;
 /** The body AWS JSON 1.0 accepts at most here: a 1,600-character text is far below it. */
 const MAX_BODY_BYTES = 256 * 1024;
