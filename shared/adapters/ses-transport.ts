@@ -53,6 +53,7 @@ import {
   sesTemplateData,
 } from '#shared/email/template.ts';
 import { listUnsubscribeHeaders } from '#shared/email/unsubscribe.ts';
+import { genericSendFailure, sdkFailure } from './aws-send-failure.ts';
 
 export { EMAIL_TAGS };
 
@@ -280,22 +281,11 @@ function entryOutcome(result: BulkEmailEntryResult | undefined): EntryOutcome {
   }
 }
 
-/** Errors whose request never reached SES: sending again cannot send twice. */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
 /** A failed SendEmail / SendBulkEmail (an SDK service exception, or the connection's error). */
 export function sesFailure(error: unknown): TransportOutcome {
-  const e = error as {
-    name?: string;
-    message?: string;
-    code?: string;
-    $fault?: 'client' | 'server';
-    $metadata?: { httpStatusCode?: number; requestId?: string };
-  };
-  const status = e.$metadata?.httpStatusCode;
-  const requestId = e.$metadata?.requestId;
-  const message = `${e.name ?? 'Error'}: ${e.message ?? ''}`;
-  switch (e.name) {
+  const f = sdkFailure(error);
+  const { message, requestId } = f;
+  switch (f.name) {
     case 'TooManyRequestsException':
       return { kind: 'rate-limited', retryAfterMs: undefined, message, requestId };
     case 'LimitExceededException':
@@ -309,17 +299,7 @@ export function sesFailure(error: unknown): TransportOutcome {
     case 'AccountSuspendedException':
       return { kind: 'held', reason: `SES holds every send: ${message}`, requestId };
   }
-  if (status !== undefined && status >= 400 && status < 500 && e.$fault === 'client')
-    return { kind: 'rejected', status, message, details: [], requestId };
-  const never = e.code !== undefined && NOT_SENT_CODES.has(e.code);
-  return {
-    kind: 'retryable',
-    reason: status !== undefined ? 'server-error' : e.name === 'TimeoutError' ? 'timeout' : 'network',
-    maybeDelivered: !never,
-    status,
-    message,
-    requestId,
-  };
+  return genericSendFailure(f);
 }
 
 /** What the broker reads of the SES account (`GetAccount`): its rate and whether it may send. */

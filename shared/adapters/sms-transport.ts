@@ -1,0 +1,190 @@
+/**
+ * AWS End User Messaging SMS's adapter of the message seam (`shared/campaign/transport.ts`), for
+ * SMS jobs: one `SendTextMessage` a recipient (the API has no bulk send).
+ *
+ * - Each text is rendered here (`renderSms`) and costs its message parts (`shared/sms/parts.ts`: a
+ *   Japanese text is UCS-2, 70 characters a part, 67 once split). The origination identity's rate is
+ *   counted in parts per second (MPS), so the lane carries requests at that rate (a text is at least
+ *   one part) and `ready` takes the text's parts from the identity's rate, shared by every client of
+ *   the process that sends from it.
+ * - Every text carries the `Context` keys `sb-client`, `sb-job`, `sb-task`, `sb-attempt`
+ *   (`SMS_CONTEXT`): its delivery events carry them back, naming the task and the attempt.
+ * - The service takes no idempotency key, so the transport is not idempotent: an unanswered text is
+ *   not resent blindly (the pipeline waits for its event, then ends the task `in-doubt`, or sends it
+ *   once more when the client chose at-least-once). The client must not retry either: make it with
+ *   `maxAttempts: 1` ({@link SMS_CLIENT_CONFIG}).
+ * - Answers: 200 with a `MessageId` → accepted (not delivered: the events say the rest);
+ *   `ThrottlingException` → wait and retry; `ServiceQuotaExceededException` for the month's spend
+ *   limit → the quota is used up (the job pauses and says so); `AccessDeniedException` (account
+ *   disabled, reputation) and `ResourceNotFoundException` (the identity or configuration set is not
+ *   there) → held, every SMS job of the client waits; `ConflictException`
+ *   `DESTINATION_PHONE_NUMBER_OPTED_OUT` and a `ValidationException` about the destination → that
+ *   recipient's task fails with the reason; 5xx, a timeout, a dropped connection → in doubt.
+ *
+ * Sources: End User Messaging SMS API reference, SendTextMessage and its errors
+ * (https://docs.aws.amazon.com/pinpoint/latest/apireference_smsvoicev2/API_SendTextMessage.html),
+ * the exceptions' `Reason` values as the SDK's model lists them; the user guide's "SMS character
+ * limits" and "MPS limits" (cited in `shared/sms/parts.ts`).
+ */
+import {
+  type PinpointSMSVoiceV2Client,
+  SendTextMessageCommand,
+  type SendTextMessageCommandInput,
+} from '@aws-sdk/client-pinpoint-sms-voice-v2';
+import type { SendUnit } from '#shared/campaign/send-queue.ts';
+import {
+  type MessageTransport,
+  type PreparedRequest,
+  type TransportOutcome,
+  UnpreparableError,
+} from '#shared/campaign/transport.ts';
+import { SMS_CONTEXT, type SmsSettings } from '#shared/sms/settings.ts';
+import { MissingVariableError, renderSms, type SmsTemplate } from '#shared/sms/template.ts';
+import { genericSendFailure, type SdkFailure, sdkFailure } from './aws-send-failure.ts';
+
+/** The SMS client's settings the transport needs: no retry of its own (a retry may send twice). */
+export const SMS_CLIENT_CONFIG = { maxAttempts: 1 } as const;
+
+/** The lane of every text: the origination identity's rate. */
+export const SMS_LANE = 'sms';
+
+export interface SmsTransportOptions {
+  readonly sms: PinpointSMSVoiceV2Client;
+  readonly clientId: string;
+  readonly settings: SmsSettings;
+  /** The configuration set when the client names none (the stack's, with its event destination). */
+  readonly defaultConfigurationSet: string | undefined;
+  /** The origination identity's message parts per second (MPS). */
+  readonly partsPerSecond: number;
+  /**
+   * The identity's rate every client of the process sending from it takes parts from: each text
+   * waits there for its parts before it goes. None: the lane alone paces (one part a text).
+   */
+  readonly sharedParts?: { take(parts: number): Promise<void> };
+}
+
+/** A text as it goes, and what it costs. */
+export interface SmsRequest {
+  readonly input: SendTextMessageCommandInput;
+  readonly parts: number;
+}
+
+export class SmsTransport implements MessageTransport<SmsTemplate, SmsRequest> {
+  readonly channel = 'sms';
+  readonly idempotent = false;
+  /** The client chose at-least-once (`SmsSettings.delivery`): a text left in doubt is sent once more. */
+  readonly resendsInDoubt: boolean;
+  readonly acceptedAs = 'accepted';
+  readonly limits;
+  readonly #options: SmsTransportOptions;
+
+  constructor(options: SmsTransportOptions) {
+    this.#options = options;
+    this.resendsInDoubt = options.settings.delivery === 'at-least-once';
+    this.limits = {
+      recipientsPerRequest: 1,
+      lanes: { [SMS_LANE]: options.partsPerSecond },
+      countsRecipients: false,
+    } as const;
+  }
+
+  /** Every text is its recipient's own: no request is shared. */
+  groupOf(): undefined {
+    return undefined;
+  }
+
+  prepare(unit: SendUnit<SmsTemplate>): PreparedRequest<SmsRequest> {
+    const task = unit.tasks[0]!;
+    let rendered: ReturnType<typeof renderSms>;
+    try {
+      rendered = renderSms(task.template, task.variables);
+    } catch (error) {
+      throw error instanceof MissingVariableError
+        ? new UnpreparableError(`missing-variable: ${error.variable}`, { cause: error })
+        : new UnpreparableError(`bad-sms: ${(error as Error).message}`, { cause: error });
+    }
+    const { settings, clientId, defaultConfigurationSet } = this.#options;
+    const configurationSet = settings.configurationSet ?? defaultConfigurationSet;
+    const input: SendTextMessageCommandInput = {
+      DestinationPhoneNumber: task.recipient,
+      OriginationIdentity: settings.originationIdentity,
+      MessageBody: rendered.body,
+      MessageType: settings.messageType ?? 'TRANSACTIONAL',
+      ...(configurationSet ? { ConfigurationSetName: configurationSet } : {}),
+      Context: {
+        [SMS_CONTEXT.client]: clientId,
+        [SMS_CONTEXT.job]: task.jobId,
+        [SMS_CONTEXT.task]: task.taskId,
+        [SMS_CONTEXT.attempt]: String(task.attempt),
+      },
+    };
+    return { lane: SMS_LANE, request: { input, parts: rendered.parts.parts } };
+  }
+
+  /** The text's parts taken from the origination identity's rate. */
+  async ready(prepared: PreparedRequest<SmsRequest>): Promise<void> {
+    await this.#options.sharedParts?.take(prepared.request.parts);
+  }
+
+  async send(prepared: PreparedRequest<SmsRequest>): Promise<TransportOutcome> {
+    try {
+      const out = await this.#options.sms.send(new SendTextMessageCommand(prepared.request.input));
+      return { kind: 'delivered', requestId: out.MessageId };
+    } catch (error) {
+      return smsFailure(error);
+    }
+  }
+}
+
+/** Refusals about the destination: that recipient's task fails, the job goes on. */
+const DESTINATION_REASONS = new Set([
+  'DESTINATION_PHONE_NUMBER_OPTED_OUT',
+  'DESTINATION_COUNTRY_BLOCKED',
+  'INVALID_IDENTITY_FOR_DESTINATION_COUNTRY',
+  'COUNTRY_NOT_ENABLED',
+  'COUNTRY_CODE_MISMATCH',
+  'INTERNATIONAL_SENDING_NOT_SUPPORTED',
+  'PRICE_OVER_THRESHOLD',
+]);
+
+/** A failed SendTextMessage (an SDK service exception, or the connection's error). */
+export function smsFailure(error: unknown): TransportOutcome {
+  const f = sdkFailure(error);
+  const { message, requestId } = f;
+  switch (f.name) {
+    case 'ThrottlingException':
+      return { kind: 'rate-limited', retryAfterMs: undefined, message, requestId };
+    case 'ServiceQuotaExceededException':
+      if (f.reasonCode?.startsWith('MONTHLY_SPEND_LIMIT'))
+        return {
+          kind: 'quota-used-up',
+          quota: 'monthly',
+          message: `the account's monthly SMS spend limit: ${message}`,
+          requestId,
+        };
+      break;
+    case 'AccessDeniedException':
+    case 'ResourceNotFoundException':
+      return {
+        kind: 'held',
+        reason: `End User Messaging SMS sends nothing for this client: ${message}`,
+        requestId,
+      };
+  }
+  if (f.reasonCode !== undefined && DESTINATION_REASONS.has(f.reasonCode)) return refusedRecipient(f);
+  return genericSendFailure(f);
+}
+
+/** The one recipient refused, with the service's reason as its result (`sms-destination-phone-number-opted-out`). */
+function refusedRecipient(f: SdkFailure): TransportOutcome {
+  const code = f.reasonCode!;
+  const reason =
+    code === 'DESTINATION_PHONE_NUMBER_OPTED_OUT'
+      ? `the number opted out of texts from this origination identity (STOP): ${f.message}`
+      : `${code}: ${f.message}`;
+  return {
+    kind: 'per-recipient',
+    requestId: f.requestId,
+    entries: [{ kind: 'rejected', lastResult: `sms-${code.toLowerCase().replaceAll('_', '-')}`, reason }],
+  };
+}
