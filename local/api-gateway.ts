@@ -89,9 +89,11 @@ export function isTextContentType(contentType: string | undefined): boolean {
   );
 }
 
+type GatewayRequest = Pick<http.IncomingMessage, 'method' | 'url' | 'rawHeaders' | 'httpVersion' | 'socket'>;
+
 /** Builds the payload v2 event for a request whose body has been read in full. */
 export function buildEventV2(
-  req: Pick<http.IncomingMessage, 'method' | 'url' | 'rawHeaders' | 'httpVersion' | 'socket'>,
+  req: GatewayRequest,
   body: Buffer,
   route: RouteSpec,
   pathParameters: Record<string, string>,
@@ -99,11 +101,39 @@ export function buildEventV2(
   authorizer?: JwtAuthorization,
 ): APIGatewayProxyEventV2 {
   const url = new URL(req.url ?? '/', 'http://localhost');
+  const { headers, cookies } = headersAndCookies(req.rawHeaders);
+  const query = queryStringParameters(url);
+  // API Gateway tells the integration how the caller reached it (a Twilio callback's URL is rebuilt from it).
+  headers['x-forwarded-proto'] ??= 'http';
+  headers['x-forwarded-port'] ??= String(req.socket.localPort ?? '');
+  const hasBody = body.length > 0;
+  const text = isTextContentType(headers['content-type']);
+  const event: APIGatewayProxyEventV2 = {
+    version: '2.0',
+    routeKey: routeKey(route),
+    rawPath: url.pathname,
+    rawQueryString: rawQueryString(req.url ?? ''),
+    headers,
+    requestContext: requestContext(req, url, headers, route, now, authorizer),
+    isBase64Encoded: hasBody ? !text : false,
+  };
+  if (cookies.length > 0) event.cookies = cookies;
+  if (Object.keys(query).length > 0) event.queryStringParameters = query;
+  if (Object.keys(pathParameters).length > 0) event.pathParameters = pathParameters;
+  if (hasBody) event.body = text ? body.toString('utf8') : body.toString('base64');
+  return event;
+}
+
+/** Headers by lower-case name, repeated ones joined with commas; cookies apart, one per entry. */
+function headersAndCookies(rawHeaders: readonly string[]): {
+  headers: Record<string, string>;
+  cookies: string[];
+} {
   const headers: Record<string, string> = {};
   const cookies: string[] = [];
-  for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i]!.toLowerCase();
-    const value = req.rawHeaders[i + 1]!;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    const value = rawHeaders[i + 1]!;
     if (name === 'cookie') {
       cookies.push(
         ...value
@@ -115,51 +145,50 @@ export function buildEventV2(
     }
     headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
   }
+  return { headers, cookies };
+}
+
+/** Query parameters, a repeated one's values joined with commas. */
+function queryStringParameters(url: URL): Record<string, string> {
   const query: Record<string, string> = {};
   for (const [key, value] of url.searchParams) {
     query[key] = query[key] === undefined ? value : `${query[key]},${value}`;
   }
-  const rawQueryString = (req.url ?? '').includes('?')
-    ? (req.url ?? '').slice((req.url ?? '').indexOf('?') + 1)
-    : '';
-  // API Gateway tells the integration how the caller reached it (a Twilio callback's URL is rebuilt from it).
-  headers['x-forwarded-proto'] ??= 'http';
-  headers['x-forwarded-port'] ??= String(req.socket.localPort ?? '');
-  const requestId = randomUUID();
-  const hasBody = body.length > 0;
-  const text = isTextContentType(headers['content-type']);
-  const event: APIGatewayProxyEventV2 = {
-    version: '2.0',
-    routeKey: routeKey(route),
-    rawPath: url.pathname,
-    rawQueryString,
-    headers,
-    requestContext: {
-      accountId: '000000000000',
-      apiId: 'local',
-      domainName: headers.host ?? 'localhost',
-      domainPrefix: (headers.host ?? 'localhost').split('.')[0]!,
-      http: {
-        method: (req.method ?? 'GET').toUpperCase(),
-        path: url.pathname,
-        protocol: `HTTP/${req.httpVersion}`,
-        sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '127.0.0.1',
-        userAgent: headers['user-agent'] ?? '',
-      },
-      requestId,
-      routeKey: routeKey(route),
-      stage: '$default',
-      time: formatClf(now),
-      timeEpoch: now.getTime(),
-      ...(authorizer ? { authorizer } : {}),
+  return query;
+}
+
+/** What follows the first `?` of the request target, as sent. */
+function rawQueryString(target: string): string {
+  return target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
+}
+
+function requestContext(
+  req: GatewayRequest,
+  url: URL,
+  headers: Record<string, string>,
+  route: RouteSpec,
+  now: Date,
+  authorizer: JwtAuthorization | undefined,
+): APIGatewayProxyEventV2['requestContext'] {
+  return {
+    accountId: '000000000000',
+    apiId: 'local',
+    domainName: headers.host ?? 'localhost',
+    domainPrefix: (headers.host ?? 'localhost').split('.')[0]!,
+    http: {
+      method: (req.method ?? 'GET').toUpperCase(),
+      path: url.pathname,
+      protocol: `HTTP/${req.httpVersion}`,
+      sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '127.0.0.1',
+      userAgent: headers['user-agent'] ?? '',
     },
-    isBase64Encoded: hasBody ? !text : false,
+    requestId: randomUUID(),
+    routeKey: routeKey(route),
+    stage: '$default',
+    time: formatClf(now),
+    timeEpoch: now.getTime(),
+    ...(authorizer ? { authorizer } : {}),
   };
-  if (cookies.length > 0) event.cookies = cookies;
-  if (Object.keys(query).length > 0) event.queryStringParameters = query;
-  if (Object.keys(pathParameters).length > 0) event.pathParameters = pathParameters;
-  if (hasBody) event.body = text ? body.toString('utf8') : body.toString('base64');
-  return event;
 }
 
 interface WrittenResponse {

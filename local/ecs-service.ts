@@ -252,27 +252,7 @@ export class LocalFleet implements EcsServiceScaler {
     this.sequence += 1;
     const brokerId = `broker-${this.sequence}-${randomBytes(3).toString('hex')}`;
     const agentUri = this.options.agent.register(brokerId);
-    const cwd = this.options.cwd ?? ROOT;
-    // The V8 flags the Fargate task runs the broker with (cdk/constructs/broker-fleet.ts).
-    const recording = brokerRecording();
-    const child = spawn(
-      process.execPath,
-      [...brokerV8Flags(), ...recording.execArgv, this.options.script ?? 'worker/main.ts'],
-      {
-        cwd,
-        env: {
-          PATH: process.env.PATH ?? '',
-          ...this.options.env,
-          ...this.options.envFor?.(brokerId, version),
-          BROKER_ID: brokerId,
-          BROKER_VERSION: version,
-          BROKER_HTTP_PORT: '0',
-          ECS_AGENT_URI: agentUri,
-          ...recording.env,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = this.spawnBroker(brokerId, version, agentUri);
     let markExited: () => void = () => {};
     const broker: Broker = {
       brokerId,
@@ -289,7 +269,45 @@ export class LocalFleet implements EcsServiceScaler {
       }),
     };
     this.brokers.set(brokerId, broker);
+    this.watchOutput(broker);
+    child.on('error', (error) =>
+      this.options.onOutput?.(brokerId, `spawn failed: ${error.message}`, 'stderr'),
+    );
+    child.on('exit', (code, signal) => {
+      this.recordExit(broker, code, signal);
+      markExited();
+      this.events.emit('change');
+      this.reconcile();
+    });
+  }
 
+  /** The broker's process, with the environment the Fargate task gives it. */
+  private spawnBroker(brokerId: string, version: string, agentUri: string): ChildProcess {
+    // The V8 flags the Fargate task runs the broker with (cdk/constructs/broker-fleet.ts).
+    const recording = brokerRecording();
+    return spawn(
+      process.execPath,
+      [...brokerV8Flags(), ...recording.execArgv, this.options.script ?? 'worker/main.ts'],
+      {
+        cwd: this.options.cwd ?? ROOT,
+        env: {
+          PATH: process.env.PATH ?? '',
+          ...this.options.env,
+          ...this.options.envFor?.(brokerId, version),
+          BROKER_ID: brokerId,
+          BROKER_VERSION: version,
+          BROKER_HTTP_PORT: '0',
+          ECS_AGENT_URI: agentUri,
+          ...recording.env,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+  }
+
+  /** The broker is ready at its first ready line; every other line goes to `onOutput`. */
+  private watchOutput(broker: Broker): void {
+    const { brokerId, child, version } = broker;
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const ready = readyLine(line);
       if (ready && broker.state === 'starting') {
@@ -305,24 +323,21 @@ export class LocalFleet implements EcsServiceScaler {
     createInterface({ input: child.stderr! }).on('line', (line) =>
       this.options.onOutput?.(brokerId, line, 'stderr'),
     );
-    child.on('error', (error) =>
-      this.options.onOutput?.(brokerId, `spawn failed: ${error.message}`, 'stderr'),
-    );
-    child.on('exit', (code, signal) => {
-      clearTimeout(broker.killTimer);
-      const wasStarting = broker.state === 'starting';
-      broker.state = 'exited';
-      this.exits.push({ brokerId, version, code, signal, forced: broker.forced, at: Date.now() });
-      this.options.agent.forget(brokerId);
-      if (wasStarting && version === this.currentVersion && !this.shuttingDown) {
-        // A broker that cannot even start would otherwise be respawned in a tight loop.
-        this.earlyDeaths += 1;
-        this.launchNotBefore = Date.now() + Math.min(30_000, 250 * 2 ** this.earlyDeaths);
-      }
-      markExited();
-      this.events.emit('change');
-      this.reconcile();
-    });
+  }
+
+  /** Records the broker's exit; one that died while starting delays the next launch, longer each time. */
+  private recordExit(broker: Broker, code: number | null, signal: NodeJS.Signals | null): void {
+    const { brokerId, version } = broker;
+    clearTimeout(broker.killTimer);
+    const wasStarting = broker.state === 'starting';
+    broker.state = 'exited';
+    this.exits.push({ brokerId, version, code, signal, forced: broker.forced, at: Date.now() });
+    this.options.agent.forget(brokerId);
+    if (wasStarting && version === this.currentVersion && !this.shuttingDown) {
+      // A broker that cannot even start would otherwise be respawned in a tight loop.
+      this.earlyDeaths += 1;
+      this.launchNotBefore = Date.now() + Math.min(30_000, 250 * 2 ** this.earlyDeaths);
+    }
   }
 
   private stopBroker(broker: Broker, reason: StopReason): void {

@@ -81,72 +81,24 @@ class OptionError extends Error {
 
 /** The options, each checked up front: a bad one is an {@link OptionError} naming it. */
 function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
-  let values: ReturnType<
-    typeof parseArgs<{ options: typeof OPTIONS; strict: true; args: string[] }>
-  >['values'];
-  try {
-    ({ values } = parseArgs({ args: [...args], options: OPTIONS, strict: true }));
-  } catch (error) {
-    throw new OptionError(`${(error as Error).message}\n\n${HELP}`);
-  }
+  const values = parsedValues(args);
   if (values.help) return 'help';
-  const port = values.port === undefined ? 3000 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new OptionError(`--port must be a port number, got ${JSON.stringify(values.port)}`);
-  }
-  const exitAfter = values['exit-after'] === undefined ? undefined : Number(values['exit-after']);
-  if (exitAfter !== undefined && !(exitAfter > 0)) {
-    throw new OptionError(
-      `--exit-after must be a positive number of seconds, got ${JSON.stringify(values['exit-after'])}`,
-    );
-  }
-  const whole = (n: number) => Number.isInteger(n) && n >= 1;
-  const positive = (n: number) => n > 0;
-  const numberOption = (
-    name: string,
-    raw: string | undefined,
-    fallback: number,
-    ok: (n: number) => boolean,
-  ) => {
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!ok(n)) {
-      throw new OptionError(
-        `--${name} must be ${ok === whole ? 'a whole number ≥ 1' : 'a number > 0'}, got ${JSON.stringify(raw)}`,
-      );
-    }
-    return n;
-  };
-  const csv = values.csv;
-  if (csv !== undefined && !existsSync(csv)) throw new OptionError(`--csv: no such file ${csv}`);
-  const csvBytes = csv === undefined ? 0 : statSync(csv).size;
-  if (csvBytes > MAX_BODY_BYTES) {
-    throw new OptionError(
-      `--csv: ${csv} is ${csvBytes} bytes; the local S3 stand-in takes files up to ${MAX_BODY_BYTES} bytes in one upload (S3 takes 5 GiB)`,
-    );
-  }
-  if (values.region !== undefined && !isKnownRegion(values.region)) {
-    throw new OptionError(
-      `--region must be a region code such as JP or US, got ${JSON.stringify(values.region)}`,
-    );
-  }
-  const messages = numberOption('messages', values.messages, DEMO_MESSAGE_COUNT, whole);
-  const emails = numberOption('emails', values.emails, DEMO_EMAIL_COUNT, whole);
-  const provider = values.provider ?? 'http';
-  if (!(DEMO_PROVIDERS as readonly string[]).includes(provider)) {
-    throw new OptionError(
-      `--provider must be one of ${DEMO_PROVIDERS.join(', ')}, got ${JSON.stringify(provider)}`,
-    );
-  }
+  const port = portOption(values.port);
+  const exitAfter = exitAfterOption(values['exit-after']);
+  const csv = csvOption(values.csv);
+  const region = regionOption(values.region);
+  const messages = numberOption('messages', values.messages, DEMO_MESSAGE_COUNT, 'whole');
+  const emails = numberOption('emails', values.emails, DEMO_EMAIL_COUNT, 'whole');
+  const provider = providerOption(values.provider);
   return {
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
     port,
     ...(csv ? { csv } : {}),
-    limit: numberOption('limit', values.limit, 6, whole),
-    rate: numberOption('rate', values.rate, 2, positive),
-    ...(values.region ? { region: values.region } : {}),
-    timeScale: numberOption('time-scale', values['time-scale'], 30, positive),
-    provider: provider as DemoProvider,
+    limit: numberOption('limit', values.limit, 6, 'whole'),
+    rate: numberOption('rate', values.rate, 2, 'positive'),
+    ...(region ? { region } : {}),
+    timeScale: numberOption('time-scale', values['time-scale'], 30, 'positive'),
+    provider,
     job: !values['no-job'],
     messages: values['no-messages'] ? false : messages,
     emails: values['no-emails'] ? false : emails,
@@ -154,6 +106,87 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
     ...(exitAfter === undefined ? {} : { exitAfter }),
     ...atOption(values.at),
   };
+}
+
+type OptionValues = ReturnType<
+  typeof parseArgs<{ options: typeof OPTIONS; strict: true; args: string[] }>
+>['values'];
+
+/** The arguments as `parseArgs` reads them; an unknown option or a missing value shows the help. */
+function parsedValues(args: readonly string[]): OptionValues {
+  try {
+    return parseArgs({ args: [...args], options: OPTIONS, strict: true }).values;
+  } catch (error) {
+    throw new OptionError(`${(error as Error).message}\n\n${HELP}`);
+  }
+}
+
+/** `--port`: 0 to 65535, 3000 when not given. */
+function portOption(raw: string | undefined): number {
+  const port = raw === undefined ? 3000 : Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new OptionError(`--port must be a port number, got ${JSON.stringify(raw)}`);
+  }
+  return port;
+}
+
+/** `--exit-after`: a positive number of seconds, or none. */
+function exitAfterOption(raw: string | undefined): number | undefined {
+  const exitAfter = raw === undefined ? undefined : Number(raw);
+  if (exitAfter !== undefined && !(exitAfter > 0)) {
+    throw new OptionError(`--exit-after must be a positive number of seconds, got ${JSON.stringify(raw)}`);
+  }
+  return exitAfter;
+}
+
+/** A numeric option: a whole number ≥ 1 or any number > 0, `fallback` when not given. */
+function numberOption(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  kind: 'whole' | 'positive',
+): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  const ok = kind === 'whole' ? Number.isInteger(n) && n >= 1 : n > 0;
+  if (!ok) {
+    throw new OptionError(
+      `--${name} must be ${kind === 'whole' ? 'a whole number ≥ 1' : 'a number > 0'}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return n;
+}
+
+/** `--csv`: a file that exists and that the local S3 stand-in takes in one upload. */
+function csvOption(csv: string | undefined): string | undefined {
+  if (csv === undefined) return undefined;
+  if (!existsSync(csv)) throw new OptionError(`--csv: no such file ${csv}`);
+  const csvBytes = statSync(csv).size;
+  if (csvBytes > MAX_BODY_BYTES) {
+    throw new OptionError(
+      `--csv: ${csv} is ${csvBytes} bytes; the local S3 stand-in takes files up to ${MAX_BODY_BYTES} bytes in one upload (S3 takes 5 GiB)`,
+    );
+  }
+  return csv;
+}
+
+/** `--region`: a region code the CSV rules know, such as JP. */
+function regionOption(region: string | undefined): string | undefined {
+  if (region !== undefined && !isKnownRegion(region)) {
+    throw new OptionError(`--region must be a region code such as JP or US, got ${JSON.stringify(region)}`);
+  }
+  return region;
+}
+
+/** `--provider`: one of {@link DEMO_PROVIDERS}, `http` when not given. */
+function providerOption(raw: string | undefined): DemoProvider {
+  const provider = raw ?? 'http';
+  if (!(DEMO_PROVIDERS as readonly string[]).includes(provider)) {
+    throw new OptionError(
+      `--provider must be one of ${DEMO_PROVIDERS.join(', ')}, got ${JSON.stringify(provider)}`,
+    );
+  }
+  return provider as DemoProvider;
 }
 
 /** `--at`: an ISO 8601 date-time with its offset (a zone-less one would mean this machine's zone). */
@@ -191,10 +224,30 @@ const OPTIONS = {
 /** Starts the stack, plays the demos the options ask for, and runs until Ctrl-C. */
 async function run(options: StartOptions): Promise<void> {
   const log = (line: string) => console.log(`[switchboard] ${line}`);
-  let stack: LocalStack;
+  const stack = await startStack(options, log);
+  if (!stack) return;
+  // `npm run ops -- --local` finds this cloud through .switchboard/local.json (gone when this exits).
+  writeLocalState({ apiUrl: stack.api.url, region: stack.cloud.region, credentials: LOCAL_CREDENTIALS });
+  const shutdown = new Shutdown(stack, log);
+  shutdown.listen(options.exitAfter);
+  // The demos' lines stop with the stack: a poll cut short by the stop is no news.
+  const demoLog = (line: string) => {
+    if (!shutdown.stopping) log(line);
+  };
+  announce(stack, options, log);
+  await playDemos(stack, options, demoLog);
+  demoLog(consoleLine(stack));
+  demoLog('ready — press Ctrl-C to stop');
+}
+
+/** The local stack the options describe, or none (and exit code 1) when it could not start. */
+async function startStack(
+  options: StartOptions,
+  log: (line: string) => void,
+): Promise<LocalStack | undefined> {
   const sentEmailDir = freshOutbox();
   try {
-    stack = await startLocalStack({
+    return await startLocalStack({
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       port: options.port,
       fleet: options.job || options.messages !== false || options.emails !== false,
@@ -206,93 +259,137 @@ async function run(options: StartOptions): Promise<void> {
   } catch (error) {
     console.error(`[switchboard] could not start: ${(error as Error).message}`);
     process.exitCode = 1;
-    return;
+    return undefined;
   }
-  // `npm run ops -- --local` finds this cloud through .switchboard/local.json (gone when this exits).
-  writeLocalState({ apiUrl: stack.api.url, region: stack.cloud.region, credentials: LOCAL_CREDENTIALS });
+}
 
-  let stopping = false;
-  const stop = async (why: string) => {
-    if (stopping) {
+/** Stops the stack on Ctrl-C, SIGTERM or `--exit-after`; a second signal leaves without waiting. */
+class Shutdown {
+  readonly #stack: LocalStack;
+  readonly #log: (line: string) => void;
+  #stopping = false;
+
+  constructor(stack: LocalStack, log: (line: string) => void) {
+    this.#stack = stack;
+    this.#log = log;
+  }
+
+  /** Whether a stop has begun. */
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
+  /** Stops on SIGINT and SIGTERM, and after `exitAfter` seconds when given. */
+  listen(exitAfter: number | undefined): void {
+    process.on('SIGINT', () => void this.stop('Ctrl-C'));
+    process.on('SIGTERM', () => void this.stop('SIGTERM'));
+    if (exitAfter !== undefined) {
+      setTimeout(() => void this.stop(`--exit-after ${exitAfter}s`), exitAfter * 1000);
+    }
+  }
+
+  async stop(why: string): Promise<void> {
+    if (this.#stopping) {
       // A second Ctrl-C while brokers drain their calls (up to their stop timeout): leave now. A
       // terminal's Ctrl-C reaches the children (brokers, DynamoDB Local) as well.
-      log(`${why} again: exiting without waiting for the brokers to drain`);
+      this.#log(`${why} again: exiting without waiting for the brokers to drain`);
       process.exit(130);
     }
-    stopping = true;
-    log(`${why}: stopping…`);
-    await stack.stop();
-    log('stopped cleanly');
+    this.#stopping = true;
+    this.#log(`${why}: stopping…`);
+    await this.#stack.stop();
+    this.#log('stopped cleanly');
     process.exit(0);
-  };
-  // The demos' lines stop with the stack: a poll cut short by the stop is no news.
-  const demoLog = (line: string) => {
-    if (!stopping) log(line);
-  };
-  process.on('SIGINT', () => void stop('Ctrl-C'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  const { exitAfter } = options;
-  if (exitAfter !== undefined) setTimeout(() => void stop(`--exit-after ${exitAfter}s`), exitAfter * 1000);
+  }
+}
+
+/** The first lines: where the demo channel's webhook and the console are, and the clock if moved. */
+function announce(stack: LocalStack, options: StartOptions, log: (line: string) => void): void {
   // The secret itself is never printed (logs are searched for it): it is in the source, for signing by hand.
   log(
     `demo channel "demo": webhook URL ${stack.webhookUrl('demo')}, channel secret: DEMO_CHANNEL.channelSecret in local/stack.ts`,
   );
-  const consoleLine = () =>
-    `console: ${stack.consoleUrl} — sign in as ${LOCAL_CONSOLE_USERS.map((u) => `${u.username} (${userScope(u.groups)})`).join(', ')}; their local passwords are in the README and LOCAL_CONSOLE_USERS in local/stack.ts`;
-  log(consoleLine());
+  log(consoleLine(stack));
   if (options.at !== undefined) {
     log(`clock: every part of the local cloud runs from ${new Date(stack.clock.now()).toISOString()} (--at)`);
   }
+}
+
+/** Where the console is and who may sign in to it. */
+function consoleLine(stack: LocalStack): string {
+  return `console: ${stack.consoleUrl} — sign in as ${LOCAL_CONSOLE_USERS.map((u) => `${u.username} (${userScope(u.groups)})`).join(', ')}; their local passwords are in the README and LOCAL_CONSOLE_USERS in local/stack.ts`;
+}
+
+/** The webhook demo, the call job, the message and the email campaign, each as the options ask. */
+async function playDemos(
+  stack: LocalStack,
+  options: StartOptions,
+  demoLog: (line: string) => void,
+): Promise<void> {
   if (options.demo) {
     await playWebhookDemo(stack, demoLog).catch((error: unknown) =>
       demoLog(`demo failed: ${(error as Error).message}`),
     );
   }
-  const region = options.region ? { defaultRegion: options.region } : {};
-  if (options.job) {
-    try {
-      const view = await runDemoJob(stack, demoLog, {
-        ...(options.csv ? { csvPath: options.csv } : {}),
-        maxConcurrentCalls: options.limit,
-        callsPerSecond: options.rate,
-        provider: options.provider,
-        ...region,
-      });
-      demoLog(
-        `job: ${view.status}: ${view.counts.completed} completed, ${view.counts.failed} failed of ${view.counts.tasks} tasks`,
-      );
-    } catch (error) {
-      demoLog(`job failed to run: ${(error as Error).message}`);
-    }
+  if (options.job) await playCallJob(stack, options, demoLog);
+  if (options.messages !== false) await playMessageCampaign(stack, options, options.messages, demoLog);
+  if (options.emails !== false) await playEmailCampaign(stack, options, options.emails, demoLog);
+}
+
+/** The demo's pacing and default region, as every demo campaign takes them. */
+function campaignLimits(options: StartOptions) {
+  return {
+    maxConcurrentCalls: options.limit,
+    callsPerSecond: options.rate,
+    ...(options.region ? { defaultRegion: options.region } : {}),
+  };
+}
+
+async function playCallJob(
+  stack: LocalStack,
+  options: StartOptions,
+  demoLog: (line: string) => void,
+): Promise<void> {
+  try {
+    const view = await runDemoJob(stack, demoLog, {
+      ...(options.csv ? { csvPath: options.csv } : {}),
+      ...campaignLimits(options),
+      provider: options.provider,
+    });
+    demoLog(
+      `job: ${view.status}: ${view.counts.completed} completed, ${view.counts.failed} failed of ${view.counts.tasks} tasks`,
+    );
+  } catch (error) {
+    demoLog(`job failed to run: ${(error as Error).message}`);
   }
-  if (options.messages !== false) {
-    try {
-      const summary = await runDemoMessages(stack, demoLog, {
-        count: options.messages,
-        maxConcurrentCalls: options.limit,
-        callsPerSecond: options.rate,
-        ...region,
-      });
-      demoLog(summaryLine(summary));
-    } catch (error) {
-      demoLog(`message campaign failed to run: ${(error as Error).message}`);
-    }
+}
+
+async function playMessageCampaign(
+  stack: LocalStack,
+  options: StartOptions,
+  count: number,
+  demoLog: (line: string) => void,
+): Promise<void> {
+  try {
+    const summary = await runDemoMessages(stack, demoLog, { count, ...campaignLimits(options) });
+    demoLog(summaryLine(summary));
+  } catch (error) {
+    demoLog(`message campaign failed to run: ${(error as Error).message}`);
   }
-  if (options.emails !== false) {
-    try {
-      const summary = await runDemoEmails(stack, demoLog, {
-        count: options.emails,
-        maxConcurrentCalls: options.limit,
-        callsPerSecond: options.rate,
-        ...region,
-      });
-      for (const line of emailSummaryLines(summary)) demoLog(line);
-    } catch (error) {
-      demoLog(`email campaign failed to run: ${(error as Error).message}`);
-    }
+}
+
+async function playEmailCampaign(
+  stack: LocalStack,
+  options: StartOptions,
+  count: number,
+  demoLog: (line: string) => void,
+): Promise<void> {
+  try {
+    const summary = await runDemoEmails(stack, demoLog, { count, ...campaignLimits(options) });
+    for (const line of emailSummaryLines(summary)) demoLog(line);
+  } catch (error) {
+    demoLog(`email campaign failed to run: ${(error as Error).message}`);
   }
-  demoLog(consoleLine());
-  demoLog('ready — press Ctrl-C to stop');
 }
 
 async function main(): Promise<void> {

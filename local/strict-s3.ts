@@ -333,11 +333,41 @@ async function putInParts(
 
 /** Starts the strict S3 front on a free port of 127.0.0.1. */
 export async function startStrictS3(options: StrictS3Options): Promise<StrictS3> {
-  const upstream = new URL(options.upstream);
-  const agent = new http.Agent({ keepAlive: true });
-  const refused = new Map<string, number>();
-  const server = http.createServer((req, res) => {
-    const cors = corsHeaders(req, options.cors);
+  const front = new StrictS3Front(options);
+  const server = http.createServer((req, res) => front.handle(req, res));
+  server.on('clientError', (_error, socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    refused: front.refused,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        front.close();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** What the strict S3 front does with each request: answer a preflight, refuse, or relay to fauxqs. */
+class StrictS3Front {
+  /** Requests refused so far, by S3 error code. */
+  readonly refused = new Map<string, number>();
+  readonly #options: StrictS3Options;
+  readonly #upstream: URL;
+  readonly #agent = new http.Agent({ keepAlive: true });
+
+  constructor(options: StrictS3Options) {
+    this.#options = options;
+    this.#upstream = new URL(options.upstream);
+  }
+
+  handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const cors = corsHeaders(req, this.#options.cors);
     if (req.method === 'OPTIONS') {
       req.resume();
       if (cors) res.writeHead(200, cors).end();
@@ -348,69 +378,72 @@ export async function startStrictS3(options: StrictS3Options): Promise<StrictS3>
       return;
     }
     for (const [name, value] of Object.entries(cors ?? {})) res.setHeader(name, value);
-    void (async () => {
-      let body: Buffer;
-      try {
-        body = await readBody(req, options.maxBodyBytes ?? MAX_BODY_BYTES);
-        admit(req, body, options);
-      } catch (error) {
-        const refusal =
-          error instanceof S3Refusal ? error : new S3Refusal(500, 'InternalError', (error as Error).message);
-        refused.set(refusal.code, (refused.get(refusal.code) ?? 0) + 1);
-        if (!res.headersSent) {
-          res.writeHead(refusal.status, { 'content-type': 'application/xml', connection: 'close' });
-          res.end(errorXml(refusal.code, refusal.message));
-        }
-        return;
-      }
-      if (isLargeObjectPut(req, body)) {
-        // fauxqs takes at most 11 MiB a request where S3 takes 5 GiB in one PUT: the same object,
-        // stored through fauxqs's multipart upload.
-        try {
-          const etag = await putInParts(upstream, agent, req, body);
-          res.writeHead(200, { etag });
-          res.end();
-        } catch (error) {
-          if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
-          res.end(`local S3 upstream failed: ${(error as Error).message}`);
-        }
-        return;
-      }
-      const forward = http.request(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: req.method,
-          path: req.url,
-          headers: { ...req.headers, host: upstream.host, 'content-length': String(body.length) },
-          agent,
-        },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      forward.on('error', (error) => {
-        if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
-        res.end(`local S3 upstream failed: ${error.message}`);
-      });
-      forward.end(body);
-    })();
-  });
-  server.on('clientError', (_error, socket) => socket.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    refused,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        agent.destroy();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+    void this.#admitAndRelay(req, res);
+  }
+
+  /** Closes the kept-alive connections to fauxqs. */
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  async #admitAndRelay(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let body: Buffer;
+    try {
+      body = await readBody(req, this.#options.maxBodyBytes ?? MAX_BODY_BYTES);
+      admit(req, body, this.#options);
+    } catch (error) {
+      this.#refuse(res, error);
+      return;
+    }
+    if (isLargeObjectPut(req, body)) await this.#putInParts(req, res, body);
+    else this.#forward(req, res, body);
+  }
+
+  #refuse(res: http.ServerResponse, error: unknown): void {
+    const refusal =
+      error instanceof S3Refusal ? error : new S3Refusal(500, 'InternalError', (error as Error).message);
+    this.refused.set(refusal.code, (this.refused.get(refusal.code) ?? 0) + 1);
+    if (!res.headersSent) {
+      res.writeHead(refusal.status, { 'content-type': 'application/xml', connection: 'close' });
+      res.end(errorXml(refusal.code, refusal.message));
+    }
+  }
+
+  /**
+   * fauxqs takes at most 11 MiB a request where S3 takes 5 GiB in one PUT: the same object,
+   * stored through fauxqs's multipart upload.
+   */
+  async #putInParts(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer): Promise<void> {
+    try {
+      const etag = await putInParts(this.#upstream, this.#agent, req, body);
+      res.writeHead(200, { etag });
+      res.end();
+    } catch (error) {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end(`local S3 upstream failed: ${(error as Error).message}`);
+    }
+  }
+
+  #forward(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer): void {
+    const upstream = this.#upstream;
+    const forward = http.request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: upstream.host, 'content-length': String(body.length) },
+        agent: this.#agent,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', (error) => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end(`local S3 upstream failed: ${error.message}`);
+    });
+    forward.end(body);
+  }
 }
