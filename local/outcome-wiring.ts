@@ -45,7 +45,6 @@ export async function startLocalOutcomeWebhooks(options: {
   readonly deliveryConcurrency?: number;
 }): Promise<LocalOutcomeWebhooks> {
   const { cloud, log } = options;
-  const producer = outcomeFunctions['outcome-events'];
   const producerHandler = await loadHandler<DynamoDBStreamEvent>('outcome-events');
   const sqs = new SQSClient({
     region: cloud.region,
@@ -55,47 +54,15 @@ export async function startLocalOutcomeWebhooks(options: {
   const { QueueUrl: streamFailuresUrl } = await sqs.send(
     new CreateQueueCommand({ QueueName: resourceName(cloud.stage, STREAM_FAILURES_QUEUE) }),
   );
-  const onFailure = async (record: StreamFailureRecord) => {
+  const streams = startOutcomeStreams(cloud, producerHandler, log, async (record) => {
     log(
       `outcome-events gave a batch up (${record.requestContext.condition}): described on ${streamFailuresUrl}`,
     );
     await sqs.send(
       new SendMessageCommand({ QueueUrl: streamFailuresUrl, MessageBody: JSON.stringify(record) }),
     );
-  };
-  const streams = (producer.streamSources ?? []).map((source) =>
-    startStreamPoller({
-      endpoint: cloud.dynamoEndpoint,
-      region: cloud.region,
-      tableName: cloud.tableNames[source.table]!,
-      functionName: producer.id,
-      handler: producerHandler,
-      functionTimeoutMs: producer.timeoutSeconds * 1000,
-      batchSize: source.batchSize,
-      maxBatchingWindowMs: source.maxBatchingWindowSeconds * 1000,
-      filters: source.filters,
-      failureHandling: STREAM_FAILURE_HANDLING,
-      onFailure,
-      onError: (error) => log(`outcome-events (${source.table} stream): ${(error as Error).message}`),
-    }),
-  );
-  const worker = outcomeFunctions['outcome-webhooks'];
-  const queue = cloud.queues[worker.queueSource!.queue]!;
-  const deliveries = startSqsPoller({
-    sqs,
-    queueUrl: queue.url,
-    queueArn: queue.arn,
-    functionName: worker.id,
-    handler: await loadHandler<SQSEvent>('outcome-webhooks'),
-    functionTimeoutMs: worker.timeoutSeconds * 1000,
-    batchSize: worker.queueSource!.batchSize,
-    concurrency: options.deliveryConcurrency ?? 2,
-    region: cloud.region,
-    onError: (error) => log(`outcome-webhooks: ${(error as Error).message}`),
   });
-  log(
-    `Streams → Lambda outcome-events reads the tasks and control streams; outcome-webhooks polls ${queue.url}`,
-  );
+  const deliveries = await startDeliveries(cloud, sqs, log, options.deliveryConcurrency ?? 2);
   return {
     streams,
     streamFailuresUrl: streamFailuresUrl!,
@@ -106,4 +73,57 @@ export async function startLocalOutcomeWebhooks(options: {
       sqs.destroy();
     },
   };
+}
+
+/** One stream poller per stream source of `outcome-events`, with the deployed mappings' filters. */
+function startOutcomeStreams(
+  cloud: LocalCloud,
+  handler: Handler<DynamoDBStreamEvent, unknown>,
+  log: (line: string) => void,
+  onFailure: (record: StreamFailureRecord) => Promise<void>,
+): StreamPoller[] {
+  const producer = outcomeFunctions['outcome-events'];
+  return (producer.streamSources ?? []).map((source) =>
+    startStreamPoller({
+      endpoint: cloud.dynamoEndpoint,
+      region: cloud.region,
+      tableName: cloud.tableNames[source.table]!,
+      functionName: producer.id,
+      handler,
+      functionTimeoutMs: producer.timeoutSeconds * 1000,
+      batchSize: source.batchSize,
+      maxBatchingWindowMs: source.maxBatchingWindowSeconds * 1000,
+      filters: source.filters,
+      failureHandling: STREAM_FAILURE_HANDLING,
+      onFailure,
+      onError: (error) => log(`outcome-events (${source.table} stream): ${(error as Error).message}`),
+    }),
+  );
+}
+
+/** The SQS poller that feeds the `outcome-webhooks` queue to the delivery worker. */
+async function startDeliveries(
+  cloud: LocalCloud,
+  sqs: SQSClient,
+  log: (line: string) => void,
+  concurrency: number,
+): Promise<SqsPoller> {
+  const worker = outcomeFunctions['outcome-webhooks'];
+  const queue = cloud.queues[worker.queueSource!.queue]!;
+  const deliveries = startSqsPoller({
+    sqs,
+    queueUrl: queue.url,
+    queueArn: queue.arn,
+    functionName: worker.id,
+    handler: await loadHandler<SQSEvent>('outcome-webhooks'),
+    functionTimeoutMs: worker.timeoutSeconds * 1000,
+    batchSize: worker.queueSource!.batchSize,
+    concurrency,
+    region: cloud.region,
+    onError: (error) => log(`outcome-webhooks: ${(error as Error).message}`),
+  });
+  log(
+    `Streams → Lambda outcome-events reads the tasks and control streams; outcome-webhooks polls ${queue.url}`,
+  );
+  return deliveries;
 }

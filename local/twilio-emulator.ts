@@ -169,27 +169,7 @@ class TwilioFront {
   }
 
   #create(res: ServerResponse, accountSid: string, account: TwilioAccount, form: URLSearchParams): void {
-    const to = form.get('To');
-    const from = form.get('From');
-    if (!to) throw twilioError(400, 21201, "No 'To' number is specified");
-    if (!E164.test(to)) throw twilioError(400, 21211, `The 'To' number ${to} is not a valid phone number.`);
-    if (!from) throw twilioError(400, 21213, "No 'From' number is specified");
-    if (!account.numbers.includes(from)) {
-      throw twilioError(
-        400,
-        21210,
-        `The source phone number provided, ${from}, is not yet verified for your account.`,
-      );
-    }
-    if (!form.get('Url') && !form.get('ApplicationSid') && !form.get('Twiml')) {
-      throw twilioError(400, 21205, 'Url parameter is required.');
-    }
-    const timeout = Number(form.get('Timeout') ?? DEFAULT_TIMEOUT_SECONDS);
-    const timeLimit = Number(form.get('TimeLimit') ?? DEFAULT_TIME_LIMIT_SECONDS);
-    if (!Number.isInteger(timeout) || timeout < 1 || timeout > 600)
-      throw twilioError(400, 21219, 'Timeout must be 1 to 600');
-    if (!Number.isInteger(timeLimit) || timeLimit < 1)
-      throw twilioError(400, 21219, 'TimeLimit must be a positive integer');
+    const { to, from, timeout, timeLimit } = createParameters(account, form);
     const callback = form.get('StatusCallback') ?? undefined;
     const attempt = attemptOf(callback);
     // Test instrumentation, not Twilio: the attempt Switchboard named in the callback URL, so the
@@ -199,8 +179,7 @@ class TwilioFront {
     if (fault === 'throttled') throw twilioError(429, 20429, 'Too Many Requests');
     if (fault === 'unavailable') throw twilioError(503, 20503, 'Service Unavailable (injected)');
     const now = this.far.time.now();
-    const queueMs = Math.max(0, this.#nextDialAt - now);
-    this.#nextDialAt = Math.max(now, this.#nextDialAt) + this.#intervalMs;
+    const queueMs = this.#queueForDial(now);
     const events = new Set(form.getAll('StatusCallbackEvent'));
     if (events.size === 0) events.add('completed');
     // SequenceNumber counts the callbacks a call fires, from 0: `initiated`, when asked for, is 0.
@@ -236,6 +215,13 @@ class TwilioFront {
     if (this.far.faults.initiateDelayMs > 0) {
       this.far.holdAnswer(res, this.far.faults.initiateDelayMs, () => answer(res, 201, created));
     } else answer(res, 201, created);
+  }
+
+  /** How long a call created now waits in the queue: calls are dialled at `callsPerSecond`, one at a time. */
+  #queueForDial(now: number): number {
+    const queueMs = Math.max(0, this.#nextDialAt - now);
+    this.#nextDialAt = Math.max(now, this.#nextDialAt) + this.#intervalMs;
+    return queueMs;
   }
 
   #list(res: ServerResponse, accountSid: string, query: URLSearchParams): void {
@@ -441,4 +427,33 @@ function attemptOf(callbackUrl: string | undefined) {
   } catch {
     return undefined;
   }
+}
+
+/** A create's parameters, checked as Twilio checks them: each refusal with Twilio's error code. */
+function createParameters(
+  account: TwilioAccount,
+  form: URLSearchParams,
+): { to: string; from: string; timeout: number; timeLimit: number } {
+  const to = form.get('To');
+  const from = form.get('From');
+  if (!to) throw twilioError(400, 21201, "No 'To' number is specified");
+  if (!E164.test(to)) throw twilioError(400, 21211, `The 'To' number ${to} is not a valid phone number.`);
+  if (!from) throw twilioError(400, 21213, "No 'From' number is specified");
+  if (!account.numbers.includes(from)) {
+    throw twilioError(
+      400,
+      21210,
+      `The source phone number provided, ${from}, is not yet verified for your account.`,
+    );
+  }
+  if (!form.get('Url') && !form.get('ApplicationSid') && !form.get('Twiml')) {
+    throw twilioError(400, 21205, 'Url parameter is required.');
+  }
+  const timeout = Number(form.get('Timeout') ?? DEFAULT_TIMEOUT_SECONDS);
+  const timeLimit = Number(form.get('TimeLimit') ?? DEFAULT_TIME_LIMIT_SECONDS);
+  if (!Number.isInteger(timeout) || timeout < 1 || timeout > 600)
+    throw twilioError(400, 21219, 'Timeout must be 1 to 600');
+  if (!Number.isInteger(timeLimit) || timeLimit < 1)
+    throw twilioError(400, 21219, 'TimeLimit must be a positive integer');
+  return { to, from, timeout, timeLimit };
 }
