@@ -15,7 +15,7 @@
 import path from 'node:path';
 import { EMAIL_TAGS } from '#shared/email/email-outcomes.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
-import type { JobCounts } from '#shared/jobs/model.ts';
+import { type CampaignJobView, campaignProgress, followJob, RateMeter, reportLines } from './demo-follow.ts';
 import { createJobWithList, type DemoClientOptions, putDemoClient, reportExcerpt } from './demo-job.ts';
 import { demoRecipientName } from './demo-messages.ts';
 import { LOCAL_SES, type SentEmail } from './ses-emulator.ts';
@@ -61,13 +61,6 @@ export interface DemoEmailsOptions extends DemoClientOptions {
   readonly timeoutMs?: number;
 }
 
-export interface EmailJobView {
-  readonly jobId: string;
-  readonly status: string;
-  readonly failureReason?: string;
-  readonly counts: JobCounts & { readonly outstanding: number };
-}
-
 /** What SES saw of a job: emails accepted, and the events Switchboard received, by recipient. */
 export interface SesCounts {
   /** Recipients the stand-in accepted an email for (at least once). */
@@ -83,7 +76,7 @@ export interface SesCounts {
 
 /** The campaign's end. */
 export interface EmailCampaignSummary {
-  readonly job: EmailJobView;
+  readonly job: CampaignJobView;
   readonly ses: SesCounts;
   /** The report's `email` column: recipients by delivery state. */
   readonly states: Readonly<Record<string, number>>;
@@ -175,7 +168,14 @@ export async function runDemoEmails(
   log(`emails: the subject: "${DEMO_EMAIL.subject}"`);
 
   const tally = new SesTally(stack, jobId);
-  const job = await followJob(stack, { clientId, jobId, tally, log, timeoutMs: options.timeoutMs });
+  const job = await followJob(stack, {
+    clientId,
+    jobId,
+    what: 'email job',
+    describe: emailProgress(tally),
+    log,
+    timeoutMs: options.timeoutMs ?? 5 * 60_000,
+  });
   if (job.status === 'failed') log(`emails: failed — ${job.failureReason}`);
   // Events still on their way are waited for: the report then shows where each email ended.
   await stack.ses.idle();
@@ -194,39 +194,19 @@ export async function runDemoEmails(
   };
 }
 
-/** Polls the job each second, logging its progress when it changes, until it ends; throws at the timeout. */
-async function followJob(
-  stack: LocalStack,
-  follow: {
-    readonly clientId: string;
-    readonly jobId: string;
-    readonly tally: SesTally;
-    readonly log: (line: string) => void;
-    readonly timeoutMs: number | undefined;
-  },
-): Promise<EmailJobView> {
-  const { clientId, jobId, tally, log } = follow;
-  const deadline = Date.now() + (follow.timeoutMs ?? 5 * 60_000);
-  let last = '';
-  let before = { at: Date.now(), accepted: 0 };
-  for (;;) {
-    const job = (await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}`)).json<EmailJobView>();
-    const c = job.counts;
+/** The campaign's progress line: its sending rate and what SES saw. */
+function emailProgress(tally: SesTally): (job: CampaignJobView) => string {
+  const meter = new RateMeter();
+  return (job) => {
     const ses = tally.read();
-    const now = Date.now();
-    const rate = ((ses.accepted - before.accepted) * 1000) / Math.max(1, now - before.at);
-    before = { at: now, accepted: ses.accepted };
-    const text =
-      `emails: ${job.status.padEnd(10)} rows ${c.rows} (rejected ${c.rejected}, skipped ${c.skipped})  ` +
-      `done ${c.completed + c.failed + c.cancelled}/${c.tasks}: completed ${c.completed}, failed ${c.failed}, ` +
-      `cancelled ${c.cancelled}  ${Math.round(rate)} emails/s  ` +
-      `SES accepted ${ses.accepted}, delivered ${ses.delivered}, bounced ${ses.bounced}, complained ${ses.complained}, duplicates ${ses.duplicates}`;
-    if (text !== last) log(text);
-    last = text;
-    if (['completed', 'failed', 'cancelled'].includes(job.status)) return job;
-    if (Date.now() > deadline) throw new Error(`email job ${jobId} still ${job.status} after the timeout`);
-    await new Promise((r) => setTimeout(r, 1000));
-  }
+    const rate = meter.perSecond(ses.accepted);
+    return campaignProgress(
+      'emails',
+      job,
+      `${Math.round(rate)} emails/s  ` +
+        `SES accepted ${ses.accepted}, delivered ${ses.delivered}, bounced ${ses.bounced}, complained ${ses.complained}, duplicates ${ses.duplicates}`,
+    );
+  };
 }
 
 /**
@@ -239,11 +219,7 @@ async function readReport(
   jobId: string,
   log: (line: string) => void,
 ): Promise<Record<string, number>> {
-  const report = await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}/report`);
-  const [header, ...rows] = report.body
-    .replace(/^\uFEFF/, '')
-    .split(/\r?\n/)
-    .filter(Boolean);
+  const [header, ...rows] = await reportLines(stack, clientId, jobId);
   const stateOf = (row: string) => row.slice(row.lastIndexOf(',') + 1) || 'none';
   const states: Record<string, number> = {};
   for (const row of rows) states[stateOf(row)] = (states[stateOf(row)] ?? 0) + 1;

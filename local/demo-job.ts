@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { EmailSettings } from '#shared/jobs/model.ts';
 import { LOCAL_CONNECT } from './connect-emulator.ts';
+import { followJob, reportLines } from './demo-follow.ts';
 import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
 import type { TelephonyEmulator } from './telephony-sandbox.ts';
 import { LOCAL_TWILIO } from './twilio-emulator.ts';
@@ -169,12 +170,10 @@ export async function runDemoJob(
   log: (line: string) => void,
   options: DemoJobOptions = {},
 ): Promise<JobView> {
-  const op = stack.operator;
   const { clientId, ...settings } = await putDemoClient(stack, options);
   log(
     `job: client ${clientId}: ${settings.maxConcurrentCalls} calls at once, ${settings.callsPerSecond} calls/s, ${settings.timeZone}, provider ${options.provider ?? 'http'}`,
   );
-
   const csvPath = options.csvPath ?? DEFAULT_CSV;
   const jobId = await createJobWithList(
     stack,
@@ -190,40 +189,48 @@ export async function runDemoJob(
     readFileSync(csvPath),
   );
   log(`job: ${jobId} created; ${csvPath} uploaded to its presigned S3 URL`);
-
-  const started = Date.now();
-  const deadline = started + (options.timeoutMs ?? 15 * 60_000);
-  let last = '';
-  let view: JobView | undefined;
-  for (;;) {
-    const got = await op('GET', `/clients/${clientId}/jobs/${jobId}?why=next-task`);
-    view = got.json<JobView>();
-    const c = view.counts;
-    const done = c.completed + c.failed;
-    const stats = emulatorOf(stack, options.provider).stats(clientId);
-    const seconds = Math.max(1, (Date.now() - started) / 1000);
-    const line =
-      `job: ${view.status.padEnd(10)} rows ${c.rows} (rejected ${c.rejected}, skipped ${c.skipped})  ` +
-      `done ${done}/${c.tasks}  in flight ${stats.inFlight}  failed ${c.failed}  ` +
-      `rate ${(stats.rings / seconds).toFixed(2)} calls/s  max in flight ${stats.maxInFlight}, max starts/s ${stats.maxStartsPerSecond}` +
-      (view.waiting ? `  waiting: ${view.waiting.message}` : '');
-    if (line !== last) log(line);
-    last = line;
-    if (['completed', 'failed', 'cancelled'].includes(view.status)) break;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${view.status} after the timeout`);
-    await new Promise((r) => setTimeout(r, 1000));
-  }
+  const view = await followCallJob(stack, clientId, jobId, log, options);
   if (view.status === 'failed') log(`job: failed — ${view.failureReason}`);
-  const report = await op('GET', `/clients/${clientId}/jobs/${jobId}/report`);
-  const lines = report.body
-    .replace(/^\uFEFF/, '')
-    .split(/\r?\n/)
-    .filter(Boolean);
+  const lines = await reportLines(stack, clientId, jobId);
   log(
     `job: report (GET /clients/${clientId}/jobs/${jobId}/report): ${lines.length - 1} rows, first ones by row:`,
   );
   for (const l of reportExcerpt(lines)) log(`  ${l}`);
   return view;
+}
+
+/**
+ * Follows the call job until it ends, with what the provider's emulator saw (calls in flight, the
+ * rate, the most at once) and why the job waits, if it does; throws at the timeout.
+ */
+function followCallJob(
+  stack: LocalStack,
+  clientId: string,
+  jobId: string,
+  log: (line: string) => void,
+  options: DemoJobOptions,
+): Promise<JobView> {
+  const started = Date.now();
+  return followJob<JobView>(stack, {
+    clientId,
+    jobId,
+    what: 'job',
+    query: '?why=next-task',
+    log,
+    timeoutMs: options.timeoutMs ?? 15 * 60_000,
+    describe: (view) => {
+      const c = view.counts;
+      const done = c.completed + c.failed;
+      const stats = emulatorOf(stack, options.provider).stats(clientId);
+      const seconds = Math.max(1, (Date.now() - started) / 1000);
+      return (
+        `job: ${view.status.padEnd(10)} rows ${c.rows} (rejected ${c.rejected}, skipped ${c.skipped})  ` +
+        `done ${done}/${c.tasks}  in flight ${stats.inFlight}  failed ${c.failed}  ` +
+        `rate ${(stats.rings / seconds).toFixed(2)} calls/s  max in flight ${stats.maxInFlight}, max starts/s ${stats.maxStartsPerSecond}` +
+        (view.waiting ? `  waiting: ${view.waiting.message}` : '')
+      );
+    },
+  });
 }
 
 /**

@@ -14,8 +14,8 @@ import path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import type { JobCounts } from '#shared/jobs/model.ts';
 import { LOCAL_CREDENTIALS } from './cloud.ts';
+import { type CampaignJobView, campaignProgress, followJob, RateMeter, reportLines } from './demo-follow.ts';
 import { createJobWithList, type DemoClientOptions, putDemoClient } from './demo-job.ts';
 import type { Delivery } from './line-sandbox.ts';
 import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
@@ -70,16 +70,9 @@ export interface DemoMessagesOptions extends DemoClientOptions {
   readonly timeoutMs?: number;
 }
 
-export interface MessageJobView {
-  readonly jobId: string;
-  readonly status: string;
-  readonly failureReason?: string;
-  readonly counts: JobCounts & { readonly outstanding: number };
-}
-
 /** The campaign's end, as the job and the LINE sandbox saw it. */
 export interface MessageCampaignSummary {
-  readonly job: MessageJobView;
+  readonly job: CampaignJobView;
   /** Recipients of the list LINE delivered to (at least once). */
   readonly delivered: number;
   /** Deliveries beyond the first to a recipient: must be 0. */
@@ -184,7 +177,14 @@ export async function runDemoMessages(
   log(`messages: job ${jobId} created; ${list.name} uploaded to its presigned S3 URL`);
   log(`messages: the message: "${DEMO_MESSAGE}"`);
 
-  const job = await followJob(stack, { clientId, jobId, tally, log, timeoutMs: options.timeoutMs });
+  const job = await followJob(stack, {
+    clientId,
+    jobId,
+    what: 'message job',
+    describe: messageProgress(tally),
+    log,
+    timeoutMs: options.timeoutMs ?? 10 * 60_000,
+  });
   if (job.status === 'failed') log(`messages: failed — ${job.failureReason}`);
   await logReport(stack, clientId, jobId, log);
   logSampleDelivery(stack, list.recipients, log);
@@ -219,40 +219,18 @@ function demoList(count: number) {
   };
 }
 
-/** Polls the job each second, logging its progress when it changes, until it ends; throws at the timeout. */
-async function followJob(
-  stack: LocalStack,
-  follow: {
-    readonly clientId: string;
-    readonly jobId: string;
-    readonly tally: ReturnType<typeof deliveryTally>;
-    readonly log: (line: string) => void;
-    readonly timeoutMs: number | undefined;
-  },
-): Promise<MessageJobView> {
-  const { clientId, jobId, tally, log } = follow;
-  const deadline = Date.now() + (follow.timeoutMs ?? 10 * 60_000);
-  let last = '';
-  let before = { at: Date.now(), deliveries: 0 };
-  for (;;) {
-    const job = (await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}`)).json<MessageJobView>();
-    const c = job.counts;
+/** The campaign's progress line: its sending rate and what LINE delivered. */
+function messageProgress(tally: ReturnType<typeof deliveryTally>): (job: CampaignJobView) => string {
+  const meter = new RateMeter();
+  return (job) => {
     const line = tally.read();
-    // Deliveries since the previous line: a poll can wait on a busy DynamoDB Local.
-    const now = Date.now();
-    const rate = ((line.deliveries - before.deliveries) * 1000) / Math.max(1, now - before.at);
-    before = { at: now, deliveries: line.deliveries };
-    const text =
-      `messages: ${job.status.padEnd(10)} rows ${c.rows} (rejected ${c.rejected}, skipped ${c.skipped})  ` +
-      `done ${c.completed + c.failed + c.cancelled}/${c.tasks}: completed ${c.completed}, failed ${c.failed}, ` +
-      `cancelled ${c.cancelled}  ${Math.round(rate)} msgs/s  ` +
-      `LINE delivered ${line.delivered}, duplicates ${line.duplicates}`;
-    if (text !== last) log(text);
-    last = text;
-    if (['completed', 'failed', 'cancelled'].includes(job.status)) return job;
-    if (Date.now() > deadline) throw new Error(`message job ${jobId} still ${job.status} after the timeout`);
-    await new Promise((r) => setTimeout(r, 1000));
-  }
+    const rate = meter.perSecond(line.deliveries);
+    return campaignProgress(
+      'messages',
+      job,
+      `${Math.round(rate)} msgs/s  LINE delivered ${line.delivered}, duplicates ${line.duplicates}`,
+    );
+  };
 }
 
 /** Logs the job's report: its header and the first rows not sent. */
@@ -262,11 +240,7 @@ async function logReport(
   jobId: string,
   log: (line: string) => void,
 ): Promise<void> {
-  const report = await stack.operator('GET', `/clients/${clientId}/jobs/${jobId}/report`);
-  const rows = report.body
-    .replace(/^\uFEFF/, '')
-    .split(/\r?\n/)
-    .filter(Boolean);
+  const rows = await reportLines(stack, clientId, jobId);
   const notSent = rows.slice(1).filter((r) => !r.includes(',completed,'));
   log(`messages: report (GET /clients/${clientId}/jobs/${jobId}/report): ${rows.length - 1} rows; not sent:`);
   for (const r of [rows[0]!, ...notSent.slice(0, 5)]) log(`  ${r}`);
