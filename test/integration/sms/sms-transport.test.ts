@@ -17,6 +17,7 @@ import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import { pushUnit } from '#shared/campaign/send-queue.ts';
 import { UnpreparableError } from '#shared/campaign/transport.ts';
 import type { SmsSettings } from '#shared/sms/settings.ts';
+import { readSmsEvent } from '#shared/sms/sms-events.ts';
 import type { SmsTemplate } from '#shared/sms/template.ts';
 
 const AIKO = '+819012345678';
@@ -182,6 +183,21 @@ describe('the SMS transport', () => {
       partsPerSecond: 1,
     });
     expect((await sendOne(closed)).outcome).toMatchObject({ kind: 'retryable', maybeDelivered: false });
+  });
+
+  it("the text's events, as the stand-in publishes them, name its task and attempt and move it to delivered", async () => {
+    const events: unknown[] = [];
+    const sms = await transport({ deliver: async (event) => void events.push(JSON.stringify(event)) });
+    const { outcome } = await sendOne(sms, task({ attempt: 2 }));
+    await emulator!.idle();
+    const changes = events.map((body) => readSmsEvent(body));
+    expect(changes).toMatchObject([
+      { clientId: 'shop', jobId: 'J1', taskId: 't00007', attempt: 2, state: 'sent', accepted: true },
+      { clientId: 'shop', jobId: 'J1', taskId: 't00007', attempt: 2, state: 'delivered', parts: 1 },
+    ]);
+    expect(
+      changes.every((c) => 'messageId' in c && c.messageId === (outcome as { requestId: string }).requestId),
+    ).toBe(true);
   });
 
   it('at-least-once is the client choice: a text left in doubt may be sent once more', async () => {
