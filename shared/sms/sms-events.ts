@@ -17,7 +17,9 @@
  *
  * Pure: no AWS SDK. {@link readSmsEvent} never throws; what it cannot use is `{ ignored }`.
  */
+
 import { SMS_CONTEXT } from './settings.ts';
+import { snsPayload } from './sns-body.ts';
 
 /** A task's SMS state, from the events; higher ranks supersede lower ones within an attempt. */
 export const SMS_DELIVERY_RANK = {
@@ -97,7 +99,7 @@ const ATTEMPT = /^[1-9][0-9]{0,5}$/;
 
 /** `body` (an SQS message body: the event record's JSON, or an SNS envelope holding it) read. */
 export function readSmsEvent(body: unknown): SmsStateChange | { readonly ignored: string } {
-  const record = recordOf(body);
+  const record = snsPayload(body);
   if (typeof record === 'string') return { ignored: record };
   const type = record.eventType;
   if (typeof type !== 'string' || !Object.hasOwn(STATE_OF_EVENT, type))
@@ -162,28 +164,4 @@ export function smsSupersedes(
   if (recorded === undefined) return true;
   if (change.attempt !== recorded.attempt) return change.attempt > recorded.attempt;
   return SMS_DELIVERY_RANK[change.state] > SMS_DELIVERY_RANK[recorded.state];
-}
-
-/** The record itself, out of raw JSON or an SNS notification envelope (raw delivery off). */
-function recordOf(body: unknown): Record<string, unknown> | string {
-  let value = body;
-  for (let step = 0; step < 4; step++) {
-    if (typeof value === 'string') {
-      if (value.length > 64 * 1024) return 'a body over 64 KB';
-      try {
-        value = JSON.parse(value);
-      } catch {
-        return 'not JSON';
-      }
-      continue;
-    }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'not an object';
-    const object = value as Record<string, unknown>;
-    if (object.Type === 'Notification' && typeof object.Message === 'string') {
-      value = object.Message;
-      continue;
-    }
-    return object;
-  }
-  return 'nested too deep';
 }
