@@ -23,57 +23,11 @@ export function callingHoursEditor(
   legend = 'Calling hours (in the time zone above)',
 ) {
   const days = new Map<Weekday, HTMLElement>();
-  const windowRow = (day: Weekday, w: CallingWindow) => {
-    // Text, not type=time: a window may end at 24:00, which a time input cannot hold.
-    const time = (value: string, label: string) =>
-      h('input', {
-        value,
-        required: true,
-        size: 5,
-        placeholder: 'HH:MM',
-        pattern: '([01][0-9]|2[0-3]):[0-5][0-9]|24:00',
-        'aria-label': label,
-      });
-    const start = time(w.start, `${DAY_NAMES[day]} from`);
-    const end = time(w.end, `${DAY_NAMES[day]} until`);
-    const row = h('span', { class: 'window' }, start, '–', end);
-    row.append(
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'aria-label': `Remove this ${DAY_NAMES[day]} window`,
-          onclick: () => row.remove(),
-        },
-        '×',
-      ),
-    );
-    return row;
-  };
   const fieldset = h('fieldset', { class: 'hours', 'data-field': 'callingHours' }, h('legend', {}, legend));
   for (const day of WEEKDAYS) {
     const windows = h('span', { class: 'windows' }, ...(initial[day] ?? []).map((w) => windowRow(day, w)));
     days.set(day, windows);
-    fieldset.append(
-      h(
-        'div',
-        { class: 'day', 'data-field': `callingHours.${day}` },
-        h('span', { class: 'day-name' }, DAY_NAMES[day]),
-        windows,
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'small',
-            'aria-label': `Add a ${DAY_NAMES[day]} window`,
-            onclick: () => windows.append(windowRow(day, { start: '09:00', end: '18:00' })),
-          },
-          '+ window',
-        ),
-        h('p', { class: 'field-error', role: 'alert' }),
-      ),
-    );
+    fieldset.append(dayRow(day, windows));
   }
   fieldset.append(h('p', { class: 'field-error', role: 'alert' }));
   return {
@@ -90,4 +44,57 @@ export function callingHoursEditor(
         ]).filter(([day, windows]) => windows!.length > 0 || initial[day as Weekday] !== undefined),
       ),
   };
+}
+
+/** One weekday: its name, its windows, a button that adds one, and the place for its error. */
+function dayRow(day: Weekday, windows: HTMLElement): HTMLDivElement {
+  return h(
+    'div',
+    { class: 'day', 'data-field': `callingHours.${day}` },
+    h('span', { class: 'day-name' }, DAY_NAMES[day]),
+    windows,
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'small',
+        'aria-label': `Add a ${DAY_NAMES[day]} window`,
+        onclick: () => windows.append(windowRow(day, { start: '09:00', end: '18:00' })),
+      },
+      '+ window',
+    ),
+    h('p', { class: 'field-error', role: 'alert' }),
+  );
+}
+
+/** One window of a day: its start and end, and a button that removes it. */
+function windowRow(day: Weekday, w: CallingWindow): HTMLSpanElement {
+  const start = timeInput(w.start, `${DAY_NAMES[day]} from`);
+  const end = timeInput(w.end, `${DAY_NAMES[day]} until`);
+  const row = h('span', { class: 'window' }, start, '–', end);
+  row.append(
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'small',
+        'aria-label': `Remove this ${DAY_NAMES[day]} window`,
+        onclick: () => row.remove(),
+      },
+      '×',
+    ),
+  );
+  return row;
+}
+
+/** Text, not type=time: a window may end at 24:00, which a time input cannot hold. */
+function timeInput(value: string, label: string): HTMLInputElement {
+  return h('input', {
+    value,
+    required: true,
+    size: 5,
+    placeholder: 'HH:MM',
+    pattern: '([01][0-9]|2[0-3]):[0-5][0-9]|24:00',
+    'aria-label': label,
+  });
 }

@@ -156,6 +156,29 @@ export function channelPage(app: App, clientId: string, channelId: string): Page
   const facts = h('div', {}, h('p', {}, 'Loading…'));
   const show = (channel: ChannelView) =>
     replace(facts, channelFacts(channel), h('h2', {}, 'Keyword rules'), rulesTable(channel));
+  const changes = [
+    h('section', { class: 'card', 'aria-label': 'Rotate the secret' }, rotateSecretForm(app, path, show)),
+    h('section', { class: 'card', 'aria-label': 'Replace the token' }, replaceTokenForm(app, path, show)),
+  ];
+  app.api
+    .json<ChannelView>('GET', path)
+    .then(show, (error: unknown) =>
+      replace(facts, h('p', { class: 'form-errors', role: 'alert' }, (error as Error).message)),
+    );
+  shownFor(app, clientId, 'admin', ...changes);
+  const element = h(
+    'main',
+    {},
+    crumbs(clientId, `Channel ${channelId}`),
+    h('h1', {}, `Channel ${channelId}`),
+    h('section', { class: 'card', 'aria-label': 'Channel' }, facts),
+    ...changes,
+  );
+  return { title: `Channel ${channelId}`, element };
+}
+
+/** Rotates the channel secret, the previous one still accepted for a grace period; `show` the answer. */
+function rotateSecretForm(app: App, path: string, show: (channel: ChannelView) => void): HTMLFormElement {
   const grace = h('input', { type: 'number', name: 'graceHours', min: 0, max: 168, value: 24 });
   const rotate = h(
     'form',
@@ -181,6 +204,11 @@ export function channelPage(app: App, clientId: string, channelId: string): Page
     }),
     show,
   );
+  return rotate;
+}
+
+/** Replaces the channel's access token, keeping the rest of the channel; `show` the answer. */
+function replaceTokenForm(app: App, path: string, show: (channel: ChannelView) => void): HTMLFormElement {
   const token = h(
     'form',
     { novalidate: true },
@@ -207,23 +235,5 @@ export function channelPage(app: App, clientId: string, channelId: string): Page
     () => ({ accessToken: token.querySelector<HTMLInputElement>('[name=accessToken]')!.value }),
     show,
   );
-  app.api
-    .json<ChannelView>('GET', path)
-    .then(show, (error: unknown) =>
-      replace(facts, h('p', { class: 'form-errors', role: 'alert' }, (error as Error).message)),
-    );
-  const changes = [
-    h('section', { class: 'card', 'aria-label': 'Rotate the secret' }, rotate),
-    h('section', { class: 'card', 'aria-label': 'Replace the token' }, token),
-  ];
-  shownFor(app, clientId, 'admin', ...changes);
-  const element = h(
-    'main',
-    {},
-    crumbs(clientId, `Channel ${channelId}`),
-    h('h1', {}, `Channel ${channelId}`),
-    h('section', { class: 'card', 'aria-label': 'Channel' }, facts),
-    ...changes,
-  );
-  return { title: `Channel ${channelId}`, element };
+  return token;
 }

@@ -47,7 +47,7 @@ export function clientPage(app: App, clientId: string): Page {
     h('div', { class: 'client-more' }),
   );
   const showJobs = () => {
-    poller = jobList(app, path, jobs, clientId);
+    poller = new JobList(app, path, clientId).show(jobs);
     replace(
       element.querySelector('.client-more')!,
       channelsSection(app, clientId),
@@ -135,22 +135,7 @@ function settingsForm(
   creating: boolean,
   onCreated?: () => void,
 ): HTMLElement {
-  const number = (value: number, min: number, step = '1') =>
-    h('input', { type: 'number', min, step, required: true, value: String(value) });
-  const maxConcurrent = number(client.maxConcurrentCalls, 1);
-  const perSecond = number(client.callsPerSecond, 0.1, 'any');
-  const zone = h('select', {});
-  const zones = Intl.supportedValuesOf('timeZone');
-  if (!zones.includes(client.timeZone)) zones.unshift(client.timeZone);
-  for (const z of zones) zone.append(h('option', { value: z, selected: z === client.timeZone }, z));
-  const region = h('input', {
-    required: true,
-    pattern: '[A-Za-z]{2}',
-    value: client.defaultRegion,
-    maxlength: 2,
-  });
-  const channel = h('input', { value: client.messageChannelId ?? '' });
-  const partial = h('input', { type: 'checkbox', checked: client.allowPartialDelivery === true });
+  const own = ownFields(client);
   const hours = callingHoursEditor(client.callingHours.weekly);
   const defaults = jobDefaultsEditor({ ...client.jobDefaults });
   const restrictions = restrictionsEditor(client);
@@ -161,21 +146,7 @@ function settingsForm(
     'form',
     { 'aria-label': 'Client settings', novalidate: true },
     h('h2', {}, 'Settings'),
-    h(
-      'div',
-      { class: 'grid' },
-      field('Most calls in flight (contract)', 'maxConcurrentCalls', maxConcurrent),
-      field('Call starts per second (line)', 'callsPerSecond', perSecond),
-      field('Time zone', 'timeZone', zone),
-      field('Default region', 'defaultRegion', region, 'For numbers written without a country code, e.g. JP'),
-      field('LINE channel for message jobs', 'messageChannelId', channel),
-      field(
-        'Send part of a message job when LINE’s monthly quota cannot cover all of it',
-        'allowPartialDelivery',
-        partial,
-        'Unticked: such a job is paused, saying so, before it sends',
-      ),
-    ),
+    own.element,
     hours.element,
     defaults.element,
     h('div', { class: 'grid' }, ...restrictions.elements),
@@ -191,38 +162,102 @@ function settingsForm(
   // Settings and contract limits are an admin's; pausing the whole client an operator's.
   editableFor(app, client.clientId, 'admin', form, readOnly);
   shownFor(app, client.clientId, 'operator', pause);
-  form.addEventListener('submit', async (event) => {
-    event.preventDefault();
-    status.textContent = 'Saving…';
+  const settings = () => {
     const jobDefaults = defaults.value();
-    const body = {
+    return {
       ...settingsNotEdited(client),
-      maxConcurrentCalls: Number(maxConcurrent.value),
-      callsPerSecond: Number(perSecond.value),
-      timeZone: zone.value,
-      defaultRegion: region.value.trim().toUpperCase(),
+      ...own.value(),
       callingHours: hours.value(),
-      ...(channel.value.trim() ? { messageChannelId: channel.value.trim() } : {}),
       ...(Object.keys(jobDefaults).length > 0 ? { jobDefaults } : {}),
       ...restrictions.value(),
-      ...(partial.checked ? { allowPartialDelivery: true } : {}),
     };
-    try {
-      await app.api.json('PUT', path, body);
-      showFieldErrors(form, {});
-      status.textContent = 'Saved.';
-      if (creating) {
-        creating = false;
-        onCreated?.();
-      }
-    } catch (error) {
-      // The errors go to their fields; the summary (this status line) keeps those with no field shown.
-      if (error instanceof ApiError) showFieldErrors(form, error.fieldErrors);
-      const unplaced = error instanceof ApiError ? status.textContent : '';
-      status.textContent = `${(error as Error).message}${unplaced ? `: ${unplaced}` : ''}`;
+  };
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const saved = await saveSettings(app, path, form, status, settings);
+    if (saved && creating) {
+      creating = false;
+      onCreated?.();
     }
   });
   return form;
+}
+
+/** The fields of the form's own: contract limits, time zone, region, LINE channel, partial sending. */
+function ownFields(client: ClientSettings) {
+  const number = (value: number, min: number, step = '1') =>
+    h('input', { type: 'number', min, step, required: true, value: String(value) });
+  const maxConcurrent = number(client.maxConcurrentCalls, 1);
+  const perSecond = number(client.callsPerSecond, 0.1, 'any');
+  const zone = timeZoneSelect(client.timeZone);
+  const region = h('input', {
+    required: true,
+    pattern: '[A-Za-z]{2}',
+    value: client.defaultRegion,
+    maxlength: 2,
+  });
+  const channel = h('input', { value: client.messageChannelId ?? '' });
+  const partial = h('input', { type: 'checkbox', checked: client.allowPartialDelivery === true });
+  const element = h(
+    'div',
+    { class: 'grid' },
+    field('Most calls in flight (contract)', 'maxConcurrentCalls', maxConcurrent),
+    field('Call starts per second (line)', 'callsPerSecond', perSecond),
+    field('Time zone', 'timeZone', zone),
+    field('Default region', 'defaultRegion', region, 'For numbers written without a country code, e.g. JP'),
+    field('LINE channel for message jobs', 'messageChannelId', channel),
+    field(
+      'Send part of a message job when LINE’s monthly quota cannot cover all of it',
+      'allowPartialDelivery',
+      partial,
+      'Unticked: such a job is paused, saying so, before it sends',
+    ),
+  );
+  const value = () => ({
+    maxConcurrentCalls: Number(maxConcurrent.value),
+    callsPerSecond: Number(perSecond.value),
+    timeZone: zone.value,
+    defaultRegion: region.value.trim().toUpperCase(),
+    ...(channel.value.trim() ? { messageChannelId: channel.value.trim() } : {}),
+    ...(partial.checked ? { allowPartialDelivery: true } : {}),
+  });
+  return { element, value };
+}
+
+/** Every time zone the browser knows, `current` first among them if it does not know it. */
+function timeZoneSelect(current: string): HTMLSelectElement {
+  const zone = h('select', {});
+  const zones = Intl.supportedValuesOf('timeZone');
+  if (!zones.includes(current)) zones.unshift(current);
+  for (const z of zones) zone.append(h('option', { value: z, selected: z === current }, z));
+  return zone;
+}
+
+/**
+ * PUTs the client's settings; the API's errors go to their fields, and `status` says how it went.
+ * Resolves true once saved.
+ */
+async function saveSettings(
+  app: App,
+  path: string,
+  form: HTMLFormElement,
+  status: HTMLElement,
+  settings: () => Record<string, unknown>,
+): Promise<boolean> {
+  status.textContent = 'Saving…';
+  const body = settings();
+  try {
+    await app.api.json('PUT', path, body);
+    showFieldErrors(form, {});
+    status.textContent = 'Saved.';
+    return true;
+  } catch (error) {
+    // The errors go to their fields; the summary (this status line) keeps those with no field shown.
+    if (error instanceof ApiError) showFieldErrors(form, error.fieldErrors);
+    const unplaced = error instanceof ApiError ? status.textContent : '';
+    status.textContent = `${(error as Error).message}${unplaced ? `: ${unplaced}` : ''}`;
+    return false;
+  }
 }
 
 /**
@@ -268,77 +303,106 @@ function jobDefaultsEditor(initial: Record<string, unknown>) {
   return { element, value };
 }
 
+interface JobsPage {
+  readonly jobs: JobView[];
+  readonly next?: string;
+}
+
 /** The client's jobs, newest first, 20 a page; the first page refreshes every 5 s. */
-function jobList(app: App, path: string, section: HTMLElement, clientId: string): Poller {
-  const rows = h('tbody', {});
-  const more = h('button', { type: 'button', hidden: true }, 'Older jobs');
-  let next: string | undefined;
-  const older: JobView[] = [];
-  let first: JobView[] = [];
-  const render = () => replace(rows, ...[...first, ...older].map((job) => jobRow(clientId, job)));
-  const state = h('p', { class: 'poll-state', role: 'status' });
+class JobList {
+  readonly #app: App;
+  readonly #path: string;
+  readonly #clientId: string;
+  readonly #rows = h('tbody', {});
+  readonly #more = h('button', { type: 'button', hidden: true }, 'Older jobs');
+  readonly #state = h('p', { class: 'poll-state', role: 'status' });
   // Beside the button, not in the state line (which each refresh rewrites); the button stays to try again.
-  const moreProblem = h('p', { class: 'form-errors', role: 'alert' });
-  more.addEventListener('click', async () => {
-    if (!next) return;
-    more.disabled = true;
-    try {
-      const page = await app.api.json<{ jobs: JobView[]; next?: string }>(
-        'GET',
-        `${path}/jobs?limit=20&next=${encodeURIComponent(next)}`,
-      );
-      older.push(...page.jobs);
-      next = page.next;
-      more.hidden = !next;
-      moreProblem.textContent = '';
-      render();
-    } catch (error) {
-      moreProblem.textContent = `Older jobs could not be read: ${(error as Error).message}`;
-    } finally {
-      more.disabled = false;
+  readonly #moreProblem = h('p', { class: 'form-errors', role: 'alert' });
+  /** The first page, as last read. */
+  #first: JobView[] = [];
+  /** The pages after the first, as "Older jobs" read them. */
+  readonly #older: JobView[] = [];
+  #next: string | undefined;
+
+  constructor(app: App, path: string, clientId: string) {
+    this.#app = app;
+    this.#path = path;
+    this.#clientId = clientId;
+    this.#more.addEventListener('click', () => void this.#readOlder());
+  }
+
+  /** Shows the list in `section` and polls its first page until the poller is stopped. */
+  show(section: HTMLElement): Poller {
+    replace(
+      section,
+      h('div', { class: 'heading' }, h('h2', {}, 'Jobs'), newJobLink(this.#app, this.#clientId)),
+      this.#state,
+      scrollable({ class: 'jobs' }, jobsHead(), this.#rows),
+      this.#more,
+      this.#moreProblem,
+    );
+    return poll({
+      intervalMs: 5_000,
+      read: () => this.#app.api.json<JobsPage>('GET', `${this.#path}/jobs?limit=20`),
+      onData: (page) => {
+        this.#showFirst(page);
+        return undefined;
+      },
+      onState: ({ retrying, message }) => {
+        this.#state.textContent = retrying ? `Cannot reach the API (${message}); retrying…` : (message ?? '');
+      },
+    });
+  }
+
+  #render(): void {
+    replace(this.#rows, ...[...this.#first, ...this.#older].map((job) => jobRow(this.#clientId, job)));
+  }
+
+  #showFirst(page: JobsPage): void {
+    this.#first = page.jobs;
+    if (this.#older.length === 0) {
+      this.#next = page.next;
+      this.#more.hidden = !this.#next;
     }
-  });
-  replace(
-    section,
-    h('div', { class: 'heading' }, h('h2', {}, 'Jobs'), newJobLink(app, clientId)),
-    state,
-    scrollable(
-      { class: 'jobs' },
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          h('th', {}, 'Job'),
-          h('th', {}, 'Channel'),
-          h('th', {}, 'Status'),
-          h('th', {}, 'Progress'),
-          h('th', {}, 'Created'),
-        ),
-      ),
-      rows,
+    this.#render();
+    if (this.#first.length === 0) replace(this.#rows, h('tr', {}, h('td', { colspan: 5 }, 'No jobs yet.')));
+  }
+
+  async #readOlder(): Promise<void> {
+    if (!this.#next) return;
+    this.#more.disabled = true;
+    try {
+      const page = await this.#app.api.json<JobsPage>(
+        'GET',
+        `${this.#path}/jobs?limit=20&next=${encodeURIComponent(this.#next)}`,
+      );
+      this.#older.push(...page.jobs);
+      this.#next = page.next;
+      this.#more.hidden = !this.#next;
+      this.#moreProblem.textContent = '';
+      this.#render();
+    } catch (error) {
+      this.#moreProblem.textContent = `Older jobs could not be read: ${(error as Error).message}`;
+    } finally {
+      this.#more.disabled = false;
+    }
+  }
+}
+
+function jobsHead(): HTMLTableSectionElement {
+  return h(
+    'thead',
+    {},
+    h(
+      'tr',
+      {},
+      h('th', {}, 'Job'),
+      h('th', {}, 'Channel'),
+      h('th', {}, 'Status'),
+      h('th', {}, 'Progress'),
+      h('th', {}, 'Created'),
     ),
-    more,
-    moreProblem,
   );
-  return poll({
-    intervalMs: 5_000,
-    read: () => app.api.json<{ jobs: JobView[]; next?: string }>('GET', `${path}/jobs?limit=20`),
-    onData: (page) => {
-      first = page.jobs;
-      if (older.length === 0) {
-        next = page.next;
-        more.hidden = !next;
-      }
-      render();
-      if (first.length === 0) replace(rows, h('tr', {}, h('td', { colspan: 5 }, 'No jobs yet.')));
-      return undefined;
-    },
-    onState: ({ retrying, message }) => {
-      state.textContent = retrying ? `Cannot reach the API (${message}); retrying…` : (message ?? '');
-    },
-  });
 }
 
 /** "New job", for those whose role may create one. */

@@ -21,16 +21,7 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   const heading = h('h1', {}, `Job ${jobId}`);
   const summary = h('section', { class: 'card', 'aria-label': 'Progress' });
   const state = h('p', { class: 'poll-state', role: 'status' });
-  const chartBox = h('div', { class: 'chart' });
-  const chartTable = h('div', { class: 'table-scroll' });
-  const chart = new SeriesChart(app, chartBox, chartTable, path);
-  const chartSection = h(
-    'section',
-    { class: 'card', 'aria-label': 'Over time' },
-    h('h2', {}, 'Over time'),
-    chartBox,
-    h('details', {}, h('summary', {}, 'The chart as a table'), chartTable),
-  );
+  const { chart, section: chartSection } = overTime(app, path);
   let current: JobView | undefined;
   /** The read before `current`: a running job neither of whose reads moved has stalled. */
   let previous: JobView | undefined;
@@ -48,29 +39,18 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
   void mayDo(app, clientId, 'operator').then((may) => actions.allowOperations(may, current));
   const poller = poll<JobView>({
     intervalMs: REFRESH_MS,
-    // The chart's read never fails the refresh: the counters come first, the chart catches up.
-    read: async () =>
-      (
-        await Promise.all([
-          app.api.json<JobView>('GET', stalled(current, previous) ? `${path}?why=next-task` : path),
-          chart.refresh().catch(() => undefined),
-        ])
-      )[0],
+    read: () => readWithChart(app, stalled(current, previous) ? `${path}?why=next-task` : path, chart),
     onData: (job) => {
       show(job);
       return hasSettled(job) ? true : undefined;
     },
-    onState: ({ retrying, message, inMs }) => {
+    onState: (polled) => {
       // A job that cannot be read (forbidden, gone) offers nothing to do and no chart.
-      if (!retrying && message && !current) {
+      if (!polled.retrying && polled.message && !current) {
         actions.element.hidden = true;
         chartSection.hidden = true;
       }
-      state.textContent = retrying
-        ? `Cannot reach the API (${message}); retrying in ${Math.round((inMs ?? 0) / 1000)} s…`
-        : (message ?? '');
-      state.classList.toggle('retrying', retrying);
-      state.setAttribute('role', !retrying && message ? 'alert' : 'status');
+      showPollState(state, polled);
     },
   });
   return {
@@ -91,6 +71,48 @@ export function jobPage(app: App, clientId: string, jobId: string): Page {
       chart.destroy();
     },
   };
+}
+
+/**
+ * Reads the job at `target` and, beside it, the chart's next windows. The chart's read never fails
+ * the refresh: the counters come first, the chart catches up.
+ */
+async function readWithChart(app: App, target: string, chart: SeriesChart): Promise<JobView> {
+  const [job] = await Promise.all([
+    app.api.json<JobView>('GET', target),
+    chart.refresh().catch(() => undefined),
+  ]);
+  return job;
+}
+
+/** The chart of the job's series, with the same figures as a table under it. */
+function overTime(app: App, path: string): { chart: SeriesChart; section: HTMLElement } {
+  const chartBox = h('div', { class: 'chart' });
+  const chartTable = h('div', { class: 'table-scroll' });
+  const section = h(
+    'section',
+    { class: 'card', 'aria-label': 'Over time' },
+    h('h2', {}, 'Over time'),
+    chartBox,
+    h('details', {}, h('summary', {}, 'The chart as a table'), chartTable),
+  );
+  return { chart: new SeriesChart(app, chartBox, chartTable, path), section };
+}
+
+/** The poll's state line: retrying, with when; an alert for a problem that stopped the refresh. */
+function showPollState(
+  state: HTMLElement,
+  {
+    retrying,
+    message,
+    inMs,
+  }: { readonly retrying: boolean; readonly message?: string; readonly inMs?: number },
+): void {
+  state.textContent = retrying
+    ? `Cannot reach the API (${message}); retrying in ${Math.round((inMs ?? 0) / 1000)} s…`
+    : (message ?? '');
+  state.classList.toggle('retrying', retrying);
+  state.setAttribute('role', !retrying && message ? 'alert' : 'status');
 }
 
 const QUESTIONS = {

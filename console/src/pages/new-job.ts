@@ -15,6 +15,50 @@ import { countList, crumbs, dropZone, scrollable } from './parts.ts';
 
 export function newJobPage(app: App, clientId: string): Page {
   const path = `/clients/${encodeURIComponent(clientId)}`;
+  const content = contentFields();
+  const schedule = scheduleFields();
+  const options = optionFields(content.scenarioField);
+  const { channel } = options;
+  const syncChannel = () => {
+    content.forChannel(channel.value);
+    schedule.forChannel(channel.value);
+  };
+  channel.addEventListener('change', syncChannel);
+  syncChannel();
+  const list = listField(channel);
+  const readOnly = h('p', { class: 'note', role: 'status' });
+  const ui = uploadUi();
+  const form = h(
+    'form',
+    { class: 'card', novalidate: true, 'aria-label': 'New job' },
+    options.element,
+    schedule.element,
+    ...content.sent,
+    list.element,
+    ui.progress,
+    ui.note,
+    ui.status,
+    readOnly,
+    h('div', { class: 'actions' }, ui.submit),
+  );
+  editableFor(app, clientId, 'operator', form, readOnly);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const jobOptions = () => ({
+      ...options.value(),
+      ...content.value(channel.value),
+      ...schedule.value(channel.value),
+    });
+    await submitJob(app, path, list.chosen(), jobOptions, { ...ui, form });
+  });
+  return {
+    title: 'New job',
+    element: h('main', {}, crumbs(clientId, 'new job'), h('h1', {}, 'New job'), form, ui.result),
+  };
+}
+
+/** The job's name, channel, start and attempts, with the call scenario's field among them. */
+function optionFields(scenarioField: HTMLElement) {
   const name = h('input', { required: true, maxlength: 200 });
   const channel = h(
     'select',
@@ -26,88 +70,80 @@ export function newJobPage(app: App, clientId: string): Page {
   const startAt = h('input', { type: 'datetime-local' });
   const maxAttempts = h('input', { type: 'number', min: 1, max: 10, value: '3' });
   const retryDelay = h('input', { type: 'number', min: 0, value: '600' });
+  const element = h(
+    'div',
+    { class: 'grid' },
+    field('Name', 'name', name),
+    field('Channel', 'channel', channel),
+    scenarioField,
+    field('Start at (your time)', 'startAt', startAt, 'Empty: now'),
+    field('Attempts per task', 'maxAttempts', maxAttempts),
+    field('Seconds between attempts', 'retryDelaySeconds', retryDelay),
+  );
+  const value = (): Record<string, unknown> => ({
+    name: name.value.trim(),
+    channel: channel.value,
+    ...(startAt.value ? { startAt: new Date(startAt.value).toISOString() } : {}),
+    ...(maxAttempts.value ? { maxAttempts: Number(maxAttempts.value) } : {}),
+    ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
+  });
+  return { element, channel, value };
+}
+
+/** The list's field: a drop zone over a hidden file input, and a template for the channel chosen. */
+function listField(channel: HTMLSelectElement) {
   const file = h('input', { type: 'file', accept: '.csv,.tsv,.txt,text/csv' });
   const drop = dropZone(file);
-  const content = contentFields();
-  const schedule = scheduleFields();
-  const syncChannel = () => {
-    content.forChannel(channel.value);
-    schedule.forChannel(channel.value);
-  };
-  channel.addEventListener('change', syncChannel);
-  syncChannel();
-  const status = h('p', { class: 'form-errors', role: 'alert' });
-  const note = h('p', { class: 'note', role: 'status' });
-  const progress = h('progress', { max: 100, value: 0, hidden: true, 'aria-label': 'Upload progress' });
-  const result = h('section', { class: 'result', 'aria-live': 'polite' });
-  const submit = h('button', { type: 'submit', class: 'primary' }, 'Create job and upload');
-  const readOnly = h('p', { class: 'note', role: 'status' });
-  const form = h(
-    'form',
-    { class: 'card', novalidate: true, 'aria-label': 'New job' },
-    h(
-      'div',
-      { class: 'grid' },
-      field('Name', 'name', name),
-      field('Channel', 'channel', channel),
-      content.scenarioField,
-      field('Start at (your time)', 'startAt', startAt, 'Empty: now'),
-      field('Attempts per task', 'maxAttempts', maxAttempts),
-      field('Seconds between attempts', 'retryDelaySeconds', retryDelay),
-    ),
-    schedule.element,
-    ...content.sent,
-    h(
-      'div',
-      { class: 'field', 'data-field': 'file' },
-      h('label', { for: 'f-file' }, 'The list (CSV)'),
-      drop.element,
-      file,
-      h('p', { class: 'hint' }, templateLink(channel)),
-      h('p', { class: 'field-error', role: 'alert' }),
-    ),
-    progress,
-    note,
-    status,
-    readOnly,
-    h('div', { class: 'actions' }, submit),
+  const element = h(
+    'div',
+    { class: 'field', 'data-field': 'file' },
+    h('label', { for: 'f-file' }, 'The list (CSV)'),
+    drop.element,
+    file,
+    h('p', { class: 'hint' }, templateLink(channel)),
+    h('p', { class: 'field-error', role: 'alert' }),
   );
-  editableFor(app, clientId, 'operator', form, readOnly);
   file.id = 'f-file';
   file.classList.add('visually-hidden');
-  form.addEventListener('submit', async (event) => {
-    event.preventDefault();
-    showFieldErrors(form, {});
-    const chosen = drop.chosen();
-    if (!chosen) return showFieldErrors(form, { file: ['choose a CSV file'] });
-    if (chosen.size === 0) return showFieldErrors(form, { file: ['the file is empty'] });
-    // The ingest's own rule, in its words: refused here before a byte is sent.
-    const tooLarge = uploadTooLargeReason(chosen.size);
-    if (tooLarge) return showFieldErrors(form, { file: [tooLarge] });
-    const options = {
-      name: name.value.trim(),
-      channel: channel.value,
-      ...content.value(channel.value),
-      ...(startAt.value ? { startAt: new Date(startAt.value).toISOString() } : {}),
-      ...(maxAttempts.value ? { maxAttempts: Number(maxAttempts.value) } : {}),
-      ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
-      ...schedule.value(channel.value),
-    };
-    submit.disabled = true;
-    const ok = await createAndUpload(app, path, options, chosen, {
-      form,
-      progress,
-      note,
-      status,
-      result,
-      submit,
-    });
-    if (!ok) submit.disabled = false;
-  });
+  return { element, chosen: drop.chosen };
+}
+
+/** The parts of the page the upload and the ingest's answer write to, but the form. */
+function uploadUi(): Omit<NewJobUi, 'form'> {
   return {
-    title: 'New job',
-    element: h('main', {}, crumbs(clientId, 'new job'), h('h1', {}, 'New job'), form, result),
+    progress: h('progress', { max: 100, value: 0, hidden: true, 'aria-label': 'Upload progress' }),
+    note: h('p', { class: 'note', role: 'status' }),
+    status: h('p', { class: 'form-errors', role: 'alert' }),
+    result: h('section', { class: 'result', 'aria-live': 'polite' }),
+    submit: h('button', { type: 'submit', class: 'primary' }, 'Create job and upload'),
   };
+}
+
+/**
+ * Checks the file chosen (refused here before a byte is sent), then creates the job and uploads
+ * it; the submit button stays disabled once the upload is done.
+ */
+async function submitJob(
+  app: App,
+  path: string,
+  chosen: File | undefined,
+  options: () => Record<string, unknown>,
+  ui: NewJobUi,
+): Promise<void> {
+  showFieldErrors(ui.form, {});
+  if (!chosen) return showFieldErrors(ui.form, { file: ['choose a CSV file'] });
+  const problem = fileProblem(chosen);
+  if (problem) return showFieldErrors(ui.form, { file: [problem] });
+  const body = options();
+  ui.submit.disabled = true;
+  const ok = await createAndUpload(app, path, body, chosen, ui);
+  if (!ok) ui.submit.disabled = false;
+}
+
+/** Why the file cannot be sent: empty, or over the ingest's own size rule (in its words). */
+function fileProblem(chosen: File): string | undefined {
+  if (chosen.size === 0) return 'the file is empty';
+  return uploadTooLargeReason(chosen.size);
 }
 
 /**

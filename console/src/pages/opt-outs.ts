@@ -56,8 +56,36 @@ async function lookUp(app: App, clientPath: string, query: string): Promise<{ lo
   };
 }
 
+/** A page of everyone opted out, as lookups with no suppression read. */
+async function listOptOuts(
+  app: App,
+  clientPath: string,
+  query: string,
+): Promise<{ lookups: Lookup[]; next: string | undefined }> {
+  const page = await app.api.json<{ optOuts: OptOutView[]; next?: string }>(
+    'GET',
+    `${clientPath}/opt-outs?${query}`,
+  );
+  return { lookups: page.optOuts.map((optOut) => ({ optOut })), next: page.next };
+}
+
+/** The look-up's query: the recipients one a line or separated by commas, blanks dropped. */
+function recipientQuery(text: string): string {
+  const list = text
+    .split(/[\n,]/)
+    .map((r) => r.trim())
+    .filter(Boolean);
+  return `recipient=${encodeURIComponent(list.join(','))}`;
+}
+
+/** The API's errors at their fields, or the problem under the form when it names none. */
+function showProblem(form: HTMLFormElement, error: unknown): void {
+  if (error instanceof ApiError && Object.keys(error.fieldErrors).length > 0)
+    showFieldErrors(form, error.fieldErrors);
+  else form.querySelector('.form-errors')!.textContent = (error as Error).message;
+}
+
 export function optOutsPage(app: App, clientId: string): Page {
-  const path = `/clients/${encodeURIComponent(clientId)}/opt-outs`;
   const recipients = h('textarea', { name: 'recipient', rows: 3 });
   const rows = h('tbody', {});
   const more = h('button', { type: 'button', hidden: true }, 'More');
@@ -73,21 +101,17 @@ export function optOutsPage(app: App, clientId: string): Page {
     showFieldErrors(form, {});
     status.textContent = 'Looking up…';
     try {
-      const answer = query.startsWith('recipient=')
+      const answer: { lookups: Lookup[]; next?: string | undefined } = query.startsWith('recipient=')
         ? await lookUp(app, clientPath, query)
-        : await app.api
-            .json<{ optOuts: OptOutView[]; next?: string }>('GET', `${path}?${query}`)
-            .then((page) => ({ lookups: page.optOuts.map((optOut) => ({ optOut })), next: page.next }));
+        : await listOptOuts(app, clientPath, query);
       if (append) rows.append(...resultRows(answer.lookups));
       else replace(rows, ...resultRows(answer.lookups));
-      next = 'next' in answer ? answer.next : undefined;
+      next = answer.next;
       more.hidden = !next;
       status.textContent = rows.children.length === 0 ? 'Nobody.' : '';
     } catch (error) {
       status.textContent = '';
-      if (error instanceof ApiError && Object.keys(error.fieldErrors).length > 0)
-        showFieldErrors(form, error.fieldErrors);
-      else form.querySelector('.form-errors')!.textContent = (error as Error).message;
+      showProblem(form, error);
     }
   };
   const form = h(
@@ -106,11 +130,7 @@ export function optOutsPage(app: App, clientId: string): Page {
   );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    const list = recipients.value
-      .split(/[\n,]/)
-      .map((r) => r.trim())
-      .filter(Boolean);
-    void read(`recipient=${encodeURIComponent(list.join(','))}`, false);
+    void read(recipientQuery(recipients.value), false);
   });
   more.addEventListener('click', () => {
     if (next) void read(`limit=50&next=${encodeURIComponent(next)}`, true);
