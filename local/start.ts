@@ -331,9 +331,36 @@ async function playDemos(
       demoLog(`demo failed: ${(error as Error).message}`),
     );
   }
-  if (options.job) await playCallJob(stack, options, demoLog);
-  if (options.messages !== false) await playMessageCampaign(stack, options, options.messages, demoLog);
-  if (options.emails !== false) await playEmailCampaign(stack, options, options.emails, demoLog);
+  const limits = campaignLimits(options);
+  const { messages, emails } = options;
+  if (options.job) await play('job', () => playCallJob(stack, options, demoLog), demoLog);
+  if (messages !== false) {
+    await play(
+      'message campaign',
+      async () => [summaryLine(await runDemoMessages(stack, demoLog, { count: messages, ...limits }))],
+      demoLog,
+    );
+  }
+  if (emails !== false) {
+    await play(
+      'email campaign',
+      async () => emailSummaryLines(await runDemoEmails(stack, demoLog, { count: emails, ...limits })),
+      demoLog,
+    );
+  }
+}
+
+/** Plays one demo and logs the lines it ends with; a demo that fails is a line, not the end of the run. */
+async function play(
+  what: string,
+  demo: () => Promise<readonly string[]>,
+  demoLog: (line: string) => void,
+): Promise<void> {
+  try {
+    for (const line of await demo()) demoLog(line);
+  } catch (error) {
+    demoLog(`${what} failed to run: ${(error as Error).message}`);
+  }
 }
 
 /** The demo's pacing and default region, as every demo campaign takes them. */
@@ -345,51 +372,20 @@ function campaignLimits(options: StartOptions) {
   };
 }
 
+/** Runs the call job; the line it ends with. */
 async function playCallJob(
   stack: LocalStack,
   options: StartOptions,
   demoLog: (line: string) => void,
-): Promise<void> {
-  try {
-    const view = await runDemoJob(stack, demoLog, {
-      ...(options.csv ? { csvPath: options.csv } : {}),
-      ...campaignLimits(options),
-      provider: options.provider,
-    });
-    demoLog(
-      `job: ${view.status}: ${view.counts.completed} completed, ${view.counts.failed} failed of ${view.counts.tasks} tasks`,
-    );
-  } catch (error) {
-    demoLog(`job failed to run: ${(error as Error).message}`);
-  }
-}
-
-async function playMessageCampaign(
-  stack: LocalStack,
-  options: StartOptions,
-  count: number,
-  demoLog: (line: string) => void,
-): Promise<void> {
-  try {
-    const summary = await runDemoMessages(stack, demoLog, { count, ...campaignLimits(options) });
-    demoLog(summaryLine(summary));
-  } catch (error) {
-    demoLog(`message campaign failed to run: ${(error as Error).message}`);
-  }
-}
-
-async function playEmailCampaign(
-  stack: LocalStack,
-  options: StartOptions,
-  count: number,
-  demoLog: (line: string) => void,
-): Promise<void> {
-  try {
-    const summary = await runDemoEmails(stack, demoLog, { count, ...campaignLimits(options) });
-    for (const line of emailSummaryLines(summary)) demoLog(line);
-  } catch (error) {
-    demoLog(`email campaign failed to run: ${(error as Error).message}`);
-  }
+): Promise<string[]> {
+  const view = await runDemoJob(stack, demoLog, {
+    ...(options.csv ? { csvPath: options.csv } : {}),
+    ...campaignLimits(options),
+    provider: options.provider,
+  });
+  return [
+    `job: ${view.status}: ${view.counts.completed} completed, ${view.counts.failed} failed of ${view.counts.tasks} tasks`,
+  ];
 }
 
 async function main(): Promise<void> {
