@@ -31,6 +31,7 @@ import {
   SendTextMessageCommand,
   type SendTextMessageCommandInput,
 } from '@aws-sdk/client-pinpoint-sms-voice-v2';
+import { defaultBurst } from '#shared/campaign/send-pacer.ts';
 import type { SendUnit } from '#shared/campaign/send-queue.ts';
 import {
   type MessageTransport,
@@ -44,6 +45,18 @@ import { genericSendFailure, type SdkFailure, sdkFailure } from './aws-send-fail
 
 /** The SMS client's settings the transport needs: no retry of its own (a retry may send twice). */
 export const SMS_CLIENT_CONFIG = { maxAttempts: 1 } as const;
+
+/** The most parts one text can cost: 1,600 UCS-2 characters, 67 a part once split. */
+export const MAX_PARTS_PER_TEXT = Math.ceil(1_600 / 67);
+
+/**
+ * The burst of an origination identity's shared rate: a request's worth, the most a text costs, up
+ * to a quarter of a second's (`defaultBurst`): a send a timer woke late must not lose its share of
+ * the rate, and the service's own bucket holds a second's worth.
+ */
+export function smsRateBurst(partsPerSecond: number): number {
+  return defaultBurst(partsPerSecond, MAX_PARTS_PER_TEXT) ?? 1;
+}
 
 /** The lane of every text: the origination identity's rate. */
 export const SMS_LANE = 'sms';
