@@ -48,6 +48,8 @@
  * midway has written at most some hints (each one true of what it read, and checked against
  * fresh marks before use) and, shards before head, part of a work list a minute old at worst.
  */
+
+import { ClientPlacement, type ClientsToServe } from '#shared/fleet/client-placement.ts';
 import {
   jitteredDue,
   jobsMark,
@@ -176,13 +178,12 @@ interface RunningJobs {
   readonly expiring: readonly string[];
 }
 
-/** Clients that get a broker: to work now, or only to adopt and settle orphaned calls (all sorted). */
-interface ClientsToServe {
-  readonly clients: readonly string[];
-  readonly orphaned: readonly string[];
-  readonly served: readonly string[];
-  readonly read: number;
-  readonly unread: number;
+/** A client whose tasks must be read: its open jobs, the marks read now, and its turn in the reads. */
+interface ClientToRead {
+  readonly clientId: string;
+  readonly open: readonly Job[];
+  readonly marks: { readonly jobs: string; readonly lease: string };
+  readonly rank: number;
 }
 
 /** The least time a step may spend reading tasks, however long the run took to get there. */
@@ -450,90 +451,93 @@ export class JobManager {
     now: number,
     problems: JobManagerProblem[],
   ): Promise<ClientsToServe> {
-    const jobsByClient = new Map<string, Job[]>();
-    for (const job of active)
-      jobsByClient.set(job.clientId, [...(jobsByClient.get(job.clientId) ?? []), job]);
-    const clients: string[] = [];
-    const orphaned: string[] = [];
-    const served: string[] = [];
-    const readyBy = now + this.#lookaheadMs;
-    // First what the hints answer, then reads, changed clients first, while the budget lasts.
-    const toRead: { clientId: string; open: Job[]; marks: { jobs: string; lease: string }; rank: number }[] =
-      [];
-    const place = (clientId: string, ready: boolean, open: readonly Job[]) => {
-      const lease = states.get(clientId)?.lease;
-      const live = lease !== undefined && now < lease.expiresAt;
-      if (ready) {
-        clients.push(clientId);
-        if (live) served.push(clientId);
-        return;
-      }
-      // Calls a dead broker left in flight: may it call now, the broker serves it as usual
-      // (adopting first); else it only adopts.
-      if (!lease || live || lease.inFlight === 0) return;
-      if (open.length > 0) clients.push(clientId);
-      else orphaned.push(clientId);
-    };
-    for (const [clientId, jobs] of jobsByClient) {
+    const placement = new ClientPlacement(states, now);
+    const toRead: ClientToRead[] = [];
+    for (const [clientId, jobs] of jobsByClient(active)) {
       try {
-        const state = states.get(clientId);
-        const profile = state?.profile;
-        if (!profile) continue;
-        // A job past its end starts nothing more: it may only have calls in flight to settle.
-        const open = profile.paused
-          ? []
-          : jobs.filter((job) =>
-              // Its end, its hours, restricted periods and holidays: the broker's own rule (for a
-              // job read in its recipients' zones, their tasks' readyAt says who is open).
-              jobMayStartSomewhere(profile.settings, job, now),
-            );
-        if (open.length === 0) {
-          place(clientId, false, open);
-          continue;
-        }
-        const marks = { jobs: jobsMark(open), lease: leaseMark(state.lease, now) };
-        const ready = readyFromHint(state.hint, marks, now, readyBy);
-        if (ready !== undefined) {
-          place(clientId, ready, open);
-          continue;
-        }
-        const changed =
-          state.hint !== undefined &&
-          (state.hint.jobsMark !== marks.jobs || state.hint.leaseMark !== marks.lease);
-        toRead.push({ clientId, open, marks, rank: changed ? 0 : state.hint ? 2 : 1 });
+        const read = this.#placeFromHint(clientId, jobs, states.get(clientId), now, placement);
+        if (read) toRead.push(read);
       } catch (error) {
         problems.push({ step: 'client', id: clientId, error });
       }
     }
+    // First what the hints answer, then reads, changed clients first, while the budget lasts.
     toRead.sort((a, b) => a.rank - b.rank);
+    const { read, unread } = await this.#readClients(toRead, { states, hints, placement, problems }, now);
+    return placement.result(read, unread);
+  }
+
+  /**
+   * Places a client that may start nothing now, or whose hint answers for it; else returns the
+   * read it needs, ranked: a client whose marks changed first, then one without a hint, then the rest.
+   */
+  #placeFromHint(
+    clientId: string,
+    jobs: readonly Job[],
+    state: ClientState | undefined,
+    now: number,
+    placement: ClientPlacement,
+  ): ClientToRead | undefined {
+    const profile = state?.profile;
+    if (!profile) return undefined;
+    // A job past its end starts nothing more: it may only have calls in flight to settle.
+    const open = profile.paused
+      ? []
+      : jobs.filter((job) =>
+          // Its end, its hours, restricted periods and holidays: the broker's own rule (for a
+          // job read in its recipients' zones, their tasks' readyAt says who is open).
+          jobMayStartSomewhere(profile.settings, job, now),
+        );
+    if (open.length === 0) {
+      placement.place(clientId, false, open);
+      return undefined;
+    }
+    const marks = { jobs: jobsMark(open), lease: leaseMark(state.lease, now) };
+    const ready = readyFromHint(state.hint, marks, now, now + this.#lookaheadMs);
+    if (ready !== undefined) {
+      placement.place(clientId, ready, open);
+      return undefined;
+    }
+    const changed =
+      state.hint !== undefined &&
+      (state.hint.jobsMark !== marks.jobs || state.hint.leaseMark !== marks.lease);
+    return { clientId, open, marks, rank: changed ? 0 : state.hint ? 2 : 1 };
+  }
+
+  /**
+   * Reads the clients' tasks while the run's budget lasts and places each by what it found; a
+   * client left unread is placed as ready (a broker too many, never a client forgotten).
+   */
+  async #readClients(
+    toRead: readonly ClientToRead[],
+    run: {
+      readonly states: ReadonlyMap<string, ClientState>;
+      readonly hints: ReadyHint[];
+      readonly placement: ClientPlacement;
+      readonly problems: JobManagerProblem[];
+    },
+    now: number,
+  ): Promise<{ read: number; unread: number }> {
     const budget = new ReadBudget(this.#maxTaskReads, this.#clock, now + this.#readForMs);
     let read = 0;
     let unread = 0;
     await forEachLimited(toRead, this.#concurrency, async ({ clientId, open, marks }) => {
       if (!budget.take()) {
         unread += 1;
-        place(clientId, true, open);
+        run.placement.place(clientId, true, open);
         return;
       }
       try {
-        const { hint, readyNow } = await this.#readClient(
-          clientId,
-          open,
-          marks,
-          states.get(clientId)?.hint,
-          now,
-        );
+        const hint = run.states.get(clientId)?.hint;
+        const found = await this.#readClient(clientId, open, marks, hint, now);
         read += 1;
-        hints.push(hint);
-        place(clientId, readyNow, open);
+        run.hints.push(found.hint);
+        run.placement.place(clientId, found.readyNow, open);
       } catch (error) {
-        problems.push({ step: 'client', id: clientId, error });
+        run.problems.push({ step: 'client', id: clientId, error });
       }
     });
-    clients.sort();
-    orphaned.sort();
-    served.sort();
-    return { clients, orphaned, served, read, unread };
+    return { read, unread };
   }
 
   /**
@@ -623,6 +627,13 @@ export function fullCheckPeriod(running: number, budget: number, base: number, r
   let period = base;
   while (due(period) + 4 * Math.sqrt(due(period)) > budget && period < 2 ** 40) period *= 2;
   return period;
+}
+
+/** The jobs of each client, in the order they came. */
+function jobsByClient(jobs: readonly Job[]): Map<string, Job[]> {
+  const byClient = new Map<string, Job[]>();
+  for (const job of jobs) byClient.set(job.clientId, [...(byClient.get(job.clientId) ?? []), job]);
+  return byClient;
 }
 
 /** True when the job's counts say some of its tasks have not ended. */
