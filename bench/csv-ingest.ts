@@ -33,7 +33,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { LOCAL_CREDENTIALS, startLocalCloud } from '#local/cloud.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeS3UploadFiles } from '#shared/adapters/s3-uploads.ts';
 import { newUlid } from '#shared/ids.ts';
@@ -76,7 +76,7 @@ const doc = makeDocumentClient(new DynamoDBClient({ ...base, endpoint: cloud.dyn
 const s3 = new S3Client({ ...base, endpoint: cloud.s3Endpoint, forcePathStyle: true });
 const bucket = cloud.bucketNames.uploads!;
 const clientId = 'bench';
-await makeDynamoClientStore(doc, cloud.tableNames.control!).put(
+await new DynamoClientStore(doc, cloud.tableNames.control!).put(
   parseClientSettings(
     clientId,
     {

@@ -20,8 +20,8 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { parse } from 'csv-parse/sync';
 import { LOCAL_CREDENTIALS, type LocalCloudInfo } from '#local/cloud.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
-import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
@@ -122,9 +122,9 @@ async function streamWrite(): Promise<Omit<PhaseResult, 'ms' | 'peakRssBytes'>> 
   const sent: ContinueIngestMessage[] = [];
   const optOuts = makeDynamoOptOutStore(doc, cloud.tableNames.control!);
   const ingest = makeIngestJob({
-    clients: makeDynamoClientStore(doc, cloud.tableNames.control!),
+    clients: new DynamoClientStore(doc, cloud.tableNames.control!),
     jobs: makeDynamoJobStore(doc, cloud.tableNames.control!),
-    tasks: makeDynamoTaskStore(doc, cloud.tableNames.tasks!),
+    tasks: new DynamoTaskStore(doc, cloud.tableNames.tasks!),
     files: makeS3UploadFiles(s3, bucket),
     validationReports: makeS3ValidationReportStore(s3, bucket),
     queue: {

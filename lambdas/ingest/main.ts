@@ -1,8 +1,8 @@
 /** Wires the ingest to the real AWS clients; configuration is read once, at start. */
 import { makeDocumentClient, makeS3Client, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
-import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
-import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeDynamoTaskRetimer } from '#shared/adapters/dynamo-retime.ts';
@@ -42,8 +42,8 @@ const sqs = makeSqsClient();
 const optOuts = makeDynamoOptOutStore(doc, controlTable);
 const suppressions = makeDynamoSuppressionStore(doc, controlTable);
 const jobs = makeDynamoJobStore(doc, controlTable);
-const clients = makeDynamoClientStore(doc, controlTable);
-const tasks = makeDynamoTaskStore(doc, tasksTable);
+const clients = new DynamoClientStore(doc, controlTable);
+const tasks = new DynamoTaskStore(doc, tasksTable);
 const files = makeS3UploadFiles(s3, bucket);
 const validationReports = makeS3ValidationReportStore(s3, bucket);
 // Continuations, and a sweep's delayed re-check of messages a broker still holds.

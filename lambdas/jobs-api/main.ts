@@ -5,9 +5,9 @@ import {
   makeS3PresignClient,
   makeSqsClient,
 } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
-import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
@@ -35,16 +35,16 @@ const s3 = makeS3Client();
 const sqs = makeSqsClient();
 
 const leases = makeDynamoLeaseStore(doc, controlTable);
-const clients = makeDynamoClientStore(doc, controlTable);
+const clients = new DynamoClientStore(doc, controlTable);
 // The system's time (the local cloud may shift it: `npm start -- --at`).
 const clock = clockFromEnv();
 
 export const handler = observe(
   makeJobsApiHandler({
     api: makeJobsApi({
-      clients: makeDynamoClientStore(doc, controlTable),
+      clients: new DynamoClientStore(doc, controlTable),
       jobs: makeDynamoJobStore(doc, controlTable),
-      tasks: makeDynamoTaskStore(doc, tasksTable),
+      tasks: new DynamoTaskStore(doc, tasksTable),
       files: makeS3UploadFiles(s3, bucket, makeS3PresignClient()),
       validationReports: makeS3ValidationReportStore(s3, bucket),
       queue: makeSqsIngestQueue(sqs, ingestQueueUrl),

@@ -4,7 +4,7 @@ import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
-import { makeDynamoProcessedEventStore } from '#shared/adapters/dynamo-webhook-events.ts';
+import { DynamoProcessedEventStore } from '#shared/adapters/dynamo-webhook-events.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';
@@ -46,7 +46,7 @@ export const handler = observe(
   makeProcessorHandler({
     process: makeProcessWebhookEvent({
       channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
-      events: makeDynamoProcessedEventStore(doc, eventsTable),
+      events: new DynamoProcessedEventStore(doc, eventsTable),
       optOuts: makeDynamoOptOutStore(doc, controlTable),
       suppressions: makeDynamoSuppressionStore(doc, controlTable),
       messagingFor: (channel) => clients.for(channel),

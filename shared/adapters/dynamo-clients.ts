@@ -11,77 +11,102 @@ import { ValidationError } from '#shared/jobs/errors.ts';
 import { type ClientSettings, keys } from '#shared/jobs/model.ts';
 import type { ClientStore } from '#shared/jobs/ports.ts';
 
-export function makeDynamoClientStore(doc: DynamoDBDocumentClient, tableName: string): ClientStore {
-  return {
-    async get(clientId) {
-      const out = await doc.send(new GetCommand({ TableName: tableName, Key: keys.client(clientId) }));
-      return out.Item ? settingsOf(out.Item) : undefined;
-    },
-    async list({ limit, next }) {
-      const out = await doc.send(
-        new QueryCommand({
-          TableName: tableName,
-          IndexName: BY_STATUS_INDEX,
-          KeyConditionExpression: 'statusKey = :clients',
-          ExpressionAttributeValues: { ':clients': CLIENT_LIST_KEY },
-          Limit: limit,
-          ...(next === undefined ? {} : { ExclusiveStartKey: clientPageKey(next) }),
-        }),
-      );
-      const clients = (out.Items ?? []).map(settingsOf);
-      const last = out.LastEvaluatedKey?.dueKey;
-      return { clients, ...(typeof last === 'string' ? { next: last } : {}) };
-    },
-    async put(settings) {
-      // An update, not a put: a pause set by its own route stays unless the settings name it.
-      const names: Record<string, string> = {};
-      const values: Record<string, unknown> = {};
-      const set: string[] = [];
-      for (const [field, value] of Object.entries({ ...settings, ...listEntry(settings.clientId) })) {
-        if (value === undefined) continue;
-        names[`#${field}`] = field;
-        values[`:${field}`] = value;
-        set.push(`#${field} = :${field}`);
-      }
-      const remove = CLIENT_OPTIONAL_FIELDS.filter((field) => settings[field] === undefined);
-      for (const field of remove) names[`#${field}`] = field;
-      const out = await doc.send(
+/** Clients' settings in the control table, each also an entry of the administrators' list. */
+export class DynamoClientStore implements ClientStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tableName: string;
+
+  constructor(doc: DynamoDBDocumentClient, tableName: string) {
+    this.#doc = doc;
+    this.#tableName = tableName;
+  }
+
+  async get(clientId: string): Promise<ClientSettings | undefined> {
+    const out = await this.#doc.send(
+      new GetCommand({ TableName: this.#tableName, Key: keys.client(clientId) }),
+    );
+    return out.Item ? settingsOf(out.Item) : undefined;
+  }
+
+  async list({ limit, next }: { readonly limit: number; readonly next?: string }): Promise<{
+    clients: ClientSettings[];
+    next?: string;
+  }> {
+    const out = await this.#doc.send(
+      new QueryCommand({
+        TableName: this.#tableName,
+        IndexName: BY_STATUS_INDEX,
+        KeyConditionExpression: 'statusKey = :clients',
+        ExpressionAttributeValues: { ':clients': CLIENT_LIST_KEY },
+        Limit: limit,
+        ...(next === undefined ? {} : { ExclusiveStartKey: clientPageKey(next) }),
+      }),
+    );
+    const clients = (out.Items ?? []).map(settingsOf);
+    const last = out.LastEvaluatedKey?.dueKey;
+    return { clients, ...(typeof last === 'string' ? { next: last } : {}) };
+  }
+
+  async put(settings: ClientSettings): Promise<ClientSettings> {
+    // An update, not a put: a pause set by its own route stays unless the settings name it.
+    const out = await this.#doc.send(
+      new UpdateCommand({
+        TableName: this.#tableName,
+        Key: keys.client(settings.clientId),
+        ...settingsUpdate(settings),
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return settingsOf(out.Attributes ?? {});
+  }
+
+  async setPaused(clientId: string, paused: boolean, now: number): Promise<ClientSettings | undefined> {
+    try {
+      const out = await this.#doc.send(
         new UpdateCommand({
-          TableName: tableName,
-          Key: keys.client(settings.clientId),
-          UpdateExpression: `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.map((f) => `#${f}`).join(', ')}` : ''}`,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
+          TableName: this.#tableName,
+          Key: keys.client(clientId),
+          // The list entry too: a client saved before the list existed joins it here.
+          UpdateExpression: 'SET paused = :paused, updatedAt = :now, statusKey = :list, dueKey = :clientId',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: {
+            ':paused': paused,
+            ':now': now,
+            ':list': CLIENT_LIST_KEY,
+            ':clientId': clientId,
+          },
           ReturnValues: 'ALL_NEW',
         }),
       );
       return settingsOf(out.Attributes ?? {});
-    },
-    async setPaused(clientId, paused, now) {
-      try {
-        const out = await doc.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: keys.client(clientId),
-            // The list entry too: a client saved before the list existed joins it here.
-            UpdateExpression: 'SET paused = :paused, updatedAt = :now, statusKey = :list, dueKey = :clientId',
-            ConditionExpression: 'attribute_exists(pk)',
-            ExpressionAttributeValues: {
-              ':paused': paused,
-              ':now': now,
-              ':list': CLIENT_LIST_KEY,
-              ':clientId': clientId,
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        const settings = settingsOf(out.Attributes ?? {});
-        return settings as ClientSettings;
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) return undefined;
-        throw error;
-      }
-    },
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw error;
+    }
+  }
+}
+
+/** The update that writes these settings and the list entry, and removes the cleared optional ones. */
+function settingsUpdate(settings: ClientSettings): {
+  UpdateExpression: string;
+  ExpressionAttributeNames: Record<string, string>;
+  ExpressionAttributeValues: Record<string, unknown>;
+} {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const set: string[] = [];
+  for (const [field, value] of Object.entries({ ...settings, ...listEntry(settings.clientId) })) {
+    if (value === undefined) continue;
+    names[`#${field}`] = field;
+    values[`:${field}`] = value;
+    set.push(`#${field} = :${field}`);
+  }
+  const remove = CLIENT_OPTIONAL_FIELDS.filter((field) => settings[field] === undefined);
+  for (const field of remove) names[`#${field}`] = field;
+  return {
+    UpdateExpression: `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.map((f) => `#${f}`).join(', ')}` : ''}`,
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
   };
 }
 

@@ -54,73 +54,6 @@ export function chunkItem(chunk: Chunk): Record<string, unknown> {
   };
 }
 
-/** Every recipient held in the job's chunks, with its row (strongly consistent, the shards side by side). */
-async function readChunkedRows(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  jobId: string,
-): Promise<Map<string, number>> {
-  const rows = new Map<string, number>();
-  await Promise.all(
-    Array.from({ length: TASK_SHARDS }, async (_, shard) => {
-      let start: Record<string, unknown> | undefined;
-      do {
-        const out: QueryCommandOutput = await doc.send(
-          new QueryCommand({
-            TableName: tableName,
-            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :chunk)',
-            ExpressionAttributeValues: {
-              ':pk': keys.taskShardPk(jobId, shard),
-              ':chunk': CHUNK_ID_PREFIX,
-            },
-            ProjectionExpression: 'members, #rows',
-            ExpressionAttributeNames: { '#rows': 'rows' },
-            ConsistentRead: true,
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
-        );
-        for (const item of out.Items ?? []) {
-          // A recipient in two chunks (a crashed run's page read again differently) is its first row's.
-          for (const m of chunkMembers(item as Pick<Chunk, 'members' | 'rows'>))
-            if ((rows.get(m.recipient) ?? Number.POSITIVE_INFINITY) > m.row) rows.set(m.recipient, m.row);
-        }
-        start = out.LastEvaluatedKey;
-      } while (start);
-    }),
-  );
-  return rows;
-}
-
-/**
- * Deletes these chunks where they exist and are pending: a delete each (rare: a cut emptied when a
- * step is repeated), conditional, so one a cancel sweep ended meanwhile stays as the job's counts
- * have it.
- */
-async function deletePendingChunks(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  jobId: string,
-  taskIds: readonly string[],
-): Promise<void> {
-  await Promise.all(
-    taskIds.map(async (taskId) => {
-      try {
-        await doc.send(
-          new DeleteCommand({
-            TableName: tableName,
-            Key: keys.task(jobId, taskId),
-            ConditionExpression: '#state = :pending',
-            ExpressionAttributeNames: { '#state': 'state' },
-            ExpressionAttributeValues: { ':pending': 'pending' },
-          }),
-        );
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      }
-    }),
-  );
-}
-
 export interface DynamoTaskStoreOptions {
   /** BatchWriteItem calls in flight at once. */
   readonly concurrency?: number;
@@ -128,85 +61,161 @@ export interface DynamoTaskStoreOptions {
   readonly maxAttempts?: number;
 }
 
-export function makeDynamoTaskStore(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  options: DynamoTaskStoreOptions = {},
-): TaskStore {
-  const concurrency = options.concurrency ?? 8;
-  const maxAttempts = options.maxAttempts ?? 12;
+/**
+ * The job's tasks and chunks in the tasks table: written 25 a batch, `concurrency` batches at once,
+ * unprocessed items retried with backoff; read shard by shard.
+ */
+export class DynamoTaskStore implements TaskStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tableName: string;
+  readonly #concurrency: number;
+  readonly #maxAttempts: number;
 
-  async function writeBatch(items: readonly Record<string, unknown>[]): Promise<void> {
-    let requests = items.map((Item) => ({ PutRequest: { Item } }));
-    for (let attempt = 0; requests.length > 0; attempt++) {
-      if (attempt >= maxAttempts) {
-        throw new UnprocessedWritesError(
-          `${requests.length} tasks still unprocessed after ${maxAttempts} attempts`,
-        );
-      }
+  constructor(doc: DynamoDBDocumentClient, tableName: string, options: DynamoTaskStoreOptions = {}) {
+    this.#doc = doc;
+    this.#tableName = tableName;
+    this.#concurrency = options.concurrency ?? 8;
+    this.#maxAttempts = options.maxAttempts ?? 12;
+  }
+
+  put(tasks: readonly Task[]): Promise<void> {
+    return this.#writeAll(tasks.map(taskItem));
+  }
+
+  putChunks(chunks: readonly Chunk[]): Promise<void> {
+    return this.#writeAll(chunks.map(chunkItem));
+  }
+
+  async storedRows(jobId: string, recipients: readonly string[]): Promise<Map<string, number>> {
+    const rows = new Map<string, number>();
+    let pending: Record<string, unknown>[] | undefined = recipients.map((r) =>
+      keys.task(jobId, recipientTaskId(jobId, r)),
+    );
+    for (let attempt = 0; pending && pending.length > 0; attempt++) {
       if (attempt > 0) await sleep(backoffMs(attempt));
-      const out: BatchWriteCommandOutput = await doc.send(
-        new BatchWriteCommand({ RequestItems: { [tableName]: requests } }),
+      const out: BatchGetCommandOutput = await this.#doc.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [this.#tableName]: {
+              Keys: pending,
+              ProjectionExpression: 'recipient, #row',
+              ExpressionAttributeNames: { '#row': 'row' },
+              ConsistentRead: true,
+            },
+          },
+        }),
       );
-      requests = (out.UnprocessedItems?.[tableName] ?? []) as typeof requests;
+      for (const item of out.Responses?.[this.#tableName] ?? [])
+        rows.set(item.recipient as string, item.row as number);
+      pending = out.UnprocessedKeys?.[this.#tableName]?.Keys;
     }
+    return rows;
+  }
+
+  async *shard(jobId: string, shard: number): AsyncIterable<Task> {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out: QueryCommandOutput = await this.#doc.send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': keys.taskShardPk(jobId, shard) },
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const item of out.Items ?? []) yield* tasksOf(item);
+      start = out.LastEvaluatedKey;
+    } while (start);
+  }
+
+  /** Every recipient held in the job's chunks, with its row (strongly consistent, the shards side by side). */
+  async chunkedRows(jobId: string): Promise<Map<string, number>> {
+    const rows = new Map<string, number>();
+    await Promise.all(
+      Array.from({ length: TASK_SHARDS }, async (_, shard) => {
+        for await (const item of this.#chunksOfShard(jobId, shard)) {
+          // A recipient in two chunks (a crashed run's page read again differently) is its first row's.
+          for (const m of chunkMembers(item))
+            if ((rows.get(m.recipient) ?? Number.POSITIVE_INFINITY) > m.row) rows.set(m.recipient, m.row);
+        }
+      }),
+    );
+    return rows;
+  }
+
+  /**
+   * Deletes these chunks where they exist and are pending: a delete each (rare: a cut emptied when a
+   * step is repeated), conditional, so one a cancel sweep ended meanwhile stays as the job's counts
+   * have it.
+   */
+  async deleteChunks(jobId: string, taskIds: readonly string[]): Promise<void> {
+    await Promise.all(
+      taskIds.map(async (taskId) => {
+        try {
+          await this.#doc.send(
+            new DeleteCommand({
+              TableName: this.#tableName,
+              Key: keys.task(jobId, taskId),
+              ConditionExpression: '#state = :pending',
+              ExpressionAttributeNames: { '#state': 'state' },
+              ExpressionAttributeValues: { ':pending': 'pending' },
+            }),
+          );
+        } catch (error) {
+          if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        }
+      }),
+    );
+  }
+
+  /** The members and rows of each chunk of one shard, in pages. */
+  async *#chunksOfShard(jobId: string, shard: number): AsyncIterable<Pick<Chunk, 'members' | 'rows'>> {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out: QueryCommandOutput = await this.#doc.send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :chunk)',
+          ExpressionAttributeValues: {
+            ':pk': keys.taskShardPk(jobId, shard),
+            ':chunk': CHUNK_ID_PREFIX,
+          },
+          ProjectionExpression: 'members, #rows',
+          ExpressionAttributeNames: { '#rows': 'rows' },
+          ConsistentRead: true,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      yield* (out.Items ?? []) as Pick<Chunk, 'members' | 'rows'>[];
+      start = out.LastEvaluatedKey;
+    } while (start);
   }
 
   /** Writes items 25 a batch, `concurrency` batches at once. */
-  async function writeAll(items: readonly Record<string, unknown>[]): Promise<void> {
+  async #writeAll(items: readonly Record<string, unknown>[]): Promise<void> {
     const batches: Record<string, unknown>[][] = [];
     for (let i = 0; i < items.length; i += 25) batches.push(items.slice(i, i + 25));
     let next = 0;
     const worker = async () => {
-      while (next < batches.length) await writeBatch(batches[next++]!);
+      while (next < batches.length) await this.#writeBatch(batches[next++]!);
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(this.#concurrency, batches.length) }, worker));
   }
 
-  return {
-    put: (tasks) => writeAll(tasks.map(taskItem)),
-    putChunks: (chunks) => writeAll(chunks.map(chunkItem)),
-    chunkedRows: (jobId) => readChunkedRows(doc, tableName, jobId),
-    deleteChunks: (jobId, taskIds) => deletePendingChunks(doc, tableName, jobId, taskIds),
-    async storedRows(jobId, recipients) {
-      const rows = new Map<string, number>();
-      let pending: Record<string, unknown>[] | undefined = recipients.map((r) =>
-        keys.task(jobId, recipientTaskId(jobId, r)),
-      );
-      for (let attempt = 0; pending && pending.length > 0; attempt++) {
-        if (attempt > 0) await sleep(backoffMs(attempt));
-        const out: BatchGetCommandOutput = await doc.send(
-          new BatchGetCommand({
-            RequestItems: {
-              [tableName]: {
-                Keys: pending,
-                ProjectionExpression: 'recipient, #row',
-                ExpressionAttributeNames: { '#row': 'row' },
-                ConsistentRead: true,
-              },
-            },
-          }),
+  /** One batch, its unprocessed items written again with backoff, `maxAttempts` calls at most. */
+  async #writeBatch(items: readonly Record<string, unknown>[]): Promise<void> {
+    let requests = items.map((Item) => ({ PutRequest: { Item } }));
+    for (let attempt = 0; requests.length > 0; attempt++) {
+      if (attempt >= this.#maxAttempts) {
+        throw new UnprocessedWritesError(
+          `${requests.length} tasks still unprocessed after ${this.#maxAttempts} attempts`,
         );
-        for (const item of out.Responses?.[tableName] ?? [])
-          rows.set(item.recipient as string, item.row as number);
-        pending = out.UnprocessedKeys?.[tableName]?.Keys;
       }
-      return rows;
-    },
-    async *shard(jobId, shard) {
-      let start: Record<string, unknown> | undefined;
-      do {
-        const out: QueryCommandOutput = await doc.send(
-          new QueryCommand({
-            TableName: tableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': keys.taskShardPk(jobId, shard) },
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
-        );
-        for (const item of out.Items ?? []) yield* tasksOf(item);
-        start = out.LastEvaluatedKey;
-      } while (start);
-    },
-  };
+      if (attempt > 0) await sleep(backoffMs(attempt));
+      const out: BatchWriteCommandOutput = await this.#doc.send(
+        new BatchWriteCommand({ RequestItems: { [this.#tableName]: requests } }),
+      );
+      requests = (out.UnprocessedItems?.[this.#tableName] ?? []) as typeof requests;
+    }
+  }
 }

@@ -25,76 +25,91 @@ function recordOf(eventId: string, item: Record<string, unknown>): ProcessedEven
   };
 }
 
-export function makeDynamoProcessedEventStore(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-): ProcessedEventStore {
-  const key = (eventId: string) => ({ pk: `EVENT#${eventId}` });
-  return {
-    async claim(eventId, now) {
-      // A failed condition means the record exists, so a consistent read finds it; DynamoDB Local
-      // can answer the read before the winning write is visible, and an expired record can vanish
-      // between the two calls: then the claim is simply tried again (still conditional).
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await doc.send(
-            new PutCommand({
-              TableName: tableName,
-              Item: {
-                ...key(eventId),
-                eventId,
-                state: 'processing',
-                firstAttemptAt: now,
-                replyAttempted: false,
-                expiresAt: Math.floor(now / 1000) + PROCESSED_EVENT_TTL_SECONDS,
-              },
-              ConditionExpression: 'attribute_not_exists(pk)',
-            }),
-          );
-          return { eventId, state: 'processing', firstAttemptAt: now, replyAttempted: false };
-        } catch (error) {
-          if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        }
-        const out = await doc.send(
-          new GetCommand({ TableName: tableName, Key: key(eventId), ConsistentRead: true }),
-        );
-        if (out.Item) return recordOf(eventId, out.Item);
-        if (attempt >= CLAIM_ATTEMPTS)
-          throw new Error(`event ${eventId}: claim kept losing to a record it cannot read`);
+const keyOf = (eventId: string) => ({ pk: `EVENT#${eventId}` });
+
+/** Processed webhook events, one idempotency record each, remembered for a TTL. */
+export class DynamoProcessedEventStore implements ProcessedEventStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tableName: string;
+
+  constructor(doc: DynamoDBDocumentClient, tableName: string) {
+    this.#doc = doc;
+    this.#tableName = tableName;
+  }
+
+  async claim(eventId: string, now: number): Promise<ProcessedEventRecord> {
+    // A failed condition means the record exists, so a consistent read finds it; DynamoDB Local
+    // can answer the read before the winning write is visible, and an expired record can vanish
+    // between the two calls: then the claim is simply tried again (still conditional).
+    for (let attempt = 1; ; attempt++) {
+      if (await this.#create(eventId, now)) {
+        return { eventId, state: 'processing', firstAttemptAt: now, replyAttempted: false };
       }
-    },
-    async markReplyAttempted(eventId) {
-      try {
-        await doc.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: key(eventId),
-            UpdateExpression: 'SET replyAttempted = :t',
-            ConditionExpression: 'attribute_exists(pk) AND replyAttempted = :f',
-            ExpressionAttributeValues: { ':t': true, ':f': false },
-          }),
-        );
-        return true;
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) return false;
-        throw error;
-      }
-    },
-    async finish(eventId, state, outcome, reason) {
-      await doc.send(
+      const out = await this.#doc.send(
+        new GetCommand({ TableName: this.#tableName, Key: keyOf(eventId), ConsistentRead: true }),
+      );
+      if (out.Item) return recordOf(eventId, out.Item);
+      if (attempt >= CLAIM_ATTEMPTS)
+        throw new Error(`event ${eventId}: claim kept losing to a record it cannot read`);
+    }
+  }
+
+  async markReplyAttempted(eventId: string): Promise<boolean> {
+    try {
+      await this.#doc.send(
         new UpdateCommand({
-          TableName: tableName,
-          Key: key(eventId),
-          UpdateExpression:
-            reason === undefined ? 'SET #s = :s, outcome = :o' : 'SET #s = :s, outcome = :o, reason = :r',
-          ExpressionAttributeNames: { '#s': 'state' },
-          ExpressionAttributeValues: {
-            ':s': state,
-            ':o': outcome,
-            ...(reason === undefined ? {} : { ':r': reason }),
-          },
+          TableName: this.#tableName,
+          Key: keyOf(eventId),
+          UpdateExpression: 'SET replyAttempted = :t',
+          ConditionExpression: 'attribute_exists(pk) AND replyAttempted = :f',
+          ExpressionAttributeValues: { ':t': true, ':f': false },
         }),
       );
-    },
-  };
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  async finish(eventId: string, state: 'done' | 'failed', outcome: string, reason?: string): Promise<void> {
+    await this.#doc.send(
+      new UpdateCommand({
+        TableName: this.#tableName,
+        Key: keyOf(eventId),
+        UpdateExpression:
+          reason === undefined ? 'SET #s = :s, outcome = :o' : 'SET #s = :s, outcome = :o, reason = :r',
+        ExpressionAttributeNames: { '#s': 'state' },
+        ExpressionAttributeValues: {
+          ':s': state,
+          ':o': outcome,
+          ...(reason === undefined ? {} : { ':r': reason }),
+        },
+      }),
+    );
+  }
+
+  /** Writes the event's record in state `processing`; false when one exists already. */
+  async #create(eventId: string, now: number): Promise<boolean> {
+    try {
+      await this.#doc.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: {
+            ...keyOf(eventId),
+            eventId,
+            state: 'processing',
+            firstAttemptAt: now,
+            replyAttempted: false,
+            expiresAt: Math.floor(now / 1000) + PROCESSED_EVENT_TTL_SECONDS,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
 }

@@ -11,7 +11,7 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { readOpenClaims } from '#shared/adapters/dynamo-claim-pages.ts';
-import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import type { ClaimedTask, TaskOutcome } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
@@ -47,7 +47,7 @@ const countsOf = async (job: Job) =>
 
 /** Every member of the job as its report reads it (a chunk's members one by one). */
 async function memberTasks(job: Job): Promise<Task[]> {
-  const store = makeDynamoTaskStore(cloud.doc, tasksTable);
+  const store = new DynamoTaskStore(cloud.doc, tasksTable);
   const out: Task[] = [];
   for (let shard = 0; shard < TASK_SHARDS; shard++)
     for await (const t of store.shard(job.jobId, shard)) out.push(t);

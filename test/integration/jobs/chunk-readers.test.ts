@@ -7,7 +7,7 @@
 
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import { type Chunk, chunkTaskId } from '#shared/jobs/chunks.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
@@ -28,7 +28,7 @@ const recipient = (i: number) => `U${(0xc4a0c000 + i).toString(16).padStart(32, 
 
 /** Every member of the job, as its report reads them (a chunk's one by one), in row order. */
 async function membersOf(jobId: string): Promise<Task[]> {
-  const store = makeDynamoTaskStore(cloud.doc, tasksTable);
+  const store = new DynamoTaskStore(cloud.doc, tasksTable);
   const members: Task[] = [];
   for await (const task of tasksInShardOrder((shard) => store.shard(jobId, shard))) members.push(task);
   return members.sort((a, b) => a.row - b.row);
@@ -152,7 +152,7 @@ describe('ingest of a message for all', () => {
   });
 
   it('deletes the chunks a repeated page leaves empty where they exist and are pending', async () => {
-    const store = makeDynamoTaskStore(cloud.doc, tasksTable);
+    const store = new DynamoTaskStore(cloud.doc, tasksTable);
     const pending = await sharedMessageJob(3);
     await store.deleteChunks!(pending.jobId, [chunkTaskId(2), chunkTaskId(502)]);
     expect(await readTasks(cloud.doc, tasksTable, pending.jobId)).toEqual([]);

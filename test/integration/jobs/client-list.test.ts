@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 
 const cloud = testCloud();
-const store = makeDynamoClientStore(cloud.doc, cloud.info.tableNames.control!);
+const store = new DynamoClientStore(cloud.doc, cloud.info.tableNames.control!);
 
 const settings = (clientId: string): ClientSettings => ({
   clientId,

@@ -8,8 +8,8 @@ import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { s3EventNotification } from '#local/s3-notifier.ts';
-import { makeDynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
-import { makeDynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
+import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
+import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
@@ -276,9 +276,9 @@ describe('the ingest across runs, on DynamoDB and S3', () => {
       );
     }
     const csv = Buffer.from(`\ufeff${rows.join('\r\n')}\r\n`, 'utf8');
-    const clients = makeDynamoClientStore(cloud.doc, controlTable);
+    const clients = new DynamoClientStore(cloud.doc, controlTable);
     const store = makeDynamoJobStore(cloud.doc, controlTable);
-    const tasks = makeDynamoTaskStore(cloud.doc, tasksTable);
+    const tasks = new DynamoTaskStore(cloud.doc, tasksTable);
     const files = makeS3UploadFiles(cloud.s3, bucket);
     const validationReports = makeS3ValidationReportStore(cloud.s3, bucket);
     const clock = { now: () => Date.now() };

@@ -4,7 +4,7 @@ import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import {
-  makeDynamoProcessedEventStore,
+  DynamoProcessedEventStore,
   PROCESSED_EVENT_TTL_SECONDS,
 } from '#shared/adapters/dynamo-webhook-events.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
@@ -22,7 +22,7 @@ const channelsTable = cloud.info.tableNames.channels!;
 const T0 = Date.now();
 
 describe('the processed-event store (idempotency records)', () => {
-  const store = makeDynamoProcessedEventStore(cloud.doc, eventsTable);
+  const store = new DynamoProcessedEventStore(cloud.doc, eventsTable);
 
   it('creates a record on the first claim and hands back that same record after', async () => {
     const eventId = newUlid(T0);
