@@ -102,65 +102,22 @@ export async function openCsv(
 ): Promise<OpenedCsv> {
   const limits = { ...DEFAULT_CSV_LIMITS, ...options.limits };
   const { resume } = options;
-  const iterator = source[Symbol.asyncIterator]();
-  const reading = { finished: false, closing: undefined as Promise<unknown> | undefined };
-  const close = async (): Promise<void> => {
-    if (reading.finished) return;
-    reading.closing ??= Promise.resolve(iterator.return?.());
-    await reading.closing;
-  };
+  const file = new CsvSource(source);
+  if (resume && resume.byteOffset > 0) return resumeCsv(file, resume, limits);
 
-  if (resume && resume.byteOffset > 0) {
-    if (isUtf16(resume.encoding)) {
-      throw new RangeError('a UTF-16 file can only be resumed from byte 0 (records have no byte offset)');
-    }
-    const decoder = makeCellDecoder(resume.encoding);
-    const delimiter = resume.delimiter ?? ',';
-    const bytes = continueWith(Buffer.alloc(0), iterator, reading, close);
-    const events = parseRecords(bytes, decoder, limits, {
-      delimiter,
-      rowBase: resume.row,
-      offsetBase: resume.byteOffset,
-      skipThroughRow: 0,
-    });
-    return { ok: true, decoder, delimiter, events, close };
-  }
-
-  const head: Buffer[] = [];
-  let headLength = 0;
-  let done = false;
-  while (headLength < SNIFF_BYTES) {
-    const next = await iterator.next();
-    if (next.done) {
-      done = true;
-      reading.finished = true;
-      break;
-    }
-    const chunk = toBuffer(next.value);
-    head.push(chunk);
-    headLength += chunk.length;
-  }
-  if (headLength === 0) return { ok: false, code: 'empty-file', reason: 'the file is empty' };
-  const window = Buffer.concat(head);
+  const { window, done } = await file.readHead();
+  if (window.length === 0) return { ok: false, code: 'empty-file', reason: 'the file is empty' };
   const sniffWindow = done ? window : window.subarray(0, SNIFF_BYTES);
   const sniffed = sniffEncoding(sniffWindow, done);
   if ('notText' in sniffed) {
-    await close();
+    await file.close();
     return { ok: false, code: 'not-csv', reason: sniffed.notText };
   }
   const { encoding, bomLength } = sniffed;
-  const utf16 = encoding === 'utf-16le' || encoding === 'utf-16be';
-  const { acceptsHeader } = options;
+  const utf16 = isUtf16(encoding);
   const delimiter =
-    resume?.delimiter ??
-    (utf16
-      ? sniffDelimiter(decodeUtf16Window(sniffWindow, encoding, bomLength), { acceptsHeader })
-      : sniffDelimiter(sniffWindow.subarray(bomLength).toString('latin1'), {
-          acceptsHeader,
-          // A throwaway decoder: the parse decides the encoding, record by record.
-          decodeCells: (cells) => makeCellDecoder(encoding).decodeRecord(cells),
-        }));
-  const raw = continueWith(window.subarray(bomLength), iterator, reading, close);
+    resume?.delimiter ?? headerDelimiter(sniffWindow, sniffed, { acceptsHeader: options.acceptsHeader });
+  const raw = file.continueWith(window.subarray(bomLength));
   const decoder = makeCellDecoder(resume && resume.encoding !== 'ascii' ? resume.encoding : encoding);
   const events = parseRecords(utf16 ? transcodeToUtf8(raw, encoding) : raw, decoder, limits, {
     delimiter,
@@ -168,10 +125,41 @@ export async function openCsv(
     offsetBase: utf16 ? null : bomLength,
     skipThroughRow: resume?.row ?? 0,
   });
-  return { ok: true, decoder, delimiter, events, close };
+  return { ok: true, decoder, delimiter, events, close: file.close };
 }
 
-function isUtf16(encoding: TextEncodingName): boolean {
+/** A read resumed mid-file: the encoding and separator are `resume`'s, the rows counted on from it. */
+function resumeCsv(file: CsvSource, resume: CsvPosition, limits: CsvLimits): OpenedCsv {
+  if (isUtf16(resume.encoding)) {
+    throw new RangeError('a UTF-16 file can only be resumed from byte 0 (records have no byte offset)');
+  }
+  const decoder = makeCellDecoder(resume.encoding);
+  const delimiter = resume.delimiter ?? ',';
+  const events = parseRecords(file.continueWith(Buffer.alloc(0)), decoder, limits, {
+    delimiter,
+    rowBase: resume.row,
+    offsetBase: resume.byteOffset,
+    skipThroughRow: 0,
+  });
+  return { ok: true, decoder, delimiter, events, close: file.close };
+}
+
+/** The cell separator of the header line at the start of `window` (after the byte order mark). */
+function headerDelimiter(
+  window: Buffer,
+  { encoding, bomLength }: { readonly encoding: TextEncodingName; readonly bomLength: number },
+  { acceptsHeader }: { readonly acceptsHeader: ((cells: readonly string[]) => boolean) | undefined },
+): CsvDelimiter {
+  if (isUtf16(encoding))
+    return sniffDelimiter(decodeUtf16Window(window, encoding, bomLength), { acceptsHeader });
+  return sniffDelimiter(window.subarray(bomLength).toString('latin1'), {
+    acceptsHeader,
+    // A throwaway decoder: the parse decides the encoding, record by record.
+    decodeCells: (cells) => makeCellDecoder(encoding).decodeRecord(cells),
+  });
+}
+
+function isUtf16(encoding: TextEncodingName): encoding is 'utf-16le' | 'utf-16be' {
   return encoding === 'utf-16le' || encoding === 'utf-16be';
 }
 
@@ -179,22 +167,58 @@ function toBuffer(chunk: Uint8Array): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
 }
 
-async function* continueWith(
-  first: Buffer,
-  iterator: AsyncIterator<Uint8Array>,
-  reading: { finished: boolean },
-  close: () => Promise<void>,
-): AsyncGenerator<Buffer, void, undefined> {
-  try {
-    if (first.length > 0) yield first;
-    while (!reading.finished) {
-      const next = await iterator.next();
-      if (next.done) reading.finished = true;
-      else yield toBuffer(next.value);
-    }
-  } finally {
-    await close();
+/** The customer's file as it is read: its chunks in order, and a close that ends the read early. */
+class CsvSource {
+  readonly #iterator: AsyncIterator<Uint8Array>;
+  #finished = false;
+  #closing: Promise<unknown> | undefined;
+
+  constructor(source: AsyncIterable<Uint8Array>) {
+    this.#iterator = source[Symbol.asyncIterator]();
   }
+
+  /** The next chunk, or undefined once the file has ended. */
+  async #next(): Promise<Buffer | undefined> {
+    const next = await this.#iterator.next();
+    if (next.done) {
+      this.#finished = true;
+      return undefined;
+    }
+    return toBuffer(next.value);
+  }
+
+  /** The file's first {@link SNIFF_BYTES} or more (whole chunks), and whether that was all of it. */
+  async readHead(): Promise<{ window: Buffer; done: boolean }> {
+    const head: Buffer[] = [];
+    let length = 0;
+    while (length < SNIFF_BYTES) {
+      const chunk = await this.#next();
+      if (!chunk) break;
+      head.push(chunk);
+      length += chunk.length;
+    }
+    return { window: Buffer.concat(head), done: this.#finished };
+  }
+
+  /** `first`, then the rest of the file; closes the source when the read stops, early or not. */
+  async *continueWith(first: Buffer): AsyncGenerator<Buffer, void, undefined> {
+    try {
+      if (first.length > 0) yield first;
+      while (!this.#finished) {
+        const chunk = await this.#next();
+        if (chunk) yield chunk;
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** Closes the source now; a no-op once the file was read to its end. */
+  readonly close = async (): Promise<void> => {
+    if (this.#finished) return;
+    this.#closing ??= Promise.resolve(this.#iterator.return?.());
+    await this.#closing;
+  };
 }
 
 async function* transcodeToUtf8(
@@ -231,42 +255,96 @@ interface ParsedRecord {
   readonly end: number;
 }
 
+/** Where a parse's rows and offsets start, and the rows it skips (a resume from byte 0). */
+interface ParseStart {
+  readonly delimiter: CsvDelimiter;
+  readonly rowBase: number;
+  readonly offsetBase: number | null;
+  readonly skipThroughRow: number;
+}
+
+/**
+ * What the parser has read and emitted so far, updated synchronously as it parses, so the guard
+ * measures the record being parsed, not how far behind the consumer happens to be.
+ */
+interface ParseProgress {
+  records: number;
+  end: number;
+  runawayAfter: number | undefined;
+  unclosedQuote: boolean;
+}
+
 async function* parseRecords(
   bytes: AsyncIterable<Buffer>,
   decoder: CellDecoder,
   limits: CsvLimits,
-  at: {
-    readonly delimiter: CsvDelimiter;
-    readonly rowBase: number;
-    readonly offsetBase: number | null;
-    readonly skipThroughRow: number;
-  },
+  at: ParseStart,
 ): AsyncGenerator<CsvEvent, void, undefined> {
-  // What the parser has read and emitted so far, updated synchronously as it parses, so the
-  // guard below measures the record being parsed, not how far behind the consumer happens to be.
-  let parsedRecords = 0;
-  let parsedEnd = 0;
-  let runawayAfter: number | undefined;
-  let unclosedQuote = false;
+  const progress: ParseProgress = { records: 0, end: 0, runawayAfter: undefined, unclosedQuote: false };
+  const parser = new CountingParser(parserOptions(at.delimiter, progress));
+  const slices = guardedSlices(bytes, parser, progress, limits.maxRecordBytes);
+  // Errors of the source (a dropped connection) surface through the parser's iterator.
+  pipeline(Readable.from(slices, { highWaterMark: 1 }), parser, () => {});
 
-  async function* guarded(): AsyncGenerator<Buffer, void, undefined> {
-    for await (const chunk of bytes) {
-      for (let from = 0; from < chunk.length; from += SLICE_BYTES) {
-        if (parser.bytesRead - parsedEnd > limits.maxRecordBytes) {
-          runawayAfter = parsedRecords;
-          return;
-        }
-        yield chunk.subarray(from, from + SLICE_BYTES);
+  let seen = 0;
+  let start = 0;
+  for await (const record of parser as AsyncIterable<ParsedRecord>) {
+    seen++;
+    if (progress.runawayAfter !== undefined && seen > progress.runawayAfter) break;
+    const row = at.rowBase + seen;
+    const length = record.end - start;
+    start = record.end;
+    if (row <= at.skipThroughRow) continue;
+    const end = at.offsetBase === null ? 0 : at.offsetBase + record.end;
+    if (length > limits.maxRowBytes) yield { kind: 'too-long', row, bytes: length, end };
+    else yield recordEvent(record, row, end, decoder);
+  }
+  if (progress.runawayAfter !== undefined)
+    yield { kind: 'runaway', row: at.rowBase + progress.runawayAfter + 1 };
+  else if (progress.unclosedQuote) yield { kind: 'unclosed-quote', row: at.rowBase + seen + 1 };
+}
+
+/** A parsed record as its event, its cells decoded. */
+function recordEvent(record: ParsedRecord, row: number, end: number, decoder: CellDecoder): CsvEvent {
+  const cells = decoder.decodeRecord(record.cells);
+  return {
+    kind: 'record',
+    row,
+    cells,
+    end,
+    ...(record.acrossLines ? { acrossLines: record.acrossLines } : {}),
+  };
+}
+
+/**
+ * `bytes` in slices of at most {@link SLICE_BYTES}, ending early (marking `progress.runawayAfter`)
+ * once the parser has been handed more than `maxRecordBytes` past the last record it emitted.
+ */
+async function* guardedSlices(
+  bytes: AsyncIterable<Buffer>,
+  parser: CountingParser,
+  progress: ParseProgress,
+  maxRecordBytes: number,
+): AsyncGenerator<Buffer, void, undefined> {
+  for await (const chunk of bytes) {
+    for (let from = 0; from < chunk.length; from += SLICE_BYTES) {
+      if (parser.bytesRead - progress.end > maxRecordBytes) {
+        progress.runawayAfter = progress.records;
+        return;
       }
+      yield chunk.subarray(from, from + SLICE_BYTES);
     }
   }
+}
 
-  const options: Options = {
+/** csv-parse's options for a customer's file, reporting each record and skip into `progress`. */
+function parserOptions(delimiter: CsvDelimiter, progress: ParseProgress): Options {
+  return {
     // latin1 maps each byte to one character, so offsets are file offsets and cells can be
     // turned back into their exact bytes for the real decoding.
     encoding: 'latin1',
     bom: false,
-    delimiter: at.delimiter,
+    delimiter,
     record_delimiter: ['\r\n', '\n', '\r'],
     relax_quotes: true,
     relax_column_count: true,
@@ -281,46 +359,18 @@ async function* parseRecords(
       { record: cells }: { record: string[] },
       context: { bytes: number; raw: string },
     ): ParsedRecord => {
-      parsedRecords++;
-      parsedEnd = context.bytes;
+      progress.records++;
+      progress.end = context.bytes;
       const lines = cells.some((cell) => LINE_END_RE.test(cell))
-        ? quoteClosedAcrossLines(context.raw, at.delimiter)
+        ? quoteClosedAcrossLines(context.raw, delimiter)
         : undefined;
       return { cells, end: context.bytes, ...(lines === undefined ? {} : { acrossLines: lines }) };
     }) as unknown as Options['on_record'],
     on_skip: () => {
-      unclosedQuote = true;
+      progress.unclosedQuote = true;
       return undefined;
     },
   };
-  const parser = new CountingParser(options);
-  // Errors of the source (a dropped connection) surface through the parser's iterator.
-  pipeline(Readable.from(guarded(), { highWaterMark: 1 }), parser, () => {});
-
-  let seen = 0;
-  let start = 0;
-  for await (const record of parser as AsyncIterable<ParsedRecord>) {
-    seen++;
-    if (runawayAfter !== undefined && seen > runawayAfter) break;
-    const row = at.rowBase + seen;
-    const length = record.end - start;
-    start = record.end;
-    if (row <= at.skipThroughRow) continue;
-    const end = at.offsetBase === null ? 0 : at.offsetBase + record.end;
-    if (length > limits.maxRowBytes) yield { kind: 'too-long', row, bytes: length, end };
-    else {
-      const cells = decoder.decodeRecord(record.cells);
-      yield {
-        kind: 'record',
-        row,
-        cells,
-        end,
-        ...(record.acrossLines ? { acrossLines: record.acrossLines } : {}),
-      };
-    }
-  }
-  if (runawayAfter !== undefined) yield { kind: 'runaway', row: at.rowBase + runawayAfter + 1 };
-  else if (unclosedQuote) yield { kind: 'unclosed-quote', row: at.rowBase + seen + 1 };
 }
 
 const LINE_END_RE = /[\r\n]/;
