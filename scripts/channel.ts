@@ -249,65 +249,67 @@ function printChannel(channel: Channel): void {
   process.stdout.write(`${JSON.stringify(redactChannel(channel), null, 2)}\n`);
 }
 
+/** The channel store the commands use. */
+type Channels = ReturnType<typeof makeDynamoChannelStore>;
+
+/** Creates or replaces a channel from the JSON file named by `--file`; prints it masked. */
+async function putChannel(store: Channels, values: Values, table: string): Promise<void> {
+  const file = required(values, 'file', 'put');
+  const channel = channelFromInput(readChannelFile(file), Date.now());
+  await store.put(channel);
+  console.error(`channel ${channel.channelId} saved in ${table}`);
+  printChannel(channel);
+}
+
+/**
+ * Makes `--secret` the channel's secret, the previous one accepted for the grace period; only
+ * over the version read, so a change made meanwhile (another operator) is not lost.
+ */
+async function rotateChannelSecret(store: Channels, values: Values, table: string): Promise<void> {
+  const channelId = required(values, 'channel', 'rotate-secret');
+  const secret = readSecret(required(values, 'secret', 'rotate-secret'));
+  const grace = graceMs(values);
+  const current = await store.get(channelId);
+  if (!current) throw new CommandFailedError(`no channel ${channelId} in ${table}`);
+  const rotated = rotateSecret(current, secret, Date.now(), grace);
+  if (!(await store.putIfUnchanged(rotated, current.updatedAt))) {
+    throw new CommandFailedError(`channel ${channelId} changed while rotating its secret: run it again`);
+  }
+  const retiring = rotated.secrets.find((s) => s.retiresAt !== undefined);
+  console.error(
+    `channel ${channelId}: new secret in use` +
+      (retiring ? `; the previous one is accepted until ${new Date(retiring.retiresAt!).toISOString()}` : ''),
+  );
+  printChannel(rotated);
+}
+
+/** Prints the channel named by `--channel`, masked. */
+async function showChannel(store: Channels, values: Values, table: string): Promise<void> {
+  const channelId = required(values, 'channel', 'show');
+  const channel = await store.get(channelId);
+  if (!channel) throw new CommandFailedError(`no channel ${channelId} in ${table}`);
+  printChannel(channel);
+}
+
 async function run(command: Command, values: Values, doc: DynamoDBDocumentClient, table: string) {
   const store = makeDynamoChannelStore(doc, table);
   switch (command) {
-    case 'put': {
-      const file = required(values, 'file', command);
-      const channel = channelFromInput(readChannelFile(file), Date.now());
-      await store.put(channel);
-      console.error(`channel ${channel.channelId} saved in ${table}`);
-      printChannel(channel);
-      return;
+    case 'put':
+      return putChannel(store, values, table);
+    case 'rotate-secret':
+      return rotateChannelSecret(store, values, table);
+    case 'show':
+      return showChannel(store, values, table);
+    case 'put-callback-secret': {
+      const provider = required(values, 'provider', command);
+      return putSecret(doc, table, values, command, provider, `provider ${values.provider}`);
     }
-    case 'rotate-secret': {
-      const channelId = required(values, 'channel', command);
-      const secret = readSecret(required(values, 'secret', command));
-      const grace = graceMs(values);
-      const current = await store.get(channelId);
-      if (!current) throw new CommandFailedError(`no channel ${channelId} in ${table}`);
-      const rotated = rotateSecret(current, secret, Date.now(), grace);
-      // Only over the version read: a change made meanwhile (another operator) is not lost.
-      if (!(await store.putIfUnchanged(rotated, current.updatedAt))) {
-        throw new CommandFailedError(`channel ${channelId} changed while rotating its secret: run it again`);
-      }
-      const retiring = rotated.secrets.find((s) => s.retiresAt !== undefined);
-      console.error(
-        `channel ${channelId}: new secret in use` +
-          (retiring
-            ? `; the previous one is accepted until ${new Date(retiring.retiresAt!).toISOString()}`
-            : ''),
-      );
-      printChannel(rotated);
-      return;
-    }
-    case 'show': {
-      const channelId = required(values, 'channel', command);
-      const channel = await store.get(channelId);
-      if (!channel) throw new CommandFailedError(`no channel ${channelId} in ${table}`);
-      printChannel(channel);
-      return;
-    }
-    case 'put-callback-secret':
-      return putSecret(
-        doc,
-        table,
-        values,
-        command,
-        required(values, 'provider', command),
-        `provider ${values.provider}`,
-      );
     case 'show-callback-secret':
       return showSecret(doc, table, required(values, 'provider', command), `provider ${values.provider}`);
-    case 'put-telephony-secret':
-      return putSecret(
-        doc,
-        table,
-        values,
-        command,
-        clientSecretOf(values, command),
-        `client ${values.client}`,
-      );
+    case 'put-telephony-secret': {
+      const name = clientSecretOf(values, command);
+      return putSecret(doc, table, values, command, name, `client ${values.client}`);
+    }
     case 'show-telephony-secret':
       return showSecret(doc, table, clientSecretOf(values, command), `client ${values.client}`);
   }
