@@ -5,7 +5,7 @@
  * sweep) pauses in time and continues in a new run.
  */
 import middy from '@middy/core';
-import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { JobSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage, IngestOutcome } from '#shared/jobs/ingest.ts';
 import type { JobSweepMessage } from '#shared/jobs/ports.ts';
@@ -14,7 +14,8 @@ import type { ArchiveReportMessage, ReportArchiver } from '#shared/jobs/report-a
 import type { RetimeSweep, RetimeSweepMessage } from '#shared/jobs/retime.ts';
 import type { Logger } from '#shared/log.ts';
 
-export function makeIngestHandler(deps: {
+/** What the ingest queue's handler works with. */
+interface IngestHandlerDeps {
   readonly ingest: IngestJob;
   /** The cancel and expire sweeps. */
   readonly sweep: JobSweep;
@@ -25,53 +26,25 @@ export function makeIngestHandler(deps: {
   readonly log: Logger;
   /** Default `Date.now`: times a run for the rows-per-second metric. */
   readonly now?: () => number;
-}) {
+}
+
+type IngestQueueMessage = IngestMessage | JobSweepMessage | RetimeSweepMessage | ArchiveReportMessage;
+
+/** The record a message came in and the run's context: what a step needs to pause in time. */
+interface Delivery {
+  readonly record: SQSRecord;
+  readonly context: Context;
+}
+
+export function makeIngestHandler(deps: IngestHandlerDeps) {
   const now = deps.now ?? Date.now;
   return middy(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const failures: SQSBatchItemFailure[] = [];
     for (const record of event.Records) {
-      let messages: (IngestMessage | JobSweepMessage | RetimeSweepMessage | ArchiveReportMessage)[];
+      const messages = readMessages(record, deps.log);
+      if (!messages) continue;
       try {
-        messages = parseIngestQueueMessage(record.body);
-      } catch (error) {
-        // Retrying cannot make it readable: drop it, loudly.
-        deps.log.error('ingest message dropped', {
-          messageId: record.messageId,
-          reason: (error as Error).message,
-        });
-        continue;
-      }
-      try {
-        for (const message of messages) {
-          if (message.kind === 'archive-report') {
-            const archived = await deps.archive.handle(message);
-            deps.log.info(`report archive ${archived.kind}`, { ...archived });
-            continue;
-          }
-          if (message.kind === 'retime-sweep') {
-            const retimed = await deps.retime.handle(message, {
-              remainingMs: () => context.getRemainingTimeInMillis(),
-            });
-            deps.log.info(`re-time sweep ${retimed.kind}`, { ...retimed });
-            continue;
-          }
-          if (message.kind === 'cancel-sweep' || message.kind === 'expire-sweep') {
-            const swept = await deps.sweep.handle(message, {
-              remainingMs: () => context.getRemainingTimeInMillis(),
-            });
-            deps.log.info(`${message.kind === 'cancel-sweep' ? 'cancel' : 'expire'} sweep ${swept.kind}`, {
-              ...swept,
-            });
-            continue;
-          }
-          const startedAt = now();
-          const outcome = await deps.ingest.handle(message, {
-            remainingMs: () => context.getRemainingTimeInMillis(),
-            receiveCount: Number(record.attributes.ApproximateReceiveCount ?? 1),
-          });
-          deps.log.info(`ingest ${outcome.kind}`, { ...outcome });
-          if (outcome.kind !== 'ignored') publishIngestMetrics(deps.log, outcome, now() - startedAt);
-        }
+        for (const message of messages) await handleMessage(message, { record, context }, deps, now);
       } catch (error) {
         deps.log.error('ingest failed; the message will be retried', { messageId: record.messageId, error });
         failures.push({ itemIdentifier: record.messageId });
@@ -79,6 +52,50 @@ export function makeIngestHandler(deps: {
     }
     return { batchItemFailures: failures };
   });
+}
+
+/** The record's messages; undefined (logged, dropped) when it cannot be read: a retry cannot fix it. */
+function readMessages(record: SQSRecord, log: Logger): IngestQueueMessage[] | undefined {
+  try {
+    return parseIngestQueueMessage(record.body);
+  } catch (error) {
+    log.error('ingest message dropped', { messageId: record.messageId, reason: (error as Error).message });
+    return undefined;
+  }
+}
+
+/** Hands one message to its use case (archive, re-time, sweep or ingest) and logs what it did. */
+async function handleMessage(
+  message: IngestQueueMessage,
+  { record, context }: Delivery,
+  deps: IngestHandlerDeps,
+  now: () => number,
+): Promise<void> {
+  const remainingMs = () => context.getRemainingTimeInMillis();
+  if (message.kind === 'archive-report') {
+    const archived = await deps.archive.handle(message);
+    deps.log.info(`report archive ${archived.kind}`, { ...archived });
+    return;
+  }
+  if (message.kind === 'retime-sweep') {
+    const retimed = await deps.retime.handle(message, { remainingMs });
+    deps.log.info(`re-time sweep ${retimed.kind}`, { ...retimed });
+    return;
+  }
+  if (message.kind === 'cancel-sweep' || message.kind === 'expire-sweep') {
+    const swept = await deps.sweep.handle(message, { remainingMs });
+    deps.log.info(`${message.kind === 'cancel-sweep' ? 'cancel' : 'expire'} sweep ${swept.kind}`, {
+      ...swept,
+    });
+    return;
+  }
+  const startedAt = now();
+  const outcome = await deps.ingest.handle(message, {
+    remainingMs,
+    receiveCount: Number(record.attributes.ApproximateReceiveCount ?? 1),
+  });
+  deps.log.info(`ingest ${outcome.kind}`, { ...outcome });
+  if (outcome.kind !== 'ignored') publishIngestMetrics(deps.log, outcome, now() - startedAt);
 }
 
 /** One run's count by outcome (`IngestScheduled`, `IngestPaused`, `IngestFailed`), rows and rows per second. */
