@@ -25,7 +25,6 @@
  * a retry from the last cursor hands the same page again.
  */
 
-import { checkTimeZoneCell } from '#shared/pacing/recipient-zone.ts';
 import { type CsvDelimiter, delimiterName } from './delimiter.ts';
 import { type DuplicateFilter, DuplicateFilterStateError } from './duplicates.ts';
 import type { CellDecoder, TextEncodingName } from './encoding.ts';
@@ -46,7 +45,8 @@ import {
   openCsv,
   unwrapSpacedQuotes,
 } from './records.ts';
-import { type ReportEntry, reportValue } from './report.ts';
+import type { ReportEntry } from './report.ts';
+import { type Checked, checkRow } from './row-check.ts';
 
 /** What one accepted row becomes: the caller adds job id, task id, status and timings. */
 export interface TaskDraft {
@@ -145,15 +145,6 @@ export class IngestInputError extends Error {
 export const OPT_OUT_BATCH = 100;
 
 const ZERO: IngestCounts = { dataRows: 0, accepted: 0, rejected: 0, skipped: 0 };
-
-type Checked =
-  | { readonly kind: 'entry'; readonly entry: ReportEntry }
-  | {
-      readonly kind: 'candidate';
-      readonly draft: TaskDraft;
-      readonly column: string;
-      readonly value: string;
-    };
 
 /** Streams a CSV into task drafts and report entries. See the module comment for the steps. */
 export async function ingestRows(input: IngestRowsInput): Promise<IngestResult> {
@@ -366,87 +357,6 @@ function isBlank(cells: readonly string[]): boolean {
   return cells.every((cell) => cell.trim() === '');
 }
 
-function checkRow(
-  event: Exclude<CsvEvent, { kind: 'runaway' }>,
-  map: HeaderMap,
-  limits: CsvLimits,
-  checkRecipient: (cell: string) => RecipientCheck,
-): Checked {
-  const { row } = event;
-  const reject = (entry: Omit<ReportEntry, 'row' | 'outcome'>): Checked => ({
-    kind: 'entry',
-    entry: { row, outcome: 'rejected', ...entry },
-  });
-  if (event.kind === 'unclosed-quote') {
-    return reject({
-      code: 'unclosed-quote',
-      reason: 'a quoted cell is never closed: the row runs to the end of the file',
-    });
-  }
-  if (event.kind === 'too-long') {
-    return reject({
-      code: 'row-too-long',
-      reason: `row too long (${event.bytes} bytes; the limit is ${limits.maxRowBytes})`,
-    });
-  }
-  const { cells } = event;
-  if (event.acrossLines !== undefined) {
-    return reject({
-      code: 'bad-quote',
-      reason: `a quote opened in this row is closed in the wrong place, so ${event.acrossLines} lines from here were read as one row: fix the quotes and upload again`,
-    });
-  }
-  const expected = map.headers.length;
-  // Trailing empty cells past the header (and under the empty header cells `mapHeader` drops)
-  // are what Excel writes when its used range is wider than the header: no data is lost, so
-  // they are not an error. Missing cells are, and so is a value under no header.
-  if (cells.length < expected || cells.slice(expected).some((cell) => cell.trim() !== '')) {
-    return reject({ code: 'ragged-row', reason: `expected ${expected} columns, got ${cells.length}` });
-  }
-  // A character the file's encoding cannot read (decoded as U+FFFD): nothing garbled is spoken or sent.
-  const broken = cells.findIndex((c) => c.includes('\uFFFD'));
-  if (broken >= 0) {
-    return reject({
-      code: 'bad-encoding',
-      reason:
-        "a cell has bytes that are not text in the file's encoding (a character cut in two, or text from a file in another encoding)",
-      ...(map.headers[broken] === undefined ? {} : { column: map.headers[broken] }),
-      value: reportValue(cells[broken]!.trim()),
-    });
-  }
-  const cell = cells[map.recipient]!;
-  const checked = checkRecipient(cell);
-  if (!checked.ok) {
-    const value = cell.trim();
-    return reject({
-      code: checked.code,
-      reason: checked.reason,
-      column: map.headers[map.recipient],
-      ...(value === '' ? {} : { value: reportValue(value) }),
-    });
-  }
-  const zoneCell = map.timeZone === undefined ? '' : cells[map.timeZone]!.trim();
-  const zone = zoneCell === '' ? undefined : checkTimeZoneCell(zoneCell);
-  if (zone && !zone.ok) {
-    return reject({
-      code: 'bad-time-zone',
-      reason: zone.reason,
-      column: map.headers[map.timeZone!],
-      value: reportValue(zoneCell),
-    });
-  }
-  const name = map.name === undefined ? '' : cells[map.name]!.trim();
-  const variables = Object.fromEntries(map.variables.map(({ index, key }) => [key, cells[index]!.trim()]));
-  const draft: TaskDraft = {
-    row,
-    recipient: checked.recipient,
-    ...(name === '' ? {} : { name }),
-    variables,
-    ...(zone?.ok ? { timeZone: zone.timeZone } : {}),
-  };
-  return { kind: 'candidate', draft, column: map.headers[map.recipient]!, value: reportValue(cell.trim()) };
-}
-
 type Candidate = Extract<Checked, { kind: 'candidate' }>;
 
 /**
@@ -464,7 +374,26 @@ async function settlePage(
     if (item.kind === 'entry') entries.push(item.entry);
     else candidates.push(item);
   }
+  const { optedOut, suppressed } = await optOutsAmong(candidates, ports);
+  const firstInPage = new Map<string, Candidate>();
+  const repeats: Candidate[] = [];
+  for (const c of candidates) {
+    if (optedOut.has(c.draft.recipient)) entries.push(skipped(c, 'opted-out', 'opted out'));
+    else if (suppressed.has(c.draft.recipient))
+      entries.push(skipped(c, 'suppressed', 'on the suppression list'));
+    else if (firstInPage.has(c.draft.recipient)) repeats.push(c);
+    else firstInPage.set(c.draft.recipient, c);
+  }
+  const tasks = await admitFirsts(firstInPage, repeats, ports.duplicates, entries);
+  entries.sort((a, b) => a.row - b.row);
+  return { tasks, entries };
+}
 
+/** The candidates' recipients that opted out, and those on the suppression list: one lookup each per 100. */
+async function optOutsAmong(
+  candidates: readonly Candidate[],
+  ports: Pick<IngestRowsInput, 'isOptedOut' | 'isSuppressed'>,
+): Promise<{ optedOut: Set<string>; suppressed: Set<string> }> {
   const distinct = [...new Set(candidates.map((c) => c.draft.recipient))];
   const optedOut = new Set<string>();
   const suppressed = new Set<string>();
@@ -477,42 +406,36 @@ async function settlePage(
     for (const recipient of chunk) if (answer.has(recipient)) optedOut.add(recipient);
     for (const recipient of chunk) if (listed.has(recipient)) suppressed.add(recipient);
   }
+  return { optedOut, suppressed };
+}
 
-  const skip = (
-    c: Candidate,
-    code: 'duplicate' | 'opted-out' | 'suppressed',
-    reason: string,
-  ): ReportEntry => ({
-    row: c.draft.row,
-    outcome: 'skipped',
-    code,
-    reason,
-    column: c.column,
-    value: c.value,
-  });
-
-  const firstInPage = new Map<string, Candidate>();
-  const repeats: Candidate[] = [];
-  for (const c of candidates) {
-    if (optedOut.has(c.draft.recipient)) entries.push(skip(c, 'opted-out', 'opted out'));
-    else if (suppressed.has(c.draft.recipient))
-      entries.push(skip(c, 'suppressed', 'on the suppression list'));
-    else if (firstInPage.has(c.draft.recipient)) repeats.push(c);
-    else firstInPage.set(c.draft.recipient, c);
-  }
-  const earlier = await ports.duplicates.admit(
+/**
+ * Each recipient's first row in the page, through the duplicate filter: a task unless an earlier
+ * page had the recipient. A duplicate entry goes to `entries` for the others and for every repeat.
+ */
+async function admitFirsts(
+  firstInPage: ReadonlyMap<string, Candidate>,
+  repeats: readonly Candidate[],
+  duplicates: DuplicateFilter,
+  entries: ReportEntry[],
+): Promise<TaskDraft[]> {
+  const earlier = await duplicates.admit(
     [...firstInPage.values()].map((c) => ({ recipient: c.draft.recipient, row: c.draft.row })),
   );
   const tasks: TaskDraft[] = [];
   for (const c of firstInPage.values()) {
     const first = earlier.get(c.draft.recipient);
     if (first === undefined) tasks.push(c.draft);
-    else entries.push(skip(c, 'duplicate', `duplicate of row ${first}`));
+    else entries.push(skipped(c, 'duplicate', `duplicate of row ${first}`));
   }
   for (const c of repeats) {
     const first = earlier.get(c.draft.recipient) ?? firstInPage.get(c.draft.recipient)!.draft.row;
-    entries.push(skip(c, 'duplicate', `duplicate of row ${first}`));
+    entries.push(skipped(c, 'duplicate', `duplicate of row ${first}`));
   }
-  entries.sort((a, b) => a.row - b.row);
-  return { tasks, entries };
+  return tasks;
+}
+
+/** A candidate's report entry when it is skipped: a duplicate, opted out or suppressed. */
+function skipped(c: Candidate, code: 'duplicate' | 'opted-out' | 'suppressed', reason: string): ReportEntry {
+  return { row: c.draft.row, outcome: 'skipped', code, reason, column: c.column, value: c.value };
 }
