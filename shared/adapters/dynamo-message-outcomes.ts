@@ -16,7 +16,12 @@
 
 import type { ReportSink, TaskOutcome } from '#shared/campaign/ports.ts';
 import { jobHasEnded, keys } from '#shared/jobs/model.ts';
-import { type MessageEndMove, messageOutcomeMove, type ReleasedJob } from '#shared/jobs/task-lifecycle.ts';
+import {
+  type MessageEndMove,
+  type MessageOutcomeMove,
+  messageOutcomeMove,
+  type ReleasedJob,
+} from '#shared/jobs/task-lifecycle.ts';
 import { endedTaskExpiry } from '#shared/resources.ts';
 import { multicastKeyOf } from '#shared/retry-keys.ts';
 import {
@@ -220,75 +225,16 @@ export class OutcomeWriter implements ReportSink {
   /** The task update for an outcome, and what it adds to the job's counts. */
   #outcomeUpdate(outcome: TaskOutcome, token: number, job: ReleasedJob, chunk?: ChunkOutcome) {
     const end = messageOutcomeMove(outcome, job);
-    const from = moveFrom(end.move);
-    const values: Record<string, unknown> = {
-      ':attempt': outcome.attempt,
-      ':lastResult': outcome.lastResult,
-      ':now': outcome.at,
-      ...from.values,
-      ':state': end.state,
-    };
-    // A task claimed on a claim page shows attempt 0 (a first claim) until this write.
-    const set = ['#state = :state', 'attempts = :attempt', 'lastResult = :lastResult', 'updatedAt = :now'];
-    const remove: string[] = ['claimToken'];
-    let condition = `${from.condition} AND attempts <= :attempt`;
-    const startedAt = this.#deps.state.startedAt.get(claimKey(outcome.jobId, outcome.taskId));
-    if (startedAt !== undefined) {
-      set.push('startedAt = if_not_exists(startedAt, :startedAt)');
-      values[':startedAt'] = startedAt;
-    }
-    const multicastKey = multicastKeyOf(outcome);
-    const names: Record<string, string> = { ...STATE_NAME };
-    if (chunk && Object.keys(chunk.except).length > 0) {
-      set.push('#except = :except');
-      names['#except'] = 'except';
-      values[':except'] = chunk.except;
-    }
-    if (outcome.requestId) {
-      set.push('requestId = :requestId');
-      values[':requestId'] = outcome.requestId;
-    }
-    if (end.state === 'retry-wait') {
-      const readyAt = readyAtOf(outcome);
-      set.push('readyAt = :readyAt', 'openSk = :openSk');
-      values[':readyAt'] = readyAt;
-      values[':openSk'] = keys.openSk(readyAt, outcome.jobId, outcome.taskId);
-      if (multicastKey) {
-        set.push('batchKey = :batchKey');
-        values[':batchKey'] = multicastKey;
-      }
-      if (outcome.maybeSent) {
-        set.push('maybeSent = :maybeSent');
-        values[':maybeSent'] = true;
-      }
-      // Only the claim's own holder gives a task in flight back: a newer holder may have reclaimed
-      // it. (A claim page leaves its tasks waiting: a newer holder claims them only after it has
-      // settled the page, and the session's `held` set keeps its own.)
-      // (`<=`: a task claimed before claim pages and adopted on a page keeps its older holder's token.)
-      condition = `${condition} AND (#state <> :inFlightState OR claimToken <= :token)`;
-      values[':token'] = token;
-      values[':inFlightState'] = 'in-flight';
-    } else {
-      remove.push('openPk', 'openSk', 'batchKey', 'maybeSent');
-      set.push('expiresAt = :expiresAt');
-      values[':expiresAt'] = endedTaskExpiry(outcome.at);
-      if (end.reason === undefined) remove.push('reason');
-      else {
-        set.push('reason = :reason');
-        values[':reason'] = end.reason;
-      }
-      if (multicastKey) {
-        set.push('sentWith = :sentWith');
-        values[':sentWith'] = multicastKey;
-      }
-    }
+    const parts = this.#attemptParts(outcome, end, chunk);
+    if (end.state === 'retry-wait') addRelease(parts, outcome, token);
+    else addEnd(parts, outcome, end);
     // No holder whose claim page a newer holder settled (`leftOn`, as an end on a page checks) writes
     // an outcome here: its late release (or the end a release becomes when the job was cancelled or
     // has ended) would undo the newer holder's — a chunk's `except`, its wait.
     const page = this.#deps.pages?.pageOf(outcome.jobId, outcome.taskId);
     if (page !== undefined) {
-      condition = `${condition} AND NOT contains(leftOn, :claimPage)`;
-      values[':claimPage'] = page;
+      parts.conditions.push('NOT contains(leftOn, :claimPage)');
+      parts.values[':claimPage'] = page;
     }
     const final = end.state === 'retry-wait' ? undefined : { state: end.state, reason: end.reason };
     return {
@@ -297,12 +243,97 @@ export class OutcomeWriter implements ReportSink {
         Update: {
           TableName: this.#deps.table.tasksTable,
           Key: keys.task(outcome.jobId, outcome.taskId),
-          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
+          UpdateExpression: `SET ${parts.set.join(', ')} REMOVE ${parts.remove.join(', ')}`,
+          ConditionExpression: parts.conditions.join(' AND '),
+          ExpressionAttributeNames: parts.names,
+          ExpressionAttributeValues: parts.values,
         },
       },
     };
+  }
+
+  /** What every outcome writes: the move, the attempt and its result, when it started, a chunk's `except`. */
+  #attemptParts(outcome: TaskOutcome, end: MessageOutcomeMove, chunk?: ChunkOutcome): UpdateParts {
+    const from = moveFrom(end.move);
+    const parts: UpdateParts = {
+      // A task claimed on a claim page shows attempt 0 (a first claim) until this write.
+      set: ['#state = :state', 'attempts = :attempt', 'lastResult = :lastResult', 'updatedAt = :now'],
+      remove: ['claimToken'],
+      conditions: [from.condition, 'attempts <= :attempt'],
+      names: { ...STATE_NAME },
+      values: {
+        ':attempt': outcome.attempt,
+        ':lastResult': outcome.lastResult,
+        ':now': outcome.at,
+        ...from.values,
+        ':state': end.state,
+      },
+    };
+    const startedAt = this.#deps.state.startedAt.get(claimKey(outcome.jobId, outcome.taskId));
+    if (startedAt !== undefined) {
+      parts.set.push('startedAt = if_not_exists(startedAt, :startedAt)');
+      parts.values[':startedAt'] = startedAt;
+    }
+    if (chunk && Object.keys(chunk.except).length > 0) {
+      parts.set.push('#except = :except');
+      parts.names['#except'] = 'except';
+      parts.values[':except'] = chunk.except;
+    }
+    if (outcome.requestId) {
+      parts.set.push('requestId = :requestId');
+      parts.values[':requestId'] = outcome.requestId;
+    }
+    return parts;
+  }
+}
+
+/** One task update, gathered clause by clause. */
+interface UpdateParts {
+  readonly set: string[];
+  readonly remove: string[];
+  /** Joined with AND. */
+  readonly conditions: string[];
+  readonly names: Record<string, string>;
+  readonly values: Record<string, unknown>;
+}
+
+/** A release: the task waits again until its ready time, under the key it may have been sent with. */
+function addRelease(parts: UpdateParts, outcome: TaskOutcome, token: number): void {
+  const readyAt = readyAtOf(outcome);
+  const multicastKey = multicastKeyOf(outcome);
+  parts.set.push('readyAt = :readyAt', 'openSk = :openSk');
+  parts.values[':readyAt'] = readyAt;
+  parts.values[':openSk'] = keys.openSk(readyAt, outcome.jobId, outcome.taskId);
+  if (multicastKey) {
+    parts.set.push('batchKey = :batchKey');
+    parts.values[':batchKey'] = multicastKey;
+  }
+  if (outcome.maybeSent) {
+    parts.set.push('maybeSent = :maybeSent');
+    parts.values[':maybeSent'] = true;
+  }
+  // Only the claim's own holder gives a task in flight back: a newer holder may have reclaimed
+  // it. (A claim page leaves its tasks waiting: a newer holder claims them only after it has
+  // settled the page, and the session's `held` set keeps its own.)
+  // (`<=`: a task claimed before claim pages and adopted on a page keeps its older holder's token.)
+  parts.conditions.push('(#state <> :inFlightState OR claimToken <= :token)');
+  parts.values[':token'] = token;
+  parts.values[':inFlightState'] = 'in-flight';
+}
+
+/** An end: off the outstanding index, expiring, with its reason and the key it was sent with. */
+function addEnd(parts: UpdateParts, outcome: TaskOutcome, end: MessageEndMove): void {
+  const multicastKey = multicastKeyOf(outcome);
+  parts.remove.push('openPk', 'openSk', 'batchKey', 'maybeSent');
+  parts.set.push('expiresAt = :expiresAt');
+  parts.values[':expiresAt'] = endedTaskExpiry(outcome.at);
+  if (end.reason === undefined) parts.remove.push('reason');
+  else {
+    parts.set.push('reason = :reason');
+    parts.values[':reason'] = end.reason;
+  }
+  if (multicastKey) {
+    parts.set.push('sentWith = :sentWith');
+    parts.values[':sentWith'] = multicastKey;
   }
 }
