@@ -154,65 +154,108 @@ function reportResponse(
   };
 }
 
-export function makeJobsApiHandler(deps: {
+/** What the operator API's handler works with. */
+interface JobsApiHandlerDeps {
   readonly api: JobsApi;
   /** The suppression list's routes; without it they fail (a handler wired for the jobs only). */
   readonly suppressions?: SuppressionsApi;
   readonly log: Logger;
-}) {
-  const { api } = deps;
-  const suppressionsApi = (): SuppressionsApi => {
-    if (!deps.suppressions) throw new Error('no suppression list is wired into the operator API');
-    return deps.suppressions;
-  };
-  const route = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
-    const clientId = event.pathParameters?.clientId ?? '';
-    const jobId = event.pathParameters?.jobId ?? '';
-    const refused = consoleRefusal(event);
-    if (refused) return refused;
-    if (event.routeKey === `GET ${CONSOLE_API_PREFIX}/me`) return jsonResponse(200, consoleOperator(event));
-    switch (operatorRouteKey(event.routeKey)) {
-      case 'GET /clients':
-        return listAllClients(api, event);
-      case 'PUT /clients/{clientId}':
-        return jsonResponse(200, await api.putClient(clientId, jsonRequestBody(event)));
-      case 'GET /clients/{clientId}':
-        return jsonResponse(200, await api.getClient(clientId));
-      case 'POST /clients/{clientId}/pause':
-      case 'POST /clients/{clientId}/resume':
-        return jsonResponse(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
-      case 'GET /clients/{clientId}/opt-outs':
-        return jsonResponse(200, await api.optOuts(clientId, event.queryStringParameters ?? {}));
-      case 'GET /clients/{clientId}/suppressions':
-      case 'POST /clients/{clientId}/suppressions':
-      case 'DELETE /clients/{clientId}/suppressions/{recipient}':
-        return suppressionRoute(suppressionsApi(), clientId, event);
-      case 'POST /clients/{clientId}/jobs': {
-        if (isCsvUpload(event)) {
-          const options = jobOptionsFromQuery(event.queryStringParameters ?? {});
-          return jsonResponse(201, await api.createJob(clientId, options, decodeRequestBody(event)));
-        }
-        return jsonResponse(201, await api.createJob(clientId, jobRequestBody(event)));
-      }
-      case 'GET /clients/{clientId}/jobs':
-        return jsonResponse(200, await api.listJobs(clientId, event.queryStringParameters ?? {}));
-      case 'GET /clients/{clientId}/jobs/{jobId}':
-        return jsonResponse(200, await api.getJob(clientId, jobId, event.queryStringParameters ?? {}));
-      case 'POST /clients/{clientId}/jobs/{jobId}/pause':
-      case 'POST /clients/{clientId}/jobs/{jobId}/resume':
-      case 'POST /clients/{clientId}/jobs/{jobId}/cancel': {
-        const action = event.routeKey.slice(event.routeKey.lastIndexOf('/') + 1) as JobAction;
-        return jsonResponse(200, await api.changeStatus(clientId, jobId, action));
-      }
-      case 'GET /clients/{clientId}/jobs/{jobId}/series':
-        return jsonResponse(200, await api.jobSeries(clientId, jobId, event.queryStringParameters ?? {}));
-      case 'GET /clients/{clientId}/jobs/{jobId}/row-problems':
-        return jsonResponse(200, await api.rowProblems(clientId, jobId, event.queryStringParameters ?? {}));
-      case 'GET /clients/{clientId}/jobs/{jobId}/report':
-        return reportResponse(await api.report(clientId, jobId), jobId);
-      default:
-        return jsonResponse(404, { message: 'Not Found' });
-    }
-  };
+}
+
+export function makeJobsApiHandler(deps: JobsApiHandlerDeps) {
+  const route = (event: APIGatewayProxyEventV2) => operatorRoute(deps, event);
   return middy(answerOrRefuse(route, { toHttpError, log: deps.log, logRefusalReason: true }));
+}
+
+/** Answers one request: refused for a console user of another client, else by its route. */
+async function operatorRoute(
+  deps: JobsApiHandlerDeps,
+  event: APIGatewayProxyEventV2,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  const refused = consoleRefusal(event);
+  if (refused) return refused;
+  if (event.routeKey === `GET ${CONSOLE_API_PREFIX}/me`) return jsonResponse(200, consoleOperator(event));
+  const routeKey = operatorRouteKey(event.routeKey);
+  return (await jobRoute(deps.api, routeKey, event)) ?? clientRoute(deps, routeKey, event);
+}
+
+/** The routes of a client and its lists (settings, pause, opt-outs, suppressions); 404 for any other. */
+async function clientRoute(
+  deps: JobsApiHandlerDeps,
+  routeKey: string,
+  event: APIGatewayProxyEventV2,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  const { api } = deps;
+  const clientId = event.pathParameters?.clientId ?? '';
+  switch (routeKey) {
+    case 'GET /clients':
+      return listAllClients(api, event);
+    case 'PUT /clients/{clientId}':
+      return jsonResponse(200, await api.putClient(clientId, jsonRequestBody(event)));
+    case 'GET /clients/{clientId}':
+      return jsonResponse(200, await api.getClient(clientId));
+    case 'POST /clients/{clientId}/pause':
+    case 'POST /clients/{clientId}/resume':
+      return jsonResponse(200, await api.setClientPaused(clientId, event.routeKey.endsWith('/pause')));
+    case 'GET /clients/{clientId}/opt-outs':
+      return jsonResponse(200, await api.optOuts(clientId, event.queryStringParameters ?? {}));
+    case 'GET /clients/{clientId}/suppressions':
+    case 'POST /clients/{clientId}/suppressions':
+    case 'DELETE /clients/{clientId}/suppressions/{recipient}':
+      return suppressionRoute(wiredSuppressions(deps), clientId, event);
+    default:
+      return jsonResponse(404, { message: 'Not Found' });
+  }
+}
+
+/** The suppression list's routes, or an error when the handler was wired without them. */
+function wiredSuppressions(deps: JobsApiHandlerDeps): SuppressionsApi {
+  if (!deps.suppressions) throw new Error('no suppression list is wired into the operator API');
+  return deps.suppressions;
+}
+
+/** The routes of a client's jobs; undefined for a route that is not one of them. */
+async function jobRoute(
+  api: JobsApi,
+  routeKey: string,
+  event: APIGatewayProxyEventV2,
+): Promise<APIGatewayProxyStructuredResultV2 | undefined> {
+  const clientId = event.pathParameters?.clientId ?? '';
+  const jobId = event.pathParameters?.jobId ?? '';
+  const query = () => event.queryStringParameters ?? {};
+  switch (routeKey) {
+    case 'POST /clients/{clientId}/jobs':
+      return createJob(api, clientId, event);
+    case 'GET /clients/{clientId}/jobs':
+      return jsonResponse(200, await api.listJobs(clientId, query()));
+    case 'GET /clients/{clientId}/jobs/{jobId}':
+      return jsonResponse(200, await api.getJob(clientId, jobId, query()));
+    case 'POST /clients/{clientId}/jobs/{jobId}/pause':
+    case 'POST /clients/{clientId}/jobs/{jobId}/resume':
+    case 'POST /clients/{clientId}/jobs/{jobId}/cancel': {
+      const action = event.routeKey.slice(event.routeKey.lastIndexOf('/') + 1) as JobAction;
+      return jsonResponse(200, await api.changeStatus(clientId, jobId, action));
+    }
+    case 'GET /clients/{clientId}/jobs/{jobId}/series':
+      return jsonResponse(200, await api.jobSeries(clientId, jobId, query()));
+    case 'GET /clients/{clientId}/jobs/{jobId}/row-problems':
+      return jsonResponse(200, await api.rowProblems(clientId, jobId, query()));
+    case 'GET /clients/{clientId}/jobs/{jobId}/report':
+      return reportResponse(await api.report(clientId, jobId), jobId);
+    default:
+      return undefined;
+  }
+}
+
+/** A new job: from an uploaded CSV with its options in the query, or from a JSON body. */
+async function createJob(
+  api: JobsApi,
+  clientId: string,
+  event: APIGatewayProxyEventV2,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  if (isCsvUpload(event)) {
+    const options = jobOptionsFromQuery(event.queryStringParameters ?? {});
+    return jsonResponse(201, await api.createJob(clientId, options, decodeRequestBody(event)));
+  }
+  return jsonResponse(201, await api.createJob(clientId, jobRequestBody(event)));
 }
