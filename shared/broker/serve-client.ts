@@ -300,65 +300,102 @@ export class ClientServer {
 
   /** The loop that starts calls; returns an end when serving is over without a drain. */
   async #startCalls(): Promise<ServeEnd | undefined> {
-    const { tasks, keeper, clock, settings, logger } = this.#deps;
-    const gate = this.#gate!;
     while (!this.#stopping && !this.#lost) {
       const next = await this.#nextTask();
       if (this.#stopping || this.#lost) break;
       if (next.kind === 'wait') {
-        const now = clock.now();
-        const soon = next.until !== undefined && next.until - now <= settings.holdMs;
-        if (this.#calls.size === 0 && !soon) return { kind: 'no-work', nextReadyAt: next.until };
-        const until = next.until ?? Number.POSITIVE_INFINITY;
-        await this.#sleep(Math.max(1, Math.min(until - now, settings.recheckMs)));
+        const end = await this.#waitForTask(next.until);
+        if (end) return end;
         continue;
       }
-      let slot: CallSlot;
-      try {
-        slot = await gate.acquire(this.#abort.signal);
-      } catch {
-        break;
-      }
-      const token = keeper.currentToken();
-      if (token === undefined || this.#stopping || this.#lost) {
-        slot.release();
-        break;
-      }
-      // Its job may have reached its end while the slot was awaited: none of its tasks starts now.
-      if (jobHasEnded(next.job, clock.now())) {
-        slot.release();
-        continue;
-      }
-      // The hours may have closed, or the client been paused, while the slot was awaited.
-      const current = await this.#currentClient();
-      if (!mayStartNow(current, next.job, clock.now(), taskZone(current, next.job, next.task))) {
-        this.#buffer.unshift(next.task);
-        slot.release();
-        continue;
-      }
-      let result: Awaited<ReturnType<BrokerTaskStore['start']>>;
-      try {
-        const now = clock.now();
-        result = await tasks.start(
-          next.task,
-          { clientId: this.clientId, owner: keeper.owner, token, now },
-          startLimits(await this.#currentClient(), next.job, now),
-        );
-      } catch (error) {
-        slot.release();
-        logger.warn('task start did not answer; trying the next', { clientId: this.clientId, error });
-        await this.#sleep(settings.initiateRetryMs);
-        continue;
-      }
-      if (result.kind !== 'started') {
-        slot.release();
-        if (this.#refused(result, next.task)) break;
-        continue;
-      }
-      this.#metrics.callStarted(next.job.jobId);
-      void this.#launch(result.task, next.job, slot);
+      if (!(await this.#startTask(next.task, next.job))) break;
     }
     return this.#lost ? { kind: 'lost' } : undefined;
+  }
+
+  /**
+   * With no task to start now: the end of serving when no call is in flight and no task is ready
+   * within `holdMs`; else sleeps until a task is ready, `recheckMs` at most.
+   */
+  async #waitForTask(readyAt: number | undefined): Promise<ServeEnd | undefined> {
+    const { clock, settings } = this.#deps;
+    const now = clock.now();
+    const soon = readyAt !== undefined && readyAt - now <= settings.holdMs;
+    if (this.#calls.size === 0 && !soon) return { kind: 'no-work', nextReadyAt: readyAt };
+    const until = readyAt ?? Number.POSITIVE_INFINITY;
+    await this.#sleep(Math.max(1, Math.min(until - now, settings.recheckMs)));
+    return undefined;
+  }
+
+  /** Starts one task once a call slot is free and the lease still held; false when starting must stop. */
+  async #startTask(task: Task, job: Job): Promise<boolean> {
+    const slot = await this.#acquireSlot();
+    if (!slot) return false;
+    const token = this.#deps.keeper.currentToken();
+    if (token === undefined || this.#stopping || this.#lost) {
+      slot.release();
+      return false;
+    }
+    if (!(await this.#mayStillStart(task, job, slot))) return true;
+    const result = await this.#startInStore(task, job, token, slot);
+    if (result === undefined) return true;
+    if (result.kind !== 'started') {
+      slot.release();
+      return !this.#refused(result, task);
+    }
+    this.#metrics.callStarted(job.jobId);
+    void this.#launch(result.task, job, slot);
+    return true;
+  }
+
+  /** A call slot from the pacing gate; undefined when serving is aborted while it is awaited. */
+  async #acquireSlot(): Promise<CallSlot | undefined> {
+    try {
+      return await this.#gate!.acquire(this.#abort.signal);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Whether the task may still start, its slot held: its job may have reached its end (none of its
+   * tasks starts now), the hours closed or the client been paused (the task goes back to the
+   * buffer) while the slot was awaited. When it may not, the slot is released.
+   */
+  async #mayStillStart(task: Task, job: Job, slot: CallSlot): Promise<boolean> {
+    const { clock } = this.#deps;
+    if (jobHasEnded(job, clock.now())) {
+      slot.release();
+      return false;
+    }
+    const current = await this.#currentClient();
+    if (!mayStartNow(current, job, clock.now(), taskZone(current, job, task))) {
+      this.#buffer.unshift(task);
+      slot.release();
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * The store's start of the task under the lease's token; undefined when the store did not
+   * answer (the slot released, after a pause before the next task).
+   */
+  async #startInStore(task: Task, job: Job, token: number, slot: CallSlot): Promise<StartResult | undefined> {
+    const { tasks, keeper, clock, settings, logger } = this.#deps;
+    try {
+      const now = clock.now();
+      return await tasks.start(
+        task,
+        { clientId: this.clientId, owner: keeper.owner, token, now },
+        startLimits(await this.#currentClient(), job, now),
+      );
+    } catch (error) {
+      slot.release();
+      logger.warn('task start did not answer; trying the next', { clientId: this.clientId, error });
+      await this.#sleep(settings.initiateRetryMs);
+      return undefined;
+    }
   }
 
   /** A start the store refused: says why; true when the broker must stop starting (the fence). */
@@ -685,59 +722,13 @@ export class ClientServer {
 
   /** The slow path: a call with no reported end by its deadline is asked of the provider. */
   async #reconcile(call: InFlightCall): Promise<void> {
-    const { tasks, clock, settings } = this.#deps;
-    const provider = this.#provider!;
+    const { clock, settings } = this.#deps;
     if (call.ended || this.#lost) return;
     call.reconcileTries += 1;
     const lastTry = call.reconcileTries >= settings.reconcileTries;
     try {
-      const stored = await tasks.getTask(call.task);
-      if (stored?.state !== 'in-flight' || stored.attempts !== call.attempt) {
-        this.#end(call, 'settled elsewhere');
-        return;
-      }
-      call.callId ??= stored.callId;
-      if (call.callId === undefined && this.#deps.adoptOnly) {
-        // Placing it now could be its first ring, where this broker may start nothing.
-        await this.#fail(call, 'the provider never confirmed the call (it may have rung); not placed again');
-        return;
-      }
-      if (call.callId === undefined) {
-        await this.#place(call);
-        if (call.ended) return;
-      }
-      if (call.callId === undefined) {
-        if (lastTry) await this.#fail(call, 'the provider never confirmed the call');
-        else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
-        return;
-      }
-      const snapshot = await provider.getCall(call.callId);
-      if (snapshot === undefined) {
-        await this.#fail(call, 'the provider does not know the call');
-        return;
-      }
-      if (isFinal(snapshot.status)) {
-        await settleFromSnapshot(tasks, {
-          task: call.task,
-          job: call.job,
-          attempt: call.attempt,
-          snapshot,
-          now: clock.now(),
-        });
-        call.log.info('call settled by reconciliation', {
-          taskId: call.task.taskId,
-          status: snapshot.status,
-        });
-        this.#end(call, 'reconciled');
-        return;
-      }
-      // Past its maximum duration: a provider that does not end calls itself is told to.
-      if (provider.hangUp && !lastTry) {
-        const ended = await provider.hangUp(call.callId);
-        call.log.info('call ended at its maximum duration', { taskId: call.task.taskId, ended });
-      }
-      if (lastTry) await this.#fail(call, `no final status after the maximum duration (${snapshot.status})`);
-      else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
+      const callId = await this.#callToAsk(call, lastTry);
+      if (callId !== undefined) await this.#askProvider(call, callId, lastTry);
     } catch (error) {
       if (lastTry && error instanceof TelephonyUnavailableError) {
         await this.#fail(call, 'the provider could not be asked about the call').catch(() => {});
@@ -746,6 +737,63 @@ export class ClientServer {
       call.log.warn('reconciliation failed; will try again', { taskId: call.task.taskId, error });
       if (!call.ended) this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
     }
+  }
+
+  /**
+   * The provider's id of a call still in flight on this attempt, placing it first when it never
+   * was; undefined when there is nothing to ask: settled elsewhere, failed, or tried again later.
+   */
+  async #callToAsk(call: InFlightCall, lastTry: boolean): Promise<string | undefined> {
+    const { tasks, clock, settings } = this.#deps;
+    const stored = await tasks.getTask(call.task);
+    if (stored?.state !== 'in-flight' || stored.attempts !== call.attempt) {
+      this.#end(call, 'settled elsewhere');
+      return undefined;
+    }
+    call.callId ??= stored.callId;
+    if (call.callId === undefined && this.#deps.adoptOnly) {
+      // Placing it now could be its first ring, where this broker may start nothing.
+      await this.#fail(call, 'the provider never confirmed the call (it may have rung); not placed again');
+      return undefined;
+    }
+    if (call.callId === undefined) {
+      await this.#place(call);
+      if (call.ended) return undefined;
+    }
+    if (call.callId === undefined) {
+      if (lastTry) await this.#fail(call, 'the provider never confirmed the call');
+      else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
+      return undefined;
+    }
+    return call.callId;
+  }
+
+  /**
+   * Asks the provider for the call: settles it from a final status; else, past its maximum
+   * duration, has it ended, and fails it on the last try or asks again after the margin.
+   */
+  async #askProvider(call: InFlightCall, callId: string, lastTry: boolean): Promise<void> {
+    const { tasks, clock, settings } = this.#deps;
+    const provider = this.#provider!;
+    const snapshot = await provider.getCall(callId);
+    if (snapshot === undefined) {
+      await this.#fail(call, 'the provider does not know the call');
+      return;
+    }
+    if (isFinal(snapshot.status)) {
+      const settled = { task: call.task, job: call.job, attempt: call.attempt, snapshot, now: clock.now() };
+      await settleFromSnapshot(tasks, settled);
+      call.log.info('call settled by reconciliation', { taskId: call.task.taskId, status: snapshot.status });
+      this.#end(call, 'reconciled');
+      return;
+    }
+    // Past its maximum duration: a provider that does not end calls itself is told to.
+    if (provider.hangUp && !lastTry) {
+      const ended = await provider.hangUp(callId);
+      call.log.info('call ended at its maximum duration', { taskId: call.task.taskId, ended });
+    }
+    if (lastTry) await this.#fail(call, `no final status after the maximum duration (${snapshot.status})`);
+    else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
   }
 
   async #fail(call: InFlightCall, reason: string): Promise<void> {
