@@ -93,6 +93,12 @@ interface SendingServer {
 
 export type StopReason = 'sigterm' | 'drain';
 
+/** The stop grace of one client's serving: over once SIGTERM came and `stopGraceMs` passed. */
+interface StopGrace {
+  readonly over: Promise<'grace-over'>;
+  readonly clear: () => void;
+}
+
 /** One end for a client served by both servers: a lost lease wins, then a stop, then the earliest next work. */
 function bothEnded(calls: ServeEnd, messages: ServeEnd): ServeEnd {
   if (calls.kind === 'lost' || messages.kind === 'lost') return { kind: 'lost' };
@@ -260,12 +266,47 @@ export class Broker {
 
   /** Serves the leased client (only adopting its orphaned calls when `adoptOnly`), then releases it. */
   async #serve(keeper: LeaseKeeper, adoptOnly: boolean): Promise<void> {
-    const { clock, timers, logger, settings } = this.#deps;
     const metrics = this.#deps.metrics?.forClient(keeper.clientId);
     const stopCountingLosses = keeper.onLost((reason) =>
       this.#deps.metrics?.leaseLost(keeper.clientId, reason),
     );
-    const server = new ClientServer({
+    const server = this.#clientServer(keeper, adoptOnly, metrics);
+    this.#server = server;
+    this.#deps.logger.info('serving client', {
+      clientId: server.clientId,
+      token: keeper.lease?.token,
+      adoptOnly,
+    });
+    const drainCheck = this.#watchForDrain();
+    let grace: StopGrace | undefined;
+    try {
+      const messages = adoptOnly ? [] : await this.#messageServers(keeper, metrics);
+      const served = this.#servedWith(server, messages);
+      grace = this.#stopGrace();
+      this.#noteEnd(server, await Promise.race([served, grace.over]), adoptOnly);
+    } catch (error) {
+      // E.g. settings the pacer refuses: do not take this client again at every idle turn.
+      const until = this.#deps.clock.now() + this.#deps.settings.noWorkBackoffMs;
+      if (adoptOnly) this.#adoptedNotBefore.set(server.clientId, until);
+      else this.#notBefore.set(server.clientId, { until, releasedAt: Number.POSITIVE_INFINITY });
+      throw error;
+    } finally {
+      this.#onSigterm = undefined;
+      grace?.clear();
+      drainCheck();
+      this.#server = undefined;
+      this.#messages = [];
+      this.#sendingNow.clear();
+      await keeper.release();
+      stopCountingLosses();
+      this.#deps.metrics?.released(keeper.clientId);
+    }
+  }
+
+  /** The call side of serving the leased client. */
+  #clientServer(keeper: LeaseKeeper, adoptOnly: boolean, metrics: ClientMetrics | undefined): ClientServer {
+    const { clock, timers, logger, settings } = this.#deps;
+    return new ClientServer({
       tasks: this.#deps.tasks,
       providers: this.#deps.providers,
       ...(this.#deps.callLinks ? { callLinks: this.#deps.callLinks } : {}),
@@ -278,60 +319,53 @@ export class Broker {
       adoptOnly,
       ...(metrics ? { metrics } : {}),
     });
-    this.#server = server;
-    logger.info('serving client', { clientId: server.clientId, token: keeper.lease?.token, adoptOnly });
-    const drainCheck = this.#watchForDrain();
-    let graceTimer: TimerHandle | undefined;
-    try {
-      const messages = adoptOnly ? [] : await this.#messageServers(keeper, metrics);
-      this.#messages = messages;
-      // A stop that came while the client was read.
-      if (this.#stopReason) for (const m of messages) m.stop();
-      const served = Promise.all([server.serve(), ...messages.map((m) => m.serve())]).then(
-        ([calls, ...sent]) => sent.reduce(bothEnded, calls!),
-      );
-      const end = await Promise.race([
-        served,
-        new Promise<'grace-over'>((resolve) => {
-          const armGrace = () => {
-            graceTimer = timers.setTimeout(() => resolve('grace-over'), settings.stopGraceMs);
-          };
-          if (this.#stopReason === 'sigterm') armGrace();
-          else this.#onSigterm = armGrace;
-        }),
-      ]);
-      if (end === 'grace-over') {
-        logger.warn('stop grace over with calls in flight; the next holder adopts them', {
-          clientId: server.clientId,
-          inFlight: server.inFlight,
-        });
-      } else if (end.kind === 'no-work' && adoptOnly) {
-        this.#adoptedNotBefore.set(server.clientId, clock.now() + settings.noWorkBackoffMs);
-      } else if (end.kind === 'no-work') {
-        const next = end.nextReadyAt ?? clock.now() + settings.noWorkBackoffMs;
-        this.#notBefore.set(server.clientId, { until: next, releasedAt: clock.now() });
-      }
-      logger.info('client served', {
+  }
+
+  /** Serves calls and messages side by side; ends as both have (see {@link bothEnded}). */
+  #servedWith(server: ClientServer, messages: readonly SendingServer[]): Promise<ServeEnd> {
+    this.#messages = messages;
+    // A stop that came while the client was read.
+    if (this.#stopReason) for (const m of messages) m.stop();
+    return Promise.all([server.serve(), ...messages.map((m) => m.serve())]).then(([calls, ...sent]) =>
+      sent.reduce(bothEnded, calls!),
+    );
+  }
+
+  /** The stop grace: over `stopGraceMs` after SIGTERM (now, when it already came). */
+  #stopGrace(): StopGrace {
+    const { timers, settings } = this.#deps;
+    let timer: TimerHandle | undefined;
+    const over = new Promise<'grace-over'>((resolve) => {
+      const armGrace = () => {
+        timer = timers.setTimeout(() => resolve('grace-over'), settings.stopGraceMs);
+      };
+      if (this.#stopReason === 'sigterm') armGrace();
+      else this.#onSigterm = armGrace;
+    });
+    const clear = () => {
+      if (timer !== undefined) timers.clearTimeout(timer);
+    };
+    return { over, clear };
+  }
+
+  /** Logs how serving the client ended and, when it had no work, when to take it again. */
+  #noteEnd(server: ClientServer, end: ServeEnd | 'grace-over', adoptOnly: boolean): void {
+    const { clock, logger, settings } = this.#deps;
+    if (end === 'grace-over') {
+      logger.warn('stop grace over with calls in flight; the next holder adopts them', {
         clientId: server.clientId,
-        end: end === 'grace-over' ? end : end.kind,
+        inFlight: server.inFlight,
       });
-    } catch (error) {
-      // E.g. settings the pacer refuses: do not take this client again at every idle turn.
-      const until = clock.now() + settings.noWorkBackoffMs;
-      if (adoptOnly) this.#adoptedNotBefore.set(server.clientId, until);
-      else this.#notBefore.set(server.clientId, { until, releasedAt: Number.POSITIVE_INFINITY });
-      throw error;
-    } finally {
-      this.#onSigterm = undefined;
-      if (graceTimer !== undefined) timers.clearTimeout(graceTimer);
-      drainCheck();
-      this.#server = undefined;
-      this.#messages = [];
-      this.#sendingNow.clear();
-      await keeper.release();
-      stopCountingLosses();
-      this.#deps.metrics?.released(keeper.clientId);
+    } else if (end.kind === 'no-work' && adoptOnly) {
+      this.#adoptedNotBefore.set(server.clientId, clock.now() + settings.noWorkBackoffMs);
+    } else if (end.kind === 'no-work') {
+      const next = end.nextReadyAt ?? clock.now() + settings.noWorkBackoffMs;
+      this.#notBefore.set(server.clientId, { until: next, releasedAt: clock.now() });
     }
+    logger.info('client served', {
+      clientId: server.clientId,
+      end: end === 'grace-over' ? end : end.kind,
+    });
   }
 
   /**

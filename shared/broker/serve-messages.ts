@@ -21,7 +21,11 @@
  */
 
 import { MessageCheck } from '#shared/campaign/message-check.ts';
-import { type PipelineTotals, runMessagePipeline } from '#shared/campaign/pipeline.ts';
+import {
+  type MessagePipelineOptions,
+  type PipelineTotals,
+  runMessagePipeline,
+} from '#shared/campaign/pipeline.ts';
 import type {
   BatchLedger,
   JobProgress,
@@ -66,6 +70,9 @@ export interface MessageTaskStore {
    */
   refuseJob?(clientId: string, jobId: string, reason: string): Promise<boolean>;
 }
+
+/** One lease's session of the store (see {@link MessageTaskStore.session}). */
+type MessageSession = ReturnType<MessageTaskStore['session']>;
 
 export interface MessageServeSettings {
   /** The channel's push requests per second (LINE: 2,000/s). */
@@ -312,8 +319,29 @@ export class MessageServer {
 
   /** One pipeline run over a fresh session; resolves once every claimed task is written. */
   async #round(channelId: string, channelSend: SendPort): Promise<PipelineTotals> {
-    const { store, keeper, clock, timers, logger, settings } = this.#deps;
-    const session = store.session(
+    const session = this.#openSession();
+    const abort = new AbortController();
+    this.#current = abort;
+    this.#sessionJobs = () => session.jobs();
+    const stopWatch = this.#watchJobs(session.jobs, abort);
+    const options = this.#pipelineOptions(session, channelId, channelSend, abort.signal);
+    this.#deps.onActiveChange?.(1);
+    try {
+      const totals = await runMessagePipeline(options);
+      if (session.fenced()) this.#lost = true;
+      if (totals.claimed > 0) this.#logRound(totals);
+      return totals;
+    } finally {
+      stopWatch();
+      this.#current = undefined;
+      this.#deps.onActiveChange?.(0);
+    }
+  }
+
+  /** A session under the held lease, over the LINE jobs that may send now and the quota admits. */
+  #openSession(): MessageSession {
+    const { store, keeper } = this.#deps;
+    return store.session(
       {
         clientId: this.clientId,
         owner: keeper.owner,
@@ -321,62 +349,63 @@ export class MessageServer {
       },
       (job) => job.channel === 'line' && this.#maySend(job) && (this.#quota?.admits(job) ?? true),
     );
-    const abort = new AbortController();
-    this.#current = abort;
-    this.#sessionJobs = () => session.jobs();
-    const stopWatch = this.#watchJobs(session.jobs, abort);
+  }
+
+  /** The round's pipeline: the session's tasks, sent through the channel at the settings' rates. */
+  #pipelineOptions(
+    session: MessageSession,
+    channelId: string,
+    channelSend: SendPort,
+    signal: AbortSignal,
+  ): MessagePipelineOptions {
+    const { clock, timers, logger, settings } = this.#deps;
     const quota = this.#quota;
-    const send = quota ? quota.counting(channelSend) : channelSend;
     const check = this.#checkFor(channelSend);
+    const observe = this.#observer(channelId);
+    return {
+      source: session.source,
+      report: session.report,
+      batches: session.batches,
+      send: quota ? quota.counting(channelSend) : channelSend,
+      rate: {
+        perSecond: settings.messageRatePerSecond,
+        multicastPerSecond: settings.multicastRatePerSecond,
+      },
+      concurrency: settings.messageConcurrency,
+      queueCapacity: settings.messageQueueCapacity,
+      clock,
+      timers,
+      signal,
+      log: logger,
+      ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
+      ...(observe ? { observe } : {}),
+      ...(check ? { check } : {}),
+      monthlyLimit: this.#client.current.allowPartialDelivery === true ? 'fail-tasks' : 'stop',
+    };
+  }
+
+  /** What each send tells the quota guard and the metrics; undefined when neither listens. */
+  #observer(channelId: string): ((o: SendObservation) => void) | undefined {
+    const quota = this.#quota;
     const metrics = this.#deps.metrics;
-    const observe =
-      quota || metrics
-        ? (o: SendObservation) => {
-            quota?.observe(o);
-            metrics?.sent(channelId, o);
-          }
-        : undefined;
-    this.#deps.onActiveChange?.(1);
-    try {
-      const totals = await runMessagePipeline({
-        source: session.source,
-        report: session.report,
-        batches: session.batches,
-        send,
-        rate: {
-          perSecond: settings.messageRatePerSecond,
-          multicastPerSecond: settings.multicastRatePerSecond,
-        },
-        concurrency: settings.messageConcurrency,
-        queueCapacity: settings.messageQueueCapacity,
-        clock,
-        timers,
-        signal: abort.signal,
-        log: logger,
-        ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
-        ...(observe ? { observe } : {}),
-        ...(check ? { check } : {}),
-        monthlyLimit: this.#client.current.allowPartialDelivery === true ? 'fail-tasks' : 'stop',
-      });
-      if (session.fenced()) this.#lost = true;
-      if (totals.claimed > 0) {
-        logger.info('message round done', {
-          clientId: this.clientId,
-          claimed: totals.claimed,
-          delivered: totals.delivered,
-          failed: totals.failed,
-          skipped: totals.skipped,
-          released: totals.released,
-          requests: totals.requests,
-          stoppedBy: totals.stoppedBy,
-        });
-      }
-      return totals;
-    } finally {
-      stopWatch();
-      this.#current = undefined;
-      this.#deps.onActiveChange?.(0);
-    }
+    if (!quota && !metrics) return undefined;
+    return (o) => {
+      quota?.observe(o);
+      metrics?.sent(channelId, o);
+    };
+  }
+
+  #logRound(totals: PipelineTotals): void {
+    this.#deps.logger.info('message round done', {
+      clientId: this.clientId,
+      claimed: totals.claimed,
+      delivered: totals.delivered,
+      failed: totals.failed,
+      skipped: totals.skipped,
+      released: totals.released,
+      requests: totals.requests,
+      stoppedBy: totals.stoppedBy,
+    });
   }
 
   /**
