@@ -28,7 +28,7 @@ import { Worker } from 'node:worker_threads';
 import { assertJava17, LOCAL_CREDENTIALS, startLocalCloud } from '#local/cloud.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
-import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
+import { type HttpSend, PooledHttpSend } from '#shared/campaign/http-send.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { BrokerContenderRequest, BrokerContenderResult } from './lib/message-broker-contender.ts';
 import type { ContenderRequest, WarmedUp } from './lib/message-contender.ts';
@@ -614,7 +614,7 @@ async function printTransport(n: number): Promise<void> {
     };
     const transports = {
       'node:http (before)': makeNodeHttpSend(options),
-      'undici Pool (now)': makeHttpSend(options),
+      'undici Pool (now)': new PooledHttpSend(options),
     };
     const perRequest = async (port: HttpSend, count: number) => {
       let next = 0;

@@ -26,7 +26,7 @@ const LINE_REQUEST_TIMEOUT_MS = 10_000;
 
 export interface LineChannelSendersDeps {
   readonly channels: OwnChannels;
-  /** The send transport of one channel (`makeHttpSend`; the bench passes its baseline). */
+  /** The send transport of one channel (`PooledHttpSend`; the bench passes its baseline). */
   readonly makeSend: (options: HttpSendOptions) => HttpSend;
   readonly lineApiUrl: string;
   /** Sockets kept open per channel: the message senders' concurrency. */

@@ -18,7 +18,7 @@ import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts'
 import { Broker, type BrokerDeps, type StopReason } from '#shared/broker/broker.ts';
 import { JobSeriesRecorder, JobSeriesSampler } from '#shared/broker/job-series.ts';
 import { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
-import { type HttpSend, type HttpSendOptions, makeHttpSend } from '#shared/campaign/http-send.ts';
+import { type HttpSend, type HttpSendOptions, PooledHttpSend } from '#shared/campaign/http-send.ts';
 import { clockFromEnv } from '#shared/config.ts';
 import type { Logger } from '#shared/log.ts';
 import { type Clock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
@@ -68,7 +68,7 @@ interface ProcessPorts {
 export async function startBrokerProcess(
   config: BrokerConfig,
   deps: Partial<ProcessPorts> & {
-    /** The LINE transport (default {@link makeHttpSend}); the bench passes its baseline. */
+    /** The LINE transport (default {@link PooledHttpSend}); the bench passes its baseline. */
     makeSend?: (options: HttpSendOptions) => HttpSend;
     /** The SES client of email jobs (default one from the environment, no retries: `makeSesClient`). */
     ses?: SESv2Client;
@@ -89,7 +89,12 @@ export async function startBrokerProcess(
   });
   const figures = new BrokerFigures(jobSeries(config, ports), ports.logger);
   const messages = config.channelsTable
-    ? messageSide(config, config.channelsTable, ports, deps.makeSend ?? makeHttpSend)
+    ? messageSide(
+        config,
+        config.channelsTable,
+        ports,
+        deps.makeSend ?? ((options) => new PooledHttpSend(options)),
+      )
     : undefined;
   const email = messages ? emailSide(config, ports, deps.ses) : undefined;
   broker = new Broker({

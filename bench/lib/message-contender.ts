@@ -16,7 +16,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { makeHttpSend } from '#shared/campaign/http-send.ts';
+import { PooledHttpSend } from '#shared/campaign/http-send.ts';
 import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask, ReportSink, SendPort, TaskSource } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
@@ -69,7 +69,7 @@ const gc = (globalThis as { gc?: () => void }).gc;
 if (request.liveHeapEvery !== undefined && !gc) throw new Error('liveHeapEvery needs node --expose-gc');
 
 // One transport for warm-up and job: a broker keeps its connections between jobs.
-const http = makeHttpSend({
+const http = new PooledHttpSend({
   channelAccessToken: request.accessToken,
   baseUrl: request.url,
   clock: preciseClock,

@@ -51,42 +51,75 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 /**
  * A keep-alive send port for push and multicast (never reply: it has no retry key to resend with),
  * with the channel's validation endpoints as its `validate`.
+ *
+ * @example
+ * const http = new PooledHttpSend({ channelAccessToken, clock });
+ * const outcome = await http.send(prepared);
+ * http.close();
  */
-export function makeHttpSend(options: HttpSendOptions): HttpSend {
-  const base = new URL((options.baseUrl ?? DEFAULT_LINE_API_URL).replace(/\/+$/, ''));
+export class PooledHttpSend implements HttpSend {
+  readonly send: SendPort;
+  readonly #origin: string;
+  readonly #prefix: string;
+  readonly #connections: number;
+  readonly #timeoutMs: number;
+  readonly #authorization: string;
+  readonly #clock: Clock;
   // Made at the first send after each close: a send still made with this port after `close()`
   // (a round that took its sender before a channel change) opens a new pool, as an agent would
   // open new sockets, instead of failing as "maybe delivered".
-  let pool: Pool | undefined;
-  const poolNow = () => {
-    pool ??= new Pool(base.origin, {
-      connections: options.maxSockets ?? 128,
+  #pool: Pool | undefined;
+
+  constructor(options: HttpSendOptions) {
+    const base = new URL((options.baseUrl ?? DEFAULT_LINE_API_URL).replace(/\/+$/, ''));
+    this.#origin = base.origin;
+    this.#prefix = base.pathname === '/' ? '' : base.pathname;
+    this.#connections = options.maxSockets ?? 128;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#authorization = `Bearer ${options.channelAccessToken}`;
+    this.#clock = options.clock;
+    const validate: ValidatePort = (endpoint, messages) => this.#validate(endpoint, messages);
+    this.send = Object.assign((prepared: PreparedSend) => this.#send(prepared), { validate });
+  }
+
+  /** Closes the pooled connections: requests in flight and queued finish on the old pool first. */
+  close(): void {
+    const closing = this.#pool;
+    this.#pool = undefined;
+    void closing?.close().catch(() => {});
+  }
+
+  #poolNow(): Pool {
+    this.#pool ??= new Pool(this.#origin, {
+      connections: this.#connections,
       pipelining: 1,
       keepAliveTimeout: 30_000,
     });
-    return pool;
-  };
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const authorization = `Bearer ${options.channelAccessToken}`;
-  const prefix = base.pathname === '/' ? '' : base.pathname;
+    return this.#pool;
+  }
 
-  async function send(prepared: PreparedSend): Promise<SendOutcome> {
+  /** POSTs `body` to `path` under the base URL, within the timeouts. */
+  #post(path: string, headers: Record<string, string>, body: string) {
+    return this.#poolNow().request({
+      path: `${this.#prefix}${path}`,
+      method: 'POST',
+      headers: { authorization: this.#authorization, 'content-type': 'application/json', ...headers },
+      body,
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs,
+    });
+  }
+
+  async #send(prepared: PreparedSend): Promise<SendOutcome> {
     if (prepared.endpoint === 'reply' || prepared.retryKey === undefined) {
       throw new InvalidSendRequestError('the message pipeline sends push and multicast with a retry key');
     }
     try {
-      const answer = await poolNow().request({
-        path: `${prefix}${ENDPOINT_PATHS[prepared.endpoint]}`,
-        method: 'POST',
-        headers: {
-          authorization,
-          'content-type': 'application/json',
-          'x-line-retry-key': prepared.retryKey,
-        },
-        body: prepared.body,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
+      const answer = await this.#post(
+        ENDPOINT_PATHS[prepared.endpoint],
+        { 'x-line-retry-key': prepared.retryKey },
+        prepared.body,
+      );
       const text = await answer.body.text();
       // undici gives the headers lower-cased, as the classifier asks for them (no `Headers` a send).
       const headers = {
@@ -95,41 +128,24 @@ export function makeHttpSend(options: HttpSendOptions): HttpSend {
           return typeof value === 'string' ? value : null;
         },
       };
-      return classifyResponse(answer.statusCode, headers, text, options.clock.now());
+      return classifyResponse(answer.statusCode, headers, text, this.#clock.now());
     } catch (error) {
       return failure(error as Error & { code?: string });
     }
   }
 
   /** LINE's validation endpoint for `endpoint`: its verdict, `unknown` when it gave none. */
-  async function validate(
+  async #validate(
     endpoint: 'push' | 'multicast',
     messages: readonly OutgoingMessage[],
   ): Promise<MessageVerdict> {
     try {
-      const answer = await poolNow().request({
-        path: `${prefix}${VALIDATION_PATHS[endpoint]}`,
-        method: 'POST',
-        headers: { authorization, 'content-type': 'application/json' },
-        body: JSON.stringify({ messages }),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
+      const answer = await this.#post(VALIDATION_PATHS[endpoint], {}, JSON.stringify({ messages }));
       return validationVerdict(answer.statusCode, await answer.body.text());
     } catch (error) {
       return { kind: 'unknown', message: (error as Error).message };
     }
   }
-
-  return {
-    send: Object.assign(send, { validate: validate satisfies ValidatePort }),
-    // Requests in flight and queued finish on the old pool; its connections close after them.
-    close: () => {
-      const closing = pool;
-      pool = undefined;
-      void closing?.close().catch(() => {});
-    },
-  };
 }
 
 /** undici's errors carry `code` on the error itself; the client's classifier reads it on `cause`. */

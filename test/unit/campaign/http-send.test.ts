@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
+import { type HttpSend, PooledHttpSend } from '#shared/campaign/http-send.ts';
 import type { PreparedSend } from '#shared/line/messaging-client.ts';
 
 const PUSH: PreparedSend = {
@@ -28,7 +28,12 @@ async function server(handler: http.RequestListener): Promise<string> {
 }
 
 function sender(baseUrl: string, timeoutMs = 2_000): HttpSend {
-  const send = makeHttpSend({ channelAccessToken: 'token', baseUrl, timeoutMs, clock: { now: () => 0 } });
+  const send = new PooledHttpSend({
+    channelAccessToken: 'token',
+    baseUrl,
+    timeoutMs,
+    clock: { now: () => 0 },
+  });
   open.push({ close: () => send.close() });
   return send;
 }

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
-import { type HttpSend, makeHttpSend } from '#shared/campaign/http-send.ts';
+import { type HttpSend, PooledHttpSend } from '#shared/campaign/http-send.ts';
 import { type MessagePipelineOptions, runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { BatchLedger, ClaimedTask, JobProgress } from '#shared/campaign/ports.ts';
 import { UNFINISHED_REASON } from '#shared/campaign/unit-sender.ts';
@@ -17,7 +17,7 @@ let send: (prepared: PreparedSend) => Promise<SendOutcome>;
 beforeAll(async () => {
   sandbox = await startLineSandbox({ channels: [CHANNEL] });
   sandbox.setRateLimit(Number.POSITIVE_INFINITY);
-  http = makeHttpSend({
+  http = new PooledHttpSend({
     channelAccessToken: CHANNEL.accessToken,
     baseUrl: sandbox.url,
     clock: systemClock,
