@@ -60,7 +60,7 @@ import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { systemClock, systemTimers } from '#shared/pacing/clock.ts';
 import { routes } from '#shared/routes.ts';
-import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
+import { HttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import { oneProvider, type TelephonyProvider } from '#shared/telephony/port.ts';
 import { TWILIO_STATUS_PATH } from '#shared/telephony/twilio.ts';
 import { startBrokerHttpServer } from '#worker/http.ts';
@@ -389,7 +389,7 @@ async function startFarSides(scenario: PacingScenario): Promise<FarSides> {
         overrides: Object.fromEntries(scenario.calls.map((c) => [c.to, c.script])),
       })
     : undefined;
-  const provider = makeHttpTelephonyProvider({
+  const provider = new HttpTelephonyProvider({
     baseUrl: sandbox.url,
     apiToken: sandbox.apiToken,
     clock: systemClock,

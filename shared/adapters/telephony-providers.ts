@@ -8,7 +8,7 @@ import type { ConnectClient } from '@aws-sdk/client-connect';
 import type { CallLinkStore } from '#shared/broker/ports.ts';
 import { oncePerKey, VersionedCache } from '#shared/caches.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
-import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
+import { HttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import type { TelephonyProvider, TelephonyProviders } from '#shared/telephony/port.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
 import { TWILIO_API_URL } from '#shared/telephony/twilio.ts';
@@ -46,7 +46,7 @@ export function makeTelephonyProviders(config: TelephonyProvidersConfig): Teleph
   // By client, at its settings; a provider holds no sockets of its own, so an evicted one needs no close.
   const byClient = new VersionedCache<TelephonyProvider>({ maxEntries: MAX_CLIENT_PROVIDERS });
   const connectClient = oncePerKey((region: string | undefined) => config.connect(region));
-  const fallback = makeHttpTelephonyProvider({ ...config.http, clock: config.clock });
+  const fallback = new HttpTelephonyProvider({ ...config.http, clock: config.clock });
 
   function build(clientId: string, settings: TelephonySettings): TelephonyProvider {
     switch (settings.provider) {
@@ -66,7 +66,7 @@ export function makeTelephonyProviders(config: TelephonyProvidersConfig): Teleph
           clock: config.clock,
         });
       case 'http':
-        return makeHttpTelephonyProvider({
+        return new HttpTelephonyProvider({
           baseUrl: settings.baseUrl,
           // The client's own token when it stored one, the deployment's otherwise.
           apiToken: async () => (await config.clientSecret(clientId)) ?? config.http.apiToken,

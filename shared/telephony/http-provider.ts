@@ -51,18 +51,67 @@ interface Answer {
   readonly body: unknown;
 }
 
-/** Makes a {@link TelephonyProvider} that talks to `baseUrl` over HTTP. */
-export function makeHttpTelephonyProvider(options: HttpTelephonyProviderOptions): TelephonyProvider {
-  const base = options.baseUrl.replace(/\/+$/, '');
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const doFetch = options.fetch ?? globalThis.fetch;
-  const token = options.apiToken;
-  const authorization = async () => `Bearer ${typeof token === 'string' ? token : await token()}`;
+/**
+ * A {@link TelephonyProvider} that talks to `baseUrl` over HTTP.
+ *
+ * @example
+ * const provider = new HttpTelephonyProvider({ baseUrl, apiToken, clock });
+ * const outcome = await provider.initiate(request, idempotencyKey);
+ */
+export class HttpTelephonyProvider implements TelephonyProvider {
+  readonly #base: string;
+  readonly #timeoutMs: number;
+  readonly #fetch: typeof fetch;
+  readonly #token: HttpTelephonyProviderOptions['apiToken'];
+  readonly #clock: { now(): number };
+
+  constructor(options: HttpTelephonyProviderOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, '');
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#token = options.apiToken;
+    this.#clock = options.clock;
+  }
+
+  async initiate(request: CallRequest, idempotencyKey: string): Promise<InitiateOutcome> {
+    const answer = await this.#send(`${this.#base}/calls`, {
+      method: 'POST',
+      headers: {
+        authorization: await this.#authorization(),
+        'content-type': 'application/json',
+        'idempotency-key': idempotencyKey,
+      },
+      body: serialiseCallRequest(request),
+    });
+    if (typeof answer === 'string') return { kind: 'retryable', reason: answer };
+    return initiateOutcome(answer, this.#clock);
+  }
+
+  async getCall(callId: string): Promise<CallSnapshot | undefined> {
+    const answer = await this.#send(`${this.#base}/calls/${encodeURIComponent(callId)}`, {
+      method: 'GET',
+      headers: { authorization: await this.#authorization() },
+    });
+    if (typeof answer === 'string') throw new TelephonyUnavailableError(answer);
+    const { status } = answer;
+    if (status === 200) return parseCallSnapshot(answer.body);
+    if (status === 404) return undefined;
+    const { code, message } = errorOf(answer);
+    if (status === 429 || isRetryableStatus(status)) {
+      throw new TelephonyUnavailableError(`HTTP ${status} ${code}: ${message}`);
+    }
+    throw new TelephonyRequestError(status, code, message);
+  }
+
+  async #authorization(): Promise<string> {
+    const token = this.#token;
+    return `Bearer ${typeof token === 'string' ? token : await token()}`;
+  }
 
   /** One request; a transport failure comes back as a string saying why. */
-  async function send(url: string, init: RequestInit): Promise<Answer | string> {
+  async #send(url: string, init: RequestInit): Promise<Answer | string> {
     try {
-      const response = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+      const response = await this.#fetch(url, { ...init, signal: AbortSignal.timeout(this.#timeoutMs) });
       // Reading the whole body frees the connection for reuse, even when we ignore it.
       const text = await response.text();
       let body: unknown;
@@ -73,58 +122,31 @@ export function makeHttpTelephonyProvider(options: HttpTelephonyProviderOptions)
       }
       return { status: response.status, headers: response.headers, body };
     } catch (error) {
-      return transportFailure(error, timeoutMs);
+      return transportFailure(error, this.#timeoutMs);
     }
   }
+}
 
-  return {
-    async initiate(request, idempotencyKey): Promise<InitiateOutcome> {
-      const answer = await send(`${base}/calls`, {
-        method: 'POST',
-        headers: {
-          authorization: await authorization(),
-          'content-type': 'application/json',
-          'idempotency-key': idempotencyKey,
-        },
-        body: serialiseCallRequest(request),
-      });
-      if (typeof answer === 'string') return { kind: 'retryable', reason: answer };
-      const { status, body } = answer;
-      if (status === 200 || status === 201) {
-        const callId = (body as { callId?: unknown } | undefined)?.callId;
-        // A success we cannot read is as ambiguous as a timeout: the retry (same key) returns the call.
-        if (typeof callId !== 'string' || callId === '') {
-          return { kind: 'retryable', reason: `HTTP ${status} without a callId` };
-        }
-        return { kind: 'accepted', callId, duplicate: status === 200 };
-      }
-      if (status === 429) {
-        return { kind: 'rate-limited', retryAfterMs: retryAfterMs(answer.headers, options.clock) };
-      }
-      if (isRetryableStatus(status)) {
-        const { code } = errorOf(answer);
-        return { kind: 'retryable', reason: `HTTP ${status} ${code}` };
-      }
-      const { code, message } = errorOf(answer);
-      return { kind: 'rejected', status, code, message };
-    },
-
-    async getCall(callId): Promise<CallSnapshot | undefined> {
-      const answer = await send(`${base}/calls/${encodeURIComponent(callId)}`, {
-        method: 'GET',
-        headers: { authorization: await authorization() },
-      });
-      if (typeof answer === 'string') throw new TelephonyUnavailableError(answer);
-      const { status } = answer;
-      if (status === 200) return parseCallSnapshot(answer.body);
-      if (status === 404) return undefined;
-      const { code, message } = errorOf(answer);
-      if (status === 429 || isRetryableStatus(status)) {
-        throw new TelephonyUnavailableError(`HTTP ${status} ${code}: ${message}`);
-      }
-      throw new TelephonyRequestError(status, code, message);
-    },
-  };
+/** What the provider's answer to a call request means. */
+function initiateOutcome(answer: Answer, clock: { now(): number }): InitiateOutcome {
+  const { status, body } = answer;
+  if (status === 200 || status === 201) {
+    const callId = (body as { callId?: unknown } | undefined)?.callId;
+    // A success we cannot read is as ambiguous as a timeout: the retry (same key) returns the call.
+    if (typeof callId !== 'string' || callId === '') {
+      return { kind: 'retryable', reason: `HTTP ${status} without a callId` };
+    }
+    return { kind: 'accepted', callId, duplicate: status === 200 };
+  }
+  if (status === 429) {
+    return { kind: 'rate-limited', retryAfterMs: retryAfterMs(answer.headers, clock) };
+  }
+  if (isRetryableStatus(status)) {
+    const { code } = errorOf(answer);
+    return { kind: 'retryable', reason: `HTTP ${status} ${code}` };
+  }
+  const { code, message } = errorOf(answer);
+  return { kind: 'rejected', status, code, message };
 }
 
 /** 5xx, and the 4xx that mean "not now" rather than "never": request timeout, key in use. */

@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTelephonySandbox, type TelephonySandbox } from '#local/telephony-sandbox.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
-import { makeHttpTelephonyProvider, serialiseCallRequest } from '#shared/telephony/http-provider.ts';
+import { HttpTelephonyProvider, serialiseCallRequest } from '#shared/telephony/http-provider.ts';
 import type { CallRequest, TelephonyProvider } from '#shared/telephony/port.ts';
 import { TelephonyRequestError, TelephonyUnavailableError } from '#shared/telephony/port.ts';
 import { type CallbackReceiver, startCallbackReceiver } from './callback-receiver.ts';
@@ -35,7 +35,7 @@ beforeAll(async () => {
     outcomes: { answered: 1, busy: 0, noAnswer: 0, failed: 0 },
     ringSeconds: 3_600,
   });
-  provider = makeHttpTelephonyProvider({
+  provider = new HttpTelephonyProvider({
     baseUrl: sandbox.url,
     apiToken: sandbox.apiToken,
     clock,
@@ -117,7 +117,7 @@ describe('HTTP telephony provider against the sandbox', () => {
   });
 
   it('reports no answer in time as retryable; the retry finds the call', async () => {
-    const impatient = makeHttpTelephonyProvider({
+    const impatient = new HttpTelephonyProvider({
       baseUrl: sandbox.url,
       apiToken: sandbox.apiToken,
       clock,
@@ -142,7 +142,7 @@ describe('HTTP telephony provider against the sandbox', () => {
 
   it('reports a refused connection as retryable', async () => {
     const port = await closedPort();
-    const nowhere = makeHttpTelephonyProvider({ baseUrl: `http://127.0.0.1:${port}`, apiToken: 'x', clock });
+    const nowhere = new HttpTelephonyProvider({ baseUrl: `http://127.0.0.1:${port}`, apiToken: 'x', clock });
     const outcome = await nowhere.initiate(request(), attemptKey('job-1', 'task-1', 1));
     expect(outcome).toMatchObject({ kind: 'retryable', reason: expect.stringContaining('ECONNREFUSED') });
     await expect(nowhere.getCall('CA1')).rejects.toThrow(TelephonyUnavailableError);
@@ -156,7 +156,7 @@ describe('HTTP telephony provider against the sandbox', () => {
       code: 'invalid_request',
       message: 'to must be an E.164 number',
     });
-    const stranger = makeHttpTelephonyProvider({ baseUrl: sandbox.url, apiToken: 'wrong', clock });
+    const stranger = new HttpTelephonyProvider({ baseUrl: sandbox.url, apiToken: 'wrong', clock });
     expect(await stranger.initiate(request(), key)).toMatchObject({ kind: 'rejected', status: 401 });
     await expect(stranger.getCall('CA1')).rejects.toThrow(TelephonyRequestError);
     expect(sandbox.rings()).toHaveLength(0);

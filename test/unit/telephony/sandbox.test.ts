@@ -7,7 +7,7 @@ import {
   type TelephonySandboxOptions,
 } from '#local/telephony-sandbox.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
-import { makeHttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
+import { HttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import type {
   CallRequest,
   CallSnapshot,
@@ -36,7 +36,7 @@ afterEach(async () => {
 
 async function start(options: Partial<TelephonySandboxOptions> = {}): Promise<TelephonySandbox> {
   sandbox = await startTelephonySandbox({ callbackSecret: secret, time, ringSeconds: 5, ...options });
-  provider = makeHttpTelephonyProvider({ baseUrl: sandbox.url, apiToken: sandbox.apiToken, clock: time });
+  provider = new HttpTelephonyProvider({ baseUrl: sandbox.url, apiToken: sandbox.apiToken, clock: time });
   return sandbox;
 }
 
