@@ -15,7 +15,7 @@ import { OwnChannels } from '#shared/broker/own-channel.ts';
 import type { HttpSend, HttpSendOptions } from '#shared/campaign/http-send.ts';
 import type { SendPort } from '#shared/campaign/ports.ts';
 import { ChannelClients } from '#shared/channels/clients.ts';
-import { type MessageQuota, makeMessagingClient } from '#shared/line/messaging-client.ts';
+import { type MessageQuota, MessagingApiClient } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { suppressionReasons } from '#shared/suppressions/model.ts';
@@ -65,7 +65,7 @@ export class LineChannelSenders {
   /** The channel's monthly quota, read through the Messaging API (refused as {@link sendFor} is). */
   async readQuota(channelId: string, clientId: string): Promise<MessageQuota> {
     const channel = await this.#deps.channels.of(clientId, channelId);
-    return makeMessagingClient({
+    return new MessagingApiClient({
       channelAccessToken: channel.accessToken,
       baseUrl: this.#deps.lineApiUrl,
       timeoutMs: LINE_REQUEST_TIMEOUT_MS,

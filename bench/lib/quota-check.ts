@@ -14,7 +14,7 @@ import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { Job } from '#shared/jobs/model.ts';
-import { makeMessagingClient } from '#shared/line/messaging-client.ts';
+import { MessagingApiClient } from '#shared/line/messaging-client.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import { silentLogger } from '#shared/log.ts';
 
@@ -65,7 +65,7 @@ export async function measurePacedRates(
   const channel = { channelId: 'bench-quota', accessToken: `bench-${Math.random()}` };
   const sandbox = await startLineSandbox({ channels: [channel] });
   try {
-    const client = makeMessagingClient({ channelAccessToken: channel.accessToken, baseUrl: sandbox.url });
+    const client = new MessagingApiClient({ channelAccessToken: channel.accessToken, baseUrl: sandbox.url });
     const started = Date.now();
     await runMessagePipeline({
       source: mixedSource(`01BENCH${Math.random().toString(36).slice(2, 10)}`, started + seconds * 1000, mix),
@@ -106,7 +106,7 @@ export async function measureQuotaCheck(calls = 2_000_000, reads = 50): Promise<
   const channel = { channelId: 'bench-quota', accessToken: `bench-${Math.random()}` };
   const sandbox = await startLineSandbox({ channels: [channel], monthlyQuota: 10_000_000 });
   try {
-    const client = makeMessagingClient({ channelAccessToken: channel.accessToken, baseUrl: sandbox.url });
+    const client = new MessagingApiClient({ channelAccessToken: channel.accessToken, baseUrl: sandbox.url });
     const guard = new QuotaGuard({
       clientId: 'bench',
       channelId: channel.channelId,

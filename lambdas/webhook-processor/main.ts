@@ -11,8 +11,8 @@ import { ChannelClients } from '#shared/channels/clients.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import {
   DEFAULT_LINE_API_URL,
+  MessagingApiClient,
   type MessagingClient,
-  makeMessagingClient,
 } from '#shared/line/messaging-client.ts';
 import { makeProcessWebhookEvent } from '#shared/webhooks/process.ts';
 import { makeProcessorHandler } from './handler.ts';
@@ -35,7 +35,7 @@ const MESSAGING_TIMEOUT_MS = 5_000;
 // One client per channel (and access token), kept while the container lives: keep-alive pays off.
 const clients = new ChannelClients<MessagingClient>({
   create: (channel) =>
-    makeMessagingClient({
+    new MessagingApiClient({
       channelAccessToken: channel.accessToken,
       baseUrl: lineApiUrl,
       timeoutMs: MESSAGING_TIMEOUT_MS,

@@ -2,7 +2,7 @@
  * The pipeline's send port over undici's `Pool`: one pool of keep-alive connections sized to the
  * senders, reused request after request. At thousands of requests a second the transport is a
  * good part of a message's CPU: `fetch` (with an `AbortSignal.timeout` per request, as
- * `makeMessagingClient` uses) costs several times more per request and keeps a timer alive per
+ * `MessagingApiClient` uses) costs several times more per request and keeps a timer alive per
  * request for the whole timeout; `node:http` with a keep-alive agent about 75 µs of CPU a request,
  * undici's `Pool.request` about 30 (`docs/cost.md`, "Broker CPU").
  * Answers are classified by the Messaging API client's own rules (`classifyResponse` /

@@ -248,28 +248,70 @@ export function prepareMulticast(
   return { endpoint: 'multicast', body: JSON.stringify({ to, messages, ...bodyOptions(options) }), retryKey };
 }
 
-/** A Messaging API client for one channel. */
-export function makeMessagingClient(options: MessagingClientOptions): MessagingClient {
-  const baseUrl = (options.baseUrl ?? DEFAULT_LINE_API_URL).replace(/\/+$/, '');
-  const defaultTimeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const fetchFn = options.fetch ?? globalThis.fetch;
-  const authorization = `Bearer ${options.channelAccessToken}`;
-  const clock = options.clock ?? { now: () => Date.now() };
+/**
+ * A Messaging API client for one channel over fetch.
+ *
+ * @example
+ * const client = new MessagingApiClient({ channelAccessToken });
+ * const outcome = await client.push(userId, messages, retryKey);
+ */
+export class MessagingApiClient implements MessagingClient {
+  readonly #baseUrl: string;
+  readonly #timeoutMs: number;
+  readonly #fetch: typeof fetch;
+  readonly #authorization: string;
+  readonly #clock: { now(): number };
 
-  async function send(prepared: PreparedSend, sendOptions: SendOptions = {}): Promise<SendOutcome> {
+  constructor(options: MessagingClientOptions) {
+    this.#baseUrl = (options.baseUrl ?? DEFAULT_LINE_API_URL).replace(/\/+$/, '');
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#authorization = `Bearer ${options.channelAccessToken}`;
+    this.#clock = options.clock ?? { now: () => Date.now() };
+  }
+
+  // async, so that a bad argument rejects the promise like every other failure.
+  async reply(
+    replyToken: string,
+    messages: readonly OutgoingMessage[],
+    options: BodyOptions & SendOptions = {},
+  ): Promise<SendOutcome> {
+    return this.send(prepareReply(replyToken, messages, options), options);
+  }
+
+  async push(
+    to: string,
+    messages: readonly OutgoingMessage[],
+    retryKey: string,
+    options: BodyOptions & SendOptions = {},
+  ): Promise<SendOutcome> {
+    return this.send(preparePush(to, messages, retryKey, options), options);
+  }
+
+  async multicast(
+    to: readonly string[],
+    messages: readonly OutgoingMessage[],
+    retryKey: string,
+    options: BodyOptions & SendOptions = {},
+  ): Promise<SendOutcome> {
+    return this.send(prepareMulticast(to, messages, retryKey, options), options);
+  }
+
+  /** Bound: it is handed out on its own, as a pipeline's send port. */
+  readonly send = async (prepared: PreparedSend, options: SendOptions = {}): Promise<SendOutcome> => {
     if (prepared.endpoint === 'reply' && prepared.retryKey !== undefined) {
       throw new InvalidSendRequestError('a reply takes no retry key (LINE answers 400)');
     }
     if (prepared.endpoint !== 'reply') assertRetryKey(prepared.retryKey);
     const headers: Record<string, string> = {
-      authorization,
+      authorization: this.#authorization,
       'content-type': 'application/json',
     };
     if (prepared.retryKey !== undefined) headers['x-line-retry-key'] = prepared.retryKey;
-    const signal = AbortSignal.timeout(sendOptions.timeoutMs ?? defaultTimeoutMs);
+    const signal = AbortSignal.timeout(options.timeoutMs ?? this.#timeoutMs);
     let response: Response;
     try {
-      response = await fetchFn(`${baseUrl}${ENDPOINT_PATHS[prepared.endpoint]}`, {
+      response = await this.#fetch(`${this.#baseUrl}${ENDPOINT_PATHS[prepared.endpoint]}`, {
         method: 'POST',
         headers,
         body: prepared.body,
@@ -279,19 +321,21 @@ export function makeMessagingClient(options: MessagingClientOptions): MessagingC
     } catch (error) {
       return classifyFailure(error);
     }
-    let text = '';
-    try {
-      text = await response.text();
-    } catch {
-      // The status is known; a body cut short (timeout, reset) changes nothing about it.
-    }
-    return classifyResponse(response.status, response.headers, text, clock.now());
+    return classifyResponse(response.status, response.headers, await bodyText(response), this.#clock.now());
+  };
+
+  async quota(): Promise<MessageQuota> {
+    const [quota, consumption] = await Promise.all([
+      this.#getJson(QUOTA_PATH),
+      this.#getJson(QUOTA_CONSUMPTION_PATH),
+    ]);
+    return parseMessageQuota(quota, consumption);
   }
 
-  async function getJson(path: string): Promise<unknown> {
-    const response = await fetchFn(`${baseUrl}${path}`, {
-      headers: { authorization },
-      signal: AbortSignal.timeout(defaultTimeoutMs),
+  async #getJson(path: string): Promise<unknown> {
+    const response = await this.#fetch(`${this.#baseUrl}${path}`, {
+      headers: { authorization: this.#authorization },
+      signal: AbortSignal.timeout(this.#timeoutMs),
       redirect: 'manual',
     });
     const text = await response.text();
@@ -302,19 +346,15 @@ export function makeMessagingClient(options: MessagingClientOptions): MessagingC
       throw new QuotaUnreadableError(`${path} answered a body that is not JSON`);
     }
   }
+}
 
-  return {
-    // async, so that a bad argument rejects the promise like every other failure.
-    reply: async (replyToken, messages, opts = {}) => send(prepareReply(replyToken, messages, opts), opts),
-    push: async (to, messages, retryKey, opts = {}) => send(preparePush(to, messages, retryKey, opts), opts),
-    multicast: async (to, messages, retryKey, opts = {}) =>
-      send(prepareMulticast(to, messages, retryKey, opts), opts),
-    send,
-    quota: async () => {
-      const [quota, consumption] = await Promise.all([getJson(QUOTA_PATH), getJson(QUOTA_CONSUMPTION_PATH)]);
-      return parseMessageQuota(quota, consumption);
-    },
-  };
+/** An answer's body, empty when it was cut short: the status is known, a timeout or reset changes nothing about it. */
+async function bodyText(response: Response): Promise<string> {
+  try {
+    return await response.text();
+  } catch {
+    return '';
+  }
 }
 
 /** What the classifier reads of an answer's headers (a `Headers`, or a lighter view of them). */

@@ -21,7 +21,7 @@ import {
   OPTED_OUT_MAYBE_SENT_REASON,
   OPTED_OUT_REASON,
 } from '#shared/jobs/task-lifecycle.ts';
-import { makeMessagingClient, prepareMulticast, preparePush } from '#shared/line/messaging-client.ts';
+import { MessagingApiClient, prepareMulticast, preparePush } from '#shared/line/messaging-client.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { attemptKey, multicastRetryKey } from '#shared/retry-keys.ts';
@@ -409,7 +409,7 @@ describe('a message job served by the broker', () => {
       const retryKey = multicastRetryKey(job.jobId, 1, ids);
       await dead.batches.record({ jobId: job.jobId, attempt: 1, retryKey, taskIds: ids });
       const sorted = [...page].sort((a, b) => (a.taskId < b.taskId ? -1 : 1));
-      const client = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
+      const client = new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
       const sent = await client.send(
         prepareMulticast(
           sorted.map((t) => t.recipient),
@@ -478,7 +478,7 @@ describe('a message job served by the broker', () => {
     const page = await dead.source.nextPage(100);
     expect(page.length).toBeGreaterThanOrEqual(2);
     const [sentOne, heldOne] = page as [ClaimedTask, ClaimedTask];
-    const client = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
+    const client = new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
     const key = attemptKey(job.jobId, sentOne.taskId, sentOne.attempt);
     expect((await client.send(preparePush(sentOne.recipient, [{ type: 'text', text: 'x' }], key))).kind).toBe(
       'delivered',

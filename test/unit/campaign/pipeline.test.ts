@@ -5,7 +5,7 @@ import { type MessagePipelineOptions, runMessagePipeline } from '#shared/campaig
 import type { BatchLedger, ClaimedTask, JobProgress } from '#shared/campaign/ports.ts';
 import { UNFINISHED_REASON } from '#shared/campaign/unit-sender.ts';
 import { newUlid } from '#shared/ids.ts';
-import { makeMessagingClient, type PreparedSend, type SendOutcome } from '#shared/line/messaging-client.ts';
+import { MessagingApiClient, type PreparedSend, type SendOutcome } from '#shared/line/messaging-client.ts';
 import { systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { attemptKey, multicastRetryKey, RETRY_KEY_LIFETIME_MS } from '#shared/retry-keys.ts';
 import { CHANNEL, makeTasks, memorySink, memorySource, PERSONAL, SAME_FOR_ALL, userId } from './support.ts';
@@ -73,7 +73,7 @@ describe('runMessagePipeline: every task settled exactly once', () => {
       return t;
     });
     // The Messaging API client (fetch) as the send port: it means the same by every outcome.
-    const client = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: sandbox.url });
+    const client = new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: sandbox.url });
     const { sink, result } = run(tasks, { send: client.send });
     const totals = await result;
 

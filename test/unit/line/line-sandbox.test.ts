@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { getHeader } from '#shared/http/api-gateway.ts';
 import { isUlid } from '#shared/ids.ts';
-import { makeMessagingClient } from '#shared/line/messaging-client.ts';
+import { MessagingApiClient } from '#shared/line/messaging-client.ts';
 import { verifySignature } from '#shared/line/signature.ts';
 import { knownEvent, parseWebhookBody, sourceKey } from '#shared/line/webhook.ts';
 import { fixtureBytes } from './fixtures.ts';
@@ -134,7 +134,8 @@ describe('sending webhooks as LINE does', () => {
 });
 
 describe('the Messaging API stand-in', () => {
-  const client = () => makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: sandbox.url });
+  const client = () =>
+    new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: sandbox.url });
 
   async function rawPost(path: string, body: string, headers: Record<string, string> = {}) {
     const response = await fetch(`${sandbox.url}${path}`, {
@@ -225,7 +226,7 @@ describe('the Messaging API stand-in', () => {
 
   it('accepts channels added while running', async () => {
     sandbox.addChannel({ channelId: '1656000009', accessToken: 'late-token' });
-    const late = makeMessagingClient({ channelAccessToken: 'late-token', baseUrl: sandbox.url });
+    const late = new MessagingApiClient({ channelAccessToken: 'late-token', baseUrl: sandbox.url });
     expect((await late.push(USER, HELLO, crypto.randomUUID())).kind).toBe('delivered');
     expect(sandbox.deliveries()[0]?.channelId).toBe('1656000009');
   });

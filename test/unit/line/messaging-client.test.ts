@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import {
   InvalidSendRequestError,
+  MessagingApiClient,
   type MessagingClient,
-  makeMessagingClient,
   type PreparedSend,
   preparePush,
   type SendOutcome,
@@ -29,7 +29,7 @@ beforeEach(async () => {
     },
   };
   sandbox = await startLineSandbox({ channels: [CHANNEL, OTHER_CHANNEL], clock });
-  client = makeMessagingClient({
+  client = new MessagingApiClient({
     channelAccessToken: CHANNEL.accessToken,
     baseUrl: sandbox.url,
     timeoutMs: 5000,
@@ -73,7 +73,7 @@ describe('push', () => {
   });
 
   it('keeps retry keys per channel', async () => {
-    const other = makeMessagingClient({
+    const other = new MessagingApiClient({
       channelAccessToken: OTHER_CHANNEL.accessToken,
       baseUrl: sandbox.url,
     });
@@ -123,7 +123,7 @@ describe('push', () => {
 
   it('resends the very same bytes and key on a retry', async () => {
     const sent: { body: string; key: string | null }[] = [];
-    const recording = makeMessagingClient({
+    const recording = new MessagingApiClient({
       channelAccessToken: CHANNEL.accessToken,
       baseUrl: sandbox.url,
       fetch: (input, init) => {
@@ -173,7 +173,7 @@ describe('push', () => {
   it('keeps LINE’s table by default: multicast 200 requests a second, push 2,000', async () => {
     const fresh = await startLineSandbox({ channels: [CHANNEL], clock });
     try {
-      const c = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: fresh.url });
+      const c = new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: fresh.url });
       const multicasts = await Promise.all(
         Array.from({ length: 201 }, () => c.multicast([USER], HELLO, crypto.randomUUID())),
       );
@@ -201,7 +201,7 @@ describe('push', () => {
   });
 
   it('is rejected, finally, with an unknown access token', async () => {
-    const stranger = makeMessagingClient({ channelAccessToken: 'revoked', baseUrl: sandbox.url });
+    const stranger = new MessagingApiClient({ channelAccessToken: 'revoked', baseUrl: sandbox.url });
     const outcome = expectKind(await stranger.push(USER, HELLO, KEY), 'rejected');
     expect(outcome.status).toBe(401);
     expect(outcome.message).toMatch(/^Authentication failed/);
@@ -229,7 +229,7 @@ describe('push', () => {
     const url = sandbox.url;
     await sandbox.stop();
     const outcome = expectKind(
-      await makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: url }).push(
+      await new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: url }).push(
         USER,
         HELLO,
         KEY,

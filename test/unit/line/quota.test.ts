@@ -6,8 +6,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import {
+  MessagingApiClient,
   type MessagingClient,
-  makeMessagingClient,
   parseMessageQuota,
   QuotaUnreadableError,
 } from '#shared/line/messaging-client.ts';
@@ -22,7 +22,7 @@ let client: MessagingClient;
 
 beforeEach(async () => {
   sandbox = await startLineSandbox({ channels: [CHANNEL], monthlyQuota: 5 });
-  client = makeMessagingClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: sandbox.url });
+  client = new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: sandbox.url });
 });
 
 afterEach(async () => {
@@ -53,7 +53,7 @@ describe('the monthly message quota', () => {
   });
 
   it('refuses an unknown token and a wrong method like LINE', async () => {
-    const stranger = makeMessagingClient({ channelAccessToken: 'nobody', baseUrl: sandbox.url });
+    const stranger = new MessagingApiClient({ channelAccessToken: 'nobody', baseUrl: sandbox.url });
     await expect(stranger.quota()).rejects.toThrow(QuotaUnreadableError);
     const post = await fetch(`${sandbox.url}/v2/bot/message/quota`, {
       method: 'POST',
