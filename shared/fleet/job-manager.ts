@@ -49,24 +49,18 @@
  * fresh marks before use) and, shards before head, part of a work list a minute old at worst.
  */
 
-import { ClientPlacement, type ClientsToServe } from '#shared/fleet/client-placement.ts';
-import {
-  jitteredDue,
-  jobsMark,
-  leaseMark,
-  type ReadyHint,
-  readyFromHint,
-  sameHint,
-  turnComes,
-} from '#shared/fleet/ready-hints.ts';
+import { ClientFinder, type ClientsToServe } from '#shared/fleet/clients-to-serve.ts';
+import { JobCompletion } from '#shared/fleet/job-completion.ts';
+import { type ReadyHint, sameHint } from '#shared/fleet/ready-hints.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import { expireSweepStart } from '#shared/jobs/cancel.ts';
-import { endedTasks, type Job, jobHasEnded } from '#shared/jobs/model.ts';
+import type { Job } from '#shared/jobs/model.ts';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
-import { ARCHIVE_AFTER_COMPLETION_SECONDS, archiveReportStart } from '#shared/jobs/report-archive.ts';
-import { jobMayStartSomewhere } from '#shared/jobs/restrictions.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import type { ClientState, EcsServiceScaler, FleetStore } from './ports.ts';
+import { forEachLimited } from './run-budget.ts';
+
+/** The full check's period, a rule of the job manager's (its tests name it here). */
+export { fullCheckPeriod } from './job-completion.ts';
 
 export interface JobManagerOptions {
   readonly store: FleetStore;
@@ -170,42 +164,6 @@ export class InvalidJobManagerOptionsError extends Error {
   override name = 'InvalidJobManagerOptionsError';
 }
 
-/** Running jobs after step 3: every one seen, those that still have work, and what the step did. */
-interface RunningJobs {
-  readonly running: ReadonlyMap<string, Job>;
-  readonly active: readonly Job[];
-  readonly completed: readonly string[];
-  readonly expiring: readonly string[];
-}
-
-/** A client whose tasks must be read: its open jobs, the marks read now, and its turn in the reads. */
-interface ClientToRead {
-  readonly clientId: string;
-  readonly open: readonly Job[];
-  readonly marks: { readonly jobs: string; readonly lease: string };
-  readonly rank: number;
-}
-
-/** The least time a step may spend reading tasks, however long the run took to get there. */
-const MIN_READ_MS = 5_000;
-
-/** The reads a run may still make: a count, and a time after which none starts. */
-class ReadBudget {
-  #left: number;
-  readonly #clock: Clock;
-  readonly #until: number;
-  constructor(limit: number, clock: Clock, until: number) {
-    this.#left = limit;
-    this.#clock = clock;
-    this.#until = Math.max(until, clock.now() + MIN_READ_MS);
-  }
-  take(): boolean {
-    if (this.#left <= 0 || this.#clock.now() >= this.#until) return false;
-    this.#left -= 1;
-    return true;
-  }
-}
-
 /**
  * The job manager around its ports; {@link run} is one scheduled run. What it must remember
  * between runs is in the clients' ready hints (the store), so a fresh instance costs what a warm
@@ -216,24 +174,7 @@ export class JobManager {
   readonly #store: FleetStore;
   readonly #scaler: EcsServiceScaler;
   readonly #clock: Clock;
-  readonly #lookaheadMs: number;
   readonly #concurrency: number;
-  readonly #fullCheckEveryMs: number;
-  readonly #runEveryMs: number;
-  readonly #sweepEveryMs: number;
-  readonly #horizonMs: number;
-  readonly #maxTaskReads: number;
-  readonly #maxFullChecks: number;
-  readonly #readForMs: number;
-  /** When this instance last queued the expire sweep of each running job past its end. */
-  readonly #sweptAt = new Map<string, number>();
-  /**
-   * Running jobs whose full-check turn came in a run whose reads ran out (by count or by time):
-   * checked first in the next run, so a run that keeps running out of time does not skip the same
-   * jobs (the last in the listing) turn after turn. Kept in memory: a cold instance forgets them,
-   * and they wait for their next turn.
-   */
-  readonly #owedFullChecks = new Set<string>();
   /**
    * The hint of each client with a running job as this instance last read or wrote it: a warm run
    * reads no hint from the table (only the job manager writes them). Another instance's newer hint
@@ -241,6 +182,10 @@ export class JobManager {
    * marks, and is checked against the marks read now, so an older one costs a read, never work.
    */
   readonly #hints = new Map<string, ReadyHint>();
+  /** Step 3, with what it remembers between runs. */
+  readonly #completion: JobCompletion;
+  /** Step 4: the clients that get a broker. */
+  readonly #finder: ClientFinder;
 
   constructor(options: JobManagerOptions) {
     if (!Number.isInteger(options.maxBrokers) || options.maxBrokers < 0) {
@@ -259,15 +204,31 @@ export class JobManager {
     this.#store = options.store;
     this.#scaler = options.scaler;
     this.#clock = options.clock;
-    this.#lookaheadMs = options.lookaheadMs ?? 60_000;
     this.#concurrency = options.concurrency ?? 32;
-    this.#fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
-    this.#runEveryMs = Math.min(options.runEveryMs ?? 60_000, this.#fullCheckEveryMs);
-    this.#sweepEveryMs = options.sweepEveryMs ?? 60 * 60_000;
-    this.#horizonMs = Math.max(options.horizonMs ?? this.#sweepEveryMs, this.#lookaheadMs);
-    this.#maxTaskReads = options.maxTaskReadsPerRun ?? 1_000;
-    this.#maxFullChecks = options.maxFullChecksPerRun ?? 500;
-    this.#readForMs = options.readForMs ?? 20_000;
+    const readForMs = options.readForMs ?? 20_000;
+    const lookaheadMs = options.lookaheadMs ?? 60_000;
+    const sweepEveryMs = options.sweepEveryMs ?? 60 * 60_000;
+    this.#finder = new ClientFinder({
+      store: options.store,
+      clock: options.clock,
+      concurrency: this.#concurrency,
+      lookaheadMs,
+      sweepEveryMs,
+      horizonMs: Math.max(options.horizonMs ?? sweepEveryMs, lookaheadMs),
+      maxTaskReads: options.maxTaskReadsPerRun ?? 1_000,
+      readForMs,
+    });
+    const fullCheckEveryMs = options.fullCheckEveryMs ?? 10 * 60_000;
+    this.#completion = new JobCompletion({
+      store: options.store,
+      sweeps: options.sweeps,
+      clock: options.clock,
+      concurrency: this.#concurrency,
+      fullCheckEveryMs,
+      runEveryMs: Math.min(options.runEveryMs ?? 60_000, fullCheckEveryMs),
+      maxFullChecks: options.maxFullChecksPerRun ?? 500,
+      readForMs,
+    });
   }
 
   /** One scheduled run (see the module comment for its steps). */
@@ -289,14 +250,13 @@ export class JobManager {
     const states = await timed('states', this.#clientStates(running));
     const { active, completed, expiring } = await timed(
       'complete',
-      this.#completeFinishedJobs(running, now, problems),
+      this.#completion.completeFinished(running, now, problems),
     );
     const hints: ReadyHint[] = [];
-    const toServe = await timed('clients', this.#clientsToServe(active, states, hints, now, problems));
+    const toServe = await timed('clients', this.#finder.find(active, states, hints, now, problems));
     await timed('hints', this.#writeHints(states, hints, problems));
     for (const hint of hints) this.#hints.set(hint.clientId, hint);
-    for (const jobId of this.#sweptAt.keys()) if (!running.has(jobId)) this.#sweptAt.delete(jobId);
-    for (const jobId of this.#owedFullChecks) if (!running.has(jobId)) this.#owedFullChecks.delete(jobId);
+    this.#completion.keepOnly(running);
     const desiredCount = await timed('fleet', this.#sizeFleet(toServe, desiredVersion, now));
     return {
       at: now,
@@ -357,224 +317,6 @@ export class JobManager {
     return running;
   }
 
-  /** 3. Completes the running jobs with no open task left; queues the sweep of those past their end. */
-  async #completeFinishedJobs(
-    running: ReadonlyMap<string, Job>,
-    now: number,
-    problems: JobManagerProblem[],
-  ): Promise<RunningJobs> {
-    const completed: string[] = [];
-    const expiring: string[] = [];
-    const active: Job[] = [];
-    const budget = new ReadBudget(this.#maxFullChecks, this.#clock, now + this.#readForMs);
-    const period = fullCheckPeriod(
-      running.size,
-      this.#maxFullChecks,
-      this.#fullCheckEveryMs,
-      this.#runEveryMs,
-    );
-    // The full checks owed by earlier runs first, the longest owed first, while this run's reads last.
-    const owedSince = new Map([...this.#owedFullChecks].map((jobId, i) => [jobId, i]));
-    const owedFirst = [...running.values()].sort(
-      (a, b) => (owedSince.get(a.jobId) ?? Infinity) - (owedSince.get(b.jobId) ?? Infinity),
-    );
-    await forEachLimited(owedFirst, this.#concurrency, async (job) => {
-      let open: boolean;
-      try {
-        open = await this.#hasOpenTask(job, { budget, period }, now);
-        if (!open) {
-          // Queued before the completion, delayed past it: a completion whose message was lost
-          // would leave no run to queue it again (the job is no longer running).
-          await this.#options.sweeps.send(archiveReportStart(job.clientId, job.jobId), {
-            delaySeconds: ARCHIVE_AFTER_COMPLETION_SECONDS,
-          });
-          await this.#store.settleClaimPages?.(job.clientId, job.jobId);
-          if (await this.#store.completeJob(job, now)) completed.push(job.jobId);
-        }
-      } catch (error) {
-        problems.push({ step: 'complete', id: job.jobId, error });
-        return;
-      }
-      if (!open) return;
-      active.push(job);
-      try {
-        if (await this.#sweepIfEnded(job, now)) expiring.push(job.jobId);
-      } catch (error) {
-        problems.push({ step: 'expire', id: job.jobId, error });
-      }
-    });
-    return { running, active, completed, expiring };
-  }
-
-  /**
-   * Queues the expire sweep of a job past its end, unless this instance queued it less than
-   * `fullCheckEveryMs` ago (the sweep is idempotent: a second one ends and counts nothing twice).
-   * True when it was queued.
-   */
-  async #sweepIfEnded(job: Job, now: number): Promise<boolean> {
-    if (!jobHasEnded(job, now)) return false;
-    const last = this.#sweptAt.get(job.jobId);
-    if (last !== undefined && now - last < this.#fullCheckEveryMs) return false;
-    await this.#options.sweeps.send(expireSweepStart(job.clientId, job.jobId));
-    this.#sweptAt.set(job.jobId, now);
-    return true;
-  }
-
-  /**
-   * Whether a running job still has work: its counts while they say so, except in the job's turn
-   * of the full check (or when the last run owed it one); else its tasks. A turn that finds the
-   * run's reads spent is owed to the next run; a job whose counts say nothing is left is read at once.
-   */
-  async #hasOpenTask(
-    job: Job,
-    check: { readonly budget: ReadBudget; readonly period: number },
-    now: number,
-  ): Promise<boolean> {
-    if (tasksLeft(job)) {
-      const turn =
-        this.#owedFullChecks.has(job.jobId) || turnComes(job.jobId, now, check.period, this.#runEveryMs);
-      if (!turn) return true;
-      if (!check.budget.take()) {
-        this.#owedFullChecks.add(job.jobId);
-        return true;
-      }
-    }
-    this.#owedFullChecks.delete(job.jobId);
-    return this.#store.hasOpenTask(job.jobId);
-  }
-
-  /** 4. Clients with work they may do now, and clients with only orphaned calls to settle. */
-  async #clientsToServe(
-    active: readonly Job[],
-    states: ReadonlyMap<string, ClientState>,
-    hints: ReadyHint[],
-    now: number,
-    problems: JobManagerProblem[],
-  ): Promise<ClientsToServe> {
-    const placement = new ClientPlacement(states, now);
-    const toRead: ClientToRead[] = [];
-    for (const [clientId, jobs] of jobsByClient(active)) {
-      try {
-        const read = this.#placeFromHint(clientId, jobs, states.get(clientId), now, placement);
-        if (read) toRead.push(read);
-      } catch (error) {
-        problems.push({ step: 'client', id: clientId, error });
-      }
-    }
-    // First what the hints answer, then reads, changed clients first, while the budget lasts.
-    toRead.sort((a, b) => a.rank - b.rank);
-    const { read, unread } = await this.#readClients(toRead, { states, hints, placement, problems }, now);
-    return placement.result(read, unread);
-  }
-
-  /**
-   * Places a client that may start nothing now, or whose hint answers for it; else returns the
-   * read it needs, ranked: a client whose marks changed first, then one without a hint, then the rest.
-   */
-  #placeFromHint(
-    clientId: string,
-    jobs: readonly Job[],
-    state: ClientState | undefined,
-    now: number,
-    placement: ClientPlacement,
-  ): ClientToRead | undefined {
-    const profile = state?.profile;
-    if (!profile) return undefined;
-    // A job past its end starts nothing more: it may only have calls in flight to settle.
-    const open = profile.paused
-      ? []
-      : jobs.filter((job) =>
-          // Its end, its hours, restricted periods and holidays: the broker's own rule (for a
-          // job read in its recipients' zones, their tasks' readyAt says who is open).
-          jobMayStartSomewhere(profile.settings, job, now),
-        );
-    if (open.length === 0) {
-      placement.place(clientId, false, open);
-      return undefined;
-    }
-    const marks = { jobs: jobsMark(open), lease: leaseMark(state.lease, now) };
-    const ready = readyFromHint(state.hint, marks, now, now + this.#lookaheadMs);
-    if (ready !== undefined) {
-      placement.place(clientId, ready, open);
-      return undefined;
-    }
-    const changed =
-      state.hint !== undefined &&
-      (state.hint.jobsMark !== marks.jobs || state.hint.leaseMark !== marks.lease);
-    return { clientId, open, marks, rank: changed ? 0 : state.hint ? 2 : 1 };
-  }
-
-  /**
-   * Reads the clients' tasks while the run's budget lasts and places each by what it found; a
-   * client left unread is placed as ready (a broker too many, never a client forgotten).
-   */
-  async #readClients(
-    toRead: readonly ClientToRead[],
-    run: {
-      readonly states: ReadonlyMap<string, ClientState>;
-      readonly hints: ReadyHint[];
-      readonly placement: ClientPlacement;
-      readonly problems: JobManagerProblem[];
-    },
-    now: number,
-  ): Promise<{ read: number; unread: number }> {
-    const budget = new ReadBudget(this.#maxTaskReads, this.#clock, now + this.#readForMs);
-    let read = 0;
-    let unread = 0;
-    await forEachLimited(toRead, this.#concurrency, async ({ clientId, open, marks }) => {
-      if (!budget.take()) {
-        unread += 1;
-        run.placement.place(clientId, true, open);
-        return;
-      }
-      try {
-        const hint = run.states.get(clientId)?.hint;
-        const found = await this.#readClient(clientId, open, marks, hint, now);
-        read += 1;
-        run.hints.push(found.hint);
-        run.placement.place(clientId, found.readyNow, open);
-      } catch (error) {
-        run.problems.push({ step: 'client', id: clientId, error });
-      }
-    });
-    return { read, unread };
-  }
-
-  /**
-   * Reads one client's outstanding tasks and makes its new hint. It stands until the sweep when its
-   * marks had not changed since the last reading, or when it found a task ready now (a task the
-   * index has not caught up with cannot make that answer wrong). Else it stands one run: a task
-   * written just before the read may not be indexed yet, so "nothing ready" is read once more
-   * before it is trusted.
-   */
-  async #readClient(
-    clientId: string,
-    open: readonly Job[],
-    marks: { jobs: string; lease: string },
-    hint: ReadyHint | undefined,
-    now: number,
-  ): Promise<{ hint: ReadyHint; readyNow: boolean }> {
-    const next = await this.#store.nextReadyAt(
-      clientId,
-      open.map((job) => job.jobId),
-      now + this.#horizonMs,
-    );
-    const readyNow = next !== undefined && next <= now + this.#lookaheadMs;
-    const confirmed = readyNow || (hint?.jobsMark === marks.jobs && hint.leaseMark === marks.lease);
-    return {
-      readyNow,
-      hint: {
-        clientId,
-        checkedAt: now,
-        expiresAt: confirmed ? jitteredDue(clientId, now, this.#sweepEveryMs) : now + 1,
-        jobsMark: marks.jobs,
-        leaseMark: marks.lease,
-        ...(next === undefined ? {} : { nextReadyAt: next }),
-        quietUntil: now + this.#horizonMs,
-      },
-    };
-  }
-
   /** 5. Writes each client's hint that changed (a failure is a problem of the run, not its end). */
   async #writeHints(
     states: ReadonlyMap<string, ClientState>,
@@ -612,48 +354,4 @@ export class JobManager {
 export function makeRunJobManager(options: JobManagerOptions): () => Promise<JobManagerResult> {
   const manager = new JobManager(options);
   return () => manager.run();
-}
-
-/**
- * The full check's period for `running` jobs: `base`, doubled until the jobs whose turn falls in
- * one run fit `budget` with room for the turns' spread (they are placed by a hash: `running` × run /
- * period on average, plus four standard deviations), so a run's share practically never passes its
- * budget. Doubling, not a period fitted to the count: turns move only when the number of running
- * jobs crosses a power of two. Before, a fixed period at 25,000 running jobs made 2,500 due a run
- * against 1,000 reads, and the same ones — the newest, last in the list — were skipped every turn.
- */
-export function fullCheckPeriod(running: number, budget: number, base: number, runEveryMs: number): number {
-  const due = (period: number) => (running * runEveryMs) / period;
-  let period = base;
-  while (due(period) + 4 * Math.sqrt(due(period)) > budget && period < 2 ** 40) period *= 2;
-  return period;
-}
-
-/** The jobs of each client, in the order they came. */
-function jobsByClient(jobs: readonly Job[]): Map<string, Job[]> {
-  const byClient = new Map<string, Job[]>();
-  for (const job of jobs) byClient.set(job.clientId, [...(byClient.get(job.clientId) ?? []), job]);
-  return byClient;
-}
-
-/** True when the job's counts say some of its tasks have not ended. */
-function tasksLeft(job: Job): boolean {
-  const c = job.counts;
-  return c !== undefined && endedTasks(c) < c.tasks;
-}
-
-/** Runs `fn` over `items`, at most `limit` at a time. */
-async function forEachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
 }
