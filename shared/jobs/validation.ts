@@ -3,28 +3,23 @@
  * at once, by field path (`callingHours.mon[0].start`), so a form can show each next to its field.
  */
 import { z } from 'zod';
-import { compileTemplate, type MessageTemplate } from '#shared/campaign/template.ts';
 import { contactLimitsSchema } from '#shared/contact-limits/model.ts';
 import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { normalizeEmailAddress } from '#shared/email/address.ts';
 import { type EmailTemplate, validateEmailTemplate } from '#shared/email/template.ts';
-import { MAX_TEXT_LENGTH, messageObjectProblems } from '#shared/line/message-objects.ts';
-import {
-  type CallingHours,
-  callingHoursSchema,
-  isAbbreviationOrOffset,
-  WEEKDAYS,
-} from '#shared/pacing/calling-hours.ts';
-
-/** Why a zone abbreviation or offset is refused where a client's settings are given. */
-const ABBREVIATION_REASON =
-  'must be an IANA time zone such as Asia/Tokyo or America/New_York (not an abbreviation such as EST, nor an offset)';
+import { type CallingHours, isAbbreviationOrOffset } from '#shared/pacing/calling-hours.ts';
 
 import { holidayCalendarSchema, restrictedPeriodsSchema } from '#shared/pacing/restricted-periods.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
+import { add, collect, parseHours } from './field-problems.ts';
+import { messageSchema, toTemplate, UnreadableJson } from './message-option.ts';
 import { type ClientSettings, currentChannel, type Job, type JobChannel, type JobDefaults } from './model.ts';
 import { retryPolicySchema } from './retry-policy.ts';
+
+/** Why a zone abbreviation or offset is refused where a client's settings are given. */
+const ABBREVIATION_REASON =
+  'must be an IANA time zone such as Asia/Tokyo or America/New_York (not an abbreviation such as EST, nor an offset)';
 
 /** `message` is the word before email for `line`: still taken, and stored as `line` (docs/api.md). */
 const channelSchema = z
@@ -204,85 +199,6 @@ export type JobOptions = Pick<
   | 'email'
   | 'ignoreContactLimits'
 >;
-
-/**
- * A message job's message: a string (one text message) or `{ messages: [...], notificationDisabled? }`
- * with 1 to 5 LINE message objects, each checked by LINE's rules for its type
- * (`shared/line/message-objects.ts`).
- */
-const textMessageSchema = z
-  .string()
-  .min(1, 'must not be empty')
-  .max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`);
-/** Most levels of nesting a message may have (a flex bubble needs about ten; DynamoDB stores 32). */
-const MAX_MESSAGE_DEPTH = 20;
-/** Most bytes of a message as JSON (LINE's flex bubble is at most 30 KB; five messages fit). */
-const MAX_MESSAGE_BYTES = 64 * 1024;
-
-/** How deeply `value` nests (objects and arrays), counted without recursion; stops past `limit`. */
-function nestingDepth(value: unknown, limit: number): number {
-  let deepest = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [item, depth] = stack.pop()!;
-    if (item === null || typeof item !== 'object') continue;
-    deepest = Math.max(deepest, depth);
-    if (deepest > limit) return deepest;
-    for (const child of Object.values(item)) stack.push([child, depth + 1]);
-  }
-  return deepest;
-}
-
-const templateMessageSchema = z.strictObject({
-  messages: z
-    .array(z.unknown(), 'must be a list of LINE message objects')
-    .min(1, 'must hold at least one message')
-    .max(5, 'LINE takes at most 5 messages in one push')
-    .superRefine((messages, ctx) => {
-      for (const problem of messageObjectProblems(messages)) {
-        ctx.addIssue({ code: 'custom', path: [...problem.path], message: problem.message });
-      }
-    }),
-  notificationDisabled: z.boolean().optional(),
-});
-/** Chosen by the input's type, so each mistake is named where it is (not "Invalid input"). */
-const messageSchema = z.unknown().superRefine((value, ctx) => {
-  if (value instanceof UnreadableJson) {
-    ctx.addIssue({ code: 'custom', message: 'starts with { but is not valid JSON' });
-    return;
-  }
-  if (typeof value === 'object' && value !== null) {
-    if (nestingDepth(value, MAX_MESSAGE_DEPTH) > MAX_MESSAGE_DEPTH) {
-      ctx.addIssue({ code: 'custom', message: `is nested more than ${MAX_MESSAGE_DEPTH} levels deep` });
-      return;
-    }
-    const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
-    if (bytes > MAX_MESSAGE_BYTES) {
-      ctx.addIssue({ code: 'custom', message: `is ${bytes} bytes as JSON; at most ${MAX_MESSAGE_BYTES}` });
-      return;
-    }
-  }
-  const schema = typeof value === 'string' ? textMessageSchema : templateMessageSchema;
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as never);
-}) as unknown as z.ZodType<string | z.infer<typeof templateMessageSchema>>;
-
-/** A query-string `message` that looks like JSON but does not parse: refused, never sent as text. */
-class UnreadableJson {
-  readonly text: string;
-  constructor(text: string) {
-    this.text = text;
-  }
-}
-
-function toTemplate(message: z.infer<typeof messageSchema>): MessageTemplate {
-  const template: MessageTemplate =
-    typeof message === 'string'
-      ? { messages: [{ type: 'text', text: message }] }
-      : (message as MessageTemplate);
-  compileTemplate(template);
-  return template;
-}
 
 /** An instant: ISO 8601 with its offset (`2026-11-25T18:00:00+09:00`), or epoch milliseconds. */
 const instantSchema = z.union([
@@ -550,54 +466,6 @@ const BOOLEAN_OPTIONS = new Set(['ignoreContactLimits']);
 function numberOr(value: string): unknown {
   const n = Number(value);
   return value.trim() !== '' && Number.isFinite(n) ? n : value;
-}
-
-function parseHours(
-  errors: Record<string, string[]>,
-  timeZone: unknown,
-  weekly: unknown,
-  field: string,
-): CallingHours | undefined {
-  const result = callingHoursSchema.safeParse({ timeZone, weekly });
-  if (result.success) return result.data;
-  for (const issue of result.error.issues) {
-    const [head, ...rest] = issue.path;
-    // The settings' `callingHours` is the schema's `weekly`; its zone is the settings' `timeZone`.
-    const path = head === 'weekly' ? [field, ...rest] : issue.path;
-    if (head === 'weekly' && rest.length === 0 && typeof weekly === 'object' && weekly !== null) {
-      const unknown = Object.keys(weekly).filter((k) => !(WEEKDAYS as readonly string[]).includes(k));
-      if (unknown.length > 0) {
-        for (const day of unknown) add(errors, `${field}.${day}`, 'is not a weekday (mon … sun)');
-        continue;
-      }
-    }
-    add(errors, formatPath(path), issue.message);
-  }
-  return undefined;
-}
-
-function collect(errors: Record<string, string[]>, issues: readonly z.core.$ZodIssue[]): void {
-  for (const issue of issues) {
-    // `callingHours` and `timeZone` are checked as a whole by the calling-hours schema.
-    if (issue.path[0] === 'callingHours' && issue.path.length > 1) continue;
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) add(errors, formatPath([...issue.path, key]), 'is not a known field');
-      continue;
-    }
-    add(errors, formatPath(issue.path) || '(body)', issue.message);
-  }
-}
-
-function add(errors: Record<string, string[]>, path: string, message: string): void {
-  const list = errors[path] ?? [];
-  if (!list.includes(message)) list.push(message);
-  errors[path] = list;
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  return path
-    .map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i === 0 ? '' : '.'}${String(part)}`))
-    .join('');
 }
 
 export type { FieldErrors };
