@@ -34,8 +34,8 @@ import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { LOCAL_CREDENTIALS, startLocalCloud } from '#local/cloud.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeS3UploadFiles } from '#shared/adapters/s3-uploads.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
 import { newUlid } from '#shared/ids.ts';
 import { ZERO_COUNTS } from '#shared/jobs/api.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
@@ -89,7 +89,7 @@ await new DynamoClientStore(doc, cloud.tableNames.control!).put(
     Date.now(),
   ),
 );
-const jobs = makeDynamoJobStore(doc, cloud.tableNames.control!);
+const jobs = new DynamoJobStore(doc, cloud.tableNames.control!);
 
 /**
  * Runs a phase in its own process. Asynchronously: fauxqs (S3) lives in this process, and a
@@ -121,7 +121,7 @@ async function runPhase(
 async function uploadedJob(file: string, rows: number): Promise<string> {
   const jobId = newUlid();
   const key = `uploads/${clientId}/${jobId}.csv`;
-  await makeS3UploadFiles(s3, bucket).write(key, createReadStream(file), 'text/csv');
+  await new S3UploadFiles(s3, bucket).write(key, createReadStream(file), 'text/csv');
   const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
   const now = Date.now();
   await jobs.create({

@@ -50,7 +50,7 @@ import { LOCAL_CREDENTIALS, type LocalCloud, startLocalCloud } from '#local/clou
 import { localIngestQueue, makeLocalJobManager } from '#local/job-manager.ts';
 import { invokeHandler } from '#local/lambda.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
-import { DynamoLeaseTable } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import type { JobManagerResult } from '#shared/fleet/job-manager.ts';
 import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
 import { fleetWorkItem, splitFleetWork } from '#shared/fleet/work-list.ts';
@@ -185,7 +185,7 @@ async function measureToday(env: Env, clients: number): Promise<Measured> {
     }),
     // The same run lease as deployed, so both columns pay its three requests.
     runLease: new RunLease({
-      store: new DynamoLeaseTable(doc, env.cloud.tableNames.control!, { key: keys.runLease }),
+      store: new DynamoLeaseStore(doc, env.cloud.tableNames.control!, { key: keys.runLease }),
       clock: { now: () => Date.now() },
       leaseMs: runLeaseMs(JOB_MANAGER.timeoutSeconds),
     }),

@@ -13,7 +13,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { BrokerMetrics } from '#shared/broker/broker-metrics.ts';
 
 const { values } = parseArgs({ options: { lines: { type: 'string' } } });
@@ -56,12 +56,12 @@ const handWritten = (i: number) =>
       ...fields,
     }),
   );
-const keyed = makeLogger('broker', { write, level: 'info' }).withKeys({ clientId: 'c1', jobId: 'j1' });
+const keyed = new PowertoolsLog('broker', { write, level: 'info' }).withKeys({ clientId: 'c1', jobId: 'j1' });
 const baseLine = perCall(handWritten);
 const powertoolsLine = perCall((i) => keyed.warn('call failed', { i, ...fields }));
 
 // 2. Metrics records.
-const log = makeLogger('webhook-receiver', { write });
+const log = new PowertoolsLog('webhook-receiver', { write });
 const handWrittenEmf = (i: number) =>
   write(
     JSON.stringify({
@@ -92,7 +92,7 @@ const powertoolsEmf = perCall(
 );
 
 // 3. The broker's counting.
-const metrics = new BrokerMetrics(makeLogger('broker', { write }));
+const metrics = new BrokerMetrics(new PowertoolsLog('broker', { write }));
 const clients = Array.from({ length: 100 }, (_, c) => metrics.forClient(`client-${c}`));
 for (const c of clients) c.limits({ maxConcurrentCalls: 10, callsPerSecond: 2 });
 const observation = { endpoint: 'push', recipients: 1, outcome: 'delivered', latencyMs: 40 } as const;

@@ -43,8 +43,8 @@ import { LOCAL_TWILIO, startTwilioEmulator } from '#local/twilio-emulator.ts';
 import { makeConnectClient, makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { makeConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoFleetWorkReader, DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { TwilioTelephonyProvider } from '#shared/adapters/twilio-telephony.ts';
 import { Broker } from '#shared/broker/broker.ts';
@@ -139,8 +139,8 @@ const doc = makeDocumentClient(ddb);
 const controlTable = cloud.tableNames.control!;
 const tasksTable = cloud.tableNames.tasks!;
 const settleDeps = {
-  tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
-  leases: makeDynamoLeaseStore(doc, controlTable),
+  tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+  leases: new DynamoLeaseStore(doc, controlTable),
   notifier: makeHttpBrokerNotifier(),
   clock: systemClock,
 };
@@ -232,8 +232,8 @@ async function seedOurs(clientId: string, scenario: PacingScenario): Promise<voi
 /** The Connect emulator and how contact events reach the use case (EventBridge → connect-events). */
 async function startConnect(scenario: PacingScenario): Promise<TelephonyEmulator> {
   const record = makeRecordContactEvent({
-    tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
-    leases: makeDynamoLeaseStore(doc, controlTable),
+    tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+    leases: new DynamoLeaseStore(doc, controlTable),
     notifier: makeHttpBrokerNotifier(),
     links: makeDynamoCallLinks(doc, tasksTable),
     clock: systemClock,
@@ -296,11 +296,11 @@ async function startOurBroker(provider: TelephonyProvider, scenario: PacingScena
   );
   const logger = silentLogger;
   broker = new Broker({
-    leases: makeDynamoLeaseStore(doc, controlTable, { endpoint: server.url }),
-    tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable, now: () => Date.now() }),
+    leases: new DynamoLeaseStore(doc, controlTable, { endpoint: server.url }),
+    tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable, now: () => Date.now() }),
     providers: oneProvider(provider),
     callLinks: makeDynamoCallLinks(doc, tasksTable),
-    fleet: makeDynamoFleetWorkReader(doc, controlTable),
+    fleet: new DynamoFleetWorkReader(doc, controlTable),
     protection: new TaskProtectionKeeper({
       port: makeEcsAgentProtection({ agentUri: undefined }),
       clock: systemClock,

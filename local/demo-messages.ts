@@ -13,7 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { LOCAL_CREDENTIALS } from './cloud.ts';
 import { type CampaignJobView, campaignProgress, followJob, RateMeter, reportLines } from './demo-follow.ts';
 import { createJobWithList, type DemoClientOptions, putDemoClient } from './demo-job.ts';
@@ -137,7 +137,7 @@ async function optOutOne(
     credentials: LOCAL_CREDENTIALS,
   });
   try {
-    const optOuts = makeDynamoOptOutStore(makeDocumentClient(ddb), stack.cloud.tableNames.control!);
+    const optOuts = new DynamoOptOutStore(makeDocumentClient(ddb), stack.cloud.tableNames.control!);
     const deadline = Date.now() + 20_000;
     while (Date.now() < deadline) {
       if ((await optOuts.optedOut(clientId, [OPTED_OUT_RECIPIENT])).size > 0) {

@@ -11,9 +11,9 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ScheduledEvent } from 'aws-lambda';
 import { type JobManagerRun, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { makeSqsClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
-import { DynamoLeaseTable } from '#shared/adapters/dynamo-leases.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { clockFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
@@ -47,10 +47,10 @@ export interface LocalJobManagerOptions {
 /** The job manager's handler wired to the local cloud and fleet; run it with `startScheduler`. */
 export function makeLocalJobManager(options: LocalJobManagerOptions): Handler<ScheduledEvent, JobManagerRun> {
   const clock = options.now ? { now: options.now } : clockFromEnv();
-  const log = options.log ?? makeLogger('job-manager');
+  const log = options.log ?? new PowertoolsLog('job-manager');
   return makeJobManagerHandler({
     run: makeRunJobManager({
-      store: makeDynamoFleetStore(options.doc, {
+      store: new DynamoFleetStore(options.doc, {
         controlTable: options.controlTable,
         tasksTable: options.tasksTable,
       }),
@@ -65,7 +65,7 @@ export function makeLocalJobManager(options: LocalJobManagerOptions): Handler<Sc
     }),
     // The deployed run lease, in the same table, with the same length.
     runLease: new RunLease({
-      store: new DynamoLeaseTable(options.doc, options.controlTable, { key: keys.runLease }),
+      store: new DynamoLeaseStore(options.doc, options.controlTable, { key: keys.runLease }),
       clock,
       leaseMs: runLeaseMs(functions['job-manager'].timeoutSeconds),
       log,

@@ -16,7 +16,7 @@ import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clien
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import type { Channel } from '#shared/channels/channel.ts';
 import { channelFromInput } from '#shared/channels/channel-input.ts';
 import { CLOCK_OFFSET_ENV } from '#shared/config.ts';
@@ -599,7 +599,7 @@ class LocalStackStarter {
         cloud,
         fleet,
         maxBrokers: options.maxBrokers ?? 2,
-        log: makeLogger('job-manager', { level: 'warn' }),
+        log: new PowertoolsLog('job-manager', { level: 'warn' }),
       }),
       onError: (error) => this.#log(`job-manager: ${(error as Error).message}`),
     });

@@ -4,12 +4,12 @@
  * and exits 0 once stopped: on SIGTERM (calls in flight get up to BROKER_STOP_GRACE_MS, default
  * 100 s, inside Fargate's 120 s) or when the job manager asks its version to drain.
  */
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { readBrokerConfig } from './config.ts';
 import { startBrokerProcess } from './process.ts';
 
 const config = readBrokerConfig();
-const logger = makeLogger('broker');
+const logger = new PowertoolsLog('broker');
 // Listen before starting: ECS may stop a task while it is still starting, and a SIGTERM without a
 // listener would kill the process mid-write instead of letting it stop cleanly.
 let stopRequested = false;

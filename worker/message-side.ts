@@ -7,9 +7,9 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
-import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import type { BrokerDeps } from '#shared/broker/broker.ts';
 import { OwnChannels } from '#shared/broker/own-channel.ts';
 import type { HttpSend, HttpSendOptions } from '#shared/campaign/http-send.ts';
@@ -98,14 +98,14 @@ export function messageSide(
     clock,
     logger,
   });
-  const optOuts = makeDynamoOptOutStore(doc, config.controlTable);
+  const optOuts = new DynamoOptOutStore(doc, config.controlTable);
   return {
-    store: makeDynamoMessageTasks(doc, {
+    store: new DynamoMessageTaskStore(doc, {
       controlTable: config.controlTable,
       tasksTable: config.tasksTable,
       clock,
       optedOut: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
-      suppressed: suppressionReasons(makeDynamoSuppressionStore(doc, config.controlTable)),
+      suppressed: suppressionReasons(new DynamoSuppressionStore(doc, config.controlTable)),
       claimRecords: config.claimRecords,
     }),
     sendFor: (channelId: string, clientId: string) => line.sendFor(channelId, clientId),

@@ -8,12 +8,12 @@ import type { SESv2Client } from '@aws-sdk/client-sesv2';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
-import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoFleetWorkReader, DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { makeTelephonyProviders } from '#shared/adapters/telephony-providers.ts';
 import { Broker, type BrokerDeps, type StopReason } from '#shared/broker/broker.ts';
 import { JobSeriesRecorder, JobSeriesSampler } from '#shared/broker/job-series.ts';
@@ -75,7 +75,7 @@ export async function startBrokerProcess(
   } = {},
 ): Promise<RunningBroker> {
   const ports: ProcessPorts = {
-    logger: deps.logger ?? makeLogger('broker'),
+    logger: deps.logger ?? new PowertoolsLog('broker'),
     // The system's time (the local cloud may shift it: `npm start -- --at`).
     clock: deps.clock ?? clockFromEnv(),
     timers: deps.timers ?? systemTimers,
@@ -156,9 +156,9 @@ function callSide(config: BrokerConfig, ports: ProcessPorts, endpoint: string) {
   const { doc, clock } = ports;
   const callLinks = makeDynamoCallLinks(doc, config.tasksTable);
   return {
-    leases: makeDynamoLeaseStore(doc, config.controlTable, { endpoint }),
-    fleet: makeDynamoFleetWorkReader(doc, config.controlTable),
-    tasks: makeDynamoBrokerTaskStore(doc, {
+    leases: new DynamoLeaseStore(doc, config.controlTable, { endpoint }),
+    fleet: new DynamoFleetWorkReader(doc, config.controlTable),
+    tasks: new DynamoBrokerTaskStore(doc, {
       controlTable: config.controlTable,
       tasksTable: config.tasksTable,
       now: () => clock.now(),

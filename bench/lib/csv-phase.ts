@@ -22,9 +22,9 @@ import { LOCAL_CREDENTIALS, type LocalCloudInfo } from '#local/cloud.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeS3ValidationReportStore, S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
 import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
 import { ingestRows } from '#shared/csv/read-list.ts';
 import { normalizePhoneNumber } from '#shared/csv/recipients.ts';
@@ -120,12 +120,12 @@ async function streamWrite(): Promise<Omit<PhaseResult, 'ms' | 'peakRssBytes'>> 
   const { doc, s3 } = clients(cloud);
   const bucket = cloud.bucketNames.uploads!;
   const sent: ContinueIngestMessage[] = [];
-  const optOuts = makeDynamoOptOutStore(doc, cloud.tableNames.control!);
+  const optOuts = new DynamoOptOutStore(doc, cloud.tableNames.control!);
   const ingest = makeIngestJob({
     clients: new DynamoClientStore(doc, cloud.tableNames.control!),
-    jobs: makeDynamoJobStore(doc, cloud.tableNames.control!),
+    jobs: new DynamoJobStore(doc, cloud.tableNames.control!),
     tasks: new DynamoTaskStore(doc, cloud.tableNames.tasks!),
-    files: makeS3UploadFiles(s3, bucket),
+    files: new S3UploadFiles(s3, bucket),
     validationReports: makeS3ValidationReportStore(s3, bucket),
     queue: {
       send: async (m) => {

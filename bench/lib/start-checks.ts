@@ -12,10 +12,10 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import type { StartLimits } from '#shared/broker/ports.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import { newUlid } from '#shared/ids.ts';
@@ -102,7 +102,7 @@ function taskOf(j: Job, i: number, prefix: string): Task {
 /** A suppression list of `n` other recipients, so the checks read a partition that is not empty. */
 async function someSuppressions(doc: DynamoDBDocumentClient, tables: Tables, clientId: string, n: number) {
   const at = Date.now();
-  await makeDynamoSuppressionStore(doc, tables.controlTable).add(
+  await new DynamoSuppressionStore(doc, tables.controlTable).add(
     clientId,
     Array.from({ length: n }, (_, i) => ({
       recipient: `+8180${String(i).padStart(8, '0')}`,
@@ -158,11 +158,11 @@ export async function measureCallStartChecks(
       const j = job(clientId, 'call', starts);
       const tasks = Array.from({ length: starts }, (_, i) => taskOf(j, i, String(k)));
       await seedRunningJob(doc, tables, { client: settings, job: j, tasks: (i) => tasks[i]!, count: starts });
-      const store = makeDynamoBrokerTaskStore(v.suppression ? doc : bare, tables);
+      const store = new DynamoBrokerTaskStore(v.suppression ? doc : bare, tables);
       return { ...v, tasks, store, times: [] as number[] };
     }),
   );
-  const lease = await makeDynamoLeaseStore(doc, tables.controlTable, {
+  const lease = await new DynamoLeaseStore(doc, tables.controlTable, {
     endpoint: 'http://127.0.0.1:9',
   }).tryTake({
     clientId,
@@ -200,7 +200,7 @@ export async function measureMessageClaimChecks(
   messages: number,
 ): Promise<CheckFigures[]> {
   const page = 500;
-  const suppressions = makeDynamoSuppressionStore(doc, tables.controlTable);
+  const suppressions = new DynamoSuppressionStore(doc, tables.controlTable);
   const variants = [
     { name: 'off (no checks)', suppressed: false, caps: false },
     { name: '+ suppression read of each page', suppressed: true, caps: false },
@@ -219,7 +219,7 @@ export async function measureMessageClaimChecks(
         tasks: (i) => taskOf(j, i, String(k)),
         count: messages,
       });
-      const lease = await makeDynamoLeaseStore(doc, tables.controlTable, {
+      const lease = await new DynamoLeaseStore(doc, tables.controlTable, {
         endpoint: 'http://127.0.0.1:9',
       }).tryTake({
         clientId,
@@ -228,7 +228,7 @@ export async function measureMessageClaimChecks(
         leaseMs: 3_600_000,
       });
       if (!lease) throw new Error('the bench could not take its lease');
-      const store = makeDynamoMessageTasks(doc, {
+      const store = new DynamoMessageTaskStore(doc, {
         ...tables,
         clock: { now: () => Date.now() },
         ...(v.suppressed ? { suppressed: suppressionReasons(suppressions) } : {}),

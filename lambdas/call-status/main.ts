@@ -2,10 +2,10 @@
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
@@ -44,12 +44,12 @@ const clientSecrets = new ClientTelephonySecrets({
   clock,
 });
 const settle = {
-  tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
-  leases: makeDynamoLeaseStore(doc, controlTable),
+  tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+  leases: new DynamoLeaseStore(doc, controlTable),
   notifier: makeHttpBrokerNotifier(),
   clock,
   onCallEnded: callEndedMetrics(log),
-  suppressions: makeDynamoSuppressionStore(doc, controlTable),
+  suppressions: new DynamoSuppressionStore(doc, controlTable),
 };
 
 export const handler = observe(

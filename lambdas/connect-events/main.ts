@@ -2,8 +2,8 @@
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';
@@ -29,8 +29,8 @@ const doc = makeDocumentClient(
 export const handler = observe(
   makeConnectEventsHandler({
     record: makeRecordContactEvent({
-      tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
-      leases: makeDynamoLeaseStore(doc, controlTable),
+      tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+      leases: new DynamoLeaseStore(doc, controlTable),
       notifier: makeHttpBrokerNotifier(),
       links: makeDynamoCallLinks(doc, tasksTable),
       clock,

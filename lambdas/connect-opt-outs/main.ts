@@ -5,8 +5,8 @@
  */
 import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { makeConnectContactAttributes } from '#shared/adapters/connect-contact-attributes.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeRecordContactOptOut } from '#shared/broker/contact-opt-outs.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
@@ -27,8 +27,8 @@ export const handler = observe(
     record: makeRecordContactOptOut({
       // The SDK's own retries: a read has no line rate to keep (unlike the broker's starts).
       attributes: makeConnectContactAttributes((region) => makeConnectClient({ region, maxAttempts: 3 })),
-      tasks: makeDynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
-      suppressions: makeDynamoSuppressionStore(doc, controlTable),
+      tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
+      suppressions: new DynamoSuppressionStore(doc, controlTable),
       clock,
     }),
     log,

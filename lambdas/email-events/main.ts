@@ -1,7 +1,7 @@
 /** Wires the SES email-event target to the real AWS clients; configuration is read once. */
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoEmailOutcomeStore } from '#shared/adapters/dynamo-email-outcomes.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeRecordEmailEvent } from '#shared/email/email-outcomes.ts';
@@ -18,7 +18,7 @@ export const handler = observe(
   makeEmailEventsHandler({
     record: makeRecordEmailEvent({
       outcomes: new DynamoEmailOutcomeStore(doc, tasksTable),
-      suppressions: makeDynamoSuppressionStore(doc, controlTable),
+      suppressions: new DynamoSuppressionStore(doc, controlTable),
     }),
     log,
   }),

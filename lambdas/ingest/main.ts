@@ -1,14 +1,14 @@
 /** Wires the ingest to the real AWS clients; configuration is read once, at start. */
 import { makeDocumentClient, makeS3Client, makeSqsClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
+import { DynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { makeDynamoTaskRetimer } from '#shared/adapters/dynamo-retime.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
-import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { makeS3ValidationReportStore, S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { clockFromEnv, getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeJobSweep } from '#shared/jobs/cancel.ts';
@@ -39,12 +39,12 @@ const personalisedChunks = process.env.INGEST_PERSONALISED_CHUNKS !== 'off';
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
 const sqs = makeSqsClient();
-const optOuts = makeDynamoOptOutStore(doc, controlTable);
-const suppressions = makeDynamoSuppressionStore(doc, controlTable);
-const jobs = makeDynamoJobStore(doc, controlTable);
+const optOuts = new DynamoOptOutStore(doc, controlTable);
+const suppressions = new DynamoSuppressionStore(doc, controlTable);
+const jobs = new DynamoJobStore(doc, controlTable);
 const clients = new DynamoClientStore(doc, controlTable);
 const tasks = new DynamoTaskStore(doc, tasksTable);
-const files = makeS3UploadFiles(s3, bucket);
+const files = new S3UploadFiles(s3, bucket);
 const validationReports = makeS3ValidationReportStore(s3, bucket);
 // Continuations, and a sweep's delayed re-check of messages a broker still holds.
 const queue = makeSqsIngestQueue(sqs, queueUrl);
@@ -70,7 +70,7 @@ export const handler = observe(
     }),
     sweep: makeJobSweep({
       jobs,
-      tasks: makeDynamoTaskCanceller(doc, { controlTable, tasksTable }),
+      tasks: new DynamoTaskCanceller(doc, { controlTable, tasksTable }),
       queue,
       clock,
     }),

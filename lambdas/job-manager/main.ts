@@ -3,8 +3,8 @@
  * queues the expire sweep of a job past its end); configuration is read once.
  */
 import { makeDocumentClient, makeEcsClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
-import { DynamoLeaseTable } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
@@ -46,7 +46,7 @@ async function desiredVersion(): Promise<string> {
 export const handler = observe(
   makeJobManagerHandler({
     run: makeRunJobManager({
-      store: makeDynamoFleetStore(doc, { controlTable, tasksTable }),
+      store: new DynamoFleetStore(doc, { controlTable, tasksTable }),
       scaler: service,
       sweeps,
       clock,
@@ -54,7 +54,7 @@ export const handler = observe(
       desiredVersion,
     }),
     runLease: new RunLease({
-      store: new DynamoLeaseTable(doc, controlTable, { key: keys.runLease }),
+      store: new DynamoLeaseStore(doc, controlTable, { key: keys.runLease }),
       clock,
       leaseMs: runLeaseMs(functions['job-manager'].timeoutSeconds),
       log,

@@ -8,14 +8,14 @@ import {
 import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoOutcomeSecretWriter } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { DynamoOutstandingHeads } from '#shared/adapters/dynamo-outstanding-heads.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
-import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { makeS3ValidationReportStore, S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
@@ -34,7 +34,7 @@ const doc = makeDocumentClient();
 const s3 = makeS3Client();
 const sqs = makeSqsClient();
 
-const leases = makeDynamoLeaseStore(doc, controlTable);
+const leases = new DynamoLeaseStore(doc, controlTable);
 const clients = new DynamoClientStore(doc, controlTable);
 // The system's time (the local cloud may shift it: `npm start -- --at`).
 const clock = clockFromEnv();
@@ -43,9 +43,9 @@ export const handler = observe(
   makeJobsApiHandler({
     api: makeJobsApi({
       clients: new DynamoClientStore(doc, controlTable),
-      jobs: makeDynamoJobStore(doc, controlTable),
+      jobs: new DynamoJobStore(doc, controlTable),
       tasks: new DynamoTaskStore(doc, tasksTable),
-      files: makeS3UploadFiles(s3, bucket, makeS3PresignClient()),
+      files: new S3UploadFiles(s3, bucket, makeS3PresignClient()),
       validationReports: makeS3ValidationReportStore(s3, bucket),
       queue: makeSqsIngestQueue(sqs, ingestQueueUrl),
       bucket,
@@ -54,7 +54,7 @@ export const handler = observe(
       // VPC, which this function runs in (cdk/constructs/jobs.ts).
       brokers: { leases, notifier: makeHttpBrokerNotifier(), log },
       calls: leases,
-      optOuts: makeDynamoOptOutStore(doc, controlTable),
+      optOuts: new DynamoOptOutStore(doc, controlTable),
       outcomeWebhooks: {
         secrets: new DynamoOutcomeSecretWriter(doc, getStringFromEnv('CHANNELS_TABLE')),
         // Only the local cloud sets it: in AWS an outcome webhook URL must be https.
@@ -69,7 +69,7 @@ export const handler = observe(
     }),
     suppressions: makeSuppressionsApi({
       clients,
-      store: makeDynamoSuppressionStore(doc, controlTable),
+      store: new DynamoSuppressionStore(doc, controlTable),
       clock,
     }),
     log,

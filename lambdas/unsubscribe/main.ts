@@ -9,7 +9,7 @@ import {
   makeDynamoClient,
   makeSecretsManagerClient,
 } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { UnsubscribeKeyring } from '#shared/adapters/unsubscribe-secret.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
@@ -36,7 +36,7 @@ export const handler = observe(
   makeUnsubscribeHandler({
     unsubscribe: new OneClickUnsubscribe({
       verifier: keyring,
-      suppressions: makeDynamoSuppressionStore(doc, controlTable),
+      suppressions: new DynamoSuppressionStore(doc, controlTable),
       clock,
     }),
     log,

@@ -2,8 +2,8 @@
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { DynamoProcessedEventStore } from '#shared/adapters/dynamo-webhook-events.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
@@ -47,8 +47,8 @@ export const handler = observe(
     process: makeProcessWebhookEvent({
       channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
       events: new DynamoProcessedEventStore(doc, eventsTable),
-      optOuts: makeDynamoOptOutStore(doc, controlTable),
-      suppressions: makeDynamoSuppressionStore(doc, controlTable),
+      optOuts: new DynamoOptOutStore(doc, controlTable),
+      suppressions: new DynamoSuppressionStore(doc, controlTable),
       messagingFor: (channel) => clients.for(channel),
       clock,
       log,

@@ -92,14 +92,7 @@ function cancellationCodes(error: TransactionCanceledException): (string | undef
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** A {@link BrokerTaskStore} over the control and tasks tables. */
-export function makeDynamoBrokerTaskStore(
-  doc: DynamoDBDocumentClient,
-  options: DynamoBrokerTaskStoreOptions,
-): BrokerTaskStore {
-  return new DynamoBrokerTaskStore(doc, options);
-}
-
-class DynamoBrokerTaskStore implements BrokerTaskStore {
+export class DynamoBrokerTaskStore implements BrokerTaskStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #controlTable: string;
   readonly #tasksTable: string;

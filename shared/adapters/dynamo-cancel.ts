@@ -57,14 +57,7 @@ export interface DynamoTaskCancellerOptions {
 }
 
 /** A {@link TaskCanceller} over the tasks and control tables. */
-export function makeDynamoTaskCanceller(
-  doc: DynamoDBDocumentClient,
-  options: DynamoTaskCancellerOptions,
-): TaskCanceller {
-  return new DynamoTaskCanceller(doc, options);
-}
-
-class DynamoTaskCanceller implements TaskCanceller {
+export class DynamoTaskCanceller implements TaskCanceller {
   readonly #doc: DynamoDBDocumentClient;
   readonly #controlTable: string;
   readonly #tasksTable: string;

@@ -377,14 +377,6 @@ function readyTaskQuery(
   };
 }
 
-/** A {@link FleetStore} over the control table and the tasks table. */
-export function makeDynamoFleetStore(
-  doc: DynamoDBDocumentClient,
-  options: DynamoFleetStoreOptions,
-): FleetStore {
-  return new DynamoFleetStore(doc, options);
-}
-
 /**
  * Sets the work list's desired version now (the local fleet's `onDeploy`: on AWS the deployment
  * sets it). `updatedAt` moves too, so a job manager run that

@@ -101,12 +101,8 @@ const pageToken = {
   },
 };
 
-export function makeDynamoJobStore(doc: DynamoDBDocumentClient, tableName: string): JobStore {
-  return new DynamoJobStore(doc, tableName);
-}
-
 /** Jobs in the control table: status changes and the ingest's steps as conditional updates. */
-class DynamoJobStore implements JobStore {
+export class DynamoJobStore implements JobStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #table: string;
 

@@ -11,6 +11,7 @@ import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } fr
 import type { FleetWorkReader, LeaseEndpointReader } from '#shared/broker/ports.ts';
 import {
   FLEET_WORK_KEY,
+  type FleetWork,
   fleetWorkShardKey,
   mergeFleetWork,
   parseFleetWork,
@@ -111,15 +112,8 @@ function isConditionFailure(error: unknown): boolean {
   return error instanceof ConditionalCheckFailedException;
 }
 
-export type DynamoLeaseStore = LeaseStore &
-  LeaseEndpointReader &
-  CallsInFlightReader & {
-    /** The stored lease (a consistent read), for tests and operators. */
-    get(clientId: string): Promise<Lease | undefined>;
-  };
-
-/** A {@link DynamoLeaseStore}: the clients' lease items in the control table. */
-export class DynamoLeaseTable implements DynamoLeaseStore {
+/** The clients' lease items in the control table (or another subject's, by `key`). */
+export class DynamoLeaseStore implements LeaseStore, LeaseEndpointReader, CallsInFlightReader {
   readonly #doc: DynamoDBDocumentClient;
   readonly #tableName: string;
   /** Where this broker can be reached, if it says (brokers only). */
@@ -133,6 +127,7 @@ export class DynamoLeaseTable implements DynamoLeaseStore {
     this.#key = options.key ?? keys.lease;
   }
 
+  /** The stored lease (a consistent read), for tests and operators. */
   async get(clientId: string): Promise<Lease | undefined> {
     return leaseOf(await this.#read(clientId));
   }
@@ -258,33 +253,32 @@ export class DynamoLeaseTable implements DynamoLeaseStore {
   }
 }
 
-/** A {@link LeaseStore} over the control table. */
-export function makeDynamoLeaseStore(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  options: DynamoLeaseStoreOptions = {},
-): DynamoLeaseStore {
-  return new DynamoLeaseTable(doc, tableName, options);
-}
-
 /**
  * Reads the fleet's work list the job manager writes: its head (control table, pk=FLEET, sk=WORK)
  * and, when the list is sharded, each shard it names (`WORK#{i}`), merged. `{ lists: false }`
  * reads the head only (version and time: the drain check on every heartbeat).
  */
-export function makeDynamoFleetWorkReader(doc: DynamoDBDocumentClient, tableName: string): FleetWorkReader {
-  const get = async (Key: Record<string, string>) =>
-    (await doc.send(new GetCommand({ TableName: tableName, Key }))).Item;
-  return {
-    async read(options) {
-      const head = parseFleetWork(await get(FLEET_WORK_KEY));
-      if (!head?.shards || options?.lists === false) return head;
-      const shards = await Promise.all(
-        Array.from({ length: head.shards }, async (_, i) =>
-          parseFleetWorkShard(await get(fleetWorkShardKey(i))),
-        ),
-      );
-      return mergeFleetWork(head, shards);
-    },
-  };
+export class DynamoFleetWorkReader implements FleetWorkReader {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tableName: string;
+
+  constructor(doc: DynamoDBDocumentClient, tableName: string) {
+    this.#doc = doc;
+    this.#tableName = tableName;
+  }
+
+  async read(options?: { readonly lists?: boolean }): Promise<FleetWork | undefined> {
+    const head = parseFleetWork(await this.#get(FLEET_WORK_KEY));
+    if (!head?.shards || options?.lists === false) return head;
+    const shards = await Promise.all(
+      Array.from({ length: head.shards }, async (_, i) =>
+        parseFleetWorkShard(await this.#get(fleetWorkShardKey(i))),
+      ),
+    );
+    return mergeFleetWork(head, shards);
+  }
+
+  async #get(Key: Record<string, string>): Promise<Record<string, unknown> | undefined> {
+    return (await this.#doc.send(new GetCommand({ TableName: this.#tableName, Key }))).Item;
+  }
 }

@@ -48,7 +48,7 @@ import type { JobStore } from '#shared/jobs/ports.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { ClaimPages } from './dynamo-claim-pages.ts';
-import { makeDynamoJobStore } from './dynamo-jobs.ts';
+import { DynamoJobStore } from './dynamo-jobs.ts';
 import {
   type ClaimerDeps,
   MessageClaimer,
@@ -113,14 +113,7 @@ export interface DynamoMessageTasks {
 }
 
 /** The message side of the tasks table. */
-export function makeDynamoMessageTasks(
-  doc: DynamoDBDocumentClient,
-  options: DynamoMessageTasksOptions,
-): DynamoMessageTasks {
-  return new DynamoMessageTaskStore(doc, options);
-}
-
-class DynamoMessageTaskStore implements DynamoMessageTasks {
+export class DynamoMessageTaskStore implements DynamoMessageTasks {
   readonly #table: MessageTaskTable;
   readonly #optedOut: DynamoMessageTasksOptions['optedOut'];
   readonly #suppressed: DynamoMessageTasksOptions['suppressed'];
@@ -129,7 +122,7 @@ class DynamoMessageTaskStore implements DynamoMessageTasks {
   readonly #clock: Clock;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoMessageTasksOptions) {
-    this.#jobs = makeDynamoJobStore(doc, options.controlTable);
+    this.#jobs = new DynamoJobStore(doc, options.controlTable);
     this.#clock = options.clock;
     this.#table = new MessageTaskTable(doc, {
       controlTable: options.controlTable,

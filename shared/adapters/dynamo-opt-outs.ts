@@ -167,11 +167,3 @@ function decodePageToken(token: string): string {
 function optOutPk(clientId: string): string {
   return `OPTOUT#${clientId}`;
 }
-
-export function makeDynamoOptOutStore(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  options: OptOutStoreOptions = {},
-): OptOutStore & OptOutReader {
-  return new DynamoOptOutStore(doc, tableName, options);
-}

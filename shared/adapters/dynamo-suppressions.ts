@@ -208,10 +208,3 @@ function decodePageToken(token: string): string {
     throw new ValidationError('invalid suppression query', { next: ['is not a token this API returned'] });
   return sk;
 }
-
-export function makeDynamoSuppressionStore(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-): DynamoSuppressionStore {
-  return new DynamoSuppressionStore(doc, tableName);
-}

@@ -7,7 +7,7 @@
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type middy from '@middy/core';
-import { makeLogger, type PowertoolsLog } from './powertools.ts';
+import { PowertoolsLog } from './powertools.ts';
 
 export interface LambdaLogging {
   readonly log: PowertoolsLog;
@@ -18,7 +18,7 @@ export interface LambdaLogging {
 
 /** The service's logger, and the Lambda context on each of its lines. */
 export function lambdaLogging(service: string): LambdaLogging {
-  const log = makeLogger(service);
+  const log = new PowertoolsLog(service);
   return {
     log,
     observe: (handler) =>

@@ -35,7 +35,10 @@ class LineLogger extends PowertoolsLogger {
   }
 }
 
-/** The port, on Powertools. `powertools` is what Lambda's middy middleware wraps. */
+/**
+ * The port, on Powertools: the logger of a service (a Lambda, the broker, a local stand-in).
+ * `powertools` is what Lambda's middy middleware wraps.
+ */
 export class PowertoolsLog implements Logger {
   readonly powertools: PowertoolsLogger;
   readonly #metrics: Metrics;
@@ -123,9 +126,4 @@ class KeyedLogger implements Logger {
   withKeys(keys: Record<string, unknown>): Logger {
     return new KeyedLogger(this.#base, { ...this.#keys, ...keys });
   }
-}
-
-/** The logger of a service (a Lambda, the broker, a local stand-in). */
-export function makeLogger(service: string, options: LoggerOptions = {}): PowertoolsLog {
-  return new PowertoolsLog(service, options);
 }

@@ -207,11 +207,6 @@ class S3ObjectWrite {
   }
 }
 
-/** The uploads bucket (see {@link S3UploadFiles}). */
-export function makeS3UploadFiles(s3: S3Client, bucket: string, presigner: S3Client = s3): UploadFiles {
-  return new S3UploadFiles(s3, bucket, presigner);
-}
-
 /** Where a job's validation report pages are. */
 export function validationReportPrefix(clientId: string, jobId: string): string {
   return `reports/${clientId}/${jobId}/validation/`;

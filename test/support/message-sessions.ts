@@ -4,10 +4,10 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { expect } from 'vitest';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import {
+  DynamoMessageTaskStore,
   type DynamoMessageTasksOptions,
-  makeDynamoMessageTasks,
 } from '#shared/adapters/dynamo-message-tasks.ts';
 import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import type { Job } from '#shared/jobs/model.ts';
@@ -27,14 +27,14 @@ export type MessageHolder = Awaited<ReturnType<typeof messageHolder>>;
 
 /** The client's lease taken as `owner` (for an hour), and a message session under it (holds of a minute). */
 export async function messageHolder(job: Job, owner: string, now: () => number, options: HolderOptions) {
-  const lease = await makeDynamoLeaseStore(options.leaseDoc, options.tables.controlTable).tryTake({
+  const lease = await new DynamoLeaseStore(options.leaseDoc, options.tables.controlTable).tryTake({
     clientId: job.clientId,
     owner,
     now: now(),
     leaseMs: HOUR,
   });
   expect(lease, `${owner} takes the lease`).toBeDefined();
-  const store = makeDynamoMessageTasks(options.doc ?? options.leaseDoc, {
+  const store = new DynamoMessageTaskStore(options.doc ?? options.leaseDoc, {
     ...options.tables,
     clock: { now },
     holdMs: 60_000,

@@ -5,12 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isMetricRecord } from '#local/metric-records.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { BrokerMetrics, callEndedMetrics } from '#shared/broker/broker-metrics.ts';
 
 function capture() {
   const lines: string[] = [];
-  const log = makeLogger('broker', { write: (line) => lines.push(line), level: 'debug' });
+  const log = new PowertoolsLog('broker', { write: (line) => lines.push(line), level: 'debug' });
   const records = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
   const emf = () =>
     records().filter((r) => r._aws) as {
@@ -41,7 +41,7 @@ describe('the Powertools logger', () => {
 
   it('leaves out lines below its level', () => {
     const lines: string[] = [];
-    const log = makeLogger('x', { level: 'warn', write: (l) => lines.push(l) });
+    const log = new PowertoolsLog('x', { level: 'warn', write: (l) => lines.push(l) });
     log.info('quiet');
     log.warn('loud');
     expect(lines).toHaveLength(1);

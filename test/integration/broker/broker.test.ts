@@ -18,9 +18,9 @@ import {
   type TelephonySandbox,
   type TelephonySandboxOptions,
 } from '#local/telephony-sandbox.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
-import { makeDynamoFleetWorkReader, makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoFleetWorkReader, DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
@@ -61,8 +61,8 @@ beforeAll(async () => {
     createTable(cloud.ddb, stage, tableSpec('tasks')),
   ]);
   const record = makeRecordCallStatus({
-    tasks: makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable }),
-    leases: makeDynamoLeaseStore(cloud.doc, controlTable),
+    tasks: new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable }),
+    leases: new DynamoLeaseStore(cloud.doc, controlTable),
     notifier: makeHttpBrokerNotifier(),
     clock: { now: () => Date.now() },
     secrets: SECRET,
@@ -232,7 +232,7 @@ describe('a broker on the local cloud', () => {
     expect(stats.repeatedRings).toEqual([]);
     // The client was released once its work was done.
     await until(
-      async () => (await makeDynamoLeaseStore(cloud.doc, controlTable).get('pace'))?.expiresAt === 0,
+      async () => (await new DynamoLeaseStore(cloud.doc, controlTable).get('pace'))?.expiresAt === 0,
       30_000,
     );
     broker.stop('sigterm');
@@ -367,7 +367,7 @@ describe('a broker killed with only calls in flight, their callbacks lost', () =
   /** The job manager on this suite's tables, on the wall clock (one instance: it keeps its state). */
   function jobManager() {
     return makeRunJobManager({
-      store: makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable }),
+      store: new DynamoFleetStore(cloud.doc, { controlTable, tasksTable }),
       scaler: { setDesiredCount: async () => {} },
       // No job of this suite has an end: nothing is ever queued.
       sweeps: { send: async () => {} },
@@ -392,9 +392,9 @@ describe('a broker killed with only calls in flight, their callbacks lost', () =
     );
     child.kill('SIGKILL');
     await once(child, 'exit');
-    const tasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const tasks = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
     expect(await tasks.inFlight(clientId)).toHaveLength(started);
-    return makeDynamoLeaseStore(cloud.doc, controlTable);
+    return new DynamoLeaseStore(cloud.doc, controlTable);
   }
 
   it('once its lease has expired, the job manager gives the client a broker that settles the calls: every task ends, the job completes', async () => {
@@ -437,7 +437,7 @@ describe('a broker killed with only calls in flight, their callbacks lost', () =
     expect(stats.repeatedRings).toEqual([]);
     // Nothing left: the successor released the client, with no call recorded in flight.
     await until(async () => (await leases.get('orphan'))?.expiresAt === 0, 10_000);
-    const tasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const tasks = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
     expect(await tasks.inFlight('orphan')).toEqual([]);
     const last = await run();
     expect(last.completed).toContain(job.jobId);
@@ -496,7 +496,7 @@ describe('a broker killed with only calls in flight, their callbacks lost', () =
     expect(s.stats('orphanp').rings).toBe(3);
     expect(s.stats('orphanp').repeatedRings).toEqual([]);
     expect(
-      await makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable }).inFlight('orphanp'),
+      await new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable }).inFlight('orphanp'),
     ).toEqual([]);
     const last = await run();
     expect(last.orphaned).not.toContain('orphanp');
@@ -509,8 +509,8 @@ describe('a broker killed with only calls in flight, their callbacks lost', () =
 describe('the DynamoDB fence', () => {
   it('refuses a start with a stale token after a takeover, and keeps the calls in flight on the lease item', async () => {
     const job = await seed({ clientId: 'fence', limit: 1, rate: 1, tasks: 1 });
-    const leases = makeDynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
-    const tasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const leases = new DynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
+    const tasks = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
     const now = Date.now();
     const first = await leases.tryTake({ clientId: 'fence', owner: 'old', now, leaseMs: 1_000 });
     expect(first).toBeDefined();
@@ -566,7 +566,7 @@ describe('the DynamoDB fence', () => {
 
   it('reads the fleet work list the job manager writes', async () => {
     await putWork(['a', 'b'], 'v7');
-    const work = await makeDynamoFleetWorkReader(cloud.doc, controlTable).read();
+    const work = await new DynamoFleetWorkReader(cloud.doc, controlTable).read();
     expect(work).toMatchObject({ clients: ['a', 'b'], desiredVersion: 'v7' });
     await putWork([]);
   });

@@ -12,7 +12,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { readOpenClaims } from '#shared/adapters/dynamo-claim-pages.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import type { ClaimedTask, TaskOutcome } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
@@ -43,7 +43,7 @@ const seed = (tasks: number, settings = {}, message = SHARED): Promise<Job> => {
 };
 
 const countsOf = async (job: Job) =>
-  (await makeDynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId))!.counts;
+  (await new DynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId))!.counts;
 
 /** Every member of the job as its report reads it (a chunk's members one by one). */
 async function memberTasks(job: Job): Promise<Task[]> {

@@ -8,9 +8,9 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { startTelephonySandbox, type TelephonySandbox } from '#local/telephony-sandbox.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
@@ -141,8 +141,8 @@ describe('a contact limit in the start transaction', () => {
     const client = await putClient(clientId, [limit]);
     const person = '+819044440000';
     const jobs = await Promise.all(Array.from({ length: 8 }, (_, n) => putJob(clientId, n, [person])));
-    const store = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
-    const leases = makeDynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
+    const store = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const leases = new DynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
     const lease = await leases.tryTake({ clientId, owner: 'racer', now: Date.now(), leaseMs: 60_000 });
     const now = Date.now();
     const slots = capSlots(client.contactLimits, 'call', now, client.timeZone);
@@ -265,9 +265,9 @@ describe('message jobs listing the same LINE users at once', () => {
             Item: { ...keys.task(t.jobId, t.taskId), ...t, channel: 'message', ...keys.outstandingIndex(t) },
           }),
         );
-    const leases = makeDynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
+    const leases = new DynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
     const lease = await leases.tryTake({ clientId, owner: 'claimer', now: Date.now(), leaseMs: 60_000 });
-    const store = makeDynamoMessageTasks(cloud.doc, {
+    const store = new DynamoMessageTaskStore(cloud.doc, {
       controlTable,
       tasksTable,
       clock: { now: () => Date.now() },

@@ -2,13 +2,13 @@ import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
-import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
+import { DynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { readOpenClaims } from '#shared/adapters/dynamo-claim-pages.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
@@ -140,7 +140,7 @@ const tasksOf = (jobId: string) => readTasks<Task & { claimToken?: number }>(clo
 const claimPagesOf = (clientId: string) => readOpenClaims(cloud.doc, tasksTable, clientId);
 
 async function jobOf(job: Job): Promise<Job> {
-  const out = await makeDynamoMessageTasks(cloud.doc, {
+  const out = await new DynamoMessageTaskStore(cloud.doc, {
     controlTable,
     tasksTable,
     clock: { now: () => Date.now() },
@@ -187,8 +187,8 @@ function letGo(broker: RunningBroker, clientId: string): Promise<true> {
 async function sweepCancelled(job: Job): Promise<void> {
   const continuations: CancelSweepMessage[] = [];
   const sweep = makeJobSweep({
-    jobs: makeDynamoJobStore(cloud.doc, controlTable),
-    tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
+    jobs: new DynamoJobStore(cloud.doc, controlTable),
+    tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
     queue: { send: async (m) => void (m.kind === 'cancel-sweep' && continuations.push(m)) },
     clock: { now: () => Date.now() },
   });
@@ -201,7 +201,7 @@ async function sweepCancelled(job: Job): Promise<void> {
 
 /** What the jobs API does on cancel: the status, then the nudge to the lease holder. */
 async function cancelJob(job: Job, broker: RunningBroker): Promise<void> {
-  const jobs = makeDynamoJobStore(cloud.doc, controlTable);
+  const jobs = new DynamoJobStore(cloud.doc, controlTable);
   const stored = await jobs.get(job.clientId, job.jobId);
   expect((await jobs.transition(stored!, 'cancelled', Date.now())).ok).toBe(true);
   await broker.broker.jobChanged(job.clientId, job.jobId);
@@ -234,7 +234,7 @@ describe('a message job served by the broker', () => {
     const clientId = `push${Math.random().toString(36).slice(2, 6)}`;
     const n = 1_200;
     const job = await seed(clientId, n, PERSONAL);
-    const optOuts = makeDynamoOptOutStore(cloud.doc, controlTable);
+    const optOuts = new DynamoOptOutStore(cloud.doc, controlTable);
     const optedOut = [5, 600, 1_111];
     for (const i of optedOut) await optOuts.record(clientId, recipientOf(clientId, i), true, Date.now());
     line.faults.setProbabilities({ status500: 0.05, dropAfterDeliver: 0.05 });
@@ -277,7 +277,7 @@ describe('a message job served by the broker', () => {
     const { clientId, job } = await sendingJob('dnc', n);
     const late = Array.from({ length: 200 }, (_, k) => n - 200 + k);
     const at = Date.now();
-    await makeDynamoSuppressionStore(cloud.doc, controlTable).add(
+    await new DynamoSuppressionStore(cloud.doc, controlTable).add(
       clientId,
       late.map((i) => ({
         recipient: recipientOf(clientId, i),
@@ -332,9 +332,9 @@ describe('a message job served by the broker', () => {
   it('a task that appears below the cursors (earlier readyAt) is claimed before the session says it has nothing left', async () => {
     const clientId = `below${Math.random().toString(36).slice(2, 6)}`;
     const job = await seed(clientId, 300, PERSONAL);
-    const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
+    const leases = new DynamoLeaseStore(cloud.doc, controlTable);
     const lease = await leases.tryTake({ clientId, owner: 'b1', now: Date.now(), leaseMs: 60_000 });
-    const store = makeDynamoMessageTasks(cloud.doc, {
+    const store = new DynamoMessageTaskStore(cloud.doc, {
       controlTable,
       tasksTable,
       clock: { now: () => Date.now() },
@@ -380,8 +380,8 @@ describe('a message job served by the broker', () => {
       const n = 700;
       const job = await seed(clientId, n, SAME_FOR_ALL);
       const clock = { now: () => Date.now() };
-      const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
-      const store = makeDynamoMessageTasks(cloud.doc, { controlTable, tasksTable, clock, claimRecords });
+      const leases = new DynamoLeaseStore(cloud.doc, controlTable);
+      const store = new DynamoMessageTaskStore(cloud.doc, { controlTable, tasksTable, clock, claimRecords });
 
       // The first holder claims a page, records its multicast, sends it — and dies before writing outcomes.
       const first = await leases.tryTake({
@@ -463,9 +463,9 @@ describe('a message job served by the broker', () => {
     const n = 300;
     const job = await seed(clientId, n, PERSONAL);
     const clock = { now: () => Date.now() };
-    const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
-    const optOuts = makeDynamoOptOutStore(cloud.doc, controlTable);
-    const store = makeDynamoMessageTasks(cloud.doc, {
+    const leases = new DynamoLeaseStore(cloud.doc, controlTable);
+    const optOuts = new DynamoOptOutStore(cloud.doc, controlTable);
+    const store = new DynamoMessageTaskStore(cloud.doc, {
       controlTable,
       tasksTable,
       clock,

@@ -2,8 +2,8 @@ import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
 import { MONTHLY_LIMIT_FAILURE_REASON, MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
@@ -121,7 +121,7 @@ async function seed(
 const tasksOf = (jobId: string) => readTasks<Task>(cloud.doc, tasksTable, jobId);
 
 async function jobOf(job: Job): Promise<Job> {
-  const out = await makeDynamoMessageTasks(cloud.doc, {
+  const out = await new DynamoMessageTaskStore(cloud.doc, {
     controlTable,
     tasksTable,
     clock: { now: () => Date.now() },
@@ -161,7 +161,7 @@ describe("LINE's monthly quota (issue 14 #8)", { timeout: 300_000 }, () => {
     // A resume clears the reason; the job is checked again before it sends, and paused again with
     // fresh figures while the plan has not changed.
     line.setMonthlyQuota(1_000, { [ch.channelId]: 850 });
-    const resumed = await makeDynamoJobStore(cloud.doc, controlTable).transition(
+    const resumed = await new DynamoJobStore(cloud.doc, controlTable).transition(
       paused,
       'running',
       Date.now(),

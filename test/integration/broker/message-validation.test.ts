@@ -8,8 +8,8 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
-import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { Job, Task } from '#shared/jobs/model.ts';
@@ -118,10 +118,10 @@ function finalTasks(job: Job): Promise<Task[]> {
 
 /** What the job manager does to a running job with no open task; the job as it then is. */
 async function endJob(job: Job): Promise<Job | undefined> {
-  const fleet = makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable });
+  const fleet = new DynamoFleetStore(cloud.doc, { controlTable, tasksTable });
   expect(await fleet.hasOpenTask(job.jobId)).toBe(false);
   expect(await fleet.completeJob(job, Date.now())).toBe(true);
-  return makeDynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId);
+  return new DynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId);
 }
 
 const deliveredTo = (job: Job, n: number) => {

@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { readOpenClaims } from '#shared/adapters/dynamo-claim-pages.ts';
-import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import type { ClaimedTask, TaskOutcome } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import type { Job } from '#shared/jobs/model.ts';
@@ -34,7 +34,7 @@ const seed = (tasks: number): Promise<Job> => {
 };
 
 const countsOf = async (job: Job) =>
-  (await makeDynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId))!.counts;
+  (await new DynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId))!.counts;
 
 const delivered = (t: ClaimedTask, at: number): TaskOutcome => ({
   jobId: t.jobId,
@@ -159,7 +159,7 @@ describe('message ends written on claim pages', () => {
     expect(await countsOf(job)).toMatchObject({ completed: 0 });
     expect(await readOpenClaims(cloud.doc, tasksTable, job.clientId)).toHaveLength(1);
 
-    const fleet = makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable });
+    const fleet = new DynamoFleetStore(cloud.doc, { controlTable, tasksTable });
     expect(await fleet.hasOpenTask(job.jobId)).toBe(false);
     await fleet.settleClaimPages!(job.clientId, job.jobId);
     await fleet.settleClaimPages!(job.clientId, job.jobId);

@@ -8,8 +8,8 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { startTelephonySandbox, type TelephonySandbox } from '#local/telephony-sandbox.ts';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
@@ -129,7 +129,7 @@ describe('a number suppressed while its job runs', () => {
       timeoutMs: 30_000,
     });
     const suppressed = Array.from({ length: 8 }, (_, i) => recipientOf(i + 4));
-    const store = makeDynamoSuppressionStore(cloud.doc, controlTable);
+    const store = new DynamoSuppressionStore(cloud.doc, controlTable);
     const at = Date.now();
     await store.add(
       clientId,
@@ -164,7 +164,7 @@ describe('a number suppressed while its job runs', () => {
     }
     // Every task either rang or was suppressed; none was lost.
     expect(tasks.filter((t) => t.state === 'completed').length + cancelled.length).toBe(12);
-    const stored = await makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable }).getJob(
+    const stored = await new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable }).getJob(
       clientId,
       job.jobId,
     );

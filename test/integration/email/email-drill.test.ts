@@ -37,8 +37,8 @@ import {
   type SesEmulator,
   startSesEmulator,
 } from '#local/ses-emulator.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { SES_BULK_DESTINATIONS } from '#shared/adapters/ses-transport.ts';
 import { IN_DOUBT_REASON } from '#shared/campaign/unit-sender.ts';
 import {
@@ -267,7 +267,7 @@ async function runDrill(): Promise<DrillResult> {
   await Promise.all([spawnBroker('drill-a'), spawnBroker('drill-b')]);
   mark('brokers ready');
 
-  const leases = makeDynamoLeaseStore(cloud.doc, controlTable);
+  const leases = new DynamoLeaseStore(cloud.doc, controlTable);
   const victim = await eventually(
     async () => {
       if (accepted().length < KILL_AT) return undefined;
@@ -306,7 +306,7 @@ async function runDrill(): Promise<DrillResult> {
 
   const emailsTo = new Map<string, SentEmail[]>();
   for (const e of ses.sent()) for (const to of e.to) emailsTo.set(to, [...(emailsTo.get(to) ?? []), e]);
-  const counts = (await makeDynamoJobStore(cloud.doc, controlTable).get(CLIENT, job.jobId))?.counts;
+  const counts = (await new DynamoJobStore(cloud.doc, controlTable).get(CLIENT, job.jobId))?.counts;
   return { tasks, counts, acceptedAtKill, emailsTo, sends: tap.sends() };
 }
 

@@ -17,7 +17,7 @@ import { type LocalEmail, startLocalEmail } from '#local/email-wiring.ts';
 import { LOCAL_SES, type SesFaultRates } from '#local/ses-emulator.ts';
 import { DynamoEmailOutcomeStore } from '#shared/adapters/dynamo-email-outcomes.ts';
 import { taskItem } from '#shared/adapters/dynamo-job-tasks.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { EMAIL_TAGS, type EmailStateChange } from '#shared/email/email-outcomes.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
@@ -25,7 +25,7 @@ import { testCloud, uniqueName } from '../../support/cloud.ts';
 const cloud = testCloud();
 const tasksTable = cloud.info.tableNames.tasks!;
 const controlTable = cloud.info.tableNames.control!;
-const suppressions = makeDynamoSuppressionStore(cloud.doc, controlTable);
+const suppressions = new DynamoSuppressionStore(cloud.doc, controlTable);
 
 const SIMULATOR = 'simulator.amazonses.com';
 /** Each simulator address, and what its task and the list must end with. */

@@ -9,7 +9,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { LOCAL_SES, type SesEmulator, startSesEmulator } from '#local/ses-emulator.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DEFAULT_EMAIL_SETTINGS } from '#shared/broker/serve-email.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
@@ -150,7 +150,7 @@ async function seed(
   return job;
 }
 
-const jobOf = (job: Job) => makeDynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId);
+const jobOf = (job: Job) => new DynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId);
 const tasksOf = (job: Job) => readTasks(cloud.doc, tasksTable, job.jobId);
 const sentTo = (clientId: string) =>
   ses

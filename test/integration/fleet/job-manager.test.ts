@@ -11,9 +11,9 @@ import { createTable } from '#local/cloud.ts';
 import { type EcsAgentEndpoint, startEcsAgent } from '#local/ecs-agent.ts';
 import { type LocalFleet, startLocalFleet } from '#local/ecs-service.ts';
 import { makeLocalJobManager } from '#local/job-manager.ts';
-import { makeDynamoFleetStore, publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
-import { DynamoLeaseTable, makeDynamoFleetWorkReader } from '#shared/adapters/dynamo-leases.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { DynamoFleetStore, publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoFleetWorkReader, DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler, FleetStore } from '#shared/fleet/ports.ts';
 import { JOB_MANAGER_RUN, runLeaseMs } from '#shared/fleet/run-lease.ts';
@@ -40,7 +40,7 @@ beforeAll(async () => {
   const stage = `fleet${process.pid % 100000}${Math.random().toString(36).slice(2, 6)}`;
   controlTable = await createTable(cloud.ddb, stage, tableSpec('control'));
   tasksTable = await createTable(cloud.ddb, stage, tableSpec('tasks'));
-  store = makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable });
+  store = new DynamoFleetStore(cloud.doc, { controlTable, tasksTable });
 });
 
 afterAll(() => cloud?.ddb.destroy());
@@ -330,7 +330,7 @@ describe('the run lease: one job manager run at a time, without reserved concurr
       },
     };
   }
-  const quietLog = makeLogger('job-manager', { write: () => {} });
+  const quietLog = new PowertoolsLog('job-manager', { write: () => {} });
   // Tables of its own: these runs must not start or complete the other tests' jobs.
   let ownControl: string;
   let ownTasks: string;
@@ -362,7 +362,7 @@ describe('the run lease: one job manager run at a time, without reserved concurr
     const second = await handler(scheduledEvent, { awsRequestId: 'run-2' } as never);
     expect(second).toEqual({ skipped: 'another run holds the run lease' });
     expect(held.counts).toEqual([expect.any(Number)]);
-    const lease = await new DynamoLeaseTable(cloud.doc, ownControl, { key: keys.runLease }).get(
+    const lease = await new DynamoLeaseStore(cloud.doc, ownControl, { key: keys.runLease }).get(
       JOB_MANAGER_RUN,
     );
     expect(lease).toMatchObject({ owner: 'run-1' });
@@ -440,7 +440,7 @@ describe('the local job manager driving the local fleet', () => {
       cloud: cloud.info,
       fleet,
       maxBrokers: 1,
-      log: makeLogger('job-manager', { write: () => {} }),
+      log: new PowertoolsLog('job-manager', { write: () => {} }),
     });
 
     const result = await handler(scheduledEvent, {} as never);
@@ -457,13 +457,13 @@ describe('the local job manager driving the local fleet', () => {
     const clients = Array.from({ length: 20_000 }, (_, i) => `cl${String(i).padStart(24, '0')}`);
     // A control table of its own: the other tests' lists are not in the way.
     const table = await createTable(cloud.ddb, `fleetwl${process.pid % 100000}`, tableSpec('control'));
-    const own = makeDynamoFleetStore(cloud.doc, { controlTable: table, tasksTable });
+    const own = new DynamoFleetStore(cloud.doc, { controlTable: table, tasksTable });
     const at = NOW;
     const written = await own.putFleetWork(
       fleetWorkItem({ clients, served: clients.slice(0, 10_000), desiredVersion: 'v9', updatedAt: at }),
     );
     expect(written).toBe(true);
-    const reader = makeDynamoFleetWorkReader(cloud.doc, table);
+    const reader = new DynamoFleetWorkReader(cloud.doc, table);
     const work = await reader.read();
     expect(work?.desiredVersion).toBe('v9');
     expect(work?.clients).toHaveLength(20_000);

@@ -7,12 +7,12 @@
  */
 import { BatchWriteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
-import { makeDynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeDynamoMessageTasks } from '#shared/adapters/dynamo-message-tasks.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
+import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
+import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
 import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import type { Fence } from '#shared/broker/ports.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
@@ -81,7 +81,7 @@ async function scheduledJob(rows: number, end: string) {
  * jobs are theirs to start and complete) and writing no work list.
  */
 function jobManager(clientId: string, now: () => number, sweeps: Pick<IngestQueue, 'send'>) {
-  const real = makeDynamoFleetStore(cloud.doc, { controlTable, tasksTable });
+  const real = new DynamoFleetStore(cloud.doc, { controlTable, tasksTable });
   const own = <T extends { clientId: string }>(items: T[]) => items.filter((i) => i.clientId === clientId);
   const store: FleetStore = {
     dueScheduledJobs: async (at) => own(await real.dueScheduledJobs(at)),
@@ -106,8 +106,8 @@ function jobManager(clientId: string, now: () => number, sweeps: Pick<IngestQueu
 
 /** The broker's side: its lease on the client, and its start and settle transactions at a given time. */
 async function broker(clientId: string, at: number) {
-  const tasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
-  const lease = await makeDynamoLeaseStore(cloud.doc, controlTable).tryTake({
+  const tasks = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+  const lease = await new DynamoLeaseStore(cloud.doc, controlTable).tryTake({
     clientId,
     owner: 'broker-end',
     now: at,
@@ -185,8 +185,8 @@ describe('a job that reaches its end', () => {
 
     // The sweep (the ingest runs it) ends the waiting tasks, the retry among them, as expired.
     const sweep = makeJobSweep({
-      jobs: makeDynamoJobStore(cloud.doc, controlTable),
-      tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
+      jobs: new DynamoJobStore(cloud.doc, controlTable),
+      tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
       queue: { send: async (m) => void (m.kind === 'expire-sweep' && sent.push(m)) },
       clock: { now: () => now },
       maxPagesPerRun: 4,
@@ -356,8 +356,8 @@ describe('a message job that reaches its end', () => {
     const job = await messageJob(8, END);
     let now = END - 2_000;
     const clock = { now: () => now };
-    const store = makeDynamoMessageTasks(cloud.doc, { controlTable, tasksTable, clock, holdMs: 60_000 });
-    const lease = await makeDynamoLeaseStore(cloud.doc, controlTable).tryTake({
+    const store = new DynamoMessageTaskStore(cloud.doc, { controlTable, tasksTable, clock, holdMs: 60_000 });
+    const lease = await new DynamoLeaseStore(cloud.doc, controlTable).tryTake({
       clientId: job.clientId,
       owner: 'sender',
       now,
@@ -416,8 +416,8 @@ describe('a message job that reaches its end', () => {
     // their hold has passed, saying they may have been delivered.
     const sweep = (at: number) =>
       makeJobSweep({
-        jobs: makeDynamoJobStore(cloud.doc, controlTable),
-        tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
+        jobs: new DynamoJobStore(cloud.doc, controlTable),
+        tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
         queue: { send: async () => {} },
         clock: { now: () => at },
       });
@@ -435,7 +435,7 @@ describe('a message job that reaches its end', () => {
     for (const t of held) {
       expect(final.find((f) => f.taskId === t.taskId)?.reason).toBe(JOB_ENDED_IN_FLIGHT_REASON);
     }
-    const counts = (await makeDynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId))!.counts;
+    const counts = (await new DynamoJobStore(cloud.doc, controlTable).get(job.clientId, job.jobId))!.counts;
     expect(counts).toMatchObject({ completed: 1, expired: 7 });
   });
 });

@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
 import { CALL_NEVER_ENDED_REASON, cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
@@ -164,11 +164,11 @@ describe('cancelling a job', () => {
     expect(await outstandingOf(clientId, jobId)).toEqual([]);
 
     // The call in flight ends busy; the broker that started it still holds the job as running.
-    const brokerTasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const brokerTasks = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
     const settled = await settleFromSnapshot(brokerTasks, {
       task: { ...inFlight, state: 'in-flight', attempts: 1 },
       job: {
-        ...(await makeDynamoJobStore(cloud.doc, controlTable).get(clientId, jobId))!,
+        ...(await new DynamoJobStore(cloud.doc, controlTable).get(clientId, jobId))!,
         status: 'running',
       },
       attempt: 1,
@@ -198,7 +198,7 @@ describe('cancelling a job', () => {
       return body.counts.cancelled === tasks.length - 1 ? true : undefined;
     }, 'the sweep');
     // The settle decided on a retry while the job still looked running.
-    const brokerTasks = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const brokerTasks = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
     const settled = await brokerTasks.settle({
       task: { ...inFlight, state: 'in-flight', attempts: 1 },
       attempt: 1,
@@ -225,12 +225,12 @@ describe('cancelling a job', () => {
     const shardsUsed = new Set(tasks.map((t) => taskShard(t.taskId))).size;
     // Cancelled in the store, so no sweep is queued: this test runs the sweep itself, in small pages.
     const sent: CancelSweepMessage[] = [];
-    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const store = new DynamoJobStore(cloud.doc, controlTable);
     const job = (await store.get(clientId, jobId))!;
     expect((await store.transition(job, 'cancelled', Date.now())).ok).toBe(true);
     const sweep = makeJobSweep({
       jobs: store,
-      tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
+      tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
       queue: {
         send: async (m) => {
           if (m.kind === 'cancel-sweep') sent.push(m);
@@ -276,13 +276,13 @@ describe('a call its dead broker left in flight', () => {
         ExpressionAttributeValues: { ':inFlight': 'in-flight', ':one': 1, ':startedAt': startedAt },
       }),
     );
-    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const store = new DynamoJobStore(cloud.doc, controlTable);
     expect((await store.transition((await store.get(clientId, jobId))!, 'cancelled', Date.now())).ok).toBe(
       true,
     );
     const sweep = makeJobSweep({
       jobs: store,
-      tasks: makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
+      tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
       queue: { send: async () => {} },
       clock: { now: () => Date.now() },
     });
@@ -332,7 +332,7 @@ describe('cancelling a message job while messages are in flight', () => {
     expect(await outstandingOf(clientId, jobId)).toHaveLength(2);
 
     // The sweep's write loses to a broker that wrote since the page was read (here: a new hold).
-    const canceller = makeDynamoTaskCanceller(cloud.doc, { controlTable, tasksTable });
+    const canceller = new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable });
     await claimMessage(held2, heldUntil + 1, 4);
     const late = Date.now() + 11 * MINUTE;
     const stale = {
@@ -354,7 +354,7 @@ describe('cancelling a message job while messages are in flight', () => {
 
     // The re-check, run when its delay is over: the live broker died too, nothing was written back.
     const queued: { message: unknown; options?: QueueSendOptions }[] = [];
-    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const store = new DynamoJobStore(cloud.doc, controlTable);
     const recheck = makeJobSweep({
       jobs: store,
       tasks: canceller,
@@ -392,7 +392,7 @@ describe('cancelling a message job while messages are in flight', () => {
   it('archives the report once every task has ended, and serves it after the tasks expire', async () => {
     const { clientId, jobId, tasks } = await scheduledJob(mixedList);
     expect((await call('POST', `/clients/${clientId}/jobs/${jobId}/cancel`)).status).toBe(200);
-    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const store = new DynamoJobStore(cloud.doc, controlTable);
     const archive = await eventually(
       async () => (await store.get(clientId, jobId))?.reportArchive,
       'the cancel sweep, then the report archive',

@@ -10,9 +10,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { s3EventNotification } from '#local/s3-notifier.ts';
 import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
-import { makeDynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeS3UploadFiles, makeS3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { makeS3ValidationReportStore, S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import { newUlid } from '#shared/ids.ts';
 import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
@@ -55,7 +55,7 @@ const tasksOf = (jobId: string) => readTasks<Task & { openSk?: string }>(cloud.d
 describe('a list uploaded through the presigned URL', () => {
   it('becomes a scheduled job with the exact counts, outstanding tasks and a report', async () => {
     const clientId = await newClient();
-    await makeDynamoOptOutStore(cloud.doc, controlTable).record(clientId, '+819011110004', true, Date.now());
+    await new DynamoOptOutStore(cloud.doc, controlTable).record(clientId, '+819011110004', true, Date.now());
     const created = await call('POST', `/clients/${clientId}/jobs`, { name: 'March', scenarioId: 'renewal' });
     expect(created.status).toBe(201);
     const { jobId, upload } = created.body;
@@ -277,9 +277,9 @@ describe('the ingest across runs, on DynamoDB and S3', () => {
     }
     const csv = Buffer.from(`\ufeff${rows.join('\r\n')}\r\n`, 'utf8');
     const clients = new DynamoClientStore(cloud.doc, controlTable);
-    const store = makeDynamoJobStore(cloud.doc, controlTable);
+    const store = new DynamoJobStore(cloud.doc, controlTable);
     const tasks = new DynamoTaskStore(cloud.doc, tasksTable);
-    const files = makeS3UploadFiles(cloud.s3, bucket);
+    const files = new S3UploadFiles(cloud.s3, bucket);
     const validationReports = makeS3ValidationReportStore(cloud.s3, bucket);
     const clock = { now: () => Date.now() };
     const jobsApi = makeJobsApi({

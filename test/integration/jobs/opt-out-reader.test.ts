@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 
@@ -9,7 +9,7 @@ const T0 = Date.UTC(2026, 10, 20, 9);
 const user = (i: number) => `U${String(i).padStart(32, '0')}`;
 
 describe("the operator's read of a client's opt-outs", () => {
-  const store = makeDynamoOptOutStore(cloud.doc, controlTable);
+  const store = new DynamoOptOutStore(cloud.doc, controlTable);
 
   it('answers the records of the recipients asked for: opted out, opted back in, and none', async () => {
     const client = uniqueName('client');

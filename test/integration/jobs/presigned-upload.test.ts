@@ -9,7 +9,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CREDENTIALS } from '#local/cloud.ts';
 import { makeS3Client, makeS3PresignClient } from '#shared/adapters/aws-clients.ts';
-import { makeS3UploadFiles } from '#shared/adapters/s3-uploads.ts';
+import { S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 
 const cloud = testCloud();
@@ -39,7 +39,7 @@ async function read(k: string): Promise<Buffer> {
 describe('a presigned upload, as a browser makes it', () => {
   it('lands byte for byte when the URL comes from the presigning client the jobs API uses', async () => {
     const k = key();
-    const url = await makeS3UploadFiles(presigner, bucket).presignPut(k, 900);
+    const url = await new S3UploadFiles(presigner, bucket).presignPut(k, 900);
     expect(url).not.toMatch(/x-amz-checksum|x-amz-sdk-checksum-algorithm/i);
     const response = await fetch(url, { method: 'PUT', body: csv, headers: { 'content-type': 'text/csv' } });
     expect(response.status, await response.clone().text()).toBe(200);
@@ -48,7 +48,7 @@ describe('a presigned upload, as a browser makes it', () => {
 
   it('takes a list larger than fauxqs takes in one request (S3 takes 5 GiB in one PUT), byte for byte (issue 13 #9)', async () => {
     const k = key();
-    const url = await makeS3UploadFiles(presigner, bucket).presignPut(k, 900);
+    const url = await new S3UploadFiles(presigner, bucket).presignPut(k, 900);
     const line = Buffer.from('090-1234-5678,山田 太郎,東京都千代田区丸の内一丁目\n', 'utf8');
     const big = Buffer.concat(
       Array.from({ length: Math.ceil((20 * 1024 * 1024) / line.length) }, () => line),
@@ -73,7 +73,7 @@ describe('a presigned upload, as a browser makes it', () => {
 
   it('refuses another method, another key, an expired URL and a forged signature', async () => {
     const k = key();
-    const url = await makeS3UploadFiles(presigner, bucket).presignPut(k, 900);
+    const url = await new S3UploadFiles(presigner, bucket).presignPut(k, 900);
     const asGet = await fetch(url);
     expect(asGet.status).toBe(403);
     expect(await asGet.text()).toContain('SignatureDoesNotMatch');

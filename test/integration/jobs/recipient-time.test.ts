@@ -9,7 +9,7 @@
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { makeDynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
+import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { earliestStart } from '#shared/jobs/restrictions.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
@@ -79,7 +79,7 @@ describe('recipient-local time on the tasks table', () => {
         ExpressionAttributeValues: { ':running': 'running' },
       }),
     );
-    const store = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const store = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
     const openNow = tasks.filter((t) => t.readyAt === job.startAt).map((t) => t.taskId);
     const listed = (await store.outstanding(clientId, job.startAt, 10)).filter((t) => t.jobId === jobId);
     expect(listed.map((t) => t.taskId).sort()).toEqual([...openNow].sort());
@@ -185,7 +185,7 @@ describe('recipient-local time on the tasks table', () => {
       state: 'retry-wait',
       readyAt: notBefore,
     });
-    const store = makeDynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const store = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
     await cloud.doc.send(
       new UpdateCommand({
         TableName: controlTable,

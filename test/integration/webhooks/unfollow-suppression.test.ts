@@ -5,8 +5,8 @@
  * replaced by an unfollow nor taken back by a follow.
  */
 import { describe, expect, it } from 'vitest';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeDynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { makeProcessWebhookEvent } from '#shared/webhooks/process.ts';
 import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
@@ -27,11 +27,11 @@ function setup() {
   const clientId = uniqueName('line');
   const known = { ...channel({ greeting: undefined }), clientId };
   const clock = new ManualClock();
-  const suppressions = makeDynamoSuppressionStore(cloud.doc, controlTable);
+  const suppressions = new DynamoSuppressionStore(cloud.doc, controlTable);
   const process = makeProcessWebhookEvent({
     channels: { get: async (id) => (id === known.channelId ? known : undefined) },
     events: new MemoryEventStore(),
-    optOuts: makeDynamoOptOutStore(cloud.doc, controlTable),
+    optOuts: new DynamoOptOutStore(cloud.doc, controlTable),
     suppressions,
     messagingFor: () => new FakeMessaging(),
     clock,

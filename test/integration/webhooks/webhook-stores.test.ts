@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
-import { makeDynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import {
   DynamoProcessedEventStore,
@@ -88,7 +88,7 @@ describe('the processed-event store (idempotency records)', () => {
 });
 
 describe('the opt-out store', () => {
-  const store = makeDynamoOptOutStore(cloud.doc, controlTable);
+  const store = new DynamoOptOutStore(cloud.doc, controlTable);
 
   it('keeps the latest follow or unfollow of a recipient, whatever order they arrive in', async () => {
     const client = uniqueName('client');
@@ -129,7 +129,7 @@ describe('the opt-out store', () => {
     ['read whole (a small partition)', {}],
     ['key by key (a partition too big to read whole)', { maxItems: 100 }],
   ])('looks up 250 recipients at once, duplicates and unknowns included: %s', async (_, options) => {
-    const store = makeDynamoOptOutStore(cloud.doc, controlTable, options);
+    const store = new DynamoOptOutStore(cloud.doc, controlTable, options);
     const client = uniqueName('client');
     const recipients = Array.from({ length: 250 }, (_, i) => `U${String(i).padStart(32, '0')}`);
     const expected = new Set<string>();

@@ -5,7 +5,7 @@
  * slow or failing store reach the counting side.
  */
 import { describe, expect, it } from 'vitest';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { BrokerMetrics } from '#shared/broker/broker-metrics.ts';
 import {
   type JobSample,
@@ -111,7 +111,7 @@ describe('JobSeriesSampler', () => {
 
   it('is fed by BrokerMetrics: what CloudWatch counts per client, the series counts per job', () => {
     const { sampler, at } = sampled();
-    const metrics = new BrokerMetrics(makeLogger('broker', { write: () => {} }), {
+    const metrics = new BrokerMetrics(new PowertoolsLog('broker', { write: () => {} }), {
       forClient: (clientId) => sampler.forClient(clientId),
       released: (clientId) => sampler.released(clientId),
     });

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { makeUnsubscribeHandler, ONE_CLICK_DONE_TEXT } from '#lambdas/unsubscribe/handler.ts';
 import { maskAddress, preferredLanguage, renderPage } from '#lambdas/unsubscribe/page.ts';
 import { lambdaContext } from '#local/lambda.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { UnsubscribeKeyring, unsubscribeTokensFrom } from '#shared/adapters/unsubscribe-secret.ts';
 import { OneClickUnsubscribe } from '#shared/email/one-click-unsubscribe.ts';
 import { MAX_ONE_CLICK_BODY_BYTES, MAX_TOKEN_CHARS, UnsubscribeTokens } from '#shared/email/unsubscribe.ts';
@@ -73,7 +73,7 @@ function setup(keys: Record<string, string> = KEYS) {
   const keyring = new UnsubscribeKeyring(async () => JSON.stringify(keys), { clock });
   const handler = makeUnsubscribeHandler({
     unsubscribe: new OneClickUnsubscribe({ verifier: keyring, suppressions, clock }),
-    log: makeLogger('unsubscribe', { write: (line) => logs.push(line) }),
+    log: new PowertoolsLog('unsubscribe', { write: (line) => logs.push(line) }),
   });
   const invoke = async (event: APIGatewayProxyEventV2) =>
     (await handler(
@@ -330,7 +330,7 @@ describe('refusals change nothing', () => {
     const handlerWith = (deps: ConstructorParameters<typeof OneClickUnsubscribe>[0]) =>
       makeUnsubscribeHandler({
         unsubscribe: new OneClickUnsubscribe(deps),
-        log: makeLogger('unsubscribe', { write: () => {} }),
+        log: new PowertoolsLog('unsubscribe', { write: () => {} }),
       });
     const context = lambdaContext({ functionName: 'unsubscribe', timeoutMs: 10_000 });
     const unreadable = handlerWith({

@@ -3,7 +3,7 @@ import type { ScheduledEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { isSkippedRun, JobManagerRunError, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import {
   fullCheckPeriod,
   InvalidJobManagerOptionsError,
@@ -484,7 +484,7 @@ describe('the job manager', () => {
 });
 
 describe('the job manager handler', () => {
-  const quiet = makeLogger('job-manager', { write: () => {} });
+  const quiet = new PowertoolsLog('job-manager', { write: () => {} });
 
   it('runs once per scheduled event and returns what it did', async () => {
     const { store, run, addClient } = setup();
@@ -512,7 +512,7 @@ describe('the job manager handler', () => {
     const handler = makeJobManagerHandler({
       run,
       runLease: memoryRunLease(),
-      log: makeLogger('job-manager', { write: (l) => lines.push(l) }),
+      log: new PowertoolsLog('job-manager', { write: (l) => lines.push(l) }),
     });
 
     await expect(handler(scheduledEvent, {} as never)).rejects.toThrow(JobManagerRunError);
@@ -540,7 +540,7 @@ describe('the run lease (issue 35 #1)', () => {
         return run();
       },
       runLease: memoryRunLease(store),
-      log: makeLogger('job-manager', { write: (l) => lines.push(l) }),
+      log: new PowertoolsLog('job-manager', { write: (l) => lines.push(l) }),
     });
     const first = handler(scheduledEvent, { awsRequestId: 'a' } as never);
     await running;

@@ -2,7 +2,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { makeProcessorHandler } from '#lambdas/webhook-processor/handler.ts';
 import { lambdaContext } from '#local/lambda.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import type { WebhookEvent } from '#shared/line/webhook.ts';
 import type { ProcessResult } from '#shared/webhooks/process.ts';
 import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
@@ -77,7 +77,7 @@ function setup(
       if (options.retryLaterFails) throw new Error('ReceiptHandleIsInvalid');
       retries.push({ receiptHandle, seconds });
     },
-    log: makeLogger('webhook-processor', { write: (line) => logs.push(line) }),
+    log: new PowertoolsLog('webhook-processor', { write: (line) => logs.push(line) }),
     recordBudgetMs: 1_000,
   });
   const invoke = async (...records: SQSRecord[]) => {
@@ -158,7 +158,7 @@ describe('the webhook processor handler', () => {
         return { kind: 'done', outcome: 'answered' };
       },
       retryLater: async () => {},
-      log: makeLogger('webhook-processor', { write: () => {} }),
+      log: new PowertoolsLog('webhook-processor', { write: () => {} }),
       recordBudgetMs: 1_000,
     });
     const out = (await handler(

@@ -4,7 +4,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import { describe, expect, it } from 'vitest';
 import { makeReceiverHandler, toHttpError } from '#lambdas/webhook-receiver/handler.ts';
 import { lambdaContext } from '#local/lambda.ts';
-import { makeLogger } from '#shared/adapters/powertools.ts';
+import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import { InvalidWebhookBodyError } from '#shared/line/webhook.ts';
 import type { QueuedWebhookEvent } from '#shared/webhooks/queue-message.ts';
 import {
@@ -32,7 +32,7 @@ function setup() {
       queue,
       clock: new ManualClock(),
     }),
-    log: makeLogger('webhook-receiver', { write: (line) => logs.push(line) }),
+    log: new PowertoolsLog('webhook-receiver', { write: (line) => logs.push(line) }),
   });
   const invoke = async (event: APIGatewayProxyEventV2) =>
     (await handler(
