@@ -13,16 +13,15 @@
  * watch (it stops the sends within a fraction of a second); the operator gets the answer anyway.
  */
 import type { JobSeriesReader } from '#shared/broker/job-series.ts';
-import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { newUlid } from '#shared/ids.ts';
-import type { Logger } from '#shared/log.ts';
 import {
   clientSettingsWithOutcomeWebhook,
   type OutcomeWebhookDeps,
 } from '#shared/outcomes/client-settings.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { foreignConnectRegion } from '#shared/telephony/settings.ts';
+import { BrokerNudge, type BrokerNudgeDeps } from './broker-nudge.ts';
 import { cancelSweepStart } from './cancel.ts';
 import {
   ClientNotFoundError,
@@ -33,15 +32,16 @@ import {
   ValidationError,
 } from './errors.ts';
 import { canTransition, type JobStatus } from './job-lifecycle.ts';
-import { type ClientSettings, endedTasks, isMessageChannel, type Job, type JobCounts } from './model.ts';
+import { type JobLive, JobLiveReader } from './job-live.ts';
+import { type ClientSettings, endedTasks, type Job, type JobCounts } from './model.ts';
 import { findOptOuts, type OptOutsAnswer } from './opt-outs.ts';
-import type { JobChangeNotifier, JobStores, OptOutReader, OutstandingHeadReader } from './ports.ts';
+import type { JobStores, OptOutReader, OutstandingHeadReader } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
 import { contactTimeSettings, jobNeedsRetime, retimeSweepStart } from './retime.ts';
 import { uploadKey } from './s3-events.ts';
 import { type JobSeriesAnswer, readJobSeries } from './series.ts';
 import { clientSettingsInput, isValidClientId, parseClientSettings, parseJobOptions } from './validation.ts';
-import { type JobWaiting, jobWaitingFor, nextTaskWait } from './waiting.ts';
+import { type JobWaiting, jobWaitingFor } from './waiting.ts';
 
 /** Largest inline CSV: API Gateway's body, base64-encoded into a 6 MB Lambda event, must fit. */
 export const INLINE_UPLOAD_MAX_BYTES = 4 * 1024 * 1024;
@@ -97,13 +97,6 @@ export interface JobView extends Omit<Job, 'counts' | 'startAt' | 'endAt' | 'cre
   readonly live?: JobLive;
 }
 
-/** The client's calls in flight and its limits, as a running call job's page shows them. */
-export interface JobLive {
-  readonly callsInFlight: number;
-  readonly maxConcurrentCalls: number;
-  readonly callsPerSecond: number;
-}
-
 export function jobView(job: Job, waiting?: JobWaiting): JobView {
   const { counts, endAt, ...rest } = job;
   return {
@@ -126,15 +119,6 @@ export interface CreatedJob {
   readonly status: JobStatus;
   /** Where to PUT the file (absent when it was posted inline). */
   readonly upload?: { readonly url: string; readonly method: 'PUT'; readonly expiresAt: string };
-}
-
-/** How the operator API reaches the broker serving a client, to stop a message job's sends. */
-export interface BrokerNudgeDeps {
-  /** Where the client's live lease holder listens (the lease item's endpoint). */
-  readonly leases: LeaseEndpointReader;
-  readonly notifier: JobChangeNotifier;
-  /** A nudge that did not land is a warning: the broker's job watch stops the sends instead. */
-  readonly log: Pick<Logger, 'warn'>;
 }
 
 /** A cancel starts the sweep that ends the job's waiting tasks on the ingest queue (`queue`). */
@@ -170,10 +154,15 @@ export interface CallsInFlightReader {
 export class JobsApi {
   readonly #deps: JobsApiDeps;
   readonly #newJobId: (now: number) => string;
+  readonly #live: JobLiveReader;
+  /** Absent when there are no brokers to reach: their job watch alone stops the sends. */
+  readonly #nudge: BrokerNudge | undefined;
 
   constructor(deps: JobsApiDeps) {
     this.#deps = deps;
     this.#newJobId = this.#deps.newJobId ?? newUlid;
+    this.#live = new JobLiveReader(deps);
+    this.#nudge = deps.brokers ? new BrokerNudge(deps.brokers, deps.clock) : undefined;
   }
 
   async #clientOf(clientId: string): Promise<ClientSettings> {
@@ -191,84 +180,6 @@ export class JobsApi {
         : undefined;
     if (!job) throw new JobNotFoundError(`no job ${jobId} for client ${clientId}`);
     return job;
-  }
-
-  /** What the job waits for now; a read that fails leaves it unsaid rather than fail the request. */
-  async #waitingOf(job: Job): Promise<JobWaiting | undefined> {
-    return (await this.#liveOf(job)).waiting;
-  }
-
-  /**
-   * What a scheduled or running job waits for and, for a running call job, the client's calls in
-   * flight against its limits (the lease item and the client's settings: two reads, never the
-   * job's tasks), which the console charts.
-   */
-  async #liveOf(job: Job, nextTask = false): Promise<{ waiting?: JobWaiting; live?: JobLive }> {
-    if (job.status !== 'scheduled' && job.status !== 'running') return {};
-    const client = await this.#deps.clients.get(job.clientId);
-    if (!client) return {};
-    const callsInFlight =
-      job.channel === 'call' && job.status === 'running'
-        ? await this.#deps.calls?.callsInFlight(job.clientId).catch(() => undefined)
-        : undefined;
-    const now = this.#deps.clock.now();
-    const waiting =
-      jobWaitingFor({ job, client, now, ...(callsInFlight === undefined ? {} : { callsInFlight }) }) ??
-      (nextTask && !callsInFlight ? await this.#nextTaskWait(job, client, now) : undefined);
-    const live: JobLive | undefined =
-      callsInFlight === undefined
-        ? undefined
-        : {
-            callsInFlight,
-            maxConcurrentCalls: client.maxConcurrentCalls,
-            callsPerSecond: client.callsPerSecond,
-          };
-    return { ...(waiting ? { waiting } : {}), ...(live ? { live } : {}) };
-  }
-
-  /**
-   * A running job held back by its first waiting task only (`waiting.ts`), read when nothing else
-   * holds it: a call job's, or a message job's whose recipients a contact limit holds (their
-   * chunks are spilled into tasks, deferred in the same index).
-   */
-  async #nextTaskWait(job: Job, client: ClientSettings, now: number): Promise<JobWaiting | undefined> {
-    if (job.status !== 'running' || !this.#deps.heads) return undefined;
-    const next = await this.#deps.heads.nextOf(job.clientId, job.jobId).catch(() => undefined);
-    return nextTaskWait(job, client, next, now);
-  }
-
-  /**
-   * After a message job left `running` (pause, cancel): nudges the lease holder and waits until it
-   * answers that no new send of the job starts. No live holder means nothing is sending. Never
-   * throws: the status is already written, and the operator must get the answer.
-   */
-  async #stopSends(job: Job): Promise<void> {
-    const brokers = this.#deps.brokers;
-    if (!brokers || !isMessageChannel(job.channel)) return;
-    const { clientId, jobId } = job;
-    let endpoint: string | undefined;
-    try {
-      endpoint = await brokers.leases.endpointOf(clientId, this.#deps.clock.now());
-    } catch (error) {
-      brokers.log.warn("the client's broker could not be looked up; its job watch stops the sends", {
-        clientId,
-        jobId,
-        status: job.status,
-        error,
-      });
-      return;
-    }
-    if (endpoint === undefined) return;
-    const answer = await brokers.notifier.jobChanged(endpoint, { clientId, jobId });
-    if (!answer.ok) {
-      brokers.log.warn("the client's broker did not confirm the job change; its job watch stops the sends", {
-        clientId,
-        jobId,
-        status: job.status,
-        endpoint,
-        reason: answer.reason,
-      });
-    }
   }
 
   /**
@@ -407,7 +318,7 @@ export class JobsApi {
       throw new ValidationError('invalid query', { why: ['must be next-task, or left out'] });
     }
     const job = await this.#jobOf(clientId, jobId);
-    const { waiting, live } = await this.#liveOf(job, query.why === 'next-task');
+    const { waiting, live } = await this.#live.liveOf(job, query.why === 'next-task');
     return { ...jobView(job, waiting), ...(live ? { live } : {}) };
   }
 
@@ -480,7 +391,7 @@ export class JobsApi {
     let job = await this.#jobOf(clientId, jobId);
     if (action === 'cancel' && job.status === 'cancelled') {
       // A retried cancel confirms the stop again, as the first one did.
-      await this.#stopSends(job);
+      await this.#nudge?.stopSends(job);
       await this.#deps.queue.send(cancelSweepStart(clientId, jobId));
       return jobView(job);
     }
@@ -493,7 +404,7 @@ export class JobsApi {
       const result = await this.#deps.jobs.transition(job, to, this.#deps.clock.now());
       if (result.ok) {
         // Sends stop first: the sweep only ends tasks that have not started.
-        if (to === 'paused' || to === 'cancelled') await this.#stopSends(result.job);
+        if (to === 'paused' || to === 'cancelled') await this.#nudge?.stopSends(result.job);
         if (to === 'cancelled') await this.#deps.queue.send(cancelSweepStart(clientId, jobId));
         return jobView(result.job);
       }
@@ -532,7 +443,7 @@ export class JobsApi {
     ) & { readonly job: JobView }
   > {
     const found = await this.#jobOf(clientId, jobId);
-    const job = jobView(found, await this.#waitingOf(found));
+    const job = jobView(found, await this.#live.waitingOf(found));
     // An ended job's final report, kept after its tasks expire (`report-archive.ts`).
     if (found.reportArchive !== undefined)
       return {
