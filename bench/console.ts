@@ -22,7 +22,7 @@ import { awsPrincipal } from '#local/iam/recorder.ts';
 import { startLocalStack } from '#local/stack.ts';
 import { onEveryAwsClient } from '#shared/adapters/aws-client-hooks.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
-import { jobSeriesPk, makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
+import { DynamoJobSeries, jobSeriesPk } from '#shared/adapters/dynamo-job-series.ts';
 import { newUlid } from '#shared/ids.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { keys } from '#shared/jobs/model.ts';
@@ -281,7 +281,7 @@ async function seededJob(size: number): Promise<void> {
   const tasks = (i: number): Task =>
     i === 0 ? { ...endedTask(job, i, now), state: 'pending', attempts: 0 } : endedTask(job, i, now);
   await seedRunningJob(doc, { controlTable, tasksTable }, { client, job, count: size, tasks });
-  const series = makeDynamoJobSeries(doc, tasksTable);
+  const series = new DynamoJobSeries(doc, tasksTable);
   for (let k = 0; k < 360; k++) {
     await series.put({
       clientId,

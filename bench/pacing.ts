@@ -41,8 +41,8 @@ import { LOCAL_CONNECT, startConnectEmulator } from '#local/connect-emulator.ts'
 import { type RingRecord, startTelephonySandbox, type TelephonyEmulator } from '#local/telephony-sandbox.ts';
 import { LOCAL_TWILIO, startTwilioEmulator } from '#local/twilio-emulator.ts';
 import { makeConnectClient, makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { makeConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
-import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { ConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
+import { DynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoFleetWorkReader, DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
@@ -235,7 +235,7 @@ async function startConnect(scenario: PacingScenario): Promise<TelephonyEmulator
     tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
     leases: new DynamoLeaseStore(doc, controlTable),
     notifier: makeHttpBrokerNotifier(),
-    links: makeDynamoCallLinks(doc, tasksTable),
+    links: new DynamoCallLinks(doc, tasksTable),
     clock: systemClock,
   });
   return startConnectEmulator({
@@ -254,7 +254,7 @@ function connectProvider(emulator: TelephonyEmulator): TelephonyProvider {
     endpoint: emulator.url,
     credentials: LOCAL_CREDENTIALS,
   });
-  return makeConnectTelephonyProvider(client, {
+  return new ConnectTelephonyProvider(client, {
     provider: 'connect',
     instanceId: LOCAL_CONNECT.instanceId,
     contactFlowId: LOCAL_CONNECT.contactFlowId,
@@ -274,7 +274,7 @@ function twilioProvider(emulator: TelephonyEmulator, clientId: string): Telephon
     callbackUrl: `${api.url}${TWILIO_STATUS_PATH}`,
     clientId,
     authToken: async () => LOCAL_TWILIO.authToken,
-    links: makeDynamoCallLinks(doc, tasksTable),
+    links: new DynamoCallLinks(doc, tasksTable),
     clock: systemClock,
   });
 }
@@ -299,7 +299,7 @@ async function startOurBroker(provider: TelephonyProvider, scenario: PacingScena
     leases: new DynamoLeaseStore(doc, controlTable, { endpoint: server.url }),
     tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable, now: () => Date.now() }),
     providers: oneProvider(provider),
-    callLinks: makeDynamoCallLinks(doc, tasksTable),
+    callLinks: new DynamoCallLinks(doc, tasksTable),
     fleet: new DynamoFleetWorkReader(doc, controlTable),
     protection: new TaskProtectionKeeper({
       port: makeEcsAgentProtection({ agentUri: undefined }),

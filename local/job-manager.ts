@@ -14,7 +14,7 @@ import { makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { PowertoolsLog } from '#shared/adapters/powertools.ts';
-import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
+import { SqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { clockFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
@@ -81,5 +81,5 @@ export function localIngestQueue(cloud: LocalJobManagerOptions['cloud']) {
     credentials: LOCAL_CREDENTIALS,
     endpoint: cloud.sqsEndpoint,
   });
-  return makeSqsIngestQueue(sqs, cloud.queues.ingest!.url);
+  return new SqsIngestQueue(sqs, cloud.queues.ingest!.url);
 }

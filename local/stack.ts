@@ -13,8 +13,8 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from 'aws-lambda';
 import { buildConsole } from '#console/build.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { DynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
+import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
 import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import type { Channel } from '#shared/channels/channel.ts';
@@ -444,7 +444,7 @@ class LocalStackStarter {
   async #seedChannels(line: LineSandbox): Promise<ChannelAdmin> {
     const cloud = this.#cloud;
     const doc = makeDocumentClient(makeDynamoClient({ ...this.#clientBase, endpoint: cloud.dynamoEndpoint }));
-    const channels = makeDynamoChannelStore(doc, cloud.tableNames.channels!);
+    const channels = new DynamoChannelStore(doc, cloud.tableNames.channels!);
     const putChannel = async (input: unknown): Promise<Channel> => {
       const channel = channelFromInput(input, Date.now());
       await channels.put(channel);
@@ -454,7 +454,7 @@ class LocalStackStarter {
     await putChannel(DEMO_CHANNEL);
     // The sandbox's callback secret, where the call-status function reads it (as an operator's
     // `npm run channel -- put-callback-secret` stores it on AWS).
-    const secretStore = makeDynamoCallbackSecretStore(doc, cloud.tableNames.channels!);
+    const secretStore = new DynamoCallbackSecretStore(doc, cloud.tableNames.channels!);
     await secretStore.put(
       rotateCallbackSecret(undefined, {
         provider: LOCAL_TELEPHONY.provider,

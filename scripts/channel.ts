@@ -11,8 +11,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { DynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
+import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { type Channel, redactChannel } from '#shared/channels/channel.ts';
 import { channelFromInput, InvalidChannelError, rotateSecret } from '#shared/channels/channel-input.ts';
 import { isValidClientId } from '#shared/jobs/validation.ts';
@@ -221,7 +221,7 @@ async function putSecret(
   name: string,
   who: string,
 ) {
-  const secrets = makeDynamoCallbackSecretStore(doc, table);
+  const secrets = new DynamoCallbackSecretStore(doc, table);
   const secret = readSecret(required(values, 'secret', command));
   const record = rotateCallbackSecret(await secrets.get(name), {
     provider: name,
@@ -240,7 +240,7 @@ async function putSecret(
 }
 
 async function showSecret(doc: DynamoDBDocumentClient, table: string, name: string, who: string) {
-  const record = await makeDynamoCallbackSecretStore(doc, table).get(name);
+  const record = await new DynamoCallbackSecretStore(doc, table).get(name);
   if (!record) throw new CommandFailedError(`no secret for ${who} in ${table}`);
   process.stdout.write(`${JSON.stringify(redactCallbackSecret(record), null, 2)}\n`);
 }
@@ -250,7 +250,7 @@ function printChannel(channel: Channel): void {
 }
 
 /** The channel store the commands use. */
-type Channels = ReturnType<typeof makeDynamoChannelStore>;
+type Channels = DynamoChannelStore;
 
 /** Creates or replaces a channel from the JSON file named by `--file`; prints it masked. */
 async function putChannel(store: Channels, values: Values, table: string): Promise<void> {
@@ -292,7 +292,7 @@ async function showChannel(store: Channels, values: Values, table: string): Prom
 }
 
 async function run(command: Command, values: Values, doc: DynamoDBDocumentClient, table: string) {
-  const store = makeDynamoChannelStore(doc, table);
+  const store = new DynamoChannelStore(doc, table);
   switch (command) {
     case 'put':
       return putChannel(store, values, table);

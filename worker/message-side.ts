@@ -6,7 +6,7 @@
  * through a channel the client owns ({@link OwnChannels}), read again each round.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
@@ -89,7 +89,7 @@ export function messageSide(
   makeSend: (options: HttpSendOptions) => HttpSend,
 ) {
   const { doc, clock, logger } = ports;
-  const channels = new OwnChannels(makeDynamoChannelStore(doc, channelsTable));
+  const channels = new OwnChannels(new DynamoChannelStore(doc, channelsTable));
   const line = new LineChannelSenders({
     channels,
     makeSend,

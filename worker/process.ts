@@ -7,10 +7,10 @@
 import type { SESv2Client } from '@aws-sdk/client-sesv2';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { DynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
-import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
+import { DynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
+import { DynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
 import { DynamoFleetWorkReader, DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeEcsAgentProtection } from '#shared/adapters/ecs-agent.ts';
 import { PowertoolsLog } from '#shared/adapters/powertools.ts';
@@ -129,7 +129,7 @@ export async function startBrokerProcess(
 function jobSeries(config: BrokerConfig, ports: ProcessPorts): JobSeriesRecorder {
   return new JobSeriesRecorder({
     sampler: new JobSeriesSampler(config.broker.brokerId, ports.clock, config.jobSeries),
-    store: makeDynamoJobSeries(ports.doc, config.tasksTable, {
+    store: new DynamoJobSeries(ports.doc, config.tasksTable, {
       retentionDays: config.jobSeries.retentionDays,
     }),
     logger: ports.logger,
@@ -154,7 +154,7 @@ function taskProtection(config: BrokerConfig, ports: ProcessPorts, figures: Brok
 /** The lease, the work list and the call side's ports: call tasks, their links, the providers. */
 function callSide(config: BrokerConfig, ports: ProcessPorts, endpoint: string) {
   const { doc, clock } = ports;
-  const callLinks = makeDynamoCallLinks(doc, config.tasksTable);
+  const callLinks = new DynamoCallLinks(doc, config.tasksTable);
   return {
     leases: new DynamoLeaseStore(doc, config.controlTable, { endpoint }),
     fleet: new DynamoFleetWorkReader(doc, config.controlTable),
@@ -172,14 +172,14 @@ function callSide(config: BrokerConfig, ports: ProcessPorts, endpoint: string) {
 function telephonyProviders(
   config: BrokerConfig,
   ports: ProcessPorts,
-  links: ReturnType<typeof makeDynamoCallLinks>,
+  links: DynamoCallLinks,
 ): TelephonyProviders {
   const { channelsTable } = config;
   const secrets =
     channelsTable === undefined
       ? undefined
       : new ClientTelephonySecrets({
-          store: makeDynamoCallbackSecretStore(ports.doc, channelsTable),
+          store: new DynamoCallbackSecretStore(ports.doc, channelsTable),
           clock: ports.clock,
         });
   return makeTelephonyProviders({

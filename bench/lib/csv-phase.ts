@@ -24,7 +24,7 @@ import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeS3ValidationReportStore, S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
+import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
 import { ingestRows } from '#shared/csv/read-list.ts';
 import { normalizePhoneNumber } from '#shared/csv/recipients.ts';
@@ -126,7 +126,7 @@ async function streamWrite(): Promise<Omit<PhaseResult, 'ms' | 'peakRssBytes'>> 
     jobs: new DynamoJobStore(doc, cloud.tableNames.control!),
     tasks: new DynamoTaskStore(doc, cloud.tableNames.tasks!),
     files: new S3UploadFiles(s3, bucket),
-    validationReports: makeS3ValidationReportStore(s3, bucket),
+    validationReports: new S3ValidationReportStore(s3, bucket),
     queue: {
       send: async (m) => {
         if (m.kind === 'continue') sent.push(m);

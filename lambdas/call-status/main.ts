@@ -1,9 +1,9 @@
 /** Wires the call-status route to the real AWS clients; configuration is read once, at start. */
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { DynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
-import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
+import { DynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
@@ -33,14 +33,14 @@ const clock = clockFromEnv();
 // Read at run time from the channels table (KMS-encrypted), at most once a minute: a rotated
 // secret takes effect without a deploy, and never sits in the function's configuration.
 const callbackSecrets = new CachedCallbackSecrets({
-  store: makeDynamoCallbackSecretStore(doc, channelsTable),
+  store: new DynamoCallbackSecretStore(doc, channelsTable),
   provider,
   clock,
 });
 
 // Each Twilio client's auth token, from the same table under the same prefix and key.
 const clientSecrets = new ClientTelephonySecrets({
-  store: makeDynamoCallbackSecretStore(doc, channelsTable),
+  store: new DynamoCallbackSecretStore(doc, channelsTable),
   clock,
 });
 const settle = {
@@ -60,7 +60,7 @@ export const handler = observe(
       record: makeRecordTwilioStatus({
         ...settle,
         authTokens: (clientId) => clientSecrets.verifying(clientId),
-        links: makeDynamoCallLinks(doc, tasksTable),
+        links: new DynamoCallLinks(doc, tasksTable),
       }),
       // Set by the stack (the URL the brokers give Twilio); unset locally, where the request's own URL is it.
       ...(process.env.TWILIO_CALLBACK_URL ? { publicUrl: process.env.TWILIO_CALLBACK_URL } : {}),

@@ -1,7 +1,7 @@
 /** Wires the channels API to the channels table; configuration is read once, at start. */
 
 import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { ChannelsApi } from '#shared/channels/api.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
@@ -12,7 +12,7 @@ const clock = clockFromEnv();
 
 const { log, observe } = lambdaObservability('channels-api');
 
-const channels = makeDynamoChannelStore(makeDocumentClient(), getStringFromEnv('CHANNELS_TABLE'));
+const channels = new DynamoChannelStore(makeDocumentClient(), getStringFromEnv('CHANNELS_TABLE'));
 
 export const handler = observe(
   makeChannelsApiHandler({ api: new ChannelsApi(channels, () => clock.now()), log }),

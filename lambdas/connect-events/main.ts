@@ -1,7 +1,7 @@
 /** Wires the Connect contact-event target to the real AWS clients; configuration is read once. */
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { DynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
@@ -32,7 +32,7 @@ export const handler = observe(
       tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
       leases: new DynamoLeaseStore(doc, controlTable),
       notifier: makeHttpBrokerNotifier(),
-      links: makeDynamoCallLinks(doc, tasksTable),
+      links: new DynamoCallLinks(doc, tasksTable),
       clock,
       onCallEnded: callEndedMetrics(log),
     }),

@@ -4,7 +4,7 @@
  * offer, and DynamoDB over the internet.
  */
 import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
-import { makeConnectContactAttributes } from '#shared/adapters/connect-contact-attributes.ts';
+import { ConnectContactAttributes } from '#shared/adapters/connect-contact-attributes.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
@@ -26,7 +26,7 @@ export const handler = observe(
   makeConnectOptOutsHandler({
     record: makeRecordContactOptOut({
       // The SDK's own retries: a read has no line rate to keep (unlike the broker's starts).
-      attributes: makeConnectContactAttributes((region) => makeConnectClient({ region, maxAttempts: 3 })),
+      attributes: new ConnectContactAttributes((region) => makeConnectClient({ region, maxAttempts: 3 })),
       tasks: new DynamoBrokerTaskStore(doc, { controlTable, tasksTable }),
       suppressions: new DynamoSuppressionStore(doc, controlTable),
       clock,

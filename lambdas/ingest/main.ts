@@ -5,11 +5,11 @@ import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeDynamoTaskRetimer } from '#shared/adapters/dynamo-retime.ts';
+import { DynamoTaskRetimer } from '#shared/adapters/dynamo-retime.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
-import { makeS3ValidationReportStore, S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
-import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
+import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { SqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { clockFromEnv, getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeJobSweep } from '#shared/jobs/cancel.ts';
 import { makeIngestJob } from '#shared/jobs/ingest.ts';
@@ -45,9 +45,9 @@ const jobs = new DynamoJobStore(doc, controlTable);
 const clients = new DynamoClientStore(doc, controlTable);
 const tasks = new DynamoTaskStore(doc, tasksTable);
 const files = new S3UploadFiles(s3, bucket);
-const validationReports = makeS3ValidationReportStore(s3, bucket);
+const validationReports = new S3ValidationReportStore(s3, bucket);
 // Continuations, and a sweep's delayed re-check of messages a broker still holds.
-const queue = makeSqsIngestQueue(sqs, queueUrl);
+const queue = new SqsIngestQueue(sqs, queueUrl);
 
 export const handler = observe(
   makeIngestHandler({
@@ -77,7 +77,7 @@ export const handler = observe(
     retime: new RetimeSweep({
       jobs,
       clients,
-      tasks: makeDynamoTaskRetimer(doc, tasksTable),
+      tasks: new DynamoTaskRetimer(doc, tasksTable),
       queue,
       clock,
     }),

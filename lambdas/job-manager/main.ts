@@ -5,9 +5,9 @@
 import { makeDocumentClient, makeEcsClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
-import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
+import { EcsBrokerService } from '#shared/adapters/ecs-service.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
-import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
+import { SqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { clockFromEnv, getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
@@ -30,8 +30,8 @@ const ingestQueueUrl = getStringFromEnv('INGEST_QUEUE_URL');
 
 const doc = makeDocumentClient();
 const ecs = makeEcsClient();
-const service = makeEcsServiceScaler({ cluster, service: serviceName }, ecs);
-const sweeps = makeSqsIngestQueue(makeSqsClient(), ingestQueueUrl);
+const service = new EcsBrokerService({ cluster, service: serviceName }, ecs);
+const sweeps = new SqsIngestQueue(makeSqsClient(), ingestQueueUrl);
 
 /** The primary deployment's version; this function's own while ECS cannot say (logged). */
 async function desiredVersion(): Promise<string> {

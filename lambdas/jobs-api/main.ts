@@ -6,7 +6,7 @@ import {
   makeSqsClient,
 } from '#shared/adapters/aws-clients.ts';
 import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
-import { makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
+import { DynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
@@ -15,8 +15,8 @@ import { DynamoOutcomeSecretWriter } from '#shared/adapters/dynamo-outcome-webho
 import { DynamoOutstandingHeads } from '#shared/adapters/dynamo-outstanding-heads.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
-import { makeS3ValidationReportStore, S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
-import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
+import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
+import { SqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeJobsApi } from '#shared/jobs/api.ts';
@@ -46,8 +46,8 @@ export const handler = observe(
       jobs: new DynamoJobStore(doc, controlTable),
       tasks: new DynamoTaskStore(doc, tasksTable),
       files: new S3UploadFiles(s3, bucket, makeS3PresignClient()),
-      validationReports: makeS3ValidationReportStore(s3, bucket),
-      queue: makeSqsIngestQueue(sqs, ingestQueueUrl),
+      validationReports: new S3ValidationReportStore(s3, bucket),
+      queue: new SqsIngestQueue(sqs, ingestQueueUrl),
       bucket,
       clock: clock,
       // Leases live in the control table; the holder's endpoint is a private address in the fleet's
@@ -61,7 +61,7 @@ export const handler = observe(
         policy: { allowLoopbackHttp: process.env.OUTCOME_WEBHOOK_ALLOW_LOOPBACK_HTTP === 'true' },
       },
       // Each job's series (the console's chart): Query of `{jobId}#series` in the tasks table.
-      series: makeDynamoJobSeries(doc, tasksTable),
+      series: new DynamoJobSeries(doc, tasksTable),
       // Set by Lambda in every function's environment; the local cloud sets it too.
       region: getStringFromEnv('AWS_REGION'),
       // A call job's first waiting task: the head of its client's outstanding index (tasks table).

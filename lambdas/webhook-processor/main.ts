@@ -1,7 +1,7 @@
 /** Wires the webhook processor to the real AWS clients; configuration is read once, at start. */
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { makeDocumentClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { DynamoProcessedEventStore } from '#shared/adapters/dynamo-webhook-events.ts';
@@ -45,7 +45,7 @@ const clients = new ChannelClients<MessagingClient>({
 export const handler = observe(
   makeProcessorHandler({
     process: makeProcessWebhookEvent({
-      channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
+      channels: cachedChannels(new DynamoChannelStore(doc, channelsTable)),
       events: new DynamoProcessedEventStore(doc, eventsTable),
       optOuts: new DynamoOptOutStore(doc, controlTable),
       suppressions: new DynamoSuppressionStore(doc, controlTable),

@@ -1,9 +1,9 @@
 /** Wires the webhook receiver to the real AWS clients; configuration is read once, at start. */
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { makeDocumentClient, makeDynamoClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { lambdaLogging } from '#shared/adapters/lambda-logging.ts';
-import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
+import { SqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { cachedChannels } from '#shared/channels/cache.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeReceiveWebhook } from '#shared/webhooks/receive.ts';
@@ -25,8 +25,8 @@ const sqs = makeSqsClient({ requestHandler: fast(), maxAttempts: 2 });
 export const handler = observe(
   makeReceiverHandler({
     receive: makeReceiveWebhook({
-      channels: cachedChannels(makeDynamoChannelStore(doc, channelsTable)),
-      queue: makeSqsEventQueue(sqs, queueUrl),
+      channels: cachedChannels(new DynamoChannelStore(doc, channelsTable)),
+      queue: new SqsEventQueue(sqs, queueUrl),
       clock,
     }),
     log,

@@ -40,59 +40,65 @@ const THROTTLE_WAIT_MS = 1_000;
 /** Errors that mean "not now": throttling and the instance's concurrent-call quota. */
 const THROTTLED = new Set(['ThrottlingException', 'LimitExceededException', 'TooManyRequestsException']);
 
-export function makeConnectTelephonyProvider(
-  client: ConnectClient,
-  settings: ConnectSettings,
-): TelephonyProvider {
-  return {
-    linksCalls: true,
-    async initiate(request, idempotencyKey): Promise<InitiateOutcome> {
-      try {
-        const answer = await client.send(
-          new StartOutboundVoiceContactCommand(startInput(request, idempotencyKey, settings)),
-        );
-        if (!answer.ContactId) return { kind: 'retryable', reason: 'Connect answered without a ContactId' };
-        return { kind: 'accepted', callId: answer.ContactId, duplicate: false };
-      } catch (error) {
-        return outcomeOfError(error);
-      }
-    },
+/** The telephony port over one Amazon Connect instance (its settings), through `client`. */
+export class ConnectTelephonyProvider implements TelephonyProvider {
+  readonly linksCalls = true;
+  readonly #client: ConnectClient;
+  readonly #settings: ConnectSettings;
 
-    async hangUp(callId): Promise<boolean> {
-      try {
-        await client.send(new StopContactCommand({ InstanceId: settings.instanceId, ContactId: callId }));
-        return true;
-      } catch (error) {
-        if (isUnknownContact(error)) return false;
-        throw asReadError(error);
-      }
-    },
+  constructor(client: ConnectClient, settings: ConnectSettings) {
+    this.#client = client;
+    this.#settings = settings;
+  }
 
-    async getCall(callId): Promise<CallSnapshot | undefined> {
-      let answer: DescribeContactCommandOutput;
-      try {
-        answer = await client.send(
-          new DescribeContactCommand({ InstanceId: settings.instanceId, ContactId: callId }),
-        );
-      } catch (error) {
-        if (isUnknownContact(error)) return undefined;
-        throw asReadError(error);
-      }
-      const contact = answer.Contact;
-      if (!contact?.Id) return undefined;
-      const state: ConnectContactState = {
-        contactId: contact.Id,
-        ...epoch('initiatedAt', contact.InitiationTimestamp),
-        ...epoch('connectedAt', contact.ConnectedToSystemTimestamp),
-        ...epoch('disconnectedAt', contact.DisconnectTimestamp),
-        ...(contact.DisconnectReason ? { disconnectReason: contact.DisconnectReason } : {}),
-        ...(contact.AnsweringMachineDetectionStatus
-          ? { amdStatus: contact.AnsweringMachineDetectionStatus }
-          : {}),
-      };
-      return connectCallSnapshot(state, contact.Attributes?.[CONNECT_KEY_ATTRIBUTE] ?? '');
-    },
-  };
+  async initiate(request: CallRequest, idempotencyKey: string): Promise<InitiateOutcome> {
+    try {
+      const answer = await this.#client.send(
+        new StartOutboundVoiceContactCommand(startInput(request, idempotencyKey, this.#settings)),
+      );
+      if (!answer.ContactId) return { kind: 'retryable', reason: 'Connect answered without a ContactId' };
+      return { kind: 'accepted', callId: answer.ContactId, duplicate: false };
+    } catch (error) {
+      return outcomeOfError(error);
+    }
+  }
+
+  async hangUp(callId: string): Promise<boolean> {
+    try {
+      await this.#client.send(
+        new StopContactCommand({ InstanceId: this.#settings.instanceId, ContactId: callId }),
+      );
+      return true;
+    } catch (error) {
+      if (isUnknownContact(error)) return false;
+      throw asReadError(error);
+    }
+  }
+
+  async getCall(callId: string): Promise<CallSnapshot | undefined> {
+    let answer: DescribeContactCommandOutput;
+    try {
+      answer = await this.#client.send(
+        new DescribeContactCommand({ InstanceId: this.#settings.instanceId, ContactId: callId }),
+      );
+    } catch (error) {
+      if (isUnknownContact(error)) return undefined;
+      throw asReadError(error);
+    }
+    const contact = answer.Contact;
+    if (!contact?.Id) return undefined;
+    const state: ConnectContactState = {
+      contactId: contact.Id,
+      ...epoch('initiatedAt', contact.InitiationTimestamp),
+      ...epoch('connectedAt', contact.ConnectedToSystemTimestamp),
+      ...epoch('disconnectedAt', contact.DisconnectTimestamp),
+      ...(contact.DisconnectReason ? { disconnectReason: contact.DisconnectReason } : {}),
+      ...(contact.AnsweringMachineDetectionStatus
+        ? { amdStatus: contact.AnsweringMachineDetectionStatus }
+        : {}),
+    };
+    return connectCallSnapshot(state, contact.Attributes?.[CONNECT_KEY_ATTRIBUTE] ?? '');
+  }
 }
 
 function startInput(request: CallRequest, key: string, settings: ConnectSettings) {

@@ -15,64 +15,69 @@ const LINK_TTL_SECONDS = 8 * 24 * 3600;
 /** Events held per call at most (a call has three that matter; duplicates beyond are dropped). */
 const MAX_HELD = 20;
 
-export function makeDynamoCallLinks(doc: DynamoDBDocumentClient, tasksTable: string): CallLinkStore {
-  const expiresAt = (now: number) => Math.floor(now / 1000) + LINK_TTL_SECONDS;
-  return {
-    async link(callId, link, now) {
-      const out = await doc.send(
+const expiresAt = (now: number) => Math.floor(now / 1000) + LINK_TTL_SECONDS;
+
+/** Call links in the tasks table: a link and the events held before it, one item a call. */
+export class DynamoCallLinks implements CallLinkStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tasksTable: string;
+
+  constructor(doc: DynamoDBDocumentClient, tasksTable: string) {
+    this.#doc = doc;
+    this.#tasksTable = tasksTable;
+  }
+
+  async link(callId: string, link: CallLink, now: number): Promise<readonly CallStatusEvent[]> {
+    const out = await this.#doc.send(
+      new UpdateCommand({
+        TableName: this.#tasksTable,
+        Key: keys.callLink(callId),
+        UpdateExpression:
+          'SET clientId = :clientId, jobId = :jobId, taskId = :taskId, attempt = :attempt, expiresAt = :exp',
+        ExpressionAttributeValues: {
+          ':clientId': link.clientId,
+          ':jobId': link.jobId,
+          ':taskId': link.taskId,
+          ':attempt': link.attempt,
+          ':exp': expiresAt(now),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return heldOf(out.Attributes);
+  }
+
+  async find(callId: string): Promise<CallLink | undefined> {
+    const out = await this.#doc.send(
+      new GetCommand({ TableName: this.#tasksTable, Key: keys.callLink(callId), ConsistentRead: true }),
+    );
+    return linkOf(out.Item);
+  }
+
+  async resolve(callId: string, event: CallStatusEvent, now: number): Promise<CallLink | undefined> {
+    try {
+      await this.#doc.send(
         new UpdateCommand({
-          TableName: tasksTable,
+          TableName: this.#tasksTable,
           Key: keys.callLink(callId),
-          UpdateExpression:
-            'SET clientId = :clientId, jobId = :jobId, taskId = :taskId, attempt = :attempt, expiresAt = :exp',
+          UpdateExpression: 'SET held = list_append(if_not_exists(held, :none), :event), expiresAt = :exp',
+          ConditionExpression:
+            'attribute_not_exists(taskId) AND (attribute_not_exists(held) OR size(held) < :max)',
           ExpressionAttributeValues: {
-            ':clientId': link.clientId,
-            ':jobId': link.jobId,
-            ':taskId': link.taskId,
-            ':attempt': link.attempt,
+            ':none': [],
+            ':event': [JSON.stringify({ ...event, idempotencyKey: '' })],
             ':exp': expiresAt(now),
+            ':max': MAX_HELD,
           },
-          ReturnValues: 'ALL_NEW',
         }),
       );
-      return heldOf(out.Attributes);
-    },
-
-    async find(callId) {
-      const out = await doc.send(
-        new GetCommand({ TableName: tasksTable, Key: keys.callLink(callId), ConsistentRead: true }),
-      );
-      return linkOf(out.Item);
-    },
-
-    async resolve(callId, event, now) {
-      try {
-        await doc.send(
-          new UpdateCommand({
-            TableName: tasksTable,
-            Key: keys.callLink(callId),
-            UpdateExpression: 'SET held = list_append(if_not_exists(held, :none), :event), expiresAt = :exp',
-            ConditionExpression:
-              'attribute_not_exists(taskId) AND (attribute_not_exists(held) OR size(held) < :max)',
-            ExpressionAttributeValues: {
-              ':none': [],
-              ':event': [JSON.stringify({ ...event, idempotencyKey: '' })],
-              ':exp': expiresAt(now),
-              ':max': MAX_HELD,
-            },
-          }),
-        );
-        return undefined;
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        // Linked meanwhile (or too many held): the link is read with a strongly consistent read.
-        const out = await doc.send(
-          new GetCommand({ TableName: tasksTable, Key: keys.callLink(callId), ConsistentRead: true }),
-        );
-        return linkOf(out.Item);
-      }
-    },
-  };
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // Linked meanwhile (or too many held): the link is read with a strongly consistent read.
+      return this.find(callId);
+    }
+  }
 }
 
 function linkOf(item: Record<string, unknown> | undefined): CallLink | undefined {

@@ -10,41 +10,46 @@ import {
   type CallbackSecretStore,
 } from '#shared/telephony/callback-secrets.ts';
 
-export function makeDynamoCallbackSecretStore(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-): CallbackSecretStore {
-  return {
-    async get(provider) {
-      const out = await doc.send(
-        new GetCommand({
-          TableName: tableName,
-          Key: { channelId: `${CALLBACK_SECRET_KEY_PREFIX}${provider}` },
-          ConsistentRead: true,
-        }),
-      );
-      const item = out.Item;
-      if (!item || typeof item.current !== 'string') return undefined;
-      return {
-        provider,
-        current: item.current,
-        ...(typeof item.previous === 'string'
-          ? { previous: item.previous, previousValidUntil: Number(item.previousValidUntil) }
-          : {}),
-        updatedAt: Number(item.updatedAt),
-      };
-    },
-    async put(record: CallbackSecretRecord) {
-      await doc.send(
-        new PutCommand({
-          TableName: tableName,
-          Item: {
-            channelId: `${CALLBACK_SECRET_KEY_PREFIX}${record.provider}`,
-            kind: 'callback-secret',
-            ...record,
-          },
-        }),
-      );
-    },
-  };
+/** The providers' callback secrets in the channels table, one item a provider. */
+export class DynamoCallbackSecretStore implements CallbackSecretStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tableName: string;
+
+  constructor(doc: DynamoDBDocumentClient, tableName: string) {
+    this.#doc = doc;
+    this.#tableName = tableName;
+  }
+
+  async get(provider: string): Promise<CallbackSecretRecord | undefined> {
+    const out = await this.#doc.send(
+      new GetCommand({
+        TableName: this.#tableName,
+        Key: { channelId: `${CALLBACK_SECRET_KEY_PREFIX}${provider}` },
+        ConsistentRead: true,
+      }),
+    );
+    const item = out.Item;
+    if (!item || typeof item.current !== 'string') return undefined;
+    return {
+      provider,
+      current: item.current,
+      ...(typeof item.previous === 'string'
+        ? { previous: item.previous, previousValidUntil: Number(item.previousValidUntil) }
+        : {}),
+      updatedAt: Number(item.updatedAt),
+    };
+  }
+
+  async put(record: CallbackSecretRecord): Promise<void> {
+    await this.#doc.send(
+      new PutCommand({
+        TableName: this.#tableName,
+        Item: {
+          channelId: `${CALLBACK_SECRET_KEY_PREFIX}${record.provider}`,
+          kind: 'callback-secret',
+          ...record,
+        },
+      }),
+    );
+  }
 }

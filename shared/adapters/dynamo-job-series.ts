@@ -17,45 +17,58 @@ export const jobSeriesPk = (jobId: string) => `${jobId}#series`;
 /** Sorts after every `{iso}#{brokerId}` of the same window: "after this window" in a key condition. */
 const AFTER_WINDOW = '#\uffff';
 
-export function makeDynamoJobSeries(
-  doc: DynamoDBDocumentClient,
-  tasksTable: string,
-  options: { readonly retentionDays?: number } = {},
-): JobSeriesStore & JobSeriesReader {
-  const retentionSeconds = (options.retentionDays ?? JOB_SERIES_RETENTION_DAYS) * 86_400;
-  return {
-    async put(sample) {
-      await doc.send(
-        new PutCommand({
-          TableName: tasksTable,
-          Item: {
-            pk: jobSeriesPk(sample.jobId),
-            sk: `${new Date(sample.at).toISOString()}#${sample.brokerId}`,
-            ...sample,
-            expiresAt: Math.floor(sample.at / 1000) + retentionSeconds,
-          },
-        }),
-      );
-    },
+/** A job's series of samples in the tasks table, one item a broker's window, kept `retentionDays`. */
+export class DynamoJobSeries implements JobSeriesStore, JobSeriesReader {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tasksTable: string;
+  readonly #retentionSeconds: number;
 
-    async since(clientId, jobId, afterMs, limit) {
-      const out = await doc.send(
-        new QueryCommand({
-          TableName: tasksTable,
-          KeyConditionExpression: 'pk = :pk AND sk > :after',
-          ExpressionAttributeValues: {
-            ':pk': jobSeriesPk(jobId),
-            ':after': `${new Date(Math.max(0, afterMs)).toISOString()}${AFTER_WINDOW}`,
-          },
-          Limit: limit,
-        }),
-      );
-      const items = (out.Items ?? []) as (JobSample & { pk?: string; sk?: string; expiresAt?: number })[];
-      // Job ids are ULIDs, unique across clients; the check keeps a guessed id from reading another's.
-      const samples = items.filter((item) => item.clientId === clientId).map(sampleOf);
-      return { samples, more: out.LastEvaluatedKey !== undefined };
-    },
-  };
+  constructor(
+    doc: DynamoDBDocumentClient,
+    tasksTable: string,
+    options: { readonly retentionDays?: number } = {},
+  ) {
+    this.#doc = doc;
+    this.#tasksTable = tasksTable;
+    this.#retentionSeconds = (options.retentionDays ?? JOB_SERIES_RETENTION_DAYS) * 86_400;
+  }
+
+  async put(sample: JobSample): Promise<void> {
+    await this.#doc.send(
+      new PutCommand({
+        TableName: this.#tasksTable,
+        Item: {
+          pk: jobSeriesPk(sample.jobId),
+          sk: `${new Date(sample.at).toISOString()}#${sample.brokerId}`,
+          ...sample,
+          expiresAt: Math.floor(sample.at / 1000) + this.#retentionSeconds,
+        },
+      }),
+    );
+  }
+
+  async since(
+    clientId: string,
+    jobId: string,
+    afterMs: number,
+    limit: number,
+  ): Promise<{ readonly samples: readonly JobSample[]; readonly more: boolean }> {
+    const out = await this.#doc.send(
+      new QueryCommand({
+        TableName: this.#tasksTable,
+        KeyConditionExpression: 'pk = :pk AND sk > :after',
+        ExpressionAttributeValues: {
+          ':pk': jobSeriesPk(jobId),
+          ':after': `${new Date(Math.max(0, afterMs)).toISOString()}${AFTER_WINDOW}`,
+        },
+        Limit: limit,
+      }),
+    );
+    const items = (out.Items ?? []) as (JobSample & { pk?: string; sk?: string; expiresAt?: number })[];
+    // Job ids are ULIDs, unique across clients; the check keeps a guessed id from reading another's.
+    const samples = items.filter((item) => item.clientId === clientId).map(sampleOf);
+    return { samples, more: out.LastEvaluatedKey !== undefined };
+  }
 }
 
 function sampleOf(item: JobSample & { pk?: string; sk?: string; expiresAt?: number }): JobSample {

@@ -26,40 +26,47 @@ export interface EcsServiceScalerOptions {
   readonly container?: string;
 }
 
-export interface EcsBrokerService extends EcsServiceScaler {
-  /** The `BROKER_VERSION` of the primary deployment's task definition; undefined if none is found. */
-  primaryVersion(): Promise<string | undefined>;
-}
-
 /** The broker service; the client is built once by the caller and reused. */
-export function makeEcsServiceScaler(
-  options: EcsServiceScalerOptions,
-  client: Pick<ECSClient, 'send'>,
-): EcsBrokerService {
-  // A task definition revision never changes: its version is read once.
-  const versions = new Map<string, string | undefined>();
-  const container = options.container ?? 'broker';
-  return {
-    async setDesiredCount(count) {
-      await client.send(
-        new UpdateServiceCommand({ cluster: options.cluster, service: options.service, desiredCount: count }),
-      );
-    },
-    async primaryVersion() {
-      const out = await client.send(
-        new DescribeServicesCommand({ cluster: options.cluster, services: [options.service] }),
-      );
-      const primary = out.services?.[0]?.deployments?.find((d) => d.status === 'PRIMARY');
-      const arn = primary?.taskDefinition;
-      if (!arn) return undefined;
-      if (!versions.has(arn)) {
-        const definition = await client.send(new DescribeTaskDefinitionCommand({ taskDefinition: arn }));
-        const env = definition.taskDefinition?.containerDefinitions?.find(
-          (c) => c.name === container,
-        )?.environment;
-        versions.set(arn, env?.find((e) => e.name === 'BROKER_VERSION')?.value);
-      }
-      return versions.get(arn);
-    },
-  };
+export class EcsBrokerService implements EcsServiceScaler {
+  readonly #options: EcsServiceScalerOptions;
+  readonly #client: Pick<ECSClient, 'send'>;
+  readonly #container: string;
+  /** A task definition revision never changes: its version is read once. */
+  readonly #versions = new Map<string, string | undefined>();
+
+  constructor(options: EcsServiceScalerOptions, client: Pick<ECSClient, 'send'>) {
+    this.#options = options;
+    this.#client = client;
+    this.#container = options.container ?? 'broker';
+  }
+
+  async setDesiredCount(count: number): Promise<void> {
+    await this.#client.send(
+      new UpdateServiceCommand({
+        cluster: this.#options.cluster,
+        service: this.#options.service,
+        desiredCount: count,
+      }),
+    );
+  }
+
+  /** The `BROKER_VERSION` of the primary deployment's task definition; undefined if none is found. */
+  async primaryVersion(): Promise<string | undefined> {
+    const out = await this.#client.send(
+      new DescribeServicesCommand({ cluster: this.#options.cluster, services: [this.#options.service] }),
+    );
+    const primary = out.services?.[0]?.deployments?.find((d) => d.status === 'PRIMARY');
+    const arn = primary?.taskDefinition;
+    if (!arn) return undefined;
+    if (!this.#versions.has(arn)) this.#versions.set(arn, await this.#versionOf(arn));
+    return this.#versions.get(arn);
+  }
+
+  async #versionOf(taskDefinition: string): Promise<string | undefined> {
+    const definition = await this.#client.send(new DescribeTaskDefinitionCommand({ taskDefinition }));
+    const env = definition.taskDefinition?.containerDefinitions?.find(
+      (c) => c.name === this.#container,
+    )?.environment;
+    return env?.find((e) => e.name === 'BROKER_VERSION')?.value;
+  }
 }

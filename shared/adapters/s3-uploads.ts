@@ -212,38 +212,46 @@ export function validationReportPrefix(clientId: string, jobId: string): string 
   return `reports/${clientId}/${jobId}/validation/`;
 }
 
-export function makeS3ValidationReportStore(s3: S3Client, bucket: string): ValidationReportStore {
-  return {
-    async putPage(clientId, jobId, entries) {
-      if (entries.length === 0) return;
-      const key = `${validationReportPrefix(clientId, jobId)}${String(entries[0]!.row).padStart(10, '0')}.json`;
-      await s3.send(
-        new PutObjectCommand({
-          Bucket: bucket,
-          Key: key,
-          Body: JSON.stringify(entries),
-          ContentType: 'application/json',
+/** A job's validation report in the uploads bucket: a JSON object a page, named by its first row. */
+export class S3ValidationReportStore implements ValidationReportStore {
+  readonly #s3: S3Client;
+  readonly #bucket: string;
+
+  constructor(s3: S3Client, bucket: string) {
+    this.#s3 = s3;
+    this.#bucket = bucket;
+  }
+
+  async putPage(clientId: string, jobId: string, entries: readonly ReportEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const key = `${validationReportPrefix(clientId, jobId)}${String(entries[0]!.row).padStart(10, '0')}.json`;
+    await this.#s3.send(
+      new PutObjectCommand({
+        Bucket: this.#bucket,
+        Key: key,
+        Body: JSON.stringify(entries),
+        ContentType: 'application/json',
+      }),
+    );
+  }
+
+  async *entries(clientId: string, jobId: string): AsyncIterable<ReportEntry> {
+    let token: string | undefined;
+    do {
+      const out: ListObjectsV2CommandOutput = await this.#s3.send(
+        new ListObjectsV2Command({
+          Bucket: this.#bucket,
+          Prefix: validationReportPrefix(clientId, jobId),
+          ...(token ? { ContinuationToken: token } : {}),
         }),
       );
-    },
-    async *entries(clientId, jobId) {
-      let token: string | undefined;
-      do {
-        const out: ListObjectsV2CommandOutput = await s3.send(
-          new ListObjectsV2Command({
-            Bucket: bucket,
-            Prefix: validationReportPrefix(clientId, jobId),
-            ...(token ? { ContinuationToken: token } : {}),
-          }),
-        );
-        // Zero-padded first rows: key order is row order.
-        const keys = (out.Contents ?? []).map((o) => o.Key!).sort();
-        for (const key of keys) {
-          const page = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-          yield* JSON.parse(await page.Body!.transformToString('utf8')) as ReportEntry[];
-        }
-        token = out.NextContinuationToken;
-      } while (token);
-    },
-  };
+      // Zero-padded first rows: key order is row order.
+      const keys = (out.Contents ?? []).map((o) => o.Key!).sort();
+      for (const key of keys) {
+        const page = await this.#s3.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
+        yield* JSON.parse(await page.Body!.transformToString('utf8')) as ReportEntry[];
+      }
+      token = out.NextContinuationToken;
+    } while (token);
+  }
 }

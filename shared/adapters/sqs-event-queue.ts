@@ -24,13 +24,24 @@ export function batchEntries(entries: readonly QueueEntry[]): QueueEntry[][] {
   });
 }
 
-export function makeSqsEventQueue(
-  sqs: SQSClient,
-  queueUrl: string,
-  options: { attempts?: number } = {},
-): EventQueue {
-  const attempts = options.attempts ?? 3;
-  async function sendBatch(batch: readonly QueueEntry[]): Promise<void> {
+/** The receiver's {@link EventQueue}: batches sent in order, failed entries retried `attempts` times. */
+export class SqsEventQueue implements EventQueue {
+  readonly #sqs: SQSClient;
+  readonly #queueUrl: string;
+  readonly #attempts: number;
+
+  constructor(sqs: SQSClient, queueUrl: string, options: { attempts?: number } = {}) {
+    this.#sqs = sqs;
+    this.#queueUrl = queueUrl;
+    this.#attempts = options.attempts ?? 3;
+  }
+
+  async enqueue(entries: readonly QueueEntry[]): Promise<void> {
+    // In order, one batch after another: a conversation's events must enter its group in order.
+    for (const batch of batchEntries(entries)) await this.#sendBatch(batch);
+  }
+
+  async #sendBatch(batch: readonly QueueEntry[]): Promise<void> {
     let pending: SendMessageBatchRequestEntry[] = batch.map((e, i) => ({
       Id: String(i),
       MessageBody: e.body,
@@ -38,9 +49,11 @@ export function makeSqsEventQueue(
       MessageDeduplicationId: e.dedupeId,
     }));
     let lastError = '';
-    for (let attempt = 0; attempt < attempts && pending.length > 0; attempt++) {
+    for (let attempt = 0; attempt < this.#attempts && pending.length > 0; attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
-      const out = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: pending }));
+      const out = await this.#sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: this.#queueUrl, Entries: pending }),
+      );
       const failed = new Set((out.Failed ?? []).map((f) => f.Id));
       lastError = (out.Failed ?? []).map((f) => `${f.Code}: ${f.Message}`).join('; ');
       // A sender fault (bad entry) will not get better by retrying.
@@ -51,10 +64,4 @@ export function makeSqsEventQueue(
     if (pending.length > 0)
       throw new EnqueueError(`SQS did not take ${pending.length} entries: ${lastError}`);
   }
-  return {
-    async enqueue(entries) {
-      // In order, one batch after another: a conversation's events must enter its group in order.
-      for (const batch of batchEntries(entries)) await sendBatch(batch);
-    },
-  };
 }

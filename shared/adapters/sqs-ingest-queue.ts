@@ -4,26 +4,32 @@
  * re-check of messages still held by their broker).
  */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { IngestQueue } from '#shared/jobs/ports.ts';
+import type { IngestQueue, IngestQueueMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
 import { encodeIngestQueueMessage } from '#shared/jobs/queue-message.ts';
 
 /** The most SQS delays a message: 15 minutes. */
 const MAX_DELAY_SECONDS = 900;
 
 /** An {@link IngestQueue} sending to `queueUrl`. */
-export function makeSqsIngestQueue(sqs: SQSClient, queueUrl: string): IngestQueue {
-  return {
-    async send(message, options = {}) {
-      const delay = options.delaySeconds;
-      await sqs.send(
-        new SendMessageCommand({
-          QueueUrl: queueUrl,
-          MessageBody: encodeIngestQueueMessage(message),
-          ...(delay === undefined || delay <= 0
-            ? {}
-            : { DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delay)) }),
-        }),
-      );
-    },
-  };
+export class SqsIngestQueue implements IngestQueue {
+  readonly #sqs: SQSClient;
+  readonly #queueUrl: string;
+
+  constructor(sqs: SQSClient, queueUrl: string) {
+    this.#sqs = sqs;
+    this.#queueUrl = queueUrl;
+  }
+
+  async send(message: IngestQueueMessage, options: QueueSendOptions = {}): Promise<void> {
+    const delay = options.delaySeconds;
+    await this.#sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.#queueUrl,
+        MessageBody: encodeIngestQueueMessage(message),
+        ...(delay === undefined || delay <= 0
+          ? {}
+          : { DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delay)) }),
+      }),
+    );
+  }
 }

@@ -12,7 +12,7 @@ import { HttpTelephonyProvider } from '#shared/telephony/http-provider.ts';
 import type { TelephonyProvider, TelephonyProviders } from '#shared/telephony/port.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
 import { TWILIO_API_URL } from '#shared/telephony/twilio.ts';
-import { makeConnectTelephonyProvider } from './connect-telephony.ts';
+import { ConnectTelephonyProvider } from './connect-telephony.ts';
 import { TwilioTelephonyProvider } from './twilio-telephony.ts';
 
 export interface TelephonyProvidersConfig {
@@ -51,7 +51,7 @@ export function makeTelephonyProviders(config: TelephonyProvidersConfig): Teleph
   function build(clientId: string, settings: TelephonySettings): TelephonyProvider {
     switch (settings.provider) {
       case 'connect':
-        return makeConnectTelephonyProvider(connectClient(settings.region), settings);
+        return new ConnectTelephonyProvider(connectClient(settings.region), settings);
       case 'twilio':
         return new TwilioTelephonyProvider({
           settings,

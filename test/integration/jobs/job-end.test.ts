@@ -13,7 +13,7 @@ import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
-import { makeSqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
+import { SqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import type { Fence } from '#shared/broker/ports.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
@@ -262,7 +262,7 @@ describe('a job that reaches its end', () => {
 
   it('is swept through the ingest queue by the job manager, as deployed', async () => {
     const { clientId, jobId, tasks } = await scheduledJob(4, 'expireAfter=PT2H');
-    const ingest = makeSqsIngestQueue(cloud.sqs, harness.ingestQueueUrl());
+    const ingest = new SqsIngestQueue(cloud.sqs, harness.ingestQueueUrl());
     expect((await jobManager(clientId, Date.now, ingest)()).started).toEqual([jobId]);
     // The end, two hours away, has passed (as if they had gone by): the deployed parts act on it.
     await cloud.doc.send(

@@ -7,7 +7,7 @@ import { DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
-import { jobSeriesPk, makeDynamoJobSeries } from '#shared/adapters/dynamo-job-series.ts';
+import { DynamoJobSeries, jobSeriesPk } from '#shared/adapters/dynamo-job-series.ts';
 import type { JobSample } from '#shared/broker/job-series.ts';
 import type { Job } from '#shared/jobs/model.ts';
 import { readJobSeries } from '#shared/jobs/series.ts';
@@ -17,7 +17,7 @@ import { readTasks } from '../../support/task-table.ts';
 
 const cloud = testCloud();
 let tasksTable: string;
-let series: ReturnType<typeof makeDynamoJobSeries>;
+let series: DynamoJobSeries;
 
 // The hour this run started: samples carry a TTL DynamoDB Local enforces, so never a fixed past date.
 const T0 = Math.floor(Date.now() / 3_600_000) * 3_600_000;
@@ -39,7 +39,7 @@ const sample = (k: number, brokerId = 'b1', starts = 10): JobSample => ({
 
 beforeAll(async () => {
   tasksTable = await createTable(cloud.ddb, uniqueName('series'), tableSpec('tasks'));
-  series = makeDynamoJobSeries(cloud.doc, tasksTable, { retentionDays: 14 });
+  series = new DynamoJobSeries(cloud.doc, tasksTable, { retentionDays: 14 });
   for (let k = 0; k < 12; k++) await series.put(sample(k));
   // A takeover in window 5: the next holder wrote its part of the same window.
   await series.put(sample(5, 'b2', 3));

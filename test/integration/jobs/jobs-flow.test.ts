@@ -12,7 +12,7 @@ import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { makeS3ValidationReportStore, S3UploadFiles } from '#shared/adapters/s3-uploads.ts';
+import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import { newUlid } from '#shared/ids.ts';
 import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
@@ -280,7 +280,7 @@ describe('the ingest across runs, on DynamoDB and S3', () => {
     const store = new DynamoJobStore(cloud.doc, controlTable);
     const tasks = new DynamoTaskStore(cloud.doc, tasksTable);
     const files = new S3UploadFiles(cloud.s3, bucket);
-    const validationReports = makeS3ValidationReportStore(cloud.s3, bucket);
+    const validationReports = new S3ValidationReportStore(cloud.s3, bucket);
     const clock = { now: () => Date.now() };
     const jobsApi = makeJobsApi({
       region: 'ap-northeast-1',

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
-import { makeDynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
+import { DynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import type { CallLinkStore } from '#shared/broker/ports.ts';
 import { tableSpec } from '#shared/resources.ts';
 import type { CallStatusEvent } from '#shared/telephony/port.ts';
@@ -16,7 +16,7 @@ let links: CallLinkStore;
 
 beforeAll(async () => {
   const tasksTable = await createTable(cloud.ddb, uniqueName('links'), tableSpec('tasks'));
-  links = makeDynamoCallLinks(cloud.doc, tasksTable);
+  links = new DynamoCallLinks(cloud.doc, tasksTable);
 });
 
 // Links carry a TTL DynamoDB Local enforces: a fixed date would expire under the test one day.

@@ -3,15 +3,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { makeDynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { DynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
+import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { liveSecrets } from '#shared/channels/channel.ts';
 import { ClientTelephonySecrets } from '#shared/telephony/callback-secrets.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 
 const cloud = testCloud();
 const table = cloud.info.tableNames.channels!;
-const store = makeDynamoChannelStore(cloud.doc, table);
+const store = new DynamoChannelStore(cloud.doc, table);
 const SCRIPT = path.resolve(import.meta.dirname, '../../../scripts/channel.ts');
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const SECRET = 'c0ffee00c0ffee00c0ffee00c0ffee00';
@@ -283,7 +283,7 @@ describe('npm run channel: the telephony callback secret', () => {
     const rotated = await set(second);
     expect(rotated.status).toBe(0);
     expect(rotated.stderr).toMatch(/previous one verifies until/);
-    const secrets = makeDynamoCallbackSecretStore(cloud.doc, table);
+    const secrets = new DynamoCallbackSecretStore(cloud.doc, table);
     const record = await secrets.get(provider);
     expect(record).toMatchObject({ current: second, previous: first });
     const shown = await cli(['show-callback-secret', '--provider', provider]);
@@ -309,7 +309,7 @@ describe("npm run channel: a client's telephony secret (its Twilio auth token)",
     );
     expect(set.status).toBe(0);
     const secrets = new ClientTelephonySecrets({
-      store: makeDynamoCallbackSecretStore(cloud.doc, table),
+      store: new DynamoCallbackSecretStore(cloud.doc, table),
       clock: { now: Date.now },
     });
     expect(await secrets.current(clientId)).toBe(token);

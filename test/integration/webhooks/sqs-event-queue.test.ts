@@ -1,7 +1,7 @@
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createQueueWithDlq } from '#local/cloud.ts';
-import { makeSqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
+import { SqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
 import { queueSpec } from '#shared/resources.ts';
 import type { QueueEntry } from '#shared/webhooks/queue-message.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
@@ -67,7 +67,7 @@ const idsIn = (received: Received[], group: string) =>
 describe('the SQS event queue, on a FIFO queue', () => {
   it('keeps each conversation in order across several batches', async () => {
     const url = await fifoQueue();
-    const queue = makeSqsEventQueue(cloud.sqs, url);
+    const queue = new SqsEventQueue(cloud.sqs, url);
     const entries = Array.from({ length: 25 }, (_, i) =>
       entry(i % 3 === 0 ? 'Ua' : 'Ub', `e${String(i).padStart(2, '0')}`),
     );
@@ -84,7 +84,7 @@ describe('the SQS event queue, on a FIFO queue', () => {
 
   it('stores an event once when LINE redelivers it (same webhookEventId)', async () => {
     const url = await fifoQueue();
-    const queue = makeSqsEventQueue(cloud.sqs, url);
+    const queue = new SqsEventQueue(cloud.sqs, url);
     await queue.enqueue([entry('Ua', 'e1'), entry('Ua', 'e2')]);
     // The redelivery comes in a body of its own, mixed with a new event.
     await queue.enqueue([entry('Ua', 'e2'), entry('Ua', 'e3')]);
@@ -98,7 +98,7 @@ describe('the SQS event queue, on a FIFO queue', () => {
 
   it('takes a body too large for one SendMessageBatch, in order', async () => {
     const url = await fifoQueue();
-    const queue = makeSqsEventQueue(cloud.sqs, url);
+    const queue = new SqsEventQueue(cloud.sqs, url);
     const entries = Array.from({ length: 6 }, (_, i) => entry('Ua', `big${i}`, 100 * 1024));
     await queue.enqueue(entries);
     const received = await drain(url, 6);

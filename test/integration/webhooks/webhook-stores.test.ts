@@ -1,6 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { makeDynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
+import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import {
@@ -190,7 +190,7 @@ describe("the suppression list's lookup", () => {
 });
 
 describe('the channel store', () => {
-  const store = makeDynamoChannelStore(cloud.doc, channelsTable);
+  const store = new DynamoChannelStore(cloud.doc, channelsTable);
 
   it('stores a channel and reads it back as it was, retiring secret included', async () => {
     const channelId = uniqueName('ch');
@@ -218,7 +218,7 @@ describe('the channel store', () => {
 describe('receiving a webhook for a channel id that cannot exist', () => {
   it('answers it as an unknown channel, not as an internal error', async () => {
     const receive = makeReceiveWebhook({
-      channels: cachedChannels(makeDynamoChannelStore(cloud.doc, channelsTable)),
+      channels: cachedChannels(new DynamoChannelStore(cloud.doc, channelsTable)),
       queue: { enqueue: async () => {} },
       clock: { now: () => T0 },
     });

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { ScheduledEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { isSkippedRun, JobManagerRunError, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
-import { makeEcsServiceScaler } from '#shared/adapters/ecs-service.ts';
+import { EcsBrokerService } from '#shared/adapters/ecs-service.ts';
 import { PowertoolsLog } from '#shared/adapters/powertools.ts';
 import {
   fullCheckPeriod,
@@ -592,7 +592,7 @@ describe('the run lease (issue 35 #1)', () => {
 describe('the ECS service scaler', () => {
   it('sets the desired count of its one service', async () => {
     const sent: unknown[] = [];
-    const scaler = makeEcsServiceScaler({ cluster: 'switchboard-prod', service: 'brokers' }, {
+    const scaler = new EcsBrokerService({ cluster: 'switchboard-prod', service: 'brokers' }, {
       send: async (command: { input: unknown }) => void sent.push(command.input),
     } as never);
 
@@ -632,7 +632,7 @@ describe('the ECS service scaler', () => {
         };
       },
     };
-    const service = makeEcsServiceScaler({ cluster: 'c', service: 's' }, client as never);
+    const service = new EcsBrokerService({ cluster: 'c', service: 's' }, client as never);
 
     expect(await service.primaryVersion()).toBe('image-8');
     expect(await service.primaryVersion()).toBe('image-8');

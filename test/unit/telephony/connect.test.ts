@@ -9,8 +9,8 @@ import { LOCAL_CREDENTIALS, LOCAL_REGION } from '#local/cloud.ts';
 import { type EventBridgeEvent, LOCAL_CONNECT, startConnectEmulator } from '#local/connect-emulator.ts';
 import type { ScriptedCall, TelephonyEmulator, TelephonyFaults } from '#local/telephony-sandbox.ts';
 import { makeConnectClient } from '#shared/adapters/aws-clients.ts';
-import { makeConnectContactAttributes } from '#shared/adapters/connect-contact-attributes.ts';
-import { makeConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
+import { ConnectContactAttributes } from '#shared/adapters/connect-contact-attributes.ts';
+import { ConnectTelephonyProvider } from '#shared/adapters/connect-telephony.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
 import {
   attemptOfContact,
@@ -61,7 +61,7 @@ async function start(
     },
   });
   client = makeConnectClient({ region: LOCAL_REGION, endpoint: emulator.url, credentials });
-  return makeConnectTelephonyProvider(client, { ...settings, ...connect });
+  return new ConnectTelephonyProvider(client, { ...settings, ...connect });
 }
 
 let counter = 0;
@@ -250,7 +250,7 @@ describe('Amazon Connect adapter and emulator', () => {
     });
     const answered = await place(provider, request('+815011110012', { taskId: 'task-opt-out' }));
     const busy = await place(provider, request('+815011110013'));
-    const attributes = makeConnectContactAttributes(() => client);
+    const attributes = new ConnectContactAttributes(() => client);
     const instanceArn = String(events[0]?.detail.instanceArn);
     // Before the answer the flow has set nothing.
     expect(contactAsksToOptOut(await attributes.read(instanceArn, answered))).toBe(false);
