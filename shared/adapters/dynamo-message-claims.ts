@@ -13,7 +13,7 @@ import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { AWAITING_RESEND_EVENT } from '#shared/campaign/unit-sender.ts';
 import { type Chunk, isChunk, membersInState } from '#shared/jobs/chunks.ts';
-import { type Job, jobHasEnded, keys, resendsAreSafe } from '#shared/jobs/model.ts';
+import { type Job, jobHasEnded, keys, resendsAreSafe, type TaskState } from '#shared/jobs/model.ts';
 import {
   isLeftByOlderHolder,
   mayClaimMessage,
@@ -112,26 +112,83 @@ interface ShardReading {
   readonly readFromStart: Set<number>;
 }
 
-/** `fresh`: the item was read strongly consistent just now (a multicast's member). */
-type Chosen = { item: Item; batchKey?: string; fresh?: boolean };
+/**
+ * A message task's (or chunk's) item as a claim reads it: the attributes it decides by, typed once
+ * where the item leaves the store ({@link claimRecordOf}). `item` is the item itself, for what
+ * carries it on unread (a contact-limit hold, a page's ends, a task's variables).
+ */
+interface ClaimRecord {
+  readonly item: Item;
+  readonly jobId: string;
+  readonly taskId: string;
+  /** `claimKey(jobId, taskId)`. */
+  readonly key: string;
+  readonly channel: unknown;
+  readonly state: TaskState | undefined;
+  readonly claimToken: unknown;
+  /** NaN when the item has none (then every comparison with it is false, as before the record). */
+  readonly readyAt: number;
+  readonly attempts: number;
+  readonly startedAt: number | undefined;
+  readonly batchKey: string | undefined;
+  readonly openPk: string | undefined;
+  readonly openSk: string | undefined;
+  readonly maybeSent: unknown;
+  readonly lastResult: unknown;
+  /** The attempt the channel's own event said went out (SES's SEND), 0 when none. */
+  readonly sentAttempt: number;
+  /** The task's recipient (a chunk has none: its members'). */
+  readonly recipient: string;
+  /** The item as a chunk, when it is one (an index entry's carries only what the index view read). */
+  readonly chunk: Chunk | undefined;
+  /** Recipients it stands for: a chunk's `memberCount`, else one. */
+  readonly memberCount: number;
+}
+
+/** The one reading of a task item into a {@link ClaimRecord}. */
+function claimRecordOf(item: Item): ClaimRecord {
+  const jobId = String(item.jobId);
+  const taskId = String(item.taskId);
+  return {
+    item,
+    jobId,
+    taskId,
+    key: claimKey(jobId, taskId),
+    channel: item.channel,
+    state: item.state as TaskState | undefined,
+    claimToken: item.claimToken,
+    readyAt: Number(item.readyAt),
+    attempts: Number(item.attempts),
+    startedAt: item.startedAt === undefined ? undefined : Number(item.startedAt),
+    batchKey: item.batchKey as string | undefined,
+    openPk: typeof item.openPk === 'string' ? item.openPk : undefined,
+    openSk: typeof item.openSk === 'string' ? item.openSk : undefined,
+    maybeSent: item.maybeSent,
+    lastResult: item.lastResult,
+    sentAttempt: Number(item.sentAttempt ?? 0),
+    recipient: String(item.recipient),
+    chunk: isChunk(item) ? (item as unknown as Chunk) : undefined,
+    memberCount: Number(item.memberCount ?? 1),
+  };
+}
+
+/** `fresh`: the task was read strongly consistent just now (a multicast's member). */
+type Chosen = { task: ClaimRecord; batchKey?: string; fresh?: boolean };
 type Claimed = Chosen & { startedAt: number; attempt: number };
 
-/** The recipients an item stands for: a chunk's members in its state, a task's own. */
-function recipientsOf(item: Item): string[] {
-  return isChunk(item)
-    ? membersInState(item as unknown as Chunk).map((m) => m.recipient)
-    : [String(item.recipient)];
+/** The recipients a task stands for: a chunk's members in its state, a task's own. */
+function recipientsOf(task: ClaimRecord): string[] {
+  return task.chunk ? membersInState(task.chunk).map((m) => m.recipient) : [task.recipient];
 }
 
 /** Candidates, in order, whose recipients (a chunk's `memberCount`, else one) fit in `limit`; at least one. */
-function withinMembers(items: readonly Item[], limit: number): Item[] {
-  const out: Item[] = [];
+function withinMembers(tasks: readonly ClaimRecord[], limit: number): ClaimRecord[] {
+  const out: ClaimRecord[] = [];
   let members = 0;
-  for (const item of items) {
-    const size = Number(item.memberCount ?? 1);
-    if (out.length > 0 && members + size > limit) continue;
-    out.push(item);
-    members += size;
+  for (const task of tasks) {
+    if (out.length > 0 && members + task.memberCount > limit) continue;
+    out.push(task);
+    members += task.memberCount;
   }
   return out;
 }
@@ -150,7 +207,7 @@ export class MessageClaimer implements TaskSource {
   readonly #deps: ClaimerDeps;
   readonly #clientId: string;
   /** What an older holder left in flight, read once; undefined until the first page. */
-  #adoptQueue: Item[] | undefined;
+  #adoptQueue: ClaimRecord[] | undefined;
   #batchByTask = new Map<string, string>();
   /** Per index partition (`openPk`): the greatest `openSk` this session claimed from it on a page. */
   readonly #cursor = new Map<string, string>();
@@ -176,7 +233,7 @@ export class MessageClaimer implements TaskSource {
    * taken by the next pages before the index is read again. Safe however old: what is chosen is
    * read again, strongly consistent, before it is claimed (`#stillClaimable`).
    */
-  #spare: Item[] = [];
+  #spare: ClaimRecord[] = [];
 
   constructor(deps: ClaimerDeps) {
     this.#deps = deps;
@@ -226,28 +283,23 @@ export class MessageClaimer implements TaskSource {
     // again, strongly consistent, and only what is still claimable is claimed.
     if (this.#deps.pages) chosen = await this.#stillClaimable(chosen, token, now);
     const byJob = new Map<string, Chosen[]>();
-    for (const c of chosen) {
-      const jobId = String(c.item.jobId);
-      byJob.set(jobId, [...(byJob.get(jobId) ?? []), c]);
-    }
+    for (const c of chosen) byJob.set(c.task.jobId, [...(byJob.get(c.task.jobId) ?? []), c]);
     const page: ClaimedTask[] = [];
     for (const [jobId, group] of byJob) page.push(...(await this.#claimForJob(jobId, group, token)));
     if (this.#adoptQueue && this.#adoptQueue.length > 0 && page.length > 0) {
       // A recorded multicast is claimed whole: members still queued are this page's, not the next's.
       const claimed = new Set(page.map((t) => claimKey(t.jobId, t.taskId)));
-      this.#adoptQueue = this.#adoptQueue.filter(
-        (item) => !claimed.has(claimKey(String(item.jobId), String(item.taskId))),
-      );
+      this.#adoptQueue = this.#adoptQueue.filter((task) => !claimed.has(task.key));
     }
     return page;
   }
 
   /** May this session claim the task as the index shows it? */
-  async #claimable(item: Item, token: number, now: number): Promise<boolean> {
-    if (item.channel !== 'message' || this.#deps.state.held.has(String(item.taskId))) return false;
-    if (this.#heldElsewhere.has(claimKey(String(item.jobId), String(item.taskId)))) return false;
-    if (!mayClaimMessage(item, token, now)) return false;
-    return this.#jobAccepted(await this.#deps.table.jobs.cached(this.#clientId, String(item.jobId)));
+  async #claimable(task: ClaimRecord, token: number, now: number): Promise<boolean> {
+    if (task.channel !== 'message' || this.#deps.state.held.has(task.taskId)) return false;
+    if (this.#heldElsewhere.has(task.key)) return false;
+    if (!mayClaimMessage(task, token, now)) return false;
+    return this.#jobAccepted(await this.#deps.table.jobs.cached(this.#clientId, task.jobId));
   }
 
   #jobAccepted(job: Job | undefined): job is Job {
@@ -258,7 +310,7 @@ export class MessageClaimer implements TaskSource {
    * Tasks an earlier holder left in flight: in the index up to their hold's end. Read once, whole
    * (at most what one holder can have out), then handed out a page at a time.
    */
-  async #adoptable(token: number, now: number, limit: number): Promise<Item[]> {
+  async #adoptable(token: number, now: number, limit: number): Promise<ClaimRecord[]> {
     if (this.#adoptQueue === undefined) {
       const range = { lower: iso(now), upper: keys.openSkAfter(now + this.#deps.table.holdMs) };
       const left = await Promise.all(
@@ -267,16 +319,17 @@ export class MessageClaimer implements TaskSource {
             this.#clientId,
             shard,
             range,
-            async (item) => isLeftByOlderHolder(item, token) && (await this.#claimable(item, token, now)),
+            async (task: ClaimRecord) =>
+              isLeftByOlderHolder(task, token) && (await this.#claimable(task, token, now)),
             Number.POSITIVE_INFINITY,
-            { maxRead: Number.POSITIVE_INFINITY, ...this.#indexView },
+            { readAs: claimRecordOf, maxRead: Number.POSITIVE_INFINITY, ...this.#indexView },
           ),
         ),
       );
       this.#adoptQueue = left.flat();
       if (this.#adoptQueue.length > 0) {
         this.#batchByTask = await this.#deps.batches.load(
-          new Set(this.#adoptQueue.map((c) => String(c.jobId))),
+          new Set(this.#adoptQueue.map((task) => task.jobId)),
         );
       }
     }
@@ -309,23 +362,22 @@ export class MessageClaimer implements TaskSource {
         claimedAt.set(key, { jobId, taskId, at, pages: [...(seen?.pages ?? []), page.sk] });
       }
     }
-    const items = await this.#deps.table.getItems(
-      [...claimedAt.values()].map((t) => keys.task(t.jobId, t.taskId)),
-    );
-    const stored = new Map(items.map((item) => [claimKey(String(item.jobId), String(item.taskId)), item]));
-    const open = items.filter((item) => WAITING_STATES.includes(item.state as never));
-    const byTask = await this.#deps.batches.load(new Set(open.map((item) => String(item.jobId))));
+    const tasks = (
+      await this.#deps.table.getItems([...claimedAt.values()].map((t) => keys.task(t.jobId, t.taskId)))
+    ).map(claimRecordOf);
+    const stored = new Map(tasks.map((task) => [task.key, task.item]));
+    const open = tasks.filter((task) => task.state !== undefined && WAITING_STATES.includes(task.state));
+    const byTask = await this.#deps.batches.load(new Set(open.map((task) => task.jobId)));
     for (const [taskId, retryKey] of byTask) this.#batchByTask.set(taskId, retryKey);
-    for (const item of open) {
-      const key = claimKey(String(item.jobId), String(item.taskId));
-      const left = claimedAt.get(key)!;
-      const batchKey = byTask.get(String(item.taskId));
+    for (const task of open) {
+      const left = claimedAt.get(task.key)!;
+      const batchKey = byTask.get(task.taskId);
       // Email records each request just before it goes: a task in none was never sent.
-      const job = await this.#deps.table.jobs.cached(this.#clientId, String(item.jobId));
+      const job = await this.#deps.table.jobs.cached(this.#clientId, task.jobId);
       const maybeSent = batchKey !== undefined || job === undefined || resendsAreSafe(job.channel);
-      const movedOn = await this.#markMaybeSent(item, left, batchKey, maybeSent);
+      const movedOn = await this.#markMaybeSent(task, left, batchKey, maybeSent);
       // Its holder's outcome landed between the read and the mark: counted with its page below.
-      if (movedOn) stored.set(key, movedOn);
+      if (movedOn) stored.set(task.key, movedOn);
     }
     // From now on no outcome of the left pages' holders can end a task they list (the mark names
     // the pages): what each page ended is final, and moves the job's counts with the page's close.
@@ -341,7 +393,7 @@ export class MessageClaimer implements TaskSource {
    * on is left as it is and returned as stored.
    */
   async #markMaybeSent(
-    item: Item,
+    task: ClaimRecord,
     left: { readonly at: number; readonly pages: readonly string[] },
     batchKey: string | undefined,
     maybeSent: boolean,
@@ -352,7 +404,7 @@ export class MessageClaimer implements TaskSource {
       await this.#deps.table.doc.send(
         new UpdateCommand({
           TableName: this.#deps.table.tasksTable,
-          Key: keys.task(String(item.jobId), String(item.taskId)),
+          Key: keys.task(task.jobId, task.taskId),
           UpdateExpression:
             `SET ${maybeSent ? 'maybeSent = :true, ' : ''}attempts = :one, startedAt = if_not_exists(startedAt, :claimedAt)` +
             (batchKey ? ', batchKey = if_not_exists(batchKey, :batchKey)' : '') +
@@ -379,20 +431,21 @@ export class MessageClaimer implements TaskSource {
 
   /** The chosen tasks as stored now (strongly consistent; a multicast's members were just read so), those still claimable. */
   async #stillClaimable(chosen: Chosen[], token: number, now: number): Promise<Chosen[]> {
-    const fresh = new Map<string, Item>();
+    const fresh = new Map<string, ClaimRecord>();
     const stale = chosen.filter((c) => !c.fresh);
     for (const item of await this.#deps.table.getItems(
-      stale.map((c) => keys.task(String(c.item.jobId), String(c.item.taskId))),
+      stale.map((c) => keys.task(c.task.jobId, c.task.taskId)),
     )) {
-      fresh.set(claimKey(String(item.jobId), String(item.taskId)), item);
+      const task = claimRecordOf(item);
+      fresh.set(task.key, task);
     }
     const out: Chosen[] = [];
     for (const c of chosen) {
-      const item = c.fresh ? c.item : fresh.get(claimKey(String(c.item.jobId), String(c.item.taskId)));
+      const task = c.fresh ? c.task : fresh.get(c.task.key);
       // A waiting task is claimable once ready: a release, deferral or re-time the index has not
       // shown yet may have moved it later.
-      const notYet = item !== undefined && item.state !== 'in-flight' && Number(item.readyAt) > now;
-      if (item && !notYet && (await this.#claimable(item, token, now))) out.push({ ...c, item });
+      const notYet = task !== undefined && task.state !== 'in-flight' && task.readyAt > now;
+      if (task && !notYet && (await this.#claimable(task, token, now))) out.push({ ...c, task });
     }
     return out;
   }
@@ -404,7 +457,7 @@ export class MessageClaimer implements TaskSource {
    * found on the shard's turn to be read from its start, or when a page comes up empty
    * (`shards.fromStart`: the shards not read from their start in this page's first reading).
    */
-  async #ready(token: number, now: number, limit: number, shards: ShardReading): Promise<Item[]> {
+  async #ready(token: number, now: number, limit: number, shards: ShardReading): Promise<ClaimRecord[]> {
     const perShard = this.#chunky ? 1 : Math.ceil(limit / TASK_SHARDS);
     const upper = keys.openSkAfter(now);
     const ready = await Promise.all(
@@ -415,18 +468,18 @@ export class MessageClaimer implements TaskSource {
       ),
     );
     const candidates = ready.flat();
-    this.#chunky = candidates.filter(isChunk).length * 2 > candidates.length;
+    this.#chunky = candidates.filter((task) => task.chunk).length * 2 > candidates.length;
     if (!this.#chunky) return withinMembers(candidates, limit);
     this.#spare = candidates;
     return this.#takeSpare(limit);
   }
 
   /** Spare chunks (`#spare`) for a page, in the order read; none once a reading was not chunky. */
-  #takeSpare(limit: number): Item[] {
+  #takeSpare(limit: number): ClaimRecord[] {
     if (!this.#chunky || this.#spare.length === 0) return [];
     const page = withinMembers(this.#spare, limit);
     const taken = new Set(page);
-    this.#spare = this.#spare.filter((item) => !taken.has(item));
+    this.#spare = this.#spare.filter((task) => !taken.has(task));
     return page;
   }
 
@@ -444,10 +497,14 @@ export class MessageClaimer implements TaskSource {
     now: number,
     wanted: number,
     shards: ShardReading,
-  ) {
+  ): Promise<ClaimRecord[]> {
     const pk = keys.openShardPk(this.#clientId, shard);
-    const claimable = (item: Item) => this.#claimable(item, token, now);
-    const view = this.#chunky ? { ...this.#indexView, pageLimit: 2 } : this.#indexView;
+    const claimable = (task: ClaimRecord) => this.#claimable(task, token, now);
+    const view = {
+      readAs: claimRecordOf,
+      ...this.#indexView,
+      ...(this.#chunky ? { pageLimit: 2 } : {}),
+    };
     const reads = (this.#readsFromCursor.get(pk) ?? 0) + 1;
     this.#readsFromCursor.set(pk, reads % READS_FROM_START);
     const cursor = this.#cursor.get(pk);
@@ -467,28 +524,27 @@ export class MessageClaimer implements TaskSource {
   }
 
   /** Adds every still-unsettled member of a recorded multicast that a candidate belongs to. */
-  async #withBatchMembers(candidates: Item[], token: number, now: number): Promise<Chosen[]> {
+  async #withBatchMembers(candidates: ClaimRecord[], token: number, now: number): Promise<Chosen[]> {
     const out: Chosen[] = [];
     const taken = new Set<string>();
-    for (const item of candidates) {
-      const taskId = String(item.taskId);
-      if (taken.has(taskId)) continue;
-      const retryKey = (item.batchKey as string | undefined) ?? this.#batchByTask.get(taskId);
-      const batch = retryKey ? await this.#deps.batches.batchOf(String(item.jobId), retryKey) : undefined;
+    for (const task of candidates) {
+      if (taken.has(task.taskId)) continue;
+      const retryKey = task.batchKey ?? this.#batchByTask.get(task.taskId);
+      const batch = retryKey ? await this.#deps.batches.batchOf(task.jobId, retryKey) : undefined;
       if (!retryKey || !batch) {
-        taken.add(taskId);
-        out.push({ item });
+        taken.add(task.taskId);
+        out.push({ task });
         continue;
       }
       const members = await this.#deps.table.getItems(
         batch.taskIds.filter((id) => !taken.has(id)).map((id) => keys.task(batch.jobId, id)),
       );
-      for (const member of members) {
+      for (const member of members.map(claimRecordOf)) {
         // A member first claimed on a claim page still shows attempt 0 until its outcome.
-        if (Math.max(1, Number(member.attempts)) !== batch.attempt) continue;
+        if (Math.max(1, member.attempts) !== batch.attempt) continue;
         if (!(await this.#claimable(member, token, now))) continue;
-        taken.add(String(member.taskId));
-        out.push({ item: member, batchKey: retryKey, fresh: true });
+        taken.add(member.taskId);
+        out.push({ task: member, batchKey: retryKey, fresh: true });
       }
     }
     return out;
@@ -501,7 +557,7 @@ export class MessageClaimer implements TaskSource {
     const group = await this.#withoutSpilled(job, chosen, token);
     if (group.length === 0) return [];
     // Opt-outs and suppressions are read while the claim is written: each takes a round trip or more.
-    const recipients = group.flatMap((c) => recipientsOf(c.item));
+    const recipients = group.flatMap((c) => recipientsOf(c.task));
     const [claimed, optedOut, suppressed] = await Promise.all([
       this.#claim(job, group, token),
       this.#deps.optedOut ? this.#deps.optedOut(this.#clientId, recipients) : new Set<string>(),
@@ -512,26 +568,25 @@ export class MessageClaimer implements TaskSource {
     if (this.#deps.pages) this.#advanceCursors(claimed);
     const template = this.#deps.table.templateOf(job);
     return claimed.flatMap((c): ClaimedTask[] => {
-      const taskId = String(c.item.taskId);
+      const { taskId, recipient, chunk } = c.task;
       this.#deps.state.held.add(taskId);
       this.#deps.state.startedAt.set(claimKey(jobId, taskId), c.startedAt);
-      if (isChunk(c.item)) return this.#chunkClaimed(job, c, template, optedOut, suppressed);
-      const recipient = String(c.item.recipient);
+      if (chunk) return this.#chunkClaimed(job, chunk, c, template, optedOut, suppressed);
       return [
         {
           jobId,
           taskId,
           recipient,
-          variables: variablesOf(c.item),
+          variables: variablesOf(c.task.item),
           template,
           attempt: c.attempt,
           attemptStartedAt: c.startedAt,
           ...(optedOut.has(recipient) ? { optedOut: true } : {}),
           ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
-          ...(mayHaveBeenSent(c.item) ? { maybeSent: true } : {}),
+          ...(mayHaveBeenSent(c.task) ? { maybeSent: true } : {}),
           // The channel's own event said this attempt went out (SES's SEND: `lambdas/email-events`).
-          ...(Number(c.item.sentAttempt ?? 0) >= c.attempt ? { sentConfirmed: true } : {}),
-          ...(c.item.lastResult === AWAITING_RESEND_EVENT ? { resentInDoubt: true } : {}),
+          ...(c.task.sentAttempt >= c.attempt ? { sentConfirmed: true } : {}),
+          ...(c.task.lastResult === AWAITING_RESEND_EVENT ? { resentInDoubt: true } : {}),
           ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
           ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
         },
@@ -546,13 +601,14 @@ export class MessageClaimer implements TaskSource {
    * A chunk with no member left in its state has nothing to send and is left out.
    */
   async #withoutSpilled(job: Job, group: Chosen[], token: number): Promise<Chosen[]> {
-    if (!group.some((c) => isChunk(c.item))) return group;
+    if (!group.some((c) => c.task.chunk)) return group;
     const now = this.#deps.table.clock.now();
     const slots = await this.#caps.slotsFor(job, now);
     const out: Chosen[] = [];
     for (const c of group) {
-      if (!isChunk(c.item)) out.push(c);
-      else if (spillStarted(c.item) || (slots.length > 0 && spillable(c.item as unknown as Chunk))) {
+      const chunk = c.task.chunk;
+      if (!chunk) out.push(c);
+      else if (spillStarted(chunk) || (slots.length > 0 && spillable(chunk))) {
         this.#spills++;
         const fence = leaseFenceCheck(this.#deps.table.controlTable, {
           clientId: this.#clientId,
@@ -560,11 +616,11 @@ export class MessageClaimer implements TaskSource {
           token,
           now,
         });
-        if ((await spillChunk(this.#deps.table, c.item as unknown as Chunk, now, fence)) === 'fenced') {
+        if ((await spillChunk(this.#deps.table, chunk, now, fence)) === 'fenced') {
           this.#deps.state.fenced = true;
           return [];
         }
-      } else if (membersInState(c.item as unknown as Chunk).length > 0) out.push(c);
+      } else if (membersInState(chunk).length > 0) out.push(c);
     }
     return out;
   }
@@ -572,12 +628,12 @@ export class MessageClaimer implements TaskSource {
   /** A claimed chunk as the pipeline's tasks, one a member in its state, under the chunk's retry key. */
   #chunkClaimed(
     job: Job,
+    chunk: Chunk,
     c: Claimed,
     template: MessageTemplate,
     optedOut: ReadonlySet<string>,
     suppressed: ReadonlyMap<string, string>,
   ): ClaimedTask[] {
-    const chunk = c.item as unknown as Chunk;
     const members = membersInState(chunk);
     this.#deps.state.chunks.claimed(job.jobId, chunk, c.attempt, members, {
       pushes: sentAsPushes(template),
@@ -587,7 +643,7 @@ export class MessageClaimer implements TaskSource {
       attempt: c.attempt,
       startedAt: c.startedAt,
       template,
-      maybeSent: mayHaveBeenSent(c.item),
+      maybeSent: mayHaveBeenSent(c.task),
       optedOut,
       suppressed,
       ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
@@ -597,11 +653,12 @@ export class MessageClaimer implements TaskSource {
   /** Moves each shard's cursor past the waiting tasks just claimed from it (never past one held into the future). */
   #advanceCursors(claimed: readonly Claimed[]): void {
     const now = this.#deps.table.clock.now();
-    for (const { item } of claimed) {
-      if (typeof item.openPk !== 'string' || typeof item.openSk !== 'string') continue;
-      if (item.state === 'in-flight' || Number(item.readyAt) > now) continue;
-      const at = this.#cursor.get(item.openPk);
-      if (at === undefined || item.openSk > at) this.#cursor.set(item.openPk, item.openSk);
+    for (const { task } of claimed) {
+      const { openPk, openSk } = task;
+      if (openPk === undefined || openSk === undefined) continue;
+      if (task.state === 'in-flight' || task.readyAt > now) continue;
+      const at = this.#cursor.get(openPk);
+      if (at === undefined || openSk > at) this.#cursor.set(openPk, openSk);
     }
   }
 
@@ -621,10 +678,13 @@ export class MessageClaimer implements TaskSource {
       while (group.length > 0) {
         const now = this.#deps.table.clock.now();
         if (jobHasEnded(job, now)) return claimed;
-        const counters = this.#caps.counters(group, slots);
+        const counters = this.#caps.counters(
+          group.map((c) => c.task),
+          slots,
+        );
         const page = this.#deps.pages?.page(
           jobId,
-          group.map((c) => String(c.item.taskId)),
+          group.map((c) => c.task.taskId),
           token,
           now,
           this.#deps.table.holdMs,
@@ -632,7 +692,7 @@ export class MessageClaimer implements TaskSource {
         // The claim's record: one page item, or an update of each task (before claim pages).
         const records = page
           ? [page.item]
-          : group.map(({ item }) => this.#claimUpdate(jobId, item, token, now));
+          : group.map(({ task }) => this.#claimUpdate(jobId, task, token, now));
         const codes = await this.#deps.table.transact([
           leaseFenceCheck(this.#deps.table.controlTable, {
             clientId: this.#clientId,
@@ -646,8 +706,7 @@ export class MessageClaimer implements TaskSource {
         if (codes === undefined) {
           page?.commit();
           for (const c of group) {
-            const startedAt = c.item.startedAt === undefined ? now : Number(c.item.startedAt);
-            claimed.push({ ...c, startedAt, attempt: Math.max(1, Number(c.item.attempts)) });
+            claimed.push({ ...c, startedAt: c.task.startedAt ?? now, attempt: Math.max(1, c.task.attempts) });
           }
           break;
         }
@@ -682,7 +741,7 @@ export class MessageClaimer implements TaskSource {
       const owner = counters.owners[j];
       if (owner && !over.has(owner.task)) over.set(owner.task, owner.slot);
     }
-    for (const [task, slot] of over) await this.#caps.hold(job, group[task]!.item, slot, now);
+    for (const [task, slot] of over) await this.#caps.hold(job, group[task]!.task.item, slot, now);
     return new Set(over.keys());
   }
 
@@ -692,14 +751,14 @@ export class MessageClaimer implements TaskSource {
    * hold, re-sorted in the index to then. The first claim makes attempt 1 and records when it
    * started (from which LINE's 24-hour retry-key window counts); a reclaim changes neither.
    */
-  #claimUpdate(jobId: string, item: Item, token: number, now: number) {
+  #claimUpdate(jobId: string, task: ClaimRecord, token: number, now: number) {
     const holdUntil = now + this.#deps.table.holdMs;
     const inFlight = stateValue('in-flight');
-    const from = moveFrom(messageClaimMove(item));
+    const from = moveFrom(messageClaimMove(task));
     return {
       Update: {
         TableName: this.#deps.table.tasksTable,
-        Key: keys.task(jobId, String(item.taskId)),
+        Key: keys.task(jobId, task.taskId),
         UpdateExpression:
           `SET #state = ${inFlight.placeholder}, attempts = :attempts, startedAt = if_not_exists(startedAt, :now), ` +
           'claimToken = :token, readyAt = :holdUntil, openSk = :openSk, updatedAt = :now',
@@ -709,14 +768,14 @@ export class MessageClaimer implements TaskSource {
         ExpressionAttributeValues: {
           ...from.values,
           ...inFlight.values,
-          ':attempts': Math.max(1, Number(item.attempts)),
+          ':attempts': Math.max(1, task.attempts),
           ':now': now,
           ':token': token,
           ':holdUntil': holdUntil,
-          ':openSk': keys.openSk(holdUntil, jobId, String(item.taskId)),
-          ':seenState': item.state,
-          ':seenAttempts': Number(item.attempts),
-          ':seenReadyAt': Number(item.readyAt),
+          ':openSk': keys.openSk(holdUntil, jobId, task.taskId),
+          ':seenState': task.state,
+          ':seenAttempts': task.attempts,
+          ':seenReadyAt': task.readyAt,
         },
       },
     };

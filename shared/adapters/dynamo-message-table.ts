@@ -80,13 +80,15 @@ export class MessageTaskTable {
    * reading at most `maxRead`; only `attributes` of each when given (a reader that reads the chosen
    * items again need not parse the rest).
    */
-  async readShard(
+  async readShard<T = Item>(
     clientId: string,
     shard: number,
     range: { lower?: string; upper: string },
-    wanted: (item: Item) => Promise<boolean>,
+    wanted: (entry: T) => Promise<boolean>,
     limit: number,
     options: {
+      /** What each entry is read as (default: the item as it is). */
+      readonly readAs?: (item: Item) => T;
       readonly maxRead?: number;
       readonly attributes?: readonly string[];
       /** Entries a Query reads at most (default twice `limit`, at least 20). */
@@ -94,10 +96,11 @@ export class MessageTaskTable {
       /** Entries the first Query reads at most, when fewer than `pageLimit` (a read that expects few to pass over). */
       readonly firstPageLimit?: number;
     } = {},
-  ): Promise<Item[]> {
+  ): Promise<T[]> {
+    const readAs = options.readAs ?? ((item: Item) => item as T);
     const maxRead = options.maxRead ?? MAX_SHARD_READ;
     const names = options.attributes?.map((name, i) => [`#a${i}`, name] as const);
-    const found: Item[] = [];
+    const found: T[] = [];
     let startKey: Item | undefined;
     let read = 0;
     const pageLimit = options.pageLimit ?? Math.min(MAX_SHARD_READ, Math.max(limit * 2, 20));
@@ -127,7 +130,9 @@ export class MessageTaskTable {
       );
       for (const item of out.Items ?? []) {
         read++;
-        if (found.length < limit && (await wanted(item))) found.push(item);
+        if (found.length >= limit) continue;
+        const entry = readAs(item);
+        if (await wanted(entry)) found.push(entry);
       }
       startKey = out.LastEvaluatedKey;
     } while (startKey && found.length < limit && read < maxRead);
