@@ -13,29 +13,18 @@
  */
 
 import { capSlots } from '#shared/contact-limits/model.ts';
-import {
-  type ClientSettings,
-  DEFAULT_MAX_CALL_SECONDS,
-  type Job,
-  jobHasEnded,
-  type Task,
-} from '#shared/jobs/model.ts';
-import { earliestStart, mayStartNow, taskZone } from '#shared/jobs/restrictions.ts';
+import { type ClientSettings, type Job, jobHasEnded, type Task } from '#shared/jobs/model.ts';
+import { mayStartNow, taskZone } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
-import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { type CallSlot, Pacer, PacingGate } from '#shared/pacing/pacer.ts';
-import { attemptKey } from '#shared/retry-keys.ts';
-import type {
-  CallRequest,
-  CallStatusEvent,
-  InitiateOutcome,
-  TelephonyProvider,
-  TelephonyProviders,
-} from '#shared/telephony/port.ts';
-import { isFinal, TelephonyUnavailableError } from '#shared/telephony/port.ts';
+import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import { type ClientMetrics, noClientMetrics } from './broker-metrics.ts';
+import { type CallHost, CallPlacer, type InFlightCall } from './call-placement.ts';
+import { CallReconciler } from './call-reconciliation.ts';
 import { HeldClientSettings } from './client-settings.ts';
+import { type NextTask, OutstandingTasks } from './outstanding-tasks.ts';
 import type {
   BrokerTaskStore,
   CallEnded,
@@ -44,51 +33,10 @@ import type {
   StartLimits,
   StartResult,
 } from './ports.ts';
-import { callbackUrlFor, settleFromSnapshot } from './settle.ts';
+import type { ServeSettings } from './serve-settings.ts';
 
-export interface ServeSettings {
-  /** The public status route; each attempt's callback URL adds the attempt to its query. */
-  readonly callbackUrl: string;
-  /** A job's maximum call duration when it sets none, seconds. Default 600. */
-  readonly defaultMaxCallSeconds: number;
-  /** Wait this long past a call's maximum duration before asking the provider, ms. Default 30,000. */
-  readonly reconcileMarginMs: number;
-  /** Times reconciliation asks again about a call still not final before failing it. Default 3. */
-  readonly reconcileTries: number;
-  /** Extra spacing between starts against jitter (see TokenBucket), ms. Default 50. */
-  readonly rateMarginMs: number;
-  /** Outstanding tasks fetched per query. Default 50. */
-  readonly batchSize: number;
-  /** Keep the lease while the next task is ready within this long, ms. Default 60,000. */
-  readonly holdMs: number;
-  /** With nothing startable but calls in flight, look again after this long, ms. Default 5,000. */
-  readonly recheckMs: number;
-  /** First retry delay of an ambiguous `initiate`, ms (doubles, up to 8 s). Default 250. */
-  readonly initiateRetryMs: number;
-  /** Tries of one `initiate` before leaving the call to reconciliation. Default 6. */
-  readonly initiateTries: number;
-  /** How long a cached job is trusted (its status is checked again at every start anyway), ms. Default 5,000. */
-  readonly jobCacheMs: number;
-  /**
-   * How long the client's settings are trusted while serving, ms. Default 5,000: new calling
-   * hours, limits or a pause of the client take effect within this long.
-   */
-  readonly clientCheckMs: number;
-}
-
-export const DEFAULT_SERVE_SETTINGS: Omit<ServeSettings, 'callbackUrl'> = {
-  defaultMaxCallSeconds: DEFAULT_MAX_CALL_SECONDS,
-  reconcileMarginMs: 30_000,
-  reconcileTries: 3,
-  rateMarginMs: 50,
-  batchSize: 50,
-  holdMs: 60_000,
-  recheckMs: 5_000,
-  initiateRetryMs: 250,
-  initiateTries: 6,
-  jobCacheMs: 5_000,
-  clientCheckMs: 5_000,
-};
+/** Serving's settings, where the broker, the tests and the benchmarks import them with the server. */
+export { DEFAULT_SERVE_SETTINGS, type ServeSettings } from './serve-settings.ts';
 
 export interface ServeClientDeps {
   readonly tasks: BrokerTaskStore;
@@ -125,25 +73,6 @@ export type ServeEnd =
   | { readonly kind: 'lost' }
   | { readonly kind: 'stopped' };
 
-interface InFlightCall {
-  readonly task: Task;
-  readonly job: Job;
-  readonly attempt: number;
-  readonly slot: CallSlot;
-  callId: string | undefined;
-  timer: TimerHandle | undefined;
-  reconcileTries: number;
-  ended: boolean;
-  /** A request for this attempt may have reached the provider (adopted, or an ambiguous answer). */
-  maybePlaced: boolean;
-  /** Every line about this call carries its client, job, task and attempt. */
-  readonly log: Logger;
-}
-
-type NextTask =
-  | { readonly kind: 'task'; readonly task: Task; readonly job: Job }
-  | { readonly kind: 'wait'; readonly until: number | undefined };
-
 class StopWaiting extends Error {
   override name = 'StopWaiting';
 }
@@ -153,25 +82,23 @@ export class ClientServer {
   readonly clientId: string;
   readonly #deps: ServeClientDeps;
   readonly #calls = new Map<string, InFlightCall>();
-  readonly #jobs = new Map<string, { job: Job | undefined; at: number }>();
   readonly #abort = new AbortController();
   #gate: PacingGate | undefined;
-  #buffer: Task[] = [];
+  readonly #outstanding: OutstandingTasks;
   #stopping = false;
   #lost = false;
   #wake: (() => void) | undefined;
   #allEnded: (() => void) | undefined;
   #client: HeldClientSettings | undefined;
-  #sendQueue: Promise<void> = Promise.resolve();
-  #lastAnsweredAt = Number.NEGATIVE_INFINITY;
-  #sendIntervalMs = 0;
-  #provider: TelephonyProvider | undefined;
+  #placer: CallPlacer | undefined;
+  #reconciler: CallReconciler | undefined;
   readonly #metrics: ClientMetrics;
 
   constructor(deps: ServeClientDeps) {
     this.#deps = deps;
     this.clientId = deps.keeper.clientId;
     this.#metrics = deps.metrics ?? noClientMetrics;
+    this.#outstanding = new OutstandingTasks(this.clientId, deps);
   }
 
   /** Calls in flight now. */
@@ -220,7 +147,14 @@ export class ClientServer {
       );
       this.#gate = this.#makeGate(client);
       // A change of provider applies from the client's next lease: calls in flight stay with theirs.
-      this.#provider = this.#deps.providers.forClient(this.clientId, client.telephony);
+      const provider = this.#deps.providers.forClient(this.clientId, client.telephony);
+      const host: CallHost = {
+        lost: () => this.#lost,
+        end: (call, why) => this.#end(call, why),
+        fail: (call, reason) => this.#fail(call, reason),
+      };
+      this.#placer = new CallPlacer(this.#deps, provider, host, client.callsPerSecond);
+      this.#reconciler = new CallReconciler(this.#deps, provider, host, this.#placer);
       await this.#adopt();
       if (this.#deps.adoptOnly) {
         await this.#callsEnded();
@@ -242,7 +176,6 @@ export class ClientServer {
 
   #makeGate(client: ClientSettings): PacingGate {
     const { clock, timers, settings, onInFlightChange } = this.#deps;
-    this.#sendIntervalMs = 1000 / client.callsPerSecond;
     this.#metrics.limits(client);
     // Hours are checked per task, because a job's own hours replace the client's.
     const pacer = new Pacer({
@@ -287,7 +220,7 @@ export class ClientServer {
       held.keep(previous);
       return previous;
     }
-    this.#sendIntervalMs = 1000 / client.callsPerSecond;
+    this.#placer!.spaceFor(client.callsPerSecond);
     this.#metrics.limits(client);
     logger.info('client settings changed while serving; applied', {
       clientId: this.clientId,
@@ -370,7 +303,7 @@ export class ClientServer {
     }
     const current = await this.#currentClient();
     if (!mayStartNow(current, job, clock.now(), taskZone(current, job, task))) {
-      this.#buffer.unshift(task);
+      this.#outstanding.putBack(task);
       slot.release();
       return false;
     }
@@ -428,77 +361,15 @@ export class ClientServer {
 
   /** The next task to start, or how long to wait for one. */
   async #nextTask(): Promise<NextTask> {
-    const { tasks, clock, settings } = this.#deps;
     const client = await this.#currentClient();
     // A paused client starts nothing until resumed; the job manager lists it again then.
     if (client.paused) return { kind: 'wait', until: undefined };
-    let refilled = false;
-    let closedUntil: number | undefined;
-    for (;;) {
-      if (this.#buffer.length === 0) {
-        if (refilled) break;
-        refilled = true;
-        const found = await tasks.outstanding(this.clientId, clock.now(), settings.batchSize);
-        this.#buffer = found.filter((t) => !this.#calls.has(t.taskId));
-        if (this.#buffer.length === 0) break;
-      }
-      const task = this.#buffer.shift()!;
-      const job = await this.#job(task.jobId);
-      // An ended job's tasks wait for the expire sweep; its start would be refused anyway.
-      if (job?.status !== 'running' || jobHasEnded(job, clock.now())) continue;
-      // Outside its hours or inside a restricted period: wait for the earliest start of any job.
-      const now = clock.now();
-      const opens = earliestStart(client, job, now, taskZone(client, job, task));
-      if (opens !== now) {
-        if (opens !== undefined) closedUntil = Math.min(closedUntil ?? opens, opens);
-        // Read in its recipient's zone: out of the way until that zone opens (see #deferTask).
-        if (opens !== undefined && job.timeZoneBy === 'recipient') await this.#deferTask(task, opens);
-        continue;
-      }
-      return { kind: 'task', task, job };
-    }
-    const nextReady = await tasks.nextReadyAt(this.clientId);
-    const now = clock.now();
-    // Ready now but closed: wait for the hours; ready later: wait for it.
-    const until =
-      nextReady === undefined
-        ? closedUntil
-        : nextReady <= now
-          ? (closedUntil ?? now + settings.recheckMs)
-          : nextReady;
-    return { kind: 'wait', until };
-  }
-
-  /**
-   * Moves a task whose recipient's zone is closed to when it opens, so the next index read finds
-   * recipients that may be called now rather than the same closed ones (issue 14 #4). A failure
-   * is only logged: the task stays where it was and is checked again.
-   */
-  async #deferTask(task: Task, readyAt: number): Promise<void> {
-    const { tasks, clock, logger } = this.#deps;
-    try {
-      await tasks.defer?.(task, readyAt, clock.now());
-    } catch (error) {
-      logger.warn('could not defer a task to its zone opening', {
-        clientId: this.clientId,
-        taskId: task.taskId,
-        error,
-      });
-    }
-  }
-
-  async #job(jobId: string): Promise<Job | undefined> {
-    const { tasks, clock, settings } = this.#deps;
-    const cached = this.#jobs.get(jobId);
-    if (cached && clock.now() - cached.at < settings.jobCacheMs) return cached.job;
-    const job = await tasks.getJob(this.clientId, jobId);
-    this.#jobs.set(jobId, { job, at: clock.now() });
-    return job;
+    return this.#outstanding.next(client, (taskId) => this.#calls.has(taskId));
   }
 
   /** Takes over the calls a previous holder left in flight: counts them, then settles them. */
   async #adopt(): Promise<void> {
-    const { tasks, logger, clock } = this.#deps;
+    const { tasks, logger } = this.#deps;
     const refs = await tasks.inFlight(this.clientId);
     for (const ref of refs) {
       const task = await tasks.getTask(ref);
@@ -507,7 +378,7 @@ export class ClientServer {
         continue;
       }
       if (this.#calls.has(task.taskId)) continue;
-      const job = await this.#job(task.jobId);
+      const job = await this.#outstanding.job(task.jobId);
       if (!job) continue;
       const call = this.#track(task, job, this.#gate!.adopt());
       call.callId = task.callId;
@@ -521,8 +392,8 @@ export class ClientServer {
       // A call never recorded may never have been placed: placing it again with the same key is
       // safe (the provider returns the existing call) and gets its id. Adopting only, it is not
       // placed: its callback or the reconciliation at its deadline settles it.
-      this.#armReconcile(call, Math.max(clock.now(), this.#deadline(job, startedAt)));
-      if (call.callId === undefined && !this.#deps.adoptOnly) void this.#placeSafely(call);
+      this.#reconciler!.armAtDeadline(call, startedAt);
+      if (call.callId === undefined && !this.#deps.adoptOnly) void this.#placer!.placeSafely(call);
     }
   }
 
@@ -548,13 +419,6 @@ export class ClientServer {
     return call;
   }
 
-  /** When a call of `job` started at `startedAt` must have ended. */
-  #deadline(job: Job, startedAt: number): number {
-    const { settings } = this.#deps;
-    const maxSeconds = job.maxCallDurationSeconds ?? settings.defaultMaxCallSeconds;
-    return startedAt + maxSeconds * 1000 + settings.reconcileMarginMs;
-  }
-
   async #launch(task: Task, job: Job, slot: CallSlot): Promise<void> {
     // Started under a valid fence but the lease is gone since: the next holder adopts the task
     // (recorded in flight) and places its call with the same key.
@@ -563,237 +427,8 @@ export class ClientServer {
       return;
     }
     const call = this.#track(task, job, slot);
-    this.#armReconcile(call, this.#deadline(job, task.startedAt ?? this.#deps.clock.now()));
-    await this.#placeSafely(call);
-  }
-
-  /** {@link #place} for fire-and-forget callers: a failure is logged and left to reconciliation. */
-  async #placeSafely(call: InFlightCall): Promise<void> {
-    try {
-      await this.#place(call);
-    } catch (error) {
-      call.log.warn('placing a call failed; left to reconciliation', {
-        taskId: call.task.taskId,
-        error,
-      });
-    }
-  }
-
-  #request(call: InFlightCall): CallRequest {
-    const { task, job, attempt } = call;
-    return {
-      to: task.recipient,
-      clientId: task.clientId,
-      jobId: task.jobId,
-      taskId: task.taskId,
-      attempt,
-      ...(task.startedAt === undefined ? {} : { startedAt: task.startedAt }),
-      ...(job.ringTimeoutSeconds === undefined ? {} : { ringTimeoutSeconds: job.ringTimeoutSeconds }),
-      callbackUrl: callbackUrlFor(this.#deps.settings.callbackUrl, {
-        jobId: task.jobId,
-        taskId: task.taskId,
-        attempt,
-      }),
-      maxDurationSeconds: job.maxCallDurationSeconds ?? this.#deps.settings.defaultMaxCallSeconds,
-      variables: task.variables,
-    };
-  }
-
-  /** Places the call (or finds it again under its key), retrying ambiguous answers with the same key. */
-  async #place(call: InFlightCall): Promise<void> {
-    const { settings, tasks, clock } = this.#deps;
-    const provider = this.#provider!;
-    const key = attemptKey(call.task.jobId, call.task.taskId, call.attempt);
-    const request = this.#request(call);
-    let delay = settings.initiateRetryMs;
-    let outcome: InitiateOutcome = { kind: 'retryable', reason: 'not tried' };
-    for (let tryNo = 1; tryNo <= settings.initiateTries && !call.ended; tryNo++) {
-      const context = { maybePlaced: call.maybePlaced };
-      const answer = await this.#sendSpaced(() => provider.initiate(request, key, context), call);
-      if (answer === undefined) return;
-      outcome = answer;
-      if (outcome.kind === 'retryable') call.maybePlaced = true;
-      if (outcome.kind === 'accepted' || outcome.kind === 'rejected') break;
-      const wait = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : delay;
-      delay = Math.min(delay * 2, 8_000);
-      if (tryNo < settings.initiateTries) await this.#pause(wait);
-    }
-    if (call.ended) return;
-    if (outcome.kind === 'accepted') {
-      call.callId = outcome.callId;
-      if (outcome.queuedMs !== undefined) {
-        // The provider, not Switchboard, is holding calls back: the line's rate is below the contract's.
-        call.log.info('the provider queued the call', {
-          taskId: call.task.taskId,
-          queuedMs: outcome.queuedMs,
-        });
-      }
-      try {
-        await tasks.recordCallId(call.task, call.attempt, outcome.callId, clock.now());
-      } catch (error) {
-        call.log.warn('call id not recorded; reconciliation will find the call by its key', {
-          taskId: call.task.taskId,
-          error,
-        });
-      }
-      if (provider.linksCalls) await this.#link(call, key);
-      return;
-    }
-    if (outcome.kind === 'rejected') {
-      await this.#fail(call, `provider rejected the call: ${outcome.code} (${outcome.status})`);
-      return;
-    }
-    // Still ambiguous: the call may exist. Reconciliation asks again at the deadline.
-    call.log.warn('call not confirmed; left to reconciliation', { taskId: call.task.taskId, outcome });
-  }
-
-  /**
-   * Links a placed call to its attempt so that the provider's events find it, and settles the
-   * call at once when its end came before the link (a call that fails as it is dialled). A link
-   * that cannot be written leaves the call to reconciliation.
-   */
-  async #link(call: InFlightCall, key: string): Promise<void> {
-    const { callLinks, tasks, clock } = this.#deps;
-    if (!callLinks || call.callId === undefined) return;
-    const { task, attempt } = call;
-    const link = { clientId: task.clientId, jobId: task.jobId, taskId: task.taskId, attempt };
-    let held: readonly CallStatusEvent[];
-    try {
-      held = await callLinks.link(call.callId, link, clock.now());
-    } catch (error) {
-      call.log.warn('call not linked; reconciliation will ask the provider', { taskId: task.taskId, error });
-      return;
-    }
-    const final = held.find((event) => isFinal(event.status));
-    if (!final || call.ended) return;
-    const snapshot = { ...final, idempotencyKey: key };
-    await settleFromSnapshot(tasks, { task, job: call.job, attempt, snapshot, now: clock.now() });
-    this.#end(call, 'reported');
-  }
-
-  /**
-   * Sends one `initiate` request at least the line's interval after the previous one was
-   * *answered*, one request at a time. The far side counts a call when the request reaches it,
-   * which is somewhere between our send and its answer: anchoring on the previous answer is
-   * the only spacing that holds there whatever the latency (the gate's decision and the start
-   * transaction come before the send, so pacing decisions alone let two requests land closer
-   * than the interval; the sandbox caught it). It costs the request's round trip per start, only
-   * when the line rate is what limits the client. Retries of an ambiguous request are spaced the
-   * same way: one of them may be the request that places the call. Undefined when the call ended
-   * or the lease was lost before its turn.
-   */
-  async #sendSpaced(
-    send: () => Promise<InitiateOutcome>,
-    call: InFlightCall,
-  ): Promise<InitiateOutcome | undefined> {
-    const previous = this.#sendQueue;
-    let done: () => void = () => {};
-    this.#sendQueue = new Promise<void>((resolve) => {
-      done = resolve;
-    });
-    try {
-      await previous;
-      const wait = this.#lastAnsweredAt + this.#sendIntervalMs - this.#deps.clock.now();
-      if (wait > 0) await this.#pause(wait);
-      if (call.ended || this.#lost) return undefined;
-      try {
-        return await send();
-      } catch (error) {
-        return { kind: 'retryable', reason: String(error) };
-      } finally {
-        this.#lastAnsweredAt = this.#deps.clock.now();
-      }
-    } finally {
-      done();
-    }
-  }
-
-  #armReconcile(call: InFlightCall, at: number): void {
-    const { timers, clock } = this.#deps;
-    if (call.timer !== undefined) timers.clearTimeout(call.timer);
-    call.timer = timers.setTimeout(
-      () => {
-        call.timer = undefined;
-        void this.#reconcile(call);
-      },
-      Math.max(0, at - clock.now()),
-    );
-  }
-
-  /** The slow path: a call with no reported end by its deadline is asked of the provider. */
-  async #reconcile(call: InFlightCall): Promise<void> {
-    const { clock, settings } = this.#deps;
-    if (call.ended || this.#lost) return;
-    call.reconcileTries += 1;
-    const lastTry = call.reconcileTries >= settings.reconcileTries;
-    try {
-      const callId = await this.#callToAsk(call, lastTry);
-      if (callId !== undefined) await this.#askProvider(call, callId, lastTry);
-    } catch (error) {
-      if (lastTry && error instanceof TelephonyUnavailableError) {
-        await this.#fail(call, 'the provider could not be asked about the call').catch(() => {});
-        return;
-      }
-      call.log.warn('reconciliation failed; will try again', { taskId: call.task.taskId, error });
-      if (!call.ended) this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
-    }
-  }
-
-  /**
-   * The provider's id of a call still in flight on this attempt, placing it first when it never
-   * was; undefined when there is nothing to ask: settled elsewhere, failed, or tried again later.
-   */
-  async #callToAsk(call: InFlightCall, lastTry: boolean): Promise<string | undefined> {
-    const { tasks, clock, settings } = this.#deps;
-    const stored = await tasks.getTask(call.task);
-    if (stored?.state !== 'in-flight' || stored.attempts !== call.attempt) {
-      this.#end(call, 'settled elsewhere');
-      return undefined;
-    }
-    call.callId ??= stored.callId;
-    if (call.callId === undefined && this.#deps.adoptOnly) {
-      // Placing it now could be its first ring, where this broker may start nothing.
-      await this.#fail(call, 'the provider never confirmed the call (it may have rung); not placed again');
-      return undefined;
-    }
-    if (call.callId === undefined) {
-      await this.#place(call);
-      if (call.ended) return undefined;
-    }
-    if (call.callId === undefined) {
-      if (lastTry) await this.#fail(call, 'the provider never confirmed the call');
-      else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
-      return undefined;
-    }
-    return call.callId;
-  }
-
-  /**
-   * Asks the provider for the call: settles it from a final status; else, past its maximum
-   * duration, has it ended, and fails it on the last try or asks again after the margin.
-   */
-  async #askProvider(call: InFlightCall, callId: string, lastTry: boolean): Promise<void> {
-    const { tasks, clock, settings } = this.#deps;
-    const provider = this.#provider!;
-    const snapshot = await provider.getCall(callId);
-    if (snapshot === undefined) {
-      await this.#fail(call, 'the provider does not know the call');
-      return;
-    }
-    if (isFinal(snapshot.status)) {
-      const settled = { task: call.task, job: call.job, attempt: call.attempt, snapshot, now: clock.now() };
-      await settleFromSnapshot(tasks, settled);
-      call.log.info('call settled by reconciliation', { taskId: call.task.taskId, status: snapshot.status });
-      this.#end(call, 'reconciled');
-      return;
-    }
-    // Past its maximum duration: a provider that does not end calls itself is told to.
-    if (provider.hangUp && !lastTry) {
-      const ended = await provider.hangUp(callId);
-      call.log.info('call ended at its maximum duration', { taskId: call.task.taskId, ended });
-    }
-    if (lastTry) await this.#fail(call, `no final status after the maximum duration (${snapshot.status})`);
-    else this.#armReconcile(call, clock.now() + settings.reconcileMarginMs);
+    this.#reconciler!.armAtDeadline(call, task.startedAt ?? this.#deps.clock.now());
+    await this.#placer!.placeSafely(call);
   }
 
   async #fail(call: InFlightCall, reason: string): Promise<void> {
@@ -854,17 +489,6 @@ export class ClientServer {
         this.#deps.timers.clearTimeout(handle);
         resolve();
       };
-    });
-  }
-
-  /** A plain wait that only a lost lease cuts short (for retries that belong to one call). */
-  #pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const handle = this.#deps.timers.setTimeout(resolve, ms);
-      if (this.#lost) {
-        this.#deps.timers.clearTimeout(handle);
-        resolve();
-      }
     });
   }
 }
