@@ -21,9 +21,9 @@ import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { HeldClientSettings } from './client-settings.ts';
+import { watchSendingJobs } from './sending-jobs-watch.ts';
 import type { ServeEnd } from './serve-client.ts';
 import type { MessageTaskStore } from './serve-messages.ts';
-import { watchSendingJobs } from './serve-messages.ts';
 
 export interface EmailServeSettings {
   /** Senders (requests in flight). Default 16: SES answers in tens of ms, a bulk send is 50 recipients. */

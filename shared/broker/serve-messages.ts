@@ -42,10 +42,11 @@ import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { Logger } from '#shared/log.ts';
-import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import type { ClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
 import { DEFAULT_QUOTA_GUARD_SETTINGS, QuotaGuard } from './quota-guard.ts';
+import { watchSendingJobs } from './sending-jobs-watch.ts';
 import type { ServeEnd } from './serve-client.ts';
 
 /** The store's side: a session per lease, and job reads. */
@@ -448,61 +449,4 @@ export class MessageServer {
       onEnded: (jobId) => this.#quota?.release(jobId),
     });
   }
-}
-
-export interface SendingJobsWatch {
-  readonly clientId: string;
-  readonly store: Pick<MessageTaskStore, 'getJob'>;
-  readonly timers: Timers;
-  readonly everyMs: number;
-  readonly logger: Logger;
-  /** The jobs being sent now. */
-  readonly jobs: () => readonly string[];
-  /** Aborted when one of them may no longer be sent. */
-  readonly abort: AbortController;
-  /** Before each look (the client's settings read again, a quota check). */
-  readonly beforeEach?: () => Promise<void>;
-  readonly maySend: (job: Job) => boolean;
-  readonly clientPaused: () => boolean;
-  /** A job that left `running`. */
-  readonly onEnded?: (jobId: string) => void;
-}
-
-/**
- * Polls the jobs a message round is sending (every `everyMs`): one that is no longer running, or
- * may not be sent now (the client paused, outside its hours), stops the round. Returns the stop.
- */
-export function watchSendingJobs(watch: SendingJobsWatch): () => void {
-  const { store, timers, logger, clientId } = watch;
-  let handle: TimerHandle | undefined;
-  let done = false;
-  const tick = async () => {
-    try {
-      await watch.beforeEach?.();
-      for (const jobId of watch.jobs()) {
-        const job = await store.getJob(clientId, jobId);
-        const maySend = job !== undefined && watch.maySend(job);
-        if (job?.status !== 'running' || !maySend) {
-          if (job?.status !== 'running') watch.onEnded?.(jobId);
-          logger.info('job no longer sending; stopping its sends', {
-            clientId,
-            jobId,
-            status: job?.status,
-            clientPaused: watch.clientPaused(),
-            maySend,
-          });
-          watch.abort.abort();
-          return;
-        }
-      }
-    } catch (error) {
-      logger.warn('job status not read', { clientId, error });
-    }
-    if (!done) handle = timers.setTimeout(() => void tick(), watch.everyMs);
-  };
-  handle = timers.setTimeout(() => void tick(), watch.everyMs);
-  return () => {
-    done = true;
-    if (handle !== undefined) timers.clearTimeout(handle);
-  };
 }
