@@ -26,14 +26,28 @@ export interface SendingJobsWatch {
 }
 
 /**
- * Polls the jobs a message round is sending (every `everyMs`): one that is no longer running, or
- * may not be sent now (the client paused, outside its hours), stops the round. Returns the stop.
+ * Polls the jobs a message round is sending (every `everyMs`, from its construction): one that is no
+ * longer running, or may not be sent now (the client paused, outside its hours), stops the round.
  */
-export function watchSendingJobs(watch: SendingJobsWatch): () => void {
-  const { store, timers, logger, clientId } = watch;
-  let handle: TimerHandle | undefined;
-  let done = false;
-  const tick = async () => {
+export class SendingJobsWatcher {
+  readonly #watch: SendingJobsWatch;
+  #handle: TimerHandle | undefined;
+  #done = false;
+
+  constructor(watch: SendingJobsWatch) {
+    this.#watch = watch;
+    this.#handle = watch.timers.setTimeout(() => void this.#tick(), watch.everyMs);
+  }
+
+  /** Stops polling (the round is over). */
+  stop(): void {
+    this.#done = true;
+    if (this.#handle !== undefined) this.#watch.timers.clearTimeout(this.#handle);
+  }
+
+  async #tick(): Promise<void> {
+    const watch = this.#watch;
+    const { store, timers, logger, clientId } = watch;
     try {
       await watch.beforeEach?.();
       for (const jobId of watch.jobs()) {
@@ -55,11 +69,6 @@ export function watchSendingJobs(watch: SendingJobsWatch): () => void {
     } catch (error) {
       logger.warn('job status not read', { clientId, error });
     }
-    if (!done) handle = timers.setTimeout(() => void tick(), watch.everyMs);
-  };
-  handle = timers.setTimeout(() => void tick(), watch.everyMs);
-  return () => {
-    done = true;
-    if (handle !== undefined) timers.clearTimeout(handle);
-  };
+    if (!this.#done) this.#handle = timers.setTimeout(() => void this.#tick(), watch.everyMs);
+  }
 }

@@ -21,7 +21,7 @@ import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { HeldClientSettings } from './client-settings.ts';
-import { watchSendingJobs } from './sending-jobs-watch.ts';
+import { SendingJobsWatcher } from './sending-jobs-watch.ts';
 import type { ServeEnd } from './serve-client.ts';
 import type { MessageTaskStore } from './serve-messages.ts';
 
@@ -203,7 +203,7 @@ export class EmailServer {
     const abort = new AbortController();
     this.#current = abort;
     this.#sessionJobs = () => session.jobs();
-    const stopWatch = watchSendingJobs({
+    const watcher = new SendingJobsWatcher({
       clientId: this.clientId,
       store,
       timers,
@@ -236,7 +236,7 @@ export class EmailServer {
       if (totals.claimed > 0) logger.info('email round done', { clientId: this.clientId, ...totals });
       return totals;
     } finally {
-      stopWatch();
+      watcher.stop();
       this.#current = undefined;
       this.#deps.onActiveChange?.(0);
     }

@@ -46,7 +46,7 @@ import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import type { ClientMetrics } from './broker-metrics.ts';
 import { HeldClientSettings } from './client-settings.ts';
 import { DEFAULT_QUOTA_GUARD_SETTINGS, QuotaGuard } from './quota-guard.ts';
-import { watchSendingJobs } from './sending-jobs-watch.ts';
+import { SendingJobsWatcher } from './sending-jobs-watch.ts';
 import type { ServeEnd } from './serve-client.ts';
 
 /** The store's side: a session per lease, and job reads. */
@@ -324,7 +324,7 @@ export class MessageServer {
     const abort = new AbortController();
     this.#current = abort;
     this.#sessionJobs = () => session.jobs();
-    const stopWatch = this.#watchJobs(session.jobs, abort);
+    const watcher = this.#watchJobs(session.jobs, abort);
     const options = this.#pipelineOptions(session, channelId, channelSend, abort.signal);
     this.#deps.onActiveChange?.(1);
     try {
@@ -333,7 +333,7 @@ export class MessageServer {
       if (totals.claimed > 0) this.#logRound(totals);
       return totals;
     } finally {
-      stopWatch();
+      watcher.stop();
       this.#current = undefined;
       this.#deps.onActiveChange?.(0);
     }
@@ -431,8 +431,8 @@ export class MessageServer {
   }
 
   /** Polls the jobs being sent; one that is no longer running stops the round. */
-  #watchJobs(jobs: () => readonly string[], abort: AbortController): () => void {
-    return watchSendingJobs({
+  #watchJobs(jobs: () => readonly string[], abort: AbortController): SendingJobsWatcher {
+    return new SendingJobsWatcher({
       clientId: this.clientId,
       store: this.#deps.store,
       timers: this.#deps.timers,
