@@ -50,7 +50,7 @@ import { TwilioTelephonyProvider } from '#shared/adapters/twilio-telephony.ts';
 import { Broker } from '#shared/broker/broker.ts';
 import { makeRecordContactEvent } from '#shared/broker/contact-events.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
-import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
+import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-settings.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
 import { makeRecordTwilioStatus } from '#shared/broker/twilio-status.ts';

@@ -24,9 +24,10 @@ import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import type { BrokerMetrics, ClientMetrics } from './broker-metrics.ts';
 import type { BrokerTaskStore, CallEnded, CallLinkStore, FleetWorkReader } from './ports.ts';
-import { ClientServer, DEFAULT_SERVE_SETTINGS, type ServeEnd, type ServeSettings } from './serve-client.ts';
+import { ClientServer, type ServeEnd } from './serve-client.ts';
 import { EmailServer, type EmailServeSettings } from './serve-email.ts';
 import { MessageServer, type MessageServeSettings, type MessageTaskStore } from './serve-messages.ts';
+import { DEFAULT_SERVE_SETTINGS, type ServeSettings } from './serve-settings.ts';
 
 export interface BrokerSettings extends ServeSettings {
   readonly brokerId: string;

@@ -35,9 +35,6 @@ import type {
 } from './ports.ts';
 import type { ServeSettings } from './serve-settings.ts';
 
-/** Serving's settings, where the broker, the tests and the benchmarks import them with the server. */
-export { DEFAULT_SERVE_SETTINGS, type ServeSettings } from './serve-settings.ts';
-
 export interface ServeClientDeps {
   readonly tasks: BrokerTaskStore;
   /** The client's provider is chosen from its settings when serving begins. */

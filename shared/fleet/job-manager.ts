@@ -59,9 +59,6 @@ import type { Clock } from '#shared/pacing/clock.ts';
 import type { ClientState, EcsServiceScaler, FleetStore } from './ports.ts';
 import { forEachLimited } from './run-budget.ts';
 
-/** The full check's period, a rule of the job manager's (its tests name it here). */
-export { fullCheckPeriod } from './job-completion.ts';
-
 export interface JobManagerOptions {
   readonly store: FleetStore;
   readonly scaler: EcsServiceScaler;

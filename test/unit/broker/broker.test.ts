@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Broker, type BrokerSettings } from '#shared/broker/broker.ts';
-import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-client.ts';
+import { DEFAULT_SERVE_SETTINGS } from '#shared/broker/serve-settings.ts';
 import {
   fleetWorkItem,
   mergeFleetWork,

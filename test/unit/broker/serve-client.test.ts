@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ClientServer,
-  DEFAULT_SERVE_SETTINGS,
-  type ServeEnd,
-  type ServeSettings,
-} from '#shared/broker/serve-client.ts';
+import { ClientServer, type ServeEnd } from '#shared/broker/serve-client.ts';
+import { DEFAULT_SERVE_SETTINGS, type ServeSettings } from '#shared/broker/serve-settings.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
 import { LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
 import { attemptKey } from '#shared/retry-keys.ts';

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { isSkippedRun, JobManagerRunError, makeJobManagerHandler } from '#lambdas/job-manager/handler.ts';
 import { EcsBrokerService } from '#shared/adapters/ecs-service.ts';
 import { PowertoolsLog } from '#shared/adapters/powertools.ts';
+import { fullCheckPeriod } from '#shared/fleet/job-completion.ts';
 import {
-  fullCheckPeriod,
   InvalidJobManagerOptionsError,
   type JobManagerOptions,
   makeRunJobManager,
