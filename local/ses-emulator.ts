@@ -45,15 +45,10 @@ import { type Clock, systemClock, systemTimers, type Timers } from '#shared/paci
 import { LOCAL_ACCOUNT } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
 import type { EventBridgeEvent } from './connect-emulator.ts';
+import type { EventRetry } from './event-delivery.ts';
 import { type AccountSettings, SesAccount } from './ses/account.ts';
 import { EmailTemplates, type SentEmail } from './ses/compose.ts';
-import {
-  type EventRetry,
-  type PublishedEvent,
-  SES_EVENT_TYPES,
-  SesEventPublisher,
-  type SesEventType,
-} from './ses/events.ts';
+import { type PublishedEvent, SES_EVENT_TYPES, SesEventPublisher, type SesEventType } from './ses/events.ts';
 import { type SesFaultRates, SesFaults } from './ses/faults.ts';
 import { type Caller, SesOperations } from './ses/operations.ts';
 import { SesOutbox } from './ses/outbox.ts';
@@ -61,9 +56,10 @@ import { JsonFields, readBody, sesAnswer, sesError, signingRefusal } from './ses
 import { SigV4Error, verifySigV4 } from './sigv4.ts';
 import { FrontError, serveFront } from './telephony-sandbox/http-front.ts';
 
+export type { EventRetry } from './event-delivery.ts';
 export type { AccountSettings, AccountSnapshot } from './ses/account.ts';
 export type { MessageHeader, SentEmail } from './ses/compose.ts';
-export type { EventRetry, PublishedEvent, SesEventType } from './ses/events.ts';
+export type { PublishedEvent, SesEventType } from './ses/events.ts';
 export type { EventFault, SendFault, SesFaultRates } from './ses/faults.ts';
 export type { EventBridgeEvent };
 

@@ -31,6 +31,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
 import { LOCAL_ACCOUNT } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
+import type { EventRetry } from './event-delivery.ts';
 import { type SesFaultRates, SesFaults } from './ses/faults.ts';
 import { readBody } from './ses/wire.ts';
 import { SigV4Error, verifySigV4 } from './sigv4.ts';
@@ -46,19 +47,18 @@ import {
   type PublishedSmsEvent,
   type SmsEvent,
   SmsEventPublisher,
-  type SmsEventRetry,
   type SmsOutcome,
 } from './sms/events.ts';
 import { type SentText, SmsOperations } from './sms/operations.ts';
 import { parseBody, signingRefusal, smsAnswer, smsError } from './sms/wire.ts';
 import { FrontError, serveFront } from './telephony-sandbox/http-front.ts';
 
+export type { EventRetry } from './event-delivery.ts';
 export type { OriginationIdentitySettings, SpendSettings } from './sms/account.ts';
 export type {
   MatchingEventType,
   PublishedSmsEvent,
   SmsEvent,
-  SmsEventRetry,
   SmsEventType,
   SmsOutcome,
 } from './sms/events.ts';
@@ -99,7 +99,7 @@ export interface SmsEmulatorOptions {
   readonly spend?: Partial<SpendSettings>;
   /** The event destination's consumer: resolves once the event was handled; a rejection is retried. */
   readonly deliver?: (event: SmsEvent) => Promise<void>;
-  readonly retry?: SmsEventRetry;
+  readonly retry?: EventRetry;
   readonly faults?: Partial<SmsFaultRates>;
   /** The faults' source of randomness (default `Math.random`). */
   readonly random?: () => number;

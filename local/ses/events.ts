@@ -9,16 +9,21 @@
  * then BOUNCE (Permanent, OnAccountSuppressionList). An email whose template could not be rendered
  * has one RENDERING_FAILURE event and nothing else.
  *
- * Delivery is at least once: a `deliver` that rejects is tried again with exponential backoff, as
- * EventBridge retries a target (it keeps going for 24 hours; here `retry.attempts` in all), and the
- * faults lose, duplicate, delay and reorder events. Without faults a message's events arrive in
- * the order they happened, one after the other.
+ * Delivery is at least once (`../event-delivery.ts`): a `deliver` that rejects is tried again with
+ * exponential backoff, as EventBridge retries a target (it keeps going for 24 hours; here
+ * `retry.attempts` in all), and the faults lose, duplicate, delay and reorder events. Without faults
+ * a message's events arrive in the order they happened, one after the other.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import type { Clock } from '#shared/pacing/clock.ts';
 import type { EventBridgeEvent } from '../connect-emulator.ts';
+import {
+  type DeliveryRecord,
+  EventDeliverer,
+  type EventDelivererOptions,
+  type PublishedDelivery,
+} from '../event-delivery.ts';
 import type { SentEmail } from './compose.ts';
-import type { SesFaults } from './faults.ts';
 
 export const SES_EVENT_TYPES = [
   'SEND',
@@ -54,25 +59,8 @@ export function simulatorScenario(address: string): string | undefined {
 }
 
 /** One event handed to the target, and what became of it. */
-export interface PublishedEvent {
-  readonly event: EventBridgeEvent;
-  readonly fate: 'pending' | 'delivered' | 'lost' | 'undeliverable';
-  /** Calls of `deliver`, retries and duplicates included. */
-  readonly attempts: number;
-  /** Calls that resolved: 2 when the event was duplicated. */
-  readonly deliveries: number;
-  readonly reordered: boolean;
-}
-
-type EventRecord = { -readonly [K in keyof PublishedEvent]: PublishedEvent[K] };
-
-export interface EventRetry {
-  /** Calls of `deliver` per event copy before it is given up (default 8). */
-  readonly attempts?: number;
-  /** Ms before the first retry, doubling after each (default 50, at most `maxDelayMs`, default 2 000). */
-  readonly firstDelayMs?: number;
-  readonly maxDelayMs?: number;
-}
+export type PublishedEvent = PublishedDelivery<EventBridgeEvent>;
+type EventRecord = DeliveryRecord<EventBridgeEvent>;
 
 /** Who sent, as SES records it in the automatic `ses:` tags and the identity ARN. */
 export interface SendContext {
@@ -81,14 +69,10 @@ export interface SendContext {
   readonly callerIdentity: string;
 }
 
-export interface PublisherOptions {
-  readonly deliver: (event: EventBridgeEvent) => Promise<void>;
+export interface PublisherOptions extends EventDelivererOptions<EventBridgeEvent> {
   readonly region: string;
   readonly account: string;
-  readonly faults: SesFaults;
   readonly clock: Clock;
-  readonly timers: Timers;
-  readonly retry?: EventRetry;
   readonly suppressed: ReadonlySet<string>;
 }
 
@@ -101,13 +85,11 @@ const SUPPRESSED_DIAGNOSTIC =
 export class SesEventPublisher {
   readonly #options: PublisherOptions;
   readonly #log: EventRecord[] = [];
-  readonly #sleeping = new Map<TimerHandle, () => void>();
-  #running = 0;
-  #waiters: (() => void)[] = [];
-  #stopped = false;
+  readonly #deliverer: EventDeliverer<EventBridgeEvent>;
 
   constructor(options: PublisherOptions) {
     this.#options = options;
+    this.#deliverer = new EventDeliverer(options);
   }
 
   /** Every event published so far, with its fate. */
@@ -117,15 +99,12 @@ export class SesEventPublisher {
 
   /** Resolves once no event waits for a delivery, a retry or a delay. */
   idle(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#waiters.push(resolve);
-      this.#checkIdle();
-    });
+    return this.#deliverer.idle();
   }
 
   /** Publishes `email`'s events of the `types` the configuration set's destination matches. */
   publish(email: SentEmail, types: ReadonlySet<SesEventType>, context: SendContext): void {
-    if (email.configurationSet === undefined || this.#stopped) return;
+    if (email.configurationSet === undefined || this.#deliverer.stopped) return;
     const events = this.#eventsOf(email, email.configurationSet, context).filter(([type]) => types.has(type));
     if (events.length === 0) return;
     const reordered = this.#options.faults.drawReorder();
@@ -134,27 +113,12 @@ export class SesEventPublisher {
       this.#log.push(record);
       return record;
     });
-    if (reordered) {
-      for (const record of this.#options.faults.shuffle(records)) {
-        this.#track(this.#dispatch(record, this.#options.faults.delayMs(true)));
-      }
-    } else {
-      this.#track(
-        (async () => {
-          for (const record of records) await this.#dispatch(record, this.#options.faults.delayMs(false));
-        })(),
-      );
-    }
+    this.#deliverer.deliver(records, reordered);
   }
 
   /** Stops every wait and delivery still to come. */
   stop(): void {
-    this.#stopped = true;
-    for (const [handle, wake] of this.#sleeping) {
-      this.#options.timers.clearTimeout(handle);
-      wake();
-    }
-    this.#sleeping.clear();
+    this.#deliverer.stop();
   }
 
   // ---- the events of one email ---------------------------------------------------------------
@@ -254,64 +218,6 @@ export class SesEventPublisher {
       resources: [`arn:aws:ses:${region}:${account}:configuration-set/${configurationSet}`],
       detail: { eventType: ON_THE_BUS[type][1], ...detail },
     };
-  }
-
-  // ---- delivery --------------------------------------------------------------------------------
-
-  /** One event: maybe lost, maybe twice, each copy tried until `deliver` resolves or attempts run out. */
-  async #dispatch(record: EventRecord, delayMs: number): Promise<void> {
-    const faults = this.#options.faults;
-    if (faults.drawEvent('lost')) {
-      record.fate = 'lost';
-      return;
-    }
-    const copies = faults.drawEvent('duplicated') ? 2 : 1;
-    if (delayMs > 0) await this.#sleep(delayMs);
-    for (let copy = 0; copy < copies; copy++) await this.#attempt(record);
-    if (record.fate === 'pending') record.fate = 'undeliverable';
-  }
-
-  async #attempt(record: EventRecord): Promise<void> {
-    const { attempts = 8, firstDelayMs = 50, maxDelayMs = 2_000 } = this.#options.retry ?? {};
-    for (let n = 0; n < attempts && !this.#stopped; n++) {
-      if (n > 0) await this.#sleep(Math.min(maxDelayMs, firstDelayMs * 2 ** (n - 1)));
-      if (this.#stopped) return;
-      record.attempts += 1;
-      try {
-        await this.#options.deliver(structuredClone(record.event) as EventBridgeEvent);
-        record.deliveries += 1;
-        record.fate = 'delivered';
-        return;
-      } catch {
-        // tried again after the backoff, as EventBridge retries a failed target
-      }
-    }
-  }
-
-  #sleep(ms: number): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const handle = this.#options.timers.setTimeout(() => {
-        this.#sleeping.delete(handle);
-        resolve();
-      }, ms);
-      this.#sleeping.set(handle, resolve);
-    });
-  }
-
-  #track(work: Promise<void>): void {
-    this.#running += 1;
-    void work.finally(() => {
-      this.#running -= 1;
-      this.#checkIdle();
-    });
-  }
-
-  #checkIdle(): void {
-    if (this.#running > 0) return;
-    const ready = this.#waiters;
-    this.#waiters = [];
-    for (const resolve of ready) resolve();
   }
 }
 

@@ -16,11 +16,11 @@
  * valid phone number is accepted and ends TEXT_INVALID ("invalid events occur when the destination
  * phone number isn't valid").
  *
- * Delivery is at least once: a `deliver` that rejects is tried again with exponential backoff, and
- * the faults (`../ses/faults.ts`, shared with the SES stand-in) lose, duplicate, delay and reorder
+ * Delivery is at least once (`../event-delivery.ts`): a `deliver` that rejects is tried again with
+ * exponential backoff, and the faults (`../ses/faults.ts`, shared with the SES stand-in) lose, duplicate, delay and reorder
  * events. Without faults a text's events arrive in the order they happened.
  */
-import type { TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import { EventDeliverer, type EventDelivererOptions, type PublishedDelivery } from '../event-delivery.ts';
 import type { SesFaults } from '../ses/faults.ts';
 import type { SentText } from './operations.ts';
 
@@ -75,33 +75,11 @@ export interface SmsEvent {
 }
 
 /** One event handed to the destination, and what became of it. */
-export interface PublishedSmsEvent {
-  readonly event: SmsEvent;
+export interface PublishedSmsEvent extends PublishedDelivery<SmsEvent> {
   readonly configurationSet: string;
-  readonly fate: 'pending' | 'delivered' | 'lost' | 'undeliverable';
-  /** Calls of `deliver`, retries and duplicates included. */
-  readonly attempts: number;
-  /** Calls that resolved: 2 when the event was duplicated. */
-  readonly deliveries: number;
-  readonly reordered: boolean;
 }
 
 type EventRecord = { -readonly [K in keyof PublishedSmsEvent]: PublishedSmsEvent[K] };
-
-export interface SmsEventRetry {
-  /** Calls of `deliver` per event copy before it is given up (default 8). */
-  readonly attempts?: number;
-  /** Ms before the first retry, doubling after each (default 50, at most `maxDelayMs`, default 2 000). */
-  readonly firstDelayMs?: number;
-  readonly maxDelayMs?: number;
-}
-
-export interface SmsPublisherOptions {
-  readonly deliver: (event: SmsEvent) => Promise<void>;
-  readonly faults: SesFaults;
-  readonly timers: Timers;
-  readonly retry?: SmsEventRetry;
-}
 
 /** Ms after the request that each event is stamped with (the stand-in's carrier is quick). */
 const SUCCESSFUL_AFTER_MS = 300;
@@ -125,15 +103,13 @@ const DESCRIPTIONS: Record<SmsEventType, string> = {
 };
 
 export class SmsEventPublisher {
-  readonly #options: SmsPublisherOptions;
+  readonly #faults: SesFaults;
   readonly #log: EventRecord[] = [];
-  readonly #sleeping = new Map<TimerHandle, () => void>();
-  #running = 0;
-  #waiters: (() => void)[] = [];
-  #stopped = false;
+  readonly #deliverer: EventDeliverer<SmsEvent>;
 
-  constructor(options: SmsPublisherOptions) {
-    this.#options = options;
+  constructor(options: EventDelivererOptions<SmsEvent>) {
+    this.#faults = options.faults;
+    this.#deliverer = new EventDeliverer(options);
   }
 
   /** Every event published so far, with its fate. */
@@ -143,21 +119,17 @@ export class SmsEventPublisher {
 
   /** Resolves once no event waits for a delivery, a retry or a delay. */
   idle(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#waiters.push(resolve);
-      this.#checkIdle();
-    });
+    return this.#deliverer.idle();
   }
 
   /** Publishes `text`'s events (its `outcome`'s) that the configuration set's destination matches. */
   publish(text: SentText, outcome: SmsOutcome, matching: ReadonlySet<MatchingEventType>): void {
-    if (text.configurationSet === undefined || this.#stopped) return;
+    if (text.configurationSet === undefined || this.#deliverer.stopped) return;
     const events = eventsOf(text, outcome).filter(
       (event) => matching.has('ALL') || matching.has('TEXT_ALL') || matching.has(event.eventType),
     );
     if (events.length === 0) return;
-    const { faults } = this.#options;
-    const reordered = faults.drawReorder();
+    const reordered = this.#faults.drawReorder();
     const records = events.map((event) => {
       const record: EventRecord = {
         event,
@@ -170,81 +142,12 @@ export class SmsEventPublisher {
       this.#log.push(record);
       return record;
     });
-    if (reordered) {
-      for (const record of faults.shuffle(records)) this.#track(this.#dispatch(record, faults.delayMs(true)));
-    } else {
-      this.#track(
-        (async () => {
-          for (const record of records) await this.#dispatch(record, faults.delayMs(false));
-        })(),
-      );
-    }
+    this.#deliverer.deliver(records, reordered);
   }
 
   /** Stops every wait and delivery still to come. */
   stop(): void {
-    this.#stopped = true;
-    for (const [handle, wake] of this.#sleeping) {
-      this.#options.timers.clearTimeout(handle);
-      wake();
-    }
-    this.#sleeping.clear();
-  }
-
-  /** One event: maybe lost, maybe twice, each copy tried until `deliver` resolves or attempts run out. */
-  async #dispatch(record: EventRecord, delayMs: number): Promise<void> {
-    const { faults } = this.#options;
-    if (faults.drawEvent('lost')) {
-      record.fate = 'lost';
-      return;
-    }
-    const copies = faults.drawEvent('duplicated') ? 2 : 1;
-    if (delayMs > 0) await this.#sleep(delayMs);
-    for (let copy = 0; copy < copies; copy++) await this.#attempt(record);
-    if (record.fate === 'pending') record.fate = 'undeliverable';
-  }
-
-  async #attempt(record: EventRecord): Promise<void> {
-    const { attempts = 8, firstDelayMs = 50, maxDelayMs = 2_000 } = this.#options.retry ?? {};
-    for (let n = 0; n < attempts && !this.#stopped; n++) {
-      if (n > 0) await this.#sleep(Math.min(maxDelayMs, firstDelayMs * 2 ** (n - 1)));
-      if (this.#stopped) return;
-      record.attempts += 1;
-      try {
-        await this.#options.deliver(structuredClone(record.event));
-        record.deliveries += 1;
-        record.fate = 'delivered';
-        return;
-      } catch {
-        // tried again after the backoff, as the destination's consumer would be
-      }
-    }
-  }
-
-  #sleep(ms: number): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const handle = this.#options.timers.setTimeout(() => {
-        this.#sleeping.delete(handle);
-        resolve();
-      }, ms);
-      this.#sleeping.set(handle, resolve);
-    });
-  }
-
-  #track(work: Promise<void>): void {
-    this.#running += 1;
-    void work.finally(() => {
-      this.#running -= 1;
-      this.#checkIdle();
-    });
-  }
-
-  #checkIdle(): void {
-    if (this.#running > 0) return;
-    const ready = this.#waiters;
-    this.#waiters = [];
-    for (const resolve of ready) resolve();
+    this.#deliverer.stop();
   }
 }
 
