@@ -27,81 +27,24 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   type EventBridgeEvent,
   LOCAL_SES,
-  type SesEmulator,
   type SesEmulatorOptions,
   startSesEmulator,
 } from '#local/ses-emulator.ts';
+import { StandInHarness, TestClock } from '../../support/stand-in-harness.ts';
 
 const SIMULATOR = 'simulator.amazonses.com';
 
-/** The EventBridge rule's target: keeps what arrives and wakes whoever waits for it. */
-class EventInbox {
-  readonly events: EventBridgeEvent[] = [];
-  #waiters: (() => void)[] = [];
-
-  readonly deliver = async (event: EventBridgeEvent): Promise<void> => {
-    this.events.push(event);
-    for (const wake of this.#waiters.splice(0)) wake();
-  };
-
-  of(messageId: string): EventBridgeEvent[] {
-    return this.events.filter(
-      (event) => (event.detail.mail as { messageId: string }).messageId === messageId,
-    );
-  }
-
-  /** Resolves with `messageId`'s events once there are `count` of them (a bound only against a hang). */
-  async await(messageId: string, count: number): Promise<EventBridgeEvent[]> {
-    const deadline = Date.now() + 20_000;
-    while (this.of(messageId).length < count) {
-      if (Date.now() > deadline)
-        throw new Error(`${messageId}: ${this.of(messageId).length} of ${count} events`);
-      await new Promise<void>((resolve) => {
-        this.#waiters.push(resolve);
-        setTimeout(resolve, 1_000).unref();
-      });
-    }
-    return this.of(messageId);
-  }
-}
-
-/** A clock the test moves. */
-class TestClock {
-  at = Date.parse('2026-03-02T09:00:00.000Z');
-  now(): number {
-    return this.at;
-  }
-  advance(ms: number): void {
-    this.at += ms;
-  }
-}
-
-let emulator: SesEmulator | undefined;
-let client: SESv2Client | undefined;
-let inbox: EventInbox;
-
-afterEach(async () => {
-  client?.destroy();
-  await emulator?.close();
-  emulator = undefined;
-  client = undefined;
+const harness = new StandInHarness({
+  start: (deliver, options: SesEmulatorOptions = {}) => startSesEmulator({ deliver, ...options }),
+  client: (endpoint, credentials) =>
+    new SESv2Client({ region: LOCAL_SES.region, endpoint, credentials, maxAttempts: 1 }),
+  messageIdOf: (event: EventBridgeEvent) => (event.detail.mail as { messageId: string }).messageId,
+  credentials: LOCAL_SES,
 });
 
-async function start(options: SesEmulatorOptions = {}): Promise<SESv2Client> {
-  inbox = new EventInbox();
-  emulator = await startSesEmulator({ deliver: inbox.deliver, ...options });
-  client = sesClient(LOCAL_SES);
-  return client;
-}
+afterEach(() => harness.close());
 
-function sesClient(credentials: { accessKeyId: string; secretAccessKey: string }): SESv2Client {
-  return new SESv2Client({
-    region: LOCAL_SES.region,
-    endpoint: emulator!.url,
-    credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
-    maxAttempts: 1,
-  });
-}
+const start = (options?: SesEmulatorOptions): Promise<SESv2Client> => harness.start(options);
 
 function simple(to: string[], overrides: Partial<SendEmailCommandInput> = {}): SendEmailCommandInput {
   return {
@@ -140,7 +83,7 @@ describe('SES v2 stand-in', () => {
     const ses = await start();
     const { MessageId } = await ses.send(new SendEmailCommand(simple([`success@${SIMULATOR}`])));
     expect(MessageId).toMatch(/^0100[0-9a-f]{12}-[0-9a-f-]{36}-000000$/);
-    expect(emulator!.sent()).toMatchObject([
+    expect(harness.standIn.sent()).toMatchObject([
       {
         messageId: MessageId,
         from: `Switchboard <${LOCAL_SES.from}>`,
@@ -152,7 +95,7 @@ describe('SES v2 stand-in', () => {
         configurationSet: LOCAL_SES.configurationSet,
       },
     ]);
-    const [sent, delivered] = await inbox.await(MessageId!, 2);
+    const [sent, delivered] = await harness.inbox.await(MessageId!, 2);
     expect(types([sent!, delivered!])).toEqual(['Email Sent', 'Email Delivered']);
     expect(sent).toMatchObject({
       version: '0',
@@ -195,28 +138,28 @@ describe('SES v2 stand-in', () => {
     const [bounce, complaint, suppressed, ooto] = await Promise.all(
       ['bounce+job1', 'complaint', 'suppressionlist', 'ooto'].map(send),
     );
-    const bounced = await inbox.await(bounce!, 2);
+    const bounced = await harness.inbox.await(bounce!, 2);
     expect(types(bounced)).toEqual(['Email Sent', 'Email Bounced']);
     expect(detail(bounced[1], 'bounce')).toMatchObject({
       bounceType: 'Permanent',
       bounceSubType: 'General',
       bouncedRecipients: [{ emailAddress: `bounce+job1@${SIMULATOR}`, status: '5.1.1' }],
     });
-    const complained = await inbox.await(complaint!, 3);
+    const complained = await harness.inbox.await(complaint!, 3);
     expect(types(complained)).toEqual(['Email Sent', 'Email Delivered', 'Email Complaint Received']);
     expect(detail(complained[2], 'complaint')).toMatchObject({
       complainedRecipients: [{ emailAddress: `complaint@${SIMULATOR}` }],
       complaintFeedbackType: 'abuse',
     });
-    const suppression = await inbox.await(suppressed!, 2);
+    const suppression = await harness.inbox.await(suppressed!, 2);
     expect(types(suppression)).toEqual(['Email Sent', 'Email Bounced']);
     expect(detail(suppression[1], 'bounce')).toMatchObject({
       bounceType: 'Permanent',
       bounceSubType: 'OnAccountSuppressionList',
     });
-    expect(types(await inbox.await(ooto!, 2))).toEqual(['Email Sent', 'Email Delivered']);
-    await emulator!.idle();
-    expect(inbox.of(ooto!)).toHaveLength(2);
+    expect(types(await harness.inbox.await(ooto!, 2))).toEqual(['Email Sent', 'Email Delivered']);
+    await harness.standIn.idle();
+    expect(harness.inbox.of(ooto!)).toHaveLength(2);
   });
 
   it('a From address that is not a verified identity is refused with the SDK’s MessageRejected; a subdomain of a verified domain may send', async () => {
@@ -231,11 +174,11 @@ describe('SES v2 stand-in', () => {
     expect(error.message).toBe(
       'Email address is not verified. The following identities failed the check in region US-EAST-1: news@unverified.test',
     );
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
     await ses.send(
       new SendEmailCommand(simple(['someone@example.org'], { FromEmailAddress: 'info@mail.example.com' })),
     );
-    expect(emulator!.sent()).toHaveLength(1);
+    expect(harness.standIn.sent()).toHaveLength(1);
   });
 
   it('in the sandbox unverified recipients are refused, the mailbox simulator is not, and GetAccount says so', async () => {
@@ -256,18 +199,18 @@ describe('SES v2 stand-in', () => {
   it('a request signed with a wrong secret or an unknown key is refused 403 and sends nothing', async () => {
     await start();
     const wrong = await refusal(
-      sesClient({ accessKeyId: LOCAL_SES.accessKeyId, secretAccessKey: 'not-the-secret' }).send(
-        new SendEmailCommand(simple([`success@${SIMULATOR}`])),
-      ),
+      harness
+        .client({ accessKeyId: LOCAL_SES.accessKeyId, secretAccessKey: 'not-the-secret' })
+        .send(new SendEmailCommand(simple([`success@${SIMULATOR}`]))),
     );
     expect(wrong.name).toBe('SignatureDoesNotMatch');
     expect(wrong.$metadata.httpStatusCode).toBe(403);
     const unknown = await refusal(
-      sesClient({ accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' }).send(new GetAccountCommand({})),
+      harness.client({ accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' }).send(new GetAccountCommand({})),
     );
     expect(unknown.name).toBe('UnrecognizedClientException');
     expect(unknown.$metadata.httpStatusCode).toBe(403);
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
   });
 
   it('more than 50 destinations are refused: 51 recipients of SendEmail, 51 entries of SendBulkEmail', async () => {
@@ -282,7 +225,7 @@ describe('SES v2 stand-in', () => {
     expect(tooManyEntries).toBeInstanceOf(BadRequestException);
     expect(tooManyEntries.$metadata.httpStatusCode).toBe(400);
     await ses.send(new SendBulkEmailCommand(bulk(many.slice(0, 50).map((to) => entry(to)))));
-    expect(emulator!.sent()).toHaveLength(50);
+    expect(harness.standIn.sent()).toHaveLength(50);
   });
 
   it('the sending rate: a burst above MaxSendRate is 429 TooManyRequestsException; a bulk call gets ACCOUNT_THROTTLED entries beside SUCCESS ones', async () => {
@@ -312,7 +255,7 @@ describe('SES v2 stand-in', () => {
     expect(none).toBeInstanceOf(TooManyRequestsException);
     clock.advance(1_000);
     await ses.send(new SendEmailCommand(simple(['g@example.org'])));
-    expect(emulator!.sent()).toHaveLength(7);
+    expect(harness.standIn.sent()).toHaveLength(7);
   });
 
   it('the daily quota: past Max24HourSend SendEmail is LimitExceededException and bulk entries ACCOUNT_DAILY_QUOTA_EXCEEDED; the simulator does not count', async () => {
@@ -341,16 +284,16 @@ describe('SES v2 stand-in', () => {
 
   it('a paused account is SendingPausedException, a suspended one AccountSuspendedException', async () => {
     const ses = await start();
-    emulator!.account.set({ sendingEnabled: false });
+    harness.standIn.account.set({ sendingEnabled: false });
     expect(await refusal(ses.send(new SendEmailCommand(simple(['a@example.org']))))).toBeInstanceOf(
       SendingPausedException,
     );
-    emulator!.account.set({ sendingEnabled: true, suspended: true });
+    harness.standIn.account.set({ sendingEnabled: true, suspended: true });
     expect(await refusal(ses.send(new SendBulkEmailCommand(bulk([entry('a@example.org')]))))).toBeInstanceOf(
       AccountSuspendedException,
     );
     expect((await ses.send(new GetAccountCommand({}))).EnforcementStatus).toBe('SHUTDOWN');
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
   });
 
   it('a configuration set that does not exist is NotFoundException; tags SES would refuse are BadRequestException', async () => {
@@ -366,7 +309,7 @@ describe('SES v2 stand-in', () => {
       ),
     );
     expect(badTag).toBeInstanceOf(BadRequestException);
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
   });
 
   it('a message larger than the limit is refused; a raw message is measured and read for its headers', async () => {
@@ -388,10 +331,10 @@ describe('SES v2 stand-in', () => {
         Content: { Raw: { Data: new TextEncoder().encode(raw) } },
       }),
     );
-    expect(emulator!.sent()).toMatchObject([
+    expect(harness.standIn.sent()).toMatchObject([
       { messageId: MessageId, to: ['person@example.org'], subject: 'Raw hello' },
     ]);
-    const [sent] = await inbox.await(MessageId!, 1);
+    const [sent] = await harness.inbox.await(MessageId!, 1);
     expect(detail<{ headers: unknown[] }>(sent, 'mail').headers).toContainEqual({
       name: 'Subject',
       value: 'Raw hello',
@@ -436,7 +379,7 @@ describe('SES v2 stand-in', () => {
       }),
     );
     expect(BulkEmailEntryResults!.map((result) => result.Status)).toEqual(['SUCCESS', 'SUCCESS']);
-    const [aiko, ben] = emulator!.sent();
+    const [aiko, ben] = harness.standIn.sent();
     expect(aiko).toMatchObject({
       subject: 'Hello Aiko',
       text: 'Dear Aiko, your code is X1.',
@@ -447,8 +390,8 @@ describe('SES v2 stand-in', () => {
     expect(ben!.headers).toEqual([
       { name: 'List-Unsubscribe', value: '<https://switchboard.example/u/default>' },
     ]);
-    const [aikoSent] = await inbox.await(aiko!.messageId, 2);
-    const [benSent] = await inbox.await(ben!.messageId, 2);
+    const [aikoSent] = await harness.inbox.await(aiko!.messageId, 2);
+    const [benSent] = await harness.inbox.await(ben!.messageId, 2);
     expect(detail<{ tags: unknown }>(aikoSent, 'mail').tags).toMatchObject({
       campaign: ['spring'],
       task: ['task-a'],
@@ -471,7 +414,7 @@ describe('SES v2 stand-in', () => {
         },
       }),
     );
-    const [failed] = await inbox.await(MessageId!, 1);
+    const [failed] = await harness.inbox.await(MessageId!, 1);
     expect(failed).toMatchObject({
       'detail-type': 'Email Rendering Failed',
       detail: {
@@ -479,13 +422,13 @@ describe('SES v2 stand-in', () => {
         failure: { errorMessage: "Attribute 'name' is not present in the rendering data." },
       },
     });
-    await emulator!.idle();
-    expect(inbox.of(MessageId!)).toHaveLength(1);
+    await harness.standIn.idle();
+    expect(harness.inbox.of(MessageId!)).toHaveLength(1);
   });
 
   it('an answer lost after the send: the SDK sees a network error, yet the email was sent and its SEND event arrives', async () => {
     const ses = await start();
-    emulator!.faults.force('answer-lost');
+    harness.standIn.faults.force('answer-lost');
     const error = await ses.send(new SendEmailCommand(simple([`success@${SIMULATOR}`]))).then(
       () => undefined,
       (e: unknown) => e as Error & { $metadata?: { httpStatusCode?: number } },
@@ -493,17 +436,17 @@ describe('SES v2 stand-in', () => {
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(SESv2ServiceException);
     expect(error!.$metadata?.httpStatusCode).toBeUndefined();
-    const [lost] = emulator!.sent();
+    const [lost] = harness.standIn.sent();
     expect(lost).toBeDefined();
-    const [sent] = await inbox.await(lost!.messageId, 1);
+    const [sent] = await harness.inbox.await(lost!.messageId, 1);
     expect(sent!['detail-type']).toBe('Email Sent');
   });
 
   it('5xx and 429 faults send nothing', async () => {
     const ses = await start();
-    emulator!.faults.force('internal-failure');
-    emulator!.faults.force('service-unavailable');
-    emulator!.faults.force('throttled');
+    harness.standIn.faults.force('internal-failure');
+    harness.standIn.faults.force('service-unavailable');
+    harness.standIn.faults.force('throttled');
     const statuses: unknown[] = [];
     for (let i = 0; i < 3; i++) {
       const error = await refusal(ses.send(new SendEmailCommand(simple([`success@${SIMULATOR}`]))));
@@ -514,7 +457,7 @@ describe('SES v2 stand-in', () => {
       ['InternalFailure', 500, 'server'],
       ['ServiceUnavailable', 503, 'server'],
     ]);
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
   });
 
   it('events: duplicated, lost, and retried with backoff when the target fails (at least once)', async () => {
@@ -525,36 +468,36 @@ describe('SES v2 stand-in', () => {
       deliver: async (event) => {
         if (failures-- > 0) throw new Error('target unavailable');
         arrived.push(event);
-        await inbox.deliver(event);
+        await harness.inbox.deliver(event);
       },
     });
-    emulator!.faults.force('duplicated');
+    harness.standIn.faults.force('duplicated');
     const { MessageId } = await ses.send(new SendEmailCommand(simple([`success@${SIMULATOR}`])));
-    const events = await inbox.await(MessageId!, 3);
+    const events = await harness.inbox.await(MessageId!, 3);
     expect(types(events)).toEqual(['Email Sent', 'Email Sent', 'Email Delivered']);
     expect(events[0]!.id).toBe(events[1]!.id);
-    await emulator!.idle();
+    await harness.standIn.idle();
     expect(
-      emulator!.events().map(({ fate, attempts, deliveries }) => ({ fate, attempts, deliveries })),
+      harness.standIn.events().map(({ fate, attempts, deliveries }) => ({ fate, attempts, deliveries })),
     ).toEqual([
       { fate: 'delivered', attempts: 3, deliveries: 2 },
       { fate: 'delivered', attempts: 1, deliveries: 1 },
     ]);
 
-    emulator!.faults.force('lost');
+    harness.standIn.faults.force('lost');
     const second = (await ses.send(new SendEmailCommand(simple([`success@${SIMULATOR}`])))).MessageId!;
-    expect(types(await inbox.await(second, 1))).toEqual(['Email Delivered']);
-    await emulator!.idle();
-    expect(emulator!.events().filter((e) => e.fate === 'lost')).toHaveLength(1);
+    expect(types(await harness.inbox.await(second, 1))).toEqual(['Email Delivered']);
+    await harness.standIn.idle();
+    expect(harness.standIn.events().filter((e) => e.fate === 'lost')).toHaveLength(1);
     expect(arrived).toHaveLength(4);
   });
 
   it('events reordered: a message’s events may arrive out of order', async () => {
     const ses = await start({ random: () => 0 });
-    emulator!.faults.force('reordered');
+    harness.standIn.faults.force('reordered');
     const { MessageId } = await ses.send(new SendEmailCommand(simple([`success@${SIMULATOR}`])));
-    expect(types(await inbox.await(MessageId!, 2))).toEqual(['Email Delivered', 'Email Sent']);
-    expect(emulator!.events().every((e) => e.reordered)).toBe(true);
+    expect(types(await harness.inbox.await(MessageId!, 2))).toEqual(['Email Delivered', 'Email Sent']);
+    expect(harness.standIn.events().every((e) => e.reordered)).toBe(true);
   });
 
   it('GetAccount reports a production account’s quotas and what was sent', async () => {

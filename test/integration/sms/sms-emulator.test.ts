@@ -22,86 +22,26 @@ import {
   ValidationException,
 } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  LOCAL_SMS,
-  type SmsEmulator,
-  type SmsEmulatorOptions,
-  type SmsEvent,
-  startSmsEmulator,
-} from '#local/sms-emulator.ts';
+import { LOCAL_SMS, type SmsEmulatorOptions, type SmsEvent, startSmsEmulator } from '#local/sms-emulator.ts';
 import { messageParts } from '#shared/sms/parts.ts';
+import { StandInHarness, TestClock } from '../../support/stand-in-harness.ts';
 
 const AIKO = '+819012345678';
 const BEN = '+818012345678';
 /** A long Japanese reminder: 180 UTF-16 units, 3 UCS-2 parts. */
 const LONG_JAPANESE = '【スイッチボード】ご予約の確認です。'.repeat(10);
 
-/** The event destination's consumer: keeps what arrives and wakes whoever waits for it. */
-class EventInbox {
-  readonly events: SmsEvent[] = [];
-  #waiters: (() => void)[] = [];
-
-  readonly deliver = async (event: SmsEvent): Promise<void> => {
-    this.events.push(event);
-    for (const wake of this.#waiters.splice(0)) wake();
-  };
-
-  of(messageId: string): SmsEvent[] {
-    return this.events.filter((event) => event.messageId === messageId);
-  }
-
-  /** Resolves with `messageId`'s events once there are `count` of them (a bound only against a hang). */
-  async await(messageId: string, count: number): Promise<SmsEvent[]> {
-    const deadline = Date.now() + 20_000;
-    while (this.of(messageId).length < count) {
-      if (Date.now() > deadline)
-        throw new Error(`${messageId}: ${this.of(messageId).length} of ${count} events`);
-      await new Promise<void>((resolve) => {
-        this.#waiters.push(resolve);
-        setTimeout(resolve, 1_000).unref();
-      });
-    }
-    return this.of(messageId);
-  }
-}
-
-/** A clock the test moves. */
-class TestClock {
-  at = Date.parse('2026-03-02T09:00:00.000Z');
-  now(): number {
-    return this.at;
-  }
-  advance(ms: number): void {
-    this.at += ms;
-  }
-}
-
-let emulator: SmsEmulator | undefined;
-let client: PinpointSMSVoiceV2Client | undefined;
-let inbox: EventInbox;
-
-afterEach(async () => {
-  client?.destroy();
-  await emulator?.close();
-  emulator = undefined;
-  client = undefined;
+const harness = new StandInHarness({
+  start: (deliver, options: SmsEmulatorOptions = {}) => startSmsEmulator({ deliver, ...options }),
+  client: (endpoint, credentials) =>
+    new PinpointSMSVoiceV2Client({ region: LOCAL_SMS.region, endpoint, credentials, maxAttempts: 1 }),
+  messageIdOf: (event: SmsEvent) => event.messageId,
+  credentials: LOCAL_SMS,
 });
 
-async function start(options: SmsEmulatorOptions = {}): Promise<PinpointSMSVoiceV2Client> {
-  inbox = new EventInbox();
-  emulator = await startSmsEmulator({ deliver: inbox.deliver, ...options });
-  client = smsClient(LOCAL_SMS);
-  return client;
-}
+afterEach(() => harness.close());
 
-function smsClient(credentials: { accessKeyId: string; secretAccessKey: string }): PinpointSMSVoiceV2Client {
-  return new PinpointSMSVoiceV2Client({
-    region: LOCAL_SMS.region,
-    endpoint: emulator!.url,
-    credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
-    maxAttempts: 1,
-  });
-}
+const start = (options?: SmsEmulatorOptions): Promise<PinpointSMSVoiceV2Client> => harness.start(options);
 
 function text(to: string, overrides: Partial<SendTextMessageCommandInput> = {}): SendTextMessageCommandInput {
   return {
@@ -131,7 +71,7 @@ describe('End User Messaging SMS stand-in', () => {
     const sms = await start();
     const { MessageId } = await sms.send(new SendTextMessageCommand(text(AIKO)));
     expect(MessageId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-    expect(emulator!.sent()).toMatchObject([
+    expect(harness.standIn.sent()).toMatchObject([
       {
         messageId: MessageId,
         destination: AIKO,
@@ -146,7 +86,7 @@ describe('End User Messaging SMS stand-in', () => {
         isoCountryCode: 'JP',
       },
     ]);
-    const [successful, delivered] = await inbox.await(MessageId!, 2);
+    const [successful, delivered] = await harness.inbox.await(MessageId!, 2);
     expect(types([successful!, delivered!])).toEqual(['TEXT_SUCCESSFUL', 'TEXT_DELIVERED']);
     expect(successful).toMatchObject({
       eventVersion: '1.0',
@@ -174,7 +114,7 @@ describe('End User Messaging SMS stand-in', () => {
     await sms.send(new SendTextMessageCommand(text(AIKO, { MessageBody: LONG_JAPANESE })));
     await sms.send(new SendTextMessageCommand(text(BEN, { MessageBody: `ご来店ありがとうございました😀` })));
     expect(
-      emulator!.sent().map(({ encoding, parts, characters }) => ({ encoding, parts, characters })),
+      harness.standIn.sent().map(({ encoding, parts, characters }) => ({ encoding, parts, characters })),
     ).toEqual([
       { encoding: 'UCS2', parts: 3, characters: 180 },
       { encoding: 'UCS2', parts: 1, characters: 16 },
@@ -184,25 +124,25 @@ describe('End User Messaging SMS stand-in', () => {
   it('a request signed with a wrong secret or an unknown key is refused and sends nothing', async () => {
     await start();
     const wrong = await refusal(
-      smsClient({ accessKeyId: LOCAL_SMS.accessKeyId, secretAccessKey: 'not-the-secret' }).send(
-        new SendTextMessageCommand(text(AIKO)),
-      ),
+      harness
+        .client({ accessKeyId: LOCAL_SMS.accessKeyId, secretAccessKey: 'not-the-secret' })
+        .send(new SendTextMessageCommand(text(AIKO))),
     );
     expect(wrong.name).toBe('InvalidSignatureException');
     expect(wrong.$metadata.httpStatusCode).toBe(400);
     const unknown = await refusal(
-      smsClient({ accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' }).send(
-        new SendTextMessageCommand(text(AIKO)),
-      ),
+      harness
+        .client({ accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' })
+        .send(new SendTextMessageCommand(text(AIKO))),
     );
     expect(unknown.name).toBe('UnrecognizedClientException');
     expect(unknown.message).toBe('The security token included in the request is invalid.');
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
   });
 
   it('the wire: an unsigned request is refused in AWS JSON 1.0’s error shape, `__type` and `message`', async () => {
     await start();
-    const response = await fetch(emulator!.url, {
+    const response = await fetch(harness.standIn.url, {
       method: 'POST',
       headers: {
         'content-type': 'application/x-amz-json-1.0',
@@ -216,7 +156,7 @@ describe('End User Messaging SMS stand-in', () => {
       __type: 'com.amazon.coral.service#MissingAuthenticationTokenException',
       message: 'Missing Authentication Token',
     });
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
   });
 
   it('the model’s constraints are ValidationException with FIELD_VALIDATION_FAILED and the failing fields', async () => {
@@ -245,7 +185,7 @@ describe('End User Messaging SMS stand-in', () => {
     ]);
     // 1,600 characters are the most a body may have: 1,600 Japanese characters, 24 UCS-2 parts.
     await sms.send(new SendTextMessageCommand(text(AIKO, { MessageBody: 'あ'.repeat(1_600) })));
-    expect(emulator!.sent()[0]).toMatchObject({ parts: 24, characters: 1_600 });
+    expect(harness.standIn.sent()[0]).toMatchObject({ parts: 24, characters: 1_600 });
 
     const blank = await refusal(sms.send(new SendTextMessageCommand(text(AIKO, { MessageBody: '   ' }))));
     expect((blank as ValidationException).Fields?.[0]?.Name).toBe('MessageBody');
@@ -269,7 +209,7 @@ describe('End User Messaging SMS stand-in', () => {
     );
     expect(noBody).toBeInstanceOf(ValidationException);
     expect((noBody as ValidationException).Reason).toBe('MISSING_PARAMETER');
-    expect(emulator!.sent()).toHaveLength(1);
+    expect(harness.standIn.sent()).toHaveLength(1);
   });
 
   it('an unknown origination identity or configuration set is ResourceNotFoundException naming the resource', async () => {
@@ -288,7 +228,7 @@ describe('End User Messaging SMS stand-in', () => {
     );
     expect(set).toBeInstanceOf(ResourceNotFoundException);
     expect(set).toMatchObject({ ResourceType: 'configuration-set', ResourceId: 'no-such-set' });
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
   });
 
   it('an identity is named by its phone number, a sender ID by its name or its ARN', async () => {
@@ -302,7 +242,7 @@ describe('End User Messaging SMS stand-in', () => {
     await sms.send(new SendTextMessageCommand(text(AIKO, { OriginationIdentity: 'SWITCHBRD' })));
     const arn = `arn:aws:sms-voice:${LOCAL_SMS.region}:000000000000:sender-id/SWITCHBRD/JP`;
     await sms.send(new SendTextMessageCommand(text(AIKO, { OriginationIdentity: arn })));
-    expect(emulator!.sent().map((sent) => sent.origin)).toEqual([
+    expect(harness.standIn.sent().map((sent) => sent.origin)).toEqual([
       LOCAL_SMS.originationNumber,
       'SWITCHBRD',
       'SWITCHBRD',
@@ -331,7 +271,7 @@ describe('End User Messaging SMS stand-in', () => {
     clock.advance(200); // 3 parts
     await sms.send(new SendTextMessageCommand(text(BEN, { MessageBody: LONG_JAPANESE })));
     // Sent in 0.6 s: 3 + 1 + 1 + 3 = 8 parts, the first second's 5 and 0.6 s of refill.
-    expect(emulator!.sent().reduce((sum, sent) => sum + sent.parts, 0)).toBe(8);
+    expect(harness.standIn.sent().reduce((sum, sent) => sum + sent.parts, 0)).toBe(8);
   });
 
   it('a text longer than the bucket goes when it is full and leaves it in debt: the rate holds on average', async () => {
@@ -351,7 +291,7 @@ describe('End User Messaging SMS stand-in', () => {
 
   it('an opted-out destination is ConflictException DESTINATION_PHONE_NUMBER_OPTED_OUT; the lists are read and changed through the API', async () => {
     const sms = await start();
-    emulator!.optOut(AIKO); // the end user texted STOP
+    harness.standIn.optOut(AIKO); // the end user texted STOP
     const refused = await refusal(sms.send(new SendTextMessageCommand(text(AIKO))));
     expect(refused).toBeInstanceOf(ConflictException);
     expect(refused).toMatchObject({
@@ -390,7 +330,7 @@ describe('End User Messaging SMS stand-in', () => {
     expect(notThere).toBeInstanceOf(ResourceNotFoundException);
     const noList = await refusal(sms.send(new DescribeOptedOutNumbersCommand({ OptOutListName: 'Nope' })));
     expect(noList).toMatchObject({ ResourceType: 'opt-out-list' });
-    expect(emulator!.sent().map((sent) => sent.destination)).toEqual([BEN]);
+    expect(harness.standIn.sent().map((sent) => sent.destination)).toEqual([BEN]);
   });
 
   it('an identity on its own opt-out list does not see another list’s numbers', async () => {
@@ -416,33 +356,33 @@ describe('End User Messaging SMS stand-in', () => {
     await sms.send(new SendTextMessageCommand(text(AIKO, { MessageBody: 'One.' })));
     clock.advance(1_000);
     await sms.send(new SendTextMessageCommand(text(AIKO, { MessageBody: 'Two.' })));
-    expect(emulator!.account.spentThisMonth()).toBeCloseTo(0.05);
+    expect(harness.standIn.account.spentThisMonth()).toBeCloseTo(0.05);
     clock.advance(1_000);
     const over = await refusal(sms.send(new SendTextMessageCommand(text(AIKO, { MessageBody: 'Three.' }))));
     expect(over).toBeInstanceOf(ServiceQuotaExceededException);
     expect((over as ServiceQuotaExceededException).Reason).toBe('MONTHLY_SPEND_LIMIT_REACHED_FOR_TEXT');
     clock.advance(60_000); // April
     await sms.send(new SendTextMessageCommand(text(AIKO, { MessageBody: 'Three.' })));
-    expect(emulator!.sent()).toHaveLength(4);
+    expect(harness.standIn.sent()).toHaveLength(4);
   });
 
   it('DryRun checks the text and answers a message id, but sends, records and charges nothing', async () => {
     const sms = await start();
     const { MessageId } = await sms.send(new SendTextMessageCommand(text(AIKO, { DryRun: true })));
     expect(MessageId).toBeTruthy();
-    emulator!.optOut(BEN);
+    harness.standIn.optOut(BEN);
     expect(await refusal(sms.send(new SendTextMessageCommand(text(BEN, { DryRun: true }))))).toBeInstanceOf(
       ConflictException,
     );
-    await emulator!.idle();
-    expect(emulator!.sent()).toEqual([]);
-    expect(emulator!.events()).toEqual([]);
-    expect(emulator!.account.spentThisMonth()).toBe(0);
+    await harness.standIn.idle();
+    expect(harness.standIn.sent()).toEqual([]);
+    expect(harness.standIn.events()).toEqual([]);
+    expect(harness.standIn.account.spentThisMonth()).toBe(0);
   });
 
   it('an answer lost after the send: the SDK sees a network error, yet the text was sent and its events arrive', async () => {
     const sms = await start();
-    emulator!.faults.force('answer-lost');
+    harness.standIn.faults.force('answer-lost');
     const error = await sms.send(new SendTextMessageCommand(text(AIKO))).then(
       () => undefined,
       (e: unknown) => e as Error & { $metadata?: { httpStatusCode?: number } },
@@ -450,18 +390,18 @@ describe('End User Messaging SMS stand-in', () => {
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(PinpointSMSVoiceV2ServiceException);
     expect(error!.$metadata?.httpStatusCode).toBeUndefined();
-    const [lost] = emulator!.sent();
+    const [lost] = harness.standIn.sent();
     expect(lost).toBeDefined();
-    const events = await inbox.await(lost!.messageId, 2);
+    const events = await harness.inbox.await(lost!.messageId, 2);
     expect(events[0]!.context).toEqual({ task: 'job-1/task-7', attempt: 'job-1/task-7/1' });
   });
 
   it('500, 503 and a burst of ThrottlingException send nothing', async () => {
     const sms = await start();
-    emulator!.faults.set({ throttleBurst: 2 });
-    emulator!.faults.force('throttled');
-    emulator!.faults.force('internal-failure');
-    emulator!.faults.force('service-unavailable');
+    harness.standIn.faults.set({ throttleBurst: 2 });
+    harness.standIn.faults.force('throttled');
+    harness.standIn.faults.force('internal-failure');
+    harness.standIn.faults.force('service-unavailable');
     const seen: unknown[] = [];
     for (let i = 0; i < 4; i++) {
       const error = await refusal(sms.send(new SendTextMessageCommand(text(AIKO))));
@@ -475,9 +415,9 @@ describe('End User Messaging SMS stand-in', () => {
       ['InternalServerException', 500, 'server'],
       ['ServiceUnavailable', 503, 'server'],
     ]);
-    expect(emulator!.sent()).toEqual([]);
+    expect(harness.standIn.sent()).toEqual([]);
     await sms.send(new SendTextMessageCommand(text(AIKO)));
-    expect(emulator!.sent()).toHaveLength(1);
+    expect(harness.standIn.sent()).toHaveLength(1);
   });
 
   it('events: duplicated, lost, and retried with backoff when the consumer fails (at least once)', async () => {
@@ -488,49 +428,49 @@ describe('End User Messaging SMS stand-in', () => {
       deliver: async (event) => {
         if (failures-- > 0) throw new Error('consumer unavailable');
         arrived.push(event);
-        await inbox.deliver(event);
+        await harness.inbox.deliver(event);
       },
     });
-    emulator!.faults.force('duplicated');
+    harness.standIn.faults.force('duplicated');
     const { MessageId } = await sms.send(new SendTextMessageCommand(text(AIKO)));
-    const events = await inbox.await(MessageId!, 3);
+    const events = await harness.inbox.await(MessageId!, 3);
     expect(types(events)).toEqual(['TEXT_SUCCESSFUL', 'TEXT_SUCCESSFUL', 'TEXT_DELIVERED']);
-    await emulator!.idle();
+    await harness.standIn.idle();
     expect(
-      emulator!.events().map(({ fate, attempts, deliveries }) => ({ fate, attempts, deliveries })),
+      harness.standIn.events().map(({ fate, attempts, deliveries }) => ({ fate, attempts, deliveries })),
     ).toEqual([
       { fate: 'delivered', attempts: 3, deliveries: 2 },
       { fate: 'delivered', attempts: 1, deliveries: 1 },
     ]);
 
-    emulator!.faults.force('lost');
+    harness.standIn.faults.force('lost');
     const second = (await sms.send(new SendTextMessageCommand(text(BEN)))).MessageId!;
-    expect(types(await inbox.await(second, 1))).toEqual(['TEXT_DELIVERED']);
-    await emulator!.idle();
-    expect(emulator!.events().filter((e) => e.fate === 'lost')).toHaveLength(1);
+    expect(types(await harness.inbox.await(second, 1))).toEqual(['TEXT_DELIVERED']);
+    await harness.standIn.idle();
+    expect(harness.standIn.events().filter((e) => e.fate === 'lost')).toHaveLength(1);
     expect(arrived).toHaveLength(4);
   });
 
   it('events reordered: a text’s final event may arrive before the carrier’s acceptance', async () => {
     const sms = await start({ random: () => 0 });
-    emulator!.faults.force('reordered');
+    harness.standIn.faults.force('reordered');
     const { MessageId } = await sms.send(new SendTextMessageCommand(text(AIKO)));
-    expect(types(await inbox.await(MessageId!, 2))).toEqual(['TEXT_DELIVERED', 'TEXT_SUCCESSFUL']);
-    expect(emulator!.events().every((e) => e.reordered)).toBe(true);
+    expect(types(await harness.inbox.await(MessageId!, 2))).toEqual(['TEXT_DELIVERED', 'TEXT_SUCCESSFUL']);
+    expect(harness.standIn.events().every((e) => e.reordered)).toBe(true);
   });
 
   it('failures: a destination’s outcome is its one final event; a number that is no phone number ends TEXT_INVALID', async () => {
     const sms = await start({ outcomes: { [BEN]: 'TEXT_BLOCKED' } });
     const blocked = (await sms.send(new SendTextMessageCommand(text(BEN)))).MessageId!;
     const invalid = (await sms.send(new SendTextMessageCommand(text('+8100000000')))).MessageId!;
-    expect(await inbox.await(blocked, 1)).toMatchObject([
+    expect(await harness.inbox.await(blocked, 1)).toMatchObject([
       { eventType: 'TEXT_BLOCKED', messageStatus: 'BLOCKED', isFinal: true },
     ]);
-    expect(await inbox.await(invalid, 1)).toMatchObject([
+    expect(await harness.inbox.await(invalid, 1)).toMatchObject([
       { eventType: 'TEXT_INVALID', messageStatus: 'INVALID', isFinal: true },
     ]);
-    await emulator!.idle();
-    expect(inbox.events).toHaveLength(2);
+    await harness.standIn.idle();
+    expect(harness.inbox.events).toHaveLength(2);
   });
 
   it('a configuration set’s destination publishes only the event types it matches; no set, no events', async () => {
@@ -545,9 +485,9 @@ describe('End User Messaging SMS stand-in', () => {
     ).MessageId!;
     await sms.send(new SendTextMessageCommand(text(AIKO, { ConfigurationSetName: 'quiet' })));
     await sms.send(new SendTextMessageCommand(text(AIKO, { ConfigurationSetName: undefined })));
-    expect(types(await inbox.await(finals, 1))).toEqual(['TEXT_DELIVERED']);
-    await emulator!.idle();
-    expect(inbox.events).toHaveLength(1);
-    expect(emulator!.sent()).toHaveLength(3);
+    expect(types(await harness.inbox.await(finals, 1))).toEqual(['TEXT_DELIVERED']);
+    await harness.standIn.idle();
+    expect(harness.inbox.events).toHaveLength(1);
+    expect(harness.standIn.sent()).toHaveLength(3);
   });
 });
