@@ -16,7 +16,7 @@ import type { JobProgress, ReportSink, TaskSource } from '#shared/campaign/ports
 import type { MessageTransport } from '#shared/campaign/transport.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
-import { mayStartNow } from '#shared/jobs/waiting.ts';
+import { mayStartNow } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';

@@ -37,7 +37,7 @@ import type {
 } from '#shared/campaign/ports.ts';
 import { MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
-import { mayStartNow } from '#shared/jobs/waiting.ts';
+import { mayStartNow } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';

@@ -2,8 +2,8 @@
  * When a job's calls and messages may start, all rules together: the job's end, a paused client,
  * the calling hours that apply, and the restricted periods and holidays of the client and of the
  * job (a job's restrictions add to its client's, never replace them: a client's closed day is
- * closed for every job). Every place that decides a start asks here, through
- * `shared/jobs/waiting.ts`'s {@link mayStartNow} or {@link earliestStart}.
+ * closed for every job). Every place that decides a start asks here: {@link mayStartNow},
+ * {@link earliestStart} or {@link jobMayStartSomewhere}.
  */
 import {
   type CallingHours,

@@ -9,9 +9,7 @@ import { isCappedWaitingReason } from '#shared/contact-limits/model.ts';
 import { effectiveCallingHours, isOpen, nextOpening, wallTimeAt } from '#shared/pacing/calling-hours.ts';
 import { type ClientSettings, type Job, jobHasEnded } from './model.ts';
 import type { NextTaskOfJob } from './ports.ts';
-import { mayStartNow, restrictionNow } from './restrictions.ts';
-
-export { mayStartNow };
+import { restrictionNow } from './restrictions.ts';
 
 /**
  * - `start-time`: scheduled for later (`startAt`);

@@ -12,6 +12,7 @@ import { jobView, makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import { expireSweepStart, type JobSweepOutcome, makeJobSweep } from '#shared/jobs/cancel.ts';
 import { type Job, jobHasEnded, type Task, type TaskState } from '#shared/jobs/model.ts';
 import type { JobSweepMessage } from '#shared/jobs/ports.ts';
+import { mayStartNow } from '#shared/jobs/restrictions.ts';
 import {
   FINAL_TASK_STATES,
   JOB_CANCELLED_REASON,
@@ -28,7 +29,7 @@ import {
   parseClientSettings,
   parseJobOptions,
 } from '#shared/jobs/validation.ts';
-import { jobWaitingFor, mayStartNow } from '#shared/jobs/waiting.ts';
+import { jobWaitingFor } from '#shared/jobs/waiting.ts';
 import type { PreparedSend, SendOutcome } from '#shared/line/messaging-client.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
 import { makeTasks, memorySink, memorySource, PERSONAL } from '../campaign/support.ts';
