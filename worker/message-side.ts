@@ -1,7 +1,7 @@
 /**
  * The broker's message side: message tasks (claims fenced by the lease), and the LINE side of
  * message jobs ({@link LineChannelSenders}): a send port per channel over a keep-alive agent sized
- * to the senders, kept for the process's life (the transport `bench/message-throughput` measures; a
+ * to the senders, kept for the process's life (the transport `bench/message-throughput.ts` measures; a
  * channel whose access token changed gets a new one), and the channel's monthly quota. Both only
  * through a channel the client owns ({@link OwnChannels}), read again each round.
  */
@@ -106,7 +106,6 @@ export function messageSide(
       clock,
       optedOut: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
       suppressed: suppressionReasons(new DynamoSuppressionStore(doc, config.controlTable)),
-      claimRecords: config.claimRecords,
     }),
     sendFor: (channelId: string, clientId: string) => line.sendFor(channelId, clientId),
     readQuota: (channelId: string, clientId: string) => line.readQuota(channelId, clientId),

@@ -253,7 +253,7 @@ describe('broker fleet drills', () => {
       const rings = stack.telephony.rings().filter((r) => r.clientId === clientId);
       expect(rings.filter((r) => r.endedAt === undefined || r.outcome === undefined)).toEqual([]);
       // Calls overlapped: the broker does not call one at a time. (How close it runs to the
-      // contract's bound is a timing figure: bench/pacing prints it.)
+      // contract's bound is a timing figure: bench/pacing.ts prints it.)
       expect(stats.maxInFlight).toBeGreaterThan(2);
     } finally {
       await leases.stop();

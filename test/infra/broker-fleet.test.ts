@@ -115,7 +115,7 @@ describe('the broker service', () => {
       ]),
     );
     expect(env.BROKER_VERSION).toBe(fleet.brokerVersion);
-    // The heap bench/message-throughput measures the broker's memory under.
+    // The heap bench/message-throughput.ts measures the broker's memory under.
     expect(task).toMatchObject({ Cpu: '1024', Memory: '2048' });
     expect(env.NODE_OPTIONS).toBe('--enable-source-maps --max-semi-space-size=16 --max-old-space-size=128');
     expect(env.NODE_OPTIONS).toBe(['--enable-source-maps', ...brokerV8Flags()].join(' '));
