@@ -1,6 +1,6 @@
 /**
  * What a failed send through an AWS SDK client means when no rule of the service's own named it
- * (`ses-transport.ts`, `sms-transport.ts` name theirs first): a client fault (4xx) is final; a
+ * (`ses-transport.ts`, `sms-transport.ts` name theirs first, as `ServiceFailureRules`): a client fault (4xx) is final; a
  * server fault, a timeout or a dropped connection leaves the request in doubt, unless the
  * connection was never made.
  */
@@ -58,4 +58,38 @@ export function genericSendFailure(f: SdkFailure): TransportOutcome {
     message,
     requestId,
   };
+}
+
+/**
+ * What a service's own exceptions mean, named by the transport before the generic rules: one
+ * mapping per transport (`SES_FAILURES`, `SMS_FAILURES`), as data.
+ */
+export interface ServiceFailureRules {
+  /** The exception of too many requests: nothing was sent, the lane backs off. */
+  readonly rateLimited: string;
+  /** The exception of a used-up quota (when `applies`), which quota, and what the operator reads before the message. */
+  readonly quotaUsedUp: {
+    readonly name: string;
+    readonly quota: 'daily' | 'monthly';
+    readonly what: string;
+    readonly applies?: (f: SdkFailure) => boolean;
+  };
+  /** The exceptions of an account that sends nothing, and what the operator reads before the message. */
+  readonly held: { readonly names: readonly string[]; readonly what: string };
+  /** A last rule of the service's own, before the generic ones (undefined: none applies). */
+  readonly other?: (f: SdkFailure) => TransportOutcome | undefined;
+}
+
+/** A failed send (an SDK service exception, or the connection's error): the service's rules, then the generic ones. */
+export function classifySendFailure(error: unknown, rules: ServiceFailureRules): TransportOutcome {
+  const f = sdkFailure(error);
+  const { message, requestId } = f;
+  if (f.name === rules.rateLimited)
+    return { kind: 'rate-limited', retryAfterMs: undefined, message, requestId };
+  const quota = rules.quotaUsedUp;
+  if (f.name === quota.name && (quota.applies?.(f) ?? true))
+    return { kind: 'quota-used-up', quota: quota.quota, message: `${quota.what}: ${message}`, requestId };
+  if (f.name !== undefined && rules.held.names.includes(f.name))
+    return { kind: 'held', reason: `${rules.held.what}: ${message}`, requestId };
+  return rules.other?.(f) ?? genericSendFailure(f);
 }

@@ -38,7 +38,6 @@ import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import type { SendUnit } from '#shared/campaign/send-queue.ts';
 import {
   type EntryOutcome,
-  type MessageTransport,
   type PreparedRequest,
   type TransportOutcome,
   UnpreparableError,
@@ -53,7 +52,8 @@ import {
   sesTemplateData,
 } from '#shared/email/template.ts';
 import { listUnsubscribeHeaders } from '#shared/email/unsubscribe.ts';
-import { genericSendFailure, sdkFailure } from './aws-send-failure.ts';
+import type { ServiceFailureRules } from './aws-send-failure.ts';
+import { UnkeyedAwsTransport } from './unkeyed-aws-transport.ts';
 
 export { EMAIL_TAGS };
 
@@ -89,23 +89,28 @@ type SesRequest =
   | { readonly kind: 'single'; readonly input: SendEmailCommandInput }
   | { readonly kind: 'bulk'; readonly input: SendBulkEmailCommandInput };
 
-export class SesTransport implements MessageTransport<EmailTemplate, SesRequest> {
-  readonly channel = 'email';
-  readonly idempotent = false;
-  /** The client chose at-least-once (`EmailSettings.delivery`): an email left in doubt is sent once more. */
-  readonly resendsInDoubt: boolean;
-  readonly acceptedAs = 'accepted';
-  readonly limits;
+/** What SES's own exceptions mean (SendEmail's and SendBulkEmail's "Errors"). */
+export const SES_FAILURES: ServiceFailureRules = {
+  rateLimited: 'TooManyRequestsException',
+  quotaUsedUp: { name: 'LimitExceededException', quota: 'daily', what: "SES's daily sending quota" },
+  held: { names: ['SendingPausedException', 'AccountSuspendedException'], what: 'SES holds every send' },
+};
+
+export class SesTransport extends UnkeyedAwsTransport<EmailTemplate, SesRequest> {
   readonly #options: SesTransportOptions;
 
   constructor(options: SesTransportOptions) {
+    super({
+      channel: 'email',
+      delivery: options.settings.delivery,
+      limits: {
+        recipientsPerRequest: SES_BULK_DESTINATIONS,
+        lanes: { [EMAIL_LANE]: options.ratePerSecond },
+        countsRecipients: true,
+      },
+      failures: SES_FAILURES,
+    });
     this.#options = options;
-    this.resendsInDoubt = options.settings.delivery === 'at-least-once';
-    this.limits = {
-      recipientsPerRequest: SES_BULK_DESTINATIONS,
-      lanes: { [EMAIL_LANE]: options.ratePerSecond },
-      countsRecipients: true,
-    } as const;
   }
 
   /** Tasks of one job share a bulk send when SES can fill the template itself (per-entry data). */
@@ -134,23 +139,18 @@ export class SesTransport implements MessageTransport<EmailTemplate, SesRequest>
     );
   }
 
-  async send(prepared: PreparedRequest<SesRequest>): Promise<TransportOutcome> {
-    const { request } = prepared;
-    try {
-      if (request.kind === 'single') {
-        const out = await this.#options.ses.send(new SendEmailCommand(request.input));
-        return { kind: 'delivered', requestId: out.MessageId };
-      }
-      const out = await this.#options.ses.send(new SendBulkEmailCommand(request.input));
-      const results = out.BulkEmailEntryResults ?? [];
-      return {
-        kind: 'per-recipient',
-        requestId: out.$metadata.requestId,
-        entries: request.input.BulkEmailEntries!.map((_, i) => entryOutcome(results[i])),
-      };
-    } catch (error) {
-      return sesFailure(error);
+  protected async request(request: SesRequest): Promise<TransportOutcome> {
+    if (request.kind === 'single') {
+      const out = await this.#options.ses.send(new SendEmailCommand(request.input));
+      return { kind: 'delivered', requestId: out.MessageId };
     }
+    const out = await this.#options.ses.send(new SendBulkEmailCommand(request.input));
+    const results = out.BulkEmailEntryResults ?? [];
+    return {
+      kind: 'per-recipient',
+      requestId: out.$metadata.requestId,
+      entries: request.input.BulkEmailEntries!.map((_, i) => entryOutcome(results[i])),
+    };
   }
 
   /** One recipient's email, rendered here. */
@@ -279,27 +279,6 @@ function entryOutcome(result: BulkEmailEntryResult | undefined): EntryOutcome {
     default:
       return { kind: 'rejected', lastResult: `ses-${status.toLowerCase().replaceAll('_', '-')}`, reason };
   }
-}
-
-/** A failed SendEmail / SendBulkEmail (an SDK service exception, or the connection's error). */
-export function sesFailure(error: unknown): TransportOutcome {
-  const f = sdkFailure(error);
-  const { message, requestId } = f;
-  switch (f.name) {
-    case 'TooManyRequestsException':
-      return { kind: 'rate-limited', retryAfterMs: undefined, message, requestId };
-    case 'LimitExceededException':
-      return {
-        kind: 'quota-used-up',
-        quota: 'daily',
-        message: `SES's daily sending quota: ${message}`,
-        requestId,
-      };
-    case 'SendingPausedException':
-    case 'AccountSuspendedException':
-      return { kind: 'held', reason: `SES holds every send: ${message}`, requestId };
-  }
-  return genericSendFailure(f);
 }
 
 /** What the broker reads of the SES account (`GetAccount`): its rate and whether it may send. */

@@ -34,14 +34,14 @@ import {
 import { defaultBurst } from '#shared/campaign/send-pacer.ts';
 import type { SendUnit } from '#shared/campaign/send-queue.ts';
 import {
-  type MessageTransport,
   type PreparedRequest,
   type TransportOutcome,
   UnpreparableError,
 } from '#shared/campaign/transport.ts';
 import { SMS_CONTEXT, type SmsSettings } from '#shared/sms/settings.ts';
 import { MissingVariableError, renderSms, type SmsTemplate } from '#shared/sms/template.ts';
-import { genericSendFailure, type SdkFailure, sdkFailure } from './aws-send-failure.ts';
+import type { SdkFailure, ServiceFailureRules } from './aws-send-failure.ts';
+import { UnkeyedAwsTransport } from './unkeyed-aws-transport.ts';
 
 /** The SMS client's settings the transport needs: no retry of its own (a retry may send twice). */
 export const SMS_CLIENT_CONFIG = { maxAttempts: 1 } as const;
@@ -82,23 +82,21 @@ export interface SmsRequest {
   readonly parts: number;
 }
 
-export class SmsTransport implements MessageTransport<SmsTemplate, SmsRequest> {
-  readonly channel = 'sms';
-  readonly idempotent = false;
-  /** The client chose at-least-once (`SmsSettings.delivery`): a text left in doubt is sent once more. */
-  readonly resendsInDoubt: boolean;
-  readonly acceptedAs = 'accepted';
-  readonly limits;
+export class SmsTransport extends UnkeyedAwsTransport<SmsTemplate, SmsRequest> {
   readonly #options: SmsTransportOptions;
 
   constructor(options: SmsTransportOptions) {
+    super({
+      channel: 'sms',
+      delivery: options.settings.delivery,
+      limits: {
+        recipientsPerRequest: 1,
+        lanes: { [SMS_LANE]: options.partsPerSecond },
+        countsRecipients: false,
+      },
+      failures: SMS_FAILURES,
+    });
     this.#options = options;
-    this.resendsInDoubt = options.settings.delivery === 'at-least-once';
-    this.limits = {
-      recipientsPerRequest: 1,
-      lanes: { [SMS_LANE]: options.partsPerSecond },
-      countsRecipients: false,
-    } as const;
   }
 
   /** Every text is its recipient's own: no request is shared. */
@@ -139,13 +137,9 @@ export class SmsTransport implements MessageTransport<SmsTemplate, SmsRequest> {
     await this.#options.sharedParts?.take(prepared.request.parts);
   }
 
-  async send(prepared: PreparedRequest<SmsRequest>): Promise<TransportOutcome> {
-    try {
-      const out = await this.#options.sms.send(new SendTextMessageCommand(prepared.request.input));
-      return { kind: 'delivered', requestId: out.MessageId };
-    } catch (error) {
-      return smsFailure(error);
-    }
+  protected async request(request: SmsRequest): Promise<TransportOutcome> {
+    const out = await this.#options.sms.send(new SendTextMessageCommand(request.input));
+    return { kind: 'delivered', requestId: out.MessageId };
   }
 }
 
@@ -160,33 +154,22 @@ const DESTINATION_REASONS = new Set([
   'PRICE_OVER_THRESHOLD',
 ]);
 
-/** A failed SendTextMessage (an SDK service exception, or the connection's error). */
-export function smsFailure(error: unknown): TransportOutcome {
-  const f = sdkFailure(error);
-  const { message, requestId } = f;
-  switch (f.name) {
-    case 'ThrottlingException':
-      return { kind: 'rate-limited', retryAfterMs: undefined, message, requestId };
-    case 'ServiceQuotaExceededException':
-      if (f.reasonCode?.startsWith('MONTHLY_SPEND_LIMIT'))
-        return {
-          kind: 'quota-used-up',
-          quota: 'monthly',
-          message: `the account's monthly SMS spend limit: ${message}`,
-          requestId,
-        };
-      break;
-    case 'AccessDeniedException':
-    case 'ResourceNotFoundException':
-      return {
-        kind: 'held',
-        reason: `End User Messaging SMS sends nothing for this client: ${message}`,
-        requestId,
-      };
-  }
-  if (f.reasonCode !== undefined && DESTINATION_REASONS.has(f.reasonCode)) return refusedRecipient(f);
-  return genericSendFailure(f);
-}
+/** What End User Messaging SMS's own exceptions mean (SendTextMessage's errors and their `Reason`). */
+export const SMS_FAILURES: ServiceFailureRules = {
+  rateLimited: 'ThrottlingException',
+  quotaUsedUp: {
+    name: 'ServiceQuotaExceededException',
+    quota: 'monthly',
+    what: "the account's monthly SMS spend limit",
+    applies: (f) => f.reasonCode?.startsWith('MONTHLY_SPEND_LIMIT') === true,
+  },
+  held: {
+    names: ['AccessDeniedException', 'ResourceNotFoundException'],
+    what: 'End User Messaging SMS sends nothing for this client',
+  },
+  other: (f) =>
+    f.reasonCode !== undefined && DESTINATION_REASONS.has(f.reasonCode) ? refusedRecipient(f) : undefined,
+};
 
 /** The one recipient refused, with the service's reason as its result (`sms-destination-phone-number-opted-out`). */
 function refusedRecipient(f: SdkFailure): TransportOutcome {
