@@ -1,6 +1,7 @@
 /**
- * The validation report of a job: one entry per data row that did not become a task, and the
- * same entries as a CSV file the operator opens in Excel.
+ * The validation report of a job: one entry per data row that did not become a task, and its cells
+ * made safe to open in Excel ({@link reportCell}, which the job's report, `shared/jobs/report.ts`,
+ * writes every cell with).
  */
 import type { RecipientRejection } from './recipients.ts';
 
@@ -41,8 +42,6 @@ export function reportValue(cell: string): string {
   return chars.length <= REPORT_VALUE_MAX ? cell : `${chars.slice(0, REPORT_VALUE_MAX - 1).join('')}…`;
 }
 
-export const REPORT_HEADER = ['row', 'column', 'reason', 'value'] as const;
-
 const FORMULA_START_RE = /^[=+\-@\t\r]/;
 
 /**
@@ -55,30 +54,4 @@ export function reportCell(value: string | number | undefined): string {
   if (typeof value === 'number') return String(value);
   const safe = FORMULA_START_RE.test(value) ? `'${value}` : value;
   return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
-}
-
-/** One report line, CRLF-terminated as Excel writes them. */
-export function reportLine(entry: ReportEntry): string {
-  return `${[reportCell(entry.row), reportCell(entry.column), reportCell(entry.reason), reportCell(entry.value)].join(',')}\r\n`;
-}
-
-/**
- * The report as a CSV file, streamed in chunks of about 64 KB: UTF-8 with a BOM (without it,
- * Excel reads UTF-8 as Shift_JIS and garbles Japanese), a header line, then one line per entry.
- * `header` replaces the English column titles, e.g. with Japanese ones.
- */
-export async function* reportCsv(
-  entries: AsyncIterable<ReportEntry> | Iterable<ReportEntry>,
-  options: { readonly header?: readonly [string, string, string, string] } = {},
-): AsyncGenerator<Uint8Array, void, undefined> {
-  const header = options.header ?? REPORT_HEADER;
-  let pending = `\ufeff${header.map(reportCell).join(',')}\r\n`;
-  for await (const entry of entries) {
-    pending += reportLine(entry);
-    if (pending.length >= 32 * 1024) {
-      yield Buffer.from(pending, 'utf8');
-      pending = '';
-    }
-  }
-  yield Buffer.from(pending, 'utf8');
 }

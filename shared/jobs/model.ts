@@ -50,8 +50,6 @@ export function taskSideOf(channel: JobChannel): TaskSide {
   return channel === 'call' ? 'call' : 'message';
 }
 
-export const MESSAGE_CHANNELS: readonly MessageChannel[] = ['line', 'email'];
-
 /** True for a job the message pipeline sends (LINE, email), false for calls. */
 export function isMessageChannel(channel: JobChannel | undefined): channel is MessageChannel {
   return channel === 'line' || channel === 'email';

@@ -97,13 +97,3 @@ export class TokenBucket {
     return Math.max(0, Math.ceil(this.#theoreticalArrival - this.#toleranceMs - now));
   }
 }
-
-/**
- * The most starts a bucket can let through in any half-open window of `windowMs`
- * (see the guarantee above). Used by tests and to explain a contract to an operator.
- */
-export function maxStartsInWindow(options: TokenBucketOptions, windowMs: number): number {
-  const bucket = new TokenBucket(options);
-  // The epsilon keeps 1000 / (1000 / 3) = 3.0000000000000004 from counting as more than 3.
-  return Math.ceil(bucket.burst + windowMs / bucket.intervalMs - 1e-9) - 1;
-}

@@ -50,7 +50,6 @@ export interface HttpProviderSettings {
 }
 
 export type TelephonySettings = ConnectSettings | TwilioSettings | HttpProviderSettings;
-export type TelephonyProviderName = TelephonySettings['provider'];
 
 const connectSchema = z
   .strictObject({

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { maxStartsInWindow, TokenBucket } from '#shared/pacing/token-bucket.ts';
+import { TokenBucket, type TokenBucketOptions } from '#shared/pacing/token-bucket.ts';
+
+/** The documented bound: the most starts a bucket lets through in any half-open window of `windowMs`. */
+function maxStartsInWindow(options: TokenBucketOptions, windowMs: number): number {
+  const bucket = new TokenBucket(options);
+  // The epsilon keeps 1000 / (1000 / 3) = 3.0000000000000004 from counting as more than 3.
+  return Math.ceil(bucket.burst + windowMs / bucket.intervalMs - 1e-9) - 1;
+}
 
 /** The most starts in any half-open [t, t + windowMs) (or closed, when `closed`). */
 function maxInAnyWindow(starts: readonly number[], windowMs: number, closed = false): number {
