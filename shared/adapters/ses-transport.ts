@@ -9,7 +9,7 @@
  *   set's events name the task and the attempt they are about (`lambdas/email-events`).
  * - SES takes no idempotency key, so the transport is not idempotent: an unanswered request is not
  *   resent (the pipeline waits for the SEND event, then ends the task `in-doubt`). The SES client
- *   must not retry either: make it with `maxAttempts: 1` ({@link SES_CLIENT_CONFIG}).
+ *   must not retry either: make it with `makeSesClient` (`aws-clients.ts`: `maxAttempts: 1`).
  * - Answers: 200 → accepted (SES's acceptance is not delivery: `acceptedAs: 'accepted'`, its events
  *   say the rest); a bulk 200 → each entry's own status; HTTP 429 `TooManyRequestsException` and an
  *   entry's `ACCOUNT_THROTTLED` → wait and retry; `LimitExceededException` and
@@ -61,9 +61,6 @@ import type { EmailSettings } from '#shared/jobs/model.ts';
 
 /** SES's most destinations in one SendBulkEmail. */
 export const SES_BULK_DESTINATIONS = 50;
-
-/** The SES client's settings the transport needs: no retry of its own (a retry may send twice). */
-export const SES_CLIENT_CONFIG = { maxAttempts: 1 } as const;
 
 /** The lane of every email request: the account's sending rate, counted in recipients. */
 export const EMAIL_LANE = 'email';
