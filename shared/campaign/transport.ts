@@ -16,6 +16,9 @@
  *
  * LINE (`line-transport.ts`) is the first adapter; SES (`shared/adapters/ses-transport.ts`) the second.
  */
+
+import type { RejectedRequest, RetryableFailure } from '#shared/request-failures.ts';
+import { CampaignError } from './errors.ts';
 import type { ClaimedTask } from './ports.ts';
 import type { SendUnit } from './send-queue.ts';
 
@@ -45,7 +48,7 @@ export interface PreparedRequest<R = unknown> {
 }
 
 /** A unit that cannot be rendered or prepared: its tasks fail unsent with this reason. */
-export class UnpreparableError extends Error {
+export class UnpreparableError extends CampaignError {
   override name = 'UnpreparableError';
   readonly reason: string;
   constructor(reason: string, options?: ErrorOptions) {
@@ -101,22 +104,9 @@ export type TransportOutcome =
   /** The sending account is paused or suspended: nothing was sent, nothing of the channel should be. */
   | { readonly kind: 'held'; readonly reason: string; readonly requestId: string | undefined }
   /** 5xx, a timeout, a lost connection: sent or not is unknown unless `maybeDelivered` is false. */
-  | {
-      readonly kind: 'retryable';
-      readonly reason: 'server-error' | 'timeout' | 'network';
-      readonly maybeDelivered: boolean;
-      readonly status: number | undefined;
-      readonly message: string;
-      readonly requestId: string | undefined;
-    }
+  | RetryableFailure
   /** Final: retrying will not change it. */
-  | {
-      readonly kind: 'rejected';
-      readonly status: number;
-      readonly message: string;
-      readonly details: readonly { readonly property?: string; readonly message?: string }[];
-      readonly requestId: string | undefined;
-    };
+  | RejectedRequest;
 
 /**
  * A channel's transport. `T` is the job's content as its tasks carry it (LINE messages, an email

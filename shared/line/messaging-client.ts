@@ -9,7 +9,9 @@
  * serialised once, so a retry of the same {@link PreparedSend} is byte-identical, as LINE requires
  * of a request that reuses a retry key. A prepared send is a plain object and can be stored.
  */
+import type { RejectedRequest, RequestErrorDetail, RetryableFailure } from '#shared/request-failures.ts';
 import { isRetryKey } from '#shared/retry-keys.ts';
+import { LineError } from './errors.ts';
 
 export const DEFAULT_LINE_API_URL = 'https://api.line.me';
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -53,7 +55,7 @@ export function validationVerdict(status: number, bodyText: string): MessageVerd
   const body = parseJsonObject(bodyText);
   const message = typeof body?.['message'] === 'string' ? body['message'] : `HTTP ${status}`;
   if (status !== 400) return { kind: 'unknown', message: `${message} (HTTP ${status})` };
-  const details = Array.isArray(body?.['details']) ? (body['details'] as LineErrorDetail[]) : [];
+  const details = Array.isArray(body?.['details']) ? (body['details'] as RequestErrorDetail[]) : [];
   const problems = details.map((d) => [d.property, d.message].filter(Boolean).join(': ')).filter(Boolean);
   return { kind: 'refused', reason: problems.length > 0 ? problems.join('; ') : message };
 }
@@ -78,14 +80,8 @@ export interface BodyOptions {
   readonly notificationDisabled?: boolean;
 }
 
-export class InvalidSendRequestError extends Error {
+export class InvalidSendRequestError extends LineError {
   override name = 'InvalidSendRequestError';
-}
-
-/** A LINE error detail: which property of the request was wrong, and why. */
-export interface LineErrorDetail {
-  readonly message?: string;
-  readonly property?: string;
 }
 
 export interface SentMessage {
@@ -124,22 +120,9 @@ export type SendOutcome =
    * a push or multicast with the same retry key is safe; retrying a reply is not, unless
    * `maybeDelivered` is false (the connection was never made, so the request never left).
    */
-  | {
-      readonly kind: 'retryable';
-      readonly reason: 'server-error' | 'timeout' | 'network';
-      readonly maybeDelivered: boolean;
-      readonly status: number | undefined;
-      readonly message: string;
-      readonly requestId: string | undefined;
-    }
+  | RetryableFailure
   /** Any other status (4xx, or an unexpected 3xx/409): final, retrying will not change it. */
-  | {
-      readonly kind: 'rejected';
-      readonly status: number;
-      readonly message: string;
-      readonly details: readonly LineErrorDetail[];
-      readonly requestId: string | undefined;
-    };
+  | RejectedRequest;
 
 export interface MessagingClientOptions {
   /** The channel access token, sent as the bearer token. */
@@ -198,7 +181,7 @@ export interface MessageQuota {
   readonly used: number;
 }
 
-export class QuotaUnreadableError extends Error {
+export class QuotaUnreadableError extends LineError {
   override name = 'QuotaUnreadableError';
 }
 
@@ -342,8 +325,8 @@ export class MessagingApiClient implements MessagingClient {
     if (response.status !== 200) throw new QuotaUnreadableError(`${path} answered ${response.status}`);
     try {
       return JSON.parse(text);
-    } catch {
-      throw new QuotaUnreadableError(`${path} answered a body that is not JSON`);
+    } catch (error) {
+      throw new QuotaUnreadableError(`${path} answered a body that is not JSON`, { cause: error });
     }
   }
 }
@@ -398,7 +381,7 @@ export function classifyResponse(
       requestId,
     };
   }
-  const details = Array.isArray(body?.['details']) ? (body['details'] as LineErrorDetail[]) : [];
+  const details = Array.isArray(body?.['details']) ? (body['details'] as RequestErrorDetail[]) : [];
   return { kind: 'rejected', status, message: message || `HTTP ${status}`, details, requestId };
 }
 
