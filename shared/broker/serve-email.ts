@@ -15,13 +15,11 @@ import { type PipelineTotals, runMessagePipeline } from '#shared/campaign/pipeli
 import type { JobProgress, ReportSink, TaskSource } from '#shared/campaign/ports.ts';
 import type { MessageTransport } from '#shared/campaign/transport.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
-import type { ClientSettings, Job } from '#shared/jobs/model.ts';
-import { mayStartNow } from '#shared/jobs/restrictions.ts';
+import type { ClientSettings } from '#shared/jobs/model.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
-import { HeldClientSettings } from './client-settings.ts';
-import { SendingJobsWatcher } from './sending-jobs-watch.ts';
+import { SendingRounds } from './sending-rounds.ts';
 import type { ServeEnd } from './serve-client.ts';
 import type { MessageTaskStore } from './serve-messages.ts';
 
@@ -69,73 +67,52 @@ export interface EmailServerDeps {
 export class EmailServer {
   readonly clientId: string;
   readonly #deps: EmailServerDeps;
-  readonly #client: HeldClientSettings;
-  #stopping = false;
-  #lost = false;
-  #current: AbortController | undefined;
-  #sessionJobs: (() => readonly string[]) | undefined;
+  readonly #rounds: SendingRounds;
   /** The earliest time a task this server released waits until (see {@link EmailServer.#nextRelease}). */
   #releasedUntil: number | undefined;
 
   constructor(deps: EmailServerDeps) {
     this.#deps = deps;
-    this.clientId = deps.keeper.clientId;
-    this.#client = new HeldClientSettings(
-      {
-        read: deps.readClient ?? (() => Promise.resolve(deps.client)),
-        clock: deps.clock,
-        logger: deps.logger,
-        maxAgeMs: deps.settings.clientCheckMs,
-      },
-      deps.client,
-    );
+    this.#rounds = new SendingRounds(deps);
+    this.clientId = this.#rounds.clientId;
   }
 
   stop(): void {
-    this.#stopping = true;
-    this.#current?.abort();
+    this.#rounds.stop();
   }
 
   /** A job of this client changed (pause, cancel): if it is being sent and no longer running, stop. */
   async jobChanged(jobId: string): Promise<void> {
-    if (!this.#sessionJobs?.().includes(jobId)) return;
-    const job = await this.#deps.store.getJob(this.clientId, jobId);
-    if (job?.status !== 'running') this.#current?.abort();
+    await this.#rounds.jobChanged(jobId);
   }
 
-  async serve(): Promise<ServeEnd> {
-    const { keeper, clock, settings } = this.#deps;
-    const unsubscribe = keeper.onLost(() => {
-      this.#lost = true;
-      this.#current?.abort();
-    });
-    try {
-      while (!this.#stopping && !this.#lost) {
-        const transport = await this.#transport();
-        if (!transport) return { kind: 'no-work', nextReadyAt: clock.now() + settings.heldBackoffMs };
-        const totals = await this.#round(transport);
-        if (this.#lost) return { kind: 'lost' };
-        if (this.#stopping) return { kind: 'stopped' };
-        if (totals.stoppedBy === 'daily-quota') {
-          await this.#pauseRound(totals.stopDetail ?? "SES's daily sending quota is used up");
-          continue;
-        }
-        if (totals.stoppedBy === 'held') {
-          this.#deps.logger.error('SES holds every send of the account; email jobs wait', {
-            clientId: this.clientId,
-            reason: totals.stopDetail,
-          });
-          return { kind: 'no-work', nextReadyAt: clock.now() + settings.heldBackoffMs };
-        }
-        if (totals.stoppedBy === 'drained' && totals.claimed === 0) break;
+  serve(): Promise<ServeEnd> {
+    return this.#rounds.serve(() => this.#serveRounds());
+  }
+
+  async #serveRounds(): Promise<ServeEnd> {
+    const { clock, settings } = this.#deps;
+    while (this.#rounds.going) {
+      const transport = await this.#transport();
+      if (!transport) return { kind: 'no-work', nextReadyAt: clock.now() + settings.heldBackoffMs };
+      const totals = await this.#round(transport);
+      const interrupted = this.#rounds.interrupted();
+      if (interrupted) return interrupted;
+      if (totals.stoppedBy === 'daily-quota') {
+        await this.#pauseRound(totals.stopDetail ?? "SES's daily sending quota is used up");
+        continue;
       }
-      if (this.#lost) return { kind: 'lost' };
-      return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: this.#nextRelease() };
-    } finally {
-      unsubscribe();
+      if (totals.stoppedBy === 'held') {
+        this.#deps.logger.error('SES holds every send of the account; email jobs wait', {
+          clientId: this.clientId,
+          reason: totals.stopDetail,
+        });
+        return { kind: 'no-work', nextReadyAt: clock.now() + settings.heldBackoffMs };
+      }
+      if (totals.stoppedBy === 'drained' && totals.claimed === 0) break;
     }
+    return this.#rounds.interrupted() ?? { kind: 'no-work', nextReadyAt: this.#nextRelease() };
   }
-
   /**
    * When the earliest task this server gave back to wait (a throttled send, one awaiting its SEND
    * event) is ready again: the broker serves the client again then, not after its idle back-off.
@@ -164,7 +141,7 @@ export class EmailServer {
 
   /** The client's transport, or undefined (logged) when it has no email settings or SES cannot be read. */
   async #transport(): Promise<MessageTransport<EmailTemplate> | undefined> {
-    const client = this.#client.current;
+    const client = this.#rounds.client.current;
     if (!client.email) return undefined;
     try {
       return await this.#deps.transportFor(client);
@@ -180,7 +157,7 @@ export class EmailServer {
   /** Pauses the round's running email jobs with SES's reason (the daily quota). */
   async #pauseRound(reason: string): Promise<void> {
     const { store, logger } = this.#deps;
-    for (const jobId of this.#sessionJobs?.() ?? []) {
+    for (const jobId of this.#rounds.sessionJobs()) {
       try {
         if (await store.pauseJob(this.clientId, jobId, reason))
           logger.warn('email job paused', { clientId: this.clientId, jobId, reason });
@@ -191,59 +168,28 @@ export class EmailServer {
   }
 
   async #round(transport: MessageTransport<EmailTemplate>): Promise<PipelineTotals> {
-    const { store, keeper, clock, timers, logger, settings } = this.#deps;
-    const session = store.session(
-      {
-        clientId: this.clientId,
-        owner: keeper.owner,
-        token: () => (this.#lost ? undefined : keeper.currentToken()),
+    const { clock, timers, logger, settings } = this.#deps;
+    return this.#rounds.round({
+      accept: (job) => job.channel === 'email' && this.#rounds.maySend(job),
+      run: async (session, signal) => {
+        const totals = await runMessagePipeline<EmailTemplate>({
+          // The session claims from email jobs only, whose tasks carry the job's email.
+          source: session.source as TaskSource<object> as TaskSource<EmailTemplate>,
+          report: this.#noteReleases(session.report),
+          batches: session.batches,
+          transport,
+          concurrency: settings.emailConcurrency,
+          queueCapacity: settings.emailQueueCapacity,
+          inDoubtWaitMs: settings.inDoubtWaitMs,
+          clock,
+          timers,
+          signal,
+          log: logger,
+          ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
+        });
+        if (totals.claimed > 0) logger.info('email round done', { clientId: this.clientId, ...totals });
+        return totals;
       },
-      (job) => job.channel === 'email' && this.#maySend(job),
-    );
-    const abort = new AbortController();
-    this.#current = abort;
-    this.#sessionJobs = () => session.jobs();
-    const watcher = new SendingJobsWatcher({
-      clientId: this.clientId,
-      store,
-      timers,
-      everyMs: settings.jobCheckMs,
-      logger,
-      jobs: session.jobs,
-      abort,
-      beforeEach: async () => void (await this.#client.fresh()),
-      maySend: (job) => this.#maySend(job),
-      clientPaused: () => this.#client.current.paused === true,
     });
-    this.#deps.onActiveChange?.(1);
-    try {
-      const totals = await runMessagePipeline<EmailTemplate>({
-        // The session claims from email jobs only, whose tasks carry the job's email.
-        source: session.source as TaskSource<object> as TaskSource<EmailTemplate>,
-        report: this.#noteReleases(session.report),
-        batches: session.batches,
-        transport,
-        concurrency: settings.emailConcurrency,
-        queueCapacity: settings.emailQueueCapacity,
-        inDoubtWaitMs: settings.inDoubtWaitMs,
-        clock,
-        timers,
-        signal: abort.signal,
-        log: logger,
-        ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
-      });
-      if (session.fenced()) this.#lost = true;
-      if (totals.claimed > 0) logger.info('email round done', { clientId: this.clientId, ...totals });
-      return totals;
-    } finally {
-      watcher.stop();
-      this.#current = undefined;
-      this.#deps.onActiveChange?.(0);
-    }
-  }
-
-  /** Email goes out only while the client is not paused, inside the job's (or the client's) hours. */
-  #maySend(job: Job): boolean {
-    return mayStartNow(this.#client.current, job, this.#deps.clock.now());
   }
 }

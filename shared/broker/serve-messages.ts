@@ -37,16 +37,14 @@ import type {
 } from '#shared/campaign/ports.ts';
 import { MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
-import { mayStartNow } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import type { ClientMetrics } from './broker-metrics.ts';
-import { HeldClientSettings } from './client-settings.ts';
 import { DEFAULT_QUOTA_GUARD_SETTINGS, QuotaGuard } from './quota-guard.ts';
-import { SendingJobsWatcher } from './sending-jobs-watch.ts';
+import { type MessageSession, SendingRounds } from './sending-rounds.ts';
 import type { ServeEnd } from './serve-client.ts';
 
 /** The store's side: a session per lease, and job reads. */
@@ -71,9 +69,6 @@ export interface MessageTaskStore {
    */
   refuseJob?(clientId: string, jobId: string, reason: string): Promise<boolean>;
 }
-
-/** One lease's session of the store (see {@link MessageTaskStore.session}). */
-type MessageSession = ReturnType<MessageTaskStore['session']>;
 
 export interface MessageServeSettings {
   /** The channel's push requests per second (LINE: 2,000/s). */
@@ -134,11 +129,7 @@ export interface MessageServerDeps {
 export class MessageServer {
   readonly clientId: string;
   readonly #deps: MessageServerDeps;
-  #stopping = false;
-  #lost = false;
-  #current: AbortController | undefined;
-  #sessionJobs: (() => readonly string[]) | undefined;
-  readonly #client: HeldClientSettings;
+  readonly #rounds: SendingRounds;
   readonly #quota: QuotaGuard | undefined;
   /** LINE's check of each job's message, made at the first round whose send can validate. */
   #check: MessageCheck | undefined;
@@ -146,16 +137,8 @@ export class MessageServer {
 
   constructor(deps: MessageServerDeps) {
     this.#deps = deps;
-    this.clientId = deps.keeper.clientId;
-    this.#client = new HeldClientSettings(
-      {
-        read: deps.readClient ?? (() => Promise.resolve(deps.client)),
-        clock: deps.clock,
-        logger: deps.logger,
-        maxAgeMs: deps.settings.clientCheckMs,
-      },
-      deps.client,
-    );
+    this.#rounds = new SendingRounds(deps);
+    this.clientId = this.#rounds.clientId;
     const channelId = deps.client.messageChannelId;
     const read = deps.readQuota;
     this.#quota =
@@ -164,7 +147,7 @@ export class MessageServer {
             clientId: this.clientId,
             channelId,
             read: () => read(channelId),
-            allowsPartial: () => this.#client.current.allowPartialDelivery === true,
+            allowsPartial: () => this.#rounds.client.current.allowPartialDelivery === true,
             onShort: (jobId, reason) => void this.#pauseJob(jobId, reason),
             clock: deps.clock,
             sleep: (ms) => new Promise((resolve) => deps.timers.setTimeout(resolve, ms)),
@@ -181,8 +164,7 @@ export class MessageServer {
 
   /** Stops starting sends; {@link serve} resolves once the sends in flight are recorded. */
   stop(): void {
-    this.#stopping = true;
-    this.#current?.abort();
+    this.#rounds.stop();
   }
 
   /**
@@ -190,50 +172,40 @@ export class MessageServer {
    * sent and no longer running, no new send of it starts from now on.
    */
   async jobChanged(jobId: string): Promise<void> {
-    if (!this.#sessionJobs?.().includes(jobId)) return;
-    const job = await this.#deps.store.getJob(this.clientId, jobId);
-    if (job?.status !== 'running') {
-      this.#quota?.release(jobId);
-      this.#current?.abort();
-    }
+    await this.#rounds.jobChanged(jobId, (ended) => this.#quota?.release(ended));
   }
 
   /** Sends until no message task is ready, the lease is lost, or {@link stop} was called. */
-  async serve(): Promise<ServeEnd> {
-    const { keeper, client, logger, clock } = this.#deps;
-    const unsubscribe = keeper.onLost(() => {
-      this.#lost = true;
-      this.#current?.abort();
-    });
-    try {
-      if (!client.messageChannelId) return { kind: 'no-work', nextReadyAt: undefined };
-      while (!this.#stopping && !this.#lost) {
-        const channelSend = await this.#channelSend(client.messageChannelId);
-        if (!channelSend) return { kind: 'no-work', nextReadyAt: undefined };
-        const totals = await this.#round(client.messageChannelId, channelSend);
-        if (this.#lost) return { kind: 'lost' };
-        if (this.#stopping) return { kind: 'stopped' };
-        // A job whose tasks came up without a fresh reading of LINE's quota asked for one (read only
-        // when something is to be sent): claim again once it is in, or wait when it could not be had.
-        const asked = this.#quota ? await this.#quota.asked() : 'none';
-        if (asked === 'unread' && this.#client.current.allowPartialDelivery !== true) {
-          return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaCheckMs };
-        }
-        if (totals.stoppedBy === 'monthly-quota' && (await this.#pauseAtMonthlyLimit())) continue;
-        if (totals.stoppedBy === 'monthly-quota') {
-          logger.error("LINE's monthly message quota is used up; message jobs wait", {
-            clientId: this.clientId,
-            channelId: client.messageChannelId,
-          });
-          return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaBackoffMs };
-        }
-        if (totals.stoppedBy === 'drained' && totals.claimed === 0 && asked !== 'read') break;
+  serve(): Promise<ServeEnd> {
+    return this.#rounds.serve(() => this.#serveRounds());
+  }
+
+  async #serveRounds(): Promise<ServeEnd> {
+    const { client, logger, clock } = this.#deps;
+    if (!client.messageChannelId) return { kind: 'no-work', nextReadyAt: undefined };
+    while (this.#rounds.going) {
+      const channelSend = await this.#channelSend(client.messageChannelId);
+      if (!channelSend) return { kind: 'no-work', nextReadyAt: undefined };
+      const totals = await this.#round(client.messageChannelId, channelSend);
+      const interrupted = this.#rounds.interrupted();
+      if (interrupted) return interrupted;
+      // A job whose tasks came up without a fresh reading of LINE's quota asked for one (read only
+      // when something is to be sent): claim again once it is in, or wait when it could not be had.
+      const asked = this.#quota ? await this.#quota.asked() : 'none';
+      if (asked === 'unread' && this.#rounds.client.current.allowPartialDelivery !== true) {
+        return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaCheckMs };
       }
-      if (this.#lost) return { kind: 'lost' };
-      return this.#stopping ? { kind: 'stopped' } : { kind: 'no-work', nextReadyAt: undefined };
-    } finally {
-      unsubscribe();
+      if (totals.stoppedBy === 'monthly-quota' && (await this.#pauseAtMonthlyLimit())) continue;
+      if (totals.stoppedBy === 'monthly-quota') {
+        logger.error("LINE's monthly message quota is used up; message jobs wait", {
+          clientId: this.clientId,
+          channelId: client.messageChannelId,
+        });
+        return { kind: 'no-work', nextReadyAt: clock.now() + this.#deps.settings.quotaBackoffMs };
+      }
+      if (totals.stoppedBy === 'drained' && totals.claimed === 0 && asked !== 'read') break;
     }
+    return this.#rounds.interrupted() ?? { kind: 'no-work', nextReadyAt: undefined };
   }
 
   /**
@@ -246,7 +218,7 @@ export class MessageServer {
     try {
       const paused = await store.pauseJob(this.clientId, jobId, reason);
       if (paused) logger.warn('message job paused', { clientId: this.clientId, jobId, reason });
-      if (this.#sessionJobs?.().includes(jobId)) this.#current?.abort();
+      if (this.#rounds.sessionJobs().includes(jobId)) this.#rounds.abortRound();
       return true;
     } catch (error) {
       logger.error('message job not paused', { clientId: this.clientId, jobId, reason, error });
@@ -260,10 +232,10 @@ export class MessageServer {
    * client allows it, or a pause could not be written: then the client waits, as before.
    */
   async #pauseAtMonthlyLimit(): Promise<boolean> {
-    if (!this.#quota || this.#client.current.allowPartialDelivery === true) return false;
+    if (!this.#quota || this.#rounds.client.current.allowPartialDelivery === true) return false;
     this.#quota.invalidate();
     let all = true;
-    for (const jobId of this.#sessionJobs?.() ?? []) {
+    for (const jobId of this.#rounds.sessionJobs()) {
       const job = await this.#deps.store.getJob(this.clientId, jobId).catch(() => undefined);
       if (job?.status === 'running') all = (await this.#pauseJob(jobId, MONTHLY_LIMIT_PAUSE_REASON)) && all;
     }
@@ -318,38 +290,25 @@ export class MessageServer {
     }
   }
 
-  /** One pipeline run over a fresh session; resolves once every claimed task is written. */
-  async #round(channelId: string, channelSend: SendPort): Promise<PipelineTotals> {
-    const session = this.#openSession();
-    const abort = new AbortController();
-    this.#current = abort;
-    this.#sessionJobs = () => session.jobs();
-    const watcher = this.#watchJobs(session.jobs, abort);
-    const options = this.#pipelineOptions(session, channelId, channelSend, abort.signal);
-    this.#deps.onActiveChange?.(1);
-    try {
-      const totals = await runMessagePipeline(options);
-      if (session.fenced()) this.#lost = true;
-      if (totals.claimed > 0) this.#logRound(totals);
-      return totals;
-    } finally {
-      watcher.stop();
-      this.#current = undefined;
-      this.#deps.onActiveChange?.(0);
-    }
-  }
-
-  /** A session under the held lease, over the LINE jobs that may send now and the quota admits. */
-  #openSession(): MessageSession {
-    const { store, keeper } = this.#deps;
-    return store.session(
-      {
-        clientId: this.clientId,
-        owner: keeper.owner,
-        token: () => (this.#lost ? undefined : keeper.currentToken()),
+  /** One pipeline run over a fresh session, over the LINE jobs that may send now and the quota admits. */
+  #round(channelId: string, channelSend: SendPort): Promise<PipelineTotals> {
+    const quota = this.#quota;
+    return this.#rounds.round({
+      accept: (job) => job.channel === 'line' && this.#rounds.maySend(job) && (quota?.admits(job) ?? true),
+      ...(quota
+        ? {
+            beforeEachLook: (abort: AbortController) => void this.#checkQuota(quota, abort),
+            onEnded: (jobId: string) => quota.release(jobId),
+          }
+        : {}),
+      run: async (session, signal) => {
+        const totals = await runMessagePipeline(
+          this.#pipelineOptions(session, channelId, channelSend, signal),
+        );
+        if (totals.claimed > 0) this.#logRound(totals);
+        return totals;
       },
-      (job) => job.channel === 'line' && this.#maySend(job) && (this.#quota?.admits(job) ?? true),
-    );
+    });
   }
 
   /** The round's pipeline: the session's tasks, sent through the channel at the settings' rates. */
@@ -381,7 +340,7 @@ export class MessageServer {
       ...(this.#deps.onProgress ? { onProgress: this.#deps.onProgress } : {}),
       ...(observe ? { observe } : {}),
       ...(check ? { check } : {}),
-      monthlyLimit: this.#client.current.allowPartialDelivery === true ? 'fail-tasks' : 'stop',
+      monthlyLimit: this.#rounds.client.current.allowPartialDelivery === true ? 'fail-tasks' : 'stop',
     };
   }
 
@@ -409,14 +368,6 @@ export class MessageServer {
     });
   }
 
-  /**
-   * Messages go out only while the client is not paused, inside the job's (or the client's)
-   * calling hours too: nobody wants a 3 a.m. push.
-   */
-  #maySend(job: Job): boolean {
-    return mayStartNow(this.#client.current, job, this.#deps.clock.now());
-  }
-
   /** Reads the quota when due (the guard pauses what it cannot cover); stops the round when it stays unreadable. */
   async #checkQuota(quota: QuotaGuard, abort: AbortController): Promise<void> {
     if (!(await quota.check())) {
@@ -428,25 +379,5 @@ export class MessageServer {
       );
       abort.abort();
     }
-  }
-
-  /** Polls the jobs being sent; one that is no longer running stops the round. */
-  #watchJobs(jobs: () => readonly string[], abort: AbortController): SendingJobsWatcher {
-    return new SendingJobsWatcher({
-      clientId: this.clientId,
-      store: this.#deps.store,
-      timers: this.#deps.timers,
-      everyMs: this.#deps.settings.jobCheckMs,
-      logger: this.#deps.logger,
-      jobs,
-      abort,
-      beforeEach: async () => {
-        await this.#client.fresh();
-        if (this.#quota) void this.#checkQuota(this.#quota, abort);
-      },
-      maySend: (job) => this.#maySend(job),
-      clientPaused: () => this.#client.current.paused === true,
-      onEnded: (jobId) => this.#quota?.release(jobId),
-    });
   }
 }
