@@ -10,6 +10,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda
 import { LAMBDA_PAYLOAD_MAX_BYTES } from '#shared/functions.ts';
 import { type HttpFunctionId, matchRoute, type RouteSpec, routeKey } from '#shared/routes.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
+import { LocalCloudError } from './errors.ts';
 import { decide } from './iam/policy.ts';
 import { type JwtAuthorization, type JwtAuthorizerConfig, makeJwtAuthorizer } from './jwt-authorizer.ts';
 import { type Handler, invokeHandler } from './lambda.ts';
@@ -25,7 +26,7 @@ export const LAMBDA_MAX_EVENT_BYTES = LAMBDA_PAYLOAD_MAX_BYTES;
  * refused (413, `RequestEntityTooLarge`: "Exceeded maximum allowed payload size"), the invocation
  * fails, and the HTTP API answers the caller 500 `{"message":"Internal Server Error"}`.
  */
-export class ResponsePayloadTooLargeError extends Error {
+export class ResponsePayloadTooLargeError extends LocalCloudError {
   override name = 'ResponsePayloadTooLargeError';
 }
 /** HTTP API's integration timeout. */
@@ -406,7 +407,7 @@ function assertResponseFits(result: APIGatewayProxyResultV2): void {
 }
 
 /** The caller closed its connection before its request's body had arrived. */
-class ClientWentAwayError extends Error {
+class ClientWentAwayError extends LocalCloudError {
   override name = 'ClientWentAwayError';
 }
 

@@ -18,6 +18,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { LocalCloudError } from './errors.ts';
 
 /** A user of the pool. */
 export interface PoolUser {
@@ -70,7 +71,7 @@ export interface CognitoEmulator {
 /** The pool's password policy (as the stack's user pool sets it). */
 export const PASSWORD_POLICY = { minLength: 12, lowercase: true, uppercase: true, digits: true };
 
-class CognitoError extends Error {
+class CognitoError extends LocalCloudError {
   readonly type: string;
   constructor(type: string, message: string) {
     super(message);

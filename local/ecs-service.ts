@@ -25,6 +25,7 @@ import { createInterface } from 'node:readline';
 import { brokerV8Flags } from '#shared/broker/runtime.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import type { EcsAgentEndpoint } from './ecs-agent.ts';
+import { LocalCloudError } from './errors.ts';
 import { brokerRecording } from './iam/recorder.ts';
 
 /** Fargate's longest wait between SIGTERM and SIGKILL. */
@@ -101,11 +102,11 @@ interface Broker {
   exited: Promise<void>;
 }
 
-export class InvalidDesiredCountError extends Error {
+export class InvalidDesiredCountError extends LocalCloudError {
   override name = 'InvalidDesiredCountError';
 }
 
-export class FleetWaitTimeoutError extends Error {
+export class FleetWaitTimeoutError extends LocalCloudError {
   override name = 'FleetWaitTimeoutError';
 }
 

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
+import { LocalCloudError } from './errors.ts';
 import { awsPrincipal } from './iam/recorder.ts';
 
 /** Any Lambda handler: what middy produces, and what the runtime calls. */
@@ -56,7 +57,7 @@ export function onEveryInvocation(listener: InvocationListener): () => void {
   };
 }
 
-export class LambdaTimeoutError extends Error {
+export class LambdaTimeoutError extends LocalCloudError {
   override name = 'LambdaTimeoutError';
 }
 

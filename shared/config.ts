@@ -1,5 +1,7 @@
 /** Typed errors for configuration; read once at start-up, never a silent default. */
-export class ConfigError extends Error {
+import { SwitchboardError } from './errors.ts';
+
+export class ConfigError extends SwitchboardError {
   override name = 'ConfigError';
 }
 

@@ -4,12 +4,13 @@
  * retry / idempotency key of a job task's attempt, the id of a job created from an S3 object).
  */
 import { hash, randomBytes } from 'node:crypto';
+import { SwitchboardError } from './errors.ts';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const ULID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/i;
 const DECODE: Record<string, number> = Object.fromEntries([...CROCKFORD].map((c, i) => [c, i]));
 
-export class InvalidUlidError extends Error {
+export class InvalidUlidError extends SwitchboardError {
   override name = 'InvalidUlidError';
 }
 

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
+import { FleetError } from '#shared/fleet/errors.ts';
 import type { JobManagerResult } from '#shared/fleet/job-manager.ts';
 import type { RunLease } from '#shared/fleet/run-lease.ts';
 import type { Logger } from '#shared/log.ts';
@@ -34,7 +35,7 @@ export interface JobManagerHandlerDeps {
   readonly now?: () => number;
 }
 
-export class JobManagerRunError extends Error {
+export class JobManagerRunError extends FleetError {
   override name = 'JobManagerRunError';
 }
 

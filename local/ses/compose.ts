@@ -15,6 +15,8 @@
  * rendering data."). Only `{{name}}` and `{{a.b}}` substitutions are rendered, not Handlebars'
  * block helpers.
  */
+
+import { LocalCloudError } from '../errors.ts';
 import { type JsonFields, sesError } from './wire.ts';
 
 export interface MessageHeader {
@@ -158,7 +160,7 @@ function templateData(json: string | undefined): Record<string, unknown> {
   throw sesError('BadRequestException', 'Invalid template data: it must be a JSON object');
 }
 
-class RenderingFailure extends Error {
+class RenderingFailure extends LocalCloudError {
   override name = 'RenderingFailure';
 }
 

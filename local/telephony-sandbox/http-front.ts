@@ -5,12 +5,13 @@
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { LocalCloudError } from '../errors.ts';
 import { listenLocally } from '../listen.ts';
 
 const MAX_BODY_BYTES = 64 * 1024;
 
 /** A request the front refuses as the provider would (its `status` and body are the front's). */
-export class FrontError extends Error {
+export class FrontError extends LocalCloudError {
   override name = 'FrontError';
   readonly status: number;
   readonly body: unknown;

@@ -21,8 +21,9 @@ import {
 import { keys, type Task } from '#shared/jobs/model.ts';
 import type { TaskStore } from '#shared/jobs/ports.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { AdapterError } from './errors.ts';
 
-export class UnprocessedWritesError extends Error {
+export class UnprocessedWritesError extends AdapterError {
   override name = 'UnprocessedWritesError';
 }
 

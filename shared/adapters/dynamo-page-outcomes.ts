@@ -15,6 +15,7 @@ import type { TaskOutcome } from '#shared/campaign/ports.ts';
 import { keys } from '#shared/jobs/model.ts';
 import { type MessageEndMove, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { type Item, MAX_TRIES, sleep } from './dynamo-message-table.ts';
+import { AdapterError } from './errors.ts';
 
 export interface PageStatement {
   readonly Statement: string;
@@ -39,7 +40,7 @@ const RETRYABLE = new Set([
 /** As the document client marshals (`makeDocumentClient`): undefined members of a map left out. */
 const MARSHALL = { removeUndefinedValues: true } as const;
 
-export class StatementError extends Error {
+export class StatementError extends AdapterError {
   override name = 'StatementError';
 }
 

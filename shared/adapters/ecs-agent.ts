@@ -5,8 +5,9 @@
  * (a broker run outside ECS) protection is a logged no-op.
  */
 import type { TaskProtectionPort } from '#shared/broker/task-protection.ts';
+import { AdapterError } from './errors.ts';
 
-export class TaskProtectionError extends Error {
+export class TaskProtectionError extends AdapterError {
   override name = 'TaskProtectionError';
 }
 

@@ -8,11 +8,12 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { EventQueue, QueueEntry } from '#shared/webhooks/queue-message.ts';
+import { AdapterError } from './errors.ts';
 import { SQS_MAX_BATCH_ENTRIES, splitSendBatches } from './sqs-batches.ts';
 
 const MAX_BATCH_BYTES = 256 * 1024;
 
-export class EnqueueError extends Error {
+export class EnqueueError extends AdapterError {
   override name = 'EnqueueError';
 }
 

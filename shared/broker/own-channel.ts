@@ -6,9 +6,10 @@
  */
 import type { Channel } from '#shared/channels/channel.ts';
 import type { ChannelStore } from '#shared/webhooks/ports.ts';
+import { BrokerError } from './errors.ts';
 
 /** The channel a client's settings name is not one it may send through. */
-export class ChannelNotOwnError extends Error {
+export class ChannelNotOwnError extends BrokerError {
   override name = 'ChannelNotOwnError';
 }
 

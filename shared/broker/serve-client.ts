@@ -24,6 +24,7 @@ import { type ClientMetrics, noClientMetrics } from './broker-metrics.ts';
 import { type CallHost, CallPlacer, type InFlightCall } from './call-placement.ts';
 import { CallReconciler } from './call-reconciliation.ts';
 import { HeldClientSettings } from './client-settings.ts';
+import { BrokerError } from './errors.ts';
 import { type NextTask, OutstandingTasks } from './outstanding-tasks.ts';
 import type {
   BrokerTaskStore,
@@ -70,7 +71,7 @@ export type ServeEnd =
   | { readonly kind: 'lost' }
   | { readonly kind: 'stopped' };
 
-class StopWaiting extends Error {
+class StopWaiting extends BrokerError {
   override name = 'StopWaiting';
 }
 

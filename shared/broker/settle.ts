@@ -16,6 +16,7 @@ import type { SuppressionWriter } from '#shared/suppressions/ports.ts';
 import type { CallSnapshot, CallStatusEvent, FinalCallStatus } from '#shared/telephony/port.ts';
 import { isFinal } from '#shared/telephony/port.ts';
 import { readSignedCallStatusEvent } from '#shared/telephony/status-event.ts';
+import { BrokerError } from './errors.ts';
 import type { BrokerNotifier, BrokerTaskStore, LeaseEndpointReader, Settlement, TaskRef } from './ports.ts';
 
 /**
@@ -97,7 +98,7 @@ export async function settleFromSnapshot(
 }
 
 /** The callback's idempotency key is not the attempt its URL names: it is not this task's call. */
-export class CallbackMismatchError extends Error {
+export class CallbackMismatchError extends BrokerError {
   override name = 'CallbackMismatchError';
 }
 

@@ -6,11 +6,12 @@
 import { backoffDelay } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import { CampaignError } from './errors.ts';
 import type { JobProgress, ReportSink, TaskOutcome } from './ports.ts';
 import { Signal } from './signal.ts';
 
 /** The report sink kept failing: these outcomes could not be written. */
-export class ReportWriteError extends Error {
+export class ReportWriteError extends CampaignError {
   override name = 'ReportWriteError';
   readonly unwritten: readonly TaskOutcome[];
   constructor(cause: unknown, unwritten: readonly TaskOutcome[]) {

@@ -34,6 +34,7 @@
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import { systemTimers } from '#shared/pacing/clock.ts';
 import { attemptKey } from '#shared/retry-keys.ts';
+import { CampaignError } from './errors.ts';
 import { type LineCheckable, LineTransport, MAX_MULTICAST_RECIPIENTS } from './line-transport.ts';
 import type { MessageCheck } from './message-check.ts';
 import { OutcomeReporter } from './outcome-reporter.ts';
@@ -87,7 +88,7 @@ export interface PipelineTotals {
 }
 
 /** The broker's `nextPage` failed: the pipeline stopped (its held tasks were released). */
-export class TaskSourceError extends Error {
+export class TaskSourceError extends CampaignError {
   override name = 'TaskSourceError';
 }
 

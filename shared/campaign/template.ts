@@ -5,6 +5,7 @@
  * recipient, so its tasks can go out by multicast.
  */
 import type { OutgoingMessage } from '#shared/line/messaging-client.ts';
+import { CampaignError } from './errors.ts';
 
 /** LINE takes at most this many messages in one push or multicast. */
 export const MAX_MESSAGES_PER_REQUEST = 5;
@@ -18,12 +19,12 @@ export interface MessageTemplate {
   readonly notificationDisabled?: boolean;
 }
 
-export class InvalidTemplateError extends Error {
+export class InvalidTemplateError extends CampaignError {
   override name = 'InvalidTemplateError';
 }
 
 /** A task's variables lack one the template uses. */
-export class MissingVariableError extends Error {
+export class MissingVariableError extends CampaignError {
   override name = 'MissingVariableError';
   readonly variable: string;
   constructor(variable: string) {

@@ -11,6 +11,7 @@
  */
 import type { Channel } from './channel.ts';
 import { channelFromInput, InvalidChannelError, rotateSecret } from './channel-input.ts';
+import { ChannelError } from './errors.ts';
 
 /** A channel as an operator sees it: everything but its secrets and token. */
 export interface ChannelView {
@@ -43,7 +44,7 @@ export interface ChannelAdminStore {
   putIfUnchanged(channel: Channel, seenUpdatedAt: number | undefined): Promise<boolean>;
 }
 
-export class ChannelNotFoundError extends Error {
+export class ChannelNotFoundError extends ChannelError {
   override name = 'ChannelNotFoundError';
   constructor(clientId: string, channelId: string) {
     super(`client ${clientId} has no channel ${channelId}`);
@@ -51,7 +52,7 @@ export class ChannelNotFoundError extends Error {
 }
 
 /** A write refused: the channel is another client's, or changed since it was read. */
-export class ChannelConflictError extends Error {
+export class ChannelConflictError extends ChannelError {
   override name = 'ChannelConflictError';
 }
 

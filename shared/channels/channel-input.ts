@@ -1,6 +1,7 @@
 /** Checking what an operator gives for a LINE channel: its fields, its secret, its rules' patterns. */
 import { z } from 'zod';
 import { type Channel, type ChannelSecret, ID_PATTERN, MAX_REGEX_LENGTH } from './channel.ts';
+import { ChannelError } from './errors.ts';
 import { compileRule } from './keyword-rules.ts';
 
 const text = z.string().min(1).max(5_000);
@@ -60,7 +61,7 @@ export const channelInputSchema = z.strictObject({
 
 export type ChannelInput = z.input<typeof channelInputSchema>;
 
-export class InvalidChannelError extends Error {
+export class InvalidChannelError extends ChannelError {
   override name = 'InvalidChannelError';
   readonly fieldErrors: Record<string, string[]>;
   constructor(fieldErrors: Record<string, string[]>) {

@@ -6,6 +6,7 @@
  * positive therefore costs one lookup, never a wrong answer.
  */
 import { uuidV5 } from '#shared/ids.ts';
+import { CsvError } from './errors.ts';
 
 export interface DuplicateCandidate {
   readonly recipient: string;
@@ -27,7 +28,7 @@ export interface DuplicateFilter {
   snapshot(): Uint8Array;
 }
 
-export class DuplicateFilterStateError extends Error {
+export class DuplicateFilterStateError extends CsvError {
   override name = 'DuplicateFilterStateError';
 }
 

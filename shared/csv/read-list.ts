@@ -28,6 +28,7 @@
 import { type CsvDelimiter, delimiterName } from './delimiter.ts';
 import { type DuplicateFilter, DuplicateFilterStateError } from './duplicates.ts';
 import type { CellDecoder, TextEncodingName } from './encoding.ts';
+import { CsvError } from './errors.ts';
 import { type Channel, type HeaderMap, mapHeader } from './headers.ts';
 import {
   type CountryCode,
@@ -137,7 +138,7 @@ export interface IngestRowsInput {
 }
 
 /** Invalid arguments: a programming or configuration error, not a problem of the file. */
-export class IngestInputError extends Error {
+export class IngestInputError extends CsvError {
   override name = 'IngestInputError';
 }
 

@@ -31,6 +31,7 @@
  * here), and literal braces or a backslash that Handlebars would read are refused up front.
  */
 import { MissingVariableError } from '#shared/campaign/template.ts';
+import { EmailError } from './errors.ts';
 
 export { MissingVariableError };
 
@@ -73,12 +74,12 @@ export interface SesTemplateContent {
   readonly Text?: string;
 }
 
-export class InvalidEmailTemplateError extends Error {
+export class InvalidEmailTemplateError extends EmailError {
   override name = 'InvalidEmailTemplateError';
 }
 
 /** A value filled into the subject would put a line break (or NUL) in the Subject header. */
-export class SubjectLineBreakError extends Error {
+export class SubjectLineBreakError extends EmailError {
   override name = 'SubjectLineBreakError';
   /** The variable whose value holds the line break (a template's own subject cannot: it is validated). */
   readonly variable: string;

@@ -56,6 +56,7 @@ import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { Job } from '#shared/jobs/model.ts';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
+import { FleetError } from './errors.ts';
 import type { ClientState, EcsServiceScaler, FleetStore } from './ports.ts';
 import { forEachLimited } from './run-budget.ts';
 
@@ -157,7 +158,7 @@ export interface JobManagerResult {
  */
 export type JobManagerStep = 'start' | 'running' | 'states' | 'complete' | 'clients' | 'hints' | 'fleet';
 
-export class InvalidJobManagerOptionsError extends Error {
+export class InvalidJobManagerOptionsError extends FleetError {
   override name = 'InvalidJobManagerOptionsError';
 }
 

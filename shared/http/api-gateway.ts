@@ -6,6 +6,7 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { Logger } from '#shared/log.ts';
+import { HttpError } from './errors.ts';
 
 /** Headers as API Gateway (HTTP API, payload v2) hands them over. */
 export type HttpHeaders = Readonly<Record<string, string | undefined>> | null | undefined;
@@ -42,7 +43,7 @@ export function decodeRequestBody(event: HttpBodyEvent): Buffer {
 }
 
 /** A request whose body is not what the route takes (answered 400). */
-export class MalformedRequestError extends Error {
+export class MalformedRequestError extends HttpError {
   override name = 'MalformedRequestError';
 }
 

@@ -39,6 +39,7 @@
 
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { JobError } from './errors.ts';
 import { DEFAULT_MAX_CALL_SECONDS, type Job, jobHasEnded } from './model.ts';
 import type {
   CancelSweepMessage,
@@ -177,7 +178,7 @@ function inFlightUntil(task: SweptTask, maxCallSeconds: number): number {
   return (task.startedAt ?? task.readyAt) + maxCallSeconds * 1000 + CALL_END_GRACE_MS;
 }
 
-export class MalformedCancelSweepError extends Error {
+export class MalformedCancelSweepError extends JobError {
   override name = 'MalformedCancelSweepError';
 }
 

@@ -21,6 +21,7 @@
  * at 500 members, so it stays well inside DynamoDB's 400 KB item.
  */
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
+import { JobError } from './errors.ts';
 import type { Task, TaskState } from './model.ts';
 
 /** Most members a chunk holds: LINE's multicast limit (`MAX_MULTICAST_RECIPIENTS`). */
@@ -83,7 +84,7 @@ export interface ChunkMember extends MemberVariables {
   readonly row: number;
 }
 
-export class ChunkMemberError extends Error {
+export class ChunkMemberError extends JobError {
   override name = 'ChunkMemberError';
 }
 

@@ -1,4 +1,5 @@
 /** Typed errors of the jobs use cases; each transport maps them to its statuses once. */
+import { SwitchboardError } from '#shared/errors.ts';
 import type { JobStatus } from './job-lifecycle.ts';
 
 /** Field path (`callingHours.mon[0].start`) → what is wrong with it. */
@@ -12,40 +13,51 @@ export function emptyFieldErrors(): Record<string, string[]> {
   return Object.create(null) as Record<string, string[]>;
 }
 
-export class ValidationError extends Error {
-  override name = 'ValidationError';
-  readonly fieldErrors: FieldErrors;
-
-  constructor(message: string, fieldErrors: FieldErrors) {
-    super(message);
-    this.fieldErrors = fieldErrors;
-  }
+/** The base of every error in jobs: their use cases, lists, sweeps and reports. */
+export class JobError extends SwitchboardError {
+  override name = 'JobError';
 }
 
-export class ClientNotFoundError extends Error {
+/**
+ * A job error class that carries one detail beside its message, under `key`: what a transport
+ * puts in its answer besides the message (a 400's field errors, a 409's current status).
+ */
+function jobErrorWith<Key extends string, Detail>(key: Key) {
+  class JobErrorWithDetail extends JobError {
+    constructor(message: string, detail: Detail, options?: ErrorOptions) {
+      super(message, options);
+      Object.assign(this, { [key]: detail });
+    }
+  }
+  return JobErrorWithDetail as new (
+    message: string,
+    detail: Detail,
+    options?: ErrorOptions,
+  ) => JobErrorWithDetail & { readonly [K in Key]: Detail };
+}
+
+export class ValidationError extends jobErrorWith<'fieldErrors', FieldErrors>('fieldErrors') {
+  override name = 'ValidationError';
+}
+
+export class ClientNotFoundError extends JobError {
   override name = 'ClientNotFoundError';
 }
 
-export class JobNotFoundError extends Error {
+export class JobNotFoundError extends JobError {
   override name = 'JobNotFoundError';
 }
 
 /** A status change the job's lifecycle does not allow from where the job is now. */
-export class IllegalTransitionError extends Error {
+export class IllegalTransitionError extends jobErrorWith<'current', JobStatus>('current') {
   override name = 'IllegalTransitionError';
-  readonly current: JobStatus;
-
-  constructor(message: string, current: JobStatus) {
-    super(message);
-    this.current = current;
-  }
 }
 
-export class UploadTooLargeError extends Error {
+export class UploadTooLargeError extends JobError {
   override name = 'UploadTooLargeError';
 }
 
 /** The uploaded object was replaced while it was being read. */
-export class SourceChangedError extends Error {
+export class SourceChangedError extends JobError {
   override name = 'SourceChangedError';
 }

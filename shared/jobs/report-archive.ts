@@ -24,6 +24,8 @@
  * job ended (a job running longer than that), or if the message is lost for good (it goes to the
  * ingest queue's DLQ, whose alarm pages).
  */
+
+import { JobError } from './errors.ts';
 import type { Job } from './model.ts';
 import type { IngestQueue, JobStore, TaskStore, UploadFiles, ValidationReportStore } from './ports.ts';
 import { jobReportCsv, tasksInShardOrder } from './report.ts';
@@ -47,7 +49,7 @@ export interface ArchiveReportMessage {
   readonly attempt: number;
 }
 
-export class MalformedArchiveReportError extends Error {
+export class MalformedArchiveReportError extends JobError {
   override name = 'MalformedArchiveReportError';
 }
 

@@ -19,6 +19,7 @@
  */
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { JobError } from './errors.ts';
 import { type ClientSettings, type Job, jobHasEnded, type Task } from './model.ts';
 import type { ClientStore, IngestQueue, JobStore } from './ports.ts';
 import { earliestStart, taskZone } from './restrictions.ts';
@@ -90,7 +91,7 @@ export function retimeSweepStart(clientId: string, jobId: string): RetimeSweepMe
   return { kind: 'retime-sweep', clientId, jobId, shard: 0 };
 }
 
-export class MalformedRetimeSweepError extends Error {
+export class MalformedRetimeSweepError extends JobError {
   override name = 'MalformedRetimeSweepError';
 }
 

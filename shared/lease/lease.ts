@@ -9,6 +9,7 @@
  * owner + token + expiry in the same transaction (`leaseFence` in `shared/adapters/dynamo-leases.ts`).
  */
 import type { Clock, TimerHandle, Timers } from '../pacing/clock.ts';
+import { LeaseError } from './errors.ts';
 
 export interface Lease {
   readonly clientId: string;
@@ -20,11 +21,11 @@ export interface Lease {
   readonly token: number;
 }
 
-export class LeaseHeldError extends Error {
+export class LeaseHeldError extends LeaseError {
   override name = 'LeaseHeldError';
 }
 
-export class LeaseLostError extends Error {
+export class LeaseLostError extends LeaseError {
   override name = 'LeaseLostError';
 }
 

@@ -9,8 +9,9 @@
 import * as z from 'zod/mini';
 import '#shared/zod-mini.ts';
 import { isUlid } from '#shared/ids.ts';
+import { LineError } from './errors.ts';
 
-export class InvalidWebhookBodyError extends Error {
+export class InvalidWebhookBodyError extends LineError {
   override name = 'InvalidWebhookBodyError';
   /** Where the first problem is, e.g. `events[0].webhookEventId`; empty for the body itself. */
   readonly path: string;

@@ -10,6 +10,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
+import { OutcomeError } from './errors.ts';
 import type { OutcomeHttp, PostResult } from './ports.ts';
 import { insideAddress } from './settings.ts';
 
@@ -29,7 +30,8 @@ const systemResolve: ResolveAll = (hostname) =>
   );
 
 /** A refused address's error: its `code` is what a delivery's reason reads. */
-class InsideAddressError extends Error {
+class InsideAddressError extends OutcomeError {
+  override name = 'InsideAddressError';
   readonly code: string = 'EINSIDEADDRESS';
 }
 

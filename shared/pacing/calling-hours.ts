@@ -12,6 +12,7 @@
  * repeats 01:00–02:00. Time-zone arithmetic uses Intl.DateTimeFormat only.
  */
 import { z } from 'zod';
+import { PacingError } from './errors.ts';
 
 export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
@@ -35,7 +36,7 @@ export interface CallingHoursIssue {
   readonly message: string;
 }
 
-export class InvalidCallingHoursError extends Error {
+export class InvalidCallingHoursError extends PacingError {
   override name = 'InvalidCallingHoursError';
   readonly issues: readonly CallingHoursIssue[];
 

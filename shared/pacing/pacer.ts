@@ -12,6 +12,7 @@
 import { type CallingHours, isOpen, nextOpening, parseCallingHours } from './calling-hours.ts';
 import type { Clock, TimerHandle, Timers } from './clock.ts';
 import { MAX_TIMER_MS } from './clock.ts';
+import { PacingError } from './errors.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export interface PacingContract {
@@ -33,7 +34,7 @@ export type WaitReason = 'limit' | 'rate' | 'closed';
  */
 export type PacingDecision = { kind: 'start' } | { kind: 'wait'; until: number; reason: WaitReason };
 
-export class InvalidContractError extends Error {
+export class InvalidContractError extends PacingError {
   override name = 'InvalidContractError';
 }
 

@@ -5,6 +5,7 @@
  * also what the origination identity's rate counts.
  */
 import { fill, MissingVariableError } from '#shared/campaign/template.ts';
+import { SmsError } from './errors.ts';
 import { type MessageParts, messageParts } from './parts.ts';
 
 export { MissingVariableError };
@@ -26,7 +27,7 @@ export interface RenderedSms {
 }
 
 /** A rendered text the service would refuse: too long, or nothing left to send. */
-export class UnsendableSmsError extends Error {
+export class UnsendableSmsError extends SmsError {
   override name = 'UnsendableSmsError';
 }
 

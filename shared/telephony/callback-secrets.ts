@@ -6,6 +6,7 @@
  * function reads it through {@link CachedCallbackSecrets}: a rotation takes effect within its TTL.
  */
 import type { Clock } from '#shared/pacing/clock.ts';
+import { TelephonyError } from './errors.ts';
 
 export const DEFAULT_CALLBACK_SECRET_GRACE_MS = 24 * 3600 * 1000;
 
@@ -30,12 +31,12 @@ export interface CallbackSecretStore {
   put(record: CallbackSecretRecord): Promise<void>;
 }
 
-export class InvalidCallbackSecretError extends Error {
+export class InvalidCallbackSecretError extends TelephonyError {
   override name = 'InvalidCallbackSecretError';
 }
 
 /** No secret has been set for the provider: callbacks cannot be verified (the operator must set one). */
-export class CallbackSecretNotSetError extends Error {
+export class CallbackSecretNotSetError extends TelephonyError {
   override name = 'CallbackSecretNotSetError';
 }
 

@@ -5,6 +5,7 @@
  * older than the tolerance.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { TelephonyError } from './errors.ts';
 
 /** The header the provider signs callbacks with (HTTP header names are case-insensitive). */
 export const CALLBACK_SIGNATURE_HEADER = 'X-Switchboard-Signature';
@@ -12,7 +13,7 @@ export const CALLBACK_SIGNATURE_HEADER = 'X-Switchboard-Signature';
 export const DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300;
 
 /** Any reason a callback's signature is not accepted; all of them mean 401, change nothing. */
-export class CallbackSignatureError extends Error {
+export class CallbackSignatureError extends TelephonyError {
   override name = 'CallbackSignatureError';
 }
 export class MissingSignatureError extends CallbackSignatureError {

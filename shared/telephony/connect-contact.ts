@@ -8,6 +8,7 @@
  * `docs/provider-facts.md` (what each field is, with the pages read).
  */
 import { z } from 'zod';
+import { TelephonyError } from './errors.ts';
 import type { CallSnapshot, CallStatus, CallStatusEvent } from './port.ts';
 
 /** What is known of a contact, from either source (times as epoch ms). */
@@ -143,7 +144,7 @@ function talk(contact: ConnectContactState): { durationSeconds?: number } {
 }
 
 /** A contact event that is not a valid Amazon Connect Contact Event envelope. */
-export class MalformedContactEventError extends Error {
+export class MalformedContactEventError extends TelephonyError {
   override name = 'MalformedContactEventError';
 }
 

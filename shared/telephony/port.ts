@@ -4,6 +4,8 @@
  * it is `docs/telephony-provider.md`; `http-provider.ts` implements it over HTTP,
  * `shared/adapters/connect-telephony.ts` over Amazon Connect.
  */
+
+import { TelephonyError } from './errors.ts';
 import type { TelephonySettings } from './settings.ts';
 
 /** What a task asks the provider to do. */
@@ -135,12 +137,12 @@ export function oneProvider(provider: TelephonyProvider): TelephonyProviders {
 }
 
 /** The provider could not answer now (5xx, 429, timeout, reset); try again later. */
-export class TelephonyUnavailableError extends Error {
+export class TelephonyUnavailableError extends TelephonyError {
   override name = 'TelephonyUnavailableError';
 }
 
 /** The provider refused a request for good (a 4xx other than 404, 409 and 429). */
-export class TelephonyRequestError extends Error {
+export class TelephonyRequestError extends TelephonyError {
   override name = 'TelephonyRequestError';
   readonly status: number;
   readonly code: string;

@@ -4,11 +4,12 @@
  */
 import { z } from 'zod';
 import { type VerifyCallbackOptions, verifyCallbackSignature } from './callback-signature.ts';
+import { TelephonyError } from './errors.ts';
 import type { CallSnapshot, CallStatusEvent } from './port.ts';
 import { CALL_STATUSES, REPORTED_CALL_STATUSES } from './port.ts';
 
 /** A callback body or call snapshot that is not valid JSON of the documented shape. */
-export class MalformedCallStatusError extends Error {
+export class MalformedCallStatusError extends TelephonyError {
   override name = 'MalformedCallStatusError';
 }
 

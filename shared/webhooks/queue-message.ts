@@ -5,6 +5,7 @@
  * the versioned body, ASCII-only JSON.
  */
 import { parseWebhookEvent, sourceKey, type WebhookEvent } from '#shared/line/webhook.ts';
+import { WebhookError } from './errors.ts';
 
 export interface QueuedWebhookEvent {
   readonly v: 1;
@@ -27,7 +28,7 @@ export interface EventQueue {
   enqueue(entries: readonly QueueEntry[]): Promise<void>;
 }
 
-export class MalformedQueueMessageError extends Error {
+export class MalformedQueueMessageError extends WebhookError {
   override name = 'MalformedQueueMessageError';
 }
 

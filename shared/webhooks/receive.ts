@@ -13,6 +13,7 @@ import { getHeader, type HttpHeaders } from '#shared/http/api-gateway.ts';
 import { SIGNATURE_HEADER, verifySignature } from '#shared/line/signature.ts';
 import { parseWebhookBody } from '#shared/line/webhook.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
+import { WebhookError } from './errors.ts';
 import { type EventQueue, type QueueEntry, queueEntryFor } from './queue-message.ts';
 
 /** Largest webhook body accepted. LINE's bodies are a few KB; anything this big is not LINE. */
@@ -21,13 +22,13 @@ export const MAX_WEBHOOK_BODY_BYTES = 1024 * 1024;
 /** A cached channel older than this is read again before a signature is refused. */
 export const SECRET_RECHECK_AFTER_MS = 5_000;
 
-export class UnknownChannelError extends Error {
+export class UnknownChannelError extends WebhookError {
   override name = 'UnknownChannelError';
 }
-export class SignatureError extends Error {
+export class SignatureError extends WebhookError {
   override name = 'SignatureError';
 }
-export class PayloadTooLargeError extends Error {
+export class PayloadTooLargeError extends WebhookError {
   override name = 'PayloadTooLargeError';
 }
 
