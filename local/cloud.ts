@@ -31,6 +31,7 @@ import {
   tables,
   UPLOAD_CORS,
 } from '#shared/resources.ts';
+import { LocalCloudError } from './errors.ts';
 import { type StrictS3, startStrictS3 } from './strict-s3.ts';
 
 const require = createRequire(import.meta.url);
@@ -75,7 +76,7 @@ export interface LocalCloud extends LocalCloudInfo {
   stop(): Promise<void>;
 }
 
-export class JavaMissingError extends Error {
+export class JavaMissingError extends LocalCloudError {
   override name = 'JavaMissingError';
 }
 
@@ -350,7 +351,7 @@ export async function startDynamoLocalReady(
   }
 }
 
-class DynamoExitedError extends Error {
+class DynamoExitedError extends LocalCloudError {
   readonly output: string;
   constructor(code: number | null, output: string) {
     super(`DynamoDB Local exited with code ${code} while starting:\n${output.trim()}`);
@@ -380,7 +381,7 @@ async function waitForDynamo(ddb: DynamoDBClient, child: ChildProcess): Promise<
       await new Promise((r) => setTimeout(r, 150));
     }
   }
-  throw new Error(`DynamoDB Local did not answer within 60 s: ${String(lastError)}`);
+  throw new Error(`DynamoDB Local did not answer within 60 s: ${String(lastError)}`, { cause: lastError });
 }
 
 /** Creates a table from its spec (on-demand, as deployed); an existing table is kept as it is. */

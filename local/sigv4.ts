@@ -10,6 +10,7 @@
  * the S3 API Reference, "Authenticating Requests: Using Query Parameters".
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { LocalCloudError } from './errors.ts';
 
 export interface SigV4Request {
   readonly method: string;
@@ -36,12 +37,12 @@ export interface SigV4Options {
 }
 
 /** Why a request was refused, with the status and error code the service would answer. */
-export class SigV4Error extends Error {
+export class SigV4Error extends LocalCloudError {
   override name = 'SigV4Error';
   readonly status: 400 | 403;
   readonly code: string;
-  constructor(status: 400 | 403, code: string, message: string) {
-    super(message);
+  constructor(status: 400 | 403, code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
     this.status = status;
     this.code = code;
   }
@@ -95,8 +96,10 @@ function parseQuery(raw: string): [string, string][] {
     const decode = (s: string) => {
       try {
         return decodeURIComponent(s.replace(/\+/g, '%20'));
-      } catch {
-        throw new SigV4Error(400, 'InvalidArgument', 'the query string is not valid percent-encoding');
+      } catch (error) {
+        throw new SigV4Error(400, 'InvalidArgument', 'the query string is not valid percent-encoding', {
+          cause: error,
+        });
       }
     };
     return at < 0 ? [decode(pair), ''] : [decode(pair.slice(0, at)), decode(pair.slice(at + 1))];

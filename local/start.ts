@@ -13,6 +13,7 @@ import { playWebhookDemo } from './demo.ts';
 import { DEMO_EMAIL_COUNT, emailSummaryLines, runDemoEmails } from './demo-emails.ts';
 import { DEMO_PROVIDERS, type DemoProvider, runDemoJob } from './demo-job.ts';
 import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
+import { LocalCloudError } from './errors.ts';
 import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from './stack.ts';
 import { localOutboxPath, writeLocalState } from './state-file.ts';
 import { MAX_BODY_BYTES } from './strict-s3.ts';
@@ -75,7 +76,7 @@ interface StartOptions {
   readonly at?: number;
 }
 
-class OptionError extends Error {
+class OptionError extends LocalCloudError {
   override name = 'OptionError';
 }
 
@@ -117,7 +118,7 @@ function parsedValues(args: readonly string[]): OptionValues {
   try {
     return parseArgs({ args: [...args], options: OPTIONS, strict: true }).values;
   } catch (error) {
-    throw new OptionError(`${(error as Error).message}\n\n${HELP}`);
+    throw new OptionError(`${(error as Error).message}\n\n${HELP}`, { cause: error });
   }
 }
 

@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { crc32 } from 'node:zlib';
+import { LocalCloudError } from './errors.ts';
 import { SigV4Error, verifySigV4 } from './sigv4.ts';
 
 /** The largest object this stand-in takes in one PUT (S3 takes 5 GiB). */
@@ -92,11 +93,11 @@ export interface StrictS3 {
   stop(): Promise<void>;
 }
 
-class S3Refusal extends Error {
+class S3Refusal extends LocalCloudError {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
-    super(message);
+  constructor(status: number, code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
     this.status = status;
     this.code = code;
   }
@@ -225,7 +226,8 @@ function admit(req: http.IncomingMessage, body: Buffer, options: StrictS3Options
       { secrets: options.secrets, region: options.region, service: 's3' },
     );
   } catch (error) {
-    if (error instanceof SigV4Error) throw new S3Refusal(error.status, error.code, error.message);
+    if (error instanceof SigV4Error)
+      throw new S3Refusal(error.status, error.code, error.message, { cause: error });
     throw error;
   }
   const hash = verified.payloadHash;
@@ -401,7 +403,9 @@ class StrictS3Front {
 
   #refuse(res: http.ServerResponse, error: unknown): void {
     const refusal =
-      error instanceof S3Refusal ? error : new S3Refusal(500, 'InternalError', (error as Error).message);
+      error instanceof S3Refusal
+        ? error
+        : new S3Refusal(500, 'InternalError', (error as Error).message, { cause: error });
     this.refused.set(refusal.code, (this.refused.get(refusal.code) ?? 0) + 1);
     if (!res.headersSent) {
       res.writeHead(refusal.status, { 'content-type': 'application/xml', connection: 'close' });

@@ -2,9 +2,11 @@
  * The address a broker advertises in its lease, where the call-status route and the operator API
  * reach it (`POST /calls/ended`, `POST /jobs/changed`).
  */
+
+import { BrokerError } from '#shared/broker/errors.ts';
 import type { BrokerConfig } from './config.ts';
 
-export class BrokerStartError extends Error {
+export class BrokerStartError extends BrokerError {
   override name = 'BrokerStartError';
 }
 
@@ -41,6 +43,7 @@ async function privateAddress(
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const tries = deps.tries ?? 5;
   let last = 'no answer';
+  let lastError: unknown;
   for (let attempt = 1; attempt <= tries; attempt++) {
     try {
       const response = await get(uri, { signal: AbortSignal.timeout(2_000) });
@@ -49,12 +52,15 @@ async function privateAddress(
       const address = body.Networks?.[0]?.IPv4Addresses?.[0];
       if (address) return `http://${address}:${port}`;
       last = 'no IPv4 address in Networks';
+      lastError = undefined;
     } catch (error) {
       last = (error as Error).message;
+      lastError = error;
     }
     if (attempt < tries) await sleep(200 * 2 ** (attempt - 1));
   }
   throw new BrokerStartError(
     `the ECS task metadata endpoint gave no private address after ${tries} tries (${last})`,
+    lastError === undefined ? {} : { cause: lastError },
   );
 }

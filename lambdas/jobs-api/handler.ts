@@ -14,6 +14,7 @@ import {
   jsonResponse,
   MalformedRequestError,
 } from '#shared/http/api-gateway.ts';
+import { HttpError } from '#shared/http/errors.ts';
 import type { JobAction, JobsApi, JobView } from '#shared/jobs/api.ts';
 import {
   ClientNotFoundError,
@@ -78,12 +79,13 @@ function jobRequestBody(event: APIGatewayProxyEventV2): unknown {
     const type = getHeader(event.headers, 'content-type') ?? 'none';
     throw new MalformedRequestError(
       `the body is not JSON (content-type: ${type}): send the job's options as application/json, or the list itself as text/csv (UTF-8) or application/octet-stream (any encoding) with the options in the query string`,
+      { cause: error },
     );
   }
 }
 
 /** A body in a media type or charset the route cannot read (answered 415). */
-class UnsupportedMediaTypeError extends Error {
+class UnsupportedMediaTypeError extends HttpError {
   override name = 'UnsupportedMediaTypeError';
 }
 

@@ -35,6 +35,7 @@ import {
   noEnds,
   settleDonePages,
 } from './dynamo-claim-pages.ts';
+import { AdapterError } from './errors.ts';
 import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
 
 /** Task updates per transaction: with the job's count, 25 items (the oldest service limit). */
@@ -43,7 +44,7 @@ export const TASKS_PER_TRANSACTION = 24;
 const PAGE_ITEMS = 500;
 const MAX_TRIES = 8;
 
-export class CancelSweepWriteError extends Error {
+export class CancelSweepWriteError extends AdapterError {
   override name = 'CancelSweepWriteError';
 }
 
@@ -140,7 +141,9 @@ export class DynamoTaskCanceller implements TaskCanceller {
         if (!(error instanceof TransactionCanceledException)) throw error;
         const codes = (error.CancellationReasons ?? []).map((r) => r.Code);
         if (codes[left.length] === 'ConditionalCheckFailed') {
-          throw new CancelSweepWriteError(`job ${jobId} of ${clientId} is gone or has no counts`);
+          throw new CancelSweepWriteError(`job ${jobId} of ${clientId} is gone or has no counts`, {
+            cause: error,
+          });
         }
         const moved = left.filter((_, i) => codes[i] === 'ConditionalCheckFailed');
         if (moved.length > 0) {

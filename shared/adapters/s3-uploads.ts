@@ -84,7 +84,7 @@ export class S3UploadFiles implements UploadFiles {
       body = out.Body as unknown as AsyncIterable<Uint8Array>;
     } catch (error) {
       if (status(error) === 412 || (error as Error)?.name === 'PreconditionFailed') {
-        throw new SourceChangedError(`${key} is no longer the uploaded version`);
+        throw new SourceChangedError(`${key} is no longer the uploaded version`, { cause: error });
       }
       // Nothing left past the offset.
       if (status(error) === 416) return;

@@ -20,6 +20,7 @@ import {
   UnsubscribeTokens,
   type UnsubscribeVerdict,
 } from '#shared/email/unsubscribe.ts';
+import { AdapterError } from './errors.ts';
 
 /** The ARN of the keys' secret (AWS). */
 export const UNSUBSCRIBE_SECRET_ARN_ENV = 'UNSUBSCRIBE_SECRET_ARN';
@@ -33,7 +34,7 @@ export const CURRENT_KEY_FIELD = 'current';
 export const KEY_REFRESH_INTERVAL_MS = 60_000;
 
 /** The keys document is missing or not what the module comment describes. Never quotes a key. */
-export class UnsubscribeKeysError extends Error {
+export class UnsubscribeKeysError extends AdapterError {
   override name = 'UnsubscribeKeysError';
 }
 
@@ -55,6 +56,7 @@ export function unsubscribeTokensFrom(
   try {
     parsed = JSON.parse(document);
   } catch {
+    // No cause: JSON.parse's message quotes the text it could not read, here the secret.
     throw new UnsubscribeKeysError('the unsubscribe keys are not JSON');
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))

@@ -27,8 +27,8 @@ export function parseIngestQueueMessage(
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
-  } catch {
-    throw new MalformedS3EventError('queue message is not JSON');
+  } catch (error) {
+    throw new MalformedS3EventError('queue message is not JSON', { cause: error });
   }
   const message = parsed as Partial<Extract<IngestMessage, { kind: 'continue' }>>;
   const kind = (parsed as { kind?: unknown })?.kind;
@@ -58,7 +58,7 @@ function asQueueMessage<T>(
   try {
     return parse(parsed as Record<string, unknown>);
   } catch (error) {
-    if (error instanceof Malformed) throw new MalformedS3EventError(error.message);
+    if (error instanceof Malformed) throw new MalformedS3EventError(error.message, { cause: error });
     throw error;
   }
 }

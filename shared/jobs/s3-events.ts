@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isUlid } from '#shared/ids.ts';
+import { JobError } from './errors.ts';
 
 export interface UploadedObject {
   readonly bucket: string;
@@ -31,7 +32,7 @@ export type UploadTarget =
       readonly sidecarKey: string;
     };
 
-export class MalformedS3EventError extends Error {
+export class MalformedS3EventError extends JobError {
   override name = 'MalformedS3EventError';
 }
 
@@ -39,8 +40,10 @@ export class MalformedS3EventError extends Error {
 export function decodeS3Key(key: string): string {
   try {
     return decodeURIComponent(key.replaceAll('+', ' '));
-  } catch {
-    throw new MalformedS3EventError(`object key is not URL-encoded: ${JSON.stringify(key)}`);
+  } catch (error) {
+    throw new MalformedS3EventError(`object key is not URL-encoded: ${JSON.stringify(key)}`, {
+      cause: error,
+    });
   }
 }
 

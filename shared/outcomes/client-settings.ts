@@ -39,7 +39,11 @@ export async function clientSettingsWithOutcomeWebhook(input: {
     settings = input.parse();
   } catch (error) {
     if (error instanceof ValidationError && !webhook.ok) {
-      throw new ValidationError(error.message, { ...error.fieldErrors, ...webhook.fieldErrors });
+      throw new ValidationError(
+        error.message,
+        { ...error.fieldErrors, ...webhook.fieldErrors },
+        { cause: error },
+      );
     }
     throw error;
   }
