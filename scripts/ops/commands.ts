@@ -49,6 +49,22 @@ export const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   help: { type: 'boolean', help: 'show help' },
 };
 
+/** The positionals of a command that takes none. */
+const NO_ARGS = { args: '', positionals: { min: 0, max: 0 } } as const;
+
+/** The positionals of a command about one thing (`<jobId>`). */
+function oneArg(name: string): Pick<CommandSpec, 'args' | 'positionals'> {
+  return { args: `<${name}>`, positionals: { min: 1, max: 1 } };
+}
+
+/** The options of a command that prints a list a page at a time: the page's size, where the next starts. */
+function paging(items: string, sizes: string): Readonly<Record<string, OptionSpec>> {
+  return {
+    limit: { type: 'string', value: 'N', help: `${items} per page (${sizes})` },
+    next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+  };
+}
+
 const CLIENT: OptionSpec = { type: 'string', value: 'ID', help: 'the client', required: true };
 const WATCH_TIMEOUT: OptionSpec = {
   type: 'string',
@@ -165,8 +181,7 @@ when its call would start or its message be claimed, even in a job already runni
   {
     name: 'suppressions remove',
     summary: "take a recipient off the client's suppression list",
-    args: '<recipient>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('recipient'),
     options: { client: CLIENT },
     details: RECIPIENTS_DETAILS,
   },
@@ -177,15 +192,13 @@ when its call would start or its message be claimed, even in a job already runni
     positionals: { min: 0, max: 100 },
     options: {
       client: CLIENT,
-      limit: { type: 'string', value: 'N', help: 'entries per page (1-500, default 50)' },
-      next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+      ...paging('entries', '1-500, default 50'),
     },
   },
   {
     name: 'suppressions upload',
     summary: 'add every recipient of a CSV to the suppression list (source csv); bad rows are listed',
-    args: '',
-    positionals: { min: 0, max: 0 },
+    ...NO_ARGS,
     options: {
       client: CLIENT,
       csv: {
@@ -203,8 +216,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'clients put',
     summary: "create or replace a client's settings",
-    args: '<clientId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('clientId'),
     options: SETTINGS_OPTIONS,
     details: `The settings come from --file, then the flags (a flag wins). Without --merge they replace
 the client's settings as a whole, so a new client needs at least --max-concurrent-calls,
@@ -217,39 +229,33 @@ the client's settings as a whole, so a new client needs at least --max-concurren
   {
     name: 'clients list',
     summary: 'every client, by id (an operator allowed GET /clients)',
-    args: '',
-    positionals: { min: 0, max: 0 },
+    ...NO_ARGS,
     options: {
-      limit: { type: 'string', value: 'N', help: 'clients per page (1-100, default 50)' },
-      next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+      ...paging('clients', '1-100, default 50'),
     },
   },
   {
     name: 'clients get',
     summary: "show a client's settings",
-    args: '<clientId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('clientId'),
     options: {},
   },
   {
     name: 'clients pause',
     summary: 'pause a whole client: none of its calls or messages start',
-    args: '<clientId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('clientId'),
     options: {},
   },
   {
     name: 'clients resume',
     summary: 'resume a paused client',
-    args: '<clientId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('clientId'),
     options: {},
   },
   {
     name: 'jobs create',
     summary: 'create a job from a CSV list (uploaded to its presigned URL), and watch it',
-    args: '',
-    positionals: { min: 0, max: 0 },
+    ...NO_ARGS,
     options: JOB_OPTIONS,
     details: `The API answers with an upload URL; the file is PUT there (a progress bar on stderr) and the
 ingest reads it row by row. With --watch: the ingest's result (rows, tasks, and the rejected and
@@ -263,19 +269,16 @@ skipped rows with row, column and reason), then the job's progress until it is d
   {
     name: 'jobs list',
     summary: "a client's jobs, newest first",
-    args: '',
-    positionals: { min: 0, max: 0 },
+    ...NO_ARGS,
     options: {
       client: CLIENT,
-      limit: { type: 'string', value: 'N', help: 'jobs per page (1-100, default 20)' },
-      next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+      ...paging('jobs', '1-100, default 20'),
     },
   },
   {
     name: 'jobs show',
     summary: "a job's status, counts and what it waits for",
-    args: '<jobId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('jobId'),
     options: {
       client: CLIENT,
       watch: { type: 'boolean', help: 'follow its progress until the job is done' },
@@ -285,29 +288,25 @@ skipped rows with row, column and reason), then the job's progress until it is d
   {
     name: 'jobs pause',
     summary: 'pause a job (a message job: once its broker has stopped sending)',
-    args: '<jobId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('jobId'),
     options: { client: CLIENT },
   },
   {
     name: 'jobs resume',
     summary: 'resume a paused job',
-    args: '<jobId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('jobId'),
     options: { client: CLIENT },
   },
   {
     name: 'jobs cancel',
     summary: 'cancel a job: tasks not started end cancelled (retrying a cancel is safe)',
-    args: '<jobId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('jobId'),
     options: { client: CLIENT },
   },
   {
     name: 'jobs report',
     summary: "download a job's report CSV (every row's outcome; rejected and skipped rows)",
-    args: '<jobId>',
-    positionals: { min: 1, max: 1 },
+    ...oneArg('jobId'),
     options: {
       client: CLIENT,
       out: { type: 'string', value: 'FILE', help: 'write it to FILE (default: stdout)' },
@@ -326,12 +325,10 @@ on any of its channels opts the user out of all its later jobs.`,
   {
     name: 'optouts list',
     summary: "the client's opted-out recipients, a page at a time",
-    args: '',
-    positionals: { min: 0, max: 0 },
+    ...NO_ARGS,
     options: {
       client: CLIENT,
-      limit: { type: 'string', value: 'N', help: 'recipients per page (1-500, default 50)' },
-      next: { type: 'string', value: 'TOKEN', help: 'the page after the one that printed this token' },
+      ...paging('recipients', '1-500, default 50'),
     },
   },
   ...SUPPRESSION_COMMANDS,
