@@ -422,7 +422,9 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | 't
       else chunks.push(chunk);
     });
     req.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
-    req.on('error', (error) => reject(req.complete ? error : new ClientWentAwayError(error.message)));
+    req.on('error', (error) =>
+      reject(req.complete ? error : new ClientWentAwayError(error.message, { cause: error })),
+    );
   });
 }
 
