@@ -90,6 +90,14 @@ function heading(markdown: string): cloudwatch.TextWidget {
   return new cloudwatch.TextWidget({ markdown, width: 24, height: 1 });
 }
 
+/** One row of graphs sharing the dashboard's 24 columns evenly. */
+function graphRow(
+  ...graphs: readonly Omit<cloudwatch.GraphWidgetProps, 'width'>[]
+): cloudwatch.GraphWidget[] {
+  const width = 24 / graphs.length;
+  return graphs.map((graph) => new cloudwatch.GraphWidget({ ...graph, width }));
+}
+
 export class Operations extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: {
@@ -128,42 +136,41 @@ export class Operations extends Construct {
   private callWidgets(): cloudwatch.IWidget[] {
     return [
       heading('## Calls, per client\nIn flight against the contract, starts against the line, answers.'),
-      new cloudwatch.GraphWidget({
-        title: 'Calls in flight (peak per second) and the limit',
-        width: 8,
-        left: [
-          perClient('broker', 'CallsInFlight', 'Maximum', SECOND),
-          perClient('broker', 'CallLimit', 'Maximum', SECOND),
-        ],
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Call starts per second and the line rate',
-        width: 8,
-        left: [
-          perClient('broker', 'CallStarts', 'Sum', SECOND),
-          perClient('broker', 'CallRateLimit', 'Maximum', SECOND),
-        ],
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Answer rate, % (all clients) and calls ended per client',
-        width: 8,
-        left: [
-          // Final statuses arrive as callbacks (call-status) or Connect contact events.
-          new cloudwatch.MathExpression({
-            expression:
-              '100 * (FILL(answered, 0) + FILL(answeredConnect, 0)) / (FILL(ended, 0) + FILL(endedConnect, 0))',
-            label: 'answered %',
-            period: FIVE_MINUTES,
-            usingMetrics: {
-              answered: metric('call-status', 'CallsAnswered', 'Sum', FIVE_MINUTES),
-              answeredConnect: metric('connect-events', 'CallsAnswered', 'Sum', FIVE_MINUTES),
-              ended: metric('call-status', 'CallsEnded', 'Sum', FIVE_MINUTES),
-              endedConnect: metric('connect-events', 'CallsEnded', 'Sum', FIVE_MINUTES),
-            },
-          }),
-        ],
-        right: [perClient(undefined, 'CallsEnded', 'Sum', FIVE_MINUTES)],
-      }),
+      ...graphRow(
+        {
+          title: 'Calls in flight (peak per second) and the limit',
+          left: [
+            perClient('broker', 'CallsInFlight', 'Maximum', SECOND),
+            perClient('broker', 'CallLimit', 'Maximum', SECOND),
+          ],
+        },
+        {
+          title: 'Call starts per second and the line rate',
+          left: [
+            perClient('broker', 'CallStarts', 'Sum', SECOND),
+            perClient('broker', 'CallRateLimit', 'Maximum', SECOND),
+          ],
+        },
+        {
+          title: 'Answer rate, % (all clients) and calls ended per client',
+          left: [
+            // Final statuses arrive as callbacks (call-status) or Connect contact events.
+            new cloudwatch.MathExpression({
+              expression:
+                '100 * (FILL(answered, 0) + FILL(answeredConnect, 0)) / (FILL(ended, 0) + FILL(endedConnect, 0))',
+              label: 'answered %',
+              period: FIVE_MINUTES,
+              usingMetrics: {
+                answered: metric('call-status', 'CallsAnswered', 'Sum', FIVE_MINUTES),
+                answeredConnect: metric('connect-events', 'CallsAnswered', 'Sum', FIVE_MINUTES),
+                ended: metric('call-status', 'CallsEnded', 'Sum', FIVE_MINUTES),
+                endedConnect: metric('connect-events', 'CallsEnded', 'Sum', FIVE_MINUTES),
+              },
+            }),
+          ],
+          right: [perClient(undefined, 'CallsEnded', 'Sum', FIVE_MINUTES)],
+        },
+      ),
     ];
   }
 
@@ -171,68 +178,62 @@ export class Operations extends Construct {
     const channel = ['channelId', 'clientId'];
     return [
       heading("## Messages, per client and channel\nLINE's rate (2,000/s), its 429s, the monthly quota."),
-      new cloudwatch.GraphWidget({
-        title: 'Messages sent per second',
-        width: 8,
-        left: [perClient('broker', 'MessagesSent', 'Sum', SECOND, channel)],
-      }),
-      new cloudwatch.GraphWidget({
-        title: "LINE 429s per minute (the rate, or the month's quota)",
-        width: 8,
-        left: [perClient('broker', 'LineRateLimited', 'Sum', MINUTE, channel)],
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Monthly message quota used, %',
-        width: 8,
-        left: [perClient('broker', 'LineQuotaUsedPercent', 'Maximum', FIVE_MINUTES, ['channelId'])],
-        leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.lineQuotaPercent, label: 'alarm' }],
-        leftYAxis: { min: 0, max: 100 },
-      }),
+      ...graphRow(
+        {
+          title: 'Messages sent per second',
+          left: [perClient('broker', 'MessagesSent', 'Sum', SECOND, channel)],
+        },
+        {
+          title: "LINE 429s per minute (the rate, or the month's quota)",
+          left: [perClient('broker', 'LineRateLimited', 'Sum', MINUTE, channel)],
+        },
+        {
+          title: 'Monthly message quota used, %',
+          left: [perClient('broker', 'LineQuotaUsedPercent', 'Maximum', FIVE_MINUTES, ['channelId'])],
+          leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.lineQuotaPercent, label: 'alarm' }],
+          leftYAxis: { min: 0, max: 100 },
+        },
+      ),
     ];
   }
 
   private webhookWidgets(props: OperationsProps): cloudwatch.IWidget[] {
     return [
-      new cloudwatch.TextWidget({
-        markdown:
-          '## Webhooks and lists\nLINE waits 2 s for the acknowledgement; what the processor did; dead letters.',
-        width: 24,
-        height: 1,
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Webhook acknowledgement, ms (p50, p99)',
-        width: 6,
-        left: [
-          metric('webhook-receiver', 'WebhookAckLatency', 'p50', MINUTE),
-          metric('webhook-receiver', 'WebhookAckLatency', 'p99', MINUTE),
-        ],
-        leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.webhookAckP99Ms, label: 'alarm' }],
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Webhook events: accepted per channel; processed',
-        width: 6,
-        left: [perClient('webhook-receiver', 'WebhookEventsAccepted', 'Sum', MINUTE, ['channelId'])],
-        right: ['Done', 'Skipped', 'Retried', 'RateLimited', 'Failed'].map((name) =>
-          metric('webhook-processor', name, 'Sum', MINUTE),
-        ),
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Dead letters (visible messages)',
-        width: 6,
-        left: Object.entries(props.queues).map(([name, pair]) =>
-          pair.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-            label: name,
-            period: MINUTE,
-            statistic: 'Maximum',
-          }),
-        ),
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'List ingest: rows per second, rows',
-        width: 6,
-        left: [metric('ingest', 'IngestRowsPerSecond', 'Maximum', FIVE_MINUTES)],
-        right: [metric('ingest', 'IngestRows', 'Sum', FIVE_MINUTES)],
-      }),
+      heading(
+        '## Webhooks and lists\nLINE waits 2 s for the acknowledgement; what the processor did; dead letters.',
+      ),
+      ...graphRow(
+        {
+          title: 'Webhook acknowledgement, ms (p50, p99)',
+          left: [
+            metric('webhook-receiver', 'WebhookAckLatency', 'p50', MINUTE),
+            metric('webhook-receiver', 'WebhookAckLatency', 'p99', MINUTE),
+          ],
+          leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.webhookAckP99Ms, label: 'alarm' }],
+        },
+        {
+          title: 'Webhook events: accepted per channel; processed',
+          left: [perClient('webhook-receiver', 'WebhookEventsAccepted', 'Sum', MINUTE, ['channelId'])],
+          right: ['Done', 'Skipped', 'Retried', 'RateLimited', 'Failed'].map((name) =>
+            metric('webhook-processor', name, 'Sum', MINUTE),
+          ),
+        },
+        {
+          title: 'Dead letters (visible messages)',
+          left: Object.entries(props.queues).map(([name, pair]) =>
+            pair.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+              label: name,
+              period: MINUTE,
+              statistic: 'Maximum',
+            }),
+          ),
+        },
+        {
+          title: 'List ingest: rows per second, rows',
+          left: [metric('ingest', 'IngestRowsPerSecond', 'Maximum', FIVE_MINUTES)],
+          right: [metric('ingest', 'IngestRows', 'Sum', FIVE_MINUTES)],
+        },
+      ),
     ];
   }
 
@@ -240,35 +241,33 @@ export class Operations extends Construct {
     const { fleet, functions } = props;
     return [
       heading('## Brokers and the job manager\nLeases, task protection, fleet size, the per-minute run.'),
-      new cloudwatch.GraphWidget({
-        title: 'Brokers: desired and running',
-        width: 6,
-        left: [
-          fleet.containerInsightsMetric('DesiredTaskCount', MINUTE),
-          fleet.containerInsightsMetric('RunningTaskCount', MINUTE),
-        ],
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Leases lost per client; task protection failures',
-        width: 6,
-        left: [perClient('broker', 'LeasesLost', 'Sum', FIVE_MINUTES)],
-        right: [metric('broker', 'ProtectionFailures', 'Sum', FIVE_MINUTES)],
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Job manager: run time and lag behind its minute, ms',
-        width: 6,
-        left: [
-          metric('job-manager', 'JobManagerRunTime', 'Maximum', MINUTE),
-          metric('job-manager', 'JobManagerLag', 'Maximum', MINUTE),
-        ],
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Function errors',
-        width: 6,
-        left: Object.values(functions).map((fn) =>
-          fn.metricErrors({ label: fn.spec.id, period: FIVE_MINUTES, statistic: 'Sum' }),
-        ),
-      }),
+      ...graphRow(
+        {
+          title: 'Brokers: desired and running',
+          left: [
+            fleet.containerInsightsMetric('DesiredTaskCount', MINUTE),
+            fleet.containerInsightsMetric('RunningTaskCount', MINUTE),
+          ],
+        },
+        {
+          title: 'Leases lost per client; task protection failures',
+          left: [perClient('broker', 'LeasesLost', 'Sum', FIVE_MINUTES)],
+          right: [metric('broker', 'ProtectionFailures', 'Sum', FIVE_MINUTES)],
+        },
+        {
+          title: 'Job manager: run time and lag behind its minute, ms',
+          left: [
+            metric('job-manager', 'JobManagerRunTime', 'Maximum', MINUTE),
+            metric('job-manager', 'JobManagerLag', 'Maximum', MINUTE),
+          ],
+        },
+        {
+          title: 'Function errors',
+          left: Object.values(functions).map((fn) =>
+            fn.metricErrors({ label: fn.spec.id, period: FIVE_MINUTES, statistic: 'Sum' }),
+          ),
+        },
+      ),
     ];
   }
 
@@ -278,25 +277,25 @@ export class Operations extends Construct {
       heading(
         "## Cold starts\nLambda's Init Duration (the runtime, the bundle's import, the code run at import), from each function's reports.",
       ),
-      new cloudwatch.GraphWidget({
-        title: 'Init Duration p99 per function, ms',
-        width: 12,
-        left: props.allFunctions.map((fn) =>
-          fn.metricInitDuration({ statistic: 'p99', period: FIFTEEN_MINUTES }).with({ label: fn.spec.id }),
-        ),
-        leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.receiverInitP99Ms, label: 'receiver alarm' }],
-        leftYAxis: { min: 0 },
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Cold starts per function (count of Init Durations)',
-        width: 12,
-        left: props.allFunctions.map((fn) =>
-          fn
-            .metricInitDuration({ statistic: 'SampleCount', period: FIFTEEN_MINUTES })
-            .with({ label: fn.spec.id }),
-        ),
-        leftYAxis: { min: 0 },
-      }),
+      ...graphRow(
+        {
+          title: 'Init Duration p99 per function, ms',
+          left: props.allFunctions.map((fn) =>
+            fn.metricInitDuration({ statistic: 'p99', period: FIFTEEN_MINUTES }).with({ label: fn.spec.id }),
+          ),
+          leftAnnotations: [{ value: OPERATIONS_THRESHOLDS.receiverInitP99Ms, label: 'receiver alarm' }],
+          leftYAxis: { min: 0 },
+        },
+        {
+          title: 'Cold starts per function (count of Init Durations)',
+          left: props.allFunctions.map((fn) =>
+            fn
+              .metricInitDuration({ statistic: 'SampleCount', period: FIFTEEN_MINUTES })
+              .with({ label: fn.spec.id }),
+          ),
+          leftYAxis: { min: 0 },
+        },
+      ),
     ];
   }
 
