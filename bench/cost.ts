@@ -21,9 +21,10 @@
  * lines Lambda adds and the X-Ray traces active tracing records. The job manager runs every second
  * here (every minute on AWS): it is a fixed cost per minute, not per message, and is printed apart.
  *
- * Designs: {@link DESIGNS} lists the designs measured side by side, each a function that runs the
- * scenarios and returns what it measured: today's (message claims on each task), claim pages, and
- * chunks (claim pages, and a message for all held 500 recipients an item: docs/multicast-chunks.md).
+ * Designs: {@link DESIGNS} lists the designs measured side by side, each in a process of its own:
+ * today's (message claims on each task), claim pages, and chunks (claim pages, and a message for
+ * all held 500 recipients an item: docs/multicast-chunks.md) run at the last revision that had them
+ * (bench/lib/baseline-revision.ts); personalised chunks, production's, run on this checkout.
  * Email, which has only today's storage, runs in the last design only.
  *
  *   npm run bench:cost [-- --messages 2000 --multicast 20000 --calls 500 --emails 2000]
@@ -49,6 +50,7 @@ import { type Job, keys } from '#shared/jobs/model.ts';
 import { queues } from '#shared/resources.ts';
 import { AwsMeter, addTallies, diffTally, sumWhere, type Tally, writeUnits } from './lib/aws-meter.ts';
 import type { BrokerMeterFile } from './lib/aws-meter-preload.ts';
+import { BEFORE_CLAIM_PAGES, baselineTree } from './lib/baseline-revision.ts';
 import { LambdaLogMeter, type LogVolume } from './lib/lambda-logs.ts';
 import {
   LAMBDA_PLATFORM_LOG_BYTES,
@@ -154,56 +156,29 @@ interface Measured {
   readonly outcome: string;
 }
 
-/** A design: runs every scenario it is given, returns what each measured. */
+/**
+ * A design: runs every scenario it is given, returns what each measured. The designs before the
+ * current one are measured at the last revision that had them (bench/lib/baseline-revision.ts):
+ * this same bench, run there with `--design`.
+ */
 interface Design {
   readonly name: string;
   /** Scenarios this design does not measure (their storage is the same in every design). */
   readonly skips?: readonly ScenarioId[];
-  run(scenarios: readonly Scenario[]): Promise<Map<ScenarioId, Measured>>;
+  /** The older revision it runs at; none: this checkout's code, by `run`. */
+  readonly revision?: string;
+  run?(scenarios: readonly Scenario[]): Promise<Map<ScenarioId, Measured>>;
 }
 
 const DESIGNS: readonly Design[] = [
-  // Message claims recorded on each task (the design before claim pages).
-  {
-    name: 'today',
-    skips: ['email'],
-    run: (scenarios) =>
-      runOnLocalStack(scenarios, 'benchcosttask', {
-        BROKER_CLAIM_RECORDS: 'task',
-        INGEST_MULTICAST_CHUNKS: 'off',
-      }),
-  },
-  // Message claims recorded per page (shared/adapters/dynamo-claim-pages.ts, docs/claim-pages.md).
-  {
-    name: 'claim pages',
-    skips: ['email'],
-    run: (scenarios) =>
-      runOnLocalStack(scenarios, 'benchcostpage', {
-        BROKER_CLAIM_RECORDS: 'page',
-        INGEST_MULTICAST_CHUNKS: 'off',
-      }),
-  },
+  // Message claims recorded on each task, a task a recipient (the design before claim pages).
+  { name: 'today', skips: ['email'], revision: BEFORE_CLAIM_PAGES },
+  // Message claims recorded per page (docs/claim-pages.md), still a task a recipient.
+  { name: 'claim pages', skips: ['email'], revision: BEFORE_CLAIM_PAGES },
   // And a message for all held 500 recipients a chunk item (docs/multicast-chunks.md).
-  {
-    name: 'chunks',
-    skips: ['email'],
-    run: (scenarios) =>
-      runOnLocalStack(scenarios, 'benchcostchunk', {
-        BROKER_CLAIM_RECORDS: 'page',
-        INGEST_MULTICAST_CHUNKS: 'on',
-        INGEST_PERSONALISED_CHUNKS: 'off',
-      }),
-  },
-  // And a personalised message's recipients in chunks too, each member's variables with it: the default now.
-  {
-    name: 'personalised chunks',
-    run: (scenarios) =>
-      runOnLocalStack(scenarios, 'benchcostpers', {
-        BROKER_CLAIM_RECORDS: 'page',
-        INGEST_MULTICAST_CHUNKS: 'on',
-        INGEST_PERSONALISED_CHUNKS: 'on',
-      }),
-  },
+  { name: 'chunks', skips: ['email'], revision: BEFORE_CLAIM_PAGES },
+  // And a personalised message's recipients in chunks too, each member's variables with it: production now.
+  { name: 'personalised chunks', run: (scenarios) => runOnLocalStack(scenarios, 'benchcostpers') },
 ];
 
 const fmt = (n: number, digits = 0) =>
@@ -215,7 +190,6 @@ const fmt = (n: number, digits = 0) =>
 async function runOnLocalStack(
   scenarios: readonly Scenario[],
   stage: string,
-  designEnv: Record<string, string>,
 ): Promise<Map<ScenarioId, Measured>> {
   const meter = new AwsMeter('bench');
   const uninstall = meter.install();
@@ -239,8 +213,6 @@ async function runOnLocalStack(
   // and not printed (bench/lib/lambda-logs.ts); the brokers, whose logs are not priced here, as before.
   process.env.LOG_LEVEL = 'info';
   process.env.POWERTOOLS_METRICS_DISABLED = 'false';
-  // The in-process Lambdas read the design's switches too (this process runs this design only).
-  Object.assign(process.env, designEnv);
   const stack = await startLocalStack({
     stage,
     port: 0,
@@ -256,7 +228,6 @@ async function runOnLocalStack(
       RECONCILE_MARGIN_MS: '1000',
       BROKER_IDLE_WAIT_MS: '300',
       LOG_LEVEL: 'error',
-      ...designEnv,
     },
   });
   // Not built by the project's factory: the bench's own reads of the job are not counted.
@@ -662,7 +633,7 @@ console.log(
 );
 if (values.design !== undefined) {
   const design = DESIGNS.find((d) => d.name === values.design);
-  if (!design || values.out === undefined)
+  if (!design?.run || values.out === undefined)
     throw new Error(`--design ${values.design} needs a known design and --out`);
   const scenarios = SCENARIOS.filter((s) => !design.skips?.includes(s.id));
   writeFileSync(values.out, JSON.stringify([...(await design.run(scenarios))]));
@@ -678,7 +649,9 @@ for (const design of DESIGNS) {
     process.execPath,
     [
       ...process.execArgv,
-      fileURLToPath(import.meta.url),
+      design.revision
+        ? path.join(baselineTree(design.revision), 'bench/cost.ts')
+        : fileURLToPath(import.meta.url),
       ...process.argv.slice(2),
       '--design',
       design.name,

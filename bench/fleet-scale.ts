@@ -18,7 +18,8 @@
  * to the next.
  *
  * Designs: {@link DESIGNS} lists the job manager designs measured side by side:
- * - `today`: the job manager as it was before issue #16 item 3 (kept in bench/lib/today/): every
+ * - `today`: the job manager as it was before issue #16 item 3 (bench/lib/today/ at the revision
+ *   bench/lib/baseline-revision.ts builds beside this checkout): every
  *   run asks each client with a running job for a ready task (16 Queries), a cold instance also
  *   each job for an open one (16 more), and the work list is one item;
  * - `hints`: the job manager as it is (shared/fleet/job-manager.ts): per-client ready hints read
@@ -58,9 +59,8 @@ import { functions } from '#shared/functions.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { AwsMeter, diffTally, sumWhere, type Tally, writeUnits } from './lib/aws-meter.ts';
+import { importFromBaseline } from './lib/baseline-revision.ts';
 import { PRICES } from './lib/prices.ts';
-import { makeDynamoFleetStore as makeTodayFleetStore } from './lib/today/dynamo-fleet.ts';
-import { makeRunJobManager as makeTodayRun } from './lib/today/job-manager.ts';
 
 const USAGE = `npm run bench:fleet-scale [-- options]
   --sizes LIST   numbers of clients (default 10,100,1000,10000)
@@ -160,9 +160,35 @@ function benchDoc(env: Env) {
   );
 }
 
-/** Today's job manager (bench/lib/today/): a fresh handler (cold), then the same one again (warm). */
+/** What the baseline revision's bench/lib/today/ gives: its store and its job manager's run. */
+interface TodayJobManager {
+  readonly makeDynamoFleetStore: (
+    doc: DynamoDBDocumentClient,
+    tables: { controlTable: string; tasksTable: string },
+  ) => unknown;
+  readonly makeRunJobManager: (options: {
+    store: unknown;
+    scaler: { setDesiredCount(count: number): Promise<void> };
+    sweeps: unknown;
+    clock: { now(): number };
+    maxBrokers: number;
+    desiredVersion: () => string;
+  }) => () => Promise<Omit<JobManagerResult, 'served' | 'read' | 'unread' | 'stepMs'>>;
+}
+
+async function todayJobManager(): Promise<TodayJobManager> {
+  const [fleet, run] = await Promise.all([
+    importFromBaseline<Pick<TodayJobManager, 'makeDynamoFleetStore'>>('bench/lib/today/dynamo-fleet.ts'),
+    importFromBaseline<Pick<TodayJobManager, 'makeRunJobManager'>>('bench/lib/today/job-manager.ts'),
+  ]);
+  return { makeDynamoFleetStore: fleet.makeDynamoFleetStore, makeRunJobManager: run.makeRunJobManager };
+}
+
+/** Today's job manager (the baseline revision's): a fresh handler (cold), then the same one again (warm). */
 async function measureToday(env: Env, clients: number): Promise<Measured> {
   const doc = benchDoc(env);
+  const { makeDynamoFleetStore: makeTodayFleetStore, makeRunJobManager: makeTodayRun } =
+    await todayJobManager();
   const todayRun = makeTodayRun({
     store: makeTodayFleetStore(doc, {
       controlTable: env.cloud.tableNames.control!,

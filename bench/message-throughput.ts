@@ -22,6 +22,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -30,6 +31,7 @@ import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clien
 import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
 import { type HttpSend, PooledHttpSend } from '#shared/campaign/http-send.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
+import { baselineTree } from './lib/baseline-revision.ts';
 import type { BrokerContenderRequest, BrokerContenderResult } from './lib/message-broker-contender.ts';
 import type { ContenderRequest, WarmedUp } from './lib/message-contender.ts';
 import type { CeilingRequest, CeilingResult } from './lib/message-load-worker.ts';
@@ -162,10 +164,10 @@ const heapLabel =
     ? `V8 heap as the broker task's (${HEAP_FLAGS.join(' ')})`
     : "V8's default heap sizing";
 
-const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+const here = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
 
-function child(path: string, args: string[] = [], nodeFlags: string[] = []): ChildProcess {
-  return spawn(process.execPath, [...nodeFlags, here(path), ...args], {
+function child(script: string, args: string[] = [], nodeFlags: string[] = []): ChildProcess {
+  return spawn(process.execPath, [...nodeFlags, path.isAbsolute(script) ? script : here(script), ...args], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 }
@@ -468,12 +470,13 @@ console.log(
  * Java process on the cores the broker and the sandbox share, so its CPU time is printed too.
  */
 /**
- * One run of the whole broker, its claims recorded per page (now) or per task (before claim pages),
- * sending over undici's Pool (now) or `node:http` (before), the job's recipients held in chunks
- * with their variables (now) or a task each (before).
+ * One run of the whole broker, its claims recorded per page (now) or per task (`before`: before
+ * claim pages, run at the last revision that had them, bench/lib/baseline-revision.ts), sending
+ * over undici's Pool (now) or `node:http` (before), the job's recipients held in chunks with their
+ * variables (now) or a task each (before).
  */
 async function runWholeBroker(
-  claimRecords: BrokerContenderRequest['claimRecords'],
+  claims: 'pages' | 'before',
   transport: BrokerContenderRequest['transport'],
   held: BrokerContenderRequest['held'],
 ) {
@@ -482,7 +485,9 @@ async function runWholeBroker(
   const sandbox = await freshSandbox();
   try {
     const proc = child(
-      './lib/message-broker-contender.ts',
+      claims === 'before'
+        ? path.join(baselineTree(), 'bench/lib/message-broker-contender.ts')
+        : './lib/message-broker-contender.ts',
       [
         JSON.stringify({
           dynamoEndpoint: cloud.dynamoEndpoint,
@@ -494,10 +499,11 @@ async function runWholeBroker(
           rate: LINE_RATE,
           concurrency: rateConcurrency,
           withXRaySdk: false,
-          claimRecords,
           transport,
           held,
-        } satisfies BrokerContenderRequest),
+          // The baseline revision's contender sets its broker's BROKER_CLAIM_RECORDS from it.
+          ...(claims === 'before' ? { claimRecords: 'task' } : {}),
+        } satisfies BrokerContenderRequest & { claimRecords?: 'task' }),
       ],
       [
         ...HEAP_FLAGS,
@@ -534,7 +540,7 @@ if (brokerMessages > 0) {
     console.log(`\nthe whole broker on DynamoDB Local: skipped (${(error as Error).message})`);
   }
   if (javaReady && values['broker-now-only']) {
-    const { r } = await runWholeBroker('page', 'undici', 'chunks');
+    const { r } = await runWholeBroker('pages', 'undici', 'chunks');
     console.log(
       `\nthe whole broker now, ${fmt(r.messages)} personalised messages in chunks: ${fmt(r.messagesPerSecond)} msgs/s; CPU ${fmt((1000 * r.cpuSeconds) / r.messages, 3)} ms a message whole run, ${fmt(r.steadyCpuMsPerMessage, 3)} steady; by thread ${threadsLine(r)}`,
     );
@@ -548,9 +554,9 @@ if (brokerMessages > 0) {
  * job, the baselines first so the machine is as warm for all.
  */
 async function printWholeBrokers(): Promise<void> {
-  const before = await runWholeBroker('task', 'node-http', 'tasks');
-  const pagesOnly = await runWholeBroker('page', 'undici', 'tasks');
-  const { r, javaSeconds, stats } = await runWholeBroker('page', 'undici', 'chunks');
+  const before = await runWholeBroker('before', 'node-http', 'tasks');
+  const pagesOnly = await runWholeBroker('pages', 'undici', 'tasks');
+  const { r, javaSeconds, stats } = await runWholeBroker('pages', 'undici', 'chunks');
   console.log(
     `\nthe whole broker on DynamoDB Local (worker/process.ts: lease, claim pages, pipeline, outcome writes), ${fmt(r.messages)} personalised messages held in chunks of 500, channel and sandbox at ${fmt(LINE_RATE)}/s:`,
   );

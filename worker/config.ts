@@ -38,8 +38,6 @@ export interface BrokerConfig {
   readonly email:
     | { readonly configurationSet: string; readonly rateShare: number; readonly settings: EmailServeSettings }
     | undefined;
-  /** Where message claims are recorded (`BROKER_CLAIM_RECORDS`: `page`, the default, or `task`). */
-  readonly claimRecords: 'page' | 'task';
   /** The ECS agent (`ECS_AGENT_URI`); absent outside ECS: protection is then a logged no-op. */
   readonly ecsAgentUri: string | undefined;
   /** The ECS task metadata endpoint (`ECS_CONTAINER_METADATA_URI_V4`, set by Fargate). */
@@ -111,7 +109,6 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
     telephony: readTelephony(callbackUrl, env),
     lineApiUrl: optional('LINE_API_URL') ?? DEFAULT_LINE_API_URL,
     email: readEmail(env),
-    claimRecords: claimRecordsOf(optional('BROKER_CLAIM_RECORDS')),
     ecsAgentUri: optional('ECS_AGENT_URI'),
     ecsMetadataUri: optional('ECS_CONTAINER_METADATA_URI_V4'),
     httpHost: optional('BROKER_HTTP_HOST') ?? '127.0.0.1',
@@ -158,10 +155,4 @@ function readTelephony(callbackUrl: string, env: NodeJS.ProcessEnv): BrokerConfi
       lookupSettleMs: getNumberFromEnv('TWILIO_LOOKUP_SETTLE_MS', TWILIO_LOOKUP_SETTLE_MS, env),
     },
   };
-}
-
-/** `BROKER_CLAIM_RECORDS`: `page` (default) or `task`; anything else is refused at start. */
-function claimRecordsOf(value: string | undefined): 'page' | 'task' {
-  if (value === undefined || value === 'page' || value === 'task') return value ?? 'page';
-  throw new ConfigError(`BROKER_CLAIM_RECORDS must be "page" or "task", not ${JSON.stringify(value)}`);
 }

@@ -22,17 +22,15 @@ import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { newUlid } from '#shared/ids.ts';
-import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, keys } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { readBrokerConfig } from '#worker/config.ts';
 import { startBrokerProcess } from '#worker/process.ts';
 import { makeNodeHttpSend } from './node-http-send.ts';
-import { seedRunningJob } from './seed-job.ts';
+import { pendingTask, seedRunningJob } from './seed-job.ts';
 
 export interface BrokerContenderRequest {
-  /** Where the broker records its claims (`BROKER_CLAIM_RECORDS`): per page (now) or per task (before). */
-  readonly claimRecords: 'page' | 'task';
   /** LINE's transport: undici's Pool (now) or `node:http` with a keep-alive agent (before). */
   readonly transport: 'undici' | 'node-http';
   /** How the job's recipients are held: a task each (before), or chunks of 500 with their variables (now). */
@@ -252,19 +250,14 @@ await seedRunningJob(
     client,
     job,
     count: request.messages,
-    tasks: (i): Task => ({
-      clientId,
-      jobId: job.jobId,
-      taskId: `t${String(i).padStart(7, '0')}`,
-      row: i + 2,
-      channel: 'message',
-      recipient: recipient(i),
-      variables: { name: `Customer ${i}` },
-      state: 'pending',
-      attempts: 0,
-      readyAt: now - 1000,
-      updatedAt: now,
-    }),
+    tasks: (i) =>
+      pendingTask(job, i, {
+        channel: 'message',
+        recipient: recipient(i),
+        variables: { name: `Customer ${i}` },
+        readyAt: now - 1000,
+        updatedAt: now,
+      }),
     chunks: request.held === 'chunks',
   },
 );
@@ -291,7 +284,6 @@ const broker = await startBrokerProcess(
     TELEPHONY_API_TOKEN: 'unused',
     CALL_STATUS_CALLBACK_URL: 'http://127.0.0.1:9/status',
     BROKER_VERSION: 'v1',
-    BROKER_CLAIM_RECORDS: request.claimRecords,
     // Experiments: more of the broker's environment, as JSON (e.g. `{"MESSAGE_QUEUE_CAPACITY":"1000"}`).
     ...(JSON.parse(process.env.BENCH_BROKER_ENV ?? '{}') as Record<string, string>),
   }),

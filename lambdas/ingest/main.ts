@@ -31,10 +31,9 @@ const maxRowsPerRun = getNumberFromEnv('INGEST_MAX_ROWS_PER_RUN', 0);
 // 0 (unset): MAX_UPLOAD_BYTES (shared/jobs/upload-limit.ts), the limit the console and the CLI
 // say. Tests lower it to see a file refused without uploading a gigabyte.
 const maxUploadBytes = getNumberFromEnv('INGEST_MAX_UPLOAD_BYTES', 0);
-// `off`: a task per recipient for every job (the design before chunks, kept for bench:cost's baseline).
-const multicastChunks = process.env.INGEST_MULTICAST_CHUNKS !== 'off';
-// `off`: a personalised message's recipients a task each (chunks for a shared message only, as before).
-const personalisedChunks = process.env.INGEST_PERSONALISED_CHUNKS !== 'off';
+// 0 (unset): MAX_CHUNKED_LIST_BYTES (shared/jobs/ingest-step.ts); a LINE list past it is held a task
+// a recipient. Tests lower it to hold a small list so.
+const maxChunkedListBytes = getNumberFromEnv('INGEST_MAX_CHUNKED_LIST_BYTES', 0);
 
 const doc = makeDocumentClient();
 const s3 = makeS3Client();
@@ -65,8 +64,7 @@ export const handler = observe(
       log,
       ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),
       ...(maxUploadBytes > 0 ? { maxUploadBytes } : {}),
-      multicastChunks,
-      personalisedChunks,
+      ...(maxChunkedListBytes > 0 ? { maxChunkedListBytes } : {}),
     }),
     sweep: makeJobSweep({
       jobs,

@@ -18,7 +18,6 @@ import {
   isLeftByOlderHolder,
   mayClaimMessage,
   mayHaveBeenSent,
-  messageClaimMove,
   WAITING_STATES,
 } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -35,7 +34,7 @@ import {
   type MessageTaskTable,
 } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
-import { moveFrom, STATE_NAME, stateIn, stateValue } from './task-state-conditions.ts';
+import { STATE_NAME, stateIn } from './task-state-conditions.ts';
 
 /** Task updates per claim transaction (+ the lease check: 100 items, the service's limit). */
 export const CLAIMS_PER_TRANSACTION = 99;
@@ -99,11 +98,8 @@ export interface ClaimerDeps {
     clientId: string,
     recipients: readonly string[],
   ) => Promise<ReadonlyMap<string, string>>;
-  /**
-   * Where a claim is recorded: on a claim page (`dynamo-claim-pages.ts`, the default), or on each
-   * task's item (`task`: the design before claim pages, kept to measure it beside them).
-   */
-  readonly pages?: ClaimPages;
+  /** Where a claim is recorded: on a claim page (`dynamo-claim-pages.ts`). */
+  readonly pages: ClaimPages;
 }
 
 /** How a page reads the shards: from their cursors (`fromStart` false) or from their starts, and which it read from their start. */
@@ -239,7 +235,7 @@ export class MessageClaimer implements TaskSource {
     this.#deps = deps;
     this.#clientId = deps.lease.clientId;
     const { doc, controlTable, tasksTable } = deps.table;
-    this.#indexView = deps.pages ? { attributes: INDEX_VIEW } : {};
+    this.#indexView = { attributes: INDEX_VIEW };
     this.#caps = new MessageCaps(doc, { controlTable, tasksTable }, this.#clientId);
   }
 
@@ -247,7 +243,7 @@ export class MessageClaimer implements TaskSource {
     const token = this.#deps.lease.token();
     if (token === undefined || this.#deps.state.fenced) return [];
     const now = this.#deps.table.clock.now();
-    if (this.#adoptQueue === undefined && this.#deps.pages) await this.#settleLeftPages(token, now);
+    if (this.#adoptQueue === undefined) await this.#settleLeftPages(token, now);
     // An empty page ends the round: before saying so, every shard is read from its start (tasks
     // below a cursor), whatever the first reading's candidates came to once read again.
     // A reading whose chunks were all spilled into tasks claimed nothing: the tasks are read next.
@@ -268,7 +264,7 @@ export class MessageClaimer implements TaskSource {
   async #claimReading(token: number, now: number, limit: number): Promise<ClaimedTask[]> {
     const readFromStart = new Set<number>();
     const page = await this.#claimPage(token, now, limit, { readFromStart, fromStart: false });
-    if (page.length > 0 || !this.#deps.pages) return page;
+    if (page.length > 0) return page;
     return this.#claimPage(token, now, limit, { readFromStart, fromStart: true });
   }
 
@@ -281,7 +277,7 @@ export class MessageClaimer implements TaskSource {
     let chosen = await this.#withBatchMembers(candidates, token, now);
     // A page claim writes no task: what was chosen from the (eventually consistent) index is read
     // again, strongly consistent, and only what is still claimable is claimed.
-    if (this.#deps.pages) chosen = await this.#stillClaimable(chosen, token, now);
+    chosen = await this.#stillClaimable(chosen, token, now);
     const byJob = new Map<string, Chosen[]>();
     for (const c of chosen) byJob.set(c.task.jobId, [...(byJob.get(c.task.jobId) ?? []), c]);
     const page: ClaimedTask[] = [];
@@ -347,7 +343,7 @@ export class MessageClaimer implements TaskSource {
    */
   async #settleLeftPages(token: number, now: number): Promise<void> {
     const pages: ClaimPage[] = [];
-    for (const page of await this.#deps.pages!.leftBehind()) {
+    for (const page of await this.#deps.pages.leftBehind()) {
       // A newer holder's page is its own to settle (this session has lost the lease: its claims fail).
       if (page.token > token) continue;
       if (page.token < token || page.holdUntil <= now) pages.push(page);
@@ -383,7 +379,7 @@ export class MessageClaimer implements TaskSource {
     // the pages): what each page ended is final, and moves the job's counts with the page's close.
     for (const page of pages) {
       const listed = [...tasksOnPage(page)].flatMap(({ key }) => (stored.has(key) ? [stored.get(key)!] : []));
-      await this.#deps.pages!.close(page, endsOnPage(page.sk, listed));
+      await this.#deps.pages.close(page, endsOnPage(page.sk, listed));
     }
   }
 
@@ -565,7 +561,7 @@ export class MessageClaimer implements TaskSource {
     ]);
     if (claimed.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
-    if (this.#deps.pages) this.#advanceCursors(claimed);
+    this.#advanceCursors(claimed);
     const template = this.#deps.table.templateOf(job);
     return claimed.flatMap((c): ClaimedTask[] => {
       const { taskId, recipient, chunk } = c.task;
@@ -682,17 +678,15 @@ export class MessageClaimer implements TaskSource {
           group.map((c) => c.task),
           slots,
         );
-        const page = this.#deps.pages?.page(
+        const page = this.#deps.pages.page(
           jobId,
           group.map((c) => c.task.taskId),
           token,
           now,
           this.#deps.table.holdMs,
         );
-        // The claim's record: one page item, or an update of each task (before claim pages).
-        const records = page
-          ? [page.item]
-          : group.map(({ task }) => this.#claimUpdate(jobId, task, token, now));
+        // The claim's record: one page item; the tasks' items are written at their outcomes.
+        const records = [page.item];
         const codes = await this.#deps.table.transact([
           leaseFenceCheck(this.#deps.table.controlTable, {
             clientId: this.#clientId,
@@ -704,7 +698,7 @@ export class MessageClaimer implements TaskSource {
           ...counters.items,
         ]);
         if (codes === undefined) {
-          page?.commit();
+          page.commit();
           for (const c of group) {
             claimed.push({ ...c, startedAt: c.task.startedAt ?? now, attempt: Math.max(1, c.task.attempts) });
           }
@@ -714,15 +708,12 @@ export class MessageClaimer implements TaskSource {
           this.#deps.state.fenced = true;
           break;
         }
-        // Tasks that moved on since the index read, or over a contact limit: drop them, claim the rest.
+        // Tasks over a contact limit: hold them, claim the rest.
         const failed = failedConditions(codes);
-        const moved = new Set([...failed].filter((j) => !page && j < records.length));
         const capped = new Set([...failed].filter((j) => j >= records.length).map((j) => j - records.length));
-        if (moved.size === 0 && capped.size === 0) {
-          throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
-        }
+        if (capped.size === 0) throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
         const over = await this.#holdCapped(job, group, counters, capped, now);
-        group = group.filter((_, j) => !moved.has(j) && !over.has(j));
+        group = group.filter((_, j) => !over.has(j));
       }
     }
     return claimed;
@@ -743,41 +734,5 @@ export class MessageClaimer implements TaskSource {
     }
     for (const [task, slot] of over) await this.#caps.hold(job, group[task]!.task.item, slot, now);
     return new Set(over.keys());
-  }
-
-  /**
-   * A task's claim: the lifecycle's claim move (`messageClaimMove`: start, or reclaim of one in
-   * flight), of a task still as the index showed it → in flight under `token`, held until now +
-   * hold, re-sorted in the index to then. The first claim makes attempt 1 and records when it
-   * started (from which LINE's 24-hour retry-key window counts); a reclaim changes neither.
-   */
-  #claimUpdate(jobId: string, task: ClaimRecord, token: number, now: number) {
-    const holdUntil = now + this.#deps.table.holdMs;
-    const inFlight = stateValue('in-flight');
-    const from = moveFrom(messageClaimMove(task));
-    return {
-      Update: {
-        TableName: this.#deps.table.tasksTable,
-        Key: keys.task(jobId, task.taskId),
-        UpdateExpression:
-          `SET #state = ${inFlight.placeholder}, attempts = :attempts, startedAt = if_not_exists(startedAt, :now), ` +
-          'claimToken = :token, readyAt = :holdUntil, openSk = :openSk, updatedAt = :now',
-        // The move says which states a claim may take; the seen values, that nothing moved it since the read.
-        ConditionExpression: `${from.condition} AND #state = :seenState AND attempts = :seenAttempts AND readyAt = :seenReadyAt`,
-        ExpressionAttributeNames: STATE_NAME,
-        ExpressionAttributeValues: {
-          ...from.values,
-          ...inFlight.values,
-          ':attempts': Math.max(1, task.attempts),
-          ':now': now,
-          ':token': token,
-          ':holdUntil': holdUntil,
-          ':openSk': keys.openSk(holdUntil, jobId, task.taskId),
-          ':seenState': task.state,
-          ':seenAttempts': task.attempts,
-          ':seenReadyAt': task.readyAt,
-        },
-      },
-    };
   }
 }

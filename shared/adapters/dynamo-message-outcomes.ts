@@ -72,8 +72,8 @@ export interface OutcomeWriterDeps {
   readonly lease: MessageClaimLease;
   readonly state: SessionState;
   readonly batches: MulticastRecords;
-  /** The session's claim pages (absent when claims are recorded on each task). */
-  readonly pages?: ClaimPages;
+  /** The session's claim pages. */
+  readonly pages: ClaimPages;
 }
 
 export class OutcomeWriter implements ReportSink {
@@ -129,13 +129,13 @@ export class OutcomeWriter implements ReportSink {
       this.#deps.state.held.delete(o.taskId);
       this.#deps.state.startedAt.delete(claimKey(o.jobId, o.taskId));
       await this.#deps.batches.settled(o);
-      await this.#deps.pages?.settled(o.jobId, o.taskId);
+      await this.#deps.pages.settled(o.jobId, o.taskId);
     }
   }
 
   /** An end (not a release) of a task on one of this session's claim pages. */
   #endsOnPage(o: TaskOutcome): boolean {
-    return o.kind !== 'released' && this.#deps.pages?.pageOf(o.jobId, o.taskId) !== undefined;
+    return o.kind !== 'released' && this.#deps.pages.pageOf(o.jobId, o.taskId) !== undefined;
   }
 
   /**
@@ -144,7 +144,7 @@ export class OutcomeWriter implements ReportSink {
    * holder's outcome, a sweep, marked left by a broker taking over) is neither written nor counted.
    */
   async #endOnPages(outcomes: readonly TaskOutcome[], chunk?: ChunkOutcome): Promise<void> {
-    const pages = this.#deps.pages!;
+    const pages = this.#deps.pages;
     const ends = outcomes.map((o) => {
       // Not a release: an end, whatever the job.
       const end = messageOutcomeMove(o, { cancelled: false, endedBeforeReady: false }) as MessageEndMove;
@@ -231,7 +231,7 @@ export class OutcomeWriter implements ReportSink {
     // No holder whose claim page a newer holder settled (`leftOn`, as an end on a page checks) writes
     // an outcome here: its late release (or the end a release becomes when the job was cancelled or
     // has ended) would undo the newer holder's — a chunk's `except`, its wait.
-    const page = this.#deps.pages?.pageOf(outcome.jobId, outcome.taskId);
+    const page = this.#deps.pages.pageOf(outcome.jobId, outcome.taskId);
     if (page !== undefined) {
       parts.conditions.push('NOT contains(leftOn, :claimPage)');
       parts.values[':claimPage'] = page;

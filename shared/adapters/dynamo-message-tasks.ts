@@ -11,16 +11,8 @@
  * (≤ `jobCacheMs` old) rather than checked in the transaction: the reporter moves the job's counts
  * in its own transactions, and the two would conflict on the job item at every page. Claiming is
  * not sending: a pause stops sends in the broker (job watch, nudge), whatever was claimed goes back.
- *
- * With `claimRecords: 'task'` (the design before claim pages, kept to measure and to fall back to)
- * the transaction updates each task instead: a claimed task is `in-flight` and stays in the
- * `outstanding` index, re-sorted to when its hold ends (`readyAt` = now + `holdMs`), with the lease
- * token that claimed it (`claimToken`):
- * - a broker taking the client over reclaims at once every task an older token left in flight
- *   (its sends may or may not have reached LINE), with the SAME attempt, so its retry key is the
- *   same and LINE answers 409 to anything already delivered;
- * - the first claim of a task makes attempt 1 and records when it started (`startedAt`, from which
- *   LINE's 24-hour retry-key window counts); a reclaim changes neither.
+ * A task a broker before claim pages left `in-flight` under its own token is claimed again too,
+ * with the same attempt (`isLeftByOlderHolder`).
  *
  * Outcomes are written in transactions too, with the job's counts moved in the same transaction
  * (exact counts, one count write per hundred messages): delivered → `completed`, failed → `failed`
@@ -33,7 +25,6 @@
  * A multicast is recorded (`{jobId}#batch` / retry key, with its members) before its first
  * request. A member reclaimed later comes back with every still-unsettled member, under the
  * recorded key, so the resend is the same request and not a new one to the same people.
-
  *
  * The parts: `dynamo-message-claims.ts` (the claim side), `dynamo-message-outcomes.ts` (the
  * report side), `dynamo-multicast-records.ts` (the batch ledger), `dynamo-message-table.ts` (the
@@ -73,12 +64,6 @@ export interface DynamoMessageTasksOptions {
   /** The recipients of `recipients` on the client's suppression list, with the reason their task ends with. */
   readonly suppressed?: ClaimerDeps['suppressed'];
   readonly holdMs?: number;
-  /**
-   * Where a claim is recorded: `page` (default: one claim page per claim transaction,
-   * `dynamo-claim-pages.ts`) or `task` (an update of each task claimed: the design before claim
-   * pages, two to four times the write units; kept to measure beside it and to fall back to).
-   */
-  readonly claimRecords?: 'page' | 'task';
   /** How long a job's status is trusted when choosing tasks (the claim re-checks it), ms. Default 1,000. */
   readonly jobCacheMs?: number;
 }
@@ -117,7 +102,6 @@ export class DynamoMessageTaskStore implements DynamoMessageTasks {
   readonly #table: MessageTaskTable;
   readonly #optedOut: DynamoMessageTasksOptions['optedOut'];
   readonly #suppressed: DynamoMessageTasksOptions['suppressed'];
-  readonly #claimRecords: 'page' | 'task';
   readonly #jobs: JobStore;
   readonly #clock: Clock;
 
@@ -133,14 +117,13 @@ export class DynamoMessageTaskStore implements DynamoMessageTasks {
     });
     this.#optedOut = options.optedOut;
     this.#suppressed = options.suppressed;
-    this.#claimRecords = options.claimRecords ?? 'page';
   }
 
   session(lease: MessageClaimLease, accept: (job: Job) => boolean = () => true): MessageSession {
     const table = this.#table;
     const state = new SessionState();
     const batches = new MulticastRecords(table);
-    const pages = this.#claimRecords === 'page' ? new ClaimPages(table, lease.clientId) : undefined;
+    const pages = new ClaimPages(table, lease.clientId);
     return {
       source: new MessageClaimer({
         table,
@@ -150,9 +133,9 @@ export class DynamoMessageTaskStore implements DynamoMessageTasks {
         batches,
         ...(this.#optedOut ? { optedOut: this.#optedOut } : {}),
         ...(this.#suppressed ? { suppressed: this.#suppressed } : {}),
-        ...(pages ? { pages } : {}),
+        pages,
       }),
-      report: new OutcomeWriter({ table, lease, state, batches, ...(pages ? { pages } : {}) }),
+      report: new OutcomeWriter({ table, lease, state, batches, pages }),
       batches,
       fenced: () => state.fenced,
       jobs: () => [...state.jobsSeen],

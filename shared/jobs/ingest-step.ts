@@ -382,16 +382,15 @@ function storesChunks(tasks: IngestJobDeps['tasks']): boolean {
 }
 
 /**
- * Whether a job's LINE recipients are to be held in chunks: a message job, a list (by S3's size)
- * within the bound, a store that writes chunks and, for a personalised message, the flag on.
- * Decided when validation begins and recorded with the ingest's state (`IngestState.chunked`).
+ * Whether a job's LINE recipients are to be held in chunks of 500, shared or personalised
+ * (docs/multicast-chunks.md): a LINE job, a list (by S3's size) within the bound and a store that
+ * writes chunks; otherwise a task a recipient. Decided when validation begins and recorded with the
+ * ingest's state (`IngestState.chunked`).
  */
 export function holdsInChunks(deps: IngestJobDeps, job: Job, size: number): boolean {
   return (
-    deps.multicastChunks !== false &&
     job.channel === 'line' &&
     size <= (deps.maxChunkedListBytes ?? MAX_CHUNKED_LIST_BYTES) &&
-    (deps.personalisedChunks !== false || isSharedMessage(job.message)) &&
     storesChunks(deps.tasks)
   );
 }

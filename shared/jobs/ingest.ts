@@ -77,16 +77,6 @@ export interface IngestJobDeps extends JobStores {
   readonly progressEveryPages?: number;
   /** The largest file read; default `MAX_UPLOAD_BYTES` (tests lower it to refuse a small file). */
   readonly maxUploadBytes?: number;
-  /**
-   * Hold a shared message's recipients in chunks of 500 (docs/multicast-chunks.md) where the task
-   * store can; default true (off: a task a recipient, the design before, kept to measure it).
-   */
-  readonly multicastChunks?: boolean;
-  /**
-   * Hold a personalised message's recipients in chunks too, each member's variables with it
-   * (default true; off: a task a recipient for those, to measure the design before).
-   */
-  readonly personalisedChunks?: boolean;
   /** The largest list (S3's size of the file) held in chunks; default `MAX_CHUNKED_LIST_BYTES` (`ingest-step.ts`). */
   readonly maxChunkedListBytes?: number;
 }

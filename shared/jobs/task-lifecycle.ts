@@ -118,14 +118,6 @@ export function isLeftByOlderHolder(task: ClaimView, token: number): boolean {
   return task.state === 'in-flight' && Number(task.claimToken ?? 0) < token;
 }
 
-/**
- * The move a claim of a message task makes, by the state the index showed it in: one in flight is
- * reclaimed (from an older holder, or past its hold), a waiting one is started.
- */
-export function messageClaimMove(task: ClaimView): typeof TASK_MOVES.reclaim | typeof TASK_MOVES.start {
-  return task.state === 'in-flight' ? TASK_MOVES.reclaim : TASK_MOVES.start;
-}
-
 /** A reclaimed task, or one released after a request that may have reached LINE, may have been sent. */
 export function mayHaveBeenSent(task: { readonly state?: unknown; readonly maybeSent?: unknown }): boolean {
   return task.state === 'in-flight' || task.maybeSent === true;

@@ -41,7 +41,6 @@ export function testBrokerConfig(
     },
     lineApiUrl: 'http://127.0.0.1:9',
     email: undefined,
-    claimRecords: 'page',
     ecsAgentUri: undefined,
     ecsMetadataUri: undefined,
     httpHost: '127.0.0.1',

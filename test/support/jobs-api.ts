@@ -39,7 +39,7 @@ export interface JobsHarness {
 }
 
 /** Starts the jobs wiring for the file's tests (beforeAll) and stops it after (afterAll). */
-/** `env`: more of the Lambdas' environment (`INGEST_PERSONALISED_CHUNKS: 'off'` for a suite that wants a task a recipient). */
+/** `env`: more of the Lambdas' environment (`INGEST_MAX_CHUNKED_LIST_BYTES: '1'` for a suite that wants a task a recipient). */
 export function useJobsApi(cloud: TestCloud, options: { env?: Record<string, string> } = {}): JobsHarness {
   let jobs: JobsLocal | undefined;
   let api: ApiGatewayServer | undefined;

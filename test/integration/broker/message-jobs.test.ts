@@ -373,90 +373,82 @@ describe('a message job served by the broker', () => {
     expect(claimed.size).toBe(301);
   });
 
-  it.each(['page', 'task'] as const)(
-    'a broker taking over resends what a dead holder left in flight with the same keys: nobody gets it twice (claims recorded per %s)',
-    async (claimRecords) => {
-      const clientId = `take${claimRecords}${Math.random().toString(36).slice(2, 6)}`;
-      const n = 700;
-      const job = await seed(clientId, n, SAME_FOR_ALL);
-      const clock = { now: () => Date.now() };
-      const leases = new DynamoLeaseStore(cloud.doc, controlTable);
-      const store = new DynamoMessageTaskStore(cloud.doc, { controlTable, tasksTable, clock, claimRecords });
+  it('a broker taking over resends what a dead holder left in flight with the same keys: nobody gets it twice', async () => {
+    const clientId = `takepage${Math.random().toString(36).slice(2, 6)}`;
+    const n = 700;
+    const job = await seed(clientId, n, SAME_FOR_ALL);
+    const clock = { now: () => Date.now() };
+    const leases = new DynamoLeaseStore(cloud.doc, controlTable);
+    const store = new DynamoMessageTaskStore(cloud.doc, { controlTable, tasksTable, clock });
 
-      // The first holder claims a page, records its multicast, sends it — and dies before writing outcomes.
-      const first = await leases.tryTake({
-        clientId,
-        owner: 'dead',
-        now: Date.now(),
-        leaseMs: DEAD_LEASE_MS,
-      });
-      const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
-      // A page takes up to ~1/16 of the limit from each shard: it may come back a little short.
-      const page = await dead.source.nextPage(500);
-      expect(page.length).toBeGreaterThan(0);
-      expect(page.length).toBeLessThanOrEqual(500);
-      const ids = page.map((t) => t.taskId).sort();
-      const claimedItems = (await tasksOf(job.jobId)).filter((t) => ids.includes(t.taskId));
-      if (claimRecords === 'page') {
-        // The claim wrote its pages, not the tasks: they still wait in the index, attempt 0.
-        expect(claimedItems.every((t) => t.state === 'pending' && t.attempts === 0)).toBe(true);
-        const listed = (await claimPagesOf(clientId)).flatMap((p) => Object.values(p.tasks).flat());
-        expect(listed.sort()).toEqual(ids);
-      } else {
-        expect(claimedItems.every((t) => t.state === 'in-flight' && t.attempts === 1)).toBe(true);
-        expect(await claimPagesOf(clientId)).toEqual([]);
-      }
-      const retryKey = multicastRetryKey(job.jobId, 1, ids);
-      await dead.batches.record({ jobId: job.jobId, attempt: 1, retryKey, taskIds: ids });
-      const sorted = [...page].sort((a, b) => (a.taskId < b.taskId ? -1 : 1));
-      const client = new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
-      const sent = await client.send(
-        prepareMulticast(
-          sorted.map((t) => t.recipient),
-          SAME_FOR_ALL.messages,
-          retryKey,
-        ),
-      );
-      expect(sent.kind).toBe('delivered');
+    // The first holder claims a page, records its multicast, sends it — and dies before writing outcomes.
+    const first = await leases.tryTake({
+      clientId,
+      owner: 'dead',
+      now: Date.now(),
+      leaseMs: DEAD_LEASE_MS,
+    });
+    const dead = store.session({ clientId, owner: 'dead', token: () => first!.token });
+    // A page takes up to ~1/16 of the limit from each shard: it may come back a little short.
+    const page = await dead.source.nextPage(500);
+    expect(page.length).toBeGreaterThan(0);
+    expect(page.length).toBeLessThanOrEqual(500);
+    const ids = page.map((t) => t.taskId).sort();
+    const claimedItems = (await tasksOf(job.jobId)).filter((t) => ids.includes(t.taskId));
+    // The claim wrote its pages, not the tasks: they still wait in the index, attempt 0.
+    expect(claimedItems.every((t) => t.state === 'pending' && t.attempts === 0)).toBe(true);
+    const listed = (await claimPagesOf(clientId)).flatMap((p) => Object.values(p.tasks).flat());
+    expect(listed.sort()).toEqual(ids);
+    const retryKey = multicastRetryKey(job.jobId, 1, ids);
+    await dead.batches.record({ jobId: job.jobId, attempt: 1, retryKey, taskIds: ids });
+    const sorted = [...page].sort((a, b) => (a.taskId < b.taskId ? -1 : 1));
+    const client = new MessagingApiClient({ channelAccessToken: CHANNEL.accessToken, baseUrl: line.url });
+    const sent = await client.send(
+      prepareMulticast(
+        sorted.map((t) => t.recipient),
+        SAME_FOR_ALL.messages,
+        retryKey,
+      ),
+    );
+    expect(sent.kind).toBe('delivered');
 
-      // The lease expires (the heir's clock is past it); another broker takes the client over and runs the job to its end.
-      const second = await leases.tryTake({
-        clientId,
-        owner: 'heir',
-        now: Date.now() + DEAD_LEASE_MS + 100,
-        leaseMs: 30_000,
-      });
-      expect(second!.token).toBeGreaterThan(first!.token);
-      const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
-      const totals = await runMessagePipeline({
-        source: heir.source,
-        report: heir.report,
-        batches: heir.batches,
-        send: (prepared) => client.send(prepared),
-        rate: { perSecond: 2_000 },
-        clock,
-        // Pages smaller than the recorded multicast: its first page claims the whole batch, the rest
-        // of what the dead holder left is then held already, and the session goes on to the ready tasks.
-        pageSize: 100,
-      });
-      expect(totals.delivered).toBe(n);
-      const tasks = await tasksOf(job.jobId);
-      expect(tasks.every((t) => t.state === 'completed')).toBe(true);
-      expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
-      // The batch went out once: the heir's resend of the recorded batch was answered 409.
-      expect(line.log().some((e) => e.retryKey === retryKey && e.status === 409)).toBe(true);
-      // The job's counts move when a claim page closes, a moment after its tasks ended.
-      await until(
-        async () => (await jobOf(job)).counts.completed === n,
-        "the job's counts to reach every task",
-      );
-      // Every page is gone once its tasks are written: the dead holder's (settled by the heir) and the heir's.
-      expect(await claimPagesOf(clientId)).toEqual([]);
-      // What the dead holder had claimed was resent knowing it may have gone out, from its first claim's time.
-      const left = (await tasksOf(job.jobId)).filter((t) => ids.includes(t.taskId));
-      expect(left.every((t) => t.attempts === 1 && typeof t.startedAt === 'number')).toBe(true);
-    },
-  );
+    // The lease expires (the heir's clock is past it); another broker takes the client over and runs the job to its end.
+    const second = await leases.tryTake({
+      clientId,
+      owner: 'heir',
+      now: Date.now() + DEAD_LEASE_MS + 100,
+      leaseMs: 30_000,
+    });
+    expect(second!.token).toBeGreaterThan(first!.token);
+    const heir = store.session({ clientId, owner: 'heir', token: () => second!.token });
+    const totals = await runMessagePipeline({
+      source: heir.source,
+      report: heir.report,
+      batches: heir.batches,
+      send: (prepared) => client.send(prepared),
+      rate: { perSecond: 2_000 },
+      clock,
+      // Pages smaller than the recorded multicast: its first page claims the whole batch, the rest
+      // of what the dead holder left is then held already, and the session goes on to the ready tasks.
+      pageSize: 100,
+    });
+    expect(totals.delivered).toBe(n);
+    const tasks = await tasksOf(job.jobId);
+    expect(tasks.every((t) => t.state === 'completed')).toBe(true);
+    expect(deliveredCounts(clientId, n).every((c) => c === 1)).toBe(true);
+    // The batch went out once: the heir's resend of the recorded batch was answered 409.
+    expect(line.log().some((e) => e.retryKey === retryKey && e.status === 409)).toBe(true);
+    // The job's counts move when a claim page closes, a moment after its tasks ended.
+    await until(
+      async () => (await jobOf(job)).counts.completed === n,
+      "the job's counts to reach every task",
+    );
+    // Every page is gone once its tasks are written: the dead holder's (settled by the heir) and the heir's.
+    expect(await claimPagesOf(clientId)).toEqual([]);
+    // What the dead holder had claimed was resent knowing it may have gone out, from its first claim's time.
+    const left = (await tasksOf(job.jobId)).filter((t) => ids.includes(t.taskId));
+    expect(left.every((t) => t.attempts === 1 && typeof t.startedAt === 'number')).toBe(true);
+  });
 
   it('a recipient who opts out while a dead holder had their message in flight is not resent to, and the report says it may have been delivered', async () => {
     const clientId = `doubt${Math.random().toString(36).slice(2, 6)}`;

@@ -28,9 +28,9 @@ const cloud = testCloud();
 const controlTable = cloud.info.tableNames.control!;
 const tasksTable = cloud.info.tableNames.tasks!;
 const mixedList = readFileSync(new URL('../../fixtures/jobs/mixed-list.csv', import.meta.url));
-// Each message recipient a task of its own: these cases move single tasks (chunks' sweep is
-// `chunk-readers.test.ts`'s).
-const harness = useJobsApi(cloud, { env: { INGEST_PERSONALISED_CHUNKS: 'off' } });
+// Each message recipient a task of its own, as a list past the chunks' bound is held: these cases
+// move single tasks (chunks' sweep is `chunk-readers.test.ts`'s).
+const harness = useJobsApi(cloud, { env: { INGEST_MAX_CHUNKED_LIST_BYTES: '1' } });
 const call = (method: string, path: string, body?: unknown, contentType = 'application/json') =>
   harness.call(method, path, body, { 'content-type': contentType });
 
@@ -90,10 +90,10 @@ async function moveTask(task: Task, state: 'in-flight' | 'retry-wait', readyAt =
 
 const MINUTE = 60_000;
 
-/** A list of `n` LINE recipients. */
-/** A message with a name in it (held a task a recipient here: personalised chunks are off). */
+/** A message with a name in it (held a task a recipient here: every list is past this suite's chunk bound). */
 const PERSONAL = 'お知らせ {{name}} 様';
 
+/** A list of `n` LINE recipients. */
 function lineList(n: number): Buffer {
   const rows = Array.from(
     { length: n },

@@ -6,21 +6,9 @@ import {
   JOB_CANCELLED_REASON,
   JOB_ENDED_MAYBE_SENT_REASON,
   JOB_ENDED_REASON,
-  messageClaimMove,
   messageOutcomeMove,
   TASK_MOVES,
 } from '#shared/jobs/task-lifecycle.ts';
-
-describe("a message task's claim move", () => {
-  it('starts a waiting task', () => {
-    expect(messageClaimMove({ state: 'pending' })).toBe(TASK_MOVES.start);
-    expect(messageClaimMove({ state: 'retry-wait' })).toBe(TASK_MOVES.start);
-  });
-
-  it('reclaims a task in flight', () => {
-    expect(messageClaimMove({ state: 'in-flight', claimToken: 3 })).toBe(TASK_MOVES.reclaim);
-  });
-});
 
 describe('a call settled after its job was cancelled', () => {
   it('ends cancelled instead of waiting for a retry the cancel sweep would never reach', () => {
