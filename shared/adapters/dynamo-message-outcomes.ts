@@ -39,6 +39,7 @@ import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts
 import { failedConditions, MAX_TRIES, type MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
 import { endOnPageStatement, executeStatements } from './dynamo-page-outcomes.ts';
+import { AdapterError } from './errors.ts';
 import { moveFrom, STATE_NAME } from './task-state-conditions.ts';
 
 /** Outcome updates per transaction (+ the job's counts). */
@@ -63,7 +64,7 @@ function readyAtOf(outcome: TaskOutcome): number {
   return outcome.at + (outcome.retryAfterMs ?? 0);
 }
 
-class ReportRetryError extends Error {
+class ReportRetryError extends AdapterError {
   override name = 'ReportRetryError';
 }
 
