@@ -23,12 +23,12 @@ import { LOCAL_SES } from '#local/ses-emulator.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { newUlid } from '#shared/ids.ts';
-import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, keys } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { readBrokerConfig } from '#worker/config.ts';
 import { startBrokerProcess } from '#worker/process.ts';
-import { seedRunningJob } from './lib/seed-job.ts';
+import { pendingTask, seedRunningJob } from './lib/seed-job.ts';
 
 const { values } = parseArgs({
   options: {
@@ -188,19 +188,14 @@ async function seedEmailJob(clientId: string, n: number): Promise<Job> {
       client,
       job,
       count: n,
-      tasks: (i): Task => ({
-        clientId,
-        jobId: job.jobId,
-        taskId: `t${String(i).padStart(7, '0')}`,
-        row: i + 2,
-        channel: 'message',
-        recipient: `user${i}@customers.example.org`,
-        variables: { name: `顧客${i}` },
-        state: 'pending',
-        attempts: 0,
-        readyAt: now - 1000,
-        updatedAt: now,
-      }),
+      tasks: (i) =>
+        pendingTask(job, i, {
+          channel: 'message',
+          recipient: `user${i}@customers.example.org`,
+          variables: { name: `顧客${i}` },
+          readyAt: now - 1000,
+          updatedAt: now,
+        }),
     },
   );
   return job;

@@ -56,7 +56,7 @@ import { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
 import { makeRecordTwilioStatus } from '#shared/broker/twilio-status.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { newUlid } from '#shared/ids.ts';
-import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
+import type { ClientSettings, Job } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { systemClock, systemTimers } from '#shared/pacing/clock.ts';
 import { routes } from '#shared/routes.ts';
@@ -76,7 +76,7 @@ import {
   type RunFigures,
   reactionTimes,
 } from './lib/pacing-plan.ts';
-import { seedRunningJob } from './lib/seed-job.ts';
+import { pendingTask, seedRunningJob } from './lib/seed-job.ts';
 import { checkLines, measureCallStartChecks, withoutSuppressionChecks } from './lib/start-checks.ts';
 import { measureStartCheck, startCheckLine } from './start-check.ts';
 
@@ -205,20 +205,20 @@ async function seedOurs(clientId: string, scenario: PacingScenario): Promise<voi
       client,
       job,
       count: scenario.calls.length,
-      tasks: (i): Task => ({
-        clientId,
-        jobId: job.jobId,
-        taskId: `t${String(i).padStart(5, '0')}`,
-        row: i + 2,
-        channel: 'call',
-        recipient: scenario.calls[i]!.to,
-        variables: {},
-        state: 'pending',
-        attempts: 0,
-        // One ms apart: the broker takes them in the same order as the baseline.
-        readyAt: now - 60_000 + i,
-        updatedAt: now,
-      }),
+      tasks: (i) =>
+        pendingTask(
+          job,
+          i,
+          {
+            channel: 'call',
+            recipient: scenario.calls[i]!.to,
+            variables: {},
+            // One ms apart: the broker takes them in the same order as the baseline.
+            readyAt: now - 60_000 + i,
+            updatedAt: now,
+          },
+          5,
+        ),
     },
   );
   await doc.send(

@@ -86,3 +86,24 @@ export async function seedRunningJob(
   };
   await Promise.all(Array.from({ length: 8 }, writer));
 }
+
+/**
+ * Task `i` of `job` as ingest writes it: pending, not yet tried, from row `i + 2` (the header is
+ * row 1), its id `t` and `i` in `digits` digits.
+ */
+export function pendingTask(
+  job: Pick<Job, 'clientId' | 'jobId'>,
+  i: number,
+  task: Pick<Task, 'channel' | 'recipient' | 'variables' | 'readyAt' | 'updatedAt'>,
+  digits = 7,
+): Task {
+  return {
+    clientId: job.clientId,
+    jobId: job.jobId,
+    taskId: `t${String(i).padStart(digits, '0')}`,
+    row: i + 2,
+    ...task,
+    state: 'pending',
+    attempts: 0,
+  };
+}
