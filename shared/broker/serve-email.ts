@@ -16,12 +16,8 @@ import type { JobProgress, ReportSink, TaskSource } from '#shared/campaign/ports
 import type { MessageTransport } from '#shared/campaign/transport.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
-import type { LeaseKeeper } from '#shared/lease/lease.ts';
-import type { Logger } from '#shared/log.ts';
-import type { Clock, Timers } from '#shared/pacing/clock.ts';
-import { SendingRounds } from './sending-rounds.ts';
+import { SendingRounds, type SendingRoundsDeps } from './sending-rounds.ts';
 import type { ServeEnd } from './serve-client.ts';
-import type { MessageTaskStore } from './serve-messages.ts';
 
 export interface EmailServeSettings {
   /** Senders (requests in flight). Default 16: SES answers in tens of ms, a bulk send is 50 recipients. */
@@ -47,19 +43,11 @@ export const DEFAULT_EMAIL_SETTINGS: EmailServeSettings = {
   clientCheckMs: 5_000,
 };
 
-export interface EmailServerDeps {
-  readonly store: MessageTaskStore;
+/** The store, lease, client, clock and logger of {@link SendingRoundsDeps}, and SES. */
+export interface EmailServerDeps extends SendingRoundsDeps {
   /** The client's SES transport (its From, configuration set; the account's rate). */
   readonly transportFor: (client: ClientSettings) => Promise<MessageTransport<EmailTemplate>>;
-  readonly keeper: LeaseKeeper;
-  readonly client: ClientSettings;
-  readonly readClient?: () => Promise<ClientSettings | undefined>;
-  readonly clock: Clock;
-  readonly timers: Timers;
-  readonly logger: Logger;
   readonly settings: EmailServeSettings;
-  /** Told when sending starts (1) and ends (0): task protection. Must not throw. */
-  readonly onActiveChange?: (active: 0 | 1) => void;
   readonly onProgress?: (progress: readonly JobProgress[]) => void;
 }
 

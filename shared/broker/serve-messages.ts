@@ -36,15 +36,12 @@ import type {
   ValidatePort,
 } from '#shared/campaign/ports.ts';
 import { MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
-import type { ClientSettings, Job } from '#shared/jobs/model.ts';
-import type { LeaseKeeper } from '#shared/lease/lease.ts';
+import type { Job } from '#shared/jobs/model.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
-import type { Logger } from '#shared/log.ts';
-import type { Clock, Timers } from '#shared/pacing/clock.ts';
 import type { ClientMetrics } from './broker-metrics.ts';
 import { DEFAULT_QUOTA_GUARD_SETTINGS, QuotaGuard } from './quota-guard.ts';
-import { type MessageSession, SendingRounds } from './sending-rounds.ts';
+import { type MessageSession, SendingRounds, type SendingRoundsDeps } from './sending-rounds.ts';
 import type { ServeEnd } from './serve-client.ts';
 
 /** The store's side: a session per lease, and job reads. */
@@ -103,20 +100,11 @@ export const DEFAULT_MESSAGE_SETTINGS: MessageServeSettings = {
   quotaFreshMs: DEFAULT_QUOTA_GUARD_SETTINGS.freshMs,
 };
 
-export interface MessageServerDeps {
-  readonly store: MessageTaskStore;
+/** The store, lease, client, clock and logger of {@link SendingRoundsDeps}, and LINE. */
+export interface MessageServerDeps extends SendingRoundsDeps {
   /** The Messaging API send of a LINE channel (its access token, keep-alive connections). */
   readonly sendFor: (channelId: string) => Promise<SendPort>;
-  readonly keeper: LeaseKeeper;
-  /** The client's settings when the lease was taken, and how to read them again while sending. */
-  readonly client: ClientSettings;
-  readonly readClient?: () => Promise<ClientSettings | undefined>;
-  readonly clock: Clock;
-  readonly timers: Timers;
-  readonly logger: Logger;
   readonly settings: MessageServeSettings;
-  /** Told when sending starts (1) and ends (0): task protection. Must not throw. */
-  readonly onActiveChange?: (active: 0 | 1) => void;
   /** Told the counts written, per job, at most once a second. */
   readonly onProgress?: (progress: readonly JobProgress[]) => void;
   /** The client's figures for CloudWatch: messages sent, 429s, the monthly quota. */
