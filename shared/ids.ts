@@ -30,19 +30,6 @@ export function ulidToUuid(ulid: string): string {
   return formatUuid(value.toString(16).padStart(32, '0'));
 }
 
-/** The inverse of {@link ulidToUuid}. */
-export function uuidToUlid(uuid: string): string {
-  const hex = uuid.replaceAll('-', '');
-  if (!/^[0-9a-f]{32}$/i.test(hex)) throw new InvalidUlidError(`not a UUID: ${JSON.stringify(uuid)}`);
-  let value = BigInt(`0x${hex}`);
-  let out = '';
-  for (let i = 0; i < 26; i++) {
-    out = CROCKFORD[Number(value & 31n)]! + out;
-    value >>= 5n;
-  }
-  return out;
-}
-
 /** A new ULID for `time` (ms since epoch): 48-bit time, 80 random bits. */
 export function newUlid(time: number = Date.now()): string {
   if (!Number.isInteger(time) || time < 0 || time > 2 ** 48 - 1)
@@ -61,14 +48,6 @@ export function newUlid(time: number = Date.now()): string {
     r >>= 5n;
   }
   return out + tail;
-}
-
-/** The time (ms since epoch) encoded in a ULID. */
-export function ulidTime(ulid: string): number {
-  if (!isUlid(ulid)) throw new InvalidUlidError(`not a ULID: ${JSON.stringify(ulid)}`);
-  let t = 0;
-  for (const char of ulid.slice(0, 10).toUpperCase()) t = t * 32 + DECODE[char]!;
-  return t;
 }
 
 /** Switchboard's namespace for name-based UUIDs (RFC 9562 version 5). */

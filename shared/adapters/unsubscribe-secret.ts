@@ -93,15 +93,6 @@ export async function readUnsubscribeKeys(client: SecretsManagerClient, secretId
   return out.SecretString;
 }
 
-/** Reads the secret once and returns its signer and verifier: what a broker does at start. */
-export async function loadUnsubscribeTokens(
-  client: SecretsManagerClient,
-  secretId: string,
-  options: UnsubscribeKeysOptions = {},
-): Promise<UnsubscribeTokens> {
-  return unsubscribeTokensFrom(await readUnsubscribeKeys(client, secretId), options);
-}
-
 /** The link of one token: the base URL (`UNSUBSCRIBE_BASE_URL`) and the token as its last segment. */
 export function unsubscribeUrl(baseUrl: string, token: string): string {
   return `${baseUrl.replace(/\/+$/, '')}/${token}`;

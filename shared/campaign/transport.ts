@@ -19,7 +19,6 @@
 
 import type { RejectedRequest, RetryableFailure } from '#shared/request-failures.ts';
 import { CampaignError } from './errors.ts';
-import type { ClaimedTask } from './ports.ts';
 import type { SendUnit } from './send-queue.ts';
 
 /** A channel's limits: what its lanes may carry per second and per request. */
@@ -146,9 +145,3 @@ export interface MessageTransport<T extends object = object, R = unknown> {
   prepare(unit: SendUnit<T>): PreparedRequest<R>;
   send(prepared: PreparedRequest<R>): Promise<TransportOutcome>;
 }
-
-/** The task fields a transport reads to prepare a request. */
-export type TaskContent<T extends object> = Pick<
-  ClaimedTask<T>,
-  'jobId' | 'taskId' | 'attempt' | 'recipient' | 'variables' | 'template'
->;

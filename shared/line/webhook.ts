@@ -61,9 +61,6 @@ const bodySchema = z.looseObject({
   events: z.array(z.unknown()),
 });
 
-export type UserSource = z.infer<typeof userSourceSchema>;
-export type GroupSource = z.infer<typeof groupSourceSchema>;
-export type RoomSource = z.infer<typeof roomSourceSchema>;
 export type EventSource = z.infer<typeof sourceSchema>;
 
 /** One webhook event: the common properties, checked, plus whatever else LINE sent, kept. */
@@ -199,12 +196,6 @@ export function readKnownEvent(event: WebhookEvent): KnownEventReading {
     kind: 'unreadable',
     problem: `${article(event.type)} event ${path === '' ? '' : `whose ${path} `}${describe(issue)}`,
   };
-}
-
-/** The event typed by its `type` when it is one Switchboard acts on and reads, otherwise undefined. */
-export function knownEvent(event: WebhookEvent): KnownWebhookEvent | undefined {
-  const reading = readKnownEvent(event);
-  return reading.kind === 'known' ? reading.event : undefined;
 }
 
 /** The event's source when it is a user, group or room with its ID; otherwise undefined. */

@@ -403,16 +403,3 @@ export function nextOpening(hours: CallingHours, instant: number): number | unde
   }
   return undefined;
 }
-
-/**
- * When the open period containing `instant` ends (back-to-back windows count as one period);
- * undefined when closed at `instant`, Infinity when the hours never close.
- */
-export function closesAt(hours: CallingHours, instant: number): number | undefined {
-  const c = compile(hours);
-  for (const period of openPeriods(c, localDay(c, instant) - 2, 12)) {
-    if (period.start > instant) return undefined;
-    if (instant < period.end) return period.end - instant > 8 * DAY ? Number.POSITIVE_INFINITY : period.end;
-  }
-  return undefined;
-}

@@ -8,7 +8,6 @@ import type { AddressInfo } from 'node:net';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  loadUnsubscribeTokens,
   readUnsubscribeKeys,
   UNSUBSCRIBE_KEYS_ENV,
   UNSUBSCRIBE_SECRET_ARN_ENV,
@@ -112,7 +111,7 @@ describe('reading the secret from Secrets Manager', () => {
   it('reads the current version of the named secret (GetSecretValue) and builds the tokens', async () => {
     const document = JSON.stringify({ current: 'k1', k1: K1 });
     const { client, asked } = await secretsManager({ ARN, Name: 'UnsubscribeKeys', SecretString: document });
-    const tokens = await loadUnsubscribeTokens(client, ARN);
+    const tokens = unsubscribeTokensFrom(await readUnsubscribeKeys(client, ARN));
     expect(tokens.sign(REQUEST).startsWith('k1.')).toBe(true);
     expect(asked).toEqual([{ target: 'secretsmanager.GetSecretValue', body: { SecretId: ARN } }]);
     client.destroy();

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { isUlid, ulidTime } from '#shared/ids.ts';
+import { isUlid, newUlid } from '#shared/ids.ts';
 import {
   decodeS3Key,
   dropJobId,
@@ -70,7 +70,7 @@ describe('job ids of dropped files', () => {
   it('are ULIDs of the event time, the same for every delivery of one event', () => {
     const id = dropJobId(object);
     expect(isUlid(id)).toBe(true);
-    expect(ulidTime(id)).toBe(object.eventTime);
+    expect(id.slice(0, 10)).toBe(newUlid(object.eventTime).slice(0, 10)); // the time part
     expect(dropJobId({ ...object })).toBe(id);
   });
 

@@ -6,7 +6,7 @@ import { getHeader } from '#shared/http/api-gateway.ts';
 import { isUlid } from '#shared/ids.ts';
 import { MessagingApiClient } from '#shared/line/messaging-client.ts';
 import { verifySignature } from '#shared/line/signature.ts';
-import { knownEvent, parseWebhookBody, sourceKey } from '#shared/line/webhook.ts';
+import { parseWebhookBody, readKnownEvent, sourceKey } from '#shared/line/webhook.ts';
 import { fixtureBytes } from './fixtures.ts';
 
 const CHANNEL = { channelId: '1656000001', accessToken: 'access-token-1' };
@@ -73,12 +73,8 @@ describe('sending webhooks as LINE does', () => {
     expect(request?.body.equals(Buffer.from(response.sentBody))).toBe(true);
     expect(request?.headers['x-line-signature']).toBeDefined();
     const body = parseWebhookBody(request!.body);
-    expect(body.events.map((e) => knownEvent(e)?.type)).toEqual([
-      'follow',
-      'message',
-      'postback',
-      'unfollow',
-    ]);
+    expect(body.events.map((e) => e.type)).toEqual(['follow', 'message', 'postback', 'unfollow']);
+    expect(body.events.map((e) => readKnownEvent(e).kind)).toEqual(['known', 'known', 'known', 'known']);
     for (const event of body.events) {
       expect(isUlid(event.webhookEventId)).toBe(true);
       expect(event.timestamp).toBe(clock.now());
@@ -86,8 +82,10 @@ describe('sending webhooks as LINE does', () => {
       expect(sourceKey(event)).toBe(USER);
     }
     expect(body.events.map((e) => e.replyToken === undefined)).toEqual([false, false, false, true]);
-    const text = knownEvent(body.events[1]!);
-    expect(text?.type === 'message' && text.message.text).toBe('こんにちは 👋🏽 (love)');
+    const text = readKnownEvent(body.events[1]!);
+    expect(text.kind === 'known' && text.event.type === 'message' && text.event.message.text).toBe(
+      'こんにちは 👋🏽 (love)',
+    );
   });
 
   it('sends standby events without a reply token', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   InvalidWebhookBodyError,
-  knownEvent,
+  type KnownWebhookEvent,
   parseWebhookBody,
   parseWebhookEvent,
   readKnownEvent,
@@ -9,6 +9,12 @@ import {
   type WebhookEvent,
 } from '#shared/line/webhook.ts';
 import { fixtureBytes, webhookFixtureNames } from './fixtures.ts';
+
+/** The event typed by its `type` when Switchboard reads it, otherwise undefined. */
+function knownEvent(event: WebhookEvent): KnownWebhookEvent | undefined {
+  const reading = readKnownEvent(event);
+  return reading.kind === 'known' ? reading.event : undefined;
+}
 
 function parseFixture(name: string) {
   return parseWebhookBody(fixtureBytes(name));

@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import {
   type CallingHours,
   type CallingWindow,
-  closesAt,
   effectiveCallingHours,
   InvalidCallingHoursError,
   isOpen,
@@ -30,6 +29,19 @@ function issuesOf(input: unknown): { path: string; message: string }[] {
     return [...(error as InvalidCallingHoursError).issues];
   }
   throw new Error('expected the calling hours to be rejected');
+}
+
+const MINUTE = 60_000;
+
+/**
+ * When the open period containing `instant` ends, read off `isOpen` a minute at a time (every
+ * boundary here is on a whole minute): undefined when closed at `instant`, Infinity when still open
+ * 8 days on.
+ */
+function closesAt(hours: CallingHours, instant: number): number | undefined {
+  if (!isOpen(hours, instant)) return undefined;
+  for (let t = instant + MINUTE; t <= instant + 8 * 86_400_000; t += MINUTE) if (!isOpen(hours, t)) return t;
+  return Number.POSITIVE_INFINITY;
 }
 
 describe('calling hours in the client’s time zone', () => {
@@ -288,7 +300,7 @@ const zones = fc.constantFrom(
 const instants2025 = fc.integer({ min: at('2025-01-01T00:00:00Z'), max: at('2026-01-01T00:00:00Z') });
 
 describe('calling hours, for any valid week in any zone', () => {
-  it('agrees with itself: the next opening is open, the close is closed, and nothing flickers', () => {
+  it('agrees with itself: the next opening is open, and closed just before it', () => {
     fc.assert(
       fc.property(zones, weeklyHours, instants2025, (timeZone, weekly, instant) => {
         const hours = parseCallingHours({ timeZone, weekly });
@@ -301,11 +313,6 @@ describe('calling hours, for any valid week in any zone', () => {
           expect(isOpen(hours, opening! - 1)).toBe(false);
           expect(isOpen(hours, Math.floor((instant + opening!) / 2))).toBe(false);
         }
-        const close = closesAt(hours, opening!)!;
-        expect(close).toBeGreaterThan(opening!);
-        expect(isOpen(hours, close - 1)).toBe(true);
-        expect(isOpen(hours, Math.floor((opening! + close) / 2))).toBe(true);
-        expect(isOpen(hours, close)).toBe(false);
       }),
       { numRuns: 300 },
     );
