@@ -13,7 +13,7 @@
  */
 
 import type { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
-import type { SendPort } from '#shared/campaign/ports.ts';
+import type { JobProgress, SendPort } from '#shared/campaign/ports.ts';
 import type { MessageTransport } from '#shared/campaign/transport.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
@@ -24,6 +24,7 @@ import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import type { BrokerMetrics, ClientMetrics } from './broker-metrics.ts';
 import type { BrokerTaskStore, CallEnded, CallLinkStore, FleetWorkReader } from './ports.ts';
+import type { SendingRoundsDeps } from './sending-rounds.ts';
 import { ClientServer, type ServeEnd } from './serve-client.ts';
 import { EmailServer, type EmailServeSettings } from './serve-email.ts';
 import { MessageServer, type MessageServeSettings, type MessageTaskStore } from './serve-messages.ts';
@@ -393,22 +394,39 @@ export class Broker {
     };
   }
 
-  #emailServer(keeper: LeaseKeeper, client: ClientSettings, email: EmailSide): EmailServer {
-    const { messages, tasks, clock, timers, logger } = this.#deps;
-    const server: EmailServer = new EmailServer({
-      store: messages!.store,
-      transportFor: (current) => email.transportFor(current),
+  /**
+   * What a channel's server sends under: the store, the lease, the client's settings (read again
+   * from the task store), the clock and logs, its activity for task protection, and the progress
+   * written per job (at most once a second: the campaign's progress in the logs, as `what`).
+   */
+  #roundsOf(
+    keeper: LeaseKeeper,
+    client: ClientSettings,
+    store: MessageTaskStore,
+    server: () => SendingServer,
+    what: string,
+  ): Omit<SendingRoundsDeps, 'settings'> & { onProgress: (progress: readonly JobProgress[]) => void } {
+    const { tasks, clock, timers, logger } = this.#deps;
+    return {
+      store,
       keeper,
       client,
       readClient: () => tasks.getClient(keeper.clientId),
       clock,
       timers,
       logger,
-      settings: email.settings,
-      onActiveChange: this.#activity(() => server),
+      onActiveChange: this.#activity(server),
       onProgress: (progress) => {
-        for (const p of progress) logger.info('email job progress', { clientId: keeper.clientId, ...p });
+        for (const p of progress) logger.info(what, { clientId: keeper.clientId, ...p });
       },
+    };
+  }
+
+  #emailServer(keeper: LeaseKeeper, client: ClientSettings, email: EmailSide): EmailServer {
+    const server: EmailServer = new EmailServer({
+      ...this.#roundsOf(keeper, client, this.#deps.messages!.store, () => server, 'email job progress'),
+      transportFor: (current) => email.transportFor(current),
+      settings: email.settings,
     });
     return server;
   }
@@ -419,22 +437,10 @@ export class Broker {
     messages: NonNullable<BrokerDeps['messages']>,
     metrics?: ClientMetrics,
   ): MessageServer {
-    const { tasks, clock, timers, logger } = this.#deps;
     const server: MessageServer = new MessageServer({
-      store: messages.store,
+      ...this.#roundsOf(keeper, client, messages.store, () => server, 'message job progress'),
       sendFor: (channelId) => messages.sendFor(channelId, keeper.clientId),
-      keeper,
-      client,
-      readClient: () => tasks.getClient(keeper.clientId),
-      clock,
-      timers,
-      logger,
       settings: messages.settings,
-      onActiveChange: this.#activity(() => server),
-      // What was written per job, at most once a second: the campaign's progress in the logs.
-      onProgress: (progress) => {
-        for (const p of progress) logger.info('message job progress', { clientId: keeper.clientId, ...p });
-      },
       ...(metrics ? { metrics } : {}),
       ...(messages.readQuota
         ? { readQuota: (channelId: string) => messages.readQuota!(channelId, keeper.clientId) }
