@@ -1,4 +1,5 @@
 /** The API's records as the console reads them (see shared/jobs/api.ts and model.ts). */
+import type { JobView as ApiJobView } from '#shared/jobs/api.ts';
 import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
 import type { JobChannel, ClientSettings as StoredClientSettings } from '#shared/jobs/model.ts';
 import type { JobSeriesPoint } from '#shared/jobs/series-point.ts';
@@ -29,17 +30,8 @@ export type { RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 
 export type { JobStatus };
 
-export interface JobCounts {
-  readonly rows: number;
-  readonly rejected: number;
-  readonly skipped: number;
-  readonly tasks: number;
-  readonly completed: number;
-  readonly failed: number;
-  readonly cancelled: number;
-  readonly expired?: number;
-  readonly outstanding: number;
-}
+/** A job's counts as the API answers them: the stored counts, with `expired` and `outstanding`. */
+export type JobCounts = ApiJobView['counts'];
 
 export interface JobView {
   readonly clientId: string;
