@@ -1,57 +1,30 @@
-/**
- * The claim side of a message session ({@link TaskSource}): pages of tasks chosen from the
- * `outstanding` index by the lifecycle's claim rule (`mayClaimMessage`), claimed in transactions
- * fenced by the lease. The first page adopts what an older lease holder left in flight (read once,
- * whole, then handed out a page at a time) with its multicast records; then tasks ready now.
- * Opt-outs are read while the claim is written.
- */
-
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
-import type { MessageTemplate } from '#shared/campaign/template.ts';
-import { AWAITING_RESEND_EVENT } from '#shared/campaign/unit-sender.ts';
-import { type Chunk, isChunk, membersInState } from '#shared/jobs/chunks.ts';
-import { type Job, jobHasEnded, keys, resendsAreSafe, type TaskState } from '#shared/jobs/model.ts';
-import {
-  isLeftByOlderHolder,
-  mayClaimMessage,
-  mayHaveBeenSent,
-  WAITING_STATES,
-} from '#shared/jobs/task-lifecycle.ts';
+import { membersInState } from '#shared/jobs/chunks.ts';
+import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
+import { isLeftByOlderHolder, mayClaimMessage } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { spillable, spillChunk, spillStarted } from './dynamo-chunk-spill.ts';
-import { type ClaimPage, type ClaimPages, claimKey, endsOnPage, tasksOnPage } from './dynamo-claim-pages.ts';
-import { leaseFenceCheck } from './dynamo-leases.ts';
-import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
-import { ClaimedChunks, chunkMemberTasks, sentAsPushes } from './dynamo-message-chunks.ts';
+import { type ClaimPages, claimKey } from './dynamo-claim-pages.ts';
 import {
-  failedConditions,
-  type Item,
-  iso,
-  isRunningMessageJob,
-  type MessageTaskTable,
-} from './dynamo-message-table.ts';
+  type Chosen,
+  CLAIM_INDEX_VIEW,
+  type Claimed,
+  type ClaimRecord,
+  claimRecordOf,
+  recipientsOf,
+  withinMembers,
+} from './dynamo-claim-record.ts';
+import { pipelineTasksOf } from './dynamo-claimed-tasks.ts';
+import { leaseFenceCheck } from './dynamo-leases.ts';
+import { LeftClaimPages } from './dynamo-left-pages.ts';
+import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
+import type { MessageClaimLease, SessionState } from './dynamo-message-session.ts';
+
+import { failedConditions, iso, isRunningMessageJob, type MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
-import { STATE_NAME, stateIn } from './task-state-conditions.ts';
 
 /** Task updates per claim transaction (+ the lease check: 100 items, the service's limit). */
 export const CLAIMS_PER_TRANSACTION = 99;
-
-/** What choosing a task reads of its index entry (`#claimable`, `mayClaimMessage`, `#withBatchMembers`). */
-const INDEX_VIEW = [
-  'jobId',
-  'taskId',
-  'channel',
-  'state',
-  'claimToken',
-  'readyAt',
-  'batchKey',
-  'openPk',
-  'openSk',
-  'memberCount',
-];
 
 /** Readings of one page while each spills chunks and claims nothing (the spilled tasks are read next). */
 const MAX_SPILL_READINGS = 8;
@@ -65,26 +38,6 @@ const CURSOR_SLACK = 4;
 
 /** How often a shard's ready read ignores the session's cursor and starts from the shard's start. */
 const READS_FROM_START = 16;
-
-/** The lease a session claims under; `token()` is undefined once it is lost. */
-export interface MessageClaimLease {
-  readonly clientId: string;
-  readonly owner: string;
-  token(): number | undefined;
-}
-
-/** What a session's parts share: the tasks it holds, the jobs it has claimed from, the fence. */
-export class SessionState {
-  /** Tasks claimed in this session and not yet written back. */
-  readonly held = new Set<string>();
-  /** When each held task's first claim started (`claimKey`), for its outcome to record. */
-  readonly startedAt = new Map<string, number>();
-  readonly jobsSeen = new Set<string>();
-  /** Chunks claimed and not yet written back (`dynamo-message-chunks.ts`). */
-  readonly chunks = new ClaimedChunks();
-  fenced = false;
-  readonly written = { delivered: 0, failed: 0, skipped: 0, released: 0 };
-}
 
 export interface ClaimerDeps {
   readonly table: MessageTaskTable;
@@ -108,95 +61,6 @@ interface ShardReading {
   readonly readFromStart: Set<number>;
 }
 
-/**
- * A message task's (or chunk's) item as a claim reads it: the attributes it decides by, typed once
- * where the item leaves the store ({@link claimRecordOf}). `item` is the item itself, for what
- * carries it on unread (a contact-limit hold, a page's ends, a task's variables).
- */
-interface ClaimRecord {
-  readonly item: Item;
-  readonly jobId: string;
-  readonly taskId: string;
-  /** `claimKey(jobId, taskId)`. */
-  readonly key: string;
-  readonly channel: unknown;
-  readonly state: TaskState | undefined;
-  readonly claimToken: unknown;
-  /** NaN when the item has none (then every comparison with it is false, as before the record). */
-  readonly readyAt: number;
-  readonly attempts: number;
-  readonly startedAt: number | undefined;
-  readonly batchKey: string | undefined;
-  readonly openPk: string | undefined;
-  readonly openSk: string | undefined;
-  readonly maybeSent: unknown;
-  readonly lastResult: unknown;
-  /** The attempt the channel's own event said went out (SES's SEND), 0 when none. */
-  readonly sentAttempt: number;
-  /** The task's recipient (a chunk has none: its members'). */
-  readonly recipient: string;
-  /** The item as a chunk, when it is one (an index entry's carries only what the index view read). */
-  readonly chunk: Chunk | undefined;
-  /** Recipients it stands for: a chunk's `memberCount`, else one. */
-  readonly memberCount: number;
-}
-
-/** The one reading of a task item into a {@link ClaimRecord}. */
-function claimRecordOf(item: Item): ClaimRecord {
-  const jobId = String(item.jobId);
-  const taskId = String(item.taskId);
-  return {
-    item,
-    jobId,
-    taskId,
-    key: claimKey(jobId, taskId),
-    channel: item.channel,
-    state: item.state as TaskState | undefined,
-    claimToken: item.claimToken,
-    readyAt: Number(item.readyAt),
-    attempts: Number(item.attempts),
-    startedAt: item.startedAt === undefined ? undefined : Number(item.startedAt),
-    batchKey: item.batchKey as string | undefined,
-    openPk: typeof item.openPk === 'string' ? item.openPk : undefined,
-    openSk: typeof item.openSk === 'string' ? item.openSk : undefined,
-    maybeSent: item.maybeSent,
-    lastResult: item.lastResult,
-    sentAttempt: Number(item.sentAttempt ?? 0),
-    recipient: String(item.recipient),
-    chunk: isChunk(item) ? (item as unknown as Chunk) : undefined,
-    memberCount: Number(item.memberCount ?? 1),
-  };
-}
-
-/** `fresh`: the task was read strongly consistent just now (a multicast's member). */
-type Chosen = { task: ClaimRecord; batchKey?: string; fresh?: boolean };
-type Claimed = Chosen & { startedAt: number; attempt: number };
-
-/** The recipients a task stands for: a chunk's members in its state, a task's own. */
-function recipientsOf(task: ClaimRecord): string[] {
-  return task.chunk ? membersInState(task.chunk).map((m) => m.recipient) : [task.recipient];
-}
-
-/** Candidates, in order, whose recipients (a chunk's `memberCount`, else one) fit in `limit`; at least one. */
-function withinMembers(tasks: readonly ClaimRecord[], limit: number): ClaimRecord[] {
-  const out: ClaimRecord[] = [];
-  let members = 0;
-  for (const task of tasks) {
-    if (out.length > 0 && members + task.memberCount > limit) continue;
-    out.push(task);
-    members += task.memberCount;
-  }
-  return out;
-}
-
-/** A task's template variables: its own columns, and `name` for the list's name column (氏名, お名前…). */
-function variablesOf(item: Item): Record<string, string> {
-  const variables = (item.variables as Record<string, string> | undefined) ?? {};
-  return typeof item.name === 'string' && !Object.hasOwn(variables, 'name')
-    ? { name: item.name, ...variables }
-    : variables;
-}
-
 export class MessageClaimer implements TaskSource {
   /** Five whole claim transactions (a page of 500 took a sixth for its last 5 tasks). */
   readonly pageSize = 5 * CLAIMS_PER_TRANSACTION;
@@ -211,6 +75,7 @@ export class MessageClaimer implements TaskSource {
   /** Tasks on a live claim page of an earlier round of this holder (same token, hold not ended). */
   readonly #heldElsewhere = new Set<string>();
   readonly #caps: MessageCaps;
+  readonly #leftPages: LeftClaimPages;
   /**
    * With claim pages every task chosen from the index is read again, strongly consistent, before
    * it is claimed: the index read need only carry what choosing reads (about half the client's CPU
@@ -235,7 +100,13 @@ export class MessageClaimer implements TaskSource {
     this.#deps = deps;
     this.#clientId = deps.lease.clientId;
     const { doc, controlTable, tasksTable } = deps.table;
-    this.#indexView = { attributes: INDEX_VIEW };
+    this.#indexView = { attributes: CLAIM_INDEX_VIEW };
+    this.#leftPages = new LeftClaimPages({
+      table: deps.table,
+      pages: deps.pages,
+      batches: deps.batches,
+      clientId: this.#clientId,
+    });
     this.#caps = new MessageCaps(doc, { controlTable, tasksTable }, this.#clientId);
   }
 
@@ -243,7 +114,12 @@ export class MessageClaimer implements TaskSource {
     const token = this.#deps.lease.token();
     if (token === undefined || this.#deps.state.fenced) return [];
     const now = this.#deps.table.clock.now();
-    if (this.#adoptQueue === undefined) await this.#settleLeftPages(token, now);
+    if (this.#adoptQueue === undefined) {
+      await this.#leftPages.settle(token, now, {
+        heldElsewhere: this.#heldElsewhere,
+        batchByTask: this.#batchByTask,
+      });
+    }
     // An empty page ends the round: before saying so, every shard is read from its start (tasks
     // below a cursor), whatever the first reading's candidates came to once read again.
     // A reading whose chunks were all spilled into tasks claimed nothing: the tasks are read next.
@@ -330,99 +206,6 @@ export class MessageClaimer implements TaskSource {
       }
     }
     return this.#adoptQueue.splice(0, limit);
-  }
-
-  /**
-   * Settles the claim pages other sessions left (a holder that lost the lease, crashed or stopped):
-   * each task still waiting on such a page may have been sent, so it is marked `maybeSent` with its
-   * first claim's time (the retry key's 24-hour window) and, if it was a multicast's member, that
-   * multicast's key; it is then claimed again like any waiting task, under the same retry key. The
-   * pages are deleted once their tasks are marked. A page of this same lease token whose hold has
-   * not ended is an earlier round's of this holder that may still be sending: its tasks are left
-   * alone for this session (as a task claim's hold did before claim pages).
-   */
-  async #settleLeftPages(token: number, now: number): Promise<void> {
-    const pages: ClaimPage[] = [];
-    for (const page of await this.#deps.pages.leftBehind()) {
-      // A newer holder's page is its own to settle (this session has lost the lease: its claims fail).
-      if (page.token > token) continue;
-      if (page.token < token || page.holdUntil <= now) pages.push(page);
-      else for (const { key } of tasksOnPage(page)) this.#heldElsewhere.add(key);
-    }
-    if (pages.length === 0) return;
-    const claimedAt = new Map<string, { jobId: string; taskId: string; at: number; pages: string[] }>();
-    for (const page of pages) {
-      for (const { jobId, taskId, key } of tasksOnPage(page)) {
-        const seen = claimedAt.get(key);
-        const at = Math.min(seen?.at ?? page.claimedAt, page.claimedAt);
-        claimedAt.set(key, { jobId, taskId, at, pages: [...(seen?.pages ?? []), page.sk] });
-      }
-    }
-    const tasks = (
-      await this.#deps.table.getItems([...claimedAt.values()].map((t) => keys.task(t.jobId, t.taskId)))
-    ).map(claimRecordOf);
-    const stored = new Map(tasks.map((task) => [task.key, task.item]));
-    const open = tasks.filter((task) => task.state !== undefined && WAITING_STATES.includes(task.state));
-    const byTask = await this.#deps.batches.load(new Set(open.map((task) => task.jobId)));
-    for (const [taskId, retryKey] of byTask) this.#batchByTask.set(taskId, retryKey);
-    for (const task of open) {
-      const left = claimedAt.get(task.key)!;
-      const batchKey = byTask.get(task.taskId);
-      // Email records each request just before it goes: a task in none was never sent.
-      const job = await this.#deps.table.jobs.cached(this.#clientId, task.jobId);
-      const maybeSent = batchKey !== undefined || job === undefined || resendsAreSafe(job.channel);
-      const movedOn = await this.#markMaybeSent(task, left, batchKey, maybeSent);
-      // Its holder's outcome landed between the read and the mark: counted with its page below.
-      if (movedOn) stored.set(task.key, movedOn);
-    }
-    // From now on no outcome of the left pages' holders can end a task they list (the mark names
-    // the pages): what each page ended is final, and moves the job's counts with the page's close.
-    for (const page of pages) {
-      const listed = [...tasksOnPage(page)].flatMap(({ key }) => (stored.has(key) ? [stored.get(key)!] : []));
-      await this.#deps.pages.close(page, endsOnPage(page.sk, listed));
-    }
-  }
-
-  /**
-   * A left task marked as possibly sent, and as left by `pages` (`leftOn`: an outcome its holder
-   * writes on one of them from now on is refused). Not a move: it stays waiting. A task that moved
-   * on is left as it is and returned as stored.
-   */
-  async #markMaybeSent(
-    task: ClaimRecord,
-    left: { readonly at: number; readonly pages: readonly string[] },
-    batchKey: string | undefined,
-    maybeSent: boolean,
-  ): Promise<Item | undefined> {
-    const { at: claimedAt, pages } = left;
-    const waiting = stateIn(WAITING_STATES);
-    try {
-      await this.#deps.table.doc.send(
-        new UpdateCommand({
-          TableName: this.#deps.table.tasksTable,
-          Key: keys.task(task.jobId, task.taskId),
-          UpdateExpression:
-            `SET ${maybeSent ? 'maybeSent = :true, ' : ''}attempts = :one, startedAt = if_not_exists(startedAt, :claimedAt)` +
-            (batchKey ? ', batchKey = if_not_exists(batchKey, :batchKey)' : '') +
-            ' ADD leftOn :pages',
-          ConditionExpression: `${waiting.condition} AND attempts <= :one`,
-          ExpressionAttributeNames: STATE_NAME,
-          ExpressionAttributeValues: {
-            ...waiting.values,
-            ...(maybeSent ? { ':true': true } : {}),
-            ':one': 1,
-            ':claimedAt': claimedAt,
-            ':pages': new Set(pages),
-            ...(batchKey ? { ':batchKey': batchKey } : {}),
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return undefined;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      return error.Item ? unmarshall(error.Item) : undefined;
-    }
   }
 
   /** The chosen tasks as stored now (strongly consistent; a multicast's members were just read so), those still claimable. */
@@ -564,29 +347,9 @@ export class MessageClaimer implements TaskSource {
     this.#advanceCursors(claimed);
     const template = this.#deps.table.templateOf(job);
     return claimed.flatMap((c): ClaimedTask[] => {
-      const { taskId, recipient, chunk } = c.task;
-      this.#deps.state.held.add(taskId);
-      this.#deps.state.startedAt.set(claimKey(jobId, taskId), c.startedAt);
-      if (chunk) return this.#chunkClaimed(job, chunk, c, template, optedOut, suppressed);
-      return [
-        {
-          jobId,
-          taskId,
-          recipient,
-          variables: variablesOf(c.task.item),
-          template,
-          attempt: c.attempt,
-          attemptStartedAt: c.startedAt,
-          ...(optedOut.has(recipient) ? { optedOut: true } : {}),
-          ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
-          ...(mayHaveBeenSent(c.task) ? { maybeSent: true } : {}),
-          // The channel's own event said this attempt went out (SES's SEND: `lambdas/email-events`).
-          ...(c.task.sentAttempt >= c.attempt ? { sentConfirmed: true } : {}),
-          ...(c.task.lastResult === AWAITING_RESEND_EVENT ? { resentInDoubt: true } : {}),
-          ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
-          ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
-        },
-      ];
+      this.#deps.state.held.add(c.task.taskId);
+      this.#deps.state.startedAt.set(c.task.key, c.startedAt);
+      return pipelineTasksOf(job, c, template, { optedOut, suppressed }, this.#deps.state.chunks);
     });
   }
 
@@ -619,31 +382,6 @@ export class MessageClaimer implements TaskSource {
       } else if (membersInState(chunk).length > 0) out.push(c);
     }
     return out;
-  }
-
-  /** A claimed chunk as the pipeline's tasks, one a member in its state, under the chunk's retry key. */
-  #chunkClaimed(
-    job: Job,
-    chunk: Chunk,
-    c: Claimed,
-    template: MessageTemplate,
-    optedOut: ReadonlySet<string>,
-    suppressed: ReadonlyMap<string, string>,
-  ): ClaimedTask[] {
-    const members = membersInState(chunk);
-    this.#deps.state.chunks.claimed(job.jobId, chunk, c.attempt, members, {
-      pushes: sentAsPushes(template),
-    });
-    return chunkMemberTasks(chunk, members, {
-      jobId: job.jobId,
-      attempt: c.attempt,
-      startedAt: c.startedAt,
-      template,
-      maybeSent: mayHaveBeenSent(c.task),
-      optedOut,
-      suppressed,
-      ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
-    });
   }
 
   /** Moves each shard's cursor past the waiting tasks just claimed from it (never past one held into the future). */

@@ -35,7 +35,7 @@ import {
   noEnds,
 } from './dynamo-claim-pages.ts';
 import { type ChunkOutcome, chunkEnds } from './dynamo-message-chunks.ts';
-import type { MessageClaimLease, SessionState } from './dynamo-message-claims.ts';
+import type { MessageClaimLease, SessionState } from './dynamo-message-session.ts';
 import { failedConditions, MAX_TRIES, type MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
 import { endOnPageStatement, executeStatements } from './dynamo-page-outcomes.ts';

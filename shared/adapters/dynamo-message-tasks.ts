@@ -40,17 +40,13 @@ import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { ClaimPages } from './dynamo-claim-pages.ts';
 import { DynamoJobStore } from './dynamo-jobs.ts';
-import {
-  type ClaimerDeps,
-  MessageClaimer,
-  type MessageClaimLease,
-  SessionState,
-} from './dynamo-message-claims.ts';
+import { type ClaimerDeps, MessageClaimer } from './dynamo-message-claims.ts';
 import { OutcomeWriter } from './dynamo-message-outcomes.ts';
+import { type MessageClaimLease, SessionState } from './dynamo-message-session.ts';
 import { isRunningMessageJob, MessageTaskTable } from './dynamo-message-table.ts';
 import { MulticastRecords } from './dynamo-multicast-records.ts';
 
-export type { MessageClaimLease } from './dynamo-message-claims.ts';
+export type { MessageClaimLease } from './dynamo-message-session.ts';
 
 /** How long a claim holds a task before the same lease holder may claim it again. Default 15 min. */
 export const DEFAULT_HOLD_MS = 15 * 60_000;

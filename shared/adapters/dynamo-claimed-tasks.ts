@@ -1,0 +1,63 @@
+/** A claimed task (or chunk) as the message pipeline's tasks: what the claim hands the pipeline. */
+import type { ClaimedTask } from '#shared/campaign/ports.ts';
+import type { MessageTemplate } from '#shared/campaign/template.ts';
+import { AWAITING_RESEND_EVENT } from '#shared/campaign/unit-sender.ts';
+import { membersInState } from '#shared/jobs/chunks.ts';
+import type { Job } from '#shared/jobs/model.ts';
+import { mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
+import { type Claimed, variablesOf } from './dynamo-claim-record.ts';
+import { type ClaimedChunks, chunkMemberTasks, sentAsPushes } from './dynamo-message-chunks.ts';
+
+/** What the claim read beside it: the recipients who opted out, and those suppressed with their reasons. */
+export interface Screened {
+  readonly optedOut: ReadonlySet<string>;
+  readonly suppressed: ReadonlyMap<string, string>;
+}
+
+/**
+ * One claimed task as the pipeline's task; a claimed chunk as its tasks, one a member in its state,
+ * under the chunk's retry key (the chunk's claim noted in `chunks`, for its outcome to be written whole).
+ */
+export function pipelineTasksOf(
+  job: Job,
+  c: Claimed,
+  template: MessageTemplate,
+  screened: Screened,
+  chunks: ClaimedChunks,
+): ClaimedTask[] {
+  const { optedOut, suppressed } = screened;
+  const { chunk, recipient, taskId } = c.task;
+  if (chunk) {
+    const members = membersInState(chunk);
+    chunks.claimed(job.jobId, chunk, c.attempt, members, { pushes: sentAsPushes(template) });
+    return chunkMemberTasks(chunk, members, {
+      jobId: job.jobId,
+      attempt: c.attempt,
+      startedAt: c.startedAt,
+      template,
+      maybeSent: mayHaveBeenSent(c.task),
+      optedOut,
+      suppressed,
+      ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
+    });
+  }
+  return [
+    {
+      jobId: job.jobId,
+      taskId,
+      recipient,
+      variables: variablesOf(c.task.item),
+      template,
+      attempt: c.attempt,
+      attemptStartedAt: c.startedAt,
+      ...(optedOut.has(recipient) ? { optedOut: true } : {}),
+      ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
+      ...(mayHaveBeenSent(c.task) ? { maybeSent: true } : {}),
+      // The channel's own event said this attempt went out (SES's SEND: `lambdas/email-events`).
+      ...(c.task.sentAttempt >= c.attempt ? { sentConfirmed: true } : {}),
+      ...(c.task.lastResult === AWAITING_RESEND_EVENT ? { resentInDoubt: true } : {}),
+      ...(c.batchKey ? { batch: { retryKey: c.batchKey } } : {}),
+      ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
+    },
+  ];
+}
