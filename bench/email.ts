@@ -28,7 +28,7 @@ import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { readBrokerConfig } from '#worker/config.ts';
 import { startBrokerProcess } from '#worker/process.ts';
-import { pendingTask, seedRunningJob } from './lib/seed-job.ts';
+import { freshCounts, pendingTask, seedRunningJob } from './lib/seed-job.ts';
 
 const { values } = parseArgs({
   options: {
@@ -177,7 +177,7 @@ async function seedEmailJob(clientId: string, n: number): Promise<Job> {
     maxAttempts: 1,
     retryDelaySeconds: 0,
     status: 'running',
-    counts: { rows: n, rejected: 0, skipped: 0, tasks: n, completed: 0, failed: 0, cancelled: 0 },
+    counts: freshCounts(n),
     createdAt: now,
     updatedAt: now,
   };

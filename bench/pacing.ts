@@ -76,7 +76,7 @@ import {
   type RunFigures,
   reactionTimes,
 } from './lib/pacing-plan.ts';
-import { pendingTask, seedRunningJob } from './lib/seed-job.ts';
+import { freshCounts, pendingTask, seedRunningJob } from './lib/seed-job.ts';
 import { checkLines, measureCallStartChecks, withoutSuppressionChecks } from './lib/start-checks.ts';
 import { measureStartCheck, startCheckLine } from './start-check.ts';
 
@@ -194,7 +194,7 @@ async function seedOurs(clientId: string, scenario: PacingScenario): Promise<voi
     retryDelaySeconds: 60,
     maxCallDurationSeconds: MAX_CALL_SECONDS,
     status: 'running',
-    counts: { rows: n, rejected: 0, skipped: 0, tasks: n, completed: 0, failed: 0, cancelled: 0 },
+    counts: freshCounts(n),
     createdAt: now,
     updatedAt: now,
   };

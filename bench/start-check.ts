@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ClientSettings, Job } from '#shared/jobs/model.ts';
 import { mayStartNow } from '#shared/jobs/restrictions.ts';
+import { freshCounts } from './lib/seed-job.ts';
 
 export interface StartCheckFigures {
   readonly offNsPerStart: number;
@@ -41,7 +42,7 @@ const BASE_JOB: Job = {
   maxAttempts: 1,
   retryDelaySeconds: 60,
   status: 'running',
-  counts: { rows: 0, rejected: 0, skipped: 0, tasks: 0, completed: 0, failed: 0, cancelled: 0 },
+  counts: freshCounts(0),
   createdAt: 0,
   updatedAt: 0,
 };

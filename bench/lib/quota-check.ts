@@ -17,6 +17,7 @@ import type { Job } from '#shared/jobs/model.ts';
 import { MessagingApiClient } from '#shared/line/messaging-client.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import { silentLogger } from '#shared/log.ts';
+import { freshCounts } from './seed-job.ts';
 
 const PERSONAL: MessageTemplate = { messages: [{ type: 'text', text: 'Hello {{name}}' }] };
 const SAME_FOR_ALL: MessageTemplate = { messages: [{ type: 'text', text: 'Closed tomorrow' }] };
@@ -121,7 +122,7 @@ export async function measureQuotaCheck(calls = 2_000_000, reads = 50): Promise<
     await guard.ready();
     const job = {
       jobId: '01BENCHJOB',
-      counts: { rows: 1000, rejected: 0, skipped: 0, tasks: 1000, completed: 0, failed: 0, cancelled: 0 },
+      counts: freshCounts(1000),
     } as Job;
     guard.admits(job);
     const accept = (j: Job) => j.jobId.length > 0;

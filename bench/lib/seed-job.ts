@@ -7,7 +7,7 @@ import { BatchWriteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws
 import { chunkItem } from '#shared/adapters/dynamo-job-tasks.ts';
 import { isSharedMessage } from '#shared/campaign/template.ts';
 import { type Chunk, packMembers, pageChunks } from '#shared/jobs/chunks.ts';
-import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, type JobCounts, keys, type Task } from '#shared/jobs/model.ts';
 
 export async function seedRunningJob(
   doc: DynamoDBDocumentClient,
@@ -106,4 +106,9 @@ export function pendingTask(
     state: 'pending',
     attempts: 0,
   };
+}
+
+/** The counts of a job whose `n` rows were all accepted as tasks, none of them ended yet. */
+export function freshCounts(n: number): JobCounts {
+  return { rows: n, rejected: 0, skipped: 0, tasks: n, completed: 0, failed: 0, cancelled: 0 };
 }

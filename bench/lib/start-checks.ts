@@ -21,7 +21,7 @@ import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import { newUlid } from '#shared/ids.ts';
 import { type ClientSettings, type Job, type Task, taskSideOf } from '#shared/jobs/model.ts';
 import { suppressionKeys, suppressionReasons } from '#shared/suppressions/model.ts';
-import { seedRunningJob } from './seed-job.ts';
+import { freshCounts, seedRunningJob } from './seed-job.ts';
 
 export interface CheckFigures {
   readonly name: string;
@@ -72,7 +72,7 @@ function job(clientId: string, channel: 'call' | 'line', count: number): Job {
     maxAttempts: 1,
     retryDelaySeconds: 1,
     status: 'running',
-    counts: { rows: count, rejected: 0, skipped: 0, tasks: count, completed: 0, failed: 0, cancelled: 0 },
+    counts: freshCounts(count),
     ...(channel === 'line' ? { message: { messages: [{ type: 'text', text: 'hello' }] } } : {}),
     createdAt: now,
     updatedAt: now,
