@@ -22,13 +22,12 @@ import { createTable, LOCAL_CREDENTIALS, startLocalCloud } from '#local/cloud.ts
 import { LOCAL_SES } from '#local/ses-emulator.ts';
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import { newUlid } from '#shared/ids.ts';
 import { type ClientSettings, type Job, keys } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { readBrokerConfig } from '#worker/config.ts';
 import { startBrokerProcess } from '#worker/process.ts';
-import { freshCounts, pendingTask, seedRunningJob } from './lib/seed-job.ts';
+import { pendingTask, runningJob, seedRunningJob } from './lib/seed-job.ts';
 
 const { values } = parseArgs({
   options: {
@@ -162,25 +161,24 @@ async function seedEmailJob(clientId: string, n: number): Promise<Job> {
     email: { from: LOCAL_SES.from, configurationSet: 'bench' },
     updatedAt: now,
   };
-  const job: Job = {
-    clientId,
-    jobId: newUlid(now),
-    name: 'bench newsletter',
-    channel: 'email',
-    scenarioId: 'default',
-    email: {
-      subject: '{{name}}様へのお知らせ',
-      text: 'こんにちは {{name}} さん',
-      html: '<p>{{name}} さん</p>',
+  const job = runningJob(
+    {
+      name: 'bench newsletter',
+      channel: 'email',
+      scenarioId: 'default',
+      email: {
+        subject: '{{name}}様へのお知らせ',
+        text: 'こんにちは {{name}} さん',
+        html: '<p>{{name}} さん</p>',
+      },
+      startAt: now - 1000,
+      maxAttempts: 1,
+      retryDelaySeconds: 0,
     },
-    startAt: now - 1000,
-    maxAttempts: 1,
-    retryDelaySeconds: 0,
-    status: 'running',
-    counts: freshCounts(n),
-    createdAt: now,
-    updatedAt: now,
-  };
+    clientId,
+    n,
+    now,
+  );
   await seedRunningJob(
     doc,
     { controlTable, tasksTable },

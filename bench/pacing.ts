@@ -55,8 +55,7 @@ import { makeRecordCallStatus } from '#shared/broker/settle.ts';
 import { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
 import { makeRecordTwilioStatus } from '#shared/broker/twilio-status.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import { newUlid } from '#shared/ids.ts';
-import type { ClientSettings, Job } from '#shared/jobs/model.ts';
+import type { ClientSettings } from '#shared/jobs/model.ts';
 import { silentLogger } from '#shared/log.ts';
 import { systemClock, systemTimers } from '#shared/pacing/clock.ts';
 import { routes } from '#shared/routes.ts';
@@ -76,7 +75,7 @@ import {
   type RunFigures,
   reactionTimes,
 } from './lib/pacing-plan.ts';
-import { freshCounts, pendingTask, seedRunningJob } from './lib/seed-job.ts';
+import { pendingTask, runningJob, seedRunningJob } from './lib/seed-job.ts';
 import { checkLines, measureCallStartChecks, withoutSuppressionChecks } from './lib/start-checks.ts';
 import { measureStartCheck, startCheckLine } from './start-check.ts';
 
@@ -183,21 +182,20 @@ async function seedOurs(clientId: string, scenario: PacingScenario): Promise<voi
     updatedAt: now,
   };
   const n = scenario.calls.length;
-  const job: Job = {
+  const job = runningJob(
+    {
+      name: `bench ${scenario.id}`,
+      channel: 'call',
+      scenarioId: 's1',
+      startAt: now - 60_000,
+      maxAttempts: 1,
+      retryDelaySeconds: 60,
+      maxCallDurationSeconds: MAX_CALL_SECONDS,
+    },
     clientId,
-    jobId: newUlid(now),
-    name: `bench ${scenario.id}`,
-    channel: 'call',
-    scenarioId: 's1',
-    startAt: now - 60_000,
-    maxAttempts: 1,
-    retryDelaySeconds: 60,
-    maxCallDurationSeconds: MAX_CALL_SECONDS,
-    status: 'running',
-    counts: freshCounts(n),
-    createdAt: now,
-    updatedAt: now,
-  };
+    n,
+    now,
+  );
   await seedRunningJob(
     doc,
     { controlTable, tasksTable },

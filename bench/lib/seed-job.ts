@@ -6,6 +6,7 @@
 import { BatchWriteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { chunkItem } from '#shared/adapters/dynamo-job-tasks.ts';
 import { isSharedMessage } from '#shared/campaign/template.ts';
+import { newUlid } from '#shared/ids.ts';
 import { type Chunk, packMembers, pageChunks } from '#shared/jobs/chunks.ts';
 import { type ClientSettings, type Job, type JobCounts, keys, type Task } from '#shared/jobs/model.ts';
 
@@ -111,4 +112,22 @@ export function pendingTask(
 /** The counts of a job whose `n` rows were all accepted as tasks, none of them ended yet. */
 export function freshCounts(n: number): JobCounts {
   return { rows: n, rejected: 0, skipped: 0, tasks: n, completed: 0, failed: 0, cancelled: 0 };
+}
+
+/** A job running since `now` with `n` tasks, none ended: `fields` with its status, counts and times. */
+export function runningJob(
+  fields: Omit<Job, 'clientId' | 'jobId' | 'status' | 'counts' | 'createdAt' | 'updatedAt'>,
+  clientId: string,
+  n: number,
+  now: number,
+): Job {
+  return {
+    clientId,
+    jobId: newUlid(now),
+    ...fields,
+    status: 'running',
+    counts: freshCounts(n),
+    createdAt: now,
+    updatedAt: now,
+  };
 }
