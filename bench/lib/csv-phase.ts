@@ -28,7 +28,7 @@ import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uplo
 import { bloomDuplicateFilter, recipientTaskId } from '#shared/csv/duplicates.ts';
 import { ingestRows } from '#shared/csv/read-list.ts';
 import { normalizePhoneNumber } from '#shared/csv/recipients.ts';
-import { makeIngestJob } from '#shared/jobs/ingest.ts';
+import { JobIngest } from '#shared/jobs/ingest.ts';
 import { keys } from '#shared/jobs/model.ts';
 import type { ContinueIngestMessage } from '#shared/jobs/ports.ts';
 import { silentLogger } from '#shared/log.ts';
@@ -121,7 +121,7 @@ async function streamWrite(): Promise<Omit<PhaseResult, 'ms' | 'peakRssBytes'>> 
   const bucket = cloud.bucketNames.uploads!;
   const sent: ContinueIngestMessage[] = [];
   const optOuts = new DynamoOptOutStore(doc, cloud.tableNames.control!);
-  const ingest = makeIngestJob({
+  const ingest = new JobIngest({
     clients: new DynamoClientStore(doc, cloud.tableNames.control!),
     jobs: new DynamoJobStore(doc, cloud.tableNames.control!),
     tasks: new DynamoTaskStore(doc, cloud.tableNames.tasks!),

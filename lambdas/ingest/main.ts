@@ -11,8 +11,8 @@ import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { SqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { clockFromEnv, getNumberFromEnv, getStringFromEnv } from '#shared/config.ts';
-import { makeJobSweep } from '#shared/jobs/cancel.ts';
-import { makeIngestJob } from '#shared/jobs/ingest.ts';
+import { JobSweep } from '#shared/jobs/cancel.ts';
+import { JobIngest } from '#shared/jobs/ingest.ts';
 import { ReportArchiver } from '#shared/jobs/report-archive.ts';
 import { RetimeSweep } from '#shared/jobs/retime.ts';
 import { makeIngestHandler } from './handler.ts';
@@ -50,7 +50,7 @@ const queue = new SqsIngestQueue(sqs, queueUrl);
 
 export const handler = observe(
   makeIngestHandler({
-    ingest: makeIngestJob({
+    ingest: new JobIngest({
       clients,
       jobs,
       tasks,
@@ -66,7 +66,7 @@ export const handler = observe(
       ...(maxUploadBytes > 0 ? { maxUploadBytes } : {}),
       ...(maxChunkedListBytes > 0 ? { maxChunkedListBytes } : {}),
     }),
-    sweep: makeJobSweep({
+    sweep: new JobSweep({
       jobs,
       tasks: new DynamoTaskCanceller(doc, { controlTable, tasksTable }),
       queue,

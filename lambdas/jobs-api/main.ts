@@ -19,8 +19,8 @@ import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uplo
 import { SqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
-import { makeJobsApi } from '#shared/jobs/api.ts';
-import { makeSuppressionsApi } from '#shared/suppressions/api.ts';
+import { JobsApi } from '#shared/jobs/api.ts';
+import { SuppressionsApi } from '#shared/suppressions/api.ts';
 import { makeJobsApiHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('jobs-api');
@@ -41,7 +41,7 @@ const clock = clockFromEnv();
 
 export const handler = observe(
   makeJobsApiHandler({
-    api: makeJobsApi({
+    api: new JobsApi({
       clients: new DynamoClientStore(doc, controlTable),
       jobs: new DynamoJobStore(doc, controlTable),
       tasks: new DynamoTaskStore(doc, tasksTable),
@@ -67,7 +67,7 @@ export const handler = observe(
       // A call job's first waiting task: the head of its client's outstanding index (tasks table).
       heads: new DynamoOutstandingHeads(doc, tasksTable),
     }),
-    suppressions: makeSuppressionsApi({
+    suppressions: new SuppressionsApi({
       clients,
       store: new DynamoSuppressionStore(doc, controlTable),
       clock,

@@ -480,6 +480,3 @@ export class JobsApi {
 }
 
 /** Builds the operator API's use cases around their ports. */
-export function makeJobsApi(deps: JobsApiDeps): JobsApi {
-  return new JobsApi(deps);
-}

@@ -316,6 +316,3 @@ export class JobSweep {
 }
 
 /** Builds the sweeps (cancel and expire); `handle` runs one message. */
-export function makeJobSweep(deps: JobSweepDeps): JobSweep {
-  return new JobSweep(deps);
-}

@@ -276,6 +276,3 @@ function defaultDropOptions(client: ClientSettings, fileName: string, now: numbe
 }
 
 /** Builds the ingest use case around its ports. */
-export function makeIngestJob(deps: IngestJobDeps): IngestJob {
-  return new JobIngest(deps);
-}

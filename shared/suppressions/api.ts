@@ -315,7 +315,3 @@ function uniqueBy<T>(items: readonly T[], key: (item: T) => string): T[] {
   for (const item of items) if (!seen.has(key(item))) seen.set(key(item), item);
   return [...seen.values()];
 }
-
-export function makeSuppressionsApi(deps: SuppressionsApiDeps): SuppressionsApi {
-  return new SuppressionsApi(deps);
-}

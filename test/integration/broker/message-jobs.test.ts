@@ -13,7 +13,7 @@ import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import { cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
+import { cancelSweepStart, JobSweep } from '#shared/jobs/cancel.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage } from '#shared/jobs/ports.ts';
 import {
@@ -186,7 +186,7 @@ function letGo(broker: RunningBroker, clientId: string): Promise<true> {
 /** Runs the cancel sweep the jobs API queues for a cancelled job, continuations included. */
 async function sweepCancelled(job: Job): Promise<void> {
   const continuations: CancelSweepMessage[] = [];
-  const sweep = makeJobSweep({
+  const sweep = new JobSweep({
     jobs: new DynamoJobStore(cloud.doc, controlTable),
     tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
     queue: { send: async (m) => void (m.kind === 'cancel-sweep' && continuations.push(m)) },

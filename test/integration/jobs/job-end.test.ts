@@ -18,7 +18,7 @@ import type { Fence } from '#shared/broker/ports.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
 import type { FleetStore } from '#shared/fleet/ports.ts';
-import { expireSweepStart, type JobSweepOutcome, makeJobSweep } from '#shared/jobs/cancel.ts';
+import { expireSweepStart, JobSweep, type JobSweepOutcome } from '#shared/jobs/cancel.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
 import type { IngestQueue, JobSweepMessage } from '#shared/jobs/ports.ts';
 import {
@@ -184,7 +184,7 @@ describe('a job that reaches its end', () => {
     expect(sent).toEqual([expireSweepStart(clientId, jobId)]);
 
     // The sweep (the ingest runs it) ends the waiting tasks, the retry among them, as expired.
-    const sweep = makeJobSweep({
+    const sweep = new JobSweep({
       jobs: new DynamoJobStore(cloud.doc, controlTable),
       tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
       queue: { send: async (m) => void (m.kind === 'expire-sweep' && sent.push(m)) },
@@ -415,7 +415,7 @@ describe('a message job that reaches its end', () => {
     // The expire sweep ends the waiting ones now, and those its (dead) broker still held once
     // their hold has passed, saying they may have been delivered.
     const sweep = (at: number) =>
-      makeJobSweep({
+      new JobSweep({
         jobs: new DynamoJobStore(cloud.doc, controlTable),
         tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
         queue: { send: async () => {} },

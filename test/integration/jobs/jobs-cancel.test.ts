@@ -14,7 +14,7 @@ import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoTaskCanceller } from '#shared/adapters/dynamo-cancel.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { settleFromSnapshot } from '#shared/broker/settle.ts';
-import { CALL_NEVER_ENDED_REASON, cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
+import { CALL_NEVER_ENDED_REASON, cancelSweepStart, JobSweep } from '#shared/jobs/cancel.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { CancelSweepMessage, QueueSendOptions } from '#shared/jobs/ports.ts';
 import { archiveReportStart, reportArchiveKey } from '#shared/jobs/report-archive.ts';
@@ -228,7 +228,7 @@ describe('cancelling a job', () => {
     const store = new DynamoJobStore(cloud.doc, controlTable);
     const job = (await store.get(clientId, jobId))!;
     expect((await store.transition(job, 'cancelled', Date.now())).ok).toBe(true);
-    const sweep = makeJobSweep({
+    const sweep = new JobSweep({
       jobs: store,
       tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable, pageItems: 2 }),
       queue: {
@@ -280,7 +280,7 @@ describe('a call its dead broker left in flight', () => {
     expect((await store.transition((await store.get(clientId, jobId))!, 'cancelled', Date.now())).ok).toBe(
       true,
     );
-    const sweep = makeJobSweep({
+    const sweep = new JobSweep({
       jobs: store,
       tasks: new DynamoTaskCanceller(cloud.doc, { controlTable, tasksTable }),
       queue: { send: async () => {} },
@@ -355,7 +355,7 @@ describe('cancelling a message job while messages are in flight', () => {
     // The re-check, run when its delay is over: the live broker died too, nothing was written back.
     const queued: { message: unknown; options?: QueueSendOptions }[] = [];
     const store = new DynamoJobStore(cloud.doc, controlTable);
-    const recheck = makeJobSweep({
+    const recheck = new JobSweep({
       jobs: store,
       tasks: canceller,
       queue: {

@@ -15,8 +15,8 @@ import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
 import { recipientTaskId } from '#shared/csv/duplicates.ts';
 import { newUlid } from '#shared/ids.ts';
-import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
-import { type IngestMessage, makeIngestJob } from '#shared/jobs/ingest.ts';
+import { JobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
+import { type IngestMessage, JobIngest } from '#shared/jobs/ingest.ts';
 import { keys, type Task, taskShard } from '#shared/jobs/model.ts';
 import type { ContinueIngestMessage } from '#shared/jobs/ports.ts';
 import { silentLogger } from '#shared/log.ts';
@@ -282,7 +282,7 @@ describe('the ingest across runs, on DynamoDB and S3', () => {
     const files = new S3UploadFiles(cloud.s3, bucket);
     const validationReports = new S3ValidationReportStore(cloud.s3, bucket);
     const clock = { now: () => Date.now() };
-    const jobsApi = makeJobsApi({
+    const jobsApi = new JobsApi({
       region: 'ap-northeast-1',
       clients,
       jobs: store,
@@ -296,7 +296,7 @@ describe('the ingest across runs, on DynamoDB and S3', () => {
 
     async function ingestOnce(maxRowsPerRun?: number) {
       const sent: ContinueIngestMessage[] = [];
-      const ingest = makeIngestJob({
+      const ingest = new JobIngest({
         clients,
         jobs: store,
         tasks,

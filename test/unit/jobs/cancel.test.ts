@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { settleFromSnapshot, settlementFor } from '#shared/broker/settle.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
-import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
+import { JobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import {
   CALL_END_GRACE_MS,
   CALL_NEVER_ENDED_REASON,
   cancelSweepStart,
+  JobSweep,
   type JobSweepOutcome,
   MAX_RECHECK_DELAY_SECONDS,
-  makeJobSweep,
   recheckDelaySeconds,
 } from '#shared/jobs/cancel.ts';
 import {
@@ -98,7 +98,7 @@ async function world(status: Job['status'] = 'running') {
       return t.state === 'in-flight' ? { ...t, startedAt: CALLS_STARTED_AT } : t;
     }),
   );
-  const api = makeJobsApi({
+  const api = new JobsApi({
     region: 'ap-northeast-1',
     clients,
     jobs,
@@ -110,7 +110,7 @@ async function world(status: Job['status'] = 'running') {
     clock,
   });
   const canceller = memoryCanceller(tasks, jobs);
-  const sweep = makeJobSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
+  const sweep = new JobSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
   const ctx = { remainingMs: () => 600_000 };
   const states = () => {
     const by: Partial<Record<TaskState, number>> = {};
@@ -196,7 +196,7 @@ describe('cancelling a job', () => {
   it('stops in time and continues from the shard and page it reached', async () => {
     const w = await world('cancelled');
     let left = 3;
-    const sweep = makeJobSweep({
+    const sweep = new JobSweep({
       jobs: w.jobs,
       tasks: w.canceller,
       queue: w.queue,
@@ -233,7 +233,7 @@ describe('cancelling a job', () => {
   it('ends a call its dead broker left in flight once its longest duration and a grace have passed', async () => {
     const w = await world('cancelled');
     const sweepAt = (now: number) =>
-      makeJobSweep({ jobs: w.jobs, tasks: w.canceller, queue: w.queue, clock: { now: () => now } });
+      new JobSweep({ jobs: w.jobs, tasks: w.canceller, queue: w.queue, clock: { now: () => now } });
     // Before: the calls are left to their broker, and a re-check is asked for after the grace.
     const early = await sweepAt(CALLS_HELD_UNTIL - 1).handle(cancelSweepStart('acme', JOB_ID), w.ctx);
     expect(early).toMatchObject({
@@ -421,7 +421,7 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
     updatedAt: NOW - 40 * MINUTE,
   });
   await tasks.put(tasksOf);
-  const api = makeJobsApi({
+  const api = new JobsApi({
     region: 'ap-northeast-1',
     clients,
     jobs,
@@ -433,7 +433,7 @@ async function messageWorld(tasksOf: readonly Task[] = MESSAGE_TASKS) {
     clock,
   });
   const canceller = memoryCanceller(tasks, jobs);
-  const sweep = makeJobSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
+  const sweep = new JobSweep({ jobs, tasks: canceller, queue, clock, maxPagesPerRun: 2 });
   const ctx = { remainingMs: () => 600_000 };
   const key = (taskId: string) => `${JOB_ID}/${taskId}`;
   const archives: IngestQueueMessage[] = [];
@@ -641,7 +641,7 @@ describe('cancelling a message job whose messages are in flight', () => {
     const held = { ...HELD[0]!, readyAt: NOW + 5 * MINUTE };
     const w = await messageWorld([held]);
     await w.api.changeStatus('acme', JOB_ID, 'cancel');
-    const sweep = makeJobSweep({
+    const sweep = new JobSweep({
       jobs: w.jobs,
       tasks: w.canceller,
       queue: w.queue,

@@ -6,7 +6,7 @@
  * over the chunked limit is held a task a recipient.
  */
 import { describe, expect, it } from 'vitest';
-import { makeJobsApi } from '#shared/jobs/api.ts';
+import { JobsApi } from '#shared/jobs/api.ts';
 import {
   CHUNK_VARIABLE_BYTES,
   type Chunk,
@@ -14,7 +14,7 @@ import {
   chunkTaskId,
   memberVariableBytes,
 } from '#shared/jobs/chunks.ts';
-import { makeIngestJob } from '#shared/jobs/ingest.ts';
+import { JobIngest } from '#shared/jobs/ingest.ts';
 import { parseClientSettings } from '#shared/jobs/validation.ts';
 import { silentLogger } from '#shared/log.ts';
 import {
@@ -75,10 +75,10 @@ function world(options: WorldOptions = {}) {
   const optedOut = new Set<string>();
   void clients.put(parseClientSettings('acme', { ...TOKYO_CLIENT, messageChannelId: 'ch-1' }, NOW));
   const deps = { clients, jobs, tasks, files, validationReports: memoryReports(), queue, clock };
-  const api = makeJobsApi({ region: 'ap-northeast-1', ...deps, bucket: 'uploads' });
+  const api = new JobsApi({ region: 'ap-northeast-1', ...deps, bucket: 'uploads' });
   const ingestWith = (more: Pick<WorldOptions, 'maxChunkedListBytes'>) => {
     const { crashes: _c, ...tuning } = { ...options, ...more };
-    return makeIngestJob({
+    return new JobIngest({
       ...deps,
       ...tuning,
       log: silentLogger,
@@ -204,7 +204,7 @@ describe("ingest of a personalised message's recipients in chunks", () => {
 /** Runs the continuations `w`'s steps sent, and theirs, with `ingest`. */
 async function drain(
   w: ReturnType<typeof world>,
-  ingest: ReturnType<typeof makeIngestJob>,
+  ingest: JobIngest,
   ctx: { remainingMs(): number; receiveCount: number },
 ) {
   while (w.queue.sent.length > 0) {

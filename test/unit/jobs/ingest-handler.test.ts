@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { makeIngestHandler } from '#lambdas/ingest/handler.ts';
-import { makeJobSweep } from '#shared/jobs/cancel.ts';
+import { JobSweep } from '#shared/jobs/cancel.ts';
 import type { IngestJob, IngestMessage } from '#shared/jobs/ingest.ts';
 import { parseIngestQueueMessage as ingestMessages } from '#shared/jobs/queue-message.ts';
 import { ReportArchiver } from '#shared/jobs/report-archive.ts';
@@ -68,7 +68,7 @@ describe('ingest handler', () => {
         return { kind: 'ignored', reason: 'test' };
       },
     };
-    const sweep = makeJobSweep({
+    const sweep = new JobSweep({
       jobs: { get: async () => undefined },
       tasks: {
         sweepPage: async () => ({ tasks: [] }),

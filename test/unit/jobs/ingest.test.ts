@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CSV_LIMITS } from '#shared/csv/records.ts';
-import { makeJobsApi } from '#shared/jobs/api.ts';
-import { cancelSweepStart, makeJobSweep } from '#shared/jobs/cancel.ts';
-import { type IngestMessage, makeIngestJob } from '#shared/jobs/ingest.ts';
+import { JobsApi } from '#shared/jobs/api.ts';
+import { cancelSweepStart, JobSweep } from '#shared/jobs/cancel.ts';
+import { type IngestMessage, JobIngest } from '#shared/jobs/ingest.ts';
 import type { IngestQueueMessage, JobSweepMessage } from '#shared/jobs/ports.ts';
 import { archiveReportStart } from '#shared/jobs/report-archive.ts';
 import type { UploadedObject } from '#shared/jobs/s3-events.ts';
@@ -36,7 +36,7 @@ function world(options: { maxRowsPerRun?: number; batchSize?: number; optedOut?:
   const clock = { now: () => NOW };
   const optedOut = new Set(options.optedOut ?? []);
   void clients.put(parseClientSettings('acme', TOKYO_CLIENT, NOW));
-  const api = makeJobsApi({
+  const api = new JobsApi({
     region: 'ap-northeast-1',
     clients,
     jobs,
@@ -47,7 +47,7 @@ function world(options: { maxRowsPerRun?: number; batchSize?: number; optedOut?:
     bucket: BUCKET,
     clock,
   });
-  const ingest = makeIngestJob({
+  const ingest = new JobIngest({
     clients,
     jobs,
     tasks,
@@ -334,7 +334,7 @@ describe('ingest of an uploaded list', () => {
     expect(written.length).toBeGreaterThan(0);
     expect(w.others).toEqual([cancelSweepStart('acme', jobId)]);
 
-    const sweep = makeJobSweep({
+    const sweep = new JobSweep({
       jobs: w.jobs,
       tasks: memoryCanceller(w.tasks, w.jobs),
       queue: w.queue,

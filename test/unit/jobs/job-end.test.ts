@@ -8,8 +8,8 @@ import { settlementFor } from '#shared/broker/settle.ts';
 import { runMessagePipeline } from '#shared/campaign/pipeline.ts';
 import type { ClaimedTask } from '#shared/campaign/ports.ts';
 import { makeRunJobManager } from '#shared/fleet/job-manager.ts';
-import { jobView, makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
-import { expireSweepStart, type JobSweepOutcome, makeJobSweep } from '#shared/jobs/cancel.ts';
+import { JobsApi, jobView, ZERO_COUNTS } from '#shared/jobs/api.ts';
+import { expireSweepStart, JobSweep, type JobSweepOutcome } from '#shared/jobs/cancel.ts';
 import { type Job, jobHasEnded, type Task, type TaskState } from '#shared/jobs/model.ts';
 import type { JobSweepMessage } from '#shared/jobs/ports.ts';
 import { mayStartNow } from '#shared/jobs/restrictions.ts';
@@ -194,7 +194,7 @@ describe('the job options endAt and expireAfter', () => {
   it('is stored with the job and shown by GET', async () => {
     const clients = memoryClients();
     await clients.put(client);
-    const api = makeJobsApi({
+    const api = new JobsApi({
       region: 'ap-northeast-1',
       clients,
       jobs: memoryJobs(),
@@ -297,7 +297,7 @@ async function endedWorld(status: Job['status'] = 'running') {
     ...Array.from({ length: 40 }, (_, i) => task(i, STATE_OF(i))),
     ...Array.from({ length: 6 }, (_, i) => task(100 + i, 'in-flight', 'message')),
   ]);
-  const sweep = makeJobSweep({
+  const sweep = new JobSweep({
     jobs,
     tasks: memoryCanceller(tasks, jobs),
     queue,

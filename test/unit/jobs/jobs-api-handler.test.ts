@@ -2,7 +2,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { describe, expect, it } from 'vitest';
 import { makeJobsApiHandler } from '#lambdas/jobs-api/handler.ts';
 import type { JobSample } from '#shared/broker/job-series.ts';
-import { makeJobsApi } from '#shared/jobs/api.ts';
+import { JobsApi } from '#shared/jobs/api.ts';
 import { silentLogger } from '#shared/log.ts';
 import { matchRoute, routeKey, routes } from '#shared/routes.ts';
 import {
@@ -23,7 +23,7 @@ const samples: JobSample[] = [];
 function setup() {
   const files = memoryFiles();
   const jobs = memoryJobs();
-  const api = makeJobsApi({
+  const api = new JobsApi({
     region: 'ap-northeast-1',
     series: {
       since: async (clientId, jobId, afterMs, limit) => {

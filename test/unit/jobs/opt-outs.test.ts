@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { makeJobsApiHandler } from '#lambdas/jobs-api/handler.ts';
-import { makeJobsApi } from '#shared/jobs/api.ts';
+import { JobsApi } from '#shared/jobs/api.ts';
 import type { ValidationError } from '#shared/jobs/errors.ts';
 import { parseOptOutQuery } from '#shared/jobs/opt-outs.ts';
 import type { OptOutReader, OptOutRecord } from '#shared/jobs/ports.ts';
@@ -39,7 +39,7 @@ function memoryOptOuts(records: Record<string, OptOutRecord[]>): OptOutReader {
 
 async function setup() {
   const clients = memoryClients();
-  const api = makeJobsApi({
+  const api = new JobsApi({
     region: 'ap-northeast-1',
     clients,
     jobs: memoryJobs(),

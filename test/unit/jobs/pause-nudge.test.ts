@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LeaseEndpointReader } from '#shared/broker/ports.ts';
-import { makeJobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
+import { JobsApi, ZERO_COUNTS } from '#shared/jobs/api.ts';
 import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
 import type { Job, JobChannel } from '#shared/jobs/model.ts';
 import type { JobChanged, JobChangeNotifier, NudgeAnswer } from '#shared/jobs/ports.ts';
@@ -92,7 +92,7 @@ async function world(options: { channel?: JobChannel; status?: JobStatus } = {})
   lease.held.set('acme', { endpoint: BROKER, expiresAt: NOW + 20_000 });
   const holder = broker(async (jobId) => (await jobs.get('acme', jobId))?.status);
   const warnings: { message: string; fields: Record<string, unknown> | undefined }[] = [];
-  const api = makeJobsApi({
+  const api = new JobsApi({
     region: 'ap-northeast-1',
     clients,
     jobs,

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { makeJobsApiHandler } from '#lambdas/jobs-api/handler.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { LAMBDA_PAYLOAD_MAX_BYTES } from '#shared/functions.ts';
-import { type JobsApi, type JobView, makeJobsApi, REPORT_INLINE_MAX_BYTES } from '#shared/jobs/api.ts';
+import { JobsApi, type JobView, REPORT_INLINE_MAX_BYTES } from '#shared/jobs/api.ts';
 import { silentLogger } from '#shared/log.ts';
 import { job as makeJob } from '../fleet/fakes.ts';
 import { memoryClients, memoryFiles, memoryJobs, memoryQueue, memoryReports, memoryTasks } from './fakes.ts';
@@ -72,7 +72,7 @@ describe('the report response and the Lambda response limit', () => {
       }),
     );
     await validationReports.putPage('acme', job.jobId, entries);
-    const api = makeJobsApi({
+    const api = new JobsApi({
       region: 'ap-northeast-1',
       clients: memoryClients(),
       jobs,
