@@ -16,8 +16,7 @@
  * cannot be put back on a bus).
  */
 import { CfnOutput, Duration, RemovalPolicy } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -37,7 +36,7 @@ import { functions } from '#shared/functions.ts';
 import { resourceName, tableSpec } from '#shared/resources.ts';
 import { suppressionKeys } from '#shared/suppressions/model.ts';
 import { SwitchboardFunction } from './function.ts';
-import type { StatefulResources } from './stateful.ts';
+import { deadLetterAlarm, type StatefulResources } from './stateful.ts';
 
 export interface EmailEventsProps {
   readonly stage: string;
@@ -111,21 +110,17 @@ export class EmailEvents extends Construct {
       ],
     });
 
-    this.deadLettersAlarm = this.deadLetters
-      .metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-        statistic: cloudwatch.Stats.MAXIMUM,
-      })
-      .createAlarm(this, 'DlqAlarm', {
+    this.deadLettersAlarm = deadLetterAlarm(
+      this,
+      'DlqAlarm',
+      { deadLetterQueue: this.deadLetters },
+      {
         alarmName: resourceName(props.stage, 'email-events-dlq-messages'),
-        alarmDescription:
+        description:
           "SES email events could not be recorded (tasks' email states, bounce and complaint suppressions) and are in the email-events dead-letter queue. Fix the cause in the email-events logs, then re-invoke the function with each message's body (both writes are idempotent).",
-        threshold: 0,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-    this.deadLettersAlarm.addAlarmAction(new actions.SnsAction(props.alarmTopic));
+        topic: props.alarmTopic,
+      },
+    );
 
     new CfnOutput(this, 'ConfigurationSetName', {
       key: 'EmailConfigurationSetName',

@@ -8,7 +8,6 @@ import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -16,6 +15,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { resourceName } from '#shared/resources.ts';
 import { type HttpFunctionId, type RouteSpec, routeKey, routes as sharedRoutes } from '#shared/routes.ts';
+import { alarmOnAny } from './stateful.ts';
 
 export interface SwitchboardHttpApiProps {
   readonly stage: string;
@@ -132,19 +132,17 @@ export class SwitchboardHttpApi extends Construct {
       }
     }
 
-    this.serverErrorsAlarm = this.api
-      .metricServerError({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM })
-      .createAlarm(this, 'ServerErrors', {
-        // Named under the stage's prefix: the alarm topic admits only alarms named so.
+    this.serverErrorsAlarm = alarmOnAny(
+      this,
+      'ServerErrors',
+      this.api.metricServerError({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
+      {
         alarmName: resourceName(props.stage, 'api-5xx'),
-        alarmDescription:
+        description:
           'The HTTP API answered 5xx: LINE counts these as failed deliveries and may never redeliver. Check the receiver logs.',
-        threshold: 0,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-    this.serverErrorsAlarm.addAlarmAction(new actions.SnsAction(props.alarmTopic));
+        topic: props.alarmTopic,
+      },
+    );
 
     new CfnOutput(this, 'Url', {
       key: 'HttpApiUrl',

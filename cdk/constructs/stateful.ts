@@ -121,6 +121,36 @@ export interface QueuePair {
   readonly deadLetterQueue: sqs.Queue;
 }
 
+/** An alarm's name (under the stage's prefix: the alarm topic admits only alarms named so), text and topic. */
+export interface AlarmOptions {
+  readonly alarmName: string;
+  readonly description: string;
+  readonly topic: sns.ITopic;
+}
+
+/**
+ * An alarm on the first occurrence of `metric` (> 0 in one period; no data is no alarm), notifying
+ * `topic`: for what is worth a look each time it happens.
+ */
+export function alarmOnAny(
+  scope: Construct,
+  id: string,
+  metric: cloudwatch.IMetric,
+  options: AlarmOptions,
+): cloudwatch.Alarm {
+  const alarm = new cloudwatch.Alarm(scope, id, {
+    metric,
+    alarmName: options.alarmName,
+    alarmDescription: options.description,
+    threshold: 0,
+    evaluationPeriods: 1,
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+  });
+  alarm.addAlarmAction(new actions.SnsAction(options.topic));
+  return alarm;
+}
+
 /**
  * An alarm on the first message in a queue's dead-letter queue (its visible messages, > 0 within a
  * minute), notifying `topic`: every DLQ of the stack has one.
@@ -128,24 +158,14 @@ export interface QueuePair {
 export function deadLetterAlarm(
   scope: Construct,
   id: string,
-  pair: QueuePair,
-  options: { readonly alarmName: string; readonly description: string; readonly topic: sns.ITopic },
+  pair: Pick<QueuePair, 'deadLetterQueue'>,
+  options: AlarmOptions,
 ): cloudwatch.Alarm {
-  const alarm = pair.deadLetterQueue
-    .metricApproximateNumberOfMessagesVisible({
-      period: Duration.minutes(1),
-      statistic: cloudwatch.Stats.MAXIMUM,
-    })
-    .createAlarm(scope, id, {
-      alarmName: options.alarmName,
-      alarmDescription: options.description,
-      threshold: 0,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-  alarm.addAlarmAction(new actions.SnsAction(options.topic));
-  return alarm;
+  const visible = pair.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+    period: Duration.minutes(1),
+    statistic: cloudwatch.Stats.MAXIMUM,
+  });
+  return alarmOnAny(scope, id, visible, options);
 }
 
 /** A stack output holding the command that moves a DLQ's messages back to their queue. */

@@ -16,7 +16,6 @@
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -27,7 +26,13 @@ import { CHANNELS_BY_CLIENT_INDEX, resourceName, tableSpec } from '#shared/resou
 import { routes } from '#shared/routes.ts';
 import { SwitchboardFunction } from './function.ts';
 import type { SwitchboardHttpApi } from './http-api.ts';
-import { deadLetterAlarm, type QueuePair, redriveCommandOutput, type StatefulResources } from './stateful.ts';
+import {
+  alarmOnAny,
+  deadLetterAlarm,
+  type QueuePair,
+  redriveCommandOutput,
+  type StatefulResources,
+} from './stateful.ts';
 
 export interface WebhooksProps {
   readonly stage: string;
@@ -148,20 +153,13 @@ export class Webhooks extends Construct {
 
   /** The dead-letter and error alarms of the webhook functions; each notifies the alarm topic. */
   private webhookAlarms(webhookEvents: QueuePair): Webhooks['alarms'] {
-    const notify = new actions.SnsAction(this.alarmTopic);
     // Any occurrence is worth a look: each alarm fires on the first one (> 0 in one period).
-    const alarm = (name: string, metric: cloudwatch.Metric, description: string) => {
-      const created = metric.createAlarm(this, name, {
+    const alarm = (name: string, metric: cloudwatch.Metric, description: string) =>
+      alarmOnAny(this, name, metric, {
         alarmName: resourceName(this.stage, name),
-        alarmDescription: description,
-        threshold: 0,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        description,
+        topic: this.alarmTopic,
       });
-      created.addAlarmAction(notify);
-      return created;
-    };
     return {
       deadLetters: deadLetterAlarm(this, 'webhook-dlq-messages', webhookEvents, {
         alarmName: resourceName(this.stage, 'webhook-dlq-messages'),
