@@ -1,10 +1,11 @@
 /** Wires the SES email-event target to the real AWS clients; configuration is read once. */
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
-import { DynamoEmailOutcomeStore } from '#shared/adapters/dynamo-email-outcomes.ts';
+import { DynamoDeliveryOutcomeStore } from '#shared/adapters/dynamo-delivery-outcomes.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { getStringFromEnv } from '#shared/config.ts';
 import { makeRecordEmailEvent } from '#shared/email/email-outcomes.ts';
+import { EMAIL_DELIVERY_RANK } from '#shared/email/ses-events.ts';
 import { makeEmailEventsHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('email-events');
@@ -17,7 +18,7 @@ const doc = makeDocumentClient(makeDynamoClient({ maxAttempts: 3 }));
 export const handler = observe(
   makeEmailEventsHandler({
     record: makeRecordEmailEvent({
-      outcomes: new DynamoEmailOutcomeStore(doc, tasksTable),
+      outcomes: new DynamoDeliveryOutcomeStore(doc, tasksTable, EMAIL_DELIVERY_RANK),
       suppressions: new DynamoSuppressionStore(doc, controlTable),
     }),
     log,

@@ -15,8 +15,14 @@
  * the recorded state ends as the highest event of the highest attempt; `sentAttempt`, the highest
  * attempt an event proved to have left SES, is what the broker waits for after an unanswered send.
  *
- * Pure: no AWS SDK. The store's adapter is `shared/adapters/dynamo-email-outcomes.ts`.
+ * Pure: no AWS SDK. The store's adapter is `shared/adapters/dynamo-delivery-outcomes.ts`.
  */
+import type {
+  DeliveryAttempt,
+  DeliveryOutcomeStore,
+  DeliveryRecordResult,
+  DeliveryStateChange,
+} from '#shared/jobs/delivery-state.ts';
 import { entryReason, type SuppressionEntry } from '#shared/suppressions/model.ts';
 import type { SuppressionWriter } from '#shared/suppressions/ports.ts';
 import { emailSuppressionKey, normalizeEmailAddress } from './address.ts';
@@ -43,28 +49,14 @@ export const EMAIL_TAGS = {
 } as const;
 
 /** Which attempt of which task an email was. */
-export interface EmailAttempt {
-  readonly clientId: string;
-  readonly jobId: string;
-  readonly taskId: string;
-  /** 1 for a task's first attempt. */
-  readonly attempt: number;
-}
+export type EmailAttempt = DeliveryAttempt;
 
-/** What an event records on its task. */
-export interface EmailStateChange extends EmailAttempt {
-  readonly state: EmailDeliveryState;
-  /** When the event happened (epoch ms). */
-  readonly at: number;
-  /** What SES or the receiving server said: bounces, complaints, rejections, rendering failures. */
-  readonly reason?: string;
-  /**
-   * The event proves the email left SES (Send, Delivery, DeliveryDelay, Bounce, Complaint), so the
-   * task's `sentAttempt` becomes at least `attempt`. A Reject or a Rendering Failure proves the
-   * opposite.
-   */
-  readonly sent: boolean;
-}
+/**
+ * What an event records on its task. Its reason is what SES or the receiving server said (bounces,
+ * complaints, rejections, rendering failures); `sent`: the event proves the email left SES (Send,
+ * Delivery, DeliveryDelay, Bounce, Complaint). A Reject or a Rendering Failure proves the opposite.
+ */
+export type EmailStateChange = DeliveryStateChange<EmailDeliveryState>;
 
 /** The email state a task records: its attempt and state. */
 export interface RecordedEmail {
@@ -172,17 +164,14 @@ export function readEmailEvent(event: SesEvent): EmailEventReading {
  * - `stale`: the task records this state or a later one (a duplicate, or an event arriving late).
  * - `unknown-task`: no task of that client has that id (never one, or deleted after its retention).
  */
-export type EmailRecordResult = 'recorded' | 'stale' | 'unknown-task';
+export type EmailRecordResult = DeliveryRecordResult;
 
-/** Where a task's email state is kept (adapter: `shared/adapters/dynamo-email-outcomes.ts`). */
-export interface EmailOutcomeStore {
-  /**
-   * Records `change` on its task when it {@link supersedes} what the task records, in one
-   * conditional write; when it does not but proves a later attempt was sent than `sentAttempt`
-   * says, raises `sentAttempt` alone. Never lowers anything.
-   */
-  record(change: EmailStateChange): Promise<EmailRecordResult>;
-}
+/**
+ * Where a task's email state is kept: the channel-neutral delivery store with email's ranks
+ * (adapter: `shared/adapters/dynamo-delivery-outcomes.ts`, given `EMAIL_DELIVERY_RANK`); it records
+ * what {@link supersedes} says.
+ */
+export type EmailOutcomeStore = DeliveryOutcomeStore<EmailDeliveryState>;
 
 export type EmailEventResult =
   | { readonly outcome: 'ignored'; readonly reason: string }

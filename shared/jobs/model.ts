@@ -288,9 +288,11 @@ export interface Task {
   /** busy, no-answer, answered, delivered, … */
   readonly lastResult?: string;
   /**
-   * An email task's delivery state as SES's events last moved it (`shared/email/email-outcomes.ts`;
-   * the report's `email` column). Absent before any event.
+   * A message task's delivery state as its channel's events last moved it (`shared/jobs/delivery-state.ts`;
+   * for email, SES's: the report's `email` column). Absent before any event.
    */
+  readonly deliveryState?: EmailDeliveryState;
+  /** The same, as items written before the channel-neutral names hold it (email only). */
   readonly emailState?: EmailDeliveryState;
   readonly reason?: string;
   readonly callId?: string;

@@ -84,7 +84,7 @@ export async function* jobReportCsv(
       task.reason,
       undefined,
       undefined,
-      ...(email ? [task.emailState] : []),
+      ...(email ? [task.deliveryState ?? task.emailState] : []),
     ]);
     yield* flush();
   }

@@ -11,14 +11,15 @@
  * checked below against the same table.
  */
 import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LocalEmail, startLocalEmail } from '#local/email-wiring.ts';
 import { LOCAL_SES, type SesFaultRates } from '#local/ses-emulator.ts';
-import { DynamoEmailOutcomeStore } from '#shared/adapters/dynamo-email-outcomes.ts';
+import { DynamoDeliveryOutcomeStore } from '#shared/adapters/dynamo-delivery-outcomes.ts';
 import { taskItem } from '#shared/adapters/dynamo-job-tasks.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { EMAIL_TAGS, type EmailStateChange } from '#shared/email/email-outcomes.ts';
+import { EMAIL_DELIVERY_RANK } from '#shared/email/ses-events.ts';
 import { keys, type Task } from '#shared/jobs/model.ts';
 import { testCloud, uniqueName } from '../../support/cloud.ts';
 
@@ -30,10 +31,10 @@ const suppressions = new DynamoSuppressionStore(cloud.doc, controlTable);
 const SIMULATOR = 'simulator.amazonses.com';
 /** Each simulator address, and what its task and the list must end with. */
 const EXPECTED = {
-  [`success@${SIMULATOR}`]: { emailState: 'delivered', suppressed: undefined },
-  [`bounce@${SIMULATOR}`]: { emailState: 'bounced', suppressed: 'bounce' },
-  [`complaint@${SIMULATOR}`]: { emailState: 'complained', suppressed: 'complaint' },
-  [`suppressionlist@${SIMULATOR}`]: { emailState: 'bounced', suppressed: 'bounce' },
+  [`success@${SIMULATOR}`]: { deliveryState: 'delivered', suppressed: undefined },
+  [`bounce@${SIMULATOR}`]: { deliveryState: 'bounced', suppressed: 'bounce' },
+  [`complaint@${SIMULATOR}`]: { deliveryState: 'complained', suppressed: 'complaint' },
+  [`suppressionlist@${SIMULATOR}`]: { deliveryState: 'bounced', suppressed: 'bounce' },
 } as const;
 const ADDRESSES = Object.keys(EXPECTED);
 
@@ -115,10 +116,10 @@ async function expectOutcomes(clientId: string, jobId: string, tasks: readonly T
   for (const task of tasks) {
     const expected = EXPECTED[task.recipient as keyof typeof EXPECTED];
     expect(await item(jobId, task.taskId), task.recipient).toMatchObject({
-      emailState: expected.emailState,
-      emailAttempt: 1,
+      deliveryState: expected.deliveryState,
+      deliveryAttempt: 1,
       sentAttempt: 1,
-      emailEventAt: expect.any(Number),
+      deliveryEventAt: expect.any(Number),
       // The task's own state is the broker's: events do not touch it.
       state: 'in-flight',
     });
@@ -139,12 +140,12 @@ describe("SES's events on the tasks and the suppression list", () => {
     await local.ses.idle();
     await expectOutcomes(clientId, jobId, tasks);
     expect(await item(jobId, 't1')).toMatchObject({
-      emailReason: expect.stringMatching(/^Permanent\/General: smtp; 550 5\.1\.1/),
+      deliveryReason: expect.stringMatching(/^Permanent\/General: smtp; 550 5\.1\.1/),
     });
     expect(await item(jobId, 't3')).toMatchObject({
-      emailReason: expect.stringMatching(/^Permanent\/OnAccountSuppressionList/),
+      deliveryReason: expect.stringMatching(/^Permanent\/OnAccountSuppressionList/),
     });
-    expect((await item(jobId, 't0'))!.emailReason).toBeUndefined();
+    expect((await item(jobId, 't0'))!.deliveryReason).toBeUndefined();
     expect(local.ses.events().every((e) => e.fate === 'delivered')).toBe(true);
   });
 
@@ -174,13 +175,13 @@ describe("SES's events on the tasks and the suppression list", () => {
     await sendEach(local, [{ ...tasks[0]!, taskId: 'no-such-task' }]);
     await local.ses.idle();
     expect(local.ses.events().map((e) => e.fate)).toEqual(Array(4).fill('delivered'));
-    expect(await item(jobId, 't0')).not.toHaveProperty('emailState');
+    expect(await item(jobId, 't0')).not.toHaveProperty('deliveryState');
     expect(await item(jobId, 'no-such-task')).toBeUndefined();
   });
 });
 
-describe('the DynamoDB email outcome store', () => {
-  const store = new DynamoEmailOutcomeStore(cloud.doc, tasksTable);
+describe('the DynamoDB delivery outcome store, with email’s ranks', () => {
+  const store = new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, EMAIL_DELIVERY_RANK);
 
   async function seeded() {
     const { clientId, jobId } = await seedJob([`success@${SIMULATOR}`]);
@@ -202,22 +203,22 @@ describe('the DynamoDB email outcome store', () => {
       'recorded',
     );
     expect(await item(jobId, 't0')).toMatchObject({
-      emailState: 'soft-bounced',
-      emailRank: 6,
-      emailAttempt: 1,
-      emailReason: 'Transient/MailboxFull',
+      deliveryState: 'soft-bounced',
+      deliveryRank: 6,
+      deliveryAttempt: 1,
+      deliveryReason: 'Transient/MailboxFull',
     });
     // The second attempt supersedes the first, whatever their states; its state has no reason.
     expect(await store.record(change(2, 'delivered'))).toBe('recorded');
     expect(await store.record(change(1, 'complained'))).toBe('stale');
     const after = await item(jobId, 't0');
     expect(after).toMatchObject({
-      emailState: 'delivered',
-      emailAttempt: 2,
+      deliveryState: 'delivered',
+      deliveryAttempt: 2,
       sentAttempt: 2,
-      emailEventAt: 2_000,
+      deliveryEventAt: 2_000,
     });
-    expect(after).not.toHaveProperty('emailReason');
+    expect(after).not.toHaveProperty('deliveryReason');
   });
 
   it('sentAttempt is the highest attempt proved sent, even when that proof arrives after a later rejection', async () => {
@@ -228,19 +229,46 @@ describe('the DynamoDB email outcome store', () => {
     expect(await item(jobId, 't0')).not.toHaveProperty('sentAttempt');
     expect(await store.record(change(1, 'sent'))).toBe('stale');
     expect(await item(jobId, 't0')).toMatchObject({
-      emailState: 'rejected',
-      emailAttempt: 2,
+      deliveryState: 'rejected',
+      deliveryAttempt: 2,
       sentAttempt: 1,
     });
     expect(await store.record(change(1, 'delivered'))).toBe('stale');
     expect(await item(jobId, 't0')).toMatchObject({ sentAttempt: 1 });
   });
 
+  it('reads an item written under email’s names of before, and moves it to the new names', async () => {
+    const { jobId, change } = await seeded();
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: tasksTable,
+        Key: keys.task(jobId, 't0'),
+        UpdateExpression:
+          'SET emailState = :state, emailRank = :rank, emailAttempt = :one, emailEventAt = :at, emailReason = :reason',
+        ExpressionAttributeValues: {
+          ':state': 'soft-bounced',
+          ':rank': EMAIL_DELIVERY_RANK['soft-bounced'],
+          ':one': 1,
+          ':at': 1_000,
+          ':reason': 'Transient/MailboxFull',
+        },
+      }),
+    );
+    expect(await store.record(change(1, 'delivered'))).toBe('stale');
+    const moved = change(2, 'delivered');
+    expect(await store.record(moved)).toBe('recorded');
+    const after = await item(jobId, 't0');
+    expect(after).toMatchObject({ deliveryState: 'delivered', deliveryAttempt: 2, sentAttempt: 2 });
+    for (const old of ['emailState', 'emailRank', 'emailAttempt', 'emailEventAt', 'emailReason']) {
+      expect(after).not.toHaveProperty(old);
+    }
+  });
+
   it('never touches another client’s task, nor creates one', async () => {
     const { jobId, change } = await seeded();
     expect(await store.record({ ...change(1, 'delivered'), clientId: 'someone-else' })).toBe('unknown-task');
     expect(await store.record({ ...change(1, 'delivered'), taskId: 'missing' })).toBe('unknown-task');
-    expect(await item(jobId, 't0')).not.toHaveProperty('emailState');
+    expect(await item(jobId, 't0')).not.toHaveProperty('deliveryState');
     expect(await item(jobId, 'missing')).toBeUndefined();
   });
 });
