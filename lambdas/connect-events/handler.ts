@@ -8,27 +8,20 @@
 import middy from '@middy/core';
 import type { ContactEventOutcome } from '#shared/broker/contact-events.ts';
 import type { Logger } from '#shared/log.ts';
-import { MalformedContactEventError } from '#shared/telephony/connect-contact.ts';
+import { recordContactEvent } from '#shared/telephony/connect-contact.ts';
 
 export function makeConnectEventsHandler(deps: {
   record: (event: unknown) => Promise<ContactEventOutcome>;
   log: Logger;
 }) {
   return middy(async (event: unknown): Promise<{ outcome: ContactEventOutcome | 'malformed' }> => {
-    try {
-      const outcome = await deps.record(event);
-      deps.log.metrics({ ConnectContactEvents: 1 }, { outcome });
-      // Said once per event (EventBridge does not redeliver an acknowledged one): for no call of ours,
-      // or held until the broker links its contact.
-      if (outcome === 'unknown-task' || outcome === 'held')
-        deps.log.info('contact event for no linked call', { outcome });
-      return { outcome };
-    } catch (error) {
-      if (error instanceof MalformedContactEventError) {
-        deps.log.warn('contact event refused', { reason: error.message });
-        return { outcome: 'malformed' };
-      }
-      throw error;
-    }
+    const outcome = await recordContactEvent(event, deps.record, deps.log);
+    if (outcome === 'malformed') return { outcome };
+    deps.log.metrics({ ConnectContactEvents: 1 }, { outcome });
+    // Said once per event (EventBridge does not redeliver an acknowledged one): for no call of ours,
+    // or held until the broker links its contact.
+    if (outcome === 'unknown-task' || outcome === 'held')
+      deps.log.info('contact event for no linked call', { outcome });
+    return { outcome };
   });
 }

@@ -7,24 +7,16 @@
 import middy from '@middy/core';
 import type { ContactOptOutOutcome } from '#shared/broker/contact-opt-outs.ts';
 import type { Logger } from '#shared/log.ts';
-import { MalformedContactEventError } from '#shared/telephony/connect-contact.ts';
+import { recordContactEvent } from '#shared/telephony/connect-contact.ts';
 
 export function makeConnectOptOutsHandler(deps: {
   record: (event: unknown) => Promise<ContactOptOutOutcome>;
   log: Logger;
 }) {
   return middy(async (event: unknown): Promise<{ outcome: ContactOptOutOutcome | 'malformed' }> => {
-    try {
-      const outcome = await deps.record(event);
-      if (outcome === 'suppressed') deps.log.metrics({ CallOptOuts: 1 }, { provider: 'connect' });
-      if (outcome === 'unknown-task') deps.log.info('opt-out on a contact that names no task of ours');
-      return { outcome };
-    } catch (error) {
-      if (error instanceof MalformedContactEventError) {
-        deps.log.warn('contact event refused', { reason: error.message });
-        return { outcome: 'malformed' };
-      }
-      throw error;
-    }
+    const outcome = await recordContactEvent(event, deps.record, deps.log);
+    if (outcome === 'suppressed') deps.log.metrics({ CallOptOuts: 1 }, { provider: 'connect' });
+    if (outcome === 'unknown-task') deps.log.info('opt-out on a contact that names no task of ours');
+    return { outcome };
   });
 }

@@ -8,6 +8,7 @@
  * `docs/provider-facts.md` (what each field is, with the pages read).
  */
 import { z } from 'zod';
+import type { Logger } from '#shared/log.ts';
 import { TelephonyError } from './errors.ts';
 import type { CallSnapshot, CallStatus, CallStatusEvent } from './port.ts';
 
@@ -146,6 +147,25 @@ function talk(contact: ConnectContactState): { durationSeconds?: number } {
 /** A contact event that is not a valid Amazon Connect Contact Event envelope. */
 export class MalformedContactEventError extends TelephonyError {
   override name = 'MalformedContactEventError';
+}
+
+/**
+ * One contact event as an EventBridge rule's target records it: a malformed event is logged once and
+ * answered `malformed` (a retry cannot fix it); any other failure is thrown, so that Lambda's
+ * asynchronous invocation retries it.
+ */
+export async function recordContactEvent<O>(
+  event: unknown,
+  record: (event: unknown) => Promise<O>,
+  log: Pick<Logger, 'warn'>,
+): Promise<O | 'malformed'> {
+  try {
+    return await record(event);
+  } catch (error) {
+    if (!(error instanceof MalformedContactEventError)) throw error;
+    log.warn('contact event refused', { reason: error.message });
+    return 'malformed';
+  }
 }
 
 const isoTime = z.iso.datetime({ offset: true }).transform((value) => Date.parse(value));
