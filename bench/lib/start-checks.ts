@@ -20,6 +20,7 @@ import type { StartLimits } from '#shared/broker/ports.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import { newUlid } from '#shared/ids.ts';
 import { type ClientSettings, type Job, type Task, taskSideOf } from '#shared/jobs/model.ts';
+import type { Lease } from '#shared/lease/lease.ts';
 import { suppressionKeys, suppressionReasons } from '#shared/suppressions/model.ts';
 import { freshCounts, seedRunningJob } from './seed-job.ts';
 
@@ -114,6 +115,22 @@ async function someSuppressions(doc: DynamoDBDocumentClient, tables: Tables, cli
   );
 }
 
+/** The client's lease for an hour, as its broker would hold it (nobody is told at the endpoint). */
+async function benchLease(
+  doc: DynamoDBDocumentClient,
+  controlTable: string,
+  clientId: string,
+): Promise<Lease> {
+  const lease = await new DynamoLeaseStore(doc, controlTable, { endpoint: 'http://127.0.0.1:9' }).tryTake({
+    clientId,
+    owner: 'bench',
+    now: Date.now(),
+    leaseMs: 3_600_000,
+  });
+  if (!lease) throw new Error('the bench could not take its lease');
+  return lease;
+}
+
 /**
  * The baseline of a call start without its suppression check: the store's own start, over a client
  * that leaves the suppression entry's ConditionCheck out of the transaction it sends (a start
@@ -162,15 +179,7 @@ export async function measureCallStartChecks(
       return { ...v, tasks, store, times: [] as number[] };
     }),
   );
-  const lease = await new DynamoLeaseStore(doc, tables.controlTable, {
-    endpoint: 'http://127.0.0.1:9',
-  }).tryTake({
-    clientId,
-    owner: 'bench',
-    now: Date.now(),
-    leaseMs: 3_600_000,
-  });
-  if (!lease) throw new Error('the bench could not take its lease');
+  const lease = await benchLease(doc, tables.controlTable, clientId);
   for (let i = 0; i < starts; i++)
     for (const run of runs) {
       const now = Date.now();
@@ -219,15 +228,7 @@ export async function measureMessageClaimChecks(
         tasks: (i) => taskOf(j, i, String(k)),
         count: messages,
       });
-      const lease = await new DynamoLeaseStore(doc, tables.controlTable, {
-        endpoint: 'http://127.0.0.1:9',
-      }).tryTake({
-        clientId,
-        owner: 'bench',
-        now: Date.now(),
-        leaseMs: 3_600_000,
-      });
-      if (!lease) throw new Error('the bench could not take its lease');
+      const lease = await benchLease(doc, tables.controlTable, clientId);
       const store = new DynamoMessageTaskStore(doc, {
         ...tables,
         clock: { now: () => Date.now() },
