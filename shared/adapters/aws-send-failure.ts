@@ -1,8 +1,8 @@
 /**
- * What a failed send through an AWS SDK client means when no rule of the service's own named it
- * (`ses-transport.ts`, `sms-transport.ts` name theirs first, as `ServiceFailureRules`): a client fault (4xx) is final; a
- * server fault, a timeout or a dropped connection leaves the request in doubt, unless the
- * connection was never made.
+ * What a failed send through an AWS SDK client means: first the service's own rules, which each
+ * transport gives as data (`ServiceFailureRules`: `SES_FAILURES`, `SMS_FAILURES`), then the
+ * generic ones: a client fault (4xx) is final; a server fault, a timeout or a dropped connection
+ * leaves the request in doubt, unless the connection was never made.
  */
 import type { TransportOutcome } from '#shared/campaign/transport.ts';
 
