@@ -46,6 +46,7 @@ import { LOCAL_ACCOUNT } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
 import type { EventBridgeEvent } from './connect-emulator.ts';
 import type { EventRetry } from './event-delivery.ts';
+import { RunningStandIn, type StandInParts } from './running-stand-in.ts';
 import { type AccountSettings, SesAccount } from './ses/account.ts';
 import { EmailTemplates, type SentEmail } from './ses/compose.ts';
 import { type PublishedEvent, SES_EVENT_TYPES, SesEventPublisher, type SesEventType } from './ses/events.ts';
@@ -111,57 +112,20 @@ export interface SesEmulatorOptions {
 const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
 
 /** A running stand-in; start it with {@link startSesEmulator}. */
-export class SesEmulator {
-  readonly url: string;
+export class SesEmulator extends RunningStandIn<SentEmail, PublishedEvent> {
   /** The account: `account.set({ maxSendRate, max24HourSend, sendingEnabled, suspended, sandbox })`, `verify(identity)`. */
   readonly account: Pick<SesAccount, 'set' | 'verify' | 'snapshot' | 'settings'>;
-  /** `faults.set({ … rates })`, `faults.force('answer-lost' | 'throttled' | 'lost' | …, n)`, `faults.reset()`. */
-  readonly faults: Pick<SesFaults, 'set' | 'force' | 'reset' | 'rates'>;
   /** The directory each email sent is written to as a `.eml` file, when the stand-in was given one. */
   readonly outbox: string | undefined;
-  readonly #operations: SesOperations;
-  readonly #publisher: SesEventPublisher;
-  readonly #close: () => Promise<void>;
 
   constructor(
     url: string,
-    parts: {
-      account: SesAccount;
-      faults: SesFaults;
-      operations: SesOperations;
-      publisher: SesEventPublisher;
-      outbox?: SesOutbox;
-    },
+    parts: StandInParts<SentEmail, PublishedEvent> & { account: SesAccount; outbox?: SesOutbox },
     close: () => Promise<void>,
   ) {
-    this.url = url;
+    super(url, parts, close);
     this.outbox = parts.outbox?.directory;
     this.account = parts.account;
-    this.faults = parts.faults;
-    this.#operations = parts.operations;
-    this.#publisher = parts.publisher;
-    this.#close = close;
-  }
-
-  /** Every email accepted, in order: what a demo shows. */
-  sent(): readonly SentEmail[] {
-    return this.#operations.sent();
-  }
-
-  /** Every event published, with what became of its delivery. */
-  events(): readonly PublishedEvent[] {
-    return this.#publisher.log();
-  }
-
-  /** Resolves once every event was delivered, lost or given up. */
-  idle(): Promise<void> {
-    return this.#publisher.idle();
-  }
-
-  /** Stops deliveries still to come and the server. */
-  async close(): Promise<void> {
-    this.#publisher.stop();
-    await this.#close();
   }
 }
 

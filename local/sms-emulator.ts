@@ -32,6 +32,7 @@ import { type Clock, systemClock, systemTimers, type Timers } from '#shared/paci
 import { LOCAL_ACCOUNT } from './api-gateway.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './cloud.ts';
 import type { EventRetry } from './event-delivery.ts';
+import { RunningStandIn, type StandInParts } from './running-stand-in.ts';
 import { type SesFaultRates, SesFaults } from './ses/faults.ts';
 import { readBody } from './ses/wire.ts';
 import { SigV4Error, verifySigV4 } from './sigv4.ts';
@@ -113,60 +114,24 @@ const DEFAULT_PRICE_PER_PART = 0.0083;
 const MAX_BODY_BYTES = 256 * 1024;
 
 /** A running stand-in; start it with {@link startSmsEmulator}. */
-export class SmsEmulator {
-  readonly url: string;
-  /** `faults.set({ … rates })`, `faults.force('answer-lost' | 'throttled' | 'lost' | …, n)`, `faults.reset()`. */
-  readonly faults: Pick<SesFaults, 'set' | 'force' | 'reset' | 'rates'>;
+export class SmsEmulator extends RunningStandIn<SentText, PublishedSmsEvent> {
   /** The account: identities added, spend limit changed, money spent this month. */
   readonly account: Pick<SmsAccount, 'addIdentity' | 'setSpend' | 'spend' | 'spentThisMonth'>;
   readonly #account: SmsAccount;
-  readonly #operations: SmsOperations;
-  readonly #publisher: SmsEventPublisher;
-  readonly #close: () => Promise<void>;
 
   constructor(
     url: string,
-    parts: {
-      account: SmsAccount;
-      faults: SesFaults;
-      operations: SmsOperations;
-      publisher: SmsEventPublisher;
-    },
+    parts: StandInParts<SentText, PublishedSmsEvent> & { account: SmsAccount },
     close: () => Promise<void>,
   ) {
-    this.url = url;
-    this.faults = parts.faults;
+    super(url, parts, close);
     this.account = parts.account;
     this.#account = parts.account;
-    this.#operations = parts.operations;
-    this.#publisher = parts.publisher;
-    this.#close = close;
-  }
-
-  /** Every text accepted, in order: the outbox. */
-  sent(): readonly SentText[] {
-    return this.#operations.sent();
-  }
-
-  /** Every event published, with what became of its delivery. */
-  events(): readonly PublishedSmsEvent[] {
-    return this.#publisher.log();
   }
 
   /** An end user texts STOP: `number` goes on `optOutList` (default "Default"), end-user opted out. */
   optOut(number: string, optOutList = DEFAULT_OPT_OUT_LIST): OptedOutNumber {
     return this.#account.optOut(optOutList, number, true);
-  }
-
-  /** Resolves once every event was delivered, lost or given up. */
-  idle(): Promise<void> {
-    return this.#publisher.idle();
-  }
-
-  /** Stops deliveries still to come and the server. */
-  async close(): Promise<void> {
-    this.#publisher.stop();
-    await this.#close();
   }
 }
 
