@@ -53,8 +53,8 @@ import { type PublishedEvent, SES_EVENT_TYPES, SesEventPublisher, type SesEventT
 import { type SesFaultRates, SesFaults } from './ses/faults.ts';
 import { type Caller, SesOperations } from './ses/operations.ts';
 import { SesOutbox } from './ses/outbox.ts';
-import { JsonFields, readBody, sesAnswer, sesError, signingRefusal } from './ses/wire.ts';
-import { SigV4Error, verifySigV4 } from './sigv4.ts';
+import { JsonFields, readBody, type SesErrorType, sesAnswer, sesError, signingRefusal } from './ses/wire.ts';
+import { checkSignature, type ServiceWire, sendWithFaults } from './stand-in-front.ts';
 import { FrontError, serveFront } from './telephony-sandbox/http-front.ts';
 
 export type { EventRetry } from './event-delivery.ts';
@@ -183,6 +183,23 @@ export async function startSesEmulator(options: SesEmulatorOptions = {}): Promis
   );
 }
 
+/** SES's answers, and its refusals of a send the faults refuse. */
+const SES_WIRE: ServiceWire<SesErrorType> = {
+  error: sesError,
+  answer: sesAnswer,
+  refusals: {
+    throttled: ['TooManyRequestsException', 'Maximum sending rate exceeded.'],
+    'internal-failure': [
+      'InternalFailure',
+      'The request processing has failed because of an unknown error, exception or failure.',
+    ],
+    'service-unavailable': [
+      'ServiceUnavailable',
+      'The request has failed due to a temporary failure of the server.',
+    ],
+  },
+};
+
 /** HTTP to operations: the signature, the route, the send faults. */
 class SesFront {
   readonly #operations: SesOperations;
@@ -228,49 +245,14 @@ class SesFront {
 
   /** The signature checked, as SES would refuse it; the caller it names. */
   #caller(req: IncomingMessage, body: Buffer): Caller {
-    try {
-      const signed = verifySigV4(
-        { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers },
-        {
-          secrets: this.#settings.secrets,
-          region: this.#settings.region,
-          service: 'ses',
-          body,
-          allowQuery: false,
-        },
-      );
-      const ip = req.socket.remoteAddress ?? '127.0.0.1';
-      return { accessKeyId: signed.accessKeyId, sourceIp: ip.replace(/^::ffff:/, '') };
-    } catch (error) {
-      if (error instanceof SigV4Error) throw signingRefusal(error);
-      throw error;
-    }
+    const { secrets, region } = this.#settings;
+    const signed = checkSignature(req, body, { secrets, region, service: 'ses' }, signingRefusal);
+    const ip = req.socket.remoteAddress ?? '127.0.0.1';
+    return { accessKeyId: signed.accessKeyId, sourceIp: ip.replace(/^::ffff:/, '') };
   }
 
-  /**
-   * A send, with its faults: refused before anything is done (429, 500, 503), or done and its
-   * answer lost (the socket destroyed: the SDK sees a network error, never a status).
-   */
+  /** A send, with its faults (`sendWithFaults`), in SES's words. */
   #send(req: IncomingMessage, res: ServerResponse, operation: () => unknown): void {
-    const refusal = this.#faults.drawRefusal();
-    if (refusal === 'throttled') throw sesError('TooManyRequestsException', 'Maximum sending rate exceeded.');
-    if (refusal === 'internal-failure') {
-      throw sesError(
-        'InternalFailure',
-        'The request processing has failed because of an unknown error, exception or failure.',
-      );
-    }
-    if (refusal === 'service-unavailable') {
-      throw sesError(
-        'ServiceUnavailable',
-        'The request has failed due to a temporary failure of the server.',
-      );
-    }
-    const result = operation();
-    if (this.#faults.drawAnswerLoss()) {
-      req.socket.destroy();
-      return;
-    }
-    sesAnswer(res, result);
+    sendWithFaults(this.#faults, SES_WIRE, { req, res }, operation);
   }
 }

@@ -35,7 +35,6 @@ import type { EventRetry } from './event-delivery.ts';
 import { RunningStandIn, type StandInParts } from './running-stand-in.ts';
 import { type SesFaultRates, SesFaults } from './ses/faults.ts';
 import { readBody } from './ses/wire.ts';
-import { SigV4Error, verifySigV4 } from './sigv4.ts';
 import {
   DEFAULT_OPT_OUT_LIST,
   type OptedOutNumber,
@@ -51,7 +50,8 @@ import {
   type SmsOutcome,
 } from './sms/events.ts';
 import { type SentText, SmsOperations } from './sms/operations.ts';
-import { parseBody, signingRefusal, smsAnswer, smsError } from './sms/wire.ts';
+import { parseBody, type SmsErrorType, signingRefusal, smsAnswer, smsError } from './sms/wire.ts';
+import { checkSignature, type ServiceWire, sendWithFaults } from './stand-in-front.ts';
 import { FrontError, serveFront } from './telephony-sandbox/http-front.ts';
 
 export type { EventRetry } from './event-delivery.ts';
@@ -189,6 +189,17 @@ export async function startSmsEmulator(options: SmsEmulatorOptions = {}): Promis
 const TARGET_PREFIX = 'PinpointSMSVoiceV2.';
 const CONTENT_TYPE = 'application/x-amz-json-1.0';
 
+/** The service's answers, and its refusals of a send the faults refuse. */
+const SMS_WIRE: ServiceWire<SmsErrorType> = {
+  error: smsError,
+  answer: smsAnswer,
+  refusals: {
+    throttled: ['ThrottlingException', 'Rate exceeded'],
+    'internal-failure': ['InternalServerException', 'Internal server error.'],
+    'service-unavailable': ['ServiceUnavailable', 'The service is unavailable. Please try again later.'],
+  },
+};
+
 /** HTTP to operations: the signature, the protocol's envelope, the send faults. */
 class SmsFront {
   readonly #operations: SmsOperations;
@@ -251,39 +262,12 @@ class SmsFront {
     if (req.headers.authorization === undefined) {
       throw smsError('MissingAuthenticationTokenException', 'Missing Authentication Token');
     }
-    try {
-      verifySigV4(
-        { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers },
-        {
-          secrets: this.#settings.secrets,
-          region: this.#settings.region,
-          service: 'sms-voice',
-          body,
-          allowQuery: false,
-        },
-      );
-    } catch (error) {
-      if (error instanceof SigV4Error) throw signingRefusal(error);
-      throw error;
-    }
+    const { secrets, region } = this.#settings;
+    checkSignature(req, body, { secrets, region, service: 'sms-voice' }, signingRefusal);
   }
 
-  /**
-   * A send, with its faults: refused before anything is done (throttled, 500, 503), or done and its
-   * answer lost (the socket destroyed: the SDK sees a network error, never a status).
-   */
+  /** A send, with its faults (`sendWithFaults`), in the service's words. */
   #send(req: IncomingMessage, res: ServerResponse, operation: () => unknown): void {
-    const refusal = this.#faults.drawRefusal();
-    if (refusal === 'throttled') throw smsError('ThrottlingException', 'Rate exceeded');
-    if (refusal === 'internal-failure') throw smsError('InternalServerException', 'Internal server error.');
-    if (refusal === 'service-unavailable') {
-      throw smsError('ServiceUnavailable', 'The service is unavailable. Please try again later.');
-    }
-    const result = operation();
-    if (this.#faults.drawAnswerLoss()) {
-      req.socket.destroy();
-      return;
-    }
-    smsAnswer(res, result);
+    sendWithFaults(this.#faults, SMS_WIRE, { req, res }, operation);
   }
 }
