@@ -239,16 +239,32 @@ async function switchboard(rate: number, n: number): Promise<Row> {
   broker.stop('sigterm');
   await broker.done;
   const stats = await standIn.stats();
+  return rowOf('Switchboard (bulk, paced)', { rate, n, recipients: stats.accepted, stats, counts, used });
+}
+
+/** A contender's row: what the stand-in accepted and when, the SDK's requests, the CPU per email. */
+function rowOf(
+  contender: string,
+  run: {
+    readonly rate: number;
+    readonly n: number;
+    readonly recipients: number;
+    readonly stats: { readonly seconds: number; readonly perSecond: readonly number[] };
+    readonly counts: { readonly throttled: number; readonly requests: number };
+    readonly used: NodeJS.CpuUsage;
+  },
+): Row {
+  const { rate, stats, counts, used } = run;
   return {
-    contender: 'Switchboard (bulk, paced)',
+    contender,
     rate,
-    recipients: stats.accepted,
+    recipients: run.recipients,
     seconds: stats.seconds,
     perSecond: stats.perSecond,
     slowestSecond: slowest(stats.perSecond, rate),
     throttled: counts.throttled,
     requests: counts.requests,
-    cpuMsPerEmail: (used.user + used.system) / 1000 / n,
+    cpuMsPerEmail: (used.user + used.system) / 1000 / run.n,
   };
 }
 
@@ -285,17 +301,7 @@ async function baseline(name: string, rate: number, n: number, senders: number):
   await Promise.all(Array.from({ length: senders }, sender));
   const used = process.cpuUsage(cpu);
   const stats = await standIn.stats();
-  return {
-    contender: name,
-    rate,
-    recipients: n,
-    seconds: stats.seconds,
-    perSecond: stats.perSecond,
-    slowestSecond: slowest(stats.perSecond, rate),
-    throttled: counts.throttled,
-    requests: counts.requests,
-    cpuMsPerEmail: (used.user + used.system) / 1000 / n,
-  };
+  return rowOf(name, { rate, n, recipients: n, stats, counts, used });
 }
 
 try {
