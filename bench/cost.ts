@@ -12,7 +12,8 @@
  *   - a call job through the telephony sandbox (start, signed status callbacks, settle);
  *   - an email campaign through the SES v2 stand-in (`local/ses-emulator.ts`, as `npm start` wires
  *     it): ingest → claim → SendBulkEmail, 50 recipients a call → SES's SEND and DELIVERY events of
- *     each recipient, one EventBridge event each → the email-events Lambda → its task's state.
+ *     each recipient, one EventBridge event each → the rule's queue → the email-events Lambda in
+ *     batches → its task's state.
  * Requests are counted by bench/lib/aws-meter.ts: in this process for the Lambdas (by function),
  * in each broker process by a preload (bench/lib/aws-meter-preload.ts), with the broker's CPU time.
  * Lambda invocations and their wall time come from local/lambda.ts; GB-s use each function's
@@ -146,11 +147,10 @@ interface Measured {
   readonly lambdas: Readonly<Record<string, { count: number; ms: number }>>;
   readonly brokerCpuSeconds: number;
   /**
-   * Invocation times of the functions fed one event an invocation (email-events), ms: the tenth and
-   * the median. Their events arrive all at once here, and one process runs them all, so the mean wall
-   * time is the queue of this process, not what Lambda bills an invocation alone in its sandbox.
+   * Events of an AWS service put on the bus and sent by the rule to its queue (SES's, for email): each
+   * an EventBridge event and an SQS SendMessage, which this process's meter does not see.
    */
-  readonly eventTimes?: Readonly<Record<string, { p10: number; p50: number; mean: number }>>;
+  readonly busEvents?: number;
   /** What each Lambda logged (CloudWatch Logs on AWS). */
   readonly logs: Readonly<Record<string, LogVolume>>;
   readonly outcome: string;
@@ -196,12 +196,7 @@ async function runOnLocalStack(
   const logMeter = new LambdaLogMeter();
   const uninstallLogs = logMeter.install();
   const lambdas: Record<string, { count: number; ms: number }> = {};
-  const durations: Record<string, number[]> = {};
   const stopCounting = onEveryInvocation((fn, ms) => {
-    if (EVENT_FED.has(fn)) {
-      durations[fn] ??= [];
-      durations[fn].push(ms);
-    }
     lambdas[fn] ??= { count: 0, ms: 0 };
     const entry = lambdas[fn];
     entry.count += 1;
@@ -276,7 +271,9 @@ async function runOnLocalStack(
         );
       }
       // An email's events reach email-events after its task ended: wait until they stop coming.
-      if (scenario.id === 'email') await eventsDrained(() => lambdas['email-events']?.count ?? 0);
+      if (scenario.id === 'email') await stack.emailEventsRecorded();
+      const busEvents =
+        scenario.id === 'email' ? stack.ses.events().reduce((n, e) => n + e.deliveries, 0) : undefined;
       const seconds = (performance.now() - started) / 1000;
       // The broker writes its counts every half second; let its last outcomes and release land.
       await settle();
@@ -289,7 +286,7 @@ async function runOnLocalStack(
         lambdas: diffLambdas(after.lambdas, before.lambdas),
         brokerCpuSeconds: after.cpu - before.cpu,
         logs: diffLogs(after.logs, before.logs),
-        eventTimes: eventTimes(durations, before.lambdas),
+        ...(busEvents === undefined ? {} : { busEvents }),
         outcome: `${job.status}: ${c.completed} completed, ${c.failed} failed, ${c.cancelled} cancelled of ${c.tasks} tasks (${c.rows} rows, ${c.rejected} rejected)`,
       });
       console.error(`  … ${scenario.title}: ${results.get(scenario.id)!.outcome} in ${fmt(seconds, 1)} s`);
@@ -342,16 +339,6 @@ async function sendsEmail(stack: LocalStack, settings: Awaited<ReturnType<typeof
   stack.ses.account.set({ maxSendRate: Number(values['email-rate']), max24HourSend: -1 });
 }
 
-/** Resolves once `count()` (email-events invocations) has not grown for 3 seconds. */
-async function eventsDrained(count: () => number): Promise<void> {
-  const deadline = Date.now() + 5 * 60_000;
-  let last = -1;
-  while (count() !== last && Date.now() < deadline) {
-    last = count();
-    await new Promise((r) => setTimeout(r, 3_000));
-  }
-}
-
 function listFor(scenario: Scenario): string {
   if (scenario.id === 'email') {
     // SES's mailbox simulator: every success@ address is sent, then delivered (a SEND and a DELIVERY event).
@@ -399,21 +386,6 @@ function readBrokerFiles(dir: string): { tally: Tally; cpuSeconds: number } {
   };
 }
 
-/** The tenth, median and mean of each event-fed function's invocation times since `before`. */
-function eventTimes(
-  durations: Record<string, number[]>,
-  before: Record<string, { count: number; ms: number }>,
-): Record<string, { p10: number; p50: number; mean: number }> {
-  const out: Record<string, { p10: number; p50: number; mean: number }> = {};
-  for (const [fn, all] of Object.entries(durations)) {
-    const ms = all.slice(before[fn]?.count ?? 0).sort((a, b) => a - b);
-    if (ms.length === 0) continue;
-    const at = (q: number) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!;
-    out[fn] = { p10: at(0.1), p50: at(0.5), mean: ms.reduce((a, b) => a + b, 0) / ms.length };
-  }
-  return out;
-}
-
 function diffLogs(
   after: Record<string, LogVolume>,
   before: Record<string, LogVolume>,
@@ -449,8 +421,6 @@ const QUEUE_FED = new Set(
     .filter((f) => f.queueSource)
     .map((f) => f.id as string),
 );
-/** Functions that are the target of an EventBridge rule on an AWS service's events: one event an invocation. */
-const EVENT_FED = new Set(['email-events']);
 
 interface Breakdown {
   dynamoWrites: number;
@@ -501,29 +471,25 @@ function cost(m: Measured): Costed {
   let invocations = 0;
   let gbSeconds = 0;
   let esmRequests = 0;
-  let events = 0;
+  const events = m.busEvents ?? 0;
   let logBytes = 0;
   for (const [fn, l] of Object.entries(m.lambdas)) {
     if (FIXED.has(fn)) continue;
     invocations += l.count;
-    if (EVENT_FED.has(fn)) events += l.count;
     // Lambda's own lines for each invocation, and what the handler wrote (each line a log event).
     const logged = m.logs?.[fn] ?? { bytes: 0, events: 0 };
     logBytes += l.count * LAMBDA_PLATFORM_LOG_BYTES + logged.bytes + logged.events * LOG_EVENT_OVERHEAD_BYTES;
     const memoryMb = (functions[fn as FunctionId] ?? outcomeFunctions[fn as OutcomeFunctionId])?.memoryMb;
     if (memoryMb === undefined) throw new Error(`no memory size for the function ${JSON.stringify(fn)}`);
-    // An event-fed function's invocations all ran at once in this process: priced at the time of
-    // its fastest tenth (an invocation nearly alone, as each is in its own sandbox on AWS).
-    const times = m.eventTimes?.[fn];
-    const ms = times ? times.p10 * l.count : l.ms;
-    gbSeconds += (ms / 1000) * (memoryMb / 1024);
+    gbSeconds += (l.ms / 1000) * (memoryMb / 1024);
     // The event source mapping's receive and delete of each batch (idle long polls left out).
     if (QUEUE_FED.has(fn)) esmRequests += 2 * l.count;
   }
   // The list's upload to its presigned URL (a PUT), and S3's notification to the ingest queue.
   const uploads = 1;
   const sqsFifo = queues.find((q) => q.id === 'ingest')!.fifo;
-  const sqsRequests = sqs.requests + esmRequests + uploads;
+  // The rule's target sends each bus event to its queue: a SendMessage each.
+  const sqsRequests = sqs.requests + esmRequests + uploads + events;
   const s3Puts = s3Tier1.requests + uploads;
   const cpuHours = m.brokerCpuSeconds / 3600;
   const vcpu = BROKER_TASK_SIZE.cpu / 1024;
@@ -690,10 +656,6 @@ for (const scenario of SCENARIOS) {
     console.log(
       `  ${x.design}: ${x.m.outcome}, ${fmt(x.m.seconds, 1)} s; per ${scenario.unit}: ${perUnit(x.c.writeUnits)} write units, ${perUnit(x.c.readUnits)} read units, ${perUnit(x.c.sqsRequests)} SQS requests, ${perUnit(x.c.s3Requests)} S3 requests, ${perUnit(x.c.invocations)} Lambda invocations (${fmt((1000 * x.c.gbSeconds) / x.m.units, 3)} GB-ms), ${perUnit(x.c.events)} EventBridge events, ${fmt(x.c.logBytes / x.m.units, 0)} log bytes, broker CPU ${fmt(x.c.brokerCpuMsPerUnit, 3)} ms`,
     );
-    for (const [fn, t] of Object.entries(x.m.eventTimes ?? {}))
-      console.log(
-        `  ${x.design}: ${fn} invocation times here: fastest tenth ${fmt(t.p10, 1)} ms (priced), median ${fmt(t.p50, 1)} ms, mean ${fmt(t.mean, 1)} ms (every event at once in one process: the mean would add $${fmt((((t.mean - t.p10) * (x.m.lambdas[fn]?.count ?? 0)) / 1000) * (functions[fn as FunctionId].memoryMb / 1024) * PRICES.lambdaGbSecondArm.usd * (scenario.per / x.m.units), 2)} per ${scenario.perLabel})`,
-      );
     if (scenario.id === 'email') for (const line of emailVerdict(x.m, x.c, scenario)) console.log(line);
     console.log(`  ${x.design}: write units per ${scenario.unit} by stage:`);
     for (const [stage, units] of stages(x.m))
@@ -716,5 +678,5 @@ console.log(
     .join('; ')}`,
 );
 console.log(
-  `Lambda GB-s: wall time of each invocation here (Lambda bills wall time) × the function's memory (shared/functions.ts); CloudWatch Logs: what each Lambda logged here (as deployed: info, metrics on) plus Lambda's platform.start, runtimeDone and report records (JSON log format: ${LAMBDA_PLATFORM_LOG_BYTES} bytes an invocation) and ${LOG_EVENT_OVERHEAD_BYTES} bytes a log event; X-Ray: ${XRAY_SAMPLED_SHARE * 100} % of invocations traced (the default sampling); EventBridge: one event an email-events invocation (SES's events are data events a configuration set opts into, not the free management events); broker: its process's CPU seconds priced as that share of its task (${BROKER_TASK_SIZE.cpu / 1024} vCPU, ${BROKER_TASK_SIZE.memoryMiB / 1024} GB, arm64). SQS: the requests the code makes, plus a receive and a delete per invocation of a queue-fed function (the event source mapping) and S3's notification of the upload; S3: the code's requests plus the list's presigned PUT.`,
+  `Lambda GB-s: wall time of each invocation here (Lambda bills wall time) × the function's memory (shared/functions.ts); CloudWatch Logs: what each Lambda logged here (as deployed: info, metrics on) plus Lambda's platform.start, runtimeDone and report records (JSON log format: ${LAMBDA_PLATFORM_LOG_BYTES} bytes an invocation) and ${LOG_EVENT_OVERHEAD_BYTES} bytes a log event; X-Ray: ${XRAY_SAMPLED_SHARE * 100} % of invocations traced (the default sampling); EventBridge: each SES event the stand-in put on the bus (SES's events are data events a configuration set opts into, not the free management events), and its SendMessage to the rule's queue; broker: its process's CPU seconds priced as that share of its task (${BROKER_TASK_SIZE.cpu / 1024} vCPU, ${BROKER_TASK_SIZE.memoryMiB / 1024} GB, arm64). SQS: the requests the code makes, plus a receive and a delete per invocation of a queue-fed function (the event source mapping) and S3's notification of the upload; S3: the code's requests plus the list's presigned PUT.`,
 );

@@ -178,7 +178,7 @@ export async function runDemoEmails(
   });
   if (job.status === 'failed') log(`emails: failed — ${job.failureReason}`);
   // Events still on their way are waited for: the report then shows where each email ended.
-  await stack.ses.idle();
+  await stack.emailEventsRecorded();
   const sent = tally.sent();
   const sample = sent.find((email) => email.to[0]?.startsWith('success+'));
   return {

@@ -2,26 +2,26 @@
  * Email on the local cloud, wired as deployed: the SES v2 stand-in (`./ses-emulator.ts`) with the
  * stage's configuration set (`switchboard-{stage}-email`, publishing the event types the stack's
  * event destination publishes), whose EventBridge destination hands each event to the rule the
- * stack has (`emailEventPattern`: SES's events of that configuration set) and the rule to the
- * deployed email-events handler (`lambdas/email-events/main.ts`), invoked as Lambda's asynchronous
- * invocation would: a failure is retried by the far side (the stand-in retries as EventBridge does).
+ * stack has (`emailEventPattern`: SES's events of that configuration set), the rule to its target,
+ * the `ses-events` queue (the event as the message body, as EventBridge's SQS target sends it; a
+ * failed send is retried by the stand-in, as EventBridge retries), and the queue to the deployed
+ * email-events handler (`lambdas/email-events/main.ts`) in batches, through the local event source
+ * mapping (`./sqs-poller.ts`: batch size and window from `shared/functions.ts`, partial failures).
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import {
   EMAIL_EVENT_TYPES,
   emailConfigurationSetName,
   matchesEmailEventRule,
 } from '#shared/email/event-destination.ts';
 import { functions } from '#shared/functions.ts';
-import { cloudEnv, type LocalCloudInfo } from './cloud.ts';
-import { type Handler, invokeHandler } from './lambda.ts';
-import {
-  type EventBridgeEvent,
-  type SesEmulator,
-  type SesEmulatorOptions,
-  startSesEmulator,
-} from './ses-emulator.ts';
+import { cloudEnv, LOCAL_CREDENTIALS, type LocalCloudInfo } from './cloud.ts';
+import type { Handler } from './lambda.ts';
+import { type SesEmulator, type SesEmulatorOptions, startSesEmulator } from './ses-emulator.ts';
+import { startSqsPoller } from './sqs-poller.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -37,13 +37,15 @@ export interface LocalEmail {
   readonly ses: SesEmulator;
   /** The configuration set email sends name (`SES_CONFIGURATION_SET`), as the stack names it. */
   readonly configurationSet: string;
+  /** Resolves once every event published so far has reached the queue and email-events has recorded it. */
+  recorded(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** Imports the email-events function's `main.ts` (after its environment is set) and returns its handler. */
-async function loadHandler(): Promise<Handler<EventBridgeEvent, unknown>> {
+async function loadHandler(): Promise<Handler<SQSEvent, unknown>> {
   const entry = pathToFileURL(path.join(ROOT, functions['email-events'].entry)).href;
-  return ((await import(entry)) as { handler: Handler<EventBridgeEvent, unknown> }).handler;
+  return ((await import(entry)) as { handler: Handler<SQSEvent, unknown> }).handler;
 }
 
 /**
@@ -58,20 +60,95 @@ export async function startLocalEmail(options: LocalEmailOptions): Promise<Local
   process.env.LOG_LEVEL ??= 'warn';
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const spec = functions['email-events'];
-  const handler = await loadHandler();
+  const tracker = new RecordedEvents(await loadHandler());
   const configurationSet = emailConfigurationSetName(cloud.stage);
+  const source = spec.queueSource!;
+  const queue = cloud.queues[source.queue]!;
+  const sqs = new SQSClient({
+    region: cloud.region,
+    credentials: LOCAL_CREDENTIALS,
+    endpoint: cloud.sqsEndpoint,
+  });
+  const poller = startSqsPoller({
+    sqs,
+    queueUrl: queue.url,
+    queueArn: queue.arn,
+    functionName: spec.id,
+    handler: tracker.handler,
+    functionTimeoutMs: spec.timeoutSeconds * 1000,
+    batchSize: source.batchSize,
+    ...(source.maxBatchingWindowSeconds === undefined
+      ? {}
+      : { maxBatchingWindowMs: source.maxBatchingWindowSeconds * 1000 }),
+    region: cloud.region,
+    onError: (error) => log(`email-events: ${(error as Error).message}`),
+  });
   const ses = await startSesEmulator({
     ...options.ses,
     configurationSets: { [configurationSet]: { eventTypes: EMAIL_EVENT_TYPES } },
-    // The rule: events of other configuration sets, or of types it does not match, go nowhere.
+    // The rule: events of other configuration sets, or of types it does not match, go nowhere; the
+    // others to its target, the queue.
     deliver: async (event) => {
       if (!matchesEmailEventRule(event, configurationSet)) return;
-      await invokeHandler(handler, event, { functionName: spec.id, timeoutMs: spec.timeoutSeconds * 1000 });
+      const sent = await sqs.send(
+        new SendMessageCommand({ QueueUrl: queue.url, MessageBody: JSON.stringify(event) }),
+      );
+      tracker.queued(sent.MessageId!);
     },
   });
   const outbox = ses.outbox === undefined ? '' : `; each email sent is written to ${ses.outbox}`;
   log(
-    `Amazon SES      ${ses.url} (SES v2 stand-in: sends, refusals, faults; ${configurationSet}'s events → email-events${outbox})`,
+    `Amazon SES      ${ses.url} (SES v2 stand-in: sends, refusals, faults; ${configurationSet}'s events → ${source.queue} → email-events${outbox})`,
   );
-  return { ses, configurationSet, stop: () => ses.close() };
+  return {
+    ses,
+    configurationSet,
+    recorded: async () => {
+      await ses.idle();
+      await tracker.drained();
+    },
+    stop: async () => {
+      await ses.close();
+      await poller.stop();
+      sqs.destroy();
+    },
+  };
+}
+
+/** The queue's messages the handler has yet to record: a batch's failed records stay outstanding (SQS gives them back). */
+class RecordedEvents {
+  readonly handler: Handler<SQSEvent, unknown>;
+  readonly #outstanding = new Set<string>();
+  /** Recorded before `queued` heard of them (the poller can be that quick). */
+  readonly #early = new Set<string>();
+  #waiters: (() => void)[] = [];
+
+  constructor(inner: Handler<SQSEvent, unknown>) {
+    this.handler = async (event, context) => {
+      const response = (await inner(event, context)) as SQSBatchResponse | undefined;
+      const failed = new Set(response?.batchItemFailures.map((f) => f.itemIdentifier) ?? []);
+      for (const { messageId } of event.Records) {
+        if (failed.has(messageId)) continue;
+        if (!this.#outstanding.delete(messageId)) this.#early.add(messageId);
+      }
+      this.#wake();
+      return response;
+    };
+  }
+
+  queued(messageId: string): void {
+    if (!this.#early.delete(messageId)) this.#outstanding.add(messageId);
+  }
+
+  drained(): Promise<void> {
+    if (this.#outstanding.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  #wake(): void {
+    if (this.#outstanding.size > 0) return;
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const resolve of waiters) resolve();
+  }
 }

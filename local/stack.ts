@@ -185,6 +185,8 @@ export interface LocalStack {
   readonly twilio: TelephonyEmulator;
   /** The SES v2 stand-in; its configuration set's events reach email-events (`./email-wiring.ts`). */
   readonly ses: SesEmulator;
+  /** Resolves once every SES event published so far is recorded by email-events (through its queue). */
+  emailEventsRecorded(): Promise<void>;
   readonly jobs: JobsLocal;
   /** The broker service stand-in (when started with `fleet: true`). */
   readonly fleet: LocalFleet | undefined;
@@ -363,6 +365,7 @@ class LocalStackStarter {
       connect,
       twilio,
       ses: email.ses,
+      emailEventsRecorded: () => email.recorded(),
       jobs,
       fleet,
       operator: makeOperatorClient({

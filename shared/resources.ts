@@ -125,7 +125,7 @@ export interface BucketSpec {
 export const CHANNELS_BY_CLIENT_INDEX = 'byClient';
 
 export type TableId = 'control' | 'tasks' | 'events' | 'channels';
-export type QueueId = 'webhook-events' | 'ingest' | 'outcome-webhooks';
+export type QueueId = 'webhook-events' | 'ingest' | 'outcome-webhooks' | 'ses-events';
 export type BucketId = 'uploads';
 
 export const tables: readonly TableSpec[] = [
@@ -225,6 +225,17 @@ export const queues: readonly QueueSpec[] = [
     retentionSeconds: 4 * 24 * 3600,
     maxReceiveCount: MAX_DELIVERY_ATTEMPTS,
     envVar: 'OUTCOME_WEBHOOKS_QUEUE_URL',
+  },
+  {
+    // SES's sending events of the stack's configuration set (the EventBridge rule's target), read by
+    // email-events in batches: an invocation a batch, not an event. Hidden for six times the
+    // function's timeout, as Lambda advises; a record failing five receives goes to the DLQ.
+    id: 'ses-events',
+    fifo: false,
+    visibilityTimeoutSeconds: 6 * 30,
+    retentionSeconds: 4 * 24 * 3600,
+    maxReceiveCount: 5,
+    envVar: 'SES_EVENTS_QUEUE_URL',
   },
 ];
 

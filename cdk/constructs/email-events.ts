@@ -3,24 +3,22 @@
  * configuration set, which every email job's send names (the broker's `SES_CONFIGURATION_SET`,
  * {@link EmailEvents.configurationSetName}); its event destination, the account's default EventBridge
  * bus, for the seven event types that move an email's state; and a rule on that bus, filtered to
- * this configuration set, targeting the email-events function, which records each event on its task
+ * this configuration set, targeting the `ses-events` queue, which the email-events function reads in
+ * batches (an invocation a batch of up to 200, not one an event): it records each event on its task
  * and puts permanently bounced and complaining addresses on the client's suppression list.
  *
- * No event is lost quietly: EventBridge retries invoking the function for 24 hours (185 attempts, its
- * maximum: unlike Amazon Connect's contact events, nothing reconciles a lost SES event), Lambda
- * retries a failed invocation twice, and what is still undelivered or failing goes to one dead-letter
- * queue, alarmed (`switchboard-{stage}-email-events-dlq-messages`). The rule's and the function's
- * dead letters have the same body there, the EventBridge event, with the error in the message's
- * attributes; both writes are idempotent, so once the cause is fixed an operator re-invokes the
- * function with each body (`aws lambda invoke --invocation-type Event --payload …`; `aws.ses` events
- * cannot be put back on a bus).
+ * No event is lost quietly: EventBridge retries sending to the queue for 24 hours (185 attempts, its
+ * maximum: unlike Amazon Connect's contact events, nothing reconciles a lost SES event), then puts
+ * the event in the rule's dead-letter queue (`switchboard-{stage}-email-events-dlq`); a record the
+ * function fails five receives in a row goes to the queue's own (`switchboard-{stage}-ses-events-dlq`).
+ * Both are alarmed, and both hold the EventBridge event as the message body; both writes are
+ * idempotent, so once the cause is fixed an operator moves the messages back to `ses-events` (SQS's
+ * dead-letter redrive, `aws sqs start-message-move-task`; `aws.ses` events cannot be put back on a bus).
  */
 import { CfnOutput, Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import * as iam from 'aws-cdk-lib/aws-iam';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as ses from 'aws-cdk-lib/aws-ses';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -64,9 +62,13 @@ export class EmailEvents extends Construct {
   readonly configurationSetName: string;
   readonly handler: SwitchboardFunction;
   readonly rule: events.Rule;
-  /** Events the rule could not deliver, and invocations that still failed after Lambda's retries. */
+  /** The rule's target, which the function reads in batches (`ses-events` of `shared/resources.ts`). */
+  readonly queue: sqs.IQueue;
+  /** Events the rule could not send to the queue. */
   readonly deadLetters: sqs.Queue;
   readonly deadLettersAlarm: cloudwatch.Alarm;
+  /** Records the function failed on every receive (the queue's own dead-letter queue). */
+  readonly queueDeadLettersAlarm: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: EmailEventsProps) {
     super(scope, id);
@@ -93,21 +95,30 @@ export class EmailEvents extends Construct {
       {
         id: 'AwsSolutions-SQS3',
         reason:
-          "This queue is the dead-letter queue of the email-events rule's target and of the function's asynchronous invocations: nothing consumes it but an operator re-invoking the function, so it needs no DLQ of its own.",
+          "This queue is the dead-letter queue of the email-events rule's target: nothing consumes it but an operator moving its messages back to ses-events, so it needs no DLQ of its own.",
       },
     ]);
 
+    const sesEvents = props.stateful.queues['ses-events'];
+    this.queue = sesEvents.queue;
     this.handler = this.#eventsFunction(props);
+    this.handler.consumeQueue(sesEvents.queue, sesEvents.spec);
     this.rule = new events.Rule(this, 'SesEvents', {
-      description: `SES sending events of the ${this.configurationSetName} configuration set → email-events`,
+      description: `SES sending events of the ${this.configurationSetName} configuration set → ses-events → email-events`,
       eventPattern: emailEventPattern(this.configurationSetName),
       targets: [
-        new targets.LambdaFunction(this.handler, {
+        new targets.SqsQueue(sesEvents.queue, {
           retryAttempts: 185,
           maxEventAge: Duration.hours(24),
           deadLetterQueue: this.deadLetters,
         }),
       ],
+    });
+    this.queueDeadLettersAlarm = deadLetterAlarm(this, 'QueueDlqAlarm', sesEvents, {
+      alarmName: resourceName(props.stage, 'ses-events-dlq-messages'),
+      description:
+        "SES email events failed five times in email-events (tasks' email states, bounce and complaint suppressions) and are in the ses-events dead-letter queue. Fix the cause in the email-events logs, then move the messages back to ses-events (SQS dead-letter redrive; both writes are idempotent).",
+      topic: props.alarmTopic,
     });
 
     this.deadLettersAlarm = deadLetterAlarm(
@@ -117,7 +128,7 @@ export class EmailEvents extends Construct {
       {
         alarmName: resourceName(props.stage, 'email-events-dlq-messages'),
         description:
-          "SES email events could not be recorded (tasks' email states, bounce and complaint suppressions) and are in the email-events dead-letter queue. Fix the cause in the email-events logs, then re-invoke the function with each message's body (both writes are idempotent).",
+          "SES email events could not be sent to the ses-events queue and are in the email-events dead-letter queue (the message's attributes say why). Fix the cause, then move the messages to ses-events (SQS dead-letter redrive; both writes are idempotent).",
         topic: props.alarmTopic,
       },
     );
@@ -134,10 +145,9 @@ export class EmailEvents extends Construct {
    * `SUPPRESS#` in the control table; no read of either.
    */
   #eventsFunction(props: EmailEventsProps): SwitchboardFunction {
-    const fn = new SwitchboardFunction(this, 'Handler', {
+    return new SwitchboardFunction(this, 'Handler', {
       spec: functions['email-events'],
       logRemovalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-      invocation: { asyncRetryAttempts: 2, maxEventAge: Duration.hours(6) },
     })
       .bindTable(props.stateful.tables.tasks, 'readwrite', tableSpec('tasks').envVar, {
         reads: { actions: [] },
@@ -147,15 +157,5 @@ export class EmailEvents extends Construct {
         reads: { actions: [] },
         writes: { actions: ['dynamodb:UpdateItem'], leadingKeys: [suppressionKeys.pk('*')] },
       });
-    // The function's own dead-letter queue rather than an on-failure destination: its messages then
-    // carry the event itself, as the rule's dead letters do, so one queue holds one shape. Set on the
-    // L1 resource, as the shared function construct does not take a DLQ.
-    (fn.node.defaultChild as lambda.CfnFunction).deadLetterConfig = {
-      targetArn: this.deadLetters.queueArn,
-    };
-    fn.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetters.queueArn] }),
-    );
-    return fn;
   }
 }

@@ -1,35 +1,77 @@
 /**
- * The target of the EventBridge rule on the stack's SES configuration set (`source: aws.ses`, its
- * sending events): one event per invocation. An event it cannot use (malformed, of no Switchboard
- * email, of a type it does not track) is logged once and acknowledged: a retry cannot fix it. A
- * failure to write is thrown, so Lambda's asynchronous invocation retries it (both writes are
- * idempotent) and then hands it to the dead-letter queue.
+ * SES's sending events of the stack's configuration set, from the EventBridge rule's SQS queue in
+ * batches (partial batch failures): each record's body is one EventBridge event. An event it cannot
+ * use (not JSON, malformed, of no Switchboard email, of a type it does not track) is logged once and
+ * acknowledged: a retry cannot fix it. A failure to write is that record's failure, so SQS gives it
+ * back after its visibility timeout (both writes are idempotent), and after the queue's last receive
+ * moves it to the dead-letter queue.
  */
 import middy from '@middy/core';
+import type { SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { EmailEventResult } from '#shared/email/email-outcomes.ts';
 import type { Logger } from '#shared/log.ts';
 
-export function makeEmailEventsHandler(deps: {
-  record: (event: unknown) => Promise<EmailEventResult>;
-  log: Logger;
-}) {
-  return middy(async (event: unknown): Promise<{ outcome: EmailEventResult['outcome'] }> => {
-    const result = await deps.record(event);
-    deps.log.metrics({ EmailEvents: 1 }, { outcome: result.outcome });
-    if (result.outcome === 'ignored') {
-      deps.log.warn('email event dropped', { reason: result.reason });
-      return { outcome: 'ignored' };
+/** Events recorded at once: each is one or two UpdateItems. */
+const AT_ONCE = 16;
+
+export interface EmailEventsDeps {
+  readonly record: (event: unknown) => Promise<EmailEventResult>;
+  readonly log: Logger;
+}
+
+export function makeEmailEventsHandler(deps: EmailEventsDeps) {
+  return middy(async (event: SQSEvent): Promise<SQSBatchResponse> => {
+    const failures: SQSBatchItemFailure[] = [];
+    const outcomes = new Map<EmailEventResult['outcome'], number>();
+    for (let i = 0; i < event.Records.length; i += AT_ONCE) {
+      const records = event.Records.slice(i, i + AT_ONCE);
+      const results = await Promise.allSettled(records.map((record) => recordOne(deps, record)));
+      results.forEach((result, j) => {
+        if (result.status === 'fulfilled') {
+          outcomes.set(result.value, (outcomes.get(result.value) ?? 0) + 1);
+          return;
+        }
+        deps.log.warn('email event not recorded: given back to the queue', {
+          messageId: records[j]!.messageId,
+          error: String((result.reason as Error)?.message ?? result.reason),
+        });
+        failures.push({ itemIdentifier: records[j]!.messageId });
+      });
     }
-    const { clientId, jobId, taskId, attempt, state } = result.change;
-    const log = deps.log.withKeys({ clientId, jobId, taskId, attempt });
-    if (result.suppressed > 0) {
-      deps.log.metrics({ EmailAddressesSuppressed: result.suppressed }, { state });
-      log.info('address put on the suppression list', { state, entries: result.suppressed });
-    }
-    // Addresses are personal data: their count is logged, not the addresses.
-    if (result.unreadable.length > 0)
-      log.warn('event named addresses that are not addresses', { count: result.unreadable.length });
-    if (result.outcome === 'unknown-task') log.info('email event for no task of the client', { state });
-    return { outcome: result.outcome };
+    // One metric record an outcome a batch, not one an event.
+    for (const [outcome, count] of outcomes) deps.log.metrics({ EmailEvents: count }, { outcome });
+    return { batchItemFailures: failures };
   });
+}
+
+/** One record's event recorded and logged, its outcome returned; throws only when a write failed. */
+async function recordOne(deps: EmailEventsDeps, record: SQSRecord): Promise<EmailEventResult['outcome']> {
+  const event = parsed(record.body);
+  const result: EmailEventResult =
+    event === undefined
+      ? { outcome: 'ignored', reason: 'the message is not JSON' }
+      : await deps.record(event);
+  if (result.outcome === 'ignored') {
+    deps.log.warn('email event dropped', { reason: result.reason, messageId: record.messageId });
+    return result.outcome;
+  }
+  const { clientId, jobId, taskId, attempt, state } = result.change;
+  const log = deps.log.withKeys({ clientId, jobId, taskId, attempt });
+  if (result.suppressed > 0) {
+    deps.log.metrics({ EmailAddressesSuppressed: result.suppressed }, { state });
+    log.info('address put on the suppression list', { state, entries: result.suppressed });
+  }
+  // Addresses are personal data: their count is logged, not the addresses.
+  if (result.unreadable.length > 0)
+    log.warn('event named addresses that are not addresses', { count: result.unreadable.length });
+  if (result.outcome === 'unknown-task') log.info('email event for no task of the client', { state });
+  return result.outcome;
+}
+
+function parsed(body: string): unknown {
+  try {
+    return JSON.parse(body) as unknown;
+  } catch {
+    return undefined;
+  }
 }

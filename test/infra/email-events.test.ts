@@ -1,9 +1,10 @@
 /**
  * SES's events as deployed (`cdk/constructs/email-events.ts`): the stage's configuration set and its
  * EventBridge destination (the default bus, the seven event types), the rule filtered to that set
- * targeting email-events with retries and a dead-letter queue (alarmed), the function's own retries
- * into the same queue, least-privilege IAM (UpdateItem on tasks, suppression entries only on the
- * control table), the configuration set's name as an output, and cdk-nag.
+ * targeting the ses-events queue with retries and a dead-letter queue (alarmed), email-events reading
+ * that queue in batches with partial failures (its own DLQ alarmed), least-privilege IAM (UpdateItem
+ * on tasks, suppression entries only on the control table), the configuration set's name as an
+ * output, and cdk-nag.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -67,7 +68,7 @@ describe("SES's configuration set and its events", () => {
     );
   });
 
-  it('routes that set’s events, and only those, to email-events: retried for a day, then the dead-letter queue', () => {
+  it('routes that set’s events, and only those, to the ses-events queue: retried for a day, then the dead-letter queue', () => {
     template.hasResourceProperties('AWS::Events::Rule', {
       EventPattern: {
         source: ['aws.ses'],
@@ -84,13 +85,26 @@ describe("SES's configuration set and its events", () => {
       },
       Targets: [
         Match.objectLike({
-          Arn: { 'Fn::GetAtt': [idOf(email.handler), 'Arn'] },
+          Arn: { 'Fn::GetAtt': [idOf(email.queue), 'Arn'] },
           RetryPolicy: { MaximumRetryAttempts: 185, MaximumEventAgeInSeconds: 24 * 3600 },
           DeadLetterConfig: { Arn: { 'Fn::GetAtt': [idOf(email.deadLetters), 'Arn'] } },
         }),
       ],
     });
-    // EventBridge may send to the dead-letter queue, for this rule only.
+    // EventBridge may send to the queue and to the dead-letter queue, for this rule only.
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: idOf(email.queue) }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Allow',
+            Principal: { Service: 'events.amazonaws.com' },
+            Action: Match.arrayWith(['sqs:SendMessage']),
+            Condition: { ArnEquals: { 'aws:SourceArn': { 'Fn::GetAtt': [idOf(email.rule), 'Arn'] } } },
+          }),
+        ]),
+      },
+    });
     template.hasResourceProperties('AWS::SQS::QueuePolicy', {
       Queues: [{ Ref: idOf(email.deadLetters) }],
       PolicyDocument: {
@@ -106,19 +120,33 @@ describe("SES's configuration set and its events", () => {
     });
   });
 
-  it('the function retries a failed invocation twice, then puts the event in the same queue', () => {
+  it('the function reads the queue in batches, reporting each failed record: an invocation a batch, not an event', () => {
     expect(propsOf(email.handler)).toMatchObject({
       Description: 'Switchboard email-events',
       Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
       Timeout: functions['email-events'].timeoutSeconds,
-      DeadLetterConfig: { TargetArn: { 'Fn::GetAtt': [idOf(email.deadLetters), 'Arn'] } },
     });
     expect(propsOf(email.handler).VpcConfig).toBeUndefined();
-    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+    expect(propsOf(email.handler).DeadLetterConfig).toBeUndefined();
+    const source = functions['email-events'].queueSource!;
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: idOf(email.handler) },
-      MaximumRetryAttempts: 2,
-      MaximumEventAgeInSeconds: 6 * 3600,
+      EventSourceArn: { 'Fn::GetAtt': [idOf(email.queue), 'Arn'] },
+      BatchSize: source.batchSize,
+      MaximumBatchingWindowInSeconds: source.maxBatchingWindowSeconds,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    // Lambda hides a batch's records for at least the function's timeout.
+    expect(propsOf(email.queue)).toMatchObject({
+      QueueName: 'switchboard-dev-ses-events',
+      VisibilityTimeout: 6 * functions['email-events'].timeoutSeconds,
+      SqsManagedSseEnabled: true,
+    });
+    expect(propsOf(email.queueDeadLettersAlarm)).toMatchObject({
+      AlarmName: 'switchboard-dev-ses-events-dlq-messages',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Threshold: 0,
     });
   });
 

@@ -24,19 +24,16 @@
  * Waits are on the state they wait for, never sleeps; their bounds are against a hang only.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloudEnv, createTable } from '#local/cloud.ts';
 import { type Handler, invokeHandler } from '#local/lambda.ts';
-import {
-  type EventBridgeEvent,
-  LOCAL_SES,
-  type SentEmail,
-  type SesEmulator,
-  startSesEmulator,
-} from '#local/ses-emulator.ts';
+import { LOCAL_SES, type SentEmail, type SesEmulator, startSesEmulator } from '#local/ses-emulator.ts';
+import { toSqsRecord } from '#local/sqs-poller.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { SES_BULK_DESTINATIONS } from '#shared/adapters/ses-transport.ts';
@@ -89,7 +86,7 @@ const children: { brokerId: string; child: ChildProcess }[] = [];
 const recordedAt = new Map<string, number>();
 
 /** The deployed email-events handler, on this suite's tables (it reads them at import). */
-async function emailEventsHandler(): Promise<Handler<EventBridgeEvent, unknown>> {
+async function emailEventsHandler(): Promise<Handler<SQSEvent, SQSBatchResponse>> {
   const env = cloudEnv({
     ...cloud.info,
     stage,
@@ -98,8 +95,8 @@ async function emailEventsHandler(): Promise<Handler<EventBridgeEvent, unknown>>
   for (const [name, value] of Object.entries(env)) process.env[name] = value;
   process.env.LOG_LEVEL = 'error';
   process.env.POWERTOOLS_METRICS_DISABLED = 'true';
-  const main = (await import('#lambdas/email-events/main.ts')) as {
-    handler: Handler<EventBridgeEvent, unknown>;
+  const main = (await import('#lambdas/email-events/main.ts')) as unknown as {
+    handler: Handler<SQSEvent, SQSBatchResponse>;
   };
   return main.handler;
 }
@@ -114,10 +111,21 @@ beforeAll(async () => {
   ses = await startSesEmulator({
     account: { maxSendRate: MAX_SEND_RATE, max24HourSend: 1_000_000 },
     configurationSets: { [configurationSet]: { eventTypes: EMAIL_EVENT_TYPES } },
-    // The stack's rule and target, as `local/email-wiring.ts` wires them; a failure is retried by the stand-in.
+    // The stack's rule, its queue and the function, as `local/email-wiring.ts` wires them (here a
+    // batch of one, each event at once); a failure is retried by the stand-in.
     deliver: async (event) => {
       if (!matchesEmailEventRule(event, configurationSet)) return;
-      await invokeHandler(handler, event, { functionName: spec.id, timeoutMs: spec.timeoutSeconds * 1000 });
+      const record = toSqsRecord(
+        { MessageId: randomUUID(), ReceiptHandle: randomUUID(), Body: JSON.stringify(event) },
+        'arn:aws:sqs:us-east-1:000000000000:ses-events',
+        'us-east-1',
+      );
+      const response = await invokeHandler(
+        handler,
+        { Records: [record] },
+        { functionName: spec.id, timeoutMs: spec.timeoutSeconds * 1000 },
+      );
+      if (response.batchItemFailures.length > 0) throw new Error('email-events failed the event');
       const messageId = (event.detail as { mail?: { messageId?: string } }).mail?.messageId;
       if (messageId !== undefined && !recordedAt.has(messageId)) recordedAt.set(messageId, Date.now());
     },

@@ -5,7 +5,7 @@
  * events to the rule, the rule to the deployed email-events handler (`lambdas/email-events/main.ts`)
  * with the real DynamoDB stores. Each seeded task ends in its email's state, and the bounced and
  * complaining addresses are on the client's list — with the stand-in's events duplicated, reordered
- * and delayed too. Events are awaited (`ses.idle()`), never slept on.
+ * and delayed too. Events are awaited (`recorded()`: published, queued and recorded), never slept on.
  *
  * The store's own rules (forward only across attempts, `sentAttempt`, a task of another client) are
  * checked below against the same table.
@@ -137,7 +137,7 @@ describe("SES's events on the tasks and the suppression list", () => {
     const local = await start();
     const { clientId, jobId, tasks } = await seedJob(ADDRESSES);
     await sendEach(local, tasks);
-    await local.ses.idle();
+    await local.recorded();
     await expectOutcomes(clientId, jobId, tasks);
     expect(await item(jobId, 't1')).toMatchObject({
       deliveryReason: expect.stringMatching(/^Permanent\/General: smtp; 550 5\.1\.1/),
@@ -153,7 +153,7 @@ describe("SES's events on the tasks and the suppression list", () => {
     const local = await start({ eventDuplicated: 1 });
     const { clientId, jobId, tasks } = await seedJob(ADDRESSES);
     await sendEach(local, tasks);
-    await local.ses.idle();
+    await local.recorded();
     expect(local.ses.events().every((e) => e.deliveries === 2)).toBe(true);
     await expectOutcomes(clientId, jobId, tasks);
   });
@@ -163,7 +163,7 @@ describe("SES's events on the tasks and the suppression list", () => {
     // Three jobs of the four addresses: twelve shuffles, so a late Send or Delivery is all but certain.
     const jobs = [await seedJob(ADDRESSES), await seedJob(ADDRESSES), await seedJob(ADDRESSES)];
     for (const { tasks } of jobs) await sendEach(local, tasks);
-    await local.ses.idle();
+    await local.recorded();
     expect(local.ses.events().every((e) => e.reordered && e.fate === 'delivered')).toBe(true);
     for (const { clientId, jobId, tasks } of jobs) await expectOutcomes(clientId, jobId, tasks);
   });
@@ -173,7 +173,7 @@ describe("SES's events on the tasks and the suppression list", () => {
     const { jobId, tasks } = await seedJob([`success@${SIMULATOR}`]);
     await sendEach(local, [{ ...tasks[0]!, clientId: uniqueName('other') }]);
     await sendEach(local, [{ ...tasks[0]!, taskId: 'no-such-task' }]);
-    await local.ses.idle();
+    await local.recorded();
     expect(local.ses.events().map((e) => e.fate)).toEqual(Array(4).fill('delivered'));
     expect(await item(jobId, 't0')).not.toHaveProperty('deliveryState');
     expect(await item(jobId, 'no-such-task')).toBeUndefined();
