@@ -26,9 +26,7 @@ export const LAMBDA_MAX_EVENT_BYTES = LAMBDA_PAYLOAD_MAX_BYTES;
  * refused (413, `RequestEntityTooLarge`: "Exceeded maximum allowed payload size"), the invocation
  * fails, and the HTTP API answers the caller 500 `{"message":"Internal Server Error"}`.
  */
-export class ResponsePayloadTooLargeError extends LocalCloudError {
-  override name = 'ResponsePayloadTooLargeError';
-}
+export class ResponsePayloadTooLargeError extends LocalCloudError {}
 /** HTTP API's integration timeout. */
 export const API_GATEWAY_TIMEOUT_MS = 30_000;
 
@@ -407,9 +405,7 @@ function assertResponseFits(result: APIGatewayProxyResultV2): void {
 }
 
 /** The caller closed its connection before its request's body had arrived. */
-class ClientWentAwayError extends LocalCloudError {
-  override name = 'ClientWentAwayError';
-}
+class ClientWentAwayError extends LocalCloudError {}
 
 function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
   return new Promise((resolve, reject) => {

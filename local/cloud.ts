@@ -76,9 +76,7 @@ export interface LocalCloud extends LocalCloudInfo {
   stop(): Promise<void>;
 }
 
-export class JavaMissingError extends LocalCloudError {
-  override name = 'JavaMissingError';
-}
+export class JavaMissingError extends LocalCloudError {}
 
 /**
  * Checks that a Java 17+ runtime is on PATH, as DynamoDB Local needs one; throws a one-line,

@@ -102,13 +102,9 @@ interface Broker {
   exited: Promise<void>;
 }
 
-export class InvalidDesiredCountError extends LocalCloudError {
-  override name = 'InvalidDesiredCountError';
-}
+export class InvalidDesiredCountError extends LocalCloudError {}
 
-export class FleetWaitTimeoutError extends LocalCloudError {
-  override name = 'FleetWaitTimeoutError';
-}
+export class FleetWaitTimeoutError extends LocalCloudError {}
 
 /** The local broker service; see the module docs. */
 export class LocalFleet implements EcsServiceScaler {

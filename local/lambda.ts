@@ -57,9 +57,7 @@ export function onEveryInvocation(listener: InvocationListener): () => void {
   };
 }
 
-export class LambdaTimeoutError extends LocalCloudError {
-  override name = 'LambdaTimeoutError';
-}
+export class LambdaTimeoutError extends LocalCloudError {}
 
 /**
  * Runs a handler with its context, failing with {@link LambdaTimeoutError} when it outlives the

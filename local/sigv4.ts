@@ -38,7 +38,6 @@ export interface SigV4Options {
 
 /** Why a request was refused, with the status and error code the service would answer. */
 export class SigV4Error extends LocalCloudError {
-  override name = 'SigV4Error';
   readonly status: 400 | 403;
   readonly code: string;
   constructor(status: 400 | 403, code: string, message: string, options?: ErrorOptions) {

@@ -76,9 +76,7 @@ interface StartOptions {
   readonly at?: number;
 }
 
-class OptionError extends LocalCloudError {
-  override name = 'OptionError';
-}
+class OptionError extends LocalCloudError {}
 
 /** The options, each checked up front: a bad one is an {@link OptionError} naming it. */
 function parseStartOptions(args: readonly string[]): StartOptions | 'help' {

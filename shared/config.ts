@@ -1,9 +1,7 @@
 /** Typed errors for configuration; read once at start-up, never a silent default. */
 import { SwitchboardError } from './errors.ts';
 
-export class ConfigError extends SwitchboardError {
-  override name = 'ConfigError';
-}
+export class ConfigError extends SwitchboardError {}
 
 /** Reads a required environment variable, throwing a clear error when it is missing or empty. */
 export function getStringFromEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {

@@ -8,7 +8,8 @@ export class SwitchboardError extends Error {
   // `message` is optional as `Error`'s is, so an error class still fits where any `Error` class does.
   constructor(message?: string, options?: ErrorOptions) {
     super(message, options);
-    // The class's name by default; the classes that Lambda bundles (minified) set `name` themselves.
+    // The class's own name: Lambda's bundles keep class names through minification (esbuild's
+    // `keepNames`, cdk/constructs/function.ts), so no error class spells its name again.
     this.name = new.target.name;
   }
 }

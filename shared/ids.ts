@@ -10,9 +10,7 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const ULID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/i;
 const DECODE: Record<string, number> = Object.fromEntries([...CROCKFORD].map((c, i) => [c, i]));
 
-export class InvalidUlidError extends SwitchboardError {
-  override name = 'InvalidUlidError';
-}
+export class InvalidUlidError extends SwitchboardError {}
 
 /** True when `value` is a 26-character Crockford base32 ULID (case-insensitive, ≤ 128 bits). */
 export function isUlid(value: string): boolean {

@@ -6,9 +6,7 @@
 import { BrokerError } from '#shared/broker/errors.ts';
 import type { BrokerConfig } from './config.ts';
 
-export class BrokerStartError extends BrokerError {
-  override name = 'BrokerStartError';
-}
+export class BrokerStartError extends BrokerError {}
 
 /**
  * The URL the lease advertises to the call-status route and the operator API: `BROKER_ADVERTISE_URL`

@@ -22,6 +22,7 @@ const CDK_LIKE: BuildOptions = {
   target: 'node24',
   format: 'esm',
   minify: true,
+  keepNames: true,
   sourcemap: true,
   sourcesContent: false,
   mainFields: ['module', 'main'],

@@ -166,6 +166,9 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
         mainFields: ['module', 'main'],
         banner: ESM_REQUIRE_BANNER,
         minify: true,
+        // Class and function names survive minification: an error's `name` is its class's
+        // (shared/errors.ts), and logs and stack traces say which.
+        keepNames: true,
         sourceMap: true,
         sourcesContent: false,
         // Deploy the SDK version the lockfile pins and the tests ran against, not whichever

@@ -35,9 +35,7 @@ export interface JobManagerHandlerDeps {
   readonly now?: () => number;
 }
 
-export class JobManagerRunError extends FleetError {
-  override name = 'JobManagerRunError';
-}
+export class JobManagerRunError extends FleetError {}
 
 export function makeJobManagerHandler(deps: JobManagerHandlerDeps) {
   const now = deps.now ?? Date.now;

@@ -85,9 +85,7 @@ function jobRequestBody(event: APIGatewayProxyEventV2): unknown {
 }
 
 /** A body in a media type or charset the route cannot read (answered 415). */
-class UnsupportedMediaTypeError extends HttpError {
-  override name = 'UnsupportedMediaTypeError';
-}
+class UnsupportedMediaTypeError extends HttpError {}
 
 /**
  * Where the job stands, on the report's response: a report of a job still running says so, and

@@ -160,9 +160,7 @@ function templateData(json: string | undefined): Record<string, unknown> {
   throw sesError('BadRequestException', 'Invalid template data: it must be a JSON object');
 }
 
-class RenderingFailure extends LocalCloudError {
-  override name = 'RenderingFailure';
-}
+class RenderingFailure extends LocalCloudError {}
 
 function render(part: string | undefined, data: Record<string, unknown>): string | undefined {
   if (part === undefined) return undefined;

@@ -12,7 +12,6 @@ const MAX_BODY_BYTES = 64 * 1024;
 
 /** A request the front refuses as the provider would (its `status` and body are the front's). */
 export class FrontError extends LocalCloudError {
-  override name = 'FrontError';
   readonly status: number;
   readonly body: unknown;
   readonly headers: Readonly<Record<string, string>>;

@@ -44,9 +44,7 @@ export const TASKS_PER_TRANSACTION = 24;
 const PAGE_ITEMS = 500;
 const MAX_TRIES = 8;
 
-export class CancelSweepWriteError extends AdapterError {
-  override name = 'CancelSweepWriteError';
-}
+export class CancelSweepWriteError extends AdapterError {}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

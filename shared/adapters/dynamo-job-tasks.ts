@@ -23,9 +23,7 @@ import type { TaskStore } from '#shared/jobs/ports.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
 import { AdapterError } from './errors.ts';
 
-export class UnprocessedWritesError extends AdapterError {
-  override name = 'UnprocessedWritesError';
-}
+export class UnprocessedWritesError extends AdapterError {}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -64,9 +64,7 @@ function readyAtOf(outcome: TaskOutcome): number {
   return outcome.at + (outcome.retryAfterMs ?? 0);
 }
 
-class ReportRetryError extends AdapterError {
-  override name = 'ReportRetryError';
-}
+class ReportRetryError extends AdapterError {}
 
 export interface OutcomeWriterDeps {
   readonly table: MessageTaskTable;

@@ -40,9 +40,7 @@ const RETRYABLE = new Set([
 /** As the document client marshals (`makeDocumentClient`): undefined members of a map left out. */
 const MARSHALL = { removeUndefinedValues: true } as const;
 
-export class StatementError extends AdapterError {
-  override name = 'StatementError';
-}
+export class StatementError extends AdapterError {}
 
 const q = (name: string) => `"${name}"`;
 

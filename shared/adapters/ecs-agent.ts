@@ -7,9 +7,7 @@
 import type { TaskProtectionPort } from '#shared/broker/task-protection.ts';
 import { AdapterError } from './errors.ts';
 
-export class TaskProtectionError extends AdapterError {
-  override name = 'TaskProtectionError';
-}
+export class TaskProtectionError extends AdapterError {}
 
 export interface EcsAgentProtectionOptions {
   /** `ECS_AGENT_URI`; undefined outside ECS. */

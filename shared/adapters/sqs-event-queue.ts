@@ -13,9 +13,7 @@ import { SQS_MAX_BATCH_ENTRIES, splitSendBatches } from './sqs-batches.ts';
 
 const MAX_BATCH_BYTES = 256 * 1024;
 
-export class EnqueueError extends AdapterError {
-  override name = 'EnqueueError';
-}
+export class EnqueueError extends AdapterError {}
 
 /** Splits entries into SendMessageBatch-sized chunks (count and total body size). */
 export function batchEntries(entries: readonly QueueEntry[]): QueueEntry[][] {

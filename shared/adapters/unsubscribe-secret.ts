@@ -34,9 +34,7 @@ export const CURRENT_KEY_FIELD = 'current';
 export const KEY_REFRESH_INTERVAL_MS = 60_000;
 
 /** The keys document is missing or not what the module comment describes. Never quotes a key. */
-export class UnsubscribeKeysError extends AdapterError {
-  override name = 'UnsubscribeKeysError';
-}
+export class UnsubscribeKeysError extends AdapterError {}
 
 export interface UnsubscribeKeysOptions {
   /** Epoch ms now (the tokens' `issuedAt`); default `Date.now`. */

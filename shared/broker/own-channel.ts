@@ -9,9 +9,7 @@ import type { ChannelStore } from '#shared/webhooks/ports.ts';
 import { BrokerError } from './errors.ts';
 
 /** The channel a client's settings name is not one it may send through. */
-export class ChannelNotOwnError extends BrokerError {
-  override name = 'ChannelNotOwnError';
-}
+export class ChannelNotOwnError extends BrokerError {}
 
 /** Reads the channel a client's message jobs name, and gives it only to the client that owns it. */
 export class OwnChannels {

@@ -71,9 +71,7 @@ export type ServeEnd =
   | { readonly kind: 'lost' }
   | { readonly kind: 'stopped' };
 
-class StopWaiting extends BrokerError {
-  override name = 'StopWaiting';
-}
+class StopWaiting extends BrokerError {}
 
 /** Serves one client while its lease is held. Make one per lease; {@link serve} runs it once. */
 export class ClientServer {

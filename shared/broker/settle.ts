@@ -98,9 +98,7 @@ export async function settleFromSnapshot(
 }
 
 /** The callback's idempotency key is not the attempt its URL names: it is not this task's call. */
-export class CallbackMismatchError extends BrokerError {
-  override name = 'CallbackMismatchError';
-}
+export class CallbackMismatchError extends BrokerError {}
 
 /** Where a callback belongs: the attempt named in the callback URL Switchboard gave the provider. */
 export interface AttemptRef extends TaskRef {

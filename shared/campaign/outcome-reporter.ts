@@ -12,7 +12,6 @@ import { Signal } from './signal.ts';
 
 /** The report sink kept failing: these outcomes could not be written. */
 export class ReportWriteError extends CampaignError {
-  override name = 'ReportWriteError';
   readonly unwritten: readonly TaskOutcome[];
   constructor(cause: unknown, unwritten: readonly TaskOutcome[]) {
     super(`could not write ${unwritten.length} task outcomes: ${(cause as Error)?.message ?? cause}`, {

@@ -88,9 +88,7 @@ export interface PipelineTotals {
 }
 
 /** The broker's `nextPage` failed: the pipeline stopped (its held tasks were released). */
-export class TaskSourceError extends CampaignError {
-  override name = 'TaskSourceError';
-}
+export class TaskSourceError extends CampaignError {}
 
 /**
  * Runs the pipeline until the source runs dry or `signal` aborts, and resolves with the totals

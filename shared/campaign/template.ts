@@ -19,13 +19,10 @@ export interface MessageTemplate {
   readonly notificationDisabled?: boolean;
 }
 
-export class InvalidTemplateError extends CampaignError {
-  override name = 'InvalidTemplateError';
-}
+export class InvalidTemplateError extends CampaignError {}
 
 /** A task's variables lack one the template uses. */
 export class MissingVariableError extends CampaignError {
-  override name = 'MissingVariableError';
   readonly variable: string;
   constructor(variable: string) {
     super(`the template uses {{${variable}}}, which the task does not have`);

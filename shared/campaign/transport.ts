@@ -48,7 +48,6 @@ export interface PreparedRequest<R = unknown> {
 
 /** A unit that cannot be rendered or prepared: its tasks fail unsent with this reason. */
 export class UnpreparableError extends CampaignError {
-  override name = 'UnpreparableError';
   readonly reason: string;
   constructor(reason: string, options?: ErrorOptions) {
     super(reason, options);

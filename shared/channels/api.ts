@@ -45,16 +45,13 @@ export interface ChannelAdminStore {
 }
 
 export class ChannelNotFoundError extends ChannelError {
-  override name = 'ChannelNotFoundError';
   constructor(clientId: string, channelId: string) {
     super(`client ${clientId} has no channel ${channelId}`);
   }
 }
 
 /** A write refused: the channel is another client's, or changed since it was read. */
-export class ChannelConflictError extends ChannelError {
-  override name = 'ChannelConflictError';
-}
+export class ChannelConflictError extends ChannelError {}
 
 const HOUR_MS = 3600_000;
 /** Longest grace a rotated-out secret keeps verifying webhooks. */

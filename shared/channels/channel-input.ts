@@ -62,7 +62,6 @@ export const channelInputSchema = z.strictObject({
 export type ChannelInput = z.input<typeof channelInputSchema>;
 
 export class InvalidChannelError extends ChannelError {
-  override name = 'InvalidChannelError';
   readonly fieldErrors: Record<string, string[]>;
   constructor(fieldErrors: Record<string, string[]>) {
     super(

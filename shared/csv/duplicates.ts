@@ -28,9 +28,7 @@ export interface DuplicateFilter {
   snapshot(): Uint8Array;
 }
 
-export class DuplicateFilterStateError extends CsvError {
-  override name = 'DuplicateFilterStateError';
-}
+export class DuplicateFilterStateError extends CsvError {}
 
 /**
  * The deterministic id of the task for `recipient` in job `jobId`: the key a Bloom filter's

@@ -1,6 +1,4 @@
 import { SwitchboardError } from '#shared/errors.ts';
 
 /** The base of every error in reading recipient lists (CSV). */
-export class CsvError extends SwitchboardError {
-  override name = 'CsvError';
-}
+export class CsvError extends SwitchboardError {}

@@ -138,9 +138,7 @@ export interface IngestRowsInput {
 }
 
 /** Invalid arguments: a programming or configuration error, not a problem of the file. */
-export class IngestInputError extends CsvError {
-  override name = 'IngestInputError';
-}
+export class IngestInputError extends CsvError {}
 
 /** Recipients per opt-out lookup: DynamoDB's BatchGetItem takes up to 100 keys. */
 export const OPT_OUT_BATCH = 100;

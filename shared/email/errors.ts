@@ -1,6 +1,4 @@
 import { SwitchboardError } from '#shared/errors.ts';
 
 /** The base of every error in email. */
-export class EmailError extends SwitchboardError {
-  override name = 'EmailError';
-}
+export class EmailError extends SwitchboardError {}

@@ -74,13 +74,10 @@ export interface SesTemplateContent {
   readonly Text?: string;
 }
 
-export class InvalidEmailTemplateError extends EmailError {
-  override name = 'InvalidEmailTemplateError';
-}
+export class InvalidEmailTemplateError extends EmailError {}
 
 /** A value filled into the subject would put a line break (or NUL) in the Subject header. */
 export class SubjectLineBreakError extends EmailError {
-  override name = 'SubjectLineBreakError';
   /** The variable whose value holds the line break (a template's own subject cannot: it is validated). */
   readonly variable: string;
   constructor(variable: string) {

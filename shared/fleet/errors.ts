@@ -1,6 +1,4 @@
 import { SwitchboardError } from '#shared/errors.ts';
 
 /** The base of every error in the broker fleet and the job manager that runs it. */
-export class FleetError extends SwitchboardError {
-  override name = 'FleetError';
-}
+export class FleetError extends SwitchboardError {}

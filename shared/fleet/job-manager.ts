@@ -158,9 +158,7 @@ export interface JobManagerResult {
  */
 export type JobManagerStep = 'start' | 'running' | 'states' | 'complete' | 'clients' | 'hints' | 'fleet';
 
-export class InvalidJobManagerOptionsError extends FleetError {
-  override name = 'InvalidJobManagerOptionsError';
-}
+export class InvalidJobManagerOptionsError extends FleetError {}
 
 /**
  * The job manager around its ports; {@link run} is one scheduled run. What it must remember

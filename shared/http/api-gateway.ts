@@ -43,9 +43,7 @@ export function decodeRequestBody(event: HttpBodyEvent): Buffer {
 }
 
 /** A request whose body is not what the route takes (answered 400). */
-export class MalformedRequestError extends HttpError {
-  override name = 'MalformedRequestError';
-}
+export class MalformedRequestError extends HttpError {}
 
 /** The request body as JSON (`{}` when empty), or {@link MalformedRequestError}. */
 export function jsonRequestBody(event: HttpBodyEvent): unknown {

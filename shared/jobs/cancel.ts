@@ -178,9 +178,7 @@ function inFlightUntil(task: SweptTask, maxCallSeconds: number): number {
   return (task.startedAt ?? task.readyAt) + maxCallSeconds * 1000 + CALL_END_GRACE_MS;
 }
 
-export class MalformedCancelSweepError extends JobError {
-  override name = 'MalformedCancelSweepError';
-}
+export class MalformedCancelSweepError extends JobError {}
 
 /** True when a queue message's `kind` is a sweep's. */
 export function isJobSweepKind(kind: unknown): kind is JobSweepMessage['kind'] {

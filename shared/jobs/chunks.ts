@@ -84,9 +84,7 @@ export interface ChunkMember extends MemberVariables {
   readonly row: number;
 }
 
-export class ChunkMemberError extends JobError {
-  override name = 'ChunkMemberError';
-}
+export class ChunkMemberError extends JobError {}
 
 /**
  * The id of the chunk an ingest page's recipients are held in: named by the first row *read* on

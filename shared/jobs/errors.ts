@@ -14,9 +14,7 @@ export function emptyFieldErrors(): Record<string, string[]> {
 }
 
 /** The base of every error in jobs: their use cases, lists, sweeps and reports. */
-export class JobError extends SwitchboardError {
-  override name = 'JobError';
-}
+export class JobError extends SwitchboardError {}
 
 /**
  * A job error class that carries one detail beside its message, under `key`: what a transport
@@ -36,28 +34,16 @@ function jobErrorWith<Key extends string, Detail>(key: Key) {
   ) => JobErrorWithDetail & { readonly [K in Key]: Detail };
 }
 
-export class ValidationError extends jobErrorWith<'fieldErrors', FieldErrors>('fieldErrors') {
-  override name = 'ValidationError';
-}
+export class ValidationError extends jobErrorWith<'fieldErrors', FieldErrors>('fieldErrors') {}
 
-export class ClientNotFoundError extends JobError {
-  override name = 'ClientNotFoundError';
-}
+export class ClientNotFoundError extends JobError {}
 
-export class JobNotFoundError extends JobError {
-  override name = 'JobNotFoundError';
-}
+export class JobNotFoundError extends JobError {}
 
 /** A status change the job's lifecycle does not allow from where the job is now. */
-export class IllegalTransitionError extends jobErrorWith<'current', JobStatus>('current') {
-  override name = 'IllegalTransitionError';
-}
+export class IllegalTransitionError extends jobErrorWith<'current', JobStatus>('current') {}
 
-export class UploadTooLargeError extends JobError {
-  override name = 'UploadTooLargeError';
-}
+export class UploadTooLargeError extends JobError {}
 
 /** The uploaded object was replaced while it was being read. */
-export class SourceChangedError extends JobError {
-  override name = 'SourceChangedError';
-}
+export class SourceChangedError extends JobError {}

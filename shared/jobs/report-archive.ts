@@ -49,9 +49,7 @@ export interface ArchiveReportMessage {
   readonly attempt: number;
 }
 
-export class MalformedArchiveReportError extends JobError {
-  override name = 'MalformedArchiveReportError';
-}
+export class MalformedArchiveReportError extends JobError {}
 
 /** The first try's message. */
 export function archiveReportStart(clientId: string, jobId: string): ArchiveReportMessage {

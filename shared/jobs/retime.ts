@@ -91,9 +91,7 @@ export function retimeSweepStart(clientId: string, jobId: string): RetimeSweepMe
   return { kind: 'retime-sweep', clientId, jobId, shard: 0 };
 }
 
-export class MalformedRetimeSweepError extends JobError {
-  override name = 'MalformedRetimeSweepError';
-}
+export class MalformedRetimeSweepError extends JobError {}
 
 /** Reads a queue message whose `kind` is `retime-sweep`; throws {@link MalformedRetimeSweepError}. */
 export function parseRetimeSweep(value: Record<string, unknown>): RetimeSweepMessage {

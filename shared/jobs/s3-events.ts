@@ -32,9 +32,7 @@ export type UploadTarget =
       readonly sidecarKey: string;
     };
 
-export class MalformedS3EventError extends JobError {
-  override name = 'MalformedS3EventError';
-}
+export class MalformedS3EventError extends JobError {}
 
 /** Decodes an S3 event key: form-encoded, so `+` is a space and `%2B` a plus. */
 export function decodeS3Key(key: string): string {

@@ -1,6 +1,4 @@
 import { SwitchboardError } from '#shared/errors.ts';
 
 /** The base of every error in leases. */
-export class LeaseError extends SwitchboardError {
-  override name = 'LeaseError';
-}
+export class LeaseError extends SwitchboardError {}

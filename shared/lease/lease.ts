@@ -21,13 +21,9 @@ export interface Lease {
   readonly token: number;
 }
 
-export class LeaseHeldError extends LeaseError {
-  override name = 'LeaseHeldError';
-}
+export class LeaseHeldError extends LeaseError {}
 
-export class LeaseLostError extends LeaseError {
-  override name = 'LeaseLostError';
-}
+export class LeaseLostError extends LeaseError {}
 
 /** True when `lease` is held at `now` (by anyone). */
 export function isLive(lease: Lease | undefined, now: number): boolean {

@@ -80,9 +80,7 @@ export interface BodyOptions {
   readonly notificationDisabled?: boolean;
 }
 
-export class InvalidSendRequestError extends LineError {
-  override name = 'InvalidSendRequestError';
-}
+export class InvalidSendRequestError extends LineError {}
 
 export interface SentMessage {
   readonly id: string;
@@ -181,9 +179,7 @@ export interface MessageQuota {
   readonly used: number;
 }
 
-export class QuotaUnreadableError extends LineError {
-  override name = 'QuotaUnreadableError';
-}
+export class QuotaUnreadableError extends LineError {}
 
 export const QUOTA_PATH = '/v2/bot/message/quota';
 export const QUOTA_CONSUMPTION_PATH = '/v2/bot/message/quota/consumption';

@@ -12,7 +12,6 @@ import { isUlid } from '#shared/ids.ts';
 import { LineError } from './errors.ts';
 
 export class InvalidWebhookBodyError extends LineError {
-  override name = 'InvalidWebhookBodyError';
   /** Where the first problem is, e.g. `events[0].webhookEventId`; empty for the body itself. */
   readonly path: string;
 

@@ -31,7 +31,6 @@ const systemResolve: ResolveAll = (hostname) =>
 
 /** A refused address's error: its `code` is what a delivery's reason reads. */
 class InsideAddressError extends OutcomeError {
-  override name = 'InsideAddressError';
   readonly code: string = 'EINSIDEADDRESS';
 }
 

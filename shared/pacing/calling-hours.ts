@@ -37,7 +37,6 @@ export interface CallingHoursIssue {
 }
 
 export class InvalidCallingHoursError extends PacingError {
-  override name = 'InvalidCallingHoursError';
   readonly issues: readonly CallingHoursIssue[];
 
   constructor(issues: readonly CallingHoursIssue[]) {

@@ -1,6 +1,4 @@
 import { SwitchboardError } from '#shared/errors.ts';
 
 /** The base of every error in pacing (calling hours, contracts). */
-export class PacingError extends SwitchboardError {
-  override name = 'PacingError';
-}
+export class PacingError extends SwitchboardError {}

@@ -34,9 +34,7 @@ export type WaitReason = 'limit' | 'rate' | 'closed';
  */
 export type PacingDecision = { kind: 'start' } | { kind: 'wait'; until: number; reason: WaitReason };
 
-export class InvalidContractError extends PacingError {
-  override name = 'InvalidContractError';
-}
+export class InvalidContractError extends PacingError {}
 
 /** One client's pacing state. Not shared between clients: a broker makes one per lease it holds. */
 export class Pacer {

@@ -1,6 +1,4 @@
 import { SwitchboardError } from '#shared/errors.ts';
 
 /** The base of every error in SMS. */
-export class SmsError extends SwitchboardError {
-  override name = 'SmsError';
-}
+export class SmsError extends SwitchboardError {}

@@ -27,9 +27,7 @@ export interface RenderedSms {
 }
 
 /** A rendered text the service would refuse: too long, or nothing left to send. */
-export class UnsendableSmsError extends SmsError {
-  override name = 'UnsendableSmsError';
-}
+export class UnsendableSmsError extends SmsError {}
 
 /** The variable names the body uses, in order of first use. */
 export function smsTemplateVariables(template: SmsTemplate): string[] {

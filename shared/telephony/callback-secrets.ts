@@ -31,14 +31,10 @@ export interface CallbackSecretStore {
   put(record: CallbackSecretRecord): Promise<void>;
 }
 
-export class InvalidCallbackSecretError extends TelephonyError {
-  override name = 'InvalidCallbackSecretError';
-}
+export class InvalidCallbackSecretError extends TelephonyError {}
 
 /** No secret has been set for the provider: callbacks cannot be verified (the operator must set one). */
-export class CallbackSecretNotSetError extends TelephonyError {
-  override name = 'CallbackSecretNotSetError';
-}
+export class CallbackSecretNotSetError extends TelephonyError {}
 
 /**
  * The record after setting `secret`: it verifies from now on; the one it replaces until

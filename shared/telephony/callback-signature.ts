@@ -13,21 +13,11 @@ export const CALLBACK_SIGNATURE_HEADER = 'X-Switchboard-Signature';
 export const DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300;
 
 /** Any reason a callback's signature is not accepted; all of them mean 401, change nothing. */
-export class CallbackSignatureError extends TelephonyError {
-  override name = 'CallbackSignatureError';
-}
-export class MissingSignatureError extends CallbackSignatureError {
-  override name = 'MissingSignatureError';
-}
-export class MalformedSignatureError extends CallbackSignatureError {
-  override name = 'MalformedSignatureError';
-}
-export class StaleSignatureError extends CallbackSignatureError {
-  override name = 'StaleSignatureError';
-}
-export class SignatureMismatchError extends CallbackSignatureError {
-  override name = 'SignatureMismatchError';
-}
+export class CallbackSignatureError extends TelephonyError {}
+export class MissingSignatureError extends CallbackSignatureError {}
+export class MalformedSignatureError extends CallbackSignatureError {}
+export class StaleSignatureError extends CallbackSignatureError {}
+export class SignatureMismatchError extends CallbackSignatureError {}
 
 type RawBody = string | Uint8Array;
 

@@ -145,9 +145,7 @@ function talk(contact: ConnectContactState): { durationSeconds?: number } {
 }
 
 /** A contact event that is not a valid Amazon Connect Contact Event envelope. */
-export class MalformedContactEventError extends TelephonyError {
-  override name = 'MalformedContactEventError';
-}
+export class MalformedContactEventError extends TelephonyError {}
 
 /**
  * One contact event as an EventBridge rule's target records it: a malformed event is logged once and

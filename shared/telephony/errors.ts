@@ -1,6 +1,4 @@
 import { SwitchboardError } from '#shared/errors.ts';
 
 /** The base of every error in telephony (providers, their callbacks and events). */
-export class TelephonyError extends SwitchboardError {
-  override name = 'TelephonyError';
-}
+export class TelephonyError extends SwitchboardError {}

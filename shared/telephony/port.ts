@@ -137,13 +137,10 @@ export function oneProvider(provider: TelephonyProvider): TelephonyProviders {
 }
 
 /** The provider could not answer now (5xx, 429, timeout, reset); try again later. */
-export class TelephonyUnavailableError extends TelephonyError {
-  override name = 'TelephonyUnavailableError';
-}
+export class TelephonyUnavailableError extends TelephonyError {}
 
 /** The provider refused a request for good (a 4xx other than 404, 409 and 429). */
 export class TelephonyRequestError extends TelephonyError {
-  override name = 'TelephonyRequestError';
   readonly status: number;
   readonly code: string;
   constructor(status: number, code: string, message: string) {

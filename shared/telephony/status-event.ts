@@ -9,9 +9,7 @@ import type { CallSnapshot, CallStatusEvent } from './port.ts';
 import { CALL_STATUSES, REPORTED_CALL_STATUSES } from './port.ts';
 
 /** A callback body or call snapshot that is not valid JSON of the documented shape. */
-export class MalformedCallStatusError extends TelephonyError {
-  override name = 'MalformedCallStatusError';
-}
+export class MalformedCallStatusError extends TelephonyError {}
 
 const common = {
   callId: z.string().min(1),

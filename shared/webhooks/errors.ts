@@ -1,6 +1,4 @@
 import { SwitchboardError } from '#shared/errors.ts';
 
 /** The base of every error in receiving webhooks. */
-export class WebhookError extends SwitchboardError {
-  override name = 'WebhookError';
-}
+export class WebhookError extends SwitchboardError {}

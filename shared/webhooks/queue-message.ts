@@ -28,9 +28,7 @@ export interface EventQueue {
   enqueue(entries: readonly QueueEntry[]): Promise<void>;
 }
 
-export class MalformedQueueMessageError extends WebhookError {
-  override name = 'MalformedQueueMessageError';
-}
+export class MalformedQueueMessageError extends WebhookError {}
 
 /** The queue entry of one event of a verified delivery. */
 export function queueEntryFor(input: Omit<QueuedWebhookEvent, 'v'>): QueueEntry {

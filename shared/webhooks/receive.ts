@@ -22,15 +22,9 @@ export const MAX_WEBHOOK_BODY_BYTES = 1024 * 1024;
 /** A cached channel older than this is read again before a signature is refused. */
 export const SECRET_RECHECK_AFTER_MS = 5_000;
 
-export class UnknownChannelError extends WebhookError {
-  override name = 'UnknownChannelError';
-}
-export class SignatureError extends WebhookError {
-  override name = 'SignatureError';
-}
-export class PayloadTooLargeError extends WebhookError {
-  override name = 'PayloadTooLargeError';
-}
+export class UnknownChannelError extends WebhookError {}
+export class SignatureError extends WebhookError {}
+export class PayloadTooLargeError extends WebhookError {}
 
 /** A webhook event as it travels through the queue to the processor. */
 export interface ReceiveRequest {
