@@ -21,7 +21,7 @@ import { functions } from '#shared/functions.ts';
 import { cloudEnv, LOCAL_CREDENTIALS, type LocalCloudInfo } from './cloud.ts';
 import type { Handler } from './lambda.ts';
 import { type SesEmulator, type SesEmulatorOptions, startSesEmulator } from './ses-emulator.ts';
-import { startSqsPoller } from './sqs-poller.ts';
+import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -69,20 +69,7 @@ export async function startLocalEmail(options: LocalEmailOptions): Promise<Local
     credentials: LOCAL_CREDENTIALS,
     endpoint: cloud.sqsEndpoint,
   });
-  const poller = startSqsPoller({
-    sqs,
-    queueUrl: queue.url,
-    queueArn: queue.arn,
-    functionName: spec.id,
-    handler: tracker.handler,
-    functionTimeoutMs: spec.timeoutSeconds * 1000,
-    batchSize: source.batchSize,
-    ...(source.maxBatchingWindowSeconds === undefined
-      ? {}
-      : { maxBatchingWindowMs: source.maxBatchingWindowSeconds * 1000 }),
-    region: cloud.region,
-    onError: (error) => log(`email-events: ${(error as Error).message}`),
-  });
+  const poller = startEventsMapping(cloud, sqs, tracker.handler, log);
   const ses = await startSesEmulator({
     ...options.ses,
     configurationSets: { [configurationSet]: { eventTypes: EMAIL_EVENT_TYPES } },
@@ -113,6 +100,32 @@ export async function startLocalEmail(options: LocalEmailOptions): Promise<Local
       sqs.destroy();
     },
   };
+}
+
+/** The email-events function's SQS event source mapping on the `ses-events` queue, as `shared/functions.ts` sets it. */
+function startEventsMapping(
+  cloud: LocalCloudInfo,
+  sqs: SQSClient,
+  handler: Handler<SQSEvent, unknown>,
+  log: (line: string) => void,
+): SqsPoller {
+  const spec = functions['email-events'];
+  const source = spec.queueSource!;
+  const queue = cloud.queues[source.queue]!;
+  return startSqsPoller({
+    sqs,
+    queueUrl: queue.url,
+    queueArn: queue.arn,
+    functionName: spec.id,
+    handler,
+    functionTimeoutMs: spec.timeoutSeconds * 1000,
+    batchSize: source.batchSize,
+    ...(source.maxBatchingWindowSeconds === undefined
+      ? {}
+      : { maxBatchingWindowMs: source.maxBatchingWindowSeconds * 1000 }),
+    region: cloud.region,
+    onError: (error) => log(`email-events: ${(error as Error).message}`),
+  });
 }
 
 /** The queue's messages the handler has yet to record: a batch's failed records stay outstanding (SQS gives them back). */
