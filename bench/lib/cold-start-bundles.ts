@@ -9,28 +9,25 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuildOptions, build, type Metafile } from 'esbuild';
+import { LAMBDA_BUNDLING } from '#cdk/constructs/function.ts';
 
 /** The repository root (the project's `package.json`, lockfile and `node_modules`). */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const RECEIVER_BASELINE = fileURLToPath(new URL('./cold-start-baseline-receiver.ts', import.meta.url));
 
-// The options SwitchboardFunction gives NodejsFunction's `bundling`, as CDK passes them to esbuild.
+// The options SwitchboardFunction gives NodejsFunction's `bundling` (`LAMBDA_BUNDLING`), as CDK passes them to esbuild.
 const CDK_LIKE: BuildOptions = {
   bundle: true,
   platform: 'node',
-  target: 'node24',
+  target: LAMBDA_BUNDLING.target,
   format: 'esm',
-  minify: true,
-  keepNames: true,
-  sourcemap: true,
-  sourcesContent: false,
-  mainFields: ['module', 'main'],
-  banner: {
-    js:
-      "import { createRequire as __switchboardCreateRequire } from 'node:module';" +
-      'const require = __switchboardCreateRequire(import.meta.url);',
-  },
+  minify: LAMBDA_BUNDLING.minify,
+  keepNames: LAMBDA_BUNDLING.keepNames,
+  sourcemap: LAMBDA_BUNDLING.sourceMap,
+  sourcesContent: LAMBDA_BUNDLING.sourcesContent,
+  mainFields: [...LAMBDA_BUNDLING.mainFields],
+  banner: { js: LAMBDA_BUNDLING.banner },
   absWorkingDir: REPO_ROOT,
   logLevel: 'silent',
 };

@@ -37,6 +37,23 @@ const ESM_REQUIRE_BANNER =
   "import { createRequire as __switchboardCreateRequire } from 'node:module';" +
   'const require = __switchboardCreateRequire(import.meta.url);';
 
+/** How every function is bundled (esbuild through NodejsFunction). */
+export const LAMBDA_BUNDLING = {
+  format: nodejs.OutputFormat.ESM,
+  target: 'node24',
+  mainFields: ['module', 'main'],
+  banner: ESM_REQUIRE_BANNER,
+  minify: true,
+  // Class and function names survive minification: an error's `name` is its class's
+  // (shared/errors.ts), and logs and stack traces say which.
+  keepNames: true,
+  sourceMap: true,
+  sourcesContent: false,
+  // Deploy the SDK version the lockfile pins and the tests ran against, not whichever
+  // the runtime happens to ship; a bundled, tree-shaken SDK also loads as fast.
+  bundleAwsSDK: true,
+} as const satisfies nodejs.BundlingOptions;
+
 // Nothing in Switchboard scans a table (see the access patterns in shared/resources.ts), so
 // `read` does not include Scan; index access is granted per index, by name.
 const TABLE_READ_ACTIONS = [
@@ -160,21 +177,7 @@ export class SwitchboardFunction extends nodejs.NodejsFunction {
             allowPublicSubnet: true,
           }
         : {}),
-      bundling: {
-        format: nodejs.OutputFormat.ESM,
-        target: 'node24',
-        mainFields: ['module', 'main'],
-        banner: ESM_REQUIRE_BANNER,
-        minify: true,
-        // Class and function names survive minification: an error's `name` is its class's
-        // (shared/errors.ts), and logs and stack traces say which.
-        keepNames: true,
-        sourceMap: true,
-        sourcesContent: false,
-        // Deploy the SDK version the lockfile pins and the tests ran against, not whichever
-        // the runtime happens to ship; a bundled, tree-shaken SDK also loads as fast.
-        bundleAwsSDK: true,
-      },
+      bundling: LAMBDA_BUNDLING,
     });
     this.spec = spec;
     new logs.MetricFilter(scope, `${id}InitDuration`, {
