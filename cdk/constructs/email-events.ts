@@ -12,8 +12,10 @@
  * the event in the rule's dead-letter queue (`switchboard-{stage}-email-events-dlq`); a record the
  * function fails five receives in a row goes to the queue's own (`switchboard-{stage}-ses-events-dlq`).
  * Both are alarmed, and both hold the EventBridge event as the message body; both writes are
- * idempotent, so once the cause is fixed an operator moves the messages back to `ses-events` (SQS's
- * dead-letter redrive, `aws sqs start-message-move-task`; `aws.ses` events cannot be put back on a bus).
+ * idempotent, so once the cause is fixed an operator puts the messages back on `ses-events`: the
+ * queue's own dead letters with SQS's redrive (stack output `SesEventsDlqRedriveCommand`), the rule's
+ * by sending each body to the queue (SQS moves messages only out of a queue's configured DLQ; and
+ * `aws.ses` events cannot be put back on a bus).
  */
 import { CfnOutput, Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -34,7 +36,7 @@ import { functions } from '#shared/functions.ts';
 import { resourceName, tableSpec } from '#shared/resources.ts';
 import { suppressionKeys } from '#shared/suppressions/model.ts';
 import { SwitchboardFunction } from './function.ts';
-import { deadLetterAlarm, type StatefulResources } from './stateful.ts';
+import { deadLetterAlarm, redriveCommandOutput, type StatefulResources } from './stateful.ts';
 
 export interface EmailEventsProps {
   readonly stage: string;
@@ -117,9 +119,10 @@ export class EmailEvents extends Construct {
     this.queueDeadLettersAlarm = deadLetterAlarm(this, 'QueueDlqAlarm', sesEvents, {
       alarmName: resourceName(props.stage, 'ses-events-dlq-messages'),
       description:
-        "SES email events failed five times in email-events (tasks' email states, bounce and complaint suppressions) and are in the ses-events dead-letter queue. Fix the cause in the email-events logs, then move the messages back to ses-events (SQS dead-letter redrive; both writes are idempotent).",
+        "SES email events failed five times in email-events (tasks' email states, bounce and complaint suppressions) and are in the ses-events dead-letter queue. Fix the cause in the email-events logs, then redrive with the stack output SesEventsDlqRedriveCommand (both writes are idempotent).",
       topic: props.alarmTopic,
     });
+    redriveCommandOutput(this, 'SesEventsDlqRedriveCommand', 'SesEventsDlqRedriveCommand', sesEvents);
 
     this.deadLettersAlarm = deadLetterAlarm(
       this,
@@ -128,7 +131,7 @@ export class EmailEvents extends Construct {
       {
         alarmName: resourceName(props.stage, 'email-events-dlq-messages'),
         description:
-          "SES email events could not be sent to the ses-events queue and are in the email-events dead-letter queue (the message's attributes say why). Fix the cause, then move the messages to ses-events (SQS dead-letter redrive; both writes are idempotent).",
+          "SES email events could not be sent to the ses-events queue and are in the email-events dead-letter queue (the message's attributes say why). Fix the cause, then send each message's body to the ses-events queue (both writes are idempotent).",
         topic: props.alarmTopic,
       },
     );

@@ -148,6 +148,10 @@ describe("SES's configuration set and its events", () => {
       MetricName: 'ApproximateNumberOfMessagesVisible',
       Threshold: 0,
     });
+    // What the alarm says to run: SQS's redrive of the queue's own dead letters.
+    expect(JSON.stringify(template.toJSON().Outputs.SesEventsDlqRedriveCommand.Value)).toContain(
+      'aws sqs start-message-move-task --source-arn ',
+    );
   });
 
   it('the dead-letter queue is encrypted, kept 14 days and alarmed to the alarm topic', () => {
