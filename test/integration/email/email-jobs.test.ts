@@ -14,7 +14,7 @@ import { DEFAULT_EMAIL_SETTINGS } from '#shared/broker/serve-email.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';
-import { silentLogger } from '#shared/log.ts';
+import type { Logger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testBrokerConfig } from '../../support/broker-config.ts';
@@ -30,6 +30,23 @@ let tasksTable: string;
 let channelsTable: string;
 let ses: SesEmulator;
 const running: RunningBroker[] = [];
+/** The brokers' warnings and errors, said when a wait gives up (the brokers log nothing else here). */
+const brokerLog: string[] = [];
+const ignore = () => {};
+const fieldsOf = (fields?: Record<string, unknown>) =>
+  fields === undefined
+    ? ''
+    : JSON.stringify(fields, (_, v) => (v instanceof Error ? `${v.name}: ${v.message}` : v));
+const recordingLogger: Logger = {
+  debug: ignore,
+  info: ignore,
+  warn: (message, fields) =>
+    void brokerLog.push(`${new Date().toISOString()} warn ${message} ${fieldsOf(fields)}`),
+  error: (message, fields) =>
+    void brokerLog.push(`${new Date().toISOString()} error ${message} ${fieldsOf(fields)}`),
+  metrics: ignore,
+  withKeys: () => recordingLogger,
+};
 
 const EMAIL: EmailTemplate = {
   subject: '{{name}}様へのご案内',
@@ -46,7 +63,10 @@ beforeAll(async () => {
   ses = await startSesEmulator({ account: { maxSendRate: 400, max24HourSend: 1_000_000 } });
 });
 
-afterEach(async () => {
+afterEach(async (context) => {
+  if (context.task.result?.state === 'fail' && brokerLog.length > 0)
+    console.error(`the brokers said:\n${brokerLog.slice(-40).join('\n')}`);
+  brokerLog.length = 0;
   const left = running.splice(0);
   for (const b of left) b.stop('sigterm');
   await Promise.all(left.map((b) => b.done));
@@ -78,7 +98,7 @@ async function startBroker(inDoubtWaitMs = 60_000): Promise<RunningBroker> {
         settings: { ...DEFAULT_EMAIL_SETTINGS, inDoubtWaitMs },
       },
     },
-    { doc: cloud.doc, logger: silentLogger, ses: client },
+    { doc: cloud.doc, logger: recordingLogger, ses: client },
   );
   running.push(b);
   return b;
@@ -172,11 +192,11 @@ async function allFinal(job: Job) {
       return tasks.every((t) => ['completed', 'failed', 'cancelled'].includes(t.state)) ? tasks : undefined;
     },
     'every task to end',
-    { timeoutMs: 120_000 },
+    { timeoutMs: 240_000 },
   );
 }
 
-describe('email jobs in a broker', { timeout: 180_000 }, () => {
+describe('email jobs in a broker', { timeout: 300_000 }, () => {
   it('sends each recipient one email, 50 to a bulk send, with their own data, tags and an escaped HTML part', async () => {
     const clientId = `em${Math.random().toString(36).slice(2, 6)}`;
     const n = 230;
@@ -300,10 +320,14 @@ describe('email jobs in a broker', { timeout: 180_000 }, () => {
     ses.account.set({ max24HourSend: ses.account.snapshot().sentLast24Hours + 30 });
     await startBroker();
     await putWork([clientId]);
-    const paused = await eventually(async () => {
-      const stored = await jobOf(job);
-      return stored?.status === 'paused' ? stored : undefined;
-    }, 'the job to pause');
+    const paused = await eventually(
+      async () => {
+        const stored = await jobOf(job);
+        return stored?.status === 'paused' ? stored : undefined;
+      },
+      'the job to pause',
+      { timeoutMs: 240_000 },
+    );
     expect(paused.pausedReason).toMatch(/daily/i);
     const to = sentTo(clientId);
     expect(new Set(to).size).toBe(to.length);
