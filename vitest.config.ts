@@ -25,6 +25,9 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/local-cloud-setup.ts'],
           setupFiles: ['test/support/record-aws-calls.ts'],
+          // Tables without DynamoDB streams (LOCAL_STREAMS_ENV in local/cloud.ts: stream records
+          // pile up in DynamoDB Local and slow every later write of the process).
+          env: { AWS_MAX_ATTEMPTS: '10', LOCAL_DYNAMODB_STREAMS: 'off' },
           // Generous: these share two cores with the e2e drills; a slow machine must not fail them.
           testTimeout: 120_000,
         },

@@ -48,7 +48,22 @@ export interface LocalCloudOptions {
   readonly log?: (line: string) => void;
   /** Shorter visibility timeouts for tests that wait for a crashed batch to come back. */
   readonly visibilityTimeoutSeconds?: Partial<Record<QueueId, number>>;
+  /** The tables' DynamoDB streams, as deployed (default: {@link streamsByDefault}). */
+  readonly streams?: boolean;
 }
+
+/**
+ * `off` in a suite that reads no DynamoDB stream: its tables are made without one. DynamoDB Local
+ * keeps a process's stream records for 24 h, and every write to a table with a stream gets slower
+ * as they pile up, whatever table they came from and after it is deleted (a PutItem 8 → 44 ms after
+ * 30,000 stream writes): the integration suites write hundreds of thousands, and their last files
+ * ran 20 times slower than alone. The local stack (`npm start`, e2e) keeps its streams: the outcome
+ * webhooks read them.
+ */
+export const LOCAL_STREAMS_ENV = 'LOCAL_DYNAMODB_STREAMS';
+
+/** Whether a table is made with its stream when nothing says otherwise: unless {@link LOCAL_STREAMS_ENV} is `off`. */
+export const streamsByDefault = (): boolean => process.env[LOCAL_STREAMS_ENV] !== 'off';
 
 export interface QueueEndpoints {
   readonly url: string;
@@ -154,7 +169,12 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
     await Promise.all([stopChild(dynamo.process), fauxqs.stop(), strictS3.stop()]);
   };
   try {
-    const provisioned = await provision(clients, stage, options.visibilityTimeoutSeconds);
+    const provisioned = await provision(
+      clients,
+      stage,
+      options.visibilityTimeoutSeconds,
+      options.streams ?? streamsByDefault(),
+    );
     log(
       `provisioned ${tables.length} tables, ${queues.length * 2} queues, ${buckets.length} bucket (stage "${stage}")`,
     );
@@ -223,10 +243,11 @@ async function provision(
   clients: ProvisioningClients,
   stage: string,
   visibilityTimeoutSeconds: LocalCloudOptions['visibilityTimeoutSeconds'],
+  stream: boolean,
 ): Promise<Pick<LocalCloudInfo, 'tableNames' | 'queues' | 'bucketNames'>> {
   const tableNames: Record<string, string> = {};
   for (const spec of tables) {
-    tableNames[spec.id] = await createTable(clients.ddb, stage, spec);
+    tableNames[spec.id] = await createTable(clients.ddb, stage, spec, { stream });
   }
   const queueEndpoints: Record<string, QueueEndpoints> = {};
   for (const spec of queues) {
@@ -382,8 +403,16 @@ async function waitForDynamo(ddb: DynamoDBClient, child: ChildProcess): Promise<
   throw new Error(`DynamoDB Local did not answer within 60 s: ${String(lastError)}`, { cause: lastError });
 }
 
-/** Creates a table from its spec (on-demand, as deployed); an existing table is kept as it is. */
-export async function createTable(ddb: DynamoDBClient, stage: string, spec: TableSpec): Promise<string> {
+/**
+ * Creates a table from its spec (on-demand, as deployed; its stream unless `stream` is false); an
+ * existing table is kept as it is.
+ */
+export async function createTable(
+  ddb: DynamoDBClient,
+  stage: string,
+  spec: TableSpec,
+  { stream = streamsByDefault() }: { readonly stream?: boolean } = {},
+): Promise<string> {
   const name = resourceName(stage, spec.id);
   const attributes = new Map<string, string>();
   const keyAttrs = [
@@ -403,7 +432,9 @@ export async function createTable(ddb: DynamoDBClient, stage: string, spec: Tabl
       { AttributeName: spec.partitionKey.name, KeyType: 'HASH' },
       ...(spec.sortKey ? [{ AttributeName: spec.sortKey.name, KeyType: 'RANGE' as const }] : []),
     ],
-    ...(spec.stream ? { StreamSpecification: { StreamEnabled: true, StreamViewType: spec.stream } } : {}),
+    ...(spec.stream && stream
+      ? { StreamSpecification: { StreamEnabled: true, StreamViewType: spec.stream } }
+      : {}),
     ...(spec.globalIndexes.length > 0
       ? {
           GlobalSecondaryIndexes: spec.globalIndexes.map((index) => ({

@@ -23,7 +23,7 @@ let poller: StreamPoller | undefined;
 
 beforeAll(async () => {
   const stage = `sf${process.pid % 100000}${Math.random().toString(36).slice(2, 6)}`;
-  table = await createTable(cloud.ddb, stage, tableSpec('control'));
+  table = await createTable(cloud.ddb, stage, tableSpec('control'), { stream: true });
 });
 afterAll(async () => {
   await poller?.stop();
