@@ -12,7 +12,11 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSEvent } from 'aws-lambda';
 import { buildConsole } from '#console/build.ts';
-import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import {
+  makeDocumentClient,
+  makeDynamoClient,
+  REQUEST_TIMEOUT_SCALE_ENV,
+} from '#shared/adapters/aws-clients.ts';
 import { DynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
 import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { publishDesiredVersion } from '#shared/adapters/dynamo-fleet.ts';
@@ -44,6 +48,8 @@ import { makeOperatorClient, type OperatorRequest } from './operator-client.ts';
 import { LOCAL_OUTCOME_ENV, type LocalOutcomeWebhooks, startLocalOutcomeWebhooks } from './outcome-wiring.ts';
 import { startScheduler } from './scheduler.ts';
 import type { SesEmulator } from './ses-emulator.ts';
+import type { SmsEmulator } from './sms-emulator.ts';
+import { startLocalSms } from './sms-wiring.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
 import {
   type Range,
@@ -187,6 +193,13 @@ export interface LocalStack {
   readonly ses: SesEmulator;
   /** Resolves once every SES event published so far is recorded by email-events (through its queue). */
   emailEventsRecorded(): Promise<void>;
+  /**
+   * The End User Messaging SMS stand-in: its configuration set's events reach sms-events, and a
+   * customer's text back (`sms.reply(from, to, body)`) reaches sms-inbound (`./sms-wiring.ts`).
+   */
+  readonly sms: SmsEmulator;
+  /** Resolves once every SMS event and text back published so far is recorded (through their queues). */
+  smsRecorded(): Promise<void>;
   readonly jobs: JobsLocal;
   /** The broker service stand-in (when started with `fleet: true`). */
   readonly fleet: LocalFleet | undefined;
@@ -353,6 +366,12 @@ class LocalStackStarter {
     });
     this.#stoppers.push(() => email.stop());
     this.#email = email;
+    const sms = await startLocalSms({
+      cloud: this.#cloud,
+      log: this.#log,
+      sms: { clock: { now: () => Date.now() + this.#clockOffsetMs } },
+    });
+    this.#stoppers.push(() => sms.stop());
     const fleet = this.#options.fleet ? await this.#startFleet(providers, api, admin.doc) : undefined;
     const { line, connect, twilio, telephony } = providers;
     return {
@@ -366,6 +385,8 @@ class LocalStackStarter {
       twilio,
       ses: email.ses,
       emailEventsRecorded: () => email.recorded(),
+      sms: sms.sms,
+      smsRecorded: () => sms.recorded(),
       jobs,
       fleet,
       operator: makeOperatorClient({
@@ -437,6 +458,8 @@ class LocalStackStarter {
       AWS_ENDPOINT_URL_CONNECT: connect.url,
       TELEPHONY_PROVIDER: LOCAL_TELEPHONY.provider,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+      // One process on a small machine runs every function and emulator: its stalls are not AWS's latency.
+      [REQUEST_TIMEOUT_SCALE_ENV]: process.env[REQUEST_TIMEOUT_SCALE_ENV] ?? '10',
       POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
       ...LOCAL_OUTCOME_ENV,
       ...localUnsubscribeEnv(),

@@ -10,8 +10,12 @@ import type { TelephonyProvidersConfig } from '#shared/adapters/telephony-provid
 import { TWILIO_LOOKUP_SETTLE_MS } from '#shared/adapters/twilio-telephony.ts';
 import { type BrokerSettings, DEFAULT_BROKER_SETTINGS } from '#shared/broker/broker.ts';
 import { DEFAULT_JOB_SERIES_SETTINGS, type JobSeriesSettings } from '#shared/broker/job-series.ts';
-import { DEFAULT_EMAIL_SETTINGS, type EmailServeSettings } from '#shared/broker/serve-email.ts';
 import { DEFAULT_MESSAGE_SETTINGS, type MessageServeSettings } from '#shared/broker/serve-messages.ts';
+import {
+  DEFAULT_EMAIL_SETTINGS,
+  DEFAULT_SMS_SETTINGS,
+  type UnkeyedServeSettings,
+} from '#shared/broker/serve-unkeyed.ts';
 import { ConfigError, getNumberFromEnv, getOptionalStringFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { DEFAULT_LINE_API_URL } from '#shared/line/messaging-client.ts';
 
@@ -36,8 +40,17 @@ export interface BrokerConfig {
    * how email is served.
    */
   readonly email:
-    | { readonly configurationSet: string; readonly rateShare: number; readonly settings: EmailServeSettings }
+    | {
+        readonly configurationSet: string;
+        readonly rateShare: number;
+        readonly settings: UnkeyedServeSettings;
+      }
     | undefined;
+  /**
+   * SMS jobs through End User Messaging SMS, when the deployment has a configuration set
+   * (`SMS_CONFIGURATION_SET`): its name, and how texts are served.
+   */
+  readonly sms: { readonly configurationSet: string; readonly settings: UnkeyedServeSettings } | undefined;
   /** The ECS agent (`ECS_AGENT_URI`); absent outside ECS: protection is then a logged no-op. */
   readonly ecsAgentUri: string | undefined;
   /** The ECS task metadata endpoint (`ECS_CONTAINER_METADATA_URI_V4`, set by Fargate). */
@@ -109,6 +122,7 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
     telephony: readTelephony(callbackUrl, env),
     lineApiUrl: optional('LINE_API_URL') ?? DEFAULT_LINE_API_URL,
     email: readEmail(env),
+    sms: readSms(env),
     ecsAgentUri: optional('ECS_AGENT_URI'),
     ecsMetadataUri: optional('ECS_CONTAINER_METADATA_URI_V4'),
     httpHost: optional('BROKER_HTTP_HOST') ?? '127.0.0.1',
@@ -118,9 +132,20 @@ export function readBrokerConfig(env: NodeJS.ProcessEnv = process.env): BrokerCo
 }
 
 const EMAIL_VARIABLES = {
-  emailConcurrency: 'EMAIL_CONCURRENCY',
+  concurrency: 'EMAIL_CONCURRENCY',
   inDoubtWaitMs: 'EMAIL_IN_DOUBT_WAIT_MS',
-} as const satisfies NumberVariables<EmailServeSettings>;
+} as const satisfies NumberVariables<UnkeyedServeSettings>;
+
+const SMS_VARIABLES = {
+  concurrency: 'SMS_CONCURRENCY',
+  inDoubtWaitMs: 'SMS_IN_DOUBT_WAIT_MS',
+} as const satisfies NumberVariables<UnkeyedServeSettings>;
+
+function readSms(env: NodeJS.ProcessEnv): BrokerConfig['sms'] {
+  const configurationSet = getOptionalStringFromEnv('SMS_CONFIGURATION_SET', env);
+  if (configurationSet === undefined) return undefined;
+  return { configurationSet, settings: withNumbersFromEnv(DEFAULT_SMS_SETTINGS, SMS_VARIABLES, env) };
+}
 
 function readEmail(env: NodeJS.ProcessEnv): BrokerConfig['email'] {
   const configurationSet = getOptionalStringFromEnv('SES_CONFIGURATION_SET', env);

@@ -4,9 +4,15 @@
  * one {@link BrokerConfig} (`readBrokerConfig`). `main.ts` runs it as a process; tests may run it
  * in-process.
  */
+import type { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import type { SESv2Client } from '@aws-sdk/client-sesv2';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { makeConnectClient, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import {
+  boundedRequests,
+  makeConnectClient,
+  makeDocumentClient,
+  makeDynamoClient,
+} from '#shared/adapters/aws-clients.ts';
 import { DynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
@@ -30,6 +36,7 @@ import { emailSide } from './email-side.ts';
 import { BrokerFigures } from './figures.ts';
 import { startNudgeServer } from './http.ts';
 import { messageSide } from './message-side.ts';
+import { smsSide } from './sms-side.ts';
 
 export interface RunningBroker {
   readonly broker: Broker;
@@ -50,11 +57,7 @@ export interface RunningBroker {
  * release on the way out must fit in Fargate's 120 s after SIGTERM with the stop grace. The
  * lease keeper bounds its release wait as well; this ends the request itself (the SDK retries).
  */
-const DYNAMODB_REQUEST_HANDLER = {
-  connectionTimeout: 3_000,
-  requestTimeout: 10_000,
-  throwOnRequestTimeout: true,
-};
+const DYNAMODB_REQUEST_BOUNDS = { connectionTimeout: 3_000, requestTimeout: 10_000 };
 
 /** What the process runs on: given by a test, else the real ones. */
 interface ProcessPorts {
@@ -72,6 +75,8 @@ export async function startBrokerProcess(
     makeSend?: (options: HttpSendOptions) => HttpSend;
     /** The SES client of email jobs (default one from the environment, no retries: `makeSesClient`). */
     ses?: SESv2Client;
+    /** The SMS client (a test's own, pointed at its stand-in); the default reads the environment. */
+    sms?: PinpointSMSVoiceV2Client;
   } = {},
 ): Promise<RunningBroker> {
   const ports: ProcessPorts = {
@@ -79,7 +84,9 @@ export async function startBrokerProcess(
     // The system's time (the local cloud may shift it: `npm start -- --at`).
     clock: deps.clock ?? clockFromEnv(),
     timers: deps.timers ?? systemTimers,
-    doc: deps.doc ?? makeDocumentClient(makeDynamoClient({ requestHandler: DYNAMODB_REQUEST_HANDLER })),
+    doc:
+      deps.doc ??
+      makeDocumentClient(makeDynamoClient({ requestHandler: boundedRequests(DYNAMODB_REQUEST_BOUNDS) })),
   };
   let broker: Broker | undefined;
   const server = await startNudgeServer(config, ports.logger, () => broker);
@@ -97,9 +104,11 @@ export async function startBrokerProcess(
       )
     : undefined;
   const email = messages ? emailSide(config, ports, deps.ses) : undefined;
+  const sms = messages ? smsSide(config, ports, deps.sms) : undefined;
   broker = new Broker({
     ...(messages ? { messages } : {}),
     ...(email ? { email } : {}),
+    ...(sms ? { sms } : {}),
     ...callSide(config, ports, endpoint),
     protection: taskProtection(config, ports, figures),
     metrics: figures.metrics,

@@ -1,6 +1,5 @@
 /** Wires the call-status route to the real AWS clients; configuration is read once, at start. */
-import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { boundedRequests, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoCallbackSecretStore } from '#shared/adapters/dynamo-callback-secrets.ts';
@@ -24,7 +23,7 @@ const channelsTable = getStringFromEnv('CHANNELS_TABLE');
 
 const doc = makeDocumentClient(
   makeDynamoClient({
-    requestHandler: new NodeHttpHandler({ connectionTimeout: 500, requestTimeout: 2_000 }),
+    requestHandler: boundedRequests({ connectionTimeout: 500, requestTimeout: 2_000 }),
     maxAttempts: 3,
   }),
 );

@@ -1,6 +1,5 @@
 /** Wires the Connect contact-event target to the real AWS clients; configuration is read once. */
-import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
+import { boundedRequests, makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoCallLinks } from '#shared/adapters/dynamo-call-links.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
@@ -21,7 +20,7 @@ const tasksTable = getStringFromEnv('TASKS_TABLE');
 
 const doc = makeDocumentClient(
   makeDynamoClient({
-    requestHandler: new NodeHttpHandler({ connectionTimeout: 500, requestTimeout: 2_000 }),
+    requestHandler: boundedRequests({ connectionTimeout: 500, requestTimeout: 2_000 }),
     maxAttempts: 3,
   }),
 );

@@ -1,6 +1,10 @@
 /** Wires the webhook receiver to the real AWS clients; configuration is read once, at start. */
-import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { makeDocumentClient, makeDynamoClient, makeSqsClient } from '#shared/adapters/aws-clients.ts';
+import {
+  boundedRequests,
+  makeDocumentClient,
+  makeDynamoClient,
+  makeSqsClient,
+} from '#shared/adapters/aws-clients.ts';
 import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { lambdaLogging } from '#shared/adapters/lambda-logging.ts';
 import { SqsEventQueue } from '#shared/adapters/sqs-event-queue.ts';
@@ -18,7 +22,7 @@ const channelsTable = getStringFromEnv('CHANNELS_TABLE');
 const queueUrl = getStringFromEnv('WEBHOOK_EVENTS_QUEUE_URL');
 
 // LINE waits 2 seconds: every call on the way gets a short timeout and few retries.
-const fast = () => new NodeHttpHandler({ connectionTimeout: 300, requestTimeout: 800 });
+const fast = () => boundedRequests({ connectionTimeout: 300, requestTimeout: 800 });
 const doc = makeDocumentClient(makeDynamoClient({ requestHandler: fast(), maxAttempts: 2 }));
 const sqs = makeSqsClient({ requestHandler: fast(), maxAttempts: 2 });
 

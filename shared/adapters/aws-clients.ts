@@ -9,12 +9,49 @@
 import { ConnectClient, type ConnectClientConfig } from '@aws-sdk/client-connect';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { ECSClient, type ECSClientConfig } from '@aws-sdk/client-ecs';
+import {
+  PinpointSMSVoiceV2Client,
+  type PinpointSMSVoiceV2ClientConfig,
+} from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { SecretsManagerClient, type SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
 import { SESv2Client, type SESv2ClientConfig } from '@aws-sdk/client-sesv2';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { withPlugins } from './aws-client-hooks.ts';
+
+/** How long one attempt of an AWS request may take: to connect, and in all. */
+export interface RequestBounds {
+  readonly connectionTimeout: number;
+  readonly requestTimeout: number;
+}
+
+/**
+ * Multiplies every {@link boundedRequests} bound (default 1; unset in AWS). The local cloud runs
+ * every function, emulator and the tests' own load in one process on a small machine, where a
+ * stall of the event loop is not the service's latency: it lengthens the bounds (`local/stack.ts`).
+ */
+export const REQUEST_TIMEOUT_SCALE_ENV = 'REQUEST_TIMEOUT_SCALE';
+
+/**
+ * An HTTP handler whose `requestTimeout` ends the attempt (the SDK then retries or fails).
+ * `@smithy/node-http-handler` 4 only logs a warning when `requestTimeout` passes unless
+ * `throwOnRequestTimeout` is set: a request on a stalled connection would otherwise wait for the
+ * Lambda's own timeout, well past LINE's 2 s or a callback's budget.
+ */
+export function boundedRequests(
+  bounds: RequestBounds,
+  env: NodeJS.ProcessEnv = process.env,
+): NodeHttpHandler {
+  const scale = Number(env[REQUEST_TIMEOUT_SCALE_ENV] ?? 1);
+  const by = Number.isFinite(scale) && scale > 0 ? scale : 1;
+  return new NodeHttpHandler({
+    connectionTimeout: bounds.connectionTimeout * by,
+    requestTimeout: bounds.requestTimeout * by,
+    throwOnRequestTimeout: true,
+  });
+}
 
 export function makeDynamoClient(config: DynamoDBClientConfig = {}): DynamoDBClient {
   return withPlugins(new DynamoDBClient(config));
@@ -44,6 +81,14 @@ export function makeConnectClient(config: ConnectClientConfig = {}): ConnectClie
  */
 export function makeSesClient(config: SESv2ClientConfig = {}): SESv2Client {
   return withPlugins(new SESv2Client({ maxAttempts: 1, ...config }));
+}
+
+/**
+ * End User Messaging SMS with the SDK's retries off (`maxAttempts: 1`): `SendTextMessage` takes no
+ * idempotency key, so a retry of an unanswered text may send it twice (`sms-transport.ts`).
+ */
+export function makeSmsClient(config: PinpointSMSVoiceV2ClientConfig = {}): PinpointSMSVoiceV2Client {
+  return withPlugins(new PinpointSMSVoiceV2Client({ maxAttempts: 1, ...config }));
 }
 
 export function makeEcsClient(config: ECSClientConfig = {}): ECSClient {

@@ -122,6 +122,7 @@ type OptionalKeys<T> = { [K in keyof T]-?: undefined extends T[K] ? K : never }[
 const CLEARED_WHEN_ABSENT: Record<OptionalKeys<ClientSettings>, boolean> = {
   messageChannelId: true,
   email: true,
+  sms: true,
   jobDefaults: true,
   paused: false,
   telephony: true,

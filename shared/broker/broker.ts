@@ -14,21 +14,21 @@
 
 import type { TaskProtectionKeeper } from '#shared/broker/task-protection.ts';
 import type { JobProgress, SendPort } from '#shared/campaign/ports.ts';
-import type { MessageTransport } from '#shared/campaign/transport.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
-import type { ClientSettings } from '#shared/jobs/model.ts';
+import type { ClientSettings, UnkeyedChannel } from '#shared/jobs/model.ts';
 import { heartbeatInterval, LeaseKeeper, type LeaseStore } from '#shared/lease/lease.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock, TimerHandle, Timers } from '#shared/pacing/clock.ts';
+import type { SmsTemplate } from '#shared/sms/template.ts';
 import type { TelephonyProviders } from '#shared/telephony/port.ts';
 import type { BrokerMetrics, ClientMetrics } from './broker-metrics.ts';
 import type { BrokerTaskStore, CallEnded, CallLinkStore, FleetWorkReader } from './ports.ts';
 import type { SendingRoundsDeps } from './sending-rounds.ts';
 import { ClientServer, type ServeEnd } from './serve-client.ts';
-import { EmailServer, type EmailServeSettings } from './serve-email.ts';
 import { MessageServer, type MessageServeSettings, type MessageTaskStore } from './serve-messages.ts';
 import { DEFAULT_SERVE_SETTINGS, type ServeSettings } from './serve-settings.ts';
+import { UnkeyedServer, type UnkeyedSide } from './serve-unkeyed.ts';
 
 export interface BrokerSettings extends ServeSettings {
   readonly brokerId: string;
@@ -73,6 +73,8 @@ export interface BrokerDeps {
   };
   /** Email jobs (with `messages`, whose store holds their tasks): SES per client. Without it, none are sent. */
   readonly email?: EmailSide;
+  /** SMS jobs (with `messages`): End User Messaging SMS per client. Without it, none are sent. */
+  readonly sms?: SmsSide;
   /** What the broker publishes to CloudWatch; nothing without it. */
   readonly metrics?: BrokerMetrics;
   /** Picks the order to try clients in; shuffled by default so brokers spread over clients. */
@@ -80,12 +82,18 @@ export interface BrokerDeps {
 }
 
 /** The broker's email side: a client's SES transport, and how email is served. */
-export interface EmailSide {
-  readonly transportFor: (client: ClientSettings) => Promise<MessageTransport<EmailTemplate>>;
-  readonly settings: EmailServeSettings;
-}
+export type EmailSide = UnkeyedSide<EmailTemplate>;
 
-/** A message server of a served client (LINE's, email's). */
+/** The broker's SMS side: a client's End User Messaging SMS transport, and how texts are served. */
+export type SmsSide = UnkeyedSide<SmsTemplate>;
+
+/** The service behind each unkeyed channel, as logs and pauses name it. */
+const SERVICE_OF: Readonly<Record<UnkeyedChannel, string>> = {
+  email: 'SES',
+  sms: 'End User Messaging SMS',
+};
+
+/** A message server of a served client (LINE's, email's, SMS's). */
 interface SendingServer {
   readonly clientId: string;
   serve(): Promise<ServeEnd>;
@@ -381,7 +389,9 @@ export class Broker {
     if (!client) return [];
     const servers: SendingServer[] = [];
     if (client.messageChannelId) servers.push(this.#lineServer(keeper, client, messages, metrics));
-    if (client.email && this.#deps.email) servers.push(this.#emailServer(keeper, client, this.#deps.email));
+    const { email, sms } = this.#deps;
+    if (client.email && email) servers.push(this.#unkeyedServer(keeper, client, 'email', email));
+    if (client.sms && sms) servers.push(this.#unkeyedServer(keeper, client, 'sms', sms));
     return servers;
   }
 
@@ -422,11 +432,18 @@ export class Broker {
     };
   }
 
-  #emailServer(keeper: LeaseKeeper, client: ClientSettings, email: EmailSide): EmailServer {
-    const server: EmailServer = new EmailServer({
-      ...this.#roundsOf(keeper, client, this.#deps.messages!.store, () => server, 'email job progress'),
-      transportFor: (current) => email.transportFor(current),
-      settings: email.settings,
+  #unkeyedServer<T extends object>(
+    keeper: LeaseKeeper,
+    client: ClientSettings,
+    channel: UnkeyedChannel,
+    side: UnkeyedSide<T>,
+  ): UnkeyedServer<T> {
+    const server: UnkeyedServer<T> = new UnkeyedServer<T>({
+      ...this.#roundsOf(keeper, client, this.#deps.messages!.store, () => server, `${channel} job progress`),
+      channel,
+      service: SERVICE_OF[channel],
+      transportFor: (current) => side.transportFor(current),
+      settings: side.settings,
     });
     return server;
   }

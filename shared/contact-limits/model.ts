@@ -20,7 +20,7 @@ import { z } from 'zod';
 import type { JobChannel } from '#shared/jobs/model.ts';
 import { firstInstantAtWallTime, wallTimeAt } from '#shared/pacing/calling-hours.ts';
 
-export const CONTACT_CHANNELS = ['call', 'line', 'email'] as const;
+export const CONTACT_CHANNELS = ['call', 'line', 'email', 'sms'] as const;
 export type ContactChannel = (typeof CONTACT_CHANNELS)[number];
 
 export type ContactPeriod = 'hour' | 'day' | 'week' | { readonly days: number };
@@ -58,7 +58,7 @@ const limitSchema = z.strictObject({
     .max(1_000),
   per: periodSchema,
   channels: z
-    .array(z.enum(CONTACT_CHANNELS, { error: 'must be "call", "line" or "email"' }))
+    .array(z.enum(CONTACT_CHANNELS, { error: 'must be "call", "line", "email" or "sms"' }))
     .min(1, 'must name at least one channel')
     .refine((channels) => new Set(channels).size === channels.length, 'must not name a channel twice'),
 });

@@ -8,7 +8,7 @@
 
 import type { JobChannel } from '#shared/jobs/model.ts';
 
-/** How a job reaches its recipients: an outbound call, a LINE push, an email. */
+/** How a job reaches its recipients: an outbound call, a LINE push, an email, a text (SMS). */
 export type Channel = JobChannel;
 
 const PHONE_HEADERS = [
@@ -55,6 +55,8 @@ const RECIPIENT_HEADERS: Readonly<Record<Channel, readonly string[]>> = {
   call: PHONE_HEADERS,
   line: LINE_USER_ID_HEADERS,
   email: EMAIL_HEADERS,
+  // A text goes to a mobile number: the phone headers, 携帯 among them.
+  sms: PHONE_HEADERS,
 };
 
 const NAME_HEADERS = [
@@ -156,6 +158,7 @@ function missingRecipientReason(
     call: 'no phone number column (name it 電話番号, 携帯電話番号, TEL or phone)',
     line: 'no LINE user id column (name it userId or line_user_id)',
     email: 'no email address column (name it メールアドレス, Eメール, email or e-mail)',
+    sms: 'no mobile number column (name it 携帯電話番号, 電話番号, mobile or phone)',
   }[channel];
   return `${what}: ${listed}`;
 }

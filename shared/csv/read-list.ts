@@ -330,10 +330,11 @@ function recipientChecker(
 ): (cell: string) => RecipientCheck {
   if (channel === 'line') return normalizeLineUserId;
   if (channel === 'email') return normalizeEmailRecipient;
-  if (channel !== 'call') throw new IngestInputError(`unknown channel ${JSON.stringify(channel)}`);
+  if (channel !== 'call' && channel !== 'sms')
+    throw new IngestInputError(`unknown channel ${JSON.stringify(channel)}`);
   if (defaultRegion === undefined || !isKnownRegion(defaultRegion)) {
     throw new IngestInputError(
-      `a call job needs a known default region, got ${JSON.stringify(defaultRegion)}`,
+      `a ${channel} job needs a known default region, got ${JSON.stringify(defaultRegion)}`,
     );
   }
   const region: CountryCode = defaultRegion;

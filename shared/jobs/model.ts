@@ -17,6 +17,9 @@ import type { OutcomeWebhookSettings } from '#shared/outcomes/settings.ts';
 import type { CallingHours } from '#shared/pacing/calling-hours.ts';
 import type { HolidayCalendar, RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 import { JOB_STATUS_SHARDS, TASK_SHARDS } from '#shared/resources.ts';
+import type { SmsSettings } from '#shared/sms/settings.ts';
+import type { SmsDeliveryState } from '#shared/sms/sms-events.ts';
+import type { SmsTemplate } from '#shared/sms/template.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
 import type { JobStatus } from './job-lifecycle.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -31,17 +34,18 @@ import { isWaiting } from './task-lifecycle.ts';
 export const DEFAULT_MAX_CALL_SECONDS = 600;
 
 /**
- * How a job reaches its recipients: an outbound `call`, a LINE push (`line`), an `email`. The API
+ * How a job reaches its recipients: an outbound `call`, a LINE push (`line`), an `email`, a text
+ * (`sms`, AWS End User Messaging SMS). The API
  * still takes `message` for `line` (the word before email), and a job stored so reads as `line`.
  */
 export type JobChannel = 'call' | MessageChannel;
 
 /** The channels the message pipeline sends (`shared/campaign/transport.ts`). */
-export type MessageChannel = 'line' | 'email';
+export type MessageChannel = 'line' | 'email' | 'sms';
 
 /**
  * The side of the broker that works a task, as its item says: `call`, or `message` for the message
- * pipeline whatever the job's channel (LINE, email) — the job says which.
+ * pipeline whatever the job's channel (LINE, email, SMS) — the job says which.
  */
 export type TaskSide = 'call' | 'message';
 
@@ -50,18 +54,21 @@ export function taskSideOf(channel: JobChannel): TaskSide {
   return channel === 'call' ? 'call' : 'message';
 }
 
-/** True for a job the message pipeline sends (LINE, email), false for calls. */
+/** True for a job the message pipeline sends (LINE, email, SMS), false for calls. */
 export function isMessageChannel(channel: JobChannel | undefined): channel is MessageChannel {
-  return channel === 'line' || channel === 'email';
+  return channel === 'line' || channel === 'email' || channel === 'sms';
 }
+
+/** The message channels whose service takes no idempotency key (SES, End User Messaging SMS). */
+export type UnkeyedChannel = 'email' | 'sms';
 
 /**
  * Whether the channel's requests carry an idempotency key (LINE's retry key), so a request that may
- * have gone out can be made again safely. Not so for email: a task left by a dead holder may have
- * been sent only if its request was recorded (`BatchLedger`) just before it went.
+ * have gone out can be made again safely. Not so for email and SMS: a task left by a dead holder may
+ * have been sent only if its request was recorded (`BatchLedger`) just before it went.
  */
 export function resendsAreSafe(channel: JobChannel): boolean {
-  return channel !== 'email';
+  return channel !== 'email' && channel !== 'sms';
 }
 
 /** A stored or requested channel in today's words: `message` (before email) is `line`. */
@@ -88,10 +95,14 @@ export interface EmailSettings {
   readonly delivery?: 'at-most-once' | 'at-least-once';
 }
 
-/** The content a message job's tasks carry: a LINE job's message, an email job's email. */
-export function contentOf(job: Job): MessageTemplate | EmailContent | undefined {
+/** An SMS job's text: one body with `{{column}}` placeholders. */
+export type SmsContent = SmsTemplate;
+
+/** The content a message job's tasks carry: a LINE job's message, an email job's email, an SMS job's text. */
+export function contentOf(job: Job): MessageTemplate | EmailContent | SmsContent | undefined {
   if (job.channel === 'line') return job.message;
   if (job.channel === 'email') return job.email;
+  if (job.channel === 'sms') return job.sms;
   return undefined;
 }
 
@@ -115,6 +126,8 @@ export interface ClientSettings {
   readonly messageChannelId?: string;
   /** How its email jobs are sent (Amazon SES); none: the client sends no email. */
   readonly email?: EmailSettings;
+  /** How its SMS jobs are sent (AWS End User Messaging SMS); none: the client sends no text. */
+  readonly sms?: SmsSettings;
   /** Options for jobs that do not give them (e.g. a CSV dropped in S3 without a sidecar). */
   readonly jobDefaults?: JobDefaults;
   /**
@@ -250,6 +263,8 @@ export interface Job {
   readonly message?: MessageTemplate;
   /** An `email` job's email (subject, HTML and text parts with `{{column}}` placeholders). */
   readonly email?: EmailContent;
+  /** An `sms` job's text (a body with `{{column}}` placeholders). */
+  readonly sms?: SmsContent;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -289,9 +304,9 @@ export interface Task {
   readonly lastResult?: string;
   /**
    * A message task's delivery state as its channel's events last moved it (`shared/jobs/delivery-state.ts`;
-   * for email, SES's: the report's `email` column). Absent before any event.
+   * for email, SES's: the report's `email` column; for SMS, End User Messaging's). Absent before any event.
    */
-  readonly deliveryState?: EmailDeliveryState;
+  readonly deliveryState?: EmailDeliveryState | SmsDeliveryState;
   /** The same, as items written before the channel-neutral names hold it (email only). */
   readonly emailState?: EmailDeliveryState;
   readonly reason?: string;

@@ -28,8 +28,11 @@ export const JOB_REPORT_HEADER = [
   'value',
 ] as const;
 
-/** The column an email job's report adds after {@link JOB_REPORT_HEADER}. */
-export const EMAIL_REPORT_COLUMN = 'email';
+/**
+ * The column an email or SMS job's report adds after {@link JOB_REPORT_HEADER}: each task's delivery
+ * state as the channel's events last said (`delivered`, `bounced`, …), named for the channel.
+ */
+export const DELIVERY_REPORT_COLUMN: Partial<Record<JobChannel, string>> = { email: 'email', sms: 'sms' };
 
 function line(cells: readonly (string | number | undefined)[]): string {
   return `${cells.map(reportCell).join(',')}\r\n`;
@@ -43,16 +46,17 @@ export async function* tasksInShardOrder(
 }
 
 /**
- * The report as UTF-8 CSV with a BOM (for Excel), streamed in chunks of about 32 KB; `job.channel`
- * `email` adds the {@link EMAIL_REPORT_COLUMN}.
+ * The report as UTF-8 CSV with a BOM (for Excel), streamed in chunks of about 32 KB; an email or
+ * SMS job's adds its {@link DELIVERY_REPORT_COLUMN}.
  */
 export async function* jobReportCsv(
   entries: AsyncIterable<ReportEntry>,
   tasks: AsyncIterable<Task>,
   job: { readonly channel?: JobChannel } = {},
 ): AsyncGenerator<Uint8Array, void, undefined> {
-  const email = job.channel === 'email';
-  const header: readonly string[] = email ? [...JOB_REPORT_HEADER, EMAIL_REPORT_COLUMN] : JOB_REPORT_HEADER;
+  const column = job.channel === undefined ? undefined : DELIVERY_REPORT_COLUMN[job.channel];
+  const delivery = column !== undefined;
+  const header: readonly string[] = delivery ? [...JOB_REPORT_HEADER, column] : JOB_REPORT_HEADER;
   let pending = `\ufeff${line(header)}`;
   const flush = function* () {
     if (pending.length >= 32 * 1024) {
@@ -70,7 +74,7 @@ export async function* jobReportCsv(
       entry.reason,
       entry.column,
       entry.value,
-      ...(email ? [undefined] : []),
+      ...(delivery ? [undefined] : []),
     ]);
     yield* flush();
   }
@@ -84,7 +88,7 @@ export async function* jobReportCsv(
       task.reason,
       undefined,
       undefined,
-      ...(email ? [task.deliveryState ?? task.emailState] : []),
+      ...(delivery ? [task.deliveryState ?? task.emailState] : []),
     ]);
     yield* flush();
   }

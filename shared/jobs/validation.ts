@@ -10,6 +10,7 @@ import { type EmailTemplate, validateEmailTemplate } from '#shared/email/templat
 import { type CallingHours, isAbbreviationOrOffset } from '#shared/pacing/calling-hours.ts';
 
 import { holidayCalendarSchema, restrictedPeriodsSchema } from '#shared/pacing/restricted-periods.ts';
+import { type SmsTemplate, validateSmsTemplate } from '#shared/sms/template.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
 import { add, collect, parseHours } from './field-problems.ts';
@@ -23,7 +24,7 @@ const ABBREVIATION_REASON =
 
 /** `message` is the word before email for `line`: still taken, and stored as `line` (docs/api.md). */
 const channelSchema = z
-  .enum(['call', 'line', 'email', 'message'], { error: 'must be call, line or email' })
+  .enum(['call', 'line', 'email', 'sms', 'message'], { error: 'must be call, line, email or sms' })
   .transform(currentChannel);
 
 /** An address as SES takes it in a From or Reply-To (`shared/email/address.ts`'s rules). */
@@ -48,6 +49,29 @@ const emailSettingsSchema = z.strictObject({
   configurationSet: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or - (an SES configuration set)')
+    .optional(),
+  delivery: z.enum(['at-most-once', 'at-least-once']).optional(),
+});
+/**
+ * A client's SMS sending (`SmsSettings`), by SendTextMessage's rules: an origination identity (a
+ * number, sender ID or pool, by id, ARN or the number itself) and a configuration set name or ARN.
+ */
+const smsSettingsSchema = z.strictObject({
+  originationIdentity: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9_:/+-]{1,256}$/,
+      'must be a phone number (+81…), sender ID, pool id or ARN of End User Messaging SMS',
+    ),
+  partsPerSecond: z
+    .number('must be a number of message parts per second')
+    .min(0.1, 'must be at least 0.1 (a part every 10 s)')
+    .max(10_000, 'must be at most 10,000')
+    .optional(),
+  messageType: z.enum(['TRANSACTIONAL', 'PROMOTIONAL']).optional(),
+  configurationSet: z
+    .string()
+    .regex(/^[A-Za-z0-9_:/-]{1,256}$/, 'must be a configuration set name or ARN of End User Messaging SMS')
     .optional(),
   delivery: z.enum(['at-most-once', 'at-least-once']).optional(),
 });
@@ -83,6 +107,8 @@ const clientSettingsSchema = z.strictObject({
   messageChannelId: idSchema.optional(),
   /** How its email jobs are sent (Amazon SES). */
   email: emailSettingsSchema.optional(),
+  /** How its SMS jobs are sent (AWS End User Messaging SMS). */
+  sms: smsSettingsSchema.optional(),
   jobDefaults: jobDefaultsSchema.optional(),
   /** Settable here too (a GET's answer can be PUT back); `POST …/pause` and `/resume` are the usual way. */
   paused: z.boolean().optional(),
@@ -167,6 +193,7 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     defaultRegion: data.defaultRegion,
     ...(data.messageChannelId === undefined ? {} : { messageChannelId: data.messageChannelId }),
     ...(data.email === undefined ? {} : { email: data.email }),
+    ...(data.sms === undefined ? {} : { sms: data.sms }),
     ...(data.jobDefaults === undefined ? {} : { jobDefaults: data.jobDefaults }),
     ...(data.paused === undefined ? {} : { paused: data.paused }),
     ...(data.telephony === undefined ? {} : { telephony: data.telephony }),
@@ -197,6 +224,7 @@ export type JobOptions = Pick<
   | 'recipientColumn'
   | 'message'
   | 'email'
+  | 'sms'
   | 'ignoreContactLimits'
 >;
 
@@ -254,6 +282,13 @@ const jobOptionsSchema = z.strictObject({
     .unknown()
     .superRefine((value, ctx) => {
       for (const problem of validateEmailTemplate(value)) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .optional(),
+  /** An SMS job's text: `{ body }`, with `{{column}}` placeholders. */
+  sms: z
+    .unknown()
+    .superRefine((value, ctx) => {
+      for (const problem of validateSmsTemplate(value)) ctx.addIssue({ code: 'custom', message: problem });
     })
     .optional(),
   /** The job is not counted against, nor held by, the client's contact limits (a transactional notice). */
@@ -316,6 +351,7 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
     ...(data.recipientColumn === undefined ? {} : { recipientColumn: data.recipientColumn }),
     ...(data.message === undefined ? {} : { message: toTemplate(data.message) }),
     ...(data.email === undefined ? {} : { email: data.email as EmailTemplate }),
+    ...(data.sms === undefined ? {} : { sms: { body: (data.sms as SmsTemplate).body } }),
     ...(data.ignoreContactLimits ? { ignoreContactLimits: true } : {}),
   };
 }
@@ -325,7 +361,7 @@ function channelRules(
   errors: Record<string, string[]>,
   channel: JobChannel,
   client: ClientSettings,
-  data: { message?: unknown; email?: unknown; timeZoneBy?: string } | undefined,
+  data: { message?: unknown; email?: unknown; sms?: unknown; timeZoneBy?: string } | undefined,
 ): void {
   if (channel === 'line' && !client.messageChannelId) {
     add(errors, 'channel', 'a LINE job needs the client to have a messageChannelId');
@@ -339,6 +375,12 @@ function channelRules(
   if (channel === 'email' && data && data.email === undefined) {
     add(errors, 'email', 'an email job needs its email ({ subject, html and / or text })');
   }
+  if (channel === 'sms' && !client.sms) {
+    add(errors, 'channel', 'an SMS job needs the client to have SMS settings (an origination identity)');
+  }
+  if (channel === 'sms' && data && data.sms === undefined) {
+    add(errors, 'sms', 'an SMS job needs its text ({ body })');
+  }
   if (channel !== 'call' && data?.timeZoneBy === 'recipient') {
     add(
       errors,
@@ -351,6 +393,9 @@ function channelRules(
   }
   if (channel !== 'email' && data?.email !== undefined) {
     add(errors, 'email', `only an email job sends an email; a ${channel} job does not`);
+  }
+  if (channel !== 'sms' && data?.sms !== undefined) {
+    add(errors, 'sms', `only an SMS job sends a text; a ${channel} job does not`);
   }
 }
 
@@ -438,7 +483,7 @@ export function jobOptionsFromQuery(
     } else if (BOOLEAN_OPTIONS.has(key) && (value === 'true' || value === 'false')) {
       out[key] = value === 'true';
     } else if (key === 'startAt' || key === 'endAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
-    else if ((key === 'message' && value.trimStart().startsWith('{')) || key === 'email') {
+    else if ((key === 'message' && value.trimStart().startsWith('{')) || key === 'email' || key === 'sms') {
       try {
         out[key] = JSON.parse(value);
       } catch {

@@ -9,6 +9,12 @@ export interface SmsSettings {
    * id, ARN or the number itself (its rate, in message parts per second, is the identity's).
    */
   readonly originationIdentity: string;
+  /**
+   * The identity's send rate in message parts per second (MPS), as its "Messaging limits" tab in the
+   * End User Messaging SMS console shows it (`MessagingLimits.RateLimits.SMS` in the API). Default
+   * {@link DEFAULT_PARTS_PER_SECOND}: the lowest rate of any identity (a US long code), never too fast.
+   */
+  readonly partsPerSecond?: number;
   /** `TRANSACTIONAL` (default: reminders, notices) or `PROMOTIONAL` (campaigns), as the carriers route them. */
   readonly messageType?: 'TRANSACTIONAL' | 'PROMOTIONAL';
   /** The configuration set its sends name (events); default the stack's. */
@@ -19,6 +25,9 @@ export interface SmsSettings {
    */
   readonly delivery?: 'at-most-once' | 'at-least-once';
 }
+
+/** An identity's rate when the client's settings give none: 1 part a second (see `partsPerSecond`). */
+export const DEFAULT_PARTS_PER_SECOND = 1;
 
 /**
  * The `Context` keys every text carries (at most 5 are allowed): its delivery events carry them

@@ -41,6 +41,7 @@ export function testBrokerConfig(
     },
     lineApiUrl: 'http://127.0.0.1:9',
     email: undefined,
+    sms: undefined,
     ecsAgentUri: undefined,
     ecsMetadataUri: undefined,
     httpHost: '127.0.0.1',

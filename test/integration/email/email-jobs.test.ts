@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { LOCAL_SES, type SesEmulator, startSesEmulator } from '#local/ses-emulator.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
-import { DEFAULT_EMAIL_SETTINGS } from '#shared/broker/serve-email.ts';
+import { DEFAULT_EMAIL_SETTINGS } from '#shared/broker/serve-unkeyed.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import type { ClientSettings, Job, Task } from '#shared/jobs/model.ts';

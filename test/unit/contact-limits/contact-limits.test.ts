@@ -48,7 +48,7 @@ describe('contactLimits in the client settings', () => {
       'contactLimits[0].max',
     ]);
     expect(
-      Object.keys(fieldErrorsOf(withLimits([{ max: 1, per: 'day', channels: ['call', 'sms'] }]))),
+      Object.keys(fieldErrorsOf(withLimits([{ max: 1, per: 'day', channels: ['call', 'fax'] }]))),
     ).toEqual(['contactLimits[0].channels[1]']);
     expect(Object.keys(fieldErrorsOf(withLimits([{ max: 1, per: 'month', channels: ['call'] }])))).toEqual([
       'contactLimits[0].per',
