@@ -14,6 +14,8 @@ import { SwitchboardHttpApi } from './constructs/http-api.ts';
 import { Jobs } from './constructs/jobs.ts';
 import { Operations } from './constructs/operations.ts';
 import { OutcomeWebhooks } from './constructs/outcome-webhooks.ts';
+import { SmsEvents } from './constructs/sms-events.ts';
+import { SmsInbound } from './constructs/sms-inbound.ts';
 import { StatefulResources } from './constructs/stateful.ts';
 import { Webhooks } from './constructs/webhooks.ts';
 import type { DeploySettings } from './settings.ts';
@@ -38,6 +40,10 @@ export class SwitchboardStack extends Stack {
   readonly emailUnsubscribe: EmailUnsubscribe;
   /** SES's configuration set for email jobs, and its events into the tasks and suppression lists. */
   readonly emailEvents: EmailEvents;
+  /** End User Messaging SMS's configuration set, and its delivery events into the tasks. */
+  readonly smsEvents: SmsEvents;
+  /** Customers' texts back (two-way SMS): opt-out keywords into the suppression lists. */
+  readonly smsInbound: SmsInbound;
 
   constructor(scope: Construct, id: string, props: SwitchboardStackProps) {
     super(scope, id, props);
@@ -81,6 +87,19 @@ export class SwitchboardStack extends Stack {
       stage,
       stateful: this.stateful,
       retain,
+      alarmTopic: this.webhooks.alarmTopic,
+    });
+    this.smsEvents = new SmsEvents(this, 'SmsEvents', {
+      stage,
+      stateful: this.stateful,
+      retain,
+      alarmTopic: this.webhooks.alarmTopic,
+    });
+    this.smsInbound = new SmsInbound(this, 'SmsInbound', {
+      stage,
+      stateful: this.stateful,
+      retain,
+      topicsKey: this.smsEvents.topicsKey,
       alarmTopic: this.webhooks.alarmTopic,
     });
     this.callStatus = new CallStatus(this, 'CallStatus', {

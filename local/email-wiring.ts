@@ -11,7 +11,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { SQSEvent } from 'aws-lambda';
 import {
   EMAIL_EVENT_TYPES,
   emailConfigurationSetName,
@@ -20,8 +20,8 @@ import {
 import { functions } from '#shared/functions.ts';
 import { cloudEnv, LOCAL_CREDENTIALS, type LocalCloudInfo } from './cloud.ts';
 import type { Handler } from './lambda.ts';
+import { RecordedEvents, startQueueMapping } from './queue-target.ts';
 import { type SesEmulator, type SesEmulatorOptions, startSesEmulator } from './ses-emulator.ts';
-import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -69,7 +69,7 @@ export async function startLocalEmail(options: LocalEmailOptions): Promise<Local
     credentials: LOCAL_CREDENTIALS,
     endpoint: cloud.sqsEndpoint,
   });
-  const poller = startEventsMapping(cloud, sqs, tracker.handler, log);
+  const poller = startQueueMapping(cloud, sqs, 'email-events', tracker.handler, log);
   const ses = await startSesEmulator({
     ...options.ses,
     configurationSets: { [configurationSet]: { eventTypes: EMAIL_EVENT_TYPES } },
@@ -100,68 +100,4 @@ export async function startLocalEmail(options: LocalEmailOptions): Promise<Local
       sqs.destroy();
     },
   };
-}
-
-/** The email-events function's SQS event source mapping on the `ses-events` queue, as `shared/functions.ts` sets it. */
-function startEventsMapping(
-  cloud: LocalCloudInfo,
-  sqs: SQSClient,
-  handler: Handler<SQSEvent, unknown>,
-  log: (line: string) => void,
-): SqsPoller {
-  const spec = functions['email-events'];
-  const source = spec.queueSource!;
-  const queue = cloud.queues[source.queue]!;
-  return startSqsPoller({
-    sqs,
-    queueUrl: queue.url,
-    queueArn: queue.arn,
-    functionName: spec.id,
-    handler,
-    functionTimeoutMs: spec.timeoutSeconds * 1000,
-    batchSize: source.batchSize,
-    ...(source.maxBatchingWindowSeconds === undefined
-      ? {}
-      : { maxBatchingWindowMs: source.maxBatchingWindowSeconds * 1000 }),
-    region: cloud.region,
-    onError: (error) => log(`email-events: ${(error as Error).message}`),
-  });
-}
-
-/** The queue's messages the handler has yet to record: a batch's failed records stay outstanding (SQS gives them back). */
-class RecordedEvents {
-  readonly handler: Handler<SQSEvent, unknown>;
-  readonly #outstanding = new Set<string>();
-  /** Recorded before `queued` heard of them (the poller can be that quick). */
-  readonly #early = new Set<string>();
-  #waiters: (() => void)[] = [];
-
-  constructor(inner: Handler<SQSEvent, unknown>) {
-    this.handler = async (event, context) => {
-      const response = (await inner(event, context)) as SQSBatchResponse | undefined;
-      const failed = new Set(response?.batchItemFailures.map((f) => f.itemIdentifier) ?? []);
-      for (const { messageId } of event.Records) {
-        if (failed.has(messageId)) continue;
-        if (!this.#outstanding.delete(messageId)) this.#early.add(messageId);
-      }
-      this.#wake();
-      return response;
-    };
-  }
-
-  queued(messageId: string): void {
-    if (!this.#early.delete(messageId)) this.#outstanding.add(messageId);
-  }
-
-  drained(): Promise<void> {
-    if (this.#outstanding.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push(resolve));
-  }
-
-  #wake(): void {
-    if (this.#outstanding.size > 0) return;
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const resolve of waiters) resolve();
-  }
 }

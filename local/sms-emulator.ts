@@ -26,6 +26,11 @@
  * messaging (an end user's STOP is `optOut(number)` here), keywords, registrations, protect
  * configurations, message templates, `TimeToLive` expiry, destination-country rules of identities
  * and the 30-day wait before a number deleted from an opt-out list can be deleted again.
+ *
+ * Two-way messaging: `reply(from, to, body)` is a customer texting one of the account's numbers; the
+ * number's opt-out list changes as the service changes it for the required keywords, and the
+ * documented two-way payload goes to `deliverInbound` (the number's SNS topic and its subscription:
+ * `local/sms/inbound.ts`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/pacing/clock.ts';
@@ -49,6 +54,7 @@ import {
   SmsEventPublisher,
   type SmsOutcome,
 } from './sms/events.ts';
+import { type InboundTextPayload, type PublishedInboundText, TwoWayMessages } from './sms/inbound.ts';
 import { type SentText, SmsOperations } from './sms/operations.ts';
 import { parseBody, type SmsErrorType, signingRefusal, smsAnswer, smsError } from './sms/wire.ts';
 import { checkSignature, type ServiceWire, sendWithFaults } from './stand-in-front.ts';
@@ -63,6 +69,7 @@ export type {
   SmsEventType,
   SmsOutcome,
 } from './sms/events.ts';
+export type { InboundTextPayload, PublishedInboundText } from './sms/inbound.ts';
 export type { MessageType, SentText } from './sms/operations.ts';
 /** The stand-in's faults: the SES stand-in's kinds, by rate or forced. */
 export type SmsFaultRates = SesFaultRates;
@@ -100,6 +107,8 @@ export interface SmsEmulatorOptions {
   readonly spend?: Partial<SpendSettings>;
   /** The event destination's consumer: resolves once the event was handled; a rejection is retried. */
   readonly deliver?: (event: SmsEvent) => Promise<void>;
+  /** The two-way channel's consumer: each customer's text back ({@link SmsEmulator.reply}), retried as events are. */
+  readonly deliverInbound?: (text: InboundTextPayload) => Promise<void>;
   readonly retry?: EventRetry;
   readonly faults?: Partial<SmsFaultRates>;
   /** The faults' source of randomness (default `Math.random`). */
@@ -118,20 +127,43 @@ export class SmsEmulator extends RunningStandIn<SentText, PublishedSmsEvent> {
   /** The account: identities added, spend limit changed, money spent this month. */
   readonly account: Pick<SmsAccount, 'addIdentity' | 'setSpend' | 'spend' | 'spentThisMonth'>;
   readonly #account: SmsAccount;
+  readonly #twoWay: TwoWayMessages;
 
   constructor(
     url: string,
-    parts: StandInParts<SentText, PublishedSmsEvent> & { account: SmsAccount },
+    parts: StandInParts<SentText, PublishedSmsEvent> & { account: SmsAccount; twoWay: TwoWayMessages },
     close: () => Promise<void>,
   ) {
-    super(url, parts, close);
+    super(url, parts, async () => {
+      parts.twoWay.stop();
+      await close();
+    });
     this.account = parts.account;
     this.#account = parts.account;
+    this.#twoWay = parts.twoWay;
   }
 
-  /** An end user texts STOP: `number` goes on `optOutList` (default "Default"), end-user opted out. */
+  /** An end user's STOP taking effect on `optOutList` (default "Default") without a text: end-user opted out. */
   optOut(number: string, optOutList = DEFAULT_OPT_OUT_LIST): OptedOutNumber {
     return this.#account.optOut(optOutList, number, true);
+  }
+
+  /**
+   * The customer `from` texts `body` to the account's number `to` (two-way SMS): an opt-out keyword
+   * puts `from` on the number's opt-out list, and the payload goes to `deliverInbound`.
+   */
+  reply(from: string, to: string, body: string): InboundTextPayload {
+    return this.#twoWay.receive(from, to, body);
+  }
+
+  /** Every customer's text published so far, with what became of its delivery. */
+  inboundTexts(): readonly PublishedInboundText[] {
+    return this.#twoWay.log();
+  }
+
+  /** Resolves once every event and every inbound text was delivered, lost or given up. */
+  override async idle(): Promise<void> {
+    await Promise.all([super.idle(), this.#twoWay.idle()]);
   }
 }
 
@@ -159,6 +191,7 @@ export async function startSmsEmulator(options: SmsEmulatorOptions = {}): Promis
     ...(options.retry ? { retry: options.retry } : {}),
   });
   const sets = options.configurationSets ?? { [LOCAL_SMS.configurationSet]: {} };
+  const timers = options.timers ?? systemTimers;
   const operations = new SmsOperations({
     account,
     publisher,
@@ -183,7 +216,17 @@ export async function startSmsEmulator(options: SmsEmulatorOptions = {}): Promis
     { __type: 'com.amazonaws.pinpointsmsvoicev2#InternalServerException', Message: 'Internal server error.' },
     options.port,
   );
-  return new SmsEmulator(served.url, { account, faults, operations, publisher }, () => served.close());
+  const twoWay = new TwoWayMessages(
+    { account, faults, sent: () => operations.sent() },
+    {
+      deliver: options.deliverInbound ?? (async () => {}),
+      timers,
+      ...(options.retry ? { retry: options.retry } : {}),
+    },
+  );
+  return new SmsEmulator(served.url, { account, faults, operations, publisher, twoWay }, () =>
+    served.close(),
+  );
 }
 
 const TARGET_PREFIX = 'PinpointSMSVoiceV2.';

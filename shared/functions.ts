@@ -17,7 +17,9 @@ export type FunctionId =
   | 'ingest'
   | 'console'
   | 'unsubscribe'
-  | 'email-events';
+  | 'email-events'
+  | 'sms-events'
+  | 'sms-inbound';
 
 export interface FunctionSpec {
   readonly id: FunctionId | OutcomeFunctionId;
@@ -127,6 +129,24 @@ export const functions: Readonly<Record<FunctionId, FunctionSpec>> = {
     timeoutSeconds: 30,
     memoryMb: 256,
     queueSource: { queue: 'ses-events', batchSize: 200, maxBatchingWindowSeconds: 2, maxConcurrency: 5 },
+  },
+  'sms-events': {
+    id: 'sms-events',
+    entry: 'lambdas/sms-events/main.ts',
+    // End User Messaging SMS's delivery events, SNS → the sms-events queue → here in batches, as
+    // email-events: an UpdateItem an event (two or three events a text).
+    timeoutSeconds: 30,
+    memoryMb: 256,
+    queueSource: { queue: 'sms-events', batchSize: 200, maxBatchingWindowSeconds: 2, maxConcurrency: 5 },
+  },
+  'sms-inbound': {
+    id: 'sms-inbound',
+    entry: 'lambdas/sms-inbound/main.ts',
+    // Customers' texts back (two-way SMS), SNS → the sms-inbound queue → here: rare next to sends; an
+    // opt-out is a cached clients lookup and an UpdateItem per client.
+    timeoutSeconds: 30,
+    memoryMb: 256,
+    queueSource: { queue: 'sms-inbound', batchSize: 50, maxBatchingWindowSeconds: 1, maxConcurrency: 2 },
   },
 };
 

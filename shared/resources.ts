@@ -125,7 +125,13 @@ export interface BucketSpec {
 export const CHANNELS_BY_CLIENT_INDEX = 'byClient';
 
 export type TableId = 'control' | 'tasks' | 'events' | 'channels';
-export type QueueId = 'webhook-events' | 'ingest' | 'outcome-webhooks' | 'ses-events';
+export type QueueId =
+  | 'webhook-events'
+  | 'ingest'
+  | 'outcome-webhooks'
+  | 'ses-events'
+  | 'sms-events'
+  | 'sms-inbound';
 export type BucketId = 'uploads';
 
 export const tables: readonly TableSpec[] = [
@@ -236,6 +242,26 @@ export const queues: readonly QueueSpec[] = [
     retentionSeconds: 4 * 24 * 3600,
     maxReceiveCount: 5,
     envVar: 'SES_EVENTS_QUEUE_URL',
+  },
+  {
+    // End User Messaging SMS's delivery events (the configuration set's SNS topic, raw message
+    // delivery), read by sms-events in batches; hidden for six times the function's timeout.
+    id: 'sms-events',
+    fifo: false,
+    visibilityTimeoutSeconds: 6 * 30,
+    retentionSeconds: 4 * 24 * 3600,
+    maxReceiveCount: 5,
+    envVar: 'SMS_EVENTS_QUEUE_URL',
+  },
+  {
+    // Customers' texts back to the clients' numbers (two-way SMS's SNS topic, raw message delivery),
+    // read by sms-inbound: an opt-out keyword puts the number on the clients' suppression lists.
+    id: 'sms-inbound',
+    fifo: false,
+    visibilityTimeoutSeconds: 6 * 30,
+    retentionSeconds: 4 * 24 * 3600,
+    maxReceiveCount: 5,
+    envVar: 'SMS_INBOUND_QUEUE_URL',
   },
 ];
 

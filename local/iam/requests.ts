@@ -81,10 +81,20 @@ function leadingKey(table: string, key: unknown): string | undefined {
   return value?.S ?? value?.N;
 }
 
-/** The partition key value a Query's key condition names (`pk = :pk`, or with `#names`). */
+/** Each index's partition key name, by table id and index name. */
+const INDEX_PARTITION_KEYS: Record<string, string> = Object.fromEntries(
+  tables.flatMap((t) => t.globalIndexes.map((i) => [`${t.id}/${i.name}`, i.partitionKey.name])),
+);
+
+/**
+ * The partition key value a Query's key condition names (`pk = :pk`, or with `#names`): the table's
+ * key, or the index's for a Query of an index (AWS sets `dynamodb:LeadingKeys` to the index's
+ * partition key value then).
+ */
 function queriedKey(table: string, input: Input): string | undefined {
   const id = resourceIdOf(table);
-  const keyName = id ? PARTITION_KEYS[id] : undefined;
+  const index = input.IndexName === undefined ? undefined : String(input.IndexName);
+  const keyName = id ? (index ? INDEX_PARTITION_KEYS[`${id}/${index}`] : PARTITION_KEYS[id]) : undefined;
   const expression = String(input.KeyConditionExpression ?? '');
   const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
   const values = (input.ExpressionAttributeValues ?? {}) as Record<string, AttributeValue>;
@@ -122,9 +132,14 @@ function dynamoRequests(operation: string, input: Input): IamRequest[] {
     case 'PutItem':
       return [dynamo(operation, table, [leadingKey(table, input.Item)])];
     case 'Query':
-      return input.IndexName
-        ? [dynamo(operation, table, [], String(input.IndexName))]
-        : [dynamo(operation, table, [queriedKey(table, input)])];
+      return [
+        dynamo(
+          operation,
+          table,
+          [queriedKey(table, input)],
+          input.IndexName === undefined ? undefined : String(input.IndexName),
+        ),
+      ];
     case 'Scan':
       return [dynamo(operation, table, [], input.IndexName ? String(input.IndexName) : undefined)];
     case 'BatchGetItem':

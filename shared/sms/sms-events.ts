@@ -64,6 +64,9 @@ const STATE_OF_EVENT: Readonly<Record<string, SmsDeliveryState>> = {
   TEXT_INVALID: 'invalid-number',
 };
 
+/** The event types that move a task's state: what the configuration set's event destination publishes. */
+export const SMS_TRACKED_EVENT_TYPES: readonly string[] = Object.keys(STATE_OF_EVENT);
+
 /** The states that end a text badly: the event's description is kept as the reason. */
 const FAILED: ReadonlySet<SmsDeliveryState> = new Set([
   'invalid-message',

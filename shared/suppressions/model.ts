@@ -21,6 +21,7 @@ export const SUPPRESSION_SOURCES = [
   'unsubscribe',
   'bounce',
   'complaint',
+  'sms-stop',
 ] as const;
 export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
 
@@ -30,7 +31,8 @@ export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
  * replaces an operator's (`api`, `csv`), so that a later follow, which takes back its unfollow's
  * entry, cannot take an operator's with it. `unsubscribe` is not one of them: it is the recipient's
  * own request (an email's one-click link), recorded over whatever entry was there, so that an
- * operator who later removes their own entry cannot silently take the recipient's wish with it.
+ * operator who later removes their own entry cannot silently take the recipient's wish with it;
+ * neither is `sms-stop`, the recipient's own STOP texted back (`shared/sms/inbound-opt-outs.ts`).
  */
 export const AUTOMATIC_SOURCES: readonly SuppressionSource[] = [
   'line-unfollow',
@@ -76,6 +78,7 @@ export const DEFAULT_SUPPRESSION_REASON: Readonly<Record<SuppressionSource, stri
   unsubscribe: "the recipient used the email's one-click unsubscribe link",
   bounce: 'an email to the address bounced permanently',
   complaint: 'the recipient marked an email as spam',
+  'sms-stop': 'the recipient texted STOP (or another opt-out keyword) to an SMS number of the client',
 };
 
 /** Where an entry lives in the control table: one partition per client, one item per recipient. */

@@ -99,11 +99,11 @@ describe('stateful resources', () => {
       QueueName: 'switchboard-prod-outcome-webhooks',
       RedrivePolicy: Match.objectLike({ maxReceiveCount: Match.anyValue() }),
     });
-    // Every queue refuses plain HTTP: webhook events, ingest, outcome webhooks and SES's events, each
-    // with its DLQ, the outcome-events stream mappings' on-failure queue and the email-events rule's
-    // dead-letter queue.
+    // Every queue refuses plain HTTP: webhook events, ingest, outcome webhooks, SES's events and
+    // SMS's events and inbound texts, each with its DLQ, the outcome-events stream mappings'
+    // on-failure queue and the email-events rule's dead-letter queue.
     const policies = template.findResources('AWS::SQS::QueuePolicy');
-    expect(Object.keys(policies).length).toBe(10);
+    expect(Object.keys(policies).length).toBe(14);
   });
 
   it('blocks public access to the upload bucket and enforces SSL', () => {

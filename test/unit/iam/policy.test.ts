@@ -42,8 +42,12 @@ describe('what IAM is asked for an SDK call', () => {
     const [query] = iamRequestsOf('DynamoDBClient', 'QueryCommand', {
       TableName: 'switchboard-x-control',
       IndexName: 'byStatus',
+      KeyConditionExpression: 'statusKey = :clients',
+      ExpressionAttributeValues: { ':clients': S('CLIENTS') },
     });
     expect(query!.resource).toMatch(/table\/switchboard-STAGE-control\/index\/byStatus$/);
+    // The index's partition key value is the leading key AWS evaluates.
+    expect(query!.context).toEqual({ 'dynamodb:LeadingKeys': ['CLIENTS'] });
     const [send] = iamRequestsOf('SQSClient', 'SendMessageBatchCommand', {
       QueueUrl: 'http://127.0.0.1:4566/000000000000/switchboard-x-webhook-events.fifo',
     });
