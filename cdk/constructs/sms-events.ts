@@ -7,7 +7,9 @@
  * reading that queue in batches (an invocation a batch of up to 200, partial batch failures): it
  * records each event on its task, forward only.
  *
- * No event is lost quietly: SNS retries delivery to an SQS queue for days; a record the function
+ * No event is lost quietly: SNS retries delivery to the queue and keeps what it cannot deliver in the
+ * subscription's dead-letter queue (`switchboard-{stage}-sms-events-undelivered`, alarmed); a record
+ * the function
  * fails five receives in a row goes to the queue's dead-letter queue
  * (`switchboard-{stage}-sms-events-dlq`), alarmed; the write is idempotent, so once the cause is
  * fixed an operator redrives it (stack output `SmsEventsDlqRedriveCommand`).
@@ -55,6 +57,9 @@ export class SmsEvents extends Construct {
   readonly queue: sqs.IQueue;
   /** Records the function failed on every receive (the queue's own dead-letter queue). */
   readonly queueDeadLettersAlarm: cloudwatch.Alarm;
+  /** Events SNS could not deliver to the queue (the subscription's dead-letter queue), and its alarm. */
+  readonly undelivered: sqs.IQueue;
+  readonly undeliveredAlarm: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: SmsEventsProps) {
     super(scope, id);
@@ -67,8 +72,22 @@ export class SmsEvents extends Construct {
       key: this.topicsKey,
       sourceArn: smsVoiceArn(this, `configuration-set/${this.configurationSetName}`),
       queue: smsEvents.queue,
+      deadLettersName: resourceName(props.stage, 'sms-events-undelivered'),
+      retain: props.retain,
     });
     this.topic = topic.topic;
+    this.undelivered = topic.deadLetters;
+    this.undeliveredAlarm = deadLetterAlarm(
+      this,
+      'UndeliveredAlarm',
+      { deadLetterQueue: topic.deadLetters },
+      {
+        alarmName: resourceName(props.stage, 'sms-events-undelivered-messages'),
+        description:
+          "SMS delivery events SNS could not deliver to the sms-events queue are in sms-events-undelivered (the message's attributes say why). Fix the cause, then send each message's body to the sms-events queue (the write is idempotent).",
+        topic: props.alarmTopic,
+      },
+    );
     this.configurationSet = new smsvoice.CfnConfigurationSet(this, 'ConfigurationSet', {
       configurationSetName: this.configurationSetName,
       eventDestinations: [

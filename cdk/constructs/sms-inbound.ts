@@ -42,17 +42,35 @@ export class SmsInbound extends Construct {
   readonly handler: SwitchboardFunction;
   readonly queue: sqs.IQueue;
   readonly queueDeadLettersAlarm: cloudwatch.Alarm;
+  /** Texts SNS could not deliver to the queue (the subscription's dead-letter queue), and its alarm. */
+  readonly undelivered: sqs.IQueue;
+  readonly undeliveredAlarm: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: SmsInboundProps) {
     super(scope, id);
     const inbound = props.stateful.queues['sms-inbound'];
     this.queue = inbound.queue;
-    this.topic = new SmsTopic(this, 'Texts', {
+    const texts = new SmsTopic(this, 'Texts', {
       topicName: smsInboundTopicName(props.stage),
       key: props.topicsKey,
       sourceArn: smsVoiceArn(this, '*'),
       queue: inbound.queue,
-    }).topic;
+      deadLettersName: resourceName(props.stage, 'sms-inbound-undelivered'),
+      retain: props.retain,
+    });
+    this.topic = texts.topic;
+    this.undelivered = texts.deadLetters;
+    this.undeliveredAlarm = deadLetterAlarm(
+      this,
+      'UndeliveredAlarm',
+      { deadLetterQueue: texts.deadLetters },
+      {
+        alarmName: resourceName(props.stage, 'sms-inbound-undelivered-messages'),
+        description:
+          "Customers' texts back SNS could not deliver to the sms-inbound queue are in sms-inbound-undelivered (the message's attributes say why). Fix the cause, then send each message's body to the sms-inbound queue (the write is idempotent).",
+        topic: props.alarmTopic,
+      },
+    );
 
     const control = props.stateful.tables.control;
     this.handler = new SwitchboardFunction(this, 'Handler', {

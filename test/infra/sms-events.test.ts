@@ -3,8 +3,9 @@
  * `cdk/constructs/sms-inbound.ts`): the stage's configuration set with an SNS event destination for
  * the text event types that move a task; both topics KMS-encrypted under a rotated key the service
  * may use for this account only, TLS only, publishable by the service only under the confused-deputy
- * conditions; each topic's queue subscribed with raw message delivery and read in batches with
- * partial failures, its dead-letter queue alarmed; least-privilege IAM (checked by the same
+ * conditions; each topic's queue subscribed with raw message delivery (what SNS cannot deliver kept
+ * in the subscription's dead-letter queue, alarmed) and read in batches with partial failures, its
+ * dead-letter queue alarmed; least-privilege IAM (checked by the same
  * conformance check the recorded calls go through); outputs; cdk-nag.
  */
 import { readFileSync } from 'node:fs';
@@ -141,6 +142,31 @@ describe("End User Messaging SMS's configuration set and its events", () => {
         TopicArn: { Ref: idOf(construct.topic) },
         Endpoint: { 'Fn::GetAtt': [idOf(construct.queue), 'Arn'] },
         RawMessageDelivery: true,
+        RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [idOf(construct.undelivered), 'Arn'] } },
+      });
+      // What SNS cannot deliver (a client-side failure) is kept, encrypted, 14 days, alarmed.
+      expect(propsOf(construct.undelivered)).toMatchObject({
+        QueueName: `switchboard-dev-${id}-undelivered`,
+        SqsManagedSseEnabled: true,
+        MessageRetentionPeriod: 14 * 24 * 3600,
+      });
+      expect(propsOf(construct.undeliveredAlarm)).toMatchObject({
+        AlarmName: `switchboard-dev-${id}-undelivered-messages`,
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Threshold: 0,
+      });
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: idOf(construct.undelivered) }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({
+              Effect: 'Allow',
+              Principal: { Service: 'sns.amazonaws.com' },
+              Action: 'sqs:SendMessage',
+              Condition: { ArnEquals: { 'aws:SourceArn': { Ref: idOf(construct.topic) } } },
+            }),
+          ]),
+        },
       });
       const source = functions[id].queueSource!;
       template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {

@@ -101,9 +101,9 @@ describe('stateful resources', () => {
     });
     // Every queue refuses plain HTTP: webhook events, ingest, outcome webhooks, SES's events and
     // SMS's events and inbound texts, each with its DLQ, the outcome-events stream mappings'
-    // on-failure queue and the email-events rule's dead-letter queue.
+    // on-failure queue, the email-events rule's dead-letter queue and the two SMS subscriptions'.
     const policies = template.findResources('AWS::SQS::QueuePolicy');
-    expect(Object.keys(policies).length).toBe(14);
+    expect(Object.keys(policies).length).toBe(16);
   });
 
   it('blocks public access to the upload bucket and enforces SSL', () => {
