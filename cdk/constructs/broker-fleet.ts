@@ -312,6 +312,42 @@ export class BrokerFleet extends Construct {
   }
 
   /**
+   * SMS jobs: the brokers send through End User Messaging SMS under `configurationSetName` (its
+   * events reach sms-events), from any origination identity of the account in the region (phone
+   * numbers, sender IDs, pools: clients' identities are settings, known only at run time).
+   * `SendTextMessage` authorizes the identity and the configuration set (Service Authorization
+   * Reference, "Actions defined by AWS End User Messaging SMS and Voice V2").
+   */
+  sendSms(options: { readonly configurationSetName: string }): void {
+    const stack = Stack.of(this);
+    const taskRole = this.taskDefinition.taskRole;
+    this.container.addEnvironment('SMS_CONFIGURATION_SET', options.configurationSetName);
+    const arn = (resource: string) =>
+      `arn:${stack.partition}:sms-voice:${stack.region}:${stack.account}:${resource}`;
+    const identities = ['phone-number/*', 'sender-id/*', 'pool/*'];
+    taskRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['sms-voice:SendTextMessage'],
+        resources: [...identities.map(arn), arn(`configuration-set/${options.configurationSetName}`)],
+      }),
+    );
+    NagSuppressions.addResourceSuppressions(
+      taskRole,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            "Texts are sent from each client's origination identity (a number, sender ID or pool), a setting known only at run time: this account and region only. The configuration set is named.",
+          appliesTo: identities.map(
+            (resource) => `Resource::arn:<AWS::Partition>:sms-voice:<AWS::Region>:<AWS::AccountId>:${resource}`,
+          ),
+        },
+      ],
+      true,
+    );
+  }
+
+  /**
    * The broker's task role: its two tables (no Scan, no DeleteItem but a settled multicast's record),
    * the LINE channels it sends through (read), Amazon Connect contacts, its own task protection.
    */

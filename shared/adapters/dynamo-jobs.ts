@@ -18,33 +18,42 @@ import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
 import { type Job, type JobCounts, keys, storedJob } from '#shared/jobs/model.ts';
 import type { IngestClaim, IngestState, JobStore } from '#shared/jobs/ports.ts';
 
-const JOB_FIELDS = [
-  'clientId',
-  'jobId',
-  'name',
-  'channel',
-  'scenarioId',
-  'startAt',
-  'endAt',
-  'callingHours',
-  'restrictedPeriods',
-  'holidays',
-  'timeZoneBy',
-  'maxAttempts',
-  'retryDelaySeconds',
-  'retries',
-  'ringTimeoutSeconds',
-  'status',
-  'counts',
-  'failureReason',
-  'pausedReason',
-  'reportArchive',
-  'source',
-  'recipientColumn',
-  'message',
-  'createdAt',
-  'updatedAt',
-] as const;
+/**
+ * Every field of a {@link Job}, the compiler sees to it: a field left out here would be written and
+ * never read back (an email or SMS job's content, `ignoreContactLimits` and `maxCallDurationSeconds` were).
+ */
+const JOB_FIELD_SET: Readonly<Record<keyof Job, true>> = {
+  clientId: true,
+  jobId: true,
+  name: true,
+  channel: true,
+  scenarioId: true,
+  startAt: true,
+  endAt: true,
+  callingHours: true,
+  restrictedPeriods: true,
+  holidays: true,
+  timeZoneBy: true,
+  maxAttempts: true,
+  retryDelaySeconds: true,
+  retries: true,
+  maxCallDurationSeconds: true,
+  ringTimeoutSeconds: true,
+  status: true,
+  ignoreContactLimits: true,
+  counts: true,
+  failureReason: true,
+  pausedReason: true,
+  reportArchive: true,
+  source: true,
+  recipientColumn: true,
+  message: true,
+  email: true,
+  sms: true,
+  createdAt: true,
+  updatedAt: true,
+};
+const JOB_FIELDS = Object.keys(JOB_FIELD_SET) as readonly (keyof Job)[];
 
 /** The job record of an item (without keys, index and ingest attributes). */
 function toJob(item: Record<string, unknown>): Job {

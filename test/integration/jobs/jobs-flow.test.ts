@@ -121,6 +121,43 @@ describe('a list uploaded through the presigned URL', () => {
     ]);
   });
 
+  it('an SMS job: the mobile number column by its Japanese header, each number in E.164, the text kept', async () => {
+    const clientId = uniqueName('texts');
+    const sms = { originationIdentity: '+815012345678', partsPerSecond: 10 };
+    expect((await call('PUT', `/clients/${clientId}`, { ...CLIENT, sms })).status).toBe(200);
+    const body = '{{name}}様、明日10時のご予約です。ポイント{{ポイント}}';
+    const created = await call('POST', `/clients/${clientId}/jobs`, {
+      name: 'reminder',
+      channel: 'sms',
+      sms: { body },
+    });
+    expect(created.status).toBe(201);
+    const { jobId, upload } = created.body;
+    const list =
+      'お名前,携帯電話番号,ポイント\r\n山田,090-1111-0001,10\r\n佐藤,０８０－２２２２－０００２,20\r\n鈴木,abc,30\r\n';
+    expect((await fetch(upload.url, { method: upload.method, body: list })).status).toBe(200);
+    const job = await jobIn(clientId, jobId, ['scheduled', 'running', 'failed']);
+    expect(job).toMatchObject({ channel: 'sms', sms: { body } });
+    expect(job.counts).toMatchObject({ rows: 3, rejected: 1, tasks: 2 });
+    const tasks = await tasksOf(jobId);
+    // The name column is the task's name (`{{name}}`); the others its variables.
+    expect(tasks.map((t) => [t.recipient, t.channel, t.name, t.variables])).toEqual([
+      ['+819011110001', 'message', '山田', { ポイント: '10' }],
+      ['+818022220002', 'message', '佐藤', { ポイント: '20' }],
+    ]);
+
+    // A list with no number column fails with one reason that names the headers it has.
+    const noNumbers = await call('POST', `/clients/${clientId}/jobs`, {
+      name: 'x',
+      channel: 'sms',
+      sms: { body },
+    });
+    const put = noNumbers.body.upload;
+    await fetch(put.url, { method: put.method, body: 'お名前,メールアドレス\r\n山田,a@example.com\r\n' });
+    const failed = await jobIn(clientId, noNumbers.body.jobId, ['failed']);
+    expect(failed.failureReason).toMatch(/no mobile number column .*お名前, メールアドレス/);
+  });
+
   it('makes no second job, and no second task, from a duplicated S3 notification', async () => {
     const clientId = await newClient();
     const inline = await call('POST', `/clients/${clientId}/jobs?name=inline`, mixedList, {
