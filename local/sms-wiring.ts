@@ -101,7 +101,7 @@ export async function startLocalSms(options: LocalSmsOptions): Promise<LocalSms>
     deliverInbound: (text) => inbound.subscription.deliver(text),
   });
   log(
-    `End User Messaging SMS ${sms.url} (stand-in: sends, opt-outs, faults; ${configurationSet}'s events → sms-events, texts back → sms-inbound)`,
+    `End User SMS    ${sms.url} (End User Messaging SMS stand-in: sends, opt-outs, faults; ${configurationSet}'s events → sms-events, texts back → sms-inbound)`,
   );
   return {
     sms,

@@ -27,6 +27,7 @@ const SOURCE_WORDS: Readonly<Record<string, string>> = {
   csv: 'uploaded list',
   'line-unfollow': 'LINE unfollow',
   'call-outcome': 'asked on a call',
+  'sms-stop': 'texted STOP',
 };
 
 export function suppressionsPage(app: App, clientId: string): Page {
