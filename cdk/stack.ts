@@ -130,6 +130,7 @@ export class SwitchboardStack extends Stack {
       configurationSetName: this.emailEvents.configurationSetName,
       unsubscribe: this.emailUnsubscribe,
     });
+    this.fleet.sendSms({ configurationSetName: this.smsEvents.configurationSetName });
     this.api = new SwitchboardHttpApi(this, 'Api', {
       stage,
       handlers: {

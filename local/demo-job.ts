@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { EmailSettings } from '#shared/jobs/model.ts';
+import type { SmsSettings } from '#shared/sms/settings.ts';
 import { LOCAL_CONNECT } from './connect-emulator.ts';
 import { followJob, reportLines } from './demo-follow.ts';
 import { DEMO_CHANNEL, type LocalStack } from './stack.ts';
@@ -29,6 +30,8 @@ export interface DemoClientOptions {
   readonly provider?: DemoProvider;
   /** How the client's email jobs are sent (default: none, the client sends no email). */
   readonly email?: EmailSettings;
+  /** How the client's SMS jobs are sent (default: none, the client sends no text). */
+  readonly sms?: SmsSettings;
 }
 
 /** The providers the local cloud emulates. */
@@ -119,6 +122,7 @@ export function demoClientSettings(options: DemoClientOptions = {}) {
     ...(clientId === DEMO_CLIENT ? { messageChannelId: DEMO_CHANNEL.channelId as string } : {}),
     ...telephonyFor(options.provider),
     ...(options.email ? { email: options.email } : {}),
+    ...(options.sms ? { sms: options.sms } : {}),
   };
 }
 

@@ -49,7 +49,7 @@ import { LOCAL_OUTCOME_ENV, type LocalOutcomeWebhooks, startLocalOutcomeWebhooks
 import { startScheduler } from './scheduler.ts';
 import type { SesEmulator } from './ses-emulator.ts';
 import type { SmsEmulator } from './sms-emulator.ts';
-import { startLocalSms } from './sms-wiring.ts';
+import { type LocalSms, startLocalSms } from './sms-wiring.ts';
 import { type SqsPoller, startSqsPoller } from './sqs-poller.ts';
 import {
   type Range,
@@ -333,6 +333,7 @@ class LocalStackStarter {
   readonly #stoppers: (() => Promise<void>)[];
   /** The SES stand-in and its events' wiring, once started (the brokers send email through it). */
   #email: LocalEmail | undefined;
+  #sms: LocalSms | undefined;
   readonly #clockOffsetMs: number;
 
   constructor(deps: LocalStackStarterDeps) {
@@ -372,6 +373,7 @@ class LocalStackStarter {
       sms: { clock: { now: () => Date.now() + this.#clockOffsetMs } },
     });
     this.#stoppers.push(() => sms.stop());
+    this.#sms = sms;
     const fleet = this.#options.fleet ? await this.#startFleet(providers, api, admin.doc) : undefined;
     const { line, connect, twilio, telephony } = providers;
     return {
@@ -657,6 +659,13 @@ class LocalStackStarter {
         ? {
             AWS_ENDPOINT_URL_SESV2: this.#email.ses.url,
             SES_CONFIGURATION_SET: emailConfigurationSetName(this.#cloud.stage),
+          }
+        : {}),
+      // SMS jobs through the End User Messaging SMS stand-in, under the stage's configuration set (its events reach sms-events).
+      ...(this.#sms
+        ? {
+            AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2: this.#sms.sms.url,
+            SMS_CONFIGURATION_SET: this.#sms.configurationSet,
           }
         : {}),
       ...(options.lineRateLimitPerSecond

@@ -13,6 +13,7 @@ import { playWebhookDemo } from './demo.ts';
 import { DEMO_EMAIL_COUNT, emailSummaryLines, runDemoEmails } from './demo-emails.ts';
 import { DEMO_PROVIDERS, type DemoProvider, runDemoJob } from './demo-job.ts';
 import { DEMO_MESSAGE_COUNT, runDemoMessages, summaryLine } from './demo-messages.ts';
+import { DEMO_SMS_COUNT, runDemoSms, smsSummaryLines } from './demo-sms.ts';
 import { LocalCloudError } from './errors.ts';
 import { LOCAL_CONSOLE_USERS, type LocalStack, startLocalStack } from './stack.ts';
 import { localOutboxPath, writeLocalState } from './state-file.ts';
@@ -48,6 +49,8 @@ Options:
   --no-messages    do not run the message campaign
   --emails N       recipients of the email campaign (default ${DEMO_EMAIL_COUNT}, SES mailbox simulator addresses)
   --no-emails      do not run the email campaign
+  --sms N          numbers of the SMS campaign (default ${DEMO_SMS_COUNT}, texts through the End User Messaging SMS stand-in)
+  --no-sms         do not run the SMS campaign
   --data-dir DIR   keep DynamoDB data in DIR between runs (default: in memory)
   --port N         serve the HTTP API on port N (default: 3000; 0 picks a free port)
   --no-demo        do not play the demo webhooks (the demo channel is still created)
@@ -70,6 +73,7 @@ interface StartOptions {
   readonly job: boolean;
   readonly messages: number | false;
   readonly emails: number | false;
+  readonly sms: number | false;
   readonly demo: boolean;
   readonly exitAfter?: number;
   /** The instant the local cloud's clocks read at start (epoch ms). */
@@ -88,6 +92,7 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
   const region = regionOption(values.region);
   const messages = numberOption('messages', values.messages, DEMO_MESSAGE_COUNT, 'whole');
   const emails = numberOption('emails', values.emails, DEMO_EMAIL_COUNT, 'whole');
+  const sms = numberOption('sms', values.sms, DEMO_SMS_COUNT, 'whole');
   const provider = providerOption(values.provider);
   return {
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
@@ -101,6 +106,7 @@ function parseStartOptions(args: readonly string[]): StartOptions | 'help' {
     job: !values['no-job'],
     messages: values['no-messages'] ? false : messages,
     emails: values['no-emails'] ? false : emails,
+    sms: values['no-sms'] ? false : sms,
     demo: !values['no-demo'],
     ...(exitAfter === undefined ? {} : { exitAfter }),
     ...atOption(values.at),
@@ -214,6 +220,8 @@ const OPTIONS = {
   'no-messages': { type: 'boolean' },
   emails: { type: 'string' },
   'no-emails': { type: 'boolean' },
+  sms: { type: 'string' },
+  'no-sms': { type: 'boolean' },
   'no-demo': { type: 'boolean' },
   'exit-after': { type: 'string' },
   at: { type: 'string' },
@@ -249,7 +257,7 @@ async function startStack(
     return await startLocalStack({
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       port: options.port,
-      fleet: options.job || options.messages !== false || options.emails !== false,
+      fleet: options.job || options.messages !== false || options.emails !== false || options.sms !== false,
       sentEmailDir,
       telephonyTimeScale: options.timeScale,
       ...(options.at === undefined ? {} : { startAt: options.at }),
@@ -319,7 +327,7 @@ function consoleLine(stack: LocalStack): string {
   return `console: ${stack.consoleUrl} — sign in as ${LOCAL_CONSOLE_USERS.map((u) => `${u.username} (${userScope(u.groups)})`).join(', ')}; their local passwords are in the README and LOCAL_CONSOLE_USERS in local/stack.ts`;
 }
 
-/** The webhook demo, the call job, the message and the email campaign, each as the options ask. */
+/** The webhook demo, the call job, the message, email and SMS campaigns, each as the options ask. */
 async function playDemos(
   stack: LocalStack,
   options: StartOptions,
@@ -331,7 +339,7 @@ async function playDemos(
     );
   }
   const limits = campaignLimits(options);
-  const { messages, emails } = options;
+  const { messages, emails, sms } = options;
   if (options.job) await play('job', () => playCallJob(stack, options, demoLog), demoLog);
   if (messages !== false) {
     await play(
@@ -344,6 +352,13 @@ async function playDemos(
     await play(
       'email campaign',
       async () => emailSummaryLines(await runDemoEmails(stack, demoLog, { count: emails, ...limits })),
+      demoLog,
+    );
+  }
+  if (sms !== false) {
+    await play(
+      'SMS campaign',
+      async () => smsSummaryLines(await runDemoSms(stack, demoLog, { count: sms, ...limits })),
       demoLog,
     );
   }

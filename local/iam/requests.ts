@@ -35,6 +35,7 @@ const KNOWN_IDS = [
   ...buckets.map((b) => b.id),
   'brokers',
   'email',
+  'sms',
 ].sort((a, b) => b.length - a.length);
 const NAME = new RegExp(
   `^switchboard-(.+?)-(${KNOWN_IDS.map((id) => id.replace(/-/g, '\\-')).join('|')})(\\.fifo)?$`,
@@ -313,8 +314,37 @@ function sesRequests(operation: string, input: Input, region: string): IamReques
   return requests;
 }
 
+/**
+ * An End User Messaging SMS call. `SendTextMessage` is authorized on the origination identity it
+ * sends from (an ARN as given; a phone number, sender ID or pool id as the resource of its type: the
+ * service resolves a number to its `phone-number/` resource) and on the configuration set it names
+ * (Service Authorization Reference, AWS End User Messaging SMS and Voice V2).
+ */
+function smsRequests(operation: string, input: Input, region: string): IamRequest[] {
+  const arn = (resource: string) => `arn:aws:sms-voice:${region}:${ACCOUNT}:${resource}`;
+  const action = `sms-voice:${operation}`;
+  if (operation !== 'SendTextMessage') return [{ action, resource: '*', context: {} }];
+  const identity = String(input.OriginationIdentity ?? '*');
+  const resource = identity.startsWith('arn:')
+    ? identity
+    : identity.startsWith('+')
+      ? arn(`phone-number/${identity}`)
+      : identity.startsWith('pool-')
+        ? arn(`pool/${identity}`)
+        : identity.startsWith('phone-')
+          ? arn(`phone-number/${identity}`)
+          : arn(`sender-id/${identity}/*`);
+  const requests: IamRequest[] = [{ action, resource, context: {} }];
+  if (input.ConfigurationSetName !== undefined) {
+    const set = normaliseName(String(input.ConfigurationSetName));
+    requests.push({ action, resource: arn(`configuration-set/${set}`), context: {} });
+  }
+  return requests;
+}
+
 const SERVICES: Record<string, (operation: string, input: Input, region: string) => IamRequest[]> = {
   SESv2Client: sesRequests,
+  PinpointSMSVoiceV2Client: smsRequests,
   ConnectClient: connectRequests,
   DynamoDBClient: dynamoRequests,
   SQSClient: sqsRequests,

@@ -21,8 +21,8 @@ afterAll(() => {
 
 /**
  * Runs `npm start`'s entry point and collects its output until `ready`; without the webhook demo
- * and the call job, and without the message and email campaigns unless `args` ask for them
- * (`--messages N`, `--emails N`).
+ * and the call job, and without the message, email and SMS campaigns unless `args` ask for them
+ * (`--messages N`, `--emails N`, `--sms N`).
  */
 function start(
   args: string[],
@@ -30,11 +30,12 @@ function start(
 ): Promise<{ child: ChildProcess; output: () => string; dynamo: string }> {
   const campaign = args.includes('--messages') ? [] : ['--no-messages'];
   const emails = args.includes('--emails') ? [] : ['--no-emails'];
+  const texts = args.includes('--sms') ? [] : ['--no-sms'];
   const demo = options.webhookDemo ? [] : ['--no-demo'];
   const job = options.callJob ? [] : ['--no-job'];
   const child = spawn(
     process.execPath,
-    ['local/start.ts', '--port', '0', ...demo, ...job, ...campaign, ...emails, ...args],
+    ['local/start.ts', '--port', '0', ...demo, ...job, ...campaign, ...emails, ...texts, ...args],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -131,6 +132,24 @@ function expectEmailCampaign(output: string, stateFile: string): void {
   expect(eml).toContain('List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n');
 }
 
+/**
+ * The SMS campaign of `--sms 10`: a live line in parts a second, every number but the opted-out one
+ * texted once (two parts each: Japanese is UCS-2), the report's sms column from the delivery events,
+ * and a customer's STOP back on the suppression list.
+ */
+function expectSmsCampaign(output: string): void {
+  expect(output).toMatch(/^\[switchboard\] sms: running +rows 10 .* parts\/s {2}texted \d+ \(\d+ parts\)/m);
+  expect(output).toMatch(
+    /sms: completed: 9 completed, 1 failed, 0 cancelled of 10 tasks \(10 rows, 0 rejected, 0 skipped\); texted 9 numbers, 18 parts \([^)]*\), duplicates 0/,
+  );
+  expect(output).toMatch(
+    /^\[switchboard\] {3}5,'\+819020000003,failed,1,sms-destination-phone-number-opted-out,/m,
+  );
+  expect(output).toMatch(
+    /sms: the report's sms column: delivered 9, none 1; \+819020000000 texted STOP: on the suppression list/,
+  );
+}
+
 function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => {
     if (child.exitCode !== null) resolve(child.exitCode);
@@ -141,9 +160,11 @@ function exited(child: ChildProcess): Promise<number | null> {
 describe('npm start', () => {
   // One start for what needs no restart: what runs where, the webhook demo, a small campaign, a
   // small email campaign, Ctrl-C.
-  it('prints what runs where, plays the webhook demo, a message campaign and an email campaign, and stops cleanly on Ctrl-C (SIGINT)', async () => {
+  it('prints what runs where, plays the webhook demo, a message, an email and an SMS campaign, and stops cleanly on Ctrl-C (SIGINT)', async () => {
     const stateFile = path.join(stateDir, `local-${children.length}.json`);
-    const { child, output } = await start(['--messages', '150', '--emails', '20'], { webhookDemo: true });
+    const { child, output } = await start(['--messages', '150', '--emails', '20', '--sms', '10'], {
+      webhookDemo: true,
+    });
     expect(output()).toMatch(/SQS \+ S3\s+http:\/\/127\.0\.0\.1:\d+/);
     expect(output()).toMatch(/HTTP API\s+http:\/\/127\.0\.0\.1:\d+/);
     // The console's URL, printed once the stack is up, with who signs in; it serves the page.
@@ -182,6 +203,7 @@ describe('npm start', () => {
     expect({ delivered, duplicates }).toEqual({ delivered: '149', duplicates: '0' });
     expect(output()).toMatch(/2,,skipped,0,,opted out,userId,U[d]{31}1/);
     expectEmailCampaign(output(), stateFile);
+    expectSmsCampaign(output());
     // The brokers' metric records are CloudWatch's, not the terminal's (SWITCHBOARD_SHOW_METRICS=1).
     expect(output()).not.toMatch(/"CloudWatchMetrics"/);
     child.kill('SIGINT');

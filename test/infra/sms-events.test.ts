@@ -257,6 +257,38 @@ describe("End User Messaging SMS's configuration set and its events", () => {
     ]);
   });
 
+  it("the brokers send texts from the account's identities under the stage's configuration set, nothing else of the service", () => {
+    const container = (
+      Object.values(resources).find((r) => r.Type === 'AWS::ECS::TaskDefinition')!.Properties
+        .ContainerDefinitions as { Environment: { Name: string; Value: unknown }[] }[]
+    )[0]!;
+    expect(container.Environment).toContainEqual({
+      Name: 'SMS_CONFIGURATION_SET',
+      Value: 'switchboard-dev-sms',
+    });
+    const sms = (action: string, resource: string): RecordedCall => ({
+      principal: 'broker',
+      via: 'test',
+      action,
+      resource: `arn:aws:sms-voice:REGION:ACCOUNT:${resource}`,
+      context: {},
+    });
+    const report = checkConformance(template.toJSON() as CfnTemplate, [
+      sms('sms-voice:SendTextMessage', 'phone-number/phone-0123456789abcdef'),
+      sms('sms-voice:SendTextMessage', 'sender-id/SHOP/JP'),
+      sms('sms-voice:SendTextMessage', 'pool/pool-0123456789abcdef'),
+      sms('sms-voice:SendTextMessage', 'configuration-set/switchboard-STAGE-sms'),
+      sms('sms-voice:SendTextMessage', 'configuration-set/someone-elses'),
+      sms('sms-voice:PutOptedOutNumber', 'opt-out-list/Default'),
+      sms('sms-voice:DeleteOptedOutNumber', 'opt-out-list/Default'),
+    ]);
+    expect(report.denied.map((d) => `${d.request.action} ${d.request.resource.split(':').at(-1)}`)).toEqual([
+      'sms-voice:SendTextMessage configuration-set/someone-elses',
+      'sms-voice:PutOptedOutNumber opt-out-list/Default',
+      'sms-voice:DeleteOptedOutNumber opt-out-list/Default',
+    ]);
+  });
+
   it('passes cdk-nag', () => {
     const errors = Annotations.fromStack(stack).findError('*', Match.stringLikeRegexp('AwsSolutions-.*'));
     expect(errors.map((e) => `${e.id}: ${String(e.entry.data).slice(0, 160)}`)).toEqual([]);
