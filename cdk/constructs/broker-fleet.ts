@@ -339,7 +339,8 @@ export class BrokerFleet extends Construct {
           reason:
             "Texts are sent from each client's origination identity (a number, sender ID or pool), a setting known only at run time: this account and region only. The configuration set is named.",
           appliesTo: identities.map(
-            (resource) => `Resource::arn:<AWS::Partition>:sms-voice:<AWS::Region>:<AWS::AccountId>:${resource}`,
+            (resource) =>
+              `Resource::arn:<AWS::Partition>:sms-voice:<AWS::Region>:<AWS::AccountId>:${resource}`,
           ),
         },
       ],
