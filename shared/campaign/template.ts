@@ -4,6 +4,8 @@
  * the body is JSON-serialised afterwards. A template without placeholders is the same for every
  * recipient, so its tasks can go out by multicast.
  */
+
+import { isNameHeader } from '#shared/csv/headers.ts';
 import type { OutgoingMessage } from '#shared/line/messaging-client.ts';
 import { CampaignError } from './errors.ts';
 
@@ -84,13 +86,22 @@ export function isSharedMessage(template: MessageTemplate | undefined): boolean 
   }
 }
 
+/**
+ * A placeholder's value: the variable of that name; for a name the list's name column goes by
+ * (`{{お名前}}`, `{{氏名}}`, `{{Name}}` …: the ingest keeps that column as the task's `name`, not
+ * under its header), the task's name. Throws {@link MissingVariableError} for an unknown name.
+ */
+export function variableValue(variables: Readonly<Record<string, string>>, name: string): string {
+  const value = Object.hasOwn(variables, name) ? variables[name] : undefined;
+  if (typeof value === 'string') return value;
+  const named = Object.hasOwn(variables, 'name') ? variables.name : undefined;
+  if (typeof named === 'string' && isNameHeader(name)) return named;
+  throw new MissingVariableError(name);
+}
+
 /** Fills `{{name}}` in one string; throws {@link MissingVariableError} for an unknown name. */
 export function fill(text: string, variables: Readonly<Record<string, string>>): string {
-  return text.replace(PLACEHOLDER, (_, name: string) => {
-    const value = Object.hasOwn(variables, name) ? variables[name] : undefined;
-    if (value === undefined) throw new MissingVariableError(name);
-    return value;
-  });
+  return text.replace(PLACEHOLDER, (_, name: string) => variableValue(variables, name));
 }
 
 function visitStrings(value: unknown, visit: (s: string) => void): void {
@@ -145,10 +156,7 @@ function stringRenderer(text: string): Render | undefined {
   return (variables) => {
     let out = '';
     for (let i = 0; i < names.length; i++) {
-      const name = names[i]!;
-      const value = Object.hasOwn(variables, name) ? variables[name] : undefined;
-      if (value === undefined) throw new MissingVariableError(name);
-      out += literals[i]! + value;
+      out += literals[i]! + variableValue(variables, names[i]!);
     }
     return out + tail;
   };

@@ -71,6 +71,14 @@ const NAME_HEADERS = [
   '宛名',
 ];
 
+/**
+ * Whether a placeholder or header names the list's name column (`名前`, `お名前`, `氏名`, `Name` …,
+ * compared as headers are): a template may write the name as its header shows it.
+ */
+export function isNameHeader(header: string): boolean {
+  return NAME_HEADERS.includes(normalizeHeader(header));
+}
+
 /** A call list's per-row time zone (issue 14 #4), e.g. `America/New_York`. */
 const TIME_ZONE_HEADERS = ['timezone', 'timezoneid', 'tz', 'タイムゾーン', 'タイムゾーンid'];
 

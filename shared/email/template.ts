@@ -30,7 +30,7 @@
  * customer's variable names never reach Handlebars (a name like `#each` or `../x` is only a name
  * here), and literal braces or a backslash that Handlebars would read are refused up front.
  */
-import { MissingVariableError } from '#shared/campaign/template.ts';
+import { MissingVariableError, variableValue } from '#shared/campaign/template.ts';
 import { EmailError } from './errors.ts';
 
 export { MissingVariableError };
@@ -261,12 +261,6 @@ function render(
     out += encode(variableValue(variables, part.names[i]!)) + part.literals[i + 1]!;
   }
   return out;
-}
-
-function variableValue(variables: Readonly<Record<string, string>>, name: string): string {
-  const value = Object.hasOwn(variables, name) ? variables[name] : undefined;
-  if (typeof value !== 'string') throw new MissingVariableError(name);
-  return value;
 }
 
 function plain(value: string): string {

@@ -58,3 +58,32 @@ describe('message templates', () => {
     expect(() => compileTemplate({ messages: six })).toThrow(InvalidTemplateError);
   });
 });
+
+describe("a placeholder that names the list's name column as its header shows it", () => {
+  // The ingest keeps the name column (名前, お名前, 氏名, Name …) as the task's name, `{{name}}`.
+  const task = { name: '山田太郎', coupon: 'SPRING10' };
+
+  it('is the name, in a LINE message, an email and a text alike', async () => {
+    const { renderEmail, sesTemplateData } = await import('#shared/email/template.ts');
+    const { renderSms } = await import('#shared/sms/template.ts');
+    expect(fill('{{お名前}}様 {{氏名}} {{ 名前 }} {{Name}} {{name}}', task)).toBe(
+      '山田太郎様 山田太郎 山田太郎 山田太郎 山田太郎',
+    );
+    expect(
+      compileTemplate({ messages: [{ type: 'text', text: '{{お名前}}様、{{coupon}}' }] }).render(task),
+    ).toEqual([{ type: 'text', text: '山田太郎様、SPRING10' }]);
+    const email = { subject: '{{名前}}様へ', html: '<p>{{お名前}}様</p>' };
+    expect(renderEmail(email, task)).toEqual({ subject: '山田太郎様へ', html: '<p>山田太郎様</p>' });
+    expect(JSON.parse(sesTemplateData(email, task))).toEqual({ v0: '山田太郎', h1: '山田太郎' });
+    expect(renderSms({ body: '{{お名前}}様' }, task).body).toBe('山田太郎様');
+  });
+
+  it('is still missing for a task without a name, and any other unknown name is', () => {
+    expect(() => fill('{{お名前}}', { coupon: 'x' })).toThrow(MissingVariableError);
+    expect(() => fill('{{会社名}}', task)).toThrow(MissingVariableError);
+  });
+
+  it('a column of its own wins over the name', () => {
+    expect(fill('{{Name}}', { ...task, Name: 'column' })).toBe('column');
+  });
+});
