@@ -122,6 +122,8 @@ describe('the console is faithful to the API', () => {
           },
         },
         telephony: { provider: 'http', baseUrl: 'http://127.0.0.1:9/' },
+        email: { from: 'news@example.com', fromName: 'ショップ', delivery: 'at-least-once' },
+        sms: { originationIdentity: '+815012345678', partsPerSecond: 10, messageType: 'PROMOTIONAL' },
         outcomeWebhook: { url: 'http://127.0.0.1:9/outcomes', secret: 'outcome-secret-0123456789' },
         restrictedPeriods: [
           { start: '2026-12-29', end: '2027-01-03', name: 'year-end' },
@@ -129,7 +131,7 @@ describe('the console is faithful to the API', () => {
         ],
         holidays: { country: 'JP' },
         contactLimits: [
-          { max: 1, per: 'day', channels: ['call', 'line'] },
+          { max: 1, per: 'day', channels: ['call', 'line', 'sms'] },
           { max: 3, per: { days: 7 }, channels: ['call'] },
         ],
         allowPartialDelivery: true,
@@ -158,7 +160,7 @@ describe('the console is faithful to the API', () => {
     expect(await client(full)).toEqual(before);
   });
 
-  it('shows no message box on a call job’s form, no scenario on a LINE one, the email’s fields only on an email one', async () => {
+  it('shows no message box on a call job’s form, no scenario on a LINE one, the email’s fields only on an email one, the text only on an SMS one', async () => {
     await ui.open(`#/clients/${CLIENT}/jobs/new`);
     await ui.page.waitForSelector('form[aria-label="New job"]');
     const shown = (selector: string) =>
@@ -172,6 +174,11 @@ describe('the console is faithful to the API', () => {
     await ui.page.select('#f-channel', 'email');
     expect(await shown('#f-email')).toBe(true);
     expect(await shown('#f-message')).toBe(false);
+    expect(await shown('#f-sms')).toBe(false);
+    await ui.page.select('#f-channel', 'sms');
+    expect(await shown('#f-sms')).toBe(true);
+    expect(await shown('#f-email')).toBe(false);
+    expect(await shown('#f-scenarioId')).toBe(false);
   });
 
   it('puts the focus on the new page’s heading, and on the next action after Pause, never on the body', async () => {

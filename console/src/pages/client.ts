@@ -271,7 +271,9 @@ function jobDefaultsEditor(initial: Record<string, unknown>) {
     'select',
     {},
     h('option', { value: '' }, '(call)'),
-    ...['call', 'line', 'email'].map((c) => h('option', { value: c, selected: initial.channel === c }, c)),
+    ...['call', 'line', 'email', 'sms'].map((c) =>
+      h('option', { value: c, selected: initial.channel === c }, c),
+    ),
   );
   const scenario = h('input', { value: text(initial.scenarioId) });
   const attempts = h('input', { type: 'number', min: 1, max: 10, step: 1, value: text(initial.maxAttempts) });

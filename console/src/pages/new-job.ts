@@ -66,6 +66,7 @@ function optionFields(scenarioField: HTMLElement) {
     h('option', { value: 'call' }, 'Call'),
     h('option', { value: 'line' }, 'LINE message'),
     h('option', { value: 'email' }, 'Email'),
+    h('option', { value: 'sms' }, 'SMS'),
   );
   const startAt = h('input', { type: 'datetime-local' });
   const maxAttempts = h('input', { type: 'number', min: 1, max: 10, value: '3' });
@@ -194,13 +195,18 @@ function scheduleFields() {
   };
 }
 
-/** What a job sends, by channel: a call's scenario, a LINE message, an email's subject and bodies. */
+/** What a job sends, by channel: a call's scenario, a LINE message, an email's subject and bodies, a text. */
 function contentFields() {
   const scenario = h('input', { value: 'default' });
   const message = h('textarea', { rows: 3, placeholder: 'Hello {{name}}, …' });
   const subject = h('input', { maxlength: 998, placeholder: '{{名前}}様へのご案内' });
   const text = h('textarea', { rows: 5, placeholder: '{{名前}}様\n…' });
   const html = h('textarea', { rows: 5, placeholder: '<p>{{名前}}様</p>' });
+  const sms = h('textarea', {
+    rows: 3,
+    maxlength: 1600,
+    placeholder: '{{名前}}様、明日{{時間}}のご予約です。',
+  });
   const scenarioField = field('Call scenario', 'scenarioId', scenario);
   const messageField = field('Message', 'message', message, 'Text with {{column}} placeholders');
   const emailField = h(
@@ -211,18 +217,26 @@ function contentFields() {
     field('Text body', 'email-text', text, 'Plain text; a text body, an HTML body or both'),
     field('HTML body', 'email-html', html, 'Values filled in here are HTML-escaped'),
   );
+  const smsField = field(
+    'Text',
+    'sms',
+    sms,
+    'With {{column}} placeholders; Japanese is 70 characters a part (67 once split), billed and paced by part',
+  );
   return {
     scenarioField,
     /** The fields of what is sent, after the schedule. */
-    sent: [messageField, emailField],
+    sent: [messageField, emailField, smsField],
     forChannel(channel: string) {
       scenarioField.hidden = channel !== 'call';
       messageField.hidden = channel !== 'line';
       emailField.hidden = channel !== 'email';
+      smsField.hidden = channel !== 'sms';
     },
     value(channel: string): Record<string, unknown> {
       if (channel === 'call') return { scenarioId: scenario.value.trim() };
       if (channel === 'line') return { message: message.value };
+      if (channel === 'sms') return { sms: { body: sms.value } };
       return {
         email: {
           subject: subject.value,
@@ -243,6 +257,7 @@ const TEMPLATES = {
   call: ['電話番号,名前,メモ', '090-1234-5678,山田太郎,初回のご案内', '+81 3-1234-5678,佐藤花子,'],
   line: ['userId,名前,クーポン', 'U0123456789abcdef0123456789abcdef,山田太郎,SPRING10'],
   email: ['メールアドレス,名前,クーポン', 'taro@example.com,山田太郎,SPRING10'],
+  sms: ['携帯電話番号,名前,時間', '090-1234-5678,山田太郎,10時'],
 } as const;
 
 /** "Download a template list", for the channel chosen now. */
@@ -250,7 +265,7 @@ function templateLink(channel: HTMLSelectElement): HTMLAnchorElement {
   const link = h('a', { href: '#', class: 'template-link' }, 'Download a template list (CSV)');
   link.addEventListener('click', (event) => {
     event.preventDefault();
-    const kind = channel.value === 'line' || channel.value === 'email' ? channel.value : 'call';
+    const kind = Object.hasOwn(TEMPLATES, channel.value) ? (channel.value as keyof typeof TEMPLATES) : 'call';
     const blob = new Blob([`\uFEFF${TEMPLATES[kind].join('\r\n')}\r\n`], { type: 'text/csv;charset=utf-8' });
     const save = h('a', {
       href: URL.createObjectURL(blob),
