@@ -239,6 +239,17 @@ describe('SMS jobs in a broker', { timeout: 300_000 }, () => {
     expect(tasks.filter((t) => t.state !== 'completed').map((t) => [t.recipient, t.reason])).toEqual([]);
   });
 
+  it('throttled texts wait and go again: every number texted once, every task completed', async () => {
+    const job = await seed('sms-e', 30, 5);
+    sms.faults.force('throttled', 6);
+    await startBroker();
+    await putWork(['sms-e']);
+    const tasks = await allFinal(job);
+    expect(tasks.map((t) => t.state)).toEqual(Array(30).fill('completed'));
+    expect([...timesTexted('sms-e').values()].every((n) => n === 1)).toBe(true);
+    expect(timesTexted('sms-e').size).toBe(30);
+  });
+
   it('a 5xx may have sent the text: at most once, it ends in doubt unless an event says it went', async () => {
     const job = await seed('sms-d', 40, 4);
     sms.faults.force('internal-failure', 3);
