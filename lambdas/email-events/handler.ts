@@ -7,7 +7,8 @@
  * moves it to the dead-letter queue.
  */
 import middy from '@middy/core';
-import type { SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSRecord } from 'aws-lambda';
+import { batchHandler } from '#shared/adapters/sqs-record-batch.ts';
 import type { EmailEventResult } from '#shared/email/email-outcomes.ts';
 import type { Logger } from '#shared/log.ts';
 
@@ -20,28 +21,15 @@ export interface EmailEventsDeps {
 }
 
 export function makeEmailEventsHandler(deps: EmailEventsDeps) {
-  return middy(async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    const failures: SQSBatchItemFailure[] = [];
-    const outcomes = new Map<EmailEventResult['outcome'], number>();
-    for (let i = 0; i < event.Records.length; i += AT_ONCE) {
-      const records = event.Records.slice(i, i + AT_ONCE);
-      const results = await Promise.allSettled(records.map((record) => recordOne(deps, record)));
-      results.forEach((result, j) => {
-        if (result.status === 'fulfilled') {
-          outcomes.set(result.value, (outcomes.get(result.value) ?? 0) + 1);
-          return;
-        }
-        deps.log.warn('email event not recorded: given back to the queue', {
-          messageId: records[j]!.messageId,
-          error: String((result.reason as Error)?.message ?? result.reason),
-        });
-        failures.push({ itemIdentifier: records[j]!.messageId });
-      });
-    }
-    // One metric record an outcome a batch, not one an event.
-    for (const [outcome, count] of outcomes) deps.log.metrics({ EmailEvents: count }, { outcome });
-    return { batchItemFailures: failures };
-  });
+  return middy(
+    batchHandler({
+      atOnce: AT_ONCE,
+      what: 'email event',
+      metric: 'EmailEvents',
+      log: deps.log,
+      recordOne: (record) => recordOne(deps, record),
+    }),
+  );
 }
 
 /** One record's event recorded and logged, its outcome returned; throws only when a write failed. */

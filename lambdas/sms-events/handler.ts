@@ -7,8 +7,8 @@
  * last receive moves it to the dead-letter queue.
  */
 import middy from '@middy/core';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { errorMessage, recordBatch } from '#shared/adapters/sqs-record-batch.ts';
+import type { SQSRecord } from 'aws-lambda';
+import { batchHandler } from '#shared/adapters/sqs-record-batch.ts';
 import type { Logger } from '#shared/log.ts';
 import type { SmsEventResult } from '#shared/sms/sms-outcomes.ts';
 
@@ -21,20 +21,15 @@ export interface SmsEventsDeps {
 }
 
 export function makeSmsEventsHandler(deps: SmsEventsDeps) {
-  return middy(async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    const { failures, outcomes } = await recordBatch(
-      event.Records,
-      AT_ONCE,
-      (record) => recordOne(deps, record),
-      (record, error) =>
-        deps.log.warn('SMS event not recorded: given back to the queue', {
-          messageId: record.messageId,
-          error: errorMessage(error),
-        }),
-    );
-    for (const [outcome, count] of outcomes) deps.log.metrics({ SmsEvents: count }, { outcome });
-    return { batchItemFailures: [...failures] };
-  });
+  return middy(
+    batchHandler({
+      atOnce: AT_ONCE,
+      what: 'SMS event',
+      metric: 'SmsEvents',
+      log: deps.log,
+      recordOne: (record) => recordOne(deps, record),
+    }),
+  );
 }
 
 /** One record's event recorded and logged, its outcome returned; throws only when the write failed. */

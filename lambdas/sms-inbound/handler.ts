@@ -8,8 +8,8 @@
  * Phone numbers are personal data: logs name the outcome, the keyword and the clients, never a number.
  */
 import middy from '@middy/core';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { errorMessage, recordBatch } from '#shared/adapters/sqs-record-batch.ts';
+import type { SQSRecord } from 'aws-lambda';
+import { batchHandler } from '#shared/adapters/sqs-record-batch.ts';
 import type { Logger } from '#shared/log.ts';
 import type { InboundSmsResult } from '#shared/sms/inbound-opt-outs.ts';
 
@@ -22,20 +22,15 @@ export interface SmsInboundDeps {
 }
 
 export function makeSmsInboundHandler(deps: SmsInboundDeps) {
-  return middy(async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    const { failures, outcomes } = await recordBatch(
-      event.Records,
-      AT_ONCE,
-      (record) => recordOne(deps, record),
-      (record, error) =>
-        deps.log.warn('inbound SMS not recorded: given back to the queue', {
-          messageId: record.messageId,
-          error: errorMessage(error),
-        }),
-    );
-    for (const [outcome, count] of outcomes) deps.log.metrics({ InboundSms: count }, { outcome });
-    return { batchItemFailures: [...failures] };
-  });
+  return middy(
+    batchHandler({
+      atOnce: AT_ONCE,
+      what: 'inbound SMS',
+      metric: 'InboundSms',
+      log: deps.log,
+      recordOne: (record) => recordOne(deps, record),
+    }),
+  );
 }
 
 async function recordOne(deps: SmsInboundDeps, record: SQSRecord): Promise<InboundSmsResult['outcome']> {
