@@ -15,8 +15,14 @@
 import path from 'node:path';
 import { EMAIL_TAGS } from '#shared/email/email-outcomes.ts';
 import type { EmailTemplate } from '#shared/email/template.ts';
-import { type CampaignJobView, campaignProgress, followJob, RateMeter, reportLines } from './demo-follow.ts';
-import { createJobWithList, type DemoClientOptions, putDemoClient, reportExcerpt } from './demo-job.ts';
+import {
+  type CampaignJobView,
+  campaignProgress,
+  deliveryStates,
+  followJob,
+  RateMeter,
+} from './demo-follow.ts';
+import { createJobWithList, type DemoClientOptions, putDemoClient } from './demo-job.ts';
 import { demoRecipientName } from './demo-messages.ts';
 import { LOCAL_SES, type SentEmail } from './ses-emulator.ts';
 import type { LocalStack } from './stack.ts';
@@ -184,7 +190,7 @@ export async function runDemoEmails(
   return {
     job,
     ses: tally.read(),
-    states: await readReport(stack, clientId, jobId, log),
+    states: await deliveryStates(stack, { clientId, jobId }, log, 'emails'),
     suppressed: await suppressedSources(stack, clientId, addresses),
     sent: sent.length,
     ...(sample
@@ -207,29 +213,6 @@ function emailProgress(tally: SesTally): (job: CampaignJobView) => string {
         `SES accepted ${ses.accepted}, delivered ${ses.delivered}, bounced ${ses.bounced}, complained ${ses.complained}, duplicates ${ses.duplicates}`,
     );
   };
-}
-
-/**
- * Reads the job's report, logs its header and the first rows not delivered (bounced, complained,
- * failed …), and counts its last column, `email` (the delivery state SES's events moved each task to).
- */
-async function readReport(
-  stack: LocalStack,
-  clientId: string,
-  jobId: string,
-  log: (line: string) => void,
-): Promise<Record<string, number>> {
-  const [header, ...rows] = await reportLines(stack, clientId, jobId);
-  const stateOf = (row: string) => row.slice(row.lastIndexOf(',') + 1) || 'none';
-  const states: Record<string, number> = {};
-  for (const row of rows) states[stateOf(row)] = (states[stateOf(row)] ?? 0) + 1;
-  const notDelivered = reportExcerpt(
-    [header ?? '', ...rows.filter((row) => stateOf(row) !== 'delivered')],
-    6,
-  );
-  log(`emails: report (GET /clients/${clientId}/jobs/${jobId}/report): ${rows.length} rows; not delivered:`);
-  for (const row of notDelivered) log(`  ${row}`);
-  return states;
 }
 
 /**

@@ -3,6 +3,7 @@
  * operator API until it ends, one progress line each time it changes, and reading its report.
  */
 import type { JobCounts } from '#shared/jobs/model.ts';
+import { reportExcerpt } from './demo-job.ts';
 import type { LocalStack } from './stack.ts';
 
 /** A campaign's job as the operator API shows it, as far as a demo reads it. */
@@ -83,4 +84,28 @@ export async function reportLines(stack: LocalStack, clientId: string, jobId: st
     .replace(/^\uFEFF/, '')
     .split(/\r?\n/)
     .filter(Boolean);
+}
+
+/**
+ * Reads an email or SMS job's report, logs its header and its first rows not delivered (bounced,
+ * failed …), and counts its last column (the delivery state the channel's events moved each task to).
+ */
+export async function deliveryStates(
+  stack: LocalStack,
+  job: { readonly clientId: string; readonly jobId: string },
+  log: (line: string) => void,
+  prefix: string,
+  shown = 6,
+): Promise<Record<string, number>> {
+  const { clientId, jobId } = job;
+  const [header, ...rows] = await reportLines(stack, clientId, jobId);
+  const stateOf = (row: string) => row.slice(row.lastIndexOf(',') + 1) || 'none';
+  const states: Record<string, number> = {};
+  for (const row of rows) states[stateOf(row)] = (states[stateOf(row)] ?? 0) + 1;
+  const notDelivered = [header ?? '', ...rows.filter((row) => stateOf(row) !== 'delivered')];
+  log(
+    `${prefix}: report (GET /clients/${clientId}/jobs/${jobId}/report): ${rows.length} rows; not delivered:`,
+  );
+  for (const row of reportExcerpt(notDelivered, shown)) log(`  ${row}`);
+  return states;
 }

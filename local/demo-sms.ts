@@ -14,8 +14,14 @@
 import { SMS_CONTEXT } from '#shared/sms/settings.ts';
 import type { SmsTemplate } from '#shared/sms/template.ts';
 import { DEMO_EMAIL_SETTINGS } from './demo-emails.ts';
-import { type CampaignJobView, campaignProgress, followJob, RateMeter, reportLines } from './demo-follow.ts';
-import { createJobWithList, type DemoClientOptions, putDemoClient, reportExcerpt } from './demo-job.ts';
+import {
+  type CampaignJobView,
+  campaignProgress,
+  deliveryStates,
+  followJob,
+  RateMeter,
+} from './demo-follow.ts';
+import { createJobWithList, type DemoClientOptions, putDemoClient } from './demo-job.ts';
 import { demoRecipientName } from './demo-messages.ts';
 import { LOCAL_SMS, type SentText } from './sms-emulator.ts';
 import type { LocalStack } from './stack.ts';
@@ -143,26 +149,9 @@ export async function runDemoSms(
   });
   if (job.status === 'failed') log(`sms: failed — ${job.failureReason}`);
   await stack.smsRecorded();
-  const states = await readReport(stack, clientId, jobId, log);
+  const states = await deliveryStates(stack, { clientId, jobId }, log, 'sms', 4);
   const stop = await textStop(stack, clientId, demoMobileNumber(0).e164, log);
   return { job, sms: countTexts(textsOf(stack, jobId)), states, stop };
-}
-
-/** Reads the job's report, logs the rows not delivered, and counts its last column (`sms`). */
-async function readReport(
-  stack: LocalStack,
-  clientId: string,
-  jobId: string,
-  log: (line: string) => void,
-): Promise<Record<string, number>> {
-  const [header, ...rows] = await reportLines(stack, clientId, jobId);
-  const stateOf = (row: string) => row.slice(row.lastIndexOf(',') + 1) || 'none';
-  const states: Record<string, number> = {};
-  for (const row of rows) states[stateOf(row)] = (states[stateOf(row)] ?? 0) + 1;
-  log(`sms: report (GET /clients/${clientId}/jobs/${jobId}/report): ${rows.length} rows; not delivered:`);
-  for (const row of reportExcerpt([header ?? '', ...rows.filter((r) => stateOf(r) !== 'delivered')], 4))
-    log(`  ${row}`);
-  return states;
 }
 
 /** The customer `number` texts STOP back; resolves with whether the client's suppression list has it then. */
