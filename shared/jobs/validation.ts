@@ -356,6 +356,14 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
   };
 }
 
+/** A job of each channel, as a message names it. */
+const A_JOB: Readonly<Record<JobChannel, string>> = {
+  call: 'a call job',
+  line: 'a LINE job',
+  email: 'an email job',
+  sms: 'an SMS job',
+};
+
 /** What a job's channel asks of its client and its options. */
 function channelRules(
   errors: Record<string, string[]>,
@@ -385,17 +393,17 @@ function channelRules(
     add(
       errors,
       'timeZoneBy',
-      `a ${channel} job's recipients carry no zone: only a call job can use recipient`,
+      `${A_JOB[channel]}'s recipients carry no zone: only a call job can use recipient`,
     );
   }
   if (channel !== 'line' && data?.message !== undefined) {
-    add(errors, 'message', `only a LINE job sends a message; a ${channel} job does not`);
+    add(errors, 'message', `only a LINE job sends a message; ${A_JOB[channel]} does not`);
   }
   if (channel !== 'email' && data?.email !== undefined) {
-    add(errors, 'email', `only an email job sends an email; a ${channel} job does not`);
+    add(errors, 'email', `only an email job sends an email; ${A_JOB[channel]} does not`);
   }
   if (channel !== 'sms' && data?.sms !== undefined) {
-    add(errors, 'sms', `only an SMS job sends a text; a ${channel} job does not`);
+    add(errors, 'sms', `only an SMS job sends a text; ${A_JOB[channel]} does not`);
   }
 }
 

@@ -164,7 +164,7 @@ describe('calling hours and restricted periods in the recipient zone', () => {
         ),
       ),
     ).toEqual({
-      timeZoneBy: ["a line job's recipients carry no zone: only a call job can use recipient"],
+      timeZoneBy: ["a LINE job's recipients carry no zone: only a call job can use recipient"],
     });
   });
 });

@@ -60,7 +60,7 @@ describe('an SMS job', () => {
           NOW,
         ),
       ),
-    ).toEqual({ email: ['only an email job sends an email; a sms job does not'] });
+    ).toEqual({ email: ['only an email job sends an email; an SMS job does not'] });
     expect(
       fieldErrorsOf(() => parseJobOptions({ name: 'x', channel: 'call', sms: { body: 'x' } }, texting, NOW)),
     ).toEqual({ sms: ['only an SMS job sends a text; a call job does not'] });
