@@ -91,6 +91,7 @@ export type IngestFailureCode =
   | 'not-csv'
   | 'bad-header'
   | 'no-recipient-column'
+  | 'unknown-placeholder'
   | 'no-data-rows'
   | 'no-usable-rows'
   | 'unreadable-row';
@@ -135,6 +136,14 @@ export interface IngestRowsInput {
   readonly limits?: Partial<CsvLimits>;
   /** The recipient column's header, when the job names it instead of relying on the aliases. */
   readonly recipientColumn?: string;
+  /**
+   * Of the job's `{{placeholders}}`, those the list's header cannot fill (`shared/jobs/placeholders.ts`):
+   * any makes the file fail at its header, naming them and the columns it has.
+   */
+  readonly unfilled?: (header: {
+    readonly variables: readonly string[];
+    readonly hasName: boolean;
+  }) => string[];
 }
 
 /** Invalid arguments: a programming or configuration error, not a problem of the file. */
@@ -287,10 +296,24 @@ class IngestRun {
           mapping.reason + separatorNote(this.#delimiter, event.cells) + hint,
         );
       }
+      const unfilled = this.#unfilled(mapping.map);
+      if (unfilled) return this.#fail('unknown-placeholder', unfilled);
       this.#map = mapping.map;
     }
     this.#advance(event);
     return undefined;
+  }
+
+  /** Why the job's placeholders cannot be filled from this header, or undefined when they can. */
+  #unfilled(map: HeaderMap): string | undefined {
+    const unfilled = this.#input.unfilled?.({
+      variables: map.variables.map((v) => v.key),
+      hasName: map.name !== undefined,
+    });
+    if (!unfilled || unfilled.length === 0) return undefined;
+    const named = unfilled.map((name) => `{{${name}}}`).join(', ');
+    const columns = map.headers.filter((header) => header !== '').join(', ');
+    return `the job's content uses ${named}, which no column of the list holds (its columns: ${columns}; the name column is {{name}})`;
   }
 
   #advance(event: { readonly row: number; readonly end: number }): void {

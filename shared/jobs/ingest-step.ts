@@ -21,6 +21,7 @@ import { type Chunk, isChunkable, packMembers, pageChunks } from './chunks.ts';
 import { SourceChangedError } from './errors.ts';
 import type { IngestJobDeps, IngestOutcome, IngestRunContext } from './ingest.ts';
 import { type ClientSettings, type Job, type JobCounts, type Task, taskSideOf } from './model.ts';
+import { contentPlaceholders, unfilledPlaceholders } from './placeholders.ts';
 import type { IngestState } from './ports.ts';
 import { recipientTiming } from './recipient-timing.ts';
 import { uploadTooLargeReason } from './upload-limit.ts';
@@ -163,6 +164,7 @@ export class IngestStepRun {
       ...(this.#deps.batchSize ? { batchSize: this.#deps.batchSize } : {}),
       ...(cursor ? { resumeFrom: cursor } : {}),
       ...(job.recipientColumn ? { recipientColumn: job.recipientColumn } : {}),
+      unfilled: (header) => unfilledPlaceholders(contentPlaceholders(job), header),
       shouldPause: (counts) => this.#shouldPause(counts),
     };
   }

@@ -156,6 +156,19 @@ describe('a list uploaded through the presigned URL', () => {
     await fetch(put.url, { method: put.method, body: 'お名前,メールアドレス\r\n山田,a@example.com\r\n' });
     const failed = await jobIn(clientId, noNumbers.body.jobId, ['failed']);
     expect(failed.failureReason).toMatch(/no mobile number column .*お名前, メールアドレス/);
+
+    // A placeholder no column of the list holds fails the job at the header, naming it.
+    const unknown = await call('POST', `/clients/${clientId}/jobs`, {
+      name: 'y',
+      channel: 'sms',
+      sms: { body: '{{お名前}}様、クーポン{{クーポン}}' },
+    });
+    const target = unknown.body.upload;
+    await fetch(target.url, { method: target.method, body: 'お名前,携帯電話番号\r\n山田,090-1111-0001\r\n' });
+    const refused = await jobIn(clientId, unknown.body.jobId, ['failed']);
+    expect(refused.failureReason).toBe(
+      "the job's content uses {{クーポン}}, which no column of the list holds (its columns: お名前, 携帯電話番号; the name column is {{name}})",
+    );
   });
 
   it('makes no second job, and no second task, from a duplicated S3 notification', async () => {
