@@ -6,13 +6,19 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { keys, resendsAreSafe } from '#shared/jobs/model.ts';
+import { forEachLimited } from '#shared/fleet/run-budget.ts';
+import { keys, resendsAreSafe, type TaskState } from '#shared/jobs/model.ts';
 import { WAITING_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { type ClaimPage, type ClaimPages, endsOnPage, tasksOnPage } from './dynamo-claim-pages.ts';
 import { type ClaimRecord, claimRecordOf } from './dynamo-claim-record.ts';
+import { STATEMENTS_PER_BATCH } from './dynamo-message-outcomes.ts';
 import type { Item, MessageTaskTable } from './dynamo-message-table.ts';
 import type { MulticastRecords } from './dynamo-multicast-records.ts';
+import { executeStatements, type PageStatement } from './dynamo-page-outcomes.ts';
 import { STATE_NAME, stateIn } from './task-state-conditions.ts';
+
+/** Requests of left tasks' marks ({@link STATEMENTS_PER_BATCH} each) at once. */
+const MARK_BATCHES_AT_ONCE = 4;
 
 export interface LeftPagesDeps {
   readonly table: MessageTaskTable;
@@ -69,22 +75,67 @@ export class LeftClaimPages {
     const open = tasks.filter((task) => task.state !== undefined && WAITING_STATES.includes(task.state));
     const byTask = await this.#deps.batches.load(new Set(open.map((task) => task.jobId)));
     for (const [taskId, retryKey] of byTask) into.batchByTask.set(taskId, retryKey);
-    for (const task of open) {
-      const left = claimedAt.get(task.key)!;
+    const resendable = new Map<string, boolean>();
+    for (const jobId of new Set(open.map((task) => task.jobId))) {
+      const job = await this.#deps.table.jobs.cached(this.#deps.clientId, jobId);
+      resendable.set(jobId, job === undefined || resendsAreSafe(job.channel));
+    }
+    const marks = open.map((task): LeftTask => {
       const batchKey = byTask.get(task.taskId);
       // Email records each request just before it goes: a task in none was never sent.
-      const job = await this.#deps.table.jobs.cached(this.#deps.clientId, task.jobId);
-      const maybeSent = batchKey !== undefined || job === undefined || resendsAreSafe(job.channel);
-      const movedOn = await this.#markMaybeSent(task, left, batchKey, maybeSent);
-      // Its holder's outcome landed between the read and the mark: counted with its page below.
-      if (movedOn) stored.set(task.key, movedOn);
-    }
+      const maybeSent = batchKey !== undefined || resendable.get(task.jobId)!;
+      return { task, left: claimedAt.get(task.key)!, batchKey, maybeSent };
+    });
+    // A dead holder leaves up to its queue's worth (a thousand emails): marked one request each, the
+    // next holder sent nothing for seconds. Marked 25 to a request, a few requests at once.
+    const batches = Array.from({ length: Math.ceil(marks.length / STATEMENTS_PER_BATCH) }, (_, b) =>
+      marks.slice(b * STATEMENTS_PER_BATCH, (b + 1) * STATEMENTS_PER_BATCH),
+    );
+    await forEachLimited(batches, MARK_BATCHES_AT_ONCE, async (batch) => {
+      for (const [key, movedOn] of await this.#markAll(batch)) stored.set(key, movedOn);
+    });
     // From now on no outcome of the left pages' holders can end a task they list (the mark names
     // the pages): what each page ended is final, and moves the job's counts with the page's close.
     for (const page of pages) {
       const listed = [...tasksOnPage(page)].flatMap(({ key }) => (stored.has(key) ? [stored.get(key)!] : []));
       await this.#deps.pages.close(page, endsOnPage(page.sk, listed));
     }
+  }
+
+  /**
+   * Marks left tasks (at most {@link STATEMENTS_PER_BATCH}) in one `BatchExecuteStatement`, each
+   * applied only while its task is as read (PartiQL has no `if_not_exists` and no `ADD`), so each
+   * sets what {@link LeftClaimPages.#markMaybeSent} would. One refused though its task still waits
+   * (its holder released it since the read) is marked on its own. Returns the tasks that moved on,
+   * as stored.
+   */
+  async #markAll(batch: readonly LeftTask[]): Promise<Map<string, Item>> {
+    const movedOn = new Map<string, Item>();
+    const fitting = batch.filter((mark) => mark.task.item.leftOn === undefined);
+    const results =
+      fitting.length === 0
+        ? []
+        : await executeStatements(
+            this.#deps.table.doc,
+            fitting.map((mark) => markStatement(this.#deps.table.tasksTable, mark)),
+          );
+    const alone = batch.filter((mark) => mark.task.item.leftOn !== undefined);
+    results.forEach((result, i) => {
+      if (result.applied) return;
+      const current = result.item;
+      const stillLeft =
+        current !== undefined &&
+        WAITING_STATES.includes(current.state as TaskState) &&
+        typeof current.attempts === 'number' &&
+        current.attempts <= 1;
+      if (stillLeft) alone.push(fitting[i]!);
+      else if (current) movedOn.set(fitting[i]!.task.key, current);
+    });
+    for (const mark of alone) {
+      const item = await this.#markMaybeSent(mark.task, mark.left, mark.batchKey, mark.maybeSent);
+      if (item) movedOn.set(mark.task.key, item);
+    }
+    return movedOn;
   }
 
   /**
@@ -128,4 +179,44 @@ export class LeftClaimPages {
       return error.Item ? unmarshall(error.Item) : undefined;
     }
   }
+}
+
+/** A task a left page lists, still waiting, and how to mark it. */
+interface LeftTask {
+  readonly task: ClaimRecord;
+  readonly left: { readonly at: number; readonly pages: readonly string[] };
+  readonly batchKey: string | undefined;
+  readonly maybeSent: boolean;
+}
+
+const q = (name: string) => `"${name}"`;
+
+/**
+ * The PartiQL `UPDATE` of {@link LeftClaimPages}'s mark, for a task read with no `leftOn`: what
+ * `if_not_exists` and `ADD` would do, written as the values themselves, each guarded by the
+ * attribute still missing (a task changed since the read is refused, and marked on its own).
+ */
+function markStatement(table: string, { task, left, batchKey, maybeSent }: LeftTask): PageStatement {
+  const set: [string, unknown][] = [
+    ['attempts', 1],
+    ['leftOn', new Set(left.pages)],
+  ];
+  const missing = ['leftOn'];
+  if (maybeSent) set.push(['maybeSent', true]);
+  if (task.item.startedAt === undefined) {
+    set.push(['startedAt', left.at]);
+    missing.push('startedAt');
+  }
+  if (batchKey && task.item.batchKey === undefined) {
+    set.push(['batchKey', batchKey]);
+    missing.push('batchKey');
+  }
+  const key = keys.task(task.jobId, task.taskId);
+  return {
+    Statement:
+      `UPDATE ${q(table)} ${set.map(([name]) => `SET ${q(name)} = ?`).join(' ')} ` +
+      `WHERE ${q('pk')} = ? AND ${q('sk')} = ? AND ${q('state')} IN [${WAITING_STATES.map(() => '?').join(', ')}] ` +
+      `AND ${q('attempts')} <= ? ${missing.map((name) => `AND ${q(name)} IS MISSING`).join(' ')}`,
+    Parameters: [...set.map(([, value]) => value), key.pk, key.sk, ...WAITING_STATES, 1],
+  };
 }
