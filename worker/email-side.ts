@@ -8,7 +8,12 @@
  */
 import type { SESv2Client } from '@aws-sdk/client-sesv2';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { makeSecretsManagerClient, makeSesClient } from '#shared/adapters/aws-clients.ts';
+import {
+  boundedRequests,
+  makeSecretsManagerClient,
+  makeSesClient,
+  SEND_REQUEST_BOUNDS,
+} from '#shared/adapters/aws-clients.ts';
 import { DynamoEmailSenders } from '#shared/adapters/dynamo-email-senders.ts';
 import {
   readSesAccount,
@@ -81,7 +86,7 @@ export function emailSide(
     readonly logger: Logger;
     readonly doc: DynamoDBDocumentClient;
   },
-  ses: SESv2Client = makeSesClient(),
+  ses: SESv2Client = makeSesClient({ requestHandler: boundedRequests(SEND_REQUEST_BOUNDS) }),
   env: NodeJS.ProcessEnv = process.env,
 ): (EmailSide & { close(): Promise<void> }) | undefined {
   const email = config.email;

@@ -9,7 +9,7 @@
  * answered with `ThrottlingException`, which the pipeline waits out and retries.
  */
 import type { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
-import { makeSmsClient } from '#shared/adapters/aws-clients.ts';
+import { boundedRequests, makeSmsClient, SEND_REQUEST_BOUNDS } from '#shared/adapters/aws-clients.ts';
 import { SmsTransport, smsRateBurst } from '#shared/adapters/sms-transport.ts';
 import type { SmsSide } from '#shared/broker/broker.ts';
 import type { Clock, Timers } from '#shared/pacing/clock.ts';
@@ -43,7 +43,7 @@ class IdentityRates {
 export function smsSide(
   config: BrokerConfig,
   ports: { readonly clock: Clock; readonly timers: Timers },
-  sms: PinpointSMSVoiceV2Client = makeSmsClient(),
+  sms: PinpointSMSVoiceV2Client = makeSmsClient({ requestHandler: boundedRequests(SEND_REQUEST_BOUNDS) }),
 ): SmsSide | undefined {
   const side = config.sms;
   if (!side) return undefined;

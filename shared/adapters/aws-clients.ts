@@ -28,6 +28,13 @@ export interface RequestBounds {
 }
 
 /**
+ * The broker's sends (SES, End User Messaging SMS): a send on a stalled connection must not hold a
+ * sender for good, nor a drain past Fargate's stop timeout. A send that times out is in doubt (it
+ * may have gone): never resent blindly (`shared/campaign/unit-sender.ts`).
+ */
+export const SEND_REQUEST_BOUNDS: RequestBounds = { connectionTimeout: 1_000, requestTimeout: 10_000 };
+
+/**
  * Multiplies every {@link boundedRequests} bound (default 1; unset in AWS). The local cloud runs
  * every function, emulator and the tests' own load in one process on a small machine, where a
  * stall of the event loop is not the service's latency: it lengthens the bounds (`local/stack.ts`).

@@ -65,7 +65,10 @@ export interface SmsTransportOptions {
   readonly sms: PinpointSMSVoiceV2Client;
   readonly clientId: string;
   readonly settings: SmsSettings;
-  /** The configuration set when the client names none (the stack's, with its event destination). */
+  /**
+   * The configuration set every text names: the stack's, whose event destination reaches sms-events
+   * (the only one the brokers may send under, and the only source its topic takes).
+   */
   readonly defaultConfigurationSet: string | undefined;
   /** The origination identity's message parts per second (MPS). */
   readonly partsPerSecond: number;
@@ -115,7 +118,7 @@ export class SmsTransport extends UnkeyedAwsTransport<SmsTemplate, SmsRequest> {
         : new UnpreparableError(`bad-sms: ${(error as Error).message}`, { cause: error });
     }
     const { settings, clientId, defaultConfigurationSet } = this.#options;
-    const configurationSet = settings.configurationSet ?? defaultConfigurationSet;
+    const configurationSet = defaultConfigurationSet;
     const input: SendTextMessageCommandInput = {
       DestinationPhoneNumber: task.recipient,
       OriginationIdentity: settings.originationIdentity,

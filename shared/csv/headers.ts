@@ -50,13 +50,28 @@ const EMAIL_HEADERS = [
   '電子メールアドレス',
 ];
 
-/** The headers a channel's recipient column may have. */
-const RECIPIENT_HEADERS: Readonly<Record<Channel, readonly string[]>> = {
-  call: PHONE_HEADERS,
-  line: LINE_USER_ID_HEADERS,
-  email: EMAIL_HEADERS,
-  // A text goes to a mobile number: the phone headers, 携帯 among them.
-  sms: PHONE_HEADERS,
+/** A mobile number's headers (a text goes to a mobile, not to a landline beside it). */
+const MOBILE_HEADERS = [
+  'mobile',
+  'mobilephone',
+  'mobilenumber',
+  'cell',
+  'cellphone',
+  '携帯電話番号',
+  '携帯電話',
+  '携帯番号',
+  '携帯',
+];
+
+/**
+ * The headers a channel's recipient column may have, in tiers: the leftmost column of the first
+ * tier that has one. An SMS list with 電話番号 and 携帯電話番号 is texted at the mobile column.
+ */
+const RECIPIENT_HEADERS: Readonly<Record<Channel, readonly (readonly string[])[]>> = {
+  call: [PHONE_HEADERS],
+  line: [LINE_USER_ID_HEADERS],
+  email: [EMAIL_HEADERS],
+  sms: [MOBILE_HEADERS, PHONE_HEADERS],
 };
 
 const NAME_HEADERS = [
@@ -122,10 +137,14 @@ export function mapHeader(
   const headers = headerCells.map((cell) => cell.trim());
   while (headers.length > 0 && headers.at(-1) === '') headers.pop();
   const normalized = headers.map(normalizeHeader);
-  const wanted = options.recipientColumn
-    ? [normalizeHeader(options.recipientColumn)]
+  const tiers = options.recipientColumn
+    ? [[normalizeHeader(options.recipientColumn)]]
     : RECIPIENT_HEADERS[channel];
-  const recipient = normalized.findIndex((header) => wanted.includes(header));
+  let recipient = -1;
+  for (const wanted of tiers) {
+    recipient = normalized.findIndex((header) => wanted.includes(header));
+    if (recipient >= 0) break;
+  }
   if (recipient < 0)
     return { ok: false, reason: missingRecipientReason(headers, channel, options.recipientColumn) };
   const nameIndex = normalized.findIndex((header, i) => i !== recipient && NAME_HEADERS.includes(header));

@@ -53,15 +53,26 @@ const emailSettingsSchema = z.strictObject({
   delivery: z.enum(['at-most-once', 'at-least-once']).optional(),
 });
 /**
- * A client's SMS sending (`SmsSettings`), by SendTextMessage's rules: an origination identity (a
- * number, sender ID or pool, by id, ARN or the number itself) and a configuration set name or ARN.
+ * An origination identity as `SendTextMessage` takes it: a phone number in E.164, a phone number's
+ * or pool's id (`phone-…`, `pool-…`), a sender ID (1–11 letters, digits or -), or the ARN of one.
+ */
+const ORIGINATION_IDENTITY = [
+  /^\+[1-9][0-9]{1,14}$/,
+  /^(phone|pool|senderid)-[0-9a-f]{32}$/,
+  /^[A-Za-z0-9-]{1,11}$/,
+  /^arn:aws[a-z-]*:sms-voice:[a-z0-9-]+:[0-9]{12}:(phone-number|pool|sender-id)\/[A-Za-z0-9_/-]{1,200}$/,
+];
+
+/**
+ * A client's SMS sending (`SmsSettings`). No configuration set: every text names the stack's, the
+ * only one the brokers may send under and whose events reach Switchboard.
  */
 const smsSettingsSchema = z.strictObject({
   originationIdentity: z
     .string()
-    .regex(
-      /^[A-Za-z0-9_:/+-]{1,256}$/,
-      'must be a phone number (+81…), sender ID, pool id or ARN of End User Messaging SMS',
+    .refine(
+      (identity) => ORIGINATION_IDENTITY.some((pattern) => pattern.test(identity)),
+      'must be a phone number in E.164 (+815012345678), a phone number or pool id (phone-…, pool-…), a sender ID of 1-11 letters, digits or -, or the ARN of one',
     ),
   partsPerSecond: z
     .number('must be a number of message parts per second')
@@ -69,10 +80,6 @@ const smsSettingsSchema = z.strictObject({
     .max(10_000, 'must be at most 10,000')
     .optional(),
   messageType: z.enum(['TRANSACTIONAL', 'PROMOTIONAL']).optional(),
-  configurationSet: z
-    .string()
-    .regex(/^[A-Za-z0-9_:/-]{1,256}$/, 'must be a configuration set name or ARN of End User Messaging SMS')
-    .optional(),
   delivery: z.enum(['at-most-once', 'at-least-once']).optional(),
 });
 const maxAttemptsSchema = z.number().int('must be a whole number').min(1).max(10);

@@ -17,8 +17,6 @@ export interface SmsSettings {
   readonly partsPerSecond?: number;
   /** `TRANSACTIONAL` (default: reminders, notices) or `PROMOTIONAL` (campaigns), as the carriers route them. */
   readonly messageType?: 'TRANSACTIONAL' | 'PROMOTIONAL';
-  /** The configuration set its sends name (events); default the stack's. */
-  readonly configurationSet?: string;
   /**
    * What a send the service did not answer, and of which no event came, becomes: `at-most-once`
    * (default): the task ends `in-doubt`; `at-least-once`: it is sent once more.

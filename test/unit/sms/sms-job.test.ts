@@ -119,3 +119,54 @@ describe('an SMS job', () => {
     expect(row!.split(',').at(-1)).toBe('delivered');
   });
 });
+
+describe("an SMS list's number column", () => {
+  it('is the mobile column when the list has a landline column too, whichever comes first', () => {
+    expect(mapHeader(['電話番号', '携帯電話番号', '名前'], 'sms')).toMatchObject({
+      ok: true,
+      map: { recipient: 1, variables: [{ index: 0, key: '電話番号' }] },
+    });
+    expect(mapHeader(['phone', 'name', 'Mobile'], 'sms')).toMatchObject({ ok: true, map: { recipient: 2 } });
+    // A call list keeps the leftmost phone column.
+    expect(mapHeader(['電話番号', '携帯電話番号'], 'call')).toMatchObject({
+      ok: true,
+      map: { recipient: 0 },
+    });
+  });
+
+  it('refuses an origination identity that the service would not take', () => {
+    for (const originationIdentity of [
+      '+81-50-1234-5678',
+      '+0123',
+      'abc+def',
+      'TOOLONGSENDERID',
+      'arn:aws:sns:x',
+    ])
+      expect(
+        Object.keys(
+          fieldErrorsOf(() =>
+            parseClientSettings('acme', { ...TOKYO_CLIENT, sms: { originationIdentity } }, NOW),
+          ),
+        ),
+        originationIdentity,
+      ).toEqual(['sms.originationIdentity']);
+    for (const originationIdentity of [
+      '+815012345678',
+      'SHOP',
+      'pool-0123456789abcdef0123456789abcdef',
+      'arn:aws:sms-voice:ap-northeast-1:123456789012:phone-number/phone-0123456789abcdef0123456789abcdef',
+    ])
+      expect(parseClientSettings('acme', { ...TOKYO_CLIENT, sms: { originationIdentity } }, NOW).sms).toEqual(
+        {
+          originationIdentity,
+        },
+      );
+    expect(
+      Object.keys(
+        fieldErrorsOf(() =>
+          parseClientSettings('acme', { ...TOKYO_CLIENT, sms: { ...SMS, configurationSet: 'mine' } }, NOW),
+        ),
+      ),
+    ).toEqual(['sms.configurationSet']);
+  });
+});
