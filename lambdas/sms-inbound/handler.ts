@@ -48,11 +48,14 @@ async function recordOne(deps: SmsInboundDeps, record: SQSRecord): Promise<Inbou
           });
       break;
     case 'no-client':
-      deps.log.warn('opt-out texted to a number no client sends from', {
+      // A person's STOP is never dropped: given back, it is tried again (a number a client has just
+      // been given is found then), and at the queue's last receive it waits in the dead-letter
+      // queue, alarmed, for an operator to name the number in a client's settings and redrive it.
+      deps.log.error('opt-out texted to a number no client sends from: given back', {
         keyword: result.text.keyword,
         inboundMessageId: result.text.messageId,
       });
-      break;
+      throw new Error('opt-out texted to a number no client sends from');
     default:
       break;
   }

@@ -70,7 +70,7 @@ describe('sms-inbound', () => {
     },
   );
 
-  it('changes nothing for an opt-in, a reply, a number no client sends from, or a payload of no use', async () => {
+  it('changes nothing for an opt-in, a reply, or a payload of no use; gives back a STOP to a number no client sends from', async () => {
     const { suppressions, lines, invoke } = setup();
     const out = await invoke(
       sqsEvent([
@@ -82,13 +82,16 @@ describe('sms-inbound', () => {
         '{',
       ]),
     );
-    expect(out.batchItemFailures).toEqual([]);
+    // The STOP to a number no client sends from goes back to the queue (then its dead-letter queue).
+    expect(out.batchItemFailures).toEqual([{ itemIdentifier: 'm3' }]);
     expect(suppressions.entries.size).toBe(0);
     expect(lines.filter((l) => l.message === 'inbound SMS dropped').map((l) => l.reason)).toEqual([
       'originationNumber is not an E.164 number',
       'not JSON',
     ]);
-    expect(lines.some((l) => l.message === 'opt-out texted to a number no client sends from')).toBe(true);
+    expect(
+      lines.some((l) => l.message === 'opt-out texted to a number no client sends from: given back'),
+    ).toBe(true);
   });
 
   it('hands back the record whose write failed', async () => {
