@@ -111,10 +111,14 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   name: { type: 'string', value: 'NAME', help: "the job's name (default: the file's name)" },
   channel: {
     type: 'string',
-    value: 'call|line|email',
-    help: "call, line or email (default: the client's); message is taken for line",
+    value: 'call|line|email|sms',
+    help: "call, line, email or sms (default: the client's); message is taken for line",
   },
-  message: { type: 'string', value: 'TEXT', help: "a message job's text; {{column}} is filled per row" },
+  message: {
+    type: 'string',
+    value: 'TEXT',
+    help: "a LINE or SMS job's text; {{column}} is filled per row",
+  },
   'message-file': {
     type: 'string',
     value: 'FILE',

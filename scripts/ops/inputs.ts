@@ -177,8 +177,8 @@ export function jobOptionsBody(options: Options, read: ReadText = readText): Rec
   const csv = stringOption(options, 'csv');
   set('name', stringOption(options, 'name') ?? (body.name === undefined && csv ? listName(csv) : undefined));
   const channel = stringOption(options, 'channel');
-  if (channel !== undefined && !['call', 'line', 'email', 'message'].includes(channel))
-    throw new UsageError(`--channel must be call, line or email, got ${JSON.stringify(channel)}`);
+  if (channel !== undefined && !['call', 'line', 'email', 'sms', 'message'].includes(channel))
+    throw new UsageError(`--channel must be call, line, email or sms, got ${JSON.stringify(channel)}`);
   set('channel', channel);
   const text = stringOption(options, 'message');
   const messageFile = stringOption(options, 'message-file');
@@ -187,13 +187,16 @@ export function jobOptionsBody(options: Options, read: ReadText = readText): Rec
   set('message', text);
   if (messageFile !== undefined) {
     const content = readFileArg(messageFile, '--message-file', read);
+    if (body.channel === 'sms' && content.trimStart().startsWith('{"'))
+      throw new UsageError('an SMS job sends one text: --message TEXT or a plain-text --message-file');
     set(
       'message',
-      content.trimStart().startsWith('{')
+      body.channel !== 'sms' && content.trimStart().startsWith('{')
         ? jsonArgument(`@${messageFile}`, '--message-file', read)
         : content.replace(/\r?\n$/, ''),
     );
   }
+  textForSms(body);
   set('startAt', stringOption(options, 'start-at'));
   const hours = stringOption(options, 'calling-hours');
   if (hours !== undefined) set('callingHours', parseCallingHours(hours, '--calling-hours', read));
@@ -210,6 +213,15 @@ export function jobOptionsBody(options: Options, read: ReadText = readText): Rec
     throw new UsageError(`--time-zone-by must be client or recipient, got ${JSON.stringify(by)}`);
   set('timeZoneBy', by);
   return body;
+}
+
+/** An SMS job's --message / --message-file is its text (`sms.body`); LINE's JSON messages are refused. */
+function textForSms(body: Record<string, unknown>): void {
+  if (body.channel !== 'sms' || body.message === undefined) return;
+  if (typeof body.message !== 'string')
+    throw new UsageError('an SMS job sends one text: --message TEXT or a plain-text --message-file');
+  body.sms = { body: body.message };
+  delete body.message;
 }
 
 /** --restricted-periods (JSON or @FILE) and --holidays (a country code), for clients and jobs alike. */

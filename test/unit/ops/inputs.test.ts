@@ -232,9 +232,25 @@ describe('job options from the command line', () => {
     });
   });
 
+  it("an SMS job's --message or plain-text --message-file is its text; LINE's JSON is refused", () => {
+    const read = files({ 'sms.txt': '{{name}}様、明日10時です\n', 'msg.json': '{"messages": []}' });
+    expect(jobOptionsBody({ csv: 'a.csv', channel: 'sms', message: '{{name}}様' })).toEqual({
+      name: 'a',
+      channel: 'sms',
+      sms: { body: '{{name}}様' },
+    });
+    expect(jobOptionsBody({ csv: 'a.csv', channel: 'sms', 'message-file': 'sms.txt' }, read).sms).toEqual({
+      body: '{{name}}様、明日10時です',
+    });
+    expect(() => jobOptionsBody({ csv: 'a.csv', channel: 'sms', 'message-file': 'msg.json' }, read)).toThrow(
+      /an SMS job sends one text/,
+    );
+    expect(() => jobOptionsBody({ csv: 'a.csv', channel: 'fax' })).toThrow(/call, line, email or sms/);
+  });
+
   it('refuses what cannot be sent', () => {
-    expect(() => jobOptionsBody({ csv: 'a.csv', channel: 'sms' })).toThrow(
-      '--channel must be call, line or email, got "sms"',
+    expect(() => jobOptionsBody({ csv: 'a.csv', channel: 'fax' })).toThrow(
+      '--channel must be call, line, email or sms, got "fax"',
     );
     expect(() => jobOptionsBody({ csv: 'a.csv', message: 'a', 'message-file': 'b' })).toThrow(
       'give the message once: --message or --message-file',
