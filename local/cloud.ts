@@ -144,23 +144,10 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
   );
   log(`SQS + S3        ${sqsEndpoint} (fauxqs)`);
 
-  // S3 as strict as S3 (signatures, presigned URLs, checksums) in front of fauxqs's S3.
-  let strictS3: StrictS3;
-  try {
-    strictS3 = await startStrictS3({
-      upstream: sqsEndpoint,
-      region: LOCAL_REGION,
-      secrets: { [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey },
-      // The console is served by the local HTTP API, on a port of its own.
-      cors: {
-        ...UPLOAD_CORS,
-        allowedOrigins: ['http://127.0.0.1:*', 'http://localhost:*'],
-      },
-    });
-  } catch (error) {
+  const strictS3 = await strictS3Before(sqsEndpoint).catch(async (error: unknown) => {
     await Promise.all([stopChild(dynamo.process), fauxqs.stop()]);
     throw error;
-  }
+  });
   log(`S3 (strict)     ${strictS3.url} (signatures, presigned URLs and checksums checked as S3 does)`);
 
   const clients = provisioningClients(dynamoEndpoint, sqsEndpoint);
@@ -191,6 +178,20 @@ export async function startLocalCloud(options: LocalCloudOptions = {}): Promise<
     await stop();
     throw error;
   }
+}
+
+/** S3 as strict as S3 (signatures, presigned URLs, checksums) in front of fauxqs's S3. */
+function strictS3Before(upstream: string): Promise<StrictS3> {
+  return startStrictS3({
+    upstream,
+    region: LOCAL_REGION,
+    secrets: { [LOCAL_CREDENTIALS.accessKeyId]: LOCAL_CREDENTIALS.secretAccessKey },
+    // The console is served by the local HTTP API, on a port of its own.
+    cors: {
+      ...UPLOAD_CORS,
+      allowedOrigins: ['http://127.0.0.1:*', 'http://localhost:*'],
+    },
+  });
 }
 
 /**

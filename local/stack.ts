@@ -357,23 +357,7 @@ class LocalStackStarter {
     const processor = await this.#startProcessor();
     const outcomes = await startLocalOutcomeWebhooks({ cloud: this.#cloud, log: this.#log });
     this.#stoppers.push(() => outcomes.stop());
-    const email = await startLocalEmail({
-      cloud: this.#cloud,
-      log: this.#log,
-      ses: {
-        clock: { now: () => Date.now() + this.#clockOffsetMs },
-        ...(this.#options.sentEmailDir === undefined ? {} : { outbox: this.#options.sentEmailDir }),
-      },
-    });
-    this.#stoppers.push(() => email.stop());
-    this.#email = email;
-    const sms = await startLocalSms({
-      cloud: this.#cloud,
-      log: this.#log,
-      sms: { clock: { now: () => Date.now() + this.#clockOffsetMs } },
-    });
-    this.#stoppers.push(() => sms.stop());
-    this.#sms = sms;
+    const { email, sms } = await this.#startUnkeyedChannels();
     const fleet = this.#options.fleet ? await this.#startFleet(providers, api, admin.doc) : undefined;
     const { line, connect, twilio, telephony } = providers;
     return {
@@ -405,6 +389,25 @@ class LocalStackStarter {
       putTelephonySecret: admin.putTelephonySecret,
       stop: () => this.stopAll(),
     };
+  }
+
+  /** The SES and End User Messaging SMS stand-ins, their events wired to email-events and sms-events. */
+  async #startUnkeyedChannels(): Promise<{ email: LocalEmail; sms: LocalSms }> {
+    const clock = { now: () => Date.now() + this.#clockOffsetMs };
+    const email = await startLocalEmail({
+      cloud: this.#cloud,
+      log: this.#log,
+      ses: {
+        clock,
+        ...(this.#options.sentEmailDir === undefined ? {} : { outbox: this.#options.sentEmailDir }),
+      },
+    });
+    this.#stoppers.push(() => email.stop());
+    this.#email = email;
+    const sms = await startLocalSms({ cloud: this.#cloud, log: this.#log, sms: { clock } });
+    this.#stoppers.push(() => sms.stop());
+    this.#sms = sms;
+    return { email, sms };
   }
 
   /** Stops what was started, last first (the cloud last of all); a failing stop does not stop the rest. */

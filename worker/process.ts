@@ -67,19 +67,19 @@ interface ProcessPorts {
   readonly timers: Timers;
 }
 
-/** Starts a broker with `config`; its loop runs until {@link RunningBroker.stop} or a drain. */
-export async function startBrokerProcess(
-  config: BrokerConfig,
-  deps: Partial<ProcessPorts> & {
-    /** The LINE transport (default {@link PooledHttpSend}); the bench passes its baseline. */
-    makeSend?: (options: HttpSendOptions) => HttpSend;
-    /** The SES client of email jobs (default one from the environment, no retries: `makeSesClient`). */
-    ses?: SESv2Client;
-    /** The SMS client (a test's own, pointed at its stand-in); the default reads the environment. */
-    sms?: PinpointSMSVoiceV2Client;
-  } = {},
-): Promise<RunningBroker> {
-  const ports: ProcessPorts = {
+/** What a broker process may be given instead of the real ones (tests, benches). */
+type ProcessDeps = Partial<ProcessPorts> & {
+  /** The LINE transport (default {@link PooledHttpSend}); the bench passes its baseline. */
+  makeSend?: (options: HttpSendOptions) => HttpSend;
+  /** The SES client of email jobs (default one from the environment, no retries: `makeSesClient`). */
+  ses?: SESv2Client;
+  /** The SMS client (a test's own, pointed at its stand-in); the default reads the environment. */
+  sms?: PinpointSMSVoiceV2Client;
+};
+
+/** The ports given, else the real ones. */
+function processPorts(deps: ProcessDeps): ProcessPorts {
+  return {
     logger: deps.logger ?? new PowertoolsLog('broker'),
     // The system's time (the local cloud may shift it: `npm start -- --at`).
     clock: deps.clock ?? clockFromEnv(),
@@ -88,13 +88,10 @@ export async function startBrokerProcess(
       deps.doc ??
       makeDocumentClient(makeDynamoClient({ requestHandler: boundedRequests(DYNAMODB_REQUEST_BOUNDS) })),
   };
-  let broker: Broker | undefined;
-  const server = await startNudgeServer(config, ports.logger, () => broker);
-  const endpoint = await advertisedEndpoint(config, server, config.ecsMetadataUri).catch(async (error) => {
-    await server.stop(); // a broker that cannot learn its address closes its server before failing
-    throw error;
-  });
-  const figures = new BrokerFigures(jobSeries(config, ports), ports.logger);
+}
+
+/** The message sides the deployment has: LINE (with a channels table), and then email and SMS. */
+function messageSides(config: BrokerConfig, ports: ProcessPorts, deps: ProcessDeps) {
   const messages = config.channelsTable
     ? messageSide(
         config,
@@ -105,6 +102,23 @@ export async function startBrokerProcess(
     : undefined;
   const email = messages ? emailSide(config, ports, deps.ses) : undefined;
   const sms = messages ? smsSide(config, ports, deps.sms) : undefined;
+  return { messages, email, sms };
+}
+
+/** Starts a broker with `config`; its loop runs until {@link RunningBroker.stop} or a drain. */
+export async function startBrokerProcess(
+  config: BrokerConfig,
+  deps: ProcessDeps = {},
+): Promise<RunningBroker> {
+  const ports = processPorts(deps);
+  let broker: Broker | undefined;
+  const server = await startNudgeServer(config, ports.logger, () => broker);
+  const endpoint = await advertisedEndpoint(config, server, config.ecsMetadataUri).catch(async (error) => {
+    await server.stop(); // a broker that cannot learn its address closes its server before failing
+    throw error;
+  });
+  const figures = new BrokerFigures(jobSeries(config, ports), ports.logger);
+  const { messages, email, sms } = messageSides(config, ports, deps);
   broker = new Broker({
     ...(messages ? { messages } : {}),
     ...(email ? { email } : {}),

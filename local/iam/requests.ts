@@ -144,27 +144,8 @@ function dynamoRequests(operation: string, input: Input): IamRequest[] {
     case 'Scan':
       return [dynamo(operation, table, [], input.IndexName ? String(input.IndexName) : undefined)];
     case 'BatchGetItem':
-      return Object.entries((input.RequestItems ?? {}) as Record<string, { Keys?: unknown[] }>).map(
-        ([name, request]) =>
-          dynamo(
-            operation,
-            name,
-            (request.Keys ?? []).map((k) => leadingKey(name, k)),
-          ),
-      );
     case 'BatchWriteItem':
-      return Object.entries(
-        (input.RequestItems ?? {}) as Record<
-          string,
-          { PutRequest?: { Item: unknown }; DeleteRequest?: { Key: unknown } }[]
-        >,
-      ).map(([name, writes]) =>
-        dynamo(
-          operation,
-          name,
-          writes.map((w) => leadingKey(name, w.PutRequest?.Item ?? w.DeleteRequest?.Key)),
-        ),
-      );
+      return batchRequests(operation, input);
     case 'TransactWriteItems':
     case 'TransactGetItems':
       return (
@@ -183,6 +164,31 @@ function dynamoRequests(operation: string, input: Input): IamRequest[] {
     default:
       return [dynamo(operation, table || '*', [])];
   }
+}
+
+/** A batch asks for the batch action on every table it touches, with each item's partition key. */
+function batchRequests(operation: string, input: Input): IamRequest[] {
+  if (operation === 'BatchGetItem')
+    return Object.entries((input.RequestItems ?? {}) as Record<string, { Keys?: unknown[] }>).map(
+      ([name, request]) =>
+        dynamo(
+          operation,
+          name,
+          (request.Keys ?? []).map((k) => leadingKey(name, k)),
+        ),
+    );
+  return Object.entries(
+    (input.RequestItems ?? {}) as Record<
+      string,
+      { PutRequest?: { Item: unknown }; DeleteRequest?: { Key: unknown } }[]
+    >,
+  ).map(([name, writes]) =>
+    dynamo(
+      operation,
+      name,
+      writes.map((w) => leadingKey(name, w.PutRequest?.Item ?? w.DeleteRequest?.Key)),
+    ),
+  );
 }
 
 interface PartiqlStatement {
