@@ -14,6 +14,7 @@
  * (UNSTOP, START) takes it off. Keywords the account registers itself are not reproduced.
  */
 import { randomUUID } from 'node:crypto';
+import { OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS } from '#shared/sms/inbound.ts';
 import { EventDeliverer, type EventDelivererOptions, type PublishedDelivery } from '../event-delivery.ts';
 import type { SesFaults } from '../ses/faults.ts';
 import type { OriginationIdentity, SmsAccount } from './account.ts';
@@ -28,22 +29,6 @@ export interface InboundTextPayload {
   readonly inboundMessageId: string;
   readonly previousPublishedMessageId: string;
 }
-
-/** The service's required opt-out keywords, and STOPALL; and the opt-in ones. */
-const OPT_OUT = new Set([
-  'ARRET',
-  'CANCEL',
-  'END',
-  'OPT-OUT',
-  'OPTOUT',
-  'QUIT',
-  'REMOVE',
-  'STOP',
-  'STOPALL',
-  'TD',
-  'UNSUBSCRIBE',
-]);
-const OPT_IN = new Set(['UNSTOP', 'START']);
 
 export type PublishedInboundText = PublishedDelivery<InboundTextPayload>;
 type InboundRecord = { -readonly [K in keyof PublishedInboundText]: PublishedInboundText[K] };
@@ -110,11 +95,11 @@ export class TwoWayMessages {
   #keyword(identity: OriginationIdentity, from: string, body: string): string {
     const first = (body.trim().split(/\s+/)[0] ?? '').toUpperCase();
     const account = this.#parts.account;
-    if (OPT_OUT.has(first)) {
+    if (OPT_OUT_KEYWORDS.has(first)) {
       account.optOut(identity.optOutList, from, true);
       return first;
     }
-    if (OPT_IN.has(first)) {
+    if (OPT_IN_KEYWORDS.has(first)) {
       account.optIn(identity.optOutList, from);
       return first;
     }

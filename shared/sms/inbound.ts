@@ -22,7 +22,8 @@
  */
 import { snsPayload } from './sns-body.ts';
 
-const OPT_OUT = new Set([
+/** The service's required opt-out keywords, and STOPALL (the stand-in answers to the same). */
+export const OPT_OUT_KEYWORDS: ReadonlySet<string> = new Set([
   'ARRET',
   'CANCEL',
   'END',
@@ -35,7 +36,8 @@ const OPT_OUT = new Set([
   'TD',
   'UNSUBSCRIBE',
 ]);
-const OPT_IN = new Set(['UNSTOP', 'START']);
+/** The opt-in keywords. */
+export const OPT_IN_KEYWORDS: ReadonlySet<string> = new Set(['UNSTOP', 'START']);
 
 /** An inbound text, read. */
 export interface InboundSms {
@@ -66,9 +68,9 @@ export function readInboundSms(body: unknown): InboundSms | { readonly ignored: 
   const intent =
     keyword === undefined
       ? 'reply'
-      : OPT_OUT.has(keyword)
+      : OPT_OUT_KEYWORDS.has(keyword)
         ? 'opt-out'
-        : OPT_IN.has(keyword)
+        : OPT_IN_KEYWORDS.has(keyword)
           ? 'opt-in'
           : 'reply';
   return { from, to, messageId, intent, ...(intent === 'reply' ? {} : { keyword }) };
@@ -77,7 +79,7 @@ export function readInboundSms(body: unknown): InboundSms | { readonly ignored: 
 /** The matched keyword the service named, else the text's first word; upper-cased. */
 function keywordOf(messageKeyword: unknown, messageBody: unknown): string | undefined {
   const named = typeof messageKeyword === 'string' ? messageKeyword.trim().toUpperCase() : '';
-  if (OPT_OUT.has(named) || OPT_IN.has(named)) return named;
+  if (OPT_OUT_KEYWORDS.has(named) || OPT_IN_KEYWORDS.has(named)) return named;
   if (typeof messageBody !== 'string') return named || undefined;
   const first = messageBody
     .trim()
