@@ -158,7 +158,7 @@ async function seedEmailJob(clientId: string, n: number): Promise<Job> {
     timeZone: 'Asia/Tokyo',
     callingHours: ALWAYS_OPEN,
     defaultRegion: 'JP',
-    email: { from: LOCAL_SES.from, configurationSet: 'bench' },
+    email: { from: LOCAL_SES.from },
     updatedAt: now,
   };
   const job = runningJob(

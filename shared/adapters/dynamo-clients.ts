@@ -148,7 +148,19 @@ function listEntry(clientId: string) {
 /** The settings of a stored client item: its keys and its index entry are storage only. */
 function settingsOf(item: Record<string, unknown>): ClientSettings {
   const { pk: _pk, sk: _sk, statusKey: _statusKey, dueKey: _dueKey, ...settings } = item;
-  return settings as unknown as ClientSettings;
+  return withoutRetiredFields(settings) as unknown as ClientSettings;
+}
+
+/**
+ * The settings without what a client item may still hold from before a field was retired: an
+ * email `configurationSet` (every email names the stack's now), so that saving a client unchanged
+ * is never refused for a field the operator cannot see.
+ */
+function withoutRetiredFields(settings: Record<string, unknown>): Record<string, unknown> {
+  const email = settings.email as Record<string, unknown> | undefined;
+  if (email?.configurationSet === undefined) return settings;
+  const { configurationSet: _retired, ...rest } = email;
+  return { ...settings, email: rest };
 }
 
 /** The page after the client `next` (a client id this store returned). */

@@ -205,8 +205,7 @@ export class SesTransport extends UnkeyedAwsTransport<EmailTemplate, SesRequest>
 
   /** What every email of the client carries: From, Reply-To, the configuration set. */
   #envelope() {
-    const { settings, defaultConfigurationSet } = this.#options;
-    const configurationSet = settings.configurationSet ?? defaultConfigurationSet;
+    const { settings, defaultConfigurationSet: configurationSet } = this.#options;
     return {
       FromEmailAddress: fromAddress(settings),
       ...(settings.replyTo ? { ReplyToAddresses: [...settings.replyTo] } : {}),

@@ -86,8 +86,6 @@ export interface EmailSettings {
   /** The display name shown with it (`"Shop" <news@shop.example>`). */
   readonly fromName?: string;
   readonly replyTo?: readonly string[];
-  /** The SES configuration set its sends name (events, suppression); default the stack's. */
-  readonly configurationSet?: string;
   /**
    * What a send SES did not answer, and of which no event came, becomes: `at-most-once` (default):
    * the task ends `in-doubt`; `at-least-once`: it is sent once more.

@@ -35,7 +35,10 @@ const emailAddressSchema = z.string().superRefine((value, ctx) => {
     ctx.addIssue({ code: 'custom', message: `must be written as ${checked.address}` });
 });
 
-/** A client's email sending (`EmailSettings`). */
+/**
+ * A client's email sending (`EmailSettings`). No configuration set: every email names the stack's,
+ * the only one the brokers may send under (IAM) and whose events reach Switchboard.
+ */
 const emailSettingsSchema = z.strictObject({
   from: emailAddressSchema,
   fromName: z
@@ -45,11 +48,6 @@ const emailSettingsSchema = z.strictObject({
     .refine((name) => !/[\r\n\0"]/.test(name), 'must hold no line break and no double quote')
     .optional(),
   replyTo: z.array(emailAddressSchema).min(1).max(10, 'at most 10 addresses').optional(),
-  /** SES's rule for a configuration set's name. */
-  configurationSet: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or - (an SES configuration set)')
-    .optional(),
   delivery: z.enum(['at-most-once', 'at-least-once']).optional(),
 });
 /**

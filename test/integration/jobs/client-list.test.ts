@@ -41,6 +41,16 @@ describe("the administrators' list of every client", () => {
     expect(read).toEqual({ ...settings(`${prefix}-b`), paused: true, updatedAt: 2 });
   });
 
+  it('reads a client saved with an email configuration set (a retired field) without it, so Save unchanged is accepted', async () => {
+    const clientId = uniqueName('retired');
+    const email = { from: 'news@shop.example' };
+    await store.put({
+      ...settings(clientId),
+      email: { ...email, configurationSet: 'theirs' } as ClientSettings['email'],
+    });
+    expect((await store.get(clientId))?.email).toEqual(email);
+  });
+
   it('refuses a page token it did not give', async () => {
     await expect(store.list({ limit: 10, next: '../../etc' })).rejects.toBeInstanceOf(ValidationError);
   });
