@@ -5,6 +5,7 @@ import { DynamoClientStore } from '#shared/adapters/dynamo-clients.ts';
 import { DynamoTaskStore } from '#shared/adapters/dynamo-job-tasks.ts';
 import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
+import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
 import { DynamoTaskRetimer } from '#shared/adapters/dynamo-retime.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
@@ -60,6 +61,7 @@ export const handler = observe(
       optOuts: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
       suppressed: async (clientId, recipients) =>
         new Set((await suppressions.suppressed(clientId, recipients)).keys()),
+      people: new DynamoPeopleStore(doc, controlTable),
       clock,
       log,
       ...(maxRowsPerRun > 0 ? { maxRowsPerRun } : {}),

@@ -44,9 +44,10 @@ import {
 } from '#shared/jobs/model.ts';
 import { callSettlementOfCancelledJob, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
 import { endedTaskExpiry, TASK_SHARDS } from '#shared/resources.ts';
-import { capCounterUpdates, endCappedTask } from './dynamo-contact-caps.ts';
+import { endCappedTask, personCapItems } from './dynamo-contact-caps.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
+import { readPersonOf } from './dynamo-people.ts';
 import { endSuppressedTask } from './dynamo-suppressed-tasks.ts';
 import { suppressionConditionCheck } from './dynamo-suppressions.ts';
 import { deferTask } from './dynamo-task-deferral.ts';
@@ -144,16 +145,38 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
   }
 
   async start(task: Task, fence: Fence, limits?: StartLimits): Promise<StartResult> {
+    let starting = task;
+    for (let tryNo = 1; ; tryNo++) {
+      const result = await this.#startAs(starting, fence, limits);
+      if (result.kind !== 'relinked') return result;
+      // The recipient was linked (or unlinked) since its person was read: count under the person it is now.
+      if (tryNo >= CONFLICT_RETRIES) throw new Error("task start: the recipient's person kept changing");
+      const person = await readPersonOf(this.#doc, this.#controlTable, task.clientId, task.recipient);
+      const { person: _stale, ...rest } = task;
+      starting = person === task.recipient ? rest : { ...rest, person };
+    }
+  }
+
+  /**
+   * One try of a start, under the task's person as it was read. Items: lease, job, task, the
+   * suppression check, then under contact limits the person's link check and the counters.
+   */
+  async #startAs(
+    task: Task,
+    fence: Fence,
+    limits?: StartLimits,
+  ): Promise<StartResult | { kind: 'relinked' }> {
     const startedAt = fence.now;
     // The suppression list is checked in the start itself (docs/suppression-list.md): an entry
     // written before this transaction refuses it, one written after it finds the call started.
     const slots = limits?.slots ?? [];
+    const tables = { controlTable: this.#controlTable, tasksTable: this.#tasksTable };
     const codes = await this.#transact([
       this.#leaseAdd(task, fence),
       this.#jobRunning(task, startedAt),
       this.#taskStart(task, startedAt),
       suppressionConditionCheck(this.#controlTable, task.clientId, task.recipient),
-      ...capCounterUpdates(this.#tasksTable, task, slots),
+      ...personCapItems(tables, task, slots),
     ]);
     if (codes === undefined) {
       const { callId: _callId, ...rest } = task;
@@ -163,18 +186,13 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
       };
     }
     if (codes[0] === 'ConditionalCheckFailed') return { kind: 'fenced' };
-    // Items: lease, job, task, the suppression check, then the counters.
-    const capped = slots.findIndex((_, i) => codes[4 + i] === 'ConditionalCheckFailed');
-    if (capped >= 0 && !codes.slice(0, 4).includes('ConditionalCheckFailed'))
-      return this.#overCap(task, slots[capped]!, limits?.jobEndAt, startedAt);
+    const earlier = codes.slice(0, 4).includes('ConditionalCheckFailed');
+    if (codes[4] === 'ConditionalCheckFailed' && !earlier) return { kind: 'relinked' };
+    const capped = slots.findIndex((_, i) => codes[5 + i] === 'ConditionalCheckFailed');
+    if (capped >= 0 && !earlier) return this.#overCap(task, slots[capped]!, limits?.jobEndAt, startedAt);
     const suppressed = codes[3] === 'ConditionalCheckFailed';
     if (suppressed && !codes.slice(1, 3).includes('ConditionalCheckFailed')) {
-      const ended = await endSuppressedTask(
-        this.#doc,
-        { controlTable: this.#controlTable, tasksTable: this.#tasksTable },
-        task,
-        startedAt,
-      );
+      const ended = await endSuppressedTask(this.#doc, tables, task, startedAt);
       return ended.kind === 'ended' ? { kind: 'suppressed', reason: ended.reason } : { kind: 'gone' };
     }
     if (codes.includes('ConditionalCheckFailed')) return { kind: 'gone' };

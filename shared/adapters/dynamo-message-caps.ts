@@ -5,8 +5,10 @@
  * claims and call starts share one count per recipient. A refused task is not claimed: it waits for
  * the window's end or ends `capped` (`overCapMove`), as a call does.
  */
+
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   type CapSlot,
   type ContactLimit,
@@ -18,17 +20,21 @@ import {
 } from '#shared/contact-limits/model.ts';
 import { isChunk } from '#shared/jobs/chunks.ts';
 import { type Job, keys, type Task } from '#shared/jobs/model.ts';
-import { capCounterUpdates, endCappedTask } from './dynamo-contact-caps.ts';
+import { endCappedTask, personCapItems } from './dynamo-contact-caps.ts';
 import type { Item } from './dynamo-message-table.ts';
+import { readPersonOf } from './dynamo-people.ts';
 import { deferTask } from './dynamo-task-deferral.ts';
 
 /** How long a client's limits are trusted, ms (a change applies to claims within it). */
 const LIMITS_CACHE_MS = 5_000;
 
-/** The counter items of a claim group, and which task and limit each belongs to. */
+/**
+ * The items a claim group's first contacts add (each task's link check, then its counters), and
+ * which task each belongs to: with its limit, or none for the link check.
+ */
 export interface ClaimCounters {
-  readonly items: ReturnType<typeof capCounterUpdates>;
-  readonly owners: readonly { readonly task: number; readonly slot: CapSlot }[];
+  readonly items: ReturnType<typeof personCapItems>;
+  readonly owners: readonly { readonly task: number; readonly slot: CapSlot | undefined }[];
 }
 
 export class MessageCaps {
@@ -64,18 +70,42 @@ export class MessageCaps {
     return capSlots(this.#cached.limits, contactChannelOf(job.channel), now, this.#cached.timeZone);
   }
 
-  /** The counters of the group's first contacts (attempts 0), one per task and limit. */
+  /** The items of the group's first contacts (attempts 0): per task its link check and one counter per limit. */
   counters(group: readonly { readonly item: Item }[], slots: readonly CapSlot[]): ClaimCounters {
-    const owners: { task: number; slot: CapSlot }[] = [];
+    const owners: { task: number; slot: CapSlot | undefined }[] = [];
     const items: ClaimCounters['items'] = [];
     if (slots.length === 0) return { items, owners };
     group.forEach(({ item }, task) => {
       // A chunk takes none: one claimed at attempt 0 under limits is spilled into tasks first.
       if (Number(item.attempts ?? 0) !== 0 || isChunk(item)) return;
-      items.push(...capCounterUpdates(this.#tables.tasksTable, taskOf(item), slots));
+      items.push(...personCapItems(this.#tables, taskOf(item), slots));
+      owners.push({ task, slot: undefined });
       for (const slot of slots) owners.push({ task, slot });
     });
     return { items, owners };
+  }
+
+  /**
+   * A task whose recipient was linked (or unlinked) since its person was read: its item takes the
+   * person as it is now, and the next claim counts it there.
+   */
+  async relink(item: Item): Promise<void> {
+    const task = taskOf(item);
+    const person = await readPersonOf(this.#doc, this.#tables.controlTable, task.clientId, task.recipient);
+    const linked = person !== task.recipient;
+    await this.#doc
+      .send(
+        new UpdateCommand({
+          TableName: this.#tables.tasksTable,
+          Key: keys.task(task.jobId, task.taskId),
+          UpdateExpression: linked ? 'SET person = :person' : 'REMOVE person',
+          ConditionExpression: 'attribute_exists(pk)',
+          ...(linked ? { ExpressionAttributeValues: { ':person': person } } : {}),
+        }),
+      )
+      .catch((error: unknown) => {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      });
   }
 
   /** A task refused by `slot`: it waits for the window's end inside its job's life, else ends capped. */
@@ -99,6 +129,7 @@ function taskOf(item: Item): Task {
     row: Number(item.row ?? 0),
     channel: 'message',
     recipient: String(item.recipient),
+    ...(typeof item.person === 'string' ? { person: item.person } : {}),
     variables: {},
     state: item.state as Task['state'],
     attempts: Number(item.attempts ?? 0),

@@ -405,8 +405,12 @@ export class MessageClaimer implements TaskSource {
     const { jobId } = job;
     const claimed: Claimed[] = [];
     const slots = await this.#caps.slotsFor(job, this.#deps.table.clock.now());
-    // Each first claim takes one more item per contact limit: smaller groups keep 100 items at most.
-    const size = Math.floor(CLAIMS_PER_TRANSACTION / (1 + slots.length));
+    // Under limits each first claim takes its link check and a counter per limit, beside the lease
+    // check and the page item: smaller groups keep 100 items at most.
+    const size =
+      slots.length === 0
+        ? CLAIMS_PER_TRANSACTION
+        : Math.floor((CLAIMS_PER_TRANSACTION - 1) / (1 + slots.length));
     for (let i = 0; i < chosen.length && !this.#deps.state.fenced; i += size) {
       let group = chosen.slice(i, i + size);
       while (group.length > 0) {
@@ -457,7 +461,10 @@ export class MessageClaimer implements TaskSource {
     return claimed;
   }
 
-  /** The group's tasks whose contact-limit counter refused them (counter indexes), each held or ended. */
+  /**
+   * The group's tasks whose contact-limit items refused them (item indexes): held or ended at a
+   * counter's refusal, their person read again at their link check's.
+   */
   async #holdCapped(
     job: Job,
     group: readonly Chosen[],
@@ -470,7 +477,12 @@ export class MessageClaimer implements TaskSource {
       const owner = counters.owners[j];
       if (owner && !over.has(owner.task)) over.set(owner.task, owner.slot);
     }
-    for (const [task, slot] of over) await this.#caps.hold(job, group[task]!.task.item, slot, now);
+    for (const [task, slot] of over) {
+      const { item } = group[task]!.task;
+      // No slot: the link check failed, the task's person changed; it is claimed again from the next reading.
+      if (slot) await this.#caps.hold(job, item, slot, now);
+      else await this.#caps.relink(item);
+    }
     return new Set(over.keys());
   }
 }

@@ -7,6 +7,7 @@
  */
 
 import type { JobChannel } from '#shared/jobs/model.ts';
+import type { IdentifierKind } from '#shared/people/model.ts';
 
 /** How a job reaches its recipients: an outbound call, a LINE push, an email, a text (SMS). */
 export type Channel = JobChannel;
@@ -115,6 +116,12 @@ export interface HeaderMap {
   readonly timeZone?: number;
   /** The other columns, each with the (unique) key its values are stored under. */
   readonly variables: readonly { readonly index: number; readonly key: string }[];
+  /**
+   * The columns besides the recipient's that hold another identifier of the row's person (a phone
+   * number, a LINE user id, an email address): the row links them (`shared/people/model.ts`). They
+   * stay variables too.
+   */
+  readonly identifiers: readonly { readonly index: number; readonly kind: IdentifierKind }[];
 }
 
 export type HeaderMapping =
@@ -167,10 +174,37 @@ export function mapHeader(
     used.add(key);
     variables.push({ index, key });
   });
+  const identifiers = identifierColumns(normalized, recipient);
   return {
     ok: true,
-    map: { headers, recipient, name, ...(timeZone === undefined ? {} : { timeZone }), variables },
+    map: {
+      headers,
+      recipient,
+      name,
+      ...(timeZone === undefined ? {} : { timeZone }),
+      variables,
+      identifiers,
+    },
   };
+}
+
+/** Each identifier header's kind, as the person's other identifiers are found in a row. */
+const IDENTIFIER_HEADERS: readonly { readonly kind: IdentifierKind; readonly headers: readonly string[] }[] =
+  [
+    { kind: 'phone', headers: PHONE_HEADERS },
+    { kind: 'line', headers: LINE_USER_ID_HEADERS },
+    { kind: 'email', headers: EMAIL_HEADERS },
+  ];
+
+/** The columns other than the recipient's whose header names an identifier of the person. */
+function identifierColumns(normalized: readonly string[], recipient: number): HeaderMap['identifiers'] {
+  const out: { index: number; kind: IdentifierKind }[] = [];
+  normalized.forEach((header, index) => {
+    if (index === recipient) return;
+    const found = IDENTIFIER_HEADERS.find((entry) => entry.headers.includes(header));
+    if (found) out.push({ index, kind: found.kind });
+  });
+  return out;
 }
 
 function missingRecipientReason(

@@ -25,6 +25,7 @@
  * a retry from the last cursor hands the same page again.
  */
 
+import type { IdentifierKind } from '#shared/people/model.ts';
 import { type CsvDelimiter, delimiterName } from './delimiter.ts';
 import { type DuplicateFilter, DuplicateFilterStateError } from './duplicates.ts';
 import type { CellDecoder, TextEncodingName } from './encoding.ts';
@@ -47,7 +48,7 @@ import {
   unwrapSpacedQuotes,
 } from './records.ts';
 import type { ReportEntry } from './report.ts';
-import { type Checked, checkRow } from './row-check.ts';
+import { type Checked, checkRow, type RowReaders } from './row-check.ts';
 
 /** What one accepted row becomes: the caller adds job id, task id, status and timings. */
 export interface TaskDraft {
@@ -59,6 +60,11 @@ export interface TaskDraft {
   readonly variables: Readonly<Record<string, string>>;
   /** The row's `timezone` / `タイムゾーン` cell, a valid IANA zone, when the list has one and it is filled. */
   readonly timeZone?: string;
+  /**
+   * The row's other identifiers of the same person (its phone, LINE user id or email columns
+   * besides the recipient's, those that read as one), normalised: the ingest links them.
+   */
+  readonly identifiers?: readonly string[];
 }
 
 /** What a page read was, whatever was accepted of it. */
@@ -159,6 +165,7 @@ export async function ingestRows(input: IngestRowsInput): Promise<IngestResult> 
   const batchSize = input.batchSize ?? 500;
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new IngestInputError(`bad batchSize ${batchSize}`);
   const checkRecipient = recipientChecker(input.channel, input.defaultRegion);
+  const readIdentifier = identifierReader(input.defaultRegion);
   const limits: CsvLimits = { ...DEFAULT_CSV_LIMITS, ...input.limits };
   const { resumeFrom } = input;
   const counts = resumeFrom?.counts ?? ZERO;
@@ -183,7 +190,11 @@ export async function ingestRows(input: IngestRowsInput): Promise<IngestResult> 
     acceptsHeader: (cells) => mapHeader(cells, input.channel, { recipientColumn: input.recipientColumn }).ok,
   });
   if (!opened.ok) return { status: 'failed', counts, failure: { code: opened.code, reason: opened.reason } };
-  const run = new IngestRun(input, { batchSize, checkRecipient, limits, counts, map }, opened);
+  const run = new IngestRun(
+    input,
+    { batchSize, readers: { recipient: checkRecipient, identifier: readIdentifier }, limits, counts, map },
+    opened,
+  );
   try {
     return await run.readAll(opened.events);
   } finally {
@@ -195,7 +206,7 @@ export async function ingestRows(input: IngestRowsInput): Promise<IngestResult> 
 class IngestRun {
   readonly #input: IngestRowsInput;
   readonly #batchSize: number;
-  readonly #checkRecipient: (cell: string) => RecipientCheck;
+  readonly #readers: RowReaders;
   readonly #limits: CsvLimits;
   readonly #decoder: CellDecoder;
   readonly #delimiter: CsvDelimiter;
@@ -210,7 +221,7 @@ class IngestRun {
     input: IngestRowsInput,
     setup: {
       readonly batchSize: number;
-      readonly checkRecipient: (cell: string) => RecipientCheck;
+      readonly readers: RowReaders;
       readonly limits: CsvLimits;
       readonly counts: IngestCounts;
       readonly map: HeaderMap | undefined;
@@ -219,7 +230,7 @@ class IngestRun {
   ) {
     this.#input = input;
     this.#batchSize = setup.batchSize;
-    this.#checkRecipient = setup.checkRecipient;
+    this.#readers = setup.readers;
     this.#limits = setup.limits;
     this.#counts = setup.counts;
     this.#map = setup.map;
@@ -258,7 +269,7 @@ class IngestRun {
         };
         return { status: 'paused', counts: this.#counts, cursor };
       }
-      this.#page.push(checkRow(event, map, this.#limits, this.#checkRecipient));
+      this.#page.push(checkRow(event, map, this.#limits, this.#readers));
       if (event.kind !== 'unclosed-quote') this.#advance(event);
       if (this.#page.length >= this.#batchSize) await this.#storePage();
     }
@@ -289,7 +300,7 @@ class IngestRun {
         recipientColumn: this.#input.recipientColumn,
       });
       if (!mapping.ok) {
-        const looksLikeData = event.cells.some((cell) => this.#checkRecipient(cell).ok);
+        const looksLikeData = event.cells.some((cell) => this.#readers.recipient(cell).ok);
         const hint = looksLikeData ? '; the first row looks like data: the file needs a header row' : '';
         return this.#fail(
           'no-recipient-column',
@@ -362,6 +373,20 @@ function recipientChecker(
   }
   const region: CountryCode = defaultRegion;
   return (cell) => normalizePhoneNumber(cell, region);
+}
+
+/** A phone, LINE or email cell beside the recipient's, normalised, or undefined when it is not one. */
+function identifierReader(defaultRegion: string | undefined): RowReaders['identifier'] {
+  const region = defaultRegion !== undefined && isKnownRegion(defaultRegion) ? defaultRegion : undefined;
+  const readers: Record<IdentifierKind, ((cell: string) => RecipientCheck) | undefined> = {
+    line: normalizeLineUserId,
+    email: normalizeEmailRecipient,
+    phone: region && ((cell) => normalizePhoneNumber(cell, region)),
+  };
+  return (kind, cell) => {
+    const checked = cell.trim() === '' ? undefined : readers[kind]?.(cell);
+    return checked?.ok ? checked.recipient : undefined;
+  };
 }
 
 /**

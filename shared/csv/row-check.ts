@@ -3,6 +3,7 @@
  * time zone), becoming a report entry when it is rejected, else a candidate task.
  */
 import { checkTimeZoneCell } from '#shared/pacing/recipient-zone.ts';
+import type { IdentifierKind } from '#shared/people/model.ts';
 import type { HeaderMap } from './headers.ts';
 import type { TaskDraft } from './read-list.ts';
 import type { RecipientCheck } from './recipients.ts';
@@ -19,6 +20,12 @@ export type Checked =
       readonly value: string;
     };
 
+/** How a row's cells are read: its recipient's, and each other identifier's (undefined when it is none). */
+export interface RowReaders {
+  readonly recipient: (cell: string) => RecipientCheck;
+  readonly identifier: (kind: IdentifierKind, cell: string) => string | undefined;
+}
+
 /** Why a row is rejected: its report entry without the row and outcome. */
 type Fault = Omit<ReportEntry, 'row' | 'outcome'>;
 
@@ -27,7 +34,7 @@ export function checkRow(
   event: Exclude<CsvEvent, { kind: 'runaway' }>,
   map: HeaderMap,
   limits: CsvLimits,
-  checkRecipient: (cell: string) => RecipientCheck,
+  readers: RowReaders,
 ): Checked {
   const { row } = event;
   if (event.kind !== 'record') return rejected(row, unreadFault(event, limits));
@@ -35,7 +42,7 @@ export function checkRow(
   const fault = quoteFault(event) ?? shapeFault(cells, map);
   if (fault) return rejected(row, fault);
   const cell = cells[map.recipient]!;
-  const checked = checkRecipient(cell);
+  const checked = readers.recipient(cell);
   if (!checked.ok) {
     const value = cell.trim();
     return rejected(row, {
@@ -55,7 +62,10 @@ export function checkRow(
       value: reportValue(zoneCell),
     });
   }
-  const draft = taskDraft(row, cells, map, checked.recipient, zone?.ok ? zone.timeZone : undefined);
+  const draft = {
+    ...taskDraft(row, cells, map, checked.recipient, zone?.ok ? zone.timeZone : undefined),
+    ...otherIdentifiers(cells, map, readers, checked.recipient),
+  };
   return { kind: 'candidate', draft, column: map.headers[map.recipient]!, value: reportValue(cell.trim()) };
 }
 
@@ -127,4 +137,16 @@ function taskDraft(
     variables,
     ...(timeZone === undefined ? {} : { timeZone }),
   };
+}
+
+/** The row's other identifiers that read as one, each once, without the recipient. */
+function otherIdentifiers(
+  cells: readonly string[],
+  map: HeaderMap,
+  readers: RowReaders,
+  recipient: string,
+): { identifiers?: string[] } {
+  const found = map.identifiers.flatMap(({ index, kind }) => readers.identifier(kind, cells[index]!) ?? []);
+  const identifiers = [...new Set(found)].filter((id) => id !== recipient);
+  return identifiers.length === 0 ? {} : { identifiers };
 }

@@ -210,10 +210,14 @@ export class IngestStepRun {
    * would be held again where they appear further down the list.
    */
   async #store(drafts: readonly TaskDraft[], page: PageRead, client: ClientSettings, now: number) {
+    const persons = await this.#linkPeople(page);
     const chunked = this.#chunked();
     const chunkable = chunked ? drafts.filter((d) => isChunkable(d.recipient)) : [];
     const apart = chunkable.length === drafts.length ? [] : drafts.filter((d) => !chunkable.includes(d));
-    if (apart.length > 0) await this.#deps.tasks.put(apart.map((draft) => this.#toTask(draft, client, now)));
+    if (apart.length > 0)
+      await this.#deps.tasks.put(
+        apart.map((draft) => this.#toTask(draft, client, now, persons.get(draft.recipient))),
+      );
     if (!chunked) return;
     const read = page.read.filter((d) => isChunkable(d.recipient));
     const cuts = pageChunks(page.firstRow, read, this.#personalised());
@@ -223,6 +227,24 @@ export class IngestStepRun {
     const empty = cuts.filter((cut) => !accepted.has(cut.taskId)).map((cut) => cut.taskId);
     if (empty.length > 0) await this.#deps.tasks.deleteChunks!(this.#job.jobId, empty);
     this.#heldOnPage(read, chunkable);
+  }
+
+  /**
+   * The persons of a page's rows: each row read (opted out, suppressed or repeated too: its
+   * identifiers still belong together) links its identifiers (`shared/people/model.ts`); returns
+   * each linked recipient's person key. A group that would make a person too large stays unlinked.
+   */
+  async #linkPeople(page: PageRead): Promise<ReadonlyMap<string, string>> {
+    const people = this.#deps.people;
+    if (!people) return new Map();
+    const groups = page.read.map((draft) => [draft.recipient, ...(draft.identifiers ?? [])]);
+    const { persons, refused } = await people.link(this.#job.clientId, groups);
+    // No identifiers in the log: they are the customers' numbers and addresses.
+    if (refused.length > 0)
+      this.#deps.log.warn('rows whose identifiers would make a person too large were not linked', {
+        groups: refused.length,
+      });
+    return persons;
   }
 
   /**
@@ -253,7 +275,7 @@ export class IngestStepRun {
     };
   }
 
-  #toTask(draft: TaskDraft, client: ClientSettings, now: number): Task {
+  #toTask(draft: TaskDraft, client: ClientSettings, now: number, person: string | undefined): Task {
     const { clientId, jobId } = this.#job;
     return {
       clientId,
@@ -262,6 +284,7 @@ export class IngestStepRun {
       row: draft.row,
       channel: taskSideOf(this.#job.channel),
       recipient: draft.recipient,
+      ...(person === undefined ? {} : { person }),
       ...(draft.name === undefined ? {} : { name: draft.name }),
       variables: draft.variables,
       state: 'pending',

@@ -27,6 +27,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
+import type { PeopleStore } from '#shared/people/ports.ts';
 import { ZERO_COUNTS } from './api.ts';
 import { cancelSweepStart } from './cancel.ts';
 import { ValidationError } from './errors.ts';
@@ -63,6 +64,8 @@ export interface IngestJobDeps extends JobStores {
   readonly optOuts?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Which of the recipients are on the client's suppression list (skipped at upload, checked again at the start). */
   readonly suppressed?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Links the identifiers each row carries into persons (`shared/people/model.ts`); none when absent. */
+  readonly people?: PeopleStore;
   readonly clock: Clock;
   readonly log: Logger;
   /** Pause when less than this is left of the run (to store the state and send the continuation). */

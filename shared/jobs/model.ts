@@ -291,6 +291,12 @@ export interface Task {
   readonly channel: TaskSide;
   /** E.164 number for calls, LINE user id for messages. */
   readonly recipient: string;
+  /**
+   * The key of the recipient's person when the recipient is linked to other identifiers
+   * (`shared/people/model.ts`), as the ingest read it; absent: the recipient is a person alone. A
+   * start checks it against the link and counts the contact limits under it.
+   */
+  readonly person?: string;
   readonly name?: string;
   readonly variables: Readonly<Record<string, string>>;
   readonly state: TaskState;

@@ -48,6 +48,7 @@ describe('mapHeader', () => {
           { index: 5, key: 'F' },
           { index: 6, key: '携帯電話番号' },
         ],
+        identifiers: [{ index: 6, kind: 'phone' }],
       },
     });
   });
@@ -55,7 +56,13 @@ describe('mapHeader', () => {
   it('drops the empty cells at the end of the header row (Excel writes them), keeping empty ones in between', () => {
     expect(mapHeader(['phone', '', 'name', '', ' ', ''], 'call')).toEqual({
       ok: true,
-      map: { headers: ['phone', '', 'name'], recipient: 0, name: 2, variables: [{ index: 1, key: 'B' }] },
+      map: {
+        headers: ['phone', '', 'name'],
+        recipient: 0,
+        name: 2,
+        variables: [{ index: 1, key: 'B' }],
+        identifiers: [],
+      },
     });
   });
 

@@ -77,7 +77,15 @@ describe('options', () => {
   it('uses the recipient column the job names, keeping the alias-matching column as a variable', async () => {
     const csv = Buffer.from('電話番号,自宅の番号\n090-1111-0001,03-1234-5678\n');
     const { tasks } = await ingestBytes(csv, { recipientColumn: '自宅の番号' });
-    expect(tasks).toEqual([{ row: 2, recipient: '+81312345678', variables: { 電話番号: '090-1111-0001' } }]);
+    // The other number is the same person's too: the row links them.
+    expect(tasks).toEqual([
+      {
+        row: 2,
+        recipient: '+81312345678',
+        variables: { 電話番号: '090-1111-0001' },
+        identifiers: ['+819011110001'],
+      },
+    ]);
   });
 
   it('keeps a column named __proto__ as an ordinary variable', async () => {
