@@ -171,6 +171,34 @@ describe('a list uploaded through the presigned URL', () => {
     );
   });
 
+  it("links a row's phone and email into one person: a later email list's task to that address is the same person", async () => {
+    const clientId = uniqueName('people');
+    const email = { from: 'news@shop.example' };
+    expect((await call('PUT', `/clients/${clientId}`, { ...CLIENT, email })).status).toBe(200);
+    const upload = async (body: string, options: Record<string, unknown>) => {
+      const created = await call('POST', `/clients/${clientId}/jobs`, options);
+      expect(created.status).toBe(201);
+      const target = created.body.upload;
+      expect((await fetch(target.url, { method: target.method, body })).status).toBe(200);
+      await jobIn(clientId, created.body.jobId, ['scheduled', 'running']);
+      return tasksOf(created.body.jobId);
+    };
+    const calls = await upload(
+      'お名前,電話番号,メールアドレス\r\n山田,090-1111-0001,Taro@Example.jp\r\n佐藤,090-1111-0002,\r\n',
+      { name: 'calls', scenarioId: 'renewal' },
+    );
+    const [yamada, sato] = calls;
+    expect(yamada!.person).toMatch(/^P[0-9A-Z]{26}$/);
+    // A row with one identifier is a person of its own: no key beside the recipient.
+    expect(sato!.person).toBeUndefined();
+    const emails = await upload('メールアドレス\r\ntaro@example.jp\r\n', {
+      name: 'mails',
+      channel: 'email',
+      email: { subject: 'hi', text: 'hello' },
+    });
+    expect(emails.map((t) => [t.recipient, t.person])).toEqual([['taro@example.jp', yamada!.person]]);
+  });
+
   it('makes no second job, and no second task, from a duplicated S3 notification', async () => {
     const clientId = await newClient();
     const inline = await call('POST', `/clients/${clientId}/jobs?name=inline`, mixedList, {
