@@ -9,7 +9,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoChannelStore } from '#shared/adapters/dynamo-channels.ts';
 import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
-import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { claimSuppressions } from '#shared/adapters/dynamo-person-suppressions.ts';
 import type { BrokerDeps } from '#shared/broker/broker.ts';
 import { OwnChannels } from '#shared/broker/own-channel.ts';
 import type { HttpSend, HttpSendOptions } from '#shared/campaign/http-send.ts';
@@ -18,7 +18,6 @@ import { ChannelClients } from '#shared/channels/clients.ts';
 import { type MessageQuota, MessagingApiClient } from '#shared/line/messaging-client.ts';
 import type { Logger } from '#shared/log.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
-import { suppressionReasons } from '#shared/suppressions/model.ts';
 import type { BrokerConfig } from './config.ts';
 
 /** Time allowed for one Messaging API request (a send, a quota read). */
@@ -105,7 +104,7 @@ export function messageSide(
       tasksTable: config.tasksTable,
       clock,
       optedOut: (clientId, recipients) => optOuts.optedOut(clientId, recipients),
-      suppressed: suppressionReasons(new DynamoSuppressionStore(doc, config.controlTable)),
+      suppressed: claimSuppressions(doc, config.controlTable),
     }),
     sendFor: (channelId: string, clientId: string) => line.sendFor(channelId, clientId),
     readQuota: (channelId: string, clientId: string) => line.readQuota(channelId, clientId),

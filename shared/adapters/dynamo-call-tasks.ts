@@ -48,7 +48,8 @@ import { endCappedTask, personCapItems } from './dynamo-contact-caps.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 import { leaseFence } from './dynamo-leases.ts';
 import { readPersonOf } from './dynamo-people.ts';
-import { endSuppressedTask } from './dynamo-suppressed-tasks.ts';
+import { PersonSuppressions } from './dynamo-person-suppressions.ts';
+import { endPersonSuppressedTask, endSuppressedTask } from './dynamo-suppressed-tasks.ts';
 import { suppressionConditionCheck } from './dynamo-suppressions.ts';
 import { deferTask } from './dynamo-task-deferral.ts';
 import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
@@ -99,6 +100,7 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
   readonly #tasksTable: string;
   readonly #jobs: JobCache;
   readonly #now: () => number;
+  readonly #persons: PersonSuppressions;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoBrokerTaskStoreOptions) {
     this.#doc = doc;
@@ -106,6 +108,7 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
     this.#tasksTable = options.tasksTable;
     this.#now = options.now ?? Date.now;
     this.#jobs = new JobCache(doc, options.controlTable, this.#now, options.jobCacheMs ?? 5_000);
+    this.#persons = new PersonSuppressions(doc, options.controlTable, this.#now);
   }
 
   async getClient(clientId: string) {
@@ -145,6 +148,8 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
   }
 
   async start(task: Task, fence: Fence, limits?: StartLimits): Promise<StartResult> {
+    const throughPerson = await this.#suppressedThroughPerson(task, fence.now);
+    if (throughPerson) return throughPerson;
     let starting = task;
     for (let tryNo = 1; ; tryNo++) {
       const result = await this.#startAs(starting, fence, limits);
@@ -155,6 +160,20 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
       const { person: _stale, ...rest } = task;
       starting = person === task.recipient ? rest : { ...rest, person };
     }
+  }
+
+  /**
+   * A task whose person has another identifier suppressed person-wide ends suppressed before its
+   * start (`dynamo-person-suppressions.ts`); undefined when it may go on.
+   */
+  async #suppressedThroughPerson(task: Task, now: number): Promise<StartResult | undefined> {
+    if (task.person === undefined) return undefined;
+    const reasons = await this.#persons.reasons(task.clientId, new Map([[task.recipient, task.person]]));
+    const reason = reasons.get(task.recipient);
+    if (reason === undefined) return undefined;
+    const tables = { controlTable: this.#controlTable, tasksTable: this.#tasksTable };
+    const ended = await endPersonSuppressedTask(this.#doc, tables, task, reason, now);
+    return ended.kind === 'ended' ? { kind: 'suppressed', reason } : { kind: 'gone' };
   }
 
   /**

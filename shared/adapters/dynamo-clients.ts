@@ -129,6 +129,7 @@ const CLEARED_WHEN_ABSENT: Record<OptionalKeys<ClientSettings>, boolean> = {
   restrictedPeriods: true,
   holidays: true,
   contactLimits: true,
+  suppressionScope: true,
   outcomeWebhook: true,
   allowPartialDelivery: true,
 };

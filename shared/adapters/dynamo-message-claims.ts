@@ -46,10 +46,14 @@ export interface ClaimerDeps {
   readonly state: SessionState;
   readonly batches: MulticastRecords;
   readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
-  /** Those of `recipients` on the client's suppression list → the reason their task ends with. */
+  /**
+   * Those of `recipients` on the client's suppression list, or (`persons`: recipient → its linked
+   * person) whose person is suppressed person-wide → the reason their task ends with.
+   */
   readonly suppressed?: (
     clientId: string,
     recipients: readonly string[],
+    persons: ReadonlyMap<string, string>,
   ) => Promise<ReadonlyMap<string, string>>;
   /** Where a claim is recorded: on a claim page (`dynamo-claim-pages.ts`). */
   readonly pages: ClaimPages;
@@ -337,10 +341,17 @@ export class MessageClaimer implements TaskSource {
     if (group.length === 0) return [];
     // Opt-outs and suppressions are read while the claim is written: each takes a round trip or more.
     const recipients = group.flatMap((c) => recipientsOf(c.task));
+    const persons = new Map(
+      group.flatMap(({ task }) =>
+        typeof task.item.person === 'string' ? [[task.recipient, task.item.person]] : [],
+      ),
+    );
     const [claimed, optedOut, suppressed] = await Promise.all([
       this.#claim(job, group, token),
       this.#deps.optedOut ? this.#deps.optedOut(this.#clientId, recipients) : new Set<string>(),
-      this.#deps.suppressed ? this.#deps.suppressed(this.#clientId, recipients) : new Map<string, string>(),
+      this.#deps.suppressed
+        ? this.#deps.suppressed(this.#clientId, recipients, persons)
+        : new Map<string, string>(),
     ]);
     if (claimed.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);

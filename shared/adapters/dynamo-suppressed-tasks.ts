@@ -36,19 +36,41 @@ export async function endSuppressedTask(
     (await doc.send(new GetCommand({ TableName: tables.controlTable, Key: key, ConsistentRead: true }))).Item;
   if (!item) return { kind: 'gone' };
   const reason = suppressedReason(entryOf(item).source);
+  const entryStays = {
+    ConditionCheck: { TableName: tables.controlTable, Key: key, ConditionExpression: 'attribute_exists(pk)' },
+  };
+  return endWith(doc, tables, task, reason, now, [entryStays]);
+}
+
+/**
+ * Ends a waiting task as suppressed through its person (`dynamo-person-suppressions.ts`): another
+ * identifier of the person is on the list person-wide. `reason` names that entry's source.
+ */
+export function endPersonSuppressedTask(
+  doc: DynamoDBDocumentClient,
+  tables: SuppressedTaskTables,
+  task: Task,
+  reason: string,
+  now: number,
+): Promise<SuppressedEnd> {
+  return endWith(doc, tables, task, reason, now, []);
+}
+
+async function endWith(
+  doc: DynamoDBDocumentClient,
+  tables: SuppressedTaskTables,
+  task: Task,
+  reason: string,
+  now: number,
+  checks: readonly { ConditionCheck: Record<string, unknown> }[],
+): Promise<SuppressedEnd> {
   try {
     await doc.send(
       new TransactWriteCommand({
         ClientRequestToken: randomUUID(),
         TransactItems: [
           ...policyCancelItems(tables, task, { move: TASK_MOVES.suppress, reason, rule: 'suppressed' }, now),
-          {
-            ConditionCheck: {
-              TableName: tables.controlTable,
-              Key: key,
-              ConditionExpression: 'attribute_exists(pk)',
-            },
-          },
+          ...(checks as NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>),
         ],
       }),
     );

@@ -20,6 +20,7 @@ import { JOB_STATUS_SHARDS, TASK_SHARDS } from '#shared/resources.ts';
 import type { SmsSettings } from '#shared/sms/settings.ts';
 import type { SmsDeliveryState } from '#shared/sms/sms-events.ts';
 import type { SmsTemplate } from '#shared/sms/template.ts';
+import type { SuppressionScope, SuppressionSource } from '#shared/suppressions/model.ts';
 import type { TelephonySettings } from '#shared/telephony/settings.ts';
 import type { JobStatus } from './job-lifecycle.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -143,6 +144,11 @@ export interface ClientSettings {
   readonly holidays?: HolidayCalendar;
   /** How often one person may be contacted, across jobs and channels (`shared/contact-limits/model.ts`). */
   readonly contactLimits?: readonly ContactLimit[];
+  /**
+   * Per source of suppression entry, whether its entries reach the identifier's whole person or its
+   * own identifier only; a source left out has its default (`DEFAULT_SUPPRESSION_SCOPE`).
+   */
+  readonly suppressionScope?: Partial<Record<SuppressionSource, SuppressionScope>>;
   /**
    * Send a message job even when LINE's monthly quota left cannot cover the rest of it: what the
    * quota allows goes out, and the tasks LINE then refuses for the monthly limit end `failed`. When

@@ -8,9 +8,9 @@ import { isKnownRegion } from '#shared/csv/recipients.ts';
 import { normalizeEmailAddress } from '#shared/email/address.ts';
 import { type EmailTemplate, validateEmailTemplate } from '#shared/email/template.ts';
 import { type CallingHours, isAbbreviationOrOffset } from '#shared/pacing/calling-hours.ts';
-
 import { holidayCalendarSchema, restrictedPeriodsSchema } from '#shared/pacing/restricted-periods.ts';
 import { type SmsTemplate, validateSmsTemplate } from '#shared/sms/template.ts';
+import { SUPPRESSION_SOURCES } from '#shared/suppressions/model.ts';
 import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony/settings.ts';
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
 import { add, collect, parseHours } from './field-problems.ts';
@@ -126,6 +126,15 @@ const clientSettingsSchema = z.strictObject({
   holidays: holidayCalendarSchema.optional(),
   /** Frequency caps per recipient across jobs and channels (`shared/contact-limits/model.ts`). */
   contactLimits: contactLimitsSchema.optional(),
+  /** Per source, `person` or `channel` (`shared/suppressions/model.ts`). */
+  suppressionScope: z
+    .partialRecord(
+      z.enum(SUPPRESSION_SOURCES, {
+        error: `must name a source of suppression entries (${SUPPRESSION_SOURCES.join(', ')})`,
+      }),
+      z.enum(['channel', 'person'], { error: 'must be "channel" or "person"' }),
+    )
+    .optional(),
   /** Send a message job partly when LINE's monthly quota cannot cover all of it (default: pause it). */
   allowPartialDelivery: z.boolean('must be true or false').optional(),
 });
@@ -205,6 +214,7 @@ export function parseClientSettings(clientId: string, input: unknown, now: numbe
     ...(data.restrictedPeriods === undefined ? {} : { restrictedPeriods: data.restrictedPeriods }),
     ...(data.holidays === undefined ? {} : { holidays: data.holidays }),
     ...(data.contactLimits === undefined ? {} : { contactLimits: data.contactLimits }),
+    ...(data.suppressionScope === undefined ? {} : { suppressionScope: data.suppressionScope }),
     ...(data.allowPartialDelivery === undefined ? {} : { allowPartialDelivery: data.allowPartialDelivery }),
     updatedAt: now,
   };

@@ -41,6 +41,43 @@ export const AUTOMATIC_SOURCES: readonly SuppressionSource[] = [
   'complaint',
 ];
 
+/**
+ * How far an entry reaches: `channel`, only its own identifier (a phone number, a LINE user id, an
+ * address: today's behaviour for every entry); `person`, also every other identifier linked to
+ * that identifier's person (`shared/people/model.ts`), whatever the channel.
+ */
+export type SuppressionScope = 'channel' | 'person';
+
+/**
+ * Each source's scope unless the client sets another (`ClientSettings.suppressionScope`): a person's
+ * own "no" (an operator's entry, an unsubscribe, a STOP, a spam complaint, a request on a call not
+ * to be contacted) reaches the person; a bounce or an unfollow says an address or an account no
+ * longer works, not that the person said no, and stays on its identifier.
+ */
+export const DEFAULT_SUPPRESSION_SCOPE: Readonly<Record<SuppressionSource, SuppressionScope>> = {
+  api: 'person',
+  csv: 'person',
+  'line-unfollow': 'channel',
+  'call-outcome': 'person',
+  unsubscribe: 'person',
+  bounce: 'channel',
+  complaint: 'person',
+  'sms-stop': 'person',
+};
+
+/** Whether an entry of `source` reaches its identifier's whole person, under the client's overrides. */
+export function isPersonWide(
+  source: SuppressionSource,
+  overrides: Partial<Record<SuppressionSource, SuppressionScope>> | undefined,
+): boolean {
+  return (overrides?.[source] ?? DEFAULT_SUPPRESSION_SCOPE[source]) === 'person';
+}
+
+/** The reason a task ends with when another identifier of its person is suppressed person-wide. */
+export function personSuppressedReason(source: string): string {
+  return `${suppressedReason(source)} (another identifier of the same person)`;
+}
+
 /** What kind of recipient an entry names. */
 export type SuppressionKind = 'phone' | 'line' | 'email';
 

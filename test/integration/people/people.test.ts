@@ -11,6 +11,8 @@ import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
 import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
+import { claimSuppressions } from '#shared/adapters/dynamo-person-suppressions.ts';
+import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import { type ClientSettings, type Job, type JobChannel, keys, type Task } from '#shared/jobs/model.ts';
 import { personKeys } from '#shared/people/model.ts';
@@ -244,5 +246,82 @@ describe('a contact limit over two channels, for one person', () => {
         .source.nextPage(10);
       expect(contacts + again.length).toBe(1);
     } else expect(contacts).toBe(1);
+  });
+});
+
+describe('a suppression that reaches the person', () => {
+  /** A client whose unfollows reach the person, or not, with `U…` and an address linked into one person. */
+  async function linkedClient(clientId: string, scope: 'person' | 'channel') {
+    const client = await putClient(clientId);
+    await cloud.doc.send(
+      new PutCommand({
+        TableName: controlTable,
+        Item: { ...keys.client(clientId), ...client, suppressionScope: { 'line-unfollow': scope } },
+      }),
+    );
+    const { persons } = await people.link(clientId, [[line(9), mail(7), phone(7)]]);
+    return persons.get(mail(7))!;
+  }
+
+  async function claimEmail(clientId: string, person: string) {
+    await putJob(clientId, 'email', mail(7), person);
+    const leases = new DynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
+    const lease = await leases.tryTake({ clientId, owner: 'mailer', now: Date.now(), leaseMs: 60_000 });
+    const messages = new DynamoMessageTaskStore(cloud.doc, {
+      controlTable,
+      tasksTable,
+      clock: { now: () => Date.now() },
+      suppressed: claimSuppressions(cloud.doc, controlTable),
+    });
+    return messages.session({ clientId, owner: 'mailer', token: () => lease!.token }).source.nextPage(10);
+  }
+
+  const unfollow = (clientId: string) =>
+    new DynamoSuppressionStore(cloud.doc, controlTable).add(clientId, [
+      {
+        recipient: line(9),
+        kind: 'line',
+        source: 'line-unfollow',
+        reason: 'unfollowed',
+        addedAt: Date.now(),
+      },
+    ]);
+
+  it('does not email a person who unfollowed on LINE when the client makes unfollows person-wide', async () => {
+    const clientId = 'ppl-unfollow';
+    const person = await linkedClient(clientId, 'person');
+    await unfollow(clientId);
+    const [claimed] = await claimEmail(clientId, person);
+    expect(claimed?.suppressed).toBe('suppressed: line-unfollow (another identifier of the same person)');
+  });
+
+  it('still emails them by default: an unfollow says the LINE account no longer reaches them, not that they said no', async () => {
+    const clientId = 'ppl-unfollow-default';
+    const person = await linkedClient(clientId, 'channel');
+    await unfollow(clientId);
+    const [claimed] = await claimEmail(clientId, person);
+    expect(claimed?.suppressed).toBeUndefined();
+  });
+
+  it('ends a call to a person whose address unsubscribed (person-wide by default), with the reason', async () => {
+    const clientId = 'ppl-unsubscribed';
+    const person = await linkedClient(clientId, 'channel');
+    await new DynamoSuppressionStore(cloud.doc, controlTable).add(clientId, [
+      { recipient: mail(7), kind: 'email', source: 'unsubscribe', reason: 'one click', addedAt: Date.now() },
+    ]);
+    const { job, task } = await putJob(clientId, 'call', phone(7), person);
+    const leases = new DynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
+    const lease = await leases.tryTake({ clientId, owner: 'caller', now: Date.now(), leaseMs: 60_000 });
+    const calls = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const result = await calls.start(task, {
+      clientId,
+      owner: 'caller',
+      token: lease!.token,
+      now: Date.now(),
+    });
+    const reason = 'suppressed: unsubscribe (another identifier of the same person)';
+    expect(result).toEqual({ kind: 'suppressed', reason });
+    const [after] = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
+    expect(after).toMatchObject({ state: 'cancelled', reason });
   });
 });
