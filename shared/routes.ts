@@ -65,6 +65,10 @@ export const operatorRoutes: readonly OperatorRoute[] = [
   operatorRoute('GET', '/clients/{clientId}/suppressions', 'viewer'),
   operatorRoute('POST', '/clients/{clientId}/suppressions', 'operator'),
   operatorRoute('DELETE', '/clients/{clientId}/suppressions/{recipient}', 'operator'),
+  // People: the identifiers of one customer (shared/people/api.ts).
+  operatorRoute('GET', '/clients/{clientId}/people/{identifier}', 'viewer'),
+  operatorRoute('POST', '/clients/{clientId}/people', 'operator'),
+  operatorRoute('DELETE', '/clients/{clientId}/people/{identifier}', 'operator'),
   operatorRoute('POST', '/clients/{clientId}/jobs', 'operator'),
   operatorRoute('GET', '/clients/{clientId}/jobs', 'viewer'),
   operatorRoute('GET', '/clients/{clientId}/jobs/{jobId}', 'viewer'),

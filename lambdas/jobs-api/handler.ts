@@ -26,6 +26,7 @@ import {
 import { jobOptionsFromQuery } from '#shared/jobs/validation.ts';
 import type { Logger } from '#shared/log.ts';
 import { consoleOperator, consoleRefusal } from '#shared/operators/console-request.ts';
+import type { PeopleApi } from '#shared/people/api.ts';
 import { ENDED_TASK_RETENTION_DAYS } from '#shared/resources.ts';
 import { CONSOLE_API_PREFIX, operatorRouteKey } from '#shared/routes.ts';
 import type { SuppressionsApi } from '#shared/suppressions/api.ts';
@@ -134,6 +135,23 @@ async function suppressionRoute(
   }
 }
 
+/** People's routes: look up an identifier's person, link identifiers, take one out. */
+async function peopleRoute(
+  people: PeopleApi,
+  clientId: string,
+  event: APIGatewayProxyEventV2,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  const identifier = event.pathParameters?.identifier ?? '';
+  switch (event.routeKey.slice(0, event.routeKey.indexOf(' '))) {
+    case 'GET':
+      return jsonResponse(200, await people.get(clientId, identifier));
+    case 'DELETE':
+      return jsonResponse(200, await people.unlink(clientId, identifier));
+    default:
+      return jsonResponse(200, await people.link(clientId, jsonRequestBody(event)));
+  }
+}
+
 /** The report: in the response when small, else a 303 to the object in the bucket. */
 function reportResponse(
   report: Awaited<ReturnType<JobsApi['report']>>,
@@ -159,6 +177,8 @@ interface JobsApiHandlerDeps {
   readonly api: JobsApi;
   /** The suppression list's routes; without it they fail (a handler wired for the jobs only). */
   readonly suppressions?: SuppressionsApi;
+  /** People's routes; without it they fail. */
+  readonly people?: PeopleApi;
   readonly log: Logger;
 }
 
@@ -203,6 +223,10 @@ async function clientRoute(
     case 'POST /clients/{clientId}/suppressions':
     case 'DELETE /clients/{clientId}/suppressions/{recipient}':
       return suppressionRoute(wiredSuppressions(deps), clientId, event);
+    case 'GET /clients/{clientId}/people/{identifier}':
+    case 'POST /clients/{clientId}/people':
+    case 'DELETE /clients/{clientId}/people/{identifier}':
+      return peopleRoute(wiredPeople(deps), clientId, event);
     default:
       return jsonResponse(404, { message: 'Not Found' });
   }
@@ -212,6 +236,12 @@ async function clientRoute(
 function wiredSuppressions(deps: JobsApiHandlerDeps): SuppressionsApi {
   if (!deps.suppressions) throw new Error('no suppression list is wired into the operator API');
   return deps.suppressions;
+}
+
+/** People's routes, or an error when the handler was wired without them. */
+function wiredPeople(deps: JobsApiHandlerDeps): PeopleApi {
+  if (!deps.people) throw new Error('no people store is wired into the operator API');
+  return deps.people;
 }
 
 /** The routes of a client's jobs; undefined for a route that is not one of them. */

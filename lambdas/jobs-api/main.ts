@@ -13,6 +13,7 @@ import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoOutcomeSecretWriter } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { DynamoOutstandingHeads } from '#shared/adapters/dynamo-outstanding-heads.ts';
+import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
@@ -20,6 +21,7 @@ import { SqsIngestQueue } from '#shared/adapters/sqs-ingest-queue.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { JobsApi } from '#shared/jobs/api.ts';
+import { PeopleApi } from '#shared/people/api.ts';
 import { SuppressionsApi } from '#shared/suppressions/api.ts';
 import { makeJobsApiHandler } from './handler.ts';
 
@@ -72,6 +74,7 @@ export const handler = observe(
       store: new DynamoSuppressionStore(doc, controlTable),
       clock,
     }),
+    people: new PeopleApi({ clients, store: new DynamoPeopleStore(doc, controlTable) }),
     log,
   }),
 );

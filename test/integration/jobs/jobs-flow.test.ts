@@ -199,6 +199,36 @@ describe('a list uploaded through the presigned URL', () => {
     expect(emails.map((t) => [t.recipient, t.person])).toEqual([['taro@example.jp', yamada!.person]]);
   });
 
+  it('links, looks up and unlinks identifiers through the people routes, naming a bad one at its field', async () => {
+    const clientId = await newClient();
+    const linked = await call('POST', `/clients/${clientId}/people`, {
+      identifiers: ['090-3333-0001', 'Hanako@Example.jp', `U${'b'.repeat(32)}`],
+    });
+    expect(linked.status).toBe(200);
+    expect(linked.body.person).toMatch(/^P[0-9A-Z]{26}$/);
+    expect(linked.body.identifiers).toEqual([
+      { identifier: '+819033330001', kind: 'phone' },
+      { identifier: 'hanako@example.jp', kind: 'email' },
+      { identifier: `U${'b'.repeat(32)}`, kind: 'line' },
+    ]);
+    const found = await call('GET', `/clients/${clientId}/people/${encodeURIComponent('hanako@example.jp')}`);
+    expect(found.body).toEqual(linked.body);
+    const out = await call('DELETE', `/clients/${clientId}/people/${encodeURIComponent('+819033330001')}`);
+    expect(out.body).toEqual({ identifier: '+819033330001', unlinked: true });
+    const alone = await call('GET', `/clients/${clientId}/people/090-3333-0001`);
+    expect(alone.body).toEqual({
+      person: '+819033330001',
+      identifiers: [{ identifier: '+819033330001', kind: 'phone' }],
+    });
+    const bad = await call('POST', `/clients/${clientId}/people`, {
+      identifiers: ['090-3333-0001', 'nobody'],
+    });
+    expect(bad.status).toBe(400);
+    expect(Object.keys(bad.body.fieldErrors)).toEqual(['identifiers[1]']);
+    const one = await call('POST', `/clients/${clientId}/people`, { identifiers: ['090-3333-0001'] });
+    expect(one.status).toBe(400);
+  });
+
   it('makes no second job, and no second task, from a duplicated S3 notification', async () => {
     const clientId = await newClient();
     const inline = await call('POST', `/clients/${clientId}/jobs?name=inline`, mixedList, {
