@@ -2,9 +2,11 @@
  * The cost of the contact-policy checks where a contact starts, on DynamoDB Local, side by side
  * with the same starts without them:
  *   - a call's start transaction (`DynamoBrokerTaskStore.start`): off; + the suppression
- *     ConditionCheck; + 1 contact-limit counter; + 3 counters;
+ *     ConditionCheck; + 1 contact-limit counter (and the person's link check); + 3 counters; + 1
+ *     counter for a recipient linked to an address (the person-wide suppression read before it);
  *   - a message page's claim (`MessageClaimer.nextPage`): off; + the suppression read of the page;
- *     + 3 contact-limit counters per first claim (in the claim's transactions).
+ *     + 3 contact-limit counters per first claim (in the claim's transactions); the same for
+ *     recipients each linked to an address.
  * The variants run interleaved (one start of each in turn), on tasks of their own, under one lease,
  * so drift on a shared machine hits them alike. Every start passes (no entry, caps far above the
  * count): what is measured is the price of checking, not of refusing.
@@ -15,13 +17,15 @@ import { makeDocumentClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { DynamoMessageTaskStore } from '#shared/adapters/dynamo-message-tasks.ts';
+import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
+import { claimSuppressions } from '#shared/adapters/dynamo-person-suppressions.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import type { StartLimits } from '#shared/broker/ports.ts';
 import { type ContactLimit, capSlots } from '#shared/contact-limits/model.ts';
 import { newUlid } from '#shared/ids.ts';
 import { type ClientSettings, type Job, type Task, taskSideOf } from '#shared/jobs/model.ts';
 import type { Lease } from '#shared/lease/lease.ts';
-import { suppressionKeys, suppressionReasons } from '#shared/suppressions/model.ts';
+import { suppressionKeys } from '#shared/suppressions/model.ts';
 import { freshCounts, seedRunningJob } from './seed-job.ts';
 
 export interface CheckFigures {
@@ -169,11 +173,14 @@ export async function measureCallStartChecks(
     { name: '+ suppression ConditionCheck', suppression: true, limits: 0 },
     { name: '+ suppression + 1 contact limit', suppression: true, limits: 1 },
     { name: '+ suppression + 3 contact limits', suppression: true, limits: 3 },
+    // A person linked to an address: the person-wide suppression read before the start, the link check in it.
+    { name: '+ suppression + 1 limit, linked person', suppression: true, limits: 1, linked: true },
   ];
   const runs = await Promise.all(
     variants.map(async (v, k) => {
       const j = job(clientId, 'call', starts);
-      const tasks = Array.from({ length: starts }, (_, i) => taskOf(j, i, String(k)));
+      const plain = Array.from({ length: starts }, (_, i) => taskOf(j, i, String(k)));
+      const tasks = 'linked' in v ? await linkedPersons(doc, tables, plain) : plain;
       await seedRunningJob(doc, tables, { client: settings, job: j, tasks: (i) => tasks[i]!, count: starts });
       const store = new DynamoBrokerTaskStore(v.suppression ? doc : bare, tables);
       return { ...v, tasks, store, times: [] as number[] };
@@ -198,8 +205,29 @@ export async function measureCallStartChecks(
   return runs.map((r) => ({
     name: r.name,
     perStartMs: r.times,
-    items: 3 + (r.suppression ? 1 : 0) + r.limits,
+    // Lease, job, task; the suppression check; under limits the link check and a counter each.
+    items: 3 + (r.suppression ? 1 : 0) + (r.limits > 0 ? 1 + r.limits : 0),
   }));
+}
+
+/** The tasks, each recipient linked with an address of its own (one person each), carrying its person. */
+async function linkedPersons(
+  doc: DynamoDBDocumentClient,
+  tables: Tables,
+  tasks: readonly Task[],
+): Promise<Task[]> {
+  const people = new DynamoPeopleStore(doc, tables.controlTable);
+  const address = (task: Task) => `${task.taskId}.${task.jobId.toLowerCase()}@bench.example`;
+  const out: Task[] = [];
+  for (let i = 0; i < tasks.length; i += 100) {
+    const page = tasks.slice(i, i + 100);
+    const { persons } = await people.link(
+      page[0]!.clientId,
+      page.map((task) => [task.recipient, address(task)]),
+    );
+    for (const task of page) out.push({ ...task, person: persons.get(task.recipient)! });
+  }
+  return out;
 }
 
 /** Pages of 500 claimed per variant, interleaved: per claimed task, with and without the suppression read. */
@@ -209,11 +237,11 @@ export async function measureMessageClaimChecks(
   messages: number,
 ): Promise<CheckFigures[]> {
   const page = 500;
-  const suppressions = new DynamoSuppressionStore(doc, tables.controlTable);
   const variants = [
     { name: 'off (no checks)', suppressed: false, caps: false },
     { name: '+ suppression read of each page', suppressed: true, caps: false },
     { name: '+ suppression + 3 contact limits', suppressed: true, caps: true },
+    { name: '+ suppression + 3 limits, linked persons', suppressed: true, caps: true, linked: true },
   ];
   const runs = await Promise.all(
     variants.map(async (v, k) => {
@@ -222,17 +250,19 @@ export async function measureMessageClaimChecks(
       const settings = client(clientId, v.caps);
       await someSuppressions(doc, tables, clientId, 200);
       const j = job(clientId, 'line', messages);
+      const plain = Array.from({ length: messages }, (_, i) => taskOf(j, i, String(k)));
+      const tasks = 'linked' in v ? await linkedPersons(doc, tables, plain) : plain;
       await seedRunningJob(doc, tables, {
         client: settings,
         job: j,
-        tasks: (i) => taskOf(j, i, String(k)),
+        tasks: (i) => tasks[i]!,
         count: messages,
       });
       const lease = await benchLease(doc, tables.controlTable, clientId);
       const store = new DynamoMessageTaskStore(doc, {
         ...tables,
         clock: { now: () => Date.now() },
-        ...(v.suppressed ? { suppressed: suppressionReasons(suppressions) } : {}),
+        ...(v.suppressed ? { suppressed: claimSuppressions(doc, tables.controlTable) } : {}),
       });
       const session = store.session({ clientId, owner: 'bench', token: () => lease.token });
       return { ...v, session, times: [] as number[], claimed: 0 };
