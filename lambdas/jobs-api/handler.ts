@@ -135,7 +135,7 @@ async function suppressionRoute(
   }
 }
 
-/** People's routes: look up an identifier's person, link identifiers, take one out. */
+/** People's routes: look up an identifier's person, link identifiers (JSON) or upload them (CSV), take one out. */
 async function peopleRoute(
   people: PeopleApi,
   clientId: string,
@@ -148,6 +148,8 @@ async function peopleRoute(
     case 'DELETE':
       return jsonResponse(200, await people.unlink(clientId, identifier));
     default:
+      if (isCsvUpload(event))
+        return jsonResponse(200, await people.upload(clientId, decodeRequestBody(event)));
       return jsonResponse(200, await people.link(clientId, jsonRequestBody(event)));
   }
 }

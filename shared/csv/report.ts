@@ -15,7 +15,9 @@ export type ReportCode =
   | 'bad-time-zone'
   | 'duplicate'
   | 'opted-out'
-  | 'suppressed';
+  | 'suppressed'
+  /** A people upload's row whose identifiers would make a person of more than 20 (`shared/people/api.ts`). */
+  | 'person-too-large';
 
 /** Why one data row did not become a task. */
 export interface ReportEntry {

@@ -8,15 +8,31 @@
  * email address. A bad one is a `ValidationError` naming its field (`identifiers[1]`), an unknown
  * client a `ClientNotFoundError`.
  */
+
+import { readIdentifierList } from '#shared/csv/read-identifier-list.ts';
+import type { TaskDraft } from '#shared/csv/read-list.ts';
 import {
   normalizeEmailRecipient,
   normalizeLineUserId,
   normalizePhoneNumber,
 } from '#shared/csv/recipients.ts';
+import type { ReportEntry } from '#shared/csv/report.ts';
 import { ClientNotFoundError, emptyFieldErrors, ValidationError } from '#shared/jobs/errors.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
 import { type IdentifierKind, identifierKind, PERSON_MEMBERS_MAX } from './model.ts';
 import type { PeopleStore, Person } from './ports.ts';
+
+/** Rows linked per store call during an upload. */
+const PEOPLE_UPLOAD_PAGE = 100;
+
+/** What an upload did: rows linked, and each row that was not (row, column, reason). */
+export interface PeopleUploadAnswer {
+  readonly dataRows: number;
+  /** Rows with two or more identifiers, made one person. */
+  readonly linked: number;
+  readonly rejected: number;
+  readonly problems: readonly ReportEntry[];
+}
 
 /** A person as the API shows it: its key, and each identifier with its kind. */
 export interface PersonView {
@@ -52,6 +68,43 @@ export class PeopleApi {
     return viewOf(await this.#deps.store.person(clientId, identifiers[0]!));
   }
 
+  /**
+   * A CSV of people, a row each: every identifier column of a row (phone, LINE user id, email
+   * headers, as a job's list) becomes one person. Read as a job's list is; a bad row is reported
+   * with its row, column and reason, and the good ones are linked.
+   */
+  async upload(clientId: string, bytes: Uint8Array): Promise<PeopleUploadAnswer> {
+    const region = (await this.#client(clientId)).defaultRegion;
+    let linked = 0;
+    const refused: ReportEntry[] = [];
+    const { result, problems } = await readIdentifierList({
+      bytes,
+      region,
+      // Every row read, a repeated identifier too: its row may bring another identifier along.
+      onBatch: async (_accepted, page) => {
+        const rows = page.read.filter((draft) => (draft.identifiers ?? []).length > 0);
+        if (rows.length === 0) return;
+        const outcome = await this.#deps.store.link(clientId, rows.map(identifiersOf));
+        for (const draft of rows) {
+          const reason = outcome.refused.find((group) => group.identifiers.includes(draft.recipient))?.reason;
+          if (reason === undefined) linked++;
+          else refused.push({ row: draft.row, outcome: 'rejected', code: 'person-too-large', reason });
+        }
+      },
+      pageSize: PEOPLE_UPLOAD_PAGE,
+    });
+    if (result.status === 'failed' && result.failure.code !== 'no-usable-rows')
+      throw new ValidationError('the list of people cannot be read', { file: [result.failure.reason] });
+    const { counts } = result;
+    return {
+      dataRows: counts.dataRows,
+      linked,
+      rejected: counts.rejected + refused.length,
+      // A repeated identifier is no problem here: its row was linked all the same.
+      problems: [...problems.filter((p) => p.code !== 'duplicate'), ...refused].sort((a, b) => a.row - b.row),
+    };
+  }
+
   /** Takes `input` out of its person; the others stay one person. */
   async unlink(clientId: string, input: string): Promise<{ identifier: string; unlinked: boolean }> {
     const region = (await this.#client(clientId)).defaultRegion;
@@ -64,6 +117,10 @@ export class PeopleApi {
     if (!client) throw new ClientNotFoundError(`no client ${clientId}`);
     return client;
   }
+}
+
+function identifiersOf(draft: TaskDraft): string[] {
+  return [draft.recipient, ...(draft.identifiers ?? [])];
 }
 
 function viewOf(person: Person): PersonView {

@@ -11,11 +11,12 @@
  * column kept as each entry's reason; bad rows are reported with row, column and reason, the good
  * ones added.
  */
-import { inMemoryDuplicateFilter } from '#shared/csv/duplicates.ts';
-import { type IngestResult, ingestRows, type TaskDraft } from '#shared/csv/read-list.ts';
+
+import { readIdentifierList } from '#shared/csv/read-identifier-list.ts';
+import type { TaskDraft } from '#shared/csv/read-list.ts';
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { ClientNotFoundError, emptyFieldErrors, ValidationError } from '#shared/jobs/errors.ts';
-import type { ClientSettings, JobChannel } from '#shared/jobs/model.ts';
+import type { ClientSettings } from '#shared/jobs/model.ts';
 import {
   entryReason,
   kindOf,
@@ -156,17 +157,13 @@ export class SuppressionsApi {
     if (query.reason !== undefined && [...query.reason].length > SUPPRESSION_REASON_MAX)
       errors.reason = [`must be at most ${SUPPRESSION_REASON_MAX} characters`];
     if (Object.keys(errors).length > 0) throw new ValidationError('invalid suppression upload', errors);
-    const problems: ReportEntry[] = [];
     const writer = new UploadWriter(this.#deps, clientId, query.reason);
-    // A list of phone numbers is read as a call list, one of LINE user ids as a LINE list, one of
-    // addresses as an email list: the first whose recipient column the header has.
-    let result = await readUpload(bytes, 'call', client.defaultRegion, writer, problems);
-    for (const channel of ['line', 'email'] as const) {
-      if (result.status !== 'failed' || result.failure.code !== 'no-recipient-column' || writer.added > 0)
-        break;
-      problems.length = 0;
-      result = await readUpload(bytes, channel, client.defaultRegion, writer, problems);
-    }
+    const { result, problems } = await readIdentifierList({
+      bytes,
+      region: client.defaultRegion,
+      onBatch: (drafts) => writer.write(drafts),
+      pageSize: UPLOAD_PAGE,
+    });
     if (result.status === 'failed' && result.failure.code !== 'no-usable-rows')
       throw new ValidationError('the suppression list cannot be read', { file: [result.failure.reason] });
     const { counts } = result;
@@ -214,30 +211,6 @@ class UploadWriter {
     await this.#deps.store.add(this.#clientId, entries);
     this.added += entries.length;
   }
-}
-
-function readUpload(
-  bytes: Uint8Array,
-  channel: JobChannel,
-  region: string,
-  writer: UploadWriter,
-  problems: ReportEntry[],
-): Promise<IngestResult> {
-  return ingestRows({
-    source: (async function* () {
-      yield bytes;
-    })(),
-    channel,
-    defaultRegion: region,
-    // Every recipient of the file goes on the list, opted out or not.
-    isOptedOut: async () => new Set<string>(),
-    duplicates: inMemoryDuplicateFilter(),
-    onBatch: (drafts) => writer.write(drafts),
-    onReport: async (entries) => {
-      problems.push(...entries);
-    },
-    batchSize: UPLOAD_PAGE,
-  });
 }
 
 function reasonColumn(variables: Readonly<Record<string, string>>): string | undefined {

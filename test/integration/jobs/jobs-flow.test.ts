@@ -227,6 +227,27 @@ describe('a list uploaded through the presigned URL', () => {
     expect(Object.keys(bad.body.fieldErrors)).toEqual(['identifiers[1]']);
     const one = await call('POST', `/clients/${clientId}/people`, { identifiers: ['090-3333-0001'] });
     expect(one.status).toBe(400);
+
+    // A CSV of people: each row's identifier columns one person; a repeated phone brings its LINE id along.
+    const line = `U${'c'.repeat(32)}`;
+    const csv = [
+      '電話番号,メールアドレス,LINEユーザーID,お名前',
+      '090-4444-0001,ichiro@example.jp,,一郎',
+      '090-4444-0001,,' + line + ',一郎',
+      '090-4444-0002,,,次郎',
+      '090-4444-0003,not-an-address,,三郎',
+      'abc,jiro@example.jp,,x',
+    ].join('\r\n');
+    const uploaded = await call('POST', `/clients/${clientId}/people`, csv, { 'content-type': 'text/csv' });
+    expect(uploaded.status).toBe(200);
+    expect(uploaded.body).toMatchObject({ dataRows: 5, linked: 2, rejected: 1 });
+    expect(uploaded.body.problems.map((p: { row: number; code: string }) => [p.row, p.code])).toEqual([
+      [6, 'invalid-phone'],
+    ]);
+    const ichiro = await call('GET', `/clients/${clientId}/people/${line}`);
+    expect(ichiro.body.identifiers.map((i: { identifier: string }) => i.identifier).sort()).toEqual(
+      ['+819044440001', 'ichiro@example.jp', line].sort(),
+    );
   });
 
   it('makes no second job, and no second task, from a duplicated S3 notification', async () => {
