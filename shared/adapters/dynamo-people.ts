@@ -54,8 +54,13 @@ export class DynamoPeopleStore implements PeopleStore {
   }
 
   async link(clientId: string, groups: readonly (readonly string[])[]): Promise<LinkOutcome> {
-    const components = connectedGroups(groups);
-    const state = await this.#state(clientId, components.flat());
+    const identifiers = [...new Set(groups.flat())];
+    const state = await this.#state(clientId, identifiers);
+    // Groups that touch one known person (through different identifiers) are linked as one: they
+    // would all write its members item, and race each other.
+    const components = connectedGroups(
+      groups.map((group) => [...group, ...group.flatMap((id) => personToken(state.links.get(id)))]),
+    ).map((component) => component.filter((id) => !id.startsWith(PERSON_TOKEN)));
     const persons = new Map(state.links);
     const refused: { identifiers: readonly string[]; reason: string }[] = [];
     const linking = components.filter((c) => c.length > 1);
@@ -81,6 +86,11 @@ export class DynamoPeopleStore implements PeopleStore {
       : { person: identifier, identifiers: [identifier] };
   }
 
+  /** Waits a little longer each time another writer won (full jitter from 20 ms, at most 1 s). */
+  async #backOff(attempt: number): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(1_000, 20 * 2 ** attempt)));
+  }
+
   async unlink(clientId: string, identifier: string): Promise<boolean> {
     for (let attempt = 0; attempt <= CONFLICT_RETRIES; attempt++) {
       const state = await this.#state(clientId, [identifier]);
@@ -100,6 +110,7 @@ export class DynamoPeopleStore implements PeopleStore {
         this.#membersWrite(clientId, stored, rest),
       ];
       if (await this.#transact(items)) return true;
+      await this.#backOff(attempt);
     }
     throw new Error(`unlinking ${identifier} kept conflicting with other writers`);
   }
@@ -120,8 +131,9 @@ export class DynamoPeopleStore implements PeopleStore {
         const members = state.persons.get(decision.person)?.members ?? group;
         return { kind: 'linked', person: decision.person, members };
       }
-      if (await this.#transact(this.#planItems(clientId, decision)))
+      if (decision.kind === 'link' && (await this.#transact(this.#planItems(clientId, decision))))
         return { kind: 'linked', person: decision.person, members: decision.members };
+      await this.#backOff(attempt);
       state = await this.#state(clientId, group);
     }
     throw new Error(`linking ${group.join(', ')} kept conflicting with other writers`);
@@ -145,7 +157,15 @@ export class DynamoPeopleStore implements PeopleStore {
         ...versionCondition(p),
       },
     }));
-    return [...links, this.#membersWrite(clientId, before, plan.members), ...dropped];
+    const guards = plan.guards.map((identifier) => ({
+      ConditionCheck: {
+        TableName: this.#tableName,
+        Key: personKeys.link(clientId, identifier),
+        ConditionExpression: 'person = :person',
+        ExpressionAttributeValues: { ':person': plan.person },
+      },
+    }));
+    return [...links, ...guards, this.#membersWrite(clientId, before, plan.members), ...dropped];
   }
 
   /** The person's members item set to `members` (deleted when none is left), at the version read. */
@@ -201,15 +221,21 @@ export class DynamoPeopleStore implements PeopleStore {
       { consistent: true },
     );
     const persons = new Map<string, StoredPerson>(
-      personItems.map((item) => [
-        String(item.person),
-        {
-          person: String(item.person),
-          members: (item.members as string[]) ?? [],
-          version: Number(item.version ?? 0),
-        },
+      // A link whose person's members item is gone (a merge deleted it after the link was read, or
+      // it never was): the person as its links read show it, not yet stored (version 0).
+      keys.map((key) => [
+        key,
+        { person: key, members: [...links].filter(([, p]) => p === key).map(([id]) => id), version: 0 },
       ]),
     );
+    for (const item of personItems) {
+      const person = String(item.person);
+      persons.set(person, {
+        person,
+        members: (item.members as string[]) ?? [],
+        version: Number(item.version ?? 0),
+      });
+    }
     return { links, persons };
   }
 }
@@ -230,6 +256,13 @@ export async function readPersonOf(
     }),
   );
   return out.Item ? String(out.Item.person) : identifier;
+}
+
+/** What marks a person's key among a group's identifiers while groups are joined by the persons they touch. */
+const PERSON_TOKEN = '\u0000person:';
+
+function personToken(person: string | undefined): string[] {
+  return person === undefined ? [] : [`${PERSON_TOKEN}${person}`];
 }
 
 /** A members item's write held to the version read (none when it did not exist). */

@@ -59,11 +59,18 @@ export interface LinkPlan {
   readonly links: readonly { readonly identifier: string; readonly from?: string }[];
   /** Persons merged into `person`: their members items go. */
   readonly dropped: readonly StoredPerson[];
+  /**
+   * The group's identifiers already linked to `person`, which nothing else writes: a check that
+   * they still are (a read taken before another writer moved one must not be written on).
+   */
+  readonly guards: readonly string[];
 }
 
 export type LinkDecision =
   | LinkPlan
   | { readonly kind: 'same'; readonly person: string }
+  /** What was read is not one moment's state (another writer moved a link between two reads): read again. */
+  | { readonly kind: 'stale' }
   | { readonly kind: 'too-many'; readonly reason: string };
 
 /**
@@ -90,7 +97,14 @@ export function planLink(group: readonly string[], state: LinkState, newKey: () 
     ...dropped.flatMap((p) => p.members.map((identifier) => ({ identifier, from: p.person }))),
     ...unlinked.map((identifier) => ({ identifier })),
   ];
-  return { kind: 'link', person: kept?.person ?? newKey(), before: kept, members, links, dropped };
+  // One identifier written twice (unlinked, yet a member of a person; a member of two persons):
+  // the links and the members were read at different moments.
+  if (new Set(links.map((l) => l.identifier)).size !== links.length) return { kind: 'stale' };
+  const moved = new Set(links.map((l) => l.identifier));
+  const guards = kept
+    ? identifiers.filter((id) => state.links.get(id) === kept.person && !moved.has(id))
+    : [];
+  return { kind: 'link', person: kept?.person ?? newKey(), before: kept, members, links, dropped, guards };
 }
 
 /**

@@ -97,6 +97,29 @@ describe('linking identifiers', () => {
     expect(await expectOnePerson(clientId, [phone(1), mail(1), line(1), phone(2)])).toBe(larger);
   });
 
+  it('links a page whose rows each touch one known person through a different identifier in one write, not a race', async () => {
+    const clientId = 'ppl-page';
+    const known = Array.from({ length: 10 }, (_, i) => phone(100 + i));
+    await people.link(clientId, [known]);
+    const rows = known.map((id, i) => [id, mail(100 + i)]);
+    const { persons, refused } = await people.link(clientId, rows);
+    expect(refused).toEqual([]);
+    const person = await expectOnePerson(clientId, rows.flat());
+    expect(new Set(persons.values())).toEqual(new Set([person]));
+  });
+
+  it('mends a link whose person is gone: the row’s identifiers end one person, none lost', async () => {
+    const clientId = 'ppl-dangling';
+    await cloud.doc.send(
+      new PutCommand({
+        TableName: controlTable,
+        Item: { ...personKeys.link(clientId, phone(50)), person: `P01J${'Z'.repeat(23)}` },
+      }),
+    );
+    await people.link(clientId, [[phone(50), mail(50)]]);
+    await expectOnePerson(clientId, [phone(50), mail(50)]);
+  });
+
   it('ends as one person when many writers link overlapping rows at once', async () => {
     const clientId = 'ppl-race';
     // A chain: row i links phone(i) and phone(i+1); every writer races every other.

@@ -36,6 +36,7 @@ describe('linking identifiers into a person', () => {
       members: [PHONE, MAIL],
       links: [{ identifier: PHONE }, { identifier: MAIL }],
       dropped: [],
+      guards: [],
     });
   });
 
@@ -69,6 +70,28 @@ describe('linking identifiers into a person', () => {
     });
     const tie = planLink([LINE, MAIL], state([small, { person: 'PA', members: [MAIL], version: 1 }]), newKey);
     expect(tie).toMatchObject({ person: 'PA', links: [{ identifier: LINE, from: 'PB' }] });
+  });
+
+  it('reads again when links and members were read at different moments (an identifier would be written twice)', () => {
+    // X had no link when links were read; a writer added it to PB before PB's members were read.
+    const pa = { person: 'PA', members: [PHONE, '+819011110002'], version: 1 };
+    const pb = { person: 'PB', members: [LINE, MAIL], version: 2 };
+    const read: LinkState = {
+      links: new Map([
+        [PHONE, 'PA'],
+        [LINE, 'PB'],
+      ]),
+      persons: new Map([
+        ['PA', pa],
+        ['PB', pb],
+      ]),
+    };
+    expect(planLink([PHONE, LINE, MAIL], read, newKey)).toEqual({ kind: 'stale' });
+  });
+
+  it('guards the group’s identifiers already linked to the kept person, which nothing else writes', () => {
+    const p = { person: 'PA', members: [PHONE, MAIL], version: 3 };
+    expect(planLink([MAIL, PHONE, LINE], state([p]), newKey)).toMatchObject({ guards: [MAIL, PHONE] });
   });
 
   it('refuses a person of more than 20 identifiers', () => {
