@@ -167,8 +167,8 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
    * start (`dynamo-person-suppressions.ts`); undefined when it may go on.
    */
   async #suppressedThroughPerson(task: Task, now: number): Promise<StartResult | undefined> {
-    if (task.person === undefined) return undefined;
-    const reasons = await this.#persons.reasons(task.clientId, new Map([[task.recipient, task.person]]));
+    const hints = new Map(task.person === undefined ? [] : [[task.recipient, task.person]]);
+    const reasons = await this.#persons.reasons(task.clientId, [task.recipient], hints);
     const reason = reasons.get(task.recipient);
     if (reason === undefined) return undefined;
     const tables = { controlTable: this.#controlTable, tasksTable: this.#tasksTable };
@@ -398,9 +398,11 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
         TableName: this.#tasksTable,
         Key: keys.task(task.jobId, task.taskId),
         UpdateExpression:
-          `SET #state = ${to.placeholder}, attempts = :attempts, startedAt = :now, updatedAt = :now ` +
+          `SET #state = ${to.placeholder}, attempts = :attempts, startedAt = :now, updatedAt = :now` +
+          // The person the start was counted under (read again when its link changed since the ingest).
+          (task.person === undefined ? ' ' : ', person = :person ') +
           // A reason a waiting task carried (`capped: waiting until …`) no longer holds.
-          'REMOVE openPk, openSk, callId, reason, notBefore',
+          `REMOVE openPk, openSk, callId, reason, notBefore${task.person === undefined ? ', person' : ''}`,
         ConditionExpression: `${from.condition} AND attempts = :seen`,
         ExpressionAttributeNames: STATE_NAME,
         ExpressionAttributeValues: {
@@ -409,6 +411,7 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
           ':attempts': task.attempts + 1,
           ':seen': task.attempts,
           ':now': startedAt,
+          ...(task.person === undefined ? {} : { ':person': task.person }),
         },
       },
     };

@@ -70,14 +70,23 @@ export class MessageCaps {
     return capSlots(this.#cached.limits, contactChannelOf(job.channel), now, this.#cached.timeZone);
   }
 
-  /** The items of the group's first contacts (attempts 0): per task its link check and one counter per limit. */
-  counters(group: readonly { readonly item: Item }[], slots: readonly CapSlot[]): ClaimCounters {
+  /**
+   * The items of the group's first contacts (attempts 0): per task its link check and one counter
+   * per limit; none for a task whose recipient is `uncounted` (it ends without a contact).
+   */
+  counters(
+    group: readonly { readonly item: Item }[],
+    slots: readonly CapSlot[],
+    uncounted: ReadonlySet<string> = new Set(),
+  ): ClaimCounters {
     const owners: { task: number; slot: CapSlot | undefined }[] = [];
     const items: ClaimCounters['items'] = [];
     if (slots.length === 0) return { items, owners };
     group.forEach(({ item }, task) => {
       // A chunk takes none: one claimed at attempt 0 under limits is spilled into tasks first.
       if (Number(item.attempts ?? 0) !== 0 || isChunk(item)) return;
+      // One that will end opted out or suppressed is no contact: it takes no slot.
+      if (uncounted.has(String(item.recipient))) return;
       items.push(...personCapItems(this.#tables, taskOf(item), slots));
       owners.push({ task, slot: undefined });
       for (const slot of slots) owners.push({ task, slot });

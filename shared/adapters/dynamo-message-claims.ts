@@ -339,19 +339,15 @@ export class MessageClaimer implements TaskSource {
     if (!this.#jobAccepted(job)) return [];
     const group = await this.#withoutSpilled(job, chosen, token);
     if (group.length === 0) return [];
-    // Opt-outs and suppressions are read while the claim is written: each takes a round trip or more.
-    const recipients = group.flatMap((c) => recipientsOf(c.task));
-    const persons = new Map(
-      group.flatMap(({ task }) =>
-        typeof task.item.person === 'string' ? [[task.recipient, task.item.person]] : [],
-      ),
-    );
-    const [claimed, optedOut, suppressed] = await Promise.all([
-      this.#claim(job, group, token),
-      this.#deps.optedOut ? this.#deps.optedOut(this.#clientId, recipients) : new Set<string>(),
-      this.#deps.suppressed
-        ? this.#deps.suppressed(this.#clientId, recipients, persons)
-        : new Map<string, string>(),
+    // Under contact limits the screening comes first: a task that will end opted out or suppressed
+    // takes no slot of its person's limits. Without limits it is read while the claim is written.
+    const limited = (await this.#caps.slotsFor(job, this.#deps.table.clock.now())).length > 0;
+    const screening = this.#screen(group);
+    const early = limited ? await screening : undefined;
+    const skip = early ? new Set([...early.optedOut, ...early.suppressed.keys()]) : new Set<string>();
+    const [claimed, { optedOut, suppressed }] = await Promise.all([
+      this.#claim(job, group, token, skip),
+      early ?? screening,
     ]);
     if (claimed.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
@@ -395,6 +391,26 @@ export class MessageClaimer implements TaskSource {
     return out;
   }
 
+  /** The group's opt-outs and suppressions (its own entries, and its persons' person-wide ones). */
+  async #screen(group: readonly Chosen[]): Promise<{
+    optedOut: ReadonlySet<string>;
+    suppressed: ReadonlyMap<string, string>;
+  }> {
+    const recipients = group.flatMap((c) => recipientsOf(c.task));
+    const hints = new Map(
+      group.flatMap(({ task }) =>
+        typeof task.item.person === 'string' ? [[task.recipient, task.item.person] as const] : [],
+      ),
+    );
+    const [optedOut, suppressed] = await Promise.all([
+      this.#deps.optedOut ? this.#deps.optedOut(this.#clientId, recipients) : new Set<string>(),
+      this.#deps.suppressed
+        ? this.#deps.suppressed(this.#clientId, recipients, hints)
+        : new Map<string, string>(),
+    ]);
+    return { optedOut, suppressed };
+  }
+
   /** Moves each shard's cursor past the waiting tasks just claimed from it (never past one held into the future). */
   #advanceCursors(claimed: readonly Claimed[]): void {
     const now = this.#deps.table.clock.now();
@@ -412,7 +428,12 @@ export class MessageClaimer implements TaskSource {
    * is claimed at or after the job's end: its `endAt` never changes, so the copy read is exact, and
    * the check is made with the very `now` the transaction is written with.
    */
-  async #claim(job: Job, chosen: Chosen[], token: number): Promise<Claimed[]> {
+  async #claim(
+    job: Job,
+    chosen: Chosen[],
+    token: number,
+    uncounted: ReadonlySet<string>,
+  ): Promise<Claimed[]> {
     const { jobId } = job;
     const claimed: Claimed[] = [];
     const slots = await this.#caps.slotsFor(job, this.#deps.table.clock.now());
@@ -430,6 +451,7 @@ export class MessageClaimer implements TaskSource {
         const counters = this.#caps.counters(
           group.map((c) => c.task),
           slots,
+          uncounted,
         );
         const page = this.#deps.pages.page(
           jobId,

@@ -7,7 +7,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import {
   connectedGroups,
   type LinkPlan,
@@ -46,6 +51,8 @@ export class DynamoPeopleStore implements PeopleStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #tableName: string;
   readonly #now: () => number;
+  /** Clients whose marker this store wrote (or found). */
+  readonly #marked = new Set<string>();
 
   constructor(doc: DynamoDBDocumentClient, tableName: string, now: () => number = Date.now) {
     this.#doc = doc;
@@ -64,6 +71,7 @@ export class DynamoPeopleStore implements PeopleStore {
     const persons = new Map(state.links);
     const refused: { identifiers: readonly string[]; reason: string }[] = [];
     const linking = components.filter((c) => c.length > 1);
+    if (linking.length > 0) await this.#markClient(clientId);
     for (let i = 0; i < linking.length; i += LINKS_AT_ONCE) {
       const done = await Promise.all(
         linking.slice(i, i + LINKS_AT_ONCE).map((c) => this.#linkOne(clientId, c, state)),
@@ -84,6 +92,20 @@ export class DynamoPeopleStore implements PeopleStore {
     return stored
       ? { person: stored.person, identifiers: stored.members }
       : { person: identifier, identifiers: [identifier] };
+  }
+
+  /** The client's marker (`personKeys.marker`), written once before its first link: starts then read links. */
+  async #markClient(clientId: string): Promise<void> {
+    if (this.#marked.has(clientId)) return;
+    await this.#doc.send(
+      new UpdateCommand({
+        TableName: this.#tableName,
+        Key: personKeys.marker(clientId),
+        UpdateExpression: 'SET since = if_not_exists(since, :now)',
+        ExpressionAttributeValues: { ':now': this.#now() },
+      }),
+    );
+    this.#marked.add(clientId);
   }
 
   /** Waits a little longer each time another writer won (full jitter from 20 ms, at most 1 s). */

@@ -1,8 +1,11 @@
 /**
- * The suppression list as it reaches a person: a task whose recipient is linked to other
- * identifiers (`Task.person`) is also suppressed by an entry on any of them whose source reaches the
- * person (`isPersonWide`, under the client's `suppressionScope`). Read where a contact starts, beside
- * the recipient's own entry: the person's members (one item per person), then their entries.
+ * The suppression list as it reaches a person: a recipient linked to other identifiers is also
+ * suppressed by an entry on any of them whose source reaches the person (`isPersonWide`, under the
+ * client's `suppressionScope`). Read where a contact starts, beside the recipient's own entry: the
+ * recipients' links as they are now (a task's `person` from its ingest is only a hint: a link made
+ * since counts too), their persons' members, then the members' entries. A client that never linked
+ * anything (no people marker, `personKeys.marker`) reads nothing more.
+ *
  * Writers of entries stay as they are: the scope is a reading rule, so changing a client's scopes
  * applies to every entry at once.
  */
@@ -20,8 +23,8 @@ import type { SuppressionReader } from '#shared/suppressions/ports.ts';
 import { batchGetItems } from './dynamo-batch-get.ts';
 import { DynamoSuppressionStore } from './dynamo-suppressions.ts';
 
-/** How long a client's scopes are trusted, ms (a change applies to starts within it). */
-const SCOPE_CACHE_MS = 5_000;
+/** How long a client's scopes and people marker are trusted, ms (a change applies to starts within it). */
+const CLIENT_CACHE_MS = 5_000;
 
 type Scopes = Partial<Record<SuppressionSource, SuppressionScope>> | undefined;
 
@@ -29,7 +32,7 @@ export class PersonSuppressions {
   readonly #doc: DynamoDBDocumentClient;
   readonly #tableName: string;
   readonly #entries: SuppressionReader;
-  readonly #scopes = new Map<string, { at: number; scopes: Scopes }>();
+  readonly #clients = new Map<string, { at: number; scopes: Scopes; hasPeople: boolean }>();
   readonly #now: () => number;
 
   constructor(doc: DynamoDBDocumentClient, controlTable: string, now: () => number = Date.now) {
@@ -40,16 +43,26 @@ export class PersonSuppressions {
   }
 
   /**
-   * Of `persons` (recipient → the key of its linked person), the recipients another identifier of
-   * whose person is suppressed person-wide, with the reason their task ends with.
+   * Of `recipients`, those another identifier of whose person is suppressed person-wide, with the
+   * reason their task ends with. `hints`: recipient → the person its task was ingested with.
    */
   async reasons(
     clientId: string,
-    persons: ReadonlyMap<string, string>,
+    recipients: readonly string[],
+    hints: ReadonlyMap<string, string> = new Map(),
   ): Promise<ReadonlyMap<string, string>> {
     const out = new Map<string, string>();
-    if (persons.size === 0) return out;
-    const members = await this.#members(clientId, [...new Set(persons.values())]);
+    const client = await this.#client(clientId);
+    if (recipients.length === 0 || (!client.hasPeople && hints.size === 0)) return out;
+    const unique = [...new Set(recipients)];
+    // The links as they are now, and (in the same round trip) the members of the hinted persons.
+    const [persons, hinted] = await Promise.all([
+      this.#personsOf(clientId, unique),
+      this.#members(clientId, [...new Set(hints.values())]),
+    ]);
+    const missing = [...new Set(persons.values())].filter((p) => !hinted.has(p));
+    const members =
+      missing.length === 0 ? hinted : new Map([...hinted, ...(await this.#members(clientId, missing))]);
     const others = new Map<string, string[]>();
     for (const [recipient, person] of persons)
       others.set(
@@ -58,19 +71,29 @@ export class PersonSuppressions {
       );
     const wanted = [...new Set([...others.values()].flat())];
     if (wanted.length === 0) return out;
-    const [entries, scopes] = await Promise.all([
-      this.#entries.suppressed(clientId, wanted),
-      this.#scopesOf(clientId),
-    ]);
+    const entries = await this.#entries.suppressed(clientId, wanted);
     for (const [recipient, ids] of others) {
-      const entry = ids.map((id) => entries.get(id)).find((e) => e && isPersonWide(e.source, scopes));
+      const entry = ids.map((id) => entries.get(id)).find((e) => e && isPersonWide(e.source, client.scopes));
       if (entry) out.set(recipient, personSuppressedReason(entry.source));
     }
     return out;
   }
 
+  /** The linked recipients' persons, as their links are now. */
+  async #personsOf(clientId: string, recipients: readonly string[]): Promise<Map<string, string>> {
+    const items = await batchGetItems(
+      this.#doc,
+      this.#tableName,
+      recipients.map((id) => personKeys.link(clientId, id)),
+      { consistent: true, projection: 'pk, person' },
+    );
+    const prefix = `PERSON#${clientId}#`;
+    return new Map(items.map((item) => [String(item.pk).slice(prefix.length), String(item.person)]));
+  }
+
   /** Each person's identifiers. */
   async #members(clientId: string, persons: readonly string[]): Promise<Map<string, string[]>> {
+    if (persons.length === 0) return new Map();
     const items = await batchGetItems(
       this.#doc,
       this.#tableName,
@@ -80,20 +103,28 @@ export class PersonSuppressions {
     return new Map(items.map((item) => [String(item.person), (item.members as string[] | undefined) ?? []]));
   }
 
-  async #scopesOf(clientId: string): Promise<Scopes> {
-    const cached = this.#scopes.get(clientId);
+  /** The client's scopes and whether it has linked anything, read at most every few seconds. */
+  async #client(clientId: string): Promise<{ scopes: Scopes; hasPeople: boolean }> {
+    const cached = this.#clients.get(clientId);
     const now = this.#now();
-    if (cached && now - cached.at < SCOPE_CACHE_MS) return cached.scopes;
-    const out = await this.#doc.send(
-      new GetCommand({
-        TableName: this.#tableName,
-        Key: keys.client(clientId),
-        ProjectionExpression: 'suppressionScope',
-      }),
-    );
-    const scopes = out.Item?.suppressionScope as Scopes;
-    this.#scopes.set(clientId, { at: now, scopes });
-    return scopes;
+    if (cached && now - cached.at < CLIENT_CACHE_MS) return cached;
+    const [settings, marker] = await Promise.all([
+      this.#doc.send(
+        new GetCommand({
+          TableName: this.#tableName,
+          Key: keys.client(clientId),
+          ProjectionExpression: 'suppressionScope',
+        }),
+      ),
+      this.#doc.send(new GetCommand({ TableName: this.#tableName, Key: personKeys.marker(clientId) })),
+    ]);
+    const fresh = {
+      at: now,
+      scopes: settings.Item?.suppressionScope as Scopes,
+      hasPeople: marker.Item !== undefined,
+    };
+    this.#clients.set(clientId, fresh);
+    return fresh;
   }
 }
 
@@ -107,14 +138,14 @@ export function claimSuppressions(
 ): (
   clientId: string,
   recipients: readonly string[],
-  persons: ReadonlyMap<string, string>,
+  hints: ReadonlyMap<string, string>,
 ) => Promise<ReadonlyMap<string, string>> {
   const own = suppressionReasons(new DynamoSuppressionStore(doc, controlTable));
   const throughPersons = new PersonSuppressions(doc, controlTable);
-  return async (clientId, recipients, persons) => {
+  return async (clientId, recipients, hints) => {
     const [direct, indirect] = await Promise.all([
       own(clientId, recipients),
-      throughPersons.reasons(clientId, persons),
+      throughPersons.reasons(clientId, recipients, hints),
     ]);
     return new Map([...indirect, ...direct]);
   };

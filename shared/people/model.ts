@@ -27,8 +27,13 @@ export function newPersonKey(now: number): string {
   return `P${newUlid(now)}`;
 }
 
-/** Where people live in the control table: one partition per identifier and per person, no scan. */
+/**
+ * Where people live in the control table: one partition per identifier and per person, no scan;
+ * and a client's marker, written before its first link, so that a client that never linked anything
+ * reads no link where a contact starts.
+ */
 export const personKeys = {
+  marker: (clientId: string) => ({ pk: `PERSON#${clientId}`, sk: 'PEOPLE' }),
   link: (clientId: string, identifier: string) => ({ pk: `PERSON#${clientId}#${identifier}`, sk: 'LINK' }),
   members: (clientId: string, person: string) => ({ pk: `PERSON#${clientId}#${person}`, sk: 'MEMBERS' }),
 };

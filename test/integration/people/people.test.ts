@@ -172,6 +172,7 @@ async function putJob(clientId: string, channel: JobChannel, recipient: string, 
     channel,
     scenarioId: 's1',
     ...(channel === 'email' ? { email: { subject: 'hi', text: 'hello' } } : {}),
+    ...(channel === 'line' ? { message: { messages: [{ type: 'text' as const, text: 'hi' }] } } : {}),
     startAt: now - 1000,
     endAt: now + 10 * 60_000,
     maxAttempts: 1,
@@ -346,5 +347,82 @@ describe('a suppression that reaches the person', () => {
     expect(result).toEqual({ kind: 'suppressed', reason });
     const [after] = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
     expect(after).toMatchObject({ state: 'cancelled', reason });
+  });
+});
+
+describe('a person linked after the ingest, and a suppressed task under a limit', () => {
+  const leaseOf = async (clientId: string, owner: string) =>
+    (await new DynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' }).tryTake({
+      clientId,
+      owner,
+      now: Date.now(),
+      leaseMs: 60_000,
+    }))!;
+  const messagesOf = (clientId: string, owner: string, token: number) =>
+    new DynamoMessageTaskStore(cloud.doc, {
+      controlTable,
+      tasksTable,
+      clock: { now: () => Date.now() },
+      suppressed: claimSuppressions(cloud.doc, controlTable),
+    }).session({ clientId, owner, token: () => token });
+
+  it('ends a call whose task was read before the link, when the linked address unsubscribed', async () => {
+    const clientId = 'ppl-late-unsub';
+    await putClient(clientId);
+    const { task } = await putJob(clientId, 'call', phone(7), undefined);
+    await people.link(clientId, [[phone(7), mail(7)]]);
+    await new DynamoSuppressionStore(cloud.doc, controlTable).add(clientId, [
+      { recipient: mail(7), kind: 'email', source: 'unsubscribe', reason: 'one click', addedAt: Date.now() },
+    ]);
+    const lease = await leaseOf(clientId, 'caller');
+    const calls = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const result = await calls.start(task, {
+      clientId,
+      owner: 'caller',
+      token: lease.token,
+      now: Date.now(),
+    });
+    expect(result).toEqual({
+      kind: 'suppressed',
+      reason: 'suppressed: unsubscribe (another identifier of the same person)',
+    });
+  });
+
+  it('does not push on LINE to a person whose address unsubscribed, though the LINE task has no person', async () => {
+    const clientId = 'ppl-line-unsub';
+    await putClient(clientId);
+    const { job } = await putJob(clientId, 'line', line(7), undefined);
+    await people.link(clientId, [[line(7), mail(7)]]);
+    await new DynamoSuppressionStore(cloud.doc, controlTable).add(clientId, [
+      { recipient: mail(7), kind: 'email', source: 'unsubscribe', reason: 'one click', addedAt: Date.now() },
+    ]);
+    const lease = await leaseOf(clientId, 'pusher');
+    const [claimed] = await messagesOf(clientId, 'pusher', lease.token).source.nextPage(10);
+    expect(claimed?.jobId).toBe(job.jobId);
+    expect(claimed?.suppressed).toBe('suppressed: unsubscribe (another identifier of the same person)');
+  });
+
+  it('takes no slot of the person’s limit for an email that ends suppressed: the call still goes', async () => {
+    const clientId = 'ppl-bounced';
+    const client = await putClient(clientId);
+    const { persons } = await people.link(clientId, [[phone(7), mail(7)]]);
+    const person = persons.get(phone(7))!;
+    // A bounce stays on its address: the person may still be called.
+    await new DynamoSuppressionStore(cloud.doc, controlTable).add(clientId, [
+      { recipient: mail(7), kind: 'email', source: 'bounce', reason: 'gone', addedAt: Date.now() },
+    ]);
+    await putJob(clientId, 'email', mail(7), person);
+    const lease = await leaseOf(clientId, 'both');
+    const [emailed] = await messagesOf(clientId, 'both', lease.token).source.nextPage(10);
+    expect(emailed?.suppressed).toBe('suppressed: bounce');
+    const { job, task } = await putJob(clientId, 'call', phone(7), person);
+    const now = Date.now();
+    const calls = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const started = await calls.start(
+      task,
+      { clientId, owner: 'both', token: lease.token, now },
+      { slots: capSlots(client.contactLimits, 'call', now, client.timeZone), jobEndAt: job.endAt! },
+    );
+    expect(started.kind).toBe('started');
   });
 });
