@@ -165,40 +165,47 @@ export async function measureCallStartChecks(
   /** The same DynamoDB, for the baseline ({@link withoutSuppressionChecks}). */
   bare: DynamoDBDocumentClient,
 ): Promise<CheckFigures[]> {
-  const clientId = `checks-call-${Date.now().toString(36)}`;
-  const settings = client(clientId);
-  await someSuppressions(doc, tables, clientId, 200);
+  // Two clients: one that never linked anything, one with people (its starts read links).
+  const stamp = Date.now().toString(36);
+  const clientIds = { plain: `checks-call-${stamp}`, people: `checks-people-${stamp}` };
+  for (const id of Object.values(clientIds)) await someSuppressions(doc, tables, id, 200);
   const variants = [
     { name: 'off (no checks)', suppression: false, limits: 0 },
     { name: '+ suppression ConditionCheck', suppression: true, limits: 0 },
     { name: '+ suppression + 1 contact limit', suppression: true, limits: 1 },
     { name: '+ suppression + 3 contact limits', suppression: true, limits: 3 },
-    // A person linked to an address: the person-wide suppression read before the start, the link check in it.
-    { name: '+ suppression + 1 limit, linked person', suppression: true, limits: 1, linked: true },
+    // A client with people: each start reads the recipient's link (and, when linked, the person's
+    // members and their entries) before its transaction.
+    { name: '+ 1 limit, client with people, unlinked', suppression: true, limits: 1, people: true },
+    {
+      name: '+ 1 limit, client with people, linked',
+      suppression: true,
+      limits: 1,
+      people: true,
+      linked: true,
+    },
   ];
   const runs = await Promise.all(
     variants.map(async (v, k) => {
+      const clientId = 'people' in v ? clientIds.people : clientIds.plain;
+      const settings = client(clientId);
       const j = job(clientId, 'call', starts);
       const plain = Array.from({ length: starts }, (_, i) => taskOf(j, i, String(k)));
       const tasks = 'linked' in v ? await linkedPersons(doc, tables, plain) : plain;
       await seedRunningJob(doc, tables, { client: settings, job: j, tasks: (i) => tasks[i]!, count: starts });
       const store = new DynamoBrokerTaskStore(v.suppression ? doc : bare, tables);
-      return { ...v, tasks, store, times: [] as number[] };
+      return { ...v, clientId, tasks, store, times: [] as number[] };
     }),
   );
-  const lease = await benchLease(doc, tables.controlTable, clientId);
+  const leases = new Map<string, Lease>();
+  for (const id of Object.values(clientIds)) leases.set(id, await benchLease(doc, tables.controlTable, id));
   for (let i = 0; i < starts; i++)
     for (const run of runs) {
       const now = Date.now();
-      const limits: StartLimits = {
-        slots: capSlots(LIMITS.slice(0, run.limits), 'call', now, settings.timeZone),
-      };
+      const limits: StartLimits = { slots: capSlots(LIMITS.slice(0, run.limits), 'call', now, 'Asia/Tokyo') };
+      const fence = { clientId: run.clientId, owner: 'bench', token: leases.get(run.clientId)!.token, now };
       const t0 = performance.now();
-      const result = await run.store.start(
-        run.tasks[i]!,
-        { clientId, owner: 'bench', token: lease.token, now },
-        limits,
-      );
+      const result = await run.store.start(run.tasks[i]!, fence, limits);
       run.times.push(performance.now() - t0);
       if (result.kind !== 'started') throw new Error(`a bench start was refused: ${result.kind}`);
     }
