@@ -16,6 +16,7 @@ import { clientsPage } from './pages/clients.ts';
 import { jobPage } from './pages/job.ts';
 import { newJobPage } from './pages/new-job.ts';
 import { optOutsPage } from './pages/opt-outs.ts';
+import { peoplePage } from './pages/people.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { suppressionsPage } from './pages/suppressions.ts';
 import { forgetPlace, rememberPlace } from './return-to.ts';
@@ -32,6 +33,7 @@ function route(app: App, hash: string): Page {
     if (parts[2] === 'channels' && parts[3]) return channelPage(app, parts[1], parts[3]);
     if (parts[2] === 'opt-outs') return optOutsPage(app, parts[1]);
     if (parts[2] === 'suppressions') return suppressionsPage(app, parts[1]);
+    if (parts[2] === 'people') return peoplePage(app, parts[1]);
     return clientPage(app, parts[1]);
   }
   return clientsPage(app);

@@ -275,7 +275,7 @@ function readAddBody(body: unknown): { inputs: string[]; reason?: string } {
   else if (typeof b.recipient === 'string') inputs = [b.recipient.trim()];
   else if (Array.isArray(b.recipients) && b.recipients.every((r) => typeof r === 'string'))
     inputs = (b.recipients as string[]).map((r) => r.trim());
-  else errors.recipients = ['must be a list of phone numbers or LINE user ids'];
+  else errors.recipients = ['must be a list of phone numbers, LINE user ids or email addresses'];
   if (b.reason !== undefined && typeof b.reason !== 'string') errors.reason = ['must be a string'];
   else if (typeof b.reason === 'string' && [...b.reason].length > SUPPRESSION_REASON_MAX)
     errors.reason = [`must be at most ${SUPPRESSION_REASON_MAX} characters`];

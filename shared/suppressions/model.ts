@@ -10,7 +10,7 @@
  * claims (`shared/adapters/dynamo-message-claims.ts`). A suppressed task ends `cancelled` with
  * {@link suppressedReason}.
  */
-import { normalizeLineUserId, normalizePhoneNumber } from '#shared/csv/recipients.ts';
+import { normalizeEmailRecipient, normalizeLineUserId, normalizePhoneNumber } from '#shared/csv/recipients.ts';
 
 /** Where an entry came from. */
 export const SUPPRESSION_SOURCES = [
@@ -130,10 +130,16 @@ export type SuppressionRecipient =
   | { readonly ok: false; readonly reason: string };
 
 /**
- * Reads a recipient as a list row would name it: a LINE user id (`U` + 32 hex digits), else a
- * phone number of `region` normalised to E.164.
+ * Reads a recipient as a list row would name it: an email address (it has an `@`), a LINE user id
+ * (`U` + 32 hex digits), else a phone number of `region` normalised to E.164.
  */
 export function readSuppressionRecipient(input: string, region: string): SuppressionRecipient {
+  if (input.includes('@')) {
+    const email = normalizeEmailRecipient(input);
+    return email.ok
+      ? { ok: true, recipient: email.recipient, kind: 'email' }
+      : { ok: false, reason: `${JSON.stringify(input)} is not an email address (${email.reason})` };
+  }
   const line = normalizeLineUserId(input);
   if (line.ok) return { ok: true, recipient: line.recipient, kind: 'line' };
   const phone = normalizePhoneNumber(input, region as Parameters<typeof normalizePhoneNumber>[1]);

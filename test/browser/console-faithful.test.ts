@@ -511,6 +511,63 @@ describe('the do-not-call list', () => {
   });
 });
 
+describe('people', () => {
+  it('finds a customer by any identifier, shows which is on the do-not-call list; an operator unlinks and links', async () => {
+    const line = `U${'e'.repeat(32)}`;
+    const linked = await ui.stack.operator('POST', `/clients/${CLIENT}/people`, {
+      json: { identifiers: ['090-8100-0001', 'taro@example.jp', line] },
+    });
+    expect(linked.status, linked.body).toBe(200);
+    const added = await ui.stack.operator('POST', `/clients/${CLIENT}/suppressions`, {
+      json: { recipients: ['taro@example.jp'], reason: 'メールで配信停止' },
+    });
+    expect(added.status, added.body).toBe(200);
+
+    await ui.open(`#/clients/${CLIENT}/people`);
+    await ui.page.waitForSelector('form[aria-label="Link identifiers"]:not([hidden])');
+    expect(await ui.unlabelledInputs()).toEqual([]);
+    await ui.page.type('#f-identifier', '090-8100-0001');
+    await ui.page.click('form[role="search"] button[type=submit]');
+    await ui.page.waitForSelector(`tr[data-identifier="${line}"]`);
+    const rows = await ui.page.$$eval('section[aria-label="The person"] tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].slice(0, 3).map((td) => td.textContent)),
+    );
+    expect(rows).toEqual([
+      ['+819081000001', 'Phone', 'no'],
+      ['taro@example.jp', 'Email', 'on the list (メールで配信停止)'],
+      [line, 'LINE user ID', 'no'],
+    ]);
+
+    await ui.page.click(`tr[data-identifier="${line}"] button`);
+    await ui.page.waitForFunction(
+      (id) => document.querySelector(`tr[data-identifier="${id}"]`) === null,
+      {},
+      line,
+    );
+    const alone = (await ui.stack.operator('GET', `/clients/${CLIENT}/people/${line}`)).json<{
+      person: string;
+    }>();
+    expect(alone.person).toBe(line);
+
+    await ui.page.type('#f-identifiers', `${line}\nnobody`);
+    await ui.page.click('form[aria-label="Link identifiers"] button[type=submit]');
+    await ui.waitForText(
+      '[data-field="identifiers"] .field-error',
+      /^line 2: "nobody" is not a phone number/,
+    );
+    await ui.page.evaluate(() => {
+      (document.querySelector('#f-identifiers') as unknown as { value: string }).value = '';
+    });
+    await ui.page.type('#f-identifiers', `${line}\nhanako@example.jp`);
+    await ui.page.click('form[aria-label="Link identifiers"] button[type=submit]');
+    await ui.waitForText(
+      'form[aria-label="Link identifiers"] .form-status',
+      /^2 identifiers are one person\.$/,
+    );
+    await ui.page.waitForSelector('tr[data-identifier="hanako@example.jp"]');
+  });
+});
+
 describe('a session that ends under a page', () => {
   it('says the session expired, and returns to that page once signed in again', async () => {
     const jobId = await scheduledJob('session', 2);

@@ -58,6 +58,8 @@ export function clientPage(app: App, clientId: string): Page {
         h('a', { href: `#/clients/${encodeURIComponent(clientId)}/opt-outs` }, 'Look up opt-outs'),
         ' · ',
         h('a', { href: `#/clients/${encodeURIComponent(clientId)}/suppressions` }, 'Do-not-call list'),
+        ' · ',
+        h('a', { href: `#/clients/${encodeURIComponent(clientId)}/people` }, 'People'),
       ),
     );
   };
