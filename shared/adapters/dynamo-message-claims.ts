@@ -1,4 +1,5 @@
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
+import type { CapSlot } from '#shared/contact-limits/model.ts';
 import { membersInState } from '#shared/jobs/chunks.ts';
 import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
 import { isLeftByOlderHolder, mayClaimMessage } from '#shared/jobs/task-lifecycle.ts';
@@ -434,7 +435,6 @@ export class MessageClaimer implements TaskSource {
     token: number,
     uncounted: ReadonlySet<string>,
   ): Promise<Claimed[]> {
-    const { jobId } = job;
     const claimed: Claimed[] = [];
     const slots = await this.#caps.slotsFor(job, this.#deps.table.clock.now());
     // Under limits each first claim takes its link check and a counter per limit, beside the lease
@@ -448,50 +448,64 @@ export class MessageClaimer implements TaskSource {
       while (group.length > 0) {
         const now = this.#deps.table.clock.now();
         if (jobHasEnded(job, now)) return claimed;
-        const counters = this.#caps.counters(
-          group.map((c) => c.task),
-          slots,
-          uncounted,
-        );
-        const page = this.#deps.pages.page(
-          jobId,
-          group.map((c) => c.task.taskId),
-          token,
-          now,
-          this.#deps.table.holdMs,
-        );
-        // The claim's record: one page item; the tasks' items are written at their outcomes.
-        const records = [page.item];
-        const codes = await this.#deps.table.transact([
-          leaseFenceCheck(this.#deps.table.controlTable, {
-            clientId: this.#clientId,
-            owner: this.#deps.lease.owner,
-            token,
-            now,
-          }),
-          ...records,
-          ...counters.items,
-        ]);
-        if (codes === undefined) {
-          page.commit();
-          for (const c of group) {
-            claimed.push({ ...c, startedAt: c.task.startedAt ?? now, attempt: Math.max(1, c.task.attempts) });
-          }
+        const outcome = await this.#claimOnce(job, group, token, { slots, uncounted, now });
+        if (outcome.kind === 'rest') group = outcome.group;
+        else {
+          if (outcome.kind === 'fenced') this.#deps.state.fenced = true;
+          else claimed.push(...outcome.claimed);
           break;
         }
-        if (codes[0] === 'ConditionalCheckFailed') {
-          this.#deps.state.fenced = true;
-          break;
-        }
-        // Tasks over a contact limit: hold them, claim the rest.
-        const failed = failedConditions(codes);
-        const capped = new Set([...failed].filter((j) => j >= records.length).map((j) => j - records.length));
-        if (capped.size === 0) throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
-        const over = await this.#holdCapped(job, group, counters, capped, now);
-        group = group.filter((_, j) => !over.has(j));
       }
     }
     return claimed;
+  }
+
+  /** One claim transaction of `group`: all claimed, fenced, or the group left once those over a limit are held. */
+  async #claimOnce(
+    job: Job,
+    group: Chosen[],
+    token: number,
+    at: { slots: readonly CapSlot[]; uncounted: ReadonlySet<string>; now: number },
+  ): Promise<
+    { kind: 'claimed'; claimed: Claimed[] } | { kind: 'fenced' } | { kind: 'rest'; group: Chosen[] }
+  > {
+    const { now } = at;
+    const counters = this.#caps.counters(
+      group.map((c) => c.task),
+      at.slots,
+      at.uncounted,
+    );
+    const page = this.#deps.pages.page(
+      job.jobId,
+      group.map((c) => c.task.taskId),
+      token,
+      now,
+      this.#deps.table.holdMs,
+    );
+    // The claim's record: one page item; the tasks' items are written at their outcomes.
+    const records = [page.item];
+    const fence = { clientId: this.#clientId, owner: this.#deps.lease.owner, token, now };
+    const codes = await this.#deps.table.transact([
+      leaseFenceCheck(this.#deps.table.controlTable, fence),
+      ...records,
+      ...counters.items,
+    ]);
+    if (codes === undefined) {
+      page.commit();
+      const claimed = group.map((c) => ({
+        ...c,
+        startedAt: c.task.startedAt ?? now,
+        attempt: Math.max(1, c.task.attempts),
+      }));
+      return { kind: 'claimed', claimed };
+    }
+    if (codes[0] === 'ConditionalCheckFailed') return { kind: 'fenced' };
+    // Tasks over a contact limit: hold them, claim the rest.
+    const failed = failedConditions(codes);
+    const capped = new Set([...failed].filter((j) => j >= records.length).map((j) => j - records.length));
+    if (capped.size === 0) throw new Error(`message task claim cancelled: ${codes.join(', ')}`);
+    const over = await this.#holdCapped(job, group, counters, capped, now);
+    return { kind: 'rest', group: group.filter((_, j) => !over.has(j)) };
   }
 
   /**

@@ -10,7 +10,11 @@
  * claims (`shared/adapters/dynamo-message-claims.ts`). A suppressed task ends `cancelled` with
  * {@link suppressedReason}.
  */
-import { normalizeEmailRecipient, normalizeLineUserId, normalizePhoneNumber } from '#shared/csv/recipients.ts';
+import {
+  normalizeEmailRecipient,
+  normalizeLineUserId,
+  normalizePhoneNumber,
+} from '#shared/csv/recipients.ts';
 
 /** Where an entry came from. */
 export const SUPPRESSION_SOURCES = [
