@@ -3,7 +3,7 @@
  * `[call, email]`, and two jobs — a call job to each person's phone and an email job to the same
  * person's address — run at once by the client's lease holder against the telephony sandbox and the
  * SES v2 stand-in. Each person is contacted exactly once, on one channel, counted by the far sides;
- * the other task ends capped. Half of the tasks were written before their person was linked (no
+ * the other task is capped (ended, or waiting for the next day's window). Half of the tasks were written before their person was linked (no
  * `person` on the task): the start finds the link all the same.
  */
 import { SESv2Client } from '@aws-sdk/client-sesv2';
@@ -60,6 +60,14 @@ afterAll(async () => {
 });
 
 const PEOPLE = 16;
+
+/**
+ * Refused by the limit: ended capped, or waiting for the next day's window when this one ends
+ * before the job does (a run near midnight in Tokyo).
+ */
+const isCapped = (task: Task) =>
+  (task.state === 'cancelled' && task.lastResult === 'capped') ||
+  (task.state === 'pending' && task.reason?.startsWith('capped: waiting until ') === true);
 const phoneOf = (i: number) => `+8190${String(60_000_000 + i)}`;
 const addressOf = (clientId: string, i: number) => `success+${clientId}-${i}@simulator.amazonses.com`;
 
@@ -146,7 +154,7 @@ describe('a call job and an email job to the same people under 1 contact a day',
           ...(await readTasks<Task>(cloud.doc, tasksTable, calls.jobId)),
           ...(await readTasks<Task>(cloud.doc, tasksTable, emails.jobId)),
         ];
-        return last.every((t) => t.state === 'completed' || t.state === 'cancelled') ? last : undefined;
+        return last.every((t) => t.state === 'completed' || isCapped(t)) ? last : undefined;
       },
       () =>
         `every task of both jobs to end; last seen: ${JSON.stringify(last.map((t) => `${t.channel} ${t.state} ${t.lastResult ?? ''} ${t.reason ?? ''}`))}`,
@@ -159,11 +167,9 @@ describe('a call job and an email job to the same people under 1 contact a day',
       emails: sent.filter((to) => to === addressOf(clientId, i)).length,
     }));
     expect(contacts.map((c) => c.calls + c.emails)).toEqual(Array(PEOPLE).fill(1));
-    const capped = all.filter((t) => t.state === 'cancelled');
+    const capped = all.filter(isCapped);
     expect(capped).toHaveLength(PEOPLE);
-    expect(capped.every((t) => t.reason?.startsWith('capped: contact limit 1 per day (call, email)'))).toBe(
-      true,
-    );
+    expect(capped.every((t) => t.reason?.includes('contact limit 1 per day (call, email)'))).toBe(true);
   });
 });
 
