@@ -7,8 +7,6 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
-  BatchGetCommand,
-  type BatchGetCommandOutput,
   DeleteCommand,
   type DynamoDBDocumentClient,
   QueryCommand,
@@ -24,6 +22,7 @@ import {
   suppressionKeys,
 } from '#shared/suppressions/model.ts';
 import type { SuppressionStore } from '#shared/suppressions/ports.ts';
+import { batchGetItems } from './dynamo-batch-get.ts';
 import { type SmallPartitionOptions, SmallPartitions } from './small-partitions.ts';
 
 /** The automatic sources as expression values (`:auto0`, …), and their names in an `IN (…)`. */
@@ -164,19 +163,13 @@ export class DynamoSuppressionStore implements SuppressionStore {
     return found;
   }
 
-  /** The items of `chunk` (at most 100 recipients) that exist, retrying unprocessed keys. */
-  async #getItems(clientId: string, chunk: readonly string[]): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let keys: Record<string, unknown>[] | undefined = chunk.map((r) => suppressionKeys.entry(clientId, r));
-    for (let attempt = 0; keys && keys.length > 0; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
-      const out: BatchGetCommandOutput = await this.#doc.send(
-        new BatchGetCommand({ RequestItems: { [this.#tableName]: { Keys: keys } } }),
-      );
-      items.push(...(out.Responses?.[this.#tableName] ?? []));
-      keys = out.UnprocessedKeys?.[this.#tableName]?.Keys;
-    }
-    return items;
+  /** The items of `chunk` (at most 100 recipients) that exist. */
+  #getItems(clientId: string, chunk: readonly string[]): Promise<Record<string, unknown>[]> {
+    return batchGetItems(
+      this.#doc,
+      this.#tableName,
+      chunk.map((r) => suppressionKeys.entry(clientId, r)),
+    );
   }
 
   async page(

@@ -70,3 +70,22 @@ export function dropZone(input: HTMLInputElement): { element: HTMLElement; chose
   input.addEventListener('change', () => choose(input.files?.[0]));
   return { element: zone, chosen: () => chosen };
 }
+
+/** An upload's rows that were not taken: row, reason and value, under `label`. */
+export function problemsTable(
+  label: string,
+  problems: readonly { readonly row: number; readonly reason: string; readonly value?: string }[],
+): HTMLElement | null {
+  if (problems.length === 0) return null;
+  return scrollable(
+    { class: 'problems', 'aria-label': label },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Row'), h('th', {}, 'Reason'), h('th', {}, 'Value'))),
+    h(
+      'tbody',
+      {},
+      ...problems.map((p) =>
+        h('tr', {}, h('td', {}, String(p.row)), h('td', {}, p.reason), h('td', {}, p.value ?? '')),
+      ),
+    ),
+  );
+}

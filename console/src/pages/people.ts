@@ -10,7 +10,7 @@ import type { App, Page } from '../app.ts';
 import { field, formatNumber, h, replace, showFieldErrors } from '../dom.ts';
 import { mayDo, shownFor } from '../roles.ts';
 import type { SuppressionView } from '../types.ts';
-import { crumbs, scrollable } from './parts.ts';
+import { crumbs, problemsTable, scrollable } from './parts.ts';
 
 /** What `GET …/people/{identifier}` answers (`shared/people/api.ts`). */
 interface PersonView {
@@ -254,19 +254,7 @@ function uploadForm(app: App, path: string): HTMLFormElement {
           { 'data-upload': 'counts' },
           `${formatNumber(answer.dataRows)} rows: ${formatNumber(answer.linked)} linked, ${formatNumber(answer.rejected)} rejected.`,
         ),
-        answer.problems.length > 0
-          ? scrollable(
-              { class: 'problems', 'aria-label': 'Rows not linked' },
-              h('thead', {}, h('tr', {}, h('th', {}, 'Row'), h('th', {}, 'Reason'), h('th', {}, 'Value'))),
-              h(
-                'tbody',
-                {},
-                ...answer.problems.map((p) =>
-                  h('tr', {}, h('td', {}, String(p.row)), h('td', {}, p.reason), h('td', {}, p.value ?? '')),
-                ),
-              ),
-            )
-          : null,
+        problemsTable('Rows not linked', answer.problems),
       );
     } catch (error) {
       const fieldErrors = error instanceof ApiError ? error.fieldErrors : {};

@@ -9,7 +9,7 @@ import type { App, Page } from '../app.ts';
 import { field, formatNumber, formatTime, h, replace, showFieldErrors } from '../dom.ts';
 import { mayDo, shownFor } from '../roles.ts';
 import type { SuppressionView } from '../types.ts';
-import { crumbs, scrollable } from './parts.ts';
+import { crumbs, problemsTable, scrollable } from './parts.ts';
 
 const PAGE = 50;
 
@@ -229,18 +229,6 @@ function showUpload(result: HTMLElement, answer: UploadAnswer): void {
       { 'data-upload': 'counts' },
       `${formatNumber(answer.dataRows)} rows: ${formatNumber(answer.added)} added, ${formatNumber(answer.rejected)} rejected, ${formatNumber(answer.skipped)} skipped.`,
     ),
-    answer.problems.length > 0
-      ? scrollable(
-          { class: 'problems', 'aria-label': 'Rows not added' },
-          h('thead', {}, h('tr', {}, h('th', {}, 'Row'), h('th', {}, 'Reason'), h('th', {}, 'Value'))),
-          h(
-            'tbody',
-            {},
-            ...answer.problems.map((p) =>
-              h('tr', {}, h('td', {}, String(p.row)), h('td', {}, p.reason), h('td', {}, p.value ?? '')),
-            ),
-          ),
-        )
-      : null,
+    problemsTable('Rows not added', answer.problems),
   );
 }

@@ -18,6 +18,7 @@ import { type ClientSettings, type Job, type JobChannel, keys, type Task } from 
 import { personKeys } from '#shared/people/model.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { testCloud } from '../../support/cloud.ts';
+import { ALWAYS_OPEN } from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
 
 const cloud = testCloud();
@@ -132,12 +133,6 @@ describe('linking identifiers', () => {
   });
 });
 
-const ALWAYS = {
-  timeZone: 'Asia/Tokyo',
-  weekly: Object.fromEntries(
-    ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ start: '00:00', end: '24:00' }]]),
-  ),
-};
 const ONE_A_DAY: ContactLimit = { max: 1, per: { days: 1 }, channels: ['call', 'email'] };
 
 async function putClient(clientId: string): Promise<ClientSettings> {
@@ -146,7 +141,7 @@ async function putClient(clientId: string): Promise<ClientSettings> {
     maxConcurrentCalls: 4,
     callsPerSecond: 4,
     timeZone: 'Asia/Tokyo',
-    callingHours: ALWAYS,
+    callingHours: ALWAYS_OPEN,
     defaultRegion: 'JP',
     email: { from: 'news@shop.example' },
     contactLimits: [ONE_A_DAY],
