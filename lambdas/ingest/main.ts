@@ -87,6 +87,7 @@ export const handler = observe(
       files,
       validationReports,
       queue,
+      clock,
     }),
     log,
   }),

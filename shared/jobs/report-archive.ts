@@ -20,15 +20,24 @@
  *    {@link ARCHIVE_RECHECK_SECONDS}; after {@link ARCHIVE_MAX_ATTEMPTS} record the key anyway, the
  *    report then showing those tasks as they were (a task open a day after its job was cancelled).
  *
+ * A job whose channel's own events report delivery (email, SMS: {@link DELIVERY_REPORT_COLUMN}) is
+ * archived only once those events have settled: the tasks' delivery states keep moving after the job
+ * ends (an SES delivery is retried for up to 14 hours, an SMS is valid for 72 hours by default), and
+ * an archive taken at once would freeze the report's delivery column at its first minute. So its
+ * first message records when the events settle ({@link DELIVERY_SETTLE_MS} on) and is sent again,
+ * delayed, until then, writing nothing meanwhile; the report route serves the tasks live until the
+ * key is recorded.
+ *
  * Rows the report would have had are lost only if a task ended more than the retention before its
  * job ended (a job running longer than that), or if the message is lost for good (it goes to the
  * ingest queue's DLQ, whose alarm pages).
  */
 
+import type { Clock } from '#shared/pacing/clock.ts';
 import { JobError } from './errors.ts';
 import type { Job } from './model.ts';
 import type { IngestQueue, JobStore, TaskStore, UploadFiles, ValidationReportStore } from './ports.ts';
-import { jobReportCsv, tasksInShardOrder } from './report.ts';
+import { DELIVERY_REPORT_COLUMN, jobReportCsv, tasksInShardOrder } from './report.ts';
 import { OPEN_TASK_STATES } from './task-lifecycle.ts';
 
 /**
@@ -40,6 +49,12 @@ export const ARCHIVE_AFTER_COMPLETION_SECONDS = 60;
 export const ARCHIVE_RECHECK_SECONDS = 900;
 /** Tries before the report is archived with tasks still open: a day of re-checks. */
 export const ARCHIVE_MAX_ATTEMPTS = 96;
+/**
+ * How long after an email or SMS job ended its delivery events are awaited before its report is
+ * archived: End User Messaging's default validity of a text (72 hours, after which it reports
+ * `TTL_EXPIRED`), longer than SES's longest delivery try (14 hours), and an hour of slack.
+ */
+export const DELIVERY_SETTLE_MS = 73 * 3_600_000;
 
 export interface ArchiveReportMessage {
   readonly kind: 'archive-report';
@@ -47,6 +62,8 @@ export interface ArchiveReportMessage {
   readonly jobId: string;
   /** 1 for the first try. */
   readonly attempt: number;
+  /** Epoch ms from which the job's delivery events are taken as settled (email and SMS jobs). */
+  readonly settleAt?: number;
 }
 
 export class MalformedArchiveReportError extends JobError {}
@@ -58,7 +75,7 @@ export function archiveReportStart(clientId: string, jobId: string): ArchiveRepo
 
 /** Reads a queue message whose `kind` is `archive-report`; throws {@link MalformedArchiveReportError}. */
 export function parseArchiveReport(value: Record<string, unknown>): ArchiveReportMessage {
-  const { kind, clientId, jobId, attempt } = value;
+  const { kind, clientId, jobId, attempt, settleAt } = value;
   if (
     kind !== 'archive-report' ||
     typeof clientId !== 'string' ||
@@ -67,7 +84,15 @@ export function parseArchiveReport(value: Record<string, unknown>): ArchiveRepor
     (attempt as number) < 1
   )
     throw new MalformedArchiveReportError('report archive without its clientId, jobId or attempt');
-  return { kind, clientId, jobId, attempt: attempt as number };
+  if (settleAt !== undefined && !Number.isSafeInteger(settleAt))
+    throw new MalformedArchiveReportError('report archive whose settleAt is not epoch ms');
+  return {
+    kind,
+    clientId,
+    jobId,
+    attempt: attempt as number,
+    ...(settleAt === undefined ? {} : { settleAt: settleAt as number }),
+  };
 }
 
 /** Where an ended job's final report is kept in the uploads bucket. */
@@ -78,6 +103,7 @@ export function reportArchiveKey(clientId: string, jobId: string): string {
 export type ArchiveReportOutcome =
   | { readonly kind: 'archived'; readonly jobId: string; readonly key: string; readonly open: number }
   | { readonly kind: 'recheck'; readonly jobId: string; readonly open: number; readonly attempt: number }
+  | { readonly kind: 'settling'; readonly jobId: string; readonly settleAt: number }
   | { readonly kind: 'ignored'; readonly jobId: string; readonly reason: string };
 
 export interface ReportArchiverDeps {
@@ -86,6 +112,7 @@ export interface ReportArchiverDeps {
   readonly files: Pick<UploadFiles, 'write'>;
   readonly validationReports: Pick<ValidationReportStore, 'entries'>;
   readonly queue: Pick<IngestQueue, 'send'>;
+  readonly clock: Pick<Clock, 'now'>;
 }
 
 /** Why a job is not archived (now), or undefined when it is to be. */
@@ -109,6 +136,8 @@ export class ReportArchiver {
     const job = await this.#deps.jobs.get(clientId, jobId);
     const reason = notToArchive(job);
     if (reason !== undefined) return { kind: 'ignored', jobId, reason };
+    const settling = await this.#awaitSettling(message, job!);
+    if (settling) return settling;
     let open = 0;
     const tasks = this.#deps.tasks;
     const counted = (async function* () {
@@ -132,5 +161,20 @@ export class ReportArchiver {
     }
     await this.#deps.jobs.recordReportArchive(clientId, jobId, key);
     return { kind: 'archived', jobId, key, open };
+  }
+
+  /**
+   * An email or SMS job whose delivery events have not settled yet: the message again, delayed as
+   * long as SQS allows or until they have (its attempt unchanged), and nothing written. Undefined
+   * when the archive is to be written now.
+   */
+  async #awaitSettling(message: ArchiveReportMessage, job: Job): Promise<ArchiveReportOutcome | undefined> {
+    if (DELIVERY_REPORT_COLUMN[job.channel] === undefined) return undefined;
+    const now = this.#deps.clock.now();
+    const settleAt = message.settleAt ?? now + DELIVERY_SETTLE_MS;
+    if (now >= settleAt) return undefined;
+    const delaySeconds = Math.min(ARCHIVE_RECHECK_SECONDS, Math.ceil((settleAt - now) / 1000));
+    await this.#deps.queue.send({ ...message, settleAt }, { delaySeconds });
+    return { kind: 'settling', jobId: job.jobId, settleAt };
   }
 }

@@ -90,6 +90,7 @@ describe('ingest handler', () => {
       files: { write: async () => {} },
       validationReports: { entries: async function* () {} },
       queue: { send: async () => {} },
+      clock: { now: () => 0 },
     });
     const handler = makeIngestHandler({ ingest, sweep, retime, archive, log: silentLogger });
     const event: SQSEvent = {

@@ -7,6 +7,7 @@ import {
   ARCHIVE_MAX_ATTEMPTS,
   ARCHIVE_RECHECK_SECONDS,
   archiveReportStart,
+  DELIVERY_SETTLE_MS,
   ReportArchiver,
   reportArchiveKey,
 } from '#shared/jobs/report-archive.ts';
@@ -14,12 +15,17 @@ import { MalformedS3EventError } from '#shared/jobs/s3-events.ts';
 import { job as makeJob, task as makeTask } from '../fleet/fakes.ts';
 import { memoryFiles, memoryJobs, memoryReports, memoryTasks } from './fakes.ts';
 
-async function world(status: Job['status'], states: readonly Task['state'][]) {
+async function world(
+  status: Job['status'],
+  states: readonly Task['state'][],
+  channel: Job['channel'] = 'call',
+) {
   const jobs = memoryJobs();
   const tasks = memoryTasks();
   const files = memoryFiles();
   const validationReports = memoryReports();
-  const job = makeJob('acme', { status });
+  const job = makeJob('acme', { status, channel });
+  const clock = { at: 1_800_000_000_000, now: () => clock.at };
   await jobs.create(job);
   await tasks.put(states.map((state, i) => makeTask(job, { taskId: `T${i}`, row: i + 2, state })));
   await validationReports.putPage('acme', job.jobId, [
@@ -32,11 +38,12 @@ async function world(status: Job['status'], states: readonly Task['state'][]) {
     files,
     validationReports,
     queue: { send: async (message, options) => void sent.push({ message, ...(options ? { options } : {}) }) },
+    clock,
   });
   const archived = () => jobs.get('acme', job.jobId).then((j) => j?.reportArchive);
   const csv = () =>
     Buffer.from(files.objects.get(reportArchiveKey('acme', job.jobId)) ?? []).toString('utf8');
-  return { job, archiver, sent, archived, csv, jobs };
+  return { job, archiver, sent, archived, csv, jobs, clock };
 }
 
 describe('the report archive', () => {
@@ -83,13 +90,41 @@ describe('the report archive', () => {
     expect(w.csv()).toContain('in-flight');
   });
 
+  it("waits for an email or SMS job's delivery events to settle, writing nothing until then", async () => {
+    for (const channel of ['email', 'sms'] as const) {
+      const w = await world('completed', ['completed', 'completed'], channel);
+      const first = archiveReportStart('acme', w.job.jobId);
+      const settleAt = w.clock.at + DELIVERY_SETTLE_MS;
+      expect(await w.archiver.handle(first)).toEqual({ kind: 'settling', jobId: w.job.jobId, settleAt });
+      expect(w.sent).toEqual([
+        { message: { ...first, settleAt }, options: { delaySeconds: ARCHIVE_RECHECK_SECONDS } },
+      ]);
+      expect(w.csv()).toBe('');
+      expect(await w.archived()).toBeUndefined();
+      // The last wait is what is left of the window; the attempt is not spent on waiting.
+      w.clock.at = settleAt - 100_500;
+      expect((await w.archiver.handle({ ...first, settleAt })).kind).toBe('settling');
+      expect(w.sent[1]).toEqual({ message: { ...first, settleAt }, options: { delaySeconds: 101 } });
+      w.clock.at = settleAt;
+      expect(await w.archiver.handle({ ...first, settleAt })).toMatchObject({ kind: 'archived', open: 0 });
+      expect(w.csv().split('\r\n')[0]).toMatch(new RegExp(`,${channel}$`));
+      expect(await w.archived()).toBe(reportArchiveKey('acme', w.job.jobId));
+    }
+    // A call or LINE job's report has nothing more to wait for.
+    const line = await world('completed', ['completed'], 'line');
+    expect((await line.archiver.handle(archiveReportStart('acme', line.job.jobId))).kind).toBe('archived');
+  });
+
   it('reads its message from the ingest queue, and refuses a malformed one', () => {
     const message = archiveReportStart('acme', 'J1');
     expect(parseIngestQueueMessage(JSON.stringify(message))).toEqual([message]);
+    const settling = { ...message, settleAt: 1_800_000_000_000 };
+    expect(parseIngestQueueMessage(JSON.stringify(settling))).toEqual([settling]);
     for (const bad of [
       { kind: 'archive-report', clientId: 'acme', jobId: 'J1' },
       { kind: 'archive-report', clientId: 'acme', jobId: 'J1', attempt: 0 },
       { kind: 'archive-report', jobId: 'J1', attempt: 1 },
+      { kind: 'archive-report', clientId: 'acme', jobId: 'J1', attempt: 1, settleAt: 'tomorrow' },
     ])
       expect(() => parseIngestQueueMessage(JSON.stringify(bad))).toThrow(MalformedS3EventError);
   });
