@@ -19,6 +19,7 @@ export const CLAIM_INDEX_VIEW = [
   'openPk',
   'openSk',
   'memberCount',
+  'via',
 ];
 
 /**

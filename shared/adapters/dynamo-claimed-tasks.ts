@@ -1,17 +1,41 @@
 /** A claimed task (or chunk) as the message pipeline's tasks: what the claim hands the pipeline. */
-import type { ClaimedTask } from '#shared/campaign/ports.ts';
+import type { ChannelMove, ClaimedTask } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { AWAITING_RESEND_EVENT } from '#shared/campaign/unit-sender.ts';
 import { membersInState } from '#shared/jobs/chunks.ts';
-import type { Job } from '#shared/jobs/model.ts';
+import { nextChannel } from '#shared/jobs/fallback.ts';
+import type { Job, Task } from '#shared/jobs/model.ts';
 import { mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
 import { type Claimed, variablesOf } from './dynamo-claim-record.ts';
 import { type ClaimedChunks, chunkMemberTasks, sentAsPushes } from './dynamo-message-chunks.ts';
 
-/** What the claim read beside it: the recipients who opted out, and those suppressed with their reasons. */
+/**
+ * What the claim read beside it: the recipients who opted out, and those suppressed with their
+ * reasons; of these, those suppressed on their own channel alone (`channelOnly`: a fallback job's
+ * task moves on from them, as from an opt-out).
+ */
 export interface Screened {
   readonly optedOut: ReadonlySet<string>;
   readonly suppressed: ReadonlyMap<string, string>;
+  readonly channelOnly?: ReadonlySet<string>;
+}
+
+/**
+ * A fallback job's task its channel cannot reach (opted out, or suppressed there alone) and that
+ * was never possibly sent on it: where it moves. Undefined otherwise (it ends as any task would).
+ */
+function fallsBack(job: Job, c: Claimed, screened: Screened): ChannelMove | undefined {
+  if (job.fallback === undefined || mayHaveBeenSent(c.task)) return undefined;
+  const { recipient } = c.task;
+  const reason = screened.optedOut.has(recipient)
+    ? 'opted-out'
+    : screened.channelOnly?.has(recipient)
+      ? screened.suppressed.get(recipient)
+      : undefined;
+  const next =
+    reason === undefined ? undefined : nextChannel(job, c.task.item as Pick<Task, 'via' | 'reach'>, reason);
+  // Nothing was sent on the channel left: the attempts stay what they were (0: no slot taken yet).
+  return next && { ...next, attempts: c.task.attempts };
 }
 
 /**
@@ -41,6 +65,7 @@ export function pipelineTasksOf(
       ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
     });
   }
+  const move = fallsBack(job, c, screened);
   return [
     {
       jobId: job.jobId,
@@ -50,6 +75,7 @@ export function pipelineTasksOf(
       template,
       attempt: c.attempt,
       attemptStartedAt: c.startedAt,
+      ...(move ? { fallsBack: move } : {}),
       ...(optedOut.has(recipient) ? { optedOut: true } : {}),
       ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
       ...(mayHaveBeenSent(c.task) ? { maybeSent: true } : {}),

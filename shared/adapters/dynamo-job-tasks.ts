@@ -97,15 +97,19 @@ export class DynamoTaskStore implements TaskStore {
           RequestItems: {
             [this.#tableName]: {
               Keys: pending,
-              ProjectionExpression: 'recipient, #row',
+              ProjectionExpression: 'recipient, #row, reach',
               ExpressionAttributeNames: { '#row': 'row' },
               ConsistentRead: true,
             },
           },
         }),
       );
-      for (const item of out.Responses?.[this.#tableName] ?? [])
+      // A fallback job's task moved on has another channel's recipient: its row's are in `reach`.
+      for (const item of out.Responses?.[this.#tableName] ?? []) {
         rows.set(item.recipient as string, item.row as number);
+        for (const id of Object.values((item.reach ?? {}) as Record<string, string>))
+          rows.set(id, item.row as number);
+      }
       pending = out.UnprocessedKeys?.[this.#tableName]?.Keys;
     }
     return rows;

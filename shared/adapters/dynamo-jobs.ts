@@ -27,6 +27,7 @@ const JOB_FIELD_SET: Readonly<Record<keyof Job, true>> = {
   jobId: true,
   name: true,
   channel: true,
+  fallback: true,
   scenarioId: true,
   startAt: true,
   endAt: true,

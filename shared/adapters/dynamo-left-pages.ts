@@ -7,7 +7,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { forEachLimited } from '#shared/fleet/run-budget.ts';
-import { keys, resendsAreSafe, type TaskState } from '#shared/jobs/model.ts';
+import { type Job, keys, resendsAreSafe, type TaskState, taskChannelOf } from '#shared/jobs/model.ts';
 import { WAITING_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { type ClaimPage, type ClaimPages, endsOnPage, tasksOnPage } from './dynamo-claim-pages.ts';
 import { type ClaimRecord, claimRecordOf } from './dynamo-claim-record.ts';
@@ -75,15 +75,18 @@ export class LeftClaimPages {
     const open = tasks.filter((task) => task.state !== undefined && WAITING_STATES.includes(task.state));
     const byTask = await this.#deps.batches.load(new Set(open.map((task) => task.jobId)));
     for (const [taskId, retryKey] of byTask) into.batchByTask.set(taskId, retryKey);
-    const resendable = new Map<string, boolean>();
-    for (const jobId of new Set(open.map((task) => task.jobId))) {
-      const job = await this.#deps.table.jobs.cached(this.#deps.clientId, jobId);
-      resendable.set(jobId, job === undefined || resendsAreSafe(job.channel));
-    }
+    const jobs = new Map<string, Job | undefined>();
+    for (const jobId of new Set(open.map((task) => task.jobId)))
+      jobs.set(jobId, await this.#deps.table.jobs.cached(this.#deps.clientId, jobId));
+    // Whether the channel the task is on (its job's, or the one it fell back to) takes a retry key.
+    const resendable = (task: ClaimRecord) => {
+      const job = jobs.get(task.jobId);
+      return job === undefined || resendsAreSafe(taskChannelOf(task.item, job));
+    };
     const marks = open.map((task): LeftTask => {
       const batchKey = byTask.get(task.taskId);
       // Email records each request just before it goes: a task in none was never sent.
-      const maybeSent = batchKey !== undefined || resendable.get(task.jobId)!;
+      const maybeSent = batchKey !== undefined || resendable(task);
       return { task, left: claimedAt.get(task.key)!, batchKey, maybeSent };
     });
     // A dead holder leaves up to its queue's worth (a thousand emails): marked one request each, the

@@ -19,7 +19,13 @@ import {
   overCapMove,
 } from '#shared/contact-limits/model.ts';
 import { isChunk } from '#shared/jobs/chunks.ts';
-import { type Job, keys, type Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, channelsOf, type Job, keys, type Task } from '#shared/jobs/model.ts';
+import {
+  isPersonWide,
+  SUPPRESSION_SOURCES,
+  type SuppressionScope,
+  type SuppressionSource,
+} from '#shared/suppressions/model.ts';
 import { endCappedTask, personCapItems } from './dynamo-contact-caps.ts';
 import type { Item } from './dynamo-message-table.ts';
 import { readPersonOf } from './dynamo-people.ts';
@@ -37,11 +43,19 @@ export interface ClaimCounters {
   readonly owners: readonly { readonly task: number; readonly slot: CapSlot | undefined }[];
 }
 
+/** What the claims read of the client: its limits and zone, and its suppression scopes. */
+interface CachedClient {
+  readonly at: number;
+  readonly limits?: readonly ContactLimit[];
+  readonly timeZone: string;
+  readonly scopes?: Partial<Record<SuppressionSource, SuppressionScope>>;
+}
+
 export class MessageCaps {
   readonly #doc: DynamoDBDocumentClient;
   readonly #tables: { readonly controlTable: string; readonly tasksTable: string };
   readonly #clientId: string;
-  #cached: { at: number; limits?: readonly ContactLimit[]; timeZone: string } | undefined;
+  #cached: CachedClient | undefined;
 
   constructor(
     doc: DynamoDBDocumentClient,
@@ -53,21 +67,45 @@ export class MessageCaps {
     this.#clientId = clientId;
   }
 
-  /** The limits a first contact of `job` at `now` must pass (none when the job ignores them). */
+  /**
+   * The limits a first contact of `job` at `now` must pass (none when the job ignores them): those
+   * over its channel, and over any channel it falls back to.
+   */
   async slotsFor(job: Job, now: number): Promise<CapSlot[]> {
     if (job.ignoreContactLimits) return [];
+    const cached = await this.#client(now);
+    // A job that falls back takes its one slot under every limit any of its channels is under:
+    // whichever channel reaches the person, the contact was counted where it counts.
+    const slots = new Map<string, CapSlot>();
+    for (const channel of channelsOf(job))
+      for (const slot of capSlots(cached.limits, contactChannelOf(channel), now, cached.timeZone))
+        slots.set(slot.counter, slot);
+    return [...slots.values()];
+  }
+
+  /** Whether an entry of `source` on a recipient reaches that channel alone (the client's scopes at `now`). */
+  async channelOnly(source: string, now: number): Promise<boolean> {
+    if (!(SUPPRESSION_SOURCES as readonly string[]).includes(source)) return false;
+    return !isPersonWide(source as SuppressionSource, (await this.#client(now)).scopes);
+  }
+
+  /** The client's limits, zone and suppression scopes, read again once {@link LIMITS_CACHE_MS} old. */
+  async #client(now: number): Promise<CachedClient> {
     if (!this.#cached || now - this.#cached.at >= LIMITS_CACHE_MS) {
       const out = await this.#doc.send(
         new GetCommand({ TableName: this.#tables.controlTable, Key: keys.client(this.#clientId) }),
       );
-      const item = out.Item as { contactLimits?: ContactLimit[]; timeZone?: string } | undefined;
+      const item = out.Item as
+        | Pick<ClientSettings, 'contactLimits' | 'timeZone' | 'suppressionScope'>
+        | undefined;
       this.#cached = {
         at: now,
         ...(item?.contactLimits ? { limits: item.contactLimits } : {}),
         timeZone: item?.timeZone ?? 'UTC',
+        ...(item?.suppressionScope ? { scopes: item.suppressionScope } : {}),
       };
     }
-    return capSlots(this.#cached.limits, contactChannelOf(job.channel), now, this.#cached.timeZone);
+    return this.#cached;
   }
 
   /**

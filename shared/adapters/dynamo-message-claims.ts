@@ -1,9 +1,10 @@
 import type { ClaimedTask, TaskSource } from '#shared/campaign/ports.ts';
 import type { CapSlot } from '#shared/contact-limits/model.ts';
 import { membersInState } from '#shared/jobs/chunks.ts';
-import { type Job, jobHasEnded, keys } from '#shared/jobs/model.ts';
+import { type Job, type JobChannel, jobHasEnded, keys, taskChannelOf } from '#shared/jobs/model.ts';
 import { isLeftByOlderHolder, mayClaimMessage } from '#shared/jobs/task-lifecycle.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
+import { ownEntrySource } from '#shared/suppressions/model.ts';
 import { spillable, spillChunk, spillStarted } from './dynamo-chunk-spill.ts';
 import { type ClaimPages, claimKey } from './dynamo-claim-pages.ts';
 import {
@@ -15,7 +16,7 @@ import {
   recipientsOf,
   withinMembers,
 } from './dynamo-claim-record.ts';
-import { pipelineTasksOf } from './dynamo-claimed-tasks.ts';
+import { pipelineTasksOf, type Screened } from './dynamo-claimed-tasks.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import { LeftClaimPages } from './dynamo-left-pages.ts';
 import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
@@ -43,7 +44,8 @@ const READS_FROM_START = 16;
 export interface ClaimerDeps {
   readonly table: MessageTaskTable;
   readonly lease: MessageClaimLease;
-  readonly accept: (job: Job) => boolean;
+  /** Whether a task of `job` now on `channel` (its job's, or the one it fell back to) is this session's. */
+  readonly accept: (job: Job, channel: JobChannel) => boolean;
   readonly state: SessionState;
   readonly batches: MulticastRecords;
   readonly optedOut?: (clientId: string, recipients: readonly string[]) => Promise<ReadonlySet<string>>;
@@ -176,11 +178,13 @@ export class MessageClaimer implements TaskSource {
     if (task.channel !== 'message' || this.#deps.state.held.has(task.taskId)) return false;
     if (this.#heldElsewhere.has(task.key)) return false;
     if (!mayClaimMessage(task, token, now)) return false;
-    return this.#jobAccepted(await this.#deps.table.jobs.cached(this.#clientId, task.jobId));
+    return this.#jobAccepted(await this.#deps.table.jobs.cached(this.#clientId, task.jobId), task);
   }
 
-  #jobAccepted(job: Job | undefined): job is Job {
-    return isRunningMessageJob(job, this.#deps.table.clock.now()) && this.#deps.accept(job);
+  /** The job is running, and this session sends it now on the channel the task is on. */
+  #jobAccepted(job: Job | undefined, task: ClaimRecord): job is Job {
+    if (!isRunningMessageJob(job, this.#deps.table.clock.now())) return false;
+    return this.#deps.accept(job, taskChannelOf(task.item, job));
   }
 
   /**
@@ -337,27 +341,24 @@ export class MessageClaimer implements TaskSource {
   /** Claims one job's chosen tasks and turns them into the pipeline's claimed tasks. */
   async #claimForJob(jobId: string, chosen: Chosen[], token: number): Promise<ClaimedTask[]> {
     const job = await this.#deps.table.jobs.cached(this.#clientId, jobId);
-    if (!this.#jobAccepted(job)) return [];
+    if (!this.#jobAccepted(job, chosen[0]!.task)) return [];
     const group = await this.#withoutSpilled(job, chosen, token);
     if (group.length === 0) return [];
     // Under contact limits the screening comes first: a task that will end opted out or suppressed
     // takes no slot of its person's limits. Without limits it is read while the claim is written.
     const limited = (await this.#caps.slotsFor(job, this.#deps.table.clock.now())).length > 0;
-    const screening = this.#screen(group);
+    const screening = this.#screen(job, group);
     const early = limited ? await screening : undefined;
     const skip = early ? new Set([...early.optedOut, ...early.suppressed.keys()]) : new Set<string>();
-    const [claimed, { optedOut, suppressed }] = await Promise.all([
-      this.#claim(job, group, token, skip),
-      early ?? screening,
-    ]);
+    const [claimed, screened] = await Promise.all([this.#claim(job, group, token, skip), early ?? screening]);
     if (claimed.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
     this.#advanceCursors(claimed);
-    const template = this.#deps.table.templateOf(job);
     return claimed.flatMap((c): ClaimedTask[] => {
       this.#deps.state.held.add(c.task.taskId);
       this.#deps.state.startedAt.set(c.task.key, c.startedAt);
-      return pipelineTasksOf(job, c, template, { optedOut, suppressed }, this.#deps.state.chunks);
+      const template = this.#deps.table.templateOf(job, taskChannelOf(c.task.item, job));
+      return pipelineTasksOf(job, c, template, screened, this.#deps.state.chunks);
     });
   }
 
@@ -392,11 +393,11 @@ export class MessageClaimer implements TaskSource {
     return out;
   }
 
-  /** The group's opt-outs and suppressions (its own entries, and its persons' person-wide ones). */
-  async #screen(group: readonly Chosen[]): Promise<{
-    optedOut: ReadonlySet<string>;
-    suppressed: ReadonlyMap<string, string>;
-  }> {
+  /**
+   * The group's opt-outs and suppressions (its own entries, and its persons' person-wide ones), and
+   * for a job that falls back, which of these reach the recipient's own channel alone.
+   */
+  async #screen(job: Job, group: readonly Chosen[]): Promise<Screened> {
     const recipients = group.flatMap((c) => recipientsOf(c.task));
     const hints = new Map(
       group.flatMap(({ task }) =>
@@ -409,7 +410,14 @@ export class MessageClaimer implements TaskSource {
         ? this.#deps.suppressed(this.#clientId, recipients, hints)
         : new Map<string, string>(),
     ]);
-    return { optedOut, suppressed };
+    if (job.fallback === undefined) return { optedOut, suppressed };
+    const channelOnly = new Set<string>();
+    const now = this.#deps.table.clock.now();
+    for (const [recipient, reason] of suppressed) {
+      const source = ownEntrySource(reason);
+      if (source !== undefined && (await this.#caps.channelOnly(source, now))) channelOnly.add(recipient);
+    }
+    return { optedOut, suppressed, channelOnly };
   }
 
   /** Moves each shard's cursor past the waiting tasks just claimed from it (never past one held into the future). */

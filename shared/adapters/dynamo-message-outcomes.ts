@@ -14,7 +14,7 @@
  *   ready again (else it ends expired).
  */
 
-import type { ReportSink, TaskOutcome } from '#shared/campaign/ports.ts';
+import type { ChannelMove, ReportSink, TaskOutcome } from '#shared/campaign/ports.ts';
 import { jobHasEnded, keys } from '#shared/jobs/model.ts';
 import {
   type MessageEndMove,
@@ -261,7 +261,8 @@ export class OutcomeWriter implements ReportSink {
       conditions: [from.condition, 'attempts <= :attempt'],
       names: { ...STATE_NAME },
       values: {
-        ':attempt': outcome.attempt,
+        // A move to another channel keeps the attempts made so far: nothing went out on this one.
+        ':attempt': outcome.moveTo?.attempts ?? outcome.attempt,
         ':lastResult': outcome.lastResult,
         ':now': outcome.at,
         ...from.values,
@@ -311,6 +312,7 @@ function addRelease(parts: UpdateParts, outcome: TaskOutcome, token: number): vo
     parts.set.push('maybeSent = :maybeSent');
     parts.values[':maybeSent'] = true;
   }
+  if (outcome.moveTo) addMove(parts, outcome.moveTo);
   // Only the claim's own holder gives a task in flight back: a newer holder may have reclaimed
   // it. (A claim page leaves its tasks waiting: a newer holder claims them only after it has
   // settled the page, and the session's `held` set keeps its own.)
@@ -318,6 +320,25 @@ function addRelease(parts: UpdateParts, outcome: TaskOutcome, token: number): vo
   parts.conditions.push('(#state <> :inFlightState OR claimToken <= :token)');
   parts.values[':token'] = token;
   parts.values[':inFlightState'] = 'in-flight';
+}
+
+/**
+ * A fallback: the task waits on its next channel, as its identifier there, the channels it left
+ * appended to `tried`. Nothing was sent on the one it leaves in doubt: its send state goes.
+ */
+function addMove(parts: UpdateParts, move: ChannelMove): void {
+  parts.set.push(
+    '#via = :via',
+    '#recipient = :recipient',
+    '#tried = list_append(if_not_exists(#tried, :none), :tried)',
+  );
+  Object.assign(parts.names, { '#via': 'via', '#recipient': 'recipient', '#tried': 'tried' });
+  for (const name of ['batchKey', 'maybeSent'])
+    if (!parts.set.some((clause) => clause.startsWith(`${name} =`))) parts.remove.push(name);
+  parts.values[':via'] = move.channel;
+  parts.values[':recipient'] = move.recipient;
+  parts.values[':tried'] = move.tried;
+  parts.values[':none'] = [];
 }
 
 /** An end: off the outstanding index, expiring, with its reason and the key it was sent with. */

@@ -14,7 +14,14 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
-import { contentOf, type Job, jobHasEnded, keys, OUTSTANDING_INDEX } from '#shared/jobs/model.ts';
+import {
+  contentOf,
+  type Job,
+  type JobChannel,
+  jobHasEnded,
+  keys,
+  OUTSTANDING_INDEX,
+} from '#shared/jobs/model.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { JobCache } from './dynamo-job-cache.ts';
 
@@ -64,13 +71,17 @@ export class MessageTaskTable {
     this.jobs = new JobCache(doc, options.controlTable, () => options.clock.now(), options.jobCacheMs);
   }
 
-  /** The job's content its tasks carry (one object per job: tasks of one job share it). */
-  templateOf(job: Job): MessageTemplate {
-    let template = this.#templates.get(job.jobId);
+  /**
+   * The job's content on `channel` (its own by default; a fallback job's tasks carry the content of
+   * the channel each is on), one object per job and channel: tasks of one job share it.
+   */
+  templateOf(job: Job, channel: JobChannel = job.channel): MessageTemplate {
+    const key = `${job.jobId}#${channel}`;
+    let template = this.#templates.get(key);
     if (!template) {
       // An email job's tasks carry its email: the pipeline's transport reads it as such.
-      template = contentOf(job) as MessageTemplate;
-      this.#templates.set(job.jobId, template);
+      template = contentOf(job, channel) as MessageTemplate;
+      this.#templates.set(key, template);
     }
     return template;
   }

@@ -34,7 +34,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { BatchLedger, ReportSink, TaskSource } from '#shared/campaign/ports.ts';
-import { type Job, keys } from '#shared/jobs/model.ts';
+import { type Job, type JobChannel, keys } from '#shared/jobs/model.ts';
 import type { JobStore } from '#shared/jobs/ports.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
@@ -80,9 +80,10 @@ export interface MessageSession {
 export interface DynamoMessageTasks {
   /**
    * A session for the lease holder. `accept` narrows the running message jobs it claims from
-   * (e.g. those inside their calling hours now).
+   * (e.g. those inside their calling hours now), and the channel their tasks are on (a job's own,
+   * or the one a task fell back to).
    */
-  session(lease: MessageClaimLease, accept?: (job: Job) => boolean): MessageSession;
+  session(lease: MessageClaimLease, accept?: (job: Job, channel: JobChannel) => boolean): MessageSession;
   /** The job as stored now (strongly consistent). */
   getJob(clientId: string, jobId: string): Promise<Job | undefined>;
   /** Pauses a running job with the reason (`Job.pausedReason`); false when it was not running. */
@@ -115,7 +116,10 @@ export class DynamoMessageTaskStore implements DynamoMessageTasks {
     this.#suppressed = options.suppressed;
   }
 
-  session(lease: MessageClaimLease, accept: (job: Job) => boolean = () => true): MessageSession {
+  session(
+    lease: MessageClaimLease,
+    accept: (job: Job, channel: JobChannel) => boolean = () => true,
+  ): MessageSession {
     const table = this.#table;
     const state = new SessionState();
     const batches = new MulticastRecords(table);

@@ -6,7 +6,7 @@
  * {@link SendingRounds.stop} is called.
  */
 import type { PipelineTotals } from '#shared/campaign/pipeline.ts';
-import type { ClientSettings, Job } from '#shared/jobs/model.ts';
+import type { ClientSettings, Job, JobChannel } from '#shared/jobs/model.ts';
 import { mayStartNow } from '#shared/jobs/restrictions.ts';
 import type { LeaseKeeper } from '#shared/lease/lease.ts';
 import type { Logger } from '#shared/log.ts';
@@ -40,8 +40,11 @@ export interface SendingRoundsDeps {
 
 /** One round: which jobs it sends, what the watch does besides, and the pipeline run itself. */
 export interface RoundPlan {
-  /** The jobs the session claims from (the channel's, that may send now: {@link SendingRounds.maySend}). */
-  readonly accept: (job: Job) => boolean;
+  /**
+   * The jobs the session claims from, and of each the tasks on which channel (the server's, of
+   * jobs that may send now: {@link SendingRounds.maySend}).
+   */
+  readonly accept: (job: Job, channel: JobChannel) => boolean;
   /** Before each look of the watch, after the client's settings are read again. */
   readonly beforeEachLook?: (abort: AbortController) => void;
   /** A job of the round that left `running`. */

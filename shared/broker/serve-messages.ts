@@ -36,7 +36,7 @@ import type {
   ValidatePort,
 } from '#shared/campaign/ports.ts';
 import { MONTHLY_LIMIT_PAUSE_REASON } from '#shared/campaign/quota.ts';
-import type { Job } from '#shared/jobs/model.ts';
+import type { Job, JobChannel } from '#shared/jobs/model.ts';
 import type { MessageQuota } from '#shared/line/messaging-client.ts';
 import { LINE_RATE_LIMITS } from '#shared/line/rate-limits.ts';
 import type { ClientMetrics } from './broker-metrics.ts';
@@ -48,7 +48,7 @@ import type { ServeEnd } from './serve-client.ts';
 export interface MessageTaskStore {
   session(
     lease: { clientId: string; owner: string; token(): number | undefined },
-    accept: (job: Job) => boolean,
+    accept: (job: Job, channel: JobChannel) => boolean,
   ): {
     readonly source: TaskSource;
     readonly report: ReportSink;
@@ -282,7 +282,7 @@ export class MessageServer {
   #round(channelId: string, channelSend: SendPort): Promise<PipelineTotals> {
     const quota = this.#quota;
     return this.#rounds.round({
-      accept: (job) => job.channel === 'line' && this.#rounds.maySend(job) && (quota?.admits(job) ?? true),
+      accept: (job, on) => on === 'line' && this.#rounds.maySend(job) && (quota?.admits(job) ?? true),
       ...(quota
         ? {
             beforeEachLook: (abort: AbortController) => void this.#checkQuota(quota, abort),

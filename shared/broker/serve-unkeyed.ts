@@ -191,7 +191,7 @@ export class UnkeyedServer<T extends object> {
   async #round(transport: MessageTransport<T>): Promise<PipelineTotals> {
     const { clock, timers, logger, settings, channel } = this.#deps;
     return this.#rounds.round({
-      accept: (job) => job.channel === channel && this.#rounds.maySend(job),
+      accept: (job, on) => on === channel && this.#rounds.maySend(job),
       run: async (session, signal) => {
         const totals = await runMessagePipeline<T>({
           // The session claims from the channel's jobs only, whose tasks carry the job's content.

@@ -337,12 +337,24 @@ class PipelineRun<T extends object> implements SendingRun<T> {
     }
   }
 
-  /** A claimed page into the queue: opted-out recipients skipped, recorded multicasts resumed whole. */
+  /**
+   * A claimed page into the queue: opted-out recipients skipped (or, when their job falls back, moved
+   * to its next channel), recorded multicasts resumed whole.
+   */
   #accept(page: readonly ClaimedTask<T>[]): void {
     this.totals.claimed += page.length;
     const resumed = new Map<string, ClaimedTask<T>[]>();
     for (const task of page) {
-      if (task.optedOut || task.suppressed !== undefined) {
+      if (task.fallsBack !== undefined) {
+        const { fallsBack } = task;
+        this.#settle({
+          ...identity(task),
+          kind: 'released',
+          lastResult: fallsBack.tried[0]!.reason,
+          moveTo: fallsBack,
+          at: this.#clock.now(),
+        });
+      } else if (task.optedOut || task.suppressed !== undefined) {
         this.#settle({
           ...identity(task),
           kind: 'skipped',

@@ -4,6 +4,8 @@
  * (`transport.ts`; LINE's Messaging API send is {@link SendPort}), and a sink for outcomes (the
  * adapter writes them to the task table in batches).
  */
+
+import type { MessageChannel, TriedChannel } from '#shared/jobs/model.ts';
 import type {
   MessageVerdict,
   OutgoingMessage,
@@ -41,6 +43,11 @@ export interface ClaimedTask<T extends object = MessageTemplate> {
   /** The recipient is on the client's suppression list: nothing is sent, the task ends `cancelled` with this reason. */
   readonly suppressed?: string;
   /**
+   * This channel cannot reach the task's person (opted out, or suppressed on this channel alone) and
+   * its job falls back: nothing is sent, the task moves to the next channel (`released` with it).
+   */
+  readonly fallsBack?: ChannelMove;
+  /**
    * This attempt may already have reached LINE (an earlier holder had it in flight, or it was
    * released after an unanswered request). Resending it is safe (same retry key: 409 if it went
    * through); skipping it for an opt-out means its delivery is unknown, and the report says so.
@@ -68,6 +75,18 @@ export interface ClaimedTask<T extends object = MessageTemplate> {
    * may still be resent: the attempt was in flight.
    */
   readonly sendBy?: number;
+}
+
+/**
+ * A fallback job's task moving on: the channel it goes to and its identifier there, the channels it
+ * leaves (the one it was on, then any it has no identifier for) with why, and the attempts it has
+ * made so far (written as is: a move that sent nothing starts no attempt, and takes no slot).
+ */
+export interface ChannelMove {
+  readonly channel: MessageChannel;
+  readonly recipient: string;
+  readonly tried: readonly TriedChannel[];
+  readonly attempts: number;
 }
 
 /** A multicast about to be sent: its key and members (all of one job and attempt). */
@@ -109,6 +128,7 @@ export interface TaskSource<T extends object = MessageTemplate> {
  * - `released`: not settled (the pipeline stopped, the monthly quota is used up, or retries ran
  *   out). Give the task back for a later claim with the same attempt; `maybeSent` says an earlier
  *   request may have reached LINE, which is why the attempt (and so the retry key) must not change.
+ *   With `moveTo`, the task waits again on the next channel of its job instead.
  */
 export interface TaskOutcome {
   readonly jobId: string;
@@ -120,6 +140,8 @@ export interface TaskOutcome {
   readonly maybeSent?: boolean;
   /** For `released` after exhausted retries: wait at least this long before claiming it again. */
   readonly retryAfterMs?: number;
+  /** For `released`: the task falls back to this channel (its attempts then written as the move's `attempts`). */
+  readonly moveTo?: ChannelMove;
   /** The retry key of the request that settled it (the task's, or its multicast batch's). */
   readonly retryKey?: string;
   readonly requestId?: string;

@@ -15,12 +15,20 @@ import {
   type PageRead,
   type TaskDraft,
 } from '#shared/csv/read-list.ts';
+import { identifierKind } from '#shared/people/model.ts';
 import { ZERO_COUNTS } from './api.ts';
 import { cancelSweepStart } from './cancel.ts';
 import { type Chunk, isChunkable, packMembers, pageChunks } from './chunks.ts';
 import { SourceChangedError } from './errors.ts';
 import type { IngestJobDeps, IngestOutcome, IngestRunContext } from './ingest.ts';
-import { type ClientSettings, type Job, type JobCounts, type Task, taskSideOf } from './model.ts';
+import {
+  CHANNEL_IDENTIFIER,
+  type ClientSettings,
+  type Job,
+  type JobCounts,
+  type Task,
+  taskSideOf,
+} from './model.ts';
 import { contentPlaceholders, unfilledPlaceholders } from './placeholders.ts';
 import type { IngestState } from './ports.ts';
 import { recipientTiming } from './recipient-timing.ts';
@@ -150,14 +158,17 @@ export class IngestStepRun {
       ...(this.#state.eTag ? { eTag: this.#state.eTag } : {}),
     });
     const now = this.#deps.clock.now();
+    // A job that falls back keeps a row whose first channel cannot reach it: the claim moves it on
+    // (or ends it, when the person is suppressed everywhere), so it is not skipped here.
+    const screens = job.fallback === undefined;
     return {
       source,
       channel: job.channel,
       defaultRegion: client.defaultRegion,
       isOptedOut: async (recipients) =>
-        this.#deps.optOuts ? this.#deps.optOuts(clientId, recipients) : new Set<string>(),
+        this.#deps.optOuts && screens ? this.#deps.optOuts(clientId, recipients) : new Set<string>(),
       isSuppressed: async (recipients) =>
-        this.#deps.suppressed ? this.#deps.suppressed(clientId, recipients) : new Set<string>(),
+        this.#deps.suppressed && screens ? this.#deps.suppressed(clientId, recipients) : new Set<string>(),
       duplicates,
       onBatch: (drafts, page) => this.#store(drafts, page, client, now),
       onReport: async (entries) => this.#deps.validationReports.putPage(clientId, jobId, entries),
@@ -285,6 +296,7 @@ export class IngestStepRun {
       channel: taskSideOf(this.#job.channel),
       recipient: draft.recipient,
       ...(person === undefined ? {} : { person }),
+      ...fallbackReach(this.#job, draft),
       ...(draft.name === undefined ? {} : { name: draft.name }),
       variables: draft.variables,
       state: 'pending',
@@ -409,13 +421,29 @@ function storesChunks(tasks: IngestJobDeps['tasks']): boolean {
 /**
  * Whether a job's LINE recipients are to be held in chunks of 500, shared or personalised
  * (docs/multicast-chunks.md): a LINE job, a list (by S3's size) within the bound and a store that
- * writes chunks; otherwise a task a recipient. Decided when validation begins and recorded with the
+ * writes chunks; otherwise a task a recipient (a job that falls back: each task carries its person's
+ * identifiers and moves on its own). Decided when validation begins and recorded with the
  * ingest's state (`IngestState.chunked`).
  */
 export function holdsInChunks(deps: IngestJobDeps, job: Job, size: number): boolean {
   return (
     job.channel === 'line' &&
+    job.fallback === undefined &&
     size <= (deps.maxChunkedListBytes ?? MAX_CHUNKED_LIST_BYTES) &&
     storesChunks(deps.tasks)
   );
+}
+
+/**
+ * A fallback job's task: the row's identifier for each of the job's channels (the recipient for the
+ * job's own, the first of the row's other identifiers of the kind each fallback channel takes).
+ */
+function fallbackReach(job: Job, draft: TaskDraft): Pick<Task, 'reach'> {
+  if (job.fallback === undefined) return {};
+  const reach: Partial<Record<string, string>> = { [job.channel]: draft.recipient };
+  for (const channel of job.fallback) {
+    const id = draft.identifiers?.find((i) => identifierKind(i) === CHANNEL_IDENTIFIER[channel]);
+    if (id !== undefined) reach[channel] = id;
+  }
+  return { reach };
 }

@@ -98,11 +98,37 @@ export interface EmailSettings {
 export type SmsContent = SmsTemplate;
 
 /** The content a message job's tasks carry: a LINE job's message, an email job's email, an SMS job's text. */
-export function contentOf(job: Job): MessageTemplate | EmailContent | SmsContent | undefined {
-  if (job.channel === 'line') return job.message;
-  if (job.channel === 'email') return job.email;
-  if (job.channel === 'sms') return job.sms;
+export function contentOf(
+  job: Job,
+  channel: JobChannel = job.channel,
+): MessageTemplate | EmailContent | SmsContent | undefined {
+  if (channel === 'line') return job.message;
+  if (channel === 'email') return job.email;
+  if (channel === 'sms') return job.sms;
   return undefined;
+}
+
+/** A job's message channels in the order it tries them: its channel, then its `fallback`. */
+export function channelsOf(job: Pick<Job, 'channel' | 'fallback'>): readonly JobChannel[] {
+  return [job.channel, ...(job.fallback ?? [])];
+}
+
+/** The channel a message task is on now: the one it fell back to, else its job's. */
+export function taskChannelOf(task: { readonly via?: unknown }, job: Pick<Job, 'channel'>): JobChannel {
+  return isMessageChannel(task.via as JobChannel) ? (task.via as MessageChannel) : job.channel;
+}
+
+/** Which identifier kind reaches a person on each message channel. */
+export const CHANNEL_IDENTIFIER: Readonly<Record<MessageChannel, 'line' | 'email' | 'phone'>> = {
+  line: 'line',
+  email: 'email',
+  sms: 'phone',
+};
+
+/** One channel a task could not reach its person on, and why (`Task.tried`). */
+export interface TriedChannel {
+  readonly channel: MessageChannel;
+  readonly reason: string;
 }
 
 /** A job as stored, in today's words (a job stored with channel `message` is a `line` job). */
@@ -212,6 +238,12 @@ export interface Job {
   readonly jobId: string;
   readonly name: string;
   readonly channel: JobChannel;
+  /**
+   * Message channels to fall back through, in order, when `channel` cannot reach a task's person
+   * (no identifier for it, opted out or suppressed on it alone, refused as unreachable): the task
+   * moves to the next inside the same job and the same contact-limit slot (`docs/fallback.md`).
+   */
+  readonly fallback?: readonly MessageChannel[];
   /** The call scenario or message template the tasks run. */
   readonly scenarioId: string;
   /** Epoch ms: not started before. */
@@ -303,6 +335,14 @@ export interface Task {
    * start checks it against the link and counts the contact limits under it.
    */
   readonly person?: string;
+  /**
+   * A fallback job's task: the identifier of the row for each of the job's channels it has (the
+   * recipient is the one of the channel it is on), the channel it is on when not the job's
+   * (`via`), and the channels it could not reach its person on, in order, with why (`tried`).
+   */
+  readonly reach?: Readonly<Partial<Record<MessageChannel, string>>>;
+  readonly via?: MessageChannel;
+  readonly tried?: readonly TriedChannel[];
   readonly name?: string;
   readonly variables: Readonly<Record<string, string>>;
   readonly state: TaskState;

@@ -7,14 +7,20 @@ import { compileTemplate } from '#shared/campaign/template.ts';
 import { isNameHeader } from '#shared/csv/headers.ts';
 import { emailTemplateVariables } from '#shared/email/template.ts';
 import { smsTemplateVariables } from '#shared/sms/template.ts';
-import type { Job } from './model.ts';
+import { channelsOf, type Job } from './model.ts';
 
-/** The names a job's message, email or text uses, in order of first use; none for a call job. */
-export function contentPlaceholders(job: Pick<Job, 'channel' | 'message' | 'email' | 'sms'>): string[] {
-  if (job.channel === 'line' && job.message) return [...compileTemplate(job.message).variables];
-  if (job.channel === 'email' && job.email) return [...emailTemplateVariables(job.email)];
-  if (job.channel === 'sms' && job.sms) return smsTemplateVariables(job.sms);
-  return [];
+/** The names a job's message, email or text uses (every channel it may fall back to), in order of first use; none for a call job. */
+export function contentPlaceholders(
+  job: Pick<Job, 'channel' | 'fallback' | 'message' | 'email' | 'sms'>,
+): string[] {
+  const found = new Set<string>();
+  for (const channel of channelsOf(job)) {
+    if (channel === 'line' && job.message)
+      for (const v of compileTemplate(job.message).variables) found.add(v);
+    if (channel === 'email' && job.email) for (const v of emailTemplateVariables(job.email)) found.add(v);
+    if (channel === 'sms' && job.sms) for (const v of smsTemplateVariables(job.sms)) found.add(v);
+  }
+  return [...found];
 }
 
 /**

@@ -35,7 +35,7 @@
 
 import type { Clock } from '#shared/pacing/clock.ts';
 import { JobError } from './errors.ts';
-import type { Job } from './model.ts';
+import { channelsOf, type Job } from './model.ts';
 import type { IngestQueue, JobStore, TaskStore, UploadFiles, ValidationReportStore } from './ports.ts';
 import { DELIVERY_REPORT_COLUMN, jobReportCsv, tasksInShardOrder } from './report.ts';
 import { OPEN_TASK_STATES } from './task-lifecycle.ts';
@@ -169,7 +169,7 @@ export class ReportArchiver {
    * when the archive is to be written now.
    */
   async #awaitSettling(message: ArchiveReportMessage, job: Job): Promise<ArchiveReportOutcome | undefined> {
-    if (DELIVERY_REPORT_COLUMN[job.channel] === undefined) return undefined;
+    if (!channelsOf(job).some((channel) => DELIVERY_REPORT_COLUMN[channel] !== undefined)) return undefined;
     const now = this.#deps.clock.now();
     const settleAt = message.settleAt ?? now + DELIVERY_SETTLE_MS;
     if (now >= settleAt) return undefined;

@@ -12,10 +12,16 @@
  * last moved it (`sent`, `delivered`, `bounced`, `complained`, …; `shared/email/ses-events.ts`), as a
  * task `completed` means SES accepted the email, not that it was delivered. Call and LINE reports
  * keep their columns.
+ *
+ * A job that falls back through channels (`docs/fallback.md`) has three more: `channel` (the one the
+ * task is on: that reached the person when it completed), `delivery` (its delivery state on that
+ * channel, when the channel's events report one) and `tried` (the channels it left before, and why:
+ * `line: opted-out; email: no-identifier`).
  */
 import { type ReportEntry, reportCell } from '#shared/csv/report.ts';
 import { TASK_SHARDS } from '#shared/resources.ts';
-import type { JobChannel, Task } from './model.ts';
+import { triedCell } from './fallback.ts';
+import { type JobChannel, type MessageChannel, type Task, taskChannelOf } from './model.ts';
 
 export const JOB_REPORT_HEADER = [
   'row',
@@ -33,6 +39,9 @@ export const JOB_REPORT_HEADER = [
  * state as the channel's events last said (`delivered`, `bounced`, …), named for the channel.
  */
 export const DELIVERY_REPORT_COLUMN: Partial<Record<JobChannel, string>> = { email: 'email', sms: 'sms' };
+
+/** The columns a fallback job's report adds after {@link JOB_REPORT_HEADER}. */
+export const FALLBACK_REPORT_COLUMNS: readonly string[] = ['channel', 'delivery', 'tried'];
 
 function line(cells: readonly (string | number | undefined)[]): string {
   return `${cells.map(reportCell).join(',')}\r\n`;
@@ -52,11 +61,14 @@ export async function* tasksInShardOrder(
 export async function* jobReportCsv(
   entries: AsyncIterable<ReportEntry>,
   tasks: AsyncIterable<Task>,
-  job: { readonly channel?: JobChannel } = {},
+  job: { readonly channel?: JobChannel; readonly fallback?: readonly MessageChannel[] } = {},
 ): AsyncGenerator<Uint8Array, void, undefined> {
-  const column = job.channel === undefined ? undefined : DELIVERY_REPORT_COLUMN[job.channel];
+  const falls = job.channel !== undefined && job.fallback !== undefined;
+  const column = falls || job.channel === undefined ? undefined : DELIVERY_REPORT_COLUMN[job.channel];
   const delivery = column !== undefined;
-  const header: readonly string[] = delivery ? [...JOB_REPORT_HEADER, column] : JOB_REPORT_HEADER;
+  const extra: readonly string[] = falls ? FALLBACK_REPORT_COLUMNS : delivery ? [column] : [];
+  const header: readonly string[] = [...JOB_REPORT_HEADER, ...extra];
+  const blanks = extra.map(() => undefined);
   let pending = `\ufeff${line(header)}`;
   const flush = function* () {
     if (pending.length >= 32 * 1024) {
@@ -74,7 +86,7 @@ export async function* jobReportCsv(
       entry.reason,
       entry.column,
       entry.value,
-      ...(delivery ? [undefined] : []),
+      ...blanks,
     ]);
     yield* flush();
   }
@@ -88,7 +100,11 @@ export async function* jobReportCsv(
       task.reason,
       undefined,
       undefined,
-      ...(delivery ? [task.deliveryState ?? task.emailState] : []),
+      ...(falls
+        ? [taskChannelOf(task, { channel: job.channel! }), task.deliveryState, triedCell(task.tried)]
+        : delivery
+          ? [task.deliveryState ?? task.emailState]
+          : []),
     ]);
     yield* flush();
   }

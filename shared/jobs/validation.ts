@@ -15,7 +15,15 @@ import { CONNECT_RING_TIMEOUT, telephonySettingsSchema } from '#shared/telephony
 import { emptyFieldErrors, type FieldErrors, ValidationError } from './errors.ts';
 import { add, collect, parseHours } from './field-problems.ts';
 import { messageSchema, toTemplate, UnreadableJson } from './message-option.ts';
-import { type ClientSettings, currentChannel, type Job, type JobChannel, type JobDefaults } from './model.ts';
+import {
+  type ClientSettings,
+  currentChannel,
+  isMessageChannel,
+  type Job,
+  type JobChannel,
+  type JobDefaults,
+  type MessageChannel,
+} from './model.ts';
 import { retryPolicySchema } from './retry-policy.ts';
 
 /** Why a zone abbreviation or offset is refused where a client's settings are given. */
@@ -225,6 +233,7 @@ export type JobOptions = Pick<
   Job,
   | 'name'
   | 'channel'
+  | 'fallback'
   | 'scenarioId'
   | 'startAt'
   | 'endAt'
@@ -271,9 +280,24 @@ const expireAfterSchema = z.string().refine((text) => {
   return ms !== undefined && ms > 0 && ms <= MAX_EXPIRE_AFTER_MS;
 }, 'must be an ISO 8601 duration from PT1S to P366D, in days, hours, minutes and seconds (e.g. PT4H, PT90M, P2D)');
 
+/**
+ * A job's channel, or an ordered list of message channels to fall back through (`line`, `email`,
+ * `sms`, each once): the first is the job's `channel`, the rest its `fallback`.
+ */
+const jobChannelSchema = z.union([
+  channelSchema,
+  z
+    .array(channelSchema, { error: 'must be a channel, or a list of message channels' })
+    .min(1, 'must name at least one channel')
+    .refine((list) => list.length === 1 || list.every(isMessageChannel), {
+      message: 'only message channels (line, email, sms) can fall back: a call job has one channel',
+    })
+    .refine((list) => new Set(list).size === list.length, { message: 'must name each channel once' }),
+]);
+
 const jobOptionsSchema = z.strictObject({
   name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
-  channel: channelSchema.optional(),
+  channel: jobChannelSchema.optional(),
   scenarioId: idSchema.optional(),
   startAt: instantSchema.optional(),
   /** The job's end: an instant after `startAt`, not in the past. */
@@ -332,8 +356,8 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
   const hours =
     rawHours === undefined ? undefined : parseHours(errors, client.timeZone, rawHours, 'callingHours');
   const data = parsed.success ? parsed.data : undefined;
-  const channel = data?.channel ?? client.jobDefaults?.channel ?? JOB_DEFAULTS.channel;
-  channelRules(errors, channel, client, parsed.success ? data : undefined);
+  const [channel, ...fallback] = channelList(data?.channel ?? client.jobDefaults?.channel);
+  channelRules(errors, channel!, client, parsed.success ? data : undefined, fallback as MessageChannel[]);
   const ring = data?.ringTimeoutSeconds;
   if (
     ring !== undefined &&
@@ -351,7 +375,8 @@ export function parseJobOptions(input: unknown, client: ClientSettings, now: num
   if (!data || Object.keys(errors).length > 0) throw new ValidationError('invalid job options', errors);
   return {
     name: data.name,
-    channel,
+    channel: channel!,
+    ...(fallback.length === 0 ? {} : { fallback: fallback as MessageChannel[] }),
     scenarioId: data.scenarioId ?? client.jobDefaults?.scenarioId ?? JOB_DEFAULTS.scenarioId,
     startAt,
     ...(endAt === undefined ? {} : { endAt }),
@@ -379,30 +404,59 @@ const A_JOB: Readonly<Record<JobChannel, string>> = {
   sms: 'an SMS job',
 };
 
-/** What a job's channel asks of its client and its options. */
+/** The job's channels in order: the one given (or the default), or the list given. */
+function channelList(given: JobChannel | readonly JobChannel[] | undefined): JobChannel[] {
+  if (given === undefined) return [JOB_DEFAULTS.channel];
+  return typeof given === 'string' ? [given] : [...given];
+}
+
+/** What a job's channels (its channel and those it falls back to) ask of its client and its options. */
 function channelRules(
   errors: Record<string, string[]>,
   channel: JobChannel,
   client: ClientSettings,
   data: { message?: unknown; email?: unknown; sms?: unknown; timeZoneBy?: string } | undefined,
+  fallback: readonly MessageChannel[] = [],
 ): void {
-  if (channel === 'line' && !client.messageChannelId) {
-    add(errors, 'channel', 'a LINE job needs the client to have a messageChannelId');
+  const uses = new Set<JobChannel>([channel, ...fallback]);
+  const named = fallback.length === 0 ? A_JOB[channel] : 'a job that falls back to it';
+  if (uses.has('line') && !client.messageChannelId) {
+    add(
+      errors,
+      'channel',
+      `${fallback.length === 0 ? 'a LINE job' : 'LINE'} needs the client to have a messageChannelId`,
+    );
   }
-  if (channel === 'line' && data && data.message === undefined) {
-    add(errors, 'message', 'a LINE job needs its message (text, or { messages: [...] })');
+  if (uses.has('line') && data && data.message === undefined) {
+    add(
+      errors,
+      'message',
+      `${channel === 'line' ? 'a LINE job' : 'LINE'} needs its message (text, or { messages: [...] })`,
+    );
   }
-  if (channel === 'email' && !client.email) {
-    add(errors, 'channel', 'an email job needs the client to have email settings (a From address)');
+  if (uses.has('email') && !client.email) {
+    add(
+      errors,
+      'channel',
+      `${channel === 'email' ? 'an email job' : 'email'} needs the client to have email settings (a From address)`,
+    );
   }
-  if (channel === 'email' && data && data.email === undefined) {
-    add(errors, 'email', 'an email job needs its email ({ subject, html and / or text })');
+  if (uses.has('email') && data && data.email === undefined) {
+    add(
+      errors,
+      'email',
+      `${channel === 'email' ? 'an email job' : 'email'} needs its email ({ subject, html and / or text })`,
+    );
   }
-  if (channel === 'sms' && !client.sms) {
-    add(errors, 'channel', 'an SMS job needs the client to have SMS settings (an origination identity)');
+  if (uses.has('sms') && !client.sms) {
+    add(
+      errors,
+      'channel',
+      `${channel === 'sms' ? 'an SMS job' : 'SMS'} needs the client to have SMS settings (an origination identity)`,
+    );
   }
-  if (channel === 'sms' && data && data.sms === undefined) {
-    add(errors, 'sms', 'an SMS job needs its text ({ body })');
+  if (uses.has('sms') && data && data.sms === undefined) {
+    add(errors, 'sms', `${channel === 'sms' ? 'an SMS job' : 'SMS'} needs its text ({ body })`);
   }
   if (channel !== 'call' && data?.timeZoneBy === 'recipient') {
     add(
@@ -411,14 +465,14 @@ function channelRules(
       `${A_JOB[channel]}'s recipients carry no zone: only a call job can use recipient`,
     );
   }
-  if (channel !== 'line' && data?.message !== undefined) {
-    add(errors, 'message', `only a LINE job sends a message; ${A_JOB[channel]} does not`);
+  if (!uses.has('line') && data?.message !== undefined) {
+    add(errors, 'message', `only a LINE job sends a message; ${named} does not`);
   }
-  if (channel !== 'email' && data?.email !== undefined) {
-    add(errors, 'email', `only an email job sends an email; ${A_JOB[channel]} does not`);
+  if (!uses.has('email') && data?.email !== undefined) {
+    add(errors, 'email', `only an email job sends an email; ${named} does not`);
   }
-  if (channel !== 'sms' && data?.sms !== undefined) {
-    add(errors, 'sms', `only an SMS job sends a text; ${A_JOB[channel]} does not`);
+  if (!uses.has('sms') && data?.sms !== undefined) {
+    add(errors, 'sms', `only an SMS job sends a text; ${named} does not`);
   }
 }
 
@@ -491,7 +545,8 @@ function jobEnd(
 
 /**
  * Job options from a query string (an inline CSV upload carries its options there): numbers are
- * read as numbers, `true`/`false` as booleans, `callingHours` as JSON; anything unreadable is left
+ * read as numbers, `true`/`false` as booleans, `callingHours` as JSON, a `channel` with commas as
+ * the list to fall back through; anything unreadable is left
  * for validation to name.
  */
 export function jobOptionsFromQuery(
@@ -506,6 +561,8 @@ export function jobOptionsFromQuery(
     } else if (BOOLEAN_OPTIONS.has(key) && (value === 'true' || value === 'false')) {
       out[key] = value === 'true';
     } else if (key === 'startAt' || key === 'endAt') out[key] = /^\d+$/.test(value) ? Number(value) : value;
+    // `?channel=line,email,sms`: the channels to fall back through.
+    else if (key === 'channel' && value.includes(',')) out[key] = value.split(',').map((c) => c.trim());
     else if ((key === 'message' && value.trimStart().startsWith('{')) || key === 'email' || key === 'sms') {
       try {
         out[key] = JSON.parse(value);

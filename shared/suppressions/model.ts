@@ -105,6 +105,12 @@ export function suppressedReason(source: string): string {
   return `suppressed: ${source}`;
 }
 
+/** The source of a reason {@link suppressedReason} wrote for the recipient's own entry; undefined for any other. */
+export function ownEntrySource(reason: string | undefined): string | undefined {
+  if (!isSuppressedReason(reason) || reason!.endsWith(')')) return undefined;
+  return reason!.slice('suppressed: '.length);
+}
+
 /** Is `reason` one {@link suppressedReason} wrote? */
 export function isSuppressedReason(reason: string | undefined): boolean {
   return reason?.startsWith('suppressed: ') === true;
