@@ -3,7 +3,7 @@ import type { ChannelMove, ClaimedTask } from '#shared/campaign/ports.ts';
 import type { MessageTemplate } from '#shared/campaign/template.ts';
 import { AWAITING_RESEND_EVENT } from '#shared/campaign/unit-sender.ts';
 import { membersInState } from '#shared/jobs/chunks.ts';
-import { nextChannel } from '#shared/jobs/fallback.ts';
+import { type NextChannel, nextChannel, triedOnLeaving } from '#shared/jobs/fallback.ts';
 import type { Job, Task } from '#shared/jobs/model.ts';
 import { mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
 import { type Claimed, variablesOf } from './dynamo-claim-record.ts';
@@ -24,18 +24,18 @@ export interface Screened {
  * A fallback job's task its channel cannot reach (opted out, or suppressed there alone) and that
  * was never possibly sent on it: where it moves. Undefined otherwise (it ends as any task would).
  */
-function fallsBack(job: Job, c: Claimed, screened: Screened): ChannelMove | undefined {
-  if (job.fallback === undefined || mayHaveBeenSent(c.task)) return undefined;
+function fallsBack(next: NextChannel | undefined, c: Claimed, screened: Screened): ChannelMove | undefined {
+  if (next === undefined || mayHaveBeenSent(c.task)) return undefined;
   const { recipient } = c.task;
   const reason = screened.optedOut.has(recipient)
     ? 'opted-out'
     : screened.channelOnly?.has(recipient)
       ? screened.suppressed.get(recipient)
       : undefined;
-  const next =
-    reason === undefined ? undefined : nextChannel(job, c.task.item as Pick<Task, 'via' | 'reach'>, reason);
+  if (reason === undefined) return undefined;
   // Nothing was sent on the channel left: the attempts stay what they were (0: no slot taken yet).
-  return next && { ...next, attempts: c.task.attempts };
+  const { channel, recipient: there } = next;
+  return { channel, recipient: there, tried: triedOnLeaving(next, reason), attempts: c.task.attempts };
 }
 
 /**
@@ -65,7 +65,8 @@ export function pipelineTasksOf(
       ...(job.endAt === undefined ? {} : { sendBy: job.endAt }),
     });
   }
-  const move = fallsBack(job, c, screened);
+  const next = nextChannel(job, c.task.item as Pick<Task, 'via' | 'reach'>);
+  const move = fallsBack(next, c, screened);
   return [
     {
       jobId: job.jobId,
@@ -75,7 +76,7 @@ export function pipelineTasksOf(
       template,
       attempt: c.attempt,
       attemptStartedAt: c.startedAt,
-      ...(move ? { fallsBack: move } : {}),
+      ...(move ? { fallsBack: move } : next ? { onward: next } : {}),
       ...(optedOut.has(recipient) ? { optedOut: true } : {}),
       ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
       ...(mayHaveBeenSent(c.task) ? { maybeSent: true } : {}),

@@ -184,6 +184,14 @@ function refusedRecipient(f: SdkFailure): TransportOutcome {
   return {
     kind: 'per-recipient',
     requestId: f.requestId,
-    entries: [{ kind: 'rejected', lastResult: `sms-${code.toLowerCase().replaceAll('_', '-')}`, reason }],
+    // The number cannot be texted from here at all: a job that falls back tries its next channel.
+    entries: [
+      {
+        kind: 'rejected',
+        lastResult: `sms-${code.toLowerCase().replaceAll('_', '-')}`,
+        reason,
+        unreachable: true,
+      },
+    ],
   };
 }

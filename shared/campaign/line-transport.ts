@@ -123,7 +123,19 @@ export function lineOutcome(outcome: SendOutcome): TransportOutcome {
             message: outcome.message,
             requestId: outcome.requestId,
           };
+    case 'rejected':
+      return refusesRecipient(outcome) ? { ...outcome, recipientRefused: true } : outcome;
     default:
       return outcome;
   }
+}
+
+/**
+ * LINE's 400 naming the request's `to` ("The property, 'to', in the request body is invalid"): the
+ * user id reaches nobody on this channel (line/line-bot-sdk-java#54, line/line-bot-sdk-python#729).
+ * Only a push has one recipient: a multicast's refusal is not one user's.
+ */
+function refusesRecipient(outcome: Extract<SendOutcome, { kind: 'rejected' }>): boolean {
+  if (outcome.status !== 400) return false;
+  return /property, 'to'/.test(outcome.message) || outcome.details.some((d) => d.property === 'to');
 }

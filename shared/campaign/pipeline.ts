@@ -273,7 +273,7 @@ class PipelineRun<T extends object> implements SendingRun<T> {
         taskId: task.taskId,
         attempt: task.attempt,
         retryKey: unit.retryKey,
-        ...outcome,
+        ...fallingBack(task, outcome),
         at,
       });
     }
@@ -419,6 +419,27 @@ class PipelineRun<T extends object> implements SendingRun<T> {
   get #starving(): boolean {
     return this.#inFlight === 0 && this.#queue.hasOpenBatches && this.#queue.peek() === undefined;
   }
+}
+
+/**
+ * A final refusal of the recipient as unreachable on this channel, of a task whose job falls back:
+ * the task moves to its next channel instead of failing (this attempt's request was refused, so its
+ * slot of the contact limits stays taken: the next channel counts no other). Else `outcome` as is.
+ */
+function fallingBack(task: ClaimedTask<object>, outcome: UnitOutcome): UnitOutcome {
+  if (outcome.kind !== 'failed' || !outcome.unreachable || task.onward === undefined) return outcome;
+  const { from, skipped, channel, recipient } = task.onward;
+  return {
+    kind: 'released',
+    lastResult: outcome.lastResult,
+    ...(outcome.requestId === undefined ? {} : { requestId: outcome.requestId }),
+    moveTo: {
+      channel,
+      recipient,
+      tried: [{ channel: from, reason: outcome.lastResult }, ...skipped],
+      attempts: task.attempt,
+    },
+  };
 }
 
 function identity(task: ClaimedTask<object>) {

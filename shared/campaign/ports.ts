@@ -5,6 +5,7 @@
  * adapter writes them to the task table in batches).
  */
 
+import type { NextChannel } from '#shared/jobs/fallback.ts';
 import type { MessageChannel, TriedChannel } from '#shared/jobs/model.ts';
 import type {
   MessageVerdict,
@@ -47,6 +48,11 @@ export interface ClaimedTask<T extends object = MessageTemplate> {
    * its job falls back: nothing is sent, the task moves to the next channel (`released` with it).
    */
   readonly fallsBack?: ChannelMove;
+  /**
+   * A fallback job's task: the channel it goes to should this one refuse its recipient as
+   * unreachable when sent (LINE's 400 on the user id, an SMS opt-out), and what it skips on the way.
+   */
+  readonly onward?: NextChannel;
   /**
    * This attempt may already have reached LINE (an earlier holder had it in flight, or it was
    * released after an unanswered request). Resending it is safe (same retry key: 409 if it went
@@ -142,6 +148,8 @@ export interface TaskOutcome {
   readonly retryAfterMs?: number;
   /** For `released`: the task falls back to this channel (its attempts then written as the move's `attempts`). */
   readonly moveTo?: ChannelMove;
+  /** For `failed`: the channel refused the recipient as unreachable there (the task may fall back). */
+  readonly unreachable?: boolean;
   /** The retry key of the request that settled it (the task's, or its multicast batch's). */
   readonly retryKey?: string;
   readonly requestId?: string;

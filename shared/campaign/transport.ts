@@ -58,8 +58,16 @@ export class UnpreparableError extends CampaignError {
 /** One destination's own result inside a request that answered for each (SES SendBulkEmail). */
 export type EntryOutcome =
   | { readonly kind: 'delivered'; readonly messageId: string | undefined }
-  /** Final for this recipient; `lastResult` is the channel's status word, `reason` the operator's. */
-  | { readonly kind: 'rejected'; readonly lastResult: string; readonly reason: string }
+  /**
+   * Final for this recipient; `lastResult` is the channel's status word, `reason` the operator's.
+   * `unreachable`: the channel cannot reach the recipient at all (an SMS opt-out), not this content.
+   */
+  | {
+      readonly kind: 'rejected';
+      readonly lastResult: string;
+      readonly reason: string;
+      readonly unreachable?: boolean;
+    }
   /** Not sent because of the rate: sent again after a short wait. */
   | { readonly kind: 'throttled'; readonly lastResult: string }
   /** Not sent: the channel's quota is used up (the run stops, its jobs pause). */
@@ -103,8 +111,11 @@ export type TransportOutcome =
   | { readonly kind: 'held'; readonly reason: string; readonly requestId: string | undefined }
   /** 5xx, a timeout, a lost connection: sent or not is unknown unless `maybeDelivered` is false. */
   | RetryableFailure
-  /** Final: retrying will not change it. */
-  | RejectedRequest;
+  /**
+   * Final: retrying will not change it. `recipientRefused`: the channel refused the one recipient
+   * of the request as unreachable there (LINE's 400 on a push's `to`), not the request's content.
+   */
+  | (RejectedRequest & { readonly recipientRefused?: boolean });
 
 /**
  * A channel's transport. `T` is the job's content as its tasks carry it (LINE messages, an email

@@ -61,7 +61,12 @@ export class UnitAnswers<T extends object> {
         });
         return;
       case 'rejected':
-        settle({ kind: 'failed', lastResult: entry.lastResult, reason: entry.reason });
+        settle({
+          kind: 'failed',
+          lastResult: entry.lastResult,
+          reason: entry.reason,
+          ...(entry.unreachable ? { unreachable: true } : {}),
+        });
         return;
       case 'throttled':
         this.#run.totals.rateLimited++;

@@ -383,6 +383,7 @@ export class UnitSender<T extends object> {
           lastResult: `http-${outcome.status}`,
           reason: rejectionReason(outcome),
           requestId: outcome.requestId,
+          ...(outcome.recipientRefused && unit.tasks.length === 1 ? { unreachable: true } : {}),
         });
         return true;
       case 'quota-used-up':

@@ -17,33 +17,40 @@ import {
 /** Why a task left a channel it had no identifier for. */
 export const NO_IDENTIFIER = 'no-identifier';
 
-/** Where a task goes when it leaves its channel: the next one it can be reached on, and what it left. */
+/** Where a task goes when it leaves its channel: the next one it can be reached on. */
 export interface NextChannel {
+  /** The channel it leaves. */
+  readonly from: MessageChannel;
   readonly channel: MessageChannel;
+  /** Its identifier there. */
   readonly recipient: string;
-  /** The channel left (with `reason`), then each skipped for want of an identifier. */
-  readonly tried: readonly TriedChannel[];
+  /** The channels between, each skipped for want of an identifier. */
+  readonly skipped: readonly TriedChannel[];
 }
 
 /**
- * The channel after the task's current one that it has an identifier for, leaving the current one
- * for `reason`; undefined when none is left (the task then ends on its channel as any task would).
+ * The channel after the task's current one that it has an identifier for; undefined when none is
+ * left, or the job does not fall back (the task then ends on its channel as any task would).
  */
 export function nextChannel(
   job: Pick<Job, 'channel' | 'fallback'>,
   task: Pick<Task, 'via' | 'reach'>,
-  reason: string,
 ): NextChannel | undefined {
   if (job.fallback === undefined) return undefined;
-  const current = taskChannelOf(task, job) as MessageChannel;
+  const from = taskChannelOf(task, job) as MessageChannel;
   const channels = channelsOf(job) as readonly MessageChannel[];
-  const tried: TriedChannel[] = [{ channel: current, reason }];
-  for (const channel of channels.slice(channels.indexOf(current) + 1)) {
+  const skipped: TriedChannel[] = [];
+  for (const channel of channels.slice(channels.indexOf(from) + 1)) {
     const recipient = task.reach?.[channel];
-    if (recipient !== undefined) return { channel, recipient, tried };
-    tried.push({ channel, reason: NO_IDENTIFIER });
+    if (recipient !== undefined) return { from, channel, recipient, skipped };
+    skipped.push({ channel, reason: NO_IDENTIFIER });
   }
   return undefined;
+}
+
+/** What a task leaving for `next` because of `reason` has tried: the channel it leaves, then those skipped. */
+export function triedOnLeaving(next: NextChannel, reason: string): TriedChannel[] {
+  return [{ channel: next.from, reason }, ...next.skipped];
 }
 
 /** The report's `tried` cell: `line: opted-out; email: no-identifier`. */

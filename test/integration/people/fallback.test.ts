@@ -335,3 +335,96 @@ describe('a job over line → email → sms', { timeout: 180_000 }, () => {
     );
   });
 });
+
+describe('a job over sms → email', { timeout: 180_000 }, () => {
+  it('emails a number the SMS service refuses as opted out, in the slot the text took', async () => {
+    const clientId = 'fallback-texts';
+    const now = Date.now();
+    const phone = (i: number) => `+8190${String(80_000_000 + i)}`;
+    const address = (i: number) => `success+fbt-${i}@simulator.amazonses.com`;
+    // The number's owner texted STOP to the origination identity: the service refuses the text.
+    sms.optOut(phone(0));
+    const { persons } = await new DynamoPeopleStore(cloud.doc, controlTable).link(clientId, [
+      [phone(0), address(0)],
+      [phone(1), address(1)],
+    ]);
+    const job: Job = {
+      ...fallbackJob(now),
+      clientId,
+      jobId: jobIdFor('T', clientId),
+      channel: 'sms',
+      fallback: ['email'],
+      counts: { rows: 2, rejected: 0, skipped: 0, tasks: 2, completed: 0, failed: 0, cancelled: 0 },
+    };
+    const { message: _line, ...content } = job;
+    const tasks: Task[] = [0, 1].map((i) => ({
+      clientId,
+      jobId: job.jobId,
+      taskId: `t${i}`,
+      row: i + 2,
+      channel: 'message',
+      recipient: phone(i),
+      person: persons.get(phone(i))!,
+      reach: { sms: phone(i), email: address(i) },
+      variables: {},
+      state: 'pending',
+      attempts: 0,
+      readyAt: job.startAt,
+      updatedAt: job.startAt,
+    }));
+    await writeRunningJob(
+      cloud.doc,
+      { controlTable, tasksTable },
+      {
+        clientId,
+        maxConcurrentCalls: 1,
+        callsPerSecond: 1,
+        timeZone: 'Asia/Tokyo',
+        callingHours: ALWAYS_OPEN,
+        defaultRegion: 'JP',
+        email: { from: LOCAL_SES.from },
+        sms: { originationIdentity: LOCAL_SMS.originationNumber, partsPerSecond: 20 },
+        contactLimits: [{ max: 1, per: 'day', channels: ['email', 'sms'] }],
+        updatedAt: now,
+      },
+      content,
+      tasks,
+    );
+    await cloud.doc.send(
+      new PutCommand({
+        TableName: controlTable,
+        Item: fleetWorkItem({ clients: [CLIENT, clientId], desiredVersion: 'v1', updatedAt: Date.now() }),
+      }),
+    );
+    if (running.length === 0) running.push(await startBroker());
+    let last: Task[] = [];
+    const done = await eventually(
+      async () => {
+        last = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
+        return last.length === 2 && last.every(ended) ? last : undefined;
+      },
+      () => `both tasks to end; last seen: ${JSON.stringify(last)}`,
+      { timeoutMs: 150_000 },
+    );
+    const [refused, texted] = [done.find((t) => t.row === 2)!, done.find((t) => t.row === 3)!];
+    const emailed = ses.sent().flatMap((e) => e.to);
+    const textedTo = sms
+      .sent()
+      .filter((t) => t.context[SMS_CONTEXT.client] === clientId)
+      .map((t) => t.destination);
+    expect({ emailed: emailed.filter((to) => to === address(0)).length, texted: textedTo }).toEqual({
+      emailed: 1,
+      texted: [phone(1)],
+    });
+    expect(emailed).not.toContain(address(1));
+    expect(refused).toMatchObject({
+      state: 'completed',
+      via: 'email',
+      recipient: address(0),
+      attempts: 1,
+      tried: [{ channel: 'sms', reason: 'sms-destination-phone-number-opted-out' }],
+    });
+    expect(texted).toMatchObject({ state: 'completed', recipient: phone(1) });
+    expect(texted.tried).toBeUndefined();
+  });
+});
