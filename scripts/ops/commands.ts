@@ -112,7 +112,7 @@ const JOB_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   channel: {
     type: 'string',
     value: 'call|line|email|sms',
-    help: "call, line, email or sms (default: the client's); message is taken for line",
+    help: "call, line, email or sms (default: the client's); message is taken for line; a list such as line,email,sms falls back through them in order (each channel's content in --options)",
   },
   message: {
     type: 'string',

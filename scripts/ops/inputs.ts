@@ -177,9 +177,11 @@ export function jobOptionsBody(options: Options, read: ReadText = readText): Rec
   const csv = stringOption(options, 'csv');
   set('name', stringOption(options, 'name') ?? (body.name === undefined && csv ? listName(csv) : undefined));
   const channel = stringOption(options, 'channel');
-  if (channel !== undefined && !['call', 'line', 'email', 'sms', 'message'].includes(channel))
+  // `line,email,sms`: the message channels to fall back through, in order (the API checks the list).
+  const channels = channel?.split(',').map((c) => c.trim());
+  if (channels?.some((c) => !['call', 'line', 'email', 'sms', 'message'].includes(c)))
     throw new UsageError(`--channel must be call, line, email or sms, got ${JSON.stringify(channel)}`);
-  set('channel', channel);
+  set('channel', channels && channels.length > 1 ? channels : channel);
   const text = stringOption(options, 'message');
   const messageFile = stringOption(options, 'message-file');
   if (text !== undefined && messageFile !== undefined)

@@ -284,16 +284,19 @@ const expireAfterSchema = z.string().refine((text) => {
  * A job's channel, or an ordered list of message channels to fall back through (`line`, `email`,
  * `sms`, each once): the first is the job's `channel`, the rest its `fallback`.
  */
-const jobChannelSchema = z.union([
-  channelSchema,
-  z
-    .array(channelSchema, { error: 'must be a channel, or a list of message channels' })
-    .min(1, 'must name at least one channel')
-    .refine((list) => list.length === 1 || list.every(isMessageChannel), {
-      message: 'only message channels (line, email, sms) can fall back: a call job has one channel',
-    })
-    .refine((list) => new Set(list).size === list.length, { message: 'must name each channel once' }),
-]);
+const jobChannelSchema = z.union(
+  [
+    channelSchema,
+    z
+      .array(channelSchema, { error: 'must be a channel, or a list of message channels' })
+      .min(1, 'must name at least one channel')
+      .refine((list) => list.length === 1 || list.every(isMessageChannel), {
+        message: 'only message channels (line, email, sms) can fall back: a call job has one channel',
+      })
+      .refine((list) => new Set(list).size === list.length, { message: 'must name each channel once' }),
+  ],
+  { error: 'must be call, line, email or sms, or a list of the message channels to fall back through' },
+);
 
 const jobOptionsSchema = z.strictObject({
   name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),

@@ -199,6 +199,56 @@ describe('a list uploaded through the presigned URL', () => {
     expect(emails.map((t) => [t.recipient, t.person])).toEqual([['taro@example.jp', yamada!.person]]);
   });
 
+  it("a job over line → email → sms: each task carries the row's identifier for every channel, and opt-outs wait for the claim", async () => {
+    const clientId = uniqueName('fallback');
+    const settings = {
+      ...CLIENT,
+      messageChannelId: 'ch-fallback',
+      email: { from: 'news@shop.example' },
+      sms: { originationIdentity: '+815012345678', partsPerSecond: 10 },
+    };
+    expect((await call('PUT', `/clients/${clientId}`, settings)).status).toBe(200);
+    const created = await call('POST', `/clients/${clientId}/jobs`, {
+      name: 'notice',
+      channel: ['line', 'email', 'sms'],
+      message: '{{name}}様、お知らせです',
+      email: { subject: 'お知らせ', text: '{{name}}様' },
+      sms: { body: '{{name}}様、お知らせです' },
+    });
+    expect(created.status).toBe(201);
+    const line = (i: number) => `U${String(i).padStart(32, 'a')}`;
+    // Opted out of LINE: kept as a task (its claim moves it on), not skipped as a LINE job's row is.
+    await new DynamoOptOutStore(cloud.doc, controlTable).record(clientId, line(2), true, Date.now());
+    const list = [
+      'お名前,userId,メールアドレス,携帯電話番号',
+      `山田,${line(1)},Taro@Example.jp,090-1111-0001`,
+      `佐藤,${line(2)},,090-1111-0002`,
+      `鈴木,${line(3)},,`,
+    ].join('\r\n');
+    const target = created.body.upload;
+    expect((await fetch(target.url, { method: target.method, body: list })).status).toBe(200);
+    const job = await jobIn(clientId, created.body.jobId, ['scheduled', 'running']);
+    expect(job).toMatchObject({ channel: 'line', fallback: ['email', 'sms'] });
+    expect(job.counts).toMatchObject({ rows: 3, rejected: 0, skipped: 0, tasks: 3 });
+    const tasks = await tasksOf(created.body.jobId);
+    expect(tasks.map((t) => [t.recipient, t.reach])).toEqual([
+      [line(1), { line: line(1), email: 'taro@example.jp', sms: '+819011110001' }],
+      [line(2), { line: line(2), sms: '+819011110002' }],
+      [line(3), { line: line(3) }],
+    ]);
+    // A channel of the list the client cannot send is refused at creation, at its field.
+    const noSms = uniqueName('fallback');
+    await call('PUT', `/clients/${noSms}`, { ...CLIENT, email: { from: 'news@shop.example' } });
+    const refused = await call('POST', `/clients/${noSms}/jobs`, {
+      name: 'x',
+      channel: ['email', 'sms'],
+      email: { subject: 's', text: 't' },
+      sms: { body: 'b' },
+    });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('SMS needs the client to have SMS settings');
+  });
+
   it('links, looks up and unlinks identifiers through the people routes, naming a bad one at its field', async () => {
     const clientId = await newClient();
     const linked = await call('POST', `/clients/${clientId}/people`, {

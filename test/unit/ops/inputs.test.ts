@@ -248,6 +248,17 @@ describe('job options from the command line', () => {
     expect(() => jobOptionsBody({ csv: 'a.csv', channel: 'fax' })).toThrow(/call, line, email or sms/);
   });
 
+  it('reads a list of channels as the ones to fall back through', () => {
+    expect(jobOptionsBody({ csv: 'a.csv', channel: 'line, email,sms' }).channel).toEqual([
+      'line',
+      'email',
+      'sms',
+    ]);
+    expect(() => jobOptionsBody({ csv: 'a.csv', channel: 'line,fax' })).toThrow(
+      '--channel must be call, line, email or sms, got "line,fax"',
+    );
+  });
+
   it('refuses what cannot be sent', () => {
     expect(() => jobOptionsBody({ csv: 'a.csv', channel: 'fax' })).toThrow(
       '--channel must be call, line, email or sms, got "fax"',
