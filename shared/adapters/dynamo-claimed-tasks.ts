@@ -18,6 +18,8 @@ export interface Screened {
   readonly optedOut: ReadonlySet<string>;
   readonly suppressed: ReadonlyMap<string, string>;
   readonly channelOnly?: ReadonlySet<string>;
+  /** An SMS STOP reaches SMS alone for this client: a text refused for one may move on. */
+  readonly stopChannelOnly?: boolean;
 }
 
 /**
@@ -77,6 +79,7 @@ export function pipelineTasksOf(
       attempt: c.attempt,
       attemptStartedAt: c.startedAt,
       ...(move ? { fallsBack: move } : next ? { onward: next } : {}),
+      ...(next && screened.stopChannelOnly ? { optOutMovesOn: true } : {}),
       ...(optedOut.has(recipient) ? { optedOut: true } : {}),
       ...(suppressed.has(recipient) ? { suppressed: suppressed.get(recipient)! } : {}),
       ...(mayHaveBeenSent(c.task) ? { maybeSent: true } : {}),

@@ -72,7 +72,14 @@ export class LeftClaimPages {
       await this.#deps.table.getItems([...claimedAt.values()].map((t) => keys.task(t.jobId, t.taskId)))
     ).map(claimRecordOf);
     const stored = new Map(tasks.map((task) => [task.key, task.item]));
-    const open = tasks.filter((task) => task.state !== undefined && WAITING_STATES.includes(task.state));
+    // A task that moved to its next channel from one of the pages (fallback) is not left in flight:
+    // it waits on that channel, with the attempts (and so the contact-limit slot) its move kept.
+    const open = tasks.filter(
+      (task) =>
+        task.state !== undefined &&
+        WAITING_STATES.includes(task.state) &&
+        !claimedAt.get(task.key)!.pages.includes(String(task.item.movedOn)),
+    );
     const byTask = await this.#deps.batches.load(new Set(open.map((task) => task.jobId)));
     for (const [taskId, retryKey] of byTask) into.batchByTask.set(taskId, retryKey);
     const jobs = new Map<string, Job | undefined>();

@@ -417,7 +417,8 @@ export class MessageClaimer implements TaskSource {
       const source = ownEntrySource(reason);
       if (source !== undefined && (await this.#caps.channelOnly(source, now))) channelOnly.add(recipient);
     }
-    return { optedOut, suppressed, channelOnly };
+    const stopChannelOnly = await this.#caps.channelOnly('sms-stop', now);
+    return { optedOut, suppressed, channelOnly, stopChannelOnly };
   }
 
   /** Moves each shard's cursor past the waiting tasks just claimed from it (never past one held into the future). */

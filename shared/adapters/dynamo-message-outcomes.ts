@@ -234,6 +234,8 @@ export class OutcomeWriter implements ReportSink {
     if (page !== undefined) {
       parts.conditions.push('NOT contains(leftOn, :claimPage)');
       parts.values[':claimPage'] = page;
+      // A move is no task left in flight on the page: a broker taking the client over leaves it be.
+      if (outcome.moveTo) parts.set.push('movedOn = :claimPage');
     }
     const final = end.state === 'retry-wait' ? undefined : { state: end.state, reason: end.reason };
     return {
@@ -270,7 +272,9 @@ export class OutcomeWriter implements ReportSink {
       },
     };
     const startedAt = this.#deps.state.startedAt.get(claimKey(outcome.jobId, outcome.taskId));
-    if (startedAt !== undefined) {
+    // A move starts the next channel's attempt afresh (LINE's retry-key window, an in-doubt wait).
+    if (outcome.moveTo) parts.remove.push('startedAt');
+    else if (startedAt !== undefined) {
       parts.set.push('startedAt = if_not_exists(startedAt, :startedAt)');
       parts.values[':startedAt'] = startedAt;
     }

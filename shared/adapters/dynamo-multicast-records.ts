@@ -96,7 +96,9 @@ export class MulticastRecords implements BatchLedger {
     const retryKey = outcome.retryKey;
     const batch = retryKey ? this.#open.get(retryKey) : undefined;
     if (!retryKey || !batch) return;
-    if (outcome.kind === 'released') {
+    // A release keeps the record for the resend; a move to another channel settles the member:
+    // its record left behind would read as this channel's send of it on the next one.
+    if (outcome.kind === 'released' && outcome.moveTo === undefined) {
       this.#open.delete(retryKey);
       return;
     }

@@ -184,13 +184,14 @@ function refusedRecipient(f: SdkFailure): TransportOutcome {
   return {
     kind: 'per-recipient',
     requestId: f.requestId,
-    // The number cannot be texted from here at all: a job that falls back tries its next channel.
+    // The number cannot be texted from here at all: a job that falls back tries its next channel
+    // (after a STOP only when the client keeps a STOP to SMS: `suppressionScope`).
     entries: [
       {
         kind: 'rejected',
         lastResult: `sms-${code.toLowerCase().replaceAll('_', '-')}`,
         reason,
-        unreachable: true,
+        unreachable: code === 'DESTINATION_PHONE_NUMBER_OPTED_OUT' ? 'opted-out' : true,
       },
     ],
   };

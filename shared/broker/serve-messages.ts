@@ -282,7 +282,12 @@ export class MessageServer {
   #round(channelId: string, channelSend: SendPort): Promise<PipelineTotals> {
     const quota = this.#quota;
     return this.#rounds.round({
-      accept: (job, on) => on === 'line' && this.#rounds.maySend(job) && (quota?.admits(job) ?? true),
+      // The quota guard weighs a job's outstanding tasks against LINE's quota: a job that only falls
+      // back to LINE would be paused whole for tasks that may never come to LINE.
+      accept: (job, on) =>
+        on === 'line' &&
+        this.#rounds.maySend(job) &&
+        (job.channel !== 'line' || (quota?.admits(job) ?? true)),
       ...(quota
         ? {
             beforeEachLook: (abort: AbortController) => void this.#checkQuota(quota, abort),

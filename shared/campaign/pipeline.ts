@@ -428,6 +428,10 @@ class PipelineRun<T extends object> implements SendingRun<T> {
  */
 function fallingBack(task: ClaimedTask<object>, outcome: UnitOutcome): UnitOutcome {
   if (outcome.kind !== 'failed' || !outcome.unreachable || task.onward === undefined) return outcome;
+  // An earlier request of this attempt may have reached the person: never a second channel too.
+  if (task.maybeSent || task.resentInDoubt) return outcome;
+  // A STOP is the person's word for every channel unless the client keeps it to SMS.
+  if (outcome.unreachable === 'opted-out' && !task.optOutMovesOn) return outcome;
   const { from, skipped, channel, recipient } = task.onward;
   return {
     kind: 'released',

@@ -53,6 +53,8 @@ export interface ClaimedTask<T extends object = MessageTemplate> {
    * unreachable when sent (LINE's 400 on the user id, an SMS opt-out), and what it skips on the way.
    */
   readonly onward?: NextChannel;
+  /** The client keeps an SMS STOP to SMS alone (`suppressionScope`): a refusal for it may move on too. */
+  readonly optOutMovesOn?: boolean;
   /**
    * This attempt may already have reached LINE (an earlier holder had it in flight, or it was
    * released after an unanswered request). Resending it is safe (same retry key: 409 if it went
@@ -148,8 +150,11 @@ export interface TaskOutcome {
   readonly retryAfterMs?: number;
   /** For `released`: the task falls back to this channel (its attempts then written as the move's `attempts`). */
   readonly moveTo?: ChannelMove;
-  /** For `failed`: the channel refused the recipient as unreachable there (the task may fall back). */
-  readonly unreachable?: boolean;
+  /**
+   * For `failed`: the channel refused the recipient as unreachable there (the task may fall back);
+   * `opted-out` when by the recipient's own opt-out (an SMS STOP).
+   */
+  readonly unreachable?: true | 'opted-out';
   /** The retry key of the request that settled it (the task's, or its multicast batch's). */
   readonly retryKey?: string;
   readonly requestId?: string;

@@ -60,13 +60,14 @@ export type EntryOutcome =
   | { readonly kind: 'delivered'; readonly messageId: string | undefined }
   /**
    * Final for this recipient; `lastResult` is the channel's status word, `reason` the operator's.
-   * `unreachable`: the channel cannot reach the recipient at all (an SMS opt-out), not this content.
+   * `unreachable`: the channel cannot reach the recipient at all, not this content; `opted-out`
+   * when that is the recipient's own word (an SMS STOP), which may stand for every channel.
    */
   | {
       readonly kind: 'rejected';
       readonly lastResult: string;
       readonly reason: string;
-      readonly unreachable?: boolean;
+      readonly unreachable?: true | 'opted-out';
     }
   /** Not sent because of the rate: sent again after a short wait. */
   | { readonly kind: 'throttled'; readonly lastResult: string }

@@ -65,7 +65,7 @@ export class UnitAnswers<T extends object> {
           kind: 'failed',
           lastResult: entry.lastResult,
           reason: entry.reason,
-          ...(entry.unreachable ? { unreachable: true } : {}),
+          ...(entry.unreachable ? { unreachable: entry.unreachable } : {}),
         });
         return;
       case 'throttled':

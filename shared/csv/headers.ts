@@ -196,7 +196,10 @@ const IDENTIFIER_HEADERS: readonly { readonly kind: IdentifierKind; readonly hea
     { kind: 'email', headers: EMAIL_HEADERS },
   ];
 
-/** The columns other than the recipient's whose header names an identifier of the person. */
+/**
+ * The columns other than the recipient's whose header names an identifier of the person; a mobile
+ * number's columns before other phone columns (a fallback to SMS texts the first phone it finds).
+ */
 function identifierColumns(normalized: readonly string[], recipient: number): HeaderMap['identifiers'] {
   const out: { index: number; kind: IdentifierKind }[] = [];
   normalized.forEach((header, index) => {
@@ -204,7 +207,8 @@ function identifierColumns(normalized: readonly string[], recipient: number): He
     const found = IDENTIFIER_HEADERS.find((entry) => entry.headers.includes(header));
     if (found) out.push({ index, kind: found.kind });
   });
-  return out;
+  const mobile = (c: { index: number }) => (MOBILE_HEADERS.includes(normalized[c.index]!) ? 0 : 1);
+  return out.sort((a, b) => mobile(a) - mobile(b));
 }
 
 function missingRecipientReason(

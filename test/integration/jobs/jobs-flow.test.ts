@@ -220,10 +220,11 @@ describe('a list uploaded through the presigned URL', () => {
     // Opted out of LINE: kept as a task (its claim moves it on), not skipped as a LINE job's row is.
     await new DynamoOptOutStore(cloud.doc, controlTable).record(clientId, line(2), true, Date.now());
     const list = [
-      'お名前,userId,メールアドレス,携帯電話番号',
-      `山田,${line(1)},Taro@Example.jp,090-1111-0001`,
-      `佐藤,${line(2)},,090-1111-0002`,
-      `鈴木,${line(3)},,`,
+      // A landline beside the mobile: SMS goes to the mobile.
+      'お名前,userId,電話番号,メールアドレス,携帯電話番号',
+      `山田,${line(1)},03-1234-0001,Taro@Example.jp,090-1111-0001`,
+      `佐藤,${line(2)},,,090-1111-0002`,
+      `鈴木,${line(3)},,,`,
     ].join('\r\n');
     const target = created.body.upload;
     expect((await fetch(target.url, { method: target.method, body: list })).status).toBe(200);

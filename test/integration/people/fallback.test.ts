@@ -337,7 +337,7 @@ describe('a job over line → email → sms', { timeout: 180_000 }, () => {
 });
 
 describe('a job over sms → email', { timeout: 180_000 }, () => {
-  it('emails a number the SMS service refuses as opted out, in the slot the text took', async () => {
+  it('emails a number the SMS service refuses as opted out (a STOP kept to SMS), in the slot the text took', async () => {
     const clientId = 'fallback-texts';
     const now = Date.now();
     const phone = (i: number) => `+8190${String(80_000_000 + i)}`;
@@ -385,6 +385,8 @@ describe('a job over sms → email', { timeout: 180_000 }, () => {
         email: { from: LOCAL_SES.from },
         sms: { originationIdentity: LOCAL_SMS.originationNumber, partsPerSecond: 20 },
         contactLimits: [{ max: 1, per: 'day', channels: ['email', 'sms'] }],
+        // A STOP keeps to SMS for this client: the person may still be emailed.
+        suppressionScope: { 'sms-stop': 'channel' },
         updatedAt: now,
       },
       content,

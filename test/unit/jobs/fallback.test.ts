@@ -214,7 +214,9 @@ describe('the pipeline', () => {
     send: async () => ({
       kind: 'per-recipient',
       requestId: 'r1',
-      entries: [{ kind: 'rejected', lastResult: 'sms-opted-out', reason: 'opted out', unreachable: true }],
+      entries: [
+        { kind: 'rejected', lastResult: 'sms-opted-out', reason: 'opted out', unreachable: 'opted-out' },
+      ],
     }),
   };
   const task = (taskId: string, over: Partial<ClaimedTask<object>> = {}): ClaimedTask<object> => ({
@@ -257,9 +259,15 @@ describe('the pipeline', () => {
       recipient: 'a@example.com',
       skipped: [],
     };
-    const [moved, failed] = await run([task('a', { onward }), task('b')]).then((all) =>
-      ['a', 'b'].map((id) => all.find((o) => o.taskId === id)!),
-    );
+    const [moved, failed, stopped, doubted] = await run([
+      task('a', { onward, optOutMovesOn: true }),
+      task('b'),
+      // A STOP stands for every channel unless the client keeps it to SMS.
+      task('c', { onward }),
+      // An attempt that may have reached the person never moves on.
+      task('d', { onward, optOutMovesOn: true, maybeSent: true }),
+    ]).then((all) => ['a', 'b', 'c', 'd'].map((id) => all.find((o) => o.taskId === id)!));
+    for (const ended of [stopped, doubted]) expect(ended).toMatchObject({ kind: 'failed' });
     expect(moved).toMatchObject({
       kind: 'released',
       lastResult: 'sms-opted-out',
