@@ -38,6 +38,8 @@ export interface JobView {
   readonly jobId: string;
   readonly name: string;
   readonly channel: JobChannel;
+  /** The message channels the job falls back through after `channel`, in order. */
+  readonly fallback?: ApiJobView['fallback'];
   readonly status: JobStatus;
   readonly startAt: string;
   /** When the job ends: its tasks not done by then expire. */
@@ -68,6 +70,11 @@ export interface RowProblem {
 }
 
 export const FINAL_STATUSES: readonly JobStatus[] = ['completed', 'cancelled', 'failed'];
+
+/** A job's channels as an operator reads them: `line`, or `line → email → sms` for one that falls back. */
+export function jobChannels(job: Pick<JobView, 'channel' | 'fallback'>): string {
+  return [job.channel, ...(job.fallback ?? [])].join(' → ');
+}
 
 /** Tasks that have ended, of all tasks. */
 export function doneOf(counts: JobCounts): number {

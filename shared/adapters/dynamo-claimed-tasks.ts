@@ -6,7 +6,7 @@ import { membersInState } from '#shared/jobs/chunks.ts';
 import { type NextChannel, nextChannel, triedOnLeaving } from '#shared/jobs/fallback.ts';
 import type { Job, Task } from '#shared/jobs/model.ts';
 import { mayHaveBeenSent } from '#shared/jobs/task-lifecycle.ts';
-import { type Claimed, variablesOf } from './dynamo-claim-record.ts';
+import { type Claimed, type ClaimRecord, variablesOf } from './dynamo-claim-record.ts';
 import { type ClaimedChunks, chunkMemberTasks, sentAsPushes } from './dynamo-message-chunks.ts';
 
 /**
@@ -38,6 +38,13 @@ function fallsBack(next: NextChannel | undefined, c: Claimed, screened: Screened
   // Nothing was sent on the channel left: the attempts stay what they were (0: no slot taken yet).
   const { channel, recipient: there } = next;
   return { channel, recipient: there, tried: triedOnLeaving(next, reason), attempts: c.task.attempts };
+}
+
+/** Whether a fallback job's task moves on at its claim (its channel cannot reach the person, it was never possibly sent). */
+export function movesOn(job: Job, task: ClaimRecord, screened: Screened): boolean {
+  if (task.chunk) return false;
+  const next = nextChannel(job, task.item as Pick<Task, 'via' | 'reach'>);
+  return fallsBack(next, { task } as Claimed, screened) !== undefined;
 }
 
 /**

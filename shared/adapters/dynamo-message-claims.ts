@@ -16,7 +16,7 @@ import {
   recipientsOf,
   withinMembers,
 } from './dynamo-claim-record.ts';
-import { pipelineTasksOf, type Screened } from './dynamo-claimed-tasks.ts';
+import { movesOn, pipelineTasksOf, type Screened } from './dynamo-claimed-tasks.ts';
 import { leaseFenceCheck } from './dynamo-leases.ts';
 import { LeftClaimPages } from './dynamo-left-pages.ts';
 import { type ClaimCounters, MessageCaps } from './dynamo-message-caps.ts';
@@ -346,15 +346,27 @@ export class MessageClaimer implements TaskSource {
     if (group.length === 0) return [];
     // Under contact limits the screening comes first: a task that will end opted out or suppressed
     // takes no slot of its person's limits. Without limits it is read while the claim is written.
+    // A job that falls back screens first too: a task moving on is not claimed on a page at all, so
+    // a broker taking over from a dead holder never takes it for one that may have been sent.
     const limited = (await this.#caps.slotsFor(job, this.#deps.table.clock.now())).length > 0;
     const screening = this.#screen(job, group);
-    const early = limited ? await screening : undefined;
+    const early = limited || job.fallback !== undefined ? await screening : undefined;
     const skip = early ? new Set([...early.optedOut, ...early.suppressed.keys()]) : new Set<string>();
-    const [claimed, screened] = await Promise.all([this.#claim(job, group, token, skip), early ?? screening]);
-    if (claimed.length === 0) return [];
+    const moving = early ? group.filter((c) => movesOn(job, c.task, early)) : [];
+    const onPage = moving.length === 0 ? group : group.filter((c) => !moving.includes(c));
+    const [claimed, screened] = await Promise.all([
+      onPage.length === 0 ? [] : this.#claim(job, onPage, token, skip),
+      early ?? screening,
+    ]);
+    // Moves are written by this holder only while it holds the lease (the release's own condition).
+    const now = this.#deps.table.clock.now();
+    const moved = this.#deps.state.fenced
+      ? []
+      : moving.map((c) => ({ ...c, startedAt: now, attempt: Math.max(1, c.task.attempts) }));
+    if (claimed.length === 0 && moved.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
     this.#advanceCursors(claimed);
-    return claimed.flatMap((c): ClaimedTask[] => {
+    return [...claimed, ...moved].flatMap((c): ClaimedTask[] => {
       this.#deps.state.held.add(c.task.taskId);
       this.#deps.state.startedAt.set(c.task.key, c.startedAt);
       const template = this.#deps.table.templateOf(job, taskChannelOf(c.task.item, job));

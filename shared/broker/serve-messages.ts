@@ -121,6 +121,11 @@ export class MessageServer {
   readonly #quota: QuotaGuard | undefined;
   /** LINE's check of each job's message, made at the first round whose send can validate. */
   #check: MessageCheck | undefined;
+  /**
+   * A task of a fallback job moved on to its next channel since the last serve ended: the broker
+   * serves the client again at once, so that channel's server takes it without the idle back-off.
+   */
+  #moved = false;
   #validate: ValidatePort | undefined;
 
   constructor(deps: MessageServerDeps) {
@@ -193,7 +198,14 @@ export class MessageServer {
       }
       if (totals.stoppedBy === 'drained' && totals.claimed === 0 && asked !== 'read') break;
     }
-    return this.#rounds.interrupted() ?? { kind: 'no-work', nextReadyAt: undefined };
+    return this.#rounds.interrupted() ?? this.#noWork();
+  }
+
+  /** No message task is ready now: again at once if a task moved to another channel, else at the broker's pace. */
+  #noWork(): ServeEnd {
+    const moved = this.#moved;
+    this.#moved = false;
+    return { kind: 'no-work', nextReadyAt: moved ? this.#deps.clock.now() : undefined };
   }
 
   /**
@@ -315,9 +327,15 @@ export class MessageServer {
     const quota = this.#quota;
     const check = this.#checkFor(channelSend);
     const observe = this.#observer(channelId);
+    const report = session.report;
     return {
       source: session.source,
-      report: session.report,
+      report: {
+        write: (outcomes) => {
+          if (outcomes.some((o) => o.moveTo !== undefined)) this.#moved = true;
+          return report.write(outcomes);
+        },
+      },
       batches: session.batches,
       send: quota ? quota.counting(channelSend) : channelSend,
       rate: {

@@ -140,13 +140,14 @@ export class UnkeyedServer<T extends object> {
     return next === undefined ? undefined : Math.max(next, this.#deps.clock.now());
   }
 
-  /** The session's report, noting when each task given back to wait is ready again. */
+  /** The session's report, noting when each task given back to wait (or moved on) is ready again. */
   #noteReleases(report: ReportSink): ReportSink {
     return {
       write: (outcomes) => {
         for (const o of outcomes) {
-          if (o.kind !== 'released' || o.retryAfterMs === undefined) continue;
-          const readyAt = o.at + o.retryAfterMs;
+          // A task moved to its job's next channel is ready there at once: another server's to send.
+          if (o.kind !== 'released' || (o.retryAfterMs === undefined && o.moveTo === undefined)) continue;
+          const readyAt = o.at + (o.retryAfterMs ?? 0);
           this.#releasedUntil = Math.min(this.#releasedUntil ?? readyAt, readyAt);
         }
         return report.write(outcomes);

@@ -8,7 +8,14 @@ import type { App, Page } from '../app.ts';
 import { field, formatTime, h, replace, showFieldErrors } from '../dom.ts';
 import { type Poller, poll } from '../poll.ts';
 import { editableFor, shownFor } from '../roles.ts';
-import { type ClientSettings, doneOf, type JobView, type RetryPolicy, WEEKDAYS } from '../types.ts';
+import {
+  type ClientSettings,
+  doneOf,
+  type JobView,
+  jobChannels,
+  type RetryPolicy,
+  WEEKDAYS,
+} from '../types.ts';
 import { callingHoursEditor } from './calling-hours-editor.ts';
 import { channelsSection } from './channels.ts';
 import { scrollable } from './parts.ts';
@@ -430,7 +437,7 @@ function jobRow(clientId: string, job: JobView): HTMLTableRowElement {
       {},
       h('a', { href: `#/clients/${encodeURIComponent(clientId)}/jobs/${job.jobId}` }, job.name || job.jobId),
     ),
-    h('td', {}, job.channel),
+    h('td', {}, jobChannels(job)),
     h('td', {}, h('span', { class: `status status-${job.status}` }, job.status)),
     h(
       'td',

@@ -10,7 +10,7 @@ import type { App, Page } from '../app.ts';
 import { formatNumber, formatTime, h, replace } from '../dom.ts';
 import { poll } from '../poll.ts';
 import { mayDo } from '../roles.ts';
-import { doneOf, FINAL_STATUSES, type JobView } from '../types.ts';
+import { doneOf, FINAL_STATUSES, type JobView, jobChannels } from '../types.ts';
 import { SeriesChart } from './job-chart.ts';
 import { countList, crumbs } from './parts.ts';
 
@@ -239,7 +239,7 @@ function summaryOf(job: JobView): (HTMLElement | null)[] {
       'p',
       {},
       h('span', { class: `status status-${job.status}`, 'data-status': job.status }, job.status),
-      ` · ${job.channel} · starts ${formatTime(job.startAt)}`,
+      ` · ${jobChannels(job)} · starts ${formatTime(job.startAt)}`,
       job.endAt ? ` · ends ${formatTime(job.endAt)}` : '',
       job.timeZoneBy === 'recipient' ? " · hours in each recipient's zone" : '',
     ),
