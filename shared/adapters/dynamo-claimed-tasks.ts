@@ -37,7 +37,13 @@ function fallsBack(next: NextChannel | undefined, c: Claimed, screened: Screened
   if (reason === undefined) return undefined;
   // Nothing was sent on the channel left: the attempts stay what they were (0: no slot taken yet).
   const { channel, recipient: there } = next;
-  return { channel, recipient: there, tried: triedOnLeaving(next, reason), attempts: c.task.attempts };
+  return {
+    channel,
+    recipient: there,
+    from: recipient,
+    tried: triedOnLeaving(next, reason),
+    attempts: c.task.attempts,
+  };
 }
 
 /** Whether a fallback job's task moves on at its claim (its channel cannot reach the person, it was never possibly sent). */

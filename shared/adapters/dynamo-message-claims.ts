@@ -358,14 +358,15 @@ export class MessageClaimer implements TaskSource {
       onPage.length === 0 ? [] : this.#claim(job, onPage, token, skip),
       early ?? screening,
     ]);
-    // Moves are written by this holder only while it holds the lease (the release's own condition).
+    // No move is handed on once the lease is lost; one written late finds its task moved already
+    // (`addMove`'s condition on the identifier it leaves).
     const now = this.#deps.table.clock.now();
     const moved = this.#deps.state.fenced
       ? []
       : moving.map((c) => ({ ...c, startedAt: now, attempt: Math.max(1, c.task.attempts) }));
     if (claimed.length === 0 && moved.length === 0) return [];
     this.#deps.state.jobsSeen.add(jobId);
-    this.#advanceCursors(claimed);
+    this.#advanceCursors([...claimed, ...moved]);
     return [...claimed, ...moved].flatMap((c): ClaimedTask[] => {
       this.#deps.state.held.add(c.task.taskId);
       this.#deps.state.startedAt.set(c.task.key, c.startedAt);

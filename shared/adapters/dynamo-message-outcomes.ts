@@ -339,6 +339,10 @@ function addMove(parts: UpdateParts, move: ChannelMove): void {
   Object.assign(parts.names, { '#via': 'via', '#recipient': 'recipient', '#tried': 'tried' });
   for (const name of ['batchKey', 'maybeSent'])
     if (!parts.set.some((clause) => clause.startsWith(`${name} =`))) parts.remove.push(name);
+  // Only from the identifier it leaves: a late write of a holder that lost the client (a move off no
+  // claim page, which no lease check fences) finds the task moved on already, and writes nothing.
+  parts.conditions.push('#recipient = :from');
+  parts.values[':from'] = move.from;
   parts.values[':via'] = move.channel;
   parts.values[':recipient'] = move.recipient;
   parts.values[':tried'] = move.tried;

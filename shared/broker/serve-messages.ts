@@ -170,6 +170,7 @@ export class MessageServer {
 
   /** Sends until no message task is ready, the lease is lost, or {@link stop} was called. */
   serve(): Promise<ServeEnd> {
+    this.#moved = false;
     return this.#rounds.serve(() => this.#serveRounds());
   }
 

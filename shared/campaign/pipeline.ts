@@ -440,6 +440,7 @@ function fallingBack(task: ClaimedTask<object>, outcome: UnitOutcome): UnitOutco
     moveTo: {
       channel,
       recipient,
+      from: task.recipient,
       tried: [{ channel: from, reason: outcome.lastResult }, ...skipped],
       attempts: task.attempt,
     },

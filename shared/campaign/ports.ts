@@ -93,6 +93,8 @@ export interface ClaimedTask<T extends object = MessageTemplate> {
 export interface ChannelMove {
   readonly channel: MessageChannel;
   readonly recipient: string;
+  /** The identifier it leaves: the move is written only while the task still has it (not moved yet). */
+  readonly from: string;
   readonly tried: readonly TriedChannel[];
   readonly attempts: number;
 }

@@ -274,6 +274,7 @@ describe('the pipeline', () => {
       moveTo: {
         channel: 'email',
         recipient: 'a@example.com',
+        from: '+819012345678',
         tried: [{ channel: 'sms', reason: 'sms-opted-out' }],
         attempts: 1,
       },
@@ -287,6 +288,7 @@ describe('the pipeline', () => {
     const fallsBack = {
       channel: 'email' as const,
       recipient: 'a@example.com',
+      from: '+819012345678',
       tried: [{ channel: 'sms' as const, reason: 'opted-out' }],
       attempts: 0,
     };
