@@ -413,6 +413,47 @@ function channelList(given: JobChannel | readonly JobChannel[] | undefined): Job
   return typeof given === 'string' ? [given] : [...given];
 }
 
+/** What each message channel asks of a job that uses it: the client's settings, and its content. */
+const CHANNEL_NEEDS: Readonly<
+  Record<
+    MessageChannel,
+    {
+      readonly short: string;
+      readonly hasSettings: (client: ClientSettings) => boolean;
+      readonly settings: string;
+      readonly content: 'message' | 'email' | 'sms';
+      readonly contentText: string;
+      /** What the channel sends, as "only a LINE job sends a message" names it. */
+      readonly sends: string;
+    }
+  >
+> = {
+  line: {
+    short: 'LINE',
+    hasSettings: (client) => Boolean(client.messageChannelId),
+    settings: 'a messageChannelId',
+    content: 'message',
+    contentText: 'its message (text, or { messages: [...] })',
+    sends: 'a message',
+  },
+  email: {
+    short: 'email',
+    hasSettings: (client) => Boolean(client.email),
+    settings: 'email settings (a From address)',
+    content: 'email',
+    contentText: 'its email ({ subject, html and / or text })',
+    sends: 'an email',
+  },
+  sms: {
+    short: 'SMS',
+    hasSettings: (client) => Boolean(client.sms),
+    settings: 'SMS settings (an origination identity)',
+    content: 'sms',
+    contentText: 'its text ({ body })',
+    sends: 'a text',
+  },
+};
+
 /** What a job's channels (its channel and those it falls back to) ask of its client and its options. */
 function channelRules(
   errors: Record<string, string[]>,
@@ -423,43 +464,21 @@ function channelRules(
 ): void {
   const uses = new Set<JobChannel>([channel, ...fallback]);
   const named = fallback.length === 0 ? A_JOB[channel] : 'a job that falls back to it';
-  if (uses.has('line') && !client.messageChannelId) {
-    add(
-      errors,
-      'channel',
-      `${fallback.length === 0 ? 'a LINE job' : 'LINE'} needs the client to have a messageChannelId`,
-    );
-  }
-  if (uses.has('line') && data && data.message === undefined) {
-    add(
-      errors,
-      'message',
-      `${channel === 'line' ? 'a LINE job' : 'LINE'} needs its message (text, or { messages: [...] })`,
-    );
-  }
-  if (uses.has('email') && !client.email) {
-    add(
-      errors,
-      'channel',
-      `${channel === 'email' ? 'an email job' : 'email'} needs the client to have email settings (a From address)`,
-    );
-  }
-  if (uses.has('email') && data && data.email === undefined) {
-    add(
-      errors,
-      'email',
-      `${channel === 'email' ? 'an email job' : 'email'} needs its email ({ subject, html and / or text })`,
-    );
-  }
-  if (uses.has('sms') && !client.sms) {
-    add(
-      errors,
-      'channel',
-      `${channel === 'sms' ? 'an SMS job' : 'SMS'} needs the client to have SMS settings (an origination identity)`,
-    );
-  }
-  if (uses.has('sms') && data && data.sms === undefined) {
-    add(errors, 'sms', `${channel === 'sms' ? 'an SMS job' : 'SMS'} needs its text ({ body })`);
+  for (const [c, needs] of Object.entries(CHANNEL_NEEDS) as [
+    MessageChannel,
+    (typeof CHANNEL_NEEDS)['line'],
+  ][]) {
+    if (!uses.has(c)) {
+      if (data?.[needs.content] !== undefined)
+        add(errors, needs.content, `only ${A_JOB[c]} sends ${needs.sends}; ${named} does not`);
+      continue;
+    }
+    // The job's own channel reads as "a LINE job"; one it falls back to as "LINE".
+    const subject = channel === c ? A_JOB[c] : needs.short;
+    if (!needs.hasSettings(client))
+      add(errors, 'channel', `${subject} needs the client to have ${needs.settings}`);
+    if (data && data[needs.content] === undefined)
+      add(errors, needs.content, `${subject} needs ${needs.contentText}`);
   }
   if (channel !== 'call' && data?.timeZoneBy === 'recipient') {
     add(
@@ -467,15 +486,6 @@ function channelRules(
       'timeZoneBy',
       `${A_JOB[channel]}'s recipients carry no zone: only a call job can use recipient`,
     );
-  }
-  if (!uses.has('line') && data?.message !== undefined) {
-    add(errors, 'message', `only a LINE job sends a message; ${named} does not`);
-  }
-  if (!uses.has('email') && data?.email !== undefined) {
-    add(errors, 'email', `only an email job sends an email; ${named} does not`);
-  }
-  if (!uses.has('sms') && data?.sms !== undefined) {
-    add(errors, 'sms', `only an SMS job sends a text; ${named} does not`);
   }
 }
 
