@@ -153,3 +153,23 @@ export async function seedMessageJob(
   }
   return job;
 }
+
+/** A client's own LINE channel record, as the channels API writes it (a broker sends only through it). */
+export async function putLineChannel(
+  doc: DynamoDBDocumentClient,
+  channelsTable: string,
+  channel: { readonly channelId: string; readonly clientId: string; readonly accessToken: string },
+): Promise<void> {
+  await doc.send(
+    new PutCommand({
+      TableName: channelsTable,
+      Item: {
+        ...channel,
+        secrets: [{ secret: 's', addedAt: 0 }],
+        autoAnswer: 'push',
+        rules: [],
+        updatedAt: 1,
+      },
+    }),
+  );
+}

@@ -34,7 +34,13 @@ import { FINAL_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { SMS_CONTEXT } from '#shared/sms/settings.ts';
 import { testCloud } from '../../support/cloud.ts';
-import { ALWAYS_OPEN, jobIdFor, lineUserOf, writeRunningJob } from '../../support/seed-jobs.ts';
+import {
+  ALWAYS_OPEN,
+  jobIdFor,
+  lineUserOf,
+  putLineChannel,
+  writeRunningJob,
+} from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
 import { eventually } from '../../support/wait.ts';
 
@@ -145,20 +151,7 @@ async function seed(): Promise<Job> {
     contactLimits: [{ max: 1, per: 'day', channels: ['line', 'email', 'sms'] }],
     updatedAt: now,
   };
-  await cloud.doc.send(
-    new PutCommand({
-      TableName: channelsTable,
-      Item: {
-        channelId: CHANNEL.channelId,
-        clientId: CLIENT,
-        accessToken: CHANNEL.accessToken,
-        secrets: [{ secret: 's', addedAt: 0 }],
-        autoAnswer: 'push',
-        rules: [],
-        updatedAt: 1,
-      },
-    }),
-  );
+  await putLineChannel(cloud.doc, channelsTable, { ...CHANNEL, clientId: CLIENT });
   const identifiers = (i: number) => [
     lineUserOf(CLIENT, i),
     ...(personOf(i).email ? [addressOf(i)] : []),

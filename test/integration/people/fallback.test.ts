@@ -27,7 +27,13 @@ import { SMS_CONTEXT } from '#shared/sms/settings.ts';
 import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
-import { ALWAYS_OPEN, jobIdFor, lineUserOf, writeRunningJob } from '../../support/seed-jobs.ts';
+import {
+  ALWAYS_OPEN,
+  jobIdFor,
+  lineUserOf,
+  putLineChannel,
+  writeRunningJob,
+} from '../../support/seed-jobs.ts';
 import { readTasks } from '../../support/task-table.ts';
 import { eventually } from '../../support/wait.ts';
 
@@ -175,20 +181,7 @@ async function seed(now: number): Promise<Job> {
     contactLimits: [{ max: 1, per: 'day', channels: ['line', 'email', 'sms'] }],
     updatedAt: now,
   };
-  await cloud.doc.send(
-    new PutCommand({
-      TableName: channelsTable,
-      Item: {
-        channelId: CHANNEL.channelId,
-        clientId: CLIENT,
-        accessToken: CHANNEL.accessToken,
-        secrets: [{ secret: 's', addedAt: 0 }],
-        autoAnswer: 'push',
-        rules: [],
-        updatedAt: 1,
-      },
-    }),
-  );
+  await putLineChannel(cloud.doc, channelsTable, { ...CHANNEL, clientId: CLIENT });
   // Each row's identifiers are one person, as ingest links them.
   const { persons } = await new DynamoPeopleStore(cloud.doc, controlTable).link(
     CLIENT,
