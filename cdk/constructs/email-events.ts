@@ -35,6 +35,10 @@ import {
 import { functions } from '#shared/functions.ts';
 import { resourceName, tableSpec } from '#shared/resources.ts';
 import { suppressionKeys } from '#shared/suppressions/model.ts';
+
+/** The control table's client partitions, whose `JOB#` items hold the jobs (`keys.job`). */
+const JOB_KEYS = 'CLIENT#*';
+
 import { SwitchboardFunction } from './function.ts';
 import { deadLetterAlarm, redriveCommandOutput, type StatefulResources } from './stateful.ts';
 
@@ -145,7 +149,10 @@ export class EmailEvents extends Construct {
 
   /**
    * The function: an UpdateItem on task items, and the suppression entries' UpdateItem under
-   * `SUPPRESS#` in the control table; no read of either.
+   * `SUPPRESS#` in the control table. For a hard bounce, a GetItem of the task; for one of a
+   * fallback job, a GetItem of its job (`CLIENT#`) and the transaction that opens the task again on
+   * its next channel: the task's UpdateItem, the ConditionCheckItem of its claim page, the job's
+   * UpdateItem (`shared/adapters/dynamo-task-reopen.ts`).
    */
   #eventsFunction(props: EmailEventsProps): SwitchboardFunction {
     return new SwitchboardFunction(this, 'Handler', {
@@ -153,12 +160,12 @@ export class EmailEvents extends Construct {
       logRemovalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     })
       .bindTable(props.stateful.tables.tasks, 'readwrite', tableSpec('tasks').envVar, {
-        reads: { actions: [] },
-        writes: { actions: ['dynamodb:UpdateItem'] },
+        reads: { actions: ['dynamodb:GetItem'] },
+        writes: { actions: ['dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'] },
       })
       .bindTable(props.stateful.tables.control, 'readwrite', tableSpec('control').envVar, {
-        reads: { actions: [] },
-        writes: { actions: ['dynamodb:UpdateItem'], leadingKeys: [suppressionKeys.pk('*')] },
+        reads: { actions: ['dynamodb:GetItem'], leadingKeys: [JOB_KEYS] },
+        writes: { actions: ['dynamodb:UpdateItem'], leadingKeys: [suppressionKeys.pk('*'), JOB_KEYS] },
       });
   }
 }

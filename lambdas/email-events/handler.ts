@@ -4,7 +4,8 @@
  * use (not JSON, malformed, of no Switchboard email, of a type it does not track) is logged once and
  * acknowledged: a retry cannot fix it. A failure to write is that record's failure, so SQS gives it
  * back after its visibility timeout (both writes are idempotent), and after the queue's last receive
- * moves it to the dead-letter queue.
+ * moves it to the dead-letter queue; so is a hard bounce of a fallback job's task whose end is not
+ * written or counted yet (`ReopenLater`: the move waits for it).
  */
 import middy from '@middy/core';
 import type { SQSRecord } from 'aws-lambda';
@@ -53,6 +54,7 @@ async function recordOne(deps: EmailEventsDeps, record: SQSRecord): Promise<Emai
   if (result.unreadable.length > 0)
     log.warn('event named addresses that are not addresses', { count: result.unreadable.length });
   if (result.outcome === 'unknown-task') log.info('email event for no task of the client', { state });
+  if (result.reopened) log.info('bounced task moved on to its next channel', { channel: result.reopened });
   return result.outcome;
 }
 

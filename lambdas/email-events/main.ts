@@ -2,10 +2,12 @@
 import { makeDocumentClient, makeDynamoClient } from '#shared/adapters/aws-clients.ts';
 import { DynamoDeliveryOutcomeStore } from '#shared/adapters/dynamo-delivery-outcomes.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoTaskReopen } from '#shared/adapters/dynamo-task-reopen.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
-import { getStringFromEnv } from '#shared/config.ts';
+import { clockFromEnv, getStringFromEnv } from '#shared/config.ts';
 import { makeRecordEmailEvent } from '#shared/email/email-outcomes.ts';
 import { EMAIL_DELIVERY_RANK } from '#shared/email/ses-events.ts';
+import { makeReopenUnreached } from '#shared/jobs/reopen.ts';
 import { makeEmailEventsHandler } from './handler.ts';
 
 const { log, observe } = lambdaObservability('email-events');
@@ -18,8 +20,9 @@ const doc = makeDocumentClient(makeDynamoClient({ maxAttempts: 3 }));
 export const handler = observe(
   makeEmailEventsHandler({
     record: makeRecordEmailEvent({
-      outcomes: new DynamoDeliveryOutcomeStore(doc, tasksTable, EMAIL_DELIVERY_RANK),
+      outcomes: new DynamoDeliveryOutcomeStore(doc, tasksTable, EMAIL_DELIVERY_RANK, 'email'),
       suppressions: new DynamoSuppressionStore(doc, controlTable),
+      reopen: makeReopenUnreached(new DynamoTaskReopen(doc, { controlTable, tasksTable }), clockFromEnv()),
     }),
     log,
   }),

@@ -15,7 +15,7 @@ const doc = makeDocumentClient(makeDynamoClient({ maxAttempts: 3 }));
 export const handler = observe(
   makeSmsEventsHandler({
     record: makeRecordSmsEvent({
-      outcomes: new DynamoDeliveryOutcomeStore(doc, tasksTable, SMS_DELIVERY_RANK),
+      outcomes: new DynamoDeliveryOutcomeStore(doc, tasksTable, SMS_DELIVERY_RANK, 'sms'),
     }),
     log,
   }),

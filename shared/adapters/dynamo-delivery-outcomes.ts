@@ -14,8 +14,9 @@
  * moves the item to the new names (it removes the old ones), so either is read, and one item never
  * holds both after its next event.
  *
- * One conditional UpdateItem decides supersession: the item must exist and be the tagged client's,
- * and hold no state yet, an earlier attempt's, or a lower rank of the same attempt. So events in any
+ * One conditional UpdateItem decides supersession: the item must exist, be the tagged client's and
+ * be on the store's channel (a fallback job's task that left it keeps none of its late events), and
+ * hold no state yet, an earlier attempt's, or a lower rank of the same attempt. So events in any
  * order, and more than once, never move it back; a refused condition is an answer (`stale` or
  * `unknown-task`), not an error.
  *
@@ -34,10 +35,16 @@ import type {
   DeliveryRecordResult,
   DeliveryStateChange,
 } from '#shared/jobs/delivery-state.ts';
-import { keys } from '#shared/jobs/model.ts';
+import { keys, type MessageChannel } from '#shared/jobs/model.ts';
 
 /** The item exists and is the client's: a task of that client. */
 const THE_CLIENTS_TASK = 'attribute_exists(pk) AND clientId = :clientId';
+
+/**
+ * The task is on the store's channel: its job's (no `via`), or the one it moved to. A fallback job's
+ * task that left this channel after a send (an email's hard bounce) keeps no late event of it.
+ */
+const ON_THE_CHANNEL = '(attribute_not_exists(#via) OR #via = :channel)';
 
 /** The change supersedes what the item records under these attribute names (absent: nothing recorded). */
 const supersedesUnder = (rank: string, attempt: string) =>
@@ -53,12 +60,22 @@ export class DynamoDeliveryOutcomeStore<State extends string> implements Deliver
   readonly #doc: DynamoDBDocumentClient;
   readonly #tableName: string;
   readonly #rank: Readonly<Record<State, number>>;
+  readonly #channel: MessageChannel;
 
-  /** `rank`: the channel's states in the order they move (a higher rank supersedes a lower). */
-  constructor(doc: DynamoDBDocumentClient, tasksTable: string, rank: Readonly<Record<State, number>>) {
+  /**
+   * `rank`: the channel's states in the order they move (a higher rank supersedes a lower);
+   * `channel`: the channel whose events these are.
+   */
+  constructor(
+    doc: DynamoDBDocumentClient,
+    tasksTable: string,
+    rank: Readonly<Record<State, number>>,
+    channel: MessageChannel,
+  ) {
     this.#doc = doc;
     this.#tableName = tasksTable;
     this.#rank = rank;
+    this.#channel = channel;
   }
 
   async record(change: DeliveryStateChange<State>): Promise<DeliveryRecordResult> {
@@ -78,9 +95,11 @@ export class DynamoDeliveryOutcomeStore<State extends string> implements Deliver
           TableName: this.#tableName,
           Key: keys.task(change.jobId, change.taskId),
           UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
-          ConditionExpression: `${THE_CLIENTS_TASK} AND ${SUPERSEDES}`,
+          ConditionExpression: `${THE_CLIENTS_TASK} AND ${ON_THE_CHANNEL} AND ${SUPERSEDES}`,
+          ExpressionAttributeNames: { '#via': 'via' },
           ExpressionAttributeValues: {
             ':clientId': change.clientId,
+            ':channel': this.#channel,
             ':state': change.state,
             ':rank': this.#rank[change.state],
             ':attempt': change.attempt,

@@ -276,19 +276,25 @@ function transitionUpdate(
   now: number,
 ): UpdateCommandInput {
   const index = keys.jobStatusIndex({ status: to, startAt: job.startAt, jobId: job.jobId });
+  // A job ends only as read: a task opened again since (`reopened`) is work the read did not see.
+  const asRead = to === 'running' ? undefined : job.reopened;
   return {
     TableName: controlTable,
     Key: keys.job(job.clientId, job.jobId),
     UpdateExpression: index
       ? 'SET #status = :to, updatedAt = :now, statusKey = :statusKey, dueKey = :dueKey'
       : 'SET #status = :to, updatedAt = :now REMOVE statusKey, dueKey',
-    ConditionExpression: CONDITIONS[to],
+    ConditionExpression:
+      to === 'running'
+        ? CONDITIONS[to]
+        : `${CONDITIONS[to]} AND ${asRead === undefined ? 'attribute_not_exists(reopened)' : 'reopened = :reopened'}`,
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: {
       ':from': from,
       ':to': to,
       ':now': now,
       ...(index ? { ':statusKey': index.statusKey, ':dueKey': index.dueKey } : {}),
+      ...(asRead === undefined ? {} : { ':reopened': asRead }),
     },
   };
 }

@@ -46,6 +46,7 @@ const JOB_FIELD_SET: Readonly<Record<keyof Job, true>> = {
   failureReason: true,
   pausedReason: true,
   reportArchive: true,
+  reopened: true,
   source: true,
   recipientColumn: true,
   message: true,

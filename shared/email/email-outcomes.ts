@@ -23,6 +23,8 @@ import type {
   DeliveryRecordResult,
   DeliveryStateChange,
 } from '#shared/jobs/delivery-state.ts';
+import type { MessageChannel } from '#shared/jobs/model.ts';
+import type { ReopenResult, UnreachedAttempt } from '#shared/jobs/reopen.ts';
 import { entryReason, type SuppressionEntry } from '#shared/suppressions/model.ts';
 import type { SuppressionWriter } from '#shared/suppressions/ports.ts';
 import { emailSuppressionKey, normalizeEmailAddress } from './address.ts';
@@ -181,11 +183,18 @@ export type EmailEventResult =
       /** Entries written to the client's suppression list. */
       readonly suppressed: number;
       readonly unreadable: readonly string[];
+      /** The channel a fallback job's task bounced on was left for, when it was. */
+      readonly reopened?: MessageChannel;
     };
 
 export interface RecordEmailEventDeps {
   readonly outcomes: EmailOutcomeStore;
   readonly suppressions: SuppressionWriter;
+  /**
+   * Moves a fallback job's task whose email bounced for good to its next channel
+   * (`shared/jobs/reopen.ts`); throws `ReopenLater` while the task's end is not written or counted.
+   */
+  readonly reopen: (unreached: UnreachedAttempt) => Promise<ReopenResult>;
 }
 
 /**
@@ -206,6 +215,29 @@ export function makeRecordEmailEvent(deps: RecordEmailEventDeps) {
     const { change, suppress, unreadable } = reading;
     if (suppress.length > 0) await deps.suppressions.add(change.clientId, suppress);
     const outcome = await deps.outcomes.record(change);
-    return { outcome, change, suppressed: suppress.length, unreadable };
+    const result = { outcome, change, suppressed: suppress.length, unreadable };
+    // After the record (a retry finds it stale) and only for a task there is: the address is no way
+    // to the person, and a fallback job tries the next channel.
+    if (!isHardBounce(parsed) || outcome === 'unknown-task') return result;
+    const moved = await deps.reopen({
+      ...attemptOf(change),
+      channel: 'email',
+      result: 'bounced',
+      ...reasonOf(change),
+    });
+    return moved.outcome === 'reopened' ? { ...result, reopened: moved.to } : result;
   };
+}
+
+/** A permanent bounce: the address cannot be reached (a complaint reached it). */
+function isHardBounce(event: SesEvent): boolean {
+  return suppressesAddress(event) === 'bounce';
+}
+
+function attemptOf({ clientId, jobId, taskId, attempt }: EmailStateChange): EmailAttempt {
+  return { clientId, jobId, taskId, attempt };
+}
+
+function reasonOf(change: EmailStateChange): { reason?: string } {
+  return change.reason === undefined ? {} : { reason: change.reason };
 }

@@ -30,7 +30,7 @@ export interface ClientState {
   readonly hint: ReadyHint | undefined;
 }
 
-export type JobRef = Pick<Job, 'clientId' | 'jobId' | 'startAt'>;
+export type JobRef = Pick<Job, 'clientId' | 'jobId' | 'startAt' | 'reopened'>;
 
 export interface FleetStore {
   /** Jobs in `scheduled` whose `startAt` is at or before `now` (byStatus index; may be stale). */
@@ -39,7 +39,10 @@ export interface FleetStore {
   runningJobs(): Promise<Job[]>;
   /** `scheduled` → `running`, only if still scheduled; false when another run (or a pause) won. */
   startJob(job: JobRef, now: number): Promise<boolean>;
-  /** `running` → `completed`, only if still running; false when it no longer is. */
+  /**
+   * `running` → `completed`, only if still running and none of its tasks was opened again since
+   * `job` was read (its `reopened`); false otherwise.
+   */
   completeJob(job: JobRef, now: number): Promise<boolean>;
   /** True when the job has a task in `pending`, `in-flight` or `retry-wait`. */
   hasOpenTask(jobId: string): Promise<boolean>;

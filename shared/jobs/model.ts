@@ -291,6 +291,11 @@ export interface Job {
    * from then on, as ended tasks are deleted after `ENDED_TASK_RETENTION_DAYS`.
    */
   readonly reportArchive?: string;
+  /**
+   * How many of its ended tasks were opened again on a next channel (`shared/jobs/reopen.ts`: an
+   * email's hard bounce); the job completes only while this is what was read with it.
+   */
+  readonly reopened?: number;
   /** Where the uploaded list is. */
   readonly source?: { readonly bucket: string; readonly key: string };
   /** The recipient column's header, when the job names it instead of relying on the aliases. */

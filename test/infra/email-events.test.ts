@@ -178,16 +178,21 @@ describe("SES's configuration set and its events", () => {
     expect(Object.keys(env)).toEqual(expect.arrayContaining(required));
   });
 
-  it('may update task items and write suppression entries, nothing else of either table', () => {
+  it('may update task items, write suppression entries, and move a bounced task of a fallback job on; nothing else of either table', () => {
     const report = checkConformance(template.toJSON() as CfnTemplate, [
       call('dynamodb:UpdateItem', TASKS, 'job-1#3'),
       call('dynamodb:UpdateItem', CONTROL, 'SUPPRESS#acme'),
+      // A hard bounce: the task read, its job read, and the transaction's task, page and job.
       call('dynamodb:GetItem', TASKS, 'job-1#3'),
+      call('dynamodb:GetItem', CONTROL, 'CLIENT#acme'),
+      call('dynamodb:ConditionCheckItem', TASKS, 'acme#claims'),
+      call('dynamodb:UpdateItem', CONTROL, 'CLIENT#acme'),
       call('dynamodb:PutItem', TASKS, 'job-1#3'),
       call('dynamodb:DeleteItem', TASKS, 'job-1#3'),
-      call('dynamodb:UpdateItem', CONTROL, 'CLIENT#acme'),
       call('dynamodb:GetItem', CONTROL, 'SUPPRESS#acme'),
       call('dynamodb:DeleteItem', CONTROL, 'SUPPRESS#acme'),
+      call('dynamodb:PutItem', CONTROL, 'CLIENT#acme'),
+      call('dynamodb:GetItem', CONTROL, 'LEASE#acme'),
     ]);
     expect(report.unknownPrincipals).toEqual([]);
     expect(
@@ -195,12 +200,12 @@ describe("SES's configuration set and its events", () => {
         (d) => `${d.request.action} ${(d.call.context['dynamodb:LeadingKeys'] as string[])[0]}`,
       ),
     ).toEqual([
-      'dynamodb:GetItem job-1#3',
       'dynamodb:PutItem job-1#3',
       'dynamodb:DeleteItem job-1#3',
-      'dynamodb:UpdateItem CLIENT#acme',
       'dynamodb:GetItem SUPPRESS#acme',
       'dynamodb:DeleteItem SUPPRESS#acme',
+      'dynamodb:PutItem CLIENT#acme',
+      'dynamodb:GetItem LEASE#acme',
     ]);
   });
 

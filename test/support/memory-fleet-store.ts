@@ -56,7 +56,7 @@ export class MemoryFleetStore implements FleetStore {
 
   async completeJob(ref: JobRef, now: number): Promise<boolean> {
     await tick();
-    return this.transition(ref.jobId, 'running', 'completed', now);
+    return this.transition(ref.jobId, 'running', 'completed', now, (job) => job.reopened === ref.reopened);
   }
 
   async hasOpenTask(jobId: string): Promise<boolean> {

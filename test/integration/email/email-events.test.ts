@@ -181,7 +181,7 @@ describe("SES's events on the tasks and the suppression list", () => {
 });
 
 describe('the DynamoDB delivery outcome store, with email’s ranks', () => {
-  const store = new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, EMAIL_DELIVERY_RANK);
+  const store = new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, EMAIL_DELIVERY_RANK, 'email');
 
   async function seeded() {
     const { clientId, jobId } = await seedJob([`success@${SIMULATOR}`]);

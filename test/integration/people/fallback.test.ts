@@ -8,18 +8,23 @@
  */
 import { PinpointSMSVoiceV2Client } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import { SESv2Client } from '@aws-sdk/client-sesv2';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { LOCAL_SES, type SesEmulator, startSesEmulator } from '#local/ses-emulator.ts';
 import { LOCAL_SMS, type SmsEmulator, startSmsEmulator } from '#local/sms-emulator.ts';
+import { DynamoDeliveryOutcomeStore } from '#shared/adapters/dynamo-delivery-outcomes.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoTaskReopen } from '#shared/adapters/dynamo-task-reopen.ts';
 import { DEFAULT_EMAIL_SETTINGS, DEFAULT_SMS_SETTINGS } from '#shared/broker/serve-unkeyed.ts';
+import { makeRecordEmailEvent } from '#shared/email/email-outcomes.ts';
+import { EMAIL_DELIVERY_RANK } from '#shared/email/ses-events.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import type { ClientSettings, Job, MessageChannel, Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, keys, type MessageChannel, type Task } from '#shared/jobs/model.ts';
+import { makeReopenUnreached } from '#shared/jobs/reopen.ts';
 import { jobReportCsv } from '#shared/jobs/report.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
@@ -55,7 +60,23 @@ beforeAll(async () => {
     createTable(cloud.ddb, stage, tableSpec('channels')),
   ]);
   line = await startLineSandbox({ channels: [CHANNEL] });
-  ses = await startSesEmulator({ account: { maxSendRate: 400, max24HourSend: 1_000_000 } });
+  // SES's events go to the email-events use case with the real stores, as the deployed function
+  // records them: a hard bounce moves a task on. A delivery refused while the task's end is not
+  // written is tried again, as the queue gives a message back.
+  const recordEmail = makeRecordEmailEvent({
+    outcomes: new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, EMAIL_DELIVERY_RANK, 'email'),
+    suppressions: new DynamoSuppressionStore(cloud.doc, controlTable),
+    reopen: makeReopenUnreached(new DynamoTaskReopen(cloud.doc, { controlTable, tasksTable }), {
+      now: () => Date.now(),
+    }),
+  });
+  ses = await startSesEmulator({
+    account: { maxSendRate: 400, max24HourSend: 1_000_000 },
+    deliver: async (event) => {
+      await recordEmail(event);
+    },
+    retry: { attempts: 40, maxDelayMs: 2_000 },
+  });
   sms = await startSmsEmulator({
     identities: [{ kind: 'phone-number', phoneNumber: LOCAL_SMS.originationNumber, mps: 20 }],
   });
@@ -70,7 +91,9 @@ afterAll(async () => {
 });
 
 const CLIENT = 'fallback-client';
-const addressOf = (i: number) => `success+fb-${i}@simulator.amazonses.com`;
+/** The row's address: the mailbox simulator's, which bounces for good for a row whose email bounces. */
+const addressOf = (i: number) =>
+  `${ROWS[i]?.emailBounces ? 'bounce' : 'success'}+fb-${i}@simulator.amazonses.com`;
 const phoneOf = (i: number) => `+8190${String(70_000_000 + i)}`;
 
 /** Who each row is, and what stands in LINE's (or email's) way. */
@@ -80,9 +103,11 @@ const ROWS: readonly {
   readonly lineOptedOut?: boolean;
   readonly lineSuppressed?: boolean;
   readonly emailBounced?: boolean;
+  /** The address bounces for good once emailed (SES's event says so after the task completed). */
+  readonly emailBounces?: boolean;
   readonly everywhere?: boolean;
-  /** Where the person is reached, and what the task tried before. */
-  readonly expect: { readonly on: MessageChannel | 'none'; readonly tried?: string };
+  /** Where the person is reached, and what the task tried before (a pattern where SES's words are in it). */
+  readonly expect: { readonly on: MessageChannel | 'none'; readonly tried?: string | RegExp };
 }[] = [
   { email: true, phone: true, expect: { on: 'line' } },
   { email: true, phone: true, expect: { on: 'line' } },
@@ -105,6 +130,18 @@ const ROWS: readonly {
     lineOptedOut: true,
     emailBounced: true,
     expect: { on: 'sms', tried: 'line: opted-out; email: suppressed: bounce' },
+  },
+  // Emailed, and the email bounced for good after the task completed: it opens again on SMS, in the
+  // slot the email took.
+  {
+    email: true,
+    phone: true,
+    lineOptedOut: true,
+    emailBounces: true,
+    expect: {
+      on: 'sms',
+      tried: /^line: opted-out; email: bounced: Permanent\/General: smtp; 550 5\.1\.1 user unknown$/,
+    },
   },
   // Suppressed person-wide (an operator's entry on the address): no channel may reach the person.
   { email: true, phone: true, everywhere: true, expect: { on: 'none' } },
@@ -263,6 +300,8 @@ describe('a job over line → email → sms', { timeout: 180_000 }, () => {
     let last: Task[] = [];
     const tasks = await eventually(
       async () => {
+        // Every SES event published so far recorded first: a bounced task reads as ended until then.
+        await ses.idle();
         last = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
         return last.length === ROWS.length && last.every(ended) ? last : undefined;
       },
@@ -284,11 +323,17 @@ describe('a job over line → email → sms', { timeout: 180_000 }, () => {
         sms: texted.filter((to) => to === phoneOf(i)).length,
       };
       const task = byRow.get(i)!;
-      const want = { line: 0, email: 0, sms: 0, ...(row.expect.on === 'none' ? {} : { [row.expect.on]: 1 }) };
+      const want = {
+        line: 0,
+        email: row.emailBounces ? 1 : 0,
+        sms: 0,
+        ...(row.expect.on === 'none' ? {} : { [row.expect.on]: 1 }),
+      };
       expect({ row: i, ...reached }, JSON.stringify(task)).toEqual({ row: i, ...want });
+      const { tried } = row.expect;
       expect({ row: i, tried: task.tried?.map((t) => `${t.channel}: ${t.reason}`).join('; ') }).toEqual({
         row: i,
-        tried: row.expect.tried,
+        tried: tried instanceof RegExp ? expect.stringMatching(tried) : tried,
       });
       if (row.expect.on === 'none') expect(task.state).toBe('cancelled');
       else {
@@ -307,6 +352,25 @@ describe('a job over line → email → sms', { timeout: 180_000 }, () => {
         );
       }
     }
+    // The job counts each end once: the bounced task's end on email was taken back when it moved on.
+    const completed = tasks.filter((t) => t.state === 'completed').length;
+    let counted: Record<string, unknown> | undefined;
+    await eventually(
+      async () => {
+        counted = (
+          await cloud.doc.send(
+            new GetCommand({
+              TableName: controlTable,
+              Key: keys.job(CLIENT, job.jobId),
+              ConsistentRead: true,
+            }),
+          )
+        ).Item;
+        return (counted?.counts as Job['counts'] | undefined)?.completed === completed ? counted : undefined;
+      },
+      () => `the job to count ${completed} completed; last seen: ${JSON.stringify(counted)}`,
+    );
+    expect(counted).toMatchObject({ reopened: 1 });
     // The report says which channel reached each person and what was tried before.
     const chunks: Uint8Array[] = [];
     const rows = (async function* () {

@@ -46,7 +46,7 @@ beforeAll(async () => {
     createTable(cloud.ddb, stage, tableSpec('channels')),
   ]);
   // The events go where the SMS events function records them: each task's delivery state.
-  const outcomes = new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, SMS_DELIVERY_RANK);
+  const outcomes = new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, SMS_DELIVERY_RANK, 'sms');
   sms = await startSmsEmulator({
     identities: [{ kind: 'phone-number', phoneNumber: LOCAL_SMS.originationNumber, mps: 20 }],
     deliver: async (event) => {

@@ -22,6 +22,7 @@ import {
   supersedes,
 } from '#shared/email/email-outcomes.ts';
 import { parseSesEvent, type SesEvent } from '#shared/email/ses-events.ts';
+import { ReopenLater, type ReopenResult, type UnreachedAttempt } from '#shared/jobs/reopen.ts';
 import type { SuppressionEntry } from '#shared/suppressions/model.ts';
 import type { SuppressionWriter } from '#shared/suppressions/ports.ts';
 
@@ -121,8 +122,20 @@ class MemorySuppressions implements SuppressionWriter {
 function recorder() {
   const outcomes = new MemoryOutcomeStore();
   const suppressions = new MemorySuppressions();
-  return { outcomes, suppressions, record: makeRecordEmailEvent({ outcomes, suppressions }) };
+  const unreached: UnreachedAttempt[] = [];
+  const reopen = async (attempt: UnreachedAttempt): Promise<ReopenResult> => {
+    unreached.push(attempt);
+    return { outcome: 'reopened', to: 'sms' };
+  };
+  return {
+    outcomes,
+    suppressions,
+    unreached,
+    record: makeRecordEmailEvent({ outcomes, suppressions, reopen }),
+  };
 }
+
+const keepAll = async (): Promise<ReopenResult> => ({ outcome: 'kept', why: 'test' });
 
 const transientBounce = (attempt = 1) =>
   event('email-bounced', {
@@ -376,7 +389,54 @@ describe('events it cannot use', () => {
     const record = makeRecordEmailEvent({
       outcomes: { record: async () => Promise.reject(new Error('throttled')) },
       suppressions: new MemorySuppressions(),
+      reopen: keepAll,
     });
     await expect(record(event('email-delivered'))).rejects.toThrow('throttled');
+  });
+});
+
+describe('a hard bounce of a fallback job’s task', () => {
+  it('asks for the task to move on after the bounce is recorded: a permanent bounce only, never a complaint or a soft bounce', async () => {
+    for (const other of [transientBounce(), event('email-complaint-received')]) {
+      const { record, unreached } = recorder();
+      await record(other);
+      expect(unreached).toEqual([]);
+    }
+    const { record, unreached, outcomes } = recorder();
+    await expect(record(event('email-bounced'))).resolves.toMatchObject({
+      outcome: 'recorded',
+      reopened: 'sms',
+    });
+    expect(outcomes.task?.state).toBe('bounced');
+    expect(unreached).toEqual([
+      {
+        clientId: TASK.clientId,
+        jobId: TASK.jobId,
+        taskId: TASK.taskId,
+        attempt: 1,
+        channel: 'email',
+        result: 'bounced',
+        reason: 'Permanent/General: smtp; 550 5.1.1 user unknown',
+      },
+    ]);
+  });
+
+  it('asks again when the bounce comes again (the record is stale then: a retry after the move waited)', async () => {
+    const { record, unreached } = recorder();
+    await record(event('email-bounced'));
+    await expect(record(event('email-bounced'))).resolves.toMatchObject({
+      outcome: 'stale',
+      reopened: 'sms',
+    });
+    expect(unreached).toHaveLength(2);
+  });
+
+  it('a move that must wait throws, so the event is given back', async () => {
+    const record = makeRecordEmailEvent({
+      outcomes: new MemoryOutcomeStore(),
+      suppressions: new MemorySuppressions(),
+      reopen: async () => Promise.reject(new ReopenLater('the task has not ended yet')),
+    });
+    await expect(record(event('email-bounced'))).rejects.toThrow(ReopenLater);
   });
 });

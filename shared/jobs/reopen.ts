@@ -1,0 +1,161 @@
+/**
+ * A fallback after the send: a task of a fallback job whose message its channel accepted, and whose
+ * channel later said it never reached the person (an email's permanent bounce), is opened again on
+ * the next channel it has an identifier for — the same task, the same job, the same contact-limit
+ * slot (its attempts are kept, so the next claim is no first contact and takes no second slot).
+ *
+ * The event comes after the task ended (`completed`, or `failed` in doubt: the bounce proves the
+ * email left and did not arrive), so the move un-ends it: back in the outstanding index, and its job's
+ * count of that end taken back, in one transaction that also keeps the job manager from completing
+ * the job under it (`docs/fallback.md`, "After the send"). Input: the event's attempt, read as the
+ * channel's events function reads it. Output: what happened, or a {@link ReopenLater} to be retried
+ * (the task has not ended yet, or its end is not counted yet).
+ *
+ * Pure: no AWS SDK. Adapter: `shared/adapters/dynamo-task-reopen.ts`.
+ */
+import type { Clock } from '#shared/pacing/clock.ts';
+import type { DeliveryAttempt } from './delivery-state.ts';
+import { JobError } from './errors.ts';
+import { type NextChannel, nextChannel, triedOnLeaving } from './fallback.ts';
+import {
+  type Job,
+  jobHasEnded,
+  type MessageChannel,
+  type Task,
+  type TriedChannel,
+  taskChannelOf,
+} from './model.ts';
+
+/** The task ends a move after the send takes back: the send was accepted, or may have been. */
+export type ReopenedEnd = 'completed' | 'failed';
+
+/** An attempt its channel's event proved did not reach the person, and why. */
+export interface UnreachedAttempt extends DeliveryAttempt {
+  readonly channel: MessageChannel;
+  /** What happened to it, in a word (`bounced`): the task's last result until its next attempt. */
+  readonly result: string;
+  /** Why, in the channel's words (`Permanent/General: smtp; 550 5.1.1 …`). */
+  readonly reason?: string;
+}
+
+/** The move a reopen writes: the task as read (its end and attempts) and where it goes. */
+export interface Reopening {
+  readonly clientId: string;
+  readonly jobId: string;
+  readonly taskId: string;
+  /** The identifier it leaves: the write holds only while the task still has it. */
+  readonly from: string;
+  readonly endedAs: ReopenedEnd;
+  readonly attempts: number;
+  /** The unreached attempt's result, the task's last result while it waits. */
+  readonly lastResult: string;
+  readonly next: NextChannel;
+  readonly tried: readonly TriedChannel[];
+  /** When it may be claimed again (the event's handling). */
+  readonly readyAt: number;
+}
+
+/**
+ * - `reopen`: move the task on;
+ * - `keep`: nothing to move (why: not a fallback job, moved on already, no next channel, the job over …);
+ * - `later`: the task has not ended on that attempt yet; the event is to be handled again.
+ */
+export type ReopenDecision =
+  | { readonly reopen: Reopening }
+  | { readonly keep: string }
+  | { readonly later: string };
+
+/** Longest reason kept in a task's `tried` (the channel's own reason can run to 500 characters). */
+const MAX_TRIED_REASON = 200;
+
+/** The `tried` reason of an unreached attempt: `bounced: Permanent/General: …`. */
+export function unreachedReason(unreached: Pick<UnreachedAttempt, 'result' | 'reason'>): string {
+  const { result, reason } = unreached;
+  return reason ? `${result}: ${reason}`.slice(0, MAX_TRIED_REASON) : result;
+}
+
+/** What an unreached attempt does to the task it was of, as read with its job (`now`: the event's handling). */
+export function reopening(
+  job: Job | undefined,
+  task: Task | undefined,
+  unreached: UnreachedAttempt,
+  now: number,
+): ReopenDecision {
+  if (job === undefined || task === undefined || task.clientId !== unreached.clientId)
+    return { keep: 'no such task' };
+  if (job.fallback === undefined) return { keep: 'the job does not fall back' };
+  if (taskChannelOf(task, job) !== unreached.channel) return { keep: 'the task has moved on already' };
+  if (task.attempts !== unreached.attempt) return { keep: `the task is on attempt ${task.attempts}` };
+  if (task.state !== 'completed' && task.state !== 'failed') {
+    return task.state === 'cancelled' || task.state === 'expired'
+      ? { keep: `the task ended ${task.state}` }
+      : { later: 'the task has not ended yet' };
+  }
+  const next = nextChannel(job, task);
+  if (next === undefined) return { keep: 'no next channel' };
+  if (job.status !== 'running' && job.status !== 'paused') return { keep: `the job is ${job.status}` };
+  if (jobHasEnded(job, now)) return { keep: 'the job has reached its end' };
+  return {
+    reopen: {
+      clientId: task.clientId,
+      jobId: task.jobId,
+      taskId: task.taskId,
+      from: task.recipient,
+      endedAs: task.state,
+      attempts: task.attempts,
+      lastResult: unreached.result,
+      next,
+      tried: triedOnLeaving(next, unreachedReason(unreached)),
+      readyAt: now,
+    },
+  };
+}
+
+/**
+ * - `reopened`: the task waits on its next channel;
+ * - `changed`: the task or its job changed since it was read (another copy of the event moved it,
+ *   the job was completed or cancelled): nothing written;
+ * - `uncounted`: its end is on a claim page not closed yet (not counted in the job yet): try later.
+ */
+export type ReopenWrite = 'reopened' | 'changed' | 'uncounted';
+
+export interface ReopenStore {
+  /** The attempt's task, read consistently; undefined when there is none. */
+  task(attempt: DeliveryAttempt): Promise<Task | undefined>;
+  /** A job, read consistently; undefined when there is none. */
+  job(clientId: string, jobId: string): Promise<Job | undefined>;
+  /**
+   * Writes the move in one transaction, while the task is still as read (its end, attempts and
+   * identifier), its job running or paused and its end counted: the task waits on its next channel,
+   * the job's count of its end goes down by one and its `reopened` up by one.
+   */
+  reopen(move: Reopening): Promise<ReopenWrite>;
+}
+
+/** The event is to be handled again later: the task's end is not written, or not counted, yet. */
+export class ReopenLater extends JobError {}
+
+export type ReopenResult =
+  | { readonly outcome: 'reopened'; readonly to: MessageChannel }
+  | { readonly outcome: 'kept'; readonly why: string };
+
+/**
+ * The use case: an unreached attempt in, the move out. Throws {@link ReopenLater} when the task's end
+ * is not written or counted yet (the event's queue gives it back later) and whatever the store
+ * throws; every step may run again (a written move is `changed` the second time).
+ */
+export function makeReopenUnreached(store: ReopenStore, clock: Clock) {
+  return async (unreached: UnreachedAttempt): Promise<ReopenResult> => {
+    const task = await store.task(unreached);
+    // Only a fallback job's task holds its identifiers on other channels: no other needs its job read.
+    if (task?.reach === undefined) return { outcome: 'kept', why: 'not a task of a fallback job' };
+    const job = await store.job(task.clientId, task.jobId);
+    const decision = reopening(job, task, unreached, clock.now());
+    if ('keep' in decision) return { outcome: 'kept', why: decision.keep };
+    if ('later' in decision) throw new ReopenLater(decision.later);
+    const written = await store.reopen(decision.reopen);
+    if (written === 'uncounted') throw new ReopenLater('the task ended on a claim page not closed yet');
+    if (written === 'changed') return { outcome: 'kept', why: 'the task or its job changed meanwhile' };
+    return { outcome: 'reopened', to: decision.reopen.next.channel };
+  };
+}
