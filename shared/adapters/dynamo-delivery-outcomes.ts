@@ -127,8 +127,13 @@ export class DynamoDeliveryOutcomeStore<State extends string> implements Deliver
           TableName: this.#tableName,
           Key: keys.task(change.jobId, change.taskId),
           UpdateExpression: 'SET sentAttempt = :attempt',
-          ConditionExpression: `${THE_CLIENTS_TASK} AND (attribute_not_exists(sentAttempt) OR sentAttempt < :attempt)`,
-          ExpressionAttributeValues: { ':clientId': change.clientId, ':attempt': change.attempt },
+          ConditionExpression: `${THE_CLIENTS_TASK} AND ${ON_THE_CHANNEL} AND (attribute_not_exists(sentAttempt) OR sentAttempt < :attempt)`,
+          ExpressionAttributeNames: { '#via': 'via' },
+          ExpressionAttributeValues: {
+            ':clientId': change.clientId,
+            ':attempt': change.attempt,
+            ':channel': this.#channel,
+          },
         }),
       );
     } catch (error) {

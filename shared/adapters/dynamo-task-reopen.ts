@@ -5,9 +5,10 @@
  * One transaction:
  * - the task, while still as read (its end, attempts, identifier, and the claim page it ended on):
  *   waiting again (`pending`, back in the `outstanding` index, ready at once) on its next channel as
- *   its identifier there, the channel left appended to `tried`; what belonged to the ended send goes
- *   (its end's expiry and page, its send keys, its delivery state: the next channel's events start
- *   afresh);
+ *   its identifier there, its attempts kept (a message task's attempt stays 1 across its channels,
+ *   as after a move at the send: no second contact-limit slot), the channel left appended to
+ *   `tried`; what belonged to the ended send goes (its end's expiry and page, its send keys, its delivery state and proof of
+ *   sending: the next channel's events start afresh);
  * - its job, while running or paused and before its end: the count of the task's end down by one,
  *   `reopened` up by one — the job manager completes a job only while `reopened` is what it read
  *   with the job, so a job found with nothing open cannot complete over a task just opened again;
@@ -43,6 +44,8 @@ const SEND_ATTRIBUTES = [
   'emailAttempt',
   'emailEventAt',
   'emailReason',
+  // The email's proof of sending: the next channel's attempt is proved by its own events.
+  'sentAttempt',
 ];
 
 export class DynamoTaskReopen implements ReopenStore {

@@ -6,6 +6,7 @@ import { turnComes } from '#shared/fleet/ready-hints.ts';
 import { expireSweepStart } from '#shared/jobs/cancel.ts';
 import { endedTasks, type Job, jobHasEnded } from '#shared/jobs/model.ts';
 import type { IngestQueue } from '#shared/jobs/ports.ts';
+import { BOUNCE_GRACE_MS, reopensAfterSend } from '#shared/jobs/reopen.ts';
 import { ARCHIVE_AFTER_COMPLETION_SECONDS, archiveReportStart } from '#shared/jobs/report-archive.ts';
 import type { Clock } from '#shared/pacing/clock.ts';
 import type { JobManagerProblem } from './job-manager.ts';
@@ -53,6 +54,11 @@ export class JobCompletion {
    * and they wait for their next turn.
    */
   readonly #owedFullChecks = new Set<string>();
+  /**
+   * Jobs whose tasks a bounce may open again, found with nothing open: since when, and their
+   * `reopened` then (a move since starts the wait over). In memory, as the rest.
+   */
+  readonly #quietSince = new Map<string, { at: number; reopened: number | undefined }>();
 
   constructor(options: JobCompletionOptions) {
     this.#options = options;
@@ -85,6 +91,7 @@ export class JobCompletion {
   keepOnly(running: ReadonlyMap<string, Job>): void {
     for (const jobId of this.#sweptAt.keys()) if (!running.has(jobId)) this.#sweptAt.delete(jobId);
     for (const jobId of this.#owedFullChecks) if (!running.has(jobId)) this.#owedFullChecks.delete(jobId);
+    for (const jobId of this.#quietSince.keys()) if (!running.has(jobId)) this.#quietSince.delete(jobId);
   }
 
   /** The full checks owed by earlier runs first, the longest owed first, while this run's reads last. */
@@ -95,7 +102,10 @@ export class JobCompletion {
     );
   }
 
-  /** One running job: completed when nothing is left open, else active (its sweep queued when it has ended). */
+  /**
+   * One running job: completed when nothing is left open (after {@link BOUNCE_GRACE_MS} for a job
+   * whose tasks a bounce may open again), else active (its sweep queued when it has ended).
+   */
   async #settle(
     job: Job,
     check: FullCheck,
@@ -105,7 +115,9 @@ export class JobCompletion {
   ): Promise<void> {
     let open: boolean;
     try {
+      if (this.#stillQuiet(job, now)) return;
       open = await this.#hasOpenTask(job, check, now);
+      if (!open && this.#bounceMayCome(job, now)) return;
       if (!open && (await this.#complete(job, now))) done.completed.push(job.jobId);
     } catch (error) {
       problems.push({ step: 'complete', id: job.jobId, error });
@@ -118,6 +130,35 @@ export class JobCompletion {
     } catch (error) {
       problems.push({ step: 'expire', id: job.jobId, error });
     }
+  }
+
+  /**
+   * A job whose tasks may be opened again, found with nothing open: true while its grace runs (from
+   * when this instance first found it so), so it is neither completed nor served. A cold instance
+   * starts the grace again: it only waits longer.
+   */
+  #bounceMayCome(job: Job, now: number): boolean {
+    if (!reopensAfterSend(job)) return false;
+    const quiet = this.#quietSince.get(job.jobId);
+    if (quiet === undefined || quiet.reopened !== job.reopened) {
+      this.#quietSince.set(job.jobId, { at: now, reopened: job.reopened });
+      return true;
+    }
+    return now - quiet.at < BOUNCE_GRACE_MS;
+  }
+
+  /**
+   * In its grace, a job whose counts still say every task ended and that nothing reopened since is
+   * not read again (a full read of a large job each run); at the grace's end it is, once more.
+   */
+  #stillQuiet(job: Job, now: number): boolean {
+    const quiet = this.#quietSince.get(job.jobId);
+    if (quiet === undefined) return false;
+    if (tasksLeft(job) || quiet.reopened !== job.reopened) {
+      this.#quietSince.delete(job.jobId);
+      return false;
+    }
+    return now - quiet.at < BOUNCE_GRACE_MS;
   }
 
   /** Completes a job with nothing left open; true when this run moved it. */

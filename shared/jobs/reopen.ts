@@ -2,7 +2,7 @@
  * A fallback after the send: a task of a fallback job whose message its channel accepted, and whose
  * channel later said it never reached the person (an email's permanent bounce), is opened again on
  * the next channel it has an identifier for — the same task, the same job, the same contact-limit
- * slot (its attempts are kept, so the next claim is no first contact and takes no second slot).
+ * slot (its next attempt is no first contact, so it takes no second slot).
  *
  * The event comes after the task ended (`completed`, or `failed` in doubt: the bounce proves the
  * email left and did not arrive), so the move un-ends it: back in the outstanding index, and its job's
@@ -14,10 +14,12 @@
  * Pure: no AWS SDK. Adapter: `shared/adapters/dynamo-task-reopen.ts`.
  */
 import type { Clock } from '#shared/pacing/clock.ts';
+import { queueSpec } from '#shared/resources.ts';
 import type { DeliveryAttempt } from './delivery-state.ts';
 import { JobError } from './errors.ts';
 import { type NextChannel, nextChannel, triedOnLeaving } from './fallback.ts';
 import {
+  channelsOf,
   type Job,
   jobHasEnded,
   type MessageChannel,
@@ -46,6 +48,11 @@ export interface Reopening {
   /** The identifier it leaves: the write holds only while the task still has it. */
   readonly from: string;
   readonly endedAs: ReopenedEnd;
+  /**
+   * Its attempts as read, kept: the next channel's claim is then no first contact and takes no
+   * second contact-limit slot (a message task's attempt stays 1 across its channels, as after a move
+   * at the send).
+   */
   readonly attempts: number;
   /** The unreached attempt's result, the task's last result while it waits. */
   readonly lastResult: string;
@@ -64,6 +71,26 @@ export type ReopenDecision =
   | { readonly reopen: Reopening }
   | { readonly keep: string }
   | { readonly later: string };
+
+/**
+ * How long a job whose tasks may still be opened again stays running once nothing of it is open: a
+ * hard bounce that came before its task's end was written or counted is given back by the
+ * `ses-events` queue and handled again, for up to its visibility timeout × its receives; the job
+ * manager does not complete the job under it meanwhile. A bounce later than that (an asynchronous
+ * one, hours after) finds the job completed and moves nothing.
+ */
+export const BOUNCE_GRACE_MS = (() => {
+  const queue = queueSpec('ses-events');
+  return queue.visibilityTimeoutSeconds * queue.maxReceiveCount * 1000;
+})();
+
+/** Whether a task of `job` may be opened again after it ended: it falls back from email to a channel after it. */
+export function reopensAfterSend(job: Pick<Job, 'channel' | 'fallback'>): boolean {
+  if (job.fallback === undefined) return false;
+  const channels = channelsOf(job);
+  const email = channels.indexOf('email');
+  return email >= 0 && email < channels.length - 1;
+}
 
 /** Longest reason kept in a task's `tried` (the channel's own reason can run to 500 characters). */
 const MAX_TRIED_REASON = 200;
@@ -85,12 +112,11 @@ export function reopening(
     return { keep: 'no such task' };
   if (job.fallback === undefined) return { keep: 'the job does not fall back' };
   if (taskChannelOf(task, job) !== unreached.channel) return { keep: 'the task has moved on already' };
-  if (task.attempts !== unreached.attempt) return { keep: `the task is on attempt ${task.attempts}` };
-  if (task.state !== 'completed' && task.state !== 'failed') {
-    return task.state === 'cancelled' || task.state === 'expired'
-      ? { keep: `the task ended ${task.state}` }
-      : { later: 'the task has not ended yet' };
-  }
+  if (task.attempts > unreached.attempt) return { keep: `the task is on attempt ${task.attempts}` };
+  if (task.state === 'cancelled' || task.state === 'expired') return { keep: `the task ended ${task.state}` };
+  // Not ended yet; or claimed on a claim page, where it shows the attempt before until its outcome.
+  if (task.state !== 'completed' && task.state !== 'failed') return { later: 'the task has not ended yet' };
+  if (task.attempts !== unreached.attempt) return { keep: `the task ended on attempt ${task.attempts}` };
   const next = nextChannel(job, task);
   if (next === undefined) return { keep: 'no next channel' };
   if (job.status !== 'running' && job.status !== 'paused') return { keep: `the job is ${job.status}` };

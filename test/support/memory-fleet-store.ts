@@ -59,7 +59,11 @@ export class MemoryFleetStore implements FleetStore {
     return this.transition(ref.jobId, 'running', 'completed', now, (job) => job.reopened === ref.reopened);
   }
 
+  /** Reads of a job's tasks for an open one (`hasOpenTask`). */
+  openTaskReads = 0;
+
   async hasOpenTask(jobId: string): Promise<boolean> {
+    this.openTaskReads++;
     await tick();
     return [...this.tasks.values()].some((task) => task.jobId === jobId && OPEN_STATES.has(task.state));
   }

@@ -78,6 +78,8 @@ async function seed(task: Partial<Task> & Record<string, unknown> = {}, job: Par
         ...taskItem(ended),
         expiresAt: Math.floor(now / 1000) + 86_400,
         deliveryState: 'bounced',
+        // The bounce's own proof of sending, set by the delivery store just before the move.
+        sentAttempt: 1,
         ...task,
       },
     }),
@@ -107,6 +109,7 @@ describe('a hard bounce moves a fallback job’s ended task on', () => {
       state: 'pending',
       via: 'sms',
       recipient: PHONE,
+      // Its attempt kept: the text is no first contact, and takes no second slot.
       attempts: 1,
       lastResult: 'bounced',
       tried: [
@@ -119,7 +122,7 @@ describe('a hard bounce moves a fallback job’s ended task on', () => {
       keys.outstandingIndex({ ...job, taskId: 't1', state: 'pending', readyAt: 0 })!.openPk,
     );
     expect(String(task.openSk)).toMatch(new RegExp(`#${job.jobId}#t1$`));
-    for (const gone of ['expiresAt', 'deliveryState', 'startedAt'])
+    for (const gone of ['expiresAt', 'deliveryState', 'startedAt', 'sentAttempt'])
       expect(task, gone).not.toHaveProperty(gone);
     const after = await read(controlTable, keys.job(job.clientId, job.jobId));
     expect(after).toMatchObject({ reopened: 1, counts: { completed: 0 } });
@@ -227,7 +230,10 @@ describe("the email channel's late events and a task that left it", () => {
     const emailEvents = new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, EMAIL_DELIVERY_RANK, 'email');
     const late = { ...bounce, state: 'delivered' as const, at: Date.now(), sent: true };
     await expect(emailEvents.record(late)).resolves.toBe('stale');
-    expect(await read(tasksTable, keys.task(job.jobId, 't1'))).not.toHaveProperty('deliveryState');
+    // Neither its state nor its proof of sending: the text's attempt is proved by the text's events.
+    const moved = await read(tasksTable, keys.task(job.jobId, 't1'));
+    expect(moved).not.toHaveProperty('deliveryState');
+    expect(moved).not.toHaveProperty('sentAttempt');
     const plain = await seed(
       { via: undefined, reach: undefined, deliveryState: undefined },
       { channel: 'email', fallback: undefined },

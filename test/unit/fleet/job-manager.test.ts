@@ -12,6 +12,7 @@ import {
 } from '#shared/fleet/job-manager.ts';
 import type { EcsServiceScaler } from '#shared/fleet/ports.ts';
 import { RunLease, runLeaseMs } from '#shared/fleet/run-lease.ts';
+import { BOUNCE_GRACE_MS } from '#shared/jobs/reopen.ts';
 import { archiveReportStart } from '#shared/jobs/report-archive.ts';
 import { MemoryFleetStore } from '../../support/memory-fleet-store.ts';
 import { MemoryLeaseStore } from '../../support/memory-lease-store.ts';
@@ -130,6 +131,60 @@ describe('the job manager', () => {
     expect(new Set(sweeps.sent.map((m) => JSON.stringify(m)))).toEqual(
       new Set([JSON.stringify(archiveReportStart('acme', done.jobId))]),
     );
+  });
+
+  it('keeps a job whose tasks an email bounce may open again running for the bounce grace, unread, then completes it', async () => {
+    const store = new MemoryFleetStore();
+    store.clients.set('acme', {
+      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
+      paused: false,
+    });
+    const counts = { rows: 1, rejected: 0, skipped: 0, tasks: 1, completed: 1, failed: 0, cancelled: 0 };
+    const fallback = job('acme', { channel: 'line', fallback: ['email', 'sms'], counts });
+    const emailLast = job('acme', { channel: 'line', fallback: ['sms', 'email'], counts });
+    for (const j of [fallback, emailLast]) {
+      store.putJob(j);
+      store.putTask(task(j, { state: 'completed' }));
+    }
+    let now = NOW;
+    const run = freshManager(store, () => now);
+    // Email is its last channel: nothing would move on after a bounce, so it completes at once.
+    expect((await run()).completed).toEqual([emailLast.jobId]);
+    const reads = store.openTaskReads;
+    now += BOUNCE_GRACE_MS - 1;
+    expect((await run()).completed).toEqual([]);
+    expect(store.openTaskReads).toBe(reads);
+    expect(store.jobs.get(fallback.jobId)?.status).toBe('running');
+    now += 1;
+    expect((await run()).completed).toEqual([fallback.jobId]);
+  });
+
+  it('a task opened again during the grace starts it over once it ends', async () => {
+    const store = new MemoryFleetStore();
+    store.clients.set('acme', {
+      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
+      paused: false,
+    });
+    const counts = { rows: 1, rejected: 0, skipped: 0, tasks: 1, completed: 1, failed: 0, cancelled: 0 };
+    const j = job('acme', { channel: 'email', fallback: ['sms'], counts });
+    store.putJob(j);
+    const ended = task(j, { state: 'completed' });
+    store.putTask(ended);
+    let now = NOW;
+    const run = freshManager(store, () => now);
+    await run();
+    // A bounce moves the task on: open again, its end's count taken back.
+    now += MINUTE;
+    store.putTask({ ...ended, state: 'pending' });
+    store.putJob({ ...j, reopened: 1, counts: { ...counts, completed: 0 } });
+    expect((await run()).completed).toEqual([]);
+    // It ends on SMS: a new grace from then.
+    now += MINUTE;
+    store.putTask({ ...ended, state: 'completed' });
+    store.putJob({ ...j, reopened: 1, counts });
+    expect((await run()).completed).toEqual([]);
+    now += BOUNCE_GRACE_MS;
+    expect((await run()).completed).toEqual([j.jobId]);
   });
 
   it("trusts a job's counts while they say tasks are left, and reads its tasks once every fullCheckEveryMs, cold or warm", async () => {

@@ -109,6 +109,10 @@ describe('reopening', () => {
       expect(reopening(JOB, { ...TASK, state }, BOUNCE, NOW)).toEqual({
         later: 'the task has not ended yet',
       });
+    // Claimed on a claim page, a task shows the attempt before (0 for a first) until its outcome.
+    expect(reopening(JOB, { ...TASK, state: 'pending', attempts: 0 }, BOUNCE, NOW)).toEqual({
+      later: 'the task has not ended yet',
+    });
   });
 
   it('passes over the channels the task has no identifier for, and says so', () => {
