@@ -76,7 +76,12 @@ import {
   reactionTimes,
 } from './lib/pacing-plan.ts';
 import { pendingTask, runningJob, seedRunningJob } from './lib/seed-job.ts';
-import { checkLines, measureCallStartChecks, withoutSuppressionChecks } from './lib/start-checks.ts';
+import {
+  checkLines,
+  measureCallStartChecks,
+  personP99Line,
+  withoutSuppressionChecks,
+} from './lib/start-checks.ts';
 import { measureStartCheck, startCheckLine } from './start-check.ts';
 
 const { values } = parseArgs({
@@ -651,6 +656,7 @@ if (startChecks > 0) {
   const title =
     'contact-policy checks in the call start transaction (DynamoDB Local, sequential starts, interleaved; WCU: 2 per item of a transaction under 1 KB):';
   for (const line of checkLines(title, 'start', figures)) console.log(line);
+  console.log(personP99Line(figures));
 }
 console.log(`total ${fmt((Date.now() - started) / 1000, 0)} s wall`);
 

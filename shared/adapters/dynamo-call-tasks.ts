@@ -52,6 +52,7 @@ import { PersonSuppressions } from './dynamo-person-suppressions.ts';
 import { endPersonSuppressedTask, endSuppressedTask } from './dynamo-suppressed-tasks.ts';
 import { suppressionConditionCheck } from './dynamo-suppressions.ts';
 import { deferTask } from './dynamo-task-deferral.ts';
+import { ReadingsAhead } from './readings-ahead.ts';
 import { moveFrom, STATE_NAME, stateValue } from './task-state-conditions.ts';
 
 export interface DynamoBrokerTaskStoreOptions {
@@ -101,6 +102,8 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
   readonly #jobs: JobCache;
   readonly #now: () => number;
   readonly #persons: PersonSuppressions;
+  /** Each start's person-wide reading, begun when the task before it was taken. */
+  readonly #ahead: ReadingsAhead<Task, string | undefined>;
 
   constructor(doc: DynamoDBDocumentClient, options: DynamoBrokerTaskStoreOptions) {
     this.#doc = doc;
@@ -109,6 +112,7 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
     this.#now = options.now ?? Date.now;
     this.#jobs = new JobCache(doc, options.controlTable, this.#now, options.jobCacheMs ?? 5_000);
     this.#persons = new PersonSuppressions(doc, options.controlTable, this.#now);
+    this.#ahead = new ReadingsAhead((task) => this.#personReason(task), this.#now);
   }
 
   async getClient(clientId: string) {
@@ -147,6 +151,10 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
     return first?.task.readyAt;
   }
 
+  prepare(task: Task): void {
+    this.#ahead.prepare(task);
+  }
+
   async start(task: Task, fence: Fence, limits?: StartLimits): Promise<StartResult> {
     const throughPerson = await this.#suppressedThroughPerson(task, fence.now);
     if (throughPerson) return throughPerson;
@@ -167,13 +175,18 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
    * start (`dynamo-person-suppressions.ts`); undefined when it may go on.
    */
   async #suppressedThroughPerson(task: Task, now: number): Promise<StartResult | undefined> {
-    const hints = new Map(task.person === undefined ? [] : [[task.recipient, task.person]]);
-    const reasons = await this.#persons.reasons(task.clientId, [task.recipient], hints);
-    const reason = reasons.get(task.recipient);
+    const reason = await this.#ahead.reading(task);
     if (reason === undefined) return undefined;
     const tables = { controlTable: this.#controlTable, tasksTable: this.#tasksTable };
     const ended = await endPersonSuppressedTask(this.#doc, tables, task, reason, now);
     return ended.kind === 'ended' ? { kind: 'suppressed', reason } : { kind: 'gone' };
+  }
+
+  /** Why another identifier of the task's person keeps it from a contact, if one does. */
+  async #personReason(task: Task): Promise<string | undefined> {
+    const hints = new Map(task.person === undefined ? [] : [[task.recipient, task.person]]);
+    const reasons = await this.#persons.reasons(task.clientId, [task.recipient], hints);
+    return reasons.get(task.recipient);
   }
 
   /**

@@ -55,6 +55,8 @@ export class OutstandingTasks {
         if (opens !== undefined && job.timeZoneBy === 'recipient') await this.#defer(task, opens);
         continue;
       }
+      // Its reading runs while the broker waits for its call slot (the line's rate, the limit).
+      tasks.prepare?.(task);
       return { kind: 'task', task, job };
     }
     const nextReady = await tasks.nextReadyAt(this.#clientId);

@@ -90,6 +90,12 @@ export interface BrokerTaskStore {
    */
   defer?(task: Task, readyAt: number, now: number): Promise<boolean>;
   /**
+   * Begins, in the background, what a start of `task` reads before its transaction (the
+   * person-wide suppressions of its person), so its start, once its call slot is free, finds it
+   * read. Optional: a store without it reads at the start.
+   */
+  prepare?(task: Task): void;
+  /**
    * Starts `task` in one transaction: the lease passes the fence, the job is `running` and has not
    * reached its end at the fence's `now` (`jobHasEnded`), and the task is still `pending`/`retry-wait` with the attempts seen; it becomes `in-flight` with
    * attempts + 1 and leaves the outstanding index.

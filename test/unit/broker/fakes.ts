@@ -92,6 +92,9 @@ export class MemoryTaskStore implements BrokerTaskStore {
   readonly jobs = new Map<string, Job>();
   readonly tasks = new Map<string, Task>();
   readonly flying = new Map<string, Set<string>>();
+  /** Task ids asked to be read ahead (`prepare`), and those that had been when their start came. */
+  readonly prepared: string[] = [];
+  readonly startedPrepared: boolean[] = [];
   readonly clock: Clock;
 
   constructor(leases: MemoryLeaseStore, clock: Clock) {
@@ -136,7 +139,12 @@ export class MemoryTaskStore implements BrokerTaskStore {
   async nextReadyAt(clientId: string) {
     return this.#open(clientId)[0]?.readyAt;
   }
+  prepare(task: Task): void {
+    this.prepared.push(task.taskId);
+  }
+
   async start(task: Task, fence: Fence): Promise<StartResult> {
+    this.startedPrepared.push(this.prepared.includes(task.taskId));
     if (!this.leases.fence(fence.clientId, fence.owner, fence.token, fence.now)) return { kind: 'fenced' };
     const current = this.tasks.get(key(task));
     const job = this.jobs.get(`${task.clientId}/${task.jobId}`);

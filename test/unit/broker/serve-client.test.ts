@@ -115,6 +115,18 @@ describe('serving a client', () => {
     expect(h.time.now() - T0).toBeLessThan(17_000);
   });
 
+  it('asks for a task’s reading as it takes it, so every start finds its reading begun while it waited for its slot', async () => {
+    const h = await harness({
+      client: { maxConcurrentCalls: 3, callsPerSecond: 2 },
+      tasks: (j) => tasksFor(j, 12),
+    });
+    endCallsAfter(h, 1000);
+    const run = h.serve();
+    await h.time.runUntil(() => run.end() !== undefined);
+    expect(h.provider.calls.size).toBe(12);
+    expect(h.store.startedPrepared).toEqual(Array.from({ length: 12 }, () => true));
+  });
+
   it('holds the line rate where the far side counts it, whatever the network latency of each request', async () => {
     const h = await harness({
       client: { maxConcurrentCalls: 5, callsPerSecond: 2 },
