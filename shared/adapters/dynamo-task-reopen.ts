@@ -129,7 +129,8 @@ export class DynamoTaskReopen implements ReopenStore {
       Update: {
         TableName: this.#tables.controlTable,
         Key: keys.job(move.clientId, move.jobId),
-        UpdateExpression: 'ADD #counts.#end :less, reopened :one SET updatedAt = :now',
+        // A task ended for its address's entry was counted among the suppressed too.
+        UpdateExpression: `ADD #counts.#end :less, ${move.endedAs === 'cancelled' ? '#counts.suppressed :less, ' : ''}reopened :one SET updatedAt = :now`,
         ConditionExpression:
           'attribute_exists(#counts) AND #status IN (:running, :paused) AND ' +
           '(attribute_not_exists(endAt) OR endAt > :now)',

@@ -223,6 +223,7 @@ export function makeRecordEmailEvent(deps: RecordEmailEventDeps) {
       ...attemptOf(change),
       channel: 'email',
       result: 'bounced',
+      entrySource: 'bounce',
       ...reasonOf(change),
     });
     return moved.outcome === 'reopened' ? { ...result, reopened: moved.to } : result;

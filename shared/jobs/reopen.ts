@@ -15,6 +15,7 @@
  */
 import type { Clock } from '#shared/pacing/clock.ts';
 import { queueSpec } from '#shared/resources.ts';
+import { ownEntrySource, type SuppressionSource } from '#shared/suppressions/model.ts';
 import type { DeliveryAttempt } from './delivery-state.ts';
 import { JobError } from './errors.ts';
 import { type NextChannel, nextChannel, triedOnLeaving } from './fallback.ts';
@@ -27,9 +28,14 @@ import {
   type TriedChannel,
   taskChannelOf,
 } from './model.ts';
+import { isFinal } from './task-lifecycle.ts';
 
-/** The task ends a move after the send takes back: the send was accepted, or may have been. */
-export type ReopenedEnd = 'completed' | 'failed';
+/**
+ * The task ends a move after the send takes back: the send was accepted, or may have been; or the
+ * task was ended for the very entry the event put its address on the list with (a send in doubt,
+ * claimed again after the bounce, ends `cancelled` for it).
+ */
+export type ReopenedEnd = 'completed' | 'failed' | 'cancelled';
 
 /** An attempt its channel's event proved did not reach the person, and why. */
 export interface UnreachedAttempt extends DeliveryAttempt {
@@ -38,6 +44,8 @@ export interface UnreachedAttempt extends DeliveryAttempt {
   readonly result: string;
   /** Why, in the channel's words (`Permanent/General: smtp; 550 5.1.1 …`). */
   readonly reason?: string;
+  /** The source the event put the address on the suppression list with (`bounce`). */
+  readonly entrySource: SuppressionSource;
 }
 
 /** The move a reopen writes: the task as read (its end and attempts) and where it goes. */
@@ -113,9 +121,12 @@ export function reopening(
   if (job.fallback === undefined) return { keep: 'the job does not fall back' };
   if (taskChannelOf(task, job) !== unreached.channel) return { keep: 'the task has moved on already' };
   if (task.attempts > unreached.attempt) return { keep: `the task is on attempt ${task.attempts}` };
-  if (task.state === 'cancelled' || task.state === 'expired') return { keep: `the task ended ${task.state}` };
+  const endedForTheEntry =
+    task.state === 'cancelled' && ownEntrySource(task.reason) === unreached.entrySource;
+  if ((task.state === 'cancelled' && !endedForTheEntry) || task.state === 'expired')
+    return { keep: `the task ended ${task.state}` };
   // Not ended yet; or claimed on a claim page, where it shows the attempt before until its outcome.
-  if (task.state !== 'completed' && task.state !== 'failed') return { later: 'the task has not ended yet' };
+  if (!isFinal(task.state)) return { later: 'the task has not ended yet' };
   if (task.attempts !== unreached.attempt) return { keep: `the task ended on attempt ${task.attempts}` };
   const next = nextChannel(job, task);
   if (next === undefined) return { keep: 'no next channel' };
@@ -127,7 +138,7 @@ export function reopening(
       jobId: task.jobId,
       taskId: task.taskId,
       from: task.recipient,
-      endedAs: task.state,
+      endedAs: task.state as ReopenedEnd,
       attempts: task.attempts,
       lastResult: unreached.result,
       next,

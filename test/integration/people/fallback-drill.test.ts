@@ -7,7 +7,9 @@
  * the client over once the lease runs out.
  *
  * A third of the people LINE reaches; the others are unfollowed or suppressed on LINE alone, some with
- * no address or a bounced one. Counted from the far sides' own records (the sandbox's deliveries,
+ * no address or a bounced one, some with an address that bounces once emailed: SES's events go to
+ * the email-events use case (as deployed: the real stores), whose hard bounce moves the ended task
+ * on to SMS. Counted from the far sides' own records (the sandbox's deliveries,
  * the stand-ins' accepted sends), never from Switchboard's state:
  * - nobody is contacted twice, nor on two channels;
  * - no task is lost: every task ends, and a completed task reached its person once, on the channel
@@ -18,18 +20,23 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { LOCAL_SES, type SesEmulator, startSesEmulator } from '#local/ses-emulator.ts';
 import { LOCAL_SMS, type SmsEmulator, startSmsEmulator } from '#local/sms-emulator.ts';
+import { DynamoDeliveryOutcomeStore } from '#shared/adapters/dynamo-delivery-outcomes.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
+import { DynamoTaskReopen } from '#shared/adapters/dynamo-task-reopen.ts';
+import { makeRecordEmailEvent } from '#shared/email/email-outcomes.ts';
+import { EMAIL_DELIVERY_RANK } from '#shared/email/ses-events.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
-import type { ClientSettings, Job, MessageChannel, Task } from '#shared/jobs/model.ts';
+import { type ClientSettings, type Job, keys, type MessageChannel, type Task } from '#shared/jobs/model.ts';
+import { makeReopenUnreached, ReopenLater } from '#shared/jobs/reopen.ts';
 import { FINAL_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { SMS_CONTEXT } from '#shared/sms/settings.ts';
@@ -62,17 +69,23 @@ let ses: SesEmulator;
 let sms: SmsEmulator;
 const children: { brokerId: string; child: ChildProcess }[] = [];
 
-const addressOf = (i: number) => `success+fdr-${i}@simulator.amazonses.com`;
+/** Person `i`'s address: the mailbox simulator's, bouncing for good for those whose email bounces once sent. */
+const addressOf = (i: number) =>
+  `${personOf(i).bouncesOnSend ? 'bounce' : 'success'}+fdr-${i}@simulator.amazonses.com`;
 const phoneOf = (i: number) => `+8190${String(50_000_000 + i)}`;
 
-/** Who person `i` is: where LINE stands, whether they have an address and whether it bounced. */
+/**
+ * Who person `i` is: where LINE stands, whether they have an address, and whether it bounced before
+ * (on the list) or bounces once emailed (SES's event moves the task on after it ended).
+ */
 function personOf(i: number) {
   const kind = i % 6;
   return {
     lineOptedOut: kind === 2 || kind === 4 || kind === 5,
     lineSuppressed: kind === 3,
     email: kind !== 4,
-    emailBounced: kind === 5,
+    emailBounced: kind === 5 && i % 12 === 5,
+    bouncesOnSend: kind === 5 && i % 12 === 11,
     /** The channel that should reach them. */
     on: (kind <= 1 ? 'line' : kind <= 3 ? 'email' : 'sms') as MessageChannel,
   };
@@ -85,7 +98,19 @@ beforeAll(async () => {
     createTable(cloud.ddb, stage, tableSpec('channels')),
   ]);
   line = await startLineSandbox({ channels: [CHANNEL] });
-  ses = await startSesEmulator({ account: { maxSendRate: 100, max24HourSend: 1_000_000 } });
+  // SES's events go to the email-events use case with the real stores, as the deployed function
+  // records them (a hard bounce moves its task on).
+  const recordEmail = makeRecordEmailEvent({
+    outcomes: new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, EMAIL_DELIVERY_RANK, 'email'),
+    suppressions: new DynamoSuppressionStore(cloud.doc, controlTable),
+    reopen: makeReopenUnreached(new DynamoTaskReopen(cloud.doc, { controlTable, tasksTable }), {
+      now: () => Date.now(),
+    }),
+  });
+  ses = await startSesEmulator({
+    account: { maxSendRate: 100, max24HourSend: 1_000_000 },
+    deliver: (event) => handleEmailEvent(recordEmail, event, 120),
+  });
   sms = await startSmsEmulator({
     identities: [{ kind: 'phone-number', phoneNumber: LOCAL_SMS.originationNumber, mps: 20 }],
   });
@@ -98,6 +123,41 @@ afterAll(async () => {
   await ses?.close();
   await sms?.close();
 });
+
+/** Bounce events given back (`ReopenLater`) and waiting to be handled again, and those that never were. */
+const givenBack = new Set<Promise<void>>();
+const neverHandled: unknown[] = [];
+
+/**
+ * One SES event handled as the `ses-events` queue and the email-events function handle it: one given
+ * back (its task's end not written or counted yet) is handled again later, on its own — the events
+ * after it are not held up, as a message given back to a queue holds up no other.
+ */
+async function handleEmailEvent(
+  record: (event: unknown) => Promise<unknown>,
+  event: unknown,
+  triesLeft: number,
+): Promise<void> {
+  try {
+    await record(event);
+  } catch (error) {
+    if (!(error instanceof ReopenLater) || triesLeft === 0) throw error;
+    const again = new Promise((resolve) => setTimeout(resolve, 500))
+      .then(() => handleEmailEvent(record, event, triesLeft - 1))
+      .catch((failure: unknown) => void neverHandled.push(failure));
+    givenBack.add(again);
+    void again.finally(() => givenBack.delete(again));
+  }
+}
+
+/** Resolves once every SES event published so far was handled, those given back included. */
+async function emailEventsHandled(): Promise<void> {
+  await ses.idle();
+  while (givenBack.size > 0) {
+    await Promise.all([...givenBack]);
+    await ses.idle();
+  }
+}
 
 /** A broker process as the fleet starts one, against the three far sides; resolves once it is ready. */
 async function spawnBroker(brokerId: string): Promise<ChildProcess> {
@@ -223,18 +283,23 @@ async function seed(): Promise<Job> {
   return job;
 }
 
-/** Contacts per person, as the far sides counted them: LINE's deliveries, SES's and SMS's acceptances. */
-function contacts(): { line: number; email: number; sms: number }[] {
+/**
+ * Contacts per person, as the far sides counted them: LINE's deliveries, SES's and SMS's acceptances;
+ * an email to an address that bounces reached nobody, and is counted apart (`bounced`).
+ */
+function contacts(): { line: number; email: number; sms: number; bounced: number }[] {
   const index = new Map<string, { i: number; channel: MessageChannel }>();
   for (let i = 0; i < PEOPLE; i++) {
     index.set(lineUserOf(CLIENT, i), { i, channel: 'line' });
     index.set(addressOf(i), { i, channel: 'email' });
     index.set(phoneOf(i), { i, channel: 'sms' });
   }
-  const out = Array.from({ length: PEOPLE }, () => ({ line: 0, email: 0, sms: 0 }));
+  const out = Array.from({ length: PEOPLE }, () => ({ line: 0, email: 0, sms: 0, bounced: 0 }));
   const count = (to: string) => {
     const found = index.get(to);
-    if (found) out[found.i]![found.channel] += 1;
+    if (!found) return;
+    if (to.startsWith('bounce+')) out[found.i]!.bounced += 1;
+    else out[found.i]![found.channel] += 1;
   };
   for (const d of line.deliveries()) for (const to of d.to) count(to);
   for (const e of ses.sent()) for (const to of e.to) count(to);
@@ -280,6 +345,8 @@ describe('the fallback drill: faults on every channel and a SIGKILLed broker', (
     let last: Task[] = [];
     const tasks = await eventually(
       async () => {
+        // Every SES event published so far handled first: a bounced task reads as ended until then.
+        await emailEventsHandled();
         last = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
         return last.length === PEOPLE && last.every((t) => FINAL_TASK_STATES.includes(t.state))
           ? last
@@ -299,8 +366,9 @@ describe('the fallback drill: faults on every channel and a SIGKILLed broker', (
       const i = t.row - 2;
       const c = counted[i]!;
       const total = c.line + c.email + c.sms;
-      const where = `${t.row}: ${t.via ?? 'line'} ${t.state}/${t.lastResult ?? ''} ${t.reason ?? ''}; line ${c.line}, email ${c.email}, sms ${c.sms}`;
+      const where = `${t.row}: ${t.via ?? 'line'} ${t.state}/${t.lastResult ?? ''} ${t.reason ?? ''}; line ${c.line}, email ${c.email}, sms ${c.sms}, bounced ${c.bounced}`;
       if (total > 1) wrong.push(`contacted ${total} times: ${where}`);
+      if (c.bounced > 1) wrong.push(`emailed ${c.bounced} times: ${where}`);
       if (t.state === 'completed') {
         const via = t.via ?? 'line';
         if (c[via] !== 1) wrong.push(`completed without one contact on its channel: ${where}`);
@@ -311,12 +379,38 @@ describe('the fallback drill: faults on every channel and a SIGKILLed broker', (
       }
     }
     expect(wrong).toEqual([]);
+    expect(neverHandled).toEqual([]);
     // Each channel reached someone, moves included (not every task ended in doubt).
     const completedOn = (channel: MessageChannel) =>
       tasks.filter((t) => t.state === 'completed' && (t.via ?? 'line') === channel).length;
     for (const channel of ['line', 'email', 'sms'] as const) expect(completedOn(channel)).toBeGreaterThan(0);
+    // The job counts each task's end once, moves after a bounce included (pages closed by whoever
+    // holds the client then: the successor, for the dead holder's).
+    const want = { completed: 0, failed: 0, cancelled: 0 };
+    for (const t of tasks) if (t.state in want) want[t.state as keyof typeof want] += 1;
+    let jobCounts: Job['counts'] | undefined;
+    await eventually(
+      async () => {
+        const stored = await cloud.doc.send(
+          new GetCommand({ TableName: controlTable, Key: keys.job(CLIENT, job.jobId), ConsistentRead: true }),
+        );
+        jobCounts = (stored.Item as Job | undefined)?.counts;
+        return jobCounts?.completed === want.completed &&
+          jobCounts.failed === want.failed &&
+          jobCounts.cancelled === want.cancelled
+          ? jobCounts
+          : undefined;
+      },
+      () => `the job to count ${JSON.stringify(want)}; it counts ${JSON.stringify(jobCounts)}`,
+      WAIT,
+    );
+    // The addresses that bounce once emailed: each bounce moved its task on to SMS.
+    const bouncedOn = tasks.filter((t) =>
+      t.tried?.some((x) => x.channel === 'email' && x.reason.startsWith('bounced')),
+    );
+    expect(bouncedOn.length).toBeGreaterThan(0);
     console.log(
-      `fallback drill: ${PEOPLE} people; reached on line ${completedOn('line')}, email ${completedOn('email')}, sms ${completedOn('sms')}; in doubt ${tasks.filter((t) => t.lastResult === 'in-doubt').length}`,
+      `fallback drill: ${PEOPLE} people; reached on line ${completedOn('line')}, email ${completedOn('email')}, sms ${completedOn('sms')} (${bouncedOn.length} after their email bounced); in doubt ${tasks.filter((t) => t.lastResult === 'in-doubt').length}`,
     );
   });
 });

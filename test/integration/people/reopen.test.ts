@@ -92,6 +92,7 @@ async function seed(task: Partial<Task> & Record<string, unknown> = {}, job: Par
     channel: 'email',
     result: 'bounced',
     reason: 'Permanent/General',
+    entrySource: 'bounce',
   };
   return { job: stored, bounce };
 }
@@ -143,6 +144,28 @@ describe('a hard bounce moves a fallback job’s ended task on', () => {
     expect(await read(tasksTable, keys.task(job.jobId, 't1'))).not.toHaveProperty('reason');
     expect(await read(controlTable, keys.job(job.clientId, job.jobId))).toMatchObject({
       counts: { failed: 0 },
+    });
+  });
+
+  it('a task ended for the bounce’s own entry (claimed again after a send in doubt) moves, its cancelled and suppressed counts taken back', async () => {
+    const { job, bounce } = await seed(
+      { state: 'cancelled', reason: 'suppressed: bounce', lastResult: 'suppressed' },
+      {
+        counts: {
+          rows: 1,
+          rejected: 0,
+          skipped: 0,
+          tasks: 1,
+          completed: 0,
+          failed: 0,
+          cancelled: 1,
+          suppressed: 1,
+        },
+      },
+    );
+    await expect(reopen(bounce)).resolves.toMatchObject({ outcome: 'reopened', to: 'sms' });
+    expect(await read(controlTable, keys.job(job.clientId, job.jobId))).toMatchObject({
+      counts: { cancelled: 0, suppressed: 0 },
     });
   });
 

@@ -416,6 +416,7 @@ describe('a hard bounce of a fallback job’s task', () => {
         attempt: 1,
         channel: 'email',
         result: 'bounced',
+        entrySource: 'bounce',
         reason: 'Permanent/General: smtp; 550 5.1.1 user unknown',
       },
     ]);

@@ -57,6 +57,7 @@ const BOUNCE: UnreachedAttempt = {
   channel: 'email',
   result: 'bounced',
   reason: 'Permanent/General: smtp; 550 5.1.1 user unknown',
+  entrySource: 'bounce',
 };
 
 describe('reopening', () => {
@@ -80,6 +81,25 @@ describe('reopening', () => {
   it('moves a task that ended in doubt too: the bounce proves the email left and did not arrive', () => {
     const decision = reopening(JOB, { ...TASK, state: 'failed', reason: 'in-doubt' }, BOUNCE, NOW);
     expect(decision).toMatchObject({ reopen: { endedAs: 'failed' } });
+  });
+
+  it('moves a task its claim ended for the address’s bounce entry (a send in doubt claimed again after the bounce)', () => {
+    const suppressed = {
+      ...TASK,
+      state: 'cancelled' as const,
+      reason: 'suppressed: bounce',
+      lastResult: 'suppressed',
+    };
+    expect(reopening(JOB, suppressed, BOUNCE, NOW)).toMatchObject({ reopen: { endedAs: 'cancelled' } });
+    // Cancelled for anything else (an operator's entry, a cancelled job) stays so.
+    for (const reason of [
+      'suppressed: api',
+      'suppressed: bounce (another identifier of the same person)',
+      'job cancelled',
+    ])
+      expect(reopening(JOB, { ...suppressed, reason }, BOUNCE, NOW)).toEqual({
+        keep: 'the task ended cancelled',
+      });
   });
 
   it('keeps what it must not move', () => {
