@@ -157,6 +157,56 @@ export function withoutSuppressionChecks(client: DynamoDBClient): DynamoDBDocume
   return makeDocumentClient(client);
 }
 
+/** One way of starting a call in the bench: which checks it makes, and how its reading is done. */
+interface CallVariant {
+  readonly name: string;
+  readonly suppression: boolean;
+  readonly limits: number;
+  /** In the client with people (its starts read links). */
+  readonly people?: boolean;
+  /** Each recipient linked to an address of its own. */
+  readonly linked?: boolean;
+  /** Read ahead, starts this far apart (see {@link aheadTurn}). */
+  readonly aheadEveryMs?: number;
+}
+
+/** The call-start variants, in the order they are printed. */
+const CALL_VARIANTS: readonly CallVariant[] = [
+  { name: 'off (no checks)', suppression: false, limits: 0 },
+  { name: '+ suppression ConditionCheck', suppression: true, limits: 0 },
+  { name: '+ suppression + 1 contact limit', suppression: true, limits: 1 },
+  { name: '+ suppression + 3 contact limits', suppression: true, limits: 3 },
+  // A client with people: each start reads the recipient's link (and, when linked, the person's
+  // members and their entries) before its transaction.
+  { name: '+ 1 limit, client with people, unlinked', suppression: true, limits: 1, people: true },
+  {
+    name: '+ 1 limit, client with people, linked',
+    suppression: true,
+    limits: 1,
+    people: true,
+    linked: true,
+  },
+  // The same as the broker takes its tasks: each task's reading begun when it is taken
+  // (`prepare`), so it runs while the broker waits for its call slot (see `aheadTurn`): starts
+  // 100 ms apart (a busy line: 10 calls a second), and back to back (no wait at all).
+  {
+    name: '+ 1 limit, linked, read ahead, 10/s',
+    suppression: true,
+    limits: 1,
+    people: true,
+    linked: true,
+    aheadEveryMs: 100,
+  },
+  {
+    name: '+ 1 limit, linked, read ahead, back to back',
+    suppression: true,
+    limits: 1,
+    people: true,
+    linked: true,
+    aheadEveryMs: 0,
+  },
+];
+
 /** `starts` call starts per variant, interleaved; see the module comment. */
 export async function measureCallStartChecks(
   doc: DynamoDBDocumentClient,
@@ -169,50 +219,15 @@ export async function measureCallStartChecks(
   const stamp = Date.now().toString(36);
   const clientIds = { plain: `checks-call-${stamp}`, people: `checks-people-${stamp}` };
   for (const id of Object.values(clientIds)) await someSuppressions(doc, tables, id, 200);
-  const variants = [
-    { name: 'off (no checks)', suppression: false, limits: 0 },
-    { name: '+ suppression ConditionCheck', suppression: true, limits: 0 },
-    { name: '+ suppression + 1 contact limit', suppression: true, limits: 1 },
-    { name: '+ suppression + 3 contact limits', suppression: true, limits: 3 },
-    // A client with people: each start reads the recipient's link (and, when linked, the person's
-    // members and their entries) before its transaction.
-    { name: '+ 1 limit, client with people, unlinked', suppression: true, limits: 1, people: true },
-    {
-      name: '+ 1 limit, client with people, linked',
-      suppression: true,
-      limits: 1,
-      people: true,
-      linked: true,
-    },
-    // The same as the broker takes its tasks: each task's reading begun when it is taken
-    // (`prepare`), so it runs while the broker waits for its call slot (see `aheadTurn`): starts
-    // 100 ms apart (a busy line: 10 calls a second), and back to back (no wait at all).
-    {
-      name: '+ 1 limit, linked, read ahead, 10/s',
-      suppression: true,
-      limits: 1,
-      people: true,
-      linked: true,
-      aheadEveryMs: 100,
-    },
-    {
-      name: '+ 1 limit, linked, read ahead, back to back',
-      suppression: true,
-      limits: 1,
-      people: true,
-      linked: true,
-      aheadEveryMs: 0,
-    },
-  ];
   const runs = await Promise.all(
-    variants.map(async (v, k) => {
-      const clientId = 'people' in v ? clientIds.people : clientIds.plain;
+    CALL_VARIANTS.map(async (v, k) => {
+      const clientId = v.people ? clientIds.people : clientIds.plain;
       const settings = client(clientId);
       // The read-ahead variant starts two a turn (the second timed): twice the tasks.
-      const count = 'aheadEveryMs' in v ? 2 * starts : starts;
+      const count = v.aheadEveryMs === undefined ? starts : 2 * starts;
       const j = job(clientId, 'call', count);
       const plain = Array.from({ length: count }, (_, i) => taskOf(j, i, String(k)));
-      const tasks = 'linked' in v ? await linkedPersons(doc, tables, plain) : plain;
+      const tasks = v.linked ? await linkedPersons(doc, tables, plain) : plain;
       await seedRunningJob(doc, tables, { client: settings, job: j, tasks: (i) => tasks[i]!, count });
       const store = new DynamoBrokerTaskStore(v.suppression ? doc : bare, tables);
       return { ...v, clientId, tasks, store, times: [] as number[] };
@@ -257,10 +272,10 @@ async function aheadTurn(
   turn: { readonly fence: Fence; readonly limits: StartLimits; readonly everyMs: number },
 ): Promise<number> {
   const [first, timed] = [tasks[2 * i]!, tasks[2 * i + 1]!];
-  store.prepare(first);
+  void store.prepare(first);
   const began = performance.now();
   const warm = await store.start(first, turn.fence, turn.limits);
-  store.prepare(timed);
+  void store.prepare(timed);
   const left = turn.everyMs - (performance.now() - began);
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
   const t0 = performance.now();
@@ -312,7 +327,7 @@ export async function measureMessageClaimChecks(
       await someSuppressions(doc, tables, clientId, 200);
       const j = job(clientId, 'line', messages);
       const plain = Array.from({ length: messages }, (_, i) => taskOf(j, i, String(k)));
-      const tasks = 'linked' in v ? await linkedPersons(doc, tables, plain) : plain;
+      const tasks = v.linked ? await linkedPersons(doc, tables, plain) : plain;
       await seedRunningJob(doc, tables, {
         client: settings,
         job: j,

@@ -151,31 +151,46 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
     return first?.task.readyAt;
   }
 
-  prepare(task: Task): void {
-    this.#ahead.prepare(task);
+  /** Resolves once the reading is made (the broker does not wait for it). */
+  prepare(task: Task): Promise<void> {
+    return this.#ahead.prepare(task);
   }
 
   async start(task: Task, fence: Fence, limits?: StartLimits): Promise<StartResult> {
-    const throughPerson = await this.#suppressedThroughPerson(task, fence.now);
+    const throughPerson = await this.#suppressedThroughPerson(
+      task,
+      fence.now,
+      await this.#ahead.reading(task),
+    );
     if (throughPerson) return throughPerson;
     let starting = task;
     for (let tryNo = 1; ; tryNo++) {
       const result = await this.#startAs(starting, fence, limits);
       if (result.kind !== 'relinked') return result;
-      // The recipient was linked (or unlinked) since its person was read: count under the person it is now.
+      // The recipient was linked (or unlinked) since its person was read: count under the person it
+      // is now, after reading that person's entries (another of its identifiers may be suppressed).
       if (tryNo >= CONFLICT_RETRIES) throw new Error("task start: the recipient's person kept changing");
       const person = await readPersonOf(this.#doc, this.#controlTable, task.clientId, task.recipient);
       const { person: _stale, ...rest } = task;
       starting = person === task.recipient ? rest : { ...rest, person };
+      const relinked = await this.#suppressedThroughPerson(
+        starting,
+        fence.now,
+        await this.#personReason(starting),
+      );
+      if (relinked) return relinked;
     }
   }
 
   /**
-   * A task whose person has another identifier suppressed person-wide ends suppressed before its
-   * start (`dynamo-person-suppressions.ts`); undefined when it may go on.
+   * A task whose person has another identifier suppressed person-wide (`reason`, as read) ends
+   * suppressed before its start (`dynamo-person-suppressions.ts`); undefined when it may go on.
    */
-  async #suppressedThroughPerson(task: Task, now: number): Promise<StartResult | undefined> {
-    const reason = await this.#ahead.reading(task);
+  async #suppressedThroughPerson(
+    task: Task,
+    now: number,
+    reason: string | undefined,
+  ): Promise<StartResult | undefined> {
     if (reason === undefined) return undefined;
     const tables = { controlTable: this.#controlTable, tasksTable: this.#tasksTable };
     const ended = await endPersonSuppressedTask(this.#doc, tables, task, reason, now);

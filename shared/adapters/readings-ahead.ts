@@ -3,15 +3,18 @@
  * person: `dynamo-person-suppressions.ts`), started ahead: when the broker takes a task it asks for
  * its reading (`BrokerTaskStore.prepare`), which then runs while the broker waits for the task's
  * call slot (the line's rate spaces starts), and the start finds it done instead of waiting two
- * round trips. A reading is used once, and
- * only while fresh (begun less than {@link READING_FRESH_MS} before the start, the age the client's
- * limits and scopes are trusted for too); a stale one, a failed one or none is read at the start, as
- * before. The person-wide check is a reading before the start either way (the recipient's own entry
+ * round trips. A reading is used once, and only while fresh (begun less than
+ * {@link READING_FRESH_MS} before the start); a stale one, a failed one or none is read at the
+ * start, as before. The person-wide check is a reading before the start either way (the recipient's own entry
  * is checked in the transaction).
  */
 
-/** How long a reading made ahead is used for, ms. */
-export const READING_FRESH_MS = 5_000;
+/**
+ * How long a reading made ahead is used for, ms: a wait for a call slot on a line of one call a
+ * second. It widens the window in which an entry on another identifier of the person, written after
+ * the reading, does not stop the start (before: the reading's own round trips).
+ */
+export const READING_FRESH_MS = 1_000;
 
 /** Which attempt of which task a reading is for. */
 export interface ReadingKey {
@@ -33,17 +36,22 @@ export class ReadingsAhead<T extends ReadingKey, R> {
     this.#now = now;
   }
 
-  /** Starts the reading for `task` in the background (once; readings gone stale are dropped). */
-  prepare(task: T): void {
+  /**
+   * Starts the reading for `task` in the background (once; readings gone stale are dropped).
+   * Resolves once it is read, never rejects (a failed reading is read again at the start): the
+   * broker does not wait for it, a test may.
+   */
+  prepare(task: T): Promise<void> {
     const now = this.#now();
     for (const [key, reading] of this.#readings)
       if (now - reading.at >= READING_FRESH_MS) this.#readings.delete(key);
     const key = keyOf(task);
-    if (this.#readings.has(key)) return;
+    const known = this.#readings.get(key);
+    if (known !== undefined) return settledOf(known.value);
     const value = this.#read(task);
-    // Handled here so a failure is no unhandled rejection; the start reads again.
-    value.catch(() => undefined);
     this.#readings.set(key, { at: now, value });
+    // Handled here so a failure is no unhandled rejection; the start reads again.
+    return settledOf(value);
   }
 
   /** The reading made ahead for `task` when there is a fresh one (used once), else one made now. */
@@ -60,4 +68,11 @@ export class ReadingsAhead<T extends ReadingKey, R> {
     }
     return this.#read(task);
   }
+}
+
+function settledOf(value: Promise<unknown>): Promise<void> {
+  return value.then(
+    () => undefined,
+    () => undefined,
+  );
 }

@@ -56,7 +56,7 @@ export class OutstandingTasks {
         continue;
       }
       // Its reading runs while the broker waits for its call slot (the line's rate, the limit).
-      tasks.prepare?.(task);
+      void tasks.prepare?.(task);
       return { kind: 'task', task, job };
     }
     const nextReady = await tasks.nextReadyAt(this.#clientId);

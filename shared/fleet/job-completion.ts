@@ -58,7 +58,7 @@ export class JobCompletion {
    * Jobs whose tasks a bounce may open again, found with nothing open: since when, and their
    * `reopened` then (a move since starts the wait over). In memory, as the rest.
    */
-  readonly #quietSince = new Map<string, { at: number; reopened: number | undefined }>();
+  readonly #quietSince = new Map<string, QuietMark>();
 
   constructor(options: JobCompletionOptions) {
     this.#options = options;
@@ -117,7 +117,7 @@ export class JobCompletion {
     try {
       if (this.#stillQuiet(job, now)) return;
       open = await this.#hasOpenTask(job, check, now);
-      if (!open && this.#bounceMayCome(job, now)) return;
+      if (!open && (await this.#bounceMayCome(job, now))) return;
       if (!open && (await this.#complete(job, now))) done.completed.push(job.jobId);
     } catch (error) {
       problems.push({ step: 'complete', id: job.jobId, error });
@@ -134,27 +134,33 @@ export class JobCompletion {
 
   /**
    * A job whose tasks may be opened again, found with nothing open: true while its grace runs (from
-   * when this instance first found it so), so it is neither completed nor served. A cold instance
-   * starts the grace again: it only waits longer.
+   * when this instance first found it so), so it is neither completed nor served. Its claim pages
+   * are settled when the grace starts: a bounce waits for its task's page to close (a dead broker's
+   * is closed only so), and the queue gives it back for no longer than the grace. A job past its
+   * end has none (nothing of it can be opened again); a cold instance starts the grace again: it
+   * only waits longer.
    */
-  #bounceMayCome(job: Job, now: number): boolean {
-    if (!reopensAfterSend(job)) return false;
+  async #bounceMayCome(job: Job, now: number): Promise<boolean> {
+    if (!reopensAfterSend(job) || jobHasEnded(job, now)) return false;
     const quiet = this.#quietSince.get(job.jobId);
-    if (quiet === undefined || quiet.reopened !== job.reopened) {
-      this.#quietSince.set(job.jobId, { at: now, reopened: job.reopened });
+    if (quiet === undefined || !quiet.sameAs(job)) {
+      await this.#options.store.settleClaimPages?.(job.clientId, job.jobId);
+      this.#quietSince.set(job.jobId, quietMark(job, now));
       return true;
     }
     return now - quiet.at < BOUNCE_GRACE_MS;
   }
 
   /**
-   * In its grace, a job whose counts still say every task ended and that nothing reopened since is
-   * not read again (a full read of a large job each run); at the grace's end it is, once more.
+   * In its grace, a job that nothing ended or reopened since it was found quiet is not read again (a
+   * full read of a large job each run); at the grace's end it is, once more. Its counts are compared
+   * as they were then, not with its tasks: counts that say a task is left (a page not closed yet)
+   * do not start the grace over.
    */
   #stillQuiet(job: Job, now: number): boolean {
     const quiet = this.#quietSince.get(job.jobId);
     if (quiet === undefined) return false;
-    if (tasksLeft(job) || quiet.reopened !== job.reopened) {
+    if (!quiet.sameAs(job)) {
       this.#quietSince.delete(job.jobId);
       return false;
     }
@@ -221,6 +227,23 @@ export function fullCheckPeriod(running: number, budget: number, base: number, r
   let period = base;
   while (due(period) + 4 * Math.sqrt(due(period)) > budget && period < 2 ** 40) period *= 2;
   return period;
+}
+
+/** When a job was found with nothing open, and what it then counted. */
+interface QuietMark {
+  readonly at: number;
+  /** Whether `job` still counts what it counted then: no task ended or opened again since. */
+  sameAs(job: Job): boolean;
+}
+
+function quietMark(job: Job, at: number): QuietMark {
+  const reopened = job.reopened;
+  const ended = job.counts === undefined ? undefined : endedTasks(job.counts);
+  return {
+    at,
+    sameAs: (now) =>
+      now.reopened === reopened && (now.counts === undefined ? undefined : endedTasks(now.counts)) === ended,
+  };
 }
 
 /** True when the job's counts say some of its tasks have not ended. */

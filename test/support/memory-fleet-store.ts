@@ -59,6 +59,13 @@ export class MemoryFleetStore implements FleetStore {
     return this.transition(ref.jobId, 'running', 'completed', now, (job) => job.reopened === ref.reopened);
   }
 
+  /** Jobs whose claim pages were settled (`settleClaimPages`), in order. */
+  readonly settledPages: string[] = [];
+
+  async settleClaimPages(_clientId: string, jobId: string): Promise<void> {
+    this.settledPages.push(jobId);
+  }
+
   /** Reads of a job's tasks for an open one (`hasOpenTask`). */
   openTaskReads = 0;
 

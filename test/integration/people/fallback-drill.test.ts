@@ -26,21 +26,17 @@ import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { LOCAL_SES, type SesEmulator, startSesEmulator } from '#local/ses-emulator.ts';
 import { LOCAL_SMS, type SmsEmulator, startSmsEmulator } from '#local/sms-emulator.ts';
-import { DynamoDeliveryOutcomeStore } from '#shared/adapters/dynamo-delivery-outcomes.ts';
 import { DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
-import { DynamoTaskReopen } from '#shared/adapters/dynamo-task-reopen.ts';
-import { makeRecordEmailEvent } from '#shared/email/email-outcomes.ts';
-import { EMAIL_DELIVERY_RANK } from '#shared/email/ses-events.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { type ClientSettings, type Job, keys, type MessageChannel, type Task } from '#shared/jobs/model.ts';
-import { makeReopenUnreached, ReopenLater } from '#shared/jobs/reopen.ts';
 import { FINAL_TASK_STATES } from '#shared/jobs/task-lifecycle.ts';
 import { tableSpec } from '#shared/resources.ts';
 import { SMS_CONTEXT } from '#shared/sms/settings.ts';
 import { testCloud } from '../../support/cloud.ts';
+import { EmailEventsHandled } from '../../support/email-events.ts';
 import {
   ALWAYS_OPEN,
   jobIdFor,
@@ -66,6 +62,7 @@ let tasksTable: string;
 let channelsTable: string;
 let line: LineSandbox;
 let ses: SesEmulator;
+let emailEvents: EmailEventsHandled;
 let sms: SmsEmulator;
 const children: { brokerId: string; child: ChildProcess }[] = [];
 
@@ -100,16 +97,10 @@ beforeAll(async () => {
   line = await startLineSandbox({ channels: [CHANNEL] });
   // SES's events go to the email-events use case with the real stores, as the deployed function
   // records them (a hard bounce moves its task on).
-  const recordEmail = makeRecordEmailEvent({
-    outcomes: new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, EMAIL_DELIVERY_RANK, 'email'),
-    suppressions: new DynamoSuppressionStore(cloud.doc, controlTable),
-    reopen: makeReopenUnreached(new DynamoTaskReopen(cloud.doc, { controlTable, tasksTable }), {
-      now: () => Date.now(),
-    }),
-  });
+  emailEvents = new EmailEventsHandled(cloud.doc, { controlTable, tasksTable });
   ses = await startSesEmulator({
     account: { maxSendRate: 100, max24HourSend: 1_000_000 },
-    deliver: (event) => handleEmailEvent(recordEmail, event, 120),
+    deliver: emailEvents.deliver,
   });
   sms = await startSmsEmulator({
     identities: [{ kind: 'phone-number', phoneNumber: LOCAL_SMS.originationNumber, mps: 20 }],
@@ -123,41 +114,6 @@ afterAll(async () => {
   await ses?.close();
   await sms?.close();
 });
-
-/** Bounce events given back (`ReopenLater`) and waiting to be handled again, and those that never were. */
-const givenBack = new Set<Promise<void>>();
-const neverHandled: unknown[] = [];
-
-/**
- * One SES event handled as the `ses-events` queue and the email-events function handle it: one given
- * back (its task's end not written or counted yet) is handled again later, on its own — the events
- * after it are not held up, as a message given back to a queue holds up no other.
- */
-async function handleEmailEvent(
-  record: (event: unknown) => Promise<unknown>,
-  event: unknown,
-  triesLeft: number,
-): Promise<void> {
-  try {
-    await record(event);
-  } catch (error) {
-    if (!(error instanceof ReopenLater) || triesLeft === 0) throw error;
-    const again = new Promise((resolve) => setTimeout(resolve, 500))
-      .then(() => handleEmailEvent(record, event, triesLeft - 1))
-      .catch((failure: unknown) => void neverHandled.push(failure));
-    givenBack.add(again);
-    void again.finally(() => givenBack.delete(again));
-  }
-}
-
-/** Resolves once every SES event published so far was handled, those given back included. */
-async function emailEventsHandled(): Promise<void> {
-  await ses.idle();
-  while (givenBack.size > 0) {
-    await Promise.all([...givenBack]);
-    await ses.idle();
-  }
-}
 
 /** A broker process as the fleet starts one, against the three far sides; resolves once it is ready. */
 async function spawnBroker(brokerId: string): Promise<ChildProcess> {
@@ -346,7 +302,7 @@ describe('the fallback drill: faults on every channel and a SIGKILLed broker', (
     const tasks = await eventually(
       async () => {
         // Every SES event published so far handled first: a bounced task reads as ended until then.
-        await emailEventsHandled();
+        await emailEvents.settled(ses);
         last = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
         return last.length === PEOPLE && last.every((t) => FINAL_TASK_STATES.includes(t.state))
           ? last
@@ -379,7 +335,7 @@ describe('the fallback drill: faults on every channel and a SIGKILLed broker', (
       }
     }
     expect(wrong).toEqual([]);
-    expect(neverHandled).toEqual([]);
+    expect(emailEvents.neverHandled).toEqual([]);
     // Each channel reached someone, moves included (not every task ended in doubt).
     const completedOn = (channel: MessageChannel) =>
       tasks.filter((t) => t.state === 'completed' && (t.via ?? 'line') === channel).length;

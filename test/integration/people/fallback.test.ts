@@ -14,17 +14,12 @@ import { createTable } from '#local/cloud.ts';
 import { type LineSandbox, startLineSandbox } from '#local/line-sandbox.ts';
 import { LOCAL_SES, type SesEmulator, startSesEmulator } from '#local/ses-emulator.ts';
 import { LOCAL_SMS, type SmsEmulator, startSmsEmulator } from '#local/sms-emulator.ts';
-import { DynamoDeliveryOutcomeStore } from '#shared/adapters/dynamo-delivery-outcomes.ts';
 import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
-import { DynamoTaskReopen } from '#shared/adapters/dynamo-task-reopen.ts';
 import { DEFAULT_EMAIL_SETTINGS, DEFAULT_SMS_SETTINGS } from '#shared/broker/serve-unkeyed.ts';
-import { makeRecordEmailEvent } from '#shared/email/email-outcomes.ts';
-import { EMAIL_DELIVERY_RANK } from '#shared/email/ses-events.ts';
 import { fleetWorkItem } from '#shared/fleet/work-list.ts';
 import { type ClientSettings, type Job, keys, type MessageChannel, type Task } from '#shared/jobs/model.ts';
-import { makeReopenUnreached } from '#shared/jobs/reopen.ts';
 import { jobReportCsv } from '#shared/jobs/report.ts';
 import { silentLogger } from '#shared/log.ts';
 import { tableSpec } from '#shared/resources.ts';
@@ -32,6 +27,7 @@ import { SMS_CONTEXT } from '#shared/sms/settings.ts';
 import { type RunningBroker, startBrokerProcess } from '#worker/process.ts';
 import { testBrokerConfig } from '../../support/broker-config.ts';
 import { testCloud } from '../../support/cloud.ts';
+import { EmailEventsHandled } from '../../support/email-events.ts';
 import {
   ALWAYS_OPEN,
   jobIdFor,
@@ -50,6 +46,7 @@ let tasksTable: string;
 let channelsTable: string;
 let line: LineSandbox;
 let ses: SesEmulator;
+let emailEvents: EmailEventsHandled;
 let sms: SmsEmulator;
 const running: RunningBroker[] = [];
 
@@ -61,21 +58,11 @@ beforeAll(async () => {
   ]);
   line = await startLineSandbox({ channels: [CHANNEL] });
   // SES's events go to the email-events use case with the real stores, as the deployed function
-  // records them: a hard bounce moves a task on. A delivery refused while the task's end is not
-  // written is tried again, as the queue gives a message back.
-  const recordEmail = makeRecordEmailEvent({
-    outcomes: new DynamoDeliveryOutcomeStore(cloud.doc, tasksTable, EMAIL_DELIVERY_RANK, 'email'),
-    suppressions: new DynamoSuppressionStore(cloud.doc, controlTable),
-    reopen: makeReopenUnreached(new DynamoTaskReopen(cloud.doc, { controlTable, tasksTable }), {
-      now: () => Date.now(),
-    }),
-  });
+  // records them (a hard bounce moves its task on).
+  emailEvents = new EmailEventsHandled(cloud.doc, { controlTable, tasksTable });
   ses = await startSesEmulator({
     account: { maxSendRate: 400, max24HourSend: 1_000_000 },
-    deliver: async (event) => {
-      await recordEmail(event);
-    },
-    retry: { attempts: 40, maxDelayMs: 2_000 },
+    deliver: emailEvents.deliver,
   });
   sms = await startSmsEmulator({
     identities: [{ kind: 'phone-number', phoneNumber: LOCAL_SMS.originationNumber, mps: 20 }],
@@ -301,7 +288,7 @@ describe('a job over line → email → sms', { timeout: 180_000 }, () => {
     const tasks = await eventually(
       async () => {
         // Every SES event published so far recorded first: a bounced task reads as ended until then.
-        await ses.idle();
+        await emailEvents.settled(ses);
         last = await readTasks<Task>(cloud.doc, tasksTable, job.jobId);
         return last.length === ROWS.length && last.every(ended) ? last : undefined;
       },

@@ -390,6 +390,33 @@ describe('a person linked after the ingest, and a suppressed task under a limit'
     });
   });
 
+  it('a call start whose reading ahead predates a link reads the new person before it tries again: its address unsubscribed', async () => {
+    const clientId = 'ppl-relinked-unsub';
+    const client = await putClient(clientId);
+    // The client has people (its starts read them); this recipient is a stranger when read ahead.
+    await people.link(clientId, [[phone(8), mail(8)]]);
+    const { job, task } = await putJob(clientId, 'call', phone(7), undefined);
+    const calls = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    await calls.prepare(task);
+    // Then, within the reading's second: linked to an address, which unsubscribes.
+    await people.link(clientId, [[phone(7), mail(7)]]);
+    await new DynamoSuppressionStore(cloud.doc, controlTable).add(clientId, [
+      { recipient: mail(7), kind: 'email', source: 'unsubscribe', reason: 'one click', addedAt: Date.now() },
+    ]);
+    const lease = await leaseOf(clientId, 'caller');
+    const now = Date.now();
+    // The start's link check refuses the stranger's count; the start reads the person it is now.
+    const result = await calls.start(
+      task,
+      { clientId, owner: 'caller', token: lease.token, now },
+      { slots: capSlots(client.contactLimits, 'call', now, client.timeZone), jobEndAt: job.endAt! },
+    );
+    expect(result).toEqual({
+      kind: 'suppressed',
+      reason: 'suppressed: unsubscribe (another identifier of the same person)',
+    });
+  });
+
   it('does not push on LINE to a person whose address unsubscribed, though the LINE task has no person', async () => {
     const clientId = 'ppl-line-unsub';
     await putClient(clientId);

@@ -159,6 +159,45 @@ describe('the job manager', () => {
     expect((await run()).completed).toEqual([fallback.jobId]);
   });
 
+  it('settles the job’s claim pages as the grace starts (a bounce waits for its page), and gives a job past its end no grace', async () => {
+    const store = new MemoryFleetStore();
+    store.clients.set('acme', {
+      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
+      paused: false,
+    });
+    const counts = { rows: 1, rejected: 0, skipped: 0, tasks: 1, completed: 1, failed: 0, cancelled: 0 };
+    const waiting = job('acme', { channel: 'email', fallback: ['sms'], counts });
+    const ended = job('acme', { channel: 'email', fallback: ['sms'], counts, endAt: NOW - MINUTE });
+    for (const j of [waiting, ended]) {
+      store.putJob(j);
+      store.putTask(task(j, { state: 'completed' }));
+    }
+    const run = freshManager(store, NOW);
+    expect((await run()).completed).toEqual([ended.jobId]);
+    expect(store.settledPages).toContain(waiting.jobId);
+  });
+
+  it('counts that say a task is left while none is open do not hold the job for ever', async () => {
+    const store = new MemoryFleetStore();
+    store.clients.set('acme', {
+      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
+      paused: false,
+    });
+    // A count lost (or a page a dead broker never closed): 1 of 2 ended, nothing open.
+    const counts = { rows: 2, rejected: 0, skipped: 0, tasks: 2, completed: 1, failed: 0, cancelled: 0 };
+    const j = job('acme', { channel: 'email', fallback: ['sms'], counts });
+    store.putJob(j);
+    store.putTask(task(j, { state: 'completed' }));
+    let now = NOW;
+    const run = freshManager(store, () => now);
+    let completedAt: number | undefined;
+    for (let minute = 0; minute < 120 && completedAt === undefined; minute++) {
+      if ((await run()).completed.includes(j.jobId)) completedAt = now;
+      now += MINUTE;
+    }
+    expect(completedAt).toBeDefined();
+  });
+
   it('a task opened again during the grace starts it over once it ends', async () => {
     const store = new MemoryFleetStore();
     store.clients.set('acme', {
