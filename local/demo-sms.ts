@@ -179,8 +179,10 @@ export function smsSummaryLines(summary: SmsCampaignSummary): string[] {
   const { job, sms } = summary;
   const c = job.counts;
   const rate = sms.sendingMs > 0 ? `${((sms.parts * 1000) / sms.sendingMs).toFixed(1)} parts/s` : '-';
+  // Most first, then by name: the report's rows come in no fixed order of states.
   const states =
     Object.entries(summary.states)
+      .sort(([a, m], [b, n]) => n - m || a.localeCompare(b))
       .map(([state, n]) => `${state} ${n}`)
       .join(', ') || 'none';
   return [
