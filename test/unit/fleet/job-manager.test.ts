@@ -69,6 +69,16 @@ function freshManager(
   });
 }
 
+/** A fleet store with client acme (weekdays 09:00–18:00 in Tokyo, not paused). */
+function acmeStore(): MemoryFleetStore {
+  const store = new MemoryFleetStore();
+  store.clients.set('acme', {
+    settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
+    paused: false,
+  });
+  return store;
+}
+
 describe('the job manager', () => {
   it('starts a due scheduled job exactly once, even when two runs overlap', async () => {
     const { store, run, addClient } = setup();
@@ -134,11 +144,7 @@ describe('the job manager', () => {
   });
 
   it('keeps a job whose tasks an email bounce may open again running for the bounce grace, unread, then completes it', async () => {
-    const store = new MemoryFleetStore();
-    store.clients.set('acme', {
-      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
-      paused: false,
-    });
+    const store = acmeStore();
     const counts = { rows: 1, rejected: 0, skipped: 0, tasks: 1, completed: 1, failed: 0, cancelled: 0 };
     const fallback = job('acme', { channel: 'line', fallback: ['email', 'sms'], counts });
     const emailLast = job('acme', { channel: 'line', fallback: ['sms', 'email'], counts });
@@ -160,11 +166,7 @@ describe('the job manager', () => {
   });
 
   it('settles the job’s claim pages as the grace starts (a bounce waits for its page), and gives a job past its end no grace', async () => {
-    const store = new MemoryFleetStore();
-    store.clients.set('acme', {
-      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
-      paused: false,
-    });
+    const store = acmeStore();
     const counts = { rows: 1, rejected: 0, skipped: 0, tasks: 1, completed: 1, failed: 0, cancelled: 0 };
     const waiting = job('acme', { channel: 'email', fallback: ['sms'], counts });
     const ended = job('acme', { channel: 'email', fallback: ['sms'], counts, endAt: NOW - MINUTE });
@@ -178,11 +180,7 @@ describe('the job manager', () => {
   });
 
   it('counts that say a task is left while none is open do not hold the job for ever', async () => {
-    const store = new MemoryFleetStore();
-    store.clients.set('acme', {
-      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
-      paused: false,
-    });
+    const store = acmeStore();
     // A count lost (or a page a dead broker never closed): 1 of 2 ended, nothing open.
     const counts = { rows: 2, rejected: 0, skipped: 0, tasks: 2, completed: 1, failed: 0, cancelled: 0 };
     const j = job('acme', { channel: 'email', fallback: ['sms'], counts });
@@ -199,11 +197,7 @@ describe('the job manager', () => {
   });
 
   it('a task opened again during the grace starts it over once it ends', async () => {
-    const store = new MemoryFleetStore();
-    store.clients.set('acme', {
-      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
-      paused: false,
-    });
+    const store = acmeStore();
     const counts = { rows: 1, rejected: 0, skipped: 0, tasks: 1, completed: 1, failed: 0, cancelled: 0 };
     const j = job('acme', { channel: 'email', fallback: ['sms'], counts });
     store.putJob(j);
@@ -227,11 +221,7 @@ describe('the job manager', () => {
   });
 
   it("trusts a job's counts while they say tasks are left, and reads its tasks once every fullCheckEveryMs, cold or warm", async () => {
-    const store = new MemoryFleetStore();
-    store.clients.set('acme', {
-      settings: client('acme', weekdays('Asia/Tokyo', '09:00', '18:00')),
-      paused: false,
-    });
+    const store = acmeStore();
     let now = NOW;
     const make = () => freshManager(store, now);
     let reads = 0;
