@@ -444,7 +444,9 @@ export async function createTable(
               { AttributeName: index.partitionKey.name, KeyType: 'HASH' as const },
               ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
             ],
-            Projection: { ProjectionType: 'ALL' as const },
+            Projection: {
+              ProjectionType: index.projection === 'keys-only' ? ('KEYS_ONLY' as const) : ('ALL' as const),
+            },
           })),
         }
       : {}),

@@ -75,6 +75,11 @@ export interface IndexSpec {
   readonly name: string;
   readonly partitionKey: KeySpec;
   readonly sortKey?: KeySpec;
+  /**
+   * `keys-only`: the index holds the table's and its own keys, nothing else, so a table write that
+   * changes no index key writes nothing to it. Absent: every attribute (`ALL`).
+   */
+  readonly projection?: 'keys-only';
 }
 
 export interface TableSpec {
@@ -124,6 +129,9 @@ export interface BucketSpec {
 /** The channels table's index of a client's channels. */
 export const CHANNELS_BY_CLIENT_INDEX = 'byClient';
 
+/** The tasks table's index of a person's tasks, newest job first (a person's history: `docs/people.md`). */
+export const TASKS_BY_PERSON_INDEX = 'byPerson';
+
 export type TableId = 'control' | 'tasks' | 'events' | 'channels';
 export type QueueId =
   | 'webhook-events'
@@ -163,6 +171,13 @@ export const tables: readonly TableSpec[] = [
         name: 'outstanding',
         partitionKey: { name: 'openPk', type: 'S' },
         sortKey: { name: 'openSk', type: 'S' },
+      },
+      {
+        // Written once, when the task is: keys only, so no later write of the task touches it.
+        name: TASKS_BY_PERSON_INDEX,
+        partitionKey: { name: 'personPk', type: 'S' },
+        sortKey: { name: 'personSk', type: 'S' },
+        projection: 'keys-only',
       },
     ],
     ttlAttribute: 'expiresAt', // ended tasks (ENDED_TASK_RETENTION_DAYS), multicast records ({jobId}#batch), job series ({jobId}#series)

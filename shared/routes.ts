@@ -67,6 +67,7 @@ export const operatorRoutes: readonly OperatorRoute[] = [
   operatorRoute('DELETE', '/clients/{clientId}/suppressions/{recipient}', 'operator'),
   // People: the identifiers of one customer (shared/people/api.ts).
   operatorRoute('GET', '/clients/{clientId}/people/{identifier}', 'viewer'),
+  operatorRoute('GET', '/clients/{clientId}/people/{identifier}/history', 'viewer'),
   operatorRoute('POST', '/clients/{clientId}/people', 'operator'),
   operatorRoute('DELETE', '/clients/{clientId}/people/{identifier}', 'operator'),
   operatorRoute('POST', '/clients/{clientId}/jobs', 'operator'),

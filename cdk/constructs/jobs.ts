@@ -27,7 +27,13 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { OUTCOME_SECRET_KEY_PREFIX } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { functions } from '#shared/functions.ts';
-import { buckets, resourceName, tableSpec, UPLOAD_NOTIFICATIONS } from '#shared/resources.ts';
+import {
+  buckets,
+  resourceName,
+  TASKS_BY_PERSON_INDEX,
+  tableSpec,
+  UPLOAD_NOTIFICATIONS,
+} from '#shared/resources.ts';
 import { BROKER_HTTP_PORT, type BrokerFleet } from './broker-fleet.ts';
 import { SwitchboardFunction } from './function.ts';
 import { deadLetterAlarm, type QueuePair, redriveCommandOutput, type StatefulResources } from './stateful.ts';
@@ -116,8 +122,11 @@ export class Jobs extends Construct {
     })
       // byStatus: its CLIENTS partition is the administrators' list of every client.
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
-      // The outstanding index's head: why a call job waits (its first waiting task).
-      .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar, { indexes: ['outstanding'] })
+      // The outstanding index's head: why a call job waits (its first waiting task); byPerson: a
+      // person's history.
+      .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar, {
+        indexes: ['outstanding', TASKS_BY_PERSON_INDEX],
+      })
       // A client's outcome webhook secret (settings: outcomeWebhook): put, never read, and only its
       // OUTCOMEWEBHOOK# item under the secrets key, never a LINE channel or a callback secret.
       .bindTable(tables.channels, 'readwrite', tableSpec('channels').envVar, {

@@ -290,6 +290,7 @@ export class StatefulResources extends Construct {
         indexName: index.name,
         partitionKey: attr(index.partitionKey),
         ...(index.sortKey ? { sortKey: attr(index.sortKey) } : {}),
+        ...(index.projection === 'keys-only' ? { projectionType: dynamodb.ProjectionType.KEYS_ONLY } : {}),
       });
     }
     if (!spec.pointInTimeRecovery) {

@@ -135,13 +135,15 @@ async function suppressionRoute(
   }
 }
 
-/** People's routes: look up an identifier's person, link identifiers (JSON) or upload them (CSV), take one out. */
+/** People's routes: look up an identifier's person (and their history), link identifiers (JSON) or upload them (CSV), take one out. */
 async function peopleRoute(
   people: PeopleApi,
   clientId: string,
   event: APIGatewayProxyEventV2,
 ): Promise<APIGatewayProxyStructuredResultV2> {
   const identifier = event.pathParameters?.identifier ?? '';
+  if (event.routeKey.endsWith('/history'))
+    return jsonResponse(200, await people.history(clientId, identifier));
   switch (event.routeKey.slice(0, event.routeKey.indexOf(' '))) {
     case 'GET':
       return jsonResponse(200, await people.get(clientId, identifier));
@@ -226,6 +228,7 @@ async function clientRoute(
     case 'DELETE /clients/{clientId}/suppressions/{recipient}':
       return suppressionRoute(wiredSuppressions(deps), clientId, event);
     case 'GET /clients/{clientId}/people/{identifier}':
+    case 'GET /clients/{clientId}/people/{identifier}/history':
     case 'POST /clients/{clientId}/people':
     case 'DELETE /clients/{clientId}/people/{identifier}':
       return peopleRoute(wiredPeople(deps), clientId, event);

@@ -14,6 +14,7 @@ import { DynamoOptOutStore } from '#shared/adapters/dynamo-opt-outs.ts';
 import { DynamoOutcomeSecretWriter } from '#shared/adapters/dynamo-outcome-webhooks.ts';
 import { DynamoOutstandingHeads } from '#shared/adapters/dynamo-outstanding-heads.ts';
 import { DynamoPeopleStore } from '#shared/adapters/dynamo-people.ts';
+import { DynamoPersonHistory } from '#shared/adapters/dynamo-person-history.ts';
 import { DynamoSuppressionStore } from '#shared/adapters/dynamo-suppressions.ts';
 import { lambdaObservability } from '#shared/adapters/lambda-observability.ts';
 import { S3UploadFiles, S3ValidationReportStore } from '#shared/adapters/s3-uploads.ts';
@@ -74,7 +75,12 @@ export const handler = observe(
       store: new DynamoSuppressionStore(doc, controlTable),
       clock,
     }),
-    people: new PeopleApi({ clients, store: new DynamoPeopleStore(doc, controlTable) }),
+    people: new PeopleApi({
+      clients,
+      store: new DynamoPeopleStore(doc, controlTable),
+      // A person's history: the tasks table's byPerson index, the tasks and their jobs.
+      tasks: new DynamoPersonHistory(doc, tasksTable, controlTable),
+    }),
     log,
   }),
 );

@@ -75,7 +75,7 @@ function strip<T>(item: Record<string, unknown> | undefined, drop: readonly stri
 }
 
 const taskOf = (item: Record<string, unknown> | undefined) =>
-  strip<Task>(item, ['pk', 'sk', 'openPk', 'openSk']);
+  strip<Task>(item, ['pk', 'sk', 'openPk', 'openSk', 'personPk', 'personSk']);
 
 /** The lease's in-flight set member of a task. */
 export function inFlightMember(ref: TaskRef): string {

@@ -33,14 +33,31 @@ function backoffMs(attempt: number): number {
 }
 
 /** The task records of an item (without keys and index attributes): a chunk's, one per member. */
-function tasksOf(item: Record<string, unknown>): Task[] {
-  const { pk: _pk, sk: _sk, openPk: _openPk, openSk: _openSk, memberCount: _count, ...task } = item;
+export function tasksOf(item: Record<string, unknown>): Task[] {
+  const {
+    pk: _pk,
+    sk: _sk,
+    openPk: _openPk,
+    openSk: _openSk,
+    personPk: _personPk,
+    personSk: _personSk,
+    memberCount: _count,
+    ...task
+  } = item;
   return isChunk(task) ? memberTasks(task as unknown as Chunk) : [task as unknown as Task];
 }
 
-/** The item of a task: its keys, the record, and its outstanding-index entry while it may start. */
+/**
+ * The item of a task: its keys, the record, its person's index entry (a person's history) and its
+ * outstanding-index entry while it may start.
+ */
 export function taskItem(task: Task): Record<string, unknown> {
-  return { ...keys.task(task.jobId, task.taskId), ...task, ...keys.outstandingIndex(task) };
+  return {
+    ...keys.task(task.jobId, task.taskId),
+    ...task,
+    ...keys.personIndex(task),
+    ...keys.outstandingIndex(task),
+  };
 }
 
 /** The item of a chunk: its keys, the record, its member count (read with its index entry) and its index entry. */

@@ -443,6 +443,16 @@ export const keys = {
         }
       : undefined,
   openSk,
+  /** The byPerson index partition of the tasks of a person (or of an identifier alone) of a client. */
+  personTasks: (clientId: string, person: string) => `PERSON#${clientId}#${person}`,
+  /**
+   * The byPerson index entry of a task: under its person as the ingest read it (the recipient
+   * itself when alone), sorted by job (ULIDs: newest last) and task.
+   */
+  personIndex: (task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'recipient' | 'person'>) => ({
+    personPk: `PERSON#${task.clientId}#${task.person ?? task.recipient}`,
+    personSk: `${task.jobId}#${task.taskId}`,
+  }),
   /** Sorts after every `openSk` of the instant `ms` (ids are ASCII < '~'): "ready by `ms`". */
   openSkAfter: (ms: number) => `${new Date(ms).toISOString()}#~`,
 } as const;

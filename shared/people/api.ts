@@ -19,6 +19,13 @@ import {
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { ClientNotFoundError, emptyFieldErrors, ValidationError } from '#shared/jobs/errors.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
+import {
+  HISTORY_LIMIT,
+  type HistoryEntry,
+  historyEntry,
+  type PersonTaskReader,
+  personKeysOf,
+} from './history.ts';
 import { type IdentifierKind, identifierKind, PERSON_MEMBERS_MAX } from './model.ts';
 import type { PeopleStore, Person } from './ports.ts';
 
@@ -40,9 +47,17 @@ export interface PersonView {
   readonly identifiers: readonly { readonly identifier: string; readonly kind: IdentifierKind }[];
 }
 
+/** A person and their history: each task of theirs, newest job first (`shared/people/history.ts`). */
+export interface PersonHistoryView extends PersonView {
+  readonly history: readonly HistoryEntry[];
+  /** There are older tasks than the {@link HISTORY_LIMIT} shown. */
+  readonly more: boolean;
+}
+
 export interface PeopleApiDeps {
   readonly clients: { get(clientId: string): Promise<ClientSettings | undefined> };
   readonly store: PeopleStore;
+  readonly tasks: PersonTaskReader;
 }
 
 export class PeopleApi {
@@ -57,6 +72,18 @@ export class PeopleApi {
     const region = (await this.#client(clientId)).defaultRegion;
     const identifier = readOne(input, region);
     return viewOf(await this.#deps.store.person(clientId, identifier));
+  }
+
+  /** The person of `input` and every task of theirs, newest job first, on every channel. */
+  async history(clientId: string, input: string): Promise<PersonHistoryView> {
+    const region = (await this.#client(clientId)).defaultRegion;
+    const person = viewOf(await this.#deps.store.person(clientId, readOne(input, region)));
+    const keys = personKeysOf({
+      person: person.person,
+      identifiers: person.identifiers.map((i) => i.identifier),
+    });
+    const { tasks, more } = await this.#deps.tasks.latest(clientId, keys, HISTORY_LIMIT);
+    return { ...person, history: tasks.map(historyEntry), more };
   }
 
   /** `{"identifiers": [a, b, …]}`: makes them one person (joining the persons they are). */

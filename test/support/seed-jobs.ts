@@ -6,7 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import { BatchWriteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { chunkItem } from '#shared/adapters/dynamo-job-tasks.ts';
+import { chunkItem, taskItem } from '#shared/adapters/dynamo-job-tasks.ts';
 import { isSharedMessage, type MessageTemplate } from '#shared/campaign/template.ts';
 import { type Chunk, packMembers, pageChunks } from '#shared/jobs/chunks.ts';
 import { type ClientSettings, type Job, keys, type Task } from '#shared/jobs/model.ts';
@@ -41,11 +41,7 @@ export async function writeRunningJob(
       Item: { ...keys.job(job.clientId, job.jobId), ...job, ...keys.jobStatusIndex(job) },
     }),
   );
-  const items = tasks.map((task) => ({
-    ...keys.task(task.jobId, task.taskId),
-    ...task,
-    ...keys.outstandingIndex(task),
-  }));
+  const items = tasks.map(taskItem);
   for (let i = 0; i < items.length; i += 25) {
     await doc.send(
       new BatchWriteCommand({

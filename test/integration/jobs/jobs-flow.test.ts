@@ -197,6 +197,27 @@ describe('a list uploaded through the presigned URL', () => {
       email: { subject: 'hi', text: 'hello' },
     });
     expect(emails.map((t) => [t.recipient, t.person])).toEqual([['taro@example.jp', yamada!.person]]);
+
+    // The person's history, looked up by either identifier: the email job first (newer), then the call.
+    const history = async (identifier: string) =>
+      (await call('GET', `/clients/${clientId}/people/${encodeURIComponent(identifier)}/history`)).body;
+    const byPhone = await history('090-1111-0001');
+    expect(byPhone).toMatchObject({ person: yamada!.person, more: false });
+    expect(
+      byPhone.history.map((e: Record<string, unknown>) => [e.jobName, e.channel, e.recipient, e.state]),
+    ).toEqual([
+      ['mails', 'email', 'taro@example.jp', 'pending'],
+      ['calls', 'call', '+819011110001', 'pending'],
+    ]);
+    expect(await history('TARO@example.jp')).toEqual(byPhone);
+    const alone = await history('090-1111-0002');
+    expect(alone.history.map((e: Record<string, unknown>) => [e.jobName, e.recipient])).toEqual([
+      ['calls', '+819011110002'],
+    ]);
+    // Never seen: a person of its own with no history; a bad identifier is named.
+    expect((await history('090-9999-0000')).history).toEqual([]);
+    const bad = await call('GET', `/clients/${clientId}/people/nobody/history`);
+    expect(bad.status).toBe(400);
   });
 
   it("a job over line → email → sms: each task carries the row's identifier for every channel, and opt-outs wait for the claim", async () => {

@@ -1,0 +1,93 @@
+/**
+ * A person's tasks from the tasks table's byPerson index (keys only: `shared/resources.ts`): the
+ * newest of each key the person's tasks may be filed under, then the tasks and their jobs read in
+ * batches. A lookup costs a Query a key (at most 21: the person and its 20 identifiers) and a read
+ * a task shown.
+ */
+import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { type Job, keys, storedJob } from '#shared/jobs/model.ts';
+import type { PersonTask, PersonTaskReader } from '#shared/people/history.ts';
+import { TASKS_BY_PERSON_INDEX } from '#shared/resources.ts';
+import { batchGetItems } from './dynamo-batch-get.ts';
+import { tasksOf } from './dynamo-job-tasks.ts';
+
+interface IndexHit {
+  readonly pk: string;
+  readonly sk: string;
+  readonly personSk: string;
+}
+
+export class DynamoPersonHistory implements PersonTaskReader {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #tasksTable: string;
+  readonly #controlTable: string;
+
+  constructor(doc: DynamoDBDocumentClient, tasksTable: string, controlTable: string) {
+    this.#doc = doc;
+    this.#tasksTable = tasksTable;
+    this.#controlTable = controlTable;
+  }
+
+  async latest(clientId: string, personKeys: readonly string[], limit: number) {
+    const found = (await Promise.all(personKeys.map((key) => this.#newest(clientId, key, limit + 1)))).flat();
+    const hits = [...new Map(found.map((hit) => [`${hit.pk}\u0000${hit.sk}`, hit])).values()].sort((a, b) =>
+      a.personSk < b.personSk ? 1 : a.personSk > b.personSk ? -1 : 0,
+    );
+    const shown = hits.slice(0, limit);
+    const tasks = await this.#tasks(shown);
+    const jobs = await this.#jobs(clientId, [...new Set(tasks.map((t) => t.task.jobId))]);
+    const order = new Map(shown.map((hit, i) => [`${hit.pk}\u0000${hit.sk}`, i]));
+    const rank = (t: (typeof tasks)[number]) => order.get(`${t.pk}\u0000${t.sk}`) ?? 0;
+    return {
+      tasks: tasks
+        .sort((a, b) => rank(a) - rank(b))
+        .map(({ task }): PersonTask => ({ task, job: jobs.get(task.jobId) })),
+      more: hits.length > limit,
+    };
+  }
+
+  /** The newest `limit` index entries of one key. */
+  async #newest(clientId: string, key: string, limit: number): Promise<IndexHit[]> {
+    const out = await this.#doc.send(
+      new QueryCommand({
+        TableName: this.#tasksTable,
+        IndexName: TASKS_BY_PERSON_INDEX,
+        KeyConditionExpression: 'personPk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.personTasks(clientId, key) },
+        ScanIndexForward: false,
+        Limit: limit,
+      }),
+    );
+    return (out.Items ?? []).map((item) => ({
+      pk: String(item.pk),
+      sk: String(item.sk),
+      personSk: String(item.personSk),
+    }));
+  }
+
+  async #tasks(hits: readonly IndexHit[]) {
+    const items = await batchGetItems(
+      this.#doc,
+      this.#tasksTable,
+      hits.map(({ pk, sk }) => ({ pk, sk })),
+    );
+    return items.flatMap((item) =>
+      tasksOf(item).map((task) => ({ pk: String(item.pk), sk: String(item.sk), task })),
+    );
+  }
+
+  async #jobs(clientId: string, jobIds: readonly string[]): Promise<Map<string, PersonTask['job']>> {
+    const items = await batchGetItems(
+      this.#doc,
+      this.#controlTable,
+      jobIds.map((jobId) => keys.job(clientId, jobId)),
+      { projection: 'jobId, #name, channel', names: { '#name': 'name' } },
+    );
+    return new Map(
+      items.map((item) => {
+        const job = storedJob(item as unknown as Pick<Job, 'jobId' | 'name' | 'channel'>);
+        return [job.jobId, job];
+      }),
+    );
+  }
+}
