@@ -215,7 +215,8 @@ export class AwsMeter {
    * A transaction's write units by AWS's rules, from each item's state before and after: 2 WCU per
    * item per KB on the table (the larger of before and after; a ConditionCheck as a write), and at
    * the standard rate on each index: a put when the item enters it, a delete when it leaves, both
-   * when its index key changes, one write when an item that stays is changed (projection ALL).
+   * when its index key changes, one write when an item that stays is changed (projection ALL; none
+   * for a keys-only index, whose entry is 1 unit).
    */
   #transaction(key: string, input: Record<string, unknown>, before: ItemStates, after: ItemStates): void {
     const c = this.#counter(key);
@@ -266,11 +267,14 @@ export class AwsMeter {
           : undefined;
       const was = keyOf(old);
       const is = keyOf(now);
-      if (was && is && was !== is) c.writeIndex += kb(itemBytes(old)) + kb(itemBytes(now));
-      else if (was && is && JSON.stringify(old) !== JSON.stringify(now))
+      // A keys-only index holds the keys alone (1 KB at most here), and a change that keeps them writes nothing to it.
+      const keysOnly = index.projection === 'keys-only';
+      const entry = (item: AttributeMap | undefined) => (keysOnly ? 1 : kb(itemBytes(item)));
+      if (was && is && was !== is) c.writeIndex += entry(old) + entry(now);
+      else if (was && is && !keysOnly && JSON.stringify(old) !== JSON.stringify(now))
         c.writeIndex += kb(Math.max(itemBytes(old), itemBytes(now)));
-      else if (was && !is) c.writeIndex += kb(itemBytes(old));
-      else if (!was && is) c.writeIndex += kb(itemBytes(now));
+      else if (was && !is) c.writeIndex += entry(old);
+      else if (!was && is) c.writeIndex += entry(now);
     }
   }
 

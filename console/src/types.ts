@@ -6,6 +6,8 @@ import type { JobSeriesPoint } from '#shared/jobs/series-point.ts';
 import type { CallingHours, CallingWindow, Weekday } from '#shared/pacing/calling-hours.ts';
 
 export type { Operator } from '#shared/operators/tenancy.ts';
+export type { PersonHistoryView, PersonView } from '#shared/people/api.ts';
+export type { HistoryEntry } from '#shared/people/history.ts';
 
 export type { CallingHours, CallingWindow, Weekday };
 
@@ -28,7 +30,7 @@ export type ClientSettings = StoredClientSettings;
 
 export type { RestrictedPeriod } from '#shared/pacing/restricted-periods.ts';
 
-export type { JobStatus };
+export type { JobChannel, JobStatus };
 
 /** A job's counts as the API answers them: the stored counts, with `expired` and `outstanding`. */
 export type JobCounts = ApiJobView['counts'];

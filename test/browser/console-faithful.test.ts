@@ -16,6 +16,7 @@ import type { HTTPRequest } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CONSOLE_USERS } from '#local/stack.ts';
 import { ConsoleBrowser, type PageElement, SCREENSHOTS } from '../support/console-browser.ts';
+import { until } from '../support/wait.ts';
 
 declare const document: {
   querySelector(selector: string): PageElement | null;
@@ -523,13 +524,33 @@ describe('people', () => {
     });
     expect(added.status, added.body).toBe(200);
 
+    // A call job that rings the customer's phone, run to its end: the person's history shows it.
+    const created = await ui.stack.operator('POST', `/clients/${CLIENT}/jobs`, {
+      json: { name: '更新のご案内', channel: 'call', scenarioId: 'default' },
+    });
+    expect(created.status, created.body).toBe(201);
+    const call = created.json<{ jobId: string; upload: { url: string } }>();
+    expect(
+      (await fetch(call.upload.url, { method: 'PUT', body: 'phone\n090-8100-0001\n090-8100-0002\n' })).status,
+    ).toBe(200);
+    // Both rows ended (not the job: the job manager's next pass ends it): read where the page reads.
+    const ended = async (identifier: string) => {
+      const answer = await ui.stack.operator('GET', `/clients/${CLIENT}/people/${identifier}/history`);
+      const [entry] = answer.json<{ history: { state: string }[] }>().history;
+      return entry !== undefined && ['completed', 'failed', 'cancelled'].includes(entry.state);
+    };
+    await until(
+      async () => (await ended('090-8100-0001')) && (await ended('090-8100-0002')),
+      'both calls to end',
+    );
+
     await ui.open(`#/clients/${CLIENT}/people`);
     await ui.page.waitForSelector('form[aria-label="Link identifiers"]:not([hidden])');
     expect(await ui.unlabelledInputs()).toEqual([]);
     await ui.page.type('#f-identifier', '090-8100-0001');
     await ui.page.click('form[role="search"] button[type=submit]');
     await ui.page.waitForSelector(`tr[data-identifier="${line}"]`);
-    const rows = await ui.page.$$eval('section[aria-label="The person"] tbody tr', (trs) =>
+    const rows = await ui.page.$$eval('section[aria-label="The person"] tbody tr[data-identifier]', (trs) =>
       trs.map((tr) => [...tr.querySelectorAll('td')].slice(0, 3).map((td) => td.textContent)),
     );
     expect(rows).toEqual([
@@ -537,6 +558,45 @@ describe('people', () => {
       ['taro@example.jp', 'Email', 'on the list (メールで配信停止)'],
       [line, 'LINE user ID', 'no'],
     ]);
+    await ui.page.waitForSelector(`.history tr[data-job="${call.jobId}"]`);
+    const history = await ui.page.$$eval('.history tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)),
+    );
+    // The address on the list keeps the person's phone from being rung: the history says so.
+    expect(history.map((cells) => cells.slice(1))).toEqual([
+      [
+        '更新のご案内',
+        'Call',
+        '+819081000001',
+        'cancelled · suppressed',
+        '0',
+        '',
+        'suppressed: api (another identifier of the same person)',
+      ],
+    ]);
+    expect(await ui.text('[data-history="summary"]')).toBe('1 contact, newest first.');
+    // The other row of the job was rung: its result and the call's length.
+    await ui.page.evaluate(() => {
+      (document.querySelector('#f-identifier') as unknown as { value: string }).value = '';
+    });
+    await ui.page.type('#f-identifier', '090-8100-0002');
+    await ui.page.click('form[role="search"] button[type=submit]');
+    await ui.page.waitForSelector('tr[data-identifier="+819081000002"]');
+    const rung = await ui.page.$$eval('.history tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)),
+    );
+    expect(rung).toHaveLength(1);
+    const [, job, channel, to, outcome, attempts, length] = rung[0]!;
+    expect([job, channel, to]).toEqual(['更新のご案内', 'Call', '+819081000002']);
+    expect(Number(attempts)).toBeGreaterThan(0);
+    expect(outcome).toMatch(/^(completed|failed)( · .+)?$/);
+    expect(length).toMatch(/^\d+:\d\d$/);
+    await ui.page.evaluate(() => {
+      (document.querySelector('#f-identifier') as unknown as { value: string }).value = '';
+    });
+    await ui.page.type('#f-identifier', '090-8100-0001');
+    await ui.page.click('form[role="search"] button[type=submit]');
+    await ui.page.waitForSelector(`tr[data-identifier="${line}"]`);
 
     await ui.page.click(`tr[data-identifier="${line}"] button`);
     await ui.page.waitForFunction(

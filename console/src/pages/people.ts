@@ -1,22 +1,17 @@
 /**
  * A client's people (`/clients/{id}/people`): look a customer up by a phone number, a LINE user ID
  * or an email address, and see every identifier of theirs with whether it is on the do-not-call
- * list; an operator links identifiers into one person (typed, or a CSV of people) and takes one
+ * list, and their history: every job's contact of them on every channel, newest first. An
+ * operator links identifiers into one person (typed, or a CSV of people) and takes one
  * out. Contact limits count per person, and an opt-out given on one channel reaches the person
  * (`docs/people.md`).
  */
 import { ApiError } from '../api.ts';
 import type { App, Page } from '../app.ts';
-import { field, formatNumber, h, replace, showFieldErrors } from '../dom.ts';
+import { field, formatNumber, formatTime, h, replace, showFieldErrors } from '../dom.ts';
 import { mayDo, shownFor } from '../roles.ts';
-import type { SuppressionView } from '../types.ts';
+import type { HistoryEntry, JobChannel, PersonHistoryView, PersonView, SuppressionView } from '../types.ts';
 import { crumbs, problemsTable, scrollable } from './parts.ts';
-
-/** What `GET …/people/{identifier}` answers (`shared/people/api.ts`). */
-interface PersonView {
-  readonly person: string;
-  readonly identifiers: readonly { readonly identifier: string; readonly kind: 'phone' | 'line' | 'email' }[];
-}
 
 /** What `POST …/people` with a CSV answers. */
 interface PeopleUpload {
@@ -27,6 +22,12 @@ interface PeopleUpload {
 }
 
 const KIND_WORDS = { phone: 'Phone', line: 'LINE user ID', email: 'Email' } as const;
+const CHANNEL_WORDS: Readonly<Record<JobChannel, string>> = {
+  call: 'Call',
+  line: 'LINE',
+  email: 'Email',
+  sms: 'SMS',
+};
 
 export function peoplePage(app: App, clientId: string): Page {
   const path = `/clients/${encodeURIComponent(clientId)}/people`;
@@ -78,6 +79,7 @@ class PersonCard {
   readonly #rows = h('tbody', {});
   readonly #status = h('p', { class: 'form-status', role: 'status' });
   readonly #key = h('p', { 'data-person': '' });
+  readonly #history = new HistoryTable();
 
   constructor(app: App, clientId: string, path: string) {
     this.#app = app;
@@ -98,15 +100,16 @@ class PersonCard {
         ),
         this.#rows,
       ),
+      this.#history.element,
     );
   }
 
   async show(identifier: string): Promise<void> {
     this.#status.textContent = 'Reading…';
     try {
-      const person = await this.#app.api.json<PersonView>(
+      const person = await this.#app.api.json<PersonHistoryView>(
         'GET',
-        `${this.#path}/${encodeURIComponent(identifier)}`,
+        `${this.#path}/${encodeURIComponent(identifier)}/history`,
       );
       const ids = person.identifiers.map((i) => i.identifier);
       const [entries, mayUnlink] = await Promise.all([
@@ -125,9 +128,11 @@ class PersonCard {
         this.#rows,
         ...person.identifiers.map((i) => this.#row(i, onList.get(i.identifier), linked && mayUnlink)),
       );
+      this.#history.show(person);
       this.#status.textContent = '';
     } catch (error) {
       replace(this.#rows);
+      this.#history.clear();
       this.#key.textContent = '';
       this.#status.textContent = (error as Error).message;
     }
@@ -167,6 +172,81 @@ class PersonCard {
       this.#status.textContent = (error as Error).message;
     }
   }
+}
+
+/** A person's history: a row a job that contacted (or tried to contact) them, newest first. */
+class HistoryTable {
+  readonly element: HTMLElement;
+  readonly #rows = h('tbody', {});
+  readonly #summary = h('p', { 'data-history': 'summary' });
+
+  constructor() {
+    this.element = h(
+      'div',
+      { class: 'history' },
+      h('h3', {}, 'History'),
+      this.#summary,
+      scrollable(
+        { class: 'history' },
+        h('caption', { class: 'visually-hidden' }, 'Every job that contacted this person, newest first'),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ...['Last change', 'Job', 'Channel', 'To', 'Outcome', 'Attempts', 'Length', 'Why'].map((label) =>
+              h('th', { scope: 'col' }, label),
+            ),
+          ),
+        ),
+        this.#rows,
+      ),
+    );
+    this.element.hidden = true;
+  }
+
+  show(person: PersonHistoryView): void {
+    this.element.hidden = false;
+    const shown = person.history.length;
+    this.#summary.textContent =
+      shown === 0
+        ? 'No job has contacted this person yet (tasks are kept 90 days after they end).'
+        : person.more
+          ? `The newest ${formatNumber(shown)} contacts; older ones are in each job's report.`
+          : `${formatNumber(shown)} ${shown === 1 ? 'contact' : 'contacts'}, newest first.`;
+    replace(this.#rows, ...person.history.map((entry) => historyRow(entry)));
+  }
+
+  clear(): void {
+    this.element.hidden = true;
+    replace(this.#rows);
+  }
+}
+
+function historyRow(entry: HistoryEntry): HTMLTableRowElement {
+  const outcome = [entry.state, entry.result, entry.delivery].filter((w) => w !== undefined);
+  const why = [
+    ...(entry.tried ?? []).map((t) => `${CHANNEL_WORDS[t.channel]}: ${t.reason}`),
+    ...(entry.reason ? [entry.reason] : []),
+  ];
+  return h(
+    'tr',
+    { 'data-job': entry.jobId },
+    h('td', {}, formatTime(entry.updatedAt)),
+    h('td', {}, entry.jobName ?? entry.jobId),
+    h('td', {}, CHANNEL_WORDS[entry.channel]),
+    h('td', {}, entry.recipient),
+    h('td', {}, [...new Set(outcome)].join(' · ')),
+    h('td', { class: 'number' }, formatNumber(entry.attempts)),
+    h('td', { class: 'number' }, entry.durationSeconds === undefined ? '' : lengthOf(entry.durationSeconds)),
+    h('td', {}, why.join('; ')),
+  );
+}
+
+/** A call's length as m:ss. */
+function lengthOf(seconds: number): string {
+  return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, '0')}`;
 }
 
 /** Identifiers typed in, one a line or separated by commas, made one person. */
