@@ -68,6 +68,16 @@ describe('stateful resources', () => {
             { AttributeName: 'openPk', KeyType: 'HASH' },
             { AttributeName: 'openSk', KeyType: 'RANGE' },
           ],
+          Projection: { ProjectionType: 'ALL' },
+        }),
+        // A person's history: keys only, so a task's later writes write nothing to it.
+        Match.objectLike({
+          IndexName: 'byPerson',
+          KeySchema: [
+            { AttributeName: 'personPk', KeyType: 'HASH' },
+            { AttributeName: 'personSk', KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'KEYS_ONLY' },
         }),
       ],
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
