@@ -161,6 +161,68 @@ describe('the console is faithful to the API', () => {
     expect(await client(full)).toEqual(before);
   });
 
+  it('edits the email and SMS sending settings: a refused one is named at its field, an emptied From removes email', async () => {
+    const sender = `${CLIENT}-sender`;
+    const base = {
+      maxConcurrentCalls: 2,
+      callsPerSecond: 1,
+      timeZone: 'Asia/Tokyo',
+      callingHours: OPEN_ALWAYS,
+      defaultRegion: 'JP',
+    };
+    expect((await ui.stack.operator('PUT', `/clients/${sender}`, { json: base })).status).toBe(200);
+    await ui.open(`#/clients/${sender}`);
+    await ui.page.waitForSelector('form[aria-label="Client settings"]');
+    const typeInto = async (selector: string, text: string) => {
+      await ui.page.evaluate((s) => {
+        (document.querySelector(s) as unknown as { value: string }).value = '';
+      }, selector);
+      await ui.page.type(selector, text);
+    };
+    const save = async (expected: RegExp) => {
+      await ui.page.click('form[aria-label="Client settings"] button[type=submit]');
+      await ui.waitForText('form[aria-label="Client settings"] .form-errors', expected);
+    };
+    await typeInto('#f-sms-originationIdentity', '050-1234-5678');
+    await ui.page.click('form[aria-label="Client settings"] button[type=submit]');
+    await ui.waitForText(
+      '[data-field="sms.originationIdentity"] .field-error',
+      /must be a phone number in E\.164/,
+    );
+    expect((await client(sender)).sms).toBeUndefined();
+
+    await typeInto('#f-sms-originationIdentity', '+815012345678');
+    await typeInto('#f-sms-partsPerSecond', '20');
+    await ui.page.select('#f-sms-messageType', 'PROMOTIONAL');
+    await typeInto('#f-email-from', 'news@example.com');
+    await typeInto('#f-email-fromName', 'ショップ');
+    await typeInto('#f-email-replyTo', 'help@example.com, sales@example.com');
+    await save(/^Saved\.$/);
+    const saved = await client(sender);
+    expect(saved.sms).toEqual({
+      originationIdentity: '+815012345678',
+      partsPerSecond: 20,
+      messageType: 'PROMOTIONAL',
+    });
+    expect(saved.email).toEqual({
+      from: 'news@example.com',
+      fromName: 'ショップ',
+      replyTo: ['help@example.com', 'sales@example.com'],
+    });
+
+    // Reopened, the fields show what was saved; an emptied From removes the client's email, SMS stays.
+    await ui.page.reload();
+    await ui.page.waitForSelector('form[aria-label="Client settings"]');
+    expect(await ui.page.$eval('#f-email-replyTo', (e) => (e as unknown as PageElement).value)).toBe(
+      'help@example.com, sales@example.com',
+    );
+    await typeInto('#f-email-from', ' ');
+    await save(/^Saved\.$/);
+    const after = await client(sender);
+    expect(after.email).toBeUndefined();
+    expect(after.sms).toEqual(saved.sms);
+  });
+
   it('shows no message box on a call job’s form, no scenario on a LINE one, the email’s fields only on an email one, the text only on an SMS one', async () => {
     await ui.open(`#/clients/${CLIENT}/jobs/new`);
     await ui.page.waitForSelector('form[aria-label="New job"]');

@@ -1,5 +1,5 @@
 /**
- * One client: its settings (contract, time zone, calling hours per weekday, defaults) in a form
+ * One client: its settings (contract, time zone, calling hours per weekday, defaults, email and SMS sending) in a form
  * whose errors show at their fields, pause / resume, and its jobs, newest first, paged, each with
  * a progress bar.
  */
@@ -21,6 +21,7 @@ import { channelsSection } from './channels.ts';
 import { scrollable } from './parts.ts';
 import { restrictionsEditor } from './restrictions-editor.ts';
 import { retriesEditor } from './retries-editor.ts';
+import { sendingEditor } from './sending-editor.ts';
 
 /** What the form shows for a client not saved yet (`updatedAt` 0: never saved). */
 function newClient(clientId: string): ClientSettings {
@@ -132,6 +133,8 @@ function settingsNotEdited(client: ClientSettings): Partial<ClientSettings> {
     messageChannelId: ____,
     jobDefaults: _____,
     allowPartialDelivery: ______,
+    email: _______,
+    sms: ________,
     ...kept
   } = client as ClientSettings & { updatedAt?: unknown };
   return kept;
@@ -148,6 +151,7 @@ function settingsForm(
   const hours = callingHoursEditor(client.callingHours.weekly);
   const defaults = jobDefaultsEditor({ ...client.jobDefaults });
   const restrictions = restrictionsEditor(client);
+  const sending = sendingEditor(client);
   const status = h('p', { class: 'form-errors', role: 'alert' });
   const readOnly = h('p', { class: 'note', role: 'status' });
   const pause = pauseButton(app, path, client.paused === true, status);
@@ -159,6 +163,7 @@ function settingsForm(
     hours.element,
     defaults.element,
     h('div', { class: 'grid' }, ...restrictions.elements),
+    ...sending.elements,
     status,
     readOnly,
     h(
@@ -179,6 +184,7 @@ function settingsForm(
       callingHours: hours.value(),
       ...(Object.keys(jobDefaults).length > 0 ? { jobDefaults } : {}),
       ...restrictions.value(),
+      ...sending.value(),
     };
   };
   form.addEventListener('submit', async (event) => {
