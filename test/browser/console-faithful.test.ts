@@ -244,6 +244,83 @@ describe('the console is faithful to the API', () => {
     expect(await shown('#f-scenarioId')).toBe(false);
   });
 
+  it('creates a job that falls back line → email → sms: each channel’s content shown, a channel not picked twice', async () => {
+    const falls = `${CLIENT}-falls`;
+    const settings = {
+      maxConcurrentCalls: 2,
+      callsPerSecond: 1,
+      timeZone: 'Asia/Tokyo',
+      callingHours: OPEN_ALWAYS,
+      defaultRegion: 'JP',
+      messageChannelId: `${falls}-line`,
+      email: { from: 'news@example.com' },
+      sms: { originationIdentity: '+815012345678' },
+    };
+    expect((await ui.stack.operator('PUT', `/clients/${falls}`, { json: settings })).status).toBe(200);
+    await ui.open(`#/clients/${falls}/jobs/new`);
+    await ui.page.waitForSelector('form[aria-label="New job"]');
+    const shown = (selector: string) =>
+      ui.page.$eval(selector, (e) => (e as unknown as PageElement).offsetParent !== null);
+    expect(await shown('#f-fallback-1')).toBe(false);
+    await ui.page.select('#f-channel', 'line');
+    expect(await shown('#f-fallback-1')).toBe(true);
+    expect(await shown('#f-fallback-2')).toBe(false);
+    // LINE is the job's channel: it cannot be its own fallback.
+    const disabled = (selector: string) =>
+      ui.page.$$eval(`${selector} option`, (options) =>
+        options
+          .filter((o) => (o as unknown as { disabled: boolean }).disabled)
+          .map((o) => o.getAttribute('value')),
+      );
+    expect(await disabled('#f-fallback-1')).toEqual(['line']);
+    await ui.page.select('#f-fallback-1', 'email');
+    expect(await shown('#f-fallback-2')).toBe(true);
+    expect(await disabled('#f-fallback-2')).toEqual(['line', 'email']);
+    expect([await shown('#f-message'), await shown('#f-email'), await shown('#f-sms')]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    await ui.page.select('#f-fallback-2', 'sms');
+    expect([await shown('#f-message'), await shown('#f-email'), await shown('#f-sms')]).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(await shown('#f-scenarioId')).toBe(false);
+
+    await ui.page.type('#f-name', 'お知らせ');
+    await ui.page.type('#f-message', '{{名前}}様、お知らせです');
+    await ui.page.type('#f-email', 'お知らせ');
+    await ui.page.type('#f-email-text', '{{名前}}様');
+    await ui.page.type('#f-sms', '{{名前}}様、お知らせです');
+    // Tomorrow: the job waits, and sends nothing here.
+    await ui.page.$eval('#f-startAt', (e) => {
+      const at = new Date(Date.now() + 86_400_000 - new Date().getTimezoneOffset() * 60_000);
+      (e as unknown as { value: string }).value = at.toISOString().slice(0, 16);
+    });
+    const csv = path.join(work, 'fallback.csv');
+    writeFileSync(
+      csv,
+      [
+        'userId,メールアドレス,携帯電話番号,名前',
+        `U${'1'.repeat(32)},taro@example.jp,090-1234-0001,山田`,
+        `U${'2'.repeat(32)},,090-1234-0002,佐藤`,
+      ].join('\r\n'),
+    );
+    const input = await ui.page.$('#f-file');
+    await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(csv);
+    await ui.page.$eval('#f-file', (e) => e.dispatchEvent(new Event('change')));
+    await ui.page.click('form[aria-label="New job"] button[type=submit]');
+    await ui.waitForText('[data-count="tasks"]', /^2$/);
+    const { jobs } = (await ui.stack.operator('GET', `/clients/${falls}/jobs`)).json<{
+      jobs: { name: string; channel: string; fallback?: string[]; status: string }[];
+    }>();
+    expect(jobs.map(({ name, channel, fallback, status }) => ({ name, channel, fallback, status }))).toEqual([
+      { name: 'お知らせ', channel: 'line', fallback: ['email', 'sms'], status: 'scheduled' },
+    ]);
+  });
+
   it('puts the focus on the new page’s heading, and on the next action after Pause, never on the body', async () => {
     const jobId = await scheduledJob('focus', 3);
     await ui.open(`#/clients/${CLIENT}/jobs/${jobId}`);

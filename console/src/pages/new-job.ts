@@ -17,15 +17,19 @@ export function newJobPage(app: App, clientId: string): Page {
   const path = `/clients/${encodeURIComponent(clientId)}`;
   const content = contentFields();
   const schedule = scheduleFields();
-  const options = optionFields(content.scenarioField);
+  const fallback = fallbackFields();
+  const options = optionFields(content.scenarioField, fallback.element);
   const { channel } = options;
+  const chain = () => [channel.value, ...fallback.value(channel.value)];
   const syncChannel = () => {
-    content.forChannel(channel.value);
+    fallback.forChannel(channel.value);
+    content.forChannels(chain());
     schedule.forChannel(channel.value);
   };
   channel.addEventListener('change', syncChannel);
+  fallback.element.addEventListener('change', syncChannel);
   syncChannel();
-  const list = listField(channel);
+  const list = listField(chain);
   const readOnly = h('p', { class: 'note', role: 'status' });
   const ui = uploadUi();
   const form = h(
@@ -45,8 +49,8 @@ export function newJobPage(app: App, clientId: string): Page {
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const jobOptions = () => ({
-      ...options.value(),
-      ...content.value(channel.value),
+      ...options.value(chain()),
+      ...content.value(chain()),
       ...schedule.value(channel.value),
     });
     await submitJob(app, path, list.chosen(), jobOptions, { ...ui, form });
@@ -57,8 +61,8 @@ export function newJobPage(app: App, clientId: string): Page {
   };
 }
 
-/** The job's name, channel, start and attempts, with the call scenario's field among them. */
-function optionFields(scenarioField: HTMLElement) {
+/** The job's name, channel (and the channels it falls back to), start and attempts, with the call scenario's field among them. */
+function optionFields(scenarioField: HTMLElement, fallbackField: HTMLElement) {
   const name = h('input', { required: true, maxlength: 200 });
   const channel = h(
     'select',
@@ -76,14 +80,16 @@ function optionFields(scenarioField: HTMLElement) {
     { class: 'grid' },
     field('Name', 'name', name),
     field('Channel', 'channel', channel),
+    fallbackField,
     scenarioField,
     field('Start at (your time)', 'startAt', startAt, 'Empty: now'),
     field('Attempts per task', 'maxAttempts', maxAttempts),
     field('Seconds between attempts', 'retryDelaySeconds', retryDelay),
   );
-  const value = (): Record<string, unknown> => ({
+  const value = (channels: readonly string[]): Record<string, unknown> => ({
     name: name.value.trim(),
-    channel: channel.value,
+    // One channel, or the list a fallback job tries in order (the API's `channel`).
+    channel: channels.length === 1 ? channels[0] : channels,
     ...(startAt.value ? { startAt: new Date(startAt.value).toISOString() } : {}),
     ...(maxAttempts.value ? { maxAttempts: Number(maxAttempts.value) } : {}),
     ...(retryDelay.value ? { retryDelaySeconds: Number(retryDelay.value) } : {}),
@@ -91,8 +97,65 @@ function optionFields(scenarioField: HTMLElement) {
   return { element, channel, value };
 }
 
-/** The list's field: a drop zone over a hidden file input, and a template for the channel chosen. */
-function listField(channel: HTMLSelectElement) {
+const MESSAGE_CHANNELS = [
+  ['line', 'LINE'],
+  ['email', 'Email'],
+  ['sms', 'SMS'],
+] as const;
+
+/**
+ * Where a message job's task goes when its channel cannot reach the person (not a friend, opted
+ * out, no identifier for it, a hard bounce…): up to two more message channels, in order
+ * (`docs/fallback.md`). A call job has one channel.
+ */
+function fallbackFields() {
+  const choice = () =>
+    h(
+      'select',
+      {},
+      h('option', { value: '' }, 'Nowhere: the task ends'),
+      ...MESSAGE_CHANNELS.map(([value, label]) => h('option', { value }, label)),
+    );
+  const first = choice();
+  const second = choice();
+  const secondField = field('Then', 'fallback-2', second);
+  const element = h(
+    'fieldset',
+    { class: 'grid', 'data-field': 'fallback' },
+    h('legend', {}, 'When the channel cannot reach the person, try'),
+    field(
+      'Next',
+      'fallback-1',
+      first,
+      'Same task, same contact-limit slot; the report says which channel reached them',
+    ),
+    secondField,
+  );
+  return {
+    element,
+    /** Shown for a message channel; a channel already in the chain cannot be picked again. */
+    forChannel(channel: string) {
+      element.hidden = channel === 'call';
+      for (const [select, taken] of [
+        [first, [channel]],
+        [second, [channel, first.value]],
+      ] as const) {
+        for (const option of select.options)
+          option.disabled = option.value !== '' && taken.includes(option.value);
+        if (select.selectedOptions[0]?.disabled) select.value = '';
+      }
+      secondField.hidden = first.value === '';
+      if (secondField.hidden) second.value = '';
+    },
+    value(channel: string): string[] {
+      if (channel === 'call') return [];
+      return [first.value, second.value].filter((c) => c !== '');
+    },
+  };
+}
+
+/** The list's field: a drop zone over a hidden file input, and a template for the channels chosen. */
+function listField(channels: () => readonly string[]) {
   const file = h('input', { type: 'file', accept: '.csv,.tsv,.txt,text/csv' });
   const drop = dropZone(file);
   const element = h(
@@ -101,7 +164,7 @@ function listField(channel: HTMLSelectElement) {
     h('label', { for: 'f-file' }, 'The list (CSV)'),
     drop.element,
     file,
-    h('p', { class: 'hint' }, templateLink(channel)),
+    h('p', { class: 'hint' }, templateLink(channels)),
     h('p', { class: 'field-error', role: 'alert' }),
   );
   file.id = 'f-file';
@@ -227,23 +290,27 @@ function contentFields() {
     scenarioField,
     /** The fields of what is sent, after the schedule. */
     sent: [messageField, emailField, smsField],
-    forChannel(channel: string) {
-      scenarioField.hidden = channel !== 'call';
-      messageField.hidden = channel !== 'line';
-      emailField.hidden = channel !== 'email';
-      smsField.hidden = channel !== 'sms';
+    /** Shows what each channel of the job (a fallback job's every channel) sends. */
+    forChannels(channels: readonly string[]) {
+      scenarioField.hidden = !channels.includes('call');
+      messageField.hidden = !channels.includes('line');
+      emailField.hidden = !channels.includes('email');
+      smsField.hidden = !channels.includes('sms');
     },
-    value(channel: string): Record<string, unknown> {
-      if (channel === 'call') return { scenarioId: scenario.value.trim() };
-      if (channel === 'line') return { message: message.value };
-      if (channel === 'sms') return { sms: { body: sms.value } };
-      return {
-        email: {
-          subject: subject.value,
-          ...(text.value ? { text: text.value } : {}),
-          ...(html.value ? { html: html.value } : {}),
-        },
+    value(channels: readonly string[]): Record<string, unknown> {
+      const of = (channel: string): Record<string, unknown> => {
+        if (channel === 'call') return { scenarioId: scenario.value.trim() };
+        if (channel === 'line') return { message: message.value };
+        if (channel === 'sms') return { sms: { body: sms.value } };
+        return {
+          email: {
+            subject: subject.value,
+            ...(text.value ? { text: text.value } : {}),
+            ...(html.value ? { html: html.value } : {}),
+          },
+        };
       };
+      return Object.assign({}, ...channels.map(of));
     },
   };
 }
@@ -258,14 +325,25 @@ const TEMPLATES = {
   line: ['userId,名前,クーポン', 'U0123456789abcdef0123456789abcdef,山田太郎,SPRING10'],
   email: ['メールアドレス,名前,クーポン', 'taro@example.com,山田太郎,SPRING10'],
   sms: ['携帯電話番号,名前,時間', '090-1234-5678,山田太郎,10時'],
+  /** A fallback job's: each row's identifier for every channel it may try. */
+  fallback: [
+    'userId,メールアドレス,携帯電話番号,名前',
+    'U0123456789abcdef0123456789abcdef,taro@example.com,090-1234-5678,山田太郎',
+  ],
 } as const;
 
-/** "Download a template list", for the channel chosen now. */
-function templateLink(channel: HTMLSelectElement): HTMLAnchorElement {
+/** "Download a template list", for the channels chosen now. */
+function templateLink(channels: () => readonly string[]): HTMLAnchorElement {
   const link = h('a', { href: '#', class: 'template-link' }, 'Download a template list (CSV)');
   link.addEventListener('click', (event) => {
     event.preventDefault();
-    const kind = Object.hasOwn(TEMPLATES, channel.value) ? (channel.value as keyof typeof TEMPLATES) : 'call';
+    const [channel = 'call', ...rest] = channels();
+    const kind: keyof typeof TEMPLATES =
+      rest.length > 0
+        ? 'fallback'
+        : Object.hasOwn(TEMPLATES, channel)
+          ? (channel as keyof typeof TEMPLATES)
+          : 'call';
     const blob = new Blob([`\uFEFF${TEMPLATES[kind].join('\r\n')}\r\n`], { type: 'text/csv;charset=utf-8' });
     const save = h('a', {
       href: URL.createObjectURL(blob),
