@@ -51,6 +51,8 @@ export interface JobView {
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly counts: JobCounts;
+  /** A call job's attempts ended, by result (`Job.results`). */
+  readonly results?: ApiJobView['results'];
   readonly failureReason?: string;
   /** Why Switchboard paused the job (LINE's monthly quota…), when it did. */
   readonly pausedReason?: string;

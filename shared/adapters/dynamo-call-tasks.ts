@@ -40,6 +40,7 @@ import {
   jobHasEnded,
   keys,
   OUTSTANDING_INDEX,
+  resultAttribute,
   type Task,
 } from '#shared/jobs/model.ts';
 import { callSettlementOfCancelledJob, TASK_MOVES } from '#shared/jobs/task-lifecycle.ts';
@@ -292,13 +293,17 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
     // A retry is written only while the job is not cancelled; else it ends cancelled
     // (`callSettlementOfCancelledJob`). An end moves the job's counts in the same transaction, so
     // they are exact (the job manager trusts them).
+    // Every attempt's end also counts its result on the job (`Job.results`).
     const final = settlement.state !== 'retry-wait';
-    const jobItem = final ? this.#jobCount(task, settlement.state) : this.#jobNotCancelled(task);
+    let jobItem = final
+      ? this.#jobCount(task, settlement.state, settlement.lastResult)
+      : this.#jobResult(task, settlement.lastResult);
     const leaseUpdate = this.#leaseRemove(task);
     // Tried with the lease's in-flight set and the job, then without what is not there: a lease
     // item already gone (the set does not matter then), a job without counts (written by hand).
     let withLease = true;
     let withJob = true;
+    let counted = true;
     for (;;) {
       const items = [taskUpdate, ...(withLease ? [leaseUpdate] : []), ...(withJob ? [jobItem] : [])];
       const codes = await this.#transact(items);
@@ -306,6 +311,12 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
       if (codes[0] === 'ConditionalCheckFailed') return false;
       const leaseFailed = withLease && codes[1] === 'ConditionalCheckFailed';
       const jobFailed = withJob && codes[items.length - 1] === 'ConditionalCheckFailed';
+      if (jobFailed && !final && counted) {
+        // Cancelled, or a job without counts (written by hand): the plain check tells them apart.
+        jobItem = this.#jobNotCancelled(task);
+        counted = false;
+        continue;
+      }
       if (jobFailed && !final) {
         return this.settle({ ...request, settlement: callSettlementOfCancelledJob(settlement) });
       }
@@ -404,15 +415,39 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
     };
   }
 
-  #jobCount(task: Task, state: string): TransactItem {
+  /** A task's end on its job: its end state's count and its last attempt's result. */
+  #jobCount(task: Task, state: string, result: string): TransactItem {
     return {
       Update: {
         TableName: this.#controlTable,
         Key: keys.job(task.clientId, task.jobId),
-        UpdateExpression: 'ADD #counts.#state :one',
+        UpdateExpression: 'ADD #counts.#state :one, #result :one',
         ConditionExpression: 'attribute_exists(#counts)',
-        ExpressionAttributeNames: { '#counts': 'counts', '#state': state },
+        ExpressionAttributeNames: {
+          '#counts': 'counts',
+          '#state': state,
+          '#result': resultAttribute(result),
+        },
         ExpressionAttributeValues: { ':one': 1 },
+      },
+    };
+  }
+
+  /** A retried attempt's result on its job, while the job is not cancelled. */
+  #jobResult(task: Task, result: string): TransactItem {
+    return {
+      Update: {
+        TableName: this.#controlTable,
+        Key: keys.job(task.clientId, task.jobId),
+        UpdateExpression: 'ADD #result :one',
+        ConditionExpression:
+          'attribute_exists(#counts) AND (attribute_not_exists(#status) OR #status <> :cancelled)',
+        ExpressionAttributeNames: {
+          '#counts': 'counts',
+          '#status': 'status',
+          '#result': resultAttribute(result),
+        },
+        ExpressionAttributeValues: { ':one': 1, ':cancelled': 'cancelled' },
       },
     };
   }

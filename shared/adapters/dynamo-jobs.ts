@@ -15,14 +15,15 @@ import {
 import type { IngestCursor } from '#shared/csv/read-list.ts';
 import { ValidationError } from '#shared/jobs/errors.ts';
 import type { JobStatus } from '#shared/jobs/job-lifecycle.ts';
-import { type Job, type JobCounts, keys, storedJob } from '#shared/jobs/model.ts';
+import { type Job, type JobCounts, keys, RESULT_ATTRIBUTE_PREFIX, storedJob } from '#shared/jobs/model.ts';
 import type { IngestClaim, IngestState, JobStore } from '#shared/jobs/ports.ts';
 
 /**
  * Every field of a {@link Job}, the compiler sees to it: a field left out here would be written and
  * never read back (an email or SMS job's content, `ignoreContactLimits` and `maxCallDurationSeconds` were).
+ * `results` is read from its attributes, one a result (`resultAttribute`).
  */
-const JOB_FIELD_SET: Readonly<Record<keyof Job, true>> = {
+const JOB_FIELD_SET: Readonly<Record<Exclude<keyof Job, 'results'>, true>> = {
   clientId: true,
   jobId: true,
   name: true,
@@ -61,6 +62,12 @@ const JOB_FIELDS = Object.keys(JOB_FIELD_SET) as readonly (keyof Job)[];
 function toJob(item: Record<string, unknown>): Job {
   const job: Record<string, unknown> = {};
   for (const field of JOB_FIELDS) if (item[field] !== undefined) job[field] = item[field];
+  const results = Object.entries(item).flatMap(([name, value]) =>
+    name.startsWith(RESULT_ATTRIBUTE_PREFIX)
+      ? [[name.slice(RESULT_ATTRIBUTE_PREFIX.length), Number(value)]]
+      : [],
+  );
+  if (results.length > 0) job.results = Object.fromEntries(results);
   return storedJob(job as unknown as Job);
 }
 

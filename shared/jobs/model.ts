@@ -131,6 +131,12 @@ export interface TriedChannel {
   readonly reason: string;
 }
 
+/** The job item's attribute counting the attempts that ended with `result` (`Job.results`). */
+export function resultAttribute(result: string): string {
+  return `${RESULT_ATTRIBUTE_PREFIX}${result}`;
+}
+export const RESULT_ATTRIBUTE_PREFIX = 'result#';
+
 /** A job as stored, in today's words (a job stored with channel `message` is a `line` job). */
 export function storedJob<J extends { readonly channel?: string }>(job: J): J {
   return job.channel === 'message' ? { ...job, channel: 'line' } : job;
@@ -278,6 +284,12 @@ export interface Job {
   /** Not counted against, nor held by, the client's contact limits (a transactional notice). */
   readonly ignoreContactLimits?: boolean;
   readonly counts: JobCounts;
+  /**
+   * A call job's attempts ended, by result (`completed`: answered, `busy`, `no-answer`,
+   * `voicemail`, `failed`, …): each attempt's end adds one, a retried one too, in its end's own
+   * transaction. Stored as one attribute a result ({@link resultAttribute}).
+   */
+  readonly results?: Readonly<Record<string, number>>;
   /** Why the job failed (file unusable…), when it did. */
   readonly failureReason?: string;
   /**

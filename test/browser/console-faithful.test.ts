@@ -665,7 +665,7 @@ describe('people', () => {
 
     // A call job that rings the customer's phone, run to its end: the person's history shows it.
     const created = await ui.stack.operator('POST', `/clients/${CLIENT}/jobs`, {
-      json: { name: '更新のご案内', channel: 'call', scenarioId: 'default' },
+      json: { name: '更新のご案内', channel: 'call', scenarioId: 'default', maxAttempts: 1 },
     });
     expect(created.status, created.body).toBe(201);
     const call = created.json<{ jobId: string; upload: { url: string } }>();
@@ -673,14 +673,16 @@ describe('people', () => {
       (await fetch(call.upload.url, { method: 'PUT', body: 'phone\n090-8100-0001\n090-8100-0002\n' })).status,
     ).toBe(200);
     // Both rows ended (not the job: the job manager's next pass ends it): read where the page reads.
+    const seen: Record<string, unknown> = {};
     const ended = async (identifier: string) => {
       const answer = await ui.stack.operator('GET', `/clients/${CLIENT}/people/${identifier}/history`);
       const [entry] = answer.json<{ history: { state: string }[] }>().history;
+      seen[identifier] = entry;
       return entry !== undefined && ['completed', 'failed', 'cancelled'].includes(entry.state);
     };
     await until(
       async () => (await ended('090-8100-0001')) && (await ended('090-8100-0002')),
-      'both calls to end',
+      () => `both calls to end (last seen: ${JSON.stringify(seen)})`,
     );
 
     await ui.open(`#/clients/${CLIENT}/people`);
@@ -764,6 +766,25 @@ describe('people', () => {
       /^2 identifiers are one person\.$/,
     );
     await ui.page.waitForSelector('tr[data-identifier="hanako@example.jp"]');
+
+    // The call job's page: its attempts by result and its answer rate, as the API counts them.
+    const { results } = (await ui.stack.operator('GET', `/clients/${CLIENT}/jobs/${call.jobId}`)).json<{
+      results: Record<string, number>;
+    }>();
+    const dialled = Object.values(results).reduce((a, b) => a + b, 0);
+    expect(dialled).toBeGreaterThan(0);
+    await ui.open(`#/clients/${CLIENT}/jobs/${call.jobId}`);
+    await ui.page.waitForSelector('table[aria-label="Call attempts by result"]');
+    const byResult = await ui.page.$$eval('table[aria-label="Call attempts by result"] tbody tr', (trs) =>
+      Object.fromEntries(
+        trs.map((tr) => [tr.getAttribute('data-result'), Number(tr.querySelectorAll('td')[1]!.textContent)]),
+      ),
+    );
+    expect(Object.fromEntries(Object.entries(byResult).filter(([, n]) => n > 0))).toEqual(results);
+    const answered = results.completed ?? 0;
+    expect(await ui.text('[data-answer-rate]')).toBe(
+      `Answer rate ${((100 * answered) / dialled).toFixed(1)} %: ${answered} of ${dialled} call attempts answered`,
+    );
   });
 });
 

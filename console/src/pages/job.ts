@@ -1,7 +1,7 @@
 /**
  * A job as it runs: counters, a chart over time (calls in flight against the contract's limit and
  * starts per second against the line's rate; for a message job, messages and 429s per second), the
- * outcome breakdown, pause / resume / cancel with confirmation, and the report. Each refresh reads
+ * outcome breakdown (and a call job's attempts by result, with its answer rate), pause / resume / cancel with confirmation, and the report. Each refresh reads
  * the job (its counts, and the client's calls in flight for a running call job) and the windows of
  * its series after the last one shown (`job-chart.ts`): never its tasks.
  */
@@ -12,7 +12,7 @@ import { poll } from '../poll.ts';
 import { mayDo } from '../roles.ts';
 import { doneOf, FINAL_STATUSES, type JobView, jobChannels } from '../types.ts';
 import { SeriesChart } from './job-chart.ts';
-import { countList, crumbs } from './parts.ts';
+import { countList, crumbs, scrollable } from './parts.ts';
 
 const REFRESH_MS = 2_000;
 
@@ -267,6 +267,7 @@ function summaryOf(job: JobView): (HTMLElement | null)[] {
           `Calls in flight ${job.live.callsInFlight} of ${job.live.maxConcurrentCalls} · line rate ${job.live.callsPerSecond}/s`,
         )
       : null,
+    callResults(job),
     h(
       'div',
       { class: 'breakdown', 'aria-label': 'Outcomes' },
@@ -281,6 +282,65 @@ function summaryOf(job: JobView): (HTMLElement | null)[] {
         ),
     ),
   ];
+}
+
+/** What a call attempt's result is called on the page, in the order a dialer's report gives them. */
+const RESULT_WORDS: readonly (readonly [string, string])[] = [
+  ['completed', 'Answered'],
+  ['voicemail', 'Voicemail'],
+  ['busy', 'Busy'],
+  ['no-answer', 'No answer'],
+  ['failed', 'Failed'],
+];
+
+/**
+ * A call job's attempts by result (each attempt once, a retried one too) and its answer rate:
+ * answered attempts of those ended. Nothing before an attempt has ended, nor for a message job.
+ */
+function callResults(job: JobView): HTMLElement | null {
+  const results = job.results ?? {};
+  const total = Object.values(results).reduce((sum, n) => sum + n, 0);
+  if (job.channel !== 'call' || total === 0) return null;
+  const known = new Set(RESULT_WORDS.map(([result]) => result));
+  const rows: (readonly [string, string, number])[] = [
+    ...RESULT_WORDS.map(([result, word]) => [result, word, results[result] ?? 0] as const),
+    ...Object.entries(results)
+      .filter(([result]) => !known.has(result))
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([result, n]) => [result, result, n] as const),
+  ];
+  const share = (n: number) => `${((100 * n) / total).toFixed(1)} %`;
+  return h(
+    'div',
+    { class: 'results' },
+    h(
+      'p',
+      { 'data-answer-rate': '' },
+      `Answer rate ${share(results.completed ?? 0)}: ${formatNumber(results.completed ?? 0)} of ${formatNumber(total)} call attempts answered`,
+    ),
+    scrollable(
+      { class: 'results', 'aria-label': 'Call attempts by result' },
+      h('caption', {}, 'Call attempts by result'),
+      h(
+        'thead',
+        {},
+        h('tr', {}, ...['Result', 'Attempts', 'Share'].map((t) => h('th', { scope: 'col' }, t))),
+      ),
+      h(
+        'tbody',
+        {},
+        ...rows.map(([result, word, n]) =>
+          h(
+            'tr',
+            { 'data-result': result },
+            h('td', {}, word),
+            h('td', { class: 'number' }, formatNumber(n)),
+            h('td', { class: 'number' }, share(n)),
+          ),
+        ),
+      ),
+    ),
+  );
 }
 
 /** Fetches the report with the user's token and saves it (a large one comes from S3 through a redirect). */

@@ -20,6 +20,7 @@ import {
 } from '#local/telephony-sandbox.ts';
 import { DynamoBrokerTaskStore } from '#shared/adapters/dynamo-call-tasks.ts';
 import { DynamoFleetStore } from '#shared/adapters/dynamo-fleet.ts';
+import { DynamoJobStore } from '#shared/adapters/dynamo-jobs.ts';
 import { DynamoFleetWorkReader, DynamoLeaseStore } from '#shared/adapters/dynamo-leases.ts';
 import { makeHttpBrokerNotifier } from '#shared/broker/notify.ts';
 import { makeRecordCallStatus } from '#shared/broker/settle.ts';
@@ -562,6 +563,62 @@ describe('the DynamoDB fence', () => {
     expect((await tasks.outstanding('fence', Date.now(), 10)).map((t) => [t.taskId, t.attempts])).toEqual([
       [task!.taskId, 1],
     ]);
+
+    // Each attempt's end counts its result on the job, the retried one too.
+    const [again] = await tasks.outstanding('fence', Date.now(), 10);
+    const lease = { clientId: 'fence', owner: 'new', token: second!.token, now: now + 2_000 };
+    expect((await tasks.start(again!, lease)).kind).toBe('started');
+    const ended = await tasks.settle({
+      task: { ...again!, attempts: 2 },
+      attempt: 2,
+      settlement: { state: 'completed', lastResult: 'completed' },
+      callId: 'c-2',
+      now: now + 3_000,
+    });
+    expect(ended).toBe(true);
+    const jobs = new DynamoJobStore(cloud.doc, controlTable);
+    expect((await jobs.get('fence', job.jobId))?.results).toEqual({ busy: 1, completed: 1 });
+  });
+
+  it('a retry of a cancelled job ends cancelled, its attempt’s result counted once; of a job written without counts, it is kept', async () => {
+    const tasks = new DynamoBrokerTaskStore(cloud.doc, { controlTable, tasksTable });
+    const jobs = new DynamoJobStore(cloud.doc, controlTable);
+    const retry = async (clientId: string) => {
+      const job = await seed({ clientId, limit: 1, rate: 1, tasks: 1 });
+      const leases = new DynamoLeaseStore(cloud.doc, controlTable, { endpoint: 'http://127.0.0.1:9' });
+      const lease = await leases.tryTake({ clientId, owner: 'b', now: Date.now(), leaseMs: 30_000 });
+      const [task] = await tasks.outstanding(clientId, Date.now(), 10);
+      expect(
+        (await tasks.start(task!, { clientId, owner: 'b', token: lease!.token, now: Date.now() })).kind,
+      ).toBe('started');
+      return { job, task: { ...task!, attempts: 1 } };
+    };
+    const cancelled = await retry('cancelled-retry');
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.job('cancelled-retry', cancelled.job.jobId),
+        UpdateExpression: 'SET #status = :c',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':c': 'cancelled' },
+      }),
+    );
+    const busy = { state: 'retry-wait', lastResult: 'busy', readyAt: Date.now() } as const;
+    await tasks.settle({ task: cancelled.task, attempt: 1, settlement: busy, now: Date.now() });
+    expect((await tasks.getTask(cancelled.task))?.state).toBe('cancelled');
+    expect((await jobs.get('cancelled-retry', cancelled.job.jobId))?.results).toEqual({ busy: 1 });
+
+    const bare = await retry('bare-retry');
+    await cloud.doc.send(
+      new UpdateCommand({
+        TableName: controlTable,
+        Key: keys.job('bare-retry', bare.job.jobId),
+        UpdateExpression: 'REMOVE #counts',
+        ExpressionAttributeNames: { '#counts': 'counts' },
+      }),
+    );
+    expect(await tasks.settle({ task: bare.task, attempt: 1, settlement: busy, now: Date.now() })).toBe(true);
+    expect((await tasks.getTask(bare.task))?.state).toBe('retry-wait');
   });
 
   it('reads the fleet work list the job manager writes', async () => {
