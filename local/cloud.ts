@@ -11,9 +11,11 @@ import path from 'node:path';
 import {
   CreateTableCommand,
   type CreateTableCommandInput,
+  DescribeTableCommand,
   DynamoDBClient,
   ListTablesCommand,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -438,16 +440,7 @@ export async function createTable(
       : {}),
     ...(spec.globalIndexes.length > 0
       ? {
-          GlobalSecondaryIndexes: spec.globalIndexes.map((index) => ({
-            IndexName: index.name,
-            KeySchema: [
-              { AttributeName: index.partitionKey.name, KeyType: 'HASH' as const },
-              ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
-            ],
-            Projection: {
-              ProjectionType: index.projection === 'keys-only' ? ('KEYS_ONLY' as const) : ('ALL' as const),
-            },
-          })),
+          GlobalSecondaryIndexes: spec.globalIndexes.map(globalIndexOf),
         }
       : {}),
   };
@@ -463,8 +456,44 @@ export async function createTable(
     }
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
+    // A table kept from an earlier run (`npm start --data-dir`): the indexes added since, as a deploy adds them.
+    await addMissingIndexes(ddb, name, spec, input.AttributeDefinitions ?? []);
   }
   return name;
+}
+
+/** An index of the spec as CreateTable and UpdateTable take it. */
+function globalIndexOf(index: TableSpec['globalIndexes'][number]) {
+  return {
+    IndexName: index.name,
+    KeySchema: [
+      { AttributeName: index.partitionKey.name, KeyType: 'HASH' as const },
+      ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
+    ],
+    Projection: {
+      ProjectionType: index.projection === 'keys-only' ? ('KEYS_ONLY' as const) : ('ALL' as const),
+    },
+  };
+}
+
+/** Creates the spec's indexes an existing table lacks, one an UpdateTable (DynamoDB's rule). */
+async function addMissingIndexes(
+  ddb: DynamoDBClient,
+  name: string,
+  spec: TableSpec,
+  attributes: NonNullable<CreateTableCommandInput['AttributeDefinitions']>,
+): Promise<void> {
+  const { Table } = await ddb.send(new DescribeTableCommand({ TableName: name }));
+  const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName));
+  for (const index of spec.globalIndexes.filter((i) => !present.has(i.name))) {
+    await ddb.send(
+      new UpdateTableCommand({
+        TableName: name,
+        AttributeDefinitions: attributes,
+        GlobalSecondaryIndexUpdates: [{ Create: globalIndexOf(index) }],
+      }),
+    );
+  }
 }
 
 /** Creates a queue's dead-letter queue, then the queue with its redrive policy, as deployed. */

@@ -129,8 +129,8 @@ export interface BucketSpec {
 /** The channels table's index of a client's channels. */
 export const CHANNELS_BY_CLIENT_INDEX = 'byClient';
 
-/** The tasks table's index of a person's tasks, newest job first (a person's history: `docs/people.md`). */
-export const TASKS_BY_PERSON_INDEX = 'byPerson';
+/** The tasks table's index of an identifier's tasks, newest job first (a person's history: `docs/people.md`). */
+export const TASKS_BY_RECIPIENT_INDEX = 'byRecipient';
 
 export type TableId = 'control' | 'tasks' | 'events' | 'channels';
 export type QueueId =
@@ -174,9 +174,9 @@ export const tables: readonly TableSpec[] = [
       },
       {
         // Written once, when the task is: keys only, so no later write of the task touches it.
-        name: TASKS_BY_PERSON_INDEX,
-        partitionKey: { name: 'personPk', type: 'S' },
-        sortKey: { name: 'personSk', type: 'S' },
+        name: TASKS_BY_RECIPIENT_INDEX,
+        partitionKey: { name: 'recipientPk', type: 'S' },
+        sortKey: { name: 'recipientSk', type: 'S' },
         projection: 'keys-only',
       },
     ],

@@ -38,7 +38,7 @@ import { Construct } from 'constructs';
 import { BROKER_TASK_SIZE, brokerV8Flags } from '#shared/broker/runtime.ts';
 import { functions } from '#shared/functions.ts';
 import { DEFAULT_LINE_API_URL } from '#shared/line/messaging-client.ts';
-import { resourceName, TASKS_BY_PERSON_INDEX, tableSpec } from '#shared/resources.ts';
+import { resourceName, TASKS_BY_RECIPIENT_INDEX, tableSpec } from '#shared/resources.ts';
 import { REPO_ROOT, SwitchboardFunction } from './function.ts';
 import type { StatefulResources } from './stateful.ts';
 
@@ -357,12 +357,12 @@ export class BrokerFleet extends Construct {
     const { tables } = props.stateful;
     for (const [table, indexes] of [
       [tables.control, []],
-      // Not byPerson: a broker reads no person's history.
+      // Not byRecipient: a broker reads no person's history.
       [
         tables.tasks,
         tableSpec('tasks')
           .globalIndexes.map((i) => i.name)
-          .filter((n) => n !== TASKS_BY_PERSON_INDEX),
+          .filter((n) => n !== TASKS_BY_RECIPIENT_INDEX),
       ],
     ] as const) {
       taskRole.addToPolicy(

@@ -30,7 +30,7 @@ import { functions } from '#shared/functions.ts';
 import {
   buckets,
   resourceName,
-  TASKS_BY_PERSON_INDEX,
+  TASKS_BY_RECIPIENT_INDEX,
   tableSpec,
   UPLOAD_NOTIFICATIONS,
 } from '#shared/resources.ts';
@@ -122,10 +122,10 @@ export class Jobs extends Construct {
     })
       // byStatus: its CLIENTS partition is the administrators' list of every client.
       .bindTable(tables.control, 'readwrite', tableSpec('control').envVar, { indexes: ['byStatus'] })
-      // The outstanding index's head: why a call job waits (its first waiting task); byPerson: a
+      // The outstanding index's head: why a call job waits (its first waiting task); byRecipient: a
       // person's history.
       .bindTable(tables.tasks, 'read', tableSpec('tasks').envVar, {
-        indexes: ['outstanding', TASKS_BY_PERSON_INDEX],
+        indexes: ['outstanding', TASKS_BY_RECIPIENT_INDEX],
       })
       // A client's outcome webhook secret (settings: outcomeWebhook): put, never read, and only its
       // OUTCOMEWEBHOOK# item under the secrets key, never a LINE channel or a callback secret.

@@ -78,7 +78,7 @@ export const handler = observe(
     people: new PeopleApi({
       clients,
       store: new DynamoPeopleStore(doc, controlTable),
-      // A person's history: the tasks table's byPerson index, the tasks and their jobs.
+      // A person's history: the tasks table's byRecipient index, the tasks and their jobs.
       tasks: new DynamoPersonHistory(doc, tasksTable, controlTable),
     }),
     log,

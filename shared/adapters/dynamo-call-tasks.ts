@@ -76,7 +76,7 @@ function strip<T>(item: Record<string, unknown> | undefined, drop: readonly stri
 }
 
 const taskOf = (item: Record<string, unknown> | undefined) =>
-  strip<Task>(item, ['pk', 'sk', 'openPk', 'openSk', 'personPk', 'personSk']);
+  strip<Task>(item, ['pk', 'sk', 'openPk', 'openSk', 'recipientPk', 'recipientSk']);
 
 /** The lease's in-flight set member of a task. */
 export function inFlightMember(ref: TaskRef): string {
@@ -484,7 +484,7 @@ export class DynamoBrokerTaskStore implements BrokerTaskStore {
   #taskSettle(request: SettleRequest): TransactItem {
     const { task, attempt, settlement, callId, now } = request;
     const from = moveFrom(TASK_MOVES.settleCall);
-    const set = ['#state = :state', 'lastResult = :lastResult', 'updatedAt = :now'];
+    const set = ['#state = :state', 'lastResult = :lastResult', 'updatedAt = :now', 'callEndedAt = :now'];
     const remove: string[] = [];
     const values: Record<string, unknown> = {
       ':state': settlement.state,

@@ -39,8 +39,8 @@ export function tasksOf(item: Record<string, unknown>): Task[] {
     sk: _sk,
     openPk: _openPk,
     openSk: _openSk,
-    personPk: _personPk,
-    personSk: _personSk,
+    recipientPk: _recipientPk,
+    recipientSk: _recipientSk,
     memberCount: _count,
     ...task
   } = item;
@@ -55,7 +55,7 @@ export function taskItem(task: Task): Record<string, unknown> {
   return {
     ...keys.task(task.jobId, task.taskId),
     ...task,
-    ...keys.personIndex(task),
+    ...keys.recipientIndex(task),
     ...keys.outstandingIndex(task),
   };
 }

@@ -1,20 +1,19 @@
 /**
- * A person's tasks from the tasks table's byPerson index (keys only: `shared/resources.ts`): the
- * newest of each key the person's tasks may be filed under, then the tasks and their jobs read in
- * batches. A lookup costs a Query a key (at most 21: the person and its 20 identifiers) and a read
- * a task shown.
+ * A person's tasks from the tasks table's byRecipient index (keys only: `shared/resources.ts`): the
+ * newest of each of the person's identifiers, then the tasks and their jobs read in batches. A
+ * lookup costs a Query an identifier (at most 20) and a read a task shown.
  */
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { type Job, keys, storedJob } from '#shared/jobs/model.ts';
 import type { PersonTask, PersonTaskReader } from '#shared/people/history.ts';
-import { TASKS_BY_PERSON_INDEX } from '#shared/resources.ts';
+import { TASKS_BY_RECIPIENT_INDEX } from '#shared/resources.ts';
 import { batchGetItems } from './dynamo-batch-get.ts';
 import { tasksOf } from './dynamo-job-tasks.ts';
 
 interface IndexHit {
   readonly pk: string;
   readonly sk: string;
-  readonly personSk: string;
+  readonly recipientSk: string;
 }
 
 export class DynamoPersonHistory implements PersonTaskReader {
@@ -28,10 +27,10 @@ export class DynamoPersonHistory implements PersonTaskReader {
     this.#controlTable = controlTable;
   }
 
-  async latest(clientId: string, personKeys: readonly string[], limit: number) {
-    const found = (await Promise.all(personKeys.map((key) => this.#newest(clientId, key, limit + 1)))).flat();
+  async latest(clientId: string, identifiers: readonly string[], limit: number) {
+    const found = (await Promise.all(identifiers.map((id) => this.#newest(clientId, id, limit + 1)))).flat();
     const hits = [...new Map(found.map((hit) => [`${hit.pk}\u0000${hit.sk}`, hit])).values()].sort((a, b) =>
-      a.personSk < b.personSk ? 1 : a.personSk > b.personSk ? -1 : 0,
+      a.recipientSk < b.recipientSk ? 1 : a.recipientSk > b.recipientSk ? -1 : 0,
     );
     const shown = hits.slice(0, limit);
     const tasks = await this.#tasks(shown);
@@ -46,14 +45,14 @@ export class DynamoPersonHistory implements PersonTaskReader {
     };
   }
 
-  /** The newest `limit` index entries of one key. */
-  async #newest(clientId: string, key: string, limit: number): Promise<IndexHit[]> {
+  /** The newest `limit` index entries of one identifier. */
+  async #newest(clientId: string, identifier: string, limit: number): Promise<IndexHit[]> {
     const out = await this.#doc.send(
       new QueryCommand({
         TableName: this.#tasksTable,
-        IndexName: TASKS_BY_PERSON_INDEX,
-        KeyConditionExpression: 'personPk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.personTasks(clientId, key) },
+        IndexName: TASKS_BY_RECIPIENT_INDEX,
+        KeyConditionExpression: 'recipientPk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.recipientTasks(clientId, identifier) },
         ScanIndexForward: false,
         Limit: limit,
       }),
@@ -61,7 +60,7 @@ export class DynamoPersonHistory implements PersonTaskReader {
     return (out.Items ?? []).map((item) => ({
       pk: String(item.pk),
       sk: String(item.sk),
-      personSk: String(item.personSk),
+      recipientSk: String(item.recipientSk),
     }));
   }
 

@@ -380,6 +380,8 @@ export interface Task {
   readonly callId?: string;
   /** Epoch ms the current attempt started (set when it goes in flight). */
   readonly startedAt?: number;
+  /** Epoch ms the last call attempt ended (its settle): with `startedAt`, the call's length. */
+  readonly callEndedAt?: number;
   /** The recipient's IANA zone, for a job with `timeZoneBy: 'recipient'` (from the list's cell or the number). */
   readonly timeZone?: string;
   /**
@@ -455,15 +457,16 @@ export const keys = {
         }
       : undefined,
   openSk,
-  /** The byPerson index partition of the tasks of a person (or of an identifier alone) of a client. */
-  personTasks: (clientId: string, person: string) => `PERSON#${clientId}#${person}`,
+  /** The byRecipient index partition of the tasks of one identifier of a client (a person's history). */
+  recipientTasks: (clientId: string, identifier: string) => `RECIPIENT#${clientId}#${identifier}`,
   /**
-   * The byPerson index entry of a task: under its person as the ingest read it (the recipient
-   * itself when alone), sorted by job (ULIDs: newest last) and task.
+   * The byRecipient index entry of a task: under its recipient as the ingest wrote it (a fallback
+   * task's first channel's identifier), sorted by job (ULIDs: newest last) and task. A person's
+   * history reads each of its identifiers, so linking, joining and unlinking move history with them.
    */
-  personIndex: (task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'recipient' | 'person'>) => ({
-    personPk: `PERSON#${task.clientId}#${task.person ?? task.recipient}`,
-    personSk: `${task.jobId}#${task.taskId}`,
+  recipientIndex: (task: Pick<Task, 'clientId' | 'jobId' | 'taskId' | 'recipient'>) => ({
+    recipientPk: `RECIPIENT#${task.clientId}#${task.recipient}`,
+    recipientSk: `${task.jobId}#${task.taskId}`,
   }),
   /** Sorts after every `openSk` of the instant `ms` (ids are ASCII < '~'): "ready by `ms`". */
   openSkAfter: (ms: number) => `${new Date(ms).toISOString()}#~`,

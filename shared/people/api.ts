@@ -19,13 +19,7 @@ import {
 import type { ReportEntry } from '#shared/csv/report.ts';
 import { ClientNotFoundError, emptyFieldErrors, ValidationError } from '#shared/jobs/errors.ts';
 import type { ClientSettings } from '#shared/jobs/model.ts';
-import {
-  HISTORY_LIMIT,
-  type HistoryEntry,
-  historyEntry,
-  type PersonTaskReader,
-  personKeysOf,
-} from './history.ts';
+import { HISTORY_LIMIT, type HistoryEntry, historyEntry, type PersonTaskReader } from './history.ts';
 import { type IdentifierKind, identifierKind, PERSON_MEMBERS_MAX } from './model.ts';
 import type { PeopleStore, Person } from './ports.ts';
 
@@ -78,11 +72,8 @@ export class PeopleApi {
   async history(clientId: string, input: string): Promise<PersonHistoryView> {
     const region = (await this.#client(clientId)).defaultRegion;
     const person = viewOf(await this.#deps.store.person(clientId, readOne(input, region)));
-    const keys = personKeysOf({
-      person: person.person,
-      identifiers: person.identifiers.map((i) => i.identifier),
-    });
-    const { tasks, more } = await this.#deps.tasks.latest(clientId, keys, HISTORY_LIMIT);
+    const identifiers = person.identifiers.map((i) => i.identifier);
+    const { tasks, more } = await this.#deps.tasks.latest(clientId, identifiers, HISTORY_LIMIT);
     return { ...person, history: tasks.map(historyEntry), more };
   }
 

@@ -2,9 +2,9 @@
  * A person's history: every task of theirs in the client's jobs, newest job first, on whichever
  * channel each reached or tried them (`GET /clients/{clientId}/people/{identifier}/history`).
  *
- * A task is filed under its person as the ingest read it (the recipient itself when alone), so a
- * person's history reads the person's key and each of its identifiers: a task written before two
- * identifiers were linked is filed under the identifier. A task lives for
+ * A task is filed under its recipient as the ingest wrote it (`keys.recipientIndex`), and a person's
+ * history reads each identifier the person has now: linking, joining and unlinking identifiers move
+ * their tasks' history with them. A task lives for
  * `ENDED_TASK_RETENTION_DAYS` after it ends; a LINE campaign sent in chunks (no contact limit, no
  * fallback) keeps no task a recipient and is not in it (`docs/people.md`, "A person's history").
  */
@@ -25,12 +25,12 @@ export interface PersonTask {
 /** What the history needs of a store (adapter: `shared/adapters/dynamo-person-history.ts`). */
 export interface PersonTaskReader {
   /**
-   * The newest `limit` tasks filed under any of `personKeys` (newest job first), with their jobs;
+   * The newest `limit` tasks filed under any of `identifiers` (newest job first), with their jobs;
    * `more` when there are older ones.
    */
   latest(
     clientId: string,
-    personKeys: readonly string[],
+    identifiers: readonly string[],
     limit: number,
   ): Promise<{ readonly tasks: readonly PersonTask[]; readonly more: boolean }>;
 }
@@ -45,7 +45,7 @@ export interface HistoryEntry {
   readonly recipient: string;
   readonly state: TaskState;
   readonly attempts: number;
-  /** The last attempt's result (busy, no-answer, answered, sent, …). */
+  /** The last attempt's result (a call's `completed` (answered), `busy`, `no-answer`, `voicemail`; a message's `sent`, …). */
   readonly result?: string;
   /** A message's delivery state as its channel's events last said (delivered, bounced, …). */
   readonly delivery?: string;
@@ -56,22 +56,20 @@ export interface HistoryEntry {
   readonly startedAt?: string;
   /** When the task last changed: its end, once it ended (ISO 8601). */
   readonly updatedAt: string;
-  /** An ended call's length, start to end, in whole seconds. */
+  /** The last call's length, its start to its end, in whole seconds (once it ended). */
   readonly durationSeconds?: number;
 }
-
-const ENDED: ReadonlySet<TaskState> = new Set(['completed', 'failed', 'cancelled', 'expired']);
 
 /** The history entry of a task. */
 export function historyEntry({ task, job }: PersonTask): HistoryEntry {
   const channel = job === undefined ? (task.via ?? fallbackChannel(task)) : taskChannelOf(task, job);
   const delivery = task.deliveryState ?? task.emailState;
+  // The last call's own end (its settle), not the task's: a sweep that ends a task waiting to retry
+  // changes `updatedAt` hours after the call. A call started since has no end yet (end before start).
+  const { startedAt, callEndedAt } = task;
   const duration =
-    channel === 'call' &&
-    ENDED.has(task.state) &&
-    task.startedAt !== undefined &&
-    task.lastResult !== undefined
-      ? Math.max(0, Math.round((task.updatedAt - task.startedAt) / 1000))
+    channel === 'call' && startedAt !== undefined && callEndedAt !== undefined && callEndedAt >= startedAt
+      ? Math.round((callEndedAt - startedAt) / 1000)
       : undefined;
   return {
     jobId: task.jobId,
@@ -97,11 +95,3 @@ function fallbackChannel(task: Task): JobChannel {
 }
 
 const CHANNEL_OF_KIND = { phone: 'sms', email: 'email', line: 'line' } as const;
-
-/** The keys a person's tasks may be filed under: the person's, and each of its identifiers'. */
-export function personKeysOf(person: {
-  readonly person: string;
-  readonly identifiers: readonly string[];
-}): string[] {
-  return [...new Set([person.person, ...person.identifiers])];
-}

@@ -780,7 +780,9 @@ describe('people', () => {
         trs.map((tr) => [tr.getAttribute('data-result'), Number(tr.querySelectorAll('td')[1]!.textContent)]),
       ),
     );
-    expect(Object.fromEntries(Object.entries(byResult).filter(([, n]) => n > 0))).toEqual(results);
+    expect(
+      Object.fromEntries(Object.entries(byResult as Record<string, number>).filter(([, n]) => n > 0)),
+    ).toEqual(results);
     const answered = results.completed ?? 0;
     expect(await ui.text('[data-answer-rate]')).toBe(
       `Answer rate ${((100 * answered) / dialled).toFixed(1)} %: ${answered} of ${dialled} call attempts answered`,

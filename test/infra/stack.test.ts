@@ -72,10 +72,10 @@ describe('stateful resources', () => {
         }),
         // A person's history: keys only, so a task's later writes write nothing to it.
         Match.objectLike({
-          IndexName: 'byPerson',
+          IndexName: 'byRecipient',
           KeySchema: [
-            { AttributeName: 'personPk', KeyType: 'HASH' },
-            { AttributeName: 'personSk', KeyType: 'RANGE' },
+            { AttributeName: 'recipientPk', KeyType: 'HASH' },
+            { AttributeName: 'recipientSk', KeyType: 'RANGE' },
           ],
           Projection: { ProjectionType: 'KEYS_ONLY' },
         }),

@@ -65,7 +65,8 @@ function emailFields(initial: ClientSettings['email']) {
     if (from.value.trim() === '') return {};
     const email = edited(initial, {
       from: { value: from.value.trim() },
-      fromName: { value: fromName.value.trim() },
+      // Unchanged, as it came (spaces at its ends included); else trimmed.
+      fromName: { value: fromName.value === initial?.fromName ? fromName.value : fromName.value.trim() },
       replyTo: {
         value: replyTo.value
           .split(',')

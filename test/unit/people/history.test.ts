@@ -1,9 +1,10 @@
 /** A person's history entries (`shared/people/history.ts`): a task as the operator reads it. */
 import { describe, expect, it } from 'vitest';
 import type { Task } from '#shared/jobs/model.ts';
-import { historyEntry, personKeysOf } from '#shared/people/history.ts';
+import { historyEntry } from '#shared/people/history.ts';
 
 const T0 = Date.parse('2026-11-20T01:00:00Z');
+const CALL_JOB = { jobId: '01JOB', name: 'x', channel: 'call' as const };
 
 function task(overrides: Partial<Task>): Task {
   return {
@@ -23,12 +24,13 @@ function task(overrides: Partial<Task>): Task {
 }
 
 describe('a history entry', () => {
-  it('gives an ended call its length, start to end, with its last result', () => {
+  it('gives an ended call its length, its start to its end, with its last result', () => {
     const ended = task({
       state: 'completed',
       attempts: 2,
-      lastResult: 'answered',
+      lastResult: 'completed',
       startedAt: T0,
+      callEndedAt: T0 + 94_400,
       updatedAt: T0 + 94_400,
     });
     expect(
@@ -40,23 +42,42 @@ describe('a history entry', () => {
       recipient: '+819011110001',
       state: 'completed',
       attempts: 2,
-      result: 'answered',
+      result: 'completed',
       startedAt: '2026-11-20T01:00:00.000Z',
       updatedAt: '2026-11-20T01:01:34.400Z',
       durationSeconds: 94,
     });
   });
 
-  it('gives no length to a call in flight, nor to one cancelled before it rang', () => {
-    const job = { jobId: '01JOB', name: 'x', channel: 'call' as const };
-    expect(
-      historyEntry({ task: task({ state: 'in-flight', startedAt: T0 }), job }).durationSeconds,
-    ).toBeUndefined();
-    expect(historyEntry({ task: task({ state: 'cancelled', reason: 'job cancelled' }), job })).toMatchObject({
+  it('gives no length to a call in flight, to a second attempt ringing, nor to one cancelled before it rang', () => {
+    const ringing = task({ state: 'in-flight', startedAt: T0 });
+    expect(historyEntry({ task: ringing, job: CALL_JOB }).durationSeconds).toBeUndefined();
+    // The first attempt's end is before the second's start.
+    const second = task({
+      state: 'in-flight',
+      attempts: 2,
+      startedAt: T0 + 3_600_000,
+      callEndedAt: T0 + 30_000,
+    });
+    expect(historyEntry({ task: second, job: CALL_JOB }).durationSeconds).toBeUndefined();
+    const cancelled = task({ state: 'cancelled', reason: 'job cancelled' });
+    expect(historyEntry({ task: cancelled, job: CALL_JOB })).toMatchObject({
       state: 'cancelled',
       reason: 'job cancelled',
     });
-    expect(historyEntry({ task: task({ state: 'cancelled' }), job }).durationSeconds).toBeUndefined();
+    expect(historyEntry({ task: cancelled, job: CALL_JOB }).durationSeconds).toBeUndefined();
+  });
+
+  it('keeps the last call’s length when a sweep ends the task waiting to retry hours later', () => {
+    const swept = task({
+      state: 'cancelled',
+      attempts: 1,
+      lastResult: 'busy',
+      startedAt: T0,
+      callEndedAt: T0 + 12_000,
+      updatedAt: T0 + 5 * 3_600_000,
+    });
+    expect(historyEntry({ task: swept, job: CALL_JOB }).durationSeconds).toBe(12);
   });
 
   it('names the channel a fallback moved the task to, the channels it left and its delivery state', () => {
@@ -86,18 +107,5 @@ describe('a history entry', () => {
     expect(of({ channel: 'message', recipient: '+819011110001' })).toBe('sms');
     expect(of({ channel: 'message', recipient: 'a@example.jp' })).toBe('email');
     expect(of({ channel: 'message', recipient: `U${'a'.repeat(32)}` })).toBe('line');
-  });
-});
-
-describe('the keys a person’s tasks are filed under', () => {
-  it('are the person’s and each identifier’s, once each', () => {
-    expect(personKeysOf({ person: 'P01', identifiers: ['+819011110001', 'a@example.jp'] })).toEqual([
-      'P01',
-      '+819011110001',
-      'a@example.jp',
-    ]);
-    expect(personKeysOf({ person: '+819011110001', identifiers: ['+819011110001'] })).toEqual([
-      '+819011110001',
-    ]);
   });
 });
