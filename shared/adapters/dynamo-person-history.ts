@@ -4,11 +4,16 @@
  * lookup costs a Query an identifier (at most 20) and a read a task shown.
  */
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { type Job, keys, storedJob } from '#shared/jobs/model.ts';
+import { type Job, keys, storedJob, type Task } from '#shared/jobs/model.ts';
 import type { PersonTask, PersonTaskReader } from '#shared/people/history.ts';
 import { TASKS_BY_RECIPIENT_INDEX } from '#shared/resources.ts';
 import { batchGetItems } from './dynamo-batch-get.ts';
 import { tasksOf } from './dynamo-job-tasks.ts';
+
+/** A table item's key as one string. */
+function itemKey(item: { readonly pk?: unknown; readonly sk?: unknown }): string {
+  return `${String(item.pk)}\u0000${String(item.sk)}`;
+}
 
 interface IndexHit {
   readonly pk: string;
@@ -29,18 +34,18 @@ export class DynamoPersonHistory implements PersonTaskReader {
 
   async latest(clientId: string, identifiers: readonly string[], limit: number) {
     const found = (await Promise.all(identifiers.map((id) => this.#newest(clientId, id, limit + 1)))).flat();
-    const hits = [...new Map(found.map((hit) => [`${hit.pk}\u0000${hit.sk}`, hit])).values()].sort((a, b) =>
+    const hits = [...new Map(found.map((hit) => [itemKey(hit), hit])).values()].sort((a, b) =>
       a.recipientSk < b.recipientSk ? 1 : a.recipientSk > b.recipientSk ? -1 : 0,
     );
     const shown = hits.slice(0, limit);
     const tasks = await this.#tasks(shown);
-    const jobs = await this.#jobs(clientId, [...new Set(tasks.map((t) => t.task.jobId))]);
-    const order = new Map(shown.map((hit, i) => [`${hit.pk}\u0000${hit.sk}`, i]));
-    const rank = (t: (typeof tasks)[number]) => order.get(`${t.pk}\u0000${t.sk}`) ?? 0;
+    const jobs = await this.#jobs(clientId, [...new Set([...tasks.values()].map((t) => t.jobId))]);
     return {
-      tasks: tasks
-        .sort((a, b) => rank(a) - rank(b))
-        .map(({ task }): PersonTask => ({ task, job: jobs.get(task.jobId) })),
+      // In the hits' order (newest first); a hit whose task is gone since is left out.
+      tasks: shown.flatMap((hit): PersonTask[] => {
+        const task = tasks.get(itemKey(hit));
+        return task ? [{ task, job: jobs.get(task.jobId) }] : [];
+      }),
       more: hits.length > limit,
     };
   }
@@ -64,15 +69,15 @@ export class DynamoPersonHistory implements PersonTaskReader {
     }));
   }
 
-  async #tasks(hits: readonly IndexHit[]) {
+  /** The tasks of `hits`, by their item's key. */
+  async #tasks(hits: readonly IndexHit[]): Promise<Map<string, Task>> {
     const items = await batchGetItems(
       this.#doc,
       this.#tasksTable,
       hits.map(({ pk, sk }) => ({ pk, sk })),
     );
-    return items.flatMap((item) =>
-      tasksOf(item).map((task) => ({ pk: String(item.pk), sk: String(item.sk), task })),
-    );
+    // An index entry is a task's item's (`taskItem`), never a chunk's: one task an item.
+    return new Map(items.flatMap((item) => tasksOf(item).map((task) => [itemKey(item), task] as const)));
   }
 
   async #jobs(clientId: string, jobIds: readonly string[]): Promise<Map<string, PersonTask['job']>> {

@@ -593,30 +593,30 @@ describe('the DynamoDB fence', () => {
       ).toBe('started');
       return { job, task: { ...task!, attempts: 1 } };
     };
+    const changeJob = (
+      job: Job,
+      update: string,
+      names: Record<string, string>,
+      values?: Record<string, string>,
+    ) =>
+      cloud.doc.send(
+        new UpdateCommand({
+          TableName: controlTable,
+          Key: keys.job(job.clientId, job.jobId),
+          UpdateExpression: update,
+          ExpressionAttributeNames: names,
+          ...(values ? { ExpressionAttributeValues: values } : {}),
+        }),
+      );
     const cancelled = await retry('cancelled-retry');
-    await cloud.doc.send(
-      new UpdateCommand({
-        TableName: controlTable,
-        Key: keys.job('cancelled-retry', cancelled.job.jobId),
-        UpdateExpression: 'SET #status = :c',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':c': 'cancelled' },
-      }),
-    );
+    await changeJob(cancelled.job, 'SET #status = :c', { '#status': 'status' }, { ':c': 'cancelled' });
     const busy = { state: 'retry-wait', lastResult: 'busy', readyAt: Date.now() } as const;
     await tasks.settle({ task: cancelled.task, attempt: 1, settlement: busy, now: Date.now() });
     expect((await tasks.getTask(cancelled.task))?.state).toBe('cancelled');
     expect((await jobs.get('cancelled-retry', cancelled.job.jobId))?.results).toEqual({ busy: 1 });
 
     const bare = await retry('bare-retry');
-    await cloud.doc.send(
-      new UpdateCommand({
-        TableName: controlTable,
-        Key: keys.job('bare-retry', bare.job.jobId),
-        UpdateExpression: 'REMOVE #counts',
-        ExpressionAttributeNames: { '#counts': 'counts' },
-      }),
-    );
+    await changeJob(bare.job, 'REMOVE #counts', { '#counts': 'counts' });
     expect(await tasks.settle({ task: bare.task, attempt: 1, settlement: busy, now: Date.now() })).toBe(true);
     expect((await tasks.getTask(bare.task))?.state).toBe('retry-wait');
   });
